@@ -1,0 +1,46 @@
+"""Genesis: a deep learning framework written from scratch, with PyTorch's API.
+
+Public names only; see the subpackages for the layers (tensor, autograd, ops, dispatch, backends).
+"""
+
+from . import autograd, dtypes
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .device import device
+from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_dtype, int8,
+                     int16, int32, int64, promote_types, result_type as _result_type,
+                     set_default_dtype, uint8)
+from .dtypes import bool_ as bool  # noqa: A001  (genesis.bool, as torch.bool)
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .tensor import Size, Tensor
+from . import ops
+from .ops.creation import *  # noqa: F401,F403
+from .ops.elementwise import *  # noqa: F401,F403
+from .ops.index import *  # noqa: F401,F403
+from .ops.linalg import *  # noqa: F401,F403
+from .ops.reduce import *  # noqa: F401,F403
+from .ops.shape import *  # noqa: F401,F403
+from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+dtype = dtypes.dtype
+
+
+def result_type(tensor1, tensor2):
+    """PyTorch's `torch.result_type` over tensors and Python scalars."""
+    return _result_type(tensor1, tensor2)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.dtype.is_floating_point
+
+
+def numel(t):
+    return t.numel()
+
+
+__version__ = "0.1.0"

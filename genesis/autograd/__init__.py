@@ -1,0 +1,11 @@
+"""Automatic differentiation: Function, the engine, grad mode and gradient checking."""
+
+from .engine import backward, grad
+from .function import Function, once_differentiable
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
+from .gradcheck import gradcheck, gradgradcheck
+
+__all__ = ["Function", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+           "once_differentiable"]

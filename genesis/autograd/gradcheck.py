@@ -1,0 +1,111 @@
+"""Finite-difference gradient checks (`gradcheck`, `gradgradcheck`), as in torch.autograd.
+
+Inputs are perturbed in place through their host memory, so the checks run on CPU tensors.
+The analytical Jacobian comes from backward passes with one-hot output gradients; the numerical one
+from central differences of the forward. Use float64 inputs: float32 differences are too coarse.
+"""
+
+import numpy as np
+
+from .engine import grad as autograd_grad
+from .grad_mode import no_grad
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _differentiable_inputs(inputs):
+    return [i for i, t in enumerate(inputs) if hasattr(t, "requires_grad") and t.requires_grad]
+
+
+def _flat_outputs(fn, inputs):
+    return [o for o in _as_tuple(fn(*inputs)) if hasattr(o, "requires_grad")]
+
+
+def _numerical_jacobian(fn, inputs, index, eps):
+    """d(outputs)/d(inputs[index]) by central differences, one input element at a time."""
+    x = inputs[index]
+    host = x.detach()._host()
+    columns = []
+    with no_grad():
+        for flat_i in range(x.numel()):
+            pos = np.unravel_index(flat_i, x.shape) if x.ndim else ()
+            orig = host[pos].item()
+            host[pos] = orig + eps
+            plus = [o._host().astype(np.float64).ravel().copy() for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig - eps
+            minus = [o._host().astype(np.float64).ravel().copy() for o in _flat_outputs(fn, inputs)]
+            host[pos] = orig
+            columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)]))
+    return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+
+
+def _analytical_jacobians(fn, inputs, diff_idx):
+    """One Jacobian per differentiable input, rows indexed by flattened outputs."""
+    from ..ops.creation import tensor
+    outputs = [o for o in _flat_outputs(fn, inputs)]
+    n_out = sum(o.numel() for o in outputs)
+    jacs = [np.zeros((n_out, inputs[i].numel())) for i in diff_idx]
+    row = 0
+    for k, out in enumerate(outputs):
+        if not out.requires_grad:
+            row += out.numel()
+            continue
+        for j in range(out.numel()):
+            onehot = np.zeros(out.numel(), dtype=out.dtype.numpy_dtype)
+            onehot[j] = 1
+            seed = tensor(onehot.reshape(out.shape), dtype=out.dtype, device=out.device)
+            grads = autograd_grad([out], [inputs[i] for i in diff_idx], [seed],
+                                  retain_graph=True, allow_unused=True)
+            for col, g in enumerate(grads):
+                if g is not None:
+                    jacs[col][row, :] = g._host().astype(np.float64).ravel()
+            row += 1
+    return jacs
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_):
+    """True if backward's Jacobian matches central differences for every differentiable input."""
+    inputs = _as_tuple(inputs)
+    diff_idx = _differentiable_inputs(inputs)
+    if not diff_idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient")
+    analytical = _analytical_jacobians(func, inputs, diff_idx)
+    for col, i in enumerate(diff_idx):
+        numerical = _numerical_jacobian(func, inputs, i, eps)
+        if numerical.size == 0 and analytical[col].size == 0:
+            continue
+        if not np.allclose(analytical[col], numerical, rtol=rtol, atol=atol):
+            if not raise_exception:
+                return False
+            raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},\n"
+                                 f"numerical:{numerical}\nanalytical:{analytical[col]}")
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True, **_):
+    """gradcheck of the function (inputs, grad_outputs) -> first-order gradients (second derivatives)."""
+    from ..ops.creation import randn_like
+    inputs = _as_tuple(inputs)
+    diff_idx = _differentiable_inputs(inputs)
+    outputs = _flat_outputs(func, inputs)
+    if grad_outputs is None:
+        grad_outputs = tuple(randn_like(o).requires_grad_() for o in outputs if o.requires_grad)
+    grad_outputs = _as_tuple(grad_outputs)
+    n = len(inputs)
+
+    def first_order(*args):
+        ins, gos = args[:n], args[n:]
+        outs = [o for o in _flat_outputs(func, ins) if o.requires_grad]
+        grads = autograd_grad(outs, [ins[i] for i in diff_idx], list(gos), create_graph=True,
+                              allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when the analytical and numerical Jacobians differ."""

@@ -1,0 +1,75 @@
+"""The CPU view model: a numpy array is (storage, shape, strides, offset, dtype).
+
+A storage is a 1-D contiguous numpy array covering a whole buffer; every tensor's array is an
+`as_strided` view of it. Strides here are in elements, as PyTorch reports them; numpy's are in
+bytes. Kernels never return arrays with negative strides (PyTorch has none).
+"""
+
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
+from numpy.lib.stride_tricks import as_strided as _np_as_strided
+
+from ...dispatch import register
+
+
+@register("storage_of", "cpu")
+def storage_of(arr):
+    """(storage, element offset) for a fresh array: the 1-D buffer it spans, offset 0."""
+    if any(s < 0 for s in arr.strides):
+        raise ValueError("arrays with negative strides are not supported; "
+                         "copy the array first (numpy.ascontiguousarray)")
+    lo, hi = byte_bounds(arr)
+    count = (hi - lo) // arr.itemsize if arr.size else 0
+    storage = _np_as_strided(arr, shape=(count,), strides=(arr.itemsize,))
+    return storage, 0
+
+
+@register("as_strided", "cpu")
+def as_strided(storage, shape, strides, offset):
+    """A view of `storage` with element `strides`, starting `offset` elements in."""
+    itemsize = storage.itemsize
+    base = storage[offset:] if offset else storage
+    return _np_as_strided(base, shape=tuple(shape), strides=tuple(s * itemsize for s in strides))
+
+
+@register("empty", "cpu")
+def empty(shape, dtype):
+    return np.empty(shape, dtype=dtype.numpy_dtype)
+
+
+@register("full", "cpu")
+def full(shape, value, dtype):
+    return np.full(shape, value, dtype=dtype.numpy_dtype)
+
+
+@register("from_numpy", "cpu")
+def from_numpy(array, device_index=None):
+    """Host data to this backend: the CPU keeps numpy arrays as they are."""
+    return array
+
+
+@register("to_numpy", "cpu")
+def to_numpy(arr):
+    return arr
+
+
+@register("copy_", "cpu")
+def copy_(dst, src):
+    """Write `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place."""
+    np.copyto(dst, src, casting="unsafe")
+    return dst
+
+
+@register("cast", "cpu")
+def cast(arr, dtype):
+    return arr.astype(dtype.numpy_dtype)
+
+
+@register("contiguous", "cpu")
+def contiguous(arr):
+    return np.array(arr, order="C", copy=True)
+
+
+@register("data_ptr", "cpu")
+def data_ptr(arr):
+    return arr.__array_interface__["data"][0]

@@ -1,0 +1,263 @@
+"""Elementwise kernels on numpy.
+
+Operands arrive already broadcast to one shape and cast to one dtype (the ops layer does that);
+an operand may also be a Python scalar. Half types (float16, bfloat16) are computed in float32 and
+rounded once at the end, as PyTorch does on the CPU.
+"""
+
+import functools
+
+import numpy as np
+
+from ...dispatch import register
+from .numerics import erf, gelu_tanh
+
+_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+
+
+def float32_for_half(fn):
+    """Compute half-precision inputs in float32 and round the (floating) result back once.
+
+    Floating-point warnings are silenced: like PyTorch, overflow gives inf and 0/0 gives nan.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        half = next((a.dtype for a in args if isinstance(a, np.ndarray) and a.dtype in _HALF), None)
+        with np.errstate(all="ignore"):
+            if half is None:
+                return fn(*args, **kwargs)
+            args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == half else a
+                    for a in args]
+            out = fn(*args, **kwargs)
+        return out.astype(half) if out.dtype == np.float32 else out
+    return wrapper
+
+
+def _scalar_like(value, like):
+    """A Python scalar as a 0-d array of `like`'s dtype (wrapping out-of-range ints as PyTorch)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if like.dtype.kind in "iu" and isinstance(value, int):
+        return np.asarray(value).astype(like.dtype)
+    return np.asarray(value, dtype=like.dtype)
+
+
+def _binary(fn):
+    @functools.wraps(fn)
+    def kernel(a, b):
+        if not isinstance(a, np.ndarray):
+            a = _scalar_like(a, b)
+        elif not isinstance(b, np.ndarray):
+            b = _scalar_like(b, a)
+        return np.asarray(fn(a, b))
+    return float32_for_half(kernel)
+
+
+def _unary(fn):
+    return float32_for_half(lambda x: np.asarray(fn(x)))
+
+
+def _check_int_divisor(b, op):
+    if b.dtype.kind in "iub" and np.any(b == 0):
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+
+
+def _floor_divide(a, b):
+    _check_int_divisor(b, "floor_divide")
+    return np.floor_divide(a, b)
+
+
+def _remainder(a, b):
+    _check_int_divisor(b, "remainder")
+    return np.remainder(a, b)
+
+
+def _fmod(a, b):
+    _check_int_divisor(b, "fmod")
+    return np.fmod(a, b)
+
+
+def _trunc_divide(a, b):
+    if a.dtype.kind in "iub":
+        _check_int_divisor(b, "div")
+        q = np.floor_divide(a, b)
+        return np.where((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)), q + 1, q).astype(a.dtype)
+    return np.trunc(a / b)
+
+
+def _pow(a, b):
+    if a.dtype.kind in "iu" and np.any(np.asarray(b) < 0):
+        raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+    return np.power(a, b)
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x, beta, threshold):
+    bx = x * beta
+    with np.errstate(over="ignore"):
+        soft = np.log1p(np.exp(bx)) / beta
+    return np.where(bx > threshold, x, soft)
+
+
+def _round(x, decimals=0):
+    if x.dtype.kind in "iub":
+        return x.copy()
+    return np.round(x, decimals)
+
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "floor_divide": _floor_divide,
+    "trunc_divide": _trunc_divide,
+    "remainder": _remainder,
+    "fmod": _fmod,
+    "pow": _pow,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "fmax": np.fmax,
+    "fmin": np.fmin,
+    "atan2": np.arctan2,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "bitwise_left_shift": np.left_shift,
+    "bitwise_right_shift": np.right_shift,
+    "hypot": np.hypot,
+    "logaddexp": np.logaddexp,
+    "xlogy": lambda a, b: np.where(a == 0, np.zeros_like(a * b), a * np.log(b)),
+}
+
+UNARY = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
+    "erf": erf,
+    "erfc": lambda x: 1.0 - erf(x),
+    "gelu_tanh": gelu_tanh,
+    "floor": lambda x: np.floor(x) if x.dtype.kind == "f" else x.copy(),
+    "ceil": lambda x: np.ceil(x) if x.dtype.kind == "f" else x.copy(),
+    "trunc": lambda x: np.trunc(x) if x.dtype.kind == "f" else x.copy(),
+    "frac": lambda x: x - np.trunc(x),
+    "sign": np.sign,
+    "sgn": np.sign,
+    "reciprocal": np.reciprocal,
+    "square": np.square,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "signbit": np.signbit,
+    "logical_not": np.logical_not,
+    "bitwise_not": np.invert,
+}
+
+for _name, _fn in BINARY.items():
+    register(_name, "cpu")(_binary(_fn))
+for _name, _fn in UNARY.items():
+    register(_name, "cpu")(_unary(_fn))
+
+
+@register("round", "cpu")
+@float32_for_half
+def round_(x, decimals=0):
+    return np.asarray(_round(x, decimals))
+
+
+@register("softplus", "cpu")
+@float32_for_half
+def softplus(x, beta=1.0, threshold=20.0):
+    return _softplus(x, beta, threshold)
+
+
+@register("clamp", "cpu")
+@float32_for_half
+def clamp(x, low, high):
+    """Clamp to [low, high]; either bound may be None or an array broadcast to x; NaN propagates."""
+    out = x
+    if low is not None:
+        out = np.where(np.isnan(out) if out.dtype.kind == "f" else False, out,
+                       np.maximum(out, _scalar_like(low, x)))
+    if high is not None:
+        out = np.where(np.isnan(out) if out.dtype.kind == "f" else False, out,
+                       np.minimum(out, _scalar_like(high, x)))
+    return np.array(out, dtype=x.dtype, copy=True)
+
+
+@register("where", "cpu")
+def where(cond, a, b):
+    if not isinstance(a, np.ndarray):
+        a = _scalar_like(a, b) if isinstance(b, np.ndarray) else np.asarray(a)
+    if not isinstance(b, np.ndarray):
+        b = _scalar_like(b, a)
+    return np.where(cond, a, b)
+
+
+@register("nan_to_num", "cpu")
+@float32_for_half
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    if x.dtype.kind != "f":
+        return x.copy()
+    info = np.finfo(x.dtype)
+    return np.nan_to_num(x, nan=nan, posinf=info.max if posinf is None else posinf,
+                         neginf=info.min if neginf is None else neginf)
+
+
+@register("lerp", "cpu")
+@float32_for_half
+def lerp(start, end, weight):
+    """PyTorch's two-sided form: exact at both ends (weight 0 gives start, 1 gives end)."""
+    if not isinstance(weight, np.ndarray):
+        weight = _scalar_like(weight, start)
+    diff = end - start
+    return np.asarray(np.where(np.abs(weight) < 0.5, start + weight * diff,
+                               end - diff * (1 - weight)))
+
+
+@register("addcmul", "cpu")
+@float32_for_half
+def addcmul(x, a, b, value):
+    return np.asarray(x + _scalar_like(value, x) * (a * b))
+
+
+@register("addcdiv", "cpu")
+@float32_for_half
+def addcdiv(x, a, b, value):
+    return np.asarray(x + _scalar_like(value, x) * (a / b))
+

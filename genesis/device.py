@@ -1,0 +1,72 @@
+"""Devices: where a tensor's storage lives ("cpu", or "cuda" with an index)."""
+
+_KNOWN_TYPES = ("cpu", "cuda")
+
+
+class device:
+    """`genesis.device("cpu")`, `device("cuda")`, `device("cuda:1")` or `device("cuda", 1)`."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type_or_spec, index=None):
+        if isinstance(type_or_spec, device):
+            type_, index = type_or_spec.type, type_or_spec.index
+        elif isinstance(type_or_spec, int) and not isinstance(type_or_spec, bool):
+            type_, index = "cuda", type_or_spec
+        elif isinstance(type_or_spec, str):
+            type_, _, idx = type_or_spec.partition(":")
+            if idx:
+                if index is not None:
+                    raise RuntimeError(f"device(): index given twice in {type_or_spec!r}")
+                if not idx.isdigit():
+                    raise RuntimeError(f"Invalid device string: '{type_or_spec}'")
+                index = int(idx)
+        else:
+            raise TypeError(f"device(): expected a string or device, got {type(type_or_spec).__name__}")
+        if type_ not in _KNOWN_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_KNOWN_TYPES)} device type at start of "
+                               f"device string: {type_or_spec}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        if type_ == "cpu" and index not in (None, 0):
+            raise RuntimeError(f"CPU device index must be 0, got {index}")
+        self.type = type_
+        self.index = None if type_ == "cpu" else index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+cpu = device("cpu")
+
+
+def as_device(value):
+    """Accept a device, a string such as "cuda:0", an int (a CUDA index) or None (the CPU)."""
+    if value is None:
+        return cpu
+    return value if isinstance(value, device) else device(value)
+
+
+def resolve(dev):
+    """A concrete device: "cuda" without an index becomes the current CUDA device."""
+    dev = as_device(dev)
+    if dev.type == "cuda" and dev.index is None:
+        from . import cuda
+        return device("cuda", cuda.current_device())
+    return dev

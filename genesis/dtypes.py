@@ -1,0 +1,175 @@
+"""Data types and PyTorch's type-promotion rules.
+
+A `dtype` names an element type once for every backend; `numpy_dtype` is its CPU storage type
+(bfloat16 comes from `ml_dtypes`). Promotion follows PyTorch: the category (bool < integer <
+floating) decides first, then tensors with dimensions outrank 0-d tensors, which outrank Python
+scalars of the same category.
+"""
+
+import ml_dtypes
+import numpy as np
+
+
+class dtype:
+    """An element type: its name, size in bytes and numpy storage type."""
+
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "numpy_dtype", "_rank")
+
+    def __init__(self, name, numpy_dtype, is_floating_point, is_signed, rank):
+        self.name = name
+        self.numpy_dtype = np.dtype(numpy_dtype)
+        self.itemsize = self.numpy_dtype.itemsize
+        self.is_floating_point = is_floating_point
+        self.is_signed = is_signed
+        self._rank = rank
+
+    is_complex = False
+
+    def __repr__(self):
+        return f"genesis.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self):
+        return self
+
+    @property
+    def category(self):
+        """0 for bool, 1 for integers, 2 for floating point: promotion compares these first."""
+        if self is bool_:
+            return 0
+        return 2 if self.is_floating_point else 1
+
+
+bool_ = dtype("bool", np.bool_, False, False, 0)
+uint8 = dtype("uint8", np.uint8, False, False, 1)
+int8 = dtype("int8", np.int8, False, True, 2)
+int16 = dtype("int16", np.int16, False, True, 3)
+int32 = dtype("int32", np.int32, False, True, 4)
+int64 = dtype("int64", np.int64, False, True, 5)
+float16 = dtype("float16", np.float16, True, True, 6)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, True, True, 7)
+float32 = dtype("float32", np.float32, True, True, 8)
+float64 = dtype("float64", np.float64, True, True, 9)
+
+all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+floating_dtypes = (float16, bfloat16, float32, float64)
+integer_dtypes = (uint8, int8, int16, int32, int64)
+
+_BY_NAME = {d.name: d for d in all_dtypes}
+_BY_NUMPY = {d.numpy_dtype: d for d in all_dtypes}
+
+
+_PYTHON_TYPES = {float: float64, int: int64, bool: bool_}
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype):
+    """The genesis dtype stored as `np_dtype`; TypeError for types Genesis does not support."""
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by genesis; "
+                        f"supported: {', '.join(d.name for d in all_dtypes)}") from None
+
+
+def as_dtype(value):
+    """Accept a genesis dtype, a numpy dtype or a name such as "float32"."""
+    if isinstance(value, dtype):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if value in _PYTHON_TYPES:
+        return _PYTHON_TYPES[value]
+    try:
+        return from_numpy_dtype(value)
+    except TypeError:
+        raise TypeError(f"{value!r} is not a genesis dtype") from None
+
+
+_default_dtype = float32
+
+
+def get_default_dtype():
+    """The floating dtype that Python floats and new floating tensors take (float32 at start)."""
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    global _default_dtype
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating point types are supported, got {d}")
+    _default_dtype = d
+
+
+def _promote_pair(a, b):
+    """The smallest dtype that holds both a and b (PyTorch's promoteTypes table)."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.is_floating_point:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a._rank > b._rank else b
+    if a is bool_ or b is bool_:
+        return a if b is bool_ else b
+    if a is uint8 or b is uint8:
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a._rank > b._rank else b
+
+
+def promote_types(a, b):
+    """PyTorch's `torch.promote_types`."""
+    return _promote_pair(as_dtype(a), as_dtype(b))
+
+
+def scalar_dtype(value):
+    """The dtype a Python scalar takes when it stands alone: bool, int64 or the default float."""
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return _default_dtype
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def _combine_tiers(higher, lower):
+    """Merge a higher tier's dtype with a lower tier's (PyTorch's combine_categories)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return _promote_pair(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """The dtype of an op over tensors and Python scalars, by PyTorch's three-tier rule.
+
+    Tensors with dimensions, 0-d tensors and Python scalars are promoted within their tier; a
+    lower tier changes the result only when its category (bool < int < float) is higher.
+    A Python float counts as the default dtype, a Python int as int64.
+    """
+    tiers = [None, None, None]
+    for x in operands:
+        if isinstance(x, (bool, int, float, np.generic)):
+            tier, d = 2, scalar_dtype(x)
+        else:
+            tier, d = (0 if x.ndim > 0 else 1), x.dtype
+        tiers[tier] = d if tiers[tier] is None else _promote_pair(tiers[tier], d)
+    return _combine_tiers(tiers[0], _combine_tiers(tiers[1], tiers[2]))
+
+
+def can_cast(from_, to):
+    """PyTorch's `torch.can_cast`: same-kind casting (no float to int, nothing to bool)."""
+    from_, to = as_dtype(from_), as_dtype(to)
+    return from_.category <= to.category

@@ -1,0 +1,140 @@
+"""Helpers every op family shares: wrapping kernel results, views, broadcasting, checks.
+
+Shape, stride and broadcast arithmetic lives here, once, for every device; backends only see
+arrays whose shapes already agree.
+"""
+
+from .. import dtypes
+from ..dispatch import kernel
+from ..tensor import Tensor, wrap_dim
+
+SCALAR_TYPES = (bool, int, float)
+
+
+def wrap(data, device, dtype=None):
+    """A new tensor owning the kernel result `data`."""
+    return Tensor._make(data, device, dtype)
+
+
+def call(op, *tensors_and_args, device=None, **kwargs):
+    """Run kernel `op` on the device of the tensors; tensors are passed as backend arrays."""
+    args = [a._data if isinstance(a, Tensor) else a for a in tensors_and_args]
+    if device is None:
+        device = next(a.device for a in tensors_and_args if isinstance(a, Tensor))
+    return kernel(op, device.type)(*args, **kwargs)
+
+
+def make_view(t, shape, strides, offset):
+    """A tensor over `t`'s storage with the given geometry; shares its version counter."""
+    data = kernel("as_strided", t.device.type)(t._storage, tuple(shape), tuple(strides), offset)
+    base = t._base if t._base is not None else t
+    return Tensor._make(data, t.device, t.dtype, t._storage, offset, base=base,
+                        version=t._version_counter)
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def broadcast_shapes(*shapes, op="broadcast"):
+    """PyTorch's broadcasting: align right, sizes equal or 1. RuntimeError names the op and shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, size in enumerate(shape, ndim - len(shape)):
+            if size == out[i] or size == 1:
+                continue
+            if out[i] == 1:
+                out[i] = size
+            else:
+                raise RuntimeError(f"{op}: shapes {' and '.join(str(list(s)) for s in shapes)} "
+                                   f"cannot be broadcast together (size {size} vs {out[i]} at "
+                                   f"dimension {i - ndim})")
+    return tuple(out)
+
+
+def expand_strides(t, shape):
+    """Strides that view `t` as `shape` (broadcast dims get stride 0)."""
+    strides = list(t.stride())
+    offset = len(shape) - t.ndim
+    out = []
+    for i, size in enumerate(shape):
+        j = i - offset
+        if j < 0:
+            out.append(0)
+        elif t.shape[j] == size:
+            out.append(strides[j])
+        else:
+            out.append(0)
+    return tuple(out)
+
+
+def broadcast_data(t, shape):
+    """`t`'s backend array viewed as `shape` without copying."""
+    if tuple(t.shape) == tuple(shape):
+        return t._data
+    return kernel("as_strided", t.device.type)(t._storage, tuple(shape), expand_strides(t, shape),
+                                              t._offset)
+
+
+def sum_to(grad, shape):
+    """Sum `grad` down to `shape`: the backward of broadcasting."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = list(range(lead))
+    dims += [lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1]
+    out = grad.sum(dim=dims, keepdim=True) if dims else grad
+    if lead:
+        out = out.reshape(shape)
+    return out
+
+
+def check_devices(op, *tensors):
+    """All tensors on one device, or RuntimeError naming the op and the devices."""
+    devices = {t.device for t in tensors if isinstance(t, Tensor)}
+    if len(devices) > 1:
+        raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found at "
+                           f"least two devices, {' and '.join(sorted(str(d) for d in devices))}!")
+    return next(iter(devices))
+
+
+def device_of(*tensors):
+    for t in tensors:
+        if isinstance(t, Tensor):
+            return t.device
+    from ..device import cpu
+    return cpu
+
+
+def scalar_for(dtype, value):
+    """A Python scalar converted the way a kernel of `dtype` will read it."""
+    if dtype is dtypes.bool_:
+        return bool(value)
+    if dtype.is_floating_point:
+        return float(value)
+    return int(value)
+
+
+def normalize_dims(dim, ndim, op):
+    """`dim` (None, an int or a sequence) as a sorted tuple of non-negative dims; None = all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    dims = tuple(sorted(wrap_dim(d, ndim, op) for d in dim))
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
+    return dims
+
+
+def cast(t, dtype):
+    """`t` as `dtype` (no autograd: callers handle the graph); returns `t` when already so."""
+    if t.dtype is dtype:
+        return t
+    return wrap(kernel("cast", t.device.type)(t._data, dtype), t.device, dtype)

@@ -1,0 +1,153 @@
+"""In-place writes: validate first, write once, then rebase the autograd history.
+
+An in-place op computes its result out of place (in the graph), checks that it fits the
+destination (shape, dtype cast, no self-overlap) and only then copies it in, so a failed in-place
+op leaves its tensor as it was. The destination's version counter is bumped so that backward can
+detect tensors modified after being saved.
+
+When the destination is a view of a base that takes part in autograd, the base's history is
+rebased through `AsStridedScatter` (PyTorch's CopySlices): the base's new value is "old base with
+the view's region replaced", and the view becomes an `AsStrided` view of the new base.
+"""
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..dispatch import kernel
+from ..tensor import Tensor
+from .common import contiguous_strides, make_view
+
+
+def _has_internal_overlap(t):
+    """True when two elements of `t` share memory (a stride-0 dimension of size > 1)."""
+    return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
+
+
+def check_inplace_target(self, op):
+    """Errors PyTorch raises before any in-place write to `self`."""
+    if is_grad_enabled():
+        if self.is_leaf and self._requires_grad:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        base = self._base
+        if base is not None and base.is_leaf and base._requires_grad:
+            raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in "
+                               "an in-place operation.")
+    if _has_internal_overlap(self):
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.")
+
+
+def snapshot_for_graph(self, *args):
+    """The operand an in-place op computes from: a clone when the op will be recorded.
+
+    The out-of-place op may save its input for backward; saving `self`, which is about to be
+    overwritten, would fail the version check, so a recorded op reads from a copy instead.
+    """
+    recorded = is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad
+                                         for a in (self,) + args)
+    return self.clone() if recorded else self
+
+
+def write_result(self, result, op):
+    """Copy `result` into `self` as an in-place op would, and rebase `self`'s graph."""
+    check_inplace_target(self, op)
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)}")
+    if result.device != self.device:
+        raise RuntimeError(f"{op}: expected result on {self.device}, got {result.device}")
+    if not dtypes.can_cast(result.dtype, self.dtype):
+        raise RuntimeError(f"{op}: result type {result.dtype.name} can't be cast to the desired "
+                           f"output type {self.dtype.name}")
+    if result.dtype is not self.dtype:
+        result = result.to(self.dtype)
+    kernel("copy_", self.device.type)(self._data, result._data)
+    self._bump_version()
+    if result._requires_grad and is_grad_enabled():
+        _rebase_history(self, result)
+    return self
+
+
+def _rebase_history(self, result):
+    """Make `self` (just overwritten with `result`'s values) carry `result`'s history."""
+    base = self._base
+    if base is None:
+        self.grad_fn, self._output_nr, self._requires_grad = result.grad_fn, result._output_nr, True
+        return
+    geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    new_base = AsStridedScatter.apply(base, result, geometry)
+    base.grad_fn, base._output_nr, base._requires_grad = new_base.grad_fn, 0, True
+    view = AsStrided.apply(base, *geometry)
+    self.grad_fn, self._output_nr, self._requires_grad = view.grad_fn, 0, True
+
+
+def _zeros_with_geometry(like, geometry):
+    """A zero tensor with `geometry` (shape, strides, offset) over fresh storage long enough for it."""
+    shape, stride, offset = geometry
+    extent = offset + sum((size - 1) * st for size, st in zip(shape, stride)) + 1 if all(shape) \
+        else offset
+    storage = kernel("full", like.device.type)((max(extent, 1),), 0, like.dtype)
+    owner = Tensor._make(storage, like.device, like.dtype, storage, 0)
+    return make_view(owner, shape, stride, offset)
+
+
+def _geometry(t):
+    return (tuple(t.shape), t.stride(), t.storage_offset())
+
+
+class Restride(Function):
+    """A copy of `x` laid out with `geometry` (same shape, other strides/offset)."""
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        out = _zeros_with_geometry(x, geometry)
+        kernel("copy_", x.device.type)(out._data, x._data)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class AsStrided(Function):
+    """A view of `x`'s storage given by explicit geometry."""
+
+    @staticmethod
+    def forward(ctx, x, shape, stride, offset):
+        ctx.x_geometry = _geometry(x)
+        ctx.view_geometry = (tuple(shape), tuple(stride), offset)
+        return make_view(x, shape, stride, offset)
+
+    @staticmethod
+    def backward(ctx, grad):
+        zeros = _zeros_with_geometry(grad, ctx.x_geometry)
+        return AsStridedScatter.apply(zeros, grad, ctx.view_geometry, True), None, None, None
+
+
+class AsStridedScatter(Function):
+    """`base` with the region `view_geometry` (in base's storage coordinates) replaced by `src`.
+
+    With `compute=False` the values were already written in place and forward only aliases
+    `base`; with `compute=True` it builds the result out of place.
+    """
+
+    @staticmethod
+    def forward(ctx, base, src, view_geometry, compute=False):
+        ctx.base_geometry = _geometry(base)
+        ctx.view_geometry = view_geometry
+        if not compute:
+            return make_view(base, *ctx.base_geometry)
+        out = Restride.forward(None, base, ctx.base_geometry)
+        kernel("copy_", base.device.type)(make_view(out, *view_geometry)._data, src._data)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        laid_out = Restride.apply(grad, ctx.base_geometry)
+        grad_src = AsStrided.apply(laid_out, *ctx.view_geometry)
+        zeros = _zeros_with_geometry(grad, (ctx.view_geometry[0],
+                                            contiguous_strides(ctx.view_geometry[0]), 0))
+        grad_base = AsStridedScatter.apply(laid_out, zeros, ctx.view_geometry, True)
+        return grad_base, grad_src, None, None

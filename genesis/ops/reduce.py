@@ -1,0 +1,3 @@
+"""placeholder"""
+TENSOR_METHODS = {}
+__all__ = []

@@ -1,0 +1,417 @@
+"""The Tensor: a handle on a backend array plus dtype, device and autograd fields.
+
+Math, shape and indexing methods are defined by the op families in `genesis.ops` and bound to
+this class there (each family's TENSOR_METHODS); this module holds what every tensor is.
+"""
+
+import weakref
+
+from . import dtypes
+from .autograd import grad_mode
+from .device import device as Device
+from .dispatch import kernel
+
+
+class _VersionCounter:
+    """Shared by a tensor and all its views; bumped by every in-place write."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class Tensor:
+    """A multi-dimensional array on a device that can record the ops that made it."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("construct tensors with genesis.tensor(data), genesis.empty(shape), "
+                        "genesis.zeros(...) and the other creation functions")
+
+    @classmethod
+    def _make(cls, data, device, dtype=None, storage=None, offset=0, requires_grad=False,
+              base=None, version=None):
+        """Wrap a backend array; `storage`/`offset` default to the array's own buffer."""
+        t = object.__new__(cls)
+        if storage is None:
+            storage, offset = kernel("storage_of", device.type)(data)
+        t._data = data
+        t._storage = storage
+        t._offset = offset
+        t.device = device
+        t.dtype = dtype if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
+        t._requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version_counter = version if version is not None else _VersionCounter()
+        t._base = base
+        t._hooks = None
+        t._retains_grad = False
+        t._grad_accumulator = None
+        return t
+
+    # geometry
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._wrap_dim(dim, "size")]
+
+    def stride(self, dim=None):
+        itemsize = self.dtype.itemsize
+        strides = tuple(s // itemsize for s in self._data.strides)
+        return strides if dim is None else strides[self._wrap_dim(dim, "stride")]
+
+    def storage_offset(self):
+        return self._offset
+
+    @property
+    def ndim(self):
+        return len(self._data.shape)
+
+    def dim(self):
+        return len(self._data.shape)
+
+    ndimension = dim
+
+    def numel(self):
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.dtype.itemsize
+
+    def is_contiguous(self, memory_format=None):
+        expected = 1
+        for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def data_ptr(self):
+        return kernel("data_ptr", self.device.type)(self._data)
+
+    def _wrap_dim(self, dim, op):
+        return wrap_dim(dim, self.ndim, op)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    # values on the host
+
+    def numpy(self, *, force=False):
+        """The data as a numpy array; shares memory for CPU tensors (as `torch.Tensor.numpy`)."""
+        if self.device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        if self.requires_grad and grad_mode.is_grad_enabled() and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return kernel("to_numpy", self.device.type)(self._data)
+
+    def _host(self):
+        """A numpy array holding this tensor's values (a copy for device tensors)."""
+        return kernel("to_numpy", self.device.type)(self._data)
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._host().reshape(()).item() if self.dtype not in (dtypes.bfloat16,) \
+            else float(self._host().reshape(()))
+
+    def tolist(self):
+        host = self._host()
+        if self.dtype is dtypes.bfloat16:
+            host = host.astype("float32")
+        return host.tolist()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.detach()._host()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __repr__(self):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, protocol):
+        from .serialization import _rebuild_tensor
+        return (_rebuild_tensor, (self.detach()._host().copy(), str(self.device), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment")
+        out = self.detach().clone()
+        out.requires_grad_(self.requires_grad)
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
+
+    # autograd
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if requires_grad and not (self.dtype.is_floating_point):
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
+                               f"got {self.dtype}")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return self._version_counter.value
+
+    def _bump_version(self):
+        self._version_counter.value += 1
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if other.shape != self.shape or other.dtype is not self.dtype or other.device != self.device:
+            self.dtype, self.device = other.dtype, other.device
+        self._data, self._storage, self._offset = other._data, other._storage, other._offset
+
+    def detach(self):
+        """The same data cut from the graph: shares memory and the version counter, no history."""
+        return Tensor._make(self._data, self.device, self.dtype, self._storage, self._offset,
+                            version=self._version_counter)
+
+    def detach_(self):
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains_grad:
+            return
+        self._retains_grad = True
+        ref = weakref.ref(self)
+        self.grad_fn._retain_grad_refs[self._output_nr] = ref
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new grad."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.is_leaf:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = self.grad_fn._tensor_hooks.setdefault(self._output_nr, {})
+        return RemovableHandle(hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd.engine import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                 inputs)
+
+    # devices and dtypes
+
+    def to(self, *args, **kwargs):
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; returns self if nothing changes."""
+        device, dtype, non_blocking, copy = _parse_to(self, *args, **kwargs)
+        from .ops.creation import to_device_and_dtype
+        return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("cuda" if device is None else Device("cuda", Device(device).index
+                                                            if not isinstance(device, int) else device),
+                       non_blocking=non_blocking)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"genesis.{self.dtype.name}"
+        return self.to(dtypes.as_dtype(dtype))
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def half(self):
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        return self.to(dtypes.bfloat16)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def int(self):
+        return self.to(dtypes.int32)
+
+    def short(self):
+        return self.to(dtypes.int16)
+
+    def char(self):
+        return self.to(dtypes.int8)
+
+    def byte(self):
+        return self.to(dtypes.uint8)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    def get_device(self):
+        return -1 if self.device.type == "cpu" else self.device.index
+
+
+class Size(tuple):
+    """A tuple of dimension sizes, printed as `genesis.Size([2, 3])`."""
+
+    def __repr__(self):
+        return f"genesis.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+class RemovableHandle:
+    """Returned by `register_hook`; `remove()` unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks, hook):
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._hooks = hooks
+        hooks[self.id] = hook
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def wrap_dim(dim, ndim, op="op"):
+    """Turn a possibly negative dim into an index in [0, ndim); IndexError names the op."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _parse_to(tensor, *args, device=None, dtype=None, non_blocking=False, copy=False,
+              memory_format=None):
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, dtypes.dtype):
+            dtype = arg
+        elif isinstance(arg, bool):
+            non_blocking = arg
+        elif arg is not None:
+            device = arg
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    return device, dtype, non_blocking, copy

@@ -1,0 +1,110 @@
+"""Shared test helpers: conversions to and from PyTorch (the oracle) and tolerances by dtype."""
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+
+# rtol, atol per dtype: float32 as torch.testing's defaults, half types by their 8/11-bit mantissas.
+TOLERANCES = {
+    genesis.float64: (1e-7, 1e-7),
+    genesis.float32: (1.3e-6, 1e-5),
+    genesis.float16: (1e-3, 1e-5),
+    genesis.bfloat16: (1.6e-2, 1e-5),
+}
+
+FLOAT_DTYPES = [genesis.float32, genesis.float64, genesis.float16, genesis.bfloat16]
+INT_DTYPES = [genesis.uint8, genesis.int8, genesis.int16, genesis.int32, genesis.int64]
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [genesis.bool]
+
+TORCH_DTYPES = {
+    genesis.float32: torch.float32, genesis.float64: torch.float64,
+    genesis.float16: torch.float16, genesis.bfloat16: torch.bfloat16,
+    genesis.uint8: torch.uint8, genesis.int8: torch.int8, genesis.int16: torch.int16,
+    genesis.int32: torch.int32, genesis.int64: torch.int64, genesis.bool: torch.bool,
+}
+GENESIS_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
+
+
+def devices():
+    """The devices the op tests run on: the CPU, plus CUDA where a GPU is present."""
+    return ["cpu"] + (["cuda"] if genesis.cuda.is_available() else []) \
+        if hasattr(genesis, "cuda") else ["cpu"]
+
+
+def to_torch(t, requires_grad=None):
+    """A torch CPU tensor with `t`'s values, dtype and geometry-independent contents."""
+    host = t.detach().cpu()
+    if host.dtype is genesis.bfloat16:
+        out = torch.from_numpy(host.numpy().astype(np.float32)).to(torch.bfloat16)
+    else:
+        out = torch.from_numpy(host.numpy().copy())
+    rg = t.requires_grad if requires_grad is None else requires_grad
+    return out.requires_grad_(rg) if rg else out
+
+
+def from_torch(t, device="cpu", requires_grad=None):
+    t = t.detach()
+    if t.dtype is torch.bfloat16:
+        arr = t.float().numpy()
+        out = genesis.tensor(arr, dtype=genesis.bfloat16, device=device)
+    else:
+        out = genesis.tensor(t.numpy(), device=device)
+    rg = t.requires_grad if requires_grad is None else requires_grad
+    return out.requires_grad_(True) if rg else out
+
+
+def assert_close(actual, expected, dtype=None, rtol=None, atol=None, check_dtype=True):
+    """Compare a genesis tensor with a torch tensor: shape, dtype and values within tolerance."""
+    if isinstance(expected, torch.Tensor):
+        exp_dtype = GENESIS_DTYPES[expected.dtype]
+        exp = expected.detach().float().numpy() if expected.dtype is torch.bfloat16 \
+            else expected.detach().numpy()
+    else:
+        exp_dtype, exp = None, np.asarray(expected)
+    assert tuple(actual.shape) == tuple(exp.shape), f"shape {tuple(actual.shape)} != {exp.shape}"
+    if check_dtype and exp_dtype is not None:
+        assert actual.dtype is exp_dtype, f"dtype {actual.dtype} != {exp_dtype}"
+    dtype = dtype or actual.dtype
+    d_rtol, d_atol = TOLERANCES.get(dtype, (0, 0))
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    host = actual.detach().cpu()
+    act = host.numpy().astype(np.float32) if host.dtype is genesis.bfloat16 else host.numpy()
+    if act.dtype.kind in "biu" and exp.dtype.kind in "biu":
+        np.testing.assert_array_equal(act, exp)
+    else:
+        np.testing.assert_allclose(act.astype(np.float64), exp.astype(np.float64), rtol=rtol,
+                                   atol=atol, equal_nan=True)
+
+
+def make_pair(shape, dtype=genesis.float32, low=-2.0, high=2.0, requires_grad=False,
+              device="cpu", rng=None):
+    """The same fresh random values as a genesis tensor and a torch tensor."""
+    rng = rng or np.random.default_rng()
+    if dtype is genesis.bool:
+        arr = rng.random(shape) < 0.5
+    elif dtype.is_floating_point:
+        arr = rng.uniform(low, high, size=shape)
+    else:
+        lo = 0 if dtype is genesis.uint8 else int(low) * 5
+        arr = rng.integers(lo, int(high) * 5 + 1, size=shape)
+    g = genesis.tensor(np.asarray(arr), dtype=dtype, device=device)
+    t = to_torch(g)
+    if requires_grad:
+        g.requires_grad_(True)
+        t.requires_grad_(True)
+    return g, t
+
+
+def noncontiguous_pair(shape, dtype=genesis.float32, device="cpu", rng=None):
+    """A transposed (non-contiguous) view with `shape`, in genesis and torch (leaf copies of it
+    are what tests should mark requires_grad)."""
+    dims = list(reversed(range(len(shape))))
+    g, t = make_pair(tuple(reversed(shape)), dtype, device=device, rng=rng)
+    return g.permute(*dims), t.permute(*dims)
+
+
+skip_no_cuda = pytest.mark.skipif(not (hasattr(genesis, "cuda") and genesis.cuda.is_available()),
+                                  reason="needs a CUDA GPU")
