@@ -12,6 +12,8 @@ from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_
 from .dtypes import bool_ as bool  # noqa: A001  (genesis.bool, as torch.bool)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
+from .dlpack import from_dlpack
+from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403

@@ -195,6 +195,14 @@ class Tensor:
 
     __str__ = __repr__
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .dlpack import to_dlpack
+        return to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from .dlpack import dlpack_device
+        return dlpack_device(self)
+
     def __format__(self, spec):
         if self.ndim == 0:
             return format(self.item(), spec)

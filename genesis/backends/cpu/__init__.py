@@ -1,3 +1,3 @@
 """The CPU backend: numpy kernels, registered with the dispatcher on import."""
 
-from . import array, elementwise  # noqa: F401  (importing registers the kernels)
+from . import array, dlpack, elementwise, reduce  # noqa: F401  (importing registers the kernels)
