@@ -8,7 +8,7 @@ from central differences of the forward. Use float64 inputs: float32 differences
 import numpy as np
 
 from .engine import grad as autograd_grad
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 
 
 def _as_tuple(x):
@@ -98,9 +98,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_order(*args):
         ins, gos = args[:n], args[n:]
-        outs = [o for o in _flat_outputs(func, ins) if o.requires_grad]
-        grads = autograd_grad(outs, [ins[i] for i in diff_idx], list(gos), create_graph=True,
-                              allow_unused=True)
+        with enable_grad():
+            outs = [o for o in _flat_outputs(func, ins) if o.requires_grad]
+            grads = autograd_grad(outs, [ins[i] for i in diff_idx], list(gos), create_graph=True,
+                                  allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
