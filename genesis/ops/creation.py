@@ -125,9 +125,9 @@ def _fill(shape, value, dtype, device, requires_grad, op):
             dtype = dtypes.get_default_dtype()
     dtype = dtypes.as_dtype(dtype)
     if value is None:
-        data = kernel("empty", device.type)(shape, dtype)
+        data = kernel("empty", device.type)(shape, dtype, device.index)
     else:
-        data = kernel("full", device.type)(shape, value, dtype)
+        data = kernel("full", device.type)(shape, value, dtype, device.index)
     return _finish(Tensor._make(data, device, dtype), requires_grad)
 
 

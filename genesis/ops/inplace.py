@@ -88,7 +88,8 @@ def _zeros_with_geometry(like, geometry):
     shape, stride, offset = geometry
     extent = offset + sum((size - 1) * st for size, st in zip(shape, stride)) + 1 if all(shape) \
         else offset
-    storage = kernel("full", like.device.type)((max(extent, 1),), 0, like.dtype)
+    storage = kernel("full", like.device.type)((max(extent, 1),), 0, like.dtype,
+                                               like.device.index)
     owner = Tensor._make(storage, like.device, like.dtype, storage, 0)
     return make_view(owner, shape, stride, offset)
 

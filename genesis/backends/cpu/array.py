@@ -33,12 +33,12 @@ def as_strided(storage, shape, strides, offset):
 
 
 @register("empty", "cpu")
-def empty(shape, dtype):
+def empty(shape, dtype, device_index=None):
     return np.empty(shape, dtype=dtype.numpy_dtype)
 
 
 @register("full", "cpu")
-def full(shape, value, dtype):
+def full(shape, value, dtype, device_index=None):
     return np.full(shape, value, dtype=dtype.numpy_dtype)
 
 
