@@ -7,7 +7,7 @@ so `import genesis` never touches a GPU library.
 """
 
 _KERNELS = {}
-_BACKEND_MODULES = {"cpu": "genesis.backends.cpu", "cuda": "genesis.backends.cuda"}
+_BACKEND_MODULES = {"cpu": "genesis.backends.cpu", "cuda": "genesis.backends.cuda.register"}
 _loaded = set()
 
 

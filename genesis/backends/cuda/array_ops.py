@@ -1,0 +1,121 @@
+"""The CUDA backend's array-level kernels: the view contract, allocation, transfers, copies.
+
+These are the same entries the CPU backend registers in backends/cpu/array.py (storage_of,
+as_strided, empty, full, from_numpy, to_numpy, copy_, cast, contiguous, data_ptr), so
+device-agnostic code moves and views data identically on both.
+"""
+
+import numpy as np
+
+from ...dispatch import register
+from .kernels.copy import fill, strided_copy
+from .runtime import driver
+from .runtime.array import CUDAArray
+from .runtime.device import activate, current_device
+from .runtime.stream import current_stream_handle
+
+
+def _device(device_index):
+    index = current_device() if device_index is None else device_index
+    activate(index)
+    return index
+
+
+@register("storage_of", "cuda")
+def storage_of(arr):
+    """(flat array over the whole allocation, element offset of `arr` in it)."""
+    itemsize = arr.itemsize
+    count = arr.storage.nbytes // itemsize
+    flat = CUDAArray(arr.storage, (count,), (itemsize,), 0, arr.dtype)
+    return flat, arr.offset // itemsize
+
+
+@register("as_strided", "cuda")
+def as_strided(storage, shape, strides, offset):
+    itemsize = storage.itemsize
+    return CUDAArray(storage.storage, shape, tuple(s * itemsize for s in strides),
+                     storage.offset + offset * itemsize, storage.dtype)
+
+
+@register("empty", "cuda")
+def empty(shape, dtype, device_index=None):
+    index = _device(device_index)
+    return CUDAArray.empty(shape, dtype.numpy_dtype, index, current_stream_handle(index))
+
+
+@register("full", "cuda")
+def full(shape, value, dtype, device_index=None):
+    out = empty(shape, dtype, device_index)
+    fill(out, value, current_stream_handle(out.device))
+    return out
+
+
+@register("from_numpy", "cuda")
+def from_numpy(array, device_index=None):
+    """Copy a host array to the device (pageable memory: the call returns once it is staged)."""
+    index = _device(device_index)
+    host = np.ascontiguousarray(array)
+    stream = current_stream_handle(index)
+    out = CUDAArray.empty(host.shape, host.dtype, index, stream)
+    if host.nbytes:
+        driver.memcpy_htod(out.ptr, host.ctypes.data, host.nbytes, stream)
+    return out
+
+
+@register("to_numpy", "cuda")
+def to_numpy(arr):
+    """A host copy of `arr` (waits for the device's pending work on the current stream)."""
+    activate(arr.device)
+    src = arr if arr.is_contiguous() else contiguous(arr)
+    host = np.empty(arr.shape, dtype=arr.dtype)
+    stream = current_stream_handle(arr.device)
+    if host.nbytes:
+        driver.memcpy_dtoh(host.ctypes.data, src.ptr, host.nbytes, stream)
+        driver.stream_synchronize(stream)
+    return host
+
+
+def _broadcast_to(src, shape):
+    """`src` viewed as `shape` with stride 0 on broadcast dimensions."""
+    if src.shape == tuple(shape):
+        return src
+    lead = len(shape) - src.ndim
+    strides = [0] * lead + [st if sz == full_sz else 0
+                            for sz, st, full_sz in zip(src.shape, src.strides, shape[lead:])]
+    return CUDAArray(src.storage, shape, strides, src.offset, src.dtype)
+
+
+@register("copy_", "cuda")
+def copy_(dst, src):
+    """Write `src` (a CUDAArray, broadcast and cast) into `dst` in place, on the current stream."""
+    activate(dst.device)
+    if not isinstance(src, CUDAArray):
+        src = from_numpy(np.asarray(src, dtype=dst.dtype), dst.device)
+    if src.device != dst.device:
+        src = from_numpy(to_numpy(src), dst.device)
+    strided_copy(dst, _broadcast_to(src, dst.shape), current_stream_handle(dst.device))
+    return dst
+
+
+@register("cast", "cuda")
+def cast(arr, dtype):
+    activate(arr.device)
+    out = CUDAArray.empty(arr.shape, dtype.numpy_dtype, arr.device,
+                          current_stream_handle(arr.device))
+    strided_copy(out, arr, current_stream_handle(arr.device))
+    return out
+
+
+@register("contiguous", "cuda")
+def contiguous(arr):
+    activate(arr.device)
+    stream = current_stream_handle(arr.device)
+    out = CUDAArray.empty(arr.shape, arr.dtype, arr.device, stream)
+    strided_copy(out, arr, stream)
+    return out
+
+
+@register("data_ptr", "cuda")
+def data_ptr(arr):
+    return arr.ptr if arr.size else 0
+

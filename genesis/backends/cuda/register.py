@@ -1,0 +1,3 @@
+"""Import every kernel family of the CUDA backend, registering them with the dispatcher."""
+
+from . import array_ops  # noqa: F401

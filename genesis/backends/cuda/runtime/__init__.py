@@ -1,0 +1,1 @@
+"""The CUDA runtime of Genesis: driver, devices, streams and events, memory, arrays."""

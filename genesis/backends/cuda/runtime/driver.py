@@ -1,0 +1,265 @@
+"""A thin, checked layer over the CUDA driver API (`cuda.bindings.driver`).
+
+Every call goes through `check`, which turns a non-success CUresult into `CudaError` (or
+`DriverOutOfMemory` for CUDA_ERROR_OUT_OF_MEMORY). Handles are plain ints wherever the rest of
+Genesis and Triton need them. The module imports cuda-bindings lazily: importing it never loads
+libcuda; `load()` does, once, and raises `CudaUnavailable` saying what is missing.
+"""
+
+import threading
+
+_lock = threading.Lock()
+_cu = None
+_init_error = None
+
+
+class CudaUnavailable(RuntimeError):
+    """CUDA cannot be used here: no cuda-bindings package, no driver or no device."""
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed; the message names the call and the driver's error."""
+
+
+class DriverOutOfMemory(CudaError):
+    """cuMemAlloc found no room on the device."""
+
+
+def load():
+    """The initialised `cuda.bindings.driver` module (cuInit done once)."""
+    global _cu, _init_error
+    if _cu is not None:
+        return _cu
+    with _lock:
+        if _cu is None:
+            if _init_error is not None:
+                raise _init_error
+            _cu = _initialise()
+    return _cu
+
+
+def _initialise():
+    global _init_error
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError as e:
+        _init_error = CudaUnavailable(
+            f"genesis: CUDA support needs the 'cuda' extra (pip install 'genesis[cuda]'): {e}")
+        raise _init_error from None
+    try:
+        (err,) = cu.cuInit(0)
+    except Exception as e:  # the bindings raise when libcuda.so itself cannot be loaded
+        _init_error = CudaUnavailable(f"genesis: no NVIDIA driver found (libcuda): {e}")
+        raise _init_error from None
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _init_error = CudaUnavailable(f"genesis: cuInit failed: {_error_text(cu, err)}")
+        raise _init_error
+    return cu
+
+
+def _error_text(cu, err):
+    name = cu.cuGetErrorName(err)[1]
+    text = cu.cuGetErrorString(err)[1]
+    decode = lambda b: b.decode() if isinstance(b, bytes) else str(b)  # noqa: E731
+    return f"{decode(name)} ({decode(text)})"
+
+
+def check(result, call):
+    """Unpack a cuda-bindings result tuple; raise on error. Returns the value(s) after the code."""
+    err, *values = result
+    cu = _cu
+    if err != cu.CUresult.CUDA_SUCCESS:
+        if err == cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            raise DriverOutOfMemory(f"{call}: {_error_text(cu, err)}")
+        raise CudaError(f"{call}: {_error_text(cu, err)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def is_available():
+    try:
+        return device_count() > 0
+    except CudaUnavailable:
+        return False
+
+
+def device_count():
+    """Number of visible devices (the driver applies CUDA_VISIBLE_DEVICES itself)."""
+    cu = load()
+    return check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+def device_handle(index):
+    cu = load()
+    return check(cu.cuDeviceGet(index), f"cuDeviceGet({index})")
+
+
+def retain_primary_context(index):
+    """The device's primary context (the one PyTorch and Triton use too), made current."""
+    cu = load()
+    ctx = check(cu.cuDevicePrimaryCtxRetain(device_handle(index)), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def set_current_context(ctx):
+    check(_cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+def device_name(index):
+    cu = load()
+    raw = check(cu.cuDeviceGetName(256, device_handle(index)), "cuDeviceGetName")
+    return raw.split(b"\0", 1)[0].decode()
+
+
+def device_attribute(index, name):
+    cu = load()
+    attr = getattr(cu.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)
+    return check(cu.cuDeviceGetAttribute(attr, device_handle(index)), f"cuDeviceGetAttribute({name})")
+
+
+def total_memory(index):
+    cu = load()
+    return check(cu.cuDeviceTotalMem(device_handle(index)), "cuDeviceTotalMem")
+
+
+def mem_get_info():
+    """(free, total) bytes of the current context's device."""
+    return check(_cu.cuMemGetInfo(), "cuMemGetInfo")
+
+
+def mem_alloc(nbytes):
+    return int(check(_cu.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+
+
+def mem_free(ptr):
+    check(_cu.cuMemFree(ptr), "cuMemFree")
+
+
+def host_alloc_pinned(nbytes):
+    """Page-locked host memory (for async copies); returns its address."""
+    return int(check(_cu.cuMemHostAlloc(nbytes, 0), f"cuMemHostAlloc({nbytes})"))
+
+
+def host_free_pinned(ptr):
+    check(_cu.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+def memcpy_htod(dst, src_host_ptr, nbytes, stream):
+    check(_cu.cuMemcpyHtoDAsync(dst, src_host_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+
+
+def memcpy_dtoh(dst_host_ptr, src, nbytes, stream):
+    check(_cu.cuMemcpyDtoHAsync(dst_host_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
+
+
+def memcpy_dtod(dst, src, nbytes, stream):
+    check(_cu.cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+
+
+def memset_d8(dst, value, nbytes, stream):
+    check(_cu.cuMemsetD8Async(dst, value, nbytes, stream), "cuMemsetD8Async")
+
+
+def stream_create(non_blocking=True, priority=0):
+    flags = _cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else \
+        _cu.CUstream_flags.CU_STREAM_DEFAULT
+    return int(check(_cu.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"))
+
+
+def stream_destroy(stream):
+    check(_cu.cuStreamDestroy(stream), "cuStreamDestroy")
+
+
+def stream_synchronize(stream):
+    check(_cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+
+def stream_query(stream):
+    """True when all work on `stream` is done."""
+    err = _cu.cuStreamQuery(stream)[0]
+    if err == _cu.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    check((err,), "cuStreamQuery")
+    return True
+
+
+def stream_wait_event(stream, event):
+    check(_cu.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+
+
+def stream_priority_range():
+    """(least, greatest) priority; numerically lower is higher priority."""
+    return check(_cu.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+
+
+def event_create(enable_timing=False, blocking=False):
+    flags = 0 if enable_timing else int(_cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    if blocking:
+        flags |= int(_cu.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
+    return int(check(_cu.cuEventCreate(flags), "cuEventCreate"))
+
+
+def event_destroy(event):
+    check(_cu.cuEventDestroy(event), "cuEventDestroy")
+
+
+def event_record(event, stream):
+    check(_cu.cuEventRecord(event, stream), "cuEventRecord")
+
+
+def event_query(event):
+    err = _cu.cuEventQuery(event)[0]
+    if err == _cu.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    check((err,), "cuEventQuery")
+    return True
+
+
+def event_synchronize(event):
+    check(_cu.cuEventSynchronize(event), "cuEventSynchronize")
+
+
+def event_elapsed_ms(start, end):
+    return check(_cu.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+
+
+def context_synchronize():
+    check(_cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+class AllocatorDriver:
+    """The driver operations the caching allocator needs, for one device's context."""
+
+    DriverOutOfMemory = DriverOutOfMemory
+
+    def __init__(self, context):
+        self._context = context
+
+    def _current(self):
+        set_current_context(self._context)
+
+    def mem_alloc(self, nbytes):
+        self._current()
+        return mem_alloc(nbytes)
+
+    def mem_free(self, ptr):
+        self._current()
+        mem_free(ptr)
+
+    def mem_get_info(self):
+        self._current()
+        return mem_get_info()
+
+    def event_create(self):
+        return event_create()
+
+    def event_record(self, event, stream):
+        event_record(event, stream)
+
+    def event_query(self, event):
+        return event_query(event)
+
+    def event_destroy(self, event):
+        event_destroy(event)

@@ -1,0 +1,157 @@
+"""Streams and events, PyTorch-style: `Stream`, `Event`, the current stream per device and thread.
+
+Stream 0 is the legacy default stream of each device (as in PyTorch): work on it waits for other
+blocking streams. `Stream()` makes a non-blocking stream by default.
+"""
+
+import threading
+
+from . import driver
+from .device import current_device, get_context
+
+_local = threading.local()
+
+
+class Stream:
+    """A CUDA stream on a device; `cuda_stream` is the raw handle (an int)."""
+
+    def __init__(self, device=None, priority=0, non_blocking=True, _handle=None):
+        self.device_index = current_device() if device is None else _device_index(device)
+        ctx = get_context(self.device_index)
+        ctx.make_current()
+        self._owned = _handle is None
+        self.priority = priority
+        self.cuda_stream = driver.stream_create(non_blocking, priority) if _handle is None \
+            else _handle
+
+    @property
+    def device(self):
+        from ....device import device
+        return device("cuda", self.device_index)
+
+    def synchronize(self):
+        driver.stream_synchronize(self.cuda_stream)
+
+    def query(self):
+        return driver.stream_query(self.cuda_stream)
+
+    def wait_event(self, event):
+        driver.stream_wait_event(self.cuda_stream, event.cuda_event)
+
+    def wait_stream(self, stream):
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and other.cuda_stream == self.cuda_stream \
+            and other.device_index == self.device_index
+
+    def __hash__(self):
+        return hash((self.cuda_stream, self.device_index))
+
+    def __repr__(self):
+        return f"<genesis.cuda.Stream device=cuda:{self.device_index} cuda_stream={self.cuda_stream:#x}>"
+
+    def __del__(self):
+        if getattr(self, "_owned", False):
+            try:
+                driver.stream_destroy(self.cuda_stream)
+            except Exception:  # interpreter shutdown
+                pass
+
+
+class Event:
+    """A CUDA event: record on a stream, wait, query, time (`enable_timing=True`)."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        get_context().make_current()
+        self.enable_timing = enable_timing
+        self.cuda_event = driver.event_create(enable_timing, blocking)
+
+    def record(self, stream=None):
+        stream = stream or current_stream()
+        driver.event_record(self.cuda_event, stream.cuda_stream)
+
+    def wait(self, stream=None):
+        (stream or current_stream()).wait_event(self)
+
+    def query(self):
+        return driver.event_query(self.cuda_event)
+
+    def synchronize(self):
+        driver.event_synchronize(self.cuda_event)
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between this event and `end_event` (both recorded, timing enabled)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
+        return driver.event_elapsed_ms(self.cuda_event, end_event.cuda_event)
+
+    def __del__(self):
+        try:
+            driver.event_destroy(self.cuda_event)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def _device_index(device):
+    if isinstance(device, int):
+        return device
+    from ....device import as_device
+    d = as_device(device)
+    return current_device() if d.index is None else d.index
+
+
+_default_streams = {}
+
+
+def default_stream(device=None):
+    index = current_device() if device is None else _device_index(device)
+    if index not in _default_streams:
+        _default_streams[index] = Stream(index, _handle=0)
+    return _default_streams[index]
+
+
+def current_stream(device=None):
+    index = current_device() if device is None else _device_index(device)
+    streams = getattr(_local, "streams", None)
+    if streams and index in streams:
+        return streams[index]
+    return default_stream(index)
+
+
+def current_stream_handle(index):
+    """The raw handle of the current stream on device `index` (the launch path's fast lookup)."""
+    streams = getattr(_local, "streams", None)
+    if streams and index in streams:
+        return streams[index].cuda_stream
+    return 0
+
+
+def set_stream(stream):
+    if not hasattr(_local, "streams"):
+        _local.streams = {}
+    _local.streams[stream.device_index] = stream
+
+
+class stream_context:
+    """`with genesis.cuda.stream(s):` makes `s` current on its device; None is a no-op."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        if self.stream is None:
+            return None
+        self._prev = current_stream(self.stream.device_index)
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self._prev)
+        return False

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The one command for a GPU machine: the GPU test suite, then the benchmarks, logs and JSON under
+# $OUT (default ./out). Run from the repository root: bash scripts/gpu_suite.sh [tests|bench|all]
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export GENESIS_KERNEL_CACHE_DIR=${GENESIS_KERNEL_CACHE_DIR:-/tmp/genesis_kernels}
+what=${1:-all}
+status=0
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import sys, numpy, triton, ml_dtypes; from cuda.bindings import __version__ as cb; \
+print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', triton.__version__, \
+'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  python3 -m pytest -q -x -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
+    2>&1 | tee "$OUT/gpu_tests.log" || status=1
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  for b in benchmarks/allocator.py; do
+    [ -f "$b" ] || continue
+    name=$(basename "$b" .py)
+    timeout 300 python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" || status=1
+  done
+fi
+exit $status
