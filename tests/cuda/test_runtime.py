@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import genesis
-from tests.helpers import ALL_DTYPES, skip_no_cuda
+from helpers import ALL_DTYPES, skip_no_cuda
 
 pytestmark = skip_no_cuda
 
