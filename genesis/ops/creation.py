@@ -45,23 +45,33 @@ def _from_host(array, device, dtype=None, requires_grad=False):
     return _finish(Tensor._make(data, device, dtype), requires_grad)
 
 
-def _infer_dtype(data, array):
-    """PyTorch's inference: Python floats take the default dtype, numpy keeps its own."""
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        return dtypes.from_numpy_dtype(array.dtype)
-    if array.dtype == np.float64 and not _contains_float64_tensor(data):
-        return dtypes.get_default_dtype()
-    if array.dtype.kind in "iu" and array.dtype != np.uint8:
-        return dtypes.int64
-    return dtypes.from_numpy_dtype(array.dtype)
+_PYTHON_SCALAR_TYPES = (bool, int, float)
 
 
-def _contains_float64_tensor(data):
+def _infer_dtype(data):
+    """PyTorch's inference: the promotion of every element's type, where a Python float counts
+    as the default dtype, an int as int64, and tensors and numpy values keep their own dtype.
+    None for an empty sequence (which becomes the default dtype)."""
     if isinstance(data, Tensor):
-        return data.dtype is dtypes.float64
-    if isinstance(data, (list, tuple)) and data:
-        return _contains_float64_tensor(data[0])
-    return False
+        return data.dtype
+    if isinstance(data, (np.ndarray, np.generic)):
+        return dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, _PYTHON_SCALAR_TYPES):
+        return dtypes.scalar_dtype(data)
+    if isinstance(data, (list, tuple)):
+        kinds = set(map(type, data))
+        if kinds <= set(_PYTHON_SCALAR_TYPES):
+            return _promote_all(dtypes.scalar_dtype(k()) for k in kinds)
+        return _promote_all(_infer_dtype(item) for item in data)
+    return dtypes.from_numpy_dtype(np.asarray(data).dtype)
+
+
+def _promote_all(found):
+    out = None
+    for d in found:
+        if d is not None:
+            out = d if out is None else dtypes.promote_types(out, d)
+    return out
 
 
 def _to_numpy(data, op):
@@ -85,7 +95,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     array = _to_numpy(data, "tensor")
     if array.dtype == object:
         raise TypeError(f"tensor: Could not infer dtype of the elements of {type(data).__name__}")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data, array)
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    else:
+        dtype = _infer_dtype(data) or dtypes.get_default_dtype()
     array = np.array(array, dtype=dtype.numpy_dtype, copy=True, order="C")
     if device is None and isinstance(data, Tensor):
         device = data.device
@@ -338,9 +351,10 @@ class ToCopy(Function):
         ctx.src = (x.device, x.dtype)
         if device == x.device:
             return wrap(call("cast", x, dtype), device, dtype)
-        host = kernel("to_numpy", x.device.type)(x._data)
-        host = np.array(host, dtype=dtype.numpy_dtype, order="C", copy=x.device.type == "cpu")
-        return Tensor._make(kernel("from_numpy", device.type)(host, device.index), device, dtype)
+        src = x._data if x.dtype is dtype else call("cast", x, dtype)
+        host = kernel("to_numpy", x.device.type)(src, non_blocking)
+        data = kernel("from_numpy", device.type)(host, device.index, non_blocking)
+        return Tensor._make(data, device, dtype)
 
     @staticmethod
     def backward(ctx, grad):

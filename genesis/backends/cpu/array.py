@@ -43,13 +43,13 @@ def full(shape, value, dtype, device_index=None):
 
 
 @register("from_numpy", "cpu")
-def from_numpy(array, device_index=None):
+def from_numpy(array, device_index=None, non_blocking=False):
     """Host data to this backend: the CPU keeps numpy arrays as they are."""
     return array
 
 
 @register("to_numpy", "cpu")
-def to_numpy(arr):
+def to_numpy(arr, non_blocking=False):
     return arr
 
 

@@ -12,6 +12,7 @@ from .kernels.copy import fill, strided_copy
 from .runtime import driver
 from .runtime.array import CUDAArray
 from .runtime.device import activate, current_device
+from .runtime.pinned import PinnedBuffer, staging
 from .runtime.stream import current_stream_handle
 
 
@@ -51,27 +52,46 @@ def full(shape, value, dtype, device_index=None):
 
 
 @register("from_numpy", "cuda")
-def from_numpy(array, device_index=None):
-    """Copy a host array to the device (pageable memory: the call returns once it is staged)."""
+def from_numpy(array, device_index=None, non_blocking=False):
+    """Copy a host array to the device on the current stream.
+
+    Blocking: straight from pageable memory (the call returns once the driver has staged it).
+    Non-blocking: through a pinned staging buffer, so the call returns at once.
+    """
     index = _device(device_index)
     host = np.ascontiguousarray(array)
     stream = current_stream_handle(index)
     out = CUDAArray.empty(host.shape, host.dtype, index, stream)
-    if host.nbytes:
+    if not host.nbytes:
+        return out
+    if non_blocking:
+        buf = staging.acquire(host.nbytes)
+        np.copyto(buf.view(host.shape, host.dtype), host)
+        driver.memcpy_htod(out.ptr, buf.ptr, host.nbytes, stream)
+        staging.release_after(buf, stream)
+    else:
         driver.memcpy_htod(out.ptr, host.ctypes.data, host.nbytes, stream)
     return out
 
 
 @register("to_numpy", "cuda")
-def to_numpy(arr):
-    """A host copy of `arr` (waits for the device's pending work on the current stream)."""
+def to_numpy(arr, non_blocking=False):
+    """A host copy of `arr`.
+
+    Blocking: waits for the current stream. Non-blocking: the copy lands in pinned memory
+    asynchronously; the values are valid once the stream is synchronized (as in PyTorch).
+    """
     activate(arr.device)
     src = arr if arr.is_contiguous() else contiguous(arr)
-    host = np.empty(arr.shape, dtype=arr.dtype)
     stream = current_stream_handle(arr.device)
+    if non_blocking:
+        host = PinnedBuffer(arr.nbytes).view(arr.shape, arr.dtype)
+    else:
+        host = np.empty(arr.shape, dtype=arr.dtype)
     if host.nbytes:
         driver.memcpy_dtoh(host.ctypes.data, src.ptr, host.nbytes, stream)
-        driver.stream_synchronize(stream)
+        if not non_blocking:
+            driver.stream_synchronize(stream)
     return host
 
 
