@@ -16,7 +16,8 @@ from ..device import as_device, resolve
 from ..dispatch import kernel
 from ..random import rng_for
 from ..tensor import Size, Tensor
-from .common import call, wrap
+from .common import broadcast_shapes, call, wrap
+from .inplace import write_result
 
 
 def _shape_arg(size, op):
@@ -393,7 +394,21 @@ def contiguous(t, memory_format=None):
     return t if t.is_contiguous() else Clone.apply(t)
 
 
+def copy_(self, src, non_blocking=False):
+    """Write `src` into `self` in place: broadcast to self's shape, cast, moved across devices."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    value = src.to(device=self.device, dtype=self.dtype, non_blocking=non_blocking)
+    if tuple(value.shape) != tuple(self.shape):
+        if broadcast_shapes(tuple(value.shape), tuple(self.shape), op="copy_") != tuple(self.shape):
+            raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
+                               f"the destination shape {list(self.shape)}")
+        value = value.expand(tuple(self.shape))
+    return write_result(self, value, "copy_")
+
+
 TENSOR_METHODS = {
+    "copy_": copy_,
     "clone": clone,
     "contiguous": contiguous,
     "new_tensor": lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
