@@ -4,8 +4,6 @@ Math, shape and indexing methods are defined by the op families in `genesis.ops`
 this class there (each family's TENSOR_METHODS); this module holds what every tensor is.
 """
 
-import weakref
-
 from . import dtypes
 from .autograd import grad_mode
 from .device import device as Device
@@ -283,8 +281,7 @@ class Tensor:
         if self.is_leaf or self._retains_grad:
             return
         self._retains_grad = True
-        ref = weakref.ref(self)
-        self.grad_fn._retain_grad_refs[self._output_nr] = ref
+        self.grad_fn.retain_grad_of(self)
 
     @property
     def retains_grad(self):
@@ -299,7 +296,7 @@ class Tensor:
                 self._hooks = {}
             hooks = self._hooks
         else:
-            hooks = self.grad_fn._tensor_hooks.setdefault(self._output_nr, {})
+            hooks = self.grad_fn.tensor_hooks(self._output_nr)
         return RemovableHandle(hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -357,6 +354,27 @@ class Tensor:
 
     def bool(self):
         return self.to(dtypes.bool_)
+
+    def record_stream(self, stream):
+        """Mark this CUDA tensor's memory as in use on `stream` (the allocator waits for it)."""
+        if self.device.type != "cuda":
+            raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on {self.device}")
+        self._data.storage.record_stream(stream.cuda_stream)
+
+    def pin_memory(self):
+        """A copy of this CPU tensor in page-locked memory (fast, asynchronous uploads)."""
+        if self.device.type != "cpu":
+            raise RuntimeError(f"pin_memory: cannot pin a tensor on {self.device}; only CPU "
+                               "tensors can be pinned")
+        if self.is_pinned():
+            return self
+        return Tensor._make(kernel("pin_memory", "cuda")(self._host()), self.device, self.dtype)
+
+    def is_pinned(self):
+        from . import cuda
+        if self.device.type != "cpu" or not cuda.is_available():
+            return False
+        return kernel("is_pinned", "cuda")(self._data)
 
     def get_device(self):
         return -1 if self.device.type == "cpu" else self.device.index

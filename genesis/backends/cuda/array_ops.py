@@ -139,3 +139,20 @@ def contiguous(arr):
 def data_ptr(arr):
     return arr.ptr if arr.size else 0
 
+
+
+@register("pin_memory", "cuda")
+def pin_memory(host):
+    """A copy of the host array in page-locked memory."""
+    activate(current_device())
+    out = PinnedBuffer(host.nbytes).view(host.shape, host.dtype)
+    np.copyto(out, host)
+    return out
+
+
+@register("is_pinned", "cuda")
+def is_pinned(host):
+    base = host
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, PinnedBuffer)
