@@ -1,12 +1,13 @@
 """The backward engine: runs the graph's nodes in dependency order.
 
-Gradients flowing into each node are summed in a buffer; a node runs once all the nodes that feed
-it have run (Kahn's algorithm over the edges reachable from the roots). `backward` accumulates into
-leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and touches no `.grad`.
+The nodes reachable from the roots are put in topological order once (reverse post-order of a
+depth-first walk), so a node runs only after every node that feeds it a gradient, however many
+paths lead to it. Gradients flowing into each node are summed in a buffer. `backward` accumulates
+into leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and touches no `.grad`.
 """
 
 from . import grad_mode
-from .function import AccumulateGrad, edge_of, grad_accumulator
+from .function import AccumulateGrad, edge_of
 
 
 def _make_root_grads(tensors, grad_tensors, op):
@@ -32,32 +33,30 @@ def _make_root_grads(tensors, grad_tensors, op):
     return grads
 
 
-def _dependencies(roots):
-    """Count, for every node reachable from `roots`, the edges that lead into it."""
-    deps, seen, stack = {}, set(), list(roots)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        for edge in node.next_functions:
-            if edge is not None:
-                deps[edge[0]] = deps.get(edge[0], 0) + 1
-                stack.append(edge[0])
-    return deps, seen
+def _post_order(roots):
+    """Every node reachable from `roots`, each after all the nodes it sends gradients to."""
+    order, seen = [], set(roots)
+    for root in roots:
+        stack = [(root, iter(root.next_functions))]
+        while stack:
+            node, edges = stack[-1]
+            for edge in edges:
+                if edge is not None and edge[0] not in seen:
+                    seen.add(edge[0])
+                    stack.append((edge[0], iter(edge[0].next_functions)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
 
 
-def _nodes_leading_to(targets, nodes):
-    """The subset of `nodes` from which some target node can be reached."""
+def _leading_to(targets, order):
+    """The nodes of `order` (a post-order) from which some node in `targets` can be reached."""
     useful = set(targets)
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes:
-            if node not in useful and any(e is not None and e[0] in useful
-                                          for e in node.next_functions):
-                useful.add(node)
-                changed = True
+    for node in order:
+        if any(e is not None and e[0] in useful for e in node.next_functions):
+            useful.add(node)
     return useful
 
 
@@ -67,8 +66,12 @@ def _zeros_for(meta):
     return zeros(shape, dtype=dtype, device=device)
 
 
-def _run_tensor_hooks(node, grads, create_graph):
-    """Tensor hooks and retain_grad of non-leaf outputs see their gradient before the node runs."""
+def _run_tensor_hooks(node, grads):
+    """Tensor hooks and retain_grad of non-leaf outputs see their gradient before the node runs.
+
+    As in PyTorch, a retained `.grad` is a copy of the first gradient and accumulates later
+    ones, and it sees the gradient after the tensor's other hooks.
+    """
     for nr, hooks in node._tensor_hooks.items():
         if grads[nr] is not None:
             for hook in list(hooks.values()):
@@ -78,62 +81,73 @@ def _run_tensor_hooks(node, grads, create_graph):
     for nr, ref in node._retain_grad_refs.items():
         tensor = ref()
         if tensor is not None and grads[nr] is not None:
-            tensor.grad = grads[nr] if create_graph else grads[nr].detach()
+            tensor.grad = grads[nr].clone() if tensor.grad is None else tensor.grad + grads[nr]
 
 
-def _execute(root_edges, root_grads, retain_graph, create_graph, capture=None):
+def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, accumulate=True):
     """Propagate `root_grads` from `root_edges` through the graph.
 
-    With `capture` (a dict edge -> None) the gradients arriving at those edges are recorded
-    there and leaves are left alone; without it, leaves accumulate into `.grad`.
+    With `targets` (a dict edge -> None) only the nodes leading to those edges run, and the
+    gradient arriving at each target edge is recorded in the dict. Leaves accumulate into
+    `.grad` when `accumulate` is true (and run their hooks either way).
     """
     buffers = {}
     for (node, nr), g in zip(root_edges, root_grads):
-        buf = buffers.setdefault(node, [None] * node.num_outputs)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
-    deps, reachable = _dependencies(buffers)
-    useful = None
-    if capture is not None:
-        useful = _nodes_leading_to({e[0] for e in capture}, reachable)
-    ready = [n for n in buffers if deps.get(n, 0) == 0]
+        _add_to_buffer(buffers, node, nr, g)
+    order = _post_order(list(buffers))
+    useful = None if targets is None else _leading_to({e[0] for e in targets}, order)
     with grad_mode.set_grad_enabled(create_graph):
-        while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None) or [None] * node.num_outputs
-            _run_tensor_hooks(node, grads, create_graph)
-            if capture is not None:
-                for nr, g in enumerate(grads):
-                    if (node, nr) in capture and g is not None:
-                        capture[(node, nr)] = g
-            in_grads = _apply_node(node, grads, retain_graph, create_graph, capture, useful)
-            for edge, g in zip(node.next_functions, in_grads):
-                if edge is None:
-                    continue
-                nxt, nr = edge
-                if g is not None:
-                    buf = buffers.setdefault(nxt, [None] * nxt.num_outputs)
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    ready.append(nxt)
+        for node in reversed(order):
+            grads = buffers.pop(node, None)
+            if grads is None or (useful is not None and node not in useful):
+                continue
+            _run_tensor_hooks(node, grads)
+            if isinstance(node, AccumulateGrad):
+                _leaf(node, grads, create_graph, targets, accumulate)
+            else:
+                _run_node(node, grads, buffers, retain_graph, targets)
 
 
-def _apply_node(node, grads, retain_graph, create_graph, capture, useful):
+def _add_to_buffer(buffers, node, nr, grad):
+    buf = buffers.get(node)
+    if buf is None:
+        buf = buffers[node] = [None] * node.num_outputs
+    buf[nr] = grad if buf[nr] is None else buf[nr] + grad
+
+
+def _leaf(node, grads, create_graph, targets, accumulate):
+    """A leaf's gradient: hooks, then accumulated into `.grad` or captured for `grad`.
+
+    The gradient is handed on without keeping a reference, so AccumulateGrad can take it
+    without a copy when nothing else holds it.
+    """
+    if accumulate:
+        node.accumulate(node.run_hooks(grads.pop()), create_graph)
+    elif (node, 0) in targets:
+        targets[(node, 0)] = node.run_hooks(grads.pop())
+
+
+def _run_node(node, grads, buffers, retain_graph, targets):
+    """Capture the node's incoming gradients if targeted, run it, and pass its gradients on."""
+    if targets is not None:
+        for nr, g in enumerate(grads):
+            if (node, nr) in targets and g is not None:
+                targets[(node, nr)] = g
+    for edge, g in zip(node.next_functions, _apply_node(node, grads, retain_graph)):
+        if edge is not None and g is not None:
+            _add_to_buffer(buffers, edge[0], edge[1], g)
+
+
+def _apply_node(node, grads, retain_graph):
     """Run one node; returns the gradients for its next_functions (Nones when it is skipped)."""
-    skip = all(g is None for g in grads) or (useful is not None and node not in useful)
-    if isinstance(node, AccumulateGrad):
-        if not skip and capture is None:
-            node.accumulate(grads[0], create_graph)
+    if all(g is None for g in grads):
         return ()
-    if skip:
-        return (None,) * len(node.next_functions)
     if node.materialize_grads:
         grads = [g if g is not None or meta is None else _zeros_for(meta)
                  for g, meta in zip(grads, node._output_meta)]
     in_grads = node.apply(grads)
-    post_hooks = getattr(node, "_post_hooks", None)
-    if post_hooks:
-        for hook in list(post_hooks.values()):
+    if node._post_hooks:
+        for hook in list(node._post_hooks.values()):
             result = hook(in_grads, tuple(grads))
             if result is not None:
                 in_grads = tuple(result)
@@ -142,61 +156,66 @@ def _apply_node(node, grads, retain_graph, create_graph, capture, useful):
     return in_grads
 
 
+def _as_tuple(tensors):
+    from ..tensor import Tensor
+    if tensors is None or isinstance(tensors, Tensor):
+        return tensors if tensors is None else (tensors,)
+    return tuple(tensors)
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(tensors)/d(leaf) into every leaf's `.grad` (or only into `inputs`')."""
-    from ..tensor import Tensor
-    if isinstance(tensors, Tensor):
-        tensors = (tensors,)
-    if isinstance(grad_tensors, Tensor):
-        grad_tensors = (grad_tensors,)
-    tensors = tuple(tensors)
+    tensors = _as_tuple(tensors)
     retain_graph = create_graph if retain_graph is None else retain_graph
-    grads = _make_root_grads(tensors, grad_tensors, "backward")
+    grads = _make_root_grads(tensors, _as_tuple(grad_tensors), "backward")
     edges = [edge_of(t) for t in tensors]
+    inputs = _as_tuple(inputs)
     if inputs is None:
         _execute(edges, grads, retain_graph, create_graph)
         return
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    captured = grad(tensors, inputs, grads, retain_graph, create_graph, allow_unused=True)
-    for t, g in zip(inputs, captured):
-        if g is not None:
-            if t.is_leaf:
-                grad_accumulator(t).accumulate(g, create_graph)
-            else:
-                g = g if create_graph else g.detach()
-                t.grad = g if t.grad is None else t.grad + g
+    if not inputs:
+        raise RuntimeError("backward: 'inputs' argument to backward() cannot be empty.")
+    targets = {edge_of(t): None for t in _check_inputs(inputs, "backward")}
+    _execute(edges, grads, retain_graph, create_graph, targets)
+    for t in inputs:
+        g = targets[edge_of(t)]
+        if g is not None and not t.is_leaf:
+            g = g if create_graph else g.detach()
+            t.grad = g.clone() if t.grad is None else t.grad + g
+
+
+def _check_inputs(inputs, op):
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"{op}: input {i} (shape {list(t.shape)}) does not require grad")
+    return inputs
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """The gradients of `outputs` with respect to `inputs`, as a tuple; `.grad` is untouched."""
-    from ..tensor import Tensor
-    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    single_input = isinstance(inputs, Tensor)
-    inputs = (inputs,) if single_input else tuple(inputs)
-    if isinstance(grad_outputs, Tensor):
-        grad_outputs = (grad_outputs,)
+    outputs = _as_tuple(outputs)
+    inputs = _check_inputs(_as_tuple(inputs), "grad")
     retain_graph = create_graph if retain_graph is None else retain_graph
     allow_unused = materialize_grads if allow_unused is None else allow_unused
-    for i, t in enumerate(inputs):
-        if not t.requires_grad:
-            raise RuntimeError(f"grad: input {i} (shape {list(t.shape)}) does not require grad")
-    grads = _make_root_grads(outputs, grad_outputs, "grad")
-    capture = {edge_of(t): None for t in inputs}
-    _execute([edge_of(t) for t in outputs], grads, retain_graph, create_graph, capture)
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
+    grads = _make_root_grads(outputs, _as_tuple(grad_outputs), "grad")
+    targets = {edge_of(t): None for t in inputs}
+    _execute([edge_of(t) for t in outputs], grads, retain_graph, create_graph, targets,
+             accumulate=False)
     result = []
     for i, t in enumerate(inputs):
-        g = capture[edge_of(t)]
+        g = targets[edge_of(t)]
         if g is None:
             if materialize_grads:
                 from ..ops.creation import zeros_like
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError(f"grad: one of the differentiated Tensors (input {i}, shape "
+                raise RuntimeError(f"grad: One of the differentiated Tensors (input {i}, shape "
                                    f"{list(t.shape)}) appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
             g = g.detach()
         result.append(g)
     return tuple(result)
-

@@ -4,10 +4,15 @@ Every differentiable op is a `Function`: `forward(ctx, *args)` computes with the
 no_grad, `backward(ctx, *grads)` is written with genesis ops, so one backward serves every device
 and, run with grad mode on, is itself differentiable (higher-order gradients).
 
-`Function.apply` makes a `BackwardNode` (the `ctx`) when some input requires grad. The node keeps
-its inputs' graph edges (`next_functions`), the tensors saved for backward with their versions,
-and the metadata that lets the engine check and materialize gradients.
+`Function.apply` makes a `BackwardNode` (the `ctx`) for every call; when some input requires grad
+it becomes the outputs' `grad_fn`. The node keeps its inputs' graph edges (`next_functions`), the
+tensors saved for backward with their versions, and the metadata that lets the engine check and
+materialize gradients.
 """
+
+import sys
+import weakref
+from types import MappingProxyType
 
 from . import grad_mode
 
@@ -15,10 +20,10 @@ from . import grad_mode
 class Node:
     """A node of the backward graph: maps output gradients to input gradients."""
 
-    def __init__(self):
-        self.next_functions = ()
-        self._tensor_hooks = {}
-        self._retain_grad_refs = {}
+    next_functions = ()
+    _tensor_hooks = MappingProxyType({})
+    _retain_grad_refs = MappingProxyType({})
+    _post_hooks = None
 
     def name(self):
         return type(self).__name__
@@ -29,9 +34,21 @@ class Node:
     def register_hook(self, hook):
         """`hook(grad_inputs, grad_outputs)` runs after this node computes its input gradients."""
         from ..tensor import RemovableHandle
-        if not hasattr(self, "_post_hooks"):
+        if self._post_hooks is None:
             self._post_hooks = {}
         return RemovableHandle(self._post_hooks, hook)
+
+    def tensor_hooks(self, output_nr):
+        """The hooks of this node's output `output_nr` (the dict `Tensor.register_hook` fills)."""
+        if "_tensor_hooks" not in self.__dict__:
+            self._tensor_hooks = {}
+        return self._tensor_hooks.setdefault(output_nr, {})
+
+    def retain_grad_of(self, tensor):
+        """Set `tensor.grad` (an output of this node) whenever a gradient reaches it."""
+        if "_retain_grad_refs" not in self.__dict__:
+            self._retain_grad_refs = {}
+        self._retain_grad_refs[tensor._output_nr] = weakref.ref(tensor)
 
 
 class AccumulateGrad(Node):
@@ -40,29 +57,71 @@ class AccumulateGrad(Node):
     num_outputs = 1
 
     def __init__(self, leaf):
-        super().__init__()
         self.variable = leaf
 
-    def accumulate(self, grad, create_graph):
-        leaf = self.variable
-        if leaf._hooks:
-            for hook in list(leaf._hooks.values()):
+    def run_hooks(self, grad):
+        """The leaf's tensor hooks, in registration order; each may replace the gradient."""
+        hooks = self.variable._hooks
+        if hooks:
+            for hook in list(hooks.values()):
                 result = hook(grad)
                 if result is not None:
                     grad = result
+        return grad
+
+    def accumulate(self, grad, create_graph):
+        """Add `grad` (hooks already run) into the leaf's `.grad`.
+
+        The first gradient is stored without a copy when nothing else can see it (as PyTorch's
+        AccumulateGrad steals a gradient it holds the only reference to); otherwise it is cloned
+        so that `.grad` never aliases a tensor the user or the graph still holds. Later gradients
+        are added in place, or out of place when `create_graph` or `.grad` has a history.
+        """
+        leaf = self.variable
         if leaf.grad is None:
-            leaf.grad = grad if create_graph else grad.detach().clone()
+            if create_graph:
+                leaf.grad = grad.clone()
+            else:
+                leaf.grad = grad.detach() if _may_steal(grad, leaf) else grad.detach().clone()
         elif create_graph or leaf.grad.requires_grad:
             leaf.grad = leaf.grad + grad
         else:
-            leaf.grad.add_(grad.detach())
+            leaf.grad.add_(grad)
+
+
+_REFS_OF_ARGUMENT = (lambda obj: sys.getrefcount(obj))(object())
+_FRESH_REFS = {}
+
+
+def _fresh_refcounts(tensor):
+    """Reference counts of the backend array and storage of a tensor fresh from a kernel."""
+    key = tensor.device.type
+    if key not in _FRESH_REFS:
+        from .. import dtypes
+        from ..dispatch import kernel
+        from ..tensor import Tensor
+        fresh = Tensor._make(kernel("empty", key)((1,), dtypes.float32), tensor.device)
+        _FRESH_REFS[key] = (sys.getrefcount(fresh._data), sys.getrefcount(fresh._storage))
+    return _FRESH_REFS[key]
+
+
+def _may_steal(grad, leaf):
+    """True when `grad` can become `leaf.grad` as it is: same layout, and no one else holds it.
+
+    `grad` must be referenced only by the caller's frame (AccumulateGrad.accumulate's argument),
+    not be a view, and its array and storage must be referenced only by itself, so no other
+    tensor can see its memory.
+    """
+    return (sys.getrefcount(grad) - 1 <= _REFS_OF_ARGUMENT and grad._base is None
+            and grad.dtype is leaf.dtype and grad.stride() == leaf.stride()
+            and (sys.getrefcount(grad._data), sys.getrefcount(grad._storage))
+            <= _fresh_refcounts(grad))
 
 
 def grad_accumulator(leaf):
     """The one AccumulateGrad node of a leaf (made on first use, kept while the graph holds it)."""
     node = leaf._grad_accumulator() if leaf._grad_accumulator is not None else None
     if node is None:
-        import weakref
         node = AccumulateGrad(leaf)
         leaf._grad_accumulator = weakref.ref(node)
     return node
@@ -70,6 +129,8 @@ def grad_accumulator(leaf):
 
 def edge_of(tensor):
     """The graph edge a gradient for `tensor` flows along: (node, output index), or None."""
+    if tensor._base is not None:
+        refresh_view(tensor)
     if not tensor._requires_grad:
         return None
     if tensor.grad_fn is not None:
@@ -77,18 +138,49 @@ def edge_of(tensor):
     return (grad_accumulator(tensor), 0)
 
 
+def refresh_view(view):
+    """Give `view` a history through its base when the base's history changed since it was made.
+
+    Only views made with grad mode on take part (`_base_grad_fn`, set when they are made, is the
+    base's grad_fn then); views made under no_grad stay out of the graph, as in PyTorch.
+
+    An in-place write to the base (or to another view of it) gives the base a new grad_fn; the
+    view then reads the new values, so its gradient must flow through the new history, as an
+    `AsStrided` view of the base (PyTorch regenerates view grad_fns the same way).
+    """
+    base, made_from = view._base, view.__dict__.get("_base_grad_fn", view)
+    if made_from is view or not base._requires_grad or base.grad_fn is made_from:
+        return
+    from ..ops.inplace import AsStrided
+    with grad_mode.enable_grad():
+        fresh = AsStrided.apply(base, tuple(view.shape), view.stride(), view.storage_offset())
+    view.grad_fn, view._output_nr, view._requires_grad = fresh.grad_fn, 0, True
+    view._base_grad_fn = base.grad_fn
+
+
+class _SavedOutput:
+    """A saved output of the node itself, kept without its grad_fn so no reference cycle forms."""
+
+    __slots__ = ("data", "output_nr")
+
+    def __init__(self, data, output_nr):
+        self.data, self.output_nr = data, output_nr
+
+
 class BackwardNode(Node):
     """The `ctx` of one Function call; in the graph it is that call's backward."""
 
+    _saved = ()
+    _released = False
+    _non_differentiable = ()
+    _dirty = ()
+    _output_meta = ()
+    _input_meta = ()
+    num_outputs = 1
+    materialize_grads = True
+
     def __init__(self, function_cls):
-        super().__init__()
         self._function = function_cls
-        self._saved = ()
-        self._released = False
-        self._non_differentiable = ()
-        self._dirty = ()
-        self.materialize_grads = True
-        self.needs_input_grad = ()
 
     def name(self):
         """PyTorch-style node name, e.g. "MulBackward0"; a Function may set `ctx.node_name`."""
@@ -106,21 +198,21 @@ class BackwardNode(Node):
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
-        out = []
-        for entry in self._saved:
-            if entry is None:
-                out.append(None)
-                continue
-            t, version = entry
-            if t._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{t.dtype.name} tensor of shape {list(t.shape)}], which is "
-                    f"output of {self.name()}'s input, is at version {t._version}; expected "
-                    f"version {version} instead. Hint: the operation that failed was "
-                    f"{self.name()}; clone the tensor before modifying it in place.")
-            out.append(t)
-        return tuple(out)
+        return tuple(None if entry is None else self._unpack(*entry) for entry in self._saved)
+
+    def _unpack(self, saved, version):
+        t = saved.data if isinstance(saved, _SavedOutput) else saved
+        if t._version != version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.dtype.name} tensor of shape {list(t.shape)}], which is "
+                f"saved by {self.name()}, is at version {t._version}; expected version {version} "
+                f"instead. Hint: the operation that failed was {self.name()}; clone the tensor "
+                "before modifying it in place.")
+        if isinstance(saved, _SavedOutput):
+            t = t.detach()
+            t.grad_fn, t._output_nr, t._requires_grad = self, saved.output_nr, True
+        return t
 
     def mark_non_differentiable(self, *tensors):
         self._non_differentiable = tuple(id(t) for t in tensors)
@@ -134,13 +226,13 @@ class BackwardNode(Node):
     def release(self):
         """Free what backward needed (after a backward pass without retain_graph).
 
-        Saved tensors and tensors stored as ctx attributes go; reading either afterwards raises
-        the "backward through the graph a second time" error.
+        Saved tensors and tensors stored as ctx attributes (alone or in a tuple or list) go;
+        reading either afterwards raises the "backward through the graph a second time" error.
         """
         self._saved = ()
         self._released = True
         for key, value in list(self.__dict__.items()):
-            if not key.startswith("_") and hasattr(value, "_requires_grad"):
+            if not key.startswith("_") and _holds_tensor(value):
                 delattr(self, key)
 
     def __getattr__(self, key):
@@ -160,10 +252,16 @@ class BackwardNode(Node):
                      in enumerate(zip(result, self._input_meta)))
 
 
+def _holds_tensor(value):
+    if isinstance(value, (tuple, list)):
+        return any(hasattr(v, "_requires_grad") for v in value)
+    return hasattr(value, "_requires_grad")
+
+
 def _check_grad(node, index, grad, meta):
     """Validate one returned gradient: right shape, cast to the input's dtype; None passes."""
     if grad is None or meta is None:
-        return None if meta is None else grad
+        return None
     shape, dtype, device = meta
     if tuple(grad.shape) != shape:
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - "
@@ -176,12 +274,22 @@ def _check_grad(node, index, grad, meta):
     return grad
 
 
+def _requires_grad(arg, tensor_cls):
+    """Whether `arg` is a tensor that needs a gradient (views first catch up with their base)."""
+    if not isinstance(arg, tensor_cls):
+        return False
+    if arg._base is not None:
+        refresh_view(arg)
+    return arg._requires_grad
+
+
 class Function:
     """Base class of differentiable ops, and of users' custom autograd functions.
 
     Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as staticmethods
-    and are called through `apply`. Backward returns one gradient per forward argument (None for
-    non-tensors and inputs that need none).
+    and are called through `apply`; or, as in PyTorch 2, `forward(*args)` plus
+    `setup_context(ctx, inputs, output)`. Backward returns one gradient per forward argument
+    (None for non-tensors and inputs that need none).
     """
 
     @staticmethod
@@ -192,26 +300,36 @@ class Function:
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("a Function subclass must implement backward to be differentiated")
 
+    setup_context = None
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from ..tensor import Tensor
         ctx = BackwardNode(cls)
-        record = grad_mode.is_grad_enabled() and any(
-            isinstance(a, Tensor) and a._requires_grad for a in args)
-        if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = needs = tuple(_requires_grad(a, Tensor) for a in args)
         with grad_mode.no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
-        if not record:
+            if cls.setup_context is None:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            else:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+        if not grad_mode.is_grad_enabled():
+            return outputs
+        if True not in needs:
+            _mark_untracked_view(outputs)
             return outputs
         ctx.next_functions = tuple(edge_of(a) if isinstance(a, Tensor) else None for a in args)
-        ctx._input_meta = tuple((tuple(a.shape), a.dtype, a.device)
-                                if isinstance(a, Tensor) and a._requires_grad else None for a in args)
+        ctx._input_meta = tuple((tuple(a.shape), a.dtype, a.device) if need else None
+                                for a, need in zip(args, needs))
         return _wire_outputs(ctx, args, outputs)
 
 
 def _wire_outputs(ctx, args, outputs):
-    """Attach `ctx` as grad_fn of each differentiable output; returns outputs as given."""
+    """Attach `ctx` as grad_fn of each differentiable output; returns outputs as given.
+
+    An input returned as is (and not marked dirty) comes back as a new view of it, as in
+    PyTorch. A dirty input that is a view rebases its base's history on this node.
+    """
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     inputs_by_id = {id(a): a for a in args}
@@ -222,8 +340,7 @@ def _wire_outputs(ctx, args, outputs):
             meta.append(None)
             continue
         if id(out) in inputs_by_id and id(out) not in ctx._dirty:
-            out = out.detach()
-            out._base = None
+            out = _alias_of(out)
         if id(out) in ctx._non_differentiable or not out.dtype.is_floating_point:
             out._requires_grad = False
         else:
@@ -233,11 +350,43 @@ def _wire_outputs(ctx, args, outputs):
             out._requires_grad = True
             out.grad_fn = ctx
             out._output_nr = nr
+            if out._base is not None:
+                _attach_view(ctx, out)
         wired.append(out)
         meta.append((tuple(out.shape), out.dtype, out.device))
     ctx._output_meta = tuple(meta)
     ctx.num_outputs = len(outs)
+    ctx._saved = tuple(_pack_output(entry, ctx) for entry in ctx._saved)
     return wired[0] if single else tuple(wired)
+
+
+def _mark_untracked_view(outputs):
+    """Views of a base outside the graph join the graph if the base later gets a history."""
+    for out in outputs if isinstance(outputs, tuple) else (outputs,):
+        if getattr(out, "_base", None) is not None and not out._base._requires_grad:
+            out._base_grad_fn = None
+
+
+def _alias_of(t):
+    """A new tensor viewing all of `t` (shares memory, version counter and base)."""
+    from ..ops.common import make_view
+    return make_view(t, tuple(t.shape), t.stride(), t.storage_offset())
+
+
+def _attach_view(ctx, out):
+    """Record the base history a view output was made from; rebase the base for dirty views."""
+    out._base_grad_fn = out._base.grad_fn
+    if id(out) in ctx._dirty:
+        from ..ops.inplace import rebase_history
+        rebase_history(out, out)
+
+
+def _pack_output(entry, ctx):
+    """A saved (tensor, version) entry, with the node's own outputs held without their grad_fn."""
+    if entry is None or isinstance(entry[0], _SavedOutput) or entry[0].grad_fn is not ctx:
+        return entry
+    t, version = entry
+    return (_SavedOutput(t.detach(), t._output_nr), version)
 
 
 class once_differentiable:

@@ -65,22 +65,33 @@ def write_result(self, result, op):
         result = result.to(self.dtype)
     kernel("copy_", self.device.type)(self._data, result._data)
     self._bump_version()
-    if result._requires_grad and is_grad_enabled():
-        _rebase_history(self, result)
+    if is_grad_enabled() and (result._requires_grad or self._requires_grad
+                              or (self._base is not None and self._base._requires_grad)):
+        rebase_history(self, result)
     return self
 
 
-def _rebase_history(self, result):
-    """Make `self` (just overwritten with `result`'s values) carry `result`'s history."""
+def rebase_history(self, result):
+    """Make `self` (just overwritten with `result`'s values) carry `result`'s history.
+
+    A view passes the write on to its base (`AsStridedScatter`) and becomes an `AsStrided` view
+    of the new base. A tensor with a history overwritten by a value without one (`zero_`,
+    `fill_`) keeps a history that sends zeros to the old one, as PyTorch's does.
+    """
     base = self._base
-    if base is None:
+    if base is None and result._requires_grad:
         self.grad_fn, self._output_nr, self._requires_grad = result.grad_fn, result._output_nr, True
         return
-    geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    geometry = _geometry(self)
+    if base is None:
+        self.grad_fn = AsStridedScatter.apply(self, result, geometry).grad_fn
+        self._output_nr = 0
+        return
     new_base = AsStridedScatter.apply(base, result, geometry)
     base.grad_fn, base._output_nr, base._requires_grad = new_base.grad_fn, 0, True
     view = AsStrided.apply(base, *geometry)
     self.grad_fn, self._output_nr, self._requires_grad = view.grad_fn, 0, True
+    self._base_grad_fn = base.grad_fn
 
 
 def _zeros_with_geometry(like, geometry):
