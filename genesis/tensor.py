@@ -99,6 +99,8 @@ class Tensor:
         return self.numel() * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None):
+        if self.numel() == 0:
+            return True
         expected = 1
         for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
             if size != 1 and stride != expected:

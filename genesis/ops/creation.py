@@ -7,6 +7,7 @@ handed to the target device's backend; fills (`zeros`, `full`, `empty`) run on t
 import math
 import numbers
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes
@@ -16,7 +17,7 @@ from ..device import as_device, resolve
 from ..dispatch import kernel
 from ..random import rng_for
 from ..tensor import Size, Tensor
-from .common import broadcast_shapes, call, wrap
+from .common import broadcast_shapes, call, contiguous_strides, wrap
 from .inplace import write_result
 
 
@@ -43,7 +44,17 @@ def _from_host(array, device, dtype=None, requires_grad=False):
     if array.dtype != dtype.numpy_dtype:
         array = array.astype(dtype.numpy_dtype)
     data = kernel("from_numpy", device.type)(array, device.index)
-    return _finish(Tensor._make(data, device, dtype), requires_grad)
+    return _finish(_new(data, device, dtype), requires_grad)
+
+
+def _new(data, device, dtype):
+    """A tensor owning the fresh array `data`; empty ones get PyTorch's contiguous strides
+    (numpy gives them zero strides)."""
+    t = Tensor._make(data, device, dtype)
+    if t.numel() == 0 and t.ndim:
+        t._data = kernel("as_strided", device.type)(t._storage, t.shape,
+                                                    contiguous_strides(t.shape), 0)
+    return t
 
 
 _PYTHON_SCALAR_TYPES = (bool, int, float)
@@ -135,14 +146,12 @@ def _fill(shape, value, dtype, device, requires_grad, op):
     device = resolve(as_device(device))
     if dtype is None:
         dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
-        if value is not None and isinstance(value, float):
-            dtype = dtypes.get_default_dtype()
     dtype = dtypes.as_dtype(dtype)
     if value is None:
         data = kernel("empty", device.type)(shape, dtype, device.index)
     else:
         data = kernel("full", device.type)(shape, value, dtype, device.index)
-    return _finish(Tensor._make(data, device, dtype), requires_grad)
+    return _finish(_new(data, device, dtype), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
@@ -201,35 +210,97 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values from `start` to `end` (exclusive) by `step`; integer dtype if all arguments are ints."""
+    """Values from `start` to `end` (exclusive) by `step`; integer dtype if all arguments are ints.
+
+    As PyTorch: the count comes from the arguments as given (in float64, or in integers for
+    int64), values are start + i * step in the dtype's accumulation type, which for integer dtypes
+    means start and step truncated to integers first.
+    """
     if end is None:
         start, end = 0, start
     start, end, step = (x.item() if isinstance(x, Tensor) else x for x in (start, end, step))
+    if dtype is None:
+        is_int = all(isinstance(x, int) for x in (start, end, step))
+        dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is dtypes.int64:
+        start, end, step = int(start), int(end), int(step)
+    _check_arange(start, end, step)
+    if dtype is dtypes.int64:
+        count = (end - start + step - (1 if step > 0 else -1)) // step
+    else:
+        count = max(0, math.ceil((float(end) - float(start)) / float(step)))
+    if not dtype.is_floating_point:
+        start, step = int(start), int(step)
+    acc = np.float64 if dtype.is_floating_point and dtype.itemsize > 2 else \
+        np.float32 if dtype.is_floating_point else np.int64
+    values = acc(start) + np.arange(count, dtype=acc) * acc(step)
+    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+
+
+def _check_arange(start, end, step):
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    if dtype is None:
-        is_int = all(isinstance(x, int) for x in (start, end, step))
-        dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
-    dtype = dtypes.as_dtype(dtype)
-    count = max(0, math.ceil((end - start) / step))
-    values = start + np.arange(count, dtype=np.float64 if dtype.is_floating_point else np.int64) * step
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+
+
+def _finfo(dtype):
+    """numpy's finfo, which knows bfloat16 only through ml_dtypes."""
+    return ml_dtypes.finfo(dtype.numpy_dtype)
+
+
+def _check_representable(op, dtype, *values):
+    """RuntimeError (as PyTorch) for a finite value beyond the range of floating `dtype`."""
+    limit = float(_finfo(dtype).max)
+    for v in values:
+        if math.isfinite(v) and abs(v) > limit:
+            raise RuntimeError(f"{op}: value {v} cannot be converted to type {dtype.name} "
+                               "without overflow")
+
+
+def _linear_steps(start, end, steps, dtype, op):
+    """PyTorch's two-sided linspace: start + i*step below halfway, end - (n-1-i)*step above.
+
+    Half types compute in their own arithmetic (rounding after every operation, as PyTorch's
+    CPU kernel does); other floats in float64; integer dtypes truncate start and end first and
+    step in float64.
+    """
+    if steps < 0:
+        raise RuntimeError(f"{op}: number of steps must be non-negative, got {steps}")
+    steps = int(steps)
+    if dtype.is_floating_point:
+        acc = dtype.numpy_dtype.type if dtype.itemsize == 2 else np.float64
+        _check_representable(op, dtype, start, end)
+        start, end = acc(start), acc(end)
+    else:
+        acc = np.float64
+        start, end = acc(int(start)), acc(int(end))
+    if steps == 1:
+        return np.array([start], dtype=acc)
+    step = (end - start) / acc(steps - 1)
+    index = np.arange(steps).astype(acc)
+    low = start + step * index
+    high = end - step * (acc(steps - 1) - index)
+    return np.where(np.arange(steps) < steps // 2, low, high)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    if steps < 0:
-        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    values = _linear_steps(start, end, steps, dtype, "linspace")
     return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), computed in float64 and rounded once (integer
+    dtypes truncate start and end first, as PyTorch)."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    values = np.logspace(float(start), float(end), int(steps), base=base, dtype=np.float64)
+    if dtype.is_floating_point:
+        _check_representable("logspace", dtype, start, end)
+    exponent_dtype = dtypes.float64 if dtype.is_floating_point else dtype
+    exponents = _linear_steps(start, end, steps, exponent_dtype, "logspace")
+    values = np.power(np.float64(base), exponents)
     return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
 
 
@@ -243,8 +314,16 @@ def _random(shape, dtype, device, requires_grad, draw):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform on [0, 1)."""
     rng = rng_for(generator)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _random(_shape_arg(size, "rand"), dtype, device, requires_grad,
-                   lambda s: rng.random(s))
+                   lambda s: _uniform_bits(rng, s, dtype))
+
+
+def _uniform_bits(rng, shape, dtype):
+    """k / 2**digits for k uniform below 2**digits, digits the dtype's mantissa bits (as
+    PyTorch): every value is exact in the dtype, so rounding can never reach 1."""
+    digits = _finfo(dtype).nmant + 1
+    return rng.integers(0, 1 << digits, shape, dtype=np.int64) * 2.0 ** -digits
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):

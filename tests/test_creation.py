@@ -1,0 +1,364 @@
+"""Creation functions against PyTorch: dtype inference, sharing, fills, ranges, random draws."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close
+
+DATA = [
+    1, 2.5, True, -3, [], [[]], [1, 2, 3], [1.0, 2, 3], [True, False], [True, 2], [True, 2.5],
+    [[1, 2], [3, 4]], [[1.5], [2]], (1, 2), [(1, 2), (3, 4)], [[[1]], [[2]]], [2 ** 40, -1],
+    [float("nan"), float("inf")], np.float32(1.5), np.int16(3), np.bool_(True),
+]
+NUMPY_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                np.uint8, np.bool_]
+
+
+@pytest.mark.parametrize("default", [genesis.float32, genesis.float64])
+@pytest.mark.parametrize("data", DATA, ids=repr)
+def test_tensor_infers_dtype_as_torch(data, default):
+    genesis.set_default_dtype(default)
+    torch.set_default_dtype(TORCH_DTYPES[default])
+    try:
+        assert_close(genesis.tensor(data), torch.tensor(data))
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("np_dtype", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tensor_from_numpy_keeps_dtype_and_copies(np_dtype, rng):
+    arr = (rng.standard_normal((3, 4)) * 10).astype(np_dtype)
+    g = genesis.tensor(arr)
+    assert_close(g, torch.tensor(arr))
+    arr[...] = 0
+    assert g.numpy().any() or not torch.tensor(arr).any()
+    assert not np.shares_memory(g.numpy(), arr)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_tensor_from_tensors(dtype):
+    parts = [genesis.ones((), dtype=dtype), genesis.zeros((), dtype=dtype)]
+    ref = [torch.ones((), dtype=TORCH_DTYPES[dtype]), torch.zeros((), dtype=TORCH_DTYPES[dtype])]
+    assert_close(genesis.tensor(parts), torch.tensor(ref))
+    src = genesis.ones(2, 3, dtype=dtype)
+    copy = genesis.tensor(src)
+    assert copy.dtype is dtype and copy.data_ptr() != src.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_tensor_explicit_dtype(dtype):
+    data = [[0, 1.5, -2], [3, 0.25, 1]]
+    if dtype in (genesis.uint8,):
+        data = [[0, 1.5, 2], [3, 0.25, 1]]
+    assert_close(genesis.tensor(data, dtype=dtype), torch.tensor(data, dtype=TORCH_DTYPES[dtype]))
+
+
+def test_tensor_requires_grad_and_errors():
+    t = genesis.tensor([1.0, 2.0], requires_grad=True)
+    assert t.requires_grad and t.is_leaf
+    with pytest.raises(RuntimeError):
+        genesis.tensor([1, 2], requires_grad=True)
+    with pytest.raises(ValueError):
+        genesis.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        genesis.tensor("abc")
+    with pytest.raises(TypeError):
+        genesis.tensor([object()])
+
+
+@pytest.mark.parametrize("np_dtype", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_from_numpy_shares_memory_both_ways(np_dtype):
+    arr = np.arange(12).reshape(3, 4).astype(np_dtype)
+    t = genesis.from_numpy(arr)
+    assert t.dtype is genesis.dtypes.from_numpy_dtype(arr.dtype)
+    assert t.data_ptr() == arr.ctypes.data
+    arr[1, 2] = 0
+    assert t.numpy()[1, 2] == 0
+    t.numpy()[2, 3] = 1
+    assert arr[2, 3] == 1
+    t.mul_(False if t.dtype is genesis.bool else 0)
+    assert not arr.any()
+
+
+def test_from_numpy_strided_and_rejects():
+    arr = np.arange(24, dtype=np.float32).reshape(4, 6)[::2, 1::3]
+    t = genesis.from_numpy(arr)
+    assert t.shape == (2, 2) and t.stride() == (12, 3)
+    assert_close(t, torch.from_numpy(arr))
+    with pytest.raises(ValueError, match="negative"):
+        genesis.from_numpy(np.arange(4.0)[::-1])
+    with pytest.raises(TypeError):
+        genesis.from_numpy(np.zeros(2, np.complex64))
+    with pytest.raises(TypeError):
+        genesis.from_numpy(np.zeros(2, np.uint32))
+    with pytest.raises(TypeError):
+        genesis.from_numpy([1, 2])
+
+
+SIZES = [(), (0,), (3,), (2, 3), (2, 0, 4), (1, 1, 5)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=str)
+@pytest.mark.parametrize("dtype", [None] + ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+def test_fills(name, dtype, size):
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    tkwargs = {} if dtype is None else {"dtype": TORCH_DTYPES[dtype]}
+    g = getattr(genesis, name)(*(size or [()]), **kwargs)
+    t = getattr(torch, name)(*(size or [()]), **tkwargs)
+    assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype
+    assert g.is_contiguous() and g.stride() == t.stride()
+    if name != "empty":
+        assert_close(g, t)
+    g2 = getattr(genesis, name)(size, **kwargs)
+    assert tuple(g2.shape) == tuple(t.shape)
+
+
+@pytest.mark.parametrize("fill", [3, 2.5, True, -1, float("inf")], ids=repr)
+@pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bool,
+                                   genesis.bfloat16], ids=str)
+def test_full(fill, dtype):
+    if dtype is not None and not dtype.is_floating_point and isinstance(fill, float):
+        return
+    tdtype = None if dtype is None else TORCH_DTYPES[dtype]
+    assert_close(genesis.full((2, 3), fill, dtype=dtype), torch.full((2, 3), fill, dtype=tdtype))
+    assert_close(genesis.full([4], fill, dtype=dtype), torch.full([4], fill, dtype=tdtype))
+
+
+@pytest.mark.parametrize("dtype", [None, genesis.int8, genesis.float64, genesis.bool], ids=str)
+def test_like_functions(dtype, rng):
+    values = rng.standard_normal((3, 4)).astype(np.float16).T
+    base_g, base_t = genesis.from_numpy(values), torch.from_numpy(values)
+    tdtype = None if dtype is None else TORCH_DTYPES[dtype]
+    for name in ("zeros_like", "ones_like", "empty_like"):
+        g = getattr(genesis, name)(base_g, dtype=dtype)
+        t = getattr(torch, name)(base_t, dtype=tdtype)
+        assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype, name
+        if name != "empty_like":
+            assert_close(g, t)
+    assert_close(genesis.full_like(base_g, 7, dtype=dtype), torch.full_like(base_t, 7, dtype=tdtype))
+    g = genesis.zeros_like(genesis.ones(2, requires_grad=True), requires_grad=True)
+    assert g.requires_grad and g.is_leaf
+
+
+@pytest.mark.parametrize("n,m", [(0, None), (1, None), (3, None), (3, 5), (4, 2), (0, 3)])
+@pytest.mark.parametrize("dtype", [None, genesis.int64, genesis.bool, genesis.float64], ids=str)
+def test_eye(n, m, dtype):
+    tdtype = None if dtype is None else TORCH_DTYPES[dtype]
+    want = torch.eye(n, dtype=tdtype) if m is None else torch.eye(n, m, dtype=tdtype)
+    got = genesis.eye(n, dtype=dtype) if m is None else genesis.eye(n, m, dtype=dtype)
+    assert_close(got, want)
+
+
+ARANGE = [(5,), (0,), (2, 7), (7, 2, -1), (0, 1, 0.1), (1, 2.5, 0.5), (-1.5, 1.5, 0.3),
+          (0.0, 10), (10, 0, -3), (0, 1, 1 / 3), (1e-3, 1e-2, 1e-3), (2.5,), (0, 5, 2),
+          (-3, 3), (0, 0.3, 0.1), (1, 1)]
+
+
+@pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bfloat16],
+                         ids=str)
+@pytest.mark.parametrize("args", ARANGE, ids=str)
+def test_arange_counts_like_torch(args, dtype):
+    tdtype = None if dtype is None else TORCH_DTYPES[dtype]
+    assert_close(genesis.arange(*args, dtype=dtype), torch.arange(*args, dtype=tdtype))
+
+
+def test_arange_errors():
+    with pytest.raises(RuntimeError):
+        genesis.arange(0, 5, 0)
+    with pytest.raises(RuntimeError):
+        genesis.arange(5, 0, 1)
+    assert genesis.arange(genesis.tensor(4)).tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3.5, 7), (1, 1, 1), (0, 1, 0), (3, -3, 4),
+                                  (0, 10, 1), (0, 1e6, 11)], ids=str)
+@pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int64, genesis.float16], ids=str)
+def test_linspace_logspace(args, dtype):
+    tdtype = None if dtype is None else TORCH_DTYPES[dtype]
+    if dtype is genesis.float16 and max(map(abs, args[:2])) > 65504:
+        with pytest.raises(RuntimeError, match="overflow"):
+            torch.linspace(*args, dtype=tdtype)
+        with pytest.raises(RuntimeError, match="overflow"):
+            genesis.linspace(*args, dtype=dtype)
+        return
+    assert_close(genesis.linspace(*args, dtype=dtype), torch.linspace(*args, dtype=tdtype))
+    start, end, steps = args
+    if abs(end) < 20:
+        for base in (10.0, 2.0):
+            got = genesis.logspace(start, end, steps, base=base, dtype=dtype)
+            if dtype is genesis.float16:
+                # torch's half logspace is not correctly rounded (its exponent arithmetic mixes
+                # half and float); the oracle is the float64 result rounded once
+                want = torch.logspace(start, end, steps, base=base, dtype=torch.float64).half()
+            else:
+                want = torch.logspace(start, end, steps, base=base, dtype=tdtype)
+            assert_close(got, want)
+    with pytest.raises(RuntimeError):
+        genesis.linspace(0, 1, -1)
+
+
+def test_negative_sizes_raise():
+    for fn in (genesis.zeros, genesis.ones, genesis.empty, genesis.rand, genesis.randn):
+        with pytest.raises(RuntimeError, match="negative"):
+            fn(2, -1)
+
+
+@pytest.mark.parametrize("dtype", [None] + FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["rand", "randn"])
+def test_rand_shapes_and_dtypes(name, dtype):
+    g = getattr(genesis, name)(2, 3, dtype=dtype)
+    assert g.shape == (2, 3) and g.dtype is (dtype or genesis.float32)
+    assert getattr(genesis, name)((4,)).shape == (4,)
+    assert getattr(genesis, name)(()).shape == ()
+    like = getattr(genesis, name + "_like")(genesis.zeros(5, 2, dtype=genesis.float64))
+    assert like.shape == (5, 2) and like.dtype is genesis.float64
+    assert getattr(genesis, name)(3, requires_grad=True).requires_grad
+
+
+N = 100_000
+
+
+def test_rand_statistics():
+    x = genesis.rand(N, dtype=genesis.float64).numpy()
+    assert x.min() >= 0 and x.max() < 1
+    assert abs(x.mean() - 0.5) < 0.01 and abs(x.std() - math.sqrt(1 / 12)) < 0.01
+    hist = np.histogram(x, bins=10, range=(0, 1))[0]
+    assert hist.min() > 0.9 * N / 10 and hist.max() < 1.1 * N / 10
+    assert abs(np.corrcoef(x[:-1], x[1:])[0, 1]) < 0.02
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+def test_rand_half_types_stay_below_one(dtype):
+    x = genesis.rand(N, dtype=dtype).float().numpy()
+    assert x.min() >= 0 and x.max() < 1
+
+
+def test_randn_statistics():
+    x = genesis.randn(N).numpy().astype(np.float64)
+    assert abs(x.mean()) < 0.02 and abs(x.std() - 1) < 0.02
+    assert abs(np.mean(np.abs(x) < 1) - 0.6827) < 0.01
+
+
+@pytest.mark.parametrize("args", [(10, (N,)), (-5, 5, (N,)), (3, (2, 3)), (0, 1, (4,))], ids=str)
+@pytest.mark.parametrize("dtype", [None, genesis.int32, genesis.uint8, genesis.float32], ids=str)
+def test_randint(args, dtype):
+    if dtype is genesis.uint8 and args[0] < 0:
+        return
+    g = genesis.randint(*args, dtype=dtype)
+    t = torch.randint(*args, dtype=None if dtype is None else TORCH_DTYPES[dtype])
+    assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype
+    low, high = (0, args[0]) if len(args) == 2 else args[:2]
+    x = g.numpy().astype(np.int64)
+    assert x.min() >= low and x.max() < high
+    if x.size == N:
+        assert set(np.unique(x)) == set(range(low, high))
+        assert abs(x.mean() - (low + high - 1) / 2) < 0.05 * (high - low)
+    with pytest.raises(RuntimeError):
+        genesis.randint(5, 5, (2,))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_randperm(n):
+    g = genesis.randperm(n)
+    assert g.dtype is genesis.int64 and g.shape == (n,)
+    assert sorted(g.tolist()) == list(range(n))
+    assert genesis.randperm(n, dtype=genesis.float32).dtype is genesis.float32
+
+
+def test_normal_forms():
+    x = genesis.normal(3.0, 2.0, size=(N,)).numpy().astype(np.float64)
+    assert abs(x.mean() - 3) < 0.03 and abs(x.std() - 2) < 0.03
+    mean = genesis.tensor([[-10.0], [10.0]])
+    std = genesis.tensor([0.5, 1.0, 2.0], dtype=genesis.float32)
+    y = genesis.normal(mean, std)
+    assert y.shape == (2, 3) and y.dtype is genesis.float32
+    big = genesis.normal(genesis.full((N,), 5.0), 0.5).numpy()
+    assert abs(big.mean() - 5) < 0.01 and abs(big.std() - 0.5) < 0.01
+    with pytest.raises(RuntimeError):
+        genesis.normal(0.0, -1.0, size=(2,))
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.float16], ids=str)
+def test_bernoulli(dtype):
+    probs = genesis.tensor(np.linspace(0, 1, 5), dtype=dtype)
+    draws = genesis.bernoulli(probs.unsqueeze(0).expand(N // 5, 5) if hasattr(probs, "expand")
+                              else genesis.tensor(np.tile(np.linspace(0, 1, 5), (N // 5, 1)),
+                                                  dtype=dtype))
+    assert draws.dtype is dtype and draws.shape == (N // 5, 5)
+    freq = draws.numpy().astype(np.float64).mean(axis=0)
+    np.testing.assert_allclose(freq, np.linspace(0, 1, 5), atol=0.015)
+    assert freq[0] == 0 and freq[-1] == 1
+    p = genesis.bernoulli(genesis.zeros(N, dtype=dtype), 0.3).numpy().astype(np.float64).mean()
+    assert abs(p - 0.3) < 0.01
+    with pytest.raises(RuntimeError):
+        genesis.bernoulli(genesis.tensor([1.5]))
+
+
+def test_multinomial():
+    weights = genesis.tensor([[1.0, 2.0, 0.0, 7.0], [0.0, 0.0, 5.0, 5.0]])
+    draws = genesis.multinomial(weights, N, replacement=True)
+    assert draws.dtype is genesis.int64 and draws.shape == (2, N)
+    counts = np.stack([np.bincount(row, minlength=4) for row in draws.numpy()]) / N
+    np.testing.assert_allclose(counts, [[0.1, 0.2, 0, 0.7], [0, 0, 0.5, 0.5]], atol=0.01)
+    no_repl = genesis.multinomial(genesis.tensor([1.0, 1.0, 1.0, 0.0]), 3)
+    assert sorted(no_repl.tolist()) == [0, 1, 2]
+    with pytest.raises(RuntimeError):
+        genesis.multinomial(genesis.tensor([1.0, 0.0]), 2)
+    with pytest.raises(RuntimeError):
+        genesis.multinomial(genesis.tensor([1.0, -1.0]), 1)
+
+
+RANDOM_CALLS = {
+    "rand": lambda **kw: genesis.rand(50, **kw),
+    "randn": lambda **kw: genesis.randn(5, 10, **kw),
+    "randint": lambda **kw: genesis.randint(0, 1000, (50,), **kw),
+    "randperm": lambda **kw: genesis.randperm(50, **kw),
+    "normal": lambda **kw: genesis.normal(1.0, 2.0, size=(50,), **kw),
+    "bernoulli": lambda **kw: genesis.bernoulli(genesis.full((50,), 0.5), **kw),
+    "multinomial": lambda **kw: genesis.multinomial(genesis.ones(50), 20, **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(RANDOM_CALLS))
+def test_manual_seed_reproduces(name):
+    draw = RANDOM_CALLS[name]
+    genesis.manual_seed(1234)
+    first = draw().tolist()
+    second = draw().tolist()
+    genesis.manual_seed(1234)
+    assert draw().tolist() == first and draw().tolist() == second
+    assert first != second
+    assert genesis.initial_seed() == 1234
+
+
+@pytest.mark.parametrize("name", list(RANDOM_CALLS))
+def test_generator_argument(name):
+    draw = RANDOM_CALLS[name]
+    gen = genesis.Generator().manual_seed(7)
+    genesis.manual_seed(99)
+    a = draw(generator=gen).tolist()
+    default_next = draw().tolist()
+    genesis.manual_seed(99)
+    assert draw().tolist() == default_next
+    assert draw(generator=genesis.Generator().manual_seed(7)).tolist() == a
+    assert draw(generator=genesis.Generator().manual_seed(8)).tolist() != a
+
+
+def test_rng_state_roundtrip():
+    state = genesis.get_rng_state()
+    a = genesis.rand(10).tolist()
+    genesis.set_rng_state(state)
+    assert genesis.rand(10).tolist() == a
+    gen = genesis.Generator()
+    gen.manual_seed(5)
+    saved = gen.get_state()
+    b = genesis.randn(4, generator=gen).tolist()
+    gen.set_state(saved)
+    assert genesis.randn(4, generator=gen).tolist() == b
+    assert gen.initial_seed() == 5
+    assert genesis.seed() != genesis.seed()
