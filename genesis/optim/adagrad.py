@@ -1,0 +1,42 @@
+"""Adagrad: per-coordinate learning rates from the running sum of squared gradients."""
+
+from ..ops.creation import full_like
+from .optimizer import Optimizer, check_non_negative, new_step
+
+
+class Adagrad(Optimizer):
+    """PyTorch's Adagrad: s += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(s) + eps).
+    Its state is created with the optimizer, as in PyTorch."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        check_non_negative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                           initial_accumulator_value=initial_accumulator_value, eps=eps)
+        if differentiable:
+            raise NotImplementedError("Adagrad: differentiable=True is not supported by genesis")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=False, fused=fused)
+        super().__init__(params, defaults)
+
+    def _init_param_state(self, p, group):
+        state = self.state[p]
+        state["step"] = new_step()
+        state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def _update(self, group):
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if not self.state[p]:
+                self._init_param_state(p, group)
+            state = self.state[p]
+            grad = -p.grad if group["maximize"] else p.grad
+            state["step"].add_(1)
+            step = state["step"].item()
+            if group["weight_decay"] != 0:
+                grad = grad.add(p, alpha=group["weight_decay"])
+            clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+            state["sum"].addcmul_(grad, grad, value=1)
+            std = state["sum"].sqrt().add_(group["eps"])
+            p.addcdiv_(grad, std, value=-clr)

@@ -1,0 +1,213 @@
+"""The Optimizer base: parameter groups, per-parameter state and PyTorch's state_dict format.
+
+A subclass declares its hyperparameter defaults and implements `_update(group)`, which updates
+every parameter of one group that has a gradient. `step` runs the closure with grad enabled,
+then the updates under `no_grad` with in-place genesis ops, so it works on every device.
+"""
+
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import dtypes
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    """Marks a hyperparameter that every parameter group must give (no default)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def step_dtype():
+    """The dtype of the 0-d `step` counters: float64 under a float64 default dtype, else float32."""
+    return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32
+
+
+def new_step():
+    """A fresh `step` counter, a 0-d CPU tensor as PyTorch keeps it."""
+    from ..ops.creation import zeros
+    return zeros((), dtype=step_dtype())
+
+
+def check_non_negative(**values):
+    """ValueError in PyTorch's words for the first negative hyperparameter."""
+    labels = {"lr": "learning rate", "eps": "epsilon value"}
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {labels.get(name, name + ' value')}: {value}")
+
+
+class Optimizer:
+    """Base class of all optimizers: `Optimizer(params, defaults)`."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__module__}.Tensor")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        text = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            text += "".join(f"    {key}: {group[key]}\n" for key in sorted(group) if key != "params")
+        return text + ")"
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters (with its own hyperparameters) to optimize."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. Please "
+                            "use a list instead.")
+        _split_names(param_group, list(params))
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(param).__module__}.{type(param).__name__}")
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        if any(("param_names" in g) != ("param_names" in param_group) for g in self.param_groups):
+            kind = "with names" if "param_names" in param_group else "without names"
+            raise ValueError("all optimizer param groups should be with/without names. "
+                             f"cannot add param group {kind} to the optimizer")
+        self.param_groups.append(param_group)
+        for p in params:
+            self._init_param_state(p, param_group)
+
+    def _init_param_state(self, p, group):
+        """Subclasses that create state eagerly (Adagrad) do it here."""
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients: drop them (default) or fill them with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
+
+    def step(self, closure=None):
+        """One optimization step; `closure` re-evaluates the model and returns the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._update(group)
+        return loss
+
+    def _update(self, group):
+        raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
+
+    def state_dict(self):
+        """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""
+        index, groups = {}, []
+        for group in self.param_groups:
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load what `state_dict` returned (this optimizer's or PyTorch's, converted)."""
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(self.param_groups,
+                                                                     saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the "
+                             "size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in self.param_groups)))
+        state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                state[id_map[key]] = {k: _cast_state(id_map[key], k, v) for k, v in value.items()}
+            else:
+                state[key] = value
+        for group, saved in zip(self.param_groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+            for name, default in self.defaults.items():
+                saved.setdefault(name, default)
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+
+
+def _split_names(param_group, params):
+    """Accept `(name, tensor)` pairs as `named_parameters()` yields: names go to "param_names"."""
+    named = [p for p in params if isinstance(p, tuple)]
+    if named and len(named) != len(params):
+        raise ValueError("all optimizer params should be with/without names. Some param names "
+                         "are missing")
+    if named:
+        param_group["param_names"] = [name for name, _ in named]
+        params = [p for _, p in named]
+    param_group["params"] = params
+
+
+def _cast_state(param, key, value):
+    """A copy of a loaded state value on `param`'s device (and dtype, except the step counter)."""
+    if key == "step":
+        if isinstance(value, Tensor):
+            return value.detach().clone()
+        from ..ops.creation import tensor
+        return tensor(float(value), dtype=step_dtype())
+    if isinstance(value, Tensor):
+        dtype = param.dtype if param.is_floating_point() else value.dtype
+        return value.detach().to(device=param.device, dtype=dtype, copy=True)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, k, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, None, v) for v in value)
+    return value
+
+
+__all__ = ["Optimizer", "required"]

@@ -1,0 +1,58 @@
+"""RMSprop, optionally centered and with momentum."""
+
+from ..ops.creation import zeros_like
+from .optimizer import Optimizer, check_non_negative, new_step
+
+
+class RMSprop(Optimizer):
+    """PyTorch's RMSprop: v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v - mean(g)^2 if
+    centered) + eps), through a momentum buffer when momentum > 0."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        check_non_negative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
+                           alpha=alpha)
+        if differentiable:
+            raise NotImplementedError("RMSprop: differentiable=True is not supported by genesis")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=False)
+        super().__init__(params, defaults)
+
+    def _state(self, p, group):
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step()
+            state["square_avg"] = zeros_like(p)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(p)
+        return state
+
+    def _update(self, group):
+        lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self._state(p, group)
+            grad = -p.grad if group["maximize"] else p.grad
+            state["step"].add_(1)
+            if group["weight_decay"] != 0:
+                grad = grad.add(p, alpha=group["weight_decay"])
+            square_avg = state["square_avg"]
+            square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+            if group["centered"]:
+                grad_avg = state["grad_avg"]
+                grad_avg.lerp_(grad, 1 - alpha)
+                avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+            else:
+                avg = square_avg.sqrt()
+            avg = avg.add_(group["eps"])
+            if momentum > 0:
+                buf = state["momentum_buffer"]
+                buf.mul_(momentum).addcdiv_(grad, avg)
+                p.add_(buf, alpha=-lr)
+            else:
+                p.addcdiv_(grad, avg, value=-lr)

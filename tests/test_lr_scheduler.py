@@ -1,0 +1,176 @@
+"""LR schedulers against PyTorch for 20 steps (lrs and momenta), state dicts and bad input."""
+
+import math
+
+import pytest
+import torch
+
+import genesis
+from genesis import optim
+from genesis.optim import lr_scheduler
+
+
+def _seq(S, opt):
+    return S.SequentialLR(opt, [S.LinearLR(opt, start_factor=0.2, total_iters=4),
+                                S.CosineAnnealingLR(opt, T_max=9, eta_min=0.001),
+                                S.ExponentialLR(opt, gamma=0.8)], milestones=[5, 12])
+
+
+def _chained(S, opt):
+    return S.ChainedScheduler([S.ExponentialLR(opt, gamma=0.95), S.StepLR(opt, 4, gamma=0.5)])
+
+
+SCHEDULERS = {
+    "StepLR": lambda S, opt: S.StepLR(opt, step_size=3, gamma=0.5),
+    "MultiStepLR": lambda S, opt: S.MultiStepLR(opt, milestones=[2, 5, 5, 9], gamma=0.3),
+    "ExponentialLR": lambda S, opt: S.ExponentialLR(opt, gamma=0.9),
+    "CosineAnnealingLR": lambda S, opt: S.CosineAnnealingLR(opt, T_max=7, eta_min=0.01),
+    "CosineAnnealingLR-no-min": lambda S, opt: S.CosineAnnealingLR(opt, T_max=20),
+    "LambdaLR": lambda S, opt: S.LambdaLR(opt, lambda e: 0.95 ** e + 0.01 * e),
+    "LambdaLR-per-group": lambda S, opt: S.LambdaLR(opt, [lambda e: 1 / (e + 1),
+                                                          lambda e: 0.9 ** e]),
+    "MultiplicativeLR": lambda S, opt: S.MultiplicativeLR(opt, lambda e: 0.97),
+    "LinearLR": lambda S, opt: S.LinearLR(opt, start_factor=0.25, end_factor=0.9, total_iters=6),
+    "ConstantLR": lambda S, opt: S.ConstantLR(opt, factor=0.5, total_iters=4),
+    "PolynomialLR": lambda S, opt: S.PolynomialLR(opt, total_iters=8, power=2.0),
+    "OneCycleLR-cos": lambda S, opt: S.OneCycleLR(opt, max_lr=[0.1, 0.3], total_steps=21),
+    "OneCycleLR-linear-3phase": lambda S, opt: S.OneCycleLR(
+        opt, max_lr=0.2, epochs=3, steps_per_epoch=7, pct_start=0.25, anneal_strategy="linear",
+        three_phase=True, base_momentum=0.8, max_momentum=[0.9, 0.99]),
+    "OneCycleLR-no-momentum": lambda S, opt: S.OneCycleLR(opt, max_lr=0.05, total_steps=30,
+                                                          cycle_momentum=False),
+    "SequentialLR": _seq,
+    "ChainedScheduler": _chained,
+}
+OPTIMIZERS = {
+    "SGD": lambda O, params: O.SGD([{"params": params[:1]}, {"params": params[1:], "lr": 0.05}],
+                                   lr=0.1, momentum=0.9),
+    "Adam": lambda O, params: O.Adam([{"params": params[:1]}, {"params": params[1:],
+                                                               "lr": 0.05}], lr=0.1),
+}
+
+
+def _pair(opt_name):
+    g = [genesis.zeros(2, requires_grad=True), genesis.zeros(3, requires_grad=True)]
+    t = [torch.zeros(2, requires_grad=True), torch.zeros(3, requires_grad=True)]
+    return OPTIMIZERS[opt_name](optim, g), OPTIMIZERS[opt_name](torch.optim, t)
+
+
+def _assert_same_groups(gopt, topt, gsched, tsched):
+    assert gsched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-12, abs=0)
+    for gg, tg in zip(gopt.param_groups, topt.param_groups):
+        assert gg["lr"] == pytest.approx(tg["lr"], rel=1e-12, abs=0)
+        for key in ("momentum", "betas"):
+            if key in tg:
+                assert gg[key] == pytest.approx(tg[key], rel=1e-12, abs=0)
+
+
+def _step(gopt, topt, gsched, tsched):
+    gopt.step()
+    topt.step()
+    gsched.step()
+    tsched.step()
+
+
+@pytest.mark.parametrize("opt_name", OPTIMIZERS)
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_matches_torch_20_steps(name, opt_name):
+    gopt, topt = _pair(opt_name)
+    gsched = SCHEDULERS[name](lr_scheduler, gopt)
+    tsched = SCHEDULERS[name](torch.optim.lr_scheduler, topt)
+    _assert_same_groups(gopt, topt, gsched, tsched)
+    for _ in range(20):
+        _step(gopt, topt, gsched, tsched)
+        _assert_same_groups(gopt, topt, gsched, tsched)
+
+
+@pytest.mark.parametrize("name", ["MultiStepLR", "CosineAnnealingLR", "OneCycleLR-cos",
+                                  "SequentialLR", "ChainedScheduler", "LambdaLR"])
+def test_state_dict_round_trip(name, tmp_path):
+    gopt, topt = _pair("Adam")
+    gsched = SCHEDULERS[name](lr_scheduler, gopt)
+    tsched = SCHEDULERS[name](torch.optim.lr_scheduler, topt)
+    for _ in range(8):
+        _step(gopt, topt, gsched, tsched)
+    genesis.save({"optimizer": gopt.state_dict(), "scheduler": gsched.state_dict()},
+                 tmp_path / "ckpt")
+    ckpt = genesis.load(tmp_path / "ckpt")
+    params = [genesis.zeros(2, requires_grad=True), genesis.zeros(3, requires_grad=True)]
+    fresh_opt = OPTIMIZERS["Adam"](optim, params)
+    fresh = SCHEDULERS[name](lr_scheduler, fresh_opt)
+    fresh_opt.load_state_dict(ckpt["optimizer"])
+    fresh.load_state_dict(ckpt["scheduler"])
+    for _ in range(10):
+        _step(fresh_opt, topt, fresh, tsched)
+        _assert_same_groups(fresh_opt, topt, fresh, tsched)
+
+
+@pytest.mark.parametrize("mode,threshold_mode", [("min", "rel"), ("max", "abs")])
+def test_reduce_lr_on_plateau(mode, threshold_mode, rng, tmp_path):
+    gopt, topt = _pair("SGD")
+    kwargs = dict(mode=mode, threshold_mode=threshold_mode, factor=0.5, patience=2, cooldown=1,
+                  min_lr=[0.01, 0.02])
+    gsched = lr_scheduler.ReduceLROnPlateau(gopt, **kwargs)
+    tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **kwargs)
+    metrics = list(rng.choice([1.0, 0.9, 0.95, 1.2], size=30))
+    for i, m in enumerate(metrics):
+        if i == 15:
+            genesis.save(gsched.state_dict(), tmp_path / "plateau")
+            gsched = lr_scheduler.ReduceLROnPlateau(gopt, **kwargs)
+            gsched.load_state_dict(genesis.load(tmp_path / "plateau"))
+        gsched.step(m)
+        tsched.step(m)
+        _assert_same_groups(gopt, topt, gsched, tsched)
+
+
+def test_closed_form_step_with_epoch():
+    gopt, topt = _pair("SGD")
+    gsched = lr_scheduler.StepLR(gopt, step_size=2, gamma=0.5)
+    tsched = torch.optim.lr_scheduler.StepLR(topt, step_size=2, gamma=0.5)
+    with pytest.warns(UserWarning):
+        gsched.step(5)
+    with pytest.warns(UserWarning):
+        tsched.step(5)
+    _assert_same_groups(gopt, topt, gsched, tsched)
+
+
+def test_cosine_formula_is_the_recursive_one():
+    gopt, _ = _pair("SGD")
+    sched = lr_scheduler.CosineAnnealingLR(gopt, T_max=10, eta_min=0.0)
+    for epoch in range(1, 11):
+        gopt.step()
+        sched.step()
+        assert sched.get_last_lr()[0] == pytest.approx(0.05 * (1 + math.cos(math.pi * epoch / 10)),
+                                                       abs=1e-12)
+
+
+@pytest.mark.parametrize("build,error,message", [
+    (lambda opt: lr_scheduler.StepLR(object(), 3), TypeError, "object is not an Optimizer"),
+    (lambda opt: lr_scheduler.StepLR(opt, 3, last_epoch=4), KeyError, "initial_lr"),
+    (lambda opt: lr_scheduler.LambdaLR(opt, [lambda e: 1.0]), ValueError,
+     "Expected 2 lr_lambdas, but got 1"),
+    (lambda opt: lr_scheduler.LinearLR(opt, start_factor=0), ValueError, "Starting multiplicative"),
+    (lambda opt: lr_scheduler.OneCycleLR(opt, max_lr=0.1), ValueError,
+     "You must define either total_steps OR"),
+    (lambda opt: lr_scheduler.OneCycleLR(opt, max_lr=[0.1], total_steps=5), ValueError,
+     "max_lr must have the same length as optimizer.param_groups"),
+    (lambda opt: lr_scheduler.SequentialLR(opt, [lr_scheduler.StepLR(opt, 2)], milestones=[3]),
+     ValueError, "one more than the number of milestone points"),
+    (lambda opt: lr_scheduler.ReduceLROnPlateau(opt, factor=1.0), ValueError,
+     "Factor should be < 1.0"),
+])
+def test_bad_input(build, error, message):
+    gopt, _ = _pair("SGD")
+    with pytest.raises(error, match=message):
+        build(gopt)
+
+
+def test_one_cycle_past_total_steps():
+    gopt, _ = _pair("SGD")
+    sched = lr_scheduler.OneCycleLR(gopt, max_lr=0.1, total_steps=3)
+    for _ in range(3):
+        gopt.step()
+        sched.step()
+    with pytest.raises(ValueError, match="Tried to step 4 times. The specified number of total "
+                                         "steps is 3"):
+        sched.step()
