@@ -23,9 +23,19 @@ def is_inference_mode_enabled():
 
 
 class _GradModeContext:
-    """Base: sets grad mode on enter and restores the previous mode on exit."""
+    """Base: sets grad mode on enter and restores the previous mode on exit.
+
+    Used as `with no_grad():`, as a decorator `@no_grad()`, or bare `@no_grad`.
+    """
 
     _target = True
+
+    def __new__(cls, func=None, *args, **kwargs):
+        self = super().__new__(cls)
+        if callable(func):
+            self.__init__()
+            return self(func)
+        return self
 
     def __enter__(self):
         self._prev = is_grad_enabled()
@@ -78,7 +88,10 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like `no_grad` (Genesis has no separate inference tensors); `inference_mode(False)` is a no-op."""
+    """Like `no_grad` (Genesis has no separate inference tensors).
+
+    `inference_mode(False)` turns grad mode on inside, as PyTorch's does.
+    """
 
     def __init__(self, mode=True):
         self.mode = bool(mode)
@@ -86,9 +99,8 @@ class inference_mode(_GradModeContext):
     def __enter__(self):
         self._prev = is_grad_enabled()
         self._prev_inference = is_inference_mode_enabled()
-        if self.mode:
-            _set_enabled(False)
-            _state.inference = True
+        _set_enabled(not self.mode)
+        _state.inference = self.mode
         return self
 
     def __exit__(self, *exc):
