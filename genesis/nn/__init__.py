@@ -1,0 +1,8 @@
+"""Neural network building blocks: Module, Parameter, layers, losses, init and functional."""
+
+from . import functional, init, utils
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+
+__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)

@@ -1,0 +1,49 @@
+"""Argument handling shared by the functional forms: tuples of sizes, reductions, dims."""
+
+import warnings
+
+
+def ntuple(value, n, name="argument"):
+    """`value` as an n-tuple of ints (an int is repeated; a sequence must have length n)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            return tuple(value) * n
+        if len(value) != n:
+            raise ValueError(f"expected {name} to be a single int or a sequence of {n} ints, "
+                             f"got {list(value)}")
+        return tuple(value)
+    return (value,) * n
+
+
+def check_reduction(reduction, op):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+
+
+def legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's deprecated size_average/reduce pair mapped to a `reduction` string."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction instead.",
+                  stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def reduce_loss(loss, reduction):
+    """Apply `reduction` ("none", "mean" or "sum") to an elementwise loss."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def softmax_dim(name, ndim):
+    """The implicit dim of softmax-like functions called without one (deprecated in torch)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1

@@ -1,0 +1,192 @@
+"""Attention: `scaled_dot_product_attention` and `multi_head_attention_forward` (torch semantics)."""
+
+import math
+
+import numpy as np
+
+from ... import dtypes
+from ...ops import creation, elementwise as ew, linalg, shape as shape_ops
+from .activation import softmax
+from .dropout import dropout
+from .linear import linear
+from .padding import pad
+
+
+def _causal_mask(query_len, key_len, device):
+    """Bool (L, S) mask allowing position i to attend to keys 0..i (top-left aligned)."""
+    return creation.tensor(np.tri(query_len, key_len, dtype=bool), device=device)
+
+
+def _repeat_heads(x, groups):
+    """(..., H, S, E) -> (..., H * groups, S, E), each head repeated `groups` times in a row."""
+    *lead, heads, length, dim = x.shape
+    expanded = x.unsqueeze(-3).expand(*lead, heads, groups, length, dim)
+    return expanded.reshape(*lead, heads * groups, length, dim)
+
+
+def _masked_scores(scores, attn_mask, is_causal):
+    """Scores with the mask applied: bool masks keep True, float masks are added."""
+    if is_causal:
+        attn_mask = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+    if attn_mask is None:
+        return scores
+    if attn_mask.dtype is dtypes.bool_:
+        return ew.where(attn_mask, scores, -math.inf)
+    return scores + attn_mask
+
+
+def _safe_softmax(scores):
+    """Softmax over the last dim; rows where every score is -inf give zeros instead of NaN."""
+    weights = softmax(scores, -1)
+    blocked = (scores == -math.inf).all(-1, keepdim=True)
+    return ew.where(blocked, 0.0, weights)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(Q K^T * scale + mask) V over (..., L, E) queries and (..., S, E) keys.
+
+    A bool `attn_mask` marks the positions that may be attended (True) and a float one is
+    added to the scores; `is_causal` applies a lower-triangular mask and excludes `attn_mask`.
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
+            or key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: expected query (..., L, E), key "
+                           f"(..., S, E) and value (..., S, Ev), got {list(query.shape)}, "
+                           f"{list(key.shape)} and {list(value.shape)}")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = linalg.matmul(query, key.transpose(-2, -1)) * scale
+    masked = attn_mask is not None or is_causal
+    scores = _masked_scores(scores, attn_mask, is_causal)
+    weights = _safe_softmax(scores) if masked else softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return linalg.matmul(weights, value)
+
+
+def _canonical_mask(mask, name, target_dtype):
+    """A bool mask (True = blocked) as an additive float mask; float masks pass through."""
+    if mask is None:
+        return None
+    if mask.dtype is dtypes.bool_:
+        return ew.where(mask, -math.inf, 0.0).to(target_dtype)
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def _project(query, key, value, in_proj_weight, in_proj_bias, separate):
+    """The input projections: one packed matmul for self-attention, else one per input."""
+    if separate is None and query is key and key is value:
+        return linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+    weights = separate if separate is not None else in_proj_weight.chunk(3)
+    biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None,) * 3
+    return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def _check_attn_mask(attn_mask, shape):
+    if tuple(attn_mask.shape[-2:]) != shape[-2:] or attn_mask.ndim not in (2, 3) or \
+            (attn_mask.ndim == 3 and tuple(attn_mask.shape) != shape):
+        raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is "
+                           f"{list(attn_mask.shape)}, but should be {list(shape[-2:])} or "
+                           f"{list(shape)}.")
+    return attn_mask if attn_mask.ndim == 3 else attn_mask.unsqueeze(0)
+
+
+def _append_keys(k, v, extra_k, extra_v, attn_mask, key_padding_mask):
+    """Keys/values with one more position appended, and the masks padded to match."""
+    k, v = shape_ops.cat([k, extra_k]), shape_ops.cat([v, extra_v])
+    if attn_mask is not None:
+        attn_mask = pad(attn_mask, (0, 1))
+    if key_padding_mask is not None:
+        key_padding_mask = pad(key_padding_mask, (0, 1))
+    return k, v, attn_mask, key_padding_mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                                 out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention over sequence-first (L, N, E) inputs, as torch's function."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
+                                  "supported")
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        is_causal = False
+    separate = (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None
+    q, k, v = _project(query, key, value, in_proj_weight, in_proj_bias, separate)
+    if attn_mask is not None:
+        attn_mask = _check_attn_mask(attn_mask, (bsz * num_heads, tgt_len, key.shape[0]))
+    if bias_k is not None and bias_v is not None:
+        k, v, attn_mask, key_padding_mask = _append_keys(
+            k, v, bias_k.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim),
+            bias_v.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim), attn_mask,
+            key_padding_mask)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zeros = creation.zeros(bsz * num_heads, 1, head_dim, dtype=q.dtype, device=q.device)
+        k, v, attn_mask, key_padding_mask = _append_keys(
+            k.transpose(0, 1), v.transpose(0, 1), zeros.transpose(0, 1), zeros.transpose(0, 1),
+            attn_mask, key_padding_mask)
+        k, v = k.transpose(0, 1), v.transpose(0, 1)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = linalg.matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p)
+        out = linalg.matmul(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not batched:
+            weights = weights.squeeze(0)
+    else:
+        if attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 \
+                else attn_mask.reshape(bsz, num_heads, -1, src_len)
+        q, k, v = (x.reshape(bsz, num_heads, x.shape[1], head_dim) for x in (q, k, v))
+        out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+        out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+        weights = None
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    return (out if batched else out.squeeze(1)), weights

@@ -1,0 +1,45 @@
+"""Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
+
+from ...ops import creation
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(like, p, shape=None):
+    """Bernoulli(1 - p) keep-mask scaled by 1 / (1 - p), in `like`'s dtype (zeros when p == 1)."""
+    probe = like if shape is None else creation.empty(shape, dtype=like.dtype, device=like.device)
+    if p == 1.0:
+        return creation.zeros_like(probe)
+    return creation.bernoulli(probe, 1.0 - p) * (1.0 / (1.0 - p))
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Randomly zero elements (drawn from the global generator) in training; identity otherwise."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    mask = _dropout_mask(input, p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def _feature_dropout(input, p, training, inplace, spatial, op):
+    """Zero whole channels: one draw per (N, C) broadcast over the `spatial` trailing dims."""
+    _check_p(p)
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{op}: Expected {spatial + 1}D or {spatial + 2}D input, but got input "
+                           f"of size: {list(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    mask = _dropout_mask(input, p, tuple(input.shape[:-spatial]) + (1,) * spatial)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")

@@ -1,0 +1,248 @@
+"""Loss functions with torch.nn.functional's signatures, semantics and reductions."""
+
+import warnings
+
+from ... import dtypes
+from ...ops import elementwise as ew
+from ._utils import check_reduction, legacy_reduction, reduce_loss
+from .activation import log_softmax
+
+
+def _class_targets_check(input, target, op):
+    """Shapes of class-index targets: input (C), (N, C) or (N, C, d1, ...) and matching target."""
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input tensor should be 1D or more, got a 0-d tensor")
+    expected = () if input.ndim == 1 else (input.shape[0],) + tuple(input.shape[2:])
+    if input.ndim >= 2 and target.ndim >= 1 and target.shape[0] != input.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0]}).")
+    if tuple(target.shape) != expected:
+        raise RuntimeError(f"{op}: expected target of shape {list(expected)} for input of shape "
+                           f"{list(input.shape)}, got {list(target.shape)}")
+    if target.dtype.is_floating_point or target.dtype is dtypes.bool_:
+        raise RuntimeError(f"{op}: expected target of an integer dtype (class indices), got "
+                           f"{target.dtype}")
+
+
+def _check_target_range(target, valid, num_classes):
+    """Class indices in [0, C) (checked on the CPU; GPUs check nothing, as torch's kernels)."""
+    if target.device.type != "cpu" or not target.numel():
+        return
+    bad = valid & ((target < 0) | (target >= num_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad].reshape(-1)[0])} is out of bounds.")
+
+
+def _gather_class(values, index):
+    """values[n, index[n, ...], ...] for class dim 1 (or dim 0 for unbatched 1-D values)."""
+    if values.ndim == 1:
+        return values.gather(0, index.reshape(1)).reshape(())
+    return values.gather(1, index.unsqueeze(1)).squeeze(1)
+
+
+def _class_weights(weight, input, dtype):
+    """Shape (1, C, 1, ...) view of per-class weights for broadcasting against `input`."""
+    shape = [1] * input.ndim
+    shape[0 if input.ndim == 1 else 1] = -1
+    return weight.to(dtype).reshape(shape)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """-input[n, target[n]] (times weight[target[n]]); mean divides by the summed weights."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, "nll_loss")
+    _class_targets_check(input, target, "nll_loss")
+    classes = input.shape[0 if input.ndim == 1 else 1]
+    if weight is not None and tuple(weight.shape) != (classes,):
+        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {classes} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    valid = target != ignore_index
+    _check_target_range(target, valid, classes)
+    safe = ew.where(valid, target, 0)
+    picked = -_gather_class(input, safe)
+    w = ew.where(valid, 1.0, 0.0).to(input.dtype)
+    if weight is not None:
+        w = w * weight.to(input.dtype).index_select(0, safe.reshape(-1)).reshape(safe.shape)
+    loss = picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _smooth_loss(logp, target, weight, valid, reduction, classes):
+    """The label-smoothing term of cross_entropy with class-index targets (torch's formula)."""
+    class_dim = 0 if logp.ndim == 1 else 1
+    weighted = logp if weight is None else logp * _class_weights(weight, logp, logp.dtype)
+    smooth = ew.where(valid, -weighted.sum(class_dim), 0.0)
+    if reduction == "none":
+        return smooth
+    if reduction == "sum":
+        return smooth.sum()
+    if weight is None:
+        return smooth.sum() / valid.sum()
+    safe = ew.where(valid, target, 0).reshape(-1)
+    picked = weight.to(logp.dtype).index_select(0, safe)
+    return smooth.sum() / ew.where(valid.reshape(-1), picked, 0.0).sum()
+
+
+def _prob_target_loss(logp, target, weight, reduction, label_smoothing):
+    """cross_entropy with class-probability targets of input's shape."""
+    class_dim = 0 if logp.ndim == 1 else 1
+    classes = logp.shape[class_dim]
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = logp * target
+    if weight is not None:
+        terms = terms * _class_weights(weight, logp, logp.dtype)
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    if reduction == "sum":
+        return -terms.sum()
+    return -terms.sum() / (logp.numel() // classes)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over the class dim (1, or 0 for 1-D input) followed by nll_loss.
+
+    `target` holds class indices (integer, input's shape without the class dim) or class
+    probabilities (floating, input's shape); `label_smoothing` mixes in the uniform distribution.
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, class_dim)
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"cross_entropy: expected class-probability target of the "
+                               f"input's shape {list(input.shape)}, got {list(target.shape)}")
+        return _prob_target_loss(logp, target.to(input.dtype), weight, reduction,
+                                 label_smoothing)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0:
+        return loss
+    smooth = _smooth_loss(logp, target, weight, target != ignore_index, reduction,
+                          input.shape[class_dim])
+    return (1 - label_smoothing) * loss + smooth * (label_smoothing / input.shape[class_dim])
+
+
+def _check_same_size(input, target, op):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input "
+                      f"size ({list(input.shape)}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, op)
+    _check_same_size(input, target, op)
+    return reduce_loss(fn(input, target), reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    def squared(x, y):
+        diff = x - y
+        loss = diff * diff
+        return loss if weight is None else loss * weight
+    return _pointwise_loss("mse_loss", input, target, size_average, reduce, reduction, squared)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    def absolute(x, y):
+        loss = ew.abs(x - y)
+        return loss if weight is None else loss * weight
+    return _pointwise_loss("l1_loss", input, target, size_average, reduce, reduction, absolute)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (L1 when beta == 0)."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+
+    def smooth(x, y):
+        diff = ew.abs(x - y)
+        if beta == 0:
+            return diff
+        return ew.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+    return _pointwise_loss("smooth_l1_loss", input, target, size_average, reduce, reduction,
+                           smooth)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere."""
+    def huber(x, y):
+        diff = ew.abs(x - y)
+        loss = ew.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+        return loss if weight is None else loss * weight
+    return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-(y log x + (1 - y) log(1 - x)), logs clamped at -100 as in torch."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, "binary_cross_entropy")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is deprecated. Please ensure they have "
+                         "the same size.")
+    if input.numel() and input.device.type == "cpu" and bool(((input < 0) | (input > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_x = ew.clamp_min(ew.log(input), -100.0)
+    log_1mx = ew.clamp_min(ew.log(1 - input), -100.0)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return reduce_loss(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target), computed stably from the logits.
+
+    loss = (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x).
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, "binary_cross_entropy_with_logits")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
+    softplus_neg = ew.softplus(-input)
+    if pos_weight is None:
+        loss = (1 - target) * input + softplus_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return reduce_loss(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log target - input), input holding log-probabilities.
+
+    `reduction="batchmean"` divides the sum by the batch size (the mathematically correct KL);
+    "mean" averages over all elements, as torch does (with its warning).
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"kl_div: {reduction} is not a valid value for reduction")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if log_target:
+        loss = ew.exp(target) * (target - input)
+    else:
+        loss = ew.where(target > 0, target * ew.log(ew.where(target > 0, target, 1.0)), 0.0) \
+            - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return reduce_loss(loss, reduction)

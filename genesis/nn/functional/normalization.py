@@ -1,0 +1,121 @@
+"""Normalization: layer, RMS, group and batch norm, and `normalize` (unit p-norm vectors).
+
+Statistics are computed in float32 for half inputs (as PyTorch does on the CPU) and the result is
+cast back once; gradients come from autograd over mean/var and elementwise ops.
+"""
+
+import ml_dtypes
+
+from ... import dtypes
+from ...autograd.grad_mode import no_grad
+from ...ops import elementwise as ew
+
+
+def _upcast(x):
+    """`x` in the dtype statistics are computed in: float32 for half types."""
+    return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+
+
+def _standardize(x, dims, eps):
+    """(x - mean) / sqrt(var + eps) over `dims` (biased variance), computed in `x`'s dtype."""
+    centered = x - x.mean(dims, keepdim=True)
+    var = (centered * centered).mean(dims, keepdim=True)
+    return centered * ew.rsqrt(var + eps)
+
+
+def _affine(y, weight, bias):
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _normalized_dims(input, normalized_shape, op):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with "
+                           f"shape [*, {', '.join(map(str, shape))}], but got input of size "
+                           f"{list(input.shape)}")
+    return tuple(range(-len(shape), 0))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Standardize over the trailing `normalized_shape` dims, then scale and shift."""
+    dims = _normalized_dims(input, normalized_shape, "layer_norm")
+    y = _standardize(_upcast(input), dims, eps).to(input.dtype)
+    return _affine(y, weight, bias)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's epsilon."""
+    dims = _normalized_dims(input, normalized_shape, "rms_norm")
+    x = _upcast(input)
+    if eps is None:
+        eps = float(ml_dtypes.finfo(input.dtype.numpy_dtype).eps)
+    y = (x * ew.rsqrt((x * x).mean(dims, keepdim=True) + eps)).to(input.dtype)
+    return y if weight is None else y * weight
+
+
+def _channel_shape(input):
+    """Shape that broadcasts a per-channel (dim 1) vector against `input`."""
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Standardize each group of channels of (N, C, *) input, then scale and shift per channel."""
+    if input.ndim < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    n = input.shape[0]
+    grouped = _upcast(input).reshape(n, num_groups, -1)
+    y = _standardize(grouped, (-1,), eps).reshape(input.shape).to(input.dtype)
+    shape = _channel_shape(input)
+    return _affine(y, None if weight is None else weight.reshape(shape),
+                   None if bias is None else bias.reshape(shape))
+
+
+def _update_running(running, value, momentum):
+    with no_grad():
+        running.mul_(1 - momentum).add_(value.detach().to(running.dtype) * momentum)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) by batch statistics (training) or running ones (eval).
+
+    In training the running statistics, when given, move towards the batch mean and the unbiased
+    batch variance by `momentum`.
+    """
+    dims = (0,) + tuple(range(2, input.ndim))
+    count = input.numel() // max(input.shape[1], 1) if input.ndim > 1 else 0
+    if training and count <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{list(input.shape)}")
+    x = _upcast(input)
+    shape = _channel_shape(input)
+    if training:
+        mean = x.mean(dims)
+        centered = x - mean.reshape(shape)
+        var = (centered * centered).mean(dims)
+        if running_mean is not None:
+            _update_running(running_mean, mean, momentum)
+        if running_var is not None:
+            _update_running(running_var, var * (count / (count - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                               "evaluation mode")
+        mean, var = running_mean.to(x.dtype), running_var.to(x.dtype)
+        centered = x - mean.reshape(shape)
+    y = (centered * ew.rsqrt(var.reshape(shape) + eps)).to(input.dtype)
+    return _affine(y, None if weight is None else weight.reshape(shape),
+                   None if bias is None else bias.reshape(shape))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """`input` divided by its p-norm along `dim` (at least eps)."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    result = input / denom
+    return result if out is None else out.copy_(result)

@@ -1,0 +1,84 @@
+"""Lookups: `embedding` (rows of a weight matrix by index) and `one_hot`."""
+
+from ... import dtypes
+from ...autograd.function import Function
+from ...autograd.grad_mode import no_grad
+from ...ops import creation, elementwise as ew
+
+
+class Embedding(Function):
+    """weight[indices]; the gradient is index_add of the output gradient into the weight's rows.
+
+    Rows looked up at `padding_idx` get no gradient; with `scale_grad_by_freq` each row's
+    gradient is divided by how often its index occurs in `indices`.
+    """
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
+        flat = indices.reshape(-1)
+        ctx.save_for_backward(flat)
+        ctx.num_weights = weight.shape[0]
+        ctx.padding_idx, ctx.scale_grad_by_freq = padding_idx, scale_grad_by_freq
+        return weight.index_select(0, flat).reshape(*indices.shape, weight.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        (flat,) = ctx.saved_tensors
+        rows = grad.reshape(-1, grad.shape[-1])
+        if ctx.padding_idx is not None:
+            rows = ew.where((flat == ctx.padding_idx).unsqueeze(1), 0.0, rows)
+        if ctx.scale_grad_by_freq:
+            ones = creation.ones(flat.shape, dtype=rows.dtype, device=rows.device)
+            counts = creation.zeros(ctx.num_weights, dtype=rows.dtype, device=rows.device)
+            rows = rows / counts.index_add(0, flat, ones).index_select(0, flat).unsqueeze(1)
+        zeros = creation.zeros(ctx.num_weights, rows.shape[1], dtype=rows.dtype,
+                               device=rows.device)
+        return zeros.index_add(0, flat, rows), None, None, None
+
+
+def _renorm_rows(weight, indices, max_norm, norm_type):
+    """Rescale, in place, the rows of `weight` used by `indices` whose norm exceeds `max_norm`."""
+    with no_grad():
+        used = indices.reshape(-1).unique()
+        rows = weight.index_select(0, used)
+        norms = rows.norm(norm_type, dim=1, keepdim=True)
+        scale = ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, used, rows * scale)
+
+
+def _check_padding_idx(padding_idx, num_embeddings):
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"Padding_idx must be within num_embeddings, got {padding_idx} for "
+                         f"{num_embeddings} embeddings")
+    return padding_idx % num_embeddings
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` selected by the integer tensor `input`: shape input.shape + [dim]."""
+    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+        raise RuntimeError("embedding: Expected tensor for argument #1 'indices' to have one of "
+                           f"the following scalar types: Long, Int; but got {input.dtype} instead")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
+    padding_idx = _check_padding_idx(padding_idx, weight.shape[0])
+    if max_norm is not None:
+        _renorm_rows(weight, input, max_norm, norm_type)
+    return Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor with a trailing dimension of `num_classes` holding a 1 at each index."""
+    if tensor.dtype is not dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max()) + 1
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError("one_hot: Class values must be smaller than num_classes and "
+                           "non-negative.")
+    classes = creation.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)

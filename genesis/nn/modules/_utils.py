@@ -1,0 +1,22 @@
+"""Helpers the layers share: parameter allocation and input-shape checks that name the layer."""
+
+from ...ops import creation
+from ..parameter import Parameter
+
+
+def new_parameter(*shape, device=None, dtype=None):
+    """An uninitialised Parameter; the layer's reset_parameters fills it."""
+    return Parameter(creation.empty(*shape, device=device, dtype=dtype))
+
+
+def check_input(module, ok, expected, input):
+    """RuntimeError naming the layer (with its settings) and the expected and actual shapes."""
+    if not ok:
+        raise RuntimeError(f"{module._get_name()}({module.extra_repr()}): expected {expected}, "
+                           f"got shape {list(input.shape)}")
+
+
+def optional_parameter(module, name, enabled, *shape, device=None, dtype=None):
+    """Register `name` as a new Parameter of `shape` when `enabled`, else as None (as torch)."""
+    param = new_parameter(*shape, device=device, dtype=dtype) if enabled else None
+    module.register_parameter(name, param)

@@ -1,0 +1,80 @@
+"""BatchNorm1d/2d: per-channel normalization by batch statistics, with running estimates."""
+
+from ... import dtypes
+from ...autograd.grad_mode import no_grad
+from ...ops import creation
+from .. import functional as F, init
+from ._utils import check_input, optional_parameter
+from .module import Module
+
+
+class _BatchNorm(Module):
+    """Shared by BatchNorm1d/2d; subclasses name the accepted input dims."""
+
+    _dims = ()
+    _expected = ""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        optional_parameter(self, "weight", affine, num_features, device=device, dtype=dtype)
+        optional_parameter(self, "bias", affine, num_features, device=device, dtype=dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
+                                                                dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, device=device,
+                                                              dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 creation.tensor(0, dtype=dtypes.int64, device=device))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        check_input(self, input.ndim in self._dims and input.shape[1] == self.num_features,
+                    self._expected.format(c=self.num_features), input)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                momentum = 1.0 / float(self.num_batches_tracked)
+        use_batch_stats = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch_stats, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) input."""
+
+    _dims = (2, 3)
+    _expected = "2D (N, {c}) or 3D (N, {c}, L) input"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) input."""
+
+    _dims = (4,)
+    _expected = "4D (N, {c}, H, W) input"

@@ -1,0 +1,524 @@
+"""`nn.Module`: the base class of layers and models, with PyTorch's registration rules.
+
+Parameters, buffers and submodules assigned as attributes are kept in three ordered dicts
+(`_parameters`, `_buffers`, `_modules`) so they can be enumerated by name, moved between devices
+and dtypes, and saved and loaded as a state dict.
+"""
+
+import itertools
+from collections import OrderedDict, namedtuple
+
+from ... import dtypes
+from ...autograd.grad_mode import no_grad
+from ...tensor import RemovableHandle, Tensor, _parse_to
+from ..parameter import Parameter
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What `load_state_dict` returns: the keys it did not find and the keys it did not use."""
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _typename(value):
+    return "genesis.Tensor" if isinstance(value, Tensor) else type(value).__name__
+
+
+def _addindent(text, spaces):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """Base class for all neural network modules; subclasses define `forward`."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments: "
+                            f"{args} {kwargs}")
+        for name, value in (("training", True), ("_parameters", OrderedDict()),
+                            ("_buffers", OrderedDict()), ("_non_persistent_buffers_set", set()),
+                            ("_modules", OrderedDict()), ("_forward_pre_hooks", OrderedDict()),
+                            ("_forward_pre_hooks_with_kwargs", set()),
+                            ("_forward_hooks", OrderedDict()),
+                            ("_forward_hooks_with_kwargs", set())):
+            object.__setattr__(self, name, value)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  '"forward" function')
+
+    # registration
+
+    def _check_new_name(self, name, kind, registry):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f"{kind} name can't contain \".\", got: {name}")
+        if name == "":
+            raise KeyError(f"{kind} name can't be empty string \"\"")
+        if hasattr(self, name) and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name, param):
+        """Add `param` (a Parameter or None) under `name`."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_new_name(name, "parameter", self._parameters)
+        if param is None:
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(genesis.nn.Parameter or None required)")
+        if param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly. To express '{name}' as a "
+                             "function of another Tensor, compute the value in the forward() "
+                             "method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add a tensor that is state but not a parameter; `persistent` puts it in the state dict."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_new_name(name, "buffer", self._buffers)
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(genesis Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        """Add `module` (a Module or None) as the child `name`."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        self._check_new_name(name, "module", self._modules)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __getattr__(self, name):
+        for registry in ("_parameters", "_buffers", "_modules"):
+            members = self.__dict__.get(registry)
+            if members is not None and name in members:
+                return members[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        modules = self.__dict__.get("_modules")
+        buffers = self.__dict__.get("_buffers")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name, keep="_parameters")
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(genesis.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name, keep="_modules")
+            modules[name] = value
+        elif modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                "(genesis.nn.Module or None expected)")
+            modules[name] = value
+        elif buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(genesis.Tensor or None expected)")
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name, keep):
+        """Remove `name` from the instance dict and every registry but `keep`."""
+        self.__dict__.pop(name, None)
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry != keep:
+                self.__dict__[registry].pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __delattr__(self, name):
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(registry, ()):
+                del self.__dict__[registry][name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def _lookup(self, target, registry, kind):
+        """`get_parameter`/`get_buffer`: the member `target` ("a.b.name") of kind `registry`."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        if name not in module.__dict__[registry]:
+            raise AttributeError(f"`{name}` is not {kind}")
+        return module.__dict__[registry][name]
+
+    def get_submodule(self, target):
+        """The submodule at the dotted path `target` ("" is self)."""
+        module = self
+        for item in target.split(".") if target else ():
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def get_parameter(self, target):
+        return self._lookup(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target):
+        return self._lookup(target, "_buffers", "a buffer")
+
+    # enumeration
+
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in get_members(module):
+                if value is None or (remove_duplicate and id(value) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(value))
+                yield (module_prefix + ("." if module_prefix else "") + name, value)
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse,
+                                   remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def named_children(self):
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(dotted name, module) for self and every descendant, each module once by default."""
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub_prefix = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub_prefix, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    # modes and gradients
+
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Clear every parameter's `.grad`: drop it (default) or fill it with zeros."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+                continue
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
+
+    def apply(self, fn):
+        """Call `fn` on every submodule (children first) and then on self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # devices and dtypes
+
+    def _apply(self, fn):
+        """Map `fn` over every parameter, gradient and buffer; Parameters keep their identity."""
+        for module in self.children():
+            module._apply(fn)
+        with no_grad():
+            for param in self._parameters.values():
+                if param is None:
+                    continue
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad.data = fn(param.grad)
+            for name, buf in self._buffers.items():
+                if buf is not None:
+                    self._buffers[name] = fn(buf)
+        return self
+
+    def to(self, *args, **kwargs):
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats change dtype."""
+        device, dtype, non_blocking, _ = _parse_to(None, *args, **kwargs)
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={dtype}")
+
+        def convert(t):
+            return t.to(device, dtype if t.is_floating_point() else None, non_blocking)
+        return self._apply(convert)
+
+    def _cast_floats(self, dtype):
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.type(dst_type))
+
+    def float(self):
+        return self._cast_floats(dtypes.float32)
+
+    def double(self):
+        return self._cast_floats(dtypes.float64)
+
+    def half(self):
+        return self._cast_floats(dtypes.float16)
+
+    def bfloat16(self):
+        return self._cast_floats(dtypes.bfloat16)
+
+    # calls and hooks
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """`hook(module, args)` (or `(module, args, kwargs)`) runs before forward; may replace args."""
+        return self._add_hook(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs, hook,
+                              prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) runs after forward."""
+        return self._add_hook(self._forward_hooks, self._forward_hooks_with_kwargs, hook,
+                              prepend, with_kwargs)
+
+    @staticmethod
+    def _add_hook(hooks, with_kwargs_set, hook, prepend, with_kwargs):
+        handle = RemovableHandle(hooks, hook)
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        if with_kwargs:
+            with_kwargs_set.add(handle.id)
+        return handle
+
+    def _call_impl(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    __call__ = _call_impl
+
+    # state dicts
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """An ordered dict of every parameter and persistent buffer, keyed by dotted name."""
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        return destination
+
+    def _local_state(self):
+        persistent = {k: v for k, v in self._buffers.items()
+                      if k not in self._non_persistent_buffers_set}
+        return {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items())
+                if v is not None}
+
+    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
+                              error_msgs, plan):
+        """Check this module's own entries of `state_dict`; record the copies to make in `plan`."""
+        local_state = self._local_state()
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  "genesis.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(value)}")
+            elif tuple(value.shape) != tuple(param.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{value.shape} from checkpoint, the shape in current model is "
+                                  f"{param.shape}.")
+            else:
+                plan.append((self, name, param, value))
+        for key in state_dict:
+            head, dot, _ = key[len(prefix):].partition(".")
+            if (head not in self._modules) if dot else (head not in local_state):
+                unexpected_keys.append(key)
+
+    def _check_state_dict(self, state_dict, prefix, missing, unexpected, errors, plan):
+        """Check `state_dict` (only keys under `prefix`) against this module and its children."""
+        self._load_from_state_dict(state_dict, prefix, missing, unexpected, errors, plan)
+        for name, child in self._modules.items():
+            if child is not None:
+                child_prefix = prefix + name + "."
+                child_state = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
+                child._check_state_dict(child_state, child_prefix, missing, unexpected, errors,
+                                        plan)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy `state_dict` into this module's parameters and buffers.
+
+        Every entry is checked before anything is written, so a RuntimeError (missing or
+        unexpected keys with `strict`, or a shape mismatch) leaves the module unchanged.
+        Returns (missing_keys, unexpected_keys).
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors, plan = [], [], [], []
+        self._check_state_dict(state_dict, "", missing, unexpected, errors, plan)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                self._get_name(), "\n\t".join(errors)))
+        with no_grad():
+            if not assign:
+                plan = [(m, n, t, v.to(device=t.device, dtype=t.dtype)) for m, n, t, v in plan]
+            for module, name, target, value in plan:
+                _load_entry(module, name, target, value, assign)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # printing
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        """The layer's own settings, shown inside its repr's parentheses; subclasses override."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(module), 2)
+                       for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _load_entry(module, name, target, value, assign):
+    """Write one checked state-dict entry: copied into `target`, or put in its place (`assign`)."""
+    if not assign:
+        target.copy_(value)
+    elif isinstance(target, Parameter):
+        setattr(module, name, Parameter(value.detach(), target.requires_grad))
+    else:
+        setattr(module, name, value)
