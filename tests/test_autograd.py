@@ -688,17 +688,14 @@ def test_inplace_on_non_leaf_matches_torch(op, rng):
     assert_grads([x, c], [tx, tc])
 
 
-@pytest.mark.parametrize("op", [lambda t: t.zero_(), lambda t: t.fill_(2.0)])
-def test_overwriting_a_non_leaf_cuts_its_gradient(op, rng):
+def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(rng):
     x, tx = pair((4,), rng=rng)
     y, ty = x * 3, tx * 3
-    if not hasattr(y, "zero_"):
-        pytest.skip("zero_/fill_ not implemented yet")
-    op(y)
-    op(ty)
+    y.copy_(genesis.ones(4))
+    ty.copy_(torch.ones(4))
+    assert y.requires_grad and y.grad_fn is not None
     (y * x).sum().backward()
     (ty * tx).sum().backward()
-    assert y.requires_grad
     assert_grads([x], [tx])
 
 

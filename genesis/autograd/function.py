@@ -263,7 +263,7 @@ def _check_grad(node, index, grad, meta):
     if grad is None or meta is None:
         return None
     shape, dtype, device = meta
-    if tuple(grad.shape) != shape:
+    if grad._data.shape != shape:
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - "
                            f"got {list(grad.shape)} but expected shape compatible with {list(shape)}")
     if grad.dtype is not dtype:
@@ -274,13 +274,11 @@ def _check_grad(node, index, grad, meta):
     return grad
 
 
-def _requires_grad(arg, tensor_cls):
-    """Whether `arg` is a tensor that needs a gradient (views first catch up with their base)."""
-    if not isinstance(arg, tensor_cls):
-        return False
-    if arg._base is not None:
-        refresh_view(arg)
-    return arg._requires_grad
+def _requires_grad(tensor):
+    """Whether `tensor` needs a gradient (a view first catches up with its base)."""
+    if tensor._base is not None:
+        refresh_view(tensor)
+    return tensor._requires_grad
 
 
 class Function:
@@ -304,24 +302,41 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..tensor import Tensor
+        tensor_cls = _tensor_type or _load_tensor_type()
         ctx = BackwardNode(cls)
-        ctx.needs_input_grad = needs = tuple(_requires_grad(a, Tensor) for a in args)
-        with grad_mode.no_grad():
+        ctx.needs_input_grad = needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a)
+                                              for a in args])
+        state = grad_mode._state
+        enabled, state.enabled = state.enabled, False
+        try:
             if cls.setup_context is None:
                 outputs = cls.forward(ctx, *args, **kwargs)
             else:
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)
-        if not grad_mode.is_grad_enabled():
+        finally:
+            state.enabled = enabled
+        if not enabled:
             return outputs
         if True not in needs:
             _mark_untracked_view(outputs)
             return outputs
-        ctx.next_functions = tuple(edge_of(a) if isinstance(a, Tensor) else None for a in args)
-        ctx._input_meta = tuple((tuple(a.shape), a.dtype, a.device) if need else None
-                                for a, need in zip(args, needs))
+        ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
+                                    for a in args])
+        ctx._input_meta = tuple([(a._data.shape, a.dtype, a.device) if need else None
+                                 for a, need in zip(args, needs)])
         return _wire_outputs(ctx, args, outputs)
+
+
+_tensor_type = None
+
+
+def _load_tensor_type():
+    """genesis.Tensor, imported on first use (genesis.tensor imports this package)."""
+    global _tensor_type
+    from ..tensor import Tensor
+    _tensor_type = Tensor
+    return Tensor
 
 
 def _wire_outputs(ctx, args, outputs):

@@ -7,11 +7,18 @@ Each context manager also works as a decorator.
 import functools
 import threading
 
-_state = threading.local()
+class _ThreadState(threading.local):
+    """Each thread starts with grad mode on and inference mode off."""
+
+    enabled = True
+    inference = False
+
+
+_state = _ThreadState()
 
 
 def is_grad_enabled():
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set_enabled(flag):
@@ -19,7 +26,7 @@ def _set_enabled(flag):
 
 
 def is_inference_mode_enabled():
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class _GradModeContext:

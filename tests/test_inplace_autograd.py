@@ -1,0 +1,183 @@
+"""In-place ops and autograd against PyTorch: writes through views of non-leaf tensors rebase the
+base's history (AsStridedScatter), stale views follow their base, version counters catch
+tensors modified after being saved, and gradients of every order match."""
+
+import pytest
+import torch
+
+import genesis
+from helpers import assert_close, make_pair
+
+
+def _scenario_slice_mul(x, w):
+    y = x * 1
+    y[0:2].mul_(3)
+    return (y * w).sum()
+
+
+def _scenario_narrow_add(x, w):
+    y = x * w
+    y.narrow(1, 1, 2).add_(w[:, 0:2] * x[:, 1:3])
+    return (y * y).sum()
+
+
+def _scenario_stepped_transposed(x, w):
+    y = (x * w).t()
+    y[::2].mul_(y[1::2][0:1] + 1)
+    return (y.sin() * 2).sum()
+
+
+def _scenario_view_of_view(x, w):
+    y = x + w
+    v1 = y[1:4]
+    v2 = v1[:, 1:3]
+    v2.mul_(w[0:3, 0:2])
+    return (v1 * v1).sum() + (y * x).sum()
+
+
+def _scenario_stale_overlapping_view(x, w):
+    y = x * 2
+    v = y[1:3]
+    y[0:2].mul_(w[0:2])
+    return (v * v).sum() + y.sum()
+
+
+def _scenario_base_modified_after_view(x, w):
+    y = x * 1
+    v = y[2:4]
+    y.mul_(w)
+    return (v * x[0:2]).sum()
+
+
+def _scenario_setitem(x, w):
+    y = x.exp()
+    y = y * 1
+    y[1] = w[0] * 5
+    y[:, 0] = x[:, 1]
+    return (y * y).sum()
+
+
+def _scenario_buffer_without_grad(x, w):
+    buf = (x * 0).detach()
+    buf[1:3].copy_(x[0:2] * w[0:2])
+    return (buf * buf).sum()
+
+
+def _scenario_chained_inplace(x, w):
+    y = x * 1
+    y.add_(w).mul_(x)
+    y[0].div_(2)
+    return (y * w).sum()
+
+
+SCENARIOS = {name[len("_scenario_"):]: fn for name, fn in globals().items()
+             if name.startswith("_scenario_")}
+
+
+def _inputs(dtype, rng):
+    x, tx = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, rng=rng)
+    w, tw = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, rng=rng)
+    return (x, w), (tx, tw)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_inplace_through_views_matches_torch(name, rng):
+    fn = SCENARIOS[name]
+    (x, w), (tx, tw) = _inputs(genesis.float32, rng)
+    out, tout = fn(x, w), fn(tx, tw)
+    assert_close(out, tout)
+    out.backward()
+    tout.backward()
+    assert_close(x.grad, tx.grad)
+    assert_close(w.grad, tw.grad)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_inplace_through_views_second_order(name, rng):
+    fn = SCENARIOS[name]
+    (x, w), (tx, tw) = _inputs(genesis.float64, rng)
+    gx, gw = genesis.autograd.grad(fn(x, w), [x, w], create_graph=True)
+    tgx, tgw = torch.autograd.grad(fn(tx, tw), [tx, tw], create_graph=True)
+    assert_close(gx, tgx)
+    assert_close(gw, tgw)
+    v, tv = make_pair((4, 4), genesis.float64, rng=rng)
+    if not tgx.requires_grad:
+        assert not gx.requires_grad
+        return
+    hx, hw = genesis.autograd.grad((gx * v).sum(), [x, w], allow_unused=True)
+    thx, thw = torch.autograd.grad((tgx * tv).sum(), [tx, tw], allow_unused=True)
+    for h, th in ((hx, thx), (hw, thw)):
+        if th is None:
+            assert h is None or float(h.abs().sum()) == 0.0
+        else:
+            assert_close(h, th)
+
+
+@pytest.mark.parametrize("name", ["slice_mul", "narrow_add", "view_of_view", "setitem"])
+def test_inplace_through_views_gradcheck(name, rng):
+    (x, w), _ = _inputs(genesis.float64, rng)
+    assert genesis.autograd.gradcheck(SCENARIOS[name], (x, w))
+    assert genesis.autograd.gradgradcheck(SCENARIOS[name], (x, w))
+
+
+def test_inplace_on_view_sets_grad_fns_like_torch():
+    x = genesis.ones(4, 3, requires_grad=True)
+    y = x * 1
+    v = y[0:2]
+    v.mul_(3)
+    assert y.grad_fn.name() == "AsStridedScatterBackward0"
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    assert y._version == v._version == 1
+
+
+def test_view_of_leaf_requiring_grad_cannot_be_written():
+    x = genesis.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
+        x[0:2].mul_(2)
+    assert x.tolist() == [1.0] * 4
+    with genesis.no_grad():
+        x[0:2].mul_(2)
+    assert x.tolist() == [2.0, 2.0, 1.0, 1.0]
+
+
+def test_write_through_view_of_saved_tensor_raises():
+    x = genesis.ones(4, requires_grad=True)
+    y = x * 1
+    z = y * y
+    y[0:1].add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_constant_written_into_view_cuts_gradient_of_that_region(rng):
+    x, tx = make_pair((5,), requires_grad=True, rng=rng)
+    y, ty = x * 2, tx * 2
+    y[1:3].copy_(genesis.zeros(2))
+    ty[1:3].copy_(torch.zeros(2))
+    (y * x).sum().backward()
+    (ty * tx).sum().backward()
+    assert_close(x.grad, tx.grad)
+
+
+def test_view_made_under_no_grad_stays_out_of_the_graph():
+    x = genesis.ones(4, requires_grad=True)
+    y = x * 1
+    with genesis.no_grad():
+        v = y[0:2]
+    y.mul_(2)
+    assert not v.requires_grad
+    assert v.tolist() == [2.0, 2.0]
+
+
+def test_optimizer_style_update_under_no_grad(rng):
+    w, tw = make_pair((3, 3), requires_grad=True, rng=rng)
+    for lib_w in (w, tw):
+        for _ in range(2):
+            loss = (lib_w * lib_w).sum()
+            loss.backward()
+            with (genesis.no_grad() if lib_w is w else torch.no_grad()):
+                lib_w.sub_(lib_w.grad * 0.1)
+                lib_w[0].mul_(0.5)
+            lib_w.grad = None
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
+    assert_close(w, tw)
