@@ -1,3 +1,858 @@
-"""placeholder"""
-TENSOR_METHODS = {}
-__all__ = []
+"""Shape and view ops: reshaping, permuting, broadcasting, slicing, splitting, joining, flipping.
+
+Views (view, reshape when possible, permute, expand, squeeze, narrow, select, split, ...) compute
+their shape, strides and offset here, once for every device, and call `make_view`: the result
+shares the input's storage and version counter. Their backward is written with genesis ops: the
+inverse permutation, `sum_to`, or a scatter into zeros of the region the view covers. Ops that
+must copy (cat, flip, roll, tril/triu) call one kernel each; repeat, tile and meshgrid are made
+of views and reshapes.
+"""
+
+import math
+import operator
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch import kernel
+from ..tensor import Tensor, wrap_dim
+from .common import (call, cast, check_devices, contiguous_strides, expand_strides, make_view,
+                     normalize_dims, sum_to, wrap)
+from .creation import clone, zeros
+from .elementwise import _inplace
+from .inplace import AsStrided, AsStridedScatter
+
+def _geometry(t):
+    return tuple(t.shape), t.stride(), t.storage_offset()
+
+
+def sizes_arg(args):
+    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])` (entries may be -1 or 0-d int tensors)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(operator.index(s) for s in args)
+
+
+def infer_size(shape, numel):
+    """`shape` with its one -1 replaced so that the product is `numel`; RuntimeError otherwise."""
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    bad = next((s for s in shape if s < -1), None)
+    if bad is not None:
+        raise RuntimeError(f"invalid shape dimension {bad}")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown and known == 0:
+        if numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               "because the unspecified dimension size -1 can be any value and is "
+                               "ambiguous")
+    elif unknown and numel % known == 0:
+        i = unknown[0]
+        return shape[:i] + (numel // known,) + shape[i + 1:]
+    elif not unknown and known == numel:
+        return shape
+    raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides that show a tensor of `old_shape`/`old_strides` as `new_shape` without copying.
+
+    None when impossible (a new dimension would span two non-mergeable old ones); this is
+    PyTorch's computeStride, so the strides agree with PyTorch's.
+    """
+    if not old_shape:
+        return (1,) * len(new_shape)
+    if math.prod(old_shape) == 0:
+        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) \
+            else contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_stride = old_strides[d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def index_geometry(shape, strides, offset, items):
+    """The geometry of a basic-indexing view of a tensor with `shape`/`strides`/`offset`.
+
+    `items` are applied to the tensor's dims left to right: ("keep",) keeps a dim, ("select", i)
+    drops it at index i, ("slice", start, length, step) slices it, ("new", size) inserts a dim
+    of size 1 (or 0) and consumes none. Dims after the last item are kept.
+    """
+    out_shape, out_strides, d = [], [], 0
+    for item in items:
+        kind = item[0]
+        if kind == "new":
+            out_shape.append(item[1])
+            out_strides.append(shape[d] * strides[d] if d < len(shape) else 1)
+            continue
+        if kind == "select":
+            offset += item[1] * strides[d]
+        elif kind == "slice":
+            _, start, length, step = item
+            offset += start * strides[d] if length else 0
+            out_shape.append(length)
+            out_strides.append(strides[d] * step)
+        else:
+            out_shape.append(shape[d])
+            out_strides.append(strides[d])
+        d += 1
+    return (tuple(out_shape) + tuple(shape[d:]), tuple(out_strides) + tuple(strides[d:]), offset)
+
+
+def diagonal_geometry(shape, strides, offset, diag, dim1, dim2):
+    """The geometry of `diagonal(offset=diag, dim1, dim2)`: the diagonal becomes the last dim."""
+    if diag >= 0:
+        length = max(min(shape[dim1], shape[dim2] - diag), 0)
+        offset += diag * strides[dim2] if length else 0
+    else:
+        length = max(min(shape[dim1] + diag, shape[dim2]), 0)
+        offset -= diag * strides[dim1] if length else 0
+    rest = [d for d in range(len(shape)) if d not in (dim1, dim2)]
+    return (tuple(shape[d] for d in rest) + (length,),
+            tuple(strides[d] for d in rest) + (strides[dim1] + strides[dim2],), offset)
+
+
+def along(dim, item):
+    """Basic-indexing items applying `item` to dim `dim` and keeping the others."""
+    return (("keep",),) * dim + (item,)
+
+
+def fresh_view(t, shape, strides):
+    """`t` (a kernel result nobody else holds) seen with another geometry; not a view of it."""
+    out = make_view(t, shape, strides, t.storage_offset())
+    out._base = None
+    return out
+
+
+def inverse_permutation(dims):
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+class View(Function):
+    """`x` seen with another shape and the given strides; backward reshapes the gradient back."""
+
+    @staticmethod
+    def forward(ctx, x, shape, strides, name="View"):
+        ctx.in_shape, ctx.node_name = tuple(x.shape), name + "Backward0"
+        return make_view(x, shape, strides, x.storage_offset())
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.in_shape), None, None, None
+
+
+class ReshapeCopy(Function):
+    """`reshape` where no view can do it: a contiguous copy with the new shape."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = tuple(x.shape)
+        flat = wrap(call("contiguous", x), x.device, x.dtype)
+        return fresh_view(flat, shape, contiguous_strides(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.in_shape), None
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        shape, strides, offset = _geometry(x)
+        return make_view(x, [shape[d] for d in dims], [strides[d] for d in dims], offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.permute(inverse_permutation(ctx.dims)), None
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = tuple(x.shape)
+        return make_view(x, shape, expand_strides(x, shape), x.storage_offset())
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to(g, ctx.in_shape), None
+
+
+def scatter_region(g, shape, region):
+    """Zeros of `shape` with the region `region` (geometry in a contiguous layout) set to `g`."""
+    base = zeros(shape, dtype=g.dtype, device=g.device)
+    return AsStridedScatter.apply(base, g, region, True)
+
+
+class SubView(Function):
+    """A part of `x` (select, narrow, slicing, diagonal): backward scatters into zeros.
+
+    `geometry_fn(shape, strides, offset, *args)` gives the view's geometry; evaluated on a
+    contiguous layout of `x` it gives the region the gradient is written into.
+    """
+
+    @staticmethod
+    def forward(ctx, x, geometry_fn, args, name):
+        ctx.in_shape, ctx.node_name = tuple(x.shape), name + "Backward0"
+        ctx.region = geometry_fn(ctx.in_shape, contiguous_strides(ctx.in_shape), 0, *args)
+        return make_view(x, *geometry_fn(*_geometry(x), *args))
+
+    @staticmethod
+    def backward(ctx, g):
+        return scatter_region(g, ctx.in_shape, ctx.region), None, None, None
+
+
+def basic_index(x, items, name="Slice"):
+    """`x` viewed through basic-indexing `items` (see `index_geometry`)."""
+    return SubView.apply(x, index_geometry, (items,), name)
+
+
+class Split(Function):
+    """Consecutive pieces of `x` along `dim`, as views; with `drop` (unbind) the dim goes."""
+
+    @staticmethod
+    def forward(ctx, x, dim, sizes, drop):
+        ctx.dim, ctx.drop = dim, drop
+        geometry, outs, start = _geometry(x), [], 0
+        for size in sizes:
+            item = ("select", start) if drop else ("slice", start, size, 1)
+            outs.append(make_view(x, *index_geometry(*geometry, along(dim, item))))
+            start += size
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        joined = stack(grads, ctx.dim) if ctx.drop else cat(grads, ctx.dim)
+        return joined, None, None, None
+
+
+def view(self, *shape):
+    """A view with another shape (one size may be -1); RuntimeError when strides forbid it."""
+    shape = infer_size(sizes_arg(shape), self.numel())
+    strides = view_strides(tuple(self.shape), self.stride(), shape)
+    if strides is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return View.apply(self, shape, strides)
+
+
+def reshape(input, shape):
+    """A view when the strides allow one, else a contiguous copy."""
+    shape = infer_size(sizes_arg((shape,)), input.numel())
+    strides = view_strides(tuple(input.shape), input.stride(), shape)
+    if strides is None:
+        return ReshapeCopy.apply(input, shape)
+    return View.apply(input, shape, strides)
+
+
+def view_as(self, other):
+    return view(self, tuple(other.shape))
+
+
+def reshape_as(self, other):
+    return reshape(self, tuple(other.shape))
+
+
+def permute(input, dims):
+    """Reorder the dims; `dims` must name each dim once."""
+    dims = sizes_arg((dims,))
+    if len(dims) != input.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not "
+                           "match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {input.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, input.ndim, "permute") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return Permute.apply(input, dims)
+
+
+def transpose(input, dim0, dim1):
+    dim0, dim1 = wrap_dim(dim0, input.ndim, "transpose"), wrap_dim(dim1, input.ndim, "transpose")
+    if input.ndim == 0:
+        return View.apply(input, (), (), "Transpose")
+    dims = list(range(input.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return Permute.apply(input, tuple(dims))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transpose a matrix; 0-d and 1-D tensors come back as they are (as views)."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, -1) if input.ndim else transpose(input, 0, 0)
+
+
+def _reversed_dims(self):
+    return Permute.apply(self, tuple(reversed(range(self.ndim))))
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def _conj_transpose(self):
+    if self.ndim > 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.ndim}-D tensor. For batches of matrices, consider using "
+                           "tensor.mH")
+    return _reversed_dims(self)
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a transpose for real tensors)."""
+    return _matrix_transpose(input)
+
+
+def expand(self, *sizes):
+    """A broadcast view: size-1 dims repeat with stride 0, -1 keeps a size, new dims lead."""
+    sizes = sizes_arg(sizes)
+    if len(sizes) < self.ndim:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({self.ndim})")
+    lead = len(sizes) - self.ndim
+    shape = list(sizes)
+    for i in range(len(sizes) - 1, -1, -1):
+        size = sizes[i]
+        if i < lead:
+            if size < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            continue
+        current = self.shape[i - lead]
+        if size == -1:
+            shape[i] = current
+        elif current != size and current != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({size}) must match the existing "
+                               f"size ({current}) at non-singleton dimension {i}.  Target sizes: "
+                               f"{list(sizes)}.  Tensor sizes: {list(self.shape)}")
+    return Expand.apply(self, tuple(shape))
+
+
+def expand_as(self, other):
+    return expand(self, tuple(other.shape))
+
+
+def broadcast_to(input, size):
+    return expand(input, tuple(size))
+
+
+def squeeze(input, dim=None):
+    """Drop dims of size 1 (all of them, or those of `dim` that have size 1)."""
+    dims = normalize_dims(dim, input.ndim, "squeeze")
+    keep = [d for d in range(input.ndim) if not (d in dims and input.shape[d] == 1)]
+    shape, strides, _ = _geometry(input)
+    return View.apply(input, tuple(shape[d] for d in keep), tuple(strides[d] for d in keep),
+                      "Squeeze")
+
+
+def unsqueeze(input, dim):
+    """Insert a dim of size 1 at `dim` (in [-ndim - 1, ndim])."""
+    dim = wrap_dim(dim, input.ndim + 1, "unsqueeze")
+    shape, strides, _ = _geometry(input)
+    stride = shape[dim] * strides[dim] if dim < input.ndim else 1
+    return View.apply(input, shape[:dim] + (1,) + shape[dim:], strides[:dim] + (stride,)
+                      + strides[dim:], "Unsqueeze")
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one (a view when possible)."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    start = wrap_dim(start_dim, input.ndim, "flatten")
+    end = wrap_dim(end_dim, input.ndim, "flatten")
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    shape = tuple(input.shape)
+    return reshape(input, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Split dim `dim` into `sizes` (one may be -1)."""
+    dim = wrap_dim(dim, input.ndim, "unflatten")
+    sizes = sizes_arg((sizes,))
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    size = input.shape[dim]
+    try:
+        sizes = infer_size(sizes, size)
+    except RuntimeError:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size "
+                           f"of dim {dim} ({size}) in the input tensor") from None
+    shape = tuple(input.shape)
+    return reshape(input, shape[:dim] + sizes + shape[dim + 1:])
+
+
+def narrow(input, dim, start, length):
+    """`length` elements of dim `dim` from `start` (a negative start counts from the end)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    dim = wrap_dim(dim, input.ndim, "narrow")
+    start, length, size = operator.index(start), operator.index(length), input.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "
+                         f"got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    start = start + size if start < 0 else start
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return basic_index(input, along(dim, ("slice", start, length, 1)), "Narrow")
+
+
+def select(input, dim, index):
+    """The slice at `index` of dim `dim`, without that dim."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = wrap_dim(dim, input.ndim, "select")
+    index, size = operator.index(index), input.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    return basic_index(input, along(dim, ("select", index % size)), "Select")
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes as a view; it becomes the last dim."""
+    dim1, dim2 = wrap_dim(dim1, input.ndim, "diagonal"), wrap_dim(dim2, input.ndim, "diagonal")
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return SubView.apply(input, diagonal_geometry, (offset, dim1, dim2), "Diagonal")
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of `input`'s storage with explicit geometry (strides and offset in elements)."""
+    offset = input.storage_offset() if storage_offset is None else storage_offset
+    return AsStrided.apply(input, tuple(size), tuple(stride), offset)
+
+
+def unbind(input, dim=0):
+    """The slices along `dim` as a tuple of views."""
+    if input.ndim == 0:
+        raise IndexError("unbind(): Dimension specified as 0 but tensor has no dimensions")
+    dim = wrap_dim(dim, input.ndim, "unbind")
+    return Split.apply(input, dim, (1,) * input.shape[dim], True)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along `dim` (the last may be smaller), or of the given sizes."""
+    dim = wrap_dim(dim, tensor.ndim, "split")
+    size = tensor.shape[dim]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = sizes_arg((split_size_or_sections,))
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {dim}), but got "
+                               f"split_sizes={list(sizes)}")
+        return Split.apply(tensor, dim, sizes, False)
+    step = operator.index(split_size_or_sections)
+    if step < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+    if step == 0 and size != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    count = max(-(-size // step), 1) if step else 1
+    sizes = (step,) * (count - 1) + (size - step * (count - 1),)
+    return Split.apply(tensor, dim, sizes, False)
+
+
+def chunk(input, chunks, dim=0):
+    """At most `chunks` pieces of equal size along `dim` (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    dim = wrap_dim(dim, input.ndim, "chunk")
+    size = input.shape[dim]
+    if size == 0:
+        return Split.apply(input, dim, (0,) * chunks, False)
+    return split(input, -(-size // chunks), dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split at the given indices, or into `sections` pieces whose sizes differ by at most one."""
+    dim = wrap_dim(dim, input.ndim, "tensor_split")
+    size = input.shape[dim]
+    if isinstance(indices_or_sections, (list, tuple)):
+        bounds = [min(max(i + size if i < 0 else i, 0), size) for i in indices_or_sections]
+        edges = [0] + bounds + [size]
+        sizes = tuple(max(b - a, 0) for a, b in zip(edges, edges[1:]))
+        starts = edges[:-1]
+        return tuple(narrow(input, dim, min(s, size), n) for s, n in zip(starts, sizes))
+    sections = operator.index(indices_or_sections)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    base, extra = divmod(size, sections)
+    return Split.apply(input, dim, (base + 1,) * extra + (base,) * (sections - extra), False)
+
+
+def movedim(input, source, destination):
+    """Move dims `source` to positions `destination`; the others keep their order."""
+    source = (source,) if isinstance(source, int) else tuple(source)
+    destination = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(destination)} dims)")
+    n = input.ndim
+    src = [wrap_dim(d, n, "movedim") for d in source]
+    dst = [wrap_dim(d, n, "movedim") for d in destination]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in `source` or `destination`")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    return Permute.apply(input, tuple(o if o is not None else next(rest) for o in order))
+
+
+moveaxis = movedim
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, lambda x: reshape(x, (1,)) if x.ndim == 0 else x)
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, lambda x: reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape))
+                    if x.ndim < 2 else x)
+
+
+def atleast_3d(*tensors):
+    def lift(x):
+        if x.ndim == 0:
+            return reshape(x, (1, 1, 1))
+        if x.ndim == 1:
+            return reshape(x, (1, x.shape[0], 1))
+        return unsqueeze(x, -1) if x.ndim == 2 else x
+    return _atleast(tensors, lift)
+
+
+def _atleast(tensors, lift):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(lift(x) for x in tensors[0])
+    if len(tensors) == 1:
+        return lift(tensors[0])
+    return tuple(lift(x) for x in tensors)
+
+
+def _is_legacy_empty(t):
+    """PyTorch's cat skips 1-D empty tensors whatever the other shapes are."""
+    return t.ndim == 1 and t.shape[0] == 0
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        dtype = tensors[0].dtype
+        for x in tensors[1:]:
+            dtype = dtypes.promote_types(dtype, x.dtype)
+        parts = [x for x in tensors if not _is_legacy_empty(x)]
+        ctx.dim = dim
+        ctx.sizes = tuple(None if _is_legacy_empty(x) else x.shape[dim] for x in tensors)
+        device = tensors[0].device
+        if not parts:
+            return zeros((0,), dtype=dtype, device=device)
+        data = kernel("cat", device.type)([cast(x, dtype)._data for x in parts], dim)
+        return wrap(data, device, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        grads, start = [], 0
+        for size, needed in zip(ctx.sizes, ctx.needs_input_grad[1:]):
+            if size is None:
+                grads.append(None)
+                continue
+            grads.append(narrow(g, ctx.dim, start, size) if needed else None)
+            start += size
+        return (None, *grads)
+
+
+def _check_cat(tensors, dim, op):
+    """The wrapped dim for cat; errors for empty lists, 0-d tensors and mismatched shapes."""
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(x).__name__} at "
+                            f"position {i}")
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    check_devices(op, *tensors)
+    shaped = [(i, x) for i, x in enumerate(tensors) if not _is_legacy_empty(x)]
+    if not shaped:
+        return 0
+    first_i, first = shaped[0]
+    dim = wrap_dim(dim, first.ndim, op)
+    for i, x in shaped[1:]:
+        if x.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and "
+                               f"{x.ndim}")
+        for d in range(first.ndim):
+            if d != dim and x.shape[d] != first.shape[d]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{first.shape[d]} but got size {x.shape[d]} for tensor number {i} in the list "
+                    f"(shapes {list(first.shape)} and {list(x.shape)}).")
+    return dim
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim; dtypes promote as in PyTorch."""
+    tensors = tuple(tensors)
+    dim = _check_cat(tensors, dim, "cat")
+    return Cat.apply(dim, *tensors)
+
+
+concat = cat
+
+
+def concatenate(tensors, axis=0):
+    return cat(tensors, axis)
+
+
+def stack(tensors, dim=0):
+    """Join equally shaped tensors along a new dim."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, x in enumerate(tensors[1:], 1):
+        if tuple(x.shape) != tuple(tensors[0].shape):
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry "
+                               f"{i}")
+    dim = wrap_dim(dim, tensors[0].ndim + 1, "stack")
+    return cat([unsqueeze(x, dim) for x in tensors], dim)
+
+
+def hstack(tensors):
+    tensors = atleast_1d(tuple(tensors))
+    return cat(tensors, 0 if all(x.ndim == 1 for x in tensors) else 1)
+
+
+def vstack(tensors):
+    return cat(atleast_2d(tuple(tensors)), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return cat(atleast_3d(tuple(tensors)), 2)
+
+
+def column_stack(tensors):
+    return hstack([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in tensors])
+
+
+class Flip(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return wrap(call("flip", x, dims), x.device, x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, ctx.dims), None
+
+
+def flip(input, dims):
+    """A copy with the order of `dims` reversed."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return Flip.apply(input, normalize_dims(dims, input.ndim, "flip"))
+
+
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class Roll(Function):
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return wrap(call("roll", x, shifts, dims), x.device, x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.dims), None, None
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along `dims` by `shifts` (over the flattened tensor when dims is None)."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return reshape(Roll.apply(flatten(input), shifts, (0,)), tuple(input.shape))
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return Roll.apply(input, shifts, tuple(wrap_dim(d, input.ndim, "roll") for d in dims))
+
+
+class Triangle(Function):
+    """tril / triu of the last two dims; the gradient keeps the same triangle."""
+
+    @staticmethod
+    def forward(ctx, x, diagonal, op):
+        ctx.diagonal, ctx.op = diagonal, op
+        return wrap(call(op, x, diagonal), x.device, x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Triangle.apply(g, ctx.diagonal, ctx.op), None, None
+
+
+def _triangle(op):
+    def fn(input, diagonal=0):
+        if input.ndim < 2:
+            raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+        return Triangle.apply(input, operator.index(diagonal), op)
+    fn.__name__ = op
+    fn.__doc__ = f"The {'lower' if op == 'tril' else 'upper'} triangle of the last two dims " \
+                 "(on and past `diagonal`), the rest zero."
+    return fn
+
+
+tril, triu = _triangle("tril"), _triangle("triu")
+
+
+def repeat(self, *sizes):
+    """Tile the tensor `sizes` times along each dim (leading sizes add dims); a copy."""
+    sizes = sizes_arg(sizes)
+    if len(sizes) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+    spread = tuple(x for s in shape for x in (1, s))
+    tiled = tuple(x for r, s in zip(sizes, shape) for x in (r, s))
+    out = expand(reshape(self, spread), tiled)
+    return ReshapeCopy.apply(out, tuple(r * s for r, s in zip(sizes, shape)))
+
+
+def tile(input, dims):
+    """`repeat` with `dims` padded by leading ones to the tensor's rank."""
+    dims = sizes_arg((dims,))
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids (views) from 1-D tensors; "xy" swaps the first two output dims."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    tensors = [reshape(x, (-1,)) for x in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors[0], tensors[1] = tensors[1], tensors[0]
+    shape = tuple(x.shape[0] for x in tensors)
+    grids = [expand(reshape(x, tuple(-1 if j == i else 1 for j in range(len(shape)))), shape)
+             for i, x in enumerate(tensors)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def diag(input, diagonal=0):
+    """1-D: a square matrix with `input` on the given diagonal; 2-D: a copy of that diagonal."""
+    if input.ndim == 1:
+        n = input.shape[0] + abs(diagonal)
+        region = diagonal_geometry((n, n), (n, 1), 0, diagonal, 0, 1)
+        return scatter_region(input, (n, n), region)
+    if input.ndim == 2:
+        return clone(SubView.apply(input, diagonal_geometry, (diagonal, 0, 1), "Diagonal"))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices whose (dim1, dim2) diagonals hold the last dim of `input`."""
+    n = input.shape[-1] + abs(offset)
+    ndim = input.ndim + 1
+    dim1, dim2 = wrap_dim(dim1, ndim, "diag_embed"), wrap_dim(dim2, ndim, "diag_embed")
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    shape = list(input.shape[:-1])
+    for d in sorted((dim1, dim2)):
+        shape.insert(d, n)
+    shape = tuple(shape)
+    region = diagonal_geometry(shape, contiguous_strides(shape), 0, offset, dim1, dim2)
+    return scatter_region(input, shape, region)
+
+
+
+def _metadata_inplace(fn, name):
+    """`squeeze_`/`unsqueeze_`/`t_`/`transpose_`: `self` takes the geometry (and history) of `fn(self)`."""
+    def method(self, *args, **kwargs):
+        if is_grad_enabled() and self.is_leaf and self.requires_grad:
+            raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        out = fn(self, *args, **kwargs)
+        self._data = out._data
+        if out.requires_grad:
+            self.grad_fn, self._output_nr = out.grad_fn, out._output_nr
+        return self
+    method.__name__ = name
+    method.__doc__ = f"In-place `{fn.__name__}`: changes this tensor's geometry, not its data."
+    return method
+
+
+TENSOR_METHODS = {
+    "view": view, "view_as": view_as, "reshape": lambda self, *shape: reshape(self, sizes_arg(shape)),
+    "reshape_as": reshape_as, "permute": lambda self, *dims: permute(self, sizes_arg(dims)),
+    "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
+    "T": property(_reversed_dims), "mT": property(_matrix_transpose),
+    "mH": property(_matrix_transpose), "H": property(_conj_transpose), "adjoint": adjoint,
+    "expand": expand, "expand_as": expand_as, "broadcast_to": broadcast_to, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow,
+    "select": select, "diagonal": diagonal, "as_strided": as_strided, "unbind": unbind,
+    "split": split, "chunk": chunk, "tensor_split": tensor_split, "movedim": movedim,
+    "moveaxis": movedim, "flip": lambda self, *dims: flip(self, sizes_arg(dims)),
+    "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
+    "repeat": repeat, "tile": lambda self, *dims: tile(self, sizes_arg(dims)), "diag": diag,
+    "diag_embed": diag_embed, "tril_": _inplace(tril, "tril_"), "triu_": _inplace(triu, "triu_"),
+    "squeeze_": _metadata_inplace(squeeze, "squeeze_"),
+    "unsqueeze_": _metadata_inplace(unsqueeze, "unsqueeze_"),
+    "t_": _metadata_inplace(t, "t_"), "transpose_": _metadata_inplace(transpose, "transpose_"),
+}
+
+__all__ = [
+    "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "broadcast_to",
+    "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "diagonal", "as_strided",
+    "unbind", "split", "chunk", "tensor_split", "movedim", "moveaxis", "atleast_1d", "atleast_2d",
+    "atleast_3d", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack",
+    "dstack", "column_stack", "flip", "fliplr", "flipud", "roll", "tril", "triu", "tile",
+    "meshgrid", "diag", "diag_embed"]

@@ -1,3 +1,4 @@
 """The CPU backend: numpy kernels, registered with the dispatcher on import."""
 
-from . import array, dlpack, elementwise, reduce  # noqa: F401  (importing registers the kernels)
+# importing registers the kernels
+from . import array, dlpack, elementwise, index, linalg, reduce, shape  # noqa: F401
