@@ -1,3 +1,432 @@
-"""placeholder"""
-TENSOR_METHODS = {}
-__all__ = []
+"""Matrix products: matmul (PyTorch's 1-D, 2-D and batched broadcasting rules), mm, bmm, mv, dot,
+outer, the add*-forms, einsum and tensordot, and the `genesis.linalg` namespace.
+
+Two Functions do the work: `MatMul` and `Einsum`; every other op checks its operands the way its
+PyTorch namesake does and calls one of them. Backward is written with genesis matmul and einsum,
+so it is itself differentiable.
+"""
+
+import string
+import sys
+import types
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..tensor import Tensor
+from .common import broadcast_shapes, call, check_devices, sum_to, wrap
+from .creation import eye, ones
+from .reduce import amax, amin, sum, vector_norm
+
+
+def _check_operands(op, a, b, message=None):
+    """Tensors on one device with one dtype (bool has no matrix product on the CPU)."""
+    for x in (a, b):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
+    check_devices(op, a, b)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(message or f"{op}: expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+    if a.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+
+
+def _dims(shape):
+    return "x".join(str(s) for s in shape)
+
+
+def _check_matmul_shapes(op, a, b):
+    """PyTorch's errors for operands whose contraction sizes or batch dims disagree."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
+    k_a, k_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if a.ndim == 1 and b.ndim == 1 and k_a != k_b:
+        raise RuntimeError(f"{op}: inconsistent tensor size, expected tensor [{k_a}] and src "
+                           f"[{k_b}] to have the same number of elements, but got {k_a} and {k_b} "
+                           "elements respectively")
+    if b.ndim == 1 and k_a != k_b:
+        raise RuntimeError(f"{op}: size mismatch, got input ({a.shape[-2]}), mat "
+                           f"({_dims(a.shape[-2:])}), vec ({k_b})")
+    if k_a != k_b:
+        rows = a.shape[:-1] if a.ndim > 1 else (1,)
+        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({_dims(rows)}x{k_a} "
+                           f"and {_dims(b.shape[:-2])}{'x' if b.ndim > 2 else ''}"
+                           f"{_dims(b.shape[-2:])})")
+    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
+    for i in range(1, min(len(batch_a), len(batch_b)) + 1):
+        sa, sb = batch_a[-i], batch_b[-i]
+        if sa != sb and 1 not in (sa, sb):
+            raise RuntimeError(f"{op}: The size of tensor a ({sa}) must match the size of tensor b "
+                               f"({sb}) at non-singleton dimension "
+                               f"{max(len(batch_a), len(batch_b)) - i}")
+
+
+class MatMul(Function):
+    """a @ b for checked operands; backward is two matmuls, reduced over broadcast batch dims."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return wrap(call("matmul", a, b), a.device, a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        if a.ndim == 1 and b.ndim == 1:
+            g2 = g.reshape(1, 1)
+        else:
+            g2 = g.unsqueeze(-2) if a.ndim == 1 else g
+            g2 = g2.unsqueeze(-1) if b.ndim == 1 else g2
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = sum_to(matmul(g2, b2.mT), a2.shape).reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            gb = sum_to(matmul(a2.mT, g2), b2.shape).reshape(b.shape)
+        return ga, gb
+
+
+def matmul(input, other):
+    """Matrix product with PyTorch's rules: 1-D operands are vectors (a dim is added and removed),
+    batch dims broadcast; half types multiply in float32 and round once."""
+    _check_operands("matmul", input, other)
+    _check_matmul_shapes("matmul", input, other)
+    return MatMul.apply(input, other)
+
+
+def mm(input, mat2):
+    """The product of two matrices (no broadcasting)."""
+    if input.ndim != 2:
+        raise RuntimeError("mm: self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mm: mat2 must be a matrix")
+    _check_operands("mm", input, mat2)
+    _check_matmul_shapes("mm", input, mat2)
+    return MatMul.apply(input, mat2)
+
+
+def bmm(input, mat2):
+    """Batched matrix product of two 3-D tensors with equal batch sizes (no broadcasting)."""
+    for name, x in (("batch1", input), ("batch2", mat2)):
+        if x.ndim != 3:
+            raise RuntimeError(f"bmm: {name} must be a 3D tensor")
+    _check_operands("bmm", input, mat2)
+    expected = [input.shape[0], input.shape[2]]
+    if list(mat2.shape[:2]) != expected:
+        raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to be: "
+                           f"{expected} but got: {list(mat2.shape[:2])}.")
+    return MatMul.apply(input, mat2)
+
+
+def mv(input, vec):
+    """Matrix-vector product."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}")
+    _check_operands("mv", input, vec)
+    _check_matmul_shapes("mv", input, vec)
+    return MatMul.apply(input, vec)
+
+
+def dot(input, other):
+    """Inner product of two 1-D tensors of equal size and dtype."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           "tensors")
+    _check_operands("dot", input, other, "dot: expected both vectors to have same dtype, but "
+                    f"found {input.dtype.name} and {other.dtype.name}")
+    _check_matmul_shapes("dot", input, other)
+    return MatMul.apply(input, other)
+
+
+vdot = dot
+
+
+def outer(input, vec2):
+    """Outer product of two 1-D tensors (types promote, as `mul`)."""
+    for name, x in (("self", input), ("vec2", vec2)):
+        if x.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {x.ndim}-D")
+    return input.unsqueeze(1) * vec2
+
+
+ger = outer
+
+
+def _scaled_sum(op, input, product, beta, alpha):
+    """beta * input + alpha * product, with `input` broadcast to the product's shape; beta == 0
+    ignores input (its nan and inf do not propagate), as PyTorch."""
+    shape = tuple(product.shape)
+    if broadcast_shapes(tuple(input.shape), shape, op=op) != shape:
+        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} cannot be broadcast to "
+                           f"the product's shape {list(shape)}")
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return out
+    return out + (input if beta == 1 else input * beta)
+
+
+def _in_float32(fn, *tensors):
+    """`fn(*tensors)`, computed in float32 for half types and rounded once."""
+    dtype = tensors[0].dtype
+    if dtype not in (dtypes.float16, dtypes.bfloat16):
+        return fn(*tensors)
+    return fn(*(t.to(dtypes.float32) for t in tensors)).to(dtype)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    return _in_float32(lambda i, a, b: _scaled_sum("addmm", i, mm(a, b), beta, alpha),
+                       input, mat1, mat2)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * bmm(batch1, batch2)."""
+    return _in_float32(lambda i, a, b: _scaled_sum("baddbmm", i, bmm(a, b), beta, alpha),
+                       input, batch1, batch2)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec)."""
+    return _in_float32(lambda i, a, b: _scaled_sum("addmv", i, mv(a, b), beta, alpha),
+                       input, mat, vec)
+
+
+_LETTERS = string.ascii_letters
+
+
+class Einsum(Function):
+    """An explicit einsum over operands whose labels already agree in size.
+
+    `inputs` holds one label string per operand, `output` the result's labels (no repeats).
+    The gradient of operand i is one einsum of the output gradient with the other operands, ones
+    for labels only operand i has, and identity matrices that put repeated labels on diagonals.
+    """
+
+    @staticmethod
+    def forward(ctx, inputs, output, *operands):
+        ctx.inputs, ctx.output = inputs, output
+        ctx.save_for_backward(*operands)
+        equation = ",".join(inputs) + "->" + output
+        return wrap(call("einsum", equation, *operands), operands[0].device, operands[0].dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        operands = ctx.saved_tensors
+        grads = [_einsum_grad(ctx.inputs, ctx.output, operands, i, g) if needed else None
+                 for i, needed in enumerate(ctx.needs_input_grad[2:])]
+        return (None, None, *grads)
+
+
+def _einsum_grad(inputs, output, operands, i, g):
+    """d(einsum)/d(operand i) contracted with `g`, as one einsum."""
+    sizes = _label_sizes(inputs, operands)
+    unused = iter(c for c in _LETTERS if c not in sizes)
+    terms = [output] + [s for j, s in enumerate(inputs) if j != i]
+    tensors = [g] + [t for j, t in enumerate(operands) if j != i]
+    reachable = set("".join(terms))
+    target, seen = [], set()
+    for label in inputs[i]:
+        if label in seen:
+            fresh = next(unused)
+            terms.append(label + fresh)
+            tensors.append(eye(sizes[label], dtype=g.dtype, device=g.device))
+            target.append(fresh)
+            continue
+        seen.add(label)
+        target.append(label)
+        if label not in reachable:
+            terms.append(label)
+            tensors.append(ones(sizes[label], dtype=g.dtype, device=g.device))
+    return Einsum.apply(terms, "".join(target), *tensors)
+
+
+def _label_sizes(inputs, operands):
+    return {label: size for term, t in zip(inputs, operands) for label, size in zip(term, t.shape)}
+
+
+def _parse_term(term, ndim, index):
+    """Labels of one operand, with '...' expanded to ('.', k) labels aligned to the right."""
+    if term.count("...") > 1 or term.replace("...", "").count("."):
+        raise RuntimeError(f"einsum(): found '.' for operand {index} that is not part of any "
+                           "ellipsis")
+    for c in term.replace("...", ""):
+        if c not in _LETTERS:
+            raise RuntimeError(f"einsum(): invalid subscript given in the equation: {c!r}; "
+                               "subscripts must be in [a-zA-Z]")
+    if "..." not in term:
+        if len(term) != ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) "
+                               f"does not match the number of dimensions ({ndim}) for operand "
+                               f"{index} and no ellipsis was given")
+        return list(term), 0
+    before, after = term.split("...")
+    covered = ndim - len(before) - len(after)
+    if covered < 0:
+        raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                           f"({len(before) + len(after)}) is more than the number of dimensions "
+                           f"({ndim}) for operand {index}")
+    return list(before) + [("...", covered - k) for k in range(covered)] + list(after), covered
+
+
+def _parse_equation(equation, operands):
+    """(labels per operand, output labels) with ellipses expanded; PyTorch's errors."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        which = "more" if len(operands) > len(terms) else "fewer"
+        raise RuntimeError(f"einsum(): {which} operands were provided than specified in the "
+                           "equation")
+    parsed = [_parse_term(term, t.ndim, i) for i, (term, t) in enumerate(zip(terms, operands))]
+    labels = [p[0] for p in parsed]
+    ellipsis = [("...", k) for k in range(max((p[1] for p in parsed), default=0), 0, -1)]
+    if not arrow:
+        flat = [label for term in labels for label in term if isinstance(label, str)]
+        return labels, ellipsis + sorted(c for c in set(flat) if flat.count(c) == 1)
+    output = list(rhs.replace("...", "\0"))
+    known = {label for term in labels for label in term}
+    result = []
+    for c in output:
+        if c == "\0":
+            result += ellipsis
+        elif c not in known:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation "
+                               "for any input operand")
+        elif c in result:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the "
+                               "output")
+        else:
+            result.append(c)
+    return labels, result
+
+
+def _broadcast_labels(labels, operands):
+    """Operands expanded so that each label has one size (size-1 dims broadcast)."""
+    sizes = {}
+    for i, (term, t) in enumerate(zip(labels, operands)):
+        seen = {}
+        for label, size in zip(term, t.shape):
+            if seen.setdefault(label, size) != size:
+                raise RuntimeError(f"einsum(): subscript {label} is repeated for operand {i} but "
+                                   f"the sizes don't match, {seen[label]} != {size}")
+            known = sizes.get(label)
+            if known is None or known == 1:
+                sizes[label] = size
+            elif size not in (1, known):
+                raise RuntimeError(f"einsum(): operands do not broadcast: subscript {label} has "
+                                   f"sizes {known} and {size}")
+    return [t if tuple(t.shape) == tuple(sizes[label] for label in term)
+            else t.expand(*(sizes[label] for label in term))
+            for term, t in zip(labels, operands)]
+
+
+def einsum(equation, *operands):
+    """Einstein summation over any subscripts: ellipsis, repeated labels (diagonals), implicit
+    output (labels seen once, sorted) and size-1 broadcasting, as `torch.einsum`."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    check_devices("einsum", *operands)
+    if len({t.dtype for t in operands}) > 1:
+        raise RuntimeError("einsum(): expected all operands to have the same dtype, got "
+                           + ", ".join(t.dtype.name for t in operands))
+    labels, output = _parse_equation(equation, operands)
+    operands = _broadcast_labels(labels, operands)
+    letters = {}
+    for label in [label for term in labels for label in term] + output:
+        letters.setdefault(label, _LETTERS[len(letters)] if len(letters) < len(_LETTERS) else None)
+    if None in letters.values():
+        raise RuntimeError("einsum(): too many distinct subscripts (at most 52)")
+    inputs = ["".join(letters[label] for label in term) for term in labels]
+    return Einsum.apply(inputs, "".join(letters[label] for label in output), *operands)
+
+
+def tensordot(a, b, dims=2):
+    """Contract the last `dims` dims of `a` with the first of `b`, or the listed dim pairs."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("tensordot: both dimension lists should have same length")
+    dims_a = [d % max(a.ndim, 1) for d in dims_a]
+    dims_b = [d % max(b.ndim, 1) for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"tensordot: contracted dimensions need to match, but first has "
+                               f"size {a.shape[da]} in dim {da} and second has size "
+                               f"{b.shape[db]} in dim {db}")
+    la = list(_LETTERS[:a.ndim])
+    lb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
+    for da, db in zip(dims_a, dims_b):
+        lb[db] = la[da]
+    out = [c for i, c in enumerate(la) if i not in dims_a] + \
+          [c for i, c in enumerate(lb) if i not in dims_b]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """`linalg.matrix_norm` for ord 'fro', 1, -1, inf and -inf (max/min abs column/row sums)."""
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
+                           f"dimensions, got {A.ndim}")
+    if ord == "fro":
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if ord not in (1, -1, float("inf"), float("-inf")):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported")
+    rows, cols = (d % A.ndim for d in dim)
+    summed, other = (rows, cols) if abs(ord) == 1 else (cols, rows)
+    if dtype is not None:
+        A = A.to(dtypes.as_dtype(dtype))
+    sums = sum(A.abs(), summed, keepdim=True)
+    pick = amax if ord > 0 else amin
+    out = pick(sums, other, keepdim=True)
+    return out if keepdim else out.squeeze((rows, cols))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """`linalg.norm`: the vector norm (1-D, a single dim, or ord None) or the matrix norm (2 dims)."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if (dim is not None and len(dim) == 2) or (dim is None and A.ndim == 2):
+        return matrix_norm(A, ord, dim or (-2, -1), keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: ord={ord!r} needs a 2-D input or two dims")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def vecdot(x, y, *, dim=-1):
+    """Dot products along `dim` with broadcasting."""
+    return sum(x * y, dim)
+
+
+linalg = types.ModuleType("genesis.linalg", "Linear algebra, as `torch.linalg` (norms, matmul).")
+for _name, _fn in (("matmul", matmul), ("vector_norm", vector_norm), ("matrix_norm", matrix_norm),
+                   ("norm", norm), ("vecdot", vecdot), ("tensordot", tensordot)):
+    setattr(linalg, _name, _fn)
+sys.modules["genesis.linalg"] = linalg
+
+
+def _rmatmul(self, other):
+    return matmul(other, self) if isinstance(other, Tensor) else NotImplemented
+
+
+def _matmul_method(self, other):
+    return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+
+
+TENSOR_METHODS = {
+    "matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "vdot": vdot, "outer": outer,
+    "ger": outer, "addmm": addmm, "baddbmm": baddbmm, "addmv": addmv,
+    "__matmul__": _matmul_method, "__rmatmul__": _rmatmul,
+}
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
+           "addmv", "einsum", "tensordot", "linalg"]
