@@ -486,8 +486,25 @@ def copy_(self, src, non_blocking=False):
     return write_result(self, value, "copy_")
 
 
+def fill_(self, value):
+    """Set every element to `value` (a number, or a 0-d tensor whose gradient then flows), in place."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        return copy_(self, value)
+    return write_result(self, full_like(self, value), "fill_")
+
+
+def zero_(self):
+    """Set every element to zero, in place."""
+    return fill_(self, 0)
+
+
 TENSOR_METHODS = {
     "copy_": copy_,
+    "fill_": fill_,
+    "zero_": zero_,
     "clone": clone,
     "contiguous": contiguous,
     "new_tensor": lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
