@@ -205,31 +205,28 @@ def test_datasets(rng):
         data.random_split(range(10), [3, 3])
 
 
-class Stream(data.IterableDataset):
-    """0..n-1, split between workers by worker id when `split` (as PyTorch's docs suggest)."""
+def _stream_class(base, get_worker_info):
+    """0..n-1 as an IterableDataset of `base`'s library, split between workers by worker id when
+    `split` (as PyTorch's docs suggest)."""
 
-    def __init__(self, n, split=False):
-        self.n, self.split = n, split
+    class Stream(base):
+        def __init__(self, n, split=False):
+            self.n, self.split = n, split
 
-    def __iter__(self):
-        info = data.get_worker_info()
-        if not self.split or info is None:
-            return iter(range(self.n))
-        return iter(range(info.id, self.n, info.num_workers))
+        def __iter__(self):
+            info = get_worker_info()
+            if not self.split or info is None:
+                return iter(range(self.n))
+            return iter(range(info.id, self.n, info.num_workers))
 
-    def __len__(self):
-        return self.n
+        def __len__(self):
+            return self.n
+
+    return Stream
 
 
-class TorchStream(tdata.IterableDataset):
-    def __init__(self, n, split=False):
-        self.n, self.split = n, split
-
-    def __iter__(self):
-        info = tdata.get_worker_info()
-        if not self.split or info is None:
-            return iter(range(self.n))
-        return iter(range(info.id, self.n, info.num_workers))
+Stream = _stream_class(data.IterableDataset, data.get_worker_info)
+TorchStream = _stream_class(tdata.IterableDataset, tdata.get_worker_info)
 
 
 @pytest.mark.parametrize("batch_size,drop_last", [(3, False), (3, True), (None, False)])

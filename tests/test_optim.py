@@ -217,6 +217,15 @@ def test_add_param_group_and_repr(rng):
     assert repr(opt) == repr(topt)
 
 
+def test_adagrad_state_is_created_with_the_group(rng):
+    gp, tp = make_params(rng)
+    gopt = optim.Adagrad(gp[:2], lr=0.1, initial_accumulator_value=0.5)
+    gopt.add_param_group({"params": gp[2:]})
+    topt = torch.optim.Adagrad([{"params": tp[:2]}, {"params": tp[2:]}], lr=0.1,
+                               initial_accumulator_value=0.5)
+    assert_same_state(gopt, topt)
+
+
 def test_named_parameters_are_accepted(rng):
     gp, _ = make_params(rng)
     opt = optim.Adam([("a", gp[0]), ("b", gp[1])], lr=0.1)
@@ -243,6 +252,8 @@ def test_named_parameters_are_accepted(rng):
     (lambda p: optim.Adagrad([p], lr_decay=-0.5), ValueError, "Invalid lr_decay value: -0.5"),
     (lambda p: optim.AdamW([p], weight_decay=-1.0), ValueError,
      "Invalid weight_decay value: -1.0"),
+    (lambda p: optim.RMSprop([p], differentiable=True), NotImplementedError,
+     "RMSprop: differentiable=True is not supported"),
 ])
 def test_bad_input(build, error, message):
     p = genesis.zeros(3, requires_grad=True)

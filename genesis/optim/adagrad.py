@@ -12,26 +12,23 @@ class Adagrad(Optimizer):
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_non_negative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                            initial_accumulator_value=initial_accumulator_value, eps=eps)
-        if differentiable:
-            raise NotImplementedError("Adagrad: differentiable=True is not supported by genesis")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
-                        maximize=maximize, differentiable=False, fused=fused)
+                        maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def _init_param_state(self, p, group):
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        for p in param_group["params"]:
+            self._init_state(p, param_group)
+
+    def _init_state(self, p, group):
         state = self.state[p]
         state["step"] = new_step()
         state["sum"] = full_like(p, group["initial_accumulator_value"])
 
     def _update(self, group):
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if not self.state[p]:
-                self._init_param_state(p, group)
-            state = self.state[p]
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad, state in self._with_grads(group):
             state["step"].add_(1)
             step = state["step"].item()
             if group["weight_decay"] != 0:

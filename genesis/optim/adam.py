@@ -17,33 +17,24 @@ class Adam(Optimizer):
             if not 0.0 <= beta < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         check_non_negative(weight_decay=weight_decay)
-        if differentiable:
-            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
-                                      "supported by genesis")
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps,
                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
-                        foreach=foreach, capturable=capturable, differentiable=False,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def _state(self, p, group):
+    def _init_state(self, p, group):
         state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        return state
+        state["step"] = new_step()
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
 
     def _update(self, group):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self._state(p, group)
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad, state in self._with_grads(group):
             state["step"].add_(1)
             if weight_decay != 0:
                 if group["decoupled_weight_decay"]:

@@ -124,16 +124,12 @@ class _LambdaScheduler(LRScheduler):
 
     def state_dict(self):
         """Functions are not saved; callable objects keep their `__dict__`, as in PyTorch."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
-        return state
+        return _state_with(self, "lr_lambdas", [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+            for fn in self.lr_lambdas])
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for fn, saved in zip(self.lr_lambdas, lambdas):
+        for fn, saved in zip(self.lr_lambdas, _load_except(self, state_dict, "lr_lambdas")):
             if saved is not None:
                 fn.__dict__.update(saved)
 
@@ -354,16 +350,27 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
+        return _state_with(self, "_schedulers", [s.state_dict() for s in self._schedulers])
 
     def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        saved = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, state in zip(self._schedulers, saved):
+        for scheduler, state in zip(self._schedulers,
+                                    _load_except(self, state_dict, "_schedulers")):
             scheduler.load_state_dict(state)
+
+
+def _state_with(scheduler, key, value):
+    """The scheduler's attributes except the optimizer, with `key` saved as `value`."""
+    state = {k: v for k, v in scheduler.__dict__.items() if k not in ("optimizer", key)}
+    state[key] = value
+    return state
+
+
+def _load_except(scheduler, state_dict, key):
+    """Load every attribute of `state_dict` but `key`, and return the saved `key`."""
+    state_dict = dict(state_dict)
+    saved = state_dict.pop(key)
+    scheduler.__dict__.update(state_dict)
+    return saved
 
 
 def _undo_last_epoch(scheduler):

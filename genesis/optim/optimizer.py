@@ -47,6 +47,9 @@ class Optimizer:
     """Base class of all optimizers: `Optimizer(params, defaults)`."""
 
     def __init__(self, params, defaults):
+        if defaults.get("differentiable"):
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
+                                      "supported by genesis")
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -108,26 +111,10 @@ class Optimizer:
             raise ValueError("all optimizer param groups should be with/without names. "
                              f"cannot add param group {kind} to the optimizer")
         self.param_groups.append(param_group)
-        for p in params:
-            self._init_param_state(p, param_group)
-
-    def _init_param_state(self, p, group):
-        """Subclasses that create state eagerly (Adagrad) do it here."""
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients: drop them (default) or fill them with zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                    continue
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """One optimization step; `closure` re-evaluates the model and returns the loss."""
@@ -142,6 +129,20 @@ class Optimizer:
 
     def _update(self, group):
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
+
+    def _init_state(self, p, group):
+        """Create a parameter's state on its first step (optimizers with state override this)."""
+
+    def _with_grads(self, group):
+        """(param, gradient, state) for each parameter of `group` that has a gradient; the
+        gradient is negated under `maximize` and the state is created on first use."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if not state:
+                self._init_state(p, group)
+            yield p, (-p.grad if group["maximize"] else p.grad), state
 
     def state_dict(self):
         """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""
@@ -179,6 +180,21 @@ class Optimizer:
             for name, default in self.defaults.items():
                 saved.setdefault(name, default)
         self.__setstate__({"state": state, "param_groups": saved_groups})
+
+
+def zero_grads(params, set_to_none=True):
+    """Drop the `.grad` of each parameter, or detach it and fill it with zeros (PyTorch's rule)."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+            continue
+        if p.grad.grad_fn is not None:
+            p.grad.detach_()
+        else:
+            p.grad.requires_grad_(False)
+        p.grad.zero_()
 
 
 def _split_names(param_group, params):

@@ -13,31 +13,23 @@ class RMSprop(Optimizer):
                  differentiable=False):
         check_non_negative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay,
                            alpha=alpha)
-        if differentiable:
-            raise NotImplementedError("RMSprop: differentiable=True is not supported by genesis")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
-                        maximize=maximize, differentiable=False)
+                        maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _state(self, p, group):
+    def _init_state(self, p, group):
         state = self.state[p]
-        if not state:
-            state["step"] = new_step()
-            state["square_avg"] = zeros_like(p)
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = zeros_like(p)
-        return state
+        state["step"] = new_step()
+        state["square_avg"] = zeros_like(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(p)
 
     def _update(self, group):
         lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self._state(p, group)
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad, state in self._with_grads(group):
             state["step"].add_(1)
             if group["weight_decay"] != 0:
                 grad = grad.add(p, alpha=group["weight_decay"])

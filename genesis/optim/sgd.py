@@ -12,11 +12,9 @@ class SGD(Optimizer):
         check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        if differentiable:
-            raise NotImplementedError("SGD: differentiable=True is not supported by genesis")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
-                        differentiable=False, fused=fused)
+                        differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
     def _update(self, group):
