@@ -128,6 +128,8 @@ def _classify(entry, device):
         return ("bool", bool(entry.item())) if entry.ndim == 0 else ("mask", entry)
     if entry.dtype not in _INDEX_DTYPES:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if entry.ndim == 0:
+        return "int", int(entry.item())
     return "tensor", entry.to(device)
 
 
@@ -195,9 +197,21 @@ def _basic_items(x, entries):
     return tuple(items), advanced
 
 
+def _as_tuple(index):
+    """`index` as a tuple of entries; a short list holding sequences, slices, None or Ellipsis
+    counts as a tuple (PyTorch and numpy's legacy rule), other lists are one index."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(e, (list, tuple, slice, Tensor, np.ndarray)) or e is None or e is Ellipsis
+            for e in index):
+        return tuple(index)
+    return (index,)
+
+
 def parse_index(x, index):
     """Normalize `index` for `x[index]` into a `_Plan`; IndexError as PyTorch raises them."""
-    entries = [_classify(e, x.device) for e in (index if isinstance(index, tuple) else (index,))]
+    entries = [_classify(e, x.device) for e in _as_tuple(index)]
     entries = _expand_ellipsis(entries, x.ndim)
     plan = _Plan()
     plan.items, advanced = _basic_items(x, entries)

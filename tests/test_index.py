@@ -1,0 +1,714 @@
+"""Indexing ops against PyTorch: advanced indexing, setitem, gather/scatter, index_*, masked_*,
+take, nonzero, sort/topk/unique, repeat_interleave; values, gradients, errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_pair
+from test_shape import LAYOUTS, check_backward, check_forward, laid_out
+
+
+def _mask(rng, shape):
+    return np.asarray(rng.random(shape) < 0.5)
+
+
+def _perm_index(rng, shape, dim):
+    """Indices along `dim` that are distinct within every line (safe for scatter)."""
+    return np.argsort(rng.random(shape), axis=dim)
+
+
+# Each case: (input shape, index built from rng with numpy arrays, lists, slices, ints, None).
+INDEX_CASES = {
+    "list": ((5, 4), lambda r: [0, 2, -1, 2]),
+    "tensor_2d": ((5, 4), lambda r: np.array([[0, 1], [4, -5]])),
+    "int32": ((5, 4), lambda r: np.array([3, 1], dtype=np.int32)),
+    "second_dim": ((3, 5, 4), lambda r: (slice(None), np.array([4, 0, 0]))),
+    "adjacent_pair": ((3, 5, 4), lambda r: (slice(None), np.array([1, 2]),
+                                             np.array([[0], [3]]))),
+    "separated": ((3, 5, 4), lambda r: (np.array([0, 2]), slice(1, 4), np.array([1, 3]))),
+    "int_then_adv": ((3, 5, 4), lambda r: (1, slice(None), np.array([0, 2]))),
+    "adv_int_adv": ((3, 5, 4), lambda r: (np.array([0, 1]), 2, np.array([1, 3]))),
+    "slice_adv_int": ((3, 5, 4), lambda r: (slice(None), np.array([0, 1]), 0)),
+    "none_adv": ((3, 5, 4), lambda r: (None, np.array([1]), None, slice(None))),
+    "ellipsis_adv": ((3, 5, 4), lambda r: (Ellipsis, np.array([0, 3]))),
+    "index_0d": ((3, 5, 4), lambda r: np.array(2)),
+    "index_0d_mid": ((3, 5, 4), lambda r: (slice(None), np.array(-1), slice(1, 3))),
+    "mask_full": ((3, 4), lambda r: _mask(r, (3, 4))),
+    "mask_rows": ((5, 4), lambda r: _mask(r, (5,))),
+    "mask_inner": ((3, 5, 4), lambda r: (slice(None), _mask(r, (5, 4)))),
+    "mask_and_index": ((3, 5, 4), lambda r: (np.array([0, 2]), np.array([0, 1, 0, 0, 1], bool))),
+    "mask_empty": ((3, 4), lambda r: np.zeros((3, 4), bool)),
+    "bool_list": ((3, 4), lambda r: [True, False, True]),
+    "empty_list": ((5, 4), lambda r: ([],)),
+    "nested_list": ((5, 4), lambda r: [[0, 1], [2, 3]]),
+    "broadcast_three": ((3, 5, 4), lambda r: (np.array([[0], [2]]), np.array([1, 2, 3]),
+                                               np.array([0]))),
+    "stepped_then_adv": ((6, 5, 4), lambda r: (slice(None, None, 2), np.array([1, 0]))),
+    "bool_scalars": ((3, 4), lambda r: (None, True, Ellipsis, False)),
+    "true": ((3, 4), lambda r: True),
+}
+UNIQUE_CASES = ["tensor_2d", "second_dim", "separated", "int_then_adv", "adv_int_adv",
+                "ellipsis_adv", "index_0d_mid", "mask_inner", "mask_rows", "broadcast_three",
+                "stepped_then_adv", "true"]
+
+
+def convert(index, lib):
+    """An index built with numpy arrays, as `lib` (genesis or torch) tensors."""
+    if isinstance(index, tuple):
+        return tuple(convert(i, lib) for i in index)
+    if isinstance(index, np.ndarray):
+        return genesis.tensor(index) if lib is genesis else torch.from_numpy(index.copy())
+    return index
+
+
+def index_pair(case, rng):
+    shape, build = INDEX_CASES[case]
+    index = build(rng)
+    return shape, convert(index, genesis), convert(index, torch)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", sorted(INDEX_CASES))
+def test_getitem_advanced(case, layout, rng):
+    shape, idx_g, idx_t = index_pair(case, rng)
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True)
+    out_g, out_t = check_forward(lambda x: x[idx_g if isinstance(x, genesis.Tensor) else idx_t],
+                                 x_g, x_t)
+    check_backward(out_g, out_t, leaf_g, leaf_t, rng)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("case", ["separated", "mask_inner", "index_0d_mid"])
+def test_getitem_advanced_dtypes(case, dtype, rng):
+    shape, idx_g, idx_t = index_pair(case, rng)
+    g, t = make_pair(shape, dtype, rng=rng)
+    assert_close(g[idx_g], t[idx_t])
+
+
+@pytest.mark.parametrize("case", ["list", "separated", "mask_inner", "broadcast_three"])
+def test_getitem_gradcheck(case, rng):
+    shape, idx_g, _ = index_pair(case, rng)
+    x = genesis.tensor(rng.standard_normal(shape), requires_grad=True, dtype=genesis.float64)
+    assert genesis.autograd.gradcheck(lambda x: x[idx_g], (x,))
+    assert genesis.autograd.gradgradcheck(lambda x: x[idx_g], (x,))
+
+
+def test_getitem_errors():
+    x = genesis.zeros(5, 3)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 5"):
+        x[genesis.tensor([7])]
+    with pytest.raises(IndexError, match="index -6 is out of bounds for dimension 0 with size 5"):
+        x[[-6]]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        x[:, 3]
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        x[5]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[:, ::0]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        x[1, 2, 3]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
+        x[genesis.tensor([1.0])]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
+        x[genesis.tensor([1], dtype=genesis.int16)]
+    with pytest.raises(IndexError, match="valid indices"):
+        x[1.0]
+    with pytest.raises(IndexError, match="indexing tensors could not be broadcast together with "
+                                         r"shapes \[2\], \[3\]"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match=r"The shape of the mask \[2\] at index 0 does not match "
+                                         r"the shape of the indexed tensor \[5, 3\] at index 0"):
+        x[genesis.tensor([True, False])]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        x[..., ...]
+
+
+def test_getitem_0d_and_empty(rng):
+    g, t = make_pair((), genesis.float64, rng=rng)
+    for index in ((None,), (Ellipsis,), (True,), (False,), (None, None)):
+        assert_close(g[index], t[index])
+    g, t = make_pair((0, 3), rng=rng)
+    assert_close(g[[]], t[[]])
+    assert_close(g[:, [1, 2]], t[:, [1, 2]])
+    assert_close(g[genesis.zeros(0, 3, dtype=genesis.bool)], t[torch.zeros(0, 3, dtype=torch.bool)])
+
+
+SET_BASIC = {
+    "int": ((3, 5, 4), (1,)),
+    "step": ((3, 5, 4), (slice(None), slice(1, 4, 2))),
+    "ellipsis_last": ((3, 5, 4), (Ellipsis, -1)),
+    "none": ((3, 5, 4), (None, 0)),
+    "mixed": ((3, 5, 4), (1, None, slice(2, None))),
+    "element": ((3, 5, 4), (2, 4, 3)),
+}
+
+
+def _set_case(case, rng):
+    if case in SET_BASIC:
+        shape, index = SET_BASIC[case]
+        return shape, index, index
+    return index_pair(case, rng)
+
+
+@pytest.mark.parametrize("value_kind", ["scalar", "full", "broadcast", "leading_one", "zero_d"])
+@pytest.mark.parametrize("case", sorted(SET_BASIC) + UNIQUE_CASES)
+def test_setitem(case, value_kind, rng):
+    shape, idx_g, idx_t = _set_case(case, rng)
+    x_g, x_t = make_pair(shape, genesis.float64, rng=rng)
+    target = tuple(x_t[idx_t].shape)
+    if value_kind == "scalar":
+        v_g = v_t = float(rng.standard_normal())
+    else:
+        v_shape = {"full": target, "broadcast": target[-1:], "leading_one": (1, 1) + target,
+                   "zero_d": ()}[value_kind]
+        v_g, v_t = make_pair(v_shape, genesis.float64, rng=rng)
+    version = x_g._version
+    x_g[idx_g] = v_g
+    x_t[idx_t] = v_t
+    assert_close(x_g, x_t)
+    assert x_g._version == version + 1
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("case", ["step", "separated", "mask_full"])
+def test_setitem_dtypes(case, dtype, rng):
+    shape, idx_g, idx_t = _set_case(case, rng)
+    x_g, x_t = make_pair(shape, dtype, rng=rng)
+    v_g, v_t = make_pair(tuple(x_t[idx_t].shape), dtype, rng=rng)
+    x_g[idx_g] = v_g
+    x_t[idx_t] = v_t
+    assert_close(x_g, x_t)
+    x_g[idx_g] = 1
+    x_t[idx_t] = 1
+    assert_close(x_g, x_t)
+
+
+def test_setitem_casts_python_scalars_and_basic_tensors():
+    x_g, x_t = genesis.zeros(3, dtype=genesis.int64), torch.zeros(3, dtype=torch.int64)
+    x_g[0], x_t[0] = 1.7, 1.7
+    x_g[1:], x_t[1:] = genesis.tensor([2.5, -3.5]), torch.tensor([2.5, -3.5])
+    assert_close(x_g, x_t)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", ["step", "mixed", "separated", "mask_inner", "index_0d_mid",
+                                  "broadcast_three"])
+def test_setitem_autograd(case, layout, rng):
+    shape, idx_g, idx_t = _set_case(case, rng)
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True)
+    target = tuple(x_t[idx_t].shape)
+    (v_g, v_t) = make_pair(target[-1:], genesis.float64, rng=rng, requires_grad=True)
+    y_g, y_t = x_g * 2, x_t * 2
+    y_g[idx_g] = v_g * 3
+    y_t[idx_t] = v_t * 3
+    assert_close(y_g, y_t)
+    check_backward((y_g,), (y_t,), leaf_g, leaf_t, rng)
+    assert_close(v_g.grad, v_t.grad)
+
+
+def test_setitem_through_view_of_non_leaf(rng):
+    (leaf_g, leaf_t), _ = laid_out((4, 5), "contiguous", genesis.float64, rng, True)
+    v_g, v_t = make_pair((5,), genesis.float64, rng=rng, requires_grad=True)
+    y_g, y_t = leaf_g * 1, leaf_t * 1
+    z_g, z_t = y_g[1:], y_t[1:]
+    z_g[1] = v_g
+    z_t[1] = v_t
+    z_g[[0, 2], 1:3] = 0.5
+    z_t[[0, 2], 1:3] = 0.5
+    assert_close(y_g, y_t)
+    check_backward((y_g, z_g), (y_t, z_t), leaf_g, leaf_t, rng)
+    assert_close(v_g.grad, v_t.grad)
+
+
+def test_setitem_gradcheck(rng):
+    x = genesis.tensor(rng.standard_normal((4, 3)), dtype=genesis.float64, requires_grad=True)
+    v = genesis.tensor(rng.standard_normal(3), dtype=genesis.float64, requires_grad=True)
+
+    def fn(x, v):
+        y = x * 1
+        y[[0, 2]] = v
+        y[1, 1:] = v[:2] * v[1:]
+        return y
+    assert genesis.autograd.gradcheck(fn, (x, v))
+    assert genesis.autograd.gradgradcheck(fn, (x, v))
+
+
+def test_failed_setitem_leaves_tensor_unchanged(rng):
+    x, _ = make_pair((5, 3), genesis.float32, rng=rng)
+    before, version = x.numpy().copy(), x._version
+    bad = [((genesis.tensor([0, 7]),), 1.0, IndexError),
+           ((0,), genesis.zeros(2), RuntimeError),
+           (([0, 1],), genesis.zeros(2, 3, dtype=genesis.float64), RuntimeError),
+           (([0, 1],), genesis.zeros(3, 3), RuntimeError),
+           ((slice(None, None, -1),), 1.0, ValueError),
+           ((0,), "text", TypeError)]
+    for index, value, error in bad:
+        with pytest.raises(error):
+            x[index] = value
+        np.testing.assert_array_equal(x.numpy(), before)
+        assert x._version == version
+
+
+def test_setitem_messages():
+    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 3\] cannot "
+                                           r"be broadcast to indexing result of shape \[2, 3\]"):
+        genesis.zeros(2, 3)[[0, 1]] = genesis.zeros(3, 3)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes "
+                                           "match, got int64 for the destination and float32"):
+        genesis.zeros(3, dtype=genesis.int64)[[0, 1]] = genesis.tensor([1.5, 2.5])
+
+
+def test_setitem_on_leaf_requiring_grad():
+    x = genesis.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x[0] = 1.0
+    with genesis.no_grad():
+        x[0] = 1.0
+        x[[1]] = 2.0
+    assert x.tolist() == [1.0, 2.0, 0.0] and x.requires_grad
+
+
+def test_setitem_detects_saved_tensor_modification(rng):
+    leaf, _ = make_pair((3,), genesis.float64, rng=rng, requires_grad=True)
+    a = leaf * 1
+    c = a * a
+    a[[0]] = 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put(accumulate, rng):
+    x_g, x_t = make_pair((5, 4), genesis.float64, rng=rng, requires_grad=True)
+    v_g, v_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True)
+    rows = np.array([1, 3, 1]) if accumulate else np.array([1, 3, 0])
+    out_g = genesis.index_put(x_g, (genesis.tensor(rows),), v_g, accumulate)
+    out_t = torch.index_put(x_t, (torch.from_numpy(rows),), v_t, accumulate)
+    check_backward((out_g,), (out_t,), x_g, x_t, rng)
+    assert_close(v_g.grad, v_t.grad)
+    y_g, y_t = x_g.detach().clone(), x_t.detach().clone()
+    y_g.index_put_((genesis.tensor(rows), genesis.tensor([0, 1, 2])), genesis.tensor(2.0,
+                   dtype=genesis.float64), accumulate=accumulate)
+    y_t.index_put_((torch.from_numpy(rows), torch.tensor([0, 1, 2])), torch.tensor(
+        2.0, dtype=torch.float64), accumulate=accumulate)
+    assert_close(y_g, y_t)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [genesis.int32, genesis.uint8])
+def test_index_put_accumulate_dtypes(dtype, rng):
+    x_g, x_t = make_pair((6, 3), dtype, rng=rng)
+    v_g, v_t = make_pair((4, 3), dtype, rng=rng)
+    rows = genesis.tensor([1, 1, 5, 1]), torch.tensor([1, 1, 5, 1])
+    out_g = genesis.index_put(x_g, (rows[0],), v_g, True)
+    expected = torch.index_put(x_t.double(), (rows[1],), v_t.double(), True).to(x_t.dtype)
+    assert_close(out_g, expected)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather(dim, layout, rng):
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out((4, 5, 3), layout, genesis.float64, rng, True)
+    shape = [3, 4, 2]
+    shape[dim] = 6
+    idx = rng.integers(0, x_t.shape[dim], shape)
+    out_g = x_g.gather(dim, genesis.tensor(idx))
+    out_t = x_t.gather(dim, torch.from_numpy(idx))
+    assert_close(out_g, out_t)
+    check_backward((out_g,), (out_t,), leaf_g, leaf_t, rng)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_gather_scatter_dtypes(dtype, rng):
+    g, t = make_pair((4, 5), dtype, rng=rng)
+    idx = _perm_index(rng, (4, 3), 1)
+    assert_close(genesis.gather(g, 1, genesis.tensor(idx)), torch.gather(t, 1, torch.from_numpy(idx)))
+    src_g, src_t = make_pair((4, 3), dtype, rng=rng)
+    assert_close(g.scatter(1, genesis.tensor(idx), src_g), t.scatter(1, torch.from_numpy(idx), src_t))
+    if dtype is not genesis.bool:
+        dup = rng.integers(0, 4, (6, 5))
+        expected = t.double().scatter_add(0, torch.from_numpy(dup),
+                                          torch.ones(6, 5, dtype=torch.float64)).to(t.dtype)
+        assert_close(g.scatter_add(0, genesis.tensor(dup), genesis.ones(6, 5, dtype=dtype)),
+                     expected)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_and_scatter_add(dim, layout, rng):
+    """src may be larger than index (only its leading part is read; PyTorch's own backward
+    rejects that, so torch gets the part that is read)."""
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out((4, 5), layout, genesis.float64, rng, True)
+    src_g, _ = make_pair((5, 6), genesis.float64, rng=rng, requires_grad=True)
+    add_g, add_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True)
+    src_t = torch.from_numpy(src_g.detach().numpy()[:3, :4].copy()).requires_grad_()
+    idx = _perm_index(rng, (4, 5), dim)[:3, :4]
+    i_g, i_t = genesis.tensor(idx), torch.from_numpy(idx)
+    outs_g = (x_g.scatter(dim, i_g, src_g), x_g.scatter(dim, i_g, 1.5),
+              x_g.scatter_add(dim, i_g, add_g))
+    outs_t = (x_t.scatter(dim, i_t, src_t), x_t.scatter(dim, i_t, 1.5),
+              x_t.scatter_add(dim, i_t, add_t))
+    for a, b in zip(outs_g, outs_t):
+        assert_close(a, b)
+    check_backward(outs_g, outs_t, leaf_g, leaf_t, rng)
+    assert_close(src_g.grad[:3, :4], src_t.grad)
+    unread = src_g.grad.numpy().copy()
+    unread[:3, :4] = 0
+    assert not unread.any()
+    assert_close(add_g.grad, add_t.grad)
+    for reduce in ("add", "multiply"):
+        got = x_g.detach().scatter(dim, i_g, src_g.detach(), reduce=reduce)
+        assert_close(got, x_t.detach().scatter(dim, i_t, src_t.detach(), reduce=reduce))
+
+
+def test_gather_scatter_gradcheck(rng):
+    x = genesis.tensor(rng.standard_normal((4, 5)), dtype=genesis.float64, requires_grad=True)
+    src = genesis.tensor(rng.standard_normal((3, 5)), dtype=genesis.float64, requires_grad=True)
+    dup = genesis.tensor(rng.integers(0, 4, (3, 5)))
+    perm = genesis.tensor(_perm_index(rng, (4, 5), 0)[:3])
+    for fn in (lambda x, s: x.gather(0, dup) * s, lambda x, s: x.scatter(0, perm, s),
+               lambda x, s: x.scatter_add(0, dup, s)):
+        assert genesis.autograd.gradcheck(fn, (x, src))
+        assert genesis.autograd.gradgradcheck(fn, (x, src))
+
+
+def test_gather_scatter_zero_dim(rng):
+    g, t = make_pair((), rng=rng)
+    assert_close(g.gather(0, genesis.tensor(0)), t.gather(0, torch.tensor(0)))
+    assert_close(g.scatter(0, genesis.tensor(0), 3.0), t.scatter(0, torch.tensor(0), 3.0))
+
+
+def test_gather_scatter_errors():
+    x = genesis.zeros(2, 5)
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1 with size 5"):
+        x.gather(1, genesis.tensor([[-1]]))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.gather(1, genesis.tensor([1]))
+    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
+        x.gather(1, genesis.tensor([[1]], dtype=genesis.int32))
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
+        x.scatter(1, genesis.tensor([[7]]), 1.0)
+    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+        x.scatter(1, genesis.tensor([[1]]), genesis.ones(1, 1, dtype=genesis.float64))
+    with pytest.raises(RuntimeError, match="Size does not match at dimension 0"):
+        x.gather(1, genesis.zeros(3, 1, dtype=genesis.int64))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_add_copy_fill(dim, layout, rng):
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out((4, 5, 3), layout, genesis.float64, rng, True)
+    n = x_t.shape[dim]
+    dup = rng.integers(-n if dim == 1 else 0, n, 6) if dim != 1 else rng.integers(0, n, 6)
+    distinct = rng.permutation(n)[:3]
+    src_shape = list(x_t.shape)
+    src_shape[dim] = 6
+    src_g, src_t = make_pair(tuple(src_shape), genesis.float64, rng=rng, requires_grad=True)
+    src_shape[dim] = 3
+    cp_g, cp_t = make_pair(tuple(src_shape), genesis.float64, rng=rng, requires_grad=True)
+    d_g, d_t = genesis.tensor(np.abs(dup) % n), torch.from_numpy(np.abs(dup) % n)
+    u_g, u_t = genesis.tensor(distinct), torch.from_numpy(distinct)
+    outs_g = (x_g.index_select(dim, d_g), x_g.index_add(dim, d_g, src_g, alpha=2),
+              x_g.index_copy(dim, u_g, cp_g), x_g.index_fill(dim, u_g - n, -1.5))
+    outs_t = (x_t.index_select(dim, d_t), x_t.index_add(dim, d_t, src_t, alpha=2),
+              x_t.index_copy(dim, u_t, cp_t), x_t.index_fill(dim, u_t - n, -1.5))
+    for a, b in zip(outs_g, outs_t):
+        assert_close(a, b)
+    check_backward(outs_g, outs_t, leaf_g, leaf_t, rng)
+    assert_close(src_g.grad, src_t.grad)
+    assert_close(cp_g.grad, cp_t.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_index_ops_dtypes(dtype, rng):
+    g, t = make_pair((4, 3), dtype, rng=rng)
+    idx = rng.integers(0, 4, 5).astype(np.int32)
+    assert_close(g.index_select(0, genesis.tensor(idx)), t.index_select(0, torch.from_numpy(idx)))
+    src_g, src_t = make_pair((2, 3), dtype, rng=rng)
+    rows = genesis.tensor([3, 0]), torch.tensor([3, 0])
+    assert_close(g.index_copy(0, rows[0], src_g), t.index_copy(0, rows[1], src_t))
+    assert_close(g.index_fill(1, genesis.tensor([2]), 1), t.index_fill(1, torch.tensor([2]), 1))
+    if dtype is not genesis.bool:
+        expected = t.double().index_add(0, rows[1], src_t.double()).to(t.dtype)
+        assert_close(g.index_add(0, rows[0], src_g), expected)
+
+
+def test_index_fill_tensor_value_grad(rng):
+    x_g, x_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True)
+    v_g, v_t = make_pair((), genesis.float64, rng=rng, requires_grad=True)
+    out_g = x_g.index_fill(1, genesis.tensor([0, 2]), v_g)
+    out_t = x_t.index_fill(1, torch.tensor([0, 2]), v_t)
+    check_backward((out_g,), (out_t,), x_g, x_t, rng)
+    assert_close(v_g.grad, v_t.grad)
+
+
+def test_index_ops_gradcheck(rng):
+    x = genesis.tensor(rng.standard_normal((4, 3)), dtype=genesis.float64, requires_grad=True)
+    s = genesis.tensor(rng.standard_normal((5, 3)), dtype=genesis.float64, requires_grad=True)
+    idx = genesis.tensor([0, 3, 0, 1, 3])
+    for fn in (lambda x, s: x.index_select(0, idx) * s, lambda x, s: x.index_add(0, idx, s),
+               lambda x, s: x.index_copy(0, genesis.tensor([2, 0, 3, 1, 2])[:4], s[:4])):
+        assert genesis.autograd.gradcheck(fn, (x, s))
+        assert genesis.autograd.gradgradcheck(fn, (x, s))
+
+
+def test_index_ops_errors():
+    x = genesis.zeros(2, 5)
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.index_select(1, genesis.tensor([[1]]))
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 1 with size 5"):
+        x.index_select(1, genesis.tensor([7]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.index_select(1, genesis.tensor([-1]))
+    with pytest.raises(RuntimeError, match=r"Number of indices \(1\) should be equal to "
+                                           r"source.size\(dim\): \(2\), for dim: 1"):
+        x.index_add(1, genesis.tensor([1]), genesis.ones(2, 2))
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds"):
+        x.index_add(1, genesis.tensor([1, 7]), genesis.ones(2, 2))
+    with pytest.raises(RuntimeError, match="source tensor shape must match self tensor shape"):
+        x.index_add(1, genesis.tensor([1]), genesis.ones(3, 1))
+    with pytest.raises(RuntimeError, match=r"self \(float32\) and source \(float64\) must have the "
+                                           r"same scalar type"):
+        x.index_add(1, genesis.tensor([1]), genesis.ones(2, 1, dtype=genesis.float64))
+    with pytest.raises(IndexError, match="index -1 is out of bounds"):
+        x.index_copy(1, genesis.tensor([1, -1]), genesis.ones(2, 2))
+    with pytest.raises(RuntimeError, match="Expected dtype int32 or int64 for index"):
+        x.index_select(0, genesis.tensor([0.0]))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 4), (4,)), ((4,), (3, 4)),
+                                    ((3, 1), (1, 4)), ((), ()), ((0, 2), (2,))])
+def test_masked_ops(shapes, rng):
+    x_g, x_t = make_pair(shapes[0], genesis.float64, rng=rng, requires_grad=True)
+    m = _mask(rng, shapes[1])
+    m_g, m_t = genesis.tensor(m), torch.from_numpy(m)
+    src_g, src_t = make_pair((20,), genesis.float64, rng=rng, requires_grad=True)
+    v_g, v_t = make_pair((), genesis.float64, rng=rng, requires_grad=True)
+    outs_g = (x_g.masked_fill(m_g, 2.5), x_g.masked_fill(m_g, v_g), x_g.masked_select(m_g),
+              x_g.masked_scatter(m_g, src_g))
+    outs_t = (x_t.masked_fill(m_t, 2.5), x_t.masked_fill(m_t, v_t), x_t.masked_select(m_t),
+              x_t.masked_scatter(m_t, src_t))
+    for a, b in zip(outs_g, outs_t):
+        assert_close(a, b)
+    check_backward(outs_g, outs_t, x_g, x_t, rng)
+    for a, b in ((v_g, v_t), (src_g, src_t)):
+        assert_close(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_masked_ops_dtypes(dtype, rng):
+    g, t = make_pair((3, 4), dtype, rng=rng)
+    m = _mask(rng, (3, 4))
+    m_g, m_t = genesis.tensor(m), torch.from_numpy(m)
+    assert_close(g.masked_fill(m_g, 1), t.masked_fill(m_t, 1))
+    assert_close(g.masked_select(m_g), t.masked_select(m_t))
+    s_g, s_t = make_pair((12,), dtype, rng=rng)
+    assert_close(g.masked_scatter(m_g, s_g), t.masked_scatter(m_t, s_t))
+
+
+def test_masked_ops_errors():
+    x = genesis.zeros(2, 5)
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+        x.masked_fill(genesis.tensor([1, 0, 1, 0, 1]), 3.0)
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        x.masked_fill(genesis.ones(5, dtype=genesis.bool), genesis.tensor([3.0, 4.0]))
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        x.masked_select(genesis.tensor([1, 0, 1, 0, 1]))
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
+        x.masked_scatter(genesis.ones(2, 5, dtype=genesis.bool), genesis.ones(3))
+
+
+def test_take_and_take_along_dim(rng):
+    x_g, x_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True)
+    idx = rng.integers(-12, 12, (2, 5))
+    sorted_idx = np.argsort(rng.random((3, 4)), axis=1)[:, :2]
+    outs_g = (x_g.take(genesis.tensor(idx)), x_g.take_along_dim(genesis.tensor(sorted_idx), 1),
+              genesis.take_along_dim(x_g, genesis.tensor(sorted_idx[:1]), 1),
+              x_g.take_along_dim(genesis.tensor(np.array([5, 0, 11]))))
+    outs_t = (x_t.take(torch.from_numpy(idx)), x_t.take_along_dim(torch.from_numpy(sorted_idx), 1),
+              torch.take_along_dim(x_t, torch.from_numpy(sorted_idx[:1]), 1),
+              x_t.take_along_dim(torch.tensor([5, 0, 11])))
+    for a, b in zip(outs_g, outs_t):
+        assert_close(a, b)
+    check_backward(outs_g, outs_t, x_g, x_t, rng)
+    with pytest.raises(IndexError, match="out of range: tried to access index 12 on a tensor of 12"):
+        x_g.take(genesis.tensor([12]))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (), (0, 3), (2, 3, 2)])
+def test_nonzero(shape, dtype, rng):
+    g, t = make_pair(shape, dtype, rng=rng)
+    assert_close(g.nonzero(), t.nonzero())
+    assert_close(genesis.argwhere(g), torch.argwhere(t))
+    for a, b in zip(g.nonzero(as_tuple=True), t.nonzero(as_tuple=True)):
+        assert_close(a, b)
+    if dtype is genesis.bool:
+        for a, b in zip(genesis.where(g), torch.where(t)):
+            assert_close(a, b)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_stable_with_ties(descending, dtype, rng):
+    g, t = make_pair((4, 9), dtype, rng=rng, low=-0.4, high=0.6)
+    for dim in (0, 1, -1):
+        values, indices = g.sort(dim=dim, descending=descending, stable=True)
+        expected = t.sort(dim=dim, descending=descending, stable=True)
+        assert_close(values, expected.values)
+        assert_close(indices, expected.indices)
+        assert_close(g.argsort(dim, descending, stable=True),
+                     t.argsort(dim=dim, descending=descending, stable=True))
+
+
+def test_sort_nan_and_layouts(rng):
+    for layout in LAYOUTS:
+        _, (g, t) = laid_out((5, 6), layout, genesis.float32, rng)
+        g[1, 2], t[1, 2] = float("nan"), float("nan")
+        for descending in (False, True):
+            got, want = g.sort(1, descending), t.sort(1, descending)
+            assert_close(got.values, want.values)
+            assert_close(got.indices, want.indices)
+    assert_close(genesis.msort(g), torch.msort(t))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sort_topk_kthvalue_gradients(layout, rng):
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out((4, 7), layout, genesis.float64, rng, True)
+    outs_g = (x_g.sort(1).values, x_g.sort(0, descending=True)[0], x_g.topk(3).values,
+              x_g.topk(2, 0, largest=False)[0], x_g.kthvalue(3).values,
+              x_g.kthvalue(2, 0, keepdim=True).values)
+    outs_t = (x_t.sort(1).values, x_t.sort(0, descending=True)[0], x_t.topk(3).values,
+              x_t.topk(2, 0, largest=False)[0], x_t.kthvalue(3).values,
+              x_t.kthvalue(2, 0, keepdim=True).values)
+    for a, b in zip(outs_g, outs_t):
+        assert_close(a, b)
+    assert_close(x_g.topk(3).indices, x_t.topk(3).indices)
+    assert_close(x_g.kthvalue(2, 0).indices, x_t.kthvalue(2, 0).indices)
+    check_backward(outs_g, outs_t, leaf_g, leaf_t, rng)
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d is not genesis.bool])
+def test_topk_dtypes(dtype, rng):
+    g, t = make_pair((3, 20), dtype, rng=rng)
+    for largest in (True, False):
+        got, want = g.topk(5, largest=largest), t.topk(5, largest=largest)
+        assert_close(got.values, want.values)
+        assert_close(g.gather(1, got.indices), want.values)
+
+
+def test_sort_topk_gradcheck_and_edges(rng):
+    x = genesis.tensor(rng.standard_normal((3, 5)), dtype=genesis.float64, requires_grad=True)
+    for fn in (lambda x: x.sort(1).values, lambda x: x.topk(2, 0).values,
+               lambda x: x.kthvalue(2, 1).values):
+        assert genesis.autograd.gradcheck(fn, (x,))
+        assert genesis.autograd.gradgradcheck(fn, (x,))
+    g, t = make_pair((), rng=rng)
+    assert_close(g.sort().values, t.sort().values)
+    assert_close(g.topk(1).indices, t.topk(1).indices)
+    g, t = make_pair((0, 3), rng=rng)
+    assert_close(g.sort(0).values, t.sort(0).values)
+    assert_close(g.topk(0).values, t.topk(0).values)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        genesis.zeros(2, 5).topk(6)
+    with pytest.raises(RuntimeError, match="kthvalue\\(\\): selected number k out of range"):
+        genesis.zeros(3, 2).kthvalue(4)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        genesis.zeros(3, 2).sort(5)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_unique(dim, dtype, rng):
+    g, t = make_pair((6, 3), dtype, rng=rng, low=-0.2, high=0.4)
+    if dtype.is_floating_point:
+        g, t = g.round(), t.round()
+    got = genesis.unique(g, return_inverse=True, return_counts=True, dim=dim)
+    want = torch.unique(t, return_inverse=True, return_counts=True, dim=dim)
+    for a, b in zip(got, want):
+        assert_close(a, b)
+    assert_close(g.unique(), t.unique())
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_repeat_interleave_tensor_repeats(dim, rng):
+    x_g, x_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True)
+    n = 12 if dim is None else x_t.shape[dim]
+    reps = rng.integers(0, 4, n)
+    out_g = x_g.repeat_interleave(genesis.tensor(reps), dim)
+    out_t = x_t.repeat_interleave(torch.from_numpy(reps), dim)
+    assert_close(out_g, out_t)
+    check_backward((out_g,), (out_t,), x_g, x_t, rng)
+    assert_close(genesis.repeat_interleave(genesis.tensor(reps)),
+                 torch.repeat_interleave(torch.from_numpy(reps)))
+    assert_close(x_g.repeat_interleave(genesis.tensor([2])), x_t.repeat_interleave(torch.tensor([2])))
+
+
+def test_repeat_interleave_errors():
+    with pytest.raises(RuntimeError, match=r"repeats must have the same size as input along dim, "
+                                           r"but got repeats.size\(0\) = 2"):
+        genesis.zeros(3).repeat_interleave(genesis.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        genesis.zeros(3).repeat_interleave(genesis.tensor([1, -2, 0]))
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        genesis.zeros(3).repeat_interleave(-1)
+
+
+INPLACE = {
+    "scatter_": lambda L, x, i, s, m: x.scatter_(1, i, s),
+    "scatter_value_": lambda L, x, i, s, m: x.scatter_(1, i, 2.0),
+    "scatter_add_": lambda L, x, i, s, m: x.scatter_add_(1, i, s),
+    "index_add_": lambda L, x, i, s, m: x.index_add_(1, i[0], s, alpha=-1),
+    "index_copy_": lambda L, x, i, s, m: x.index_copy_(1, i[0], s),
+    "index_fill_": lambda L, x, i, s, m: x.index_fill_(1, i[0], 3.0),
+    "masked_fill_": lambda L, x, i, s, m: x.masked_fill_(m, -1.0),
+    "masked_scatter_": lambda L, x, i, s, m: x.masked_scatter_(m, s.reshape(-1).repeat(2)),
+    "index_put_": lambda L, x, i, s, m: x.index_put_((L.tensor([0, 3, 0]),), s[0, 0] * s[:3, :1],
+                                                      accumulate=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_variants(name, rng):
+    x_g, x_t = make_pair((4, 5), genesis.float64, rng=rng)
+    s_g, s_t = make_pair((4, 3), genesis.float64, rng=rng)
+    idx = _perm_index(rng, (4, 5), 1)[:, :3]
+    m = _mask(rng, (4, 5))
+    fn = INPLACE[name]
+    base_g, base_t = x_g, x_t
+    out_g = fn(genesis, x_g, genesis.tensor(idx), s_g, genesis.tensor(m))
+    out_t = fn(torch, x_t, torch.from_numpy(idx), s_t, torch.from_numpy(m))
+    assert out_g is base_g and out_t is base_t
+    assert_close(x_g, x_t)
+    assert x_g._version == 1
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_variants_autograd(name, rng):
+    leaf_g, leaf_t = make_pair((4, 5), genesis.float64, rng=rng, requires_grad=True)
+    s_g, s_t = make_pair((4, 3), genesis.float64, rng=rng, requires_grad=True)
+    idx = _perm_index(rng, (4, 5), 1)[:, :3]
+    m = _mask(rng, (4, 5))
+    y_g, y_t = leaf_g * 1, leaf_t * 1
+    INPLACE[name](genesis, y_g, genesis.tensor(idx), s_g, genesis.tensor(m))
+    INPLACE[name](torch, y_t, torch.from_numpy(idx), s_t, torch.from_numpy(m))
+    assert_close(y_g, y_t)
+    check_backward((y_g,), (y_t,), leaf_g, leaf_t, rng)
+    if s_t.grad is not None:
+        assert_close(s_g.grad, s_t.grad)
+
+
+def test_failed_inplace_leaves_tensor_unchanged(rng):
+    x, _ = make_pair((4, 5), rng=rng)
+    before = x.numpy().copy()
+    for fn in (lambda: x.scatter_(1, genesis.tensor([[7]]), 1.0),
+               lambda: x.index_add_(0, genesis.tensor([9]), genesis.ones(1, 5)),
+               lambda: x.masked_fill_(genesis.ones(2, 4, 5, dtype=genesis.bool), 1.0),
+               lambda: x.index_fill_(0, genesis.tensor([0]), genesis.ones(2))):
+        with pytest.raises((RuntimeError, IndexError)):
+            fn()
+        np.testing.assert_array_equal(x.numpy(), before)
+    assert x._version == 0
