@@ -49,7 +49,8 @@ FORWARD_CASES = [(op, d, dim, keepdim) for op, (dts, dims, _) in MULTI_DIM_OPS.i
                  for d in dts for dim in dims for keepdim in (False, True)
                  if dim_kwargs(op, dim, keepdim) or not keepdim]
 GRAD_CASES = [(op, dim, keepdim) for op, (_, dims, diff) in MULTI_DIM_OPS.items() if diff
-              for dim in dims for keepdim in (False, True) if dim_kwargs(op, dim, keepdim) or not keepdim]
+              for dim in dims for keepdim in (False, True)
+              if dim_kwargs(op, dim, keepdim) or not keepdim]
 
 
 def _inputs(op, dtype, shape, rng):

@@ -390,7 +390,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
-    """`linalg.norm`: the vector norm (1-D, a single dim, or ord None) or the matrix norm (2 dims)."""
+    """`linalg.norm`: the vector norm (ord None, one dim, 1-D input) or the matrix norm (2 dims)."""
     if isinstance(dim, int):
         dim = (dim,)
     if ord is None:

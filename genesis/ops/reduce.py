@@ -1,8 +1,8 @@
 """Reductions over any dims with `keepdim`, scans and softmax, as PyTorch.
 
 Each reduction normalizes its dims once here and calls one kernel; backward broadcasts the
-output gradient back over the reduced dims (`expand_reduced`) and is written with genesis ops, so
-it serves every device and is itself differentiable.
+output gradient back over the reduced dims (`expand_reduced`: unsqueeze and expand views) and is
+written with genesis ops, so it serves every device and is itself differentiable.
 """
 
 import builtins
@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..tensor import Tensor, wrap_dim
 from .common import call, cast, make_view, normalize_dims, wrap
 from .creation import arange
-from .elementwise import abs, exp, isnan, maximum, minimum, sign, sqrt, where
+from .elementwise import abs, exp, isnan, maximum, minimum, sign, where
 
 _INF = float("inf")
 
@@ -46,7 +46,8 @@ def _dtype_arg(dtype):
 
 def _check_float(x, op, message=None):
     if not x.dtype.is_floating_point:
-        raise RuntimeError(message or f"{op}(): expected a floating point tensor, got {x.dtype.name}")
+        raise RuntimeError(message or f"{op}(): expected a floating point tensor, got "
+                           f"{x.dtype.name}")
 
 
 def _check_nonempty(x, dim, dims, op):
@@ -54,8 +55,8 @@ def _check_nonempty(x, dim, dims, op):
     if x.numel():
         return
     if dim is None or dim == ():
-        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-                           "Specify the reduction dim with the 'dim' argument.")
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
     empty = next((d for d in dims if x.shape[d] == 0), None)
     if empty is not None:
         raise IndexError(f"{op}(): Expected reduction dim {empty} to have non-zero size.")
@@ -66,27 +67,12 @@ def _reduces_empty(x, dims):
     return builtins.any(x.shape[d] == 0 for d in dims)
 
 
-class ExpandReduced(Function):
-    """A reduction's output gradient broadcast back to the input shape (a stride-0 view)."""
-
-    @staticmethod
-    def forward(ctx, g, shape, dims, keepdim):
-        ctx.dims, ctx.keepdim = dims, keepdim
-        strides = iter(g.stride())
-        if keepdim:
-            kept = [next(strides) for _ in shape]
-        else:
-            kept = [0 if i in dims else next(strides) for i in range(len(shape))]
-        return make_view(g, shape, [0 if i in dims else s for i, s in enumerate(kept)], g._offset)
-
-    @staticmethod
-    def backward(ctx, gg):
-        return sum(gg, ctx.dims, ctx.keepdim), None, None, None
-
-
 def expand_reduced(g, shape, dims, keepdim):
-    """The gradient `g` of a reduction over `dims` broadcast to the input `shape`."""
-    return ExpandReduced.apply(g, tuple(shape), dims, keepdim)
+    """The gradient `g` of a reduction over `dims` broadcast back to the input `shape` (a view)."""
+    if not keepdim:
+        for d in dims:
+            g = g.unsqueeze(d)
+    return g.expand(tuple(shape))
 
 
 def _keep(t, shape, dims, keepdim):
@@ -95,55 +81,60 @@ def _keep(t, shape, dims, keepdim):
 
 
 class Reduction(Function):
-    """A reduction whose result is `kernel(x, dims, keepdim, *args)`; subclasses add backward."""
+    """A reduction over `dims` computed by `kernel(x, dims, keepdim, *args)`.
+
+    Subclasses give `gradient(ctx, g, x, out)`: the input's gradient from `g` already broadcast
+    back over the reduced dims (x and the keepdim-shaped out are passed when `saves` is set).
+    """
 
     kernel = None
-
-    @classmethod
-    def run(cls, x, dims, keepdim, *args):
-        return wrap(call(cls.kernel, x, dims, keepdim, *args), x.device)
+    saves = False
 
     @classmethod
     def forward(cls, ctx, x, dims, keepdim, *args):
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
-        return cls.run(x, dims, keepdim, *args)
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.args = tuple(x.shape), dims, keepdim, args
+        out = cls.compute(x, dims, keepdim, *args)
+        if cls.saves:
+            ctx.save_for_backward(x, out)
+        return out
 
-    @staticmethod
-    def expand(ctx, g):
-        return expand_reduced(g, ctx.shape, ctx.dims, ctx.keepdim)
+    @classmethod
+    def compute(cls, x, dims, keepdim, *args):
+        return wrap(call(cls.kernel, x, dims, keepdim, *args), x.device)
 
-    @staticmethod
-    def grads(ctx, gx):
-        """`gx` followed by a None for every non-tensor argument of forward."""
+    @classmethod
+    def backward(cls, ctx, g):
+        saved = ctx.saved_tensors
+        if saved:
+            saved = (saved[0], _keep(saved[1], ctx.shape, ctx.dims, ctx.keepdim))
+        gx = cls.gradient(ctx, expand_reduced(g, ctx.shape, ctx.dims, ctx.keepdim), *saved)
         return (gx,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
-class Sum(Reduction):
+class Accumulation(Reduction):
+    """sum, nansum and prod: `dtype` casts the input first; integers and bools give int64."""
+
     @classmethod
-    def forward(cls, ctx, x, dims, keepdim, dtype):
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
+    def compute(cls, x, dims, keepdim, dtype):
         out_dtype = dtype or accumulate_dtype(x.dtype)
-        x = cast(x, dtype or x.dtype)
-        return wrap(call("sum", x, dims, keepdim, out_dtype), x.device, out_dtype)
+        data = call(cls.kernel, cast(x, dtype or x.dtype), dims, keepdim, out_dtype)
+        return wrap(data, x.device, out_dtype)
+
+
+class Sum(Accumulation):
+    kernel = "sum"
 
     @staticmethod
-    def backward(ctx, g):
-        return Sum.grads(ctx, Sum.expand(ctx, g))
+    def gradient(ctx, g):
+        return g
 
 
-class NanSum(Sum):
-    @classmethod
-    def forward(cls, ctx, x, dims, keepdim, dtype):
-        ctx.save_for_backward(x)
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
-        out_dtype = dtype or accumulate_dtype(x.dtype)
-        return wrap(call("nansum", cast(x, dtype or x.dtype), dims, keepdim, out_dtype), x.device,
-                    out_dtype)
+class NanSum(Accumulation):
+    kernel, saves = "nansum", True
 
     @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return NanSum.grads(ctx, where(isnan(x), 0.0, NanSum.expand(ctx, g)))
+    def gradient(ctx, g, x, out):
+        return where(isnan(x), 0.0, g)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -160,9 +151,8 @@ class Mean(Reduction):
     kernel = "mean"
 
     @staticmethod
-    def backward(ctx, g):
-        count = math.prod(ctx.shape[d] for d in ctx.dims)
-        return Mean.grads(ctx, Mean.expand(ctx, g) / builtins.max(count, 1))
+    def gradient(ctx, g):
+        return g / builtins.max(math.prod(ctx.shape[d] for d in ctx.dims), 1)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -174,28 +164,20 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return Mean.apply(x, reduce_dims(x, dim, "mean"), keepdim)
 
 
-class Prod(Reduction):
-    @classmethod
-    def forward(cls, ctx, x, dims, keepdim, dtype):
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
-        out_dtype = dtype or accumulate_dtype(x.dtype)
-        x = cast(x, dtype or x.dtype)
-        ctx.save_for_backward(x)
-        return wrap(call("prod", x, dims, keepdim, out_dtype), x.device, out_dtype)
+class Prod(Accumulation):
+    kernel, saves = "prod", True
 
     @staticmethod
-    def backward(ctx, g):
-        """d/dx_i = product of the others: exact with zeros (one zero: only it gets a gradient)."""
-        (x,) = ctx.saved_tensors
-        dims = ctx.dims
+    def gradient(ctx, g, x, out):
+        """d/dx_i = product of the others, exact with zeros: with one zero only it gets a
+        gradient, and the others' gradients keep their derivative with respect to that zero."""
         zero = x == 0
-        nonzero_prod = Prod.apply(where(zero, 1.0, x), dims, True, None)
-        zero_prod = Prod.apply(where(zero, x, 1.0), dims, True, None)
-        single_zero = sum(zero, dims, keepdim=True) == 1
-        g = Prod.expand(ctx, g)
+        nonzero_prod = Prod.apply(where(zero, 1.0, x), ctx.dims, True, None)
+        zero_prod = Prod.apply(where(zero, x, 1.0), ctx.dims, True, None)
+        single_zero = sum(zero, ctx.dims, keepdim=True) == 1
         at_zero = g * where(single_zero, nonzero_prod, 0.0)
         at_nonzero = g * (nonzero_prod * zero_prod) / where(zero, 1.0, x)
-        return Prod.grads(ctx, where(zero, at_zero, at_nonzero))
+        return where(zero, at_zero, at_nonzero)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -206,23 +188,19 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 class Extremum(Reduction):
-    """amax/amin/median over dims: the gradient is split evenly among the tied extremes."""
+    """amax/amin (or the median of all elements): ties share the gradient evenly."""
+
+    saves = True
 
     @classmethod
-    def forward(cls, ctx, x, dims, keepdim, kernel):
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
+    def compute(cls, x, dims, keepdim, kernel):
         args = (x,) if kernel == "median" else (x, dims, keepdim)
-        out = wrap(call(kernel, *args), x.device)
-        ctx.save_for_backward(x, out)
-        return out
+        return wrap(call(kernel, *args), x.device)
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        out = _keep(out, ctx.shape, ctx.dims, ctx.keepdim)
+    def gradient(ctx, g, x, out):
         hit = (x == out) | (isnan(x) & isnan(out))
-        share = Extremum.expand(ctx, g) / sum(hit, ctx.dims, keepdim=True)
-        return Extremum.grads(ctx, where(hit, share, 0.0))
+        return where(hit, g / sum(hit, ctx.dims, keepdim=True), 0.0)
 
 
 def _extremum(input, dim, keepdim, kernel, op):
@@ -295,26 +273,26 @@ def _select_dim(input, dim, keepdim, op):
     return _RESULTS[op](*SelectDim.apply(input, dim, keepdim, op + "_dim"))
 
 
+def _max_or_min(input, dim, keepdim, op):
+    if isinstance(dim, Tensor):
+        return (maximum if op == "max" else minimum)(input, dim)
+    if dim is None:
+        return _extremum(input, None, False, "a" + op, op)
+    return _select_dim(input, dim, keepdim, op)
+
+
 def max(input, dim=None, keepdim=False):
     """max(input) -> value; max(input, dim, keepdim) -> (values, indices); max(a, b) = maximum."""
-    if isinstance(dim, Tensor):
-        return maximum(input, dim)
-    if dim is None:
-        return _extremum(input, None, False, "amax", "max")
-    return _select_dim(input, dim, keepdim, "max")
+    return _max_or_min(input, dim, keepdim, "max")
 
 
 def min(input, dim=None, keepdim=False):
     """min(input) -> value; min(input, dim, keepdim) -> (values, indices); min(a, b) = minimum."""
-    if isinstance(dim, Tensor):
-        return minimum(input, dim)
-    if dim is None:
-        return _extremum(input, None, False, "amin", "min")
-    return _select_dim(input, dim, keepdim, "min")
+    return _max_or_min(input, dim, keepdim, "min")
 
 
 def median(input, dim=None, keepdim=False):
-    """The lower median: of all elements (a value, nan when empty), or (values, indices) on `dim`."""
+    """The lower median of all elements (nan when empty), or (values, indices) along `dim`."""
     if input.dtype is dtypes.bool_:
         raise NotImplementedError("median: not implemented for 'bool'")
     if dim is None:
@@ -356,29 +334,19 @@ def argmin(input, dim=None, keepdim=False):
     return _arg_extremum(input, dim, keepdim, "argmin")
 
 
-def _var_grad(x, g, dims, correction):
-    """d var / dx for `g` broadcast to x's shape: 2 (x - mean) g / (N - correction)."""
-    dof = math.prod(x.shape[d] for d in dims) - correction
-    return g * (x - mean(x, dims, keepdim=True)) * (2.0 / dof if dof > 0 else _INF)
-
-
 class Var(Reduction):
-    @classmethod
-    def forward(cls, ctx, x, dims, keepdim, correction, take_sqrt):
-        ctx.shape, ctx.dims, ctx.keepdim = tuple(x.shape), dims, keepdim
-        ctx.correction, ctx.take_sqrt = correction, take_sqrt
-        out = wrap(call("var", x, dims, correction, keepdim), x.device)
-        if take_sqrt:
-            out = sqrt(out)
-        ctx.save_for_backward(x, out)
-        return out
+    """Variance with `correction`, or its square root (std) when `take_sqrt`."""
+
+    kernel, saves = "var", True
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        if ctx.take_sqrt:
+    def gradient(ctx, g, x, out):
+        """2 (x - mean) g / (N - correction), through d std = d var / (2 std) (0 where std is 0)."""
+        correction, take_sqrt = ctx.args
+        if take_sqrt:
             g = where(out == 0, 0.0, g / (2 * out))
-        return _var_grad(x, Var.expand(ctx, g), ctx.dims, ctx.correction), None, None, None, None
+        dof = math.prod(ctx.shape[d] for d in ctx.dims) - correction
+        return g * (x - mean(x, ctx.dims, keepdim=True)) * (2.0 / dof if dof > 0 else _INF)
 
 
 def _variance(input, dim, unbiased, keepdim, correction, op, take_sqrt):
@@ -413,19 +381,11 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 class LogSumExp(Reduction):
-    kernel = "logsumexp"
-
-    @classmethod
-    def forward(cls, ctx, x, dims, keepdim):
-        out = super().forward(ctx, x, dims, keepdim)
-        ctx.save_for_backward(x, out)
-        return out
+    kernel, saves = "logsumexp", True
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        out = _keep(out, ctx.shape, ctx.dims, ctx.keepdim)
-        return LogSumExp.grads(ctx, LogSumExp.expand(ctx, g) * exp(x - out))
+    def gradient(ctx, g, x, out):
+        return g * exp(x - out)
 
 
 def logsumexp(input, dim, keepdim=False):
@@ -435,34 +395,24 @@ def logsumexp(input, dim, keepdim=False):
 
 
 class VectorNorm(Reduction):
-    kernel = "norm"
+    """The vector p-norm; where the norm is 0 the gradient is 0, as PyTorch."""
 
-    @classmethod
-    def forward(cls, ctx, x, dims, keepdim, p):
-        ctx.shape, ctx.dims, ctx.keepdim, ctx.p = tuple(x.shape), dims, keepdim, p
-        out = wrap(call("norm", x, p, dims, keepdim), x.device)
-        ctx.save_for_backward(x, out)
-        return out
+    kernel, saves = "norm", True
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        p = ctx.p
-        out = _keep(out, ctx.shape, ctx.dims, ctx.keepdim)
-        g = VectorNorm.expand(ctx, g)
+    def gradient(ctx, g, x, out):
+        (p,) = ctx.args
         if p == 0:
-            gx = g * 0
-        elif p == 1:
-            gx = g * sign(x)
-        elif p == 2:
-            gx = x * where(out == 0, 0.0, g / out)
-        elif p in (_INF, -_INF):
+            return g * 0
+        if p == 1:
+            return g * sign(x)
+        if p == 2:
+            return x * where(out == 0, 0.0, g / out)
+        if p in (_INF, -_INF):
             hit = abs(x) == out
-            gx = sign(x) * where(hit, g / sum(hit, ctx.dims, keepdim=True), 0.0)
-        else:
-            scaled = sign(x) * where(x == 0, 0.0, abs(x) ** (p - 1))
-            gx = scaled * where(out == 0, 0.0, g / out ** (p - 1))
-        return gx, None, None, None
+            return sign(x) * where(hit, g / sum(hit, ctx.dims, keepdim=True), 0.0)
+        scaled = sign(x) * where(x == 0, 0.0, abs(x) ** (p - 1))
+        return scaled * where(out == 0, 0.0, g / out ** (p - 1))
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -545,7 +495,8 @@ class CumProd(Function):
         others = _reverse_cumsum(g * CumProd.apply(where(first, 1.0, x), dim, x.dtype), dim)
         first_zero = sum(where(first, x, 0.0), dim, keepdim=True)
         at_after = others * first_zero / where(after, x, 1.0)
-        return where(before, at_before, where(first, others, where(after, at_after, 0.0))), None, None
+        gx = where(before, at_before, where(first, others, where(after, at_after, 0.0)))
+        return gx, None, None
 
 
 def cumprod(input, dim, *, dtype=None):

@@ -138,12 +138,14 @@ def median(x):
 
 @register("var", "cpu")
 @float32_for_half
-def var(x, dims, correction, keepdim):
-    """Variance with `correction` subtracted from the count; N - correction <= 0 gives inf/nan."""
+def var(x, dims, keepdim, correction, take_sqrt):
+    """Variance (its square root when `take_sqrt`) with `correction` subtracted from the count;
+    N - correction <= 0 gives inf or nan."""
     count = int(np.prod([x.shape[d] for d in dims]))
     centered = x - _mean(x, dims, True)
     squares = np.sum(centered * centered, axis=dims, keepdims=keepdim)
-    return np.asarray(squares / max(count - correction, 0)).astype(x.dtype, copy=False)
+    out = np.asarray(squares / max(count - correction, 0)).astype(x.dtype, copy=False)
+    return np.sqrt(out) if take_sqrt else out
 
 
 @register("logsumexp", "cpu")
@@ -158,7 +160,7 @@ def logsumexp(x, dims, keepdim):
 
 @register("norm", "cpu")
 @float32_for_half
-def norm(x, p, dims, keepdim):
+def norm(x, dims, keepdim, p):
     """The vector p-norm over `dims` (p may be inf, -inf or 0)."""
     mag = np.abs(x)
     if p == float("inf"):
