@@ -80,7 +80,7 @@ def read_header(f, name, file_size):
                     f"{file_size - 8} bytes that follow it")
     try:
         header = json.loads(f.read(size).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         _fail(name, f"corrupt checkpoint: header is not valid JSON ({e})")
     if not isinstance(header, dict):
         _fail(name, "corrupt checkpoint: header is not a JSON object")

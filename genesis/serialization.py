@@ -179,7 +179,7 @@ def load(f, map_location=None, weights_only=True):
         return {key: decoder.tensor(key, "cpu") for key in arrays}
     try:
         return decoder.decode(json.loads(metadata[STRUCTURE_KEY]))
-    except (json.JSONDecodeError, TypeError, ValueError, KeyError) as e:
+    except (json.JSONDecodeError, TypeError, ValueError, KeyError, RecursionError) as e:
         raise CheckpointError(f"{name}: corrupt checkpoint: the object structure stored in its "
                               f"header is invalid ({type(e).__name__}: {e})") from None
 

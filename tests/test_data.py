@@ -249,6 +249,13 @@ def test_workers_return_batches_in_order():
         assert sq.dtype is genesis.float32
 
 
+def test_shuffle_order_does_not_depend_on_workers():
+    orders = [_order(data.DataLoader(Squares(20), batch_size=3, shuffle=True, num_workers=w,
+                                     generator=genesis.Generator().manual_seed(11)))
+              for w in (0, 2)]
+    assert orders[0] == orders[1] and sorted(orders[0]) == list(range(20))
+
+
 def _record_worker(worker_id):
     info = data.get_worker_info()
     assert info.id == worker_id and info.num_workers == 2

@@ -210,6 +210,7 @@ def _corruptions(raw, n, header):
     bad_structure = dict(header, __metadata__={"genesis.structure": '{"dict": [["w", '
                                                                     '{"tensor": "zz"}]]}'})
     bad_tag = dict(header, __metadata__={"genesis.structure": '{"pickle": "x"}'})
+    too_deep = dict(header, __metadata__={"genesis.structure": "[" * 10 ** 5 + "]" * 10 ** 5})
     return {
         "empty": (b"", "shorter than the 8-byte header length"),
         "short": (raw[:5], "shorter than the 8-byte header length"),
@@ -223,13 +224,15 @@ def _corruptions(raw, n, header):
         "offsets/shape mismatch": (_with_header(bad_shape, data), "needs 60 bytes"),
         "missing tensor": (_with_header(bad_structure, data), "does not hold"),
         "unknown node": (_with_header(bad_tag, data), "unknown node type 'pickle'"),
+        "too deep": (_with_header(too_deep, data), "structure stored in its header is invalid"),
     }
 
 
 @pytest.mark.parametrize("case", ["empty", "short", "huge header length", "truncated header",
                                   "truncated data", "invalid json", "not an object",
                                   "unknown dtype", "offsets out of range",
-                                  "offsets/shape mismatch", "missing tensor", "unknown node"])
+                                  "offsets/shape mismatch", "missing tensor", "unknown node",
+                                  "too deep"])
 def test_corrupt_files_raise_clear_errors(case, tmp_path):
     content, message = _corruptions(*_valid_file(tmp_path))[case]
     path = tmp_path / "bad.safetensors"

@@ -146,10 +146,17 @@ def _should_pin(loader):
     return cuda.is_available()
 
 
+def _draw_base_seed(loader):
+    """The seed workers derive theirs from; drawn by every iterator (as PyTorch does), so a
+    seeded generator shuffles the same way with and without workers."""
+    return randint(0, 2 ** 62, (), generator=loader.generator).item()
+
+
 class _SingleProcessIter:
     """Fetches in the main process."""
 
     def __init__(self, loader):
+        self._base_seed = _draw_base_seed(loader)
         self._indices = iter(loader._index_sampler)
         self._fetcher = FetcherFactory(loader)()
         self._pin = _should_pin(loader)
@@ -177,7 +184,7 @@ class _MultiProcessIter:
         self._done = ctx.Event()
         self._index_queues, self._workers = [], []
         self._shutdown = False
-        base_seed = randint(0, 2 ** 62, (), generator=loader.generator).item()
+        base_seed = _draw_base_seed(loader)
         factory = FetcherFactory(loader)
         for worker_id in range(self._num_workers):
             index_queue = ctx.Queue()
