@@ -12,6 +12,7 @@ import torch.utils.data as tdata
 
 import genesis
 from genesis.utils import data
+from genesis.utils.data import _worker
 
 from helpers import assert_close
 
@@ -322,10 +323,25 @@ class Dies(data.Dataset):
         return i
 
 
-def test_worker_that_dies_is_reported():
+def test_worker_that_dies_is_reported(monkeypatch):
+    monkeypatch.setattr(_worker, "STATUS_CHECK_INTERVAL", 0.05)
     with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited "
                                            "unexpectedly"):
         list(data.DataLoader(Dies(), num_workers=2))
+
+
+class SlowFirstWorker(data.IterableDataset):
+    """Worker 0 yields two items slowly; worker 1 has nothing and finishes at once."""
+
+    def __iter__(self):
+        if data.get_worker_info().id == 1:
+            return iter(())
+        return (time.sleep(0.2) or i for i in range(2))
+
+
+def test_finished_iterable_worker_is_not_reported_dead(monkeypatch):
+    monkeypatch.setattr(_worker, "STATUS_CHECK_INTERVAL", 0.05)
+    assert [b.item() for b in data.DataLoader(SlowFirstWorker(), num_workers=2)] == [0, 1]
 
 
 @pytest.mark.parametrize("split", [False, True])

@@ -43,8 +43,9 @@ class DataLoader:
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
             _check_iterable_options(shuffle, sampler, batch_sampler)
-            sampler = _InfiniteConstantSampler()
         _check_sampling_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        if self._is_iterable:
+            sampler = _InfiniteConstantSampler()
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         if sampler is None:
@@ -113,11 +114,10 @@ def _check_iterable_options(shuffle, sampler, batch_sampler):
 
 
 def _check_sampling_options(batch_size, shuffle, sampler, batch_sampler, drop_last):
-    if sampler is not None and shuffle and not isinstance(sampler, _InfiniteConstantSampler):
+    if sampler is not None and shuffle:
         raise ValueError("sampler option is mutually exclusive with shuffle")
     if batch_sampler is not None and (batch_size != 1 or shuffle or drop_last
-                                      or (sampler is not None
-                                          and not isinstance(sampler, _InfiniteConstantSampler))):
+                                      or sampler is not None):
         raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, "
                          "sampler, and drop_last")
     if batch_size is None and drop_last:
@@ -156,7 +156,7 @@ class _SingleProcessIter:
     """Fetches in the main process."""
 
     def __init__(self, loader):
-        self._base_seed = _draw_base_seed(loader)
+        _draw_base_seed(loader)
         self._indices = iter(loader._index_sampler)
         self._fetcher = FetcherFactory(loader)()
         self._pin = _should_pin(loader)
@@ -296,7 +296,8 @@ class _MultiProcessIter:
                 return self._results.get(timeout=_worker.STATUS_CHECK_INTERVAL)
             except queue.Empty:
                 waited += _worker.STATUS_CHECK_INTERVAL
-            dead = [w.pid for w in self._workers if not w.is_alive()]
+            dead = [w.pid for w, active in zip(self._workers, self._active)
+                    if active and not w.is_alive()]
             if dead:
                 self._shutdown_workers()
                 raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) "
