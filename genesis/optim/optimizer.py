@@ -210,10 +210,11 @@ def _split_names(param_group, params):
 
 
 def _cast_state(param, key, value):
-    """A copy of a loaded state value on `param`'s device (and dtype, except the step counter)."""
+    """A copy of a loaded state value on `param`'s device and dtype; the step counter stays a
+    CPU tensor of its own dtype, read on the host every step."""
     if key == "step":
         if isinstance(value, Tensor):
-            return value.detach().clone()
+            return value.detach().to(device="cpu", copy=True)
         from ..ops.creation import tensor
         return tensor(float(value), dtype=step_dtype())
     if isinstance(value, Tensor):
