@@ -14,7 +14,7 @@ import genesis
 from genesis.utils import data
 from genesis.utils.data import _worker
 
-from helpers import assert_close
+from helpers import assert_close, skip_no_cuda
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -367,3 +367,12 @@ def test_persistent_workers_and_clean_shutdown():
     procs = list(it._workers)
     assert len(list(it)) == 2
     assert not any(w.is_alive() for w in procs)
+
+
+@skip_no_cuda
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_pin_memory(num_workers):
+    loader = data.DataLoader(Squares(4), batch_size=2, num_workers=num_workers, pin_memory=True)
+    for i, sq in loader:
+        assert i.is_pinned() and sq.is_pinned()
+        assert sq.cuda(non_blocking=True).cpu().tolist() == sq.tolist()
