@@ -118,37 +118,6 @@ VIEW_CASES = {
 }
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("case", sorted(VIEW_CASES))
-def test_view_forward_and_backward(case, layout, rng):
-    shape, fn = VIEW_CASES[case]
-    (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True)
-    out_g, out_t = check_forward(fn, x_g, x_t, views=True)
-    check_backward(out_g, out_t, leaf_g, leaf_t, rng)
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize("case", ["permute", "expand", "index_neg_step", "unbind", "diagonal",
-                                  "reshape_split", "squeeze_all"])
-def test_view_forward_dtypes(case, dtype, rng):
-    shape, fn = VIEW_CASES[case]
-    _, (x_g, x_t) = laid_out(shape, "stepped", dtype, rng)
-    check_forward(fn, x_g, x_t, views=True)
-
-
-GRADCHECK_CASES = ["permute", "expand", "squeeze_dims", "unsqueeze_mid", "narrow", "select",
-                   "diagonal_offset", "unbind", "split_sizes", "index_none_ellipsis",
-                   "index_step3", "reshape_split", "movedim_many"]
-
-
-@pytest.mark.parametrize("case", GRADCHECK_CASES)
-def test_view_gradcheck(case, rng):
-    shape, fn = VIEW_CASES[case]
-    x = genesis.tensor(rng.standard_normal(shape), dtype=genesis.float64, requires_grad=True)
-    assert genesis.autograd.gradcheck(fn, (x,))
-    assert genesis.autograd.gradgradcheck(fn, (x,))
-
-
 def test_reshape_copies_when_it_must(rng):
     (_, _), (x_g, x_t) = laid_out((3, 4), "transposed", rng=rng)
     y = x_g.reshape(-1)
@@ -371,28 +340,35 @@ COPY_CASES = {
 }
 
 
+CASES = {**VIEW_CASES, **COPY_CASES}
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("case", sorted(COPY_CASES))
-def test_copy_ops_forward_and_backward(case, layout, rng):
-    shape, fn = COPY_CASES[case]
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_forward_and_backward(case, layout, rng):
+    shape, fn = CASES[case]
     (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True)
-    out_g, out_t = check_forward(fn, x_g, x_t)
+    out_g, out_t = check_forward(fn, x_g, x_t, views=case in VIEW_CASES)
     check_backward(out_g, out_t, leaf_g, leaf_t, rng)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize("case", ["flip", "roll_dims", "tril_k", "triu", "repeat",
-                                  "repeat_interleave", "diag_vector"])
-def test_copy_ops_dtypes(case, dtype, rng):
-    shape, fn = COPY_CASES[case]
-    _, (x_g, x_t) = laid_out(shape, "transposed", dtype, rng)
-    check_forward(fn, x_g, x_t)
+@pytest.mark.parametrize("case", ["permute", "expand", "index_neg_step", "unbind", "diagonal",
+                                  "reshape_split", "squeeze_all", "flip", "roll_dims", "tril_k",
+                                  "triu", "repeat", "repeat_interleave", "diag_vector"])
+def test_forward_dtypes(case, dtype, rng):
+    shape, fn = CASES[case]
+    _, (x_g, x_t) = laid_out(shape, "stepped", dtype, rng)
+    check_forward(fn, x_g, x_t, views=case in VIEW_CASES)
 
 
-@pytest.mark.parametrize("case", ["flip", "roll_dims", "tril_k", "repeat", "diag_embed",
-                                  "repeat_interleave"])
-def test_copy_ops_gradcheck(case, rng):
-    shape, fn = COPY_CASES[case]
+@pytest.mark.parametrize("case", ["permute", "expand", "squeeze_dims", "unsqueeze_mid", "narrow",
+                                  "select", "diagonal_offset", "unbind", "split_sizes",
+                                  "index_none_ellipsis", "index_step3", "reshape_split",
+                                  "movedim_many", "flip", "roll_dims", "tril_k", "repeat",
+                                  "diag_embed", "repeat_interleave"])
+def test_gradcheck(case, rng):
+    shape, fn = CASES[case]
     x = genesis.tensor(rng.standard_normal(shape), dtype=genesis.float64, requires_grad=True)
     assert genesis.autograd.gradcheck(fn, (x,))
     assert genesis.autograd.gradgradcheck(fn, (x,))
