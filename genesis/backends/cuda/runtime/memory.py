@@ -1,0 +1,613 @@
+"""Segment-block caching allocator for device memory (seed 002): pure Python over a driver object.
+
+Memory comes from the driver in segments. A request is rounded (to 512 B up to 1 MiB, to 2 MiB
+above), served by best fit from a (size, address)-sorted index of free blocks, and the block is
+split; a freed block coalesces with its free neighbours. In front of that global pool sits a
+stream-local cache of recently freed exact-size blocks (bounded by GENESIS_CUDA_CACHE_SIZE), so
+the usual malloc/free of a repeated size is a few dict and list operations.
+
+Stream safety follows torch's caching allocator. A free block carries the stream that last used
+it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other
+streams (`record_stream`) gets an event recorded on every stream that used it when freed; once
+all have completed (polled on each allocation), it is free for any stream. Entirely free segments
+go back to the driver on `empty_cache()` or when a request cannot be met otherwise; after that,
+OutOfMemoryError.
+
+The driver object provides mem_alloc(nbytes) -> ptr, mem_free(ptr), mem_get_info() -> (free,
+total), event_create(), event_record(event, stream), event_query(event) -> bool (completed),
+event_synchronize(event), event_destroy(event), and the attribute DriverOutOfMemory: the
+exception type mem_alloc raises when the device is full. Streams are hashable handles (ints).
+Freed or merged Block objects belong to the allocator again: callers drop them after free().
+"""
+
+import collections
+import concurrent.futures
+import dataclasses
+import functools
+import sys
+import threading
+import traceback
+
+from .memory_blocks import (ALLOCATED, CACHED, FREE, MERGED, MIN_BLOCK, PENDING, SMALL_SEGMENT,
+                            SMALL_SIZE, STATE_NAMES, Block, FreeIndex, Segment)
+from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
+from .memory_stats import (LARGE_POOL, SMALL_POOL, MemoryEvent, MemoryStats, format_bytes,
+                           format_summary)
+
+_UNBOUNDED = sys.maxsize
+
+
+class OutOfMemoryError(RuntimeError):
+    """No memory for a request, even after the allocator returned its unused cache to the driver."""
+
+
+def round_size(nbytes):
+    """Bytes a request occupies: a multiple of 512 B up to 1 MiB, of 2 MiB above."""
+    if nbytes <= SMALL_SIZE:
+        return (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK
+    return (nbytes + LARGE_ROUND - 1) // LARGE_ROUND * LARGE_ROUND
+
+
+def _synchronized(method):
+    """Run under the allocator's lock; deliver the callback events it queued once unlocked."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            with self._lock:
+                return method(self, *args, **kwargs)
+        finally:
+            if self._notices:
+                self._dispatch_notices()
+    return wrapper
+
+
+def _link_after(block, size):
+    """Cut `block` to `size` bytes; the rest becomes a new block right after it (returned)."""
+    rest = Block(block.ptr + size, block.size - size, block.stream, block.segment, block, block.next)
+    if block.next is not None:
+        block.next.prev = rest
+    block.next = rest
+    block.size = size
+    return rest
+
+
+def _absorb(low, high):
+    """Merge `high` into its lower neighbour `low`."""
+    low.size += high.size
+    low.next = high.next
+    if high.next is not None:
+        high.next.prev = low
+    high.state = MERGED
+    return low
+
+
+class CachingAllocator:
+    """The device memory manager of one GPU; thread-safe."""
+
+    def __init__(self, driver, device=0, config=None):
+        self._driver = driver
+        self.device = device
+        self._lock = threading.Lock()
+        self._segments = {}  # base address -> Segment
+        self._free = {}  # (pool, stream or None) -> FreeIndex
+        self._cache = {}  # stream -> {size: [blocks]}: the stream-local level
+        self._lru = collections.OrderedDict()  # the cached blocks, oldest first
+        self._cached_bytes = 0
+        self._pending = {}  # stream -> deque of (event, block), in record order
+        self._idle_events = []
+        self._stats = MemoryStats()
+        self._stats_on = True
+        self._notices = []
+        self._callback = None
+        self._notify_threshold = _UNBOUNDED
+        self._executor = None
+        self._total = driver.mem_get_info()[1]
+        self._apply(MemoryConfig.from_env() if config is None else config)
+
+    @property
+    def config(self):
+        return self._config
+
+    def _apply(self, config):
+        self._config = config
+        self._cap = int(config.memory_fraction * self._total)
+        blocks, nbytes = config.cache_size
+        self._max_cached_blocks = _UNBOUNDED if blocks is None else blocks
+        self._max_cached_bytes = _UNBOUNDED if nbytes is None else nbytes
+        self._debug = config.debug
+        if config.enable_stats and not self._stats_on:
+            self._recount()
+        self._stats_on = config.enable_stats
+        self._shrink_cache()
+
+    # Allocation and free: the hot path.
+
+    def malloc(self, nbytes, stream=0):
+        """A block of at least `nbytes` bytes for use on `stream` (ptr 0 when nbytes is 0)."""
+        if nbytes <= 0:
+            return self._empty_block(nbytes, stream)
+        trace = self._capture_trace() if self._debug else None
+        size = round_size(nbytes)
+        try:
+            with self._lock:
+                by_size = self._cache.get(stream)
+                blocks = by_size.get(size) if by_size else None
+                if blocks:
+                    block = blocks.pop()
+                    del self._lru[block]
+                    self._cached_bytes -= size
+                    self._stats.stream_cache_hits += 1
+                else:
+                    if self._pending:
+                        self._process_events()
+                    block = self._take(size, nbytes, stream)
+                self._hand_out(block, nbytes, stream, trace)
+        finally:
+            if self._notices:
+                self._dispatch_notices()
+        return block
+
+    def _hand_out(self, block, nbytes, stream, trace):
+        block.state = ALLOCATED
+        block.stream = stream
+        block.requested_size = nbytes
+        block.trace = trace
+        if self._stats_on:
+            self._stats.on_malloc(block.segment.pool, block.size, nbytes)
+        if nbytes >= self._notify_threshold:
+            self._notify("large_alloc", nbytes, stream)
+
+    @staticmethod
+    def _empty_block(nbytes, stream):
+        if nbytes < 0:
+            raise ValueError(f"malloc: negative size {nbytes}")
+        block = Block(0, 0, stream, None)
+        block.state = ALLOCATED
+        return block
+
+    def free(self, block):
+        """Give `block` back; it is reusable on its stream now, elsewhere once its events complete."""
+        if block.segment is None:
+            return
+        with self._lock:
+            if block.state != ALLOCATED:
+                raise RuntimeError(f"free: {block!r} is not allocated (freed twice, or a stale "
+                                   "handle)")
+            if self._stats_on:
+                self._stats.on_free(block.segment.pool, block.size, block.requested_size)
+            block.trace = None
+            if block.stream_uses:
+                self._defer(block)
+            else:
+                self._cache_block(block)
+
+    def record_stream(self, block, stream):
+        """Mark `block` as used on `stream` too (torch's Tensor.record_stream)."""
+        if block.segment is None:
+            return
+        with self._lock:
+            if block.state != ALLOCATED:
+                raise RuntimeError(f"record_stream: {block!r} is not allocated")
+            if stream != block.stream:
+                if block.stream_uses is None:
+                    block.stream_uses = set()
+                block.stream_uses.add(stream)
+
+    # The stream-local cache (level 1).
+
+    def _cache_block(self, block):
+        by_size = self._cache.get(block.stream)
+        if by_size is None:
+            by_size = self._cache[block.stream] = {}
+        blocks = by_size.get(block.size)
+        if blocks is None:
+            blocks = by_size[block.size] = []
+        blocks.append(block)
+        block.state = CACHED
+        self._lru[block] = None
+        self._cached_bytes += block.size
+        if len(self._lru) > self._max_cached_blocks or self._cached_bytes > self._max_cached_bytes:
+            self._shrink_cache()
+
+    def _shrink_cache(self):
+        """Move the oldest cached blocks to the global pool until the cache is within bounds."""
+        while self._lru and (len(self._lru) > self._max_cached_blocks
+                             or self._cached_bytes > self._max_cached_bytes):
+            block = self._lru.popitem(last=False)[0]
+            self._cache[block.stream][block.size].remove(block)
+            self._cached_bytes -= block.size
+            self._release(block)
+
+    def _flush_cache(self, stream, pool=None):
+        """Move `stream`'s cached blocks (of sizes that `pool` serves, or all) to the pool."""
+        by_size = self._cache.get(stream, {})
+        for size in [n for n in by_size if pool is None or (n <= SMALL_SIZE) == (pool == SMALL_POOL)]:
+            for block in by_size.pop(size):
+                del self._lru[block]
+                self._cached_bytes -= block.size
+                self._release(block)
+
+    def _flush_all_caches(self):
+        for stream in list(self._cache):
+            self._flush_cache(stream)
+
+    # The global pool (level 2): best fit, split, coalesce.
+
+    def _take(self, size, nbytes, stream):
+        """A block of at least `size` bytes usable on `stream`, from the pool or a new segment."""
+        pool = SMALL_POOL if size <= SMALL_SIZE else LARGE_POOL
+        block = self._best_fit(size, pool, stream)
+        if block is None and self._cache.get(stream):
+            self._flush_cache(stream, pool)
+            block = self._best_fit(size, pool, stream)
+        if block is not None:
+            self._stats.pool_hits += 1
+        else:
+            block = self._new_segment(size, pool, stream) or self._reclaim(size, nbytes, pool, stream)
+            self._stats.cache_misses += 1
+        block.state = ALLOCATED  # out of the index: never merged into a neighbour
+        split_at = MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1
+        if block.size - size >= split_at:
+            self._index(block.segment.pool, block.stream).add(_link_after(block, size))
+        return block
+
+    def _best_fit(self, size, pool, stream):
+        """Remove and return the best-fitting free block for `stream` (its own or shared), or None."""
+        own, shared = self._free.get((pool, stream)), self._free.get((pool, None))
+        block = own.best_fit(size) if own else None
+        other = shared.best_fit(size) if shared else None
+        if other is not None and (block is None or other.size < block.size):
+            block, own = other, shared
+        if block is not None:
+            own.remove(block)
+        return block
+
+    def _index(self, pool, tag):
+        index = self._free.get((pool, tag))
+        if index is None:
+            index = self._free[(pool, tag)] = FreeIndex()
+        return index
+
+    def _release(self, block):
+        """Put `block` in the global pool, merged with free neighbours it may share a stream with."""
+        tag = block.stream
+        prev, nxt = block.prev, block.next
+        if self._unindex_if_mergeable(prev, tag):
+            tag = prev.stream if tag is None else tag
+            block = _absorb(prev, block)
+        if self._unindex_if_mergeable(nxt, tag):
+            tag = nxt.stream if tag is None else tag
+            block = _absorb(block, nxt)
+        block.stream = tag
+        block.state = FREE
+        self._index(block.segment.pool, tag).add(block)
+
+    def _unindex_if_mergeable(self, neighbour, tag):
+        if neighbour is None or neighbour.state != FREE:
+            return False
+        if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
+            return False
+        self._free[(neighbour.segment.pool, neighbour.stream)].remove(neighbour)
+        return True
+
+    def _new_segment(self, size, pool, stream):
+        """The head block of a new segment, or None when the cap or the driver refuses."""
+        target = SMALL_SEGMENT if pool == SMALL_POOL else self._config.segment_size
+        for seg_size in ((target, size) if size < target else (size,)):
+            if self._stats.reserved_bytes.now() + seg_size > self._cap:
+                continue
+            try:
+                ptr = self._driver.mem_alloc(seg_size)
+            except self._driver.DriverOutOfMemory:
+                continue
+            segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream)
+            self._stats.on_segment(pool, seg_size, True)
+            self._notify("segment_alloc", seg_size, stream)
+            return segment.head
+        return None
+
+    def _reclaim(self, size, nbytes, pool, stream):
+        """Wait for pending frees, flush the caches, return free segments, retry; else OOM."""
+        self._stats.num_alloc_retries += 1
+        self._notify("alloc_retry", nbytes, stream)
+        self._synchronize_events()
+        self._flush_all_caches()
+        block = self._best_fit(size, pool, stream)
+        if block is None:
+            self._release_free_segments()
+            block = self._new_segment(size, pool, stream)
+        if block is None:
+            self._stats.num_ooms += 1
+            error = OutOfMemoryError(self._oom_message(nbytes, size))
+            self._notify("oom", nbytes, stream)
+            raise error
+        return block
+
+    def _oom_message(self, nbytes, size):
+        free, total = self._driver.mem_get_info()
+        self._recount_if_stale()
+        stats = self._stats
+        return (f"CUDA out of memory on device {self.device}. Tried to allocate "
+                f"{format_bytes(nbytes)} ({format_bytes(size)} rounded). Allocated: "
+                f"{format_bytes(stats.allocated_bytes.now())}, reserved: "
+                f"{format_bytes(stats.reserved_bytes.now())}, free (driver): "
+                f"{format_bytes(free)} of {format_bytes(total)}, cap: {format_bytes(self._cap)} "
+                f"(memory fraction {self._config.memory_fraction:g}). Free tensors, or raise the "
+                "cap with set_memory_fraction / GENESIS_CUDA_MEMORY_FRACTION.")
+
+    def _release_free_segments(self):
+        for segment in [s for s in self._segments.values() if s.is_free()]:
+            for block in segment.blocks():
+                self._free[(segment.pool, block.stream)].remove(block)
+            self._driver.mem_free(segment.ptr)
+            del self._segments[segment.ptr]
+            self._stats.on_segment(segment.pool, segment.size, False)
+            self._notify("segment_free", segment.size, segment.stream)
+
+    # Cross-stream frees: events.
+
+    def _defer(self, block):
+        streams = block.stream_uses | {block.stream}
+        block.stream_uses = None
+        block.state = PENDING
+        block.event_count = len(streams)
+        for stream in streams:
+            event = self._idle_events.pop() if self._idle_events else self._driver.event_create()
+            self._driver.event_record(event, stream)
+            self._pending.setdefault(stream, collections.deque()).append((event, block))
+
+    def _process_events(self):
+        """Release the blocks whose events have all completed (each stream's queue in order)."""
+        for stream in list(self._pending):
+            queue = self._pending[stream]
+            while queue and self._driver.event_query(queue[0][0]):
+                event, block = queue.popleft()
+                self._idle_events.append(event)
+                block.event_count -= 1
+                if block.event_count == 0:
+                    block.stream = None
+                    self._release(block)
+            if not queue:
+                del self._pending[stream]
+
+    def _synchronize_events(self):
+        for queue in self._pending.values():
+            for event, _ in queue:
+                self._driver.event_synchronize(event)
+        self._process_events()
+
+    # Bulk operations.
+
+    @_synchronized
+    def empty_cache(self):
+        """Return every entirely free segment to the driver (after pending frees complete)."""
+        self._synchronize_events()
+        self._flush_all_caches()
+        self._release_free_segments()
+
+    @_synchronized
+    def warmup_cache(self, sizes, counts, stream=0):
+        """Pre-fill the stream-local cache with `counts[i]` blocks of `sizes[i]` bytes."""
+        self._warmup(list(zip(sizes, counts, strict=True)), stream)
+
+    def _warmup(self, pairs, stream):
+        if not self._config.enable_warmup:
+            return
+        if any(nbytes < 0 or count < 0 for nbytes, count in pairs):
+            raise ValueError(f"warmup_cache: negative size or count in {pairs}")
+        sizes = [round_size(nbytes) for nbytes, count in pairs if nbytes for _ in range(count)]
+        for block in self._carve(sizes, stream) if sizes else ():
+            self._cache_block(block)
+
+    @_synchronized
+    def allocate_batch(self, sizes, stream=0):
+        """Blocks for many sizes at once, carved from one contiguous region."""
+        sizes = list(sizes)
+        if any(n < 0 for n in sizes):
+            raise ValueError(f"allocate_batch: negative size in {sizes}")
+        nonzero = [n for n in sizes if n > 0]
+        pieces = iter(self._carve([round_size(n) for n in nonzero], stream) if nonzero else ())
+        trace = self._capture_trace() if self._debug else None
+        blocks = []
+        for n in sizes:
+            block = next(pieces) if n else self._empty_block(0, stream)
+            if n:
+                self._hand_out(block, n, stream, trace)
+            blocks.append(block)
+        self._stats.pool_hits += max(len(nonzero) - 1, 0)
+        return blocks
+
+    def _carve(self, sizes, stream):
+        """Consecutive blocks of the given (rounded) sizes from one block; the last takes the slack."""
+        if self._pending:
+            self._process_events()
+        total = sum(sizes)
+        block = self._take(round_size(total), total, stream)
+        pieces = []
+        for size in sizes[:-1]:
+            pieces.append(block)
+            block = _link_after(block, size)
+        pieces.append(block)
+        for piece in pieces:
+            piece.stream = stream
+            piece.state = ALLOCATED
+        return pieces
+
+    def allocate_async(self, nbytes, stream=0):
+        """A concurrent.futures.Future of malloc(nbytes, stream), run on the allocator's threads."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    self._config.async_workers, thread_name_prefix=f"genesis-cuda{self.device}-alloc")
+        return self._executor.submit(self.malloc, nbytes, stream)
+
+    def close(self):
+        """Stop the async threads and destroy the idle events."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        with self._lock:
+            while self._idle_events:
+                self._driver.event_destroy(self._idle_events.pop())
+
+    # Configuration.
+
+    @_synchronized
+    def configure(self, options):
+        """configure_memory_manager({...}): the MemoryConfig options, plus warmup_sizes pairs."""
+        options = dict(options)
+        warmup = [(parse_size(n), int(c)) for n, c in options.pop("warmup_sizes", ())]
+        self._apply(self._config.updated(options))
+        self._warmup(warmup, 0)
+
+    @_synchronized
+    def set_memory_fraction(self, fraction):
+        """Cap reserved memory at `fraction` of the device's total memory (a hard limit)."""
+        value = parse_option("memory_fraction", fraction, f"set_memory_fraction({fraction!r})")
+        self._apply(dataclasses.replace(self._config, memory_fraction=value))
+
+    def enable_memory_debugging(self, enabled=True):
+        """Record a bounded stack trace of every allocation, for dump_allocation_trace()."""
+        self.configure({"debug": enabled})
+
+    def set_memory_callback(self, fn, threshold=None):
+        """Call fn(MemoryEvent) on OOM, retries, segment changes, and allocations >= threshold.
+
+        The function runs after the allocator's lock is released, in the allocating thread, so it
+        may query statistics; fn=None removes it. `threshold` is bytes or a size like "1GB".
+        """
+        limit = _UNBOUNDED if threshold is None else parse_size(threshold)
+        with self._lock:
+            self._callback = fn
+            self._notify_threshold = _UNBOUNDED if fn is None else limit
+
+    def _notify(self, kind, nbytes, stream):
+        if self._callback is not None:
+            stats = self._stats
+            self._notices.append(MemoryEvent(kind, nbytes, stream, stats.allocated_bytes.now(),
+                                             stats.reserved_bytes.now(), self.device))
+
+    def _dispatch_notices(self):
+        with self._lock:
+            notices, self._notices = self._notices, []
+            callback = self._callback
+        for event in notices if callback is not None else ():
+            callback(event)
+
+    # Statistics.
+
+    def _recount(self):
+        """Set the current allocation figures from the blocks (statistics were off)."""
+        fresh = {"allocated_bytes": [0, 0, 0], "requested_bytes": [0, 0, 0], "allocation": [0, 0, 0]}
+        for segment in self._segments.values():
+            for block in segment.blocks():
+                if block.state == ALLOCATED:
+                    fresh["allocated_bytes"][segment.pool] += block.size
+                    fresh["requested_bytes"][segment.pool] += block.requested_size
+                    fresh["allocation"][segment.pool] += 1
+        for name, values in fresh.items():
+            getattr(self._stats, name).set_current(values[1:])
+
+    def _recount_if_stale(self):
+        if not self._stats_on:
+            self._recount()
+
+    @_synchronized
+    def memory_allocated(self):
+        self._recount_if_stale()
+        return self._stats.allocated_bytes.now()
+
+    @_synchronized
+    def memory_reserved(self):
+        return self._stats.reserved_bytes.now()
+
+    @_synchronized
+    def max_memory_allocated(self):
+        self._recount_if_stale()
+        return self._stats.allocated_bytes.peak[0]
+
+    @_synchronized
+    def max_memory_reserved(self):
+        return self._stats.reserved_bytes.peak[0]
+
+    @_synchronized
+    def reset_peak_memory_stats(self):
+        self._recount_if_stale()
+        self._stats.reset_peak()
+
+    @_synchronized
+    def reset_accumulated_memory_stats(self):
+        self._stats.reset_accumulated()
+
+    @_synchronized
+    def memory_stats(self):
+        """torch.cuda.memory_stats keys plus the seed's summary figures (see module docstring)."""
+        self._recount_if_stale()
+        out = self._stats.as_dict()
+        allocated, reserved = out["allocated_bytes.all.current"], out["reserved_bytes.all.current"]
+        inactive = self._cached_bytes + sum(b.size for index in self._free.values()
+                                            for _, _, b in index.entries)
+        largest = max([index.largest() for index in self._free.values()]
+                      + [size for by_size in self._cache.values()
+                         for size, blocks in by_size.items() if blocks], default=0)
+        hits = self._stats.stream_cache_hits + self._stats.pool_hits
+        lookups = hits + self._stats.cache_misses
+        out.update(
+            allocated=allocated, reserved=reserved, cached=reserved - allocated,
+            free=self._driver.mem_get_info()[0], total=self._total, memory_cap=self._cap,
+            peak_allocated=out["allocated_bytes.all.peak"],
+            peak_reserved=out["reserved_bytes.all.peak"],
+            segments=len(self._segments), active_blocks=out["allocation.all.current"],
+            total_allocations=out["allocation.all.allocated"],
+            total_freed=out["allocation.all.freed"], cache_hits=hits,
+            cache_misses=self._stats.cache_misses,
+            stream_cache_hits=self._stats.stream_cache_hits,
+            stream_cached_blocks=len(self._lru), stream_cached_bytes=self._cached_bytes,
+            cache_hit_rate=hits / lookups if lookups else 0.0,
+            fragmentation=1.0 - largest / inactive if inactive else 0.0,
+            efficiency_score=allocated / reserved if reserved else 1.0)
+        out["fragmentation_ratio"] = out["fragmentation"]
+        return out
+
+    def memory_summary(self):
+        """A readable table of memory_stats(), like torch.cuda.memory_summary()."""
+        return format_summary(self.memory_stats(), f"Genesis CUDA memory summary, device {self.device}")
+
+    @_synchronized
+    def memory_snapshot(self):
+        """Every segment with its blocks (addresses, sizes, states), as torch.cuda.memory_snapshot."""
+        return [{"device": self.device, "address": s.ptr, "total_size": s.size, "stream": s.stream,
+                 "segment_type": "small" if s.pool == SMALL_POOL else "large",
+                 "allocated_size": sum(b.size for b in s.blocks() if b.state == ALLOCATED),
+                 "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested_size,
+                             "state": STATE_NAMES[b.state], "stream": b.stream}
+                            for b in s.blocks()]}
+                for s in sorted(self._segments.values(), key=lambda s: s.ptr)]
+
+    # Debug traces.
+
+    def _capture_trace(self):
+        """The caller's stack (innermost frames outside this module), at most debug_max_frames."""
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        return traceback.extract_stack(frame, limit=self._config.debug_max_frames)
+
+    def dump_allocation_trace(self, file=None):
+        """List the live blocks, largest first, with their allocation stacks (leak hunting)."""
+        with self._lock:
+            live = sorted((b for s in self._segments.values() for b in s.blocks()
+                           if b.state == ALLOCATED), key=lambda b: (-b.size, b.ptr))
+        lines = [f"{len(live)} live blocks on device {self.device}, "
+                 f"{format_bytes(sum(b.size for b in live))} allocated"]
+        for b in live:
+            lines.append(f"{b.ptr:#x}  {format_bytes(b.size)} (requested {b.requested_size} B) "
+                         f"on stream {b.stream}")
+            if b.trace is None:
+                lines.append("    (no stack: allocated while debug mode was off)")
+            else:
+                lines.extend("  " + entry.rstrip("\n").replace("\n", "\n  ")
+                             for entry in traceback.format_list(b.trace))
+        text = "\n".join(lines)
+        print(text, file=sys.stderr if file is None else file)
+        return text
