@@ -325,9 +325,10 @@ def test_gather(dim, layout, rng):
 def test_gather_scatter_dtypes(dtype, rng):
     g, t = make_pair((4, 5), dtype, rng=rng)
     idx = _perm_index(rng, (4, 3), 1)
-    assert_close(genesis.gather(g, 1, genesis.tensor(idx)), torch.gather(t, 1, torch.from_numpy(idx)))
+    i_g, i_t = genesis.tensor(idx), torch.from_numpy(idx)
+    assert_close(genesis.gather(g, 1, i_g), torch.gather(t, 1, i_t))
     src_g, src_t = make_pair((4, 3), dtype, rng=rng)
-    assert_close(g.scatter(1, genesis.tensor(idx), src_g), t.scatter(1, torch.from_numpy(idx), src_t))
+    assert_close(g.scatter(1, i_g, src_g), t.scatter(1, i_t, src_t))
     if dtype is not genesis.bool:
         dup = rng.integers(0, 4, (6, 5))
         expected = t.double().scatter_add(0, torch.from_numpy(dup),
@@ -534,7 +535,7 @@ def test_take_and_take_along_dim(rng):
     for a, b in zip(outs_g, outs_t):
         assert_close(a, b)
     check_backward(outs_g, outs_t, x_g, x_t, rng)
-    with pytest.raises(IndexError, match="out of range: tried to access index 12 on a tensor of 12"):
+    with pytest.raises(IndexError, match="tried to access index 12 on a tensor of 12"):
         x_g.take(genesis.tensor([12]))
 
 
@@ -644,7 +645,8 @@ def test_repeat_interleave_tensor_repeats(dim, rng):
     check_backward((out_g,), (out_t,), x_g, x_t, rng)
     assert_close(genesis.repeat_interleave(genesis.tensor(reps)),
                  torch.repeat_interleave(torch.from_numpy(reps)))
-    assert_close(x_g.repeat_interleave(genesis.tensor([2])), x_t.repeat_interleave(torch.tensor([2])))
+    assert_close(x_g.repeat_interleave(genesis.tensor([2])),
+                 x_t.repeat_interleave(torch.tensor([2])))
 
 
 def test_repeat_interleave_errors():

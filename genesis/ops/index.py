@@ -23,8 +23,7 @@ from .elementwise import _inplace, where
 from .inplace import AsStridedScatter, check_inplace_target, snapshot_for_graph, write_result
 from .reduce import _return_type
 from .shape import (basic_index, expand, flatten, fresh_view, index_geometry,
-                    inverse_permutation, movedim, narrow, permute, reshape, sizes_arg, unbind,
-                    unsqueeze)
+                    inverse_permutation, movedim, narrow, permute, reshape, unbind, unsqueeze)
 
 _INDEX_DTYPES = (dtypes.int64, dtypes.int32)
 
@@ -125,7 +124,7 @@ def _classify(entry, device):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              f"Variables are valid indices (got {type(entry).__name__})") from None
     if entry.dtype in (dtypes.bool_, dtypes.uint8):
-        return ("bool", bool(entry.item())) if entry.ndim == 0 else ("mask", entry)
+        return ("bool", bool(entry.item())) if entry.ndim == 0 else ("mask", entry.to(device))
     if entry.dtype not in _INDEX_DTYPES:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if entry.ndim == 0:

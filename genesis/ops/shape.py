@@ -22,6 +22,7 @@ from .creation import clone, zeros
 from .elementwise import _inplace
 from .inplace import AsStrided, AsStridedScatter
 
+
 def _geometry(t):
     return tuple(t.shape), t.stride(), t.storage_offset()
 
@@ -173,6 +174,8 @@ class ReshapeCopy(Function):
 
 
 class Permute(Function):
+    """`x` with its dims reordered; backward applies the inverse permutation."""
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -185,6 +188,8 @@ class Permute(Function):
 
 
 class Expand(Function):
+    """`x` broadcast to `shape` with stride-0 dims; backward sums the gradient back."""
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = tuple(x.shape)
@@ -275,9 +280,9 @@ def permute(input, dims):
     """Reorder the dims; `dims` must name each dim once."""
     dims = sizes_arg((dims,))
     if len(dims) != input.ndim:
-        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not "
-                           "match the length of the desired ordering of dimensions i.e. input.dim() "
-                           f"= {input.ndim} is not equal to len(dims) = {len(dims)}")
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
+                           "not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
     dims = tuple(wrap_dim(d, input.ndim, "permute") for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
@@ -565,6 +570,8 @@ def _is_legacy_empty(t):
 
 
 class Cat(Function):
+    """Tensors joined along `dim` in their promoted dtype; backward narrows the gradient."""
+
     @staticmethod
     def forward(ctx, dim, *tensors):
         dtype = tensors[0].dtype
@@ -669,6 +676,8 @@ def column_stack(tensors):
 
 
 class Flip(Function):
+    """A reversed copy along `dims`; its own backward."""
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -698,6 +707,8 @@ def flipud(input):
 
 
 class Roll(Function):
+    """A rotated copy along `dims`; backward rolls back."""
+
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
@@ -815,7 +826,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 def _metadata_inplace(fn, name):
-    """`squeeze_`/`unsqueeze_`/`t_`/`transpose_`: `self` takes the geometry (and history) of `fn(self)`."""
+    """`squeeze_`, `unsqueeze_`, `t_`, `transpose_`: `self` takes the geometry of `fn(self)`."""
     def method(self, *args, **kwargs):
         if is_grad_enabled() and self.is_leaf and self.requires_grad:
             raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an "
@@ -831,7 +842,8 @@ def _metadata_inplace(fn, name):
 
 
 TENSOR_METHODS = {
-    "view": view, "view_as": view_as, "reshape": lambda self, *shape: reshape(self, sizes_arg(shape)),
+    "view": view, "view_as": view_as,
+    "reshape": lambda self, *shape: reshape(self, sizes_arg(shape)),
     "reshape_as": reshape_as, "permute": lambda self, *dims: permute(self, sizes_arg(dims)),
     "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
     "T": property(_reversed_dims), "mT": property(_matrix_transpose),

@@ -25,8 +25,8 @@ def roll(arr, shifts, dims):
 
 
 def _triangle_mask(arr, k, upper):
-    rows, cols = arr.shape[-2:]
-    return np.triu(np.ones((rows, cols), bool), k) if upper else np.tril(np.ones((rows, cols), bool), k)
+    ones = np.ones(arr.shape[-2:], bool)
+    return np.triu(ones, k) if upper else np.tril(ones, k)
 
 
 @register("tril", "cpu")
