@@ -17,6 +17,7 @@ from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
+from .ops.activation import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403

@@ -163,8 +163,10 @@ def result_type(*operands):
     for x in operands:
         if isinstance(x, (bool, int, float, np.generic)):
             tier, d = 2, scalar_dtype(x)
-        else:
+        elif isinstance(getattr(x, "dtype", None), dtype):
             tier, d = (0 if x.ndim > 0 else 1), x.dtype
+        else:
+            raise TypeError(f"expected Tensor or Number operands, got {type(x).__name__}")
         tiers[tier] = d if tiers[tier] is None else _promote_pair(tiers[tier], d)
     return _combine_tiers(tiers[0], _combine_tiers(tiers[1], tiers[2]))
 

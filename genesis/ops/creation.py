@@ -111,7 +111,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         dtype = dtypes.as_dtype(dtype)
     else:
         dtype = _infer_dtype(data) or dtypes.get_default_dtype()
-    array = np.array(array, dtype=dtype.numpy_dtype, copy=True, order="C")
+    with np.errstate(over="ignore"):
+        array = np.array(array, dtype=dtype.numpy_dtype, copy=True, order="C")
     if device is None and isinstance(data, Tensor):
         device = data.device
     return _from_host(array, as_device(device), dtype, requires_grad)

@@ -7,6 +7,7 @@ rounded once at the end, as PyTorch does on the CPU.
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 from ...dispatch import register
@@ -29,7 +30,7 @@ def float32_for_half(fn):
             args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == half else a
                     for a in args]
             out = fn(*args, **kwargs)
-        return out.astype(half) if out.dtype == np.float32 else out
+            return out.astype(half) if out.dtype == np.float32 else out
     return wrapper
 
 
@@ -58,8 +59,9 @@ def _unary(fn):
 
 
 def _check_int_divisor(b, op):
+    """PyTorch's CPU check: integer division by zero is a RuntimeError("ZeroDivisionError")."""
     if b.dtype.kind in "iub" and np.any(b == 0):
-        raise ZeroDivisionError(f"{op}: integer division by zero")
+        raise RuntimeError(f"ZeroDivisionError: {op}: integer division by zero")
 
 
 def _floor_divide(a, b):
@@ -86,9 +88,26 @@ def _trunc_divide(a, b):
 
 
 def _pow(a, b):
-    if a.dtype.kind in "iu" and np.any(np.asarray(b) < 0):
-        raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
-    return np.power(a, b)
+    """numpy's power, with PyTorch's integer rules: a negative exponent gives 1 for a base of 1,
+    +-1 for -1 and 0 otherwise (the ops layer rejects negative Python exponents)."""
+    if a.dtype == np.bool_:
+        return np.power(a.view(np.uint8), b.view(np.uint8)).astype(np.bool_)
+    if a.dtype.kind not in "iu" or not np.any(b < 0):
+        return np.power(a, b)
+    odd = (b % 2) != 0
+    small = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0)).astype(a.dtype)
+    return np.where(b < 0, small, np.power(a, np.maximum(b, 0)))
+
+
+def _sign(x):
+    """-1, 0 or 1; NaN gives 0, as PyTorch's (x > 0) - (x < 0)."""
+    if x.dtype == np.bool_:
+        return x.copy()
+    return ((x > 0).astype(np.int8) - (x < 0).astype(np.int8)).astype(x.dtype)
+
+
+def _heaviside(a, b):
+    return np.where(a == 0, b, (a > 0).astype(a.dtype))
 
 
 def _sigmoid(x):
@@ -140,7 +159,9 @@ BINARY = {
     "bitwise_right_shift": np.right_shift,
     "hypot": np.hypot,
     "logaddexp": np.logaddexp,
-    "xlogy": lambda a, b: np.where(a == 0, np.zeros_like(a * b), a * np.log(b)),
+    "xlogy": lambda a, b: np.where(np.isnan(b), b, np.where(a == 0, 0, a * np.log(b))),
+    "copysign": np.copysign,
+    "heaviside": _heaviside,
 }
 
 UNARY = {
@@ -176,8 +197,8 @@ UNARY = {
     "ceil": lambda x: np.ceil(x) if x.dtype.kind == "f" else x.copy(),
     "trunc": lambda x: np.trunc(x) if x.dtype.kind == "f" else x.copy(),
     "frac": lambda x: x - np.trunc(x),
-    "sign": np.sign,
-    "sgn": np.sign,
+    "sign": _sign,
+    "sgn": _sign,
     "reciprocal": np.reciprocal,
     "square": np.square,
     "isnan": np.isnan,
@@ -192,6 +213,49 @@ for _name, _fn in BINARY.items():
     register(_name, "cpu")(_binary(_fn))
 for _name, _fn in UNARY.items():
     register(_name, "cpu")(_unary(_fn))
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + erf(x * np.sqrt(0.5).astype(x.dtype)))
+
+
+def _silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def _mish(x):
+    return x * np.tanh(np.log1p(np.exp(x)))
+
+
+def _log_sigmoid(x):
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+def _hardsigmoid(x):
+    return np.clip(x + 3, 0, 6) / 6
+
+
+def _hardswish(x):
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+for _name, _fn in {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _log_sigmoid,
+                   "hardsigmoid": _hardsigmoid, "hardswish": _hardswish}.items():
+    register(_name, "cpu")(_unary(_fn))
+
+
+@register("elu", "cpu")
+@float32_for_half
+def elu(x, alpha, scale, input_scale):
+    """scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)): elu, selu and celu."""
+    negative = np.expm1(x * x.dtype.type(input_scale)) * x.dtype.type(alpha)
+    return np.asarray(np.where(x > 0, x, negative) * x.dtype.type(scale))
+
+
+@register("leaky_relu", "cpu")
+@float32_for_half
+def leaky_relu(x, negative_slope):
+    return np.asarray(np.where(x > 0, x, x * x.dtype.type(negative_slope)))
 
 
 @register("round", "cpu")
@@ -230,13 +294,15 @@ def where(cond, a, b):
 
 
 @register("nan_to_num", "cpu")
-@float32_for_half
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    if x.dtype.kind != "f":
+    """Replace NaN and infinities; the defaults are the extremes of x's own dtype."""
+    if x.dtype.kind not in "fV" and x.dtype not in _HALF:
         return x.copy()
-    info = np.finfo(x.dtype)
-    return np.nan_to_num(x, nan=nan, posinf=info.max if posinf is None else posinf,
-                         neginf=info.min if neginf is None else neginf)
+    info = ml_dtypes.finfo(x.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    out = np.where(np.isnan(x), nan, np.where(x == np.inf, big, np.where(x == -np.inf, small, x)))
+    return out.astype(x.dtype)
 
 
 @register("lerp", "cpu")
