@@ -75,7 +75,8 @@ def _canonical_mask(mask, name, target_dtype):
     if mask is None:
         return None
     if mask.dtype is dtypes.bool_:
-        return ew.where(mask, -math.inf, 0.0).to(target_dtype)
+        zeros = creation.zeros(mask.shape, dtype=target_dtype, device=mask.device)
+        return zeros.masked_fill(mask, -math.inf)
     if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask

@@ -1,5 +1,6 @@
 """Loss functions with torch.nn.functional's signatures, semantics and reductions."""
 
+import math
 import warnings
 
 from ... import dtypes
@@ -62,7 +63,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_target_range(target, valid, classes)
     safe = ew.where(valid, target, 0)
     picked = -_gather_class(input, safe)
-    w = ew.where(valid, 1.0, 0.0).to(input.dtype)
+    w = valid.to(input.dtype)
     if weight is not None:
         w = w * weight.to(input.dtype).index_select(0, safe.reshape(-1)).reshape(safe.shape)
     loss = picked * w
@@ -70,7 +71,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / w.sum()
+    return _weighted_mean(loss.sum(), w.sum())
+
+
+def _weighted_mean(loss_sum, total):
+    """loss_sum / total; NaN with a zero gradient when total is 0 (all targets ignored), as torch."""
+    empty = total == 0
+    return ew.where(empty, math.nan, loss_sum / ew.where(empty, 1.0, total))
 
 
 def _smooth_loss(logp, target, weight, valid, reduction, classes):
@@ -83,10 +90,10 @@ def _smooth_loss(logp, target, weight, valid, reduction, classes):
     if reduction == "sum":
         return smooth.sum()
     if weight is None:
-        return smooth.sum() / valid.sum()
+        return _weighted_mean(smooth.sum(), valid.sum())
     safe = ew.where(valid, target, 0).reshape(-1)
     picked = weight.to(logp.dtype).index_select(0, safe)
-    return smooth.sum() / ew.where(valid.reshape(-1), picked, 0.0).sum()
+    return _weighted_mean(smooth.sum(), ew.where(valid.reshape(-1), picked, 0.0).sum())
 
 
 def _prob_target_loss(logp, target, weight, reduction, label_smoothing):

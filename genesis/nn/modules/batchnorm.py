@@ -15,12 +15,13 @@ class _BatchNorm(Module):
     _expected = ""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         optional_parameter(self, "weight", affine, num_features, device=device, dtype=dtype)
-        optional_parameter(self, "bias", affine, num_features, device=device, dtype=dtype)
+        optional_parameter(self, "bias", affine and bias, num_features, device=device,
+                           dtype=dtype)
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features, device=device,
                                                                 dtype=dtype))
@@ -42,8 +43,9 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input):
@@ -63,7 +65,8 @@ class _BatchNorm(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

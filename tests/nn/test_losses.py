@@ -1,0 +1,187 @@
+"""Loss modules and functions against torch: values and gradients of input (and target)."""
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from genesis import nn
+from helpers import TORCH_DTYPES, assert_close
+
+FLOATS = [genesis.float32, genesis.float64]
+
+
+def _float(rng, shape, dtype, low=-2.0, high=2.0, grad=True):
+    g = genesis.tensor(rng.uniform(low, high, shape), dtype=dtype)
+    t = torch.from_numpy(g.numpy().copy())
+    if grad:
+        g.requires_grad_()
+        t.requires_grad_()
+    return g, t
+
+
+def _index(rng, shape, classes, ignore=None):
+    values = rng.integers(0, classes, shape)
+    if ignore is not None and values.size:
+        values.reshape(-1)[:2] = ignore
+    return genesis.tensor(values), torch.from_numpy(values)
+
+
+def _weight(rng, classes, dtype):
+    w = rng.uniform(0.2, 2.0, classes)
+    return genesis.tensor(w, dtype=dtype), torch.from_numpy(w).to(TORCH_DTYPES[dtype])
+
+
+def _check(name, args, kwargs, g_inputs, t_inputs, dtype, rng):
+    """Run the loss module in both frameworks; compare value and every float input's gradient."""
+    g_kwargs, t_kwargs = {}, {}
+    for key, value in kwargs.items():
+        g_kwargs[key], t_kwargs[key] = value if isinstance(value, tuple) else (value, value)
+    g_loss = getattr(nn, name)(*args, **g_kwargs)(*g_inputs)
+    t_loss = getattr(torch.nn, name)(*args, **t_kwargs)(*t_inputs)
+    assert_close(g_loss, t_loss, dtype)
+    grad = rng.standard_normal(tuple(t_loss.shape))
+    t_loss.backward(torch.from_numpy(np.asarray(grad)).to(t_loss.dtype))
+    g_loss.backward(genesis.tensor(grad, dtype=g_loss.dtype))
+    for g, t in zip(g_inputs, t_inputs):
+        if t.requires_grad:
+            assert_close(g.grad, t.grad, dtype)
+
+
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 3), (4,)], ids=str)
+@pytest.mark.parametrize("options", ["plain", "weight", "ignore", "smooth", "all"])
+def test_cross_entropy_class_indices(options, shape, dtype, reduction, rng):
+    classes = shape[0] if len(shape) == 1 else shape[1]
+    target_shape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    x = _float(rng, shape, dtype)
+    ignore = 1 if options in ("ignore", "all") else None
+    target = _index(rng, target_shape, classes, ignore if len(shape) > 1 else None)
+    kwargs = {"reduction": reduction}
+    if options in ("weight", "all"):
+        kwargs["weight"] = _weight(rng, classes, dtype)
+    if ignore is not None:
+        kwargs["ignore_index"] = ignore
+    if options in ("smooth", "all"):
+        kwargs["label_smoothing"] = 0.2
+    _check("CrossEntropyLoss", (), kwargs, [x[0], target[0]], [x[1], target[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4)], ids=str)
+@pytest.mark.parametrize("options", ["plain", "weight_smooth"])
+def test_cross_entropy_probabilities(options, shape, dtype, reduction, rng):
+    x = _float(rng, shape, dtype)
+    p = rng.random(shape)
+    p = p / p.sum(1, keepdims=True)
+    target = (genesis.tensor(p, dtype=dtype).requires_grad_(),
+              torch.from_numpy(p).to(TORCH_DTYPES[dtype]).requires_grad_())
+    kwargs = {"reduction": reduction}
+    if options == "weight_smooth":
+        kwargs["weight"] = _weight(rng, shape[1], dtype)
+        kwargs["label_smoothing"] = 0.1
+    _check("CrossEntropyLoss", (), kwargs, [x[0], target[0]], [x[1], target[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(6, 3), (2, 3, 5), (3,)], ids=str)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss(weighted, shape, dtype, reduction, rng):
+    classes = shape[0] if len(shape) == 1 else shape[1]
+    target_shape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    x = _float(rng, shape, dtype)
+    target = _index(rng, target_shape, classes, 0 if len(shape) > 1 else None)
+    kwargs = {"reduction": reduction, "ignore_index": 0}
+    if weighted:
+        kwargs["weight"] = _weight(rng, classes, dtype)
+    _check("NLLLoss", (), kwargs, [x[0], target[0]], [x[1], target[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("name, kwargs", [("MSELoss", {}), ("L1Loss", {}),
+                                          ("SmoothL1Loss", {}), ("SmoothL1Loss", {"beta": 0.5}),
+                                          ("SmoothL1Loss", {"beta": 0.0}),
+                                          ("HuberLoss", {"delta": 0.7})], ids=str)
+def test_regression_losses(name, kwargs, dtype, reduction, rng):
+    x, y = _float(rng, (4, 5), dtype), _float(rng, (4, 5), dtype)
+    _check(name, (), dict(kwargs, reduction=reduction), [x[0], y[0]], [x[1], y[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bce_loss(weighted, dtype, reduction, rng):
+    x = _float(rng, (4, 3), dtype, 0.02, 0.98)
+    y = _float(rng, (4, 3), dtype, 0.0, 1.0)
+    kwargs = {"reduction": reduction}
+    if weighted:
+        kwargs["weight"] = _weight(rng, 3, dtype)
+    _check("BCELoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("options", ["plain", "weight", "pos_weight", "both"])
+def test_bce_with_logits_loss(options, dtype, reduction, rng):
+    x = _float(rng, (4, 3), dtype, -30.0, 30.0)
+    y = _float(rng, (4, 3), dtype, 0.0, 1.0)
+    kwargs = {"reduction": reduction}
+    if options in ("weight", "both"):
+        kwargs["weight"] = _weight(rng, 3, dtype)
+    if options in ("pos_weight", "both"):
+        kwargs["pos_weight"] = _weight(rng, 3, dtype)
+    _check("BCEWithLogitsLoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
+
+
+@pytest.mark.filterwarnings("ignore:reduction")
+@pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("target_kind", ["log", "probabilities", "with_zeros"])
+def test_kl_div_loss(target_kind, dtype, reduction, rng):
+    x = _float(rng, (4, 5), dtype, -3.0, 0.0)
+    if target_kind == "log":
+        y = _float(rng, (4, 5), dtype, -3.0, 0.0)
+    elif target_kind == "probabilities":
+        y = _float(rng, (4, 5), dtype, 0.05, 1.0)
+    else:
+        values = rng.uniform(0.0, 1.0, (4, 5))
+        values[0, :2] = 0.0
+        y = (genesis.tensor(values, dtype=dtype), torch.from_numpy(values).to(TORCH_DTYPES[dtype]))
+    _check("KLDivLoss", (), {"reduction": reduction, "log_target": target_kind == "log"},
+           [x[0], y[0]], [x[1], y[1]], dtype, rng)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
+def test_cross_entropy_all_ignored_is_nan_with_zero_gradient(label_smoothing):
+    x = genesis.randn(2, 3, requires_grad=True)
+    loss = nn.functional.cross_entropy(x, genesis.tensor([-100, -100]),
+                                       label_smoothing=label_smoothing)
+    assert np.isnan(loss.item())
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 0)
+
+
+def test_loss_errors():
+    F = nn.functional
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 7]))
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target "
+                                         r"batch_size \(3\)"):
+        F.nll_loss(genesis.randn(2, 3), genesis.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        F.mse_loss(genesis.randn(2), genesis.randn(2), reduction="avg")
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy_with_logits(genesis.randn(2), genesis.randn(3))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(genesis.tensor([1.5]), genesis.tensor([1.0]))
+    with pytest.raises(ValueError, match="label_smoothing must be between"):
+        F.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 1]), label_smoothing=1.5)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        F.mse_loss(genesis.randn(2, 3), genesis.randn(3))
