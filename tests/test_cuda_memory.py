@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from cuda_sim import SimDriver, SimDriverError, check_invariants
-from genesis.backends.cuda.runtime.memory import CachingAllocator, OutOfMemoryError, round_size
+from genesis.backends.cuda.runtime.memory import (CachingAllocator, OutOfMemoryError, round_size,
+                                                  segment_sizes)
 from genesis.backends.cuda.runtime.memory_config import MemoryConfig, parse_size
+from genesis.backends.cuda.runtime.memory_stats import LARGE_POOL, SMALL_POOL
 
 MiB = 1 << 20
 
@@ -39,10 +41,19 @@ def states(allocator):
 
 
 @pytest.mark.parametrize("nbytes, expected", [
-    (1, 512), (512, 512), (513, 1024), (MiB - 1, MiB), (MiB, MiB), (MiB + 1, 2 * MiB),
-    (5 * MiB, 6 * MiB), (6 * MiB, 6 * MiB)])
+    (1, 512), (512, 512), (513, 1024), (MiB - 1, MiB), (MiB, MiB), (MiB + 1, MiB + 512),
+    (5 * MiB, 5 * MiB)])
 def test_round_size(nbytes, expected):
     assert round_size(nbytes) == expected
+
+
+@pytest.mark.parametrize("size, pool, expected", [
+    (512, SMALL_POOL, (2 * MiB, 512)), (MiB, SMALL_POOL, (2 * MiB, MiB)),
+    (MiB + 512, LARGE_POOL, (20 * MiB, 2 * MiB)), (19 * MiB + 512, LARGE_POOL, (20 * MiB,)),
+    (10 * MiB, LARGE_POOL, (20 * MiB, 10 * MiB)), (10 * MiB + 512, LARGE_POOL, (12 * MiB,)),
+    (20 * MiB + 512, LARGE_POOL, (22 * MiB,))])
+def test_segment_sizes(size, pool, expected):
+    assert segment_sizes(size, pool, 20 * MiB) == expected
 
 
 def test_zero_bytes(make, sim):
@@ -91,7 +102,7 @@ def test_best_fit_picks_the_smallest_hole(make, sim):
     holes = {n: b for n, b in zip(sizes, blocks) if n != 2}
     for b in holes.values():
         a.free(b)
-    assert a.malloc(3 * MiB).ptr == holes[4].ptr  # 3 MiB rounds to 4 MiB: the first 4 MiB hole
+    assert a.malloc(3 * MiB).ptr == holes[4].ptr  # the first of the two 4 MiB holes
     assert a.malloc(5 * MiB).ptr == holes[6].ptr
     assert a.malloc(7 * MiB).ptr == holes[8].ptr
     assert sim.alloc_calls == 1
@@ -113,7 +124,7 @@ def test_pools_are_separate(make, sim):
     assert stats["reserved_bytes.small_pool.current"] == 2 * MiB
 
 
-def test_request_above_segment_size_gets_its_own_segment(make, sim):
+def test_request_above_half_the_segment_size_gets_its_own_segment(make, sim):
     a = make(segment_size=4 * MiB)
     block = a.malloc(9 * MiB + 1)
     assert block.size == block.segment.size == 10 * MiB
@@ -254,7 +265,7 @@ def test_driver_oom_then_recovery(sim):
     small = SimDriver(total=16 * MiB)
     a = CachingAllocator(small, config=MemoryConfig(segment_size=8 * MiB))
     held = [a.malloc(6 * MiB), a.malloc(6 * MiB)]
-    with pytest.raises(OutOfMemoryError, match="free \\(driver\\): 0 B of 16.00 MiB"):
+    with pytest.raises(OutOfMemoryError, match="free \\(driver\\): 4.00 MiB of 16.00 MiB"):
         a.malloc(6 * MiB)
     a.free(held.pop())
     held.append(a.malloc(6 * MiB))
@@ -293,10 +304,10 @@ def test_statistics_add_up(make, sim, rng):
 def test_statistics_off_still_count_current_usage(make, sim):
     a = make(enable_stats=False)
     x, y = a.malloc(1000), a.malloc(MiB + 1)
-    assert a.memory_allocated() == 1024 + 2 * MiB
+    assert a.memory_allocated() == 1024 + MiB + 512
     a.configure({"enable_stats": True})
     a.free(x)
-    assert a.memory_allocated() == 2 * MiB
+    assert a.memory_allocated() == MiB + 512
     check_invariants(a, sim, [y])
 
 
@@ -304,7 +315,7 @@ def test_memory_summary_is_a_table(make):
     a = make()
     a.malloc(5 * MiB)
     text = a.memory_summary()
-    assert "Allocated memory" in text and "6.00 MiB" in text and "from large pool" in text
+    assert "Allocated memory" in text and "5.00 MiB" in text and "from large pool" in text
     assert "Cache hit rate" in text and "Fragmentation" in text
     assert len({len(line) for line in text.splitlines()}) == 1
 
@@ -421,7 +432,7 @@ def test_allocate_async(make, sim):
     a = make()
     futures = [a.allocate_async(n, stream=1) for n in (100, 4096, 5 * MiB)]
     blocks = [f.result(timeout=10) for f in futures]
-    assert [b.size for b in blocks] == [512, 4096, 6 * MiB]
+    assert [b.size for b in blocks] == [512, 4096, 5 * MiB]
     assert isinstance(futures[0], concurrent.futures.Future)
     check_invariants(a, sim, blocks)
 

@@ -8,8 +8,10 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from cuda_sim import SimDriver, check_invariants
-from genesis.backends.cuda.runtime.memory import CachingAllocator, OutOfMemoryError, round_size
+from genesis.backends.cuda.runtime.memory import (CachingAllocator, OutOfMemoryError, round_size,
+                                                  segment_sizes)
 from genesis.backends.cuda.runtime.memory_config import MemoryConfig
+from genesis.backends.cuda.runtime.memory_stats import LARGE_POOL, SMALL_POOL
 
 MiB = 1 << 20
 STREAMS = st.sampled_from([0, 1, 2])
@@ -25,8 +27,12 @@ class AllocatorMachine(RuleBasedStateMachine):
         self.live = []
 
     def _oom_is_legitimate(self, nbytes):
+        """Even the smallest segment that could hold the request would pass the cap."""
+        size = round_size(nbytes)
+        pool = SMALL_POOL if size <= MiB else LARGE_POOL
+        smallest = segment_sizes(size, pool, self.allocator.config.segment_size)[-1]
         cap = self.allocator.memory_stats()["memory_cap"]
-        assert self.allocator.memory_reserved() + round_size(nbytes) > cap
+        assert self.allocator.memory_reserved() + smallest > cap
 
     @rule(nbytes=SIZES, stream=STREAMS)
     def malloc(self, nbytes, stream):

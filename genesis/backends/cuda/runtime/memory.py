@@ -1,8 +1,11 @@
 """Segment-block caching allocator for device memory (seed 002): pure Python over a driver object.
 
-Memory comes from the driver in segments. A request is rounded (to 512 B up to 1 MiB, to 2 MiB
-above), served by best fit from a (size, address)-sorted index of free blocks, and the block is
-split; a freed block coalesces with its free neighbours. In front of that global pool sits a
+Memory comes from the driver in segments: 2 MiB ones for requests up to 1 MiB (the small pool),
+GENESIS_CUDA_SEGMENT_SIZE ones above (the large pool), or one of its own, rounded to 2 MiB, for a
+request larger than half that (as torch's 20 MB segments serve requests under 10 MB: a big block
+in a shared segment would strand its remainder). A request is rounded to 512 B, served by best fit from a (size,
+address)-sorted index of free blocks, and the block is split; a freed block coalesces with its
+free neighbours. In front of that global pool sits a
 stream-local cache of recently freed exact-size blocks (bounded by GENESIS_CUDA_CACHE_SIZE), so
 the usual malloc/free of a repeated size is a few dict and list operations.
 
@@ -42,10 +45,16 @@ class OutOfMemoryError(RuntimeError):
 
 
 def round_size(nbytes):
-    """Bytes a request occupies: a multiple of 512 B up to 1 MiB, of 2 MiB above."""
-    if nbytes <= SMALL_SIZE:
-        return (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK
-    return (nbytes + LARGE_ROUND - 1) // LARGE_ROUND * LARGE_ROUND
+    """Bytes a request occupies: the next multiple of 512."""
+    return (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK
+
+
+def segment_sizes(size, pool, segment_size):
+    """Segment sizes to try for a block of `size` bytes: the pool's usual one, then the smallest."""
+    if pool == SMALL_POOL:
+        return (SMALL_SEGMENT, size) if size < SMALL_SEGMENT else (SMALL_SEGMENT,)
+    exact = (size + LARGE_ROUND - 1) // LARGE_ROUND * LARGE_ROUND
+    return (segment_size, exact) if exact <= segment_size // 2 else (exact,)
 
 
 def _synchronized(method):
@@ -292,9 +301,8 @@ class CachingAllocator:
 
     def _new_segment(self, size, pool, stream):
         """The head block of a new segment, or None when the cap or the driver refuses."""
-        target = SMALL_SEGMENT if pool == SMALL_POOL else self._config.segment_size
-        for seg_size in ((target, size) if size < target else (size,)):
-            if self._stats.reserved_bytes.now() + seg_size > self._cap:
+        for seg_size in segment_sizes(size, pool, self._config.segment_size):
+            if self._stats.reserved() + seg_size > self._cap:
                 continue
             try:
                 ptr = self._driver.mem_alloc(seg_size)
@@ -318,19 +326,18 @@ class CachingAllocator:
             block = self._new_segment(size, pool, stream)
         if block is None:
             self._stats.num_ooms += 1
-            error = OutOfMemoryError(self._oom_message(nbytes, size))
+            error = OutOfMemoryError(self._oom_message(nbytes))
             self._notify("oom", nbytes, stream)
             raise error
         return block
 
-    def _oom_message(self, nbytes, size):
+    def _oom_message(self, nbytes):
         free, total = self._driver.mem_get_info()
         self._recount_if_stale()
         stats = self._stats
         return (f"CUDA out of memory on device {self.device}. Tried to allocate "
-                f"{format_bytes(nbytes)} ({format_bytes(size)} rounded). Allocated: "
-                f"{format_bytes(stats.allocated_bytes.now())}, reserved: "
-                f"{format_bytes(stats.reserved_bytes.now())}, free (driver): "
+                f"{format_bytes(nbytes)}. Allocated: {format_bytes(stats.allocated())}, "
+                f"reserved: {format_bytes(stats.reserved())}, free (driver): "
                 f"{format_bytes(free)} of {format_bytes(total)}, cap: {format_bytes(self._cap)} "
                 f"(memory fraction {self._config.memory_fraction:g}). Free tensors, or raise the "
                 "cap with set_memory_fraction / GENESIS_CUDA_MEMORY_FRACTION.")
@@ -484,8 +491,8 @@ class CachingAllocator:
     def _notify(self, kind, nbytes, stream):
         if self._callback is not None:
             stats = self._stats
-            self._notices.append(MemoryEvent(kind, nbytes, stream, stats.allocated_bytes.now(),
-                                             stats.reserved_bytes.now(), self.device))
+            self._notices.append(MemoryEvent(kind, nbytes, stream, stats.allocated(),
+                                             stats.reserved(), self.device))
 
     def _dispatch_notices(self):
         with self._lock:
@@ -497,16 +504,17 @@ class CachingAllocator:
     # Statistics.
 
     def _recount(self):
-        """Set the current allocation figures from the blocks (statistics were off)."""
-        fresh = {"allocated_bytes": [0, 0, 0], "requested_bytes": [0, 0, 0], "allocation": [0, 0, 0]}
+        """Set the current block figures from the blocks themselves (statistics were off)."""
+        fresh = {SMALL_POOL: [0, 0, 0], LARGE_POOL: [0, 0, 0]}
         for segment in self._segments.values():
+            counts = fresh[segment.pool]
             for block in segment.blocks():
                 if block.state == ALLOCATED:
-                    fresh["allocated_bytes"][segment.pool] += block.size
-                    fresh["requested_bytes"][segment.pool] += block.requested_size
-                    fresh["allocation"][segment.pool] += 1
-        for name, values in fresh.items():
-            getattr(self._stats, name).set_current(values[1:])
+                    counts[0] += block.size
+                    counts[1] += block.requested_size
+                    counts[2] += 1
+        for pool, values in fresh.items():
+            self._stats.blocks.set_current(pool, values)
 
     def _recount_if_stale(self):
         if not self._stats_on:
@@ -515,20 +523,20 @@ class CachingAllocator:
     @_synchronized
     def memory_allocated(self):
         self._recount_if_stale()
-        return self._stats.allocated_bytes.now()
+        return self._stats.allocated()
 
     @_synchronized
     def memory_reserved(self):
-        return self._stats.reserved_bytes.now()
+        return self._stats.reserved()
 
     @_synchronized
     def max_memory_allocated(self):
         self._recount_if_stale()
-        return self._stats.allocated_bytes.peak[0]
+        return self._stats.blocks.peak[0][0]
 
     @_synchronized
     def max_memory_reserved(self):
-        return self._stats.reserved_bytes.peak[0]
+        return self._stats.segments.peak[0][0]
 
     @_synchronized
     def reset_peak_memory_stats(self):
@@ -609,5 +617,5 @@ class CachingAllocator:
                 lines.extend("  " + entry.rstrip("\n").replace("\n", "\n  ")
                              for entry in traceback.format_list(b.trace))
         text = "\n".join(lines)
-        print(text, file=sys.stderr if file is None else file)
+        print(text, file=sys.stdout if file is None else file)
         return text

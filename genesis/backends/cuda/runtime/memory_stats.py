@@ -23,117 +23,145 @@ the allocator's bytes after the event. device: the allocator's device index."""
 
 
 class Stat:
-    """current / peak / allocated / freed of one quantity, for all blocks and per pool.
+    """current / peak / allocated / freed of some quantities that change together, per pool.
 
-    Only the per-pool current and allocated figures and the peaks are counted (the hot path
-    stays short); "all" is their sum and freed is allocated - current (+ current at the last
-    reset of the accumulated figures).
+    Lists are indexed [scope][quantity]. Only the pools' current and allocated figures and the
+    peaks are counted; "all" is the pools' sum, and freed is allocated - current (+ current at
+    the last reset of the accumulated figures).
     """
 
-    __slots__ = ("current", "peak", "allocated", "_freed_base")
+    __slots__ = ("names", "current", "peak", "allocated", "_freed_base")
 
-    def __init__(self):
-        self.current = [0, 0, 0]  # index 0 unused: "all" is derived
-        self.peak = [0, 0, 0]
-        self.allocated = [0, 0, 0]
-        self._freed_base = [0, 0, 0]
+    def __init__(self, names):
+        self.names = names
+        self.current, self.peak, self.allocated, self._freed_base = (
+            [[0] * len(names) for _ in SCOPES] for _ in range(4))
 
-    def increase(self, pool, n):
-        current = self.current
-        current[pool] += n
-        self.allocated[pool] += n
-        peak = self.peak
-        if current[pool] > peak[pool]:
-            peak[pool] = current[pool]
-        if current[1] + current[2] > peak[0]:
-            peak[0] = current[1] + current[2]
+    def increase(self, pool, deltas):
+        """Add `deltas` (one per quantity) to `pool`'s figures and raise the peaks."""
+        current, other = self.current[pool], self.current[3 - pool]
+        allocated, peak, total_peak = self.allocated[pool], self.peak[pool], self.peak[0]
+        for q, n in enumerate(deltas):
+            current[q] += n
+            allocated[q] += n
+            peak[q] = max(peak[q], current[q])
+            total_peak[q] = max(total_peak[q], current[q] + other[q])
 
-    def decrease(self, pool, n):
-        self.current[pool] -= n
+    def decrease(self, pool, deltas):
+        current = self.current[pool]
+        for q, n in enumerate(deltas):
+            current[q] -= n
 
-    def now(self):
-        """The current figure over all pools."""
-        return self.current[1] + self.current[2]
+    def now(self, q=0):
+        """The current figure of quantity `q` over all pools."""
+        return self.current[SMALL_POOL][q] + self.current[LARGE_POOL][q]
 
-    def value(self, metric, scope):
+    def value(self, metric, scope, q):
         if metric == "peak":
-            return self.peak[scope]
+            return self.peak[scope][q]
         if scope == 0:
-            return self.value(metric, 1) + self.value(metric, 2)
+            return self.value(metric, SMALL_POOL, q) + self.value(metric, LARGE_POOL, q)
         if metric == "freed":
-            return self.allocated[scope] - self.current[scope] + self._freed_base[scope]
-        return getattr(self, metric)[scope]
+            return (self.allocated[scope][q] - self.current[scope][q]
+                    + self._freed_base[scope][q])
+        return getattr(self, metric)[scope][q]
 
-    def set_current(self, values):
-        """Current figures recounted from the blocks (small, large); the change counts as
-        allocated or freed."""
-        for pool, n in zip((1, 2), values):
-            self.allocated[pool] += max(n - self.current[pool], 0)
-            self.current[pool] = n
-            self.peak[pool] = max(self.peak[pool], n)
-        self.peak[0] = max(self.peak[0], sum(values))
+    def set_current(self, pool, values):
+        """`pool`'s current figures recounted; a rise counts as allocated, a drop as freed."""
+        for q, n in enumerate(values):
+            self.allocated[pool][q] += max(n - self.current[pool][q], 0)
+            self.current[pool][q] = n
+            self.peak[pool][q] = max(self.peak[pool][q], n)
+            self.peak[0][q] = max(self.peak[0][q], self.now(q))
 
     def reset_peak(self):
-        self.peak[1:] = self.current[1:]
-        self.peak[0] = self.current[1] + self.current[2]
+        for pool in (SMALL_POOL, LARGE_POOL):
+            self.peak[pool][:] = self.current[pool]
+        self.peak[0][:] = [self.now(q) for q in range(len(self.names))]
 
     def reset_accumulated(self):
-        self.allocated[:] = [0, 0, 0]
-        self._freed_base[:] = self.current
+        for pool in (SMALL_POOL, LARGE_POOL):
+            self.allocated[pool][:] = [0] * len(self.names)
+            self._freed_base[pool][:] = self.current[pool]
 
-    def items(self, name):
-        for i, scope in enumerate(SCOPES):
-            for metric in METRICS:
-                yield f"{name}.{scope}.{metric}", self.value(metric, i)
+    def items(self):
+        for q, name in enumerate(self.names):
+            for i, scope in enumerate(SCOPES):
+                for metric in METRICS:
+                    yield f"{name}.{scope}.{metric}", self.value(metric, i, q)
 
 
 class MemoryStats:
     """All counters of one allocator; the allocator updates them under its lock."""
 
-    FAMILIES = ("allocated_bytes", "requested_bytes", "allocation", "reserved_bytes", "segment")
     COUNTERS = ("stream_cache_hits", "pool_hits", "cache_misses", "num_alloc_retries", "num_ooms")
-    __slots__ = FAMILIES + COUNTERS
+    __slots__ = ("blocks", "segments") + COUNTERS
 
     def __init__(self):
-        for family in self.FAMILIES:
-            setattr(self, family, Stat())
+        self.blocks = Stat(("allocated_bytes", "requested_bytes", "allocation"))
+        self.segments = Stat(("reserved_bytes", "segment"))
         self.reset_accumulated()
 
     def on_malloc(self, pool, size, requested):
-        self.allocated_bytes.increase(pool, size)
-        self.requested_bytes.increase(pool, requested)
-        self.allocation.increase(pool, 1)
+        """The hot path: Stat.increase(pool, (size, requested, 1)) unrolled."""
+        blocks = self.blocks
+        current, other = blocks.current[pool], blocks.current[3 - pool]
+        current[0] += size
+        current[1] += requested
+        current[2] += 1
+        allocated = blocks.allocated[pool]
+        allocated[0] += size
+        allocated[1] += requested
+        allocated[2] += 1
+        peak = blocks.peak[pool]
+        if current[0] > peak[0]:
+            peak[0] = current[0]
+        if current[1] > peak[1]:
+            peak[1] = current[1]
+        if current[2] > peak[2]:
+            peak[2] = current[2]
+        peak = blocks.peak[0]
+        if current[0] + other[0] > peak[0]:
+            peak[0] = current[0] + other[0]
+        if current[1] + other[1] > peak[1]:
+            peak[1] = current[1] + other[1]
+        if current[2] + other[2] > peak[2]:
+            peak[2] = current[2] + other[2]
 
     def on_free(self, pool, size, requested):
-        self.allocated_bytes.decrease(pool, size)
-        self.requested_bytes.decrease(pool, requested)
-        self.allocation.decrease(pool, 1)
+        current = self.blocks.current[pool]
+        current[0] -= size
+        current[1] -= requested
+        current[2] -= 1
 
     def on_segment(self, pool, size, added):
         """A segment obtained from (added) or returned to the driver."""
-        change = Stat.increase if added else Stat.decrease
-        change(self.reserved_bytes, pool, size)
-        change(self.segment, pool, 1)
+        (self.segments.increase if added else self.segments.decrease)(pool, (size, 1))
+
+    def allocated(self):
+        return self.blocks.now(0)
+
+    def reserved(self):
+        return self.segments.now(0)
 
     def reset_peak(self):
-        for family in self.FAMILIES:
-            getattr(self, family).reset_peak()
+        self.blocks.reset_peak()
+        self.segments.reset_peak()
 
     def reset_accumulated(self):
-        for family in self.FAMILIES:
-            getattr(self, family).reset_accumulated()
+        self.blocks.reset_accumulated()
+        self.segments.reset_accumulated()
         for counter in self.COUNTERS:
             setattr(self, counter, 0)
 
     def as_dict(self):
         """The torch-named keys and the counters (the allocator adds the derived figures)."""
-        out = {}
-        for family in self.FAMILIES:
-            out.update(getattr(self, family).items(family))
+        out = dict(self.blocks.items())
+        out.update(self.segments.items())
         out["num_alloc_retries"] = self.num_alloc_retries
         out["num_ooms"] = self.num_ooms
-        out["num_device_alloc"] = self.segment.value("allocated", 0)
-        out["num_device_free"] = self.segment.value("freed", 0)
+        out["num_device_alloc"] = self.segments.value("allocated", 0, 1)
+        out["num_device_free"] = self.segments.value("freed", 0, 1)
         return out
 
 
