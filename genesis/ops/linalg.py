@@ -84,8 +84,16 @@ class MatMul(Function):
         if ctx.needs_input_grad[0]:
             ga = sum_to(matmul(g2, b2.mT), a2.shape).reshape(a.shape)
         if ctx.needs_input_grad[1]:
-            gb = sum_to(matmul(a2.mT, g2), b2.shape).reshape(b.shape)
+            gb = _folded_weight_grad(a2, g2) if b2.ndim == 2 and a2.ndim > 2 \
+                else sum_to(matmul(a2.mT, g2), b2.shape)
+            gb = gb.reshape(b.shape)
         return ga, gb
+
+
+def _folded_weight_grad(a, g):
+    """d(a @ w)/dw for batched `a` and one matrix `w`: fold the batch into the product's inner
+    dimension (one large matmul) instead of a batch of small ones summed afterwards."""
+    return matmul(a.reshape(-1, a.shape[-1]).mT, g.reshape(-1, g.shape[-1]))
 
 
 def matmul(input, other):

@@ -13,7 +13,14 @@ from .elementwise import float32_for_half
 @register("matmul", "cpu")
 @float32_for_half
 def matmul(a, b):
-    """numpy's matmul, whose 1-D and batch-broadcasting rules are PyTorch's."""
+    """numpy's matmul, whose 1-D and batch-broadcasting rules are PyTorch's.
+
+    A batch of matrices times one matrix (every Linear layer on a 3-D input) is folded into a
+    single 2-D product: numpy would otherwise run one small BLAS call per batch entry.
+    """
+    if a.ndim > 2 and b.ndim == 2:
+        out = np.matmul(a.reshape(-1, a.shape[-1]), b)
+        return out.reshape(*a.shape[:-1], b.shape[-1])
     return np.asarray(np.matmul(a, b))
 
 
