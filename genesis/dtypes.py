@@ -157,8 +157,12 @@ def result_type(*operands):
 
     Tensors with dimensions, 0-d tensors and Python scalars are promoted within their tier; a
     lower tier changes the result only when its category (bool < int < float) is higher.
-    A Python float counts as the default dtype, a Python int as int64.
+    A Python float counts as the default dtype, a Python int as int64. Tensors that all share
+    one dtype (the common case) return it at once.
     """
+    first = getattr(operands[0], "dtype", None) if operands else None
+    if type(first) is dtype and all(getattr(x, "dtype", None) is first for x in operands[1:]):
+        return first
     tiers = [None, None, None]
     for x in operands:
         if isinstance(x, (bool, int, float, np.generic)):

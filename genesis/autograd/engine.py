@@ -7,7 +7,7 @@ into leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and 
 """
 
 from . import grad_mode
-from .function import AccumulateGrad, edge_of
+from .function import AccumulateGrad, edge_of, tensor_type
 
 
 def _make_root_grads(tensors, grad_tensors, op):
@@ -157,10 +157,9 @@ def _apply_node(node, grads, retain_graph):
 
 
 def _as_tuple(tensors):
-    from ..tensor import Tensor
-    if tensors is None or isinstance(tensors, Tensor):
-        return tensors if tensors is None else (tensors,)
-    return tuple(tensors)
+    if tensors is None:
+        return None
+    return (tensors,) if isinstance(tensors, tensor_type()) else tuple(tensors)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -232,7 +232,7 @@ class BackwardNode(Node):
         self._saved = ()
         self._released = True
         for key, value in list(self.__dict__.items()):
-            if not key.startswith("_") and _holds_tensor(value):
+            if key[0] != "_" and key not in _GRAPH_FIELDS and _holds_tensor(value):
                 delattr(self, key)
 
     def __getattr__(self, key):
@@ -252,10 +252,14 @@ class BackwardNode(Node):
                      in enumerate(zip(result, self._input_meta)))
 
 
+_GRAPH_FIELDS = frozenset(("next_functions", "needs_input_grad", "num_outputs", "node_name",
+                           "materialize_grads"))
+
+
 def _holds_tensor(value):
     if isinstance(value, (tuple, list)):
-        return any(hasattr(v, "_requires_grad") for v in value)
-    return hasattr(value, "_requires_grad")
+        return any(isinstance(v, _tensor_type) for v in value)
+    return isinstance(value, _tensor_type)
 
 
 def _check_grad(node, index, grad, meta):
@@ -302,7 +306,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        tensor_cls = _tensor_type or _load_tensor_type()
+        tensor_cls = tensor_type()
         ctx = BackwardNode(cls)
         ctx.needs_input_grad = needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a)
                                               for a in args])
@@ -332,47 +336,52 @@ _tensor_type = None
 
 
 def _load_tensor_type():
-    """genesis.Tensor, imported on first use (genesis.tensor imports this package)."""
     global _tensor_type
     from ..tensor import Tensor
     _tensor_type = Tensor
     return Tensor
 
 
+def tensor_type():
+    """genesis.Tensor, imported on first use (genesis.tensor imports this package)."""
+    return _tensor_type or _load_tensor_type()
+
+
 def _wire_outputs(ctx, args, outputs):
-    """Attach `ctx` as grad_fn of each differentiable output; returns outputs as given.
+    """Attach `ctx` as grad_fn of each differentiable output; returns the outputs.
 
     An input returned as is (and not marked dirty) comes back as a new view of it, as in
     PyTorch. A dirty input that is a view rebases its base's history on this node.
     """
     single = not isinstance(outputs, tuple)
-    outs = (outputs,) if single else outputs
-    inputs_by_id = {id(a): a for a in args}
-    wired, meta = [], []
-    for nr, out in enumerate(outs):
-        if out is None or not hasattr(out, "_requires_grad"):
-            wired.append(out)
-            meta.append(None)
-            continue
-        if id(out) in inputs_by_id and id(out) not in ctx._dirty:
-            out = _alias_of(out)
-        if id(out) in ctx._non_differentiable or not out.dtype.is_floating_point:
-            out._requires_grad = False
-        else:
-            if id(out) in ctx._dirty and out.is_leaf and out._requires_grad:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                                   "operation.")
-            out._requires_grad = True
-            out.grad_fn = ctx
-            out._output_nr = nr
-            if out._base is not None:
-                _attach_view(ctx, out)
-        wired.append(out)
-        meta.append((tuple(out.shape), out.dtype, out.device))
-    ctx._output_meta = tuple(meta)
-    ctx.num_outputs = len(outs)
-    ctx._saved = tuple(_pack_output(entry, ctx) for entry in ctx._saved)
+    wired = [_wire_output(ctx, args, nr, out)
+             for nr, out in enumerate((outputs,) if single else outputs)]
+    ctx._output_meta = tuple([(out._data.shape, out.dtype, out.device)
+                              if hasattr(out, "_requires_grad") else None for out in wired])
+    ctx.num_outputs = len(wired)
+    if ctx._saved:
+        ctx._saved = tuple([_pack_output(entry, ctx) for entry in ctx._saved])
     return wired[0] if single else tuple(wired)
+
+
+def _wire_output(ctx, args, nr, out):
+    """Make `ctx` the grad_fn of output `nr` when it is differentiable; returns the output."""
+    if not hasattr(out, "_requires_grad"):
+        return out
+    key = id(out)
+    dirty = key in ctx._dirty
+    if not dirty and any(out is a for a in args):
+        out = _alias_of(out)
+    if key in ctx._non_differentiable or not out.dtype.is_floating_point:
+        out._requires_grad = False
+        return out
+    if dirty and out.is_leaf and out._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    out._requires_grad, out.grad_fn, out._output_nr = True, ctx, nr
+    if out._base is not None:
+        _attach_view(out, dirty)
+    return out
 
 
 def _mark_untracked_view(outputs):
@@ -388,10 +397,10 @@ def _alias_of(t):
     return make_view(t, tuple(t.shape), t.stride(), t.storage_offset())
 
 
-def _attach_view(ctx, out):
+def _attach_view(out, dirty):
     """Record the base history a view output was made from; rebase the base for dirty views."""
     out._base_grad_fn = out._base.grad_fn
-    if id(out) in ctx._dirty:
+    if dirty:
         from ..ops.inplace import rebase_history
         rebase_history(out, out)
 

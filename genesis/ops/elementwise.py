@@ -51,8 +51,27 @@ def _check_operands(op, operands):
             raise TypeError(f"{op}(): expected Tensor or Number operands, got {type(x).__name__}")
 
 
+def _uniform(operands):
+    """The first operand when all are tensors of one shape, dtype and device, else None.
+
+    Such operands need no promotion, cast or broadcast: the fast path of the hot small ops.
+    """
+    first = operands[0]
+    if not isinstance(first, Tensor):
+        return None
+    for x in operands[1:]:
+        if not (isinstance(x, Tensor) and x.dtype is first.dtype and x.device == first.device
+                and x._data.shape == first._data.shape):
+            return None
+    return first
+
+
 def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
+    first = _uniform(operands)
+    if first is not None and (dtype is None or dtype is first.dtype):
+        data = kernel(kernel_op or op, first.device.type)(*[x._data for x in operands], **kwargs)
+        return wrap(data, first.device)
     _check_operands(op, operands)
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)
