@@ -256,6 +256,13 @@ def test_clamp(bounds, dtype, rng):
           pair(values((10,), dtype, rng), dtype), lo_t)
 
 
+@pytest.mark.parametrize("bounds", [(-1000, 1000), (None, 300), (-129, None), (-1.5, 2.5)],
+                         ids=str)
+def test_clamp_scalar_bounds_out_of_range(bounds):
+    x = pair(np.array([1, -2, 100]), genesis.int8)
+    check(lambda t: genesis.clamp(t, *bounds), lambda t: torch.clamp(t, *bounds), x)
+
+
 def test_clamp_nan_and_requires_bound():
     x = pair(np.array([np.nan, 1.0, -5.0]), genesis.float32)
     check(lambda t: t.clamp(-1, 1), lambda t: t.clamp(-1, 1), x)

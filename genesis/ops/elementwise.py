@@ -9,6 +9,8 @@ exception PyTorch raises (NotImplementedError, a RuntimeError).
 
 import math
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.function import Function
 from ..dispatch import kernel
@@ -664,6 +666,8 @@ class Clamp(Function):
         dtype = dtypes.result_type(*bounds)
         if len(bounds) == 3 or not all(isinstance(v, Tensor) for v in bounds):
             reject("clamp", dtype, "b")
+        for v in (low, high):
+            _check_fits("clamp", dtype, v)
         shape = broadcast_shapes(*(_shape(v) for v in bounds), op="clamp")
         device = _device("clamp", bounds)
         args = [None if v is None else _operand(v, dtype, shape, device) for v in (x, low, high)]
@@ -685,6 +689,18 @@ class Clamp(Function):
             takes = x > high if low is None else (x > high) | (high < low)
             g_high = sum_to(where(takes, g, 0.0), ctx.shapes[2])
         return _grad(ctx, 0, where(keep, g, 0.0), ctx.shapes[0]), g_low, g_high
+
+
+def _check_fits(op, dtype, value):
+    """RuntimeError (as PyTorch) for a Python scalar argument outside an integer dtype's range;
+    unsigned types also take negatives down to -max (two's complement wraparound)."""
+    if category(dtype) != "i" or isinstance(value, (Tensor, type(None))):
+        return
+    info = np.iinfo(dtype.numpy_dtype)
+    lowest = info.min if dtype.is_signed else -int(info.max)
+    if not lowest <= value <= info.max:
+        raise RuntimeError(f"{op}: value {value} cannot be converted to type {dtype.name} "
+                           "without overflow")
 
 
 def clamp(input, min=None, max=None):
