@@ -3,11 +3,13 @@
 Memory comes from the driver in segments: 2 MiB ones for requests up to 1 MiB (the small pool),
 GENESIS_CUDA_SEGMENT_SIZE ones above (the large pool), or one of its own, rounded to 2 MiB, for a
 request larger than half that (as torch's 20 MB segments serve requests under 10 MB: a big block
-in a shared segment would strand its remainder). A request is rounded to 512 B, served by best fit from a (size,
-address)-sorted index of free blocks, and the block is split; a freed block coalesces with its
-free neighbours. In front of that global pool sits a
-stream-local cache of recently freed exact-size blocks (bounded by GENESIS_CUDA_CACHE_SIZE), so
-the usual malloc/free of a repeated size is a few dict and list operations.
+in a shared segment would strand its remainder). A request is rounded to 512 B, served by best
+fit from a (size, address)-sorted index of free blocks (memory_blocks.GlobalPool), and the block
+is split; a freed block coalesces with its free neighbours. In front of that global pool sits a
+stream-local cache of recently freed exact-size blocks (bounded by GENESIS_CUDA_CACHE_SIZE, least
+recently freed out first), so the usual malloc/free of a repeated size is a few dict and list
+operations. When the global pool has no fit, the stream's cached blocks of that pool are merged
+into it before a new segment is requested.
 
 Stream safety follows torch's caching allocator. A free block carries the stream that last used
 it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other
@@ -26,16 +28,14 @@ Freed or merged Block objects belong to the allocator again: callers drop them a
 import collections
 import concurrent.futures
 import dataclasses
-import functools
 import sys
 import threading
-import traceback
 
-from .memory_blocks import (ALLOCATED, CACHED, FREE, MERGED, MIN_BLOCK, PENDING, SMALL_SEGMENT,
-                            SMALL_SIZE, STATE_NAMES, Block, FreeIndex, Segment)
+from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MIN_BLOCK, PENDING, SMALL_POOL,
+                            SMALL_SEGMENT, SMALL_SIZE, Block, GlobalPool, Segment, link_after)
 from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
-from .memory_stats import (LARGE_POOL, SMALL_POOL, MemoryEvent, MemoryStats, format_bytes,
-                           format_summary)
+from .memory_report import ReportingMixin, synchronized
+from .memory_stats import MemoryEvent, MemoryStats, format_bytes
 
 _UNBOUNDED = sys.maxsize
 
@@ -57,40 +57,7 @@ def segment_sizes(size, pool, segment_size):
     return (segment_size, exact) if exact <= segment_size // 2 else (exact,)
 
 
-def _synchronized(method):
-    """Run under the allocator's lock; deliver the callback events it queued once unlocked."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            with self._lock:
-                return method(self, *args, **kwargs)
-        finally:
-            if self._notices:
-                self._dispatch_notices()
-    return wrapper
-
-
-def _link_after(block, size):
-    """Cut `block` to `size` bytes; the rest becomes a new block right after it (returned)."""
-    rest = Block(block.ptr + size, block.size - size, block.stream, block.segment, block, block.next)
-    if block.next is not None:
-        block.next.prev = rest
-    block.next = rest
-    block.size = size
-    return rest
-
-
-def _absorb(low, high):
-    """Merge `high` into its lower neighbour `low`."""
-    low.size += high.size
-    low.next = high.next
-    if high.next is not None:
-        high.next.prev = low
-    high.state = MERGED
-    return low
-
-
-class CachingAllocator:
+class CachingAllocator(ReportingMixin):
     """The device memory manager of one GPU; thread-safe."""
 
     def __init__(self, driver, device=0, config=None):
@@ -98,7 +65,7 @@ class CachingAllocator:
         self.device = device
         self._lock = threading.Lock()
         self._segments = {}  # base address -> Segment
-        self._free = {}  # (pool, stream or None) -> FreeIndex
+        self._pool = GlobalPool()
         self._cache = {}  # stream -> {size: [blocks]}: the stream-local level
         self._lru = collections.OrderedDict()  # the cached blocks, oldest first
         self._cached_bytes = 0
@@ -225,7 +192,7 @@ class CachingAllocator:
             block = self._lru.popitem(last=False)[0]
             self._cache[block.stream][block.size].remove(block)
             self._cached_bytes -= block.size
-            self._release(block)
+            self._pool.release(block)
 
     def _flush_cache(self, stream, pool=None):
         """Move `stream`'s cached blocks (of sizes that `pool` serves, or all) to the pool."""
@@ -234,70 +201,28 @@ class CachingAllocator:
             for block in by_size.pop(size):
                 del self._lru[block]
                 self._cached_bytes -= block.size
-                self._release(block)
+                self._pool.release(block)
 
     def _flush_all_caches(self):
         for stream in list(self._cache):
             self._flush_cache(stream)
 
-    # The global pool (level 2): best fit, split, coalesce.
+    # Level 2: the global pool, new segments, reclaiming.
 
     def _take(self, size, nbytes, stream):
         """A block of at least `size` bytes usable on `stream`, from the pool or a new segment."""
         pool = SMALL_POOL if size <= SMALL_SIZE else LARGE_POOL
-        block = self._best_fit(size, pool, stream)
+        block = self._pool.take(size, pool, stream)
         if block is None and self._cache.get(stream):
             self._flush_cache(stream, pool)
-            block = self._best_fit(size, pool, stream)
+            block = self._pool.take(size, pool, stream)
         if block is not None:
             self._stats.pool_hits += 1
         else:
             block = self._new_segment(size, pool, stream) or self._reclaim(size, nbytes, pool, stream)
             self._stats.cache_misses += 1
-        block.state = ALLOCATED  # out of the index: never merged into a neighbour
-        split_at = MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1
-        if block.size - size >= split_at:
-            self._index(block.segment.pool, block.stream).add(_link_after(block, size))
+        self._pool.split(block, size)
         return block
-
-    def _best_fit(self, size, pool, stream):
-        """Remove and return the best-fitting free block for `stream` (its own or shared), or None."""
-        own, shared = self._free.get((pool, stream)), self._free.get((pool, None))
-        block = own.best_fit(size) if own else None
-        other = shared.best_fit(size) if shared else None
-        if other is not None and (block is None or other.size < block.size):
-            block, own = other, shared
-        if block is not None:
-            own.remove(block)
-        return block
-
-    def _index(self, pool, tag):
-        index = self._free.get((pool, tag))
-        if index is None:
-            index = self._free[(pool, tag)] = FreeIndex()
-        return index
-
-    def _release(self, block):
-        """Put `block` in the global pool, merged with free neighbours it may share a stream with."""
-        tag = block.stream
-        prev, nxt = block.prev, block.next
-        if self._unindex_if_mergeable(prev, tag):
-            tag = prev.stream if tag is None else tag
-            block = _absorb(prev, block)
-        if self._unindex_if_mergeable(nxt, tag):
-            tag = nxt.stream if tag is None else tag
-            block = _absorb(block, nxt)
-        block.stream = tag
-        block.state = FREE
-        self._index(block.segment.pool, tag).add(block)
-
-    def _unindex_if_mergeable(self, neighbour, tag):
-        if neighbour is None or neighbour.state != FREE:
-            return False
-        if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
-            return False
-        self._free[(neighbour.segment.pool, neighbour.stream)].remove(neighbour)
-        return True
 
     def _new_segment(self, size, pool, stream):
         """The head block of a new segment, or None when the cap or the driver refuses."""
@@ -320,7 +245,7 @@ class CachingAllocator:
         self._notify("alloc_retry", nbytes, stream)
         self._synchronize_events()
         self._flush_all_caches()
-        block = self._best_fit(size, pool, stream)
+        block = self._pool.take(size, pool, stream)
         if block is None:
             self._release_free_segments()
             block = self._new_segment(size, pool, stream)
@@ -344,8 +269,7 @@ class CachingAllocator:
 
     def _release_free_segments(self):
         for segment in [s for s in self._segments.values() if s.is_free()]:
-            for block in segment.blocks():
-                self._free[(segment.pool, block.stream)].remove(block)
+            self._pool.discard(segment)
             self._driver.mem_free(segment.ptr)
             del self._segments[segment.ptr]
             self._stats.on_segment(segment.pool, segment.size, False)
@@ -373,7 +297,7 @@ class CachingAllocator:
                 block.event_count -= 1
                 if block.event_count == 0:
                     block.stream = None
-                    self._release(block)
+                    self._pool.release(block)
             if not queue:
                 del self._pending[stream]
 
@@ -385,14 +309,14 @@ class CachingAllocator:
 
     # Bulk operations.
 
-    @_synchronized
+    @synchronized
     def empty_cache(self):
         """Return every entirely free segment to the driver (after pending frees complete)."""
         self._synchronize_events()
         self._flush_all_caches()
         self._release_free_segments()
 
-    @_synchronized
+    @synchronized
     def warmup_cache(self, sizes, counts, stream=0):
         """Pre-fill the stream-local cache with `counts[i]` blocks of `sizes[i]` bytes."""
         self._warmup(list(zip(sizes, counts, strict=True)), stream)
@@ -406,7 +330,7 @@ class CachingAllocator:
         for block in self._carve(sizes, stream) if sizes else ():
             self._cache_block(block)
 
-    @_synchronized
+    @synchronized
     def allocate_batch(self, sizes, stream=0):
         """Blocks for many sizes at once, carved from one contiguous region."""
         sizes = list(sizes)
@@ -433,7 +357,7 @@ class CachingAllocator:
         pieces = []
         for size in sizes[:-1]:
             pieces.append(block)
-            block = _link_after(block, size)
+            block = link_after(block, size)
         pieces.append(block)
         for piece in pieces:
             piece.stream = stream
@@ -459,7 +383,7 @@ class CachingAllocator:
 
     # Configuration.
 
-    @_synchronized
+    @synchronized
     def configure(self, options):
         """configure_memory_manager({...}): the MemoryConfig options, plus warmup_sizes pairs."""
         options = dict(options)
@@ -467,7 +391,7 @@ class CachingAllocator:
         self._apply(self._config.updated(options))
         self._warmup(warmup, 0)
 
-    @_synchronized
+    @synchronized
     def set_memory_fraction(self, fraction):
         """Cap reserved memory at `fraction` of the device's total memory (a hard limit)."""
         value = parse_option("memory_fraction", fraction, f"set_memory_fraction({fraction!r})")
@@ -500,122 +424,3 @@ class CachingAllocator:
             callback = self._callback
         for event in notices if callback is not None else ():
             callback(event)
-
-    # Statistics.
-
-    def _recount(self):
-        """Set the current block figures from the blocks themselves (statistics were off)."""
-        fresh = {SMALL_POOL: [0, 0, 0], LARGE_POOL: [0, 0, 0]}
-        for segment in self._segments.values():
-            counts = fresh[segment.pool]
-            for block in segment.blocks():
-                if block.state == ALLOCATED:
-                    counts[0] += block.size
-                    counts[1] += block.requested_size
-                    counts[2] += 1
-        for pool, values in fresh.items():
-            self._stats.blocks.set_current(pool, values)
-
-    def _recount_if_stale(self):
-        if not self._stats_on:
-            self._recount()
-
-    @_synchronized
-    def memory_allocated(self):
-        self._recount_if_stale()
-        return self._stats.allocated()
-
-    @_synchronized
-    def memory_reserved(self):
-        return self._stats.reserved()
-
-    @_synchronized
-    def max_memory_allocated(self):
-        self._recount_if_stale()
-        return self._stats.blocks.peak[0][0]
-
-    @_synchronized
-    def max_memory_reserved(self):
-        return self._stats.segments.peak[0][0]
-
-    @_synchronized
-    def reset_peak_memory_stats(self):
-        self._recount_if_stale()
-        self._stats.reset_peak()
-
-    @_synchronized
-    def reset_accumulated_memory_stats(self):
-        self._stats.reset_accumulated()
-
-    @_synchronized
-    def memory_stats(self):
-        """torch.cuda.memory_stats keys plus the seed's summary figures (see module docstring)."""
-        self._recount_if_stale()
-        out = self._stats.as_dict()
-        allocated, reserved = out["allocated_bytes.all.current"], out["reserved_bytes.all.current"]
-        inactive = self._cached_bytes + sum(b.size for index in self._free.values()
-                                            for _, _, b in index.entries)
-        largest = max([index.largest() for index in self._free.values()]
-                      + [size for by_size in self._cache.values()
-                         for size, blocks in by_size.items() if blocks], default=0)
-        hits = self._stats.stream_cache_hits + self._stats.pool_hits
-        lookups = hits + self._stats.cache_misses
-        out.update(
-            allocated=allocated, reserved=reserved, cached=reserved - allocated,
-            free=self._driver.mem_get_info()[0], total=self._total, memory_cap=self._cap,
-            peak_allocated=out["allocated_bytes.all.peak"],
-            peak_reserved=out["reserved_bytes.all.peak"],
-            segments=len(self._segments), active_blocks=out["allocation.all.current"],
-            total_allocations=out["allocation.all.allocated"],
-            total_freed=out["allocation.all.freed"], cache_hits=hits,
-            cache_misses=self._stats.cache_misses,
-            stream_cache_hits=self._stats.stream_cache_hits,
-            stream_cached_blocks=len(self._lru), stream_cached_bytes=self._cached_bytes,
-            cache_hit_rate=hits / lookups if lookups else 0.0,
-            fragmentation=1.0 - largest / inactive if inactive else 0.0,
-            efficiency_score=allocated / reserved if reserved else 1.0)
-        out["fragmentation_ratio"] = out["fragmentation"]
-        return out
-
-    def memory_summary(self):
-        """A readable table of memory_stats(), like torch.cuda.memory_summary()."""
-        return format_summary(self.memory_stats(), f"Genesis CUDA memory summary, device {self.device}")
-
-    @_synchronized
-    def memory_snapshot(self):
-        """Every segment with its blocks (addresses, sizes, states), as torch.cuda.memory_snapshot."""
-        return [{"device": self.device, "address": s.ptr, "total_size": s.size, "stream": s.stream,
-                 "segment_type": "small" if s.pool == SMALL_POOL else "large",
-                 "allocated_size": sum(b.size for b in s.blocks() if b.state == ALLOCATED),
-                 "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested_size,
-                             "state": STATE_NAMES[b.state], "stream": b.stream}
-                            for b in s.blocks()]}
-                for s in sorted(self._segments.values(), key=lambda s: s.ptr)]
-
-    # Debug traces.
-
-    def _capture_trace(self):
-        """The caller's stack (innermost frames outside this module), at most debug_max_frames."""
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename == __file__:
-            frame = frame.f_back
-        return traceback.extract_stack(frame, limit=self._config.debug_max_frames)
-
-    def dump_allocation_trace(self, file=None):
-        """List the live blocks, largest first, with their allocation stacks (leak hunting)."""
-        with self._lock:
-            live = sorted((b for s in self._segments.values() for b in s.blocks()
-                           if b.state == ALLOCATED), key=lambda b: (-b.size, b.ptr))
-        lines = [f"{len(live)} live blocks on device {self.device}, "
-                 f"{format_bytes(sum(b.size for b in live))} allocated"]
-        for b in live:
-            lines.append(f"{b.ptr:#x}  {format_bytes(b.size)} (requested {b.requested_size} B) "
-                         f"on stream {b.stream}")
-            if b.trace is None:
-                lines.append("    (no stack: allocated while debug mode was off)")
-            else:
-                lines.extend("  " + entry.rstrip("\n").replace("\n", "\n  ")
-                             for entry in traceback.format_list(b.trace))
-        text = "\n".join(lines)
-        print(text, file=sys.stdout if file is None else file)
-        return text

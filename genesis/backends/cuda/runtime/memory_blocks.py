@@ -1,7 +1,13 @@
-"""The data structures of the caching allocator: segments, blocks, and the best-fit index."""
+"""The caching allocator's structures: segments, blocks, and the global pool of free blocks.
+
+The pool keeps the free blocks of each (pool, stream tag) in a FreeIndex sorted by (size,
+address), so best fit is a bisection. A free block's tag is the one stream that may reuse it
+without an event, or None for any stream; neighbours merge when one tag allows the other.
+"""
 
 import bisect
 
+SMALL_POOL, LARGE_POOL = 1, 2
 SMALL_SIZE = 1 << 20  # requests up to this many bytes use the small pool
 SMALL_SEGMENT = 2 << 20  # segment size of the small pool
 MIN_BLOCK = 512  # small sizes round to this; a small-pool split leaves at least this much
@@ -93,3 +99,90 @@ class FreeIndex:
 
     def largest(self):
         return self.entries[-1][2].size if self.entries else 0
+
+
+def link_after(block, size):
+    """Cut `block` to `size` bytes; the rest becomes a new block right after it (returned)."""
+    rest = Block(block.ptr + size, block.size - size, block.stream, block.segment, block, block.next)
+    if block.next is not None:
+        block.next.prev = rest
+    block.next = rest
+    block.size = size
+    return rest
+
+
+def _absorb(low, high):
+    """Merge `high` into its lower neighbour `low`."""
+    low.size += high.size
+    low.next = high.next
+    if high.next is not None:
+        high.next.prev = low
+    high.state = MERGED
+    return low
+
+
+class GlobalPool:
+    """The free blocks of every segment, indexed by (pool, stream tag): best fit and coalescing."""
+
+    __slots__ = ("indexes",)
+
+    def __init__(self):
+        self.indexes = {}  # (pool, stream or None) -> FreeIndex
+
+    def _index(self, pool, tag):
+        index = self.indexes.get((pool, tag))
+        if index is None:
+            index = self.indexes[(pool, tag)] = FreeIndex()
+        return index
+
+    def take(self, size, pool, stream):
+        """Remove and return the best-fitting block for `stream` (its own or shared), or None."""
+        own, shared = self.indexes.get((pool, stream)), self.indexes.get((pool, None))
+        block = own.best_fit(size) if own else None
+        other = shared.best_fit(size) if shared else None
+        if other is not None and (block is None or other.size < block.size):
+            block, own = other, shared
+        if block is not None:
+            own.remove(block)
+        return block
+
+    def split(self, block, size):
+        """Mark a taken block in use; its tail beyond `size` goes back to the pool if big enough
+        (small pool: 512 B or more; large pool: more than 1 MiB, as torch)."""
+        block.state = ALLOCATED
+        split_at = MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1
+        if block.size - size >= split_at:
+            self._index(block.segment.pool, block.stream).add(link_after(block, size))
+
+    def release(self, block):
+        """Add `block`, merged with the free neighbours it may share a stream with."""
+        tag = block.stream
+        prev, nxt = block.prev, block.next
+        if self._unindex_if_mergeable(prev, tag):
+            tag = prev.stream if tag is None else tag
+            block = _absorb(prev, block)
+        if self._unindex_if_mergeable(nxt, tag):
+            tag = nxt.stream if tag is None else tag
+            block = _absorb(block, nxt)
+        block.stream = tag
+        block.state = FREE
+        self._index(block.segment.pool, tag).add(block)
+
+    def _unindex_if_mergeable(self, neighbour, tag):
+        if neighbour is None or neighbour.state != FREE:
+            return False
+        if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
+            return False
+        self.indexes[(neighbour.segment.pool, neighbour.stream)].remove(neighbour)
+        return True
+
+    def discard(self, segment):
+        """Forget the blocks of a segment that is going back to the driver (all free)."""
+        for block in segment.blocks():
+            self.indexes[(segment.pool, block.stream)].remove(block)
+
+    def blocks(self):
+        return (entry[2] for index in self.indexes.values() for entry in index.entries)
+
+    def largest(self):
+        return max((index.largest() for index in self.indexes.values()), default=0)

@@ -7,8 +7,9 @@ up to 1 MiB, "large_pool" above), giving keys such as "allocated_bytes.all.curre
 
 import collections
 
-SCOPES = ("all", "small_pool", "large_pool")
-SMALL_POOL, LARGE_POOL = 1, 2  # indices into a Stat's lists; 0 is "all"
+from .memory_blocks import LARGE_POOL, SMALL_POOL
+
+SCOPES = ("all", "small_pool", "large_pool")  # a Stat's lists are indexed by scope, pools 1, 2
 METRICS = ("current", "peak", "allocated", "freed")
 
 MemoryEvent = collections.namedtuple(
