@@ -1,0 +1,163 @@
+"""Shared pieces of the strided kernels: dimension coalescing, row layouts, specializations.
+
+Kernels read views where they lie: an N-d view is described by up to MAX_DIMS (size, stride)
+pairs after coalescing, and each element's offset is recomputed from its linear index by
+`offsets` below. Reductions and row-wise kernels (softmax, scans) see their input as
+rows x reduced elements, each side with its own coalesced dims (`row_layout`).
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ..launch import compile_kernel, get_kernel
+from ..runtime.array import CUDAArray
+
+MAX_DIMS = 6
+MAX_ROW_DIMS = 4
+
+
+@triton.jit
+def offsets(linear, sizes, strides, NDIM: tl.constexpr):
+    """Element offsets of row-major `linear` indices over `sizes` (sizes[0] is never read)."""
+    rest = linear
+    off = tl.zeros_like(linear)
+    for d in tl.static_range(NDIM - 1, 0, -1):
+        off += (rest % sizes[d]) * strides[d]
+        rest = rest // sizes[d]
+    return off + rest * strides[0]
+
+
+def coalesce(shape, *strides):
+    """(sizes, per-array strides) with size-1 dims dropped and neighbours merged when every array
+    is contiguous across them; strides are in elements. Never empty (a 0-d view is [1])."""
+    dims = [(size, tuple(s[i] for s in strides)) for i, size in enumerate(shape) if size != 1]
+    merged = []
+    for size, st in dims:
+        if merged:
+            psize, pst = merged[-1]
+            if all(p == s * size for p, s in zip(pst, st)):
+                merged[-1] = (psize * size, st)
+                continue
+        merged.append((size, st))
+    if not merged:
+        merged = [(1, (0,) * len(strides))]
+    sizes = [size for size, _ in merged]
+    return sizes, [tuple(st[k] for _, st in merged) for k in range(len(strides))]
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+class RowLayout:
+    """An array seen as `rows` x `length`: kept dims (coalesced with the output's contiguous
+    layout, in order) and reduced dims (coalesced; reordered by stride when `reorder`)."""
+
+    __slots__ = ("rows", "length", "kept_sizes", "kept_strides", "out_strides", "red_sizes",
+                 "red_strides")
+
+    def __init__(self, shape, strides, dims, reorder=True):
+        kept = [i for i in range(len(shape)) if i not in dims]
+        red = list(dims)
+        if reorder:
+            red.sort(key=lambda i: -abs(strides[i]))
+        kept_shape = [shape[i] for i in kept]
+        self.kept_sizes, (self.kept_strides, self.out_strides) = coalesce(
+            kept_shape, [strides[i] for i in kept], contiguous_strides(kept_shape))
+        self.red_sizes, (self.red_strides,) = coalesce([shape[i] for i in red],
+                                                      [strides[i] for i in red])
+        self.rows = _prod(kept_shape)
+        self.length = _prod(shape[i] for i in red)
+
+    def fits(self):
+        return len(self.kept_sizes) <= MAX_ROW_DIMS and len(self.red_sizes) <= MAX_ROW_DIMS
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def index_type(sizes, *strides):
+    """"i32" when every linear index and element offset fits in int32 (cheaper div/mod), else
+    "i64"."""
+    limit = 2 ** 31 - 1
+    if _prod(sizes) > limit:
+        return "i64"
+    for st in strides:
+        if sum(abs(s) * (n - 1) for n, s in zip(sizes, st)) > limit:
+            return "i64"
+    return "i32"
+
+
+def size_entries(prefix, sizes, max_dims, ty):
+    """Kernel entries {prefix}size1.. (unused ones become constexpr 1)."""
+    n = len(sizes)
+    return [(f"{prefix}size{d}", sizes[d] if d < n else 1, ty if d < n else "constexpr")
+            for d in range(1, max_dims)]
+
+
+def stride_entries(prefix, strides, max_dims, ty):
+    """Kernel entries {prefix}s0.. (unused ones become constexpr 0; an innermost stride of 1
+    becomes constexpr 1, so Triton knows the accesses are contiguous and can vectorize)."""
+    n = len(strides)
+    entries = []
+    for d in range(max_dims):
+        value = strides[d] if d < n else 0
+        const = d >= n or (d == n - 1 and value == 1)
+        entries.append((f"{prefix}s{d}", value, "constexpr" if const else ty))
+    return entries
+
+
+def specialization(fn, entries):
+    """(signature, constexprs, runtime args) of `fn` from (name, value, type) entries covering
+    every parameter; a type of "constexpr" makes the value a compile-time constant."""
+    order = fn.arg_names
+    entries = sorted(entries, key=lambda e: order.index(e[0]))
+    signature = {name: ty for name, _, ty in entries}
+    consts = {name: value for name, value, ty in entries if ty == "constexpr"}
+    return signature, consts, [value for _, value, ty in entries if ty != "constexpr"]
+
+
+def launch(fn, grid, stream, entries, num_warps, device, aligned=(), num_stages=1):
+    """Compile `fn` for `entries` (once; see specialization) and launch it."""
+    signature, consts, args = specialization(fn, entries)
+    kernel = get_kernel(fn, signature, consts, aligned, num_warps, num_stages, device)
+    kernel(grid, stream, *args)
+    return kernel
+
+
+def compile_entries(fn, entries, num_warps, target, aligned=(), num_stages=1):
+    """Compile `fn` for `entries` and `target` without launching it (compile_all)."""
+    signature, consts, _ = specialization(fn, entries)
+    compile_kernel(fn, signature, consts, aligned, num_warps, num_stages, target)
+
+
+def const(**values):
+    """Constexpr entries."""
+    return [(name, value, "constexpr") for name, value in values.items()]
+
+
+class _NoStorage:
+    ptr = 0
+    device = 0
+
+
+def placeholder(shape, dtype, strides=None):
+    """A CUDAArray that owns no memory (address 0): compile_all specializes on its layout."""
+    dtype = np.dtype(dtype)
+    shape = tuple(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+    return CUDAArray(_NoStorage(), shape, tuple(s * dtype.itemsize for s in strides), 0, dtype)
+
+
+def compile_all(target):
+    """Nothing to compile here: these helpers are compiled inside the kernels that call them."""

@@ -1,0 +1,181 @@
+"""Run the CUDA backend's kernels on the CPU through Triton's interpreter (TRITON_INTERPRET=1).
+
+The kernels' own launch code runs unchanged: `device()` patches the pieces that need a GPU
+(allocation, stream, context, the bound launcher) so that CUDAArrays live in host memory and each
+launch becomes an interpreted `kernel[grid](...)`. libdevice has no interpreter implementation, so
+its functions are replaced by numpy ones: results then check index math, masks, dtypes and
+formulas, not the last bits of libdevice.
+
+Only meaningful when TRITON_INTERPRET=1 was set before Triton was imported.
+"""
+
+import contextlib
+import math
+import os
+
+import numpy as np
+import triton.language as tl
+from triton.language.extra import libdevice
+from triton.runtime.interpreter import TensorHandle
+
+from genesis.backends.cuda.runtime.array import CUDAArray, contiguous_byte_strides
+
+ENABLED = os.environ.get("TRITON_INTERPRET") == "1"
+
+_TL_TYPES = {"fp32": tl.float32, "fp64": tl.float64, "fp16": tl.float16, "bf16": tl.bfloat16,
+             "i1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32, "i64": tl.int64,
+             "u8": tl.uint8}
+_NP_SCALARS = {"fp32": np.float32, "fp64": np.float64, "i32": np.int32, "i64": np.int64,
+               "i1": np.bool_}
+
+
+class _HostStorage:
+    """Host memory standing in for a device allocation."""
+
+    def __init__(self, nbytes):
+        self.buffer = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        self.ptr = self.buffer.ctypes.data
+        self.nbytes = nbytes
+        self.device = 0
+
+
+class _HostPointer:
+    """What the interpreter needs of a tensor argument: an address and an element type."""
+
+    def __init__(self, address, dtype):
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self):
+        return self.address
+
+    def untyped_storage(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def new_empty(self, *args, **kwargs):
+        return self
+
+    def set_(self, *args):
+        return self
+
+    def copy_(self, other):
+        return self
+
+    storage_offset = size = stride = lambda self: 0
+
+
+def _empty(cls, shape, dtype, device=0, stream=None):
+    dtype = np.dtype(dtype)
+    shape = tuple(shape)
+    storage = _HostStorage(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    return cls(storage, shape, contiguous_byte_strides(shape, dtype.itemsize), 0, dtype)
+
+
+def to_device(array, transpose=False):
+    """A host-backed CUDAArray holding `array`; with `transpose`, a transposed view of it."""
+    array = np.asarray(array)
+    if transpose:
+        storage = np.ascontiguousarray(array.T)
+        out = _empty(CUDAArray, storage.shape, array.dtype)
+        to_host(out)[...] = storage
+        return CUDAArray(out.storage, array.shape, out.strides[::-1], 0, array.dtype)
+    out = _empty(CUDAArray, array.shape, array.dtype)
+    to_host(out)[...] = array
+    return out
+
+
+def view(arr, shape, strides, offset=0):
+    """`arr`'s storage seen as `shape` with element `strides` and element `offset`."""
+    item = arr.itemsize
+    return CUDAArray(arr.storage, shape, tuple(s * item for s in strides),
+                     arr.offset + offset * item, arr.dtype)
+
+
+def to_host(arr):
+    """A numpy view of a host-backed CUDAArray (same memory)."""
+    return np.ndarray(arr.shape, arr.dtype, buffer=arr.storage.buffer, offset=arr.offset,
+                      strides=arr.strides)
+
+
+def _scalar(value, ty):
+    np_type = _NP_SCALARS[ty]
+    tl_type = _TL_TYPES[ty]
+    return tl.tensor(TensorHandle(np.array([value], dtype=np_type), tl_type), tl_type)
+
+
+class _Launcher:
+    """Stands in for launch.BoundKernel: converts raw arguments and runs the interpreter."""
+
+    def __init__(self, fn, signature, constexprs):
+        self.fn, self.constexprs = fn, dict(constexprs or {})
+        self.types = [ty for ty in signature.values() if ty != "constexpr"]
+
+    def __call__(self, grid, stream, *args):
+        converted = []
+        for value, ty in zip(args, self.types):
+            if ty.startswith("*"):
+                converted.append(_HostPointer(value, _TL_TYPES[ty[1:]]))
+            else:
+                converted.append(_scalar(value, ty))
+        names = [n for n in self.fn.arg_names if n not in self.constexprs]
+        self.fn[tuple(grid)](**dict(zip(names, converted)), **self.constexprs)
+
+
+def _get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):
+    return _Launcher(fn, signature, constexprs)
+
+
+def _unary_np(fn):
+    def apply(x):
+        data = np.asarray(fn(x.handle.data)).astype(x.handle.data.dtype)
+        return tl.tensor(TensorHandle(data, x.handle.dtype), x.type)
+    return apply
+
+
+def _binary_np(fn):
+    def apply(a, b):
+        data = np.asarray(fn(a.handle.data, b.handle.data)).astype(a.handle.data.dtype)
+        return tl.tensor(TensorHandle(data, a.handle.dtype), a.type)
+    return apply
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_LIBDEVICE = {
+    **{name: _unary_np(getattr(np, name)) for name in (
+        "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "sinh",
+        "cosh", "tanh", "floor", "ceil", "trunc", "rint")},
+    "asin": _unary_np(np.arcsin), "acos": _unary_np(np.arccos), "atan": _unary_np(np.arctan),
+    "asinh": _unary_np(np.arcsinh), "acosh": _unary_np(np.arccosh),
+    "atanh": _unary_np(np.arctanh), "erf": _unary_np(_erf),
+    "erfc": _unary_np(lambda x: 1.0 - _erf(x)),
+    "pow": _binary_np(np.power), "atan2": _binary_np(np.arctan2),
+    "hypot": _binary_np(np.hypot), "copysign": _binary_np(np.copysign),
+}
+
+
+@contextlib.contextmanager
+def device(*modules):
+    """Within: the given kernel modules launch through the interpreter on host memory."""
+    from genesis.backends.cuda.kernels import _strided
+    saved = []
+
+    def patch(obj, name, value):
+        saved.append((obj, name, getattr(obj, name)))
+        setattr(obj, name, value)
+
+    patch(CUDAArray, "empty", classmethod(_empty))
+    for name, fn in _LIBDEVICE.items():
+        patch(libdevice, name, fn)
+    for module in (_strided,) + modules:
+        for name, value in (("get_kernel", _get_kernel), ("activate", lambda index: None),
+                            ("current_stream_handle", lambda index: 0)):
+            if hasattr(module, name):
+                patch(module, name, value)
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        for obj, name, value in reversed(saved):
+            setattr(obj, name, value)
