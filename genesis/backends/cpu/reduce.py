@@ -101,7 +101,7 @@ def _take(x, index, dim, keepdim):
     values = np.take_along_axis(x, index, axis=dim)
     if not keepdim:
         index, values = np.squeeze(index, dim), np.squeeze(values, dim)
-    return np.ascontiguousarray(values), np.ascontiguousarray(index, dtype=np.int64)
+    return np.array(values, order="C"), np.array(index, dtype=np.int64, order="C")
 
 
 def _select_dim(pick, x, dim, keepdim):
