@@ -414,3 +414,11 @@ def test_max_of_two_tensors_is_maximum(rng):
     (a, ta), (b, tb) = make_pair((3, 4), rng=rng), make_pair((4,), rng=rng)
     assert_close(genesis.max(a, b), torch.max(ta, tb))
     assert_close(a.min(b), ta.min(tb))
+
+
+@pytest.mark.parametrize("op", ["max", "min", "median"])
+def test_reducing_a_vector_along_its_dim_gives_0d(op):
+    values, indices = getattr(genesis.tensor([1.0, 3.0, 2.0]), op)(0)
+    expected = getattr(torch.tensor([1.0, 3.0, 2.0]), op)(0)
+    assert values.shape == expected.values.shape == ()
+    assert indices.shape == () and indices.item() == expected.indices.item()
