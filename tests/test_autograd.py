@@ -210,6 +210,19 @@ def test_grad_of_non_leaf_inputs(rng):
     assert_close(gx, tgx)
 
 
+def test_grad_of_a_non_leaf_does_not_run_or_free_its_history(rng):
+    x, tx = pair((3,), rng=rng)
+    h, th = x * x, tx * tx
+    (gh,) = genesis.autograd.grad((h * 3).sum(), h)
+    (tgh,) = torch.autograd.grad((th * 3).sum(), th)
+    assert_close(gh, tgh)
+    (h * 3).sum().backward(inputs=[h])
+    assert x.grad is None
+    h.sum().backward()
+    th.sum().backward()
+    assert_grads([x], [tx])
+
+
 def test_grad_runs_leaf_hooks_as_torch():
     x, tx = pair((3,))
     x.register_hook(lambda g: g * 2)

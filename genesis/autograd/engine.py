@@ -52,12 +52,16 @@ def _post_order(roots):
 
 
 def _leading_to(targets, order):
-    """The nodes of `order` (a post-order) from which some node in `targets` can be reached."""
-    useful = set(targets)
+    """The nodes of `order` (a post-order) that must run for gradients to reach `targets`.
+
+    A target node itself runs only if another target lies beyond it: its incoming gradient is
+    captured without running it, as PyTorch does (so its saved tensors stay alive).
+    """
+    run = set()
     for node in order:
-        if any(e is not None and e[0] in useful for e in node.next_functions):
-            useful.add(node)
-    return useful
+        if any(e is not None and (e[0] in run or e[0] in targets) for e in node.next_functions):
+            run.add(node)
+    return run
 
 
 def _zeros_for(meta):
@@ -95,17 +99,22 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, a
     for (node, nr), g in zip(root_edges, root_grads):
         _add_to_buffer(buffers, node, nr, g)
     order = _post_order(list(buffers))
-    useful = None if targets is None else _leading_to({e[0] for e in targets}, order)
+    target_nodes = run = None
+    if targets is not None:
+        target_nodes = {e[0] for e in targets}
+        run = _leading_to(target_nodes, order)
     with grad_mode.set_grad_enabled(create_graph):
         for node in reversed(order):
             grads = buffers.pop(node, None)
-            if grads is None or (useful is not None and node not in useful):
+            if grads is None or (run is not None and node not in run and node not in target_nodes):
                 continue
             _run_tensor_hooks(node, grads)
             if isinstance(node, AccumulateGrad):
                 _leaf(node, grads, create_graph, targets, accumulate)
             else:
-                _run_node(node, grads, buffers, retain_graph, targets)
+                _capture(node, grads, targets)
+                if run is None or node in run:
+                    _pass_on(node, grads, buffers, retain_graph)
 
 
 def _add_to_buffer(buffers, node, nr, grad):
@@ -127,12 +136,16 @@ def _leaf(node, grads, create_graph, targets, accumulate):
         targets[(node, 0)] = node.run_hooks(grads.pop())
 
 
-def _run_node(node, grads, buffers, retain_graph, targets):
-    """Capture the node's incoming gradients if targeted, run it, and pass its gradients on."""
+def _capture(node, grads, targets):
+    """Record the gradients arriving at targeted outputs of `node`."""
     if targets is not None:
         for nr, g in enumerate(grads):
             if (node, nr) in targets and g is not None:
                 targets[(node, nr)] = g
+
+
+def _pass_on(node, grads, buffers, retain_graph):
+    """Run `node` and add its input gradients to the buffers of the nodes they flow to."""
     for edge, g in zip(node.next_functions, _apply_node(node, grads, retain_graph)):
         if edge is not None and g is not None:
             _add_to_buffer(buffers, edge[0], edge[1], g)
