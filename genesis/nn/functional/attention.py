@@ -24,22 +24,23 @@ def _repeat_heads(x, groups):
     return expanded.reshape(*lead, heads * groups, length, dim)
 
 
-def _masked_scores(scores, attn_mask, is_causal):
-    """Scores with the mask applied: bool masks keep True, float masks are added."""
+def _attention_weights(scores, attn_mask, is_causal):
+    """Softmax over the keys with the mask applied (bool: True may attend; float: added).
+
+    Rows that may attend to nothing give zeros instead of NaN, as torch's math kernel does; a
+    causal mask always leaves key 0, so it needs no such fix.
+    """
     if is_causal:
-        attn_mask = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+        allowed = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+        return softmax(ew.where(allowed, scores, -math.inf), -1)
     if attn_mask is None:
-        return scores
+        return softmax(scores, -1)
     if attn_mask.dtype is dtypes.bool_:
-        return ew.where(attn_mask, scores, -math.inf)
-    return scores + attn_mask
-
-
-def _safe_softmax(scores):
-    """Softmax over the last dim; rows where every score is -inf give zeros instead of NaN."""
+        weights = softmax(ew.where(attn_mask, scores, -math.inf), -1)
+        return ew.where(~attn_mask.any(-1, keepdim=True), 0.0, weights)
+    scores = scores + attn_mask
     weights = softmax(scores, -1)
-    blocked = (scores == -math.inf).all(-1, keepdim=True)
-    return ew.where(blocked, 0.0, weights)
+    return ew.where((scores == -math.inf).all(-1, keepdim=True), 0.0, weights)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -61,10 +62,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = linalg.matmul(query, key.transpose(-2, -1)) * scale
-    masked = attn_mask is not None or is_causal
-    scores = _masked_scores(scores, attn_mask, is_causal)
-    weights = _safe_softmax(scores) if masked else softmax(scores, -1)
+    scores = linalg.matmul(query * scale, key.transpose(-2, -1))
+    weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return linalg.matmul(weights, value)
