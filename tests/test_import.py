@@ -39,7 +39,8 @@ sys.meta_path.insert(0, Block())
 
 def _run(code):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
