@@ -620,6 +620,34 @@ def test_custom_function_setup_context_and_once_differentiable(rng):
     assert_grads([x], [tx])
 
 
+class Checkpoint(Function):
+    """Recomputes `fn` in backward and runs a nested backward through it (re-entrant engine)."""
+
+    @staticmethod
+    def forward(ctx, fn, x):
+        ctx.fn = fn
+        ctx.save_for_backward(x)
+        return fn(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_()
+        with genesis.enable_grad():
+            out = ctx.fn(x)
+        genesis.autograd.backward(out, g)
+        return None, x.grad
+
+
+def test_backward_inside_backward(rng):
+    (x, w), (tx, tw) = zip(pair((5,), rng=rng), pair((5,), rng=rng))
+    y = Checkpoint.apply(lambda t: (t * w).sin(), x)
+    (y * y).sum().backward()
+    ty = (tx * tw).sin()
+    (ty * ty).sum().backward()
+    assert_grads([x, w], [tx, tw])
+
+
 class WrongGradients(Function):
     @staticmethod
     def forward(ctx, x, mode):
