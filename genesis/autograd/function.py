@@ -108,14 +108,16 @@ def _fresh_refcounts(tensor):
 def _may_steal(grad, leaf):
     """True when `grad` can become `leaf.grad` as it is: same layout, and no one else holds it.
 
-    `grad` must be referenced only by the caller's frame (AccumulateGrad.accumulate's argument),
-    not be a view, and its array and storage must be referenced only by itself, so no other
-    tensor can see its memory.
+    `grad` must be referenced only by AccumulateGrad.accumulate's argument (one frame more than
+    a bare argument), not be a view, and its array and storage must be referenced only by itself,
+    so no other tensor can see its memory. This relies on kernels returning fresh arrays (views
+    are made with `make_view`, which sets `_base`).
     """
+    data_refs, storage_refs = _fresh_refcounts(grad)
     return (sys.getrefcount(grad) - 1 <= _REFS_OF_ARGUMENT and grad._base is None
             and grad.dtype is leaf.dtype and grad.stride() == leaf.stride()
-            and (sys.getrefcount(grad._data), sys.getrefcount(grad._storage))
-            <= _fresh_refcounts(grad))
+            and sys.getrefcount(grad._data) <= data_refs
+            and sys.getrefcount(grad._storage) <= storage_refs)
 
 
 def grad_accumulator(leaf):
