@@ -320,3 +320,23 @@ def test_half_precision_layers_run():
         assert out.dtype is dtype and out.shape == (3, 2)
         out.float().sum().backward()
         assert model[0].weight.grad.dtype is dtype
+
+
+@pytest.mark.parametrize("name, args, shape, dims", [
+    ("Linear", (4, 3), (4, 2, 5), (2, 1, 0)),
+    ("Conv2d", (3, 2, 3), (2, 7, 6, 3), (0, 3, 1, 2)),
+    ("LayerNorm", (5,), (5, 3, 2), (1, 2, 0)),
+    ("MaxPool2d", (2,), (6, 2, 4, 3), (1, 3, 0, 2)),
+    ("BatchNorm1d", (3,), (3, 8), (1, 0)),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_non_contiguous_and_empty_inputs(name, args, shape, dims, rng):
+    dtype = genesis.float64
+    gl, tl = make_pair_of_layers(name, args, {}, dtype)
+    g_base, t_base = float_inputs([shape], dtype, rng)
+    g_out, t_out = run_both(gl, tl, [g_base[0].permute(*dims)], [t_base[0].permute(*dims)], rng)
+    assert_close(g_out, t_out, dtype)
+    compare_grads(gl, tl, g_base, t_base, dtype)
+    if name != "BatchNorm1d":
+        empty = [0] + list(t_base[0].permute(*dims).shape[1:])
+        assert tuple(gl(genesis.zeros(*empty, dtype=dtype)).shape) == \
+            tuple(tl(torch.zeros(*empty, dtype=torch.float64)).shape)

@@ -8,7 +8,11 @@ def linear(input, weight, bias=None):
     if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied (input of shape "
                            f"{list(input.shape)} and weight of shape {list(weight.shape)})")
-    out = linalg.matmul(input, weight.t())
+    if input.ndim > 2:
+        out = linalg.matmul(input.reshape(-1, input.shape[-1]), weight.t())
+        out = out.reshape(*input.shape[:-1], weight.shape[0])
+    else:
+        out = linalg.matmul(input, weight.t())
     return out if bias is None else out + bias
 
 
