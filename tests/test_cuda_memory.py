@@ -139,9 +139,9 @@ def test_segment_shrinks_to_the_request_under_the_cap(make, sim):
 
 def test_stream_cache_returns_the_same_block(make, sim):
     a = make()
-    x = a.malloc(4 * MiB, stream=1)
+    x = a.malloc(4096, stream=1)
     a.free(x)
-    assert a.malloc(4 * MiB, stream=1) is x
+    assert a.malloc(4096, stream=1) is x
     assert a.memory_stats()["stream_cache_hits"] == 1 and sim.alloc_calls == 1
 
 
@@ -219,13 +219,24 @@ def test_cache_bound_evicts_the_oldest(make, sim, cache_size, kept):
 
 
 def test_pool_miss_flushes_the_stream_cache(make, sim):
-    a = make(segment_size=20 * MiB)
-    blocks = [a.malloc(4 * MiB) for _ in range(5)]
+    a = make()
+    blocks = [a.malloc(MiB // 2) for _ in range(4)]
     for b in blocks:
         a.free(b)
-    big = a.malloc(8 * MiB)
+    assert states(a)[blocks[0].ptr] == "cached"
+    big = a.malloc(MiB)
     assert sim.alloc_calls == 1 and big.ptr == blocks[0].ptr
     check_invariants(a, sim, [big])
+
+
+def test_large_blocks_skip_the_stream_cache(make, sim):
+    a = make()
+    x, y = a.malloc(4 * MiB), a.malloc(4 * MiB)
+    a.free(x)
+    assert states(a)[x.ptr] == "free" and a.memory_stats()["stream_cached_blocks"] == 0
+    a.free(y)
+    assert list(states(a).values()) == ["free"]
+    assert a.malloc(4 * MiB).ptr == x.ptr
 
 
 def test_cap_is_a_hard_limit(make, sim):
@@ -398,11 +409,19 @@ def test_warmup_fills_the_stream_cache(make, sim):
     a.warmup_cache([4096, 3 * MiB], counts=[10, 2], stream=7)
     calls = sim.alloc_calls
     blocks = [a.malloc(4096, stream=7) for _ in range(10)] + [a.malloc(3 * MiB, 7)]
-    assert sim.alloc_calls == calls == 1
-    assert a.memory_stats()["stream_cache_hits"] == 11
+    assert sim.alloc_calls == calls == 2  # a small and a large segment
+    assert a.memory_stats()["stream_cache_hits"] == 10  # the large ones came from the pool
     ptrs = sorted(b.ptr for b in blocks[:10])
     assert ptrs == list(range(ptrs[0], ptrs[0] + 10 * 4096, 4096))
     check_invariants(a, sim, blocks)
+
+
+def test_warmup_of_many_small_blocks_uses_small_segments(make, sim):
+    a = make()
+    a.warmup_cache([64 * 1024], [50])
+    stats = a.memory_stats()
+    assert stats["stream_cached_blocks"] == 50 and stats["segment.small_pool.current"] == 2
+    check_invariants(a, sim, [])
 
 
 def test_warmup_disabled_does_nothing(make, sim):
