@@ -729,11 +729,14 @@ def test_inplace_on_non_leaf_matches_torch(op, rng):
     assert_grads([x, c], [tx, tc])
 
 
-def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(rng):
+@pytest.mark.parametrize("write", [
+    lambda t: t.copy_(genesis.ones(4) if isinstance(t, genesis.Tensor) else torch.ones(4)),
+    lambda t: t.zero_(), lambda t: t.fill_(2.5)], ids=["copy_", "zero_", "fill_"])
+def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(write, rng):
     x, tx = pair((4,), rng=rng)
     y, ty = x * 3, tx * 3
-    y.copy_(genesis.ones(4))
-    ty.copy_(torch.ones(4))
+    write(y)
+    write(ty)
     assert y.requires_grad and y.grad_fn is not None
     (y * x).sum().backward()
     (ty * tx).sum().backward()
