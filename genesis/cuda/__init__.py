@@ -8,6 +8,7 @@ import contextlib
 
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
+from ..backends.cuda.runtime.memory import OutOfMemoryError
 
 
 def is_available():
@@ -130,6 +131,102 @@ def stream(stream):
     return _runtime()[1].stream_context(stream)
 
 
+def _allocator(device=None):
+    dev, _ = _runtime()
+    return dev.get_context(_index(device)).allocator
+
+
+def memory_allocated(device=None):
+    """Bytes held by live tensors on the device."""
+    return _allocator(device).memory_allocated()
+
+
+def memory_reserved(device=None):
+    """Bytes the caching allocator holds from the driver (live plus cached)."""
+    return _allocator(device).memory_reserved()
+
+
+def max_memory_allocated(device=None):
+    return _allocator(device).max_memory_allocated()
+
+
+def max_memory_reserved(device=None):
+    return _allocator(device).max_memory_reserved()
+
+
+def reset_peak_memory_stats(device=None):
+    _allocator(device).reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device=None):
+    _allocator(device).reset_accumulated_memory_stats()
+
+
+def memory_stats(device=None):
+    """The allocator's statistics: PyTorch's keys plus the seed's summary keys."""
+    return _allocator(device).memory_stats()
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A readable table of the allocator's statistics."""
+    return _allocator(device).memory_summary()
+
+
+def memory_snapshot(device=None):
+    return _allocator(device).memory_snapshot()
+
+
+def empty_cache():
+    """Give every unused cached segment back to the driver, on every initialised device."""
+    from ..backends.cuda.runtime import device as dev
+    for ctx in dev.initialized_contexts():
+        ctx.allocator.empty_cache()
+
+
+def set_memory_fraction(fraction, device=None):
+    """Cap this process's reserved memory at `fraction` of the device's total (a hard cap)."""
+    _allocator(device).set_memory_fraction(fraction)
+
+
+def configure_memory_manager(options, device=None):
+    """Change allocator settings at run time, e.g. {"cache_size": "2GB", "enable_stats": False}."""
+    _allocator(device).configure(options)
+
+
+def warmup_cache(sizes, counts, device=None):
+    """Pre-allocate `counts[i]` blocks of `sizes[i]` bytes into the cache."""
+    _allocator(device).warmup_cache(sizes, counts)
+
+
+def allocate_batch(sizes, device=None):
+    """Raw blocks of the given sizes carved from one segment (free them with `free_block`)."""
+    return _allocator(device).allocate_batch(sizes)
+
+
+def allocate_async(size, device=None):
+    """A concurrent.futures.Future resolving to a raw block of `size` bytes."""
+    return _allocator(device).allocate_async(size)
+
+
+def free_block(block, device=None):
+    _allocator(device).free(block)
+
+
+def set_memory_callback(callback, threshold=None, device=None):
+    """Call `callback(event)` on allocator events (see the allocator's documentation)."""
+    _allocator(device).set_memory_callback(callback, threshold)
+
+
+def enable_memory_debugging(enabled=True, device=None):
+    """Record a stack trace with every allocation, for `dump_allocation_trace`."""
+    _allocator(device).enable_memory_debugging(enabled)
+
+
+def dump_allocation_trace(file=None, device=None):
+    """Write the live allocations and where they were made (debug mode) to `file` or stdout."""
+    return _allocator(device).dump_allocation_trace(file)
+
+
 def manual_seed(seed):
     from ..random import manual_seed as _seed
     _seed(seed)
@@ -141,4 +238,9 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
            "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream",
            "mem_get_info", "init", "is_initialized", "manual_seed", "manual_seed_all",
-           "CudaError"]
+           "CudaError", "OutOfMemoryError", "memory_allocated", "memory_reserved",
+           "max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats",
+           "reset_accumulated_memory_stats", "memory_stats", "memory_summary", "memory_snapshot",
+           "empty_cache", "set_memory_fraction", "configure_memory_manager", "warmup_cache",
+           "allocate_batch", "allocate_async", "free_block", "set_memory_callback",
+           "enable_memory_debugging", "dump_allocation_trace"]

@@ -261,5 +261,8 @@ class AllocatorDriver:
     def event_query(self, event):
         return event_query(event)
 
+    def event_synchronize(self, event):
+        event_synchronize(event)
+
     def event_destroy(self, event):
         event_destroy(event)
