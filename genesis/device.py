@@ -56,11 +56,21 @@ class device:
 cpu = device("cpu")
 
 
+_parsed = {}
+
+
 def as_device(value):
     """Accept a device, a string such as "cuda:0", an int (a CUDA index) or None (the CPU)."""
     if value is None:
         return cpu
-    return value if isinstance(value, device) else device(value)
+    if isinstance(value, device):
+        return value
+    if isinstance(value, str):
+        parsed = _parsed.get(value)
+        if parsed is None:
+            parsed = _parsed[value] = device(value)
+        return parsed
+    return device(value)
 
 
 def resolve(dev):
@@ -68,5 +78,16 @@ def resolve(dev):
     dev = as_device(dev)
     if dev.type == "cuda" and dev.index is None:
         from . import cuda
-        return device("cuda", cuda.current_device())
+        return _cuda_devices[cuda.current_device()]
     return dev
+
+
+class _CudaDevices(dict):
+    """device("cuda", i) objects, made once per index."""
+
+    def __missing__(self, index):
+        self[index] = device("cuda", index)
+        return self[index]
+
+
+_cuda_devices = _CudaDevices()

@@ -40,7 +40,10 @@ def is_initialized():
 
 
 def current_device():
-    return _runtime()[0].current_device()
+    from ..backends.cuda.runtime import device
+    if not device.initialized_contexts():
+        _runtime()
+    return device.current_device()
 
 
 def set_device(device):

@@ -52,21 +52,35 @@ def compile_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_
 
 
 class BoundKernel:
-    """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`."""
+    """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`.
 
-    __slots__ = ("name", "compiled", "_run", "_function", "_metadata")
+    `args` are the runtime arguments in order; the constexpr values, which Triton's launcher
+    also takes (and ignores), are appended here. Kernels declare their constexprs last.
+    """
 
-    def __init__(self, compiled):
+    __slots__ = ("name", "compiled", "_run", "_function", "_metadata", "_constexpr_values")
+
+    def __init__(self, compiled, constexpr_values):
         compiled._init_handles()
         self.name = compiled.name
         self.compiled = compiled
         self._run = compiled.run
         self._function = compiled.function
         self._metadata = compiled.packed_metadata
+        self._constexpr_values = constexpr_values
 
     def __call__(self, grid, stream, *args):
         gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        self._run(gx, gy, gz, stream, self._function, self._metadata, None, None, None, *args)
+        self._run(gx, gy, gz, stream, self._function, self._metadata, None, None, None, *args,
+                  *self._constexpr_values)
+
+
+def _trailing_constexprs(signature, constexprs):
+    """The constexpr values in parameter order; they must follow every runtime parameter."""
+    kinds = [kind == "constexpr" for kind in signature.values()]
+    if kinds != sorted(kinds):
+        raise ValueError(f"launch: constexpr parameters must come last, got {list(signature)}")
+    return tuple(constexprs[name] for name, kind in signature.items() if kind == "constexpr")
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):
@@ -85,7 +99,8 @@ def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stag
                 install()
                 compiled = compile_kernel(fn, signature, constexprs, aligned, num_warps, num_stages,
                                           target(device))
-                bound = _cache[key] = BoundKernel(compiled)
+                bound = _cache[key] = BoundKernel(
+                    compiled, _trailing_constexprs(signature, constexprs or {}))
     return bound
 
 

@@ -57,7 +57,9 @@ class CUDAArray:
     def empty(cls, shape, dtype, device, stream=None):
         dtype = np.dtype(dtype)
         shape = tuple(shape)
-        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        size = 1
+        for s in shape:
+            size *= s
         storage = CUDAStorage(size * dtype.itemsize, device, stream)
         return cls(storage, shape, contiguous_byte_strides(shape, dtype.itemsize), 0, dtype)
 
