@@ -140,7 +140,8 @@ def test_like_functions(dtype, rng):
         assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype, name
         if name != "empty_like":
             assert_close(g, t)
-    assert_close(genesis.full_like(base_g, 7, dtype=dtype), torch.full_like(base_t, 7, dtype=tdtype))
+    assert_close(genesis.full_like(base_g, 7, dtype=dtype),
+                 torch.full_like(base_t, 7, dtype=tdtype))
     g = genesis.zeros_like(genesis.ones(2, requires_grad=True), requires_grad=True)
     assert g.requires_grad and g.is_leaf
 

@@ -27,7 +27,8 @@ def _shape_arg(size, op):
         size = size[0]
     shape = tuple(int(s) for s in size)
     if any(s < 0 for s in shape):
-        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in {list(shape)}")
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
+                           f"{list(shape)}")
     return shape
 
 
@@ -94,7 +95,8 @@ def _to_numpy(data, op):
         try:
             return np.array(items)
         except ValueError as e:
-            raise ValueError(f"{op}: could not build a tensor from ragged nested sequences: {e}") from None
+            raise ValueError(f"{op}: could not build a tensor from ragged nested sequences: "
+                             f"{e}") from None
     if isinstance(data, (np.ndarray, np.generic, numbers.Number)):
         return np.asarray(data)
     if hasattr(data, "__array__") or hasattr(data, "__dlpack__"):
@@ -207,7 +209,8 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _from_host(np.eye(n, m, dtype=dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+    values = np.eye(n, m, dtype=dtype.numpy_dtype)
+    return _from_host(values, as_device(device), dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -405,19 +408,23 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the rows of `input` (non-negative weights, need not sum to 1)."""
     rng = rng_for(generator)
     if input.ndim not in (1, 2):
-        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {list(input.shape)}")
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape "
+                           f"{list(input.shape)}")
     weights = input.detach()._host().astype(np.float64).reshape(-1, input.shape[-1])
     if np.any(weights < 0) or np.any(~np.isfinite(weights)):
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
+                           "element < 0")
     if not replacement and num_samples > weights.shape[1]:
         raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > "
                            f"prob_dist.size(-1)={weights.shape[1]} samples without replacement")
     rows = []
     for w in weights:
         if w.sum() <= 0:
-            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
         if not replacement and np.count_nonzero(w) < num_samples:
-            raise RuntimeError("multinomial: invalid multinomial distribution (with replacement=False, "
+            raise RuntimeError("multinomial: invalid multinomial distribution (with "
+                               "replacement=False, "
                                "not enough non-negative category to sample)")
         rows.append(rng.choice(len(w), size=num_samples, replace=replacement, p=w / w.sum()))
     out = np.array(rows, dtype=np.int64).reshape(*input.shape[:-1], num_samples)
@@ -444,7 +451,8 @@ class ToCopy(Function):
 
 
 def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False):
-    """`Tensor.to`: the tensor itself if nothing changes (unless `copy`), else a differentiable copy."""
+    """`Tensor.to`: the tensor itself if nothing changes (unless `copy`), else a differentiable
+    copy."""
     device = resolve(device) if device is not None else t.device
     dtype = dtype or t.dtype
     if device == t.device and dtype is t.dtype and not copy:
@@ -488,7 +496,8 @@ def copy_(self, src, non_blocking=False):
 
 
 def fill_(self, value):
-    """Set every element to `value` (a number, or a 0-d tensor whose gradient then flows), in place."""
+    """Set every element to `value` (a number, or a 0-d tensor whose gradient then flows), in
+    place."""
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "

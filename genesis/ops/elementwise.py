@@ -783,7 +783,8 @@ def _inplace(fn, name):
     def method(self, *args, **kwargs):
         return write_result(self, fn(snapshot_for_graph(self, *args), *args, **kwargs), name)
     method.__name__ = name
-    method.__doc__ = f"In-place `{fn.__name__}`: validated first, so a failure leaves the tensor as it was."
+    method.__doc__ = (f"In-place `{fn.__name__}`: validated first, so a failure leaves the tensor "
+                      "as it was.")
     return method
 
 
