@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import full_like, tensor as make_tensor
+from ..ops.creation import full_like
+from ..ops.creation import tensor as make_tensor
 from ..ops.inplace import write_result
 from ..random import rng_for
 
@@ -167,6 +168,18 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _write(tensor, gain * q.reshape(tuple(tensor.shape)))
 
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "orthogonal_"]
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "eye_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "orthogonal_",
+    "trunc_normal_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]

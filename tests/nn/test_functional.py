@@ -2,15 +2,14 @@
 
 import math
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from helpers import assert_close
 
 import genesis
 import genesis.nn.functional as F
 from genesis.autograd import gradcheck, gradgradcheck
-from helpers import assert_close
 
 
 def _leaf(rng, *shape, low=-1.0, high=1.0):
@@ -64,7 +63,8 @@ GRADCHECKS = [
     ("cross_entropy", lambda x: F.cross_entropy(x, genesis.tensor([0, 2, 1]), label_smoothing=0.1,
                                                 ignore_index=1), [(3, 3)]),
     ("cross_entropy_probs", lambda x, p: F.cross_entropy(x, p), [(2, 3), (2, 3)]),
-    ("nll_loss", lambda x, w: F.nll_loss(x, genesis.tensor([[0, 2], [1, 1]]), w), [(2, 3, 2), (3,)]),
+    ("nll_loss", lambda x, w: F.nll_loss(x, genesis.tensor([[0, 2], [1, 1]]), w),
+     [(2, 3, 2), (3,)]),
     ("kl_div", lambda x, y: F.kl_div(x, y, reduction="batchmean", log_target=True),
      [(2, 3), (2, 3)]),
     ("bce_with_logits", lambda x, y, pw: F.binary_cross_entropy_with_logits(x, y, pos_weight=pw),

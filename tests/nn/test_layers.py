@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from helpers import TORCH_DTYPES, assert_close, from_torch
 
 import genesis
 from genesis import nn
-from helpers import TORCH_DTYPES, assert_close, from_torch
 
 FLOATS = [genesis.float32, genesis.float64]
 
@@ -246,10 +246,11 @@ def test_dropout_reproducible_with_seed():
 
 @pytest.mark.parametrize("layer, shape, match", [
     (nn.Linear(4, 3), (2, 5),
-     r"Linear\(in_features=4, out_features=3, bias=True\): expected input with last dimension "
-     r"4, got shape \[2, 5\]"),
-    (nn.Conv2d(3, 4, 3), (2, 5, 8, 8), r"Conv2d\(3, 4, .*expected 3D \(unbatched\) or 4D "
-     r"\(batched\) input with 3 channels, got shape \[2, 5, 8, 8\]"),
+     (r"Linear\(in_features=4, out_features=3, bias=True\): expected input with last dimension "
+      r"4, got shape \[2, 5\]")),
+    (nn.Conv2d(3, 4, 3), (2, 5, 8, 8), (r"Conv2d\(3, 4, .*expected 3D \(unbatched\) or 4D "
+                                        r"\(batched\) input with 3 channels, got shape "
+                                        r"\[2, 5, 8, 8\]")),
     (nn.Conv2d(3, 4, 3), (8, 8), r"got shape \[8, 8\]"),
     (nn.Conv1d(3, 4, 3), (2, 3, 4, 4), r"Conv1d.*2D \(unbatched\) or 3D"),
     (nn.LayerNorm(6), (2, 5), r"LayerNorm\(\(6,\).*expected input of shape \[\*, 6\]"),

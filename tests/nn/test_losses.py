@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from helpers import TORCH_DTYPES, assert_close
 
 import genesis
 from genesis import nn
-from helpers import TORCH_DTYPES, assert_close
 
 FLOATS = [genesis.float32, genesis.float64]
 

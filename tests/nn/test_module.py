@@ -36,8 +36,8 @@ def test_attribute_registration_and_enumeration():
     assert [n for n, _ in net.named_parameters()] == ["a.weight", "b.0.weight", "b.1.weight"]
     assert [n for n, _ in net.named_parameters(remove_duplicate=False)] == [
         "a.weight", "b.0.weight", "b.1.weight", "shared.weight"]
-    assert [n for n, _ in net.named_parameters(prefix="m")][0] == "m.a.weight"
-    assert list(net.a.named_parameters(recurse=False))[0][0] == "weight"
+    assert next(n for n, _ in net.named_parameters(prefix="m")) == "m.a.weight"
+    assert next(n for n, _ in net.a.named_parameters(recurse=False)) == "weight"
     assert list(net.named_parameters(recurse=False)) == []
     assert [n for n, _ in net.named_buffers()] == ["a.count", "a.scratch", "b.0.count",
                                                    "b.0.scratch", "b.1.count", "b.1.scratch"]

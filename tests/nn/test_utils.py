@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import assert_close
 
 import genesis
 from genesis import nn
-from helpers import assert_close
 
 
 def _params_with_grads(rng, dtype=genesis.float64, shapes=((3, 4), (5,), (2, 2, 2))):

@@ -1,11 +1,13 @@
-"""Attention: `scaled_dot_product_attention` and `multi_head_attention_forward` (torch semantics)."""
+"""Attention with torch's semantics: scaled_dot_product_attention, multi_head_attention_forward."""
 
 import math
 
 import numpy as np
 
 from ... import dtypes
-from ...ops import creation, elementwise as ew, linalg, shape as shape_ops
+from ...ops import creation, linalg
+from ...ops import elementwise as ew
+from ...ops import shape as shape_ops
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear

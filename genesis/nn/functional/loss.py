@@ -75,7 +75,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 def _weighted_mean(loss_sum, total):
-    """loss_sum / total; NaN with a zero gradient when total is 0 (all targets ignored), as torch."""
+    """loss_sum / total; NaN with zero gradient when total is 0 (all targets ignored), as torch."""
     empty = total == 0
     return ew.where(empty, math.nan, loss_sum / ew.where(empty, 1.0, total))
 

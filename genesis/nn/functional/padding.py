@@ -73,7 +73,7 @@ def _index_pad(x, pad, mode):
 
 
 def pad(input, pad, mode="constant", value=None):
-    """Pad the last len(pad)/2 dims of `input`: pad = (last_before, last_after, prev_before, ...)."""
+    """Pad the last len(pad)/2 dims: pad = (last_before, last_after, prev_before, ...)."""
     pad = tuple(int(p) for p in pad)
     if mode == "constant":
         return ConstantPad.apply(input, pad, 0 if value is None else value)

@@ -119,7 +119,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 def _adaptive_matrix(size, out, like):
-    """(out, size) matrix averaging the adaptive windows [floor(i*size/out), ceil((i+1)*size/out))."""
+    """(out, size) matrix averaging windows [floor(i*size/out), ceil((i+1)*size/out))."""
     matrix = np.zeros((out, size))
     for i in range(out):
         start, end = (i * size) // out, -((-(i + 1) * size) // out)

@@ -3,7 +3,8 @@
 from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...ops import creation, elementwise as ew
+from ...ops import creation
+from ...ops import elementwise as ew
 
 
 class Embedding(Function):

@@ -1,6 +1,7 @@
 """Helpers the layers share: parameter allocation and input-shape checks that name the layer."""
 
 from ...ops import creation
+from .. import init
 from ..parameter import Parameter
 
 
@@ -20,3 +21,11 @@ def optional_parameter(module, name, enabled, *shape, device=None, dtype=None):
     """Register `name` as a new Parameter of `shape` when `enabled`, else as None (as torch)."""
     param = new_parameter(*shape, device=device, dtype=dtype) if enabled else None
     module.register_parameter(name, param)
+
+
+def reset_affine(module):
+    """Weight ones and bias zeros, for whichever of the two a normalization layer has."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)

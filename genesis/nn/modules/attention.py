@@ -1,7 +1,8 @@
 """MultiheadAttention, with torch's parameter names so state dicts interchange."""
 
 from ...ops import creation
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from ._utils import check_input, new_parameter
 from .linear import Linear

@@ -3,8 +3,8 @@
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
-from .. import functional as F, init
-from ._utils import check_input, optional_parameter
+from .. import functional as F
+from ._utils import check_input, optional_parameter, reset_affine
 from .module import Module
 
 
@@ -43,10 +43,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input):
         check_input(self, input.ndim in self._dims and input.shape[1] == self.num_features,

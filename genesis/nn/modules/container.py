@@ -23,16 +23,62 @@ def _renumber(modules, values):
     modules.update((str(i), m) for i, m in enumerate(values))
 
 
-def _delete_items(container, idx):
-    """`del container[idx]` for Sequential and ModuleList: remove, then renumber."""
-    keys = list(container._modules)
-    targets = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]
-    for key in targets:
-        del container._modules[key]
-    _renumber(container._modules, list(container._modules.values()))
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: positional access, insertion and removal.
+
+    Keys are renumbered "0", "1", ... after an insertion or a removal, as in torch.
+    """
+
+    def _item(self, idx):
+        return next(islice(self._modules.values(), _index(idx, len(self)), None))
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[_index(idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        targets = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]
+        for key in targets:
+            del self._modules[key]
+        _renumber(self._modules, list(self._modules.values()))
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        if isinstance(modules, (Module, Tensor)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"{self._get_name()}.extend should be called with an iterable, but "
+                            f"got {type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")  # noqa: TRY004
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        items = list(self._modules.values())
+        items.insert(index + n if index < 0 else index, module)
+        _renumber(self._modules, items)
+        return self
+
+    def pop(self, key):
+        module = self[key]
+        del self[key]
+        return module
 
 
-class Sequential(Module):
+class Sequential(_ModuleSequence):
     """Modules called in order, each on the previous one's output.
 
     Built from modules (`Sequential(a, b)`) or an OrderedDict of named modules.
@@ -52,53 +98,12 @@ class Sequential(Module):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
         return self._item(idx)
 
-    def _item(self, idx):
-        return next(islice(self._modules.values(), _index(idx, len(self)), None))
-
-    def __setitem__(self, idx, module):
-        key = list(self._modules)[_index(idx, len(self))]
-        setattr(self, key, module)
-
-    def __delitem__(self, idx):
-        _delete_items(self, idx)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
     def __add__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError("add operator supports only objects of Sequential class, but "
-                             f"{type(other)} is given.")
+            raise ValueError(  # noqa: TRY004
+                f"add operator supports only objects of Sequential class, but {type(other)} is "
+                "given.")
         return Sequential(*self, *other)
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for module in modules:
-            self.append(module)
-        return self
-
-    def insert(self, index, module):
-        if not isinstance(module, Module):
-            raise AssertionError(f"module should be of type: {Module}")
-        n = len(self)
-        if not -n <= index <= n:
-            raise IndexError(f"Index out of range: {index}")
-        index = index + n if index < 0 else index
-        items = list(self._modules.values())
-        items.insert(index, module)
-        _renumber(self._modules, items)
-        return self
-
-    def pop(self, key):
-        module = self[key]
-        del self[key]
-        return module
 
     def forward(self, input):
         for module in self:
@@ -106,7 +111,7 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules, registered so their parameters belong to the owner."""
 
     def __init__(self, modules=None):
@@ -117,48 +122,13 @@ class ModuleList(Module):
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(list(self._modules.values())[idx])
-        return self._modules[str(_index(idx, len(self)))]
-
-    def __setitem__(self, idx, module):
-        setattr(self, str(_index(idx, len(self))), module)
-
-    def __delitem__(self, idx):
-        _delete_items(self, idx)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+        return self._item(idx)
 
     def __iadd__(self, modules):
         return self.extend(modules)
 
     def __add__(self, other):
         return ModuleList(chain(self, other))
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        _renumber(self._modules, items)
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        if isinstance(modules, (Module, Tensor)) or not hasattr(modules, "__iter__"):
-            raise TypeError("ModuleList.extend should be called with an iterable, but got "
-                            f"{type(modules).__name__}")
-        offset = len(self)
-        for i, module in enumerate(modules):
-            self.add_module(str(offset + i), module)
-        return self
-
-    def pop(self, key):
-        module = self[key]
-        del self[key]
-        return module
 
     def __repr__(self):
         """Runs of identical children are shown once, as "(0-2): 3 x Linear(...)" (as torch)."""

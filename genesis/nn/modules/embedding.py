@@ -2,7 +2,8 @@
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ..functional.sparse import _check_padding_idx
 from ..parameter import Parameter
 from ._utils import check_input, new_parameter

@@ -2,7 +2,8 @@
 
 import math
 
-from .. import functional as F, init
+from .. import functional as F
+from .. import init
 from ._utils import check_input, new_parameter, optional_parameter
 from .module import Module
 

@@ -89,7 +89,7 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
-        """Add a tensor that is state but not a parameter; `persistent` puts it in the state dict."""
+        """Add a non-parameter state tensor; `persistent` puts it in the state dict."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_new_name(name, "buffer", self._buffers)
@@ -192,7 +192,7 @@ class Module:
                 raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
             module = getattr(module, item)
             if not isinstance(module, Module):
-                raise AttributeError(f"`{item}` is not an nn.Module")
+                raise AttributeError(f"`{item}` is not an nn.Module")  # noqa: TRY004
         return module
 
     def get_parameter(self, target):
@@ -264,7 +264,7 @@ class Module:
 
     def train(self, mode=True):
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004
         self.training = mode
         for module in self.children():
             module.train(mode)
@@ -318,7 +318,7 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats change dtype."""
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats cast."""
         device, dtype, non_blocking, _ = _parse_to(None, *args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
@@ -355,7 +355,7 @@ class Module:
     # calls and hooks
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        """`hook(module, args)` (or `(module, args, kwargs)`) runs before forward; may replace args."""
+        """`hook(module, args)` (or `(module, args, kwargs)`) runs first; may replace args."""
         return self._add_hook(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs, hook,
                               prepend, with_kwargs)
 

@@ -1,78 +1,65 @@
 """LayerNorm, RMSNorm and GroupNorm layers (weights ones, biases zeros, as torch)."""
 
-from .. import functional as F, init
-from ._utils import check_input, optional_parameter
+from .. import functional as F
+from ._utils import check_input, optional_parameter, reset_affine
 from .module import Module
 
 
-def _shape_tuple(normalized_shape):
-    if isinstance(normalized_shape, int):
-        return (normalized_shape,)
-    return tuple(normalized_shape)
+class _TrailingNorm(Module):
+    """LayerNorm and RMSNorm: normalize over the trailing `normalized_shape` dims."""
 
-
-def _trailing_shape_ok(input, shape):
-    return input.ndim >= len(shape) and tuple(input.shape[input.ndim - len(shape):]) == shape
-
-
-def _expected_trailing(shape):
-    return f"input of shape [*, {', '.join(map(str, shape))}]"
-
-
-class LayerNorm(Module):
-    """Standardize over the trailing `normalized_shape` dims, with an optional affine map."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, normalized_shape, eps, elementwise_affine, bias, device, dtype):
         super().__init__()
-        self.normalized_shape = _shape_tuple(normalized_shape)
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        optional_parameter(self, "weight", elementwise_affine, self.normalized_shape,
-                           device=device, dtype=dtype)
-        optional_parameter(self, "bias", elementwise_affine and bias, self.normalized_shape,
-                           device=device, dtype=dtype)
+        factory = {"device": device, "dtype": dtype}
+        optional_parameter(self, "weight", elementwise_affine, self.normalized_shape, **factory)
+        if bias is not None:
+            optional_parameter(self, "bias", elementwise_affine and bias, self.normalized_shape,
+                               **factory)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
-    def forward(self, input):
-        check_input(self, _trailing_shape_ok(input, self.normalized_shape),
-                    _expected_trailing(self.normalized_shape), input)
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
-
-
-class RMSNorm(Module):
-    """x / sqrt(mean(x^2) + eps) over the trailing dims; eps None uses the dtype's epsilon."""
-
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
-                 dtype=None):
-        super().__init__()
-        self.normalized_shape = _shape_tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        optional_parameter(self, "weight", elementwise_affine, self.normalized_shape,
-                           device=device, dtype=dtype)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-
-    def forward(self, input):
-        check_input(self, _trailing_shape_ok(input, self.normalized_shape),
-                    _expected_trailing(self.normalized_shape), input)
-        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+    def _check(self, input):
+        shape = self.normalized_shape
+        check_input(self, input.ndim >= len(shape) and
+                    tuple(input.shape[input.ndim - len(shape):]) == shape,
+                    f"input of shape [*, {', '.join(map(str, shape))}]", input)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class LayerNorm(_TrailingNorm):
+    """Standardize over the trailing `normalized_shape` dims, with an optional affine map."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
+
+    def forward(self, input):
+        self._check(input)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", bias={self.bias is not None}"
+
+
+class RMSNorm(_TrailingNorm):
+    """x / sqrt(mean(x^2) + eps) over the trailing dims; eps None uses the dtype's epsilon."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine, None, device, dtype)
+
+    def forward(self, input):
+        self._check(input)
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
 
 class GroupNorm(Module):
@@ -92,10 +79,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input):
         check_input(self, input.ndim >= 2 and input.shape[1] == self.num_channels,

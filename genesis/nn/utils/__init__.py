@@ -1,6 +1,11 @@
 """Training utilities: gradient clipping and flattening parameters into a vector."""
 
-from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+from .clip_grad import (
+           clip_grad_norm_,
+           clip_grad_value_,
+           clip_grads_with_norm_,
+           get_total_norm,
+)
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
