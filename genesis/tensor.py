@@ -31,13 +31,16 @@ class Tensor:
     @classmethod
     def _make(cls, data, device, dtype=None, storage=None, offset=0, requires_grad=False,
               base=None, version=None):
-        """Wrap a backend array; `storage`/`offset` default to the array's own buffer."""
+        """Wrap a backend array; `storage`/`offset` default to the array's own buffer.
+
+        That default is looked up only when a view or in-place op first asks (`__getattr__`),
+        since most op results are never viewed.
+        """
         t = object.__new__(cls)
-        if storage is None:
-            storage, offset = kernel("storage_of", device.type)(data)
         t._data = data
-        t._storage = storage
-        t._offset = offset
+        if storage is not None:
+            t._storage = storage
+            t._offset = offset
         t.device = device
         t.dtype = dtype if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
         t._requires_grad = requires_grad
@@ -50,6 +53,12 @@ class Tensor:
         t._retains_grad = False
         t._grad_accumulator = None
         return t
+
+    def __getattr__(self, name):
+        if name in ("_storage", "_offset"):
+            self._storage, self._offset = kernel("storage_of", self.device.type)(self._data)
+            return self.__dict__[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     # geometry
 
