@@ -1,6 +1,7 @@
 """nn.Module and containers: registration, enumeration, modes, dtypes, state dicts, hooks, repr."""
 
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -358,3 +359,11 @@ def test_deepcopy_module_keeps_sharing():
     clone = copy.deepcopy(net)
     assert clone.shared is clone.a and clone.a.weight is not net.a.weight
     np.testing.assert_array_equal(clone.a.weight.detach().numpy(), net.a.weight.detach().numpy())
+
+
+def test_pickle_round_trip():
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    clone = pickle.loads(pickle.dumps(model))
+    assert type(clone[0].weight) is nn.Parameter and clone[0].weight.requires_grad
+    x = genesis.randn(5, 3)
+    np.testing.assert_array_equal(clone(x).detach().numpy(), model(x).detach().numpy())
