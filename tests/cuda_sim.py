@@ -123,11 +123,11 @@ def check_invariants(allocator, driver, live=None):
     by_state = {state: [b for b in blocks if b.state == state]
                 for state in (mb.FREE, mb.ALLOCATED, mb.CACHED, mb.PENDING)}
     assert len(blocks) == sum(map(len, by_state.values())), "a merged block is still linked"
-    indexed = [(key, e[2]) for key, index in allocator._pool.indexes.items() for e in index.entries]
+    indexed = [(key, e[2]) for key, entries in allocator._pool.indexes.items() for e in entries]
     assert sorted(b.ptr for _, b in indexed) == sorted(b.ptr for b in by_state[mb.FREE])
     for (pool, tag), b in indexed:
         assert b.state == mb.FREE and b.segment.pool == pool and b.stream == tag
-        assert _ordered(allocator._pool.indexes[(pool, tag)].entries)
+        assert _ordered(allocator._pool.indexes[(pool, tag)])
     cached = [b for by_size in allocator._cache.values() for bs in by_size.values() for b in bs]
     assert sorted(map(id, cached)) == sorted(map(id, by_state[mb.CACHED])) \
         == sorted(map(id, allocator._lru))

@@ -350,9 +350,13 @@ class CachingAllocator(ReportingMixin):
         small = [n for n in sizes if n <= SMALL_SIZE]
         large = sum(n for n in sizes if n > SMALL_SIZE)
         groups = _groups_up_to(small, SMALL_SIZE) + ([[large]] if large else [])
-        pieces = [block for group in groups for block in self._carve(group, stream)]
-        for block in pieces:  # only now: a cached block would be flushed by the next carve
-            self._recycle(block)
+        pieces = []
+        try:
+            for group in groups:
+                pieces += self._carve(group, stream)
+        finally:  # only now: a cached block would be flushed by the next carve
+            for block in pieces:
+                self._recycle(block)
 
     @synchronized
     def allocate_batch(self, sizes, stream=0):

@@ -1,7 +1,7 @@
 """The caching allocator's structures: segments, blocks, and the global pool of free blocks.
 
-The pool keeps the free blocks of each (pool, stream tag) in a FreeIndex sorted by (size,
-address), so best fit is a bisection. A free block's tag is the one stream that may reuse it
+The pool keeps the free blocks of each (pool, stream tag) sorted by (size, address), so best fit
+is a bisection. A free block's tag is the one stream that may reuse it
 without an event, or None for any stream; neighbours merge when one tag allows the other.
 """
 
@@ -72,35 +72,6 @@ class Segment:
         return f"Segment(ptr={self.ptr:#x}, size={self.size}, pool={self.pool})"
 
 
-class FreeIndex:
-    """Free blocks of one pool and stream tag sorted by (size, address): bisect finds best fit."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self):
-        self.entries = []
-
-    def __len__(self):
-        return len(self.entries)
-
-    def add(self, block):
-        bisect.insort(self.entries, (block.size, block.ptr, block))
-
-    def remove(self, block):
-        i = bisect.bisect_left(self.entries, (block.size, block.ptr))
-        if i == len(self.entries) or self.entries[i][2] is not block:
-            raise RuntimeError(f"caching allocator: {block!r} is not in its free index")
-        del self.entries[i]
-
-    def best_fit(self, size):
-        """The smallest block of at least `size` bytes (lowest address among equals), or None."""
-        i = bisect.bisect_left(self.entries, (size,))
-        return self.entries[i][2] if i < len(self.entries) else None
-
-    def largest(self):
-        return self.entries[-1][2].size if self.entries else 0
-
-
 def link_after(block, size):
     """Cut `block` to `size` bytes; the rest becomes a new block right after it (returned)."""
     rest = Block(block.ptr + size, block.size - size, block.stream, block.segment, block, block.next)
@@ -122,29 +93,43 @@ def _absorb(low, high):
 
 
 class GlobalPool:
-    """The free blocks of every segment, indexed by (pool, stream tag): best fit and coalescing."""
+    """The free blocks of every segment, by (pool, stream tag): best fit and coalescing.
+
+    Each (pool, tag) holds a list of (size, address, block) kept sorted, so the best fit for a
+    size is one bisection (lowest address among equal sizes).
+    """
 
     __slots__ = ("indexes",)
 
     def __init__(self):
-        self.indexes = {}  # (pool, stream or None) -> FreeIndex
+        self.indexes = {}  # (pool, stream or None) -> sorted [(size, ptr, block)]
 
-    def _index(self, pool, tag):
-        index = self.indexes.get((pool, tag))
-        if index is None:
-            index = self.indexes[(pool, tag)] = FreeIndex()
-        return index
+    def add(self, block):
+        key = (block.segment.pool, block.stream)
+        entries = self.indexes.get(key)
+        if entries is None:
+            entries = self.indexes[key] = []
+        bisect.insort(entries, (block.size, block.ptr, block))
+
+    def remove(self, block):
+        entries = self.indexes[(block.segment.pool, block.stream)]
+        i = bisect.bisect_left(entries, (block.size, block.ptr))
+        if i == len(entries) or entries[i][2] is not block:
+            raise RuntimeError(f"caching allocator: {block!r} is not in its free index")
+        del entries[i]
 
     def take(self, size, pool, stream):
         """Remove and return the best-fitting block for `stream` (its own or shared), or None."""
-        own, shared = self.indexes.get((pool, stream)), self.indexes.get((pool, None))
-        block = own.best_fit(size) if own else None
-        other = shared.best_fit(size) if shared else None
-        if other is not None and (block is None or other.size < block.size):
-            block, own = other, shared
-        if block is not None:
-            own.remove(block)
-        return block
+        best = where = None
+        for entries in (self.indexes.get((pool, stream)), self.indexes.get((pool, None))):
+            if entries:
+                i = bisect.bisect_left(entries, (size,))
+                if i < len(entries) and (best is None or entries[i][0] < best[0]):
+                    best, where = entries[i], (entries, i)
+        if best is None:
+            return None
+        del where[0][where[1]]
+        return best[2]
 
     def split(self, block, size):
         """Mark a taken block in use; its tail beyond `size` goes back to the pool if big enough
@@ -152,7 +137,7 @@ class GlobalPool:
         block.state = ALLOCATED
         split_at = MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1
         if block.size - size >= split_at:
-            self._index(block.segment.pool, block.stream).add(link_after(block, size))
+            self.add(link_after(block, size))
 
     def release(self, block):
         """Add `block`, merged with the free neighbours it may share a stream with."""
@@ -166,23 +151,23 @@ class GlobalPool:
             block = _absorb(block, nxt)
         block.stream = tag
         block.state = FREE
-        self._index(block.segment.pool, tag).add(block)
+        self.add(block)
 
     def _unindex_if_mergeable(self, neighbour, tag):
         if neighbour is None or neighbour.state != FREE:
             return False
         if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
             return False
-        self.indexes[(neighbour.segment.pool, neighbour.stream)].remove(neighbour)
+        self.remove(neighbour)
         return True
 
     def discard(self, segment):
         """Forget the blocks of a segment that is going back to the driver (all free)."""
         for block in segment.blocks():
-            self.indexes[(segment.pool, block.stream)].remove(block)
+            self.remove(block)
 
     def blocks(self):
-        return (entry[2] for index in self.indexes.values() for entry in index.entries)
+        return (entry[2] for entries in self.indexes.values() for entry in entries)
 
     def largest(self):
-        return max((index.largest() for index in self.indexes.values()), default=0)
+        return max((entries[-1][0] for entries in self.indexes.values() if entries), default=0)
