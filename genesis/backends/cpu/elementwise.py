@@ -43,15 +43,20 @@ def _scalar_like(value, like):
     return np.asarray(value, dtype=like.dtype)
 
 
-def _binary(fn):
+def _binary(fn, stepwise=False):
+    """A binary kernel taking arrays or a Python scalar; half types compute in float32 and round
+    once, or with `stepwise` in their own dtype, rounding after every step as PyTorch does."""
     @functools.wraps(fn)
     def kernel(a, b):
         if not isinstance(a, np.ndarray):
             a = _scalar_like(a, b)
         elif not isinstance(b, np.ndarray):
             b = _scalar_like(b, a)
+        if stepwise:
+            with np.errstate(all="ignore"):
+                return np.asarray(fn(a, b)).astype(a.dtype, copy=False)
         return np.asarray(fn(a, b))
-    return float32_for_half(kernel)
+    return kernel if stepwise else float32_for_half(kernel)
 
 
 def _unary(fn):
@@ -65,13 +70,27 @@ def _check_int_divisor(b, op):
 
 
 def _floor_divide(a, b):
-    _check_int_divisor(b, "floor_divide")
-    return np.floor_divide(a, b)
+    """PyTorch's div_floor: for floats, floor of (a - fmod(a, b)) / b, nudged to the nearest."""
+    if a.dtype.kind in "iub":
+        _check_int_divisor(b, "floor_divide")
+        return np.floor_divide(a, b)
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floordiv = np.floor(div)
+    floordiv = np.where(div - floordiv > 0.5, floordiv + 1, floordiv)
+    quotient = a / b
+    out = np.where(div != 0, floordiv, np.copysign(np.zeros_like(quotient), quotient))
+    return np.where(b == 0, quotient, out)
 
 
 def _remainder(a, b):
-    _check_int_divisor(b, "remainder")
-    return np.remainder(a, b)
+    """a - b * floor(a / b), as PyTorch computes it: fmod, moved by b when the signs differ."""
+    if a.dtype.kind in "iub":
+        _check_int_divisor(b, "remainder")
+        return np.remainder(a, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 
 
 def _fmod(a, b):
@@ -209,8 +228,9 @@ UNARY = {
     "bitwise_not": np.invert,
 }
 
+_STEPWISE = ("floor_divide", "trunc_divide", "remainder")
 for _name, _fn in BINARY.items():
-    register(_name, "cpu")(_binary(_fn))
+    register(_name, "cpu")(_binary(_fn, stepwise=_name in _STEPWISE))
 for _name, _fn in UNARY.items():
     register(_name, "cpu")(_unary(_fn))
 
