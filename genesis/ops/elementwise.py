@@ -17,6 +17,7 @@ from ..dispatch import kernel
 from ..tensor import Tensor
 from .common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to,
                      wrap)
+from .creation import full
 from .inplace import snapshot_for_graph, write_result
 
 
