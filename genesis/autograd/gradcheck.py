@@ -12,7 +12,8 @@ from .grad_mode import enable_grad, no_grad
 
 
 def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
+    """Inputs as a tuple: a tuple or list of inputs, or one input (as torch.autograd.gradcheck)."""
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _differentiable_inputs(inputs):
