@@ -14,6 +14,7 @@ the allocator's Python bookkeeping only (no device memory, no tensors, no PyTorc
 """
 
 import argparse
+import functools
 import json
 import math
 import pathlib
@@ -136,81 +137,61 @@ SCENARIOS = {
 }
 
 
-class SimTarget:
-    """The raw allocator over the simulated driver (an 80 GiB device)."""
+class Target:
+    """One allocator under test: how to allocate and free, and its torch.cuda-like memory API."""
 
-    name = "genesis (sim)"
-    clock = staticmethod(time.process_time)  # CPU time: the figure is pure bookkeeping
-
-    def __init__(self):
-        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-        from cuda_sim import SimDriver
-        from genesis.backends.cuda.runtime.memory import CachingAllocator, OutOfMemoryError
-        self.driver = SimDriver(total=80 * GiB, auto_complete=True)
-        self.allocator = CachingAllocator(self.driver)
-        self.oom_error = OutOfMemoryError
+    def __init__(self, name, alloc, release, oom_error, memory, set_fraction, total, clock):
+        self.name, self.alloc, self.release, self.oom_error = name, alloc, release, oom_error
+        self.memory, self.set_fraction, self.total, self.clock = memory, set_fraction, total, clock
 
     def replay(self, trace):
-        malloc, free = self.allocator.malloc, self.allocator.free
+        """Run the trace once; returns how many allocations failed with OOM."""
+        alloc, release = self.alloc, self.release
         slots, ooms = [None] * len(trace.sizes), 0
         for slot, nbytes in trace.ops:
             if nbytes:
                 try:
-                    slots[slot] = malloc(nbytes, 0)
+                    slots[slot] = alloc(nbytes)
                 except self.oom_error:
                     ooms += 1
             elif slots[slot] is not None:
-                free(slots[slot])
-                slots[slot] = None
-        return ooms
-
-    def prepare(self, cap):
-        self.allocator.empty_cache()
-        self.allocator.set_memory_fraction(1.0 if cap is None else cap / self.driver.total)
-        self.allocator.reset_peak_memory_stats()
-
-    def peak_reserved(self):
-        return self.allocator.max_memory_reserved()
-
-
-class TensorTarget:
-    """A framework's caching allocator, driven through `empty(n, uint8, "cuda")` tensors."""
-
-    clock = staticmethod(time.perf_counter)
-
-    def __init__(self, name, lib, set_fraction, memory, oom_error):
-        self.name, self.lib, self.memory = name, lib, memory
-        self.set_fraction, self.oom_error = set_fraction, oom_error
-
-    def replay(self, trace):
-        empty, uint8 = self.lib.empty, self.lib.uint8
-        slots, ooms = [None] * len(trace.sizes), 0
-        for slot, nbytes in trace.ops:
-            if nbytes:
-                try:
-                    slots[slot] = empty(nbytes, dtype=uint8, device="cuda")
-                except self.oom_error:
-                    ooms += 1
-            else:
+                if release is not None:
+                    release(slots[slot])
                 slots[slot] = None
         return ooms
 
     def prepare(self, cap):
         self.memory.empty_cache()
-        total = self.memory.mem_get_info()[1]
-        self.set_fraction(1.0 if cap is None else cap / total)
+        self.set_fraction(1.0 if cap is None else cap / self.total)
         self.memory.reset_peak_memory_stats()
 
     def peak_reserved(self):
         return self.memory.max_memory_reserved()
 
 
+def sim_targets():
+    """The raw allocator over the simulated driver (an 80 GiB device); CPU time is the clock,
+    since the figure is pure bookkeeping."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+    from cuda_sim import SimDriver
+    from genesis.backends.cuda.runtime.memory import CachingAllocator, OutOfMemoryError
+    driver = SimDriver(total=80 * GiB, auto_complete=True)
+    allocator = CachingAllocator(driver)
+    return [Target("genesis (sim)", allocator.malloc, allocator.free, OutOfMemoryError, allocator,
+                   allocator.set_memory_fraction, driver.total, time.process_time)]
+
+
 def gpu_targets():
+    """genesis and torch tensors on the GPU; a free is the last reference dropped."""
     import torch
-    return [TensorTarget("genesis", genesis, genesis.cuda.set_memory_fraction, genesis.cuda,
-                         genesis.cuda.OutOfMemoryError),
-            TensorTarget("torch", torch, torch.cuda.set_per_process_memory_fraction, torch.cuda,
-                         torch.OutOfMemoryError)]
+    targets = []
+    for name, lib, set_fraction, oom_error in (
+            ("genesis", genesis, genesis.cuda.set_memory_fraction, genesis.cuda.OutOfMemoryError),
+            ("torch", torch, torch.cuda.set_per_process_memory_fraction, torch.OutOfMemoryError)):
+        empty = functools.partial(lib.empty, dtype=lib.uint8, device="cuda")
+        targets.append(Target(name, empty, None, oom_error, lib.cuda, set_fraction,
+                              lib.cuda.mem_get_info()[1], time.perf_counter))
+    return targets
 
 
 def measure(target, trace, cap, repeats):
@@ -263,7 +244,7 @@ def main(argv=None):
     parser.add_argument("--mode", choices=("auto", "gpu", "sim"), default="auto")
     args = parser.parse_args(argv)
     gpu = args.mode == "gpu" or (args.mode == "auto" and genesis.cuda.is_available())
-    targets = gpu_targets() if gpu else [SimTarget()]
+    targets = gpu_targets() if gpu else sim_targets()
     if not gpu:
         print("mode: simulated driver -- the allocator's Python bookkeeping only (no GPU)")
     rows = run(targets, args.repeats)
