@@ -671,12 +671,14 @@ def test_maximum_tie_splits_gradient():
                        np.random.default_rng())
 
 
-@pytest.mark.parametrize("name", ["add", "mul", "exp", "sigmoid", "gelu", "pow"])
+@pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "exp", "log", "sqrt", "tanh",
+                                  "sigmoid", "erf", "gelu", "silu", "softplus", "mish", "elu",
+                                  "logsigmoid", "hardswish"])
 def test_half_gradients(name, rng):
     for dtype in (genesis.float16, genesis.bfloat16):
         inputs = [_grad_pair("pos", (4,), dtype, rng)]
-        if name in ("add", "mul", "pow"):
-            inputs.append(_grad_pair("any", (4,), dtype, rng))
+        if name in ("add", "mul", "div", "pow"):
+            inputs.append(_grad_pair("pos" if name == "div" else "any", (4,), dtype, rng))
         _compare_grads(getattr(genesis, name), torch_fn(name), inputs, rng)
 
 

@@ -200,7 +200,7 @@ class Div(Function):
     def backward(ctx, g):
         a, b = _restore(ctx)
         ga = _grad(ctx, 0, g / b, ctx.shapes[0])
-        gb = _grad(ctx, 1, -g * a / (b * b), ctx.shapes[1])
+        gb = _grad(ctx, 1, -g * ((a / b) / b), ctx.shapes[1])
         return ga, gb, None
 
 
@@ -470,8 +470,12 @@ def bitwise_not(input):
     return elementwise("bitwise_not", input)
 
 
+_HALF_DTYPES = (dtypes.float16, dtypes.bfloat16)
+
+
 class Unary(Function):
-    """A unary op given by a `UnarySpec`: forward runs its kernel, backward its derivative."""
+    """A unary op given by a `UnarySpec`: forward runs its kernel, backward its derivative
+    (a fused one for half types in float32, rounded once, as PyTorch's backward kernels do)."""
 
     @staticmethod
     def forward(ctx, x, spec, kwargs):
@@ -485,7 +489,10 @@ class Unary(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        return ctx.spec.derivative(g, x, y, **ctx.kwargs), None, None
+        if x.dtype not in _HALF_DTYPES or not ctx.spec.fused:
+            return ctx.spec.derivative(g, x, y, **ctx.kwargs), None, None
+        wide = ctx.spec.derivative(g.float(), x.float(), y.float(), **ctx.kwargs)
+        return wide.to(x.dtype), None, None
 
 
 class UnarySpec:
@@ -495,11 +502,12 @@ class UnarySpec:
     categories ("b", "i", "f") that raise NotImplementedError, as in PyTorch.
     """
 
-    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "node_name")
+    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused", "node_name")
 
-    def __init__(self, name, derivative, promote=True, rejects="", kernel=None):
+    def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False):
         self.name, self.kernel = name, kernel or name
         self.derivative, self.promote, self.rejects = derivative, promote, rejects
+        self.fused = fused
         self.node_name = "".join(w.capitalize() for w in name.split("_")) + "Backward0"
 
     def result_dtype(self, dtype):
@@ -522,10 +530,12 @@ def zero_grad(g, x, y, **_):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-# derivative(g, x, y) gives dL/dx from dL/dy = g, the input x and the output y.
+# derivative(g, x, y) gives dL/dx from dL/dy = g, the input x and the output y, in the order of
+# operations of PyTorch's formula (derivatives.yaml), so half types round as PyTorch's do; `fused`
+# marks those PyTorch computes in one backward kernel (in float32 for half types).
 _UNARY = [
     UnarySpec("neg", lambda g, x, y: -g, promote=False),
-    UnarySpec("abs", lambda g, x, y: g * sign(x), promote=False, rejects="b"),
+    UnarySpec("abs", lambda g, x, y: g * sgn(x), promote=False, rejects="b"),
     UnarySpec("exp", lambda g, x, y: g * y),
     UnarySpec("exp2", lambda g, x, y: g * y * math.log(2.0)),
     UnarySpec("expm1", lambda g, x, y: g * (y + 1)),
@@ -534,24 +544,24 @@ _UNARY = [
     UnarySpec("log10", lambda g, x, y: g / (x * math.log(10.0))),
     UnarySpec("log1p", lambda g, x, y: g / (x + 1)),
     UnarySpec("sqrt", lambda g, x, y: g / (2 * y)),
-    UnarySpec("rsqrt", lambda g, x, y: -0.5 * g * y * y * y),
+    UnarySpec("rsqrt", lambda g, x, y: -0.5 * g * y ** 3),
     UnarySpec("sin", lambda g, x, y: g * cos(x)),
-    UnarySpec("cos", lambda g, x, y: -g * sin(x)),
-    UnarySpec("tan", lambda g, x, y: g * (1 + y * y)),
-    UnarySpec("asin", lambda g, x, y: g * rsqrt(1 - x * x)),
-    UnarySpec("acos", lambda g, x, y: -g * rsqrt(1 - x * x)),
-    UnarySpec("atan", lambda g, x, y: g / (1 + x * x)),
+    UnarySpec("cos", lambda g, x, y: g * -sin(x)),
+    UnarySpec("tan", lambda g, x, y: g * (1 + y ** 2)),
+    UnarySpec("asin", lambda g, x, y: g * rsqrt(-x * x + 1)),
+    UnarySpec("acos", lambda g, x, y: g * -rsqrt(-x * x + 1)),
+    UnarySpec("atan", lambda g, x, y: g / (x * x + 1)),
     UnarySpec("sinh", lambda g, x, y: g * cosh(x)),
     UnarySpec("cosh", lambda g, x, y: g * sinh(x)),
-    UnarySpec("tanh", lambda g, x, y: g * (1 - y * y)),
-    UnarySpec("asinh", lambda g, x, y: g * rsqrt(x * x + 1)),
-    UnarySpec("acosh", lambda g, x, y: g * rsqrt(x * x - 1)),
-    UnarySpec("atanh", lambda g, x, y: g / (1 - x * x)),
-    UnarySpec("sigmoid", lambda g, x, y: g * y * (1 - y)),
-    UnarySpec("relu", lambda g, x, y: where(y > 0, g, 0.0), promote=False),
-    UnarySpec("erf", lambda g, x, y: g * _TWO_OVER_SQRT_PI * exp(-x * x)),
-    UnarySpec("erfc", lambda g, x, y: -g * _TWO_OVER_SQRT_PI * exp(-x * x)),
-    UnarySpec("reciprocal", lambda g, x, y: -g * y * y),
+    UnarySpec("tanh", lambda g, x, y: g * (1 - y * y), fused=True),
+    UnarySpec("asinh", lambda g, x, y: g * rsqrt(x ** 2 + 1)),
+    UnarySpec("acosh", lambda g, x, y: g * rsqrt(x ** 2 - 1)),
+    UnarySpec("atanh", lambda g, x, y: g * (1 / (1 - x ** 2))),
+    UnarySpec("sigmoid", lambda g, x, y: g * (1 - y) * y, fused=True),
+    UnarySpec("relu", lambda g, x, y: where(y > 0, g, 0.0), promote=False, fused=True),
+    UnarySpec("erf", lambda g, x, y: _TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),
+    UnarySpec("erfc", lambda g, x, y: -_TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),
+    UnarySpec("reciprocal", lambda g, x, y: -g * (y * y)),
     UnarySpec("floor", zero_grad, promote=False, rejects="b"),
     UnarySpec("ceil", zero_grad, promote=False, rejects="b"),
     UnarySpec("trunc", zero_grad, promote=False, rejects="b"),
@@ -637,6 +647,8 @@ class Where(Function):
         dtype = dtypes.result_type(a, b)
         device = _device("where", (cond, a, b))
         shape = broadcast_shapes(tuple(cond.shape), _shape(a), _shape(b), op="where")
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = full((), a, dtype=dtype, device=device)
         args = [broadcast_data(cond, shape)] + [_operand(x, dtype, shape, device) for x in (a, b)]
         return wrap(kernel("where", device.type)(*args), device, dtype)
 
