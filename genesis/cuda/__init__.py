@@ -41,7 +41,7 @@ def is_initialized():
 
 def current_device():
     from ..backends.cuda.runtime import device
-    if not device.initialized_contexts():
+    if not device._contexts:
         _runtime()
     return device.current_device()
 

@@ -25,8 +25,8 @@ def _shape_arg(size, op):
     """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative ints."""
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = size[0]
-    shape = tuple(int(s) for s in size)
-    if any(s < 0 for s in shape):
+    shape = tuple(map(int, size))
+    if shape and min(shape) < 0:
         raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
                            f"{list(shape)}")
     return shape
