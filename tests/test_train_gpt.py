@@ -1,0 +1,97 @@
+"""The main job: a small GPT trains identically in genesis and PyTorch, and the script's edges."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+sys.path.insert(0, EXAMPLES)
+
+from gpt import GPTConfig, build_gpt  # noqa: E402
+
+
+def _copy_weights(src, dst):
+    """genesis module -> torch module with the same architecture (tied weights stay tied)."""
+    with torch.no_grad():
+        for name, p in dst.named_parameters():
+            p.copy_(torch.from_numpy(src.get_parameter(name).detach().numpy().copy()))
+
+
+def test_fifty_steps_match_pytorch_in_float64(rng):
+    config = GPTConfig(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=16)
+    genesis.set_default_dtype(genesis.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        ours, theirs = build_gpt(config, genesis), build_gpt(config, torch)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    _copy_weights(ours, theirs)
+    opt_g = genesis.optim.AdamW(ours.parameters(), lr=3e-3, weight_decay=0.1)
+    opt_t = torch.optim.AdamW(theirs.parameters(), lr=3e-3, weight_decay=0.1)
+    for step in range(50):
+        x = rng.integers(0, config.vocab_size, size=(4, config.block_size))
+        y = rng.integers(0, config.vocab_size, size=(4, config.block_size))
+        _, loss_g = ours(genesis.tensor(x), genesis.tensor(y))
+        _, loss_t = theirs(torch.from_numpy(x), torch.from_numpy(y))
+        assert loss_g.item() == pytest.approx(loss_t.item(), rel=1e-8), f"step {step}"
+        for opt, loss in ((opt_g, loss_g), (opt_t, loss_t)):
+            opt.zero_grad()
+            loss.backward()
+        genesis.nn.utils.clip_grad_norm_(ours.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
+        opt_g.step()
+        opt_t.step()
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(EXAMPLES),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_gpt.py"), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+
+
+TINY = ["--device", "cpu", "--batch-size", "4", "--block-size", "16", "--n-layer", "1",
+        "--n-head", "2", "--n-embd", "16", "--eval-interval", "5", "--eval-batches", "2",
+        "--sample-chars", "20", "--warmup", "2"]
+
+
+def test_trains_saves_resumes_and_samples(tmp_path):
+    data = tmp_path / "text.txt"
+    data.write_text("the quick brown fox jumps over the lazy dog. " * 200)
+    out = tmp_path / "run"
+    first = _run(TINY + ["--data", str(data), "--steps", "10", "--out-dir", str(out)], tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "validation loss" in first.stdout and "unigram baseline" in first.stdout
+    assert (out / "ckpt.safetensors").exists()
+    resumed = _run(TINY + ["--data", str(data), "--steps", "15", "--out-dir", str(out), "--resume"],
+                   tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    state = genesis.load(str(out / "ckpt.safetensors"))
+    assert state["step"] == 15 and len(state["history"]["train"]) == 15
+
+
+@pytest.mark.parametrize("content,message", [(b"", "empty"), (b"\x00\x01\x02binary", "binary")])
+def test_bad_data_file_is_a_clear_error_and_overwrites_nothing(tmp_path, content, message):
+    data = tmp_path / "bad.bin"
+    data.write_bytes(content)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "ckpt.safetensors").write_bytes(b"old")
+    result = _run(TINY + ["--data", str(data), "--steps", "2", "--out-dir", str(out)], tmp_path)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert (out / "ckpt.safetensors").read_bytes() == b"old"
+
+
+def test_unigram_baseline_is_the_cross_entropy_of_character_frequencies():
+    from train_gpt import CharData
+    data = CharData("abab" * 100 + "c" * 10, block_size=4)
+    counts = np.bincount(data.train, minlength=3) + 1.0
+    expected = -np.log((counts / counts.sum())[data.val]).mean()
+    assert data.unigram_loss() == pytest.approx(expected)
