@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command for a GPU machine: the GPU test suite, then the benchmarks, logs and JSON under
-# $OUT (default ./out). Run from the repository root: bash scripts/gpu_suite.sh [tests|bench|all]
+# $OUT (default ./out). Run from the repository root:
+#   bash scripts/gpu_suite.sh [tests|sanitize|bench|all]
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -18,8 +19,17 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -q -x -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
     2>&1 | tee "$OUT/gpu_tests.log" || status=1
 fi
+if [ "$what" = sanitize ] || [ "$what" = all ]; then
+  if command -v compute-sanitizer >/dev/null; then
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      python3 -m pytest -q -x -p no:cacheprovider tests/cuda/test_runtime.py \
+      tests/cuda/test_memory_gpu.py 2>&1 | tail -n 40 | tee "$OUT/memcheck.log" || status=1
+  else
+    echo "compute-sanitizer not found: memcheck skipped" | tee "$OUT/memcheck.log"
+  fi
+fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  for b in benchmarks/allocator.py; do
+  for b in benchmarks/overhead.py benchmarks/allocator.py benchmarks/ops.py; do
     [ -f "$b" ] || continue
     name=$(basename "$b" .py)
     timeout 300 python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" || status=1
