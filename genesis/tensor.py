@@ -74,6 +74,8 @@ class Tensor:
     def stride(self, dim=None):
         itemsize = self.dtype.itemsize
         strides = tuple(s // itemsize for s in self._data.strides)
+        if strides and not any(strides) and 0 in self._data.shape:
+            strides = contiguous_strides(self._data.shape)  # numpy's fresh empty results
         return strides if dim is None else strides[self._wrap_dim(dim, "stride")]
 
     def storage_offset(self):
@@ -427,6 +429,15 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def contiguous_strides(shape):
+    """Row-major element strides of `shape` (size-0 and size-1 dims count as 1)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def wrap_dim(dim, ndim, op="op"):

@@ -312,3 +312,7 @@ def test_dlpack_rules():
     assert genesis.from_dlpack(g) is g
     copied = genesis.from_dlpack(torch.ones(3), copy=True)
     assert copied.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_empty_results_report_contiguous_strides_as_torch():
+    assert (genesis.zeros(0, 3) + 1).stride() == (torch.zeros(0, 3) + 1).stride()

@@ -6,7 +6,7 @@ arrays whose shapes already agree.
 
 from .. import dtypes
 from ..dispatch import kernel
-from ..tensor import Tensor, wrap_dim
+from ..tensor import Tensor, contiguous_strides, wrap_dim
 
 SCALAR_TYPES = (bool, int, float)
 
@@ -30,14 +30,6 @@ def make_view(t, shape, strides, offset):
     base = t._base if t._base is not None else t
     return Tensor._make(data, t.device, t.dtype, t._storage, offset, base=base,
                         version=t._version_counter)
-
-
-def contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def broadcast_shapes(*shapes, op="broadcast"):
