@@ -6,7 +6,7 @@ arrays whose shapes already agree.
 
 from .. import dtypes
 from ..dispatch import kernel
-from ..tensor import Tensor, contiguous_strides, wrap_dim
+from ..tensor import Tensor, contiguous_strides, wrap_dim  # noqa: F401  (re-exported)
 
 SCALAR_TYPES = (bool, int, float)
 
