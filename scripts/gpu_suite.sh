@@ -16,7 +16,7 @@ print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', tr
 'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  python3 -m pytest -q -x -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
+  python3 -m pytest -q -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
     2>&1 | tee "$OUT/gpu_tests.log" || status=1
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
