@@ -280,17 +280,8 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Clear every parameter's `.grad`: drop it (default) or fill it with zeros."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-                continue
-            if p.grad.grad_fn is not None:
-                p.grad.detach_()
-            else:
-                p.grad.requires_grad_(False)
-            p.grad.zero_()
+        from ...optim.optimizer import zero_grads
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call `fn` on every submodule (children first) and then on self."""
