@@ -119,3 +119,20 @@ def test_threads_allocate_concurrently(rng):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_library_handles_are_made_once_and_released_in_reverse_order():
+    from genesis.backends.cuda import libraries
+    from genesis.backends.cuda.runtime.device import DeviceContext
+    ctx = DeviceContext(0)
+    released = []
+    first = ctx.handle("a", lambda: 1, released.append)
+    assert ctx.handle("a", lambda: 2, released.append) == first
+    ctx.handle("b", lambda: 3, released.append)
+    ctx.release()
+    assert released == [3, 1]
+    if not libraries.has_cublaslt():
+        pytest.skip("nvmath-python not installed: cuBLASLt handle not checked")
+    handle = libraries.cublaslt_handle()
+    assert handle and libraries.cublaslt_handle() == handle
+    assert libraries.cublaslt_version() > 0
