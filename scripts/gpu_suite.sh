@@ -8,6 +8,10 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export GENESIS_KERNEL_CACHE_DIR=${GENESIS_KERNEL_CACHE_DIR:-/tmp/genesis_kernels}
 what=${1:-all}
+if ls .whl/*.whl >/dev/null 2>&1; then  # wheels carried for packages the GPU image lacks
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 status=0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
