@@ -215,7 +215,7 @@ def main(argv=None):
         genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         loss_value = loss.item()
-        history["train"].append((step, loss_value))
+        history["train"].append((step + 1, loss_value))
         rate = tokens_per_step * (step + 1 - start) / (time.perf_counter() - t0)
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{rate:,.0f}")
