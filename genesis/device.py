@@ -77,9 +77,16 @@ def resolve(dev):
     """A concrete device: "cuda" without an index becomes the current CUDA device."""
     dev = as_device(dev)
     if dev.type == "cuda" and dev.index is None:
-        from . import cuda
-        return _cuda_devices[cuda.current_device()]
+        return _cuda_devices[_current_cuda_device()]
     return dev
+
+
+def _current_cuda_device():
+    """genesis.cuda.current_device, bound on first call (genesis.cuda imports this module)."""
+    global _current_cuda_device
+    from .cuda import current_device
+    _current_cuda_device = current_device
+    return current_device()
 
 
 class _CudaDevices(dict):

@@ -6,6 +6,7 @@ Nothing here touches the driver until a function is called; without a GPU or wit
 
 import contextlib
 
+from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
 from ..backends.cuda.runtime.memory import OutOfMemoryError
@@ -40,10 +41,9 @@ def is_initialized():
 
 
 def current_device():
-    from ..backends.cuda.runtime import device
-    if not device._contexts:
+    if not _devices._contexts:
         _runtime()
-    return device.current_device()
+    return _devices.current_device()
 
 
 def set_device(device):
