@@ -13,9 +13,11 @@ import contextlib
 import math
 import os
 
+import ml_dtypes
 import numpy as np
 import triton.language as tl
 from triton.language.extra import libdevice
+from triton.runtime import interpreter
 from triton.runtime.interpreter import TensorHandle
 
 from genesis.backends.cuda.runtime.array import CUDAArray, contiguous_byte_strides
@@ -155,6 +157,21 @@ _LIBDEVICE = {
 }
 
 
+def _patch_lang_tensor(tensor, scope, original=interpreter._patch_lang_tensor):
+    """The interpreter's tensor patches, with `__index__` working on numpy 2.4, where int() of a
+    one-element 1-d array (how the interpreter holds scalars) is an error."""
+    original(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+
+def _convert_float(data, src, dst, rounding_mode, original=interpreter._convert_float):
+    """The interpreter's float conversions, except float32 -> bfloat16 rounds to nearest even
+    as compiled kernels do (the interpreter truncates)."""
+    if src == tl.float32 and dst == tl.bfloat16 and rounding_mode in (None, "rtne"):
+        return np.asarray(data, np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    return original(data, src, dst, rounding_mode)
+
+
 @contextlib.contextmanager
 def device(*modules):
     """Within: the given kernel modules launch through the interpreter on host memory."""
@@ -166,6 +183,8 @@ def device(*modules):
         setattr(obj, name, value)
 
     patch(CUDAArray, "empty", classmethod(_empty))
+    patch(interpreter, "_patch_lang_tensor", _patch_lang_tensor)
+    patch(interpreter, "_convert_float", _convert_float)
     for name, fn in _LIBDEVICE.items():
         patch(libdevice, name, fn)
     for module in (_strided,) + modules:

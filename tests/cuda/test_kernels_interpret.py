@@ -7,17 +7,19 @@ the CPU kernels' contract without a GPU (libdevice is stood in for by numpy; see
 triton_interpret.py).
 """
 
+import inspect
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import triton_interpret as ti
 from genesis import dispatch
-
-pytestmark = pytest.mark.skipif(not ti.ENABLED, reason="set TRITON_INTERPRET=1 to run")
-
-if ti.ENABLED:
-    from genesis.backends.cuda.kernels import elementwise as ew
+from genesis.backends.cpu import elementwise as cpu_elementwise
+from genesis.backends.cpu import reduce as cpu_reduce
+from genesis.backends.cuda.kernels import elementwise as ew
+from genesis.backends.cuda.kernels import reduce as red
+from genesis.backends.cuda.kernels import softmax as sm
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -27,16 +29,40 @@ TOL = {np.dtype(np.float32): (1.3e-6, 1e-5), np.dtype(np.float16): (1e-3, 1e-5),
 LAYOUTS = ["contiguous", "transposed", "broadcast", "sliced"]
 
 
+def _cpu_ops(module):
+    return sorted(name for (name, dev), fn in dispatch._KERNELS.items()
+                  if dev == "cpu" and fn.__module__ == module.__name__)
+
+
+@pytest.mark.parametrize("op", _cpu_ops(cpu_elementwise) + _cpu_ops(cpu_reduce))
+def test_every_cpu_kernel_has_a_cuda_twin_with_its_signature(op):
+    """Runs everywhere (no interpreter needed): the contracts cannot drift apart unnoticed."""
+    if op in ("median", "median_dim"):
+        pytest.skip("median is not implemented on CUDA yet")
+    cuda = dispatch.kernel(op, "cuda")
+    cpu = dispatch.kernel(op, "cpu")
+    params = lambda fn: list(inspect.signature(fn).parameters)  # noqa: E731
+    assert params(inspect.unwrap(cuda)) == params(inspect.unwrap(cpu))
+
+
 @pytest.fixture
-def gpu():
-    with ti.device(ew):
+def gpu(monkeypatch):
+    """Kernels run interpreted; reductions use 64-element tiles and split rows over at most 8
+    programs, so small inputs walk every path (several chunks, tails, split and merge)."""
+    if not ti.ENABLED:
+        pytest.skip("set TRITON_INTERPRET=1 to run")
+    monkeypatch.setattr(red, "_MAX_TILE", 64)
+    monkeypatch.setattr(red, "_SPLIT_TARGET", 8)
+    monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
+    monkeypatch.setattr(sm, "_CHUNK", 64)
+    with ti.device(ew, red, sm):
         yield
 
 
 def values(shape, dtype, rng, low=-3.0, high=3.0, nonzero=False):
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
-    if dtype.kind == "f":
+    if ew.is_float(dtype):
         return rng.uniform(low, high, shape).astype(dtype)
     lo = 0 if dtype.kind == "u" else -20
     out = rng.integers(lo, 21, shape).astype(dtype)
@@ -165,7 +191,7 @@ def test_binary_layouts(gpu, layout_a, layout_b, rng):
 @pytest.mark.parametrize("scalar_first", [False, True])
 def test_python_scalars(gpu, dtype, scalar_first, rng):
     a = values((5, 300), dtype, rng)
-    s = 2.5 if dtype.kind == "f" else 300
+    s = 2.5 if ew.is_float(dtype) else 300
     args = [s, a] if scalar_first else [a, s]
     run_both("sub", args, [s, ti.to_device(a)] if scalar_first else [ti.to_device(a), s])
     run_both("lt", args, [s, ti.to_device(a)] if scalar_first else [ti.to_device(a), s])
@@ -222,7 +248,7 @@ def test_nan_to_num_defaults_use_the_dtype_range(gpu):
 @pytest.mark.parametrize("bounds", ["both", "low", "high", "arrays"])
 def test_clamp(gpu, dtype, bounds, rng):
     x = values((8, 40), dtype, rng)
-    if dtype.kind == "f":
+    if ew.is_float(dtype):
         x[0, 0] = np.nan
     lo, hi = (-1, 2) if dtype.kind != "f" else (-1.0, 2.0)
     if bounds == "arrays":
@@ -256,3 +282,189 @@ def test_ternary(gpu, dtype, rng):
 def test_addcmul_integers_wrap(gpu, rng):
     x, a, b = (values((4, 5), np.dtype(np.int8), rng) for _ in range(3))
     run_both("addcmul", [x, a, b, 3], [ti.to_device(x), ti.to_device(a), ti.to_device(b), 3])
+
+
+def element_strides(arr):
+    return tuple(s // arr.itemsize for s in arr.strides)
+
+
+def strided_input(shape, dtype, layout, rng, low=-3.0, high=3.0):
+    """(CPU array, CUDA array) of `shape` laid out "contiguous", "permuted" (dims reversed in
+    memory) or "sliced" (every other element of the last dim)."""
+    x = values(shape, dtype, rng, low, high)
+    if layout == "contiguous" or not shape:
+        return x, ti.to_device(x)
+    if layout == "permuted":
+        storage = np.ascontiguousarray(x.transpose())
+        return x, ti.view(ti.to_device(storage), shape, element_strides(storage)[::-1])
+    wide = np.repeat(x, 2, axis=-1)
+    return x, ti.view(ti.to_device(wide), shape, element_strides(wide[..., ::2]))
+
+
+REDUCE_DIMS = [((6, 5, 7), (1,)), ((6, 5, 7), (0, 2)), ((6, 5, 7), (0, 1, 2)), ((4, 300), (1,)),
+               ((300, 5), (0,)), ((900,), (0,)), ((), ()), ((3, 0, 4), (1,)), ((5, 1, 3), (2,))]
+REDUCE_LAYOUTS = ["contiguous", "permuted", "sliced"]
+
+
+def genesis_dtype(dtype):
+    from genesis import dtypes
+    return dtypes.from_numpy_dtype(dtype)
+
+
+def run_exact(op, x, gx, *args):
+    """Compare with the CPU kernel run in float64 (numpy's float32 column sums add sequentially
+    and drift further from the exact value than a tree does)."""
+    actual = dispatch.kernel(op, "cuda")(gx, *args)
+    expected = np.asarray(dispatch.kernel(op, "cpu")(x.astype(np.float64), *args))
+    check(actual, expected.astype(ti.to_host(actual).dtype))
+
+
+@pytest.mark.parametrize("shape,dims", REDUCE_DIMS, ids=str)
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.float64)], ids=str)
+def test_float_reductions(gpu, shape, dims, layout, dtype, rng):
+    """Positive inputs: sums without cancellation, so float32 results are within float32's
+    tolerance of the exact value whatever the summation order."""
+    x, gx = strided_input(shape, dtype, layout, rng, 0.5, 1.5)
+    keepdim = len(dims) != 1
+    gd = genesis_dtype(dtype)
+    run_exact("sum", x, gx, dims, keepdim, gd)
+    run_exact("nansum", x, gx, dims, keepdim, gd)
+    run_exact("mean", x, gx, dims, keepdim)
+    run_exact("var", x, gx, dims, keepdim, 1, False)
+    run_exact("var", x, gx, dims, keepdim, 0, True)
+    run_exact("logsumexp", x, gx, dims, keepdim)
+    for p in (2.0, 1.0, 0.0, 3.0):
+        run_exact("norm", x, gx, dims, keepdim, p)
+    if all(shape[d] for d in dims):
+        run_exact("norm", x, gx, dims, keepdim, float("inf"))
+        run_exact("norm", x, gx, dims, keepdim, float("-inf"))
+        run_both("amax", [x, dims, keepdim], [gx, dims, keepdim])
+        run_both("amin", [x, dims, keepdim], [gx, dims, keepdim])
+
+
+@pytest.mark.parametrize("dtype", INTS + [np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize("shape,dims", [((9, 70), (1,)), ((70, 9), (0,)), ((4, 5, 6), (0, 2))],
+                         ids=str)
+def test_integer_reductions(gpu, dtype, shape, dims, rng):
+    x, gx = strided_input(shape, dtype, "permuted", rng)
+    i64 = genesis_dtype(np.dtype(np.int64))
+    run_both("sum", [x, dims, True, i64], [gx, dims, True, i64])
+    run_both("prod", [x % 3 if dtype != np.bool_ else x, dims, False, i64],
+             [ti.to_device(x % 3) if dtype != np.bool_ else gx, dims, False, i64])
+    run_both("amax", [x, dims, False], [gx, dims, False])
+    run_both("amin", [x, dims, True], [gx, dims, True])
+    run_both("any", [x, dims, False], [gx, dims, False])
+    run_both("all", [x, dims, True], [gx, dims, True])
+    run_both("count_nonzero", [x, dims], [gx, dims])
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int16),
+                                   np.dtype(np.uint8)], ids=str)
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+def test_arg_reductions(gpu, dtype, layout, rng):
+    x, gx = strided_input((7, 150), dtype, layout, rng)
+    if ew.is_float(dtype):
+        x, gx = np.round(x), ti.to_device(np.round(x))
+    for dim, keepdim in ((1, False), (0, True), (None, False), (None, True)):
+        run_both("argmax", [x, dim, keepdim], [gx, dim, keepdim])
+        run_both("argmin", [x, dim, keepdim], [gx, dim, keepdim])
+    for dim in (0, 1):
+        for op in ("max_dim", "min_dim"):
+            cpu_v, cpu_i = dispatch.kernel(op, "cpu")(x, dim, dim == 0)
+            gpu_v, gpu_i = dispatch.kernel(op, "cuda")(gx, dim, dim == 0)
+            check(gpu_v, cpu_v)
+            check(gpu_i, cpu_i)
+
+
+def test_arg_reductions_take_the_first_nan(gpu):
+    x = np.array([[1.0, np.nan, 5.0, np.nan], [2.0, 2.0, -1.0, -1.0]], dtype=np.float32)
+    gx = ti.to_device(x)
+    for op in ("argmax", "argmin"):
+        run_both(op, [x, 1, False], [gx, 1, False])
+        run_both(op, [x, None, False], [gx, None, False])
+
+
+def test_zero_dim_arg_reductions(gpu):
+    x = np.array(4.5, dtype=np.float32)
+    gx = ti.to_device(x)
+    run_both("argmax", [x, None, False], [gx, None, False])
+    values, index = dispatch.kernel("max_dim", "cuda")(gx, 0, False)
+    assert ti.to_host(values).tolist() == 4.5 and ti.to_host(index).tolist() == 0
+
+
+def test_special_values(gpu):
+    x = np.array([[np.nan, 1.0], [np.inf, 1.0], [-np.inf, -np.inf], [np.inf, -np.inf]],
+                 dtype=np.float32)
+    gx = ti.to_device(x)
+    run_both("logsumexp", [x, (1,), False], [gx, (1,), False])
+    run_both("amax", [x, (1,), False], [gx, (1,), False])
+    run_both("amin", [x, (1,), False], [gx, (1,), False])
+    run_both("nansum", [x, (1,), False, genesis_dtype(x.dtype)],
+             [gx, (1,), False, genesis_dtype(x.dtype)])
+
+
+def test_empty_reductions(gpu):
+    x = np.zeros((3, 0), dtype=np.float32)
+    gx = ti.to_device(x)
+    f32 = genesis_dtype(x.dtype)
+    for op, args in (("sum", (f32,)), ("prod", (f32,))):
+        run_both(op, [x, (1,), False, *args], [gx, (1,), False, *args])
+    run_both("mean", [x, (1,), False], [gx, (1,), False])
+    run_both("var", [x, (1,), False, 1, False], [gx, (1,), False, 1, False])
+    run_both("logsumexp", [x, (1,), False], [gx, (1,), False])
+    run_both("all", [x, (1,), False], [gx, (1,), False])
+    run_both("any", [x, (0,), False], [gx, (0,), False])
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.int32),
+                                   np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+@pytest.mark.parametrize("shape,dim", [((5, 150), 1), ((150, 5), 0), ((4, 3, 5), 1), ((), 0)],
+                         ids=str)
+def test_scans(gpu, dtype, layout, shape, dim, rng):
+    x, gx = strided_input(shape, dtype, layout, rng, 0.5, 1.5)
+    acc = genesis_dtype(np.dtype(np.int64) if dtype.kind in "biu" else dtype)
+    for reverse in (False, True):
+        run_both("cumsum", [x, dim, reverse, acc], [gx, dim, reverse, acc])
+    small = x if dtype == np.bool_ or ew.is_float(dtype) else x % 3
+    run_both("cumprod", [small, dim, acc], [ti.to_device(small) if small is not x else gx, dim,
+                                            acc])
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)],
+                         ids=str)
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+@pytest.mark.parametrize("shape,dim", [((5, 150), 1), ((7, 700), 1), ((150, 5), 0), ((300, 9), 0),
+                                       ((4, 3, 5), 1), ((6,), 0), ((), 0)], ids=str)
+def test_softmax(gpu, dtype, layout, shape, dim, rng):
+    """Short rows take the one-pass kernel, long ones (the limit is lowered here) the online
+    one; rows along a strided dim too."""
+    x, gx = strided_input(shape, dtype, layout, rng, -8.0, 8.0)
+    for op in ("softmax", "log_softmax"):
+        run_both(op, [x, dim], [gx, dim])
+
+
+def softmax_backward_reference(op, g, y, dim):
+    g, y = g.astype(np.float64), y.astype(np.float64)
+    if op == "softmax_backward":
+        return y * (g - np.sum(g * y, axis=dim, keepdims=True))
+    return g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
+
+
+@pytest.mark.parametrize("op", ["softmax_backward", "log_softmax_backward"])
+@pytest.mark.parametrize("shape,dim", [((5, 150), 1), ((7, 700), 1), ((300, 9), 0)], ids=str)
+@pytest.mark.parametrize("layout", REDUCE_LAYOUTS)
+def test_softmax_backward(gpu, op, shape, dim, layout, rng):
+    g, gg = strided_input(shape, np.dtype(np.float32), layout, rng)
+    y = np.asarray(dispatch.kernel(op.replace("_backward", ""), "cpu")(values(
+        shape, np.dtype(np.float32), rng), dim))
+    expected = softmax_backward_reference(op, g, y, dim).astype(np.float32)
+    check(dispatch.kernel(op, "cuda")(gg, ti.to_device(y), dim), expected)
+
+
+def test_softmax_special_rows(gpu):
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [np.inf, 0.0, 1.0],
+                  [np.nan, 0.0, 1.0]], dtype=np.float32)
+    for op in ("softmax", "log_softmax"):
+        run_both(op, [x, 1], [ti.to_device(x), 1])

@@ -55,27 +55,32 @@ def contiguous_strides(shape):
 
 
 class RowLayout:
-    """An array seen as `rows` x `length`: kept dims (coalesced with the output's contiguous
-    layout, in order) and reduced dims (coalesced; reordered by stride when `reorder`)."""
+    """Arrays of one shape seen as `rows` x `length`: the kept dims (in order) and the reduced
+    dims (by decreasing stride of the first array when `reorder`), each side coalesced across
+    all the arrays. `strides` holds each array's element strides over the full shape;
+    kept_strides[k] and red_strides[k] are array k's after coalescing."""
 
-    __slots__ = ("rows", "length", "kept_sizes", "kept_strides", "out_strides", "red_sizes",
-                 "red_strides")
+    __slots__ = ("rows", "length", "kept_sizes", "kept_strides", "red_sizes", "red_strides")
 
-    def __init__(self, shape, strides, dims, reorder=True):
+    def __init__(self, shape, dims, strides, reorder=True):
         kept = [i for i in range(len(shape)) if i not in dims]
         red = list(dims)
         if reorder:
-            red.sort(key=lambda i: -abs(strides[i]))
-        kept_shape = [shape[i] for i in kept]
-        self.kept_sizes, (self.kept_strides, self.out_strides) = coalesce(
-            kept_shape, [strides[i] for i in kept], contiguous_strides(kept_shape))
-        self.red_sizes, (self.red_strides,) = coalesce([shape[i] for i in red],
-                                                      [strides[i] for i in red])
-        self.rows = _prod(kept_shape)
+            red.sort(key=lambda i: -abs(strides[0][i]))
+        self.kept_sizes, self.kept_strides = coalesce(
+            [shape[i] for i in kept], *([st[i] for i in kept] for st in strides))
+        self.red_sizes, self.red_strides = coalesce(
+            [shape[i] for i in red], *([st[i] for i in red] for st in strides))
+        self.rows = _prod(shape[i] for i in kept)
         self.length = _prod(shape[i] for i in red)
 
     def fits(self):
         return len(self.kept_sizes) <= MAX_ROW_DIMS and len(self.red_sizes) <= MAX_ROW_DIMS
+
+    def index_type(self):
+        """The kernel index type for the first array (see index_type)."""
+        return index_type(self.kept_sizes + self.red_sizes,
+                          *(k + r for k, r in zip(self.kept_strides, self.red_strides)))
 
 
 def _prod(values):
@@ -87,7 +92,7 @@ def _prod(values):
 
 def index_type(sizes, *strides):
     """"i32" when every linear index and element offset fits in int32 (cheaper div/mod), else
-    "i64"."""
+    "i64"; `sizes` may be several lists (e.g. rows and reduced) with matching strides."""
     limit = 2 ** 31 - 1
     if _prod(sizes) > limit:
         return "i64"
@@ -126,18 +131,26 @@ def specialization(fn, entries):
     return signature, consts, [value for _, value, ty in entries if ty != "constexpr"]
 
 
-def launch(fn, grid, stream, entries, num_warps, device, aligned=(), num_stages=1):
-    """Compile `fn` for `entries` (once; see specialization) and launch it."""
+def aligned_names(entries):
+    """Arguments Triton may assume are multiples of 16 (pointers in bytes, integers in value):
+    what lets it emit 16-byte vector accesses."""
+    return [name for name, value, ty in entries
+            if ty != "constexpr" and ty[0] in "*i" and isinstance(value, int) and value % 16 == 0]
+
+
+def launch(fn, grid, stream, entries, num_warps, device, num_stages=1):
+    """Compile `fn` for `entries` (once; see specialization) with alignment hints, launch it."""
     signature, consts, args = specialization(fn, entries)
-    kernel = get_kernel(fn, signature, consts, aligned, num_warps, num_stages, device)
+    kernel = get_kernel(fn, signature, consts, aligned_names(entries), num_warps, num_stages,
+                        device)
     kernel(grid, stream, *args)
     return kernel
 
 
-def compile_entries(fn, entries, num_warps, target, aligned=(), num_stages=1):
+def compile_entries(fn, entries, num_warps, target, num_stages=1):
     """Compile `fn` for `entries` and `target` without launching it (compile_all)."""
     signature, consts, _ = specialization(fn, entries)
-    compile_kernel(fn, signature, consts, aligned, num_warps, num_stages, target)
+    compile_kernel(fn, signature, consts, aligned_names(entries), num_warps, num_stages, target)
 
 
 def const(**values):

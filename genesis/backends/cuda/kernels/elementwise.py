@@ -225,8 +225,8 @@ def _signbit(x):
 
 
 @triton.jit
-def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr):
-    """The binary formulas; `a` and `b` are in the compute type."""
+def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
+    """The binary formulas; `a` and `b` are in the compute type, OUT is the stored type."""
     if OP == "add":
         r = a + b
     elif OP == "sub":
@@ -239,7 +239,8 @@ def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr):
         r = _floor_divide(a, b)
     elif OP == "trunc_divide":
         if a.dtype.is_floating():
-            r = libdevice.trunc(a / b)
+            # half types truncate the quotient rounded to their own precision, as PyTorch's
+            r = libdevice.trunc((a / b).to(OUT).to(a.dtype))
         else:
             r = tl.where(b == 0, _all_ones(a), a // tl.where(b == 0, 1, b))
     elif OP == "remainder":
@@ -415,7 +416,7 @@ def _compute(OP: tl.constexpr, ARITY: tl.constexpr, x0, x1, x2, p0, p1, p2, out_
     if ARITY == 1:
         r = _unary(OP, x0, p0, p1, p2, BOOL)
     elif ARITY == 2:
-        r = _binary(OP, x0, x1, BOOL)
+        r = _binary(OP, x0, x1, BOOL, out_ty)
     else:
         r = _ternary(OP, x0, x1, x2, p0)
     if out_ty == tl.int1:
@@ -644,16 +645,28 @@ def _write_by_leading_dim(op, out, operands, params, dtype, stream):
         write(op, sub(out, i), tuple(sub(x, i) for x in operands), params, dtype, stream)
 
 
-def _elementwise(op):
-    def kernel(*operands):
-        return run(op, operands)
+def _unary_kernel(op):
+    def kernel(x):
+        return run(op, (x,))
+    return _named(kernel, op)
+
+
+def _binary_kernel(op):
+    def kernel(a, b):
+        return run(op, (a, b))
+    return _named(kernel, op)
+
+
+def _named(kernel, op):
     kernel.__name__ = kernel.__qualname__ = op
     kernel.__doc__ = f"Elementwise `{op}` on the GPU (see the module docstring)."
     return kernel
 
 
-for _op in UNARY_OPS + BINARY_OPS:
-    register(_op, "cuda")(_elementwise(_op))
+for _op in UNARY_OPS:
+    register(_op, "cuda")(_unary_kernel(_op))
+for _op in BINARY_OPS:
+    register(_op, "cuda")(_binary_kernel(_op))
 
 
 @register("elu", "cuda")
@@ -738,8 +751,7 @@ def _compile_case(op, dtype, target, kinds=None, strides=None):
     params = _typed(_PARAMS.get(op, ()), np.dtype(dtype))
     if strides is None:
         entries = _contiguous_entries(op, out, operands, params, np.dtype(dtype))
-        compile_entries(_contiguous_kernel, entries, _NUM_WARPS, target,
-                        [e[0] for e in entries if e[2].startswith("*")])
+        compile_entries(_contiguous_kernel, entries, _NUM_WARPS, target)
     else:
         sizes, st = coalesce(out.shape, out.element_strides(),
                              *(x.element_strides() for x in operands if isinstance(x, CUDAArray)))

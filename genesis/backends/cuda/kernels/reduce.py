@@ -1,0 +1,712 @@
+"""Reduction and scan kernels: the contracts of backends/cpu/reduce.py on the GPU.
+
+Any set of dims is reduced by seeing the input as rows x reduced elements without copying: the
+kept dims (in order; the output is contiguous over them) and the reduced dims (reordered by
+stride, so the contiguous one is innermost) are each coalesced and indexed in the kernel
+(kernels/_strided.py). One kernel body serves every reduction: each keeps a state per lane of a
+[BM, BR] tile of rows x reduced elements, folds the tile's elements into it while walking the
+row, then combines the lanes with `tl.reduce`. The states: a single accumulator (sum, prod,
+max, min, any, all, norms, mean), (value, index) for arg reductions, (mean, m2, count) for the
+variance (Welford/Chan merges), (max, scaled sum) for logsumexp.
+
+Determinism: no atomics. Rows too long for their programs alone (few rows, long reductions) are
+split over a second grid axis; each split writes its state to a scratch buffer and a second
+launch merges the splits in a fixed order. The split count depends only on the shape, so the
+same input gives the same bits on every run (and on every GPU). Half types accumulate in
+float32, float64 in float64, integer sums and products in int64.
+
+Tiles: 4096 elements per iteration for one-accumulator states (2048 for two or three), 8 warps:
+16 float32 loads per thread in flight per iteration, in 16-byte vectors along the contiguous
+axis. Rows of at least a tile's length get a whole tile (BM=1); shorter rows are packed several
+to a program. When the kept dims are the contiguous ones (reducing a leading dim) the tile is
+laid along the rows instead (BM up to 256) so loads stay coalesced. The split target is 1024
+programs, about eight 8-warp programs per SM on an H100/H200: one resident wave.
+"""
+
+import ml_dtypes
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import (MAX_ROW_DIMS, RowLayout, compile_entries, const, launch,
+                       offsets, placeholder, size_entries, stride_entries)
+from .elementwise import _sqrt, is_float
+
+_SPLIT_TARGET = 1024
+_MAX_TILE = 4096
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _max(a, b):
+    """The larger; NaN wins."""
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _min(a, b):
+    """The smaller; NaN wins."""
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
+def _argmax(va, ia, vb, ib):
+    """(value, index) of the larger; the first index on ties; NaN wins (the first NaN)."""
+    nan_a = va != va
+    take_a = (va > vb) | ((va == vb) & (ia < ib)) | (nan_a & ((vb == vb) | (ia < ib)))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _argmin(va, ia, vb, ib):
+    """(value, index) of the smaller; the first index on ties; NaN wins (the first NaN)."""
+    nan_a = va != va
+    take_a = (va < vb) | ((va == vb) & (ia < ib)) | (nan_a & ((vb == vb) | (ia < ib)))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _welford(ma, m2a, na, mb, m2b, nb):
+    """Chan's merge of (mean, sum of squared deviations, count) pairs; empty states are exact."""
+    n = na + nb
+    wb = nb / tl.where(n == 0, 1.0, n)
+    delta = mb - ma
+    return ma + delta * wb, m2a + m2b + delta * delta * na * wb, n
+
+
+@triton.jit
+def _logsumexp(ma, sa, mb, sb):
+    """(max, sum of exp(x - max)) pairs merged; equal maxima (also +-inf) need no rescaling."""
+    m = _max(ma, mb)
+    ea = tl.where(ma == m, sa, sa * libdevice.exp(ma - m))
+    eb = tl.where(mb == m, sb, sb * libdevice.exp(mb - m))
+    return m, ea + eb
+
+
+@triton.jit
+def _identity(KIND: tl.constexpr, FAMILY: tl.constexpr, shape: tl.constexpr,
+              ACC: tl.constexpr):
+    """The state an empty reduction starts from, an (a, b, c) tuple of `shape` tensors."""
+    zero = tl.zeros(shape, ACC)
+    if KIND == "any":
+        a = zero
+    elif FAMILY == "mul" or KIND == "all":
+        a = zero + 1
+    elif FAMILY == "max" or FAMILY == "argmax" or FAMILY == "lse":
+        if ACC.is_floating():
+            a = zero + float("-inf")
+        else:
+            a = zero - (2 ** 63 - 1)
+    elif FAMILY == "min" or FAMILY == "argmin":
+        if ACC.is_floating():
+            a = zero + float("inf")
+        else:
+            a = zero + (2 ** 63 - 1)
+    else:
+        a = zero
+    if FAMILY == "argmax" or FAMILY == "argmin":
+        b = tl.full(shape, 2 ** 62, tl.int64)
+    else:
+        b = zero
+    return a, b, zero
+
+
+@triton.jit
+def _element(KIND: tl.constexpr, FAMILY: tl.constexpr, v, r, p0, ACC: tl.constexpr):
+    """The state of one loaded element `v` at reduced index `r`."""
+    if KIND == "nansum":
+        a = tl.where(v != v, 0, v).to(ACC)
+    elif KIND == "count_nonzero" or KIND == "norm0" or KIND == "any" or KIND == "all":
+        a = (v != 0).to(ACC)
+    elif KIND == "norm1" or KIND == "norminf" or KIND == "normninf":
+        a = tl.abs(v.to(ACC))
+    elif KIND == "norm2":
+        a = v.to(ACC) * v.to(ACC)
+    elif KIND == "normp":
+        a = libdevice.pow(tl.abs(v.to(ACC)), p0)
+    else:
+        a = v.to(ACC)
+    zero = tl.zeros_like(a)
+    if FAMILY == "welford":
+        s = (a, zero, zero + 1)
+    elif FAMILY == "lse":
+        s = (a, zero + 1, zero)
+    elif FAMILY == "argmax" or FAMILY == "argmin":
+        s = (a, r.to(tl.int64) + tl.zeros(a.shape, tl.int64), zero)
+    else:
+        s = (a, zero, zero)
+    return s
+
+
+@triton.jit
+def _combine(FAMILY: tl.constexpr, s, t):
+    """Merge states `s` and `t` (elementwise over their tiles)."""
+    if FAMILY == "add":
+        out = (s[0] + t[0], s[1], s[2])
+    elif FAMILY == "mul":
+        out = (s[0] * t[0], s[1], s[2])
+    elif FAMILY == "max":
+        out = (_max(s[0], t[0]), s[1], s[2])
+    elif FAMILY == "min":
+        out = (_min(s[0], t[0]), s[1], s[2])
+    elif FAMILY == "argmax":
+        v, i = _argmax(s[0], s[1], t[0], t[1])
+        out = (v, i, s[2])
+    elif FAMILY == "argmin":
+        v, i = _argmin(s[0], s[1], t[0], t[1])
+        out = (v, i, s[2])
+    elif FAMILY == "welford":
+        out = _welford(s[0], s[1], s[2], t[0], t[1], t[2])
+    else:
+        m, e = _logsumexp(s[0], s[1], t[0], t[1])
+        out = (m, e, s[2])
+    return out
+
+
+@triton.jit
+def _masked(s, t, mask):
+    """`t` where `mask`, else `s` (a masked-off lane keeps its state)."""
+    return tl.where(mask, t[0], s[0]), tl.where(mask, t[1], s[1]), tl.where(mask, t[2], s[2])
+
+
+@triton.jit
+def _lanes(FAMILY: tl.constexpr, s):
+    """The per-row states: the lanes of the [BM, BR] tile `s` combined along axis 1."""
+    if FAMILY == "add":
+        out = (tl.sum(s[0], 1), 0, 0)
+    elif FAMILY == "mul":
+        out = (tl.reduce(s[0], 1, _mul), 0, 0)
+    elif FAMILY == "max":
+        out = (tl.reduce(s[0], 1, _max), 0, 0)
+    elif FAMILY == "min":
+        out = (tl.reduce(s[0], 1, _min), 0, 0)
+    elif FAMILY == "argmax":
+        v, i = tl.reduce((s[0], s[1]), 1, _argmax)
+        out = (v, i, 0)
+    elif FAMILY == "argmin":
+        v, i = tl.reduce((s[0], s[1]), 1, _argmin)
+        out = (v, i, 0)
+    elif FAMILY == "welford":
+        out = tl.reduce((s[0], s[1], s[2]), 1, _welford)
+    else:
+        m, e = tl.reduce((s[0], s[1]), 1, _logsumexp)
+        out = (m, e, 0)
+    return out
+
+
+@triton.jit
+def _finalize(KIND: tl.constexpr, s, p0, p1):
+    """The reduction's value from a row's state (p0: count, correction or p; p1: 1/p)."""
+    a = s[0]
+    if KIND == "mean":
+        r = a / p0
+    elif KIND == "norm2":
+        r = _sqrt(a)
+    elif KIND == "normp":
+        r = libdevice.pow(a, p1)
+    elif KIND == "any" or KIND == "all":
+        r = a != 0
+    elif KIND == "var" or KIND == "std":
+        r = s[1] / tl.maximum(s[2] - p0, 0.0)
+        if KIND == "std":
+            r = _sqrt(r)
+    elif KIND == "logsumexp":
+        r = tl.where((a == float("inf")) | (a == float("-inf")), a, a + libdevice.log(s[1]))
+    else:
+        r = a
+    return r
+
+
+@triton.jit
+def _tile(KIND: tl.constexpr, FAMILY: tl.constexpr, x, xb, xc, s, row_off, r, r_off, mask, p0,
+          ACC: tl.constexpr, MERGE: tl.constexpr, MASKED: tl.constexpr):
+    """Fold one [BM, BR] tile (reduced indices `r` at offsets `r_off`) into the lane states `s`
+    (MERGE: the tile holds partial states)."""
+    off = row_off[:, None] + r_off[None, :]
+    if MERGE:
+        t = (tl.load(x + off, mask=mask), _load_or_zero(xb, off, mask),
+             _load_or_zero(xc, off, mask))
+    else:
+        t = _element(KIND, FAMILY, tl.load(x + off, mask=mask), r[None, :], p0, ACC)
+    if MASKED:
+        t = _masked(s, _combine(FAMILY, s, t), mask)
+    else:
+        t = _combine(FAMILY, s, t)
+    return t
+
+
+@triton.jit
+def _load_or_zero(x, off, mask):
+    if x is None:
+        v = 0
+    else:
+        v = tl.load(x + off, mask=mask)
+    return v
+
+
+@triton.jit
+def _reduce_kernel(x, xb, xc, out, out_b, out_c, M, R, R_SPLIT,
+                   ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
+                   rsize1, rsize2, rsize3, r_s0, r_s1, r_s2, r_s3, p0, p1,
+                   KIND: tl.constexpr, FAMILY: tl.constexpr, STAGE: tl.constexpr,
+                   KDIM: tl.constexpr, RDIM: tl.constexpr, ACC: tl.constexpr,
+                   INDEX64: tl.constexpr, BM: tl.constexpr, BR: tl.constexpr):
+    """Reduce rows pid_m*BM.. over reduced elements [pid_s*R_SPLIT, +R_SPLIT).
+
+    STAGE "full": write the result of each row; "partial": write each row's state to
+    out/out_b/out_c[row, pid_s]; "merge": x/xb/xc hold such partial states (R per row) and the
+    result is written as in "full". FAMILY says how states combine (see _combine).
+    """
+    pid_m = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    if INDEX64:
+        rows = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
+        r_lo = pid_s.to(tl.int64) * R_SPLIT
+    else:
+        rows = pid_m * BM + tl.arange(0, BM)
+        r_lo = pid_s * R_SPLIT
+    row_mask = rows < M
+    row_off = offsets(rows, (1, ksize1, ksize2, ksize3), (k_s0, k_s1, k_s2, k_s3), KDIM)
+    rsizes = (1, rsize1, rsize2, rsize3)
+    rstrides = (r_s0, r_s1, r_s2, r_s3)
+    r_hi = tl.minimum(r_lo + R_SPLIT, R)
+    full_hi = r_lo + (r_hi - r_lo) // BR * BR
+    s = _identity(KIND, FAMILY, (BM, BR), ACC)
+    lane = tl.arange(0, BR)
+    merge: tl.constexpr = STAGE == "merge"
+    for r0 in range(r_lo, full_hi, BR):
+        r = r0 + lane
+        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
+                  row_mask[:, None], p0, ACC, merge, False)
+    if full_hi < r_hi:
+        r = full_hi + lane
+        mask = row_mask[:, None] & (r < r_hi)[None, :]
+        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
+                  mask, p0, ACC, merge, True)
+    s = _lanes(FAMILY, s)
+    if STAGE == "partial":
+        at = rows * tl.num_programs(1) + pid_s
+        tl.store(out + at, s[0], mask=row_mask)
+        if out_b is not None:
+            tl.store(out_b + at, s[1], mask=row_mask)
+        if out_c is not None:
+            tl.store(out_c + at, s[2], mask=row_mask)
+    else:
+        if out is not None:
+            tl.store(out + rows, _finalize(KIND, s, p0, p1).to(out.dtype.element_ty),
+                     mask=row_mask)
+        if out_b is not None:
+            tl.store(out_b + rows, s[1], mask=row_mask)
+
+
+
+@triton.jit
+def _scan_kernel(x, out, M, L, ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
+                 o_s0, o_s1, o_s2, o_s3, x_s, o_s,
+                 KIND: tl.constexpr, REVERSE: tl.constexpr, KDIM: tl.constexpr,
+                 ACC: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+    """Inclusive cumsum/cumprod of rows pid*BM.. along a dim of stride x_s (o_s in `out`),
+    chunk by chunk with a running carry (from the end when REVERSE)."""
+    if INDEX64:
+        rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
+    else:
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    row_mask = rows < M
+    sizes = (1, ksize1, ksize2, ksize3)
+    x_row = offsets(rows, sizes, (k_s0, k_s1, k_s2, k_s3), KDIM)
+    o_row = offsets(rows, sizes, (o_s0, o_s1, o_s2, o_s3), KDIM)
+    identity: tl.constexpr = 0 if KIND == "cumsum" else 1
+    carry = tl.full((BM,), identity, ACC)
+    lane = tl.arange(0, BL)
+    for c in range(0, tl.cdiv(L, BL)):
+        if REVERSE:
+            j = L - (c + 1) * BL + lane
+        else:
+            j = c * BL + lane
+        mask = row_mask[:, None] & ((j >= 0) & (j < L))[None, :]
+        v = tl.load(x + x_row[:, None] + j[None, :] * x_s, mask=mask).to(ACC)
+        v = tl.where(mask, v, identity)
+        if KIND == "cumsum":
+            scanned = tl.cumsum(v, 1, reverse=REVERSE) + carry[:, None]
+            carry = carry + tl.sum(v, 1)
+        else:
+            scanned = tl.cumprod(v, 1, reverse=REVERSE) * carry[:, None]
+            carry = carry * tl.reduce(v, 1, _mul)
+        tl.store(out + o_row[:, None] + j[None, :] * o_s, scanned.to(out.dtype.element_ty),
+                 mask=mask)
+
+_FAMILIES = {"prod": "mul", "amax": "max", "any": "max", "norminf": "max", "amin": "min",
+             "all": "min", "normninf": "min", "argmax": "argmax", "argmin": "argmin",
+             "var": "welford", "std": "welford", "logsumexp": "lse"}
+_STATE_SIZES = {"argmax": 2, "argmin": 2, "welford": 3, "lse": 2}
+_TL = {"float32": tl.float32, "float64": tl.float64, "int32": tl.int32, "int64": tl.int64}
+_INT64 = np.dtype(np.int64)
+
+
+def _family(kind):
+    return _FAMILIES.get(kind, "add")
+
+
+def _acc_dtype(kind, dtype):
+    """The numpy dtype `kind` accumulates `dtype` data in."""
+    if kind in ("any", "all"):
+        return np.dtype(np.int32)
+    if kind == "count_nonzero" or not is_float(dtype):
+        return _INT64
+    return np.dtype(np.float64 if dtype == np.float64 else np.float32)
+
+
+def _next_pow2(n):
+    return triton.next_power_of_2(max(n, 1))
+
+
+def _tile_elements(states):
+    """Elements per [BM, BR] tile: fewer when each lane carries a two- or three-part state."""
+    return _MAX_TILE // (1 if states == 1 else 2)
+
+
+class _Plan:
+    """Tile shape, warps and split count for a layout (see the module docstring)."""
+
+    def __init__(self, layout, states):
+        tile = _tile_elements(states)
+        rows, length = layout.rows, layout.length
+        red_unit = layout.red_strides[0][-1] == 1 and layout.red_sizes[-1] > 1
+        kept_unit = layout.kept_strides[0][-1] == 1 and layout.kept_sizes[-1] > 1
+        if kept_unit and not red_unit:
+            self.bm = min(_next_pow2(rows), 256, tile)
+            self.br = min(_next_pow2(length), tile // self.bm)
+        else:
+            self.br = min(_next_pow2(length), tile)
+            self.bm = min(_next_pow2(rows), max(1, tile // self.br))
+        self.num_warps = max(1, min(8, self.bm * self.br // 512))
+        self.grid_m = triton.cdiv(rows, self.bm)
+        chunks = max(1, triton.cdiv(length, self.br))
+        splits = min(chunks, max(1, _SPLIT_TARGET // self.grid_m))
+        self.r_split = triton.cdiv(chunks, splits) * self.br
+        self.splits = triton.cdiv(max(length, 1), self.r_split)
+
+
+def _layout_entries(layout, ity, merge_splits=None):
+    """Kept and reduced dims of `layout` (or of an [rows, merge_splits] partial buffer)."""
+    if merge_splits is not None:
+        kept, kept_st, red, red_st = [layout.rows], [merge_splits], [merge_splits], [1]
+    else:
+        kept, kept_st = layout.kept_sizes, layout.kept_strides[0]
+        red, red_st = layout.red_sizes, layout.red_strides[0]
+    return (size_entries("k", kept, MAX_ROW_DIMS, ity) + stride_entries("k_", kept_st, MAX_ROW_DIMS,
+                                                                        ity)
+            + size_entries("r", red, MAX_ROW_DIMS, ity)
+            + stride_entries("r_", red_st, MAX_ROW_DIMS, ity)
+            + const(KDIM=len(kept), RDIM=len(red), INDEX64=ity == "i64"))
+
+
+def _ptr(name, arr):
+    from ..launch import pointer_type
+    if arr is None:
+        return (name, None, "constexpr")
+    return (name, arr.ptr, pointer_type(arr.dtype))
+
+
+def _reduce_entries(kind, stage, x, xs, outs, rows, length, r_split, layout_entries, ity, params,
+                    acc, plan, bm=None, br=None):
+    """Entries of one launch of _reduce_kernel."""
+    scalar = "fp64" if acc == np.float64 else "fp32"
+    entries = [_ptr("x", x), _ptr("xb", xs[0]), _ptr("xc", xs[1]), _ptr("out", outs[0]),
+               _ptr("out_b", outs[1]), _ptr("out_c", outs[2]), ("M", rows, ity),
+               ("R", length, ity), ("R_SPLIT", r_split, ity)]
+    entries += [(f"p{i}", params[i], scalar) if i < len(params) else (f"p{i}", None, "constexpr")
+                for i in range(2)]
+    return entries + layout_entries + const(KIND=kind, FAMILY=_family(kind), STAGE=stage,
+                                            ACC=_TL[acc.name], BM=bm or plan.bm, BR=br or plan.br)
+
+
+def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, reorder=True):
+    """Reduce `x` over `dims` with `kind`: (values or None, int64 indices or None), contiguous
+    arrays of `out_shape`. `out_dtype` None skips the values (argmax)."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+    if not layout.fits():
+        x = _contiguous(x, stream)
+        layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+    values = None if out_dtype is None else CUDAArray.empty(out_shape, out_dtype, device, stream)
+    index = CUDAArray.empty(out_shape, _INT64, device, stream) if indices else None
+    if layout.rows:
+        scratch = lambda shape, dtype: CUDAArray.empty(shape, dtype, device, stream)  # noqa: E731
+        for grid, entries, num_warps in _launches(kind, x, layout, (values, index), params,
+                                                  scratch):
+            launch(_reduce_kernel, grid, stream, entries, num_warps, device)
+    return values, index
+
+
+def _launches(kind, x, layout, outs, params, scratch):
+    """(grid, entries, num_warps) of each launch reducing `x` (seen as `layout`) into `outs`;
+    `scratch(shape, dtype)` allocates the split states."""
+    acc = _acc_dtype(kind, x.dtype)
+    family = _family(kind)
+    states = _STATE_SIZES.get(family, 1)
+    plan = _Plan(layout, states)
+    rows, length = layout.rows, layout.length
+    ity = layout.index_type()
+    if rows * plan.splits >= 2 ** 31:
+        ity = "i64"
+    grid = (plan.grid_m, plan.splits)
+    if plan.splits == 1:
+        yield grid, _reduce_entries(kind, "full", x, (None, None), outs + (None,), rows, length,
+                                    length, _layout_entries(layout, ity), ity, params, acc,
+                                    plan), plan.num_warps
+        return
+    index_state = family in ("argmax", "argmin")
+    partial = [scratch((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
+               if i < states else None for i in range(3)]
+    yield grid, _reduce_entries(kind, "partial", x, (None, None), partial, rows, length,
+                                plan.r_split, _layout_entries(layout, ity), ity, params, acc,
+                                plan), plan.num_warps
+    br = _next_pow2(plan.splits)
+    bm = min(_next_pow2(rows), max(1, _tile_elements(states) // br))
+    yield (triton.cdiv(rows, bm),), _reduce_entries(
+        kind, "merge", partial[0], partial[1:], outs + (None,), rows, plan.splits, plan.splits,
+        _layout_entries(layout, ity, plan.splits), ity, params, acc, plan, bm, br), \
+        max(1, min(8, bm * br // 512))
+
+
+def _contiguous(x, stream):
+    from .copy import strided_copy
+    out = CUDAArray.empty(x.shape, x.dtype, x.device, stream)
+    strided_copy(out, x, stream)
+    return out
+
+
+def _dims(dims):
+    return (dims,) if isinstance(dims, int) else tuple(dims)
+
+
+def _out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def _values(kind, x, dims, keepdim, out_dtype, params=()):
+    dims = _dims(dims)
+    return reduce(kind, x, dims, _out_shape(x.shape, dims, keepdim), out_dtype, params)[0]
+
+
+@register("sum", "cuda")
+def sum_(x, dims, keepdim, dtype):
+    """Sum over `dims` giving `dtype` (integer sums accumulate in int64)."""
+    return _values("sum", x, dims, keepdim, dtype.numpy_dtype)
+
+
+@register("nansum", "cuda")
+def nansum(x, dims, keepdim, dtype):
+    return _values("nansum", x, dims, keepdim, dtype.numpy_dtype)
+
+
+@register("prod", "cuda")
+def prod(x, dims, keepdim, dtype):
+    return _values("prod", x, dims, keepdim, dtype.numpy_dtype)
+
+
+@register("mean", "cuda")
+def mean(x, dims, keepdim):
+    """Mean over `dims`; an empty reduction gives nan (0/0), as PyTorch."""
+    dims = _dims(dims)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    return _values("mean", x, dims, keepdim, x.dtype, (float(count),))
+
+
+@register("amax", "cuda")
+def amax(x, dims, keepdim):
+    return _values("amax", x, dims, keepdim, x.dtype)
+
+
+@register("amin", "cuda")
+def amin(x, dims, keepdim):
+    return _values("amin", x, dims, keepdim, x.dtype)
+
+
+def _arg_select(kind, x, dim, keepdim):
+    """Index along `dim` (None: of the flattened array, in logical order), first on ties."""
+    if dim is None:
+        dims = tuple(range(x.ndim))
+        shape = (1,) * x.ndim if keepdim else ()
+    else:
+        dims = (dim,) if x.ndim else ()
+        shape = _out_shape(x.shape, dims, keepdim)
+    return reduce(kind, x, dims, shape, indices=True, reorder=False)[1]
+
+
+@register("argmax", "cuda")
+def argmax(x, dim, keepdim):
+    return _arg_select("argmax", x, dim, keepdim)
+
+
+@register("argmin", "cuda")
+def argmin(x, dim, keepdim):
+    return _arg_select("argmin", x, dim, keepdim)
+
+
+def _select_dim(kind, x, dim, keepdim):
+    dims = (dim,) if x.ndim else ()
+    return reduce(kind, x, dims, _out_shape(x.shape, dims, keepdim), x.dtype, indices=True,
+                  reorder=False)
+
+
+@register("max_dim", "cuda")
+def max_dim(x, dim, keepdim):
+    """(values, indices) of the maximum along `dim`."""
+    return _select_dim("argmax", x, dim, keepdim)
+
+
+@register("min_dim", "cuda")
+def min_dim(x, dim, keepdim):
+    return _select_dim("argmin", x, dim, keepdim)
+
+
+@register("var", "cuda")
+def var(x, dims, keepdim, correction, take_sqrt):
+    """Variance (its square root when `take_sqrt`, rounded once) with `correction` subtracted
+    from the count; N - correction <= 0 gives inf or nan."""
+    return _values("std" if take_sqrt else "var", x, dims, keepdim, x.dtype, (float(correction),))
+
+
+@register("logsumexp", "cuda")
+def logsumexp(x, dims, keepdim):
+    """log(sum(exp(x))), one pass with a running max; all -inf (or empty) gives -inf."""
+    return _values("logsumexp", x, dims, keepdim, x.dtype)
+
+
+_NORMS = {float("inf"): "norminf", float("-inf"): "normninf", 0.0: "norm0", 1.0: "norm1",
+          2.0: "norm2"}
+
+
+@register("norm", "cuda")
+def norm(x, dims, keepdim, p):
+    """The vector p-norm over `dims` (p may be inf, -inf or 0)."""
+    p = float(p)
+    kind = _NORMS.get(p, "normp")
+    return _values(kind, x, dims, keepdim, x.dtype, (p, 1.0 / p) if kind == "normp" else ())
+
+
+@register("any", "cuda")
+def any_(x, dims, keepdim):
+    return _values("any", x, dims, keepdim, np.dtype(np.bool_))
+
+
+@register("all", "cuda")
+def all_(x, dims, keepdim):
+    return _values("all", x, dims, keepdim, np.dtype(np.bool_))
+
+
+@register("count_nonzero", "cuda")
+def count_nonzero(x, dims):
+    return _values("count_nonzero", x, dims, False, _INT64)
+
+
+def scan(kind, x, dim, reverse, out_dtype):
+    """Inclusive `kind` ("cumsum" or "cumprod") of `x` along `dim`: a new contiguous array."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    out = CUDAArray.empty(x.shape, out_dtype, device, stream)
+    if out.size:
+        for grid, entries, num_warps in _scan_launches(kind, x, dim, reverse, out):
+            launch(_scan_kernel, grid, stream, entries, num_warps, device)
+    return out
+
+
+def _scan_launches(kind, x, dim, reverse, out):
+    dims = (dim,) if x.ndim else ()
+    layout = RowLayout(x.shape, dims, [x.element_strides(), out.element_strides()], False)
+    if not layout.fits():
+        yield from _scan_by_leading_dim(kind, x, dim, reverse, out)
+        return
+    plan = _Plan(layout, 1)
+    ity = layout.index_type()
+    entries = [_ptr("x", x), _ptr("out", out), ("M", layout.rows, ity),
+               ("L", layout.length, ity)]
+    entries += size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
+    entries += stride_entries("k_", layout.kept_strides[0], MAX_ROW_DIMS, ity)
+    entries += stride_entries("o_", layout.kept_strides[1], MAX_ROW_DIMS, ity)
+    entries += [("x_s", layout.red_strides[0][0], ity), ("o_s", layout.red_strides[1][0], ity)]
+    entries = [(n, v, "constexpr" if n in ("x_s", "o_s") and v == 1 else t) for n, v, t in entries]
+    acc = _acc_dtype("sum", out.dtype)
+    yield (plan.grid_m,), entries + const(
+        KIND=kind, REVERSE=reverse, KDIM=len(layout.kept_sizes), ACC=_TL[acc.name],
+        INDEX64=ity == "i64", BM=plan.bm, BL=plan.br), plan.num_warps
+
+
+def _scan_by_leading_dim(kind, x, dim, reverse, out):
+    """More than MAX_ROW_DIMS kept dims that do not merge (rare): one launch per index of the
+    first kept dim."""
+    lead = 1 if dim == 0 else 0
+    for i in range(x.shape[lead]):
+        sub = lambda a: CUDAArray(a.storage, a.shape[:lead] + a.shape[lead + 1:],  # noqa: E731
+                                  a.strides[:lead] + a.strides[lead + 1:],
+                                  a.offset + i * a.strides[lead], a.dtype)
+        yield from _scan_launches(kind, sub(x), dim - (lead < dim), reverse, sub(out))
+
+
+@register("cumsum", "cuda")
+def cumsum(x, dim, reverse, dtype):
+    """Inclusive running sum along `dim` giving `dtype` (from the end when `reverse`)."""
+    return scan("cumsum", x, dim, reverse, dtype.numpy_dtype)
+
+
+@register("cumprod", "cuda")
+def cumprod(x, dim, dtype):
+    return scan("cumprod", x, dim, False, dtype.numpy_dtype)
+
+
+_COMPILE_PARAMS = {"mean": (8.0,), "var": (1.0,), "std": (1.0,), "normp": (3.0, 1.0 / 3.0)}
+
+
+def _compile_case(kind, dtype, shape, dims, target, indices=False, reorder=True):
+    x = placeholder(shape, dtype)
+    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+    out = placeholder((layout.rows,), np.bool_ if kind in ("any", "all") else dtype)
+    outs = (out, placeholder((layout.rows,), _INT64) if indices else None)
+    for _, entries, num_warps in _launches(kind, x, layout, outs, _COMPILE_PARAMS.get(kind, ()),
+                                           placeholder):
+        compile_entries(_reduce_kernel, entries, num_warps, target)
+
+
+def compile_all(target):
+    """Every reduction kind on float32 rows, split rows (partial + merge), columns, the half
+    and integer accumulators and the scans, compiled for `target` (CI, no GPU needed)."""
+    f32 = np.float32
+    kinds = ("sum", "nansum", "prod", "mean", "amax", "amin", "any", "all", "count_nonzero",
+             "norm0", "norm1", "norm2", "normp", "norminf", "normninf", "var", "std", "logsumexp")
+    for kind in kinds:
+        _compile_case(kind, f32, (64, 1000), (1,), target)
+    for kind in ("argmax", "argmin"):
+        _compile_case(kind, f32, (64, 1000), (1,), target, indices=True, reorder=False)
+        _compile_case(kind, f32, (1 << 20,), (0,), target, indices=True, reorder=False)
+    for kind in ("sum", "var", "logsumexp", "amax"):
+        _compile_case(kind, f32, (1 << 20,), (0,), target)
+        _compile_case(kind, f32, (4096, 512), (0,), target)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
+        _compile_case("sum", dtype, (64, 1000), (1,), target)
+    _compile_case("amax", np.int64, (8, 6, 4), (0, 2), target)
+    for kind, dtype, shape, dim in (("cumsum", np.float32, (64, 1000), 1),
+                                    ("cumsum", ml_dtypes.bfloat16, (1000, 64), 0),
+                                    ("cumsum", np.int32, (8, 6, 4), 1),
+                                    ("cumprod", np.float32, (64, 1000), 1)):
+        x = placeholder(shape, dtype)
+        out = placeholder(shape, np.int64 if dtype == np.int32 else dtype)
+        for _, entries, num_warps in _scan_launches(kind, x, dim, kind == "cumsum", out):
+            compile_entries(_scan_kernel, entries, num_warps, target)
