@@ -10,6 +10,7 @@ Only meaningful when TRITON_INTERPRET=1 was set before Triton was imported.
 """
 
 import contextlib
+import ctypes
 import math
 import os
 
@@ -151,7 +152,7 @@ _LIBDEVICE = {
     "asin": _unary_np(np.arcsin), "acos": _unary_np(np.arccos), "atan": _unary_np(np.arctan),
     "asinh": _unary_np(np.arcsinh), "acosh": _unary_np(np.arccosh),
     "atanh": _unary_np(np.arctanh), "erf": _unary_np(_erf),
-    "erfc": _unary_np(lambda x: 1.0 - _erf(x)),
+    "erfc": _unary_np(lambda x: 1.0 - _erf(x)), "rsqrt": _unary_np(lambda x: 1.0 / np.sqrt(x)),
     "pow": _binary_np(np.power), "atan2": _binary_np(np.arctan2),
     "hypot": _binary_np(np.hypot), "copysign": _binary_np(np.copysign),
 }
@@ -175,7 +176,8 @@ def _convert_float(data, src, dst, rounding_mode, original=interpreter._convert_
 @contextlib.contextmanager
 def device(*modules):
     """Within: the given kernel modules launch through the interpreter on host memory."""
-    from genesis.backends.cuda.kernels import _strided
+    from genesis.backends.cuda.kernels import _strided, copy
+    from genesis.backends.cuda.runtime import driver
     saved = []
 
     def patch(obj, name, value):
@@ -187,7 +189,11 @@ def device(*modules):
     patch(interpreter, "_convert_float", _convert_float)
     for name, fn in _LIBDEVICE.items():
         patch(libdevice, name, fn)
-    for module in (_strided,) + modules:
+    patch(driver, "memset_d8", lambda ptr, value, nbytes, stream=0: ctypes.memset(ptr, value,
+                                                                                   nbytes))
+    patch(driver, "memcpy_dtod", lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src,
+                                                                                    nbytes))
+    for module in (_strided, copy) + modules:
         for name, value in (("get_kernel", _get_kernel), ("activate", lambda index: None),
                             ("current_stream_handle", lambda index: 0)):
             if hasattr(module, name):

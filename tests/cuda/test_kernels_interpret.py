@@ -18,6 +18,7 @@ from genesis import dispatch
 from genesis.backends.cpu import elementwise as cpu_elementwise
 from genesis.backends.cpu import reduce as cpu_reduce
 from genesis.backends.cuda.kernels import elementwise as ew
+from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import softmax as sm
 
@@ -55,7 +56,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(red, "_SPLIT_TARGET", 8)
     monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
     monkeypatch.setattr(sm, "_CHUNK", 64)
-    with ti.device(ew, red, sm):
+    with ti.device(ew, red, sm, norm):
         yield
 
 
@@ -468,3 +469,62 @@ def test_softmax_special_rows(gpu):
                   [np.nan, 0.0, 1.0]], dtype=np.float32)
     for op in ("softmax", "log_softmax"):
         run_both(op, [x, 1], [ti.to_device(x), 1])
+
+
+def norm_reference(x, w, b, eps, rms):
+    """(y, mean, rstd, and a function giving (dx, dw, db) from dy), in float64."""
+    x = x.astype(np.float64)
+    mean = np.zeros(x.shape[:-1]) if rms else x.mean(-1)
+    var = (x * x).mean(-1) if rms else x.var(-1)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mean[..., None]) * rstd[..., None]
+    wv = np.ones(x.shape[-1]) if w is None else w.astype(np.float64)
+    y = xhat * wv + (0 if b is None else b.astype(np.float64))
+
+    def grads(dy):
+        dy = dy.astype(np.float64)
+        wdy = dy * wv
+        c1 = (xhat * wdy).mean(-1, keepdims=True)
+        c2 = 0 if rms else wdy.mean(-1, keepdims=True)
+        dx = (wdy - xhat * c1 - c2) * rstd[..., None]
+        return dx, (dy * xhat).reshape(-1, x.shape[-1]).sum(0), dy.reshape(-1, x.shape[-1]).sum(0)
+    return y, mean, rstd, grads
+
+
+@pytest.mark.parametrize("rms", [False, True])
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("shape", [(6, 100), (3, 5, 700), (1, 64), (0, 8), (33, 7)], ids=str)
+@pytest.mark.parametrize("affine", [True, False])
+def test_norms(gpu, rms, dtype, shape, affine, rng, monkeypatch):
+    """Rows longer than the (lowered) one-pass limit take the chunked kernels."""
+    monkeypatch.setattr(norm, "ONE_PASS_LIMIT", 256)
+    monkeypatch.setattr(norm, "_CHUNK", 128)
+    monkeypatch.setattr(norm, "_BACKWARD_PROGRAMS", 4)
+    x = values(shape, dtype, rng)
+    w = values(shape[-1:], dtype, rng) if affine else None
+    b = values(shape[-1:], dtype, rng) if affine and not rms else None
+    dev = lambda a: None if a is None else ti.to_device(a)  # noqa: E731
+    y, mean, rstd, grads = norm_reference(x, w, b, 1e-5, rms)
+    if rms:
+        gy, grstd = dispatch.kernel("rms_norm_fwd", "cuda")(dev(x), dev(w), 1, 1e-5)
+    else:
+        gy, gmean, grstd = dispatch.kernel("layer_norm_fwd", "cuda")(dev(x), dev(w), dev(b), 1,
+                                                                    1e-5)
+        check(gmean, mean.reshape(-1).astype(ti.to_host(gmean).dtype))
+    check(gy, y.astype(dtype))
+    check(grstd, rstd.reshape(-1).astype(ti.to_host(grstd).dtype))
+    dy = values(shape, dtype, rng)
+    dx, dw, db = grads(dy)
+    if rms:
+        gdx, gdw = dispatch.kernel("rms_norm_bwd", "cuda")(dev(dy), dev(x), dev(w), grstd, 1,
+                                                           affine)
+    else:
+        gdx, gdw, gdb = dispatch.kernel("layer_norm_bwd", "cuda")(
+            dev(dy), dev(x), dev(w), gmean, grstd, 1, affine, affine)
+        if affine:
+            check(gdb, db.astype(dtype))
+    check(gdx, dx.astype(dtype))
+    if affine:
+        check(gdw, dw.astype(dtype))
+    else:
+        assert gdw is None

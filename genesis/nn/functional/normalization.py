@@ -8,7 +8,9 @@ import ml_dtypes
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
+from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from . import fused_norm
 
 
 def _upcast(x):
@@ -43,6 +45,8 @@ def _normalized_dims(input, normalized_shape, op):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Standardize over the trailing `normalized_shape` dims, then scale and shift."""
     dims = _normalized_dims(input, normalized_shape, "layer_norm")
+    if has_kernel("layer_norm_fwd", input.device.type):
+        return fused_norm.layer_norm(input, len(dims), weight, bias, eps)
     y = _standardize(_upcast(input), dims, eps).to(input.dtype)
     return _affine(y, weight, bias)
 
@@ -50,9 +54,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's epsilon."""
     dims = _normalized_dims(input, normalized_shape, "rms_norm")
-    x = _upcast(input)
     if eps is None:
         eps = float(ml_dtypes.finfo(input.dtype.numpy_dtype).eps)
+    if has_kernel("rms_norm_fwd", input.device.type):
+        return fused_norm.rms_norm(input, len(dims), weight, eps)
+    x = _upcast(input)
     y = (x * ew.rsqrt((x * x).mean(dims, keepdim=True) + eps)).to(input.dtype)
     return y if weight is None else y * weight
 

@@ -1,0 +1,395 @@
+"""LayerNorm and RMSNorm, forward and backward, fused: one kernel each way.
+
+Registered as "layer_norm_fwd", "layer_norm_bwd", "rms_norm_fwd" and "rms_norm_bwd" (the ops
+layer uses them when present; see genesis/nn/functional/fused_norm.py). The input is seen as
+rows x N normalized elements (the trailing dims); rows must be evenly strided with contiguous
+elements, other views are copied first.
+
+Forward: a row that fits (N <= ONE_PASS_LIMIT) is read once into registers; the mean and the
+variance are computed two-pass on the registers (exact, no E[x^2] - E[x]^2 cancellation), then
+y = (x - mean) * rstd * w + b is written once, rounded once to x's dtype. Longer rows take a
+Welford pass (the merge of kernels/reduce.py) and a second pass writing y. mean and rstd are
+saved in float32 (float64 for float64 inputs). RMSNorm is the same without the mean.
+
+Backward: each of G programs (G = min(rows, 512), fixed, so results are the same on every GPU)
+takes a contiguous block of rows; per row dx = rstd * (w dy - xhat * mean(xhat w dy) -
+mean(w dy)), and dw, db are accumulated per program, in registers (or, for rows longer than
+ONE_PASS_LIMIT, in the program's own row of the partial buffer), then the G partial rows are
+summed by the deterministic column reduction of kernels/reduce.py: no atomics.
+
+Tiles: the whole row (next_pow2(N) lanes), packing rows up to 1024 lanes per program for short
+rows; 1024 lanes per 2 warps, up to 16 warps (16384 float32 in registers, 32 per thread).
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..launch import pointer_type
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import coalesce, compile_entries, const, launch, placeholder
+from .reduce import _welford, reduce
+
+ONE_PASS_LIMIT = 16384
+_CHUNK = 4096
+_MIN_TILE = 1024
+_BACKWARD_PROGRAMS = 512
+
+
+@triton.jit
+def _rows(pid, BM: tl.constexpr):
+    return pid.to(tl.int64) * BM + tl.arange(0, BM)
+
+
+@triton.jit
+def _load(ptr, rows, cols, stride, mask, CT: tl.constexpr):
+    return tl.load(ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.0).to(CT)
+
+
+@triton.jit
+def _load_vector(ptr, cols, mask, CT: tl.constexpr):
+    """A weight/bias chunk as a [1, BN] row (1 where absent: the affine part is optional)."""
+    if ptr is None:
+        v = tl.full((1, cols.shape[0]), 1.0, CT)
+    else:
+        v = tl.load(ptr + cols, mask=mask, other=0.0).to(CT)[None, :]
+    return v
+
+
+@triton.jit
+def _rstd(var, eps):
+    return libdevice.rsqrt(var + eps)
+
+
+@triton.jit
+def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, eps,
+                    RMS: tl.constexpr, ONE_PASS: tl.constexpr, CT: tl.constexpr,
+                    BM: tl.constexpr, BN: tl.constexpr):
+    rows = _rows(tl.program_id(0), BM)
+    row_mask = rows < M
+    cols = tl.arange(0, BN)
+    if ONE_PASS:
+        col_mask = cols < N
+        mask = row_mask[:, None] & col_mask[None, :]
+        v = _load(x, rows, cols, x_stride, mask, CT)
+        if RMS:
+            mean = tl.zeros((BM,), CT)
+            var = tl.sum(v * v, 1) / N
+        else:
+            mean = tl.sum(v, 1) / N
+            centered = tl.where(mask, v - mean[:, None], 0.0)
+            var = tl.sum(centered * centered, 1) / N
+        rstd = _rstd(var, eps)
+        out = (v - mean[:, None]) * rstd[:, None] * _load_vector(w, cols, col_mask, CT)
+        if b is not None:
+            out += _load_vector(b, cols, col_mask, CT)
+        tl.store(y + rows[:, None] * y_stride + cols[None, :], out.to(y.dtype.element_ty),
+                 mask=mask)
+    else:
+        avg = tl.zeros((BM, BN), CT)
+        m2 = tl.zeros((BM, BN), CT)
+        count = tl.zeros((BM, BN), CT)
+        for start in range(0, N, BN):
+            c = start + cols
+            mask = row_mask[:, None] & (c < N)[None, :]
+            v = _load(x, rows, c, x_stride, mask, CT)
+            if RMS:
+                avg += v * v
+            else:
+                a2, s2, n2 = _welford(avg, m2, count, v, tl.zeros_like(v), tl.full(v.shape, 1.0, CT))
+                avg = tl.where(mask, a2, avg)
+                m2 = tl.where(mask, s2, m2)
+                count = tl.where(mask, n2, count)
+        if RMS:
+            mean = tl.zeros((BM,), CT)
+            var = tl.sum(avg, 1) / N
+        else:
+            mean, m2_row, _ = tl.reduce((avg, m2, count), 1, _welford)
+            var = m2_row / N
+        rstd = _rstd(var, eps)
+        for start in range(0, N, BN):
+            c = start + cols
+            col_mask = c < N
+            mask = row_mask[:, None] & col_mask[None, :]
+            out = (_load(x, rows, c, x_stride, mask, CT) - mean[:, None]) * rstd[:, None]
+            out = out * _load_vector(w, c, col_mask, CT)
+            if b is not None:
+                out += _load_vector(b, c, col_mask, CT)
+            tl.store(y + rows[:, None] * y_stride + c[None, :], out.to(y.dtype.element_ty),
+                     mask=mask)
+    if mean_out is not None:
+        tl.store(mean_out + rows, mean, mask=row_mask)
+    tl.store(rstd_out + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def _row_grad(dy, x, w, mean, rstd, rows, cols, col_mask, mask, N, dy_stride, x_stride,
+              RMS: tl.constexpr, CT: tl.constexpr):
+    """(xhat, w * dy) of a tile."""
+    xhat = (_load(x, rows, cols, x_stride, mask, CT) - mean[:, None]) * rstd[:, None]
+    g = _load(dy, rows, cols, dy_stride, mask, CT)
+    return xhat, g * _load_vector(w, cols, col_mask, CT), g
+
+
+@triton.jit
+def _mean_term(wdy, RMS: tl.constexpr):
+    """sum(w dy) over a row: LayerNorm's gradient through the mean (RMSNorm has none)."""
+    if RMS:
+        t = tl.zeros((wdy.shape[0],), wdy.dtype)
+    else:
+        t = tl.sum(wdy, 1)
+    return t
+
+
+@triton.jit
+def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, rows_per_program,
+                     dy_stride, x_stride, dx_stride, RMS: tl.constexpr, ONE_PASS: tl.constexpr,
+                     CT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """Rows [pid * rows_per_program, +rows_per_program): dx, and this program's dw/db sums in
+    row pid of dw_part/db_part."""
+    pid = tl.program_id(0)
+    first = pid.to(tl.int64) * rows_per_program
+    last = tl.minimum(first + rows_per_program, M)
+    cols = tl.arange(0, BN)
+    part = pid.to(tl.int64) * N
+    dw_acc = tl.zeros((BN,), CT)
+    db_acc = tl.zeros((BN,), CT)
+    for r0 in range(first, last, BM):
+        rows = r0 + tl.arange(0, BM)
+        row_mask = rows < last
+        rstd = tl.load(rstd_in + rows, mask=row_mask, other=0.0).to(CT)
+        if RMS:
+            mean = tl.zeros((BM,), CT)
+        else:
+            mean = tl.load(mean_in + rows, mask=row_mask, other=0.0).to(CT)
+        if ONE_PASS:
+            col_mask = cols < N
+            mask = row_mask[:, None] & col_mask[None, :]
+            xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, cols, col_mask, mask, N,
+                                     dy_stride, x_stride, RMS, CT)
+            c1 = tl.sum(xhat * wdy, 1) / N
+            c2 = _mean_term(wdy, RMS) / N
+            grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+            tl.store(dx + rows[:, None] * dx_stride + cols[None, :],
+                     grad.to(dx.dtype.element_ty), mask=mask)
+            dw_acc += tl.sum(g * xhat, 0)
+            db_acc += tl.sum(g, 0)
+        else:
+            c1 = tl.zeros((BM,), CT)
+            c2 = tl.zeros((BM,), CT)
+            for start in range(0, N, BN):
+                c = start + cols
+                col_mask = c < N
+                mask = row_mask[:, None] & col_mask[None, :]
+                xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
+                                         dy_stride, x_stride, RMS, CT)
+                c1 += tl.sum(xhat * wdy, 1)
+                c2 += _mean_term(wdy, RMS)
+            c1 = c1 / N
+            c2 = c2 / N
+            for start in range(0, N, BN):
+                c = start + cols
+                col_mask = c < N
+                mask = row_mask[:, None] & col_mask[None, :]
+                xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
+                                         dy_stride, x_stride, RMS, CT)
+                grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+                tl.store(dx + rows[:, None] * dx_stride + c[None, :],
+                         grad.to(dx.dtype.element_ty), mask=mask)
+                if dw_part is not None:
+                    at = dw_part + part + c
+                    tl.store(at, tl.load(at, mask=col_mask) + tl.sum(g * xhat, 0), mask=col_mask)
+                if db_part is not None:
+                    at = db_part + part + c
+                    tl.store(at, tl.load(at, mask=col_mask) + tl.sum(g, 0), mask=col_mask)
+    if ONE_PASS:
+        col_mask = cols < N
+        if dw_part is not None:
+            tl.store(dw_part + part + cols, dw_acc, mask=col_mask)
+        if db_part is not None:
+            tl.store(db_part + part + cols, db_acc, mask=col_mask)
+
+
+class _Rows:
+    """An array seen as rows x n contiguous elements with one row stride (copied if needed)."""
+
+    def __init__(self, arr, normalized_ndim, stream):
+        split = arr.ndim - normalized_ndim
+        lead_sizes, lead_strides = self._sides(arr, split)
+        if lead_sizes is None:
+            from .reduce import _contiguous
+            arr = _contiguous(arr, stream)
+            lead_sizes, lead_strides = self._sides(arr, split)
+        self.array = arr
+        self.n = _prod(arr.shape[split:])
+        self.rows = _prod(arr.shape[:split])
+        self.stride = lead_strides[0] if lead_sizes[0] > 1 else self.n
+
+    @staticmethod
+    def _sides(arr, split):
+        """The coalesced leading dims, or (None, None) when the view is not rows x elements."""
+        strides = arr.element_strides()
+        lead_sizes, (lead_strides,) = coalesce(arr.shape[:split], strides[:split])
+        trail_sizes, (trail_strides,) = coalesce(arr.shape[split:], strides[split:])
+        if len(lead_sizes) > 1 or len(trail_sizes) > 1 or \
+                (trail_sizes[0] > 1 and trail_strides[0] != 1):
+            return None, None
+        return lead_sizes, lead_strides
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _compute_type(dtype):
+    return (tl.float64, np.dtype(np.float64)) if dtype == np.float64 else \
+        (tl.float32, np.dtype(np.float32))
+
+
+def _tile(rows, n):
+    """(one_pass, BM, BN, num_warps) for rows of n elements."""
+    one_pass = n <= ONE_PASS_LIMIT
+    bn = triton.next_power_of_2(max(n, 1)) if one_pass else _CHUNK
+    bm = min(triton.next_power_of_2(max(rows, 1)), max(1, _MIN_TILE // bn))
+    return one_pass, bm, bn, max(1, min(16, bm * bn // 512))
+
+
+def _ptr(name, arr):
+    if arr is None:
+        return (name, None, "constexpr")
+    return (name, arr.ptr, pointer_type(arr.dtype))
+
+
+def _forward_entries(x, weight, bias, y, mean, rstd, eps, rms):
+    one_pass, bm, bn, warps = _tile(x.rows, x.n)
+    ct, _ = _compute_type(x.array.dtype)
+    entries = [_ptr("x", x.array), _ptr("w", weight), _ptr("b", bias), _ptr("y", y),
+               _ptr("mean_out", mean), _ptr("rstd_out", rstd), ("M", x.rows, "i64"),
+               ("N", x.n, "i64"), ("x_stride", x.stride, "i64"), ("y_stride", x.n, "i64"),
+               ("eps", eps, "fp64" if ct == tl.float64 else "fp32")]
+    entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm, BN=bn)
+    return (triton.cdiv(x.rows, bm),), entries, warps
+
+
+def forward(x, weight, bias, normalized_ndim, eps, rms):
+    """(y, mean or None, rstd): mean and rstd are float32 (float64) arrays of the rows."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    rows = _Rows(x, normalized_ndim, stream)
+    _, stats = _compute_type(x.dtype)
+    y = CUDAArray.empty(x.shape, x.dtype, device, stream)
+    mean = None if rms else CUDAArray.empty((rows.rows,), stats, device, stream)
+    rstd = CUDAArray.empty((rows.rows,), stats, device, stream)
+    if rows.rows:
+        grid, entries, warps = _forward_entries(rows, weight, bias, y, mean, rstd, float(eps), rms)
+        launch(_forward_kernel, grid, stream, entries, warps, device)
+    return y, mean, rstd
+
+
+def _backward_entries(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, per_program,
+                      rms):
+    one_pass, bm, bn, warps = _tile(per_program, x.n)
+    ct, _ = _compute_type(x.array.dtype)
+    entries = [_ptr("dy", dy.array), _ptr("x", x.array), _ptr("w", weight),
+               _ptr("mean_in", mean), _ptr("rstd_in", rstd), _ptr("dx", dx),
+               _ptr("dw_part", dw_part), _ptr("db_part", db_part), ("M", x.rows, "i64"),
+               ("N", x.n, "i64"), ("rows_per_program", per_program, "i64"),
+               ("dy_stride", dy.stride, "i64"), ("x_stride", x.stride, "i64"),
+               ("dx_stride", x.n, "i64")]
+    entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm if one_pass else 1, BN=bn)
+    return (programs,), entries, warps if one_pass else 4
+
+
+def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad, rms):
+    """(dx, dw or None, db or None) given the forward's saved mean (None for RMSNorm) and rstd."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    xr, dyr = _Rows(x, normalized_ndim, stream), _Rows(dy, normalized_ndim, stream)
+    _, stats = _compute_type(x.dtype)
+    dx = CUDAArray.empty(x.shape, x.dtype, device, stream)
+    per_program = triton.cdiv(max(xr.rows, 1), _BACKWARD_PROGRAMS)
+    programs = triton.cdiv(xr.rows, per_program)
+    part = lambda wanted: (_zeros((programs, xr.n), stats, device, stream)  # noqa: E731
+                           if wanted else None)
+    dw_part, db_part = part(weight_grad), part(bias_grad)
+    if xr.rows:
+        grid, entries, warps = _backward_entries(dyr, xr, weight, mean, rstd, dx, dw_part,
+                                                 db_part, programs, per_program, rms)
+        launch(_backward_kernel, grid, stream, entries, warps, device)
+    shape = x.shape[x.ndim - normalized_ndim:]
+    dw = _column_sum(dw_part, shape, weight.dtype if weight is not None else x.dtype)
+    db = _column_sum(db_part, shape, x.dtype)
+    return dx, dw, db
+
+
+def _zeros(shape, dtype, device, stream):
+    from .copy import fill
+    out = CUDAArray.empty(shape, dtype, device, stream)
+    fill(out, 0, stream)
+    return out
+
+
+def _column_sum(part, shape, dtype):
+    """The partial rows summed (deterministically) into an array of `shape`, or None."""
+    if part is None:
+        return None
+    return reduce("sum", part, (0,), shape, dtype)[0]
+
+
+@register("layer_norm_fwd", "cuda")
+def layer_norm_fwd(x, weight, bias, normalized_ndim, eps):
+    """(y, mean, rstd) of LayerNorm over the trailing `normalized_ndim` dims."""
+    return forward(x, weight, bias, normalized_ndim, eps, False)
+
+
+@register("layer_norm_bwd", "cuda")
+def layer_norm_bwd(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad):
+    """(dx, dweight or None, dbias or None) of LayerNorm."""
+    return backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad, False)
+
+
+@register("rms_norm_fwd", "cuda")
+def rms_norm_fwd(x, weight, normalized_ndim, eps):
+    """(y, rstd) of RMSNorm over the trailing `normalized_ndim` dims."""
+    y, _, rstd = forward(x, weight, None, normalized_ndim, eps, True)
+    return y, rstd
+
+
+@register("rms_norm_bwd", "cuda")
+def rms_norm_bwd(dy, x, weight, rstd, normalized_ndim, weight_grad):
+    """(dx, dweight or None) of RMSNorm."""
+    dx, dw, _ = backward(dy, x, weight, None, rstd, normalized_ndim, weight_grad, False, True)
+    return dx, dw
+
+
+def compile_all(target):
+    """Forward and backward, LayerNorm and RMSNorm, one pass and chunked, float32/float16/
+    bfloat16/float64, with and without the affine parameters, compiled for `target`."""
+    import ml_dtypes
+    cases = [(np.float32, (512, 4096)), (np.float32, (64, 65536)), (np.float16, (512, 768)),
+             (ml_dtypes.bfloat16, (512, 4096)), (np.float64, (64, 100))]
+    for dtype, shape in cases:
+        rows = _Rows(placeholder(shape, dtype), 1, 0)
+        _, stats = _compute_type(np.dtype(dtype))
+        w = placeholder(shape[1:], dtype)
+        vec = placeholder(shape[:1], stats)
+        part = placeholder((64, shape[1]), stats)
+        for rms in (False, True):
+            for affine in (w, None):
+                _, entries, warps = _forward_entries(rows, affine, None if rms else affine,
+                                                     rows.array, None if rms else vec, vec,
+                                                     1e-5, rms)
+                compile_entries(_forward_kernel, entries, warps, target)
+                _, entries, warps = _backward_entries(
+                    rows, rows, affine, None if rms else vec, vec, rows.array, part,
+                    None if rms else part, 64, 8, rms)
+                compile_entries(_backward_kernel, entries, warps, target)
