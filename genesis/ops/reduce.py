@@ -11,6 +11,8 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch import has_kernel
 from ..tensor import Tensor, wrap_dim
 from .common import call, cast, make_view, normalize_dims, wrap
 from .creation import arange
@@ -540,6 +542,9 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        fused = "log_softmax_backward" if ctx.log else "softmax_backward"
+        if not is_grad_enabled() and has_kernel(fused, y.device.type):
+            return wrap(call(fused, g, y, ctx.dim), y.device), None, None
         if ctx.log:
             return g - exp(y) * sum(g, ctx.dim, keepdim=True), None, None
         return y * (g - sum(g * y, ctx.dim, keepdim=True)), None, None
