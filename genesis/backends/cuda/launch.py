@@ -54,33 +54,33 @@ def compile_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_
 class BoundKernel:
     """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`.
 
-    `args` are the runtime arguments in order; the constexpr values, which Triton's launcher
-    also takes (and ignores), are appended here. Kernels declare their constexprs last.
+    `args` are the runtime arguments in order. Triton's launcher also takes the constexpr
+    values (and ignores them): trailing ones are appended, others put back in their places.
     """
 
-    __slots__ = ("name", "compiled", "_run", "_function", "_metadata", "_constexpr_values")
+    __slots__ = ("name", "compiled", "_run", "_function", "_metadata", "_tail", "_layout")
 
-    def __init__(self, compiled, constexpr_values):
+    def __init__(self, compiled, signature, constexprs):
         compiled._init_handles()
         self.name = compiled.name
         self.compiled = compiled
         self._run = compiled.run
         self._function = compiled.function
         self._metadata = compiled.packed_metadata
-        self._constexpr_values = constexpr_values
+        kinds = [kind == "constexpr" for kind in signature.values()]
+        values = [constexprs.get(name) for name in signature]
+        trailing = kinds == sorted(kinds)
+        self._tail = tuple(v for v, c in zip(values, kinds) if c) if trailing else None
+        self._layout = None if trailing else tuple(zip(kinds, values))
 
     def __call__(self, grid, stream, *args):
         gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        self._run(gx, gy, gz, stream, self._function, self._metadata, None, None, None, *args,
-                  *self._constexpr_values)
-
-
-def _trailing_constexprs(signature, constexprs):
-    """The constexpr values in parameter order; they must follow every runtime parameter."""
-    kinds = [kind == "constexpr" for kind in signature.values()]
-    if kinds != sorted(kinds):
-        raise ValueError(f"launch: constexpr parameters must come last, got {list(signature)}")
-    return tuple(constexprs[name] for name, kind in signature.items() if kind == "constexpr")
+        if self._tail is not None:
+            full = args + self._tail
+        else:
+            it = iter(args)
+            full = tuple(value if is_const else next(it) for is_const, value in self._layout)
+        self._run(gx, gy, gz, stream, self._function, self._metadata, None, None, None, *full)
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):
@@ -99,8 +99,7 @@ def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stag
                 install()
                 compiled = compile_kernel(fn, signature, constexprs, aligned, num_warps, num_stages,
                                           target(device))
-                bound = _cache[key] = BoundKernel(
-                    compiled, _trailing_constexprs(signature, constexprs or {}))
+                bound = _cache[key] = BoundKernel(compiled, signature, constexprs or {})
     return bound
 
 
