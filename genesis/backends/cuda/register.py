@@ -1,4 +1,4 @@
 """Import every kernel family of the CUDA backend, registering them with the dispatcher."""
 
-from . import array_ops  # noqa: F401
+from . import array_ops, dlpack  # noqa: F401
 from .kernels import elementwise, norm, reduce, softmax  # noqa: F401
