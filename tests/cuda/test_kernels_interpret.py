@@ -12,8 +12,8 @@ import inspect
 import ml_dtypes
 import numpy as np
 import pytest
-
 import triton_interpret as ti
+
 from genesis import dispatch
 from genesis.backends.cpu import elementwise as cpu_elementwise
 from genesis.backends.cpu import reduce as cpu_reduce
@@ -42,7 +42,7 @@ def test_every_cpu_kernel_has_a_cuda_twin_with_its_signature(op):
         pytest.skip("median is not implemented on CUDA yet")
     cuda = dispatch.kernel(op, "cuda")
     cpu = dispatch.kernel(op, "cpu")
-    params = lambda fn: list(inspect.signature(fn).parameters)  # noqa: E731
+    params = lambda fn: list(inspect.signature(fn).parameters)
     assert params(inspect.unwrap(cuda)) == params(inspect.unwrap(cpu))
 
 
@@ -221,7 +221,7 @@ def test_integer_division_by_zero_is_defined(gpu):
     a = np.array([7, -7, 5], dtype=np.int32)
     b = np.array([0, 0, 2], dtype=np.int32)
     ga, gb = ti.to_device(a), ti.to_device(b)
-    k = lambda op: ti.to_host(dispatch.kernel(op, "cuda")(ga, gb)).tolist()  # noqa: E731
+    k = lambda op: ti.to_host(dispatch.kernel(op, "cuda")(ga, gb)).tolist()
     assert k("floor_divide") == [-1, -1, 2] and k("trunc_divide") == [-1, -1, 2]
     assert k("remainder") == [7, -7, 1] and k("fmod") == [7, -7, 1]
 
@@ -503,7 +503,7 @@ def test_norms(gpu, rms, dtype, shape, affine, rng, monkeypatch):
     x = values(shape, dtype, rng)
     w = values(shape[-1:], dtype, rng) if affine else None
     b = values(shape[-1:], dtype, rng) if affine and not rms else None
-    dev = lambda a: None if a is None else ti.to_device(a)  # noqa: E731
+    dev = lambda a: None if a is None else ti.to_device(a)
     y, mean, rstd, grads = norm_reference(x, w, b, 1e-5, rms)
     if rms:
         gy, grstd = dispatch.kernel("rms_norm_fwd", "cuda")(dev(x), dev(w), 1, 1e-5)

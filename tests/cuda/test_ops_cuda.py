@@ -1,8 +1,11 @@
 """The core ops on "cuda" (the Triton kernels) against PyTorch on the CPU.
 
-Every dtype, broadcast and non-contiguous operands (transposed, stepped, expanded), Python
-scalars, odd sizes that are not multiples of any block size, 0-d and empty tensors, in-place
-forms, reductions over any dims, softmax, LayerNorm/RMSNorm and gradients through them.
+Every dtype an op takes, broadcast and non-contiguous operands (transposed, stepped, expanded),
+Python scalars, odd sizes that are not multiples of any block size, 0-d and empty tensors,
+in-place forms, reductions over any dims, softmax, LayerNorm/RMSNorm and gradients through them.
+Each (op, dtype, layout) compiles its own kernel on first use (cached under
+GENESIS_KERNEL_CACHE_DIR), so the matrix sweeps dtypes where the kernels differ: float ops over
+the float dtypes (integer inputs are cast to float32 first), integer ops over the integers.
 
 Skipped without a GPU. GENESIS_OPS_TEST_DEVICE=cpu runs the same cases on the CPU backend, to
 check the tests themselves without a GPU (two float32 cases fail there: numpy sums along
@@ -96,8 +99,14 @@ def _fn(name, lib):
     return getattr(lib, name)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("name", UNARY + ACTIVATIONS)
+INTEGER_UNARY = ["neg", "abs", "relu", "square", "floor", "ceil", "trunc", "sign", "round",
+                 "isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_not", "exp",
+                 "sigmoid"]
+UNARY_CASES = ([(name, dtype) for name in UNARY + ACTIVATIONS for dtype in FLOAT_DTYPES]
+               + [(name, dtype) for name in INTEGER_UNARY for dtype in INT_DTYPES + [genesis.bool]])
+
+
+@pytest.mark.parametrize("name,dtype", UNARY_CASES, ids=str)
 def test_unary(name, dtype, rng):
     arr = values((37, 29), dtype, rng)
     if dtype.is_floating_point:
@@ -139,8 +148,18 @@ def _binary_values(name, dtype, shape, rng, role):
     return arr
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("name", BINARY)
+FLOAT_BINARY = ["atan2", "hypot", "logaddexp", "xlogy", "copysign", "fmax", "fmin", "heaviside"]
+INTEGER_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                  "bitwise_right_shift"]
+BINARY_CASES = ([(name, dtype) for name in BINARY for dtype in ALL_DTYPES
+                 if name not in FLOAT_BINARY + INTEGER_BINARY]
+                + [(name, dtype) for name in FLOAT_BINARY
+                   for dtype in FLOAT_DTYPES + [genesis.int32]]
+                + [(name, dtype) for name in INTEGER_BINARY
+                   for dtype in INT_DTYPES + [genesis.bool, genesis.float32]])
+
+
+@pytest.mark.parametrize("name,dtype", BINARY_CASES, ids=str)
 def test_binary(name, dtype, rng):
     a = pair(_binary_values(name, dtype, (17, 31), rng, 0), dtype)
     b = pair(_binary_values(name, dtype, (17, 31), rng, 1), dtype)

@@ -8,7 +8,6 @@ through the genesis-op formulas.
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
 from helpers import assert_close, make_pair
 

@@ -60,7 +60,7 @@ class RowLayout:
     all the arrays. `strides` holds each array's element strides over the full shape;
     kept_strides[k] and red_strides[k] are array k's after coalescing."""
 
-    __slots__ = ("rows", "length", "kept_sizes", "kept_strides", "red_sizes", "red_strides")
+    __slots__ = ("kept_sizes", "kept_strides", "length", "red_sizes", "red_strides", "rows")
 
     def __init__(self, shape, dims, strides, reorder=True):
         kept = [i for i in range(len(shape)) if i not in dims]
@@ -156,6 +156,15 @@ def compile_entries(fn, entries, num_warps, target, num_stages=1):
 def const(**values):
     """Constexpr entries."""
     return [(name, value, "constexpr") for name, value in values.items()]
+
+
+def select(arr, dim, index):
+    """`arr[..., index, ...]` along `dim` (a view with that dim removed); scalars pass through."""
+    if not isinstance(arr, CUDAArray):
+        return arr
+    return CUDAArray(arr.storage, arr.shape[:dim] + arr.shape[dim + 1:],
+                     arr.strides[:dim] + arr.strides[dim + 1:],
+                     arr.offset + index * arr.strides[dim], arr.dtype)
 
 
 class _NoStorage:

@@ -35,7 +35,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_DIMS, coalesce, compile_entries, const, index_type, launch, offsets,
-                       placeholder, size_entries, specialization, stride_entries)
+                       placeholder, select, size_entries, specialization, stride_entries)
 
 _NUM_WARPS = 4
 _STRIDED_BLOCK = 1024
@@ -636,13 +636,9 @@ def _strided_entries(op, out, operands, params, dtype, sizes, strides):
 
 def _write_by_leading_dim(op, out, operands, params, dtype, stream):
     """More than MAX_DIMS non-mergeable dims (rare): one launch per index of the first dim."""
-    def sub(x, i):
-        if not isinstance(x, CUDAArray):
-            return x
-        return CUDAArray(x.storage, x.shape[1:], x.strides[1:], x.offset + i * x.strides[0],
-                         x.dtype)
     for i in range(out.shape[0]):
-        write(op, sub(out, i), tuple(sub(x, i) for x in operands), params, dtype, stream)
+        write(op, select(out, 0, i), tuple(select(x, 0, i) for x in operands), params, dtype,
+              stream)
 
 
 def _unary_kernel(op):

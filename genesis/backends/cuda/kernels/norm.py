@@ -318,9 +318,8 @@ def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad,
     dx = CUDAArray.empty(x.shape, x.dtype, device, stream)
     per_program = triton.cdiv(max(xr.rows, 1), _BACKWARD_PROGRAMS)
     programs = triton.cdiv(xr.rows, per_program)
-    part = lambda wanted: (_zeros((programs, xr.n), stats, device, stream)  # noqa: E731
-                           if wanted else None)
-    dw_part, db_part = part(weight_grad), part(bias_grad)
+    dw_part, db_part = (_zeros((programs, xr.n), stats, device, stream) if wanted else None
+                        for wanted in (weight_grad, bias_grad))
     if xr.rows:
         grid, entries, warps = _backward_entries(dyr, xr, weight, mean, rstd, dx, dw_part,
                                                  db_part, programs, per_program, rms)

@@ -33,8 +33,8 @@ from ....dispatch import register
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, RowLayout, compile_entries, const, launch,
-                       offsets, placeholder, size_entries, stride_entries)
+from ._strided import (MAX_ROW_DIMS, RowLayout, compile_entries, const, launch, offsets,
+                       placeholder, select, size_entries, stride_entries)
 from .elementwise import _sqrt, is_float
 
 _SPLIT_TARGET = 1024
@@ -327,7 +327,7 @@ def _scan_kernel(x, out, M, L, ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
     identity: tl.constexpr = 0 if KIND == "cumsum" else 1
     carry = tl.full((BM,), identity, ACC)
     lane = tl.arange(0, BL)
-    for c in range(0, tl.cdiv(L, BL)):
+    for c in range(tl.cdiv(L, BL)):
         if REVERSE:
             j = L - (c + 1) * BL + lane
         else:
@@ -443,7 +443,8 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     values = None if out_dtype is None else CUDAArray.empty(out_shape, out_dtype, device, stream)
     index = CUDAArray.empty(out_shape, _INT64, device, stream) if indices else None
     if layout.rows:
-        scratch = lambda shape, dtype: CUDAArray.empty(shape, dtype, device, stream)  # noqa: E731
+        def scratch(shape, dtype):
+            return CUDAArray.empty(shape, dtype, device, stream)
         for grid, entries, num_warps in _launches(kind, x, layout, (values, index), params,
                                                   scratch):
             launch(_reduce_kernel, grid, stream, entries, num_warps, device)
@@ -655,10 +656,8 @@ def _scan_by_leading_dim(kind, x, dim, reverse, out):
     first kept dim."""
     lead = 1 if dim == 0 else 0
     for i in range(x.shape[lead]):
-        sub = lambda a: CUDAArray(a.storage, a.shape[:lead] + a.shape[lead + 1:],  # noqa: E731
-                                  a.strides[:lead] + a.strides[lead + 1:],
-                                  a.offset + i * a.strides[lead], a.dtype)
-        yield from _scan_launches(kind, sub(x), dim - (lead < dim), reverse, sub(out))
+        yield from _scan_launches(kind, select(x, lead, i), dim - (lead < dim), reverse,
+                                  select(out, lead, i))
 
 
 @register("cumsum", "cuda")

@@ -101,7 +101,7 @@ def _softmax_kernel(x, y, out, M, L, ksize1, ksize2, ksize3,
     else:
         if BACKWARD:
             total = tl.zeros((BM,), CT)
-            for c in range(0, tl.cdiv(L, BL)):
+            for c in range(tl.cdiv(L, BL)):
                 j = c * BL + lane
                 mask = row_mask[:, None] & (j < L)[None, :]
                 total += _row_total(_load(x, a_row, j, a_l, mask, 0.0, CT),
@@ -109,7 +109,7 @@ def _softmax_kernel(x, y, out, M, L, ksize1, ksize2, ksize3,
         else:
             m = tl.full((BM,), float("-inf"), CT)
             s = tl.zeros((BM,), CT)
-            for c in range(0, tl.cdiv(L, BL)):
+            for c in range(tl.cdiv(L, BL)):
                 j = c * BL + lane
                 mask = row_mask[:, None] & (j < L)[None, :]
                 v = _load(x, a_row, j, a_l, mask, float("-inf"), CT)
@@ -117,7 +117,7 @@ def _softmax_kernel(x, y, out, M, L, ksize1, ksize2, ksize3,
                 e = tl.where(v == float("-inf"), 0.0, tl.exp(v - m_new[:, None]))
                 s = s * tl.where(m == m_new, 1.0, tl.exp(m - m_new)) + tl.sum(e, 1)
                 m = m_new
-        for c in range(0, tl.cdiv(L, BL)):
+        for c in range(tl.cdiv(L, BL)):
             j = c * BL + lane
             mask = row_mask[:, None] & (j < L)[None, :]
             if BACKWARD:
