@@ -10,7 +10,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ..launch import compile_kernel, get_kernel
+from ..launch import compile_kernel, get_kernel, pointer_type
 from ..runtime.array import CUDAArray
 
 MAX_DIMS = 6
@@ -121,11 +121,48 @@ def stride_entries(prefix, strides, max_dims, ty):
     return entries
 
 
+class Slot:
+    """A runtime argument filled in at every launch: the value playing `role` (an array's
+    address, or a scalar). `aligned`: the array's address is a multiple of 16 (a key of the
+    specialization, see aligned_names)."""
+
+    __slots__ = ("role", "aligned")
+
+    def __init__(self, role, aligned=False):
+        self.role, self.aligned = role, aligned
+
+
+def pointer(name, role, arr):
+    """The entry of pointer parameter `name`: `arr`, playing `role` (or constexpr None)."""
+    if arr is None:
+        return (name, None, "constexpr")
+    return (name, Slot(role, arr.ptr % 16 == 0), pointer_of(arr.dtype))
+
+
+def scalar(name, role, value, ty):
+    """The entry of scalar parameter `name`: `value` of Triton type `ty`, given per launch as
+    `role` (or constexpr None)."""
+    if value is None:
+        return (name, None, "constexpr")
+    return (name, Slot(role), ty)
+
+
+_POINTERS = {}
+
+
+def pointer_of(dtype):
+    """Triton's pointer type for a numpy dtype (cached: dtype.name is slow)."""
+    ty = _POINTERS.get(dtype)
+    if ty is None:
+        ty = _POINTERS[dtype] = pointer_type(dtype)
+    return ty
+
+
 def specialization(fn, entries):
     """(signature, constexprs, runtime args) of `fn` from (name, value, type) entries covering
     every parameter; a type of "constexpr" makes the value a compile-time constant."""
-    order = fn.arg_names
-    entries = sorted(entries, key=lambda e: order.index(e[0]))
+    order = {name: i for i, name in enumerate(fn.arg_names)}
+    entries = sorted(entries, key=lambda e: order[e[0]])
     signature = {name: ty for name, _, ty in entries}
     consts = {name: value for name, value, ty in entries if ty == "constexpr"}
     return signature, consts, [value for _, value, ty in entries if ty != "constexpr"]
@@ -134,23 +171,79 @@ def specialization(fn, entries):
 def aligned_names(entries):
     """Arguments Triton may assume are multiples of 16 (pointers in bytes, integers in value):
     what lets it emit 16-byte vector accesses."""
-    return [name for name, value, ty in entries
-            if ty != "constexpr" and ty[0] in "*i" and isinstance(value, int) and value % 16 == 0]
+    names = []
+    for name, value, ty in entries:
+        if isinstance(value, Slot):
+            if value.aligned:
+                names.append(name)
+        elif ty != "constexpr" and ty[0] == "i" and value % 16 == 0:
+            names.append(name)
+    return names
 
 
-def launch(fn, grid, stream, entries, num_warps, device, num_stages=1):
-    """Compile `fn` for `entries` (once; see specialization) with alignment hints, launch it."""
-    signature, consts, args = specialization(fn, entries)
-    kernel = get_kernel(fn, signature, consts, aligned_names(entries), num_warps, num_stages,
-                        device)
-    kernel(grid, stream, *args)
-    return kernel
+class Recipe:
+    """The launches of one op on one geometry: every argument fixed except the Slots, which
+    are filled from the arrays and scalars given to `run` (plus the scratch arrays `run`
+    allocates). Built once per geometry and kept (see RecipeCache): a later call with the same
+    geometry costs a dict lookup and the launches. With a `target` (compile_all), `add` only
+    compiles."""
+
+    __slots__ = ("steps", "scratch", "device", "target")
+
+    def __init__(self, device=0, target=None):
+        self.steps, self.scratch, self.device, self.target = [], [], device, target
+
+    def scratch_array(self, shape, dtype):
+        """(role, stand-in array) of a scratch buffer that `run` allocates."""
+        role = f"scratch{len(self.scratch)}"
+        self.scratch.append((role, tuple(shape), np.dtype(dtype)))
+        return role, placeholder(shape, dtype)
+
+    def add(self, fn, grid, entries, num_warps, num_stages=1):
+        signature, consts, args = specialization(fn, entries)
+        aligned = aligned_names(entries)
+        if self.target is not None:
+            compile_kernel(fn, signature, consts, aligned, num_warps, num_stages, self.target)
+            return
+        kernel = get_kernel(fn, signature, consts, aligned, num_warps, num_stages, self.device)
+        slots = [(i, a.role) for i, a in enumerate(args) if isinstance(a, Slot)]
+        self.steps.append((kernel, tuple(grid), args, slots))
+
+    def run(self, stream, values):
+        """Launch every step; `values` maps roles to arrays and scalars."""
+        for role, shape, dtype in self.scratch:
+            values[role] = CUDAArray.empty(shape, dtype, self.device, stream)
+        for kernel, grid, args, slots in self.steps:
+            args = list(args)
+            for i, role in slots:
+                value = values[role]
+                args[i] = value.ptr if isinstance(value, CUDAArray) else value
+            kernel(grid, stream, *args)
 
 
-def compile_entries(fn, entries, num_warps, target, num_stages=1):
-    """Compile `fn` for `entries` and `target` without launching it (compile_all)."""
-    signature, consts, _ = specialization(fn, entries)
-    compile_kernel(fn, signature, consts, aligned_names(entries), num_warps, num_stages, target)
+class RecipeCache(dict):
+    """Recipes by geometry key; emptied when it grows past `limit` (many distinct shapes)."""
+
+    def __init__(self, limit=4096):
+        super().__init__()
+        self.limit = limit
+
+    def get_or_build(self, key, build):
+        recipe = self.get(key)
+        if recipe is None:
+            if len(self) >= self.limit:
+                self.clear()
+            recipe = self[key] = build()
+        return recipe
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def next_pow2(n):
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 << max(n - 1, 0).bit_length()
 
 
 def const(**values):

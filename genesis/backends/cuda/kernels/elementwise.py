@@ -23,6 +23,8 @@ instead: quotients (floor_divide, trunc_divide) are -1 (all bits set) and remain
 fmod) are the dividend.
 """
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import triton
@@ -30,12 +32,13 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import get_kernel, is_aligned, pointer_type
-from ..runtime.array import CUDAArray
+from ..launch import get_kernel
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_DIMS, coalesce, compile_entries, const, index_type, launch, offsets,
-                       placeholder, select, size_entries, specialization, stride_entries)
+from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
+                       placeholder, pointer, scalar, select, size_entries, specialization,
+                       stride_entries)
 
 _NUM_WARPS = 4
 _STRIDED_BLOCK = 1024
@@ -495,10 +498,12 @@ PREDICATES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logi
                         "logical_xor", "isnan", "isinf", "isfinite", "signbit", "logical_not"))
 
 _BOOL = np.dtype(np.bool_)
-_FLOAT_CT = {"float16": tl.float32, "bfloat16": tl.float32, "float32": tl.float32,
-             "float64": tl.float64}
-_INT_CT = {"bool": tl.int8, "uint8": tl.uint8, "int8": tl.int8, "int16": tl.int16,
-           "int32": tl.int32, "int64": tl.int64}
+_COMPUTE = {np.dtype(np.float16): (tl.float32, "fp32"),
+            np.dtype(ml_dtypes.bfloat16): (tl.float32, "fp32"),
+            np.dtype(np.float32): (tl.float32, "fp32"), np.dtype(np.float64): (tl.float64, "fp64"),
+            _BOOL: (tl.int8, "i64"), np.dtype(np.uint8): (tl.uint8, "i64"),
+            np.dtype(np.int8): (tl.int8, "i64"), np.dtype(np.int16): (tl.int16, "i64"),
+            np.dtype(np.int32): (tl.int32, "i64"), np.dtype(np.int64): (tl.int64, "i64")}
 
 
 def _arity(op):
@@ -507,16 +512,12 @@ def _arity(op):
 
 def is_float(dtype):
     """True for floating numpy dtypes, bfloat16 included (whose numpy kind is "V")."""
-    return dtype.name in _FLOAT_CT
+    return _COMPUTE[dtype][1] != "i64"
 
 
 def compute_type(dtype):
     """(Triton compute dtype, kernel scalar type) for data of numpy `dtype`."""
-    name = dtype.name
-    if name in _FLOAT_CT:
-        ct = _FLOAT_CT[name]
-        return ct, "fp64" if ct == tl.float64 else "fp32"
-    return _INT_CT[name], "i64"
+    return _COMPUTE[dtype]
 
 
 def _data_dtype(op, operands):
@@ -545,11 +546,11 @@ def run(op, operands, params=()):
     device = ref.device
     activate(device)
     stream = current_stream_handle(device)
-    dtype = _data_dtype(op, operands)
+    dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
     if out.size:
         operands = tuple(operands) + (None,) * (3 - len(operands))
-        write(op, out, operands, _typed(params, dtype), dtype, stream)
+        write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
 
 
@@ -559,79 +560,113 @@ def _typed(params, dtype):
     return tuple(cast(p) for p in params)
 
 
-def write(op, out, operands, params, dtype, stream):
-    """Compute `op` into the contiguous array `out`, reading each operand where it lies."""
-    arrays = [x for x in operands if isinstance(x, CUDAArray)]
-    if all(a.is_contiguous() for a in arrays):
-        _launch_contiguous(op, out, operands, params, dtype, stream)
-        return
-    sizes, strides = coalesce(out.shape, out.element_strides(),
-                              *(x.element_strides() for x in arrays))
-    if len(sizes) == 1 and all(s == (1,) for s in strides):
-        _launch_contiguous(op, out, operands, params, dtype, stream)
-    elif len(sizes) > MAX_DIMS:
-        _write_by_leading_dim(op, out, operands, params, dtype, stream)
-    else:
-        entries = _strided_entries(op, out, operands, params, dtype, sizes, strides[1:])
-        launch(_strided_kernel, (triton.cdiv(out.size, _STRIDED_BLOCK),), stream, entries,
-               _NUM_WARPS, out.device)
-
-
-def _operand_kind(x):
-    if isinstance(x, CUDAArray):
-        return x.dtype
-    return None if x is None else type(x)
+@functools.lru_cache(maxsize=4096)
+def _contiguous_strides(shape, itemsize):
+    return contiguous_byte_strides(shape, itemsize)
 
 
 _contiguous_cache = {}
+_strided_recipes = RecipeCache()
 
 
-def _launch_contiguous(op, out, operands, params, dtype, stream):
-    """The hot path: one dict lookup for the bound kernel, then the launch."""
-    ptrs = [x.ptr for x in operands if isinstance(x, CUDAArray)]
-    aligned = is_aligned(out.ptr, *ptrs)
-    key = (op, dtype, out.dtype, tuple(map(_operand_kind, operands)), len(params), aligned,
-           out.device)
+def write(op, out, operands, params, dtype, stream):
+    """Compute `op` into the contiguous array `out`, reading each operand where it lies.
+
+    The hot path (every array operand contiguous) is one pass over the operands, one dict
+    lookup for the bound kernel and the launch."""
+    kinds, args, aligned, contiguous = [], [], out.ptr % 16 == 0, True
+    for x in operands:
+        if isinstance(x, CUDAArray):
+            ptr = x.ptr
+            kinds.append(x.dtype)
+            args.append(ptr)
+            aligned = aligned and ptr % 16 == 0
+            contiguous = contiguous and (
+                x.strides == _contiguous_strides(x.shape, x.dtype.itemsize) or x.size <= 1)
+        elif x is None:
+            kinds.append(None)
+        else:
+            kinds.append(type(x))
+            args.append(x)
+    if not contiguous:
+        _write_strided(op, out, operands, params, dtype, stream)
+        return
+    key = (op, dtype, out.dtype, tuple(kinds), len(params), aligned, out.device)
     kernel = _contiguous_cache.get(key)
     if kernel is None:
-        signature, consts, _ = specialization(
-            _contiguous_kernel, _contiguous_entries(op, out, operands, params, dtype))
-        hints = [name for name, ty in signature.items() if ty.startswith("*")] if aligned else ()
-        kernel = _contiguous_cache[key] = get_kernel(_contiguous_kernel, signature, consts, hints,
-                                                     _NUM_WARPS, 1, out.device)
+        kernel = _contiguous_cache[key] = _contiguous_kernel_for(op, out, operands, params,
+                                                                 dtype, aligned)
     n = out.size
-    args = [x.ptr if isinstance(x, CUDAArray) else x for x in operands if x is not None]
-    kernel((triton.cdiv(n, _block_size(dtype)),), stream, out.ptr, *args, n, *params)
+    kernel((cdiv(n, _block_size(dtype)),), stream, out.ptr, *args, n, *params)
+
+
+def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
+    """The bound contiguous kernel (pointer alignment hints only: n may be anything)."""
+    entries = _common_entries(op, out, operands, params, dtype, _block_size(dtype))
+    signature, consts, _ = specialization(_contiguous_kernel, entries)
+    hints = [name for name, ty in signature.items() if ty.startswith("*")] if aligned else ()
+    return get_kernel(_contiguous_kernel, signature, consts, hints, _NUM_WARPS, 1, out.device)
+
+
+def _write_strided(op, out, operands, params, dtype, stream):
+    key = (op, out.shape, out.dtype, out.ptr % 16 == 0, tuple(map(_geometry, operands)),
+           len(params), out.device)
+    recipe = _strided_recipes.get_or_build(
+        key, lambda: _strided_recipe(op, out, operands, params, dtype))
+    if recipe is None:
+        _write_by_leading_dim(op, out, operands, params, dtype, stream)
+        return
+    values = {"out": out}
+    values.update((f"x{i}", x) for i, x in enumerate(operands))
+    values.update((f"p{i}", p) for i, p in enumerate(params))
+    recipe.run(stream, values)
+
+
+def _geometry(x):
+    """What a specialization depends on: an array's layout, dtype and alignment, else the
+    scalar's type (or None)."""
+    if isinstance(x, CUDAArray):
+        return x.strides, x.dtype, x.ptr % 16 == 0
+    return None if x is None else type(x)
 
 
 def _common_entries(op, out, operands, params, dtype, block):
-    """Entries every elementwise kernel takes: out, x0..x2, n, p0..p2 and the op constants."""
+    """Entries every elementwise kernel takes: out, x0..x2, n, p0..p2 and the op constants;
+    arrays, scalars and parameters are Slots named "out", "x0".. and "p0".."""
     ct, scalar_ty = compute_type(dtype)
-    entries = [("out", out.ptr, pointer_type(out.dtype)), ("n", out.size, "i64")]
+    entries = [pointer("out", "out", out), ("n", out.size, "i64")]
     for i, x in enumerate(operands):
-        if isinstance(x, CUDAArray):
-            entries.append((f"x{i}", x.ptr, pointer_type(x.dtype)))
-        else:
-            entries.append((f"x{i}", x, "constexpr" if x is None else scalar_ty))
-    entries += [(f"p{i}", params[i], scalar_ty) if i < len(params) else (f"p{i}", None, "constexpr")
+        role = f"x{i}"
+        entries.append(pointer(role, role, x) if isinstance(x, CUDAArray)
+                       else scalar(role, role, x, scalar_ty))
+    entries += [scalar(f"p{i}", f"p{i}", params[i] if i < len(params) else None, scalar_ty)
                 for i in range(3)]
     return entries + const(OP=op, ARITY=_arity(op), CT=ct, BOOL=dtype == _BOOL, BLOCK=block)
 
 
-def _contiguous_entries(op, out, operands, params, dtype):
-    return _common_entries(op, out, operands, params, dtype, _block_size(dtype))
-
-
-def _strided_entries(op, out, operands, params, dtype, sizes, strides):
-    """Entries of the strided kernel: `strides` are the array operands' coalesced strides."""
-    strides = list(strides)
+def _strided_recipe(op, out, operands, params, dtype, target=None):
+    """The launch for operands laid out like these (None: more than MAX_DIMS dims remain)."""
+    arrays = [x for x in operands if isinstance(x, CUDAArray)]
+    sizes, strides = coalesce(out.shape, out.element_strides(),
+                              *(x.element_strides() for x in arrays))
+    recipe = Recipe(out.device, target)
+    if len(sizes) == 1 and all(s == (1,) for s in strides):
+        entries = _common_entries(op, out, operands, params, dtype, _block_size(dtype))
+        recipe.add(_contiguous_kernel, (cdiv(out.size, _block_size(dtype)),), entries,
+                   _NUM_WARPS)
+        return recipe
+    if len(sizes) > MAX_DIMS:
+        return None
+    strides = list(strides[1:])
     ity = index_type(sizes, *strides)
     entries = _common_entries(op, out, operands, params, dtype, _STRIDED_BLOCK)
     entries += size_entries("", sizes, MAX_DIMS, ity)
     for prefix, x in zip(("a_", "b_", "c_"), operands):
         st = strides.pop(0) if isinstance(x, CUDAArray) else ()
         entries += stride_entries(prefix, st, MAX_DIMS, ity)
-    return entries + const(NDIM=len(sizes), INDEX64=ity == "i64")
+    entries += const(NDIM=len(sizes), INDEX64=ity == "i64")
+    recipe.add(_strided_kernel, (cdiv(out.size, _STRIDED_BLOCK),), entries, _NUM_WARPS)
+    return recipe
 
 
 def _write_by_leading_dim(op, out, operands, params, dtype, stream):
@@ -736,23 +771,15 @@ _PARAMS = {"elu": (1.0, 1.0, 1.0), "leaky_relu": (0.01,), "softplus": (1.0, 20.0
 def _compile_case(op, dtype, target, kinds=None, strides=None):
     """Compile `op` on `dtype` operands (contiguous, or with `strides` for every operand);
     `kinds` marks operands given as "scalar" or None instead of arrays."""
+    dtype = np.dtype(dtype)
     shape = (8,) * (len(strides[0]) if strides else 1)
-    arity = _arity(op)
-    kinds = kinds or ("array",) * arity
+    kinds = kinds or ("array",) * _arity(op)
     operands = [placeholder(shape, _BOOL if op == "where" and i == 0 else dtype,
                             strides[i] if strides else None) if kind == "array" else
                 (None if kind is None else 1) for i, kind in enumerate(kinds)]
     operands += [None] * (3 - len(operands))
     out = placeholder(shape, _BOOL if op in PREDICATES else dtype)
-    params = _typed(_PARAMS.get(op, ()), np.dtype(dtype))
-    if strides is None:
-        entries = _contiguous_entries(op, out, operands, params, np.dtype(dtype))
-        compile_entries(_contiguous_kernel, entries, _NUM_WARPS, target)
-    else:
-        sizes, st = coalesce(out.shape, out.element_strides(),
-                             *(x.element_strides() for x in operands if isinstance(x, CUDAArray)))
-        entries = _strided_entries(op, out, operands, params, np.dtype(dtype), sizes, st[1:])
-        compile_entries(_strided_kernel, entries, _NUM_WARPS, target)
+    _strided_recipe(op, out, operands, _typed(_PARAMS.get(op, ()), dtype), dtype, target)
 
 
 def compile_all(target):

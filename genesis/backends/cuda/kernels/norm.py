@@ -27,12 +27,12 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import coalesce, compile_entries, const, launch, placeholder
-from .reduce import _welford, reduce
+from ._strided import (Recipe, RecipeCache, cdiv, coalesce, const, next_pow2, placeholder,
+                       pointer, scalar)
+from .reduce import _contiguous, _welford, reduce
 
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
@@ -221,7 +221,6 @@ class _Rows:
         split = arr.ndim - normalized_ndim
         lead_sizes, lead_strides = self._sides(arr, split)
         if lead_sizes is None:
-            from .reduce import _contiguous
             arr = _contiguous(arr, stream)
             lead_sizes, lead_strides = self._sides(arr, split)
         self.array = arr
@@ -240,6 +239,9 @@ class _Rows:
             return None, None
         return lead_sizes, lead_strides
 
+    def key(self):
+        return self.rows, self.n, self.stride, self.array.dtype, self.array.ptr % 16 == 0
+
 
 def _prod(values):
     out = 1
@@ -256,26 +258,38 @@ def _compute_type(dtype):
 def _tile(rows, n):
     """(one_pass, BM, BN, num_warps) for rows of n elements."""
     one_pass = n <= ONE_PASS_LIMIT
-    bn = triton.next_power_of_2(max(n, 1)) if one_pass else _CHUNK
-    bm = min(triton.next_power_of_2(max(rows, 1)), max(1, _MIN_TILE // bn))
+    bn = next_pow2(n) if one_pass else _CHUNK
+    bm = min(next_pow2(rows), max(1, _MIN_TILE // bn))
     return one_pass, bm, bn, max(1, min(16, bm * bn // 512))
 
 
-def _ptr(name, arr):
-    if arr is None:
-        return (name, None, "constexpr")
-    return (name, arr.ptr, pointer_type(arr.dtype))
+def _vector(arr, stream):
+    """A weight or bias, contiguous (the kernels index it densely), or None."""
+    if arr is None or arr.is_contiguous():
+        return arr
+    return _contiguous(arr, stream)
 
 
-def _forward_entries(x, weight, bias, y, mean, rstd, eps, rms):
+def _geometry(arr):
+    return None if arr is None else (arr.dtype, arr.ptr % 16 == 0)
+
+
+_recipes = RecipeCache()
+
+
+def _forward_recipe(x, weight, bias, y, mean, rstd, rms, target=None):
     one_pass, bm, bn, warps = _tile(x.rows, x.n)
     ct, _ = _compute_type(x.array.dtype)
-    entries = [_ptr("x", x.array), _ptr("w", weight), _ptr("b", bias), _ptr("y", y),
-               _ptr("mean_out", mean), _ptr("rstd_out", rstd), ("M", x.rows, "i64"),
-               ("N", x.n, "i64"), ("x_stride", x.stride, "i64"), ("y_stride", x.n, "i64"),
-               ("eps", eps, "fp64" if ct == tl.float64 else "fp32")]
+    entries = [pointer(name, name, a) for name, a in (("x", x.array), ("w", weight), ("b", bias),
+                                                       ("y", y), ("mean_out", mean),
+                                                       ("rstd_out", rstd))]
+    entries += [("M", x.rows, "i64"), ("N", x.n, "i64"), ("x_stride", x.stride, "i64"),
+                ("y_stride", x.n, "i64"),
+                scalar("eps", "eps", 0.0, "fp64" if ct == tl.float64 else "fp32")]
     entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm, BN=bn)
-    return (triton.cdiv(x.rows, bm),), entries, warps
+    recipe = Recipe(x.array.device, target)
+    recipe.add(_forward_kernel, (cdiv(x.rows, bm),), entries, warps)
+    return recipe
 
 
 def forward(x, weight, bias, normalized_ndim, eps, rms):
@@ -284,28 +298,34 @@ def forward(x, weight, bias, normalized_ndim, eps, rms):
     activate(device)
     stream = current_stream_handle(device)
     rows = _Rows(x, normalized_ndim, stream)
+    weight, bias = _vector(weight, stream), _vector(bias, stream)
     _, stats = _compute_type(x.dtype)
     y = CUDAArray.empty(x.shape, x.dtype, device, stream)
     mean = None if rms else CUDAArray.empty((rows.rows,), stats, device, stream)
     rstd = CUDAArray.empty((rows.rows,), stats, device, stream)
     if rows.rows:
-        grid, entries, warps = _forward_entries(rows, weight, bias, y, mean, rstd, float(eps), rms)
-        launch(_forward_kernel, grid, stream, entries, warps, device)
+        key = ("forward", rows.key(), _geometry(weight), _geometry(bias), rms, device)
+        recipe = _recipes.get_or_build(
+            key, lambda: _forward_recipe(rows, weight, bias, y, mean, rstd, rms))
+        recipe.run(stream, {"x": rows.array, "w": weight, "b": bias, "y": y, "mean_out": mean,
+                            "rstd_out": rstd, "eps": float(eps)})
     return y, mean, rstd
 
 
-def _backward_entries(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, per_program,
-                      rms):
+def _backward_recipe(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, per_program,
+                     rms, target=None):
     one_pass, bm, bn, warps = _tile(per_program, x.n)
     ct, _ = _compute_type(x.array.dtype)
-    entries = [_ptr("dy", dy.array), _ptr("x", x.array), _ptr("w", weight),
-               _ptr("mean_in", mean), _ptr("rstd_in", rstd), _ptr("dx", dx),
-               _ptr("dw_part", dw_part), _ptr("db_part", db_part), ("M", x.rows, "i64"),
-               ("N", x.n, "i64"), ("rows_per_program", per_program, "i64"),
-               ("dy_stride", dy.stride, "i64"), ("x_stride", x.stride, "i64"),
-               ("dx_stride", x.n, "i64")]
+    entries = [pointer(name, name, a) for name, a in (
+        ("dy", dy.array), ("x", x.array), ("w", weight), ("mean_in", mean), ("rstd_in", rstd),
+        ("dx", dx), ("dw_part", dw_part), ("db_part", db_part))]
+    entries += [("M", x.rows, "i64"), ("N", x.n, "i64"), ("rows_per_program", per_program, "i64"),
+                ("dy_stride", dy.stride, "i64"), ("x_stride", x.stride, "i64"),
+                ("dx_stride", x.n, "i64")]
     entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm if one_pass else 1, BN=bn)
-    return (programs,), entries, warps if one_pass else 4
+    recipe = Recipe(x.array.device, target)
+    recipe.add(_backward_kernel, (programs,), entries, warps if one_pass else 4)
+    return recipe
 
 
 def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad, rms):
@@ -314,16 +334,20 @@ def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad,
     activate(device)
     stream = current_stream_handle(device)
     xr, dyr = _Rows(x, normalized_ndim, stream), _Rows(dy, normalized_ndim, stream)
+    weight = _vector(weight, stream)
     _, stats = _compute_type(x.dtype)
     dx = CUDAArray.empty(x.shape, x.dtype, device, stream)
-    per_program = triton.cdiv(max(xr.rows, 1), _BACKWARD_PROGRAMS)
-    programs = triton.cdiv(xr.rows, per_program)
+    per_program = cdiv(max(xr.rows, 1), _BACKWARD_PROGRAMS)
+    programs = cdiv(xr.rows, per_program)
     dw_part, db_part = (_zeros((programs, xr.n), stats, device, stream) if wanted else None
                         for wanted in (weight_grad, bias_grad))
     if xr.rows:
-        grid, entries, warps = _backward_entries(dyr, xr, weight, mean, rstd, dx, dw_part,
-                                                 db_part, programs, per_program, rms)
-        launch(_backward_kernel, grid, stream, entries, warps, device)
+        key = ("backward", xr.key(), dyr.key(), _geometry(weight), weight_grad, bias_grad, rms,
+               device)
+        recipe = _recipes.get_or_build(key, lambda: _backward_recipe(
+            dyr, xr, weight, mean, rstd, dx, dw_part, db_part, programs, per_program, rms))
+        recipe.run(stream, {"dy": dyr.array, "x": xr.array, "w": weight, "mean_in": mean,
+                            "rstd_in": rstd, "dx": dx, "dw_part": dw_part, "db_part": db_part})
     shape = x.shape[x.ndim - normalized_ndim:]
     dw = _column_sum(dw_part, shape, weight.dtype if weight is not None else x.dtype)
     db = _column_sum(db_part, shape, x.dtype)
@@ -384,11 +408,7 @@ def compile_all(target):
         part = placeholder((64, shape[1]), stats)
         for rms in (False, True):
             for affine in (w, None):
-                _, entries, warps = _forward_entries(rows, affine, None if rms else affine,
-                                                     rows.array, None if rms else vec, vec,
-                                                     1e-5, rms)
-                compile_entries(_forward_kernel, entries, warps, target)
-                _, entries, warps = _backward_entries(
-                    rows, rows, affine, None if rms else vec, vec, rows.array, part,
-                    None if rms else part, 64, 8, rms)
-                compile_entries(_backward_kernel, entries, warps, target)
+                _forward_recipe(rows, affine, None if rms else affine, rows.array,
+                                None if rms else vec, vec, rms, target)
+                _backward_recipe(rows, rows, affine, None if rms else vec, vec, rows.array, part,
+                                 None if rms else part, 64, 8, rms, target)

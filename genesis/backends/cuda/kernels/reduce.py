@@ -33,8 +33,9 @@ from ....dispatch import register
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, RowLayout, compile_entries, const, launch, offsets,
-                       placeholder, select, size_entries, stride_entries)
+from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
+                       offsets, placeholder, pointer, scalar, select, size_entries,
+                       stride_entries)
 from .elementwise import _sqrt, is_float
 
 _SPLIT_TARGET = 1024
@@ -365,10 +366,6 @@ def _acc_dtype(kind, dtype):
     return np.dtype(np.float64 if dtype == np.float64 else np.float32)
 
 
-def _next_pow2(n):
-    return triton.next_power_of_2(max(n, 1))
-
-
 def _tile_elements(states):
     """Elements per [BM, BR] tile: fewer when each lane carries a two- or three-part state."""
     return _MAX_TILE // (1 if states == 1 else 2)
@@ -383,17 +380,17 @@ class _Plan:
         red_unit = layout.red_strides[0][-1] == 1 and layout.red_sizes[-1] > 1
         kept_unit = layout.kept_strides[0][-1] == 1 and layout.kept_sizes[-1] > 1
         if kept_unit and not red_unit:
-            self.bm = min(_next_pow2(rows), 256, tile)
-            self.br = min(_next_pow2(length), tile // self.bm)
+            self.bm = min(next_pow2(rows), 256, tile)
+            self.br = min(next_pow2(length), tile // self.bm)
         else:
-            self.br = min(_next_pow2(length), tile)
-            self.bm = min(_next_pow2(rows), max(1, tile // self.br))
+            self.br = min(next_pow2(length), tile)
+            self.bm = min(next_pow2(rows), max(1, tile // self.br))
         self.num_warps = max(1, min(8, self.bm * self.br // 512))
-        self.grid_m = triton.cdiv(rows, self.bm)
-        chunks = max(1, triton.cdiv(length, self.br))
+        self.grid_m = cdiv(rows, self.bm)
+        chunks = max(1, cdiv(length, self.br))
         splits = min(chunks, max(1, _SPLIT_TARGET // self.grid_m))
-        self.r_split = triton.cdiv(chunks, splits) * self.br
-        self.splits = triton.cdiv(max(length, 1), self.r_split)
+        self.r_split = cdiv(chunks, splits) * self.br
+        self.splits = cdiv(max(length, 1), self.r_split)
 
 
 def _layout_entries(layout, ity, merge_splits=None):
@@ -403,31 +400,30 @@ def _layout_entries(layout, ity, merge_splits=None):
     else:
         kept, kept_st = layout.kept_sizes, layout.kept_strides[0]
         red, red_st = layout.red_sizes, layout.red_strides[0]
-    return (size_entries("k", kept, MAX_ROW_DIMS, ity) + stride_entries("k_", kept_st, MAX_ROW_DIMS,
-                                                                        ity)
+    return (size_entries("k", kept, MAX_ROW_DIMS, ity)
+            + stride_entries("k_", kept_st, MAX_ROW_DIMS, ity)
             + size_entries("r", red, MAX_ROW_DIMS, ity)
             + stride_entries("r_", red_st, MAX_ROW_DIMS, ity)
             + const(KDIM=len(kept), RDIM=len(red), INDEX64=ity == "i64"))
 
 
-def _ptr(name, arr):
-    from ..launch import pointer_type
-    if arr is None:
-        return (name, None, "constexpr")
-    return (name, arr.ptr, pointer_type(arr.dtype))
+_ARRAY_PARAMS = ("x", "xb", "xc", "out", "out_b", "out_c")
 
 
-def _reduce_entries(kind, stage, x, xs, outs, rows, length, r_split, layout_entries, ity, params,
-                    acc, plan, bm=None, br=None):
-    """Entries of one launch of _reduce_kernel."""
-    scalar = "fp64" if acc == np.float64 else "fp32"
-    entries = [_ptr("x", x), _ptr("xb", xs[0]), _ptr("xc", xs[1]), _ptr("out", outs[0]),
-               _ptr("out_b", outs[1]), _ptr("out_c", outs[2]), ("M", rows, ity),
-               ("R", length, ity), ("R_SPLIT", r_split, ity)]
-    entries += [(f"p{i}", params[i], scalar) if i < len(params) else (f"p{i}", None, "constexpr")
+def _reduce_entries(kind, stage, arrays, sizes, layout_entries, ity, params, acc, bm, br):
+    """Entries of one launch of _reduce_kernel; `arrays` holds a (role, array) pair or None for
+    each of x, xb, xc, out, out_b, out_c; `sizes` is (M, R, R_SPLIT)."""
+    ty = "fp64" if acc == np.float64 else "fp32"
+    entries = [pointer(name, *pair) if pair else (name, None, "constexpr")
+               for name, pair in zip(_ARRAY_PARAMS, arrays)]
+    entries += [(name, value, ity) for name, value in zip(("M", "R", "R_SPLIT"), sizes)]
+    entries += [scalar(f"p{i}", f"p{i}", params[i] if i < len(params) else None, ty)
                 for i in range(2)]
     return entries + layout_entries + const(KIND=kind, FAMILY=_family(kind), STAGE=stage,
-                                            ACC=_TL[acc.name], BM=bm or plan.bm, BR=br or plan.br)
+                                            ACC=_TL[acc.name], BM=bm, BR=br)
+
+
+_recipes = RecipeCache()
 
 
 def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, reorder=True):
@@ -436,50 +432,57 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
-    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
-    if not layout.fits():
-        x = _contiguous(x, stream)
-        layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
     values = None if out_dtype is None else CUDAArray.empty(out_shape, out_dtype, device, stream)
     index = CUDAArray.empty(out_shape, _INT64, device, stream) if indices else None
-    if layout.rows:
-        def scratch(shape, dtype):
-            return CUDAArray.empty(shape, dtype, device, stream)
-        for grid, entries, num_warps in _launches(kind, x, layout, (values, index), params,
-                                                  scratch):
-            launch(_reduce_kernel, grid, stream, entries, num_warps, device)
+    key = (kind, x.shape, x.strides, x.dtype, x.ptr % 16 == 0, dims, reorder, out_dtype,
+           indices, len(params), device)
+    recipe, copy = _recipes.get_or_build(
+        key, lambda: _reduce_recipe(kind, x, dims, reorder, values, index, params))
+    if recipe is not None:
+        x = _contiguous(x, stream) if copy else x
+        recipe.run(stream, {"x": x, "values": values, "index": index,
+                            **{f"p{i}": p for i, p in enumerate(params)}})
     return values, index
 
 
-def _launches(kind, x, layout, outs, params, scratch):
-    """(grid, entries, num_warps) of each launch reducing `x` (seen as `layout`) into `outs`;
-    `scratch(shape, dtype)` allocates the split states."""
+def _reduce_recipe(kind, x, dims, reorder, values, index, params, target=None):
+    """(recipe or None when nothing is reduced into, whether x must be made contiguous)."""
+    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+    copy = not layout.fits()
+    if copy:
+        x = placeholder(x.shape, x.dtype)
+        layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+    if not layout.rows:
+        return None, copy
+    recipe = Recipe(x.device, target)
     acc = _acc_dtype(kind, x.dtype)
     family = _family(kind)
     states = _STATE_SIZES.get(family, 1)
     plan = _Plan(layout, states)
     rows, length = layout.rows, layout.length
-    ity = layout.index_type()
-    if rows * plan.splits >= 2 ** 31:
-        ity = "i64"
-    grid = (plan.grid_m, plan.splits)
+    ity = "i64" if rows * plan.splits >= 2 ** 31 else layout.index_type()
+    outs = (("values", values) if values is not None else None,
+            ("index", index) if index is not None else None, None)
+    source = (("x", x), None, None)
     if plan.splits == 1:
-        yield grid, _reduce_entries(kind, "full", x, (None, None), outs + (None,), rows, length,
-                                    length, _layout_entries(layout, ity), ity, params, acc,
-                                    plan), plan.num_warps
-        return
+        recipe.add(_reduce_kernel, (plan.grid_m, 1), _reduce_entries(
+            kind, "full", source + outs, (rows, length, length), _layout_entries(layout, ity),
+            ity, params, acc, plan.bm, plan.br), plan.num_warps)
+        return recipe, copy
     index_state = family in ("argmax", "argmin")
-    partial = [scratch((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
-               if i < states else None for i in range(3)]
-    yield grid, _reduce_entries(kind, "partial", x, (None, None), partial, rows, length,
-                                plan.r_split, _layout_entries(layout, ity), ity, params, acc,
-                                plan), plan.num_warps
-    br = _next_pow2(plan.splits)
-    bm = min(_next_pow2(rows), max(1, _tile_elements(states) // br))
-    yield (triton.cdiv(rows, bm),), _reduce_entries(
-        kind, "merge", partial[0], partial[1:], outs + (None,), rows, plan.splits, plan.splits,
-        _layout_entries(layout, ity, plan.splits), ity, params, acc, plan, bm, br), \
-        max(1, min(8, bm * br // 512))
+    partial = tuple(recipe.scratch_array((rows, plan.splits),
+                                         _INT64 if i == 1 and index_state else acc)
+                    if i < states else None for i in range(3))
+    recipe.add(_reduce_kernel, (plan.grid_m, plan.splits), _reduce_entries(
+        kind, "partial", source + partial, (rows, length, plan.r_split),
+        _layout_entries(layout, ity), ity, params, acc, plan.bm, plan.br), plan.num_warps)
+    br = next_pow2(plan.splits)
+    bm = min(next_pow2(rows), max(1, _tile_elements(states) // br))
+    recipe.add(_reduce_kernel, (cdiv(rows, bm),), _reduce_entries(
+        kind, "merge", partial + outs, (rows, plan.splits, plan.splits),
+        _layout_entries(layout, ity, plan.splits), ity, params, acc, bm, br),
+        max(1, min(8, bm * br // 512)))
+    return recipe, copy
 
 
 def _contiguous(x, stream):
@@ -618,6 +621,9 @@ def count_nonzero(x, dims):
     return _values("count_nonzero", x, dims, False, _INT64)
 
 
+_scan_recipes = RecipeCache()
+
+
 def scan(kind, x, dim, reverse, out_dtype):
     """Inclusive `kind` ("cumsum" or "cumprod") of `x` along `dim`: a new contiguous array."""
     device = x.device
@@ -625,39 +631,45 @@ def scan(kind, x, dim, reverse, out_dtype):
     stream = current_stream_handle(device)
     out = CUDAArray.empty(x.shape, out_dtype, device, stream)
     if out.size:
-        for grid, entries, num_warps in _scan_launches(kind, x, dim, reverse, out):
-            launch(_scan_kernel, grid, stream, entries, num_warps, device)
+        _write_scan(kind, x, dim, reverse, out, stream)
     return out
 
 
-def _scan_launches(kind, x, dim, reverse, out):
+def _write_scan(kind, x, dim, reverse, out, stream):
+    key = (kind, x.shape, x.strides, x.dtype, x.ptr % 16 == 0, out.ptr % 16 == 0, dim, reverse,
+           out.dtype, x.device)
+    recipe = _scan_recipes.get_or_build(key, lambda: _scan_recipe(kind, x, dim, reverse, out))
+    if recipe is not None:
+        recipe.run(stream, {"x": x, "out": out})
+        return
+    lead = 1 if dim == 0 else 0
+    for i in range(x.shape[lead]):
+        _write_scan(kind, select(x, lead, i), dim - (lead < dim), reverse, select(out, lead, i),
+                    stream)
+
+
+def _scan_recipe(kind, x, dim, reverse, out, target=None):
+    """The launch, or None when more than MAX_ROW_DIMS kept dims do not merge (rare: the
+    caller then scans one index of the first kept dim at a time)."""
     dims = (dim,) if x.ndim else ()
     layout = RowLayout(x.shape, dims, [x.element_strides(), out.element_strides()], False)
     if not layout.fits():
-        yield from _scan_by_leading_dim(kind, x, dim, reverse, out)
-        return
+        return None
     plan = _Plan(layout, 1)
     ity = layout.index_type()
-    entries = [_ptr("x", x), _ptr("out", out), ("M", layout.rows, ity),
+    entries = [pointer("x", "x", x), pointer("out", "out", out), ("M", layout.rows, ity),
                ("L", layout.length, ity)]
     entries += size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
     entries += stride_entries("k_", layout.kept_strides[0], MAX_ROW_DIMS, ity)
     entries += stride_entries("o_", layout.kept_strides[1], MAX_ROW_DIMS, ity)
-    entries += [("x_s", layout.red_strides[0][0], ity), ("o_s", layout.red_strides[1][0], ity)]
-    entries = [(n, v, "constexpr" if n in ("x_s", "o_s") and v == 1 else t) for n, v, t in entries]
+    entries += [(name, v, "constexpr" if v == 1 else ity) for name, v in
+                (("x_s", layout.red_strides[0][0]), ("o_s", layout.red_strides[1][0]))]
     acc = _acc_dtype("sum", out.dtype)
-    yield (plan.grid_m,), entries + const(
-        KIND=kind, REVERSE=reverse, KDIM=len(layout.kept_sizes), ACC=_TL[acc.name],
-        INDEX64=ity == "i64", BM=plan.bm, BL=plan.br), plan.num_warps
-
-
-def _scan_by_leading_dim(kind, x, dim, reverse, out):
-    """More than MAX_ROW_DIMS kept dims that do not merge (rare): one launch per index of the
-    first kept dim."""
-    lead = 1 if dim == 0 else 0
-    for i in range(x.shape[lead]):
-        yield from _scan_launches(kind, select(x, lead, i), dim - (lead < dim), reverse,
-                                  select(out, lead, i))
+    entries += const(KIND=kind, REVERSE=reverse, KDIM=len(layout.kept_sizes), ACC=_TL[acc.name],
+                     INDEX64=ity == "i64", BM=plan.bm, BL=plan.br)
+    recipe = Recipe(x.device, target)
+    recipe.add(_scan_kernel, (plan.grid_m,), entries, plan.num_warps)
+    return recipe
 
 
 @register("cumsum", "cuda")
@@ -678,10 +690,8 @@ def _compile_case(kind, dtype, shape, dims, target, indices=False, reorder=True)
     x = placeholder(shape, dtype)
     layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
     out = placeholder((layout.rows,), np.bool_ if kind in ("any", "all") else dtype)
-    outs = (out, placeholder((layout.rows,), _INT64) if indices else None)
-    for _, entries, num_warps in _launches(kind, x, layout, outs, _COMPILE_PARAMS.get(kind, ()),
-                                           placeholder):
-        compile_entries(_reduce_kernel, entries, num_warps, target)
+    index = placeholder((layout.rows,), _INT64) if indices else None
+    _reduce_recipe(kind, x, dims, reorder, out, index, _COMPILE_PARAMS.get(kind, ()), target)
 
 
 def compile_all(target):
@@ -705,7 +715,5 @@ def compile_all(target):
                                     ("cumsum", ml_dtypes.bfloat16, (1000, 64), 0),
                                     ("cumsum", np.int32, (8, 6, 4), 1),
                                     ("cumprod", np.float32, (64, 1000), 1)):
-        x = placeholder(shape, dtype)
         out = placeholder(shape, np.int64 if dtype == np.int32 else dtype)
-        for _, entries, num_warps in _scan_launches(kind, x, dim, kind == "cumsum", out):
-            compile_entries(_scan_kernel, entries, num_warps, target)
+        _scan_recipe(kind, placeholder(shape, dtype), dim, kind == "cumsum", out, target)

@@ -21,12 +21,11 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, RowLayout, compile_entries, const, launch, offsets,
-                       placeholder, size_entries, stride_entries)
+from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
+                       offsets, placeholder, pointer, size_entries, stride_entries)
 
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
@@ -136,39 +135,46 @@ class _Plan:
         red_unit = layout.red_strides[0][-1] == 1 and length > 1
         kept_unit = layout.kept_strides[0][-1] == 1 and layout.kept_sizes[-1] > 1
         if kept_unit and not red_unit:
-            self.bm = min(triton.next_power_of_2(rows), _COLUMN_ROWS)
-            whole = triton.next_power_of_2(length) * self.bm
-            self.one_pass = whole <= ONE_PASS_LIMIT
-            self.bl = triton.next_power_of_2(length) if self.one_pass else _CHUNK // self.bm
+            self.bm = min(next_pow2(rows), _COLUMN_ROWS)
+            self.one_pass = next_pow2(length) * self.bm <= ONE_PASS_LIMIT
+            self.bl = next_pow2(length) if self.one_pass else _CHUNK // self.bm
         else:
             self.one_pass = length <= ONE_PASS_LIMIT
-            self.bl = triton.next_power_of_2(length) if self.one_pass else _CHUNK
-            self.bm = min(triton.next_power_of_2(rows), max(1, _MIN_TILE // self.bl))
+            self.bl = next_pow2(length) if self.one_pass else _CHUNK
+            self.bm = min(next_pow2(rows), max(1, _MIN_TILE // self.bl))
         self.num_warps = max(1, min(16, self.bm * self.bl // 512))
 
 
-def _entries(x, y, out, dims, backward, log):
-    arrays = [a for a in (x, y, out) if a is not None]
-    layout = RowLayout(out.shape, dims, [a.element_strides() for a in arrays], reorder=False)
+def _recipe(x, y, out, dims, backward, log, target=None):
+    """The launch for arrays laid out like these (x and y read where they lie, out contiguous)."""
+    roles = [("x", "a_", x), ("y", "b_", y), ("out", "o_", out)]
+    present = [a for _, _, a in roles if a is not None]
+    layout = RowLayout(out.shape, dims, [a.element_strides() for a in present], reorder=False)
     plan = _Plan(layout)
     ity = layout.index_type()
-    strides = dict(zip(("a_", "b_", "o_") if y is not None else ("a_", "o_"), range(3)))
-    entries = [("x", x.ptr, pointer_type(x.dtype)),
-               ("y", y.ptr, pointer_type(y.dtype)) if y is not None else ("y", None, "constexpr"),
-               ("out", out.ptr, pointer_type(out.dtype)), ("M", layout.rows, ity),
-               ("L", layout.length, ity)]
+    entries = [pointer(role, role, a) for role, _, a in roles]
+    entries += [("M", layout.rows, ity), ("L", layout.length, ity)]
     entries += size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
-    for prefix in ("a_", "b_", "o_"):
-        k = strides.get(prefix)
-        kept = layout.kept_strides[k] if k is not None else ()
+    k = 0
+    for _, prefix, a in roles:
+        kept, red = (layout.kept_strides[k], layout.red_strides[k][0]) if a is not None else ((), 0)
+        k += a is not None
         entries += stride_entries(prefix, kept, MAX_ROW_DIMS, ity)
-        red = layout.red_strides[k][0] if k is not None else 0
         entries.append((prefix[0] + "_l", red, "constexpr" if red in (0, 1) else ity))
     ct = tl.float64 if out.dtype == np.float64 else tl.float32
     entries += const(LOG=log, BACKWARD=backward, ONE_PASS=plan.one_pass,
                      KDIM=len(layout.kept_sizes), CT=ct, INDEX64=ity == "i64", BM=plan.bm,
                      BL=plan.bl)
-    return (triton.cdiv(layout.rows, plan.bm),), entries, plan.num_warps
+    recipe = Recipe(out.device, target)
+    recipe.add(_softmax_kernel, (cdiv(layout.rows, plan.bm),), entries, plan.num_warps)
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def _geometry(a):
+    return None if a is None else (a.strides, a.dtype, a.ptr % 16 == 0)
 
 
 def _run(x, y, dim, backward, log):
@@ -177,8 +183,10 @@ def _run(x, y, dim, backward, log):
     stream = current_stream_handle(device)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
     if out.size:
-        grid, entries, num_warps = _entries(x, y, out, (dim,) if x.ndim else (), backward, log)
-        launch(_softmax_kernel, grid, stream, entries, num_warps, device)
+        dims = (dim,) if x.ndim else ()
+        key = (x.shape, _geometry(x), _geometry(y), dims, backward, log, device)
+        recipe = _recipes.get_or_build(key, lambda: _recipe(x, y, out, dims, backward, log))
+        recipe.run(stream, {"x": x, "y": y, "out": out})
     return out
 
 
@@ -215,6 +223,4 @@ def compile_all(target):
             x = placeholder(shape, dtype)
             for backward in (False, True):
                 for log in (False, True):
-                    _, entries, warps = _entries(x, x if backward else None, x, (dim,),
-                                                 backward, log)
-                    compile_entries(_softmax_kernel, entries, warps, target)
+                    _recipe(x, x if backward else None, x, (dim,), backward, log, target)
