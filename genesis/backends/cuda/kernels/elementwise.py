@@ -36,9 +36,9 @@ from ..launch import get_kernel
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
-                       placeholder, pointer, scalar, select, size_entries, specialization,
-                       stride_entries)
+from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
+                       next_pow2, offsets, placeholder, pointer, scalar, select, size_entries,
+                       specialization, stride_entries)
 
 _NUM_WARPS = 4
 _STRIDED_BLOCK = 1024
@@ -480,6 +480,26 @@ def _strided_kernel(out, x0, x1, x2, n, p0, p1, p2,
     _block(out, x0, x1, x2, offs, linear, linear < n, p0, p1, p2, OP, ARITY, CT, BOOL, False)
 
 
+@triton.jit
+def _rows_kernel(out, x0, x1, x2, rows, cols, p0, p1, p2,
+                 size1, size2, size3, size4,
+                 a_s0, a_s1, a_s2, a_s3, a_s4, b_s0, b_s1, b_s2, b_s3, b_s4,
+                 c_s0, c_s1, c_s2, c_s3, c_s4, a_c, b_c, c_c,
+                 OP: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BOOL: tl.constexpr,
+                 NDIM: tl.constexpr, INDEX64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """A [BR, BC] tile of rows (the outer dims, offsets computed once per row) x columns (the
+    innermost dim, of stride a_c/b_c/c_c: 1, or 0 when broadcast)."""
+    r = _linear(BR, INDEX64)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    sizes = (1, size1, size2, size3, size4)
+    offs = ((offsets(r, sizes, (a_s0, a_s1, a_s2, a_s3, a_s4), NDIM))[:, None] + c[None, :] * a_c,
+            (offsets(r, sizes, (b_s0, b_s1, b_s2, b_s3, b_s4), NDIM))[:, None] + c[None, :] * b_c,
+            (offsets(r, sizes, (c_s0, c_s1, c_s2, c_s3, c_s4), NDIM))[:, None] + c[None, :] * c_c)
+    mask = (r < rows)[:, None] & (c < cols)[None, :]
+    _block(out, x0, x1, x2, offs, r[:, None] * cols + c[None, :], mask, p0, p1, p2, OP, ARITY,
+           CT, BOOL, False)
+
+
 UNARY_OPS = (
     "neg", "abs", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin",
     "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
@@ -602,7 +622,7 @@ def write(op, out, operands, params, dtype, stream):
 
 def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
     """The bound contiguous kernel (pointer alignment hints only: n may be anything)."""
-    entries = _common_entries(op, out, operands, params, dtype, _block_size(dtype))
+    entries = _contiguous_entries(op, out, operands, params, dtype)
     signature, consts, _ = specialization(_contiguous_kernel, entries)
     hints = [name for name, ty in signature.items() if ty.startswith("*")] if aligned else ()
     return get_kernel(_contiguous_kernel, signature, consts, hints, _NUM_WARPS, 1, out.device)
@@ -630,43 +650,78 @@ def _geometry(x):
     return None if x is None else type(x)
 
 
-def _common_entries(op, out, operands, params, dtype, block):
-    """Entries every elementwise kernel takes: out, x0..x2, n, p0..p2 and the op constants;
+def _common_entries(op, out, operands, params, dtype):
+    """Entries every elementwise kernel takes: out, x0..x2, p0..p2 and the op constants;
     arrays, scalars and parameters are Slots named "out", "x0".. and "p0".."""
     ct, scalar_ty = compute_type(dtype)
-    entries = [pointer("out", "out", out), ("n", out.size, "i64")]
+    entries = [pointer("out", "out", out)]
     for i, x in enumerate(operands):
         role = f"x{i}"
         entries.append(pointer(role, role, x) if isinstance(x, CUDAArray)
                        else scalar(role, role, x, scalar_ty))
     entries += [scalar(f"p{i}", f"p{i}", params[i] if i < len(params) else None, scalar_ty)
                 for i in range(3)]
-    return entries + const(OP=op, ARITY=_arity(op), CT=ct, BOOL=dtype == _BOOL, BLOCK=block)
+    return entries + const(OP=op, ARITY=_arity(op), CT=ct, BOOL=dtype == _BOOL)
+
+
+def _contiguous_entries(op, out, operands, params, dtype):
+    return _common_entries(op, out, operands, params, dtype) + [
+        ("n", out.size, "i64"), ("BLOCK", _block_size(dtype), "constexpr")]
+
+
+_MIN_ROW = 16
+_ROW_TILE = 2048
+_ROW_BLOCK_MAX = 256
 
 
 def _strided_recipe(op, out, operands, params, dtype, target=None):
-    """The launch for operands laid out like these (None: more than MAX_DIMS dims remain)."""
+    """The launch for operands laid out like these (None: more than MAX_DIMS dims remain):
+    the 1-D kernel when they coalesce to contiguous, the rows kernel when the innermost dim
+    is contiguous or broadcast in every operand (and long enough), else the flat strided one."""
     arrays = [x for x in operands if isinstance(x, CUDAArray)]
     sizes, strides = coalesce(out.shape, out.element_strides(),
                               *(x.element_strides() for x in arrays))
     recipe = Recipe(out.device, target)
     if len(sizes) == 1 and all(s == (1,) for s in strides):
-        entries = _common_entries(op, out, operands, params, dtype, _block_size(dtype))
-        recipe.add(_contiguous_kernel, (cdiv(out.size, _block_size(dtype)),), entries,
-                   _NUM_WARPS)
+        recipe.add(_contiguous_kernel, (cdiv(out.size, _block_size(dtype)),),
+                   _contiguous_entries(op, out, operands, params, dtype), _NUM_WARPS)
         return recipe
     if len(sizes) > MAX_DIMS:
         return None
-    strides = list(strides[1:])
+    strides = strides[1:]
     ity = index_type(sizes, *strides)
-    entries = _common_entries(op, out, operands, params, dtype, _STRIDED_BLOCK)
-    entries += size_entries("", sizes, MAX_DIMS, ity)
-    for prefix, x in zip(("a_", "b_", "c_"), operands):
-        st = strides.pop(0) if isinstance(x, CUDAArray) else ()
-        entries += stride_entries(prefix, st, MAX_DIMS, ity)
-    entries += const(NDIM=len(sizes), INDEX64=ity == "i64")
+    entries = _common_entries(op, out, operands, params, dtype)
+    if sizes[-1] >= _MIN_ROW and all(st[-1] in (0, 1) for st in strides):
+        cols, rows = sizes[-1], out.size // sizes[-1]
+        bc = min(next_pow2(cols), _ROW_BLOCK_MAX)
+        br = min(next_pow2(rows), max(1, _ROW_TILE // bc))
+        entries += [("rows", rows, ity), ("cols", cols, ity)]
+        entries += size_entries("", sizes[:-1], MAX_DIMS - 1, ity)
+        entries += _operand_strides(operands, [st[:-1] for st in strides], MAX_DIMS - 1, ity)
+        entries += [(f"{p}_c", st[-1], "constexpr") for p, st in
+                    zip("abc", _per_operand(operands, [st[-1:] for st in strides], (0,)))]
+        entries += const(NDIM=len(sizes) - 1, INDEX64=ity == "i64", BR=br, BC=bc)
+        recipe.add(_rows_kernel, (cdiv(rows, br), cdiv(cols, bc)), entries, _NUM_WARPS)
+        return recipe
+    entries += [("n", out.size, "i64")] + size_entries("", sizes, MAX_DIMS, ity)
+    entries += _operand_strides(operands, strides, MAX_DIMS, ity)
+    entries += const(NDIM=len(sizes), INDEX64=ity == "i64", BLOCK=_STRIDED_BLOCK)
     recipe.add(_strided_kernel, (cdiv(out.size, _STRIDED_BLOCK),), entries, _NUM_WARPS)
     return recipe
+
+
+def _per_operand(operands, values, default):
+    """`values` (one per array operand) spread over the three operand slots."""
+    it = iter(values)
+    return [next(it) if isinstance(x, CUDAArray) else default for x in operands]
+
+
+def _operand_strides(operands, strides, max_dims, ity):
+    """Stride entries a_s*, b_s*, c_s* of the three operand slots (absent ones constexpr 0)."""
+    entries = []
+    for prefix, st in zip(("a_", "b_", "c_"), _per_operand(operands, strides, ())):
+        entries += stride_entries(prefix, st, max_dims, ity)
+    return entries
 
 
 def _write_by_leading_dim(op, out, operands, params, dtype, stream):
@@ -768,11 +823,11 @@ _PARAMS = {"elu": (1.0, 1.0, 1.0), "leaky_relu": (0.01,), "softplus": (1.0, 20.0
            "addcdiv": (1.0,)}
 
 
-def _compile_case(op, dtype, target, kinds=None, strides=None):
+def _compile_case(op, dtype, target, kinds=None, strides=None, shape=None):
     """Compile `op` on `dtype` operands (contiguous, or with `strides` for every operand);
     `kinds` marks operands given as "scalar" or None instead of arrays."""
     dtype = np.dtype(dtype)
-    shape = (8,) * (len(strides[0]) if strides else 1)
+    shape = shape or (8,) * (len(strides[0]) if strides else 1)
     kinds = kinds or ("array",) * _arity(op)
     operands = [placeholder(shape, _BOOL if op == "where" and i == 0 else dtype,
                             strides[i] if strides else None) if kind == "array" else
@@ -795,6 +850,9 @@ def compile_all(target):
     _compile_case("clamp", np.float16, target, ("array", None, "scalar"))
     transposed = (1, 8), (8, 1)
     _compile_case("add", np.float32, target, strides=[(8, 1), (0, 1)])
+    _compile_case("mul", ml_dtypes.bfloat16, target, strides=[(768, 1), (0, 1)], shape=(8, 768))
+    _compile_case("where", np.float16, target, strides=[(0, 0, 1), (64, 0, 1), (8, 1, 0)],
+                  shape=(8, 8, 64))
     _compile_case("mul", ml_dtypes.bfloat16, target, strides=transposed)
     _compile_case("where", np.float32, target, strides=[(1, 8), (8, 1), (0, 0)])
     _compile_case("add", np.float32, target,
