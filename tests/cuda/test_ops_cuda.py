@@ -189,6 +189,13 @@ def test_binary_layouts(dtype, layout_a, layout_b, rng):
         check(getattr(genesis, name), getattr(torch, name), a, b)
 
 
+def test_broadcast_over_more_columns_than_one_grid_axis_holds(rng):
+    n = (1 << 24) + 1001
+    x = pair(values((n,), genesis.float32, rng), genesis.float32)
+    one = pair(np.array([2.5]), genesis.float32)
+    check(lambda a, b: a * b.expand(n), lambda a, b: a * b.expand(n), x, one)
+
+
 def test_many_non_mergeable_dims(rng):
     """More dims than the strided kernel takes: the launcher splits the leading one."""
     base = pair(values((3,) * 7, genesis.float32, rng), genesis.float32)

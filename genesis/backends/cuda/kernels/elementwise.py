@@ -488,9 +488,14 @@ def _rows_kernel(out, x0, x1, x2, rows, cols, p0, p1, p2,
                  OP: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BOOL: tl.constexpr,
                  NDIM: tl.constexpr, INDEX64: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     """A [BR, BC] tile of rows (the outer dims, offsets computed once per row) x columns (the
-    innermost dim, of stride a_c/b_c/c_c: 1, or 0 when broadcast)."""
-    r = _linear(BR, INDEX64)
-    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    innermost dim, of stride a_c/b_c/c_c: 1, or 0 when broadcast). The grid is 1-D (rows and
+    columns can each exceed the 65535 programs of grid axis 1): column blocks vary fastest."""
+    col_blocks = tl.cdiv(cols, BC)
+    pid = tl.program_id(0)
+    if INDEX64:
+        pid = pid.to(tl.int64)
+    r = (pid // col_blocks) * BR + tl.arange(0, BR)
+    c = (pid % col_blocks) * BC + tl.arange(0, BC)
     sizes = (1, size1, size2, size3, size4)
     offs = ((offsets(r, sizes, (a_s0, a_s1, a_s2, a_s3, a_s4), NDIM))[:, None] + c[None, :] * a_c,
             (offsets(r, sizes, (b_s0, b_s1, b_s2, b_s3, b_s4), NDIM))[:, None] + c[None, :] * b_c,
@@ -701,7 +706,7 @@ def _strided_recipe(op, out, operands, params, dtype, target=None):
         entries += [(f"{p}_c", st[-1], "constexpr") for p, st in
                     zip("abc", _per_operand(operands, [st[-1:] for st in strides], (0,)))]
         entries += const(NDIM=len(sizes) - 1, INDEX64=ity == "i64", BR=br, BC=bc)
-        recipe.add(_rows_kernel, (cdiv(rows, br), cdiv(cols, bc)), entries, _NUM_WARPS)
+        recipe.add(_rows_kernel, (cdiv(rows, br) * cdiv(cols, bc),), entries, _NUM_WARPS)
         return recipe
     entries += [("n", out.size, "i64")] + size_entries("", sizes, MAX_DIMS, ity)
     entries += _operand_strides(operands, strides, MAX_DIMS, ity)
