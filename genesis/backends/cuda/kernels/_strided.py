@@ -11,10 +11,20 @@ import triton
 import triton.language as tl
 
 from ..launch import compile_kernel, get_kernel, pointer_type
-from ..runtime.array import CUDAArray
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 
 MAX_DIMS = 6
 MAX_ROW_DIMS = 4
+
+
+@triton.jit
+def program_range(BLOCK: tl.constexpr, INDEX64: tl.constexpr):
+    """This program's BLOCK indices along grid axis 0 (int64 when the view needs it)."""
+    if INDEX64:
+        start = tl.program_id(0).to(tl.int64) * BLOCK
+    else:
+        start = tl.program_id(0) * BLOCK
+    return start + tl.arange(0, BLOCK)
 
 
 @triton.jit
@@ -47,11 +57,8 @@ def coalesce(shape, *strides):
 
 
 def contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
+    """Row-major element strides of `shape`."""
+    return contiguous_byte_strides(tuple(shape), 1)
 
 
 class RowLayout:

@@ -37,8 +37,8 @@ from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
-                       next_pow2, offsets, placeholder, pointer, scalar, select, size_entries,
-                       specialization, stride_entries)
+                       next_pow2, offsets, placeholder, pointer, program_range, scalar, select,
+                       size_entries, specialization, stride_entries)
 
 _NUM_WARPS = 4
 _STRIDED_BLOCK = 1024
@@ -455,16 +455,6 @@ def _contiguous_kernel(out, x0, x1, x2, n, p0, p1, p2, OP: tl.constexpr, ARITY: 
 
 
 @triton.jit
-def _linear(BLOCK: tl.constexpr, INDEX64: tl.constexpr):
-    """This program's linear indices, int64 when the view needs it."""
-    if INDEX64:
-        start = tl.program_id(0).to(tl.int64) * BLOCK
-    else:
-        start = tl.program_id(0) * BLOCK
-    return start + tl.arange(0, BLOCK)
-
-
-@triton.jit
 def _strided_kernel(out, x0, x1, x2, n, p0, p1, p2,
                     size1, size2, size3, size4, size5,
                     a_s0, a_s1, a_s2, a_s3, a_s4, a_s5,
@@ -472,7 +462,7 @@ def _strided_kernel(out, x0, x1, x2, n, p0, p1, p2,
                     c_s0, c_s1, c_s2, c_s3, c_s4, c_s5,
                     OP: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BOOL: tl.constexpr,
                     NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    linear = _linear(BLOCK, INDEX64)
+    linear = program_range(BLOCK, INDEX64)
     sizes = (1, size1, size2, size3, size4, size5)
     offs = (offsets(linear, sizes, (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5), NDIM),
             offsets(linear, sizes, (b_s0, b_s1, b_s2, b_s3, b_s4, b_s5), NDIM),

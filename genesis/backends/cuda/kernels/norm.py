@@ -61,6 +61,14 @@ def _load_vector(ptr, cols, mask, CT: tl.constexpr):
 
 
 @triton.jit
+def _columns(start, cols, N, row_mask):
+    """(column indices, their mask, the tile's mask) of the chunk starting at `start`."""
+    c = start + cols
+    col_mask = c < N
+    return c, col_mask, row_mask[:, None] & col_mask[None, :]
+
+
+@triton.jit
 def _rstd(var, eps):
     return libdevice.rsqrt(var + eps)
 
@@ -94,8 +102,7 @@ def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, ep
         m2 = tl.zeros((BM, BN), CT)
         count = tl.zeros((BM, BN), CT)
         for start in range(0, N, BN):
-            c = start + cols
-            mask = row_mask[:, None] & (c < N)[None, :]
+            c, _, mask = _columns(start, cols, N, row_mask)
             v = _load(x, rows, c, x_stride, mask, CT)
             if RMS:
                 avg += v * v
@@ -112,9 +119,7 @@ def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, ep
             var = m2_row / N
         rstd = _rstd(var, eps)
         for start in range(0, N, BN):
-            c = start + cols
-            col_mask = c < N
-            mask = row_mask[:, None] & col_mask[None, :]
+            c, col_mask, mask = _columns(start, cols, N, row_mask)
             out = (_load(x, rows, c, x_stride, mask, CT) - mean[:, None]) * rstd[:, None]
             out = out * _load_vector(w, c, col_mask, CT)
             if b is not None:
@@ -182,9 +187,7 @@ def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, row
             c1 = tl.zeros((BM,), CT)
             c2 = tl.zeros((BM,), CT)
             for start in range(0, N, BN):
-                c = start + cols
-                col_mask = c < N
-                mask = row_mask[:, None] & col_mask[None, :]
+                c, col_mask, mask = _columns(start, cols, N, row_mask)
                 xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
                                          dy_stride, x_stride, RMS, CT)
                 c1 += tl.sum(xhat * wdy, 1)
@@ -192,9 +195,7 @@ def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, row
             c1 = c1 / N
             c2 = c2 / N
             for start in range(0, N, BN):
-                c = start + cols
-                col_mask = c < N
-                mask = row_mask[:, None] & col_mask[None, :]
+                c, col_mask, mask = _columns(start, cols, N, row_mask)
                 xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
                                          dy_stride, x_stride, RMS, CT)
                 grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]

@@ -34,7 +34,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
-                       offsets, placeholder, pointer, scalar, select, size_entries,
+                       offsets, placeholder, pointer, program_range, scalar, select, size_entries,
                        stride_entries)
 from .elementwise import _sqrt, is_float
 
@@ -267,14 +267,9 @@ def _reduce_kernel(x, xb, xc, out, out_b, out_c, M, R, R_SPLIT,
     out/out_b/out_c[row, pid_s]; "merge": x/xb/xc hold such partial states (R per row) and the
     result is written as in "full". FAMILY says how states combine (see _combine).
     """
-    pid_m = tl.program_id(0)
     pid_s = tl.program_id(1)
-    if INDEX64:
-        rows = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
-        r_lo = pid_s.to(tl.int64) * R_SPLIT
-    else:
-        rows = pid_m * BM + tl.arange(0, BM)
-        r_lo = pid_s * R_SPLIT
+    rows = program_range(BM, INDEX64)
+    r_lo = pid_s.to(rows.dtype) * R_SPLIT
     row_mask = rows < M
     row_off = offsets(rows, (1, ksize1, ksize2, ksize3), (k_s0, k_s1, k_s2, k_s3), KDIM)
     rsizes = (1, rsize1, rsize2, rsize3)
@@ -317,10 +312,7 @@ def _scan_kernel(x, out, M, L, ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
                  ACC: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
     """Inclusive cumsum/cumprod of rows pid*BM.. along a dim of stride x_s (o_s in `out`),
     chunk by chunk with a running carry (from the end when REVERSE)."""
-    if INDEX64:
-        rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
-    else:
-        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    rows = program_range(BM, INDEX64)
     row_mask = rows < M
     sizes = (1, ksize1, ksize2, ksize3)
     x_row = offsets(rows, sizes, (k_s0, k_s1, k_s2, k_s3), KDIM)

@@ -25,7 +25,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
-                       offsets, placeholder, pointer, size_entries, stride_entries)
+                       offsets, placeholder, pointer, program_range, size_entries, stride_entries)
 
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
@@ -75,10 +75,7 @@ def _softmax_kernel(x, y, out, M, L, ksize1, ksize2, ksize3,
                     ONE_PASS: tl.constexpr, KDIM: tl.constexpr, CT: tl.constexpr,
                     INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
     """Rows pid*BM.. of softmax(x) (BACKWARD: the gradient from g = x and the output y)."""
-    if INDEX64:
-        rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
-    else:
-        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    rows = program_range(BM, INDEX64)
     row_mask = rows < M
     sizes = (1, ksize1, ksize2, ksize3)
     a_row = offsets(rows, sizes, (a_s0, a_s1, a_s2, a_s3), KDIM)
