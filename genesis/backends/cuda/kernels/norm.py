@@ -256,12 +256,14 @@ def _compute_type(dtype):
         (tl.float32, np.dtype(np.float32))
 
 
-def _tile(rows, n):
-    """(one_pass, BM, BN, num_warps) for rows of n elements."""
+def _tile(rows, n, ct):
+    """(one_pass, BM, BN, num_warps) for rows of n elements: 512 lanes per warp (128 in
+    float64, whose values take two registers each), at most 16 warps."""
     one_pass = n <= ONE_PASS_LIMIT
     bn = next_pow2(n) if one_pass else _CHUNK
     bm = min(next_pow2(rows), max(1, _MIN_TILE // bn))
-    return one_pass, bm, bn, max(1, min(16, bm * bn // 512))
+    lanes = 128 if ct == tl.float64 else 512
+    return one_pass, bm, bn, max(1, min(16, bm * bn // lanes))
 
 
 def _vector(arr, stream):
@@ -279,8 +281,8 @@ _recipes = RecipeCache()
 
 
 def _forward_recipe(x, weight, bias, y, mean, rstd, rms, target=None):
-    one_pass, bm, bn, warps = _tile(x.rows, x.n)
     ct, _ = _compute_type(x.array.dtype)
+    one_pass, bm, bn, warps = _tile(x.rows, x.n, ct)
     entries = [pointer(name, name, a) for name, a in (("x", x.array), ("w", weight), ("b", bias),
                                                        ("y", y), ("mean_out", mean),
                                                        ("rstd_out", rstd))]
@@ -315,8 +317,8 @@ def forward(x, weight, bias, normalized_ndim, eps, rms):
 
 def _backward_recipe(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, per_program,
                      rms, target=None):
-    one_pass, bm, bn, warps = _tile(per_program, x.n)
     ct, _ = _compute_type(x.array.dtype)
+    one_pass, bm, bn, warps = _tile(per_program, x.n, ct)
     entries = [pointer(name, name, a) for name, a in (
         ("dy", dy.array), ("x", x.array), ("w", weight), ("mean_in", mean), ("rstd_in", rstd),
         ("dx", dx), ("dw_part", dw_part), ("db_part", db_part))]
@@ -325,7 +327,7 @@ def _backward_recipe(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, 
                 ("dx_stride", x.n, "i64")]
     entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm if one_pass else 1, BN=bn)
     recipe = Recipe(x.array.device, target)
-    recipe.add(_backward_kernel, (programs,), entries, warps if one_pass else 4)
+    recipe.add(_backward_kernel, (programs,), entries, warps)
     return recipe
 
 
