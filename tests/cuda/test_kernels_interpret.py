@@ -386,6 +386,21 @@ def test_arg_reductions_take_the_first_nan(gpu):
         run_both(op, [x, None, False], [gx, None, False])
 
 
+@pytest.mark.parametrize("kind", ["sum", "var", "argmax", "logsumexp"])
+def test_merges_longer_than_a_tile(gpu, kind, monkeypatch, rng):
+    """More split states than one merge tile holds: the merge walks them in chunks."""
+    monkeypatch.setattr(red, "_SPLIT_TARGET", 100)
+    x = values((6000,), np.dtype(np.float64), rng, 0.5, 1.5)
+    gx = ti.to_device(x)
+    if kind == "argmax":
+        run_both("argmax", [x, None, False], [gx, None, False])
+    elif kind == "var":
+        run_exact("var", x, gx, (0,), False, 1, False)
+    else:
+        run_exact(kind, x, gx, (0,), False, *(() if kind == "logsumexp" else
+                                               (genesis_dtype(x.dtype),)))
+
+
 def test_zero_dim_arg_reductions(gpu):
     x = np.array(4.5, dtype=np.float32)
     gx = ti.to_device(x)
