@@ -11,7 +11,7 @@ y = (x - mean) * rstd * w + b is written once, rounded once to x's dtype. Longer
 Welford pass (the merge of kernels/reduce.py) and a second pass writing y. mean and rstd are
 saved in float32 (float64 for float64 inputs). RMSNorm is the same without the mean.
 
-Backward: each of G programs (G = min(rows, 512), fixed, so results are the same on every GPU)
+Backward: each of G programs (G = min(rows, 1024), fixed, so results are the same on every GPU)
 takes a contiguous block of rows; per row dx = rstd * (w dy - xhat * mean(xhat w dy) -
 mean(w dy)), and dw, db are accumulated per program, in registers (or, for rows longer than
 ONE_PASS_LIMIT, in the program's own row of the partial buffer), then the G partial rows are
@@ -37,7 +37,7 @@ from .reduce import _contiguous, _welford, reduce
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
 _MIN_TILE = 1024
-_BACKWARD_PROGRAMS = 512
+_BACKWARD_PROGRAMS = 1024
 
 
 @triton.jit
