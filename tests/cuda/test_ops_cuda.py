@@ -8,8 +8,9 @@ GENESIS_KERNEL_CACHE_DIR), so the matrix sweeps dtypes where the kernels differ:
 the float dtypes (integer inputs are cast to float32 first), integer ops over the integers.
 
 Skipped without a GPU. GENESIS_OPS_TEST_DEVICE=cpu runs the same cases on the CPU backend, to
-check the tests themselves without a GPU (two float32 cases fail there: numpy sums along
-non-contiguous axes one element after another, less accurately than the reference allows).
+check the tests themselves without a GPU (a few float32 reduction and log_softmax cases fail
+there: numpy sums along non-contiguous axes one element after another, less accurately than
+the float64 reference allows).
 """
 
 import os

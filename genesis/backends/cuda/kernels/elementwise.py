@@ -9,13 +9,17 @@ string) selects the formula, so each (op, dtypes, layout) is its own small speci
 Layouts: when every operand is contiguous the 1-D kernel runs; full blocks load and store without
 masks (16-byte vectors where pointers are 16-byte aligned), only the last block is masked. Any
 other layout is coalesced (kernels/_strided.py) into at most MAX_DIMS dims and each operand is
-read where it lies, its offsets recomputed from the output's linear index (int32 arithmetic when
-the view allows, int64 otherwise).
+read where it lies: when the innermost dim is contiguous or broadcast in every operand (a bias
+add, a row mask) a rows x columns tile kernel computes offsets once per row and keeps 16-byte
+vectors along the columns; otherwise each element's offsets are recomputed from the output's
+linear index (int32 arithmetic when the view allows, int64 otherwise). Launches other than the
+contiguous one are kept per geometry as recipes (see _strided.Recipe).
 
 Block sizes: the 1-D kernel moves 32 bytes per operand per thread (two 16-byte vectors) with 4
 warps: BLOCK = 128 threads x 32 bytes / itemsize (1024 float32, 2048 half, 4096 int8/bool), enough
 bytes in flight per SM to reach copy bandwidth while keeping the grid large for small tensors.
-The strided kernel uses BLOCK=1024 with 4 warps; its cost is index arithmetic, not registers.
+The rows kernel takes [BR, BC] tiles of 2048 elements, BC up to 256 columns (so rows of 768 or
+1000 waste few lanes); the flat strided kernel BLOCK=1024; both 4 warps.
 
 Integer division by zero: the CPU backend raises (as PyTorch on the CPU); a GPU cannot raise
 from a kernel, and PyTorch's CUDA kernels return unspecified values. Here the result is defined
