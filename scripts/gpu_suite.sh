@@ -20,8 +20,12 @@ print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', tr
 'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
-    2>&1 | tee "$OUT/gpu_tests.log" || status=1
+  # the op matrix compiles hundreds of kernels: spread it over workers when pytest-xdist is there
+  workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")
+  python3 -m pytest -q -rf -p no:cacheprovider $workers tests/cuda/test_ops_cuda.py \
+    2>&1 | tee "$OUT/gpu_ops_tests.log" || status=1
+  python3 -m pytest -q -rf -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
+    --ignore=tests/cuda/test_ops_cuda.py 2>&1 | tee "$OUT/gpu_tests.log" || status=1
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
   if command -v compute-sanitizer >/dev/null; then
