@@ -1,17 +1,23 @@
 """Host time per small op, Genesis beside PyTorch CPU in one run.
 
-Each case times many calls with time.perf_counter and reports the median over several repeats,
-in microseconds per call, with the Genesis/PyTorch ratio. The tensors are tiny (1K elements) so
+Each case times many calls with time.perf_counter and reports the best of several repeats
+(the least disturbed by other processes), in microseconds per call, with the Genesis/PyTorch ratio. The tensors are tiny (1K elements) so
 the figure is the framework's host overhead, not arithmetic.
 
+With --simulated-cuda the Genesis cases run on "cuda" over a simulated device
+(benchmarks/simulated_cuda.py: no GPU, kernel launches are no-ops), so the figures are the host
+time of the CUDA path alone: benchmarks/ops.py's small ops (add 1M, softmax 10K, sum 1M), an
+autograd step, and allocate+free pairs at the tensor level. There is no PyTorch column (its CUDA
+host path needs a GPU); compare with the GPU runs of ops.py and allocator.py.
+
     python benchmarks/overhead.py [--json PATH] [--iters N] [--repeats R] [--profile CASE]
+                                  [--simulated-cuda]
 """
 
 import argparse
 import cProfile
 import json
 import pstats
-import statistics
 import sys
 import time
 
@@ -19,6 +25,7 @@ import numpy as np
 import torch
 
 import genesis
+import simulated_cuda
 
 SIZE = 1024
 
@@ -54,8 +61,42 @@ CASES = {
 }
 
 
+def _cuda_cases():
+    """The --simulated-cuda cases: ops.py's small ops on its own inputs, plus the rest."""
+    import ops
+    lib = ops.Lib(genesis)
+    cases = {name: (lambda make=make: make(lib, np.random.default_rng()))
+             for name, (make, _) in ops.LATENCY.items()}
+    cases.update({
+        "add 1M, requires_grad": lambda: _cuda_add_grad(1 << 20),
+        "mul+sum+backward 1K": lambda: _mul_sum_backward(_CudaLib),
+        "empty 4 KB pair": lambda: _cuda_empty(4096),
+        "empty 4 MB pair": lambda: _cuda_empty(4 << 20),
+    })
+    return cases
+
+
+class _CudaLib:
+    """`genesis` with tensors made on "cuda" (for the CPU cases' makers)."""
+
+    @staticmethod
+    def tensor(array, requires_grad=False):
+        return genesis.tensor(array, device="cuda", requires_grad=requires_grad)
+
+
+def _cuda_add_grad(n):
+    rng = np.random.default_rng()
+    a, b = (genesis.tensor(rng.standard_normal(n, dtype=np.float32), device="cuda",
+                           requires_grad=True) for _ in range(2))
+    return lambda: a + b
+
+
+def _cuda_empty(nbytes):
+    return lambda: genesis.empty(nbytes, dtype=genesis.uint8, device="cuda")
+
+
 def _time_per_call(fn, iters, repeats):
-    """Median over `repeats` of the mean wall time of one call, in microseconds."""
+    """Best over `repeats` of the mean wall time of one call, in microseconds."""
     for _ in range(max(iters // 10, 1)):
         fn()
     samples = []
@@ -64,7 +105,13 @@ def _time_per_call(fn, iters, repeats):
         for _ in range(iters):
             fn()
         samples.append((time.perf_counter() - start) / iters * 1e6)
-    return statistics.median(samples)
+    return min(samples)
+
+
+def run_simulated_cuda(iters, repeats):
+    """One row per case: genesis microseconds per call on the simulated device."""
+    return [{"case": name, "genesis_us": round(_time_per_call(make(), iters, repeats), 2)}
+            for name, make in _cuda_cases().items()]
 
 
 def run(iters, repeats):
@@ -80,14 +127,19 @@ def run(iters, repeats):
 
 
 def print_table(rows):
+    if "torch_us" not in rows[0]:
+        print(f"{'case (simulated cuda, host only)':<34}{'genesis us':>12}")
+        for r in rows:
+            print(f"{r['case']:<34}{r['genesis_us']:>12.2f}")
+        return
     print(f"{'case':<24}{'genesis us':>12}{'torch us':>10}{'ratio':>8}")
     for r in rows:
         print(f"{r['case']:<24}{r['genesis_us']:>12.2f}{r['torch_us']:>10.2f}{r['ratio']:>8.2f}")
 
 
-def profile(case, iters):
+def profile(case, iters, cuda):
     """cProfile the Genesis side of one case; prints the 25 most expensive functions."""
-    fn = CASES[case](genesis)
+    fn = _cuda_cases()[case]() if cuda else CASES[case](genesis)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(iters):
@@ -101,17 +153,21 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the results as JSON to this path")
     parser.add_argument("--iters", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--profile", choices=sorted(CASES), help="cProfile this Genesis case")
+    parser.add_argument("--profile", metavar="CASE", help="cProfile this Genesis case")
+    parser.add_argument("--simulated-cuda", action="store_true",
+                        help="run the CUDA cases on a simulated device (host time only)")
     args = parser.parse_args(argv)
+    if args.simulated_cuda:
+        simulated_cuda.install()
     if args.profile:
-        profile(args.profile, args.iters)
+        profile(args.profile, args.iters, args.simulated_cuda)
         return
-    rows = run(args.iters, args.repeats)
+    rows = (run_simulated_cuda if args.simulated_cuda else run)(args.iters, args.repeats)
     print_table(rows)
     if args.json:
         meta = {"numpy": np.__version__, "torch": torch.__version__,
                 "python": sys.version.split()[0], "size": SIZE, "iters": args.iters,
-                "repeats": args.repeats}
+                "repeats": args.repeats, "simulated_cuda": args.simulated_cuda}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": rows}, f, indent=2)
 
