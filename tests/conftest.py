@@ -1,7 +1,14 @@
+import os
+
 import numpy as np
 import pytest
 
 import genesis
+from helpers import devices
+
+if os.environ.get("GENESIS_TEST_FAKE_CUDA") == "1":
+    import fake_cuda
+    fake_cuda.install()
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +24,9 @@ def _fresh_defaults():
 def rng():
     """Fresh random inputs every run (seeded from OS entropy)."""
     return np.random.default_rng()
+
+
+def pytest_generate_tests(metafunc):
+    """A test taking a `device` argument runs on each of helpers.devices(), its id first."""
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", devices())

@@ -1,5 +1,7 @@
 """Shared test helpers: conversions to and from PyTorch (the oracle) and tolerances by dtype."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -28,9 +30,13 @@ GENESIS_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
 def devices():
-    """The devices the op tests run on: the CPU, plus CUDA where a GPU is present."""
-    return ["cpu"] + (["cuda"] if genesis.cuda.is_available() else []) \
-        if hasattr(genesis, "cuda") else ["cpu"]
+    """The devices the op tests run on (a test taking a `device` argument runs once on each):
+    the CPU, plus CUDA where a GPU is present. GENESIS_TEST_DEVICES overrides it with a
+    comma-separated list ("cpu", "cuda", "cpu,cuda")."""
+    chosen = os.environ.get("GENESIS_TEST_DEVICES")
+    if chosen:
+        return [d.strip() for d in chosen.split(",") if d.strip()]
+    return ["cpu"] + (["cuda"] if genesis.cuda.is_available() else [])
 
 
 def to_torch(t, requires_grad=None):
@@ -104,6 +110,25 @@ def noncontiguous_pair(shape, dtype=genesis.float32, device="cpu", rng=None):
     dims = list(reversed(range(len(shape))))
     g, t = make_pair(tuple(reversed(shape)), dtype, device=device, rng=rng)
     return g.permute(*dims), t.permute(*dims)
+
+
+def lay_out(g, layout):
+    """`g`'s values in a non-contiguous layout on g's device: "transposed" (a copy in reversed
+    dim order, permuted back), "stepped" (every other element of a zero buffer) or "expanded"
+    (g's first row broadcast over its shape: the values become that row's); "contiguous" is g."""
+    if layout == "contiguous" or g.ndim == 0:
+        return g
+    if layout == "transposed":
+        order = list(reversed(range(g.ndim)))
+        return g.permute(*order).contiguous().permute(*order)
+    if layout == "stepped":
+        big = genesis.zeros(tuple(2 * s + 1 for s in g.shape), dtype=g.dtype, device=g.device)
+        view = big[tuple(slice(1, None, 2) for _ in g.shape)]
+        view.copy_(g)
+        return view
+    if layout == "expanded":
+        return g.reshape(-1)[: g.shape[-1]].expand(*g.shape) if g.numel() else g
+    raise ValueError(layout)
 
 
 skip_no_cuda = pytest.mark.skipif(not (hasattr(genesis, "cuda") and genesis.cuda.is_available()),

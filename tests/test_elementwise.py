@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import genesis
 from genesis.autograd import gradcheck, gradgradcheck
-from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, to_torch
+from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, lay_out, to_torch
 
 BINARY = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
           "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "xlogy",
@@ -68,31 +68,14 @@ def values(shape, dtype, rng, name=None, role=0):
     return arr
 
 
-def pair(arr, dtype, layout="contiguous"):
+def pair(arr, dtype, layout="contiguous", device="cpu"):
     """(genesis, torch) tensors holding `arr` as `dtype`, bit for bit (NaN signs included);
-    genesis laid out as `layout`."""
-    g = genesis.tensor(arr, dtype=dtype)
-    if layout != "contiguous":
-        g = genesis.from_numpy(lay_out(g.numpy(), layout))
+    genesis on `device`, laid out as `layout`."""
+    g = lay_out(genesis.tensor(arr, dtype=dtype, device=device), layout)
     if dtype is genesis.bfloat16:
-        bits = np.array(g.numpy(), order="C").view(np.int16)
+        bits = np.array(g.cpu().numpy(), order="C").view(np.int16)
         return g, torch.from_numpy(bits).view(torch.bfloat16)
     return g, to_torch(g)
-
-
-def lay_out(arr, layout):
-    """The same values as a non-contiguous numpy view: transposed, stepped or broadcast."""
-    if layout == "transposed":
-        return np.ascontiguousarray(arr.T).T
-    if layout == "stepped":
-        big = np.zeros(tuple(2 * s + 1 for s in arr.shape), arr.dtype)
-        view = big[tuple(slice(1, None, 2) for _ in arr.shape)]
-        view[...] = arr
-        return view
-    if layout == "expanded":
-        row = arr.reshape(-1)[: arr.shape[-1]] if arr.size else arr[..., :0]
-        return np.broadcast_to(row, arr.shape)
-    raise ValueError(layout)
 
 
 def check(fn_g, fn_t, *args):
@@ -110,9 +93,9 @@ def check(fn_g, fn_t, *args):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", BINARY)
-def test_binary_forward_all_dtypes(name, dtype, rng):
-    a = pair(values((3, 5), dtype, rng, name, 0), dtype)
-    b = pair(values((3, 5), dtype, rng, name, 1), dtype)
+def test_binary_forward_all_dtypes(name, dtype, rng, device):
+    a = pair(values((3, 5), dtype, rng, name, 0), dtype, device=device)
+    b = pair(values((3, 5), dtype, rng, name, 1), dtype, device=device)
     check(getattr(genesis, name), torch_fn(name), a, b)
 
 
@@ -120,10 +103,10 @@ def test_binary_forward_all_dtypes(name, dtype, rng):
                                     ((0, 3), (1, 3)), ((5, 1, 3), (4, 1)), ((2, 0), ())],
                          ids=str)
 @pytest.mark.parametrize("name", BINARY)
-def test_binary_broadcasting(name, shapes, rng):
+def test_binary_broadcasting(name, shapes, rng, device):
     dtype = genesis.int32 if name.startswith("bitwise") else genesis.float32
-    a = pair(values(shapes[0], dtype, rng, name, 0), dtype)
-    b = pair(values(shapes[1], dtype, rng, name, 1), dtype)
+    a = pair(values(shapes[0], dtype, rng, name, 0), dtype, device=device)
+    b = pair(values(shapes[1], dtype, rng, name, 1), dtype, device=device)
     check(getattr(genesis, name), torch_fn(name), a, b)
     check(getattr(genesis, name), torch_fn(name), b, a)
 
@@ -132,9 +115,9 @@ def test_binary_broadcasting(name, shapes, rng):
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.int16], ids=str)
 @pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "maximum", "remainder", "lt",
                                   "bitwise_xor", "atan2"])
-def test_binary_noncontiguous(name, dtype, layout, rng):
-    a = pair(values((4, 3), dtype, rng, name, 0), dtype, layout)
-    b = pair(values((4, 3), dtype, rng, name, 1), dtype, "transposed")
+def test_binary_noncontiguous(name, dtype, layout, rng, device):
+    a = pair(values((4, 3), dtype, rng, name, 0), dtype, layout, device=device)
+    b = pair(values((4, 3), dtype, rng, name, 1), dtype, "transposed", device=device)
     assert not a[0].is_contiguous()
     check(getattr(genesis, name), torch_fn(name), a, b)
 
@@ -145,9 +128,9 @@ SCALARS = [2, -3, 2.5, -0.5, True, False, 0]
 @pytest.mark.parametrize("scalar", SCALARS, ids=repr)
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(OPERATORS))
-def test_operators_with_python_scalars(name, dtype, scalar, rng):
+def test_operators_with_python_scalars(name, dtype, scalar, rng, device):
     op = OPERATORS[name]
-    x = pair(values((2, 3), dtype, rng, name, 1), dtype)
+    x = pair(values((2, 3), dtype, rng, name, 1), dtype, device=device)
     if scalar == 0 and name not in DIVISORS:
         scalar = 0
     check(op, op, x, scalar)
@@ -158,9 +141,9 @@ def test_operators_with_python_scalars(name, dtype, scalar, rng):
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "maximum", "fmod",
                                   "remainder", "atan2", "eq", "logical_and", "bitwise_or",
                                   "xlogy", "copysign", "float_power", "floor_divide"])
-def test_functions_with_python_scalar_other(name, scalar, rng):
+def test_functions_with_python_scalar_other(name, scalar, rng, device):
     for dtype in (genesis.float32, genesis.int32, genesis.bool, genesis.float16):
-        x = pair(values((4,), dtype, rng, name, 1), dtype)
+        x = pair(values((4,), dtype, rng, name, 1), dtype, device=device)
         check(lambda t, s: getattr(genesis, name)(t, s), lambda t, s: torch_fn(name)(t, s),
               x, scalar)
 
@@ -171,10 +154,10 @@ TIER_DTYPES = [genesis.bool, genesis.uint8, genesis.int8, genesis.int32, genesis
 
 @pytest.mark.parametrize("name", ["add", "mul", "div", "maximum", "eq", "atan2", "pow"])
 @pytest.mark.parametrize("dtype0", TIER_DTYPES, ids=str)
-def test_zero_dim_tensor_promotion(name, dtype0, rng):
+def test_zero_dim_tensor_promotion(name, dtype0, rng, device):
     for dtype1 in TIER_DTYPES:
-        zero_d = pair(values((), dtype0, rng, name, 1), dtype0)
-        full = pair(values((3,), dtype1, rng, name, 0), dtype1)
+        zero_d = pair(values((), dtype0, rng, name, 1), dtype0, device=device)
+        full = pair(values((3,), dtype1, rng, name, 0), dtype1, device=device)
         check(getattr(genesis, name), torch_fn(name), full, zero_d)
         check(getattr(genesis, name), torch_fn(name), zero_d, full)
 
@@ -188,8 +171,8 @@ def _unary_values(name, dtype, shape, rng):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", UNARY)
-def test_unary_forward_all_dtypes(name, dtype, rng):
-    x = pair(_unary_values(name, dtype, (4, 5), rng), dtype)
+def test_unary_forward_all_dtypes(name, dtype, rng, device):
+    x = pair(_unary_values(name, dtype, (4, 5), rng), dtype, device=device)
     check(getattr(genesis, name), torch_fn(name), x)
 
 
@@ -199,13 +182,13 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 1e-8, 30.0, -30.0, 1
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("name", UNARY)
-def test_unary_special_values(name, dtype):
+def test_unary_special_values(name, dtype, device):
     special = SPECIAL
     if name == "gelu":
         # torch's vectorized CPU gelu overflows in an intermediate (inf at 3e38, nan at +-inf);
         # Genesis returns the values (3e38, inf, -0)
         special = [v for v in SPECIAL if not abs(v) > 1e30]
-    x = pair(np.array(special), dtype)
+    x = pair(np.array(special), dtype, device=device)
     check(getattr(genesis, name), torch_fn(name), x)
 
 
@@ -213,11 +196,12 @@ def test_unary_special_values(name, dtype):
                                   "isnan", "sign", "bitwise_not", "logical_not", "square"])
 @pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16, genesis.int64], ids=str)
-def test_unary_noncontiguous_0d_empty(name, layout, dtype, rng):
-    x = pair(values((4, 3), dtype, rng), dtype, layout)
+def test_unary_noncontiguous_0d_empty(name, layout, dtype, rng, device):
+    x = pair(values((4, 3), dtype, rng), dtype, layout, device=device)
     check(getattr(genesis, name), torch_fn(name), x)
-    check(getattr(genesis, name), torch_fn(name), pair(values((), dtype, rng), dtype))
-    check(getattr(genesis, name), torch_fn(name), pair(values((0, 3), dtype, rng), dtype))
+    for shape in ((), (0, 3)):
+        check(getattr(genesis, name), torch_fn(name),
+              pair(values(shape, dtype, rng), dtype, device=device))
 
 
 @pytest.mark.parametrize("alias,name", sorted(ALIASES.items()))
@@ -235,61 +219,62 @@ KWARG_CASES = [
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16], ids=str)
 @pytest.mark.parametrize("name,kwargs", KWARG_CASES, ids=str)
-def test_unary_keyword_arguments(name, kwargs, dtype, rng):
+def test_unary_keyword_arguments(name, kwargs, dtype, rng, device):
     arr = np.concatenate([values((12,), dtype, rng) * 10, SPECIAL])
     check(lambda x: getattr(genesis, name)(x, **kwargs), lambda x: torch_fn(name)(x, **kwargs),
-          pair(arr, dtype))
+          pair(arr, dtype, device=device))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("bounds", [(-1, 2), (None, 0.5), (-0.5, None), (2, 1), (1, 1)], ids=str)
-def test_clamp(bounds, dtype, rng):
-    x = pair(np.concatenate([values((10,), dtype, rng), [0]]), dtype)
+def test_clamp(bounds, dtype, rng, device):
+    x = pair(np.concatenate([values((10,), dtype, rng), [0]]), dtype, device=device)
     lo, hi = bounds
     check(lambda t: genesis.clamp(t, lo, hi), lambda t: torch.clamp(t, lo, hi), x)
     if lo is not None:
         check(lambda t: genesis.clamp_min(t, lo), lambda t: torch.clamp_min(t, lo), x)
     if hi is not None:
         check(lambda t: genesis.clamp_max(t, hi), lambda t: torch.clamp_max(t, hi), x)
-    lo_t = pair(values((10,), dtype, rng) - 1, dtype) if lo is not None else None
+    lo_t = pair(values((10,), dtype, rng) - 1, dtype, device=device) if lo is not None else None
     check(lambda t, m: genesis.clamp(t, m), lambda t, m: torch.clamp(t, m),
-          pair(values((10,), dtype, rng), dtype), lo_t)
+          pair(values((10,), dtype, rng), dtype, device=device), lo_t)
 
 
 @pytest.mark.parametrize("bounds", [(-1000, 1000), (None, 300), (-129, None), (-1.5, 2.5)],
                          ids=str)
-def test_clamp_scalar_bounds_out_of_range(bounds):
-    x = pair(np.array([1, -2, 100]), genesis.int8)
+def test_clamp_scalar_bounds_out_of_range(bounds, device):
+    x = pair(np.array([1, -2, 100]), genesis.int8, device=device)
     check(lambda t: genesis.clamp(t, *bounds), lambda t: torch.clamp(t, *bounds), x)
 
 
-def test_clamp_nan_and_requires_bound():
-    x = pair(np.array([np.nan, 1.0, -5.0]), genesis.float32)
+def test_clamp_nan_and_requires_bound(device):
+    x = pair(np.array([np.nan, 1.0, -5.0]), genesis.float32, device=device)
     check(lambda t: t.clamp(-1, 1), lambda t: t.clamp(-1, 1), x)
     with pytest.raises(RuntimeError):
         genesis.clamp(x[0])
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_where(dtype, rng):
-    cond = pair(rng.random((3, 4)) < 0.5, genesis.bool)
-    a = pair(values((3, 1), dtype, rng), dtype)
-    b = pair(values((4,), dtype, rng), dtype)
+def test_where(dtype, rng, device):
+    cond = pair(rng.random((3, 4)) < 0.5, genesis.bool, device=device)
+    a = pair(values((3, 1), dtype, rng), dtype, device=device)
+    b = pair(values((4,), dtype, rng), dtype, device=device)
     check(genesis.where, torch.where, cond, a, b)
     check(genesis.where, torch.where, cond, a, 2.5)
     check(genesis.where, torch.where, cond, 1, b)
-    other = pair(values((4,), genesis.float64, rng), genesis.float64)
+    other = pair(values((4,), genesis.float64, rng), genesis.float64, device=device)
     check(genesis.where, torch.where, cond, a, other)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
-def test_lerp_addcmul_addcdiv(dtype, rng):
-    s, e = pair(values((3, 4), dtype, rng), dtype), pair(values((4,), dtype, rng), dtype)
-    w = pair(rng.uniform(-0.5, 1.5, (3, 1)), dtype)
+def test_lerp_addcmul_addcdiv(dtype, rng, device):
+    s = pair(values((3, 4), dtype, rng), dtype, device=device)
+    e = pair(values((4,), dtype, rng), dtype, device=device)
+    w = pair(rng.uniform(-0.5, 1.5, (3, 1)), dtype, device=device)
     check(genesis.lerp, torch.lerp, s, e, w)
     check(genesis.lerp, torch.lerp, s, e, 0.3)
     check(genesis.lerp, torch.lerp, s, e, 0.75)
-    d = pair(rng.uniform(0.5, 2, (3, 4)), dtype)
+    d = pair(rng.uniform(0.5, 2, (3, 4)), dtype, device=device)
     for value in (1, 0.5, -2):
         check(lambda a, b, c: genesis.addcmul(a, b, c, value=value),
               lambda a, b, c: torch.addcmul(a, b, c, value=value), s, e, d)
@@ -299,9 +284,9 @@ def test_lerp_addcmul_addcdiv(dtype, rng):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("mode", [None, "trunc", "floor"])
-def test_div_rounding_modes(mode, dtype, rng):
-    a = pair(values((4, 5), dtype, rng) * 3, dtype)
-    b = pair(values((4, 5), dtype, rng, "div", 1), dtype)
+def test_div_rounding_modes(mode, dtype, rng, device):
+    a = pair(values((4, 5), dtype, rng) * 3, dtype, device=device)
+    b = pair(values((4, 5), dtype, rng, "div", 1), dtype, device=device)
     check(lambda x, y: genesis.div(x, y, rounding_mode=mode),
           lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
     check(lambda x: genesis.div(x, -2, rounding_mode=mode),
@@ -325,16 +310,17 @@ def test_integer_division_by_zero(name, dtype):
     check(lambda x: fn_g(x, 0), lambda x: fn_t(x, 0), a)
 
 
-def test_integer_true_division_by_zero_is_float():
-    a = pair(np.array([1, 0, -1]), genesis.int64)
-    check(operator.truediv, operator.truediv, a, pair(np.array([0, 0, 0]), genesis.int64))
+def test_integer_true_division_by_zero_is_float(device):
+    a = pair(np.array([1, 0, -1]), genesis.int64, device=device)
+    zeros = pair(np.array([0, 0, 0]), genesis.int64, device=device)
+    check(operator.truediv, operator.truediv, a, zeros)
 
 
 @pytest.mark.parametrize("dtype", [genesis.int8, genesis.uint8, genesis.int32, genesis.int64],
                          ids=str)
-def test_integer_overflow_wraps(dtype):
+def test_integer_overflow_wraps(dtype, device):
     info = np.iinfo(dtype.numpy_dtype)
-    x = pair(np.array([info.max, info.min, info.max // 2 + 1]), dtype)
+    x = pair(np.array([info.max, info.min, info.max // 2 + 1]), dtype, device=device)
     for op in (operator.add, operator.mul, operator.sub):
         check(op, op, x, x)
     check(lambda t: t * 3, lambda t: t * 3, x)
@@ -347,27 +333,28 @@ def test_integer_negative_power_raises():
     check(genesis.pow, torch.pow, x, pair(np.array([1, -2]), genesis.int64))
 
 
-def test_pow_with_tensor_exponent_and_scalar_base(rng):
-    e = pair(rng.uniform(-2, 2, (5,)), genesis.float32)
+def test_pow_with_tensor_exponent_and_scalar_base(rng, device):
+    e = pair(rng.uniform(-2, 2, (5,)), genesis.float32, device=device)
     check(lambda t: 2 ** t, lambda t: 2 ** t, e)
     check(lambda t: genesis.pow(2.5, t), lambda t: torch.pow(2.5, t), e)
-    ints = pair(np.array([0, 1, 2, 3]), genesis.int32)
+    ints = pair(np.array([0, 1, 2, 3]), genesis.int32, device=device)
     check(lambda t: 3 ** t, lambda t: 3 ** t, ints)
     check(lambda t: 0.5 ** t, lambda t: 0.5 ** t, ints)
 
 
-def test_errors():
-    a, b = genesis.ones(2, 3), genesis.ones(3, 2)
+def test_errors(device):
+    a, b = genesis.ones(2, 3, device=device), genesis.ones(3, 2, device=device)
     with pytest.raises(RuntimeError, match=r"\[2, 3\].*\[3, 2\]"):
         a + b
     with pytest.raises(RuntimeError):
-        genesis.ones(2, dtype=genesis.bool) - genesis.ones(2, dtype=genesis.bool)
+        flags = genesis.ones(2, dtype=genesis.bool, device=device)
+        flags - flags
     with pytest.raises(RuntimeError):
-        genesis.ones(2, dtype=genesis.bool) - True
+        genesis.ones(2, dtype=genesis.bool, device=device) - True
     with pytest.raises(RuntimeError):
-        genesis.sub(True, genesis.ones(2, dtype=genesis.bool))
+        genesis.sub(True, genesis.ones(2, dtype=genesis.bool, device=device))
     with pytest.raises(RuntimeError):
-        -genesis.ones(2, dtype=genesis.bool)
+        -genesis.ones(2, dtype=genesis.bool, device=device)
     with pytest.raises(TypeError):
         genesis.add(a, "x")
     with pytest.raises(TypeError):
@@ -375,7 +362,7 @@ def test_errors():
     with pytest.raises(TypeError):
         genesis.exp([1.0, 2.0])
     with pytest.raises(RuntimeError):
-        genesis.ones(2) & genesis.ones(2)
+        genesis.ones(2, device=device) & genesis.ones(2, device=device)
 
 
 # in-place forms
@@ -390,16 +377,15 @@ INPLACE_BINARY = [n for n in INPLACE_BINARY if hasattr(torch.Tensor, n + "_")]
 
 def _inplace_check(fn, self_pair, *others):
     """In-place on fresh copies: same result as torch, or same error with self unchanged."""
-    g, t = genesis.tensor(self_pair[0].numpy().copy(), dtype=self_pair[0].dtype), \
-        self_pair[1].clone()
-    before = g.numpy().copy()
+    g, t = self_pair[0].clone(), self_pair[1].clone()
+    before = g.cpu().numpy().copy()
     version = g._version
     try:
         want = fn(t, *[o[1] if isinstance(o, tuple) else o for o in others])
     except Exception as exc:  # noqa: BLE001
         with pytest.raises(type(exc)):
             fn(g, *[o[0] if isinstance(o, tuple) else o for o in others])
-        np.testing.assert_array_equal(g.numpy(), before)
+        np.testing.assert_array_equal(g.cpu().numpy(), before)
         assert g._version == version
         return
     got = fn(g, *[o[0] if isinstance(o, tuple) else o for o in others])
@@ -410,25 +396,25 @@ def _inplace_check(fn, self_pair, *others):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", INPLACE_BINARY)
-def test_inplace_binary(name, dtype, rng):
-    x = pair(values((3, 4), dtype, rng, name, 0), dtype)
+def test_inplace_binary(name, dtype, rng, device):
+    x = pair(values((3, 4), dtype, rng, name, 0), dtype, device=device)
     for other_dtype in (dtype, genesis.float32, genesis.int64, genesis.bool):
-        y = pair(values((4,), other_dtype, rng, name, 1), other_dtype)
+        y = pair(values((4,), other_dtype, rng, name, 1), other_dtype, device=device)
         _inplace_check(lambda s, o: getattr(s, name + "_")(o), x, y)
     for scalar in (2, 1.5, True):
         _inplace_check(lambda s, o: getattr(s, name + "_")(o), x, scalar)
-    bigger = pair(values((2, 3, 4), dtype, rng, name, 1), dtype)
+    bigger = pair(values((2, 3, 4), dtype, rng, name, 1), dtype, device=device)
     _inplace_check(lambda s, o: getattr(s, name + "_")(o), x, bigger)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(INPLACE_OPERATORS))
-def test_inplace_operators(name, dtype, rng):
+def test_inplace_operators(name, dtype, rng, device):
     op = INPLACE_OPERATORS[name]
-    x = pair(values((3, 4), dtype, rng, name, 0), dtype)
+    x = pair(values((3, 4), dtype, rng, name, 0), dtype, device=device)
     for scalar in (2, 1.5, True):
         _inplace_check(op, x, scalar)
-    _inplace_check(op, x, pair(values((3, 4), dtype, rng, name, 1), dtype))
+    _inplace_check(op, x, pair(values((3, 4), dtype, rng, name, 1), dtype, device=device))
 
 
 INPLACE_UNARY = [n for n in UNARY if n not in FUNCTIONAL and hasattr(torch.Tensor, n + "_")]
@@ -436,41 +422,41 @@ INPLACE_UNARY = [n for n in UNARY if n not in FUNCTIONAL and hasattr(torch.Tenso
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", INPLACE_UNARY)
-def test_inplace_unary(name, dtype, rng):
-    x = pair(_unary_values(name, dtype, (3, 4), rng), dtype)
+def test_inplace_unary(name, dtype, rng, device):
+    x = pair(_unary_values(name, dtype, (3, 4), rng), dtype, device=device)
     _inplace_check(lambda s: getattr(s, name + "_")(), x)
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.int32, genesis.uint8], ids=str)
-def test_inplace_clamp_lerp_addcmul(dtype, rng):
-    x = pair(values((3, 4), dtype, rng), dtype)
+def test_inplace_clamp_lerp_addcmul(dtype, rng, device):
+    x = pair(values((3, 4), dtype, rng), dtype, device=device)
     _inplace_check(lambda s: s.clamp_(-1, 2), x)
     _inplace_check(lambda s: s.clamp_(-1.5, 2.5), x)
     _inplace_check(lambda s: s.clamp_min_(0), x)
     _inplace_check(lambda s: s.clamp_max_(1), x)
-    y = pair(values((3, 4), dtype, rng), dtype)
+    y = pair(values((3, 4), dtype, rng), dtype, device=device)
     _inplace_check(lambda s, o: s.addcmul_(o, o, value=2), x, y)
     _inplace_check(lambda s, o: s.addcdiv_(o, o, value=2), x, y)
     _inplace_check(lambda s, o: s.lerp_(o, 0.5), x, y)
 
 
-def test_inplace_cast_failure_leaves_tensor_unchanged():
-    x = genesis.tensor([1, 2, 3])
+def test_inplace_cast_failure_leaves_tensor_unchanged(device):
+    x = genesis.tensor([1, 2, 3], device=device)
     ptr = x.data_ptr()
     with pytest.raises(RuntimeError, match="Float|float|cast"):
         x.add_(1.5)
     with pytest.raises(RuntimeError):
-        x += genesis.tensor([0.5, 0.5, 0.5])
+        x += genesis.tensor([0.5, 0.5, 0.5], device=device)
     with pytest.raises(RuntimeError):
         x /= 2
     assert x.tolist() == [1, 2, 3] and x._version == 0 and x.data_ptr() == ptr
     with pytest.raises(RuntimeError):
-        x.add_(genesis.ones(2, 3, dtype=genesis.int64))
+        x.add_(genesis.ones(2, 3, dtype=genesis.int64, device=device))
     assert x.tolist() == [1, 2, 3]
 
 
-def test_inplace_on_leaf_requiring_grad():
-    x = genesis.ones(3, requires_grad=True)
+def test_inplace_on_leaf_requiring_grad(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         x.add_(1)
     with pytest.raises(RuntimeError, match="leaf Variable"):
@@ -483,8 +469,8 @@ def test_inplace_on_leaf_requiring_grad():
     assert x.tolist() == [4.0, 4.0, 4.0] and x.grad_fn is None and x.requires_grad
 
 
-def test_inplace_operator_keeps_identity_and_grad(rng):
-    a_g, a_t = pair(rng.uniform(0.5, 2, (3, 4)), genesis.float64)
+def test_inplace_operator_keeps_identity_and_grad(rng, device):
+    a_g, a_t = pair(rng.uniform(0.5, 2, (3, 4)), genesis.float64, device=device)
     a_g.requires_grad_(True)
     a_t.requires_grad_(True)
     outs = []
@@ -503,15 +489,15 @@ def test_inplace_operator_keeps_identity_and_grad(rng):
     assert outs[0].grad_fn.name() != "AddBackward0"
 
 
-def test_inplace_self_overlap_rejected():
-    x = genesis.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3)).copy())
-    expanded = genesis.from_numpy(np.lib.stride_tricks.as_strided(x.numpy(), (2, 3), (0, 8)))
+def test_inplace_self_overlap_rejected(device):
+    x = genesis.arange(3.0, device=device).expand(2, 3).contiguous()
+    expanded = x[0].expand(2, 3)
     with pytest.raises(RuntimeError, match="single memory location"):
         expanded.add_(1)
 
 
-def test_inplace_saved_tensor_modified_raises():
-    x = genesis.tensor([0.5, 1.0], requires_grad=True)
+def test_inplace_saved_tensor_modified_raises(device):
+    x = genesis.tensor([0.5, 1.0], requires_grad=True, device=device)
     y = x.exp()
     z = y * y
     y.add_(1)
@@ -557,8 +543,8 @@ def domain_values(domain, shape, rng):
     return x
 
 
-def _grad_pair(domain, shape, dtype, rng):
-    g, t = pair(domain_values(domain, shape, rng), dtype)
+def _grad_pair(domain, shape, dtype, rng, device="cpu"):
+    g, t = pair(domain_values(domain, shape, rng), dtype, device=device)
     return g.requires_grad_(True), t.requires_grad_(True)
 
 
@@ -568,7 +554,7 @@ def _compare_grads(fn_g, fn_t, inputs, rng):
     assert_close(out_g, out_t)
     upstream = rng.standard_normal(tuple(out_t.shape))
     up_g, up_t = pair(upstream, genesis.dtypes.from_numpy_dtype(
-        np.dtype(str(out_t.dtype).replace("torch.", ""))))
+        np.dtype(str(out_t.dtype).replace("torch.", ""))), device=out_g.device)
     out_g.backward(up_g)
     out_t.backward(up_t)
     for g, t in inputs:
@@ -577,12 +563,12 @@ def _compare_grads(fn_g, fn_t, inputs, rng):
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
 @pytest.mark.parametrize("name", sorted(GRAD_BINARY))
-def test_binary_gradients(name, dtype, rng):
+def test_binary_gradients(name, dtype, rng, device):
     da, db = GRAD_BINARY[name]
-    a = _grad_pair(da, (3, 1), dtype, rng)
-    b = _grad_pair(db, (1, 4), dtype, rng)
+    a = _grad_pair(da, (3, 1), dtype, rng, device=device)
+    b = _grad_pair(db, (1, 4), dtype, rng, device=device)
     _compare_grads(getattr(genesis, name), torch_fn(name), [a, b], rng)
-    c = _grad_pair(da, (2, 3), dtype, rng)
+    c = _grad_pair(da, (2, 3), dtype, rng, device=device)
     try:
         torch_fn(name)(c[1], 1.5)
     except TypeError:
@@ -595,22 +581,22 @@ def test_binary_gradients(name, dtype, rng):
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
 @pytest.mark.parametrize("name", sorted(GRAD_UNARY))
-def test_unary_gradients(name, dtype, rng):
-    x = _grad_pair(GRAD_UNARY[name], (3, 4), dtype, rng)
+def test_unary_gradients(name, dtype, rng, device):
+    x = _grad_pair(GRAD_UNARY[name], (3, 4), dtype, rng, device=device)
     _compare_grads(getattr(genesis, name), torch_fn(name), [x], rng)
 
 
-def test_reflected_gradients(rng):
-    x = _grad_pair("pos", (5,), genesis.float64, rng)
+def test_reflected_gradients(rng, device):
+    x = _grad_pair("pos", (5,), genesis.float64, rng, device=device)
     _compare_grads(lambda t: 2.0 ** t - 3 / t + 1 - t * 4 % 1.5,
                    lambda t: 2.0 ** t - 3 / t + 1 - t * 4 % 1.5, [x], rng)
 
 
 @pytest.mark.parametrize("name", sorted(GRAD_BINARY))
-def test_binary_gradcheck(name, rng):
+def test_binary_gradcheck(name, rng, device):
     da, db = GRAD_BINARY[name]
-    a = genesis.tensor(domain_values(da, (2, 1), rng), requires_grad=True)
-    b = genesis.tensor(domain_values(db, (3,), rng), requires_grad=True)
+    a = genesis.tensor(domain_values(da, (2, 1), rng), requires_grad=True, device=device)
+    b = genesis.tensor(domain_values(db, (3,), rng), requires_grad=True, device=device)
     fn = getattr(genesis, name)
     assert gradcheck(fn, (a, b))
     if name not in ("remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "copysign"):
@@ -624,19 +610,20 @@ SMOOTH = sorted(n for n, d in GRAD_UNARY.items()
 
 
 @pytest.mark.parametrize("name", SMOOTH)
-def test_unary_gradcheck_gradgradcheck(name, rng):
-    x = genesis.tensor(domain_values(GRAD_UNARY[name], (5,), rng), requires_grad=True)
+def test_unary_gradcheck_gradgradcheck(name, rng, device):
+    x = genesis.tensor(domain_values(GRAD_UNARY[name], (5,), rng), requires_grad=True,
+                       device=device)
     fn = getattr(genesis, name)
     assert gradcheck(fn, (x,))
     assert gradgradcheck(fn, (x,))
 
 
 @pytest.mark.parametrize("name", ["clamp", "where", "lerp", "addcmul", "addcdiv"])
-def test_other_gradchecks(name, rng):
-    a = genesis.tensor(domain_values("any", (3, 1), rng), requires_grad=True)
-    b = genesis.tensor(domain_values("away", (4,), rng), requires_grad=True)
-    c = genesis.tensor(domain_values("away", (3, 4), rng), requires_grad=True)
-    cond = genesis.tensor(rng.random((3, 4)) < 0.5)
+def test_other_gradchecks(name, rng, device):
+    a = genesis.tensor(domain_values("any", (3, 1), rng), requires_grad=True, device=device)
+    b = genesis.tensor(domain_values("away", (4,), rng), requires_grad=True, device=device)
+    c = genesis.tensor(domain_values("away", (3, 4), rng), requires_grad=True, device=device)
+    cond = genesis.tensor(rng.random((3, 4)) < 0.5, device=device)
     fns = {
         "clamp": (lambda x, lo, hi: genesis.clamp(x, lo * 0 - 0.5, hi * 0 + 0.7), (c, a, b)),
         "where": (lambda x, y: genesis.where(cond, x, y), (a, b)),
@@ -649,10 +636,10 @@ def test_other_gradchecks(name, rng):
     assert gradgradcheck(fn, inputs)
 
 
-def test_pow_gradient_at_zero():
+def test_pow_gradient_at_zero(device):
     for base, exp in ((0.0, 2.0), (0.0, 0.0), (2.0, 0.0), (0.0, 0.5)):
-        x_g = genesis.tensor([base], dtype=genesis.float64, requires_grad=True)
-        e_g = genesis.tensor([exp], dtype=genesis.float64, requires_grad=True)
+        x_g = genesis.tensor([base], dtype=genesis.float64, requires_grad=True, device=device)
+        e_g = genesis.tensor([exp], dtype=genesis.float64, requires_grad=True, device=device)
         x_t = torch.tensor([base], dtype=torch.float64, requires_grad=True)
         e_t = torch.tensor([exp], dtype=torch.float64, requires_grad=True)
         (x_g ** e_g).sum().backward()
@@ -661,9 +648,9 @@ def test_pow_gradient_at_zero():
         assert_close(e_g.grad, e_t.grad)
 
 
-def test_maximum_tie_splits_gradient():
-    a_g, a_t = pair(np.array([1.0, 2.0, 3.0]), genesis.float64)
-    b_g, b_t = pair(np.array([1.0, 1.0, 4.0]), genesis.float64)
+def test_maximum_tie_splits_gradient(device):
+    a_g, a_t = pair(np.array([1.0, 2.0, 3.0]), genesis.float64, device=device)
+    b_g, b_t = pair(np.array([1.0, 1.0, 4.0]), genesis.float64, device=device)
     for name in ("maximum", "minimum", "fmax", "fmin"):
         _compare_grads(getattr(genesis, name), getattr(torch, name),
                        [(a_g.detach().requires_grad_(), a_t.detach().requires_grad_()),
@@ -674,16 +661,17 @@ def test_maximum_tie_splits_gradient():
 @pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "exp", "log", "sqrt", "tanh",
                                   "sigmoid", "erf", "gelu", "silu", "softplus", "mish", "elu",
                                   "logsigmoid", "hardswish"])
-def test_half_gradients(name, rng):
+def test_half_gradients(name, rng, device):
     for dtype in (genesis.float16, genesis.bfloat16):
-        inputs = [_grad_pair("pos", (4,), dtype, rng)]
+        inputs = [_grad_pair("pos", (4,), dtype, rng, device=device)]
         if name in ("add", "mul", "div", "pow"):
-            inputs.append(_grad_pair("pos" if name == "div" else "any", (4,), dtype, rng))
+            domain = "pos" if name == "div" else "any"
+            inputs.append(_grad_pair(domain, (4,), dtype, rng, device=device))
         _compare_grads(getattr(genesis, name), torch_fn(name), inputs, rng)
 
 
-def test_int_ops_do_not_require_grad():
-    x = genesis.tensor([1.0, 2.0], requires_grad=True)
+def test_int_ops_do_not_require_grad(device):
+    x = genesis.tensor([1.0, 2.0], requires_grad=True, device=device)
     assert not (x > 1).requires_grad
     assert not x.isnan().requires_grad
     assert (x * 2).grad_fn.name() == "MulBackward0"

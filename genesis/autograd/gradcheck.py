@@ -1,6 +1,7 @@
 """Finite-difference gradient checks (`gradcheck`, `gradgradcheck`), as in torch.autograd.
 
-Inputs are perturbed in place through their host memory, so the checks run on CPU tensors.
+Inputs are perturbed in place through their host memory (written back to the device for device
+tensors), so the checks run on every device.
 The analytical Jacobian comes from backward passes with one-hot output gradients; the numerical one
 from central differences of the forward. Use float64 inputs: float32 differences are too coarse.
 """
@@ -34,12 +35,23 @@ def _numerical_jacobian(fn, inputs, index, eps):
             pos = np.unravel_index(flat_i, x.shape) if x.ndim else ()
             orig = host[pos].item()
             host[pos] = orig + eps
+            _store(x, host)
             plus = [o._host().astype(np.float64).ravel().copy() for o in _flat_outputs(fn, inputs)]
             host[pos] = orig - eps
+            _store(x, host)
             minus = [o._host().astype(np.float64).ravel().copy() for o in _flat_outputs(fn, inputs)]
             host[pos] = orig
+            _store(x, host)
             columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)]))
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+
+
+def _store(x, host):
+    """Make `x` hold `host`'s values: a CPU tensor's host array is its own memory, a device
+    tensor's is a copy that has to be written back."""
+    if x.device.type != "cpu":
+        from ..ops.creation import from_numpy
+        x.detach().copy_(from_numpy(host))
 
 
 def _analytical_jacobians(fn, inputs, diff_idx):
