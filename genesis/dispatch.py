@@ -6,6 +6,8 @@ A backend registers its kernels when it is imported; the CUDA backend is importe
 so `import genesis` never touches a GPU library.
 """
 
+from collections.abc import Mapping
+
 _KERNELS = {}
 _BACKEND_MODULES = {"cpu": "genesis.backends.cpu", "cuda": "genesis.backends.cuda.register"}
 _loaded = set()
@@ -35,15 +37,40 @@ def kernel(op_name, device_type):
         fn = _KERNELS.get((op_name, device_type))
         if fn is not None:
             return fn
-    raise NotImplementedError(f"genesis: no kernel for op '{op_name}' on device type '{device_type}'")
+    return MissingKernel(op_name, device_type)
 
 
 def has_kernel(op_name, device_type):
-    try:
-        kernel(op_name, device_type)
-        return True
-    except NotImplementedError:
-        return False
+    return not isinstance(kernel(op_name, device_type), MissingKernel)
+
+
+class MissingKernel:
+    """Stands in for an unregistered kernel; calling it raises NotImplementedError naming the op,
+    the device and the dtypes of the arrays it was given (only known at the call)."""
+
+    __slots__ = ("op_name", "device_type")
+
+    def __init__(self, op_name, device_type):
+        self.op_name = op_name
+        self.device_type = device_type
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError(missing_message(self.op_name, self.device_type, args))
+
+
+def missing_message(op_name, device_type, args=()):
+    """"genesis: 'sort' is not implemented for device 'cuda' (dtype float16)"."""
+    names = []
+    for a in args:
+        for item in (a if isinstance(a, (list, tuple)) else (a,)):
+            dtype = getattr(item, "dtype", None)
+            name = getattr(dtype, "name", None)
+            if name is not None and name not in names:
+                names.append(name)
+    text = f"genesis: '{op_name}' is not implemented for device '{device_type}'"
+    if names:
+        text += f" (dtype{'s' if len(names) > 1 else ''} {', '.join(names)})"
+    return text
 
 
 def registered_ops(device_type):
@@ -51,3 +78,50 @@ def registered_ops(device_type):
     if device_type not in _loaded and device_type in _BACKEND_MODULES:
         _load_backend(device_type)
     return sorted(name for name, dev in _KERNELS if dev == device_type)
+
+
+class DeviceRegistry(Mapping):
+    """A read-only view {op name: kernel} of one device type's kernels (seed 001's registry)."""
+
+    def __init__(self, device_type):
+        self.device_type = device_type
+
+    def __getitem__(self, op_name):
+        fn = kernel(op_name, self.device_type)
+        if isinstance(fn, MissingKernel):
+            raise KeyError(op_name)
+        return fn
+
+    def __iter__(self):
+        return iter(registered_ops(self.device_type))
+
+    def __len__(self):
+        return len(registered_ops(self.device_type))
+
+
+GPU_OPS_REGISTRY = DeviceRegistry("cuda")
+
+
+def list_gpu_ops():
+    """Names of the ops with a CUDA kernel."""
+    return registered_ops("cuda")
+
+
+def dispatch_gpu_op(op_name, *args, **kwargs):
+    """Call the CUDA kernel of `op_name`; Tensor arguments are passed as their arrays and array
+    results come back as Tensors (arrays in, arrays out otherwise)."""
+    from .tensor import Tensor
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if not tensors:
+        return kernel(op_name, "cuda")(*args, **kwargs)
+    device = tensors[0].device
+    out = kernel(op_name, "cuda")(*(a._data if isinstance(a, Tensor) else a for a in args),
+                                  **kwargs)
+    return _wrap_arrays(out, device)
+
+
+def _wrap_arrays(out, device):
+    from .tensor import Tensor
+    if isinstance(out, (tuple, list)):
+        return type(out)(_wrap_arrays(o, device) for o in out)
+    return Tensor._make(out, device) if hasattr(out, "strides") else out

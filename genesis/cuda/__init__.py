@@ -10,6 +10,11 @@ from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
 from ..backends.cuda.runtime.memory import OutOfMemoryError
+from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all,
+                     seed, seed_all, set_rng_state, set_rng_state_all)
+from ..dispatch import GPU_OPS_REGISTRY, dispatch_gpu_op, list_gpu_ops
+from .profiler import GPUProfiler, enable_profiling, is_profiling_enabled
+from .tools import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
 
 
 def is_available():
@@ -230,20 +235,18 @@ def dump_allocation_trace(file=None, device=None):
     return _allocator(device).dump_allocation_trace(file)
 
 
-def manual_seed(seed):
-    from ..random import manual_seed as _seed
-    _seed(seed)
-
-
-manual_seed_all = manual_seed
-
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",
            "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
            "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream",
-           "mem_get_info", "init", "is_initialized", "manual_seed", "manual_seed_all",
+           "mem_get_info", "init", "is_initialized", "manual_seed", "manual_seed_all", "seed",
+           "seed_all", "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
+           "set_rng_state_all",
            "CudaError", "OutOfMemoryError", "memory_allocated", "memory_reserved",
            "max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats",
            "reset_accumulated_memory_stats", "memory_stats", "memory_summary", "memory_snapshot",
            "empty_cache", "set_memory_fraction", "configure_memory_manager", "warmup_cache",
            "allocate_batch", "allocate_async", "free_block", "set_memory_callback",
-           "enable_memory_debugging", "dump_allocation_trace"]
+           "enable_memory_debugging", "dump_allocation_trace", "GPU_OPS_REGISTRY",
+           "dispatch_gpu_op", "list_gpu_ops", "GPUProfiler", "enable_profiling",
+           "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
+           "warm_up_kernels"]

@@ -81,7 +81,7 @@ timer = CudaTimer()
 class Record:
     """One timed launch or region; `device_us`/`start_us` are filled in by `resolve`."""
 
-    __slots__ = ("kind", "name", "device", "stream", "grid", "args", "depth", "parent",
+    __slots__ = ("kind", "name", "device", "stream", "grid", "args", "depth", "parent", "thread",
                  "host_start_ns", "host_end_ns", "start_event", "end_event", "base",
                  "start_us", "device_us")
 
@@ -94,6 +94,7 @@ class Record:
         self.args = args
         self.depth = depth
         self.parent = parent
+        self.thread = threading.get_native_id()
         self.start_us = self.device_us = None
 
     @property
