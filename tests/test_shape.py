@@ -10,20 +10,23 @@ from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_pair
 LAYOUTS = ("contiguous", "transposed", "stepped", "offset")
 
 
-def laid_out(shape, layout, dtype=genesis.float32, rng=None, requires_grad=False):
-    """Leaves (genesis, torch) and the same views of them with `shape` laid out as `layout`."""
+def laid_out(shape, layout, dtype=genesis.float32, rng=None, requires_grad=False, device="cpu"):
+    """Leaves (genesis on `device`, torch) and the same views of them with `shape` laid out as
+    `layout`."""
     if layout == "transposed" and len(shape) >= 2:
-        g, t = make_pair(tuple(reversed(shape)), dtype, rng=rng, requires_grad=requires_grad)
+        g, t = make_pair(tuple(reversed(shape)), dtype, rng=rng, requires_grad=requires_grad,
+                         device=device)
         dims = tuple(reversed(range(len(shape))))
         return (g, t), (g.permute(dims), t.permute(dims))
     if layout == "stepped" and shape:
         g, t = make_pair(shape[:-1] + (2 * shape[-1] + 1,), dtype, rng=rng,
-                         requires_grad=requires_grad)
+                         requires_grad=requires_grad, device=device)
         return (g, t), (g[..., 1::2], t[..., 1::2])
     if layout == "offset" and shape:
-        g, t = make_pair((shape[0] + 2,) + shape[1:], dtype, rng=rng, requires_grad=requires_grad)
+        g, t = make_pair((shape[0] + 2,) + shape[1:], dtype, rng=rng,
+                         requires_grad=requires_grad, device=device)
         return (g, t), (g[2:], t[2:])
-    g, t = make_pair(shape, dtype, rng=rng, requires_grad=requires_grad)
+    g, t = make_pair(shape, dtype, rng=rng, requires_grad=requires_grad, device=device)
     return (g, t), (g, t)
 
 
@@ -54,7 +57,7 @@ def check_backward(out_g, out_t, leaf_g, leaf_t, rng):
     loss_g, loss_t = 0, 0
     for a, b in zip(out_g, out_t):
         w = rng.standard_normal(tuple(b.shape))
-        loss_g = loss_g + (a * genesis.tensor(w, dtype=a.dtype)).sum()
+        loss_g = loss_g + (a * genesis.tensor(w, dtype=a.dtype, device=a.device)).sum()
         loss_t = loss_t + (b * torch.tensor(w, dtype=b.dtype)).sum()
     loss_g.backward()
     loss_t.backward()
@@ -118,16 +121,16 @@ VIEW_CASES = {
 }
 
 
-def test_reshape_copies_when_it_must(rng):
-    (_, _), (x_g, x_t) = laid_out((3, 4), "transposed", rng=rng)
+def test_reshape_copies_when_it_must(rng, device):
+    (_, _), (x_g, x_t) = laid_out((3, 4), "transposed", rng=rng, device=device)
     y = x_g.reshape(-1)
     assert_close(y, x_t.reshape(-1))
     assert y._base is None and y.is_contiguous()
     assert y._storage is not x_g._storage
 
 
-def test_view_errors():
-    x = genesis.zeros(4, 6)
+def test_view_errors(device):
+    x = genesis.zeros(4, 6, device=device)
     with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's "
                                            "size and stride"):
         x.t().view(-1)
@@ -136,7 +139,7 @@ def test_view_errors():
     with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
         x.view(-1, -1)
     with pytest.raises(RuntimeError, match="ambiguous"):
-        genesis.zeros(0, 3).view(0, -1)
+        genesis.zeros(0, 3, device=device).view(0, -1)
     with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(4\) must match the "
                                            r"existing size \(6\)"):
         x.expand(3, 4)
@@ -149,17 +152,17 @@ def test_view_errors():
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.squeeze(2)
     with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
-        genesis.zeros(2, 3, 4).t()
+        genesis.zeros(2, 3, 4, device=device).t()
     with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
-        genesis.zeros(3).mT
+        genesis.zeros(3, device=device).mT
     with pytest.raises(RuntimeError, match="start_dim cannot come after end_dim"):
         x.flatten(1, 0)
     with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1"):
         x.unflatten(1, (4, 2))
 
 
-def test_narrow_select_split_errors():
-    x = genesis.zeros(2, 5)
+def test_narrow_select_split_errors(device):
+    x = genesis.zeros(2, 5, device=device)
     with pytest.raises(RuntimeError, match=r"start \(3\) \+ length \(3\) exceeds dimension size"):
         x.narrow(1, 3, 3)
     with pytest.raises(IndexError, match="start out of range"):
@@ -175,84 +178,86 @@ def test_narrow_select_split_errors():
         x.chunk(0)
 
 
-def test_split_chunk_edge_cases():
-    assert len(genesis.zeros(0).chunk(3)) == len(torch.zeros(0).chunk(3)) == 3
-    assert len(genesis.zeros(5).chunk(4)) == len(torch.zeros(5).chunk(4)) == 3
-    assert [p.shape[0] for p in genesis.zeros(0, 2).split(2)] == [0]
+def test_split_chunk_edge_cases(device):
+    assert len(genesis.zeros(0, device=device).chunk(3)) == len(torch.zeros(0).chunk(3)) == 3
+    assert len(genesis.zeros(5, device=device).chunk(4)) == len(torch.zeros(5).chunk(4)) == 3
+    assert [p.shape[0] for p in genesis.zeros(0, 2, device=device).split(2)] == [0]
 
 
-def test_view_shares_version_counter_and_sees_writes():
-    x = genesis.zeros(3, 4)
+def test_view_shares_version_counter_and_sees_writes(device):
+    x = genesis.zeros(3, 4, device=device)
     v = x.t()[1:]
     v.add_(1)
     assert x._version == v._version == 1
     assert x.sum().item() == 9
 
 
-def test_zero_dim_views(rng):
-    g, t = make_pair((), genesis.float64, rng=rng)
+def test_zero_dim_views(rng, device):
+    g, t = make_pair((), genesis.float64, rng=rng, device=device)
     for fn in (lambda x: x.reshape(1, 1), lambda x: x.unsqueeze(0), lambda x: x.view(-1),
                lambda x: x.squeeze(), lambda x: x.flatten(), lambda x: x.t(), lambda x: x.T,
                lambda x: x.expand(2, 3), lambda x: x[None], lambda x: x[...]):
         assert_close(fn(g), fn(t))
 
 
-def test_empty_views():
-    g, t = genesis.zeros(0, 3), torch.zeros(0, 3)
+def test_empty_views(device):
+    g, t = genesis.zeros(0, 3, device=device), torch.zeros(0, 3)
     for fn in (lambda x: x.reshape(3, 0), lambda x: x.t(), lambda x: x[:, 1:],
                lambda x: x.unsqueeze(1), lambda x: x.flatten(), lambda x: x.expand(2, 0, 3)):
         assert_close(fn(g), fn(t))
 
 
-def test_as_strided(rng):
-    g, t = make_pair((4, 6), genesis.float64, rng=rng)
+def test_as_strided(rng, device):
+    g, t = make_pair((4, 6), genesis.float64, rng=rng, device=device)
     for args in (((3, 3), (6, 1)), ((2, 2), (1, 6), 2), ((5,), (4,), 1)):
         assert_close(g.as_strided(*args), t.as_strided(*args))
-    x = genesis.tensor(rng.standard_normal(12), dtype=genesis.float64, requires_grad=True)
+    x = genesis.tensor(rng.standard_normal(12), dtype=genesis.float64, requires_grad=True,
+                       device=device)
     assert genesis.autograd.gradcheck(lambda x: x.as_strided((3, 2), (4, 2), 1), (x,))
 
 
-def test_strides_follow_pytorch(rng):
-    g, t = make_pair((2, 3, 4), rng=rng)
+def test_strides_follow_pytorch(rng, device):
+    g, t = make_pair((2, 3, 4), rng=rng, device=device)
     for fn in (lambda x: x.unsqueeze(1), lambda x: x.permute(2, 0, 1).unsqueeze(3),
                lambda x: x[:, None, 1], lambda x: x.transpose(0, 1).reshape(3, 2, 2, 2)):
         assert fn(g).stride() == fn(t).stride()
 
 
-def test_metadata_inplace_ops(rng):
-    g, t = make_pair((3, 1, 4), rng=rng)
+def test_metadata_inplace_ops(rng, device):
+    g, t = make_pair((3, 1, 4), rng=rng, device=device)
     for name, args in (("squeeze_", (1,)), ("unsqueeze_", (0,)), ("transpose_", (0, 2))):
         getattr(g, name)(*args)
         getattr(t, name)(*args)
         assert_close(g, t)
-    m_g, m_t = make_pair((2, 3), rng=rng)
+    m_g, m_t = make_pair((2, 3), rng=rng, device=device)
     assert_close(m_g.t_(), m_t.t_())
 
 
-def cat_inputs(shapes, dtypes_, layout, rng):
-    pairs = [laid_out(s, layout, d, rng, d.is_floating_point) for s, d in zip(shapes, dtypes_)]
+def cat_inputs(shapes, dtypes_, layout, rng, device):
+    pairs = [laid_out(s, layout, d, rng, d.is_floating_point, device)
+             for s, d in zip(shapes, dtypes_)]
     return [p[0] for p in pairs], [p[1][0] for p in pairs], [p[1][1] for p in pairs]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dim", [0, 1, -1])
-def test_cat_and_gradients(dim, layout, rng):
+def test_cat_and_gradients(dim, layout, rng, device):
     shapes = [(3, 2, 4), (3, 2, 4), (3, 2, 4)]
     shapes = [tuple(s[d] + i if d == dim % 3 else s[d] for d in range(3))
               for i, s in enumerate(shapes)]
-    leaves, gs, ts = cat_inputs(shapes, [genesis.float64] * 3, layout, rng)
+    leaves, gs, ts = cat_inputs(shapes, [genesis.float64] * 3, layout, rng, device=device)
     out_g, out_t = genesis.cat(gs, dim), torch.cat(ts, dim)
     assert_close(out_g, out_t)
     w = rng.standard_normal(out_t.shape)
-    (out_g * genesis.tensor(w)).sum().backward()
+    (out_g * genesis.tensor(w, device=device)).sum().backward()
     (out_t * torch.tensor(w)).sum().backward()
     for g_leaf, t_leaf in leaves:
         assert_close(g_leaf.grad, t_leaf.grad)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_cat_stack_dtypes(dtype, rng):
-    pairs = [make_pair((2, 3), dtype, rng=rng) for _ in range(3)]
+def test_cat_stack_dtypes(dtype, rng, device):
+    pairs = [make_pair((2, 3), dtype, rng=rng, device=device) for _ in range(3)]
     assert_close(genesis.cat([p[0] for p in pairs], 1), torch.cat([p[1] for p in pairs], 1))
     assert_close(genesis.stack([p[0] for p in pairs], -1), torch.stack([p[1] for p in pairs], -1))
 
@@ -262,53 +267,54 @@ def test_cat_stack_dtypes(dtype, rng):
                                          (genesis.int8, genesis.uint8),
                                          (genesis.bfloat16, genesis.float16),
                                          (genesis.float32, genesis.float64)])
-def test_cat_promotes(pair_dtypes, rng):
-    a, b = (make_pair((2, 2), d, rng=rng) for d in pair_dtypes)
+def test_cat_promotes(pair_dtypes, rng, device):
+    a, b = (make_pair((2, 2), d, rng=rng, device=device) for d in pair_dtypes)
     assert_close(genesis.cat([a[0], b[0]]), torch.cat([a[1], b[1]]))
     assert_close(genesis.concat([a[0], b[0]], 1), torch.concat([a[1], b[1]], 1))
     assert_close(genesis.concatenate([a[0], b[0]], axis=1),
                  torch.concatenate([a[1], b[1]], axis=1))
 
 
-def test_cat_skips_legacy_empty_and_handles_empty(rng):
-    a_g, a_t = make_pair((2, 3), rng=rng)
-    assert_close(genesis.cat([a_g, genesis.zeros(0)]), torch.cat([a_t, torch.zeros(0)]))
-    assert_close(genesis.cat([genesis.zeros(0, 3), a_g]), torch.cat([torch.zeros(0, 3), a_t]))
-    assert_close(genesis.cat([genesis.zeros(0), genesis.zeros(0)]), torch.cat([torch.zeros(0)] * 2))
+def test_cat_skips_legacy_empty_and_handles_empty(rng, device):
+    a_g, a_t = make_pair((2, 3), rng=rng, device=device)
+    legacy, empty = genesis.zeros(0, device=device), genesis.zeros(0, 3, device=device)
+    assert_close(genesis.cat([a_g, legacy]), torch.cat([a_t, torch.zeros(0)]))
+    assert_close(genesis.cat([empty, a_g]), torch.cat([torch.zeros(0, 3), a_t]))
+    assert_close(genesis.cat([legacy, legacy]), torch.cat([torch.zeros(0)] * 2))
 
 
-def test_cat_stack_errors():
+def test_cat_stack_errors(device):
     with pytest.raises(RuntimeError, match=r"Sizes of tensors must match except in dimension 0. "
                                            r"Expected size 3 but got size 4 for tensor number 1 "
                                            r"in the list \(shapes \[2, 3\] and \[2, 4\]\)"):
-        genesis.cat([genesis.zeros(2, 3), genesis.zeros(2, 4)])
+        genesis.cat([genesis.zeros(2, 3, device=device), genesis.zeros(2, 4, device=device)])
     with pytest.raises(RuntimeError, match="Tensors must have same number of dimensions"):
-        genesis.cat([genesis.zeros(2, 3), genesis.zeros(2, 3, 1)])
+        genesis.cat([genesis.zeros(2, 3, device=device), genesis.zeros(2, 3, 1, device=device)])
     with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
-        genesis.cat([genesis.zeros(()), genesis.zeros(2)])
+        genesis.cat([genesis.zeros((), device=device), genesis.zeros(2, device=device)])
     with pytest.raises(RuntimeError, match="non-empty"):
         genesis.cat([])
     with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got "
                                            r"\[2, 3\] at entry 0 and \[2, 4\] at entry 1"):
-        genesis.stack([genesis.zeros(2, 3), genesis.zeros(2, 4)])
+        genesis.stack([genesis.zeros(2, 3, device=device), genesis.zeros(2, 4, device=device)])
     with pytest.raises(IndexError, match="Dimension out of range"):
-        genesis.cat([genesis.zeros(2, 3)], 2)
+        genesis.cat([genesis.zeros(2, 3, device=device)], 2)
 
 
 @pytest.mark.parametrize("name", ["hstack", "vstack", "dstack", "column_stack", "row_stack"])
 @pytest.mark.parametrize("shapes", [[(3,), (3,)], [(2, 3), (2, 3)], [(), ()]])
-def test_stack_family(name, shapes, rng):
+def test_stack_family(name, shapes, rng, device):
     if name == "column_stack" and shapes[0] == (2, 3):
         shapes = [(2, 3), (2,)]
-    pairs = [make_pair(s, rng=rng) for s in shapes]
+    pairs = [make_pair(s, rng=rng, device=device) for s in shapes]
     assert_close(getattr(genesis, name)([p[0] for p in pairs]),
                  getattr(torch, name)([p[1] for p in pairs]))
 
 
 @pytest.mark.parametrize("name", ["atleast_1d", "atleast_2d", "atleast_3d"])
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4)])
-def test_atleast(name, shape, rng):
-    g, t = make_pair(shape, rng=rng)
+def test_atleast(name, shape, rng, device):
+    g, t = make_pair(shape, rng=rng, device=device)
     assert_close(getattr(genesis, name)(g), getattr(torch, name)(t))
     outs_g, outs_t = getattr(genesis, name)(g, g), getattr(torch, name)(t, t)
     for a, b in zip(outs_g, outs_t):
@@ -345,9 +351,9 @@ CASES = {**VIEW_CASES, **COPY_CASES}
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_forward_and_backward(case, layout, rng):
+def test_forward_and_backward(case, layout, rng, device):
     shape, fn = CASES[case]
-    (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True)
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out(shape, layout, genesis.float64, rng, True, device)
     out_g, out_t = check_forward(fn, x_g, x_t, views=case in VIEW_CASES)
     check_backward(out_g, out_t, leaf_g, leaf_t, rng)
 
@@ -356,9 +362,9 @@ def test_forward_and_backward(case, layout, rng):
 @pytest.mark.parametrize("case", ["permute", "expand", "index_neg_step", "unbind", "diagonal",
                                   "reshape_split", "squeeze_all", "flip", "roll_dims", "tril_k",
                                   "triu", "repeat", "repeat_interleave", "diag_vector"])
-def test_forward_dtypes(case, dtype, rng):
+def test_forward_dtypes(case, dtype, rng, device):
     shape, fn = CASES[case]
-    _, (x_g, x_t) = laid_out(shape, "stepped", dtype, rng)
+    _, (x_g, x_t) = laid_out(shape, "stepped", dtype, rng, device=device)
     check_forward(fn, x_g, x_t, views=case in VIEW_CASES)
 
 
@@ -367,46 +373,47 @@ def test_forward_dtypes(case, dtype, rng):
                                   "index_none_ellipsis", "index_step3", "reshape_split",
                                   "movedim_many", "flip", "roll_dims", "tril_k", "repeat",
                                   "diag_embed", "repeat_interleave"])
-def test_gradcheck(case, rng):
+def test_gradcheck(case, rng, device):
     shape, fn = CASES[case]
-    x = genesis.tensor(rng.standard_normal(shape), dtype=genesis.float64, requires_grad=True)
+    x = genesis.tensor(rng.standard_normal(shape), dtype=genesis.float64, requires_grad=True,
+                       device=device)
     assert genesis.autograd.gradcheck(fn, (x,))
     assert genesis.autograd.gradgradcheck(fn, (x,))
 
 
-def test_cat_stack_gradcheck(rng):
+def test_cat_stack_gradcheck(rng, device):
     a, b = (genesis.tensor(rng.standard_normal((2, 3)), dtype=genesis.float64,
-                           requires_grad=True) for _ in range(2))
+                           requires_grad=True, device=device) for _ in range(2))
     assert genesis.autograd.gradcheck(lambda a, b: genesis.cat([a, b], 1), (a, b))
     assert genesis.autograd.gradgradcheck(lambda a, b: genesis.stack([a, b], 1), (a, b))
 
 
-def test_copy_ops_zero_dim_and_empty(rng):
-    for g, t in (make_pair((), rng=rng), make_pair((0, 3), rng=rng)):
+def test_copy_ops_zero_dim_and_empty(rng, device):
+    for g, t in (make_pair((), rng=rng, device=device), make_pair((0, 3), rng=rng, device=device)):
         for fn in (lambda x: x.flip(0) if x.ndim else x.flip(()), lambda x: x.roll(1),
                    lambda x: x.repeat(2, 2) if x.ndim == 2 else x.repeat(3),
                    lambda x: x.repeat_interleave(2)):
             assert_close(fn(g), fn(t))
-    g, t = make_pair((0, 3), rng=rng)
+    g, t = make_pair((0, 3), rng=rng, device=device)
     assert_close(g.tril(), t.tril())
 
 
-def test_copy_op_errors():
+def test_copy_op_errors(device):
     with pytest.raises(RuntimeError, match="tril: input tensor must have at least 2 dimensions"):
-        genesis.zeros(3).tril()
+        genesis.zeros(3, device=device).tril()
     with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
-        genesis.zeros(3, 2).roll((1, 2), (0,))
+        genesis.zeros(3, 2, device=device).roll((1, 2), (0,))
     with pytest.raises(RuntimeError, match="appears multiple times"):
-        genesis.zeros(3, 2).flip((0, 0))
+        genesis.zeros(3, 2, device=device).flip((0, 0))
     with pytest.raises(RuntimeError, match="Number of dimensions of repeat dims can not be"):
-        genesis.zeros(3, 2).repeat(2)
+        genesis.zeros(3, 2, device=device).repeat(2)
     with pytest.raises(RuntimeError, match="Input must be >= 2-d"):
-        genesis.zeros(3).fliplr()
+        genesis.zeros(3, device=device).fliplr()
 
 
-def test_tril_triu_inplace(rng):
+def test_tril_triu_inplace(rng, device):
     for name in ("tril_", "triu_"):
-        g, t = make_pair((4, 5), rng=rng)
+        g, t = make_pair((4, 5), rng=rng, device=device)
         getattr(g, name)(1)
         getattr(t, name)(1)
         assert_close(g, t)
@@ -414,8 +421,9 @@ def test_tril_triu_inplace(rng):
 
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 @pytest.mark.parametrize("sizes", [(3, 4), (2, 3, 4), (5,)])
-def test_meshgrid(indexing, sizes, rng):
-    pairs = [make_pair((n,), genesis.float64, rng=rng, requires_grad=True) for n in sizes]
+def test_meshgrid(indexing, sizes, rng, device):
+    pairs = [make_pair((n,), genesis.float64, rng=rng, requires_grad=True, device=device)
+             for n in sizes]
     out_g = genesis.meshgrid(*[p[0] for p in pairs], indexing=indexing)
     out_t = torch.meshgrid(*[p[1] for p in pairs], indexing=indexing)
     for a, b in zip(out_g, out_t):
@@ -424,8 +432,8 @@ def test_meshgrid(indexing, sizes, rng):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_float_views_keep_dtype_and_grad(dtype, rng):
-    (leaf_g, leaf_t), (x_g, x_t) = laid_out((3, 4), "transposed", dtype, rng, True)
+def test_float_views_keep_dtype_and_grad(dtype, rng, device):
+    (leaf_g, leaf_t), (x_g, x_t) = laid_out((3, 4), "transposed", dtype, rng, True, device=device)
     out_g, out_t = x_g.T[1:].unsqueeze(0), x_t.T[1:].unsqueeze(0)
     assert out_g.dtype is dtype and out_g.grad_fn is not None
     out_g.sum().backward()
