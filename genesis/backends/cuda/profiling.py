@@ -181,10 +181,10 @@ def is_enabled():
 def kernel_info(bound):
     """(label, fields) of a BoundKernel: "_add[fp32 BLOCK=1024 w4]" and, per runtime argument,
     its name, or None for pointers (only sizes and scalars are reported)."""
-    info = _kernel_info.get(id(bound))
-    if info is None:
-        info = _kernel_info[id(bound)] = _describe(bound)
-    return info
+    entry = _kernel_info.get(id(bound))
+    if entry is None or entry[0] is not bound:
+        entry = _kernel_info[id(bound)] = (bound, _describe(bound))
+    return entry[1]
 
 
 def _describe(bound):
