@@ -197,13 +197,14 @@ def _describe(bound):
 
 
 def _label(name, signature, constexprs, aligned, num_warps):
-    """A short specialization summary: pointer dtypes, constexpr values, alignment, warps."""
+    """A short specialization summary: pointer dtypes, constexpr values (unused None ones left
+    out), alignment, warps."""
     dtypes = []
     for _, kind in signature:
         if kind.startswith("*") and kind[1:] not in dtypes:
             dtypes.append(kind[1:])
     parts = ["/".join(dtypes)] if dtypes else []
-    parts += [f"{k}={getattr(v, '__name__', v)}" for k, v in constexprs]
+    parts += [f"{k}={getattr(v, '__name__', v)}" for k, v in constexprs if v is not None]
     if aligned:
         parts.append("aligned")
     parts.append(f"w{num_warps}")
