@@ -1,30 +1,48 @@
 """Random number generators: `genesis.Generator`, `manual_seed`, `seed`, RNG state.
 
-The CPU generator is numpy's PCG64 behind PyTorch's API. CUDA generators (Philox, counter-based)
-live in the CUDA backend and are seeded by `manual_seed` too.
+The CPU generator is numpy's PCG64 behind PyTorch's API. A CUDA generator is counter-based
+(Philox4x32-10, the kernels in backends/cuda/kernels/random.py): its whole state is a 64-bit seed
+and a 64-bit counter offset; each draw of n values uses the counters offset, offset + 1, ... and
+advances the offset by n. Each CUDA device has a default generator, made on first use (so
+nothing here touches the driver), seeded by `manual_seed` as PyTorch seeds every device.
 """
 
 import numpy as np
 
 from .device import as_device
 
+DEFAULT_SEED = 67280421310721
+_MASK64 = (1 << 64) - 1
+
+
+def _entropy_seed():
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+
 
 class Generator:
-    """A source of random numbers for one device: `genesis.Generator(device="cpu")`."""
+    """A source of random numbers for one device: `genesis.Generator(device="cpu")`.
+
+    `Generator(device="cuda")` makes a PhiloxGenerator (a subclass), without touching the driver.
+    """
+
+    def __new__(cls, device="cpu"):
+        if cls is Generator and as_device(device).type == "cuda":
+            cls = PhiloxGenerator
+        return super().__new__(cls)
 
     def __init__(self, device="cpu"):
         self.device = as_device(device)
-        self._seed = 67280421310721
+        self._seed = DEFAULT_SEED
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
     def manual_seed(self, seed):
-        self._seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+        self._seed = int(seed) & _MASK64
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
     def seed(self):
         """Reseed from OS entropy; returns the new seed."""
-        new = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+        new = _entropy_seed()
         self.manual_seed(new)
         return new
 
@@ -47,22 +65,88 @@ class Generator:
         return self._rng
 
 
+class PhiloxGenerator(Generator):
+    """A counter-based generator for a CUDA device: state (seed, offset), 16 bytes."""
+
+    def __init__(self, device="cuda"):
+        self.device = as_device(device)
+        self._seed = DEFAULT_SEED
+        self._offset = 0
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) & _MASK64
+        self._offset = 0
+        return self
+
+    def get_offset(self):
+        return self._offset
+
+    def set_offset(self, offset):
+        self._offset = int(offset)
+        return self
+
+    def philox_reserve(self, count):
+        """(seed, offset) for a draw of `count` values, advancing the offset past them."""
+        offset = self._offset
+        self._offset = offset + int(count)
+        return self._seed, offset
+
+    def get_state(self):
+        """The state as a uint8 CPU tensor: seed then offset, 8 little-endian bytes each."""
+        from .ops.creation import tensor
+        return tensor(np.array([self._seed, self._offset], dtype="<u8").view(np.uint8))
+
+    def set_state(self, state):
+        from .tensor import Tensor
+        if not isinstance(state, Tensor) or state.dtype.name != "uint8":
+            raise TypeError("set_state: RNG state must be a genesis.uint8 tensor")
+        if state.numel() != 16:
+            raise RuntimeError(f"set_state: RNG state is wrong size: expected 16 bytes, got "
+                               f"{state.numel()}")
+        seed, offset = np.ascontiguousarray(state.numpy()).reshape(-1).view("<u8")
+        self._seed, self._offset = int(seed), int(offset)
+        return self
+
+    @property
+    def numpy_rng(self):
+        raise RuntimeError(f"a generator for device '{self.device}' cannot draw on the CPU")
+
+
 default_generator = Generator()
-_seed_hooks = []
+_cuda_generators = {}
+_cuda_seed = [DEFAULT_SEED]
+
+
+def cuda_generator(index):
+    """The default generator of CUDA device `index`, made on first use."""
+    gen = _cuda_generators.get(index)
+    if gen is None:
+        gen = _cuda_generators[index] = PhiloxGenerator(f"cuda:{index}").manual_seed(_cuda_seed[0])
+    return gen
+
+
+def seed_cuda(seed, index=None):
+    """Seed CUDA device `index`'s default generator, or every device's (also those not made
+    yet) when `index` is None."""
+    if index is not None:
+        cuda_generator(index).manual_seed(seed)
+        return
+    _cuda_seed[0] = int(seed) & _MASK64
+    for gen in _cuda_generators.values():
+        gen.manual_seed(seed)
 
 
 def manual_seed(seed):
     """Seed every device's default generator, as `torch.manual_seed`."""
     default_generator.manual_seed(seed)
-    for hook in _seed_hooks:
-        hook(int(seed))
+    seed_cuda(seed)
     return default_generator
 
 
 def seed():
+    """Seed every device's default generator from OS entropy; returns the seed."""
     s = default_generator.seed()
-    for hook in _seed_hooks:
-        hook(s)
+    seed_cuda(s)
     return s
 
 
@@ -78,9 +162,15 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
-def on_manual_seed(hook):
-    """Backends register `hook(seed)` to reseed their generators with the CPU one."""
-    _seed_hooks.append(hook)
+def generator_for(generator, device):
+    """The generator drawing for `device` (a resolved device): `generator`, checked to be for
+    that device type, or the device's default one."""
+    if generator is None:
+        return cuda_generator(device.index) if device.type == "cuda" else default_generator
+    if generator.device.type != device.type:
+        raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return generator
 
 
 def rng_for(generator):
