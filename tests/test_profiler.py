@@ -254,3 +254,26 @@ def test_gpu_registry_view():
     with pytest.raises(NotImplementedError, match="'no_such_op' is not implemented for device "
                                                   "'cuda'"):
         genesis.cuda.dispatch_gpu_op("no_such_op", np.zeros(2, np.float32))
+
+
+def test_bandwidth_accounting(monkeypatch):
+    from genesis.cuda import tools
+    monkeypatch.setattr(tools, "measured_peak_bandwidth", lambda device=None: 2e12)
+    monkeypatch.setattr(tools, "time_device_us", lambda fn, warmup, reps: (fn(), 100.0)[1])
+    monkeypatch.setattr(tools, "_inputs", lambda size, dtype, count: [
+        genesis.ones(size, dtype=dtype) for _ in range(count)])
+    out = io.StringIO()
+    results = genesis.cuda.analyze_memory_bandwidth(genesis.add, [1000, (50, 40)],
+                                                    dtype=genesis.float16, file=out)
+    assert [r["bytes"] for r in results] == [6000, 12000]
+    assert [r["elements"] for r in results] == [1000, 2000]
+    r = results[1]
+    assert r["elapsed_ms"] == pytest.approx(0.1)
+    assert r["bandwidth_gb_s"] == pytest.approx(0.12)
+    assert r["fraction"] == pytest.approx(6e-5) and r["peak_gb_s"] == pytest.approx(2000)
+    assert r["efficiency_percent"] == pytest.approx(6e-3)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("add: bandwidth") and len(lines) == 5
+    maxes = genesis.cuda.analyze_memory_bandwidth(lambda x: x.max(-1), [(10, 8)], num_inputs=1,
+                                                  verbose=False)
+    assert maxes[0]["bytes"] == 320 + 40 + 80  # input, values, int64 indices

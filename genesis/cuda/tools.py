@@ -72,9 +72,14 @@ def _nbytes(out):
 
 
 def _inputs(size, dtype, count):
+    """`count` standard-normal cuda tensors of shape `size` (drawn on the host, cast on device)."""
+    import numpy as np
+
     import genesis
     shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
-    return [genesis.randn(*shape, device="cuda").to(dtype) for _ in range(count)]
+    rng = np.random.default_rng()
+    return [genesis.tensor(rng.standard_normal(shape, dtype=np.float32), device="cuda").to(dtype)
+            for _ in range(count)]
 
 
 def analyze_memory_bandwidth(op, sizes, dtype=_dtypes.float32, num_inputs=2, warmup=3, reps=10,
@@ -118,48 +123,53 @@ def bandwidth_table(results, name="op"):
     return "\n".join(lines)
 
 
-def _float_ops(x, y, rows):
+def _elementwise_ops(x, y, dtype):
     import genesis
     import genesis.nn.functional as F
-    ops = [lambda: x.exp(), lambda: x.tanh(), lambda: x.sigmoid(), lambda: F.relu(x),
-           lambda: F.gelu(x), lambda: F.silu(x), lambda: x / y, lambda: x * 0.5,
-           lambda: x.to(genesis.float32), lambda: rows.mean(-1),
-           lambda: genesis.softmax(rows, -1), lambda: genesis.log_softmax(rows, -1),
-           lambda: F.layer_norm(rows, rows.shape[-1:])]
-    from ..dispatch import has_kernel
-    if has_kernel("matmul", "cuda"):
-        m = rows[:, :64].contiguous()
-        ops.append(lambda: genesis.matmul(m, m.transpose(0, 1)))
+    ops = [lambda: x + y, lambda: x * y, lambda: x + 1, lambda: x.clone()]
+    if dtype is not _dtypes.bool_:
+        ops += [lambda: x - y, lambda: -x]
+    if dtype.is_floating_point:
+        ops += [lambda: x / y, lambda: x * 0.5, lambda: x.exp(), lambda: x.tanh(),
+                lambda: x.sigmoid(), lambda: F.relu(x), lambda: F.gelu(x), lambda: F.silu(x),
+                lambda: x.to(genesis.float32)]
     return ops
 
 
-def _common_ops(x, y, rows):
-    return [lambda: x + y, lambda: x - y, lambda: x * y, lambda: x + 1, lambda: -x,
-            lambda: rows.sum(-1), lambda: rows.max(-1), lambda: x.clone()]
+def _row_ops(rows, dtype):
+    import genesis
+    import genesis.nn.functional as F
+    from ..dispatch import has_kernel
+    ops = [lambda: rows.sum(-1), lambda: rows.max(-1)]
+    if dtype.is_floating_point:
+        ops += [lambda: rows.mean(-1), lambda: genesis.softmax(rows, -1),
+                lambda: genesis.log_softmax(rows, -1), lambda: F.layer_norm(rows, rows.shape[-1:])]
+        if has_kernel("matmul", "cuda"):
+            m = rows[:, :64].contiguous()
+            ops.append(lambda: genesis.matmul(m, m.transpose(0, 1)))
+    return ops
 
 
 def warm_up_kernels(dtypes=(_dtypes.float32, _dtypes.float16, _dtypes.bfloat16),
                     sizes=(1023, 4096), verbose=False):
     """Compile the common kernel specializations ahead of the first real call.
 
-    Runs the hot ops on small cuda tensors of each dtype and size (4096 gives the 16-aligned
-    specializations, 1023 the unaligned ones): elementwise binary/unary/scalar ops, casts, last-
-    dim reductions, softmax/log_softmax, LayerNorm, and matmul when a kernel is registered.
-    Each op goes through its own kernel's specialization path, so the compiled kernels are the
-    ones later calls reuse. Returns {"compiled": new specializations, "seconds": wall time,
-    "total": specializations now cached}.
+    Runs the hot ops on small cuda tensors of each dtype and size: elementwise binary, unary and
+    scalar ops and casts on 16-byte-aligned and on unaligned (offset by one element) contiguous
+    inputs; last-dim reductions, softmax/log_softmax and LayerNorm on (4, size) rows; matmul when
+    a kernel is registered. Each op goes through its own kernel's specialization path, so the
+    compiled kernels are the ones later calls reuse. Returns {"compiled": new specializations,
+    "seconds": wall time, "total": specializations now cached}.
     """
     import genesis
     from ..backends.cuda import launch
     before, t0 = len(launch._cache), time.perf_counter()
     for dtype in dtypes:
         for n in sizes:
-            x, y = (genesis.ones(n, dtype=dtype, device="cuda") for _ in range(2))
+            x, y = (genesis.ones(n + 1, dtype=dtype, device="cuda") for _ in range(2))
             rows = genesis.ones(4, n, dtype=dtype, device="cuda")
-            ops = _common_ops(x, y, rows)
-            if dtype.is_floating_point:
-                ops += _float_ops(x, y, rows)
-            for run in ops:
+            ops = _elementwise_ops(x[:n], y[:n], dtype) + _elementwise_ops(x[1:], y[1:], dtype)
+            for run in ops + _row_ops(rows, dtype):
                 run()
     _cuda().synchronize()
     result = {"compiled": len(launch._cache) - before, "seconds": time.perf_counter() - t0,
