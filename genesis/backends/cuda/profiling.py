@@ -106,6 +106,7 @@ class Record:
         if self.device_us is not None:
             return self
         base_event, _ = self.base
+        timer.synchronize(base_event)
         timer.synchronize(self.end_event)
         self.start_us = timer.elapsed_ms(base_event, self.start_event) * 1e3
         self.device_us = max(timer.elapsed_ms(self.start_event, self.end_event) * 1e3, 0.0)
@@ -191,7 +192,7 @@ def _describe(bound):
     from . import launch
     for key, value in list(launch._cache.items()):
         if value is bound:
-            _, signature, constexprs, aligned, num_warps, _, _ = key
+            _, signature, constexprs, aligned, num_warps = key[:5]
             return _label(bound.name, signature, constexprs, aligned, num_warps)
     return bound.name, ()
 
