@@ -121,6 +121,9 @@ def test_region_nesting(fake, monkeypatch):
             with profiling.region("inner") as inner:
                 k((1,), 0, 1, 2, 3, 8)
             fake.gpu_ns += 1_000
+        with profiling.region("lib", 0x55, k=3) as lib:
+            pass
+    assert (lib.stream, lib.args, lib.depth) == (0x55, {"k": 3}, 0)
     recs = {r.name: r for r in prof.records}
     kname = "_add_kernel[fp32 BLOCK=1024 aligned w4]"
     assert (outer.depth, inner.depth, recs[kname].depth) == (0, 1, 2)
@@ -130,7 +133,7 @@ def test_region_nesting(fake, monkeypatch):
     assert outer.start_us <= inner.start_us <= recs[kname].start_us
     assert inner.start_us + inner.device_us <= outer.start_us + outer.device_us
     assert outer.args == {"m": 4}
-    assert [r.name for r in prof.records] == [kname, "inner", "outer"]
+    assert [r.name for r in prof.records] == [kname, "inner", "outer", "lib"]
 
 
 def test_chrome_trace_schema(fake, monkeypatch, tmp_path):

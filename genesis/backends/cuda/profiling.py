@@ -6,7 +6,7 @@ attached (`genesis.cuda.GPUProfiler`, `genesis.cuda.enable_profiling`), `BoundKe
 is swapped for a recording one: every launch and every region brackets its work with two events
 on the stream it runs on and with the host clock, and hands a `Record` to each recorder.
 Library calls that launch no Triton kernel are wrapped by their callers:
-`with profiling.region("cublaslt.matmul", m=m, n=n, k=k): ...`.
+`with profiling.region("cublaslt.matmul", stream, m=m, n=n, k=k): ...`.
 
 `timer` is the event source (CUDA events on the real device); tests swap in a fake one.
 """
@@ -148,14 +148,15 @@ def _end(rec):
 class _Region:
     """A live profiled region: records its span on the current stream of the current device."""
 
-    __slots__ = ("name", "args", "rec")
+    __slots__ = ("name", "stream", "args", "rec")
 
-    def __init__(self, name, args):
+    def __init__(self, name, stream, args):
         self.name = name
+        self.stream = stream
         self.args = args
 
     def __enter__(self):
-        self.rec = _begin("region", self.name, None, None, self.args)
+        self.rec = _begin("region", self.name, self.stream, None, self.args)
         _stack().append(self.rec)
         return self.rec
 
@@ -168,11 +169,12 @@ class _Region:
 _NULL = contextlib.nullcontext()
 
 
-def region(name, **args):
-    """`with region("cublaslt.matmul", m=m): ...` times the block when profiling is on."""
+def region(name, stream=None, **args):
+    """`with region("cublaslt.matmul", stream, m=m): ...` times the block when profiling is on,
+    on `stream` (a raw handle; the current stream by default); `args` go into the trace."""
     if not _active:
         return _NULL
-    return _Region(name, args)
+    return _Region(name, stream, args)
 
 
 def is_enabled():
