@@ -138,11 +138,10 @@ def test_region_nesting(fake, monkeypatch):
 
 def test_chrome_trace_schema(fake, monkeypatch, tmp_path):
     k = fake_kernel(monkeypatch, fake)
-    with GPUProfiler() as prof:
-        with profiling.region("step"):
-            k((3, 2), 0, 1, 2, 3, 77)
-            fake.stream_handle = 0x7F00
-            k((1,), 0x7F00, 1, 2, 3, 5)
+    with GPUProfiler() as prof, profiling.region("step"):
+        k((3, 2), 0, 1, 2, 3, 77)
+        fake.stream_handle = 0x7F00
+        k((1,), 0x7F00, 1, 2, 3, 5)
     path = prof.export_chrome_trace(str(tmp_path / "trace.json"))
     with open(path) as f:
         trace = json.load(f)

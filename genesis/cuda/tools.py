@@ -59,8 +59,9 @@ def measured_peak_bandwidth(device=None):
     if index not in _peaks:
         with cuda.device(index):
             src, dst = _raw_buffer(_FLUSH_BYTES), _raw_buffer(_FLUSH_BYTES)
-            copy = lambda: driver.memcpy_dtod(dst.ptr, src.ptr, _FLUSH_BYTES,  # noqa: E731
-                                              current_stream_handle(index))
+
+            def copy():
+                driver.memcpy_dtod(dst.ptr, src.ptr, _FLUSH_BYTES, current_stream_handle(index))
             _peaks[index] = 2 * _FLUSH_BYTES / (time_device_us(copy) * 1e-6)
     return _peaks[index]
 
@@ -99,7 +100,7 @@ def analyze_memory_bandwidth(op, sizes, dtype=_dtypes.float32, num_inputs=2, war
         out = op(*xs)
         moved = sum(_nbytes(x) for x in xs) + _nbytes(out)
         del out
-        us = time_device_us(lambda: op(*xs), warmup, reps)
+        us = time_device_us(lambda xs=xs: op(*xs), warmup, reps)
         bandwidth = moved / (us * 1e-6)
         results.append({
             "size": size, "elements": xs[0].numel() if xs else 0, "bytes": moved,
@@ -117,7 +118,7 @@ def bandwidth_table(results, name="op"):
     head = f"{'size':>18}  {'MB moved':>10}  {'time us':>10}  {'GB/s':>9}  {'of peak':>8}"
     lines = [f"{name}: bandwidth (peak = measured device-to-device copy)", head, "-" * len(head)]
     for r in results:
-        lines.append(f"{str(r['size']):>18}  {r['bytes'] / 1e6:>10.2f}  "
+        lines.append(f"{r['size']!s:>18}  {r['bytes'] / 1e6:>10.2f}  "
                      f"{r['elapsed_ms'] * 1e3:>10.2f}  {r['bandwidth_gb_s']:>9.1f}  "
                      f"{r['fraction']:>8.1%}")
     return "\n".join(lines)
@@ -139,6 +140,7 @@ def _elementwise_ops(x, y, dtype):
 def _row_ops(rows, dtype):
     import genesis
     import genesis.nn.functional as F
+
     from ..dispatch import has_kernel
     ops = [lambda: rows.sum(-1), lambda: rows.max(-1)]
     if dtype.is_floating_point:
@@ -162,6 +164,7 @@ def warm_up_kernels(dtypes=(_dtypes.float32, _dtypes.float16, _dtypes.bfloat16),
     "seconds": wall time, "total": specializations now cached}.
     """
     import genesis
+
     from ..backends.cuda import launch
     before, t0 = len(launch._cache), time.perf_counter()
     for dtype in dtypes:
