@@ -52,8 +52,8 @@ class CudaTimer:
         if pool:
             return pool.pop()
         from .runtime import driver
-        from .runtime.device import get_context
-        get_context(device).make_current()
+        from .runtime.device import activate
+        activate(device)
         return driver.event_create(enable_timing=True)
 
     def release(self, device, event):
