@@ -138,7 +138,8 @@ def test_region_nesting(fake, monkeypatch):
 
 def test_chrome_trace_schema(fake, monkeypatch, tmp_path):
     k = fake_kernel(monkeypatch, fake)
-    with GPUProfiler() as prof, profiling.region("step"):
+    step_args = {"dtype": np.dtype("f2"), "alpha": np.float32(2)}
+    with GPUProfiler() as prof, profiling.region("step", **step_args):
         k((3, 2), 0, 1, 2, 3, 77)
         fake.stream_handle = 0x7F00
         k((1,), 0x7F00, 1, 2, 3, 5)
@@ -155,6 +156,8 @@ def test_chrome_trace_schema(fake, monkeypatch, tmp_path):
     kernels = [e for e in complete if e["cat"] == "kernel"]
     assert kernels[0]["args"] == {"n": 77, "grid": [3, 2, 1]}
     assert kernels[0]["pid"] == 1 and kernels[0]["tid"] != kernels[1]["tid"]
+    step = next(e for e in complete if e["name"] == "step")
+    assert step["args"] == {"dtype": "float16", "alpha": 2.0}
     meta = [e for e in events if e["ph"] == "M"]
     names = {e["args"]["name"] for e in meta}
     assert {"cuda:0", "default stream", "stream 0x7f00"} <= names

@@ -182,8 +182,14 @@ class GPUProfiler:
     def export_chrome_trace(self, path):
         """Write the trace as Chrome trace event JSON (opens in Perfetto and chrome://tracing)."""
         with open(path, "w") as f:
-            json.dump({"traceEvents": self.trace_events(), "displayTimeUnit": "ms"}, f)
+            json.dump({"traceEvents": self.trace_events(), "displayTimeUnit": "ms"}, f,
+                      default=_json_value)
         return path
+
+
+def _json_value(value):
+    """numpy scalars as Python numbers, anything else JSON cannot hold as its str."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _track_names(tracks):
