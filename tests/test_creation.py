@@ -1,5 +1,6 @@
 """Creation functions against PyTorch: dtype inference, sharing, fills, ranges, random draws."""
 
+import functools
 import math
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close
+from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close, lay_out
 
 DATA = [
     1, 2.5, True, -3, [], [[]], [1, 2, 3], [1.0, 2, 3], [True, False], [True, 2], [True, 2.5],
@@ -20,54 +21,56 @@ NUMPY_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
 
 @pytest.mark.parametrize("default", [genesis.float32, genesis.float64])
 @pytest.mark.parametrize("data", DATA, ids=repr)
-def test_tensor_infers_dtype_as_torch(data, default):
+def test_tensor_infers_dtype_as_torch(data, default, device):
     genesis.set_default_dtype(default)
     torch.set_default_dtype(TORCH_DTYPES[default])
     try:
-        assert_close(genesis.tensor(data), torch.tensor(data))
+        assert_close(genesis.tensor(data, device=device), torch.tensor(data))
     finally:
         torch.set_default_dtype(torch.float32)
 
 
 @pytest.mark.parametrize("np_dtype", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
-def test_tensor_from_numpy_keeps_dtype_and_copies(np_dtype, rng):
+def test_tensor_from_numpy_keeps_dtype_and_copies(np_dtype, rng, device):
     arr = (rng.standard_normal((3, 4)) * 10).astype(np_dtype)
-    g = genesis.tensor(arr)
+    g = genesis.tensor(arr, device=device)
     assert_close(g, torch.tensor(arr))
     arr[...] = 0
-    assert g.numpy().any() or not torch.tensor(arr).any()
-    assert not np.shares_memory(g.numpy(), arr)
+    assert g.cpu().numpy().any() or not torch.tensor(arr).any()
+    assert not np.shares_memory(g.cpu().numpy(), arr)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_tensor_from_tensors(dtype):
-    parts = [genesis.ones((), dtype=dtype), genesis.zeros((), dtype=dtype)]
+def test_tensor_from_tensors(dtype, device):
+    parts = [genesis.ones((), dtype=dtype, device=device),
+             genesis.zeros((), dtype=dtype, device=device)]
     ref = [torch.ones((), dtype=TORCH_DTYPES[dtype]), torch.zeros((), dtype=TORCH_DTYPES[dtype])]
-    assert_close(genesis.tensor(parts), torch.tensor(ref))
-    src = genesis.ones(2, 3, dtype=dtype)
-    copy = genesis.tensor(src)
+    assert_close(genesis.tensor(parts, device=device), torch.tensor(ref))
+    src = genesis.ones(2, 3, dtype=dtype, device=device)
+    copy = genesis.tensor(src, device=device)
     assert copy.dtype is dtype and copy.data_ptr() != src.data_ptr()
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_tensor_explicit_dtype(dtype):
+def test_tensor_explicit_dtype(dtype, device):
     data = [[0, 1.5, -2], [3, 0.25, 1]]
     if dtype in (genesis.uint8,):
         data = [[0, 1.5, 2], [3, 0.25, 1]]
-    assert_close(genesis.tensor(data, dtype=dtype), torch.tensor(data, dtype=TORCH_DTYPES[dtype]))
+    assert_close(genesis.tensor(data, dtype=dtype, device=device),
+                 torch.tensor(data, dtype=TORCH_DTYPES[dtype]))
 
 
-def test_tensor_requires_grad_and_errors():
-    t = genesis.tensor([1.0, 2.0], requires_grad=True)
+def test_tensor_requires_grad_and_errors(device):
+    t = genesis.tensor([1.0, 2.0], requires_grad=True, device=device)
     assert t.requires_grad and t.is_leaf
     with pytest.raises(RuntimeError):
-        genesis.tensor([1, 2], requires_grad=True)
+        genesis.tensor([1, 2], requires_grad=True, device=device)
     with pytest.raises(ValueError):
-        genesis.tensor([[1, 2], [3]])
+        genesis.tensor([[1, 2], [3]], device=device)
     with pytest.raises(TypeError):
-        genesis.tensor("abc")
+        genesis.tensor("abc", device=device)
     with pytest.raises(TypeError):
-        genesis.tensor([object()])
+        genesis.tensor([object()], device=device)
 
 
 @pytest.mark.parametrize("np_dtype", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -105,34 +108,36 @@ SIZES = [(), (0,), (3,), (2, 3), (2, 0, 4), (1, 1, 5)]
 @pytest.mark.parametrize("size", SIZES, ids=str)
 @pytest.mark.parametrize("dtype", [None] + ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
-def test_fills(name, dtype, size):
+def test_fills(name, dtype, size, device):
     kwargs = {} if dtype is None else {"dtype": dtype}
     tkwargs = {} if dtype is None else {"dtype": TORCH_DTYPES[dtype]}
-    g = getattr(genesis, name)(*(size or [()]), **kwargs)
+    g = getattr(genesis, name)(*(size or [()]), device=device, **kwargs)
     t = getattr(torch, name)(*(size or [()]), **tkwargs)
     assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype
     assert g.is_contiguous() and g.stride() == t.stride()
     if name != "empty":
         assert_close(g, t)
-    g2 = getattr(genesis, name)(size, **kwargs)
+    g2 = getattr(genesis, name)(size, device=device, **kwargs)
     assert tuple(g2.shape) == tuple(t.shape)
 
 
 @pytest.mark.parametrize("fill", [3, 2.5, True, -1, float("inf")], ids=repr)
 @pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bool,
                                    genesis.bfloat16], ids=str)
-def test_full(fill, dtype):
+def test_full(fill, dtype, device):
     if dtype is not None and not dtype.is_floating_point and isinstance(fill, float):
         return
     tdtype = None if dtype is None else TORCH_DTYPES[dtype]
-    assert_close(genesis.full((2, 3), fill, dtype=dtype), torch.full((2, 3), fill, dtype=tdtype))
-    assert_close(genesis.full([4], fill, dtype=dtype), torch.full([4], fill, dtype=tdtype))
+    for size in ((2, 3), [4]):
+        assert_close(genesis.full(size, fill, dtype=dtype, device=device),
+                     torch.full(size, fill, dtype=tdtype))
 
 
 @pytest.mark.parametrize("dtype", [None, genesis.int8, genesis.float64, genesis.bool], ids=str)
-def test_like_functions(dtype, rng):
+def test_like_functions(dtype, rng, device):
     values = rng.standard_normal((3, 4)).astype(np.float16).T
-    base_g, base_t = genesis.from_numpy(values), torch.from_numpy(values)
+    base_g = lay_out(genesis.tensor(values, device=device), "transposed")
+    base_t = torch.from_numpy(values)
     tdtype = None if dtype is None else TORCH_DTYPES[dtype]
     for name in ("zeros_like", "ones_like", "empty_like"):
         g = getattr(genesis, name)(base_g, dtype=dtype)
@@ -142,16 +147,17 @@ def test_like_functions(dtype, rng):
             assert_close(g, t)
     assert_close(genesis.full_like(base_g, 7, dtype=dtype),
                  torch.full_like(base_t, 7, dtype=tdtype))
-    g = genesis.zeros_like(genesis.ones(2, requires_grad=True), requires_grad=True)
+    g = genesis.zeros_like(genesis.ones(2, requires_grad=True, device=device), requires_grad=True)
     assert g.requires_grad and g.is_leaf
 
 
 @pytest.mark.parametrize("n,m", [(0, None), (1, None), (3, None), (3, 5), (4, 2), (0, 3)])
 @pytest.mark.parametrize("dtype", [None, genesis.int64, genesis.bool, genesis.float64], ids=str)
-def test_eye(n, m, dtype):
+def test_eye(n, m, dtype, device):
     tdtype = None if dtype is None else TORCH_DTYPES[dtype]
     want = torch.eye(n, dtype=tdtype) if m is None else torch.eye(n, m, dtype=tdtype)
-    got = genesis.eye(n, dtype=dtype) if m is None else genesis.eye(n, m, dtype=dtype)
+    got = genesis.eye(n, dtype=dtype, device=device) if m is None \
+        else genesis.eye(n, m, dtype=dtype, device=device)
     assert_close(got, want)
 
 
@@ -163,35 +169,37 @@ ARANGE = [(5,), (0,), (2, 7), (7, 2, -1), (0, 1, 0.1), (1, 2.5, 0.5), (-1.5, 1.5
 @pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bfloat16],
                          ids=str)
 @pytest.mark.parametrize("args", ARANGE, ids=str)
-def test_arange_counts_like_torch(args, dtype):
+def test_arange_counts_like_torch(args, dtype, device):
     tdtype = None if dtype is None else TORCH_DTYPES[dtype]
-    assert_close(genesis.arange(*args, dtype=dtype), torch.arange(*args, dtype=tdtype))
+    assert_close(genesis.arange(*args, dtype=dtype, device=device),
+                 torch.arange(*args, dtype=tdtype))
 
 
-def test_arange_errors():
+def test_arange_errors(device):
     with pytest.raises(RuntimeError):
-        genesis.arange(0, 5, 0)
+        genesis.arange(0, 5, 0, device=device)
     with pytest.raises(RuntimeError):
-        genesis.arange(5, 0, 1)
-    assert genesis.arange(genesis.tensor(4)).tolist() == [0, 1, 2, 3]
+        genesis.arange(5, 0, 1, device=device)
+    assert genesis.arange(genesis.tensor(4, device=device)).tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3.5, 7), (1, 1, 1), (0, 1, 0), (3, -3, 4),
                                   (0, 10, 1), (0, 1e6, 11)], ids=str)
 @pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int64, genesis.float16], ids=str)
-def test_linspace_logspace(args, dtype):
+def test_linspace_logspace(args, dtype, device):
     tdtype = None if dtype is None else TORCH_DTYPES[dtype]
     if dtype is genesis.float16 and max(map(abs, args[:2])) > 65504:
         with pytest.raises(RuntimeError, match="overflow"):
             torch.linspace(*args, dtype=tdtype)
         with pytest.raises(RuntimeError, match="overflow"):
-            genesis.linspace(*args, dtype=dtype)
+            genesis.linspace(*args, dtype=dtype, device=device)
         return
-    assert_close(genesis.linspace(*args, dtype=dtype), torch.linspace(*args, dtype=tdtype))
+    assert_close(genesis.linspace(*args, dtype=dtype, device=device),
+                 torch.linspace(*args, dtype=tdtype))
     start, end, steps = args
     if abs(end) < 20:
         for base in (10.0, 2.0):
-            got = genesis.logspace(start, end, steps, base=base, dtype=dtype)
+            got = genesis.logspace(start, end, steps, base=base, dtype=dtype, device=device)
             if dtype is genesis.float16:
                 # torch's half logspace is not correctly rounded (its exponent arithmetic mixes
                 # half and float); the oracle is the float64 result rounded once
@@ -200,32 +208,33 @@ def test_linspace_logspace(args, dtype):
                 want = torch.logspace(start, end, steps, base=base, dtype=tdtype)
             assert_close(got, want)
     with pytest.raises(RuntimeError):
-        genesis.linspace(0, 1, -1)
+        genesis.linspace(0, 1, -1, device=device)
 
 
-def test_negative_sizes_raise():
+def test_negative_sizes_raise(device):
     for fn in (genesis.zeros, genesis.ones, genesis.empty, genesis.rand, genesis.randn):
         with pytest.raises(RuntimeError, match="negative"):
-            fn(2, -1)
+            fn(2, -1, device=device)
 
 
 @pytest.mark.parametrize("dtype", [None] + FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("name", ["rand", "randn"])
-def test_rand_shapes_and_dtypes(name, dtype):
-    g = getattr(genesis, name)(2, 3, dtype=dtype)
-    assert g.shape == (2, 3) and g.dtype is (dtype or genesis.float32)
-    assert getattr(genesis, name)((4,)).shape == (4,)
-    assert getattr(genesis, name)(()).shape == ()
-    like = getattr(genesis, name + "_like")(genesis.zeros(5, 2, dtype=genesis.float64))
-    assert like.shape == (5, 2) and like.dtype is genesis.float64
-    assert getattr(genesis, name)(3, requires_grad=True).requires_grad
+def test_rand_shapes_and_dtypes(name, dtype, device):
+    g = getattr(genesis, name)(2, 3, dtype=dtype, device=device)
+    assert g.shape == (2, 3) and g.dtype is (dtype or genesis.float32) and g.device.type == device
+    assert getattr(genesis, name)((4,), device=device).shape == (4,)
+    assert getattr(genesis, name)((), device=device).shape == ()
+    like = getattr(genesis, name + "_like")(genesis.zeros(5, 2, dtype=genesis.float64,
+                                                          device=device))
+    assert like.shape == (5, 2) and like.dtype is genesis.float64 and like.device.type == device
+    assert getattr(genesis, name)(3, requires_grad=True, device=device).requires_grad
 
 
 N = 100_000
 
 
-def test_rand_statistics():
-    x = genesis.rand(N, dtype=genesis.float64).numpy()
+def test_rand_statistics(device):
+    x = genesis.rand(N, dtype=genesis.float64, device=device).cpu().numpy()
     assert x.min() >= 0 and x.max() < 1
     assert abs(x.mean() - 0.5) < 0.01 and abs(x.std() - math.sqrt(1 / 12)) < 0.01
     hist = np.histogram(x, bins=10, range=(0, 1))[0]
@@ -234,100 +243,103 @@ def test_rand_statistics():
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
-def test_rand_half_types_stay_below_one(dtype):
-    x = genesis.rand(N, dtype=dtype).float().numpy()
+def test_rand_half_types_stay_below_one(dtype, device):
+    x = genesis.rand(N, dtype=dtype, device=device).float().cpu().numpy()
     assert x.min() >= 0 and x.max() < 1
 
 
-def test_randn_statistics():
-    x = genesis.randn(N).numpy().astype(np.float64)
+def test_randn_statistics(device):
+    x = genesis.randn(N, device=device).cpu().numpy().astype(np.float64)
     assert abs(x.mean()) < 0.02 and abs(x.std() - 1) < 0.02
     assert abs(np.mean(np.abs(x) < 1) - 0.6827) < 0.01
 
 
 @pytest.mark.parametrize("args", [(10, (N,)), (-5, 5, (N,)), (3, (2, 3)), (0, 1, (4,))], ids=str)
 @pytest.mark.parametrize("dtype", [None, genesis.int32, genesis.uint8, genesis.float32], ids=str)
-def test_randint(args, dtype):
+def test_randint(args, dtype, device):
     if dtype is genesis.uint8 and args[0] < 0:
         return
-    g = genesis.randint(*args, dtype=dtype)
+    g = genesis.randint(*args, dtype=dtype, device=device)
     t = torch.randint(*args, dtype=None if dtype is None else TORCH_DTYPES[dtype])
     assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPES[g.dtype] is t.dtype
     low, high = (0, args[0]) if len(args) == 2 else args[:2]
-    x = g.numpy().astype(np.int64)
+    x = g.cpu().numpy().astype(np.int64)
     assert x.min() >= low and x.max() < high
     if x.size == N:
         assert set(np.unique(x)) == set(range(low, high))
         assert abs(x.mean() - (low + high - 1) / 2) < 0.05 * (high - low)
     with pytest.raises(RuntimeError):
-        genesis.randint(5, 5, (2,))
+        genesis.randint(5, 5, (2,), device=device)
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
-def test_randperm(n):
-    g = genesis.randperm(n)
+def test_randperm(n, device):
+    g = genesis.randperm(n, device=device)
     assert g.dtype is genesis.int64 and g.shape == (n,)
     assert sorted(g.tolist()) == list(range(n))
-    assert genesis.randperm(n, dtype=genesis.float32).dtype is genesis.float32
+    assert genesis.randperm(n, dtype=genesis.float32, device=device).dtype is genesis.float32
 
 
-def test_normal_forms():
-    x = genesis.normal(3.0, 2.0, size=(N,)).numpy().astype(np.float64)
+def test_normal_forms(device):
+    x = genesis.normal(3.0, 2.0, size=(N,), device=device).cpu().numpy().astype(np.float64)
     assert abs(x.mean() - 3) < 0.03 and abs(x.std() - 2) < 0.03
-    mean = genesis.tensor([[-10.0], [10.0]])
-    std = genesis.tensor([0.5, 1.0, 2.0], dtype=genesis.float32)
+    mean = genesis.tensor([[-10.0], [10.0]], device=device)
+    std = genesis.tensor([0.5, 1.0, 2.0], dtype=genesis.float32, device=device)
     y = genesis.normal(mean, std)
     assert y.shape == (2, 3) and y.dtype is genesis.float32
-    big = genesis.normal(genesis.full((N,), 5.0), 0.5).numpy()
+    big = genesis.normal(genesis.full((N,), 5.0, device=device), 0.5).cpu().numpy()
     assert abs(big.mean() - 5) < 0.01 and abs(big.std() - 0.5) < 0.01
     with pytest.raises(RuntimeError):
-        genesis.normal(0.0, -1.0, size=(2,))
+        genesis.normal(0.0, -1.0, size=(2,), device=device)
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.float16], ids=str)
-def test_bernoulli(dtype):
-    probs = genesis.tensor(np.linspace(0, 1, 5), dtype=dtype)
+def test_bernoulli(dtype, device):
+    probs = genesis.tensor(np.linspace(0, 1, 5), dtype=dtype, device=device)
     draws = genesis.bernoulli(probs.unsqueeze(0).expand(N // 5, 5) if hasattr(probs, "expand")
                               else genesis.tensor(np.tile(np.linspace(0, 1, 5), (N // 5, 1)),
-                                                  dtype=dtype))
+                                                  dtype=dtype, device=device))
     assert draws.dtype is dtype and draws.shape == (N // 5, 5)
-    freq = draws.numpy().astype(np.float64).mean(axis=0)
+    freq = draws.cpu().numpy().astype(np.float64).mean(axis=0)
     np.testing.assert_allclose(freq, np.linspace(0, 1, 5), atol=0.015)
     assert freq[0] == 0 and freq[-1] == 1
-    p = genesis.bernoulli(genesis.zeros(N, dtype=dtype), 0.3).numpy().astype(np.float64).mean()
+    p = genesis.bernoulli(genesis.zeros(N, dtype=dtype, device=device), 0.3)
+    p = p.cpu().numpy().astype(np.float64).mean()
     assert abs(p - 0.3) < 0.01
     with pytest.raises(RuntimeError):
-        genesis.bernoulli(genesis.tensor([1.5]))
+        genesis.bernoulli(genesis.tensor([1.5], device=device))
 
 
-def test_multinomial():
-    weights = genesis.tensor([[1.0, 2.0, 0.0, 7.0], [0.0, 0.0, 5.0, 5.0]])
+def test_multinomial(device):
+    weights = genesis.tensor([[1.0, 2.0, 0.0, 7.0], [0.0, 0.0, 5.0, 5.0]], device=device)
     draws = genesis.multinomial(weights, N, replacement=True)
     assert draws.dtype is genesis.int64 and draws.shape == (2, N)
-    counts = np.stack([np.bincount(row, minlength=4) for row in draws.numpy()]) / N
+    counts = np.stack([np.bincount(row, minlength=4) for row in draws.cpu().numpy()]) / N
     np.testing.assert_allclose(counts, [[0.1, 0.2, 0, 0.7], [0, 0, 0.5, 0.5]], atol=0.01)
-    no_repl = genesis.multinomial(genesis.tensor([1.0, 1.0, 1.0, 0.0]), 3)
+    no_repl = genesis.multinomial(genesis.tensor([1.0, 1.0, 1.0, 0.0], device=device), 3)
     assert sorted(no_repl.tolist()) == [0, 1, 2]
     with pytest.raises(RuntimeError):
-        genesis.multinomial(genesis.tensor([1.0, 0.0]), 2)
+        genesis.multinomial(genesis.tensor([1.0, 0.0], device=device), 2)
     with pytest.raises(RuntimeError):
-        genesis.multinomial(genesis.tensor([1.0, -1.0]), 1)
+        genesis.multinomial(genesis.tensor([1.0, -1.0], device=device), 1)
 
 
 RANDOM_CALLS = {
-    "rand": lambda **kw: genesis.rand(50, **kw),
-    "randn": lambda **kw: genesis.randn(5, 10, **kw),
-    "randint": lambda **kw: genesis.randint(0, 1000, (50,), **kw),
-    "randperm": lambda **kw: genesis.randperm(50, **kw),
-    "normal": lambda **kw: genesis.normal(1.0, 2.0, size=(50,), **kw),
-    "bernoulli": lambda **kw: genesis.bernoulli(genesis.full((50,), 0.5), **kw),
-    "multinomial": lambda **kw: genesis.multinomial(genesis.ones(50), 20, **kw),
+    "rand": lambda device, **kw: genesis.rand(50, device=device, **kw),
+    "randn": lambda device, **kw: genesis.randn(5, 10, device=device, **kw),
+    "randint": lambda device, **kw: genesis.randint(0, 1000, (50,), device=device, **kw),
+    "randperm": lambda device, **kw: genesis.randperm(50, device=device, **kw),
+    "normal": lambda device, **kw: genesis.normal(1.0, 2.0, size=(50,), device=device, **kw),
+    "bernoulli": lambda device, **kw: genesis.bernoulli(genesis.full((50,), 0.5, device=device),
+                                                        **kw),
+    "multinomial": lambda device, **kw: genesis.multinomial(genesis.ones(50, device=device), 20,
+                                                            **kw),
 }
 
 
 @pytest.mark.parametrize("name", list(RANDOM_CALLS))
-def test_manual_seed_reproduces(name):
-    draw = RANDOM_CALLS[name]
+def test_manual_seed_reproduces(name, device):
+    draw = functools.partial(RANDOM_CALLS[name], device)
     genesis.manual_seed(1234)
     first = draw().tolist()
     second = draw().tolist()
@@ -338,16 +350,16 @@ def test_manual_seed_reproduces(name):
 
 
 @pytest.mark.parametrize("name", list(RANDOM_CALLS))
-def test_generator_argument(name):
-    draw = RANDOM_CALLS[name]
-    gen = genesis.Generator().manual_seed(7)
+def test_generator_argument(name, device):
+    draw = functools.partial(RANDOM_CALLS[name], device)
+    gen = genesis.Generator(device).manual_seed(7)
     genesis.manual_seed(99)
     a = draw(generator=gen).tolist()
     default_next = draw().tolist()
     genesis.manual_seed(99)
     assert draw().tolist() == default_next
-    assert draw(generator=genesis.Generator().manual_seed(7)).tolist() == a
-    assert draw(generator=genesis.Generator().manual_seed(8)).tolist() != a
+    assert draw(generator=genesis.Generator(device).manual_seed(7)).tolist() == a
+    assert draw(generator=genesis.Generator(device).manual_seed(8)).tolist() != a
 
 
 def test_rng_state_roundtrip():
