@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_close, skip_no_cuda
 
 import genesis
 from genesis.backends.cuda import launch, profiling
+from helpers import assert_close, skip_no_cuda
 
 pytestmark = skip_no_cuda
 
