@@ -74,16 +74,18 @@ SCENARIOS = {name[len("_scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("_scenario_")}
 
 
-def _inputs(dtype, rng):
-    x, tx = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, rng=rng)
-    w, tw = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, rng=rng)
+def _inputs(dtype, rng, device):
+    x, tx = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, device=device,
+                      rng=rng)
+    w, tw = make_pair((4, 4), dtype, low=0.5, high=1.5, requires_grad=True, device=device,
+                      rng=rng)
     return (x, w), (tx, tw)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_inplace_through_views_matches_torch(name, rng):
+def test_inplace_through_views_matches_torch(name, rng, device):
     fn = SCENARIOS[name]
-    (x, w), (tx, tw) = _inputs(genesis.float32, rng)
+    (x, w), (tx, tw) = _inputs(genesis.float32, rng, device=device)
     out, tout = fn(x, w), fn(tx, tw)
     assert_close(out, tout)
     out.backward()
@@ -93,14 +95,14 @@ def test_inplace_through_views_matches_torch(name, rng):
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_inplace_through_views_second_order(name, rng):
+def test_inplace_through_views_second_order(name, rng, device):
     fn = SCENARIOS[name]
-    (x, w), (tx, tw) = _inputs(genesis.float64, rng)
+    (x, w), (tx, tw) = _inputs(genesis.float64, rng, device=device)
     gx, gw = genesis.autograd.grad(fn(x, w), [x, w], create_graph=True)
     tgx, tgw = torch.autograd.grad(fn(tx, tw), [tx, tw], create_graph=True)
     assert_close(gx, tgx)
     assert_close(gw, tgw)
-    v, tv = make_pair((4, 4), genesis.float64, rng=rng)
+    v, tv = make_pair((4, 4), genesis.float64, rng=rng, device=device)
     if not tgx.requires_grad:
         assert not gx.requires_grad
         return
@@ -114,14 +116,14 @@ def test_inplace_through_views_second_order(name, rng):
 
 
 @pytest.mark.parametrize("name", ["slice_mul", "narrow_add", "view_of_view", "setitem"])
-def test_inplace_through_views_gradcheck(name, rng):
-    (x, w), _ = _inputs(genesis.float64, rng)
+def test_inplace_through_views_gradcheck(name, rng, device):
+    (x, w), _ = _inputs(genesis.float64, rng, device=device)
     assert genesis.autograd.gradcheck(SCENARIOS[name], (x, w))
     assert genesis.autograd.gradgradcheck(SCENARIOS[name], (x, w))
 
 
-def test_inplace_on_view_sets_grad_fns_like_torch():
-    x = genesis.ones(4, 3, requires_grad=True)
+def test_inplace_on_view_sets_grad_fns_like_torch(device):
+    x = genesis.ones(4, 3, requires_grad=True, device=device)
     y = x * 1
     v = y[0:2]
     v.mul_(3)
@@ -130,8 +132,8 @@ def test_inplace_on_view_sets_grad_fns_like_torch():
     assert y._version == v._version == 1
 
 
-def test_view_of_leaf_requiring_grad_cannot_be_written():
-    x = genesis.ones(4, requires_grad=True)
+def test_view_of_leaf_requiring_grad_cannot_be_written(device):
+    x = genesis.ones(4, requires_grad=True, device=device)
     with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
         x[0:2].mul_(2)
     assert x.tolist() == [1.0] * 4
@@ -140,8 +142,8 @@ def test_view_of_leaf_requiring_grad_cannot_be_written():
     assert x.tolist() == [2.0, 2.0, 1.0, 1.0]
 
 
-def test_write_through_view_of_saved_tensor_raises():
-    x = genesis.ones(4, requires_grad=True)
+def test_write_through_view_of_saved_tensor_raises(device):
+    x = genesis.ones(4, requires_grad=True, device=device)
     y = x * 1
     z = y * y
     y[0:1].add_(1)
@@ -149,18 +151,18 @@ def test_write_through_view_of_saved_tensor_raises():
         z.sum().backward()
 
 
-def test_constant_written_into_view_cuts_gradient_of_that_region(rng):
-    x, tx = make_pair((5,), requires_grad=True, rng=rng)
+def test_constant_written_into_view_cuts_gradient_of_that_region(rng, device):
+    x, tx = make_pair((5,), requires_grad=True, rng=rng, device=device)
     y, ty = x * 2, tx * 2
-    y[1:3].copy_(genesis.zeros(2))
+    y[1:3].copy_(genesis.zeros(2, device=device))
     ty[1:3].copy_(torch.zeros(2))
     (y * x).sum().backward()
     (ty * tx).sum().backward()
     assert_close(x.grad, tx.grad)
 
 
-def test_view_made_under_no_grad_stays_out_of_the_graph():
-    x = genesis.ones(4, requires_grad=True)
+def test_view_made_under_no_grad_stays_out_of_the_graph(device):
+    x = genesis.ones(4, requires_grad=True, device=device)
     y = x * 1
     with genesis.no_grad():
         v = y[0:2]
@@ -169,8 +171,8 @@ def test_view_made_under_no_grad_stays_out_of_the_graph():
     assert v.tolist() == [2.0, 2.0]
 
 
-def test_optimizer_style_update_under_no_grad(rng):
-    w, tw = make_pair((3, 3), requires_grad=True, rng=rng)
+def test_optimizer_style_update_under_no_grad(rng, device):
+    w, tw = make_pair((3, 3), requires_grad=True, rng=rng, device=device)
     for lib_w in (w, tw):
         for _ in range(2):
             loss = (lib_w * lib_w).sum()
