@@ -14,8 +14,8 @@ from genesis.autograd import Function
 from helpers import assert_close, make_pair
 
 
-def pair(shape=(3, 4), dtype=genesis.float32, rng=None, requires_grad=True):
-    return make_pair(shape, dtype, requires_grad=requires_grad, rng=rng)
+def pair(shape=(3, 4), dtype=genesis.float32, rng=None, requires_grad=True, device="cpu"):
+    return make_pair(shape, dtype, requires_grad=requires_grad, device=device, rng=rng)
 
 
 def assert_grads(g_tensors, t_tensors):
@@ -30,9 +30,9 @@ def assert_grads(g_tensors, t_tensors):
 # requires_grad and the recorded graph
 
 
-def test_requires_grad_propagates(rng):
-    x, _ = pair(rng=rng)
-    c, _ = pair(rng=rng, requires_grad=False)
+def test_requires_grad_propagates(rng, device):
+    x, _ = pair(rng=rng, device=device)
+    c, _ = pair(rng=rng, requires_grad=False, device=device)
     y = x * c
     assert y.requires_grad and not y.is_leaf and y.grad_fn is not None
     z = c * c
@@ -69,8 +69,8 @@ def test_grad_fn_names_match_torch(name, fn):
 # backward
 
 
-def test_grad_accumulates_across_backward_calls(rng):
-    (x, w), (tx, tw) = zip(pair(rng=rng), pair(rng=rng))
+def test_grad_accumulates_across_backward_calls(rng, device):
+    (x, w), (tx, tw) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
     for _ in range(3):
         (x * w).sum().backward()
         (tx * tw).sum().backward()
@@ -80,27 +80,27 @@ def test_grad_accumulates_across_backward_calls(rng):
     assert_close(x.grad, torch.full((3, 4), 3.0))
 
 
-def test_backward_with_gradient(rng):
-    x, tx = pair(rng=rng)
-    gy, tgy = make_pair((3, 4), rng=rng)
+def test_backward_with_gradient(rng, device):
+    x, tx = pair(rng=rng, device=device)
+    gy, tgy = make_pair((3, 4), rng=rng, device=device)
     (x * x).backward(gy)
     (tx * tx).backward(tgy)
     assert_grads([x], [tx])
 
 
-def test_backward_errors():
-    x = genesis.ones(3, requires_grad=True)
+def test_backward_errors(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
         (x * 2).backward()
     with pytest.raises(RuntimeError, match="does not require grad"):
-        genesis.ones(2).sum().backward()
+        genesis.ones(2, device=device).sum().backward()
     with pytest.raises(RuntimeError, match="shape"):
-        (x * 2).backward(genesis.ones(4))
+        (x * 2).backward(genesis.ones(4, device=device))
 
 
-def test_leaf_grad_never_aliases_the_gradient_argument():
-    x = genesis.zeros(4, requires_grad=True)
-    g = genesis.ones(4)
+def test_leaf_grad_never_aliases_the_gradient_argument(device):
+    x = genesis.zeros(4, requires_grad=True, device=device)
+    g = genesis.ones(4, device=device)
     (x + 1).backward(g)
     (x + 1).backward(g)
     assert g.tolist() == [1.0] * 4
@@ -141,8 +141,8 @@ def test_first_gradient_is_taken_without_copy_when_nothing_else_holds_it(monkeyp
     assert x.grad.tolist() == [3.0] * 5 and w.grad.tolist() == [1.0] * 5
 
 
-def test_retain_graph():
-    x, tx = pair((3,))
+def test_retain_graph(device):
+    x, tx = pair((3,), device=device)
     y, ty = (x * x).sum(), (tx * tx).sum()
     y.backward(retain_graph=True)
     y.backward()
@@ -153,8 +153,8 @@ def test_retain_graph():
         y.backward()
 
 
-def test_x_cubed_sin_x_third_derivative(rng):
-    x, tx = make_pair((5,), genesis.float64, requires_grad=True, rng=rng)
+def test_x_cubed_sin_x_third_derivative(rng, device):
+    x, tx = make_pair((5,), genesis.float64, requires_grad=True, rng=rng, device=device)
     g, t = (x ** 3) * genesis.sin(x), (tx ** 3) * torch.sin(tx)
     for _ in range(3):
         (g,) = genesis.autograd.grad(g.sum(), x, create_graph=True)
@@ -164,8 +164,8 @@ def test_x_cubed_sin_x_third_derivative(rng):
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
-def test_backward_create_graph_then_grad_of_grad(rng):
-    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng)
+def test_backward_create_graph_then_grad_of_grad(rng, device):
+    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng, device=device)
     (x * x * x).sum().backward(create_graph=True)
     (tx * tx * tx).sum().backward(create_graph=True)
     assert x.grad.requires_grad
@@ -177,9 +177,9 @@ def test_backward_create_graph_then_grad_of_grad(rng):
 # autograd.grad
 
 
-def test_grad_with_grad_outputs_leaves_grad_untouched(rng):
-    (x, w), (tx, tw) = zip(pair(rng=rng), pair(rng=rng))
-    go, tgo = make_pair((3, 4), rng=rng)
+def test_grad_with_grad_outputs_leaves_grad_untouched(rng, device):
+    (x, w), (tx, tw) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
+    go, tgo = make_pair((3, 4), rng=rng, device=device)
     gx, gw = genesis.autograd.grad(x * w.exp(), [x, w], grad_outputs=go)
     tgx, tgw = torch.autograd.grad(tx * tw.exp(), [tx, tw], grad_outputs=tgo)
     assert_close(gx, tgx)
@@ -188,9 +188,9 @@ def test_grad_with_grad_outputs_leaves_grad_untouched(rng):
     assert not gx.requires_grad
 
 
-def test_grad_unused_inputs():
-    x = genesis.ones(3, requires_grad=True)
-    unused = genesis.ones(2, requires_grad=True)
+def test_grad_unused_inputs(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
+    unused = genesis.ones(2, requires_grad=True, device=device)
     y = (x * 2).sum()
     with pytest.raises(RuntimeError, match="not have been used in the graph"):
         genesis.autograd.grad(y, [x, unused], retain_graph=True)
@@ -200,8 +200,8 @@ def test_grad_unused_inputs():
     assert gu.tolist() == [0.0, 0.0]
 
 
-def test_grad_of_non_leaf_inputs(rng):
-    x, tx = pair(rng=rng)
+def test_grad_of_non_leaf_inputs(rng, device):
+    x, tx = pair(rng=rng, device=device)
     h, th = x.sin(), tx.sin()
     y, ty = (h * h * x).sum(), (th * th * tx).sum()
     gh, gx = genesis.autograd.grad(y, [h, x])
@@ -210,8 +210,8 @@ def test_grad_of_non_leaf_inputs(rng):
     assert_close(gx, tgx)
 
 
-def test_grad_of_a_non_leaf_does_not_run_or_free_its_history(rng):
-    x, tx = pair((3,), rng=rng)
+def test_grad_of_a_non_leaf_does_not_run_or_free_its_history(rng, device):
+    x, tx = pair((3,), rng=rng, device=device)
     h, th = x * x, tx * tx
     (gh,) = genesis.autograd.grad((h * 3).sum(), h)
     (tgh,) = torch.autograd.grad((th * 3).sum(), th)
@@ -223,8 +223,8 @@ def test_grad_of_a_non_leaf_does_not_run_or_free_its_history(rng):
     assert_grads([x], [tx])
 
 
-def test_grad_runs_leaf_hooks_as_torch():
-    x, tx = pair((3,))
+def test_grad_runs_leaf_hooks_as_torch(device):
+    x, tx = pair((3,), device=device)
     x.register_hook(lambda g: g * 2)
     tx.register_hook(lambda g: g * 2)
     (gx,) = genesis.autograd.grad((x * 3).sum(), x)
@@ -232,8 +232,8 @@ def test_grad_runs_leaf_hooks_as_torch():
     assert_close(gx, tgx)
 
 
-def test_backward_inputs_argument(rng):
-    (x, w), (tx, tw) = zip(pair(rng=rng), pair(rng=rng))
+def test_backward_inputs_argument(rng, device):
+    (x, w), (tx, tw) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
     h, th = x * w, tx * tw
     (h * h).sum().backward(inputs=[w, h])
     (th * th).sum().backward(inputs=[tw, th])
@@ -341,8 +341,8 @@ def test_detach_():
     assert y.is_leaf and not y.requires_grad
 
 
-def test_retain_grad_accumulates_like_torch(rng):
-    x, tx = pair(rng=rng)
+def test_retain_grad_accumulates_like_torch(rng, device):
+    x, tx = pair(rng=rng, device=device)
     y, ty = x * 2, tx * 2
     y.retain_grad()
     ty.retain_grad()
@@ -352,11 +352,11 @@ def test_retain_grad_accumulates_like_torch(rng):
         (ty * ty).sum().backward(retain_graph=True)
     assert_grads([x, y], [tx, ty])
     with pytest.raises(RuntimeError):
-        genesis.ones(2).retain_grad()
+        genesis.ones(2, device=device).retain_grad()
 
 
-def test_hooks_on_leaves_and_non_leaves(rng):
-    x, tx = pair(rng=rng)
+def test_hooks_on_leaves_and_non_leaves(rng, device):
+    x, tx = pair(rng=rng, device=device)
     for lib_x in (x, tx):
         lib_x.register_hook(lambda g: g * 3)
     y, ty = x.sin(), tx.sin()
@@ -368,7 +368,7 @@ def test_hooks_on_leaves_and_non_leaves(rng):
     (y * y).sum().backward(retain_graph=True)
     (ty * ty).sum().backward(retain_graph=True)
     assert_grads([x, y], [tx, ty])
-    assert_close(genesis.tensor(seen[0]), ty.grad)
+    assert_close(genesis.tensor(seen[0], device=device), ty.grad)
     for h in handles:
         h.remove()
     x.grad, tx.grad = None, None
@@ -376,11 +376,11 @@ def test_hooks_on_leaves_and_non_leaves(rng):
     (ty * ty).sum().backward()
     assert_grads([x], [tx])
     with pytest.raises(RuntimeError):
-        genesis.ones(2).register_hook(lambda g: g)
+        genesis.ones(2, device=device).register_hook(lambda g: g)
 
 
-def test_node_post_hook_can_replace_input_grads():
-    x = genesis.ones(3, requires_grad=True)
+def test_node_post_hook_can_replace_input_grads(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     y = x * 2
     handle = y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 10, None))
     y.sum().backward(retain_graph=True)
@@ -393,8 +393,8 @@ def test_node_post_hook_can_replace_input_grads():
 # graph shapes
 
 
-def test_diamond_and_shared_subgraphs(rng):
-    x, tx = pair(rng=rng)
+def test_diamond_and_shared_subgraphs(rng, device):
+    x, tx = pair(rng=rng, device=device)
 
     def f(x, lib):
         a = lib.sin(x)
@@ -407,8 +407,8 @@ def test_diamond_and_shared_subgraphs(rng):
     assert_grads([x], [tx])
 
 
-def test_many_paths_of_different_lengths(rng):
-    x, tx = pair((5,), rng=rng)
+def test_many_paths_of_different_lengths(rng, device):
+    x, tx = pair((5,), rng=rng, device=device)
 
     def f(x):
         outs = [x]
@@ -429,17 +429,17 @@ def test_deep_chain_has_no_recursion_limit():
     assert x.grad.tolist() == [1.0, 1.0]
 
 
-def test_backward_through_two_outputs_sharing_a_graph(rng):
-    x, tx = pair(rng=rng)
-    ga, ta = make_pair((3, 4), rng=rng)
+def test_backward_through_two_outputs_sharing_a_graph(rng, device):
+    x, tx = pair(rng=rng, device=device)
+    ga, ta = make_pair((3, 4), rng=rng, device=device)
     h, th = x.exp(), tx.exp()
     genesis.autograd.backward([(h * 2).sum(), h * x], [None, ga])
     torch.autograd.backward([(th * 2).sum(), th * tx], [None, ta])
     assert_grads([x], [tx])
 
 
-def test_backward_from_a_tensor_and_its_ancestor(rng):
-    x, tx = pair(rng=rng)
+def test_backward_from_a_tensor_and_its_ancestor(rng, device):
+    x, tx = pair(rng=rng, device=device)
     h, th = x * x, tx * tx
     genesis.autograd.backward([h.sum(), (h * 3).sum()])
     torch.autograd.backward([th.sum(), (th * 3).sum()])
@@ -448,8 +448,9 @@ def test_backward_from_a_tensor_and_its_ancestor(rng):
 
 @pytest.mark.parametrize("shapes", [((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((), (2, 3)),
                                     ((2, 1, 3), (4, 1))])
-def test_broadcast_gradients(shapes, rng):
-    (a, b), (ta, tb) = zip(pair(shapes[0], rng=rng), pair(shapes[1], rng=rng))
+def test_broadcast_gradients(shapes, rng, device):
+    (a, b), (ta, tb) = zip(pair(shapes[0], rng=rng, device=device),
+                           pair(shapes[1], rng=rng, device=device))
     ((a * b + a) / (b * b + 1)).sum().backward()
     ((ta * tb + ta) / (tb * tb + 1)).sum().backward()
     assert_grads([a, b], [ta, tb])
@@ -458,8 +459,9 @@ def test_broadcast_gradients(shapes, rng):
 @pytest.mark.parametrize("dtypes", [(genesis.float32, genesis.float64),
                                     (genesis.float16, genesis.float32),
                                     (genesis.bfloat16, genesis.float16)])
-def test_mixed_dtype_gradients_come_back_in_each_input_dtype(dtypes, rng):
-    (a, b), (ta, tb) = zip(pair((6,), dtypes[0], rng=rng), pair((6,), dtypes[1], rng=rng))
+def test_mixed_dtype_gradients_come_back_in_each_input_dtype(dtypes, rng, device):
+    (a, b), (ta, tb) = zip(pair((6,), dtypes[0], rng=rng, device=device),
+                           pair((6,), dtypes[1], rng=rng, device=device))
     (a * b + a).sum().backward()
     (ta * tb + ta).sum().backward()
     assert a.grad.dtype is dtypes[0] and b.grad.dtype is dtypes[1]
@@ -485,8 +487,9 @@ class MulConst(Function):
         return gx, None, gy
 
 
-def test_custom_function_save_for_backward_and_needs_input_grad(rng):
-    (x, y), (tx, ty) = zip(pair(rng=rng), pair(rng=rng, requires_grad=False))
+def test_custom_function_save_for_backward_and_needs_input_grad(rng, device):
+    (x, y), (tx, ty) = zip(pair(rng=rng, device=device),
+                           pair(rng=rng, requires_grad=False, device=device))
     out = MulConst.apply(x, 3.0, y)
     assert out.grad_fn.name() == "MulConstBackward0"
     assert out.grad_fn.seen_needs == (True, False, False)
@@ -495,8 +498,8 @@ def test_custom_function_save_for_backward_and_needs_input_grad(rng):
     assert y.grad is None
 
 
-def test_custom_function_higher_order(rng):
-    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng)
+def test_custom_function_higher_order(rng, device):
+    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng, device=device)
     (g,) = genesis.autograd.grad(MulConst.apply(x, 2.0, x).sum(), x, create_graph=True)
     (gg,) = genesis.autograd.grad(g.sum(), x)
     assert_close(g, 4 * tx.detach())
@@ -547,8 +550,8 @@ class Halves(Function):
 
 
 @pytest.mark.parametrize("materialize", [True, False])
-def test_custom_function_materialize_grads(materialize):
-    x = genesis.ones(3, requires_grad=True)
+def test_custom_function_materialize_grads(materialize, device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     a, _ = Halves.apply(x, materialize)
     a.sum().backward()
     assert x.grad.tolist() == [0.5] * 3
@@ -566,8 +569,8 @@ class AddOneInPlace(Function):
         return g
 
 
-def test_custom_function_mark_dirty():
-    x = genesis.ones(3, requires_grad=True)
+def test_custom_function_mark_dirty(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     h = x * 2
     out = AddOneInPlace.apply(h)
     assert out is h and h.grad_fn.name() == "AddOneInPlaceBackward0"
@@ -575,7 +578,7 @@ def test_custom_function_mark_dirty():
     (h * h).sum().backward()
     assert x.grad.tolist() == [12.0] * 3
     with pytest.raises(RuntimeError, match="leaf"):
-        AddOneInPlace.apply(genesis.ones(2, requires_grad=True))
+        AddOneInPlace.apply(genesis.ones(2, requires_grad=True, device=device))
 
 
 class Identity(Function):
@@ -613,8 +616,8 @@ class Square(Function):
         return 2 * x * g
 
 
-def test_custom_function_setup_context_and_once_differentiable(rng):
-    x, tx = pair(rng=rng)
+def test_custom_function_setup_context_and_once_differentiable(rng, device):
+    x, tx = pair(rng=rng, device=device)
     Square.apply(x).sum().backward()
     (tx * tx).sum().backward()
     assert_grads([x], [tx])
@@ -639,8 +642,8 @@ class Checkpoint(Function):
         return None, x.grad
 
 
-def test_backward_inside_backward(rng):
-    (x, w), (tx, tw) = zip(pair((5,), rng=rng), pair((5,), rng=rng))
+def test_backward_inside_backward(rng, device):
+    (x, w), (tx, tw) = zip(pair((5,), rng=rng, device=device), pair((5,), rng=rng, device=device))
     y = Checkpoint.apply(lambda t: (t * w).sin(), x)
     (y * y).sum().backward()
     ty = (tx * tw).sin()
@@ -679,8 +682,8 @@ def test_custom_function_under_no_grad_records_nothing():
 # version counters and in-place ops
 
 
-def test_modifying_a_saved_tensor_raises():
-    x = genesis.ones(3, requires_grad=True)
+def test_modifying_a_saved_tensor_raises(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     h = x * 2
     y = h * h
     h.add_(1)
@@ -688,8 +691,8 @@ def test_modifying_a_saved_tensor_raises():
         y.sum().backward()
 
 
-def test_modifying_a_saved_output_raises():
-    x = genesis.ones(3, requires_grad=True)
+def test_modifying_a_saved_output_raises(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     y = x.exp()
     y.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
@@ -703,8 +706,8 @@ def test_inplace_on_leaf_requiring_grad_raises():
     assert x.tolist() == [1.0] * 3 and x._version == 0
 
 
-def test_inplace_on_leaf_under_no_grad_is_allowed():
-    x = genesis.ones(3, requires_grad=True)
+def test_inplace_on_leaf_under_no_grad_is_allowed(device):
+    x = genesis.ones(3, requires_grad=True, device=device)
     y = x * x
     with genesis.no_grad():
         x.sub_(0.5)
@@ -716,9 +719,9 @@ def test_inplace_on_leaf_under_no_grad_is_allowed():
 
 
 @pytest.mark.parametrize("op", ["add_", "mul_", "sub_", "div_", "pow_"])
-def test_inplace_on_non_leaf_matches_torch(op, rng):
-    x, tx = make_pair((3, 4), rng=rng, low=0.5, high=2.0, requires_grad=True)
-    c, tc = make_pair((3, 4), rng=rng, low=0.5, high=2.0, requires_grad=True)
+def test_inplace_on_non_leaf_matches_torch(op, rng, device):
+    x, tx = make_pair((3, 4), rng=rng, low=0.5, high=2.0, requires_grad=True, device=device)
+    c, tc = make_pair((3, 4), rng=rng, low=0.5, high=2.0, requires_grad=True, device=device)
 
     def f(x, c):
         h = x * 2
@@ -732,8 +735,8 @@ def test_inplace_on_non_leaf_matches_torch(op, rng):
 @pytest.mark.parametrize("write", [
     lambda t: t.copy_(genesis.ones(4) if isinstance(t, genesis.Tensor) else torch.ones(4)),
     lambda t: t.zero_(), lambda t: t.fill_(2.5)], ids=["copy_", "zero_", "fill_"])
-def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(write, rng):
-    x, tx = pair((4,), rng=rng)
+def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(write, rng, device):
+    x, tx = pair((4,), rng=rng, device=device)
     y, ty = x * 3, tx * 3
     write(y)
     write(ty)
@@ -743,9 +746,9 @@ def test_overwriting_a_non_leaf_with_a_constant_cuts_its_gradient(write, rng):
     assert_grads([x], [tx])
 
 
-def test_inplace_into_tensor_without_grad_joins_the_graph(rng):
-    x, tx = pair((4,), rng=rng)
-    buf, tbuf = genesis.zeros(4), torch.zeros(4)
+def test_inplace_into_tensor_without_grad_joins_the_graph(rng, device):
+    x, tx = pair((4,), rng=rng, device=device)
+    buf, tbuf = genesis.zeros(4, device=device), torch.zeros(4)
     buf.add_(x * 2)
     tbuf.add_(tx * 2)
     assert buf.requires_grad and not buf.is_leaf
@@ -757,8 +760,8 @@ def test_inplace_into_tensor_without_grad_joins_the_graph(rng):
 # memory
 
 
-def test_saved_tensors_are_released_after_backward():
-    x = genesis.ones(4, requires_grad=True)
+def test_saved_tensors_are_released_after_backward(device):
+    x = genesis.ones(4, requires_grad=True, device=device)
     h = x * 2
     ref = weakref.ref(h)
     y = (h * h).sum()
@@ -794,8 +797,8 @@ def test_saved_outputs_form_no_reference_cycle():
         gc.enable()
 
 
-def test_saved_output_gives_higher_order_gradients(rng):
-    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng)
+def test_saved_output_gives_higher_order_gradients(rng, device):
+    x, tx = make_pair((4,), genesis.float64, requires_grad=True, rng=rng, device=device)
     (g,) = genesis.autograd.grad(x.exp().tanh().sum(), x, create_graph=True)
     (tg,) = torch.autograd.grad(tx.exp().tanh().sum(), tx, create_graph=True)
     assert_close(genesis.autograd.grad(g.sum(), x)[0], torch.autograd.grad(tg.sum(), tx)[0])
