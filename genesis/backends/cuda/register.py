@@ -2,3 +2,4 @@
 
 from . import array_ops, dlpack  # noqa: F401
 from .kernels import elementwise, norm, reduce, softmax  # noqa: F401
+from .kernels import sort  # noqa: F401
