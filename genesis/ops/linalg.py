@@ -6,12 +6,14 @@ PyTorch namesake does and calls one of them. Backward is written with genesis ma
 so it is itself differentiable.
 """
 
+import math
 import string
 import sys
 import types
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..dispatch import has_kernel
 from ..tensor import Tensor
 from .common import broadcast_shapes, call, check_devices, sum_to, wrap
 from .creation import eye, ones
@@ -216,8 +218,12 @@ class Einsum(Function):
     def forward(ctx, inputs, output, *operands):
         ctx.inputs, ctx.output = inputs, output
         ctx.save_for_backward(*operands)
+        device, dtype = operands[0].device, operands[0].dtype
+        if not has_kernel("einsum", device.type):
+            return wrap(_contract(inputs, output, operands).to(dtype).contiguous()._data, device,
+                        dtype)
         equation = ",".join(inputs) + "->" + output
-        return wrap(call("einsum", equation, *operands), operands[0].device, operands[0].dtype)
+        return wrap(call("einsum", equation, *operands), device, dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -225,6 +231,50 @@ class Einsum(Function):
         grads = [_einsum_grad(ctx.inputs, ctx.output, operands, i, g) if needed else None
                  for i, needed in enumerate(ctx.needs_input_grad[2:])]
         return (None, None, *grads)
+
+
+def _contract(inputs, output, operands):
+    """An explicit einsum written with diagonals, sums, permutes, reshapes and batched matmuls,
+    for devices without an einsum kernel: always a fresh tensor."""
+    terms = [_diagonals(labels, t) for labels, t in zip(inputs, operands)]
+    computed = False
+    for i, (labels, t) in enumerate(terms):
+        elsewhere = set(output).union(*(set(lab) for j, (lab, _) in enumerate(terms) if j != i))
+        lonely = [d for d, c in enumerate(labels) if c not in elsewhere]
+        if lonely:
+            terms[i] = ([c for c in labels if c in elsewhere], sum(t, tuple(lonely)))
+            computed = True
+    while len(terms) > 1:
+        (la, a), (lb, b), rest = terms[0], terms[1], terms[2:]
+        needed = set(output).union(*(set(lab) for lab, _ in rest))
+        batch = [c for c in la if c in lb and c in needed]
+        inner = [c for c in la if c in lb and c not in needed]
+        left = [c for c in la if c not in lb]
+        right = [c for c in lb if c not in la]
+        sizes = dict(zip(la, a.shape)) | dict(zip(lb, b.shape))
+        count = lambda labels: math.prod(sizes[c] for c in labels)  # noqa: E731
+        a = a.permute(*(la.index(c) for c in batch + left + inner))
+        b = b.permute(*(lb.index(c) for c in batch + inner + right))
+        product = matmul(a.reshape(count(batch), count(left), count(inner)),
+                         b.reshape(count(batch), count(inner), count(right)))
+        labels = batch + left + right
+        terms = [(labels, product.reshape(*(sizes[c] for c in labels)))] + rest
+        computed = True
+    labels, t = terms[0]
+    t = t.permute(*(labels.index(c) for c in output)) if labels else t
+    return t.contiguous() if computed else t.clone()
+
+
+def _diagonals(labels, t):
+    """(labels, t) with every repeated label's dims replaced by their diagonal (a view)."""
+    labels = list(labels)
+    for c in dict.fromkeys(labels):
+        while labels.count(c) > 1:
+            i = labels.index(c)
+            j = labels.index(c, i + 1)
+            t = t.diagonal(0, i, j)
+            labels = [x for d, x in enumerate(labels) if d not in (i, j)] + [c]
+    return labels, t
 
 
 def _einsum_grad(inputs, output, operands, i, g):

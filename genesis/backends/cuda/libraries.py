@@ -5,9 +5,14 @@ dispatcher can measure it against Triton per shape. Each device context creates 
 handle on first request and destroys it at exit, newest first (seed 003).
 """
 
+import functools
+
+import numpy as np
+
 from .runtime.device import get_context
 
 
+@functools.cache
 def has_cublaslt():
     """True when nvmath-python's cuBLASLt bindings can be imported."""
     try:
@@ -29,3 +34,169 @@ def cublaslt_handle(device=None):
 def cublaslt_version():
     from nvmath.bindings import cublasLt
     return cublasLt.get_version()
+
+
+_WORKSPACE_LIMIT = 32 << 20
+_plans = {}
+
+
+def _lib():
+    """(cublasLt, cublas, nvmath) bindings modules."""
+    import nvmath
+    from nvmath.bindings import cublas, cublasLt
+    return cublasLt, cublas, nvmath
+
+
+def _matrix_layout(rows, cols, row_stride, col_stride):
+    """A row-major (rows x cols) view as cuBLASLt sees it (column-major): (op, lt_rows, lt_cols,
+    ld) with op "N" for the transposed matrix (cols x rows, ld = row_stride) and "T" for the
+    matrix itself (rows x cols, ld = col_stride); None when neither stride is unit."""
+    if col_stride == 1 or cols == 1:
+        ld = row_stride if rows > 1 else cols
+        return ("N", cols, rows, ld) if ld >= cols else None
+    if row_stride == 1 or rows == 1:
+        ld = col_stride if cols > 1 else rows
+        return ("T", rows, cols, ld) if ld >= rows else None
+    return None
+
+
+def cublaslt_supports(problem):
+    """True when cuBLASLt can run this matmul Problem (kernels/matmul.py): float16, bfloat16 or
+    float32, no activation, at most one batch dim, matrices with a unit stride, a contiguous
+    bias."""
+    if problem.act or len(problem.batch_sizes) > 1 or problem.arrays.get("z") is not None:
+        return False
+    if problem.dtype.name not in _LT_TYPES:
+        return False
+    st = problem.strides
+    shapes = {"a": (problem.M, problem.K), "b": (problem.K, problem.N), "c": (problem.M, problem.N)}
+    if any(_matrix_layout(*shapes[r], *st[r][-2:]) is None for r in shapes):
+        return False
+    bias = problem.arrays.get("bias")
+    return bias is None or (st.get("bias") == 1 and bias.ptr % 16 == 0)
+
+
+_LT_TYPES = {"float16": "CUDA_R_16F", "bfloat16": "CUDA_R_16BF", "float32": "CUDA_R_32F"}
+
+
+def _alignment(ptr):
+    """The largest power of two up to 256 dividing the address."""
+    align = 1
+    while align < 256 and ptr % (align * 2) == 0:
+        align *= 2
+    return align
+
+
+def _set(setter, dtype_of, obj, attr, value):
+    buf = np.asarray(value, dtype=dtype_of(attr))
+    setter(obj, attr, buf.ctypes.data, buf.itemsize)
+
+
+class _LtPlan:
+    """Descriptors and the heuristic's algorithm for one problem geometry. D^T = B^T A^T in
+    cuBLASLt's column-major terms: its "A" is our b, its "B" our a, D^T our row-major c."""
+
+    def __init__(self, problem, handle):
+        lt, cublas, nvmath = _lib()
+        self.lt = lt
+        dtype = int(getattr(nvmath.CudaDataType, _LT_TYPES[problem.dtype.name]))
+        f32 = int(nvmath.CudaDataType.CUDA_R_32F)
+        compute = cublas.ComputeType.COMPUTE_32F_FAST_TF32 if (
+            problem.precision == "tf32" and problem.dtype.name == "float32") \
+            else cublas.ComputeType.COMPUTE_32F
+        self.desc = lt.matmul_desc_create(int(compute), f32)
+        self.layouts = []
+        st, M, N, K = problem.strides, problem.M, problem.N, problem.K
+        op_b, *lay_b = _matrix_layout(K, N, *st["b"][-2:])
+        op_a, *lay_a = _matrix_layout(M, K, *st["a"][-2:])
+        _, *lay_c = _matrix_layout(M, N, *st["c"][-2:])
+        set_desc = lambda attr, value: _set(lt.matmul_desc_set_attribute,  # noqa: E731
+                                            lt.get_matmul_desc_attribute_dtype, self.desc, attr,
+                                            value)
+        set_desc(lt.MatmulDescAttribute.TRANSA, int(getattr(cublas.Operation, op_b)))
+        set_desc(lt.MatmulDescAttribute.TRANSB, int(getattr(cublas.Operation, op_a)))
+        self.has_bias = problem.arrays.get("bias") is not None
+        if self.has_bias:
+            set_desc(lt.MatmulDescAttribute.EPILOGUE, int(lt.Epilogue.BIAS))
+        batch = problem.batch_sizes[0] if problem.batch_sizes else 1
+        for lay, role in ((lay_b, "b"), (lay_a, "a"), (lay_c, "c")):
+            layout = lt.matrix_layout_create(dtype, *lay)
+            self.layouts.append(layout)
+            if batch > 1:
+                for attr, value in ((lt.MatrixLayoutAttribute.BATCH_COUNT, batch),
+                                    (lt.MatrixLayoutAttribute.STRIDED_BATCH_OFFSET,
+                                     st[role][0])):
+                    _set(lt.matrix_layout_set_attribute, lt.get_matrix_layout_attribute_dtype,
+                         layout, attr, value)
+        self.set_desc = set_desc
+        self._choose_algorithm(problem, handle)
+
+    def _choose_algorithm(self, problem, handle):
+        lt = self.lt
+        pref = lt.matmul_preference_create()
+        try:
+            attrs = lt.MatmulPreferenceAttribute
+            arrays = problem.arrays
+            for attr, value in ((attrs.MAX_WORKSPACE_BYTES, _WORKSPACE_LIMIT),
+                                (attrs.MIN_ALIGNMENT_A_BYTES, _alignment(arrays["b"].ptr)),
+                                (attrs.MIN_ALIGNMENT_B_BYTES, _alignment(arrays["a"].ptr)),
+                                (attrs.MIN_ALIGNMENT_C_BYTES, _alignment(arrays["c"].ptr)),
+                                (attrs.MIN_ALIGNMENT_D_BYTES, _alignment(arrays["c"].ptr))):
+                _set(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype,
+                     pref, attr, value)
+            self.heuristic = lt.MatmulHeuristicResult(1)
+            count = np.zeros(1, np.int32)
+            b_l, a_l, c_l = self.layouts
+            lt.matmul_algo_get_heuristic(handle, self.desc, b_l, a_l, c_l, c_l, pref, 1,
+                                         self.heuristic.ptr, count.ctypes.data)
+        finally:
+            lt.matmul_preference_destroy(pref)
+        if count[0] < 1:
+            raise RuntimeError("cuBLASLt: no algorithm for this matmul")
+        self.workspace = int(np.asarray(self.heuristic.workspace_size).reshape(-1)[0])
+
+    def __del__(self):
+        try:
+            for layout in self.layouts:
+                self.lt.matrix_layout_destroy(layout)
+            self.lt.matmul_desc_destroy(self.desc)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+_ONE = np.ones(1, np.float32)
+_ZERO = np.zeros(1, np.float32)
+
+
+def _plan_key(problem):
+    arrays = problem.arrays
+    aligned = tuple(_alignment(arrays[r].ptr) for r in ("a", "b", "c"))
+    return (problem.M, problem.N, problem.K, problem.batch_sizes,
+            tuple(sorted(problem.strides.items())), problem.dtype, problem.precision, aligned,
+            arrays.get("bias") is not None, problem.device)
+
+
+def cublaslt_matmul(problem, stream):
+    """c = a @ b (+ bias) of a matmul Problem (kernels/matmul.py) through cuBLASLt, on
+    `stream`; shown as "cublaslt.matmul" by the profiler."""
+    from . import profiling
+    handle = cublaslt_handle(problem.device)
+    key = _plan_key(problem)
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) > 1024:
+            _plans.clear()
+        plan = _plans[key] = _LtPlan(problem, handle)
+    arrays = problem.arrays
+    if plan.has_bias:
+        plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, arrays["bias"].ptr)
+    workspace = get_context(problem.device).workspace(plan.workspace, stream) \
+        if plan.workspace else None
+    b_l, a_l, c_l = plan.layouts
+    c = arrays["c"].ptr
+    with profiling.region("cublaslt.matmul", m=problem.M, n=problem.N, k=problem.K,
+                          batch=problem.batch):
+        plan.lt.matmul(handle, plan.desc, _ONE.ctypes.data, arrays["b"].ptr, b_l,
+                       arrays["a"].ptr, a_l, _ZERO.ctypes.data, c, c_l, c, c_l,
+                       plan.heuristic.ptr, 0 if workspace is None else workspace.ptr,
+                       plan.workspace, stream)

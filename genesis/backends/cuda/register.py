@@ -3,3 +3,4 @@
 from . import array_ops, dlpack  # noqa: F401
 from .kernels import elementwise, norm, reduce, softmax  # noqa: F401
 from .kernels import sort  # noqa: F401
+from .kernels import matmul  # noqa: F401

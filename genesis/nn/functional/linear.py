@@ -1,10 +1,27 @@
-"""Affine maps: `linear` (x A^T + b) and `bilinear` (x1^T A x2 + b)."""
+"""Affine maps: `linear` (x A^T + b) and `bilinear` (x1^T A x2 + b).
 
+Where a backend has a fused kernel ("linear_act": the CUDA backend), `linear` runs as one
+kernel with the bias added in the matmul's epilogue, and `linear_activation` adds an activation
+(relu, gelu, gelu_tanh, silu) to that epilogue too. Elsewhere both compose matmul, add and the
+activation, unchanged.
+"""
+
+import math
+
+from ... import dtypes
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch import has_kernel
+from ...ops import elementwise as ew
 from ...ops import linalg
+from ...ops.common import call, wrap
+
+ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
+_FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
 
 
-def linear(input, weight, bias=None):
-    """y = input @ weight.T + bias over the last dimension of `input`."""
+def _composed(input, weight, bias):
+    """input @ weight^T + bias with genesis ops (differentiable to any order)."""
     if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied (input of shape "
                            f"{list(input.shape)} and weight of shape {list(weight.shape)})")
@@ -14,6 +31,95 @@ def linear(input, weight, bias=None):
     else:
         out = linalg.matmul(input, weight.t())
     return out if bias is None else out + bias
+
+
+def _fusable(input, weight, bias):
+    """One fused kernel can compute this layer: a backend kernel, one dtype and device, a
+    matrix weight, a vector bias of its rows' count."""
+    if not has_kernel("linear_act", input.device.type):
+        return False
+    tensors = (input, weight) if bias is None else (input, weight, bias)
+    if any(t.dtype is not input.dtype or t.device != input.device for t in tensors):
+        return False
+    return (input.dtype in _FUSED_DTYPES and weight.ndim == 2 and input.ndim >= 1
+            and input.shape[-1] == weight.shape[1]
+            and (bias is None or tuple(bias.shape) == (weight.shape[0],)))
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight.T + bias over the last dimension of `input`."""
+    if _fusable(input, weight, bias):
+        return _LinearAct.apply(input, weight, bias, None)
+    return _composed(input, weight, bias)
+
+
+def linear_activation(input, weight, bias=None, activation=None):
+    """act(input @ weight.T + bias), `activation` one of None, "relu", "gelu", "gelu_tanh",
+    "silu": one kernel where the backend fuses it, the composed ops elsewhere."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"linear_activation: activation must be one of {ACTIVATIONS}, "
+                         f"got {activation!r}")
+    if _fusable(input, weight, bias):
+        return _LinearAct.apply(input, weight, bias, activation)
+    return _activate(_composed(input, weight, bias), activation)
+
+
+def _activate(z, activation):
+    if activation is None:
+        return z
+    if activation == "gelu_tanh":
+        return ew.gelu(z, approximate="tanh")
+    return getattr(ew, activation)(z)
+
+
+class _LinearAct(Function):
+    """act(x @ W^T + b) through the backend's fused kernel, which also returns the
+    pre-activation z when the backward needs it. Backward: dz = g * act'(z), then
+    dx = dz @ W, dW = dz^T x (batch folded into one product), db = sum(dz); when the backward
+    itself is differentiated, z is recomputed with genesis ops so every order is exact."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, activation):
+        keep = activation is not None and any(ctx.needs_input_grad[:3])
+        y, z = call("linear_act", x, weight, bias, activation, keep, device=x.device)
+        ctx.activation = activation
+        ctx.save_for_backward(x, weight, bias, None if z is None else wrap(z, x.device))
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, bias, z = ctx.saved_tensors
+        if ctx.activation is not None:
+            if is_grad_enabled():
+                z = _composed(x, weight, bias)
+            g = g * _activation_grad(z, ctx.activation)
+        n, k = weight.shape
+        gx = linalg.matmul(g, weight) if ctx.needs_input_grad[0] else None
+        g2 = g.reshape(-1, n)
+        gw = linalg.matmul(g2.mT, x.reshape(-1, k)) if ctx.needs_input_grad[1] else None
+        gb = g2.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return gx, gw, gb, None
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _activation_grad(z, activation):
+    """d act / dz at `z` (computed in float32 for half types), in z's dtype."""
+    half = z.dtype in (dtypes.float16, dtypes.bfloat16)
+    zf = z.float() if half else z
+    if activation == "relu":
+        d = (zf > 0).to(zf.dtype)
+    elif activation == "silu":
+        s = ew.sigmoid(zf)
+        d = s * (1 + zf * (1 - s))
+    elif activation == "gelu":
+        d = 0.5 * (1 + ew.erf(zf * (1 / math.sqrt(2.0)))) \
+            + zf * ew.exp(-0.5 * zf * zf) * (1 / math.sqrt(2 * math.pi))
+    else:
+        t = ew.tanh(_SQRT_2_OVER_PI * (zf + 0.044715 * zf * zf * zf))
+        d = 0.5 * (1 + t) + 0.5 * zf * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 0.134145 * zf * zf)
+    return d.to(z.dtype) if half else d
 
 
 def bilinear(input1, input2, weight, bias=None):

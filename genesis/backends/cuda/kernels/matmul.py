@@ -1,0 +1,516 @@
+"""Matrix products on the GPU: matmul (numpy's 1-D, 2-D and batch-broadcast rules) and the fused
+linear layer (x @ W^T + bias, then an optional activation, in one kernel).
+
+The kernel, tutorial style
+--------------------------
+Each program computes one BM x BN tile of one output matrix C = A @ B: it walks K in steps of
+BK, loads a BM x BK tile of A and a BK x BN tile of B and accumulates their product in float32
+registers (`tl.dot` runs on tensor cores: wgmma on Hopper), then adds the bias, applies the
+activation and rounds once to the output dtype (the "epilogue").
+
+- Operands are read where they lie: every operand has a row and a column stride (a transposed
+  view is just swapped strides) and batch strides over up to three coalesced batch dims (0 for a
+  broadcast batch dim), so `x.mT @ y` or a batch of strided views costs no copy. A unit stride
+  is a compile-time 1, so Triton emits 16-byte vector loads along it; strides and sizes that are
+  multiples of 16 are declared so (divisibility specialization).
+- Block sizes: a tile of BM x BN outputs reuses each loaded element of A BN times and each of B
+  BM times, so bigger tiles mean less memory traffic per flop, up to what registers and shared
+  memory hold (num_stages tiles of A and B are in flight in shared memory while the tensor cores
+  work: (BM + BN) * BK * itemsize * num_stages bytes, 228 KB per SM on Hopper). 128 x 256 x 64
+  with 8 warps is the usual winner for large half-precision products; small or skinny problems
+  want smaller tiles so that enough programs fill the 132 SMs. The best choice depends on the
+  shape, so it is autotuned per shape bucket (backends/cuda/autotune.py) over `tensor_core_space`.
+- Program order: programs are grouped GROUP_M tile-rows at a time (consecutive programs sweep a
+  GROUP_M-tall band of C column by column), so the tiles of A and B they load are still in L2.
+- Batches: one 1-D grid of batch x tiles programs (no 65535 grid-y limit); a batch of matrices
+  times one matrix (Linear on 3-D input) is folded into one tall product first.
+- float32 is strict IEEE (`input_precision="ieee"`, FMA-based) unless
+  `genesis.backends.cuda.matmul.allow_tf32` is set. float64 and integer products use a plain
+  broadcast-multiply-sum tile loop (float64 / wrapping integer arithmetic, as PyTorch).
+
+Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
+(backends/cuda/libraries.py). Per shape key it times the Triton configurations and cuBLASLt once
+and keeps the winner on disk; GENESIS_MATMUL_BACKEND=auto|triton|cublaslt forces a choice and
+GENESIS_MATMUL_AUTOTUNE=0 skips timing (a size-based heuristic config; Triton unless forced).
+"""
+
+import os
+import warnings
+
+import ml_dtypes
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from .. import matmul as flags
+from ..autotune import AutoTuner
+from ..runtime.array import CUDAArray, contiguous_byte_strides
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
+
+ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+MAX_BATCH_DIMS = 3
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_TENSOR_CORE = _HALF + (np.dtype(np.float32),)
+
+
+@triton.jit
+def _batch_offset(batch, size1, size2, s0, s1, s2, BDIM: tl.constexpr):
+    """Element offset (int64) of batch entry `batch` over up to three batch dims."""
+    rest = batch.to(tl.int64)
+    off = rest * 0
+    if BDIM >= 3:
+        off += (rest % size2) * s2
+        rest = rest // size2
+    if BDIM >= 2:
+        off += (rest % size1) * s1
+        rest = rest // size1
+    return off + rest * s0
+
+
+@triton.jit
+def _activate(x, ACT: tl.constexpr):
+    """The epilogue's activation (ACTIVATIONS): none, relu, exact gelu, tanh gelu, silu."""
+    if ACT == 1:
+        x = tl.maximum(x, 0.0)
+    elif ACT == 2:
+        x = 0.5 * x * (1.0 + libdevice.erf(x * 0.7071067811865476))
+    elif ACT == 3:
+        x = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    elif ACT == 4:
+        x = x / (1.0 + libdevice.exp(-x))
+    return x
+
+
+@triton.jit
+def _matmul_kernel(a, b, c, bias, z, M, N, K, bsize1, bsize2,
+                   a_b0, a_b1, a_b2, b_b0, b_b1, b_b2, c_b0, c_b1, c_b2,
+                   a_m, a_k, b_k, b_n, c_m, c_n, bias_n,
+                   BDIM: tl.constexpr, HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr,
+                   ACT: tl.constexpr, DOT: tl.constexpr, PRECISION: tl.constexpr,
+                   ACC: tl.constexpr, EVEN_K: tl.constexpr, INDEX64: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    """One BM x BN tile of c[batch] = act(a[batch] @ b[batch] + bias) (z: the value before the
+    activation, when KEEP_Z)."""
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    per_batch = tiles_m * tiles_n
+    batch = pid // per_batch
+    tile = pid % per_batch
+    band = GROUP_M * tiles_n
+    first_m = (tile // band) * GROUP_M
+    band_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % band) % band_rows
+    pid_n = (tile % band) // band_rows
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    if INDEX64:
+        rm = rm.to(tl.int64)
+        rn = rn.to(tl.int64)
+    m_mask = rm < M
+    n_mask = rn < N
+    a_ptr = (a + _batch_offset(batch, bsize1, bsize2, a_b0, a_b1, a_b2, BDIM)
+             + rm[:, None] * a_m + rk[None, :] * a_k)
+    b_ptr = (b + _batch_offset(batch, bsize1, bsize2, b_b0, b_b1, b_b2, BDIM)
+             + rk[:, None] * b_k + rn[None, :] * b_n)
+    acc = tl.zeros((BM, BN), ACC)
+    for k in range(0, tl.cdiv(K, BK)):
+        if EVEN_K:
+            av = tl.load(a_ptr, mask=m_mask[:, None], other=0)
+            bv = tl.load(b_ptr, mask=n_mask[None, :], other=0)
+        else:
+            left = K - k * BK
+            av = tl.load(a_ptr, mask=m_mask[:, None] & (rk[None, :] < left), other=0)
+            bv = tl.load(b_ptr, mask=(rk[:, None] < left) & n_mask[None, :], other=0)
+        if DOT:
+            acc = tl.dot(av, bv, acc, input_precision=PRECISION)
+        else:
+            acc += tl.sum(av.to(ACC)[:, :, None] * bv.to(ACC)[None, :, :], axis=1)
+        a_ptr += BK * a_k
+        b_ptr += BK * b_k
+    if HAS_BIAS:
+        acc += tl.load(bias + rn * bias_n, mask=n_mask, other=0).to(ACC)[None, :]
+    c_off = (_batch_offset(batch, bsize1, bsize2, c_b0, c_b1, c_b2, BDIM)
+             + rm[:, None] * c_m + rn[None, :] * c_n)
+    mask = m_mask[:, None] & n_mask[None, :]
+    if KEEP_Z:
+        tl.store(z + c_off, acc.to(z.dtype.element_ty), mask=mask)
+    acc = _activate(acc, ACT)
+    tl.store(c + c_off, acc.to(c.dtype.element_ty), mask=mask)
+
+
+def _config(bm, bn, bk, warps, stages, group=8):
+    return {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": group, "num_warps": warps,
+            "num_stages": stages}
+
+
+_HALF_SPACE = [_config(128, 256, 64, 8, 3), _config(256, 128, 64, 8, 3),
+               _config(128, 256, 64, 8, 4), _config(128, 128, 64, 8, 4),
+               _config(128, 128, 64, 4, 4), _config(128, 128, 128, 8, 3),
+               _config(64, 256, 64, 4, 4), _config(128, 64, 64, 4, 4),
+               _config(64, 128, 64, 4, 4), _config(64, 64, 64, 4, 5),
+               _config(64, 64, 32, 4, 4), _config(32, 64, 64, 4, 4, 1),
+               _config(16, 64, 128, 4, 4, 1)]
+_TF32_SPACE = [_config(128, 256, 32, 8, 3), _config(256, 128, 32, 8, 3),
+               _config(128, 128, 32, 8, 4), _config(128, 128, 32, 4, 4),
+               _config(128, 64, 32, 4, 4), _config(64, 128, 32, 4, 4),
+               _config(64, 64, 32, 4, 4), _config(32, 64, 32, 4, 4, 1),
+               _config(16, 64, 64, 4, 4, 1)]
+_IEEE_SPACE = [_config(128, 128, 16, 8, 3), _config(128, 64, 16, 8, 3),
+               _config(64, 128, 16, 8, 3), _config(64, 64, 32, 4, 3),
+               _config(64, 64, 16, 4, 3), _config(32, 64, 32, 4, 3, 1),
+               _config(16, 64, 32, 4, 3, 1)]
+_SIMPLE_SPACE = [_config(32, 32, 8, 4, 2), _config(16, 32, 8, 4, 2, 1)]
+
+
+def config_space(dtype, precision):
+    """The Triton configurations worth timing for a dtype (float32: per precision)."""
+    if dtype in _HALF:
+        return _HALF_SPACE
+    if dtype == np.float32:
+        return _TF32_SPACE if precision == "tf32" else _IEEE_SPACE
+    return _SIMPLE_SPACE
+
+
+def heuristic_config(problem):
+    """A reasonable config without timing: the largest tile that still gives every SM work."""
+    space = config_space(problem.dtype, problem.precision)
+    for config in space:
+        tiles = cdiv(problem.M, config["BM"]) * cdiv(problem.N, config["BN"]) * problem.batch
+        if tiles >= 132 and config["BK"] <= max(problem.K, 16):
+            return config
+    return space[-1]
+
+
+class Problem:
+    """A product c = act(a @ b + bias) in kernel terms: M, N, K, up to MAX_BATCH_DIMS batch dims
+    and each operand's element strides (batch strides, then row and column); arrays by role."""
+
+    __slots__ = ("M", "N", "K", "batch_sizes", "strides", "arrays", "dtype", "act", "precision",
+                 "device")
+
+    def __init__(self, M, N, K, batch_sizes, strides, arrays, act=0):
+        self.M, self.N, self.K = M, N, K
+        self.batch_sizes, self.strides, self.arrays = tuple(batch_sizes), strides, arrays
+        self.dtype = arrays["a"].dtype
+        self.act = act
+        self.device = arrays["c"].device
+        tf32 = flags.allow_tf32 and self.dtype == np.float32
+        self.precision = "tf32" if tf32 or self.dtype in _HALF else "ieee"
+
+    @property
+    def batch(self):
+        n = 1
+        for s in self.batch_sizes:
+            n *= s
+        return n
+
+    def geometry(self):
+        """Everything a compiled launch depends on (the recipe key, with the config)."""
+        arrays = self.arrays
+        aligned = tuple(None if arrays.get(r) is None else arrays[r].ptr % 16 == 0
+                        for r in ("a", "b", "c", "bias", "z"))
+        return (self.M, self.N, self.K, self.batch_sizes, tuple(sorted(self.strides.items())),
+                self.dtype, self.act, self.precision, aligned, self.device)
+
+    def tuning_key(self):
+        """The autotuning bucket: sizes rounded up to powers of two, the dtype, precision,
+        operand layouts (which strides are unit) and the device's name."""
+        from ..runtime.device import get_context
+        s = self.strides
+        layout = "".join("r" if s[x][-1] == 1 else "c" if s[x][-2] == 1 else "s"
+                         for x in ("a", "b"))
+        return (get_context(self.device).properties.name, self.dtype.name, self.precision,
+                layout, _bucket(self.batch), _bucket(self.M), _bucket(self.N), _bucket(self.K))
+
+
+def _bucket(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _index_type(problem):
+    limit = 2 ** 31 - 1
+    for role, (rows, cols) in (("a", (problem.M, problem.K)), ("b", (problem.K, problem.N)),
+                               ("c", (problem.M, problem.N))):
+        st = problem.strides[role]
+        if abs(st[-2]) * rows + abs(st[-1]) * cols > limit:
+            return "i64"
+    return "i32"
+
+
+def _stride(name, value, ity):
+    """A stride entry: constexpr when 0 or 1 (broadcast dims vanish, unit strides vectorize)."""
+    return (name, value, "constexpr" if value in (0, 1) else ity)
+
+
+def _recipe(problem, config, target=None):
+    """The launch of `problem` with `config` (compiled on first use)."""
+    ity = _index_type(problem)
+    dot = problem.dtype in _TENSOR_CORE
+    arrays, st = problem.arrays, problem.strides
+    bdim = len(problem.batch_sizes)
+    sizes = list(problem.batch_sizes) + [1] * (MAX_BATCH_DIMS - bdim)
+    entries = [pointer(role, role, arrays.get(role)) for role in ("a", "b", "c", "bias", "z")]
+    entries += [("M", problem.M, ity), ("N", problem.N, ity), ("K", problem.K, ity)]
+    entries += [(f"bsize{d}", sizes[d], "i64" if d < bdim else "constexpr") for d in (1, 2)]
+    for role in ("a", "b", "c"):
+        batch = list(st[role][:-2]) + [0] * (MAX_BATCH_DIMS - bdim)
+        entries += [_stride(f"{role}_b{d}", batch[d], "i64") for d in range(MAX_BATCH_DIMS)]
+    entries += [_stride("a_m", st["a"][-2], ity), _stride("a_k", st["a"][-1], ity),
+                _stride("b_k", st["b"][-2], ity), _stride("b_n", st["b"][-1], ity),
+                _stride("c_m", st["c"][-2], ity), _stride("c_n", st["c"][-1], ity),
+                _stride("bias_n", st.get("bias", 0), ity)]
+    acc = {np.dtype(np.float64): tl.float64, np.dtype(np.int64): tl.int64}.get(
+        problem.dtype, tl.float32 if problem.dtype.kind == "f" or dot else tl.int32)
+    entries += const(BDIM=bdim, HAS_BIAS=arrays.get("bias") is not None,
+                     KEEP_Z=arrays.get("z") is not None, ACT=problem.act, DOT=dot,
+                     PRECISION=problem.precision, ACC=acc, EVEN_K=problem.K % config["BK"] == 0,
+                     INDEX64=ity == "i64", BM=config["BM"], BN=config["BN"], BK=config["BK"],
+                     GROUP_M=config["GROUP_M"])
+    grid = (problem.batch * cdiv(problem.M, config["BM"]) * cdiv(problem.N, config["BN"]),)
+    recipe = Recipe(problem.device, target)
+    recipe.add(_matmul_kernel, grid, entries, config["num_warps"], config["num_stages"])
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def run_triton(problem, stream, **config):
+    """Launch the Triton kernel for `problem` with `config`."""
+    key = (problem.geometry(), tuple(sorted(config.items())))
+    recipe = _recipes.get_or_build(key, lambda: _recipe(problem, config))
+    recipe.run(stream, dict(problem.arrays))
+
+
+_tuner = AutoTuner("matmul")
+_chosen = {}
+TUNE_MIN_WORK = 1 << 27
+
+
+def backend_choice():
+    """GENESIS_MATMUL_BACKEND: "auto" (default), "triton" or "cublaslt"."""
+    choice = os.environ.get("GENESIS_MATMUL_BACKEND", "auto").lower()
+    if choice not in ("auto", "triton", "cublaslt"):
+        raise ValueError(f"GENESIS_MATMUL_BACKEND must be auto, triton or cublaslt, not {choice!r}")
+    return choice
+
+
+def _triton_space(problem):
+    """The Triton configs to time, the heuristic's pick first; GENESIS_MATMUL_TUNE_LIMIT=n keeps
+    the first n (benchmarks use it to bound tuning time)."""
+    first = heuristic_config(problem)
+    space = [first] + [c for c in config_space(problem.dtype, problem.precision) if c != first]
+    limit = int(os.environ.get("GENESIS_MATMUL_TUNE_LIMIT", "0"))
+    return space[:limit] if limit > 0 else space
+
+
+def _plan(problem, choice):
+    """(configs to time, configs to fall back on, in order). cuBLASLt joins when it can run the
+    problem and is not excluded; forced, it is the only one timed. Problems below
+    TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config runs."""
+    from .. import libraries
+    triton_configs = _triton_space(problem)
+    lt = (choice != "triton" and libraries.has_cublaslt()
+          and libraries.cublaslt_supports(problem))
+    lt_configs = [{"backend": "cublaslt"}] if lt else []
+    if choice == "cublaslt" and lt:
+        return [], lt_configs + triton_configs
+    work = problem.M * problem.N * problem.K * problem.batch
+    if work < TUNE_MIN_WORK or os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
+        return [], triton_configs + lt_configs
+    return lt_configs + triton_configs, triton_configs + lt_configs
+
+
+def _launch(problem, stream, backend="triton", **config):
+    if backend == "cublaslt":
+        from .. import libraries
+        libraries.cublaslt_matmul(problem, stream)
+    else:
+        run_triton(problem, stream, **config)
+
+
+def run(problem):
+    """Compute `problem` with its tuned (or first workable) configuration. The choice is kept
+    per geometry; a configuration that fails to compile or launch is skipped with a warning and
+    the next one runs (a failure is never a result)."""
+    stream = current_stream_handle(problem.device)
+    choice = backend_choice()
+    geometry = (problem.geometry(), choice)
+    config = _chosen.get(geometry)
+    if config is not None:
+        _launch(problem, stream, **config)
+        return
+    timed, fallback = _plan(problem, choice)
+    if timed:
+        key = problem.tuning_key()
+        try:
+            config = _tuner.tune_kernel(_launch, (problem, stream), timed, key)
+            _launch(problem, stream, **config)
+        except Exception as e:  # every config failed, or a stored winner no longer launches
+            warnings.warn(f"matmul: tuning for {key} failed ({type(e).__name__}: {e}); "
+                          "trying the configurations in order", RuntimeWarning, stacklevel=2)
+            _tuner.forget(key)
+            config = None
+    if config is None:
+        config = _run_first_working(problem, stream, fallback)
+    if len(_chosen) > 4096:
+        _chosen.clear()
+    _chosen[geometry] = config
+
+
+def _run_first_working(problem, stream, candidates):
+    """Launch the first config of `candidates` that works and return it."""
+    error = None
+    for config in candidates:
+        try:
+            _launch(problem, stream, **config)
+            return config
+        except Exception as e:
+            warnings.warn(f"matmul: config {config} failed ({type(e).__name__}: {e}); "
+                          "trying the next", RuntimeWarning, stacklevel=3)
+            error = e
+    raise RuntimeError(f"matmul: no configuration could run {problem.M}x{problem.K} @ "
+                       f"{problem.K}x{problem.N} ({problem.dtype})") from error
+
+
+def _view(arr, shape, strides):
+    """`arr` seen with another shape and element strides (same storage and offset)."""
+    item = arr.itemsize
+    return CUDAArray(arr.storage, tuple(shape), tuple(s * item for s in strides), arr.offset,
+                     arr.dtype)
+
+
+def _as_batched(a, b):
+    """(a, b) as matrices over one broadcast batch shape (1-D operands become a row / a column,
+    broadcast batch dims get stride 0) and the numpy result shape."""
+    out_tail = []
+    if a.ndim == 1:
+        a = _view(a, (1,) + a.shape, (0,) + a.element_strides())
+    else:
+        out_tail.append(a.shape[-2])
+    if b.ndim == 1:
+        b = _view(b, b.shape + (1,), b.element_strides() + (0,))
+    else:
+        out_tail.append(b.shape[-1])
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    a, b = (_view(x, batch + x.shape[-2:], _batch_strides(x, batch) + x.element_strides()[-2:])
+            for x in (a, b))
+    return a, b, batch + tuple(out_tail)
+
+
+def _batch_strides(arr, batch):
+    """`arr`'s element strides over the broadcast `batch` dims (0 where broadcast)."""
+    st = arr.element_strides()[:-2]
+    lead = len(batch) - len(st)
+    return tuple(0 if i < lead or arr.shape[i - lead] == 1 else st[i - lead]
+                 for i in range(len(batch)))
+
+
+def matmul_arrays(a, b, bias=None, activation=None, keep_z=False):
+    """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
+    pre-activation value too when `keep_z`."""
+    device = a.device
+    activate(device)
+    stream = current_stream_handle(device)
+    a, b, out_shape = _as_batched(a, b)
+    c = CUDAArray.empty(a.shape[:-1] + b.shape[-1:], a.dtype, device, stream)
+    z = CUDAArray.empty(c.shape, a.dtype, device, stream) if keep_z else None
+    if c.size:
+        _dispatch(a, b, c, z, bias, ACTIVATIONS[activation])
+    shaped = [None if x is None else
+              CUDAArray(x.storage, out_shape, contiguous_byte_strides(out_shape, x.itemsize), 0,
+                        x.dtype) for x in (c, z)]
+    return shaped if keep_z else shaped[0]
+
+
+def _dispatch(a, b, c, z, bias, act):
+    """Run act(a @ b + bias) into `c` (and `z`) for matrices over one batch shape: the batch is
+    folded into M when b is shared by every entry and a and c stack into one tall matrix, then
+    coalesced; more than MAX_BATCH_DIMS batch dims run one leading index at a time."""
+    batch = a.shape[:-2]
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    (*ba, am, ak), (*bb, bk, bn), (*bc, cm, cn) = (x.element_strides() for x in (a, b, c))
+    if batch and not any(bb):
+        sizes, (fa, fc) = coalesce(batch + (M,), (*ba, am), (*bc, cm))
+        if len(sizes) == 1:
+            M, batch, ba, bb, bc, am, cm = sizes[0], (), [], [], [], fa[0], fc[0]
+    sizes, (ba, bb, bc) = coalesce(batch, ba, bb, bc)
+    if sizes == [1]:
+        sizes, ba, bb, bc = [], (), (), ()
+    if len(sizes) > MAX_BATCH_DIMS:
+        from ._strided import select
+        for i in range(batch[0]):
+            _dispatch(select(a, 0, i), select(b, 0, i), select(c, 0, i),
+                      None if z is None else select(z, 0, i), bias, act)
+        return
+    arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z}
+    strides = {"a": (*ba, am, ak), "b": (*bb, bk, bn), "c": (*bc, cm, cn)}
+    if bias is not None:
+        strides["bias"] = bias.element_strides()[-1] if bias.ndim else 0
+    run(Problem(M, N, K, sizes, strides, arrays, act))
+
+
+@register("matmul", "cuda")
+def matmul(a, b):
+    """numpy's matmul (1-D operands, batch broadcasting) on the GPU."""
+    return matmul_arrays(a, b)
+
+
+@register("linear_act", "cuda")
+def linear_act(x, weight, bias, activation, keep_preactivation):
+    """(act(x @ weight^T + bias), x @ weight^T + bias or None) in one kernel; `activation` is
+    None, "relu", "gelu", "gelu_tanh" or "silu"."""
+    w_t = CUDAArray(weight.storage, weight.shape[::-1], weight.strides[::-1], weight.offset,
+                    weight.dtype)
+    keep = keep_preactivation and activation is not None
+    out = matmul_arrays(x, w_t, bias, activation, keep)
+    return tuple(out) if keep else (out, None)
+
+
+def compile_all(target):
+    """The main specializations for `target`: float16 and float32 (TF32 and IEEE) over their
+    whole config space, row-major 4096^2; every other dtype with its first config; transposed,
+    batched, broadcast layouts and the bias/activation epilogues with the first config."""
+    cases = [(np.float16, None, True), (ml_dtypes.bfloat16, None, False),
+             (np.float32, "tf32", True), (np.float32, "ieee", True), (np.float64, None, False),
+             (np.int32, None, False), (np.int64, None, False), (np.int8, None, False)]
+    for dtype, precision, whole in cases:
+        dtype = np.dtype(dtype)
+        space = config_space(dtype, precision)
+        for i, config in enumerate(space if whole else space[:1]):
+            for problem in _sample_problems(dtype, precision, full=i == 0 and dtype != np.int8):
+                _recipe(problem, config, target)
+
+
+def _sample_problems(dtype, precision, full):
+    """Placeholder problems (no memory) for compile_all: row-major 4096^2 products, and with
+    `full` the other layouts and epilogues."""
+    def arrays(bias=False, z=False):
+        vec = placeholder((4096,), dtype)
+        mat = placeholder((4096, 4096), dtype)
+        return {"a": mat, "b": mat, "c": mat, "bias": vec if bias else None,
+                "z": mat if z else None}
+
+    def make(strides, batch=(), act=0, **kw):
+        problem = Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act)
+        problem.precision = precision or problem.precision
+        return problem
+
+    row = {"a": (4096, 1), "b": (4096, 1), "c": (4096, 1)}
+    problems = [make(row)]
+    if full:
+        problems += [make({"a": (1, 4096), "b": (1, 4096), "c": (4096, 1)}),
+                     make({"a": (4096 * 64, 64, 1), "b": (4096 * 64, 1, 64),
+                           "c": (4096 * 4096, 4096, 1)}, batch=(8,)),
+                     make({"a": (0, 4096, 1), "b": (1 << 24, 4096, 1), "c": (1 << 24, 4096, 1)},
+                          batch=(4,))]
+        if dtype.kind == "f":
+            problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
+                         for a in range(len(ACTIVATIONS))]
+    return problems

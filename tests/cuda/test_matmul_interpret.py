@@ -1,0 +1,181 @@
+"""The matmul kernel against numpy, on the CPU, through Triton's interpreter.
+
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_matmul_interpret.py`.
+Small tiles (16 x 16 x 16, grouped two tile-rows at a time) make small shapes walk several
+tiles, partial tiles, K tails, grouping bands and the batch decomposition; the registered
+"matmul" and "linear_act" kernels run with their own launch code.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+import triton.language as tl
+import triton_interpret as ti
+from triton.runtime import interpreter
+
+from genesis.backends.cuda.kernels import matmul as mm
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
+INTS = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)]
+TOL = {np.dtype(np.float32): 2e-6, np.dtype(np.float16): 1e-3, BF16: 8e-3,
+       np.dtype(np.float64): 1e-12}
+SMALL = mm._config(16, 16, 16, 4, 1, group=2)
+ODD = mm._config(32, 16, 32, 4, 1, group=3)
+
+
+def _create_dot(self, a, b, d, input_precision, max_num_imprecise_acc,
+                original=interpreter.InterpreterBuilder.create_dot):
+    """The interpreter's dot, with bfloat16 operands widened first (it multiplies their raw
+    16-bit patterns otherwise)."""
+    if a.dtype == tl.bfloat16:
+        wide = [interpreter.TensorHandle(
+            np.ascontiguousarray(h.data).view(ml_dtypes.bfloat16).astype(np.float32), tl.float32)
+            for h in (a, b)]
+        a, b = wide
+    return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Kernels run interpreted, with the SMALL config unless a test sets `config`."""
+    if not ti.ENABLED:
+        pytest.skip("set TRITON_INTERPRET=1 to run")
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "triton")
+    monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
+    config = {"value": SMALL}
+    monkeypatch.setattr(mm, "heuristic_config", lambda problem: config["value"])
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", _create_dot)
+    mm._chosen.clear()
+    with ti.device(mm):
+        yield config
+    mm._chosen.clear()
+
+
+def values(shape, dtype, rng):
+    if dtype.kind == "f":
+        return rng.uniform(-2, 2, shape).astype(dtype)
+    lo, hi = (0, 8) if dtype.kind == "u" else (-8, 8)
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+def reference(a, b):
+    """numpy's matmul in float64 (integers: wrapping in their own type, as PyTorch)."""
+    if a.dtype.kind in "iu":
+        return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(a.dtype)
+    return np.matmul(a.astype(np.float64), b.astype(np.float64))
+
+
+def check(actual, expected, dtype, k):
+    host = ti.to_host(actual)
+    assert host.shape == expected.shape and host.dtype == dtype
+    if dtype.kind in "iu":
+        np.testing.assert_array_equal(host, expected)
+    else:
+        # each product term is rounded once in the inputs' precision; the sum grows with k
+        tol = TOL[dtype] * max(1, math.sqrt(k)) * 4
+        np.testing.assert_allclose(host.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+def strided(arr, layout):
+    """(values, device array) with `arr`'s values laid out as asked (last two dims)."""
+    if layout == "transposed" and arr.ndim >= 2:
+        storage = np.ascontiguousarray(np.swapaxes(arr, -1, -2))
+        dev = ti.to_device(storage)
+        st = list(dev.element_strides())
+        st[-1], st[-2] = st[-2], st[-1]
+        return arr, ti.view(dev, arr.shape, st)
+    if layout == "stepped":
+        wide = np.repeat(arr, 2, axis=-1)
+        dev = ti.to_device(wide)
+        st = list(dev.element_strides())
+        st[-1] = 2
+        return wide[..., ::2], ti.view(dev, arr.shape, st)
+    return arr, ti.to_device(arr)
+
+
+SHAPES = [((1, 1), (1, 1)), ((17, 33), (33, 65)), ((40, 48), (48, 36)), ((5, 0), (0, 7)),
+          ((0, 4), (4, 3)), ((3, 4), (4, 0)), ((33,), (33, 20)), ((20, 33), (33,)), ((9,), (9,)),
+          ((2, 3, 19, 21), (21, 18)), ((4, 1, 7, 9), (3, 9, 5)), ((2, 9), (3, 9, 4)),
+          ((2, 3, 2, 3, 5, 7), (7, 6)), ((2, 3, 2, 3, 5, 7), (2, 1, 2, 1, 7, 6))]
+
+
+@pytest.mark.parametrize("config", [SMALL, ODD], ids=["16x16x16", "32x16x32"])
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", FLOATS + [np.dtype(np.int32)], ids=str)
+def test_matmul_shapes(gpu, config, shapes, dtype, rng):
+    gpu["value"] = config
+    a, b = (values(s, dtype, rng) for s in shapes)
+    out = mm.matmul(ti.to_device(a), ti.to_device(b))
+    check(out, reference(a, b), dtype, shapes[0][-1])
+
+
+@pytest.mark.parametrize("layout_a", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("layout_b", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=str)
+def test_matmul_layouts(gpu, layout_a, layout_b, dtype, rng):
+    a, da = strided(values((3, 21, 35), dtype, rng), layout_a)
+    b, db = strided(values((3, 35, 19), dtype, rng), layout_b)
+    check(mm.matmul(da, db), reference(a, b), dtype, 35)
+
+
+def test_matmul_broadcast_views(gpu, rng):
+    """A batch dim broadcast by stride 0 in one operand, and a batch of permuted matrices."""
+    dtype = np.dtype(np.float32)
+    row = values((1, 12, 10), dtype, rng)
+    da = ti.view(ti.to_device(row), (4, 12, 10), (0, 10, 1))
+    base = values((11, 4, 10), dtype, rng)
+    db = ti.view(ti.to_device(base), (4, 10, 11), (10, 1, 40))
+    expected = reference(np.broadcast_to(row, (4, 12, 10)), base.transpose(1, 2, 0))
+    check(mm.matmul(da, db), expected, dtype, 10)
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_matmul_integers_wrap(gpu, dtype, rng):
+    a, b = values((13, 40), dtype, rng), values((40, 17), dtype, rng)
+    check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), dtype, 40)
+
+
+def test_matmul_tf32_flag_changes_precision(gpu, monkeypatch, rng):
+    a, b = values((16, 32), np.dtype(np.float32), rng), values((32, 16), np.dtype(np.float32), rng)
+    for flag in (False, True):
+        monkeypatch.setattr(mm.flags, "allow_tf32", flag)
+        check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), a.dtype, 32)
+    assert {geometry[0][7] for geometry in mm._chosen} == {"ieee", "tf32"}
+
+
+_erf = np.vectorize(math.erf)
+ACTS = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0),
+        "gelu": lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))),
+        "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi)
+                                                       * (z + 0.044715 * z ** 3))),
+        "silu": lambda z: z / (1 + np.exp(-z))}
+
+
+@pytest.mark.parametrize("activation", list(ACTS), ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_act(gpu, activation, dtype, with_bias, rng):
+    x, w = values((2, 9, 37), dtype, rng), values((23, 37), dtype, rng)
+    bias = values((23,), dtype, rng) if with_bias else None
+    y, z = mm.linear_act(ti.to_device(x), ti.to_device(w),
+                         None if bias is None else ti.to_device(bias), activation, True)
+    zr = reference(x, w.T) + (0 if bias is None else bias.astype(np.float64))
+    check(y, ACTS[activation](zr), dtype, 37)
+    if activation is None:
+        assert z is None
+    else:
+        check(z, zr, dtype, 37)
+
+
+def test_linear_act_strided_weight_and_1d_input(gpu, rng):
+    dtype = np.dtype(np.float32)
+    w, dw = strided(values((13, 10), dtype, rng), "transposed")
+    x = values((10,), dtype, rng)
+    bias, db = strided(values((26,), dtype, rng), "contiguous")
+    dbias = ti.view(db, (13,), (2,))
+    y, z = mm.linear_act(ti.to_device(x), dw, dbias, "relu", False)
+    assert z is None
+    check(y, np.maximum(reference(x, w.T) + bias[::2], 0), dtype, 10)
