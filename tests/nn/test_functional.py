@@ -12,14 +12,14 @@ import genesis.nn.functional as F
 from genesis.autograd import gradcheck, gradgradcheck
 
 
-def _leaf(rng, *shape, low=-1.0, high=1.0):
+def _leaf(rng, *shape, low=-1.0, high=1.0, device="cpu"):
     return genesis.tensor(rng.uniform(low, high, shape), dtype=genesis.float64,
-                          requires_grad=True)
+                          requires_grad=True, device=device)
 
 
-def _pair(rng, *shape, low=-1.0, high=1.0, grad=True):
-    g = genesis.tensor(rng.uniform(low, high, shape), dtype=genesis.float64)
-    t = torch.from_numpy(g.numpy().copy())
+def _pair(rng, *shape, low=-1.0, high=1.0, grad=True, device="cpu"):
+    g = genesis.tensor(rng.uniform(low, high, shape), dtype=genesis.float64, device=device)
+    t = torch.from_numpy(g.cpu().numpy().copy())
     return (g.requires_grad_(), t.requires_grad_()) if grad else (g, t)
 
 
@@ -49,7 +49,7 @@ GRADCHECKS = [
     ("pad_reflect", lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"), [(1, 3, 4)]),
     ("pad_replicate", lambda x: F.pad(x, (2, 1), mode="replicate"), [(2, 3)]),
     ("pad_circular", lambda x: F.pad(x, (2, 3), mode="circular"), [(2, 3)]),
-    ("embedding", lambda w: F.embedding(genesis.tensor([[0, 2], [2, 1]]), w),
+    ("embedding", lambda w: F.embedding(genesis.tensor([[0, 2], [2, 1]], device=w.device), w),
      [(3, 2)]),
     ("softmax", lambda x: F.softmax(x, -1), [(2, 3)]),
     ("log_softmax", lambda x: F.log_softmax(x, 0), [(2, 3)]),
@@ -60,10 +60,10 @@ GRADCHECKS = [
     ("sdpa_mask", lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m,
                                                                     scale=0.3),
      [(1, 2, 2), (1, 3, 2), (1, 3, 2), (2, 3)]),
-    ("cross_entropy", lambda x: F.cross_entropy(x, genesis.tensor([0, 2, 1]), label_smoothing=0.1,
-                                                ignore_index=1), [(3, 3)]),
+    ("cross_entropy", lambda x: F.cross_entropy(x, genesis.tensor([0, 2, 1], device=x.device),
+                                                label_smoothing=0.1, ignore_index=1), [(3, 3)]),
     ("cross_entropy_probs", lambda x, p: F.cross_entropy(x, p), [(2, 3), (2, 3)]),
-    ("nll_loss", lambda x, w: F.nll_loss(x, genesis.tensor([[0, 2], [1, 1]]), w),
+    ("nll_loss", lambda x, w: F.nll_loss(x, genesis.tensor([[0, 2], [1, 1]], device=x.device), w),
      [(2, 3, 2), (3,)]),
     ("kl_div", lambda x, y: F.kl_div(x, y, reduction="batchmean", log_target=True),
      [(2, 3), (2, 3)]),
@@ -75,8 +75,8 @@ GRADCHECKS = [
 
 
 @pytest.mark.parametrize("name, fn, shapes", GRADCHECKS, ids=[c[0] for c in GRADCHECKS])
-def test_gradcheck(name, fn, shapes, rng):
-    inputs = tuple(_leaf(rng, *s) for s in shapes)
+def test_gradcheck(name, fn, shapes, rng, device):
+    inputs = tuple(_leaf(rng, *s, device=device) for s in shapes)
     assert gradcheck(fn, inputs)
 
 
@@ -86,25 +86,25 @@ GRADGRADCHECKS = ["linear", "conv2d", "unfold", "fold", "layer_norm", "sdpa_caus
 
 @pytest.mark.parametrize("name, fn, shapes", [c for c in GRADCHECKS if c[0] in GRADGRADCHECKS],
                          ids=GRADGRADCHECKS)
-def test_gradgradcheck(name, fn, shapes, rng):
-    inputs = tuple(_leaf(rng, *s) for s in shapes)
+def test_gradgradcheck(name, fn, shapes, rng, device):
+    inputs = tuple(_leaf(rng, *s, device=device) for s in shapes)
     assert gradgradcheck(fn, inputs)
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"padding": 1, "stride": 2}, {"dilation": 2},
                                     {"kernel_size": (2, 3), "padding": (1, 0), "stride": (1, 2)}],
                          ids=str)
-def test_unfold_fold_match_torch(kwargs, rng):
+def test_unfold_fold_match_torch(kwargs, rng, device):
     kwargs = dict({"kernel_size": 2}, **kwargs)
-    g, t = _pair(rng, 2, 3, 6, 5)
+    g, t = _pair(rng, 2, 3, 6, 5, device=device)
     g_cols, t_cols = F.unfold(g, **kwargs), TF.unfold(t, **kwargs)
     assert_close(g_cols, t_cols)
     assert_close(F.fold(g_cols, (6, 5), **kwargs), TF.fold(t_cols, (6, 5), **kwargs))
     assert_close(F.unfold(g[0], **kwargs), TF.unfold(t[0], **kwargs))
 
 
-def test_max_pool2d_indices_match_torch(rng):
-    g, t = _pair(rng, 2, 3, 7, 6, grad=False)
+def test_max_pool2d_indices_match_torch(rng, device):
+    g, t = _pair(rng, 2, 3, 7, 6, grad=False, device=device)
     g_out, g_idx = F.max_pool2d(g, 3, 2, 1, dilation=1, ceil_mode=True, return_indices=True)
     t_out, t_idx = TF.max_pool2d(t, 3, 2, 1, dilation=1, ceil_mode=True, return_indices=True)
     assert_close(g_out, t_out)
@@ -117,13 +117,13 @@ def test_max_pool2d_indices_match_torch(rng):
                                               ((2, 1, 1, 2), "reflect", None),
                                               ((3, 1, 0, 2), "replicate", None),
                                               ((2, 2, 1, 3), "circular", None)], ids=str)
-def test_pad_matches_torch(pad, mode, value, rng):
-    g, t = _pair(rng, 1, 2, 3, 4)
+def test_pad_matches_torch(pad, mode, value, rng, device):
+    g, t = _pair(rng, 1, 2, 3, 4, device=device)
     kwargs = {} if value is None else {"value": value}
     g_out, t_out = F.pad(g, pad, mode, **kwargs), TF.pad(t, pad, mode, **kwargs)
     assert_close(g_out, t_out)
     grad = rng.standard_normal(tuple(t_out.shape))
-    g_out.backward(genesis.tensor(grad))
+    g_out.backward(genesis.tensor(grad, device=device))
     t_out.backward(torch.from_numpy(grad))
     assert_close(g.grad, t.grad)
 
@@ -139,54 +139,57 @@ SDPA_CASES = [
 
 
 @pytest.mark.parametrize("kwargs, mask", SDPA_CASES, ids=str)
-def test_sdpa_matches_torch(kwargs, mask, rng):
-    q, k, v = _pair(rng, 2, 4, 3, 5), _pair(rng, 2, 4, 6, 5), _pair(rng, 2, 4, 6, 2)
+def test_sdpa_matches_torch(kwargs, mask, rng, device):
+    q, k, v = (_pair(rng, 2, 4, 3, 5, device=device), _pair(rng, 2, 4, 6, 5, device=device),
+               _pair(rng, 2, 4, 6, 2, device=device))
     if mask == "gqa":
-        k, v = _pair(rng, 2, 2, 6, 5), _pair(rng, 2, 2, 6, 2)
+        k, v = _pair(rng, 2, 2, 6, 5, device=device), _pair(rng, 2, 2, 6, 2, device=device)
     g_kw, t_kw = dict(kwargs), dict(kwargs)
     if mask in ("bool", "blocked_row"):
         m = rng.random((3, 6)) < 0.5
         m[:, 0] = True
         if mask == "blocked_row":
             m[1] = False
-        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m), torch.from_numpy(m)
+        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m, device=device), torch.from_numpy(m)
     elif mask == "float":
         m = rng.standard_normal((4, 3, 6))
-        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m), torch.from_numpy(m)
+        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m, device=device), torch.from_numpy(m)
     g_out = F.scaled_dot_product_attention(q[0], k[0], v[0], **g_kw)
     t_out = TF.scaled_dot_product_attention(q[1], k[1], v[1], **t_kw)
     assert_close(g_out, t_out)
     grad = rng.standard_normal(tuple(t_out.shape))
-    g_out.backward(genesis.tensor(grad))
+    g_out.backward(genesis.tensor(grad, device=device))
     t_out.backward(torch.from_numpy(grad))
     for g, t in (q, k, v):
         assert_close(g.grad, t.grad)
 
 
-def test_sdpa_dropout_and_errors():
-    q = genesis.ones(1, 4, 8)
-    v = genesis.randn(1, 8, 3)
+def test_sdpa_dropout_and_errors(device):
+    q = genesis.ones(1, 4, 8, device=device)
+    v = genesis.randn(1, 8, 3, device=device)
     genesis.manual_seed(0)
     out = F.scaled_dot_product_attention(q, q.new_ones(1, 8, 8), v, dropout_p=0.5)
     assert out.shape == (1, 4, 3)
     with pytest.raises(RuntimeError, match="attn_mask should not be set"):
-        F.scaled_dot_product_attention(q, q, q, attn_mask=genesis.ones(4, 4, dtype=genesis.bool),
+        F.scaled_dot_product_attention(q, q, q, attn_mask=genesis.ones(4, 4, dtype=genesis.bool,
+                                                                       device=device),
                                        is_causal=True)
 
 
-def test_one_hot_and_normalize_match_torch(rng):
+def test_one_hot_and_normalize_match_torch(rng, device):
     idx = rng.integers(0, 5, (3, 4))
-    assert_close(F.one_hot(genesis.tensor(idx)), TF.one_hot(torch.from_numpy(idx)))
-    assert_close(F.one_hot(genesis.tensor(idx), 7), TF.one_hot(torch.from_numpy(idx), 7))
+    assert_close(F.one_hot(genesis.tensor(idx, device=device)), TF.one_hot(torch.from_numpy(idx)))
+    assert_close(F.one_hot(genesis.tensor(idx, device=device), 7),
+                 TF.one_hot(torch.from_numpy(idx), 7))
     with pytest.raises(RuntimeError, match="smaller than num_classes"):
-        F.one_hot(genesis.tensor([3]), 2)
-    g, t = _pair(rng, 3, 4, grad=False)
+        F.one_hot(genesis.tensor([3], device=device), 2)
+    g, t = _pair(rng, 3, 4, grad=False, device=device)
     assert_close(F.normalize(g, p=1.0, dim=0), TF.normalize(t, p=1.0, dim=0))
-    assert_close(F.normalize(genesis.zeros(2, 3)), TF.normalize(torch.zeros(2, 3)))
+    assert_close(F.normalize(genesis.zeros(2, 3, device=device)), TF.normalize(torch.zeros(2, 3)))
 
 
-def test_softmax_implicit_dim_warns(rng):
-    g, t = _pair(rng, 2, 3, grad=False)
+def test_softmax_implicit_dim_warns(rng, device):
+    g, t = _pair(rng, 2, 3, grad=False, device=device)
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
         out = F.softmax(g)
     assert_close(out, TF.softmax(t, 1))
@@ -195,16 +198,17 @@ def test_softmax_implicit_dim_warns(rng):
 
 @pytest.mark.parametrize("fn, args", [("relu", ()), ("leaky_relu", (0.3,)), ("elu", (1.5,)),
                                       ("silu", ())])
-def test_inplace_activations(fn, args, rng):
-    g, t = _pair(rng, 3, 4, grad=False)
+def test_inplace_activations(fn, args, rng, device):
+    g, t = _pair(rng, 3, 4, grad=False, device=device)
     out = getattr(F, fn)(g, *args, inplace=True)
     assert out is g
     assert_close(g, getattr(TF, fn)(t, *args))
 
 
-def test_batch_norm_functional_running_stats(rng):
-    g, t = _pair(rng, 6, 3, 2, grad=False)
-    g_mean, g_var = genesis.zeros(3, dtype=genesis.float64), genesis.ones(3, dtype=genesis.float64)
+def test_batch_norm_functional_running_stats(rng, device):
+    g, t = _pair(rng, 6, 3, 2, grad=False, device=device)
+    g_mean = genesis.zeros(3, dtype=genesis.float64, device=device)
+    g_var = genesis.ones(3, dtype=genesis.float64, device=device)
     t_mean, t_var = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
     assert_close(F.batch_norm(g, g_mean, g_var, training=True, momentum=0.2),
                  TF.batch_norm(t, t_mean, t_var, training=True, momentum=0.2))
@@ -213,11 +217,13 @@ def test_batch_norm_functional_running_stats(rng):
     assert_close(F.batch_norm(g, g_mean, g_var), TF.batch_norm(t, t_mean, t_var))
 
 
-def test_conv_errors():
+def test_conv_errors(device):
     with pytest.raises(RuntimeError, match=r"expected input\[1, 4, 5, 5\] to have 3 channels"):
-        F.conv2d(genesis.randn(1, 4, 5, 5), genesis.randn(2, 3, 3, 3))
+        F.conv2d(genesis.randn(1, 4, 5, 5, device=device), genesis.randn(2, 3, 3, 3, device=device))
     with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D"):
-        F.conv2d(genesis.randn(5, 5), genesis.randn(2, 3, 3, 3))
+        F.conv2d(genesis.randn(5, 5, device=device), genesis.randn(2, 3, 3, 3, device=device))
     with pytest.raises(ValueError, match="strided convolutions"):
-        F.conv1d(genesis.randn(1, 3, 5), genesis.randn(2, 3, 3), stride=2, padding="same")
-    assert math.isclose(float(F.conv1d(genesis.ones(1, 1, 3), genesis.ones(1, 1, 3)).sum()), 3.0)
+        F.conv1d(genesis.randn(1, 3, 5, device=device), genesis.randn(2, 3, 3, device=device),
+                 stride=2, padding="same")
+    ones = genesis.ones(1, 1, 3, device=device)
+    assert math.isclose(float(F.conv1d(ones, ones).sum()), 3.0)
