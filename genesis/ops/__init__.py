@@ -6,9 +6,9 @@ TENSOR_METHODS table; this package binds those tables onto `Tensor`, so `x.sum()
 """
 
 from ..tensor import Tensor
-from . import creation, elementwise, index, linalg, reduce, shape
+from . import creation, elementwise, index, linalg, random, reduce, shape
 
-FAMILIES = (creation, elementwise, shape, index, reduce, linalg)
+FAMILIES = (creation, elementwise, shape, index, reduce, linalg, random)
 
 for _family in FAMILIES:
     for _name, _fn in _family.TENSOR_METHODS.items():

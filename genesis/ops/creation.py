@@ -17,6 +17,7 @@ from ..device import as_device, resolve
 from ..dispatch import kernel
 from ..random import rng_for
 from ..tensor import Size, Tensor
+from . import random as _draws
 from .common import broadcast_shapes, call, contiguous_strides, wrap
 from .inplace import write_result
 
@@ -317,6 +318,9 @@ def _random(shape, dtype, device, requires_grad, draw):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform on [0, 1)."""
+    if (drawn := _draws.draw("uniform_", _shape_arg(size, "rand"), dtype, device, generator,
+                             requires_grad, 0.0, 1.0)) is not None:
+        return drawn
     rng = rng_for(generator)
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _random(_shape_arg(size, "rand"), dtype, device, requires_grad,
@@ -332,6 +336,9 @@ def _uniform_bits(rng, shape, dtype):
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal."""
+    if (drawn := _draws.draw("normal_", _shape_arg(size, "randn"), dtype, device, generator,
+                             requires_grad, 0.0, 1.0)) is not None:
+        return drawn
     rng = rng_for(generator)
     return _random(_shape_arg(size, "randn"), dtype, device, requires_grad,
                    lambda s: rng.standard_normal(s))
@@ -346,12 +353,17 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high = 0, low
     if low >= high:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    if (drawn := _draws.draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,
+                             device, generator, requires_grad, low, high)) is not None:
+        return drawn
     rng = rng_for(generator)
     return _random(_shape_arg((size,), "randint"), dtype or dtypes.int64, device,
                    requires_grad, lambda s: rng.integers(low, high, s))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if (drawn := _draws.randperm(n, generator, dtype, device, requires_grad)) is not None:
+        return drawn
     rng = rng_for(generator)
     return _random((n,), dtype or dtypes.int64, device, requires_grad,
                    lambda s: rng.permutation(n))
@@ -375,8 +387,10 @@ def randint_like(t, low, high=None, dtype=None, device=None):
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False):
     """Normal samples; `mean` and `std` may be tensors (broadcast together) or floats."""
-    rng = rng_for(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if (drawn := _draws.normal_tensors(mean, std, generator)) is not None:
+            return drawn
+        rng = rng_for(generator)
         ref = mean if isinstance(mean, Tensor) else std
         m = mean.detach()._host() if isinstance(mean, Tensor) else mean
         s = std.detach()._host() if isinstance(std, Tensor) else std
@@ -389,12 +403,19 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         raise RuntimeError(f"normal: expected std >= 0.0, got {std}")
     if size is None:
         raise TypeError("normal: size is required when mean and std are floats")
+    if (drawn := _draws.draw("normal_", _shape_arg((size,), "normal"), dtype, device, generator,
+                             requires_grad, mean, std)) is not None:
+        return drawn
+    rng = rng_for(generator)
     return _random(_shape_arg((size,), "normal"), dtype, device, requires_grad,
                    lambda s: rng.standard_normal(s) * std + mean)
 
 
 def bernoulli(input, p=None, *, generator=None):
     """0/1 samples with probability `input` (or the float `p`) of a 1, in `input`'s dtype."""
+    if (drawn := _draws.draw("bernoulli_", tuple(input.shape), input.dtype, input.device,
+                             generator, False, input if p is None else p)) is not None:
+        return drawn
     rng = rng_for(generator)
     probs = np.full(input.shape, p, np.float64) if p is not None \
         else input.detach()._host().astype(np.float64)

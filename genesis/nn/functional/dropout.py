@@ -1,6 +1,10 @@
 """Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
 
+from ...autograd.function import Function
+from ...dispatch import has_kernel, kernel
 from ...ops import creation
+from ...ops.common import wrap
+from ...ops.random import philox_args
 
 
 def _check_p(p):
@@ -16,11 +20,28 @@ def _dropout_mask(like, p, shape=None):
     return creation.bernoulli(probe, 1.0 - p) * (1.0 / (1.0 - p))
 
 
+class _FusedDropout(Function):
+    """x / (1 - p) on kept elements by the backend's "dropout" kernel, in one pass: the keep mask
+    is drawn from Philox counters (seed, offset), and the gradient is the same op on the
+    gradient with the same counters (the mask drawn again, never stored)."""
+
+    @staticmethod
+    def forward(ctx, x, p, seed, offset):
+        ctx.args = (p, seed, offset)
+        return wrap(kernel("dropout", x.device.type)(x._data, p, seed, offset), x.device, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _FusedDropout.apply(grad, *ctx.args), None, None, None
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Randomly zero elements (drawn from the global generator) in training; identity otherwise."""
     _check_p(p)
     if not training or p == 0.0:
         return input
+    if not inplace and p < 1.0 and has_kernel("dropout", input.device.type):
+        return _FusedDropout.apply(input, p, *philox_args(input.device, None, input.numel()))
     mask = _dropout_mask(input, p)
     return input.mul_(mask) if inplace else input * mask
 

@@ -1,0 +1,317 @@
+"""Counter-based random numbers on the GPU: Philox4x32-10, one kernel for every distribution.
+
+The bits come from Triton's `tl.randint4x(seed, counter)`: the Philox4x32-10 rounds with key =
+the generator's 64-bit seed and counter = (low, high) words of a 64-bit counter, four 32-bit
+words per counter. Triton's `tl.rand`/`tl.randn` are not used: `tl.rand` keeps 31 bits and its
+float32 results are not exact in half types (rounding can reach 1.0), and `tl.randn` clamps its
+first uniform at 1e-7, cutting the normal's tails at 5.7 sigma.
+
+Layout: program `pid` fills logical elements pid*BLOCK .. pid*BLOCK + BLOCK - 1 (row-major over
+the output's shape, whatever its strides) from counters offset + pid*Q + j, Q = BLOCK / V, where
+a counter's four words make V values (V = 4 with one word per value; V = 2 when a value takes two
+words: float64 variates and 64-bit integers). Value k of counter j lands on element
+pid*BLOCK + k*Q + j, so each of the V stores is contiguous. Element e never uses a counter beyond
+offset + e, so a draw of n values consumes at most n counters: callers advance the generator's
+offset by n (the element count), and a strided view gets the values a contiguous tensor of its
+shape would get.
+
+Variates (computed in float32, float64 for float64 outputs, and rounded once):
+- uniform [0, 1): k * 2**-d for k the top d bits of a word, d the output dtype's mantissa digits
+  (24 for float32, 11 for float16, 8 for bfloat16; 53 bits from two words for float64), as
+  PyTorch's CPU generator and genesis's CPU `rand` do: every value is exact in the dtype, so
+  `rand` never reaches 1; uniform_(a, b) is a + (b - a) * u, and a result that rounds to b
+  becomes a (PyTorch's rule).
+- normal: Box-Muller on (u1, u2) with u1 in (0, 1] from all 32 bits (w * 2**-32 + 2**-33, so the
+  tails reach 6.8 sigma; 2**-54 resolution for float64) and theta = 2 pi u2; one pair of words
+  gives two normals.
+- exponential: -log(u1) / lambd with u1 in (0, 1] as above.
+- integers in [low, high): low + floor(x * range / 2**64) for x uniform on 64 bits (a
+  multiply-shift, Lemire's method without the rejection step): each value is hit by
+  floor or ceil of 2**64 / range inputs, a relative bias below range / 2**64, which is below
+  2**-32 for any range that fits in 32 bits (PyTorch's modulo of 32 bits has up to range / 2**32).
+- bernoulli: u < p (u with 24 bits, or 53 when p is float64).
+- dropout: x * scale where u >= p, else 0 (u with 24 bits whatever the dtype, so the backward,
+  which runs the same kernel on the gradient with the same seed and offset, drops the same
+  elements).
+"""
+
+import ml_dtypes
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
+                       placeholder, pointer, scalar, size_entries, stride_entries)
+from .copy import strided_copy
+from .elementwise import _sqrt
+
+BLOCK = 1024
+NUM_WARPS = 4
+
+UNIFORM, NORMAL, EXPONENTIAL, INTEGER, BERNOULLI, DROPOUT = map(tl.constexpr, range(6))
+
+
+@triton.jit
+def _unit(w, DIGITS: tl.constexpr = 24):
+    """[0, 1) from the top DIGITS (<= 24) bits of a word: k * 2**-DIGITS, exact in float32."""
+    return (w >> (32 - DIGITS)).to(tl.float32) * (1.0 / (1 << DIGITS))
+
+
+@triton.jit
+def _unit_wide(hi, lo):
+    """[0, 1) from 53 bits of two words (exact in float64)."""
+    bits = (hi.to(tl.uint64) << 21) | (lo >> 11).to(tl.uint64)
+    return bits.to(tl.float64) * 1.1102230246251565e-16
+
+
+@triton.jit
+def _open(w):
+    """(0, 1] from all 32 bits of a word: never 0, so its log is finite."""
+    return w.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+
+
+@triton.jit
+def _open_wide(hi, lo):
+    return _unit_wide(hi, lo) + 5.551115123125783e-17
+
+
+@triton.jit
+def _box_muller(u1, u2):
+    """Two independent standard normals from u1 in (0, 1] and u2 in [0, 1)."""
+    r = _sqrt(-2.0 * libdevice.log(u1))
+    theta = 6.283185307179586 * u2
+    return r * libdevice.cos(theta), r * libdevice.sin(theta)
+
+
+@triton.jit
+def _integer(hi, lo, span):
+    """floor(x * span / 2**64) for the 64-bit x = (hi, lo): uniform on [0, span)."""
+    x = (hi.to(tl.uint64) << 32) | lo.to(tl.uint64)
+    return tl.umulhi(x, span.to(tl.uint64, bitcast=True))
+
+
+@triton.jit
+def _variates(w0, w1, w2, w3, span, DIST: tl.constexpr, WIDE: tl.constexpr,
+              DIGITS: tl.constexpr):
+    """Four (WIDE: two, the last two repeated) variates of DIST from one counter's words."""
+    if DIST == INTEGER:
+        v0 = _integer(w0, w1, span)
+        v1 = _integer(w2, w3, span)
+        v2, v3 = v0, v1
+    elif WIDE:
+        if DIST == NORMAL:
+            v0, v1 = _box_muller(_open_wide(w0, w1), _unit_wide(w2, w3))
+        elif DIST == EXPONENTIAL:
+            v0 = -libdevice.log(_open_wide(w0, w1))
+            v1 = -libdevice.log(_open_wide(w2, w3))
+        else:
+            v0 = _unit_wide(w0, w1)
+            v1 = _unit_wide(w2, w3)
+        v2, v3 = v0, v1
+    elif DIST == NORMAL:
+        v0, v1 = _box_muller(_open(w0), _unit(w1))
+        v2, v3 = _box_muller(_open(w2), _unit(w3))
+    elif DIST == EXPONENTIAL:
+        v0 = -libdevice.log(_open(w0))
+        v1 = -libdevice.log(_open(w1))
+        v2 = -libdevice.log(_open(w2))
+        v3 = -libdevice.log(_open(w3))
+    else:
+        v0, v1 = _unit(w0, DIGITS), _unit(w1, DIGITS)
+        v2, v3 = _unit(w2, DIGITS), _unit(w3, DIGITS)
+    return v0, v1, v2, v3
+
+
+@triton.jit
+def _emit(v, e, out, src, N, a, b, sizes, o_strides, x_strides,
+          DIST: tl.constexpr, CT: tl.constexpr, NDIM: tl.constexpr):
+    """Turn variates `v` of elements `e` into DIST's values and store them."""
+    mask = e < N
+    out_ty = out.dtype.element_ty
+    if DIST == UNIFORM:
+        r = (a.to(CT) + (b.to(CT) - a.to(CT)) * v).to(out_ty)
+        r = tl.where(r == b.to(CT).to(out_ty), a.to(CT).to(out_ty), r)
+    elif DIST == NORMAL:
+        r = (v * b.to(CT) + a.to(CT)).to(out_ty)
+    elif DIST == EXPONENTIAL:
+        r = (v / a.to(CT)).to(out_ty)
+    elif DIST == INTEGER:
+        r = (a.to(tl.uint64, bitcast=True) + v).to(tl.int64, bitcast=True).to(out_ty)
+    elif DIST == BERNOULLI:
+        if src is None:
+            p = a.to(CT)
+        else:
+            p = tl.load(src + offsets(e, sizes, x_strides, NDIM), mask=mask, other=0).to(CT)
+        r = (v < p).to(out_ty)
+    else:
+        x = tl.load(src + offsets(e, sizes, x_strides, NDIM), mask=mask, other=0).to(CT)
+        r = tl.where(v < a.to(tl.float32), 0.0, x * b.to(CT)).to(out_ty)
+    tl.store(out + offsets(e, sizes, o_strides, NDIM), r, mask=mask)
+
+
+@triton.jit
+def _philox_kernel(out, src, N, seed, offset, a, b, size1, size2, size3, size4, size5,
+                   o_s0, o_s1, o_s2, o_s3, o_s4, o_s5, x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
+                   DIST: tl.constexpr, WIDE: tl.constexpr, DIGITS: tl.constexpr,
+                   CT: tl.constexpr,
+                   NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Elements pid*BLOCK.. of `out` (see the module docstring for the counter layout)."""
+    V: tl.constexpr = 2 if WIDE else 4
+    Q: tl.constexpr = BLOCK // V
+    pid = tl.program_id(0)
+    lane = tl.arange(0, Q)
+    counter = offset + pid.to(tl.int64) * Q + lane
+    w0, w1, w2, w3 = tl.randint4x(seed, counter)
+    v0, v1, v2, v3 = _variates(w0, w1, w2, w3, b, DIST, WIDE, DIGITS)
+    if INDEX64:
+        first = pid.to(tl.int64) * BLOCK + lane
+    else:
+        first = pid * BLOCK + lane
+    sizes = (1, size1, size2, size3, size4, size5)
+    o_strides = (o_s0, o_s1, o_s2, o_s3, o_s4, o_s5)
+    x_strides = (x_s0, x_s1, x_s2, x_s3, x_s4, x_s5)
+    _emit(v0, first, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+    _emit(v1, first + Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+    if not WIDE:
+        _emit(v2, first + 2 * Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+        _emit(v3, first + 3 * Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+
+
+def _wide(dist, dtype):
+    """Whether a value takes two words: 64-bit integers, float64 variates."""
+    return dist == INTEGER or (dist != DROPOUT and dtype == np.float64)
+
+
+def _digits(dist, dtype):
+    """Bits of a narrow uniform: the output's mantissa digits for uniform_, else 24."""
+    if dist == UNIFORM and dtype.itemsize == 2:
+        return ml_dtypes.finfo(dtype).nmant + 1
+    return 24
+
+
+def _param_types(dist):
+    return ("i64", "i64") if dist == INTEGER else ("fp64", "fp64")
+
+
+def _recipe(dist, out, src, target=None):
+    """The launch filling `out` (read from `src` for bernoulli/dropout), both of one shape."""
+    arrays = [out] if src is None else [out, src]
+    sizes, strides = coalesce(out.shape, *(arr.element_strides() for arr in arrays))
+    ity = index_type(sizes, *strides)
+    precision = out.dtype if src is None or dist == DROPOUT else src.dtype
+    wide = _wide(dist, precision)
+    a_ty, b_ty = _param_types(dist)
+    entries = [pointer("out", "out", out), pointer("src", "src", src), ("N", out.size, ity),
+               scalar("seed", "seed", 0, "i64"), scalar("offset", "offset", 0, "i64"),
+               scalar("a", "a", 0, a_ty), scalar("b", "b", 0, b_ty)]
+    entries += size_entries("", sizes, MAX_DIMS, ity)
+    entries += stride_entries("o_", strides[0], MAX_DIMS, ity)
+    entries += stride_entries("x_", strides[1] if src is not None else (), MAX_DIMS, ity)
+    entries += const(DIST=dist, WIDE=wide, DIGITS=_digits(dist, out.dtype), NDIM=len(sizes),
+                     INDEX64=ity == "i64", BLOCK=BLOCK,
+                     CT=tl.float64 if precision == np.float64 else tl.float32)
+    recipe = Recipe(out.device, target)
+    recipe.add(_philox_kernel, (cdiv(out.size, BLOCK),), entries, NUM_WARPS)
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def _geometry(arr):
+    return None if arr is None else (arr.strides, arr.dtype, arr.ptr % 16 == 0)
+
+
+def _signed64(value):
+    """The int64 with `value`'s low 64 bits (Triton takes seeds and spans as i64)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _fill(dist, out, src, a, b, seed, offset):
+    """Fill `out` in place with DIST's values from counters offset..; returns `out`."""
+    if out.size == 0:
+        return out
+    activate(out.device)
+    stream = current_stream_handle(out.device)
+    if len(coalesce(out.shape, out.element_strides())[0]) > MAX_DIMS:
+        dense = CUDAArray.empty(out.shape, out.dtype, out.device, stream)
+        _fill(dist, dense, src, a, b, seed, offset)
+        strided_copy(out, dense, stream)
+        return out
+    if src is not None and len(coalesce(src.shape, src.element_strides())[0]) > MAX_DIMS:
+        dense = CUDAArray.empty(src.shape, src.dtype, src.device, stream)
+        strided_copy(dense, src, stream)
+        src = dense
+    key = (dist, out.shape, _geometry(out), _geometry(src), out.device)
+    recipe = _recipes.get_or_build(key, lambda: _recipe(dist, out, src))
+    recipe.run(stream, {"out": out, "src": src, "a": a, "b": b, "seed": _signed64(seed),
+                        "offset": offset})
+    return out
+
+
+@register("uniform_", "cuda")
+def uniform_(out, low, high, seed, offset):
+    """Uniform on [low, high) in place (any strides)."""
+    return _fill(UNIFORM, out, None, float(low), float(high), seed, offset)
+
+
+@register("normal_", "cuda")
+def normal_(out, mean, std, seed, offset):
+    """Normal(mean, std**2) in place."""
+    return _fill(NORMAL, out, None, float(mean), float(std), seed, offset)
+
+
+@register("exponential_", "cuda")
+def exponential_(out, lambd, seed, offset):
+    """Exponential with rate `lambd` in place."""
+    return _fill(EXPONENTIAL, out, None, float(lambd), 0.0, seed, offset)
+
+
+@register("random_", "cuda")
+def random_(out, low, high, seed, offset):
+    """Integers uniform on [low, high) in place, cast to out's dtype (high - low <= 2**64 - 1)."""
+    return _fill(INTEGER, out, None, _signed64(low), _signed64(high - low), seed, offset)
+
+
+@register("bernoulli_", "cuda")
+def bernoulli_(out, p, seed, offset):
+    """0/1 in place with probability `p` of a 1: a float, or an array of out's shape (views and
+    expanded arrays are read where they lie)."""
+    if isinstance(p, CUDAArray):
+        return _fill(BERNOULLI, out, p, 0.0, 0.0, seed, offset)
+    return _fill(BERNOULLI, out, None, float(p), 0.0, seed, offset)
+
+
+@register("dropout", "cuda")
+def dropout(x, p, seed, offset):
+    """x / (1 - p) where the element is kept, 0 where dropped (probability p), as a new array.
+    The same (seed, offset) drop the same elements of any array of x's shape: the backward runs
+    this kernel on the gradient."""
+    activate(x.device)
+    out = CUDAArray.empty(x.shape, x.dtype, x.device, current_stream_handle(x.device))
+    return _fill(DROPOUT, out, x, float(p), 1.0 / (1.0 - p), seed, offset)
+
+
+def compile_all(target):
+    """The main specializations for `target` (CI, no GPU needed): every distribution for
+    float32 (and a strided output), the float64 (two-word) forms, half types, integers, bool."""
+    shape = (1000,)
+    f32 = placeholder(shape, np.float32)
+    for dist in (UNIFORM, NORMAL, EXPONENTIAL, INTEGER, BERNOULLI):
+        _recipe(dist, f32, None, target)
+    _recipe(UNIFORM, placeholder((64, 48), np.float32, (1, 64)), None, target)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64):
+        out = placeholder(shape, dtype)
+        for dist in (UNIFORM, NORMAL) + ((EXPONENTIAL,) if dtype == np.float64 else ()):
+            _recipe(dist, out, None, target)
+        _recipe(BERNOULLI, out, out, target)
+        _recipe(DROPOUT, out, out, target)
+    _recipe(DROPOUT, f32, f32, target)
+    _recipe(INTEGER, placeholder(shape, np.int64), None, target)
+    _recipe(BERNOULLI, placeholder(shape, np.bool_), None, target)
