@@ -2,5 +2,6 @@
 
 from . import array_ops, dlpack  # noqa: F401
 from .kernels import elementwise, norm, reduce, softmax  # noqa: F401
+from .kernels import random  # noqa: F401
 from .kernels import sort  # noqa: F401
 from .kernels import matmul  # noqa: F401
