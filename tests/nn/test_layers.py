@@ -69,11 +69,12 @@ def _case_id(case):
     return name + "-" + "-".join(str(v) for v in list(args) + list(kwargs.values()))
 
 
-def make_pair_of_layers(name, args, kwargs, dtype):
-    """The torch layer (default init) and the genesis layer with its weights copied across."""
+def make_pair_of_layers(name, args, kwargs, dtype, device="cpu"):
+    """The torch layer (default init) and the genesis layer on `device` with its weights copied
+    across."""
     tl = getattr(torch.nn, name)(*args, **kwargs).to(TORCH_DTYPES[dtype])
-    gl = getattr(nn, name)(*args, **kwargs).to(dtype)
-    gl.load_state_dict({k: from_torch(v) for k, v in tl.state_dict().items()})
+    gl = getattr(nn, name)(*args, **kwargs).to(device, dtype)
+    gl.load_state_dict({k: from_torch(v, device) for k, v in tl.state_dict().items()})
     return gl, tl
 
 
@@ -85,7 +86,7 @@ def run_both(gl, tl, g_inputs, t_inputs, rng):
     if t_out.requires_grad:
         grad = rng.standard_normal(tuple(t_out.shape))
         t_out.backward(torch.from_numpy(grad).to(t_out.dtype))
-        g_out.backward(genesis.tensor(grad, dtype=g_out.dtype))
+        g_out.backward(genesis.tensor(grad, dtype=g_out.dtype, device=g_out.device))
     return g_out, t_out
 
 
@@ -104,21 +105,23 @@ def compare_grads(gl, tl, g_inputs, t_inputs, dtype):
         assert_close(g_buffers[name], tb, dtype)
 
 
-def float_inputs(shapes, dtype, rng):
-    g_inputs = [genesis.tensor(rng.uniform(-2, 2, s), dtype=dtype).requires_grad_() for s in shapes]
-    t_inputs = [torch.from_numpy(x.detach().numpy().copy()).requires_grad_() for x in g_inputs]
+def float_inputs(shapes, dtype, rng, device="cpu"):
+    g_inputs = [genesis.tensor(rng.uniform(-2, 2, s), dtype=dtype, device=device).requires_grad_()
+                for s in shapes]
+    t_inputs = [torch.from_numpy(x.detach().cpu().numpy().copy()).requires_grad_()
+                for x in g_inputs]
     return g_inputs, t_inputs
 
 
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_layer_matches_torch(case, dtype, train, rng):
+def test_layer_matches_torch(case, dtype, train, rng, device):
     name, args, kwargs, shapes = case
-    gl, tl = make_pair_of_layers(name, args, kwargs, dtype)
+    gl, tl = make_pair_of_layers(name, args, kwargs, dtype, device=device)
     gl.train(train)
     tl.train(train)
-    g_inputs, t_inputs = float_inputs(shapes, dtype, rng)
+    g_inputs, t_inputs = float_inputs(shapes, dtype, rng, device=device)
     g_out, t_out = run_both(gl, tl, g_inputs, t_inputs, rng)
     assert_close(g_out, t_out, dtype)
     compare_grads(gl, tl, g_inputs, t_inputs, dtype)
@@ -127,11 +130,12 @@ def test_layer_matches_torch(case, dtype, train, rng):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("kwargs", [{}, {"padding_idx": 2}, {"padding_idx": -1, "max_norm": 1.0},
                                     {"scale_grad_by_freq": True}])
-def test_embedding_matches_torch(kwargs, dtype, rng):
-    gl, tl = make_pair_of_layers("Embedding", (7, 4), kwargs, dtype)
+def test_embedding_matches_torch(kwargs, dtype, rng, device):
+    gl, tl = make_pair_of_layers("Embedding", (7, 4), kwargs, dtype, device=device)
     idx = rng.integers(0, 7, (3, 5))
     idx[0, :2] = [2, 6]
-    g_out, t_out = run_both(gl, tl, [genesis.tensor(idx)], [torch.from_numpy(idx)], rng)
+    g_out, t_out = run_both(gl, tl, [genesis.tensor(idx, device=device)], [torch.from_numpy(idx)],
+                            rng)
     assert_close(g_out, t_out, dtype)
     compare_grads(gl, tl, [], [], dtype)
     assert_close(gl.weight, tl.weight, dtype)
@@ -157,9 +161,9 @@ def test_embedding_init_and_padding_row():
     ({}, {"mask": "bool2d", "unbatched": True}),
 ], ids=str)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
-def test_multihead_attention_matches_torch(kwargs, call, dtype, rng):
+def test_multihead_attention_matches_torch(kwargs, call, dtype, rng, device):
     embed, heads, L, S, N = 8, 2, 4, 5, 3
-    gl, tl = make_pair_of_layers("MultiheadAttention", (embed, heads), kwargs, dtype)
+    gl, tl = make_pair_of_layers("MultiheadAttention", (embed, heads), kwargs, dtype, device)
     kdim, vdim = kwargs.get("kdim", embed), kwargs.get("vdim", embed)
     unbatched = call.get("unbatched", False)
     self_attention = kdim == embed and vdim == embed and call.get("mask") != "float3d"
@@ -169,10 +173,10 @@ def test_multihead_attention_matches_torch(kwargs, call, dtype, rng):
         (lambda n: (N, n) if kwargs.get("batch_first") else (n, N))
     shapes = [lead(L) + (embed,)] + ([] if self_attention else [lead(S) + (kdim,),
                                                                  lead(S) + (vdim,)])
-    g_inputs, t_inputs = float_inputs(shapes, dtype, rng)
+    g_inputs, t_inputs = float_inputs(shapes, dtype, rng, device=device)
     g_qkv = g_inputs * 3 if self_attention else g_inputs
     t_qkv = t_inputs * 3 if self_attention else t_inputs
-    g_kw, t_kw = _attention_masks(call, L, S, N, heads, dtype, rng)
+    g_kw, t_kw = _attention_masks(call, L, S, N, heads, dtype, rng, device=device)
     for key in ("need_weights", "average_attn_weights", "is_causal"):
         if key in call:
             g_kw[key] = t_kw[key] = call[key]
@@ -185,44 +189,47 @@ def test_multihead_attention_matches_torch(kwargs, call, dtype, rng):
         assert_close(g_w, t_w, dtype)
     grad = rng.standard_normal(tuple(t_out.shape))
     t_out.backward(torch.from_numpy(grad).to(t_out.dtype))
-    g_out.backward(genesis.tensor(grad, dtype=dtype))
+    g_out.backward(genesis.tensor(grad, dtype=dtype, device=device))
     compare_grads(gl, tl, g_inputs, t_inputs, dtype)
 
 
-def _attention_masks(call, L, S, N, heads, dtype, rng):
-    """The mask keyword arguments for genesis and torch from a test case's description."""
+def _attention_masks(call, L, S, N, heads, dtype, rng, device):
+    """The mask keyword arguments for genesis (on `device`) and torch from a test case's
+    description."""
     g_kw, t_kw = {}, {}
     mask = call.get("mask")
     if mask == "bool2d":
         m = rng.random((L, S)) < 0.3
         m[:, 0] = False
-        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m), torch.from_numpy(m)
+        g_kw["attn_mask"] = genesis.tensor(m, device=device)
+        t_kw["attn_mask"] = torch.from_numpy(m)
     elif mask == "float3d":
         m = rng.standard_normal((N * heads, L, S))
-        g_kw["attn_mask"] = genesis.tensor(m, dtype=dtype)
+        g_kw["attn_mask"] = genesis.tensor(m, dtype=dtype, device=device)
         t_kw["attn_mask"] = torch.from_numpy(m).to(TORCH_DTYPES[dtype])
     elif mask == "causal":
         m = np.triu(np.ones((L, S), dtype=bool), 1)
-        g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m), torch.from_numpy(m)
+        g_kw["attn_mask"] = genesis.tensor(m, device=device)
+        t_kw["attn_mask"] = torch.from_numpy(m)
     if call.get("padding"):
         m = rng.random((N, S)) < 0.3
         m[:, 1] = False
-        g_kw["key_padding_mask"], t_kw["key_padding_mask"] = genesis.tensor(m), \
+        g_kw["key_padding_mask"], t_kw["key_padding_mask"] = genesis.tensor(m, device=device), \
             torch.from_numpy(m)
     return g_kw, t_kw
 
 
 @pytest.mark.parametrize("name", ["Dropout", "Dropout1d", "Dropout2d"])
-def test_dropout_train(name, rng):
+def test_dropout_train(name, rng, device):
     p = 0.4
     layer = getattr(nn, name)(p)
-    x = genesis.tensor(rng.uniform(1, 2, (50, 8, 30)), requires_grad=True)
+    x = genesis.tensor(rng.uniform(1, 2, (50, 8, 30)), requires_grad=True, device=device)
     out = layer(x)
     out.sum().backward()
-    kept = out.detach().numpy() != 0
-    np.testing.assert_allclose(out.detach().numpy()[kept], x.detach().numpy()[kept] / (1 - p),
-                               rtol=1e-6)
-    np.testing.assert_allclose(x.grad.numpy(), kept / (1 - p), rtol=1e-6)
+    kept = out.detach().cpu().numpy() != 0
+    np.testing.assert_allclose(out.detach().cpu().numpy()[kept],
+                               x.detach().cpu().numpy()[kept] / (1 - p), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), kept / (1 - p), rtol=1e-6)
     assert abs(kept.mean() - (1 - p)) < 0.05
     if name != "Dropout":
         per_channel = kept.reshape(50, 8, -1) if name == "Dropout1d" else kept
@@ -231,14 +238,14 @@ def test_dropout_train(name, rng):
     assert repr(layer) == f"{name}(p=0.4, inplace=False)"
 
 
-def test_dropout_reproducible_with_seed():
-    x = genesis.ones(100)
+def test_dropout_reproducible_with_seed(device):
+    x = genesis.ones(100, device=device)
     genesis.manual_seed(3)
-    a = nn.functional.dropout(x, 0.5).numpy()
+    a = nn.functional.dropout(x, 0.5).cpu().numpy()
     genesis.manual_seed(3)
-    b = nn.functional.dropout(x, 0.5).numpy()
+    b = nn.functional.dropout(x, 0.5).cpu().numpy()
     np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(nn.functional.dropout(x, 1.0).numpy(), 0)
+    np.testing.assert_array_equal(nn.functional.dropout(x, 1.0).cpu().numpy(), 0)
 
 
 @pytest.mark.parametrize("layer, shape, match", [
@@ -282,16 +289,17 @@ def test_other_layer_errors():
         nn.GroupNorm(4, 6)
 
 
-def test_batchnorm_running_stats_over_steps(rng):
-    gl, tl = make_pair_of_layers("BatchNorm2d", (3,), {"momentum": None}, genesis.float64)
+def test_batchnorm_running_stats_over_steps(rng, device):
+    gl, tl = make_pair_of_layers("BatchNorm2d", (3,), {"momentum": None}, genesis.float64,
+                                 device=device)
     for _ in range(3):
-        g_in, t_in = float_inputs([(4, 3, 2, 2)], genesis.float64, rng)
+        g_in, t_in = float_inputs([(4, 3, 2, 2)], genesis.float64, rng, device=device)
         gl(*g_in)
         tl(*t_in)
     compare_grads(gl, tl, [], [], genesis.float64)
     assert int(gl.num_batches_tracked) == 3
     gl.reset_running_stats()
-    np.testing.assert_array_equal(gl.running_var.numpy(), 1)
+    np.testing.assert_array_equal(gl.running_var.cpu().numpy(), 1)
 
 
 @pytest.mark.parametrize("name, args, fan_in", [("Linear", (30, 20), 30),
@@ -310,11 +318,11 @@ def test_default_init_matches_torch_distribution(name, args, fan_in):
                 assert np.abs(values).max() >= 0.9 * bound
 
 
-def test_half_precision_layers_run():
+def test_half_precision_layers_run(device):
     for dtype in (genesis.float16, genesis.bfloat16):
         model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 2))
-        model.to(dtype)
-        out = model(genesis.randn(3, 4, dtype=dtype))
+        model.to(device, dtype)
+        out = model(genesis.randn(3, 4, dtype=dtype, device=device))
         assert out.dtype is dtype and out.shape == (3, 2)
         out.float().sum().backward()
         assert model[0].weight.grad.dtype is dtype
@@ -327,14 +335,14 @@ def test_half_precision_layers_run():
     ("MaxPool2d", (2,), (6, 2, 4, 3), (1, 3, 0, 2)),
     ("BatchNorm1d", (3,), (3, 8), (1, 0)),
 ], ids=lambda v: v if isinstance(v, str) else None)
-def test_non_contiguous_and_empty_inputs(name, args, shape, dims, rng):
+def test_non_contiguous_and_empty_inputs(name, args, shape, dims, rng, device):
     dtype = genesis.float64
-    gl, tl = make_pair_of_layers(name, args, {}, dtype)
-    g_base, t_base = float_inputs([shape], dtype, rng)
+    gl, tl = make_pair_of_layers(name, args, {}, dtype, device=device)
+    g_base, t_base = float_inputs([shape], dtype, rng, device=device)
     g_out, t_out = run_both(gl, tl, [g_base[0].permute(*dims)], [t_base[0].permute(*dims)], rng)
     assert_close(g_out, t_out, dtype)
     compare_grads(gl, tl, g_base, t_base, dtype)
     if name != "BatchNorm1d":
         empty = [0] + list(t_base[0].permute(*dims).shape[1:])
-        assert tuple(gl(genesis.zeros(*empty, dtype=dtype)).shape) == \
+        assert tuple(gl(genesis.zeros(*empty, dtype=dtype, device=device)).shape) == \
             tuple(tl(torch.zeros(*empty, dtype=torch.float64)).shape)
