@@ -179,3 +179,52 @@ def test_linear_act_strided_weight_and_1d_input(gpu, rng):
     y, z = mm.linear_act(ti.to_device(x), dw, dbias, "relu", False)
     assert z is None
     check(y, np.maximum(reference(x, w.T) + bias[::2], 0), dtype, 10)
+
+
+BROKEN = mm._config(64, 64, 64, 4, 2)
+
+
+@pytest.fixture
+def broken_config(monkeypatch):
+    """BROKEN fails to build, as a config needing too much shared memory fails to launch."""
+    build = mm._recipe
+
+    def recipe(problem, config, target=None):
+        if config == BROKEN:
+            raise RuntimeError("out of resource: shared memory")
+        return build(problem, config, target)
+
+    monkeypatch.setattr(mm, "_recipe", recipe)
+
+
+def test_failing_config_falls_back_to_the_next(gpu, broken_config, monkeypatch, rng):
+    monkeypatch.setattr(mm, "_plan", lambda problem, choice: ([], [BROKEN, SMALL]))
+    a, b = values((20, 30), np.dtype(np.float32), rng), values((30, 10), np.dtype(np.float32), rng)
+    with pytest.warns(RuntimeWarning, match="failed .*shared memory.*trying the next"):
+        out = mm.matmul(ti.to_device(a), ti.to_device(b))
+    check(out, reference(a, b), a.dtype, 30)
+    check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), a.dtype, 30)
+
+
+def test_tuning_skips_failures_and_stores_the_winner(gpu, broken_config, monkeypatch, tmp_path,
+                                                     rng):
+    monkeypatch.setenv("GENESIS_KERNEL_CACHE_DIR", str(tmp_path))
+    costs = {16: 2.0, 32: 1.0}
+
+    def timer(run):
+        run()
+        return costs[seen[-1]]
+
+    seen = []
+    launch = mm._launch
+    monkeypatch.setattr(mm, "_launch", lambda p, s, **c: (seen.append(c.get("BM")),
+                                                          launch(p, s, **c)))
+    monkeypatch.setattr(mm, "_tuner", mm.AutoTuner("matmul", timer=timer))
+    monkeypatch.setattr(mm, "_plan", lambda problem, choice: ([BROKEN, SMALL, ODD], [SMALL]))
+    monkeypatch.setattr(mm.Problem, "tuning_key", lambda self: ("fake", self.M))
+    a, b = values((20, 30), np.dtype(np.float32), rng), values((30, 10), np.dtype(np.float32), rng)
+    with pytest.warns(RuntimeWarning, match="skipping config"):
+        out = mm.matmul(ti.to_device(a), ti.to_device(b))
+    check(out, reference(a, b), a.dtype, 30)
+    assert mm._tuner.lookup(("fake", 20)) == ODD
+    assert (tmp_path / "autotune" / "matmul.json").exists()

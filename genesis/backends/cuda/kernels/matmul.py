@@ -281,13 +281,6 @@ def _recipe(problem, config, target=None):
 _recipes = RecipeCache()
 
 
-def run_triton(problem, stream, **config):
-    """Launch the Triton kernel for `problem` with `config`."""
-    key = (problem.geometry(), tuple(sorted(config.items())))
-    recipe = _recipes.get_or_build(key, lambda: _recipe(problem, config))
-    recipe.run(stream, dict(problem.arrays))
-
-
 _tuner = AutoTuner("matmul")
 _chosen = {}
 TUNE_MIN_WORK = 1 << 27
@@ -327,12 +320,19 @@ def _plan(problem, choice):
     return lt_configs + triton_configs, triton_configs + lt_configs
 
 
-def _launch(problem, stream, backend="triton", **config):
+def _launcher(problem, backend="triton", **config):
+    """A callable(problem, stream) running problems of this geometry with `config` (a Triton
+    launch recipe, compiled on first use, or cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
-        libraries.cublaslt_matmul(problem, stream)
-    else:
-        run_triton(problem, stream, **config)
+        return libraries.cublaslt_matmul
+    key = (problem.geometry(), tuple(sorted(config.items())))
+    recipe = _recipes.get_or_build(key, lambda: _recipe(problem, config))
+    return lambda p, stream: recipe.run(stream, p.arrays)
+
+
+def _launch(problem, stream, **config):
+    _launcher(problem, **config)(problem, stream)
 
 
 def run(problem):
@@ -342,11 +342,12 @@ def run(problem):
     stream = current_stream_handle(problem.device)
     choice = backend_choice()
     geometry = (problem.geometry(), choice)
-    config = _chosen.get(geometry)
-    if config is not None:
-        _launch(problem, stream, **config)
+    launcher = _chosen.get(geometry)
+    if launcher is not None:
+        launcher(problem, stream)
         return
     timed, fallback = _plan(problem, choice)
+    config = None
     if timed:
         key = problem.tuning_key()
         try:
@@ -361,7 +362,7 @@ def run(problem):
         config = _run_first_working(problem, stream, fallback)
     if len(_chosen) > 4096:
         _chosen.clear()
-    _chosen[geometry] = config
+    _chosen[geometry] = _launcher(problem, **config)
 
 
 def _run_first_working(problem, stream, candidates):

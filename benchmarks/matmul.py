@@ -1,0 +1,173 @@
+"""Matrix multiply TFLOP/s, Genesis beside PyTorch on the same GPU in one run.
+
+Cases: squares 1024..8192 (A @ B, both row-major) and Linear layer shapes (x @ W^T, W stored
+out x in as nn.Linear keeps it): GPT-2 small's MLP (8192 tokens, 768 -> 3072 and 3072 -> 768)
+and LLaMA-7B's (4096 tokens, 4096 -> 11008 and 11008 -> 4096); each in bf16, fp16, tf32
+(float32 with allow_tf32 on in both frameworks) and strict fp32.
+
+Time per call: CUDA events around back-to-back calls (about 25 ms per round), median of rounds,
+after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
+timed once per shape key, winners kept under GENESIS_KERNEL_CACHE_DIR); to keep the run short
+the Triton space is cut to the heuristic's pick plus the next configs, --tune-limit in all
+(default 4; 0 times the whole space). The "path" column is what Genesis ran, as its profiler
+saw it: cuBLASLt or the Triton kernel.
+
+    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N] [--rounds N]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import genesis
+
+SQUARES = [1024, 2048, 4096, 8192]
+LAYERS = [("GPT-2 fc", 8192, 768, 3072), ("GPT-2 proj", 8192, 3072, 768),
+          ("LLaMA-7B up", 4096, 4096, 11008), ("LLaMA-7B down", 4096, 11008, 4096)]
+MODES = {"bf16": ("bfloat16", False), "fp16": ("float16", False), "tf32": ("float32", True),
+         "fp32": ("float32", False)}
+
+
+def cases():
+    """(name, M, K, N, weight_layout) for every shape."""
+    out = [(f"square {n}", n, n, n, False) for n in SQUARES]
+    out += [(f"{name} {tokens}x{k}->{n}", tokens, k, n, True) for name, tokens, k, n in LAYERS]
+    return out
+
+
+class Lib:
+    def __init__(self, module):
+        self.module = module
+        self.is_torch = module is torch
+
+    def upload(self, array):
+        if self.is_torch:
+            return torch.from_numpy(array).cuda()
+        return genesis.tensor(array, device="cuda")
+
+    def cast(self, t, dtype):
+        return t.to(getattr(self.module, dtype))
+
+    def set_tf32(self, on):
+        if self.is_torch:
+            torch.backends.cuda.matmul.allow_tf32 = on
+        else:
+            genesis.backends.cuda.matmul.allow_tf32 = on
+
+    def synchronize(self):
+        self.module.cuda.synchronize()
+
+    def event(self):
+        return self.module.cuda.Event(enable_timing=True)
+
+
+def ms_per_call(lib, fn, rounds, round_ms=25.0):
+    """Median over `rounds` of the event-timed ms per call of back-to-back calls."""
+    fn()
+    lib.synchronize()
+    start, end = lib.event(), lib.event()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    reps = max(1, min(200, int(round_ms / max(start.elapsed_time(end), 1e-3))))
+    samples = []
+    for _ in range(rounds):
+        start, end = lib.event(), lib.event()
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / reps)
+    return statistics.median(samples)
+
+
+def genesis_path(fn):
+    """What Genesis ran for `fn`: "cublaslt" or the Triton kernel's label."""
+    from genesis.cuda.profiler import GPUProfiler
+    with GPUProfiler() as prof:
+        fn()
+    names = list(prof.get_stats())
+    if "cublaslt.matmul" in names:
+        return "cublaslt"
+    return next((n for n in names if "matmul" in n), ",".join(names) or "?")
+
+
+def run(only, rounds):
+    libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, M, K, N, weight in cases():
+        if only and not any(o in name for o in only):
+            continue
+        a = rng.standard_normal((M, K), dtype=np.float32)
+        b = rng.standard_normal((N, K) if weight else (K, N), dtype=np.float32) / np.sqrt(K)
+        host = {label: (lib.upload(a), lib.upload(b)) for label, lib in libs.items()}
+        for mode, (dtype, tf32) in MODES.items():
+            if only and not any(o in name or o == mode for o in only):
+                continue
+            row = {"case": name, "mode": mode, "M": M, "N": N, "K": K}
+            for label, lib in libs.items():
+                lib.set_tf32(tf32)
+                x, w = (lib.cast(t, dtype) for t in host[label])
+                fn = (lambda x=x, w=w: x @ w.t()) if weight else (lambda x=x, w=w: x @ w)
+                started = time.perf_counter()
+                ms = ms_per_call(lib, fn, rounds)
+                row[f"{label}_tflops"] = round(2 * M * N * K / ms / 1e9, 1)
+                if label == "genesis":
+                    row["genesis_path"] = genesis_path(fn)
+                    row["genesis_seconds"] = round(time.perf_counter() - started, 2)
+                del x, w, fn
+            row["ratio"] = round(row["genesis_tflops"] / row["torch_tflops"], 3)
+            rows.append(row)
+            print(f"{name:<28} {mode:<5} genesis {row['genesis_tflops']:>7.1f}  torch "
+                  f"{row['torch_tflops']:>7.1f}  ratio {row['ratio']:.3f}  "
+                  f"({row['genesis_path']}, {row['genesis_seconds']} s with tuning)", flush=True)
+        del host
+    for lib in libs.values():
+        lib.set_tf32(False)
+    return rows
+
+
+def markdown(rows):
+    lines = ["| case | mode | genesis TFLOP/s | torch TFLOP/s | genesis / torch | genesis path |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['mode']} | {r['genesis_tflops']} | {r['torch_tflops']} "
+                     f"| {r['ratio']} | {r['genesis_path']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--only", nargs="*", default=[], help="cases or modes containing these")
+    parser.add_argument("--tune-limit", type=int, default=4,
+                        help="Triton configs timed per shape key (0: the whole space)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(args.tune_limit)
+    started = time.perf_counter()
+    rows = run(args.only, args.rounds)
+    total = time.perf_counter() - started
+    device = genesis.cuda.get_device_name()
+    backend = os.environ.get("GENESIS_MATMUL_BACKEND", "auto")
+    print(f"\n{device}, torch {torch.__version__}, {total:.0f} s in all; Triton configs timed per "
+          f"shape key: {args.tune_limit or 'all'}; backend {backend}\n")
+    print(markdown(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "torch": torch.__version__, "seconds": round(total, 1),
+                       "tune_limit": args.tune_limit, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
