@@ -1,0 +1,336 @@
+"""Indexing kernels on the GPU: the contracts of backends/cpu/index.py (sort/topk/unique aside).
+
+One address kernel serves index (advanced getitem), gather, scatter and index_put: every element
+of an iteration shape gets the address `sum(coord * arr_stride) + sum_j(idx_j[...] * scale_j)`
+in the indexed array, the index arrays and values read where they lie (up to MAX_DIMS dims after
+merging; index arrays and values that do not merge that far are copied contiguous first, the
+only copies made here). The kernel then loads from that address ("load": index, gather), stores
+to it ("store": index_put, scatter) or writes the address itself ("offsets": the keys of an
+accumulating write, and the fold of more than four index arrays into one).
+
+Accumulating writes (index_put accumulate, scatter add/multiply) go through
+index_accumulate.py: deterministic, no float atomics. Index bounds are checked on the device by
+`check_index`, which syncs once to read a flag (see there). `nonzero` and `repeat_interleave`
+live in index_compact.py.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..runtime import driver
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._index_layout import INT64, Operand, fit, numel, read_int64, value_entry
+from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
+                       placeholder, pointer_of, program_range, size_entries, stride_entries)
+from .index_accumulate import accumulate_into
+
+MAX_INDICES = 4
+BLOCK = 1024
+NUM_WARPS = 4
+
+
+@triton.jit
+def _indexed(i, e, sizes, strides, scale, mask, NDIM: tl.constexpr):
+    """idx[...] * scale for the iteration elements `e` (0 where masked)."""
+    return tl.load(i + offsets(e, sizes, strides, NDIM), mask=mask, other=0).to(tl.int64) * scale
+
+
+@triton.jit
+def _address_kernel(arr, out, val, value, i0, i1, i2, i3, n,
+                    size1, size2, size3, size4, size5,
+                    a_s0, a_s1, a_s2, a_s3, a_s4, a_s5, v_s0, v_s1, v_s2, v_s3, v_s4, v_s5,
+                    j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5,
+                    j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5,
+                    j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5,
+                    j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5,
+                    scale0, scale1, scale2, scale3,
+                    MODE: tl.constexpr, NDIM: tl.constexpr, NI: tl.constexpr,
+                    TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Elements pid*BLOCK.. of the iteration shape: load from, store to, or write their address
+    in `arr` (MODE "load", "store", "offsets"); `out` is contiguous over the iteration shape."""
+    e = program_range(BLOCK, INDEX64)
+    mask = e < n
+    sizes = (1, size1, size2, size3, size4, size5)
+    off = offsets(e, sizes, (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5), NDIM).to(tl.int64)
+    off += _indexed(i0, e, sizes, (j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5), scale0, mask, NDIM)
+    if NI > 1:
+        off += _indexed(i1, e, sizes, (j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5), scale1, mask,
+                        NDIM)
+    if NI > 2:
+        off += _indexed(i2, e, sizes, (j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5), scale2, mask,
+                        NDIM)
+    if NI > 3:
+        off += _indexed(i3, e, sizes, (j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5), scale3, mask,
+                        NDIM)
+    if MODE == "load":
+        tl.store(out + e, tl.load(arr + off, mask=mask), mask=mask)
+    elif MODE == "offsets":
+        tl.store(out + e, off, mask=mask)
+    else:
+        if val is None:
+            v = tl.zeros((BLOCK,), value.dtype) + value
+        else:
+            v = tl.load(val + offsets(e, sizes, (v_s0, v_s1, v_s2, v_s3, v_s4, v_s5), NDIM),
+                        mask=mask)
+        if TO_BOOL:
+            v = v != 0
+        tl.store(arr + off, v.to(arr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _check_kernel(idx, out, flag, n, size, size1, size2, size3, size4, size5,
+                  i_s0, i_s1, i_s2, i_s3, i_s4, i_s5, NEG: tl.constexpr, NDIM: tl.constexpr,
+                  INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """out = idx as int64 (negatives wrapped when NEG); flag = max(n - position) over the
+    out-of-range elements (0 when none), so the first bad position is n - flag."""
+    e = program_range(BLOCK, INDEX64)
+    mask = e < n
+    sizes = (1, size1, size2, size3, size4, size5)
+    v = tl.load(idx + offsets(e, sizes, (i_s0, i_s1, i_s2, i_s3, i_s4, i_s5), NDIM), mask=mask,
+                other=0).to(tl.int64)
+    if NEG:
+        bad = (v < -size) | (v >= size)
+        v = tl.where((v < 0) & ~bad, v + size, v)
+    else:
+        bad = (v < 0) | (v >= size)
+    tl.store(out + e, v, mask=mask)
+    first = tl.max(tl.where(bad & mask, n - e.to(tl.int64), 0), 0)
+    if first > 0:
+        tl.atomic_max(flag, first)
+
+
+class _Address:
+    """One launch of the address kernel over an iteration `shape`: `arr` with fixed coordinate
+    strides `a_strides` over it, up to MAX_INDICES (Operand, scale) index terms, and for "store"
+    a value Operand or a scalar `value`."""
+
+    def __init__(self, mode, shape, arr, a_strides, terms, val=None, value=None):
+        self.mode, self.shape, self.arr, self.value = mode, tuple(shape), arr, value
+        operands = {f"j{j}": op for j, (op, _) in enumerate(terms)}
+        if val is not None:
+            operands["v"] = val
+        self.sizes, self.strides = fit(self.shape, {"a": tuple(a_strides)}, operands)
+        self.indices = [(op.arr, scale) for op, scale in terms]
+        self.val = None if val is None else val.arr
+
+    def _device(self, out):
+        return (self.arr if self.arr is not None else out).device
+
+    def key(self, out):
+        arrays = [self.arr, out, self.val] + [i for i, _ in self.indices]
+        return (self.mode, tuple(self.sizes), tuple(sorted(self.strides.items())),
+                tuple(s for _, s in self.indices),
+                tuple(None if a is None else a.dtype for a in arrays), self._value_type(),
+                self._device(out))
+
+    def _value_type(self):
+        if self.mode != "store" or self.val is not None:
+            return None
+        return value_entry(self.value, self.arr.dtype)[0]
+
+    def recipe(self, out, target=None):
+        st = self.strides
+        ity = index_type(self.sizes, *st.values())
+        n = numel(self.sizes)
+        entries = [_ptr("arr", self.arr), _ptr("out", out), _ptr("val", self.val)]
+        vty = self._value_type()
+        entries.append(("value", Slot("value") if vty else None, vty or "constexpr"))
+        for j in range(MAX_INDICES):
+            idx, scale = self.indices[j] if j < len(self.indices) else (None, 0)
+            entries.append(_ptr(f"i{j}", idx))
+            entries += stride_entries(f"j{j}_", st.get(f"j{j}", ()), MAX_DIMS, ity)
+            entries.append((f"scale{j}", scale, "i64" if idx is not None else "constexpr"))
+        entries.append(("n", n, ity))
+        entries += size_entries("", self.sizes, MAX_DIMS, ity)
+        entries += stride_entries("a_", st["a"], MAX_DIMS, ity)
+        entries += stride_entries("v_", st.get("v", ()), MAX_DIMS, ity)
+        to_bool = self.mode == "store" and self.arr.dtype.kind == "b"
+        entries += const(MODE=self.mode, NDIM=len(self.sizes), NI=len(self.indices),
+                         TO_BOOL=to_bool, INDEX64=ity == "i64", BLOCK=BLOCK)
+        recipe = Recipe(self._device(out), target)
+        recipe.add(_address_kernel, (cdiv(n, BLOCK),), entries, NUM_WARPS)
+        return recipe
+
+    def run(self, out=None):
+        """Launch (nothing for an empty shape); `out` is the contiguous result of load/offsets."""
+        if not numel(self.shape):
+            return
+        stream = current_stream_handle(self._device(out))
+        recipe = _recipes.get_or_build(self.key(out), lambda: self.recipe(out))
+        values = {"arr": self.arr, "out": out, "val": self.val}
+        if self._value_type():
+            values["value"] = value_entry(self.value, self.arr.dtype)[1]
+        values.update((f"i{j}", idx) for j, (idx, _) in enumerate(self.indices))
+        recipe.run(stream, values)
+
+
+_recipes = RecipeCache()
+
+
+def _ptr(name, arr):
+    if arr is None:
+        return (name, None, "constexpr")
+    return (name, Slot(name), pointer_of(arr.dtype))
+
+
+def _start(arr):
+    activate(arr.device)
+    return current_stream_handle(arr.device)
+
+
+def _index_terms(arr, indices, rest):
+    """The batch shape and the (Operand, scale) terms of the index arrays over `arr`'s leading
+    dims (iteration shape batch + rest), folded to at most MAX_INDICES terms."""
+    batch = tuple(np.broadcast_shapes(*(i.shape for i in indices)))
+    scales = arr.element_strides()[:len(indices)]
+    terms = [(Operand(i, batch, len(rest)), s) for i, s in zip(indices, scales)]
+    while len(terms) > MAX_INDICES:
+        folded = _offsets(batch, (0,) * len(batch), terms[:MAX_INDICES], arr.device)
+        terms = [(Operand(folded, batch, len(rest)), 1)] + terms[MAX_INDICES:]
+    return batch, terms
+
+
+def _offsets(shape, a_strides, terms, device):
+    """The element offsets the terms address over `shape` (a contiguous int64 array); the terms
+    reach only `shape`, whatever they reach elsewhere."""
+    out = CUDAArray.empty(shape, INT64, device)
+    terms = [(Operand(op.arr, op.region), scale) for op, scale in terms]
+    _Address("offsets", shape, None, a_strides, terms).run(out)
+    return out
+
+
+@register("check_index", "cuda")
+def check_index(index, size, allow_negative):
+    """(index as a fresh contiguous int64 array with negatives wrapped, first out-of-range value
+    or None). Checked on the device; the host waits once, for an 8-byte flag (and reads the bad
+    value only when there is one): the price of raising IndexError as the CPU path does."""
+    stream = _start(index)
+    out = CUDAArray.empty(index.shape, INT64, index.device, stream)
+    n = out.size
+    if not n:
+        return out, None
+    flag = CUDAArray.empty((1,), INT64, index.device, stream)
+    driver.memset_d8(flag.ptr, 0, 8, stream)
+    operand = Operand(index, index.shape)
+    sizes, strides = fit(index.shape, {}, {"i": operand})
+    index, st = operand.arr, strides["i"]
+    recipe = _check_recipes.get_or_build(
+        (tuple(sizes), tuple(st), index.dtype, bool(allow_negative), index.device),
+        lambda: _check_recipe(index, sizes, st, allow_negative))
+    recipe.run(stream, {"idx": index, "out": out, "flag": flag, "size": size})
+    first = read_int64(flag, 0)
+    if not first:
+        return out, None
+    return out, read_int64(out, n - first)
+
+
+_check_recipes = RecipeCache()
+
+
+def _check_recipe(index, sizes, strides, allow_negative, target=None):
+    n = numel(sizes)
+    ity = index_type(sizes, strides)
+    entries = [("idx", Slot("idx"), pointer_of(index.dtype)), ("out", Slot("out"), "*i64"),
+               ("flag", Slot("flag"), "*i64"), ("n", n, "i64"), ("size", Slot("size"), "i64")]
+    entries += size_entries("", sizes, MAX_DIMS, ity)
+    entries += stride_entries("i_", strides, MAX_DIMS, ity)
+    entries += const(NEG=bool(allow_negative), NDIM=len(sizes), INDEX64=ity == "i64",
+                     BLOCK=BLOCK)
+    recipe = Recipe(index.device, target)
+    recipe.add(_check_kernel, (cdiv(n, BLOCK),), entries, NUM_WARPS)
+    return recipe
+
+
+@register("index", "cuda")
+def index(arr, indices):
+    """arr[i0, i1, ...] over the leading dims: shape batch + arr.shape[len(indices):]."""
+    stream = _start(arr)
+    rest = arr.shape[len(indices):]
+    batch, terms = _index_terms(arr, indices, rest)
+    shape = batch + rest
+    out = CUDAArray.empty(shape, arr.dtype, arr.device, stream)
+    a_strides = (0,) * len(batch) + arr.element_strides()[len(indices):]
+    _Address("load", shape, arr, a_strides, terms).run(out)
+    return out
+
+
+@register("index_put", "cuda")
+def index_put(out, indices, values, accumulate):
+    """out[i0, i1, ...] = values (or += values, duplicates combined in a fixed order), in place.
+
+    Without `accumulate`, duplicate indices leave one of their values (unspecified which), as
+    in PyTorch on CUDA."""
+    _start(out)
+    rest = out.shape[len(indices):]
+    batch, terms = _index_terms(out, indices, rest)
+    shape = batch + rest
+    val = Operand(values, shape) if isinstance(values, CUDAArray) else None
+    a_strides = (0,) * len(batch) + out.element_strides()[len(indices):]
+    if not accumulate:
+        _Address("store", shape, out, a_strides, terms, val, values).run()
+        return
+    keys = _offsets(batch, (0,) * len(batch), terms, out.device)
+    accumulate_into(out, keys, rest, out.element_strides()[len(indices):], values, "add")
+
+
+def _along(arr, index, dim):
+    """(coordinate strides of `arr` over index's shape with `dim` zeroed, the index term)."""
+    a = list(arr.element_strides())
+    scale, a[dim] = a[dim], 0
+    return tuple(a), [(Operand(index, index.shape), scale)]
+
+
+@register("gather", "cuda")
+def gather(arr, dim, index):
+    stream = _start(arr)
+    out = CUDAArray.empty(index.shape, arr.dtype, arr.device, stream)
+    a_strides, terms = _along(arr, index, dim)
+    _Address("load", index.shape, arr, a_strides, terms).run(out)
+    return out
+
+
+@register("scatter", "cuda")
+def scatter(out, dim, index, src, reduce):
+    """Write `src` into `out` along `dim` at `index`, in place; reduce None, "add", "multiply"
+    (combined in a fixed order: the same bits every run)."""
+    _start(out)
+    a_strides, terms = _along(out, index, dim)
+    if reduce is None:
+        val = Operand(src, index.shape) if isinstance(src, CUDAArray) else None
+        _Address("store", index.shape, out, a_strides, terms, val, src).run()
+        return
+    keys = _offsets(index.shape, a_strides, terms, out.device)
+    accumulate_into(out, keys, (), (), src, reduce)
+
+
+def compile_all(target):
+    """The address kernel in each mode (1-4 index arrays, 1-D to 4-D, scalar and array values,
+    bool stores) and the bounds check, compiled for `target` (CI, no GPU needed)."""
+    import ml_dtypes
+    f32 = np.float32
+    idx = placeholder((4096,), INT64)
+    term = [(Operand(idx, (4096,), 1), 768)]
+    for dtype in (f32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
+        arr = placeholder((50257, 768), dtype)
+        out = placeholder((4096, 768), dtype)
+        _Address("load", (4096, 768), arr, (0, 1), term).recipe(out, target)
+        _Address("store", (4096, 768), arr, (0, 1), term, Operand(out, (4096, 768))).recipe(
+            None, target)
+        _Address("store", (4096,), arr, (0,), [(Operand(idx, (4096,)), 1)], None, 1).recipe(
+            None, target)
+    arr = placeholder((7, 9, 11, 13), f32, (1, 7, 63, 693))
+    index2 = placeholder((5, 6), INT64)
+    for ni in range(1, MAX_INDICES + 1):
+        terms = [(Operand(index2, (5, 6), 2), 3)] * ni
+        _Address("load", (5, 6, 11, 13), arr, (0, 0, 63, 693), terms).recipe(
+            placeholder((5, 6, 11, 13), f32), target)
+        _Address("offsets", (5, 6), None, (0, 0), [(Operand(index2, (5, 6)), 3)] * ni).recipe(
+            placeholder((5, 6), INT64), target)
+    for dtype in (np.int64, np.int32):
+        _check_recipe(placeholder((3, 5, 7), dtype, (1, 3, 15)), (3, 5, 7), (1, 3, 15), True,
+                      target)
+        _check_recipe(placeholder((100,), dtype), (100,), (1,), False, target)
