@@ -11,25 +11,26 @@ from genesis import nn
 FLOATS = [genesis.float32, genesis.float64]
 
 
-def _float(rng, shape, dtype, low=-2.0, high=2.0, grad=True):
-    g = genesis.tensor(rng.uniform(low, high, shape), dtype=dtype)
-    t = torch.from_numpy(g.numpy().copy())
+def _float(rng, shape, dtype, low=-2.0, high=2.0, grad=True, device="cpu"):
+    g = genesis.tensor(rng.uniform(low, high, shape), dtype=dtype, device=device)
+    t = torch.from_numpy(g.cpu().numpy().copy())
     if grad:
         g.requires_grad_()
         t.requires_grad_()
     return g, t
 
 
-def _index(rng, shape, classes, ignore=None):
+def _index(rng, shape, classes, ignore=None, device="cpu"):
     values = rng.integers(0, classes, shape)
     if ignore is not None and values.size:
         values.reshape(-1)[:2] = ignore
-    return genesis.tensor(values), torch.from_numpy(values)
+    return genesis.tensor(values, device=device), torch.from_numpy(values)
 
 
-def _weight(rng, classes, dtype):
+def _weight(rng, classes, dtype, device="cpu"):
     w = rng.uniform(0.2, 2.0, classes)
-    return genesis.tensor(w, dtype=dtype), torch.from_numpy(w).to(TORCH_DTYPES[dtype])
+    g = genesis.tensor(w, dtype=dtype, device=device)
+    return g, torch.from_numpy(w).to(TORCH_DTYPES[dtype])
 
 
 def _check(name, args, kwargs, g_inputs, t_inputs, dtype, rng):
@@ -42,7 +43,7 @@ def _check(name, args, kwargs, g_inputs, t_inputs, dtype, rng):
     assert_close(g_loss, t_loss, dtype)
     grad = rng.standard_normal(tuple(t_loss.shape))
     t_loss.backward(torch.from_numpy(np.asarray(grad)).to(t_loss.dtype))
-    g_loss.backward(genesis.tensor(grad, dtype=g_loss.dtype))
+    g_loss.backward(genesis.tensor(grad, dtype=g_loss.dtype, device=g_loss.device))
     for g, t in zip(g_inputs, t_inputs):
         if t.requires_grad:
             assert_close(g.grad, t.grad, dtype)
@@ -55,15 +56,15 @@ REDUCTIONS = ["mean", "sum", "none"]
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 3), (4,)], ids=str)
 @pytest.mark.parametrize("options", ["plain", "weight", "ignore", "smooth", "all"])
-def test_cross_entropy_class_indices(options, shape, dtype, reduction, rng):
+def test_cross_entropy_class_indices(options, shape, dtype, reduction, rng, device):
     classes = shape[0] if len(shape) == 1 else shape[1]
     target_shape = () if len(shape) == 1 else (shape[0],) + shape[2:]
-    x = _float(rng, shape, dtype)
+    x = _float(rng, shape, dtype, device=device)
     ignore = 1 if options in ("ignore", "all") else None
-    target = _index(rng, target_shape, classes, ignore if len(shape) > 1 else None)
+    target = _index(rng, target_shape, classes, ignore if len(shape) > 1 else None, device=device)
     kwargs = {"reduction": reduction}
     if options in ("weight", "all"):
-        kwargs["weight"] = _weight(rng, classes, dtype)
+        kwargs["weight"] = _weight(rng, classes, dtype, device=device)
     if ignore is not None:
         kwargs["ignore_index"] = ignore
     if options in ("smooth", "all"):
@@ -75,15 +76,15 @@ def test_cross_entropy_class_indices(options, shape, dtype, reduction, rng):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4)], ids=str)
 @pytest.mark.parametrize("options", ["plain", "weight_smooth"])
-def test_cross_entropy_probabilities(options, shape, dtype, reduction, rng):
-    x = _float(rng, shape, dtype)
+def test_cross_entropy_probabilities(options, shape, dtype, reduction, rng, device):
+    x = _float(rng, shape, dtype, device=device)
     p = rng.random(shape)
     p = p / p.sum(1, keepdims=True)
-    target = (genesis.tensor(p, dtype=dtype).requires_grad_(),
+    target = (genesis.tensor(p, dtype=dtype, device=device).requires_grad_(),
               torch.from_numpy(p).to(TORCH_DTYPES[dtype]).requires_grad_())
     kwargs = {"reduction": reduction}
     if options == "weight_smooth":
-        kwargs["weight"] = _weight(rng, shape[1], dtype)
+        kwargs["weight"] = _weight(rng, shape[1], dtype, device=device)
         kwargs["label_smoothing"] = 0.1
     _check("CrossEntropyLoss", (), kwargs, [x[0], target[0]], [x[1], target[1]], dtype, rng)
 
@@ -92,14 +93,14 @@ def test_cross_entropy_probabilities(options, shape, dtype, reduction, rng):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape", [(6, 3), (2, 3, 5), (3,)], ids=str)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_nll_loss(weighted, shape, dtype, reduction, rng):
+def test_nll_loss(weighted, shape, dtype, reduction, rng, device):
     classes = shape[0] if len(shape) == 1 else shape[1]
     target_shape = () if len(shape) == 1 else (shape[0],) + shape[2:]
-    x = _float(rng, shape, dtype)
-    target = _index(rng, target_shape, classes, 0 if len(shape) > 1 else None)
+    x = _float(rng, shape, dtype, device=device)
+    target = _index(rng, target_shape, classes, 0 if len(shape) > 1 else None, device=device)
     kwargs = {"reduction": reduction, "ignore_index": 0}
     if weighted:
-        kwargs["weight"] = _weight(rng, classes, dtype)
+        kwargs["weight"] = _weight(rng, classes, dtype, device=device)
     _check("NLLLoss", (), kwargs, [x[0], target[0]], [x[1], target[1]], dtype, rng)
 
 
@@ -109,34 +110,34 @@ def test_nll_loss(weighted, shape, dtype, reduction, rng):
                                           ("SmoothL1Loss", {}), ("SmoothL1Loss", {"beta": 0.5}),
                                           ("SmoothL1Loss", {"beta": 0.0}),
                                           ("HuberLoss", {"delta": 0.7})], ids=str)
-def test_regression_losses(name, kwargs, dtype, reduction, rng):
-    x, y = _float(rng, (4, 5), dtype), _float(rng, (4, 5), dtype)
+def test_regression_losses(name, kwargs, dtype, reduction, rng, device):
+    x, y = _float(rng, (4, 5), dtype, device=device), _float(rng, (4, 5), dtype, device=device)
     _check(name, (), dict(kwargs, reduction=reduction), [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_bce_loss(weighted, dtype, reduction, rng):
-    x = _float(rng, (4, 3), dtype, 0.02, 0.98)
-    y = _float(rng, (4, 3), dtype, 0.0, 1.0)
+def test_bce_loss(weighted, dtype, reduction, rng, device):
+    x = _float(rng, (4, 3), dtype, 0.02, 0.98, device=device)
+    y = _float(rng, (4, 3), dtype, 0.0, 1.0, device=device)
     kwargs = {"reduction": reduction}
     if weighted:
-        kwargs["weight"] = _weight(rng, 3, dtype)
+        kwargs["weight"] = _weight(rng, 3, dtype, device=device)
     _check("BCELoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("options", ["plain", "weight", "pos_weight", "both"])
-def test_bce_with_logits_loss(options, dtype, reduction, rng):
-    x = _float(rng, (4, 3), dtype, -30.0, 30.0)
-    y = _float(rng, (4, 3), dtype, 0.0, 1.0)
+def test_bce_with_logits_loss(options, dtype, reduction, rng, device):
+    x = _float(rng, (4, 3), dtype, -30.0, 30.0, device=device)
+    y = _float(rng, (4, 3), dtype, 0.0, 1.0, device=device)
     kwargs = {"reduction": reduction}
     if options in ("weight", "both"):
-        kwargs["weight"] = _weight(rng, 3, dtype)
+        kwargs["weight"] = _weight(rng, 3, dtype, device=device)
     if options in ("pos_weight", "both"):
-        kwargs["pos_weight"] = _weight(rng, 3, dtype)
+        kwargs["pos_weight"] = _weight(rng, 3, dtype, device=device)
     _check("BCEWithLogitsLoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
@@ -144,44 +145,56 @@ def test_bce_with_logits_loss(options, dtype, reduction, rng):
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("target_kind", ["log", "probabilities", "with_zeros"])
-def test_kl_div_loss(target_kind, dtype, reduction, rng):
-    x = _float(rng, (4, 5), dtype, -3.0, 0.0)
+def test_kl_div_loss(target_kind, dtype, reduction, rng, device):
+    x = _float(rng, (4, 5), dtype, -3.0, 0.0, device=device)
     if target_kind == "log":
-        y = _float(rng, (4, 5), dtype, -3.0, 0.0)
+        y = _float(rng, (4, 5), dtype, -3.0, 0.0, device=device)
     elif target_kind == "probabilities":
-        y = _float(rng, (4, 5), dtype, 0.05, 1.0)
+        y = _float(rng, (4, 5), dtype, 0.05, 1.0, device=device)
     else:
         values = rng.uniform(0.0, 1.0, (4, 5))
         values[0, :2] = 0.0
-        y = (genesis.tensor(values, dtype=dtype), torch.from_numpy(values).to(TORCH_DTYPES[dtype]))
+        y = (genesis.tensor(values, dtype=dtype, device=device),
+             torch.from_numpy(values).to(TORCH_DTYPES[dtype]))
     _check("KLDivLoss", (), {"reduction": reduction, "log_target": target_kind == "log"},
            [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
-def test_cross_entropy_all_ignored_is_nan_with_zero_gradient(label_smoothing):
-    x = genesis.randn(2, 3, requires_grad=True)
-    loss = nn.functional.cross_entropy(x, genesis.tensor([-100, -100]),
+def test_cross_entropy_all_ignored_is_nan_with_zero_gradient(label_smoothing, device):
+    x = genesis.randn(2, 3, requires_grad=True, device=device)
+    loss = nn.functional.cross_entropy(x, genesis.tensor([-100, -100], device=device),
                                        label_smoothing=label_smoothing)
     assert np.isnan(loss.item())
     loss.backward()
-    np.testing.assert_array_equal(x.grad.numpy(), 0)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), 0)
 
 
-def test_loss_errors():
-    F = nn.functional
+def test_cross_entropy_target_out_of_bounds():
+    """Checked on the CPU only: GPU kernels check no targets (as torch's)."""
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
-        F.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 7]))
+        nn.functional.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 7]))
+
+
+def test_loss_errors(device):
+    F = nn.functional
+
+    def randn(*shape):
+        return genesis.randn(*shape, device=device)
+
+    def tensor(data):
+        return genesis.tensor(data, device=device)
+
     with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target "
                                          r"batch_size \(3\)"):
-        F.nll_loss(genesis.randn(2, 3), genesis.tensor([0, 1, 2]))
+        F.nll_loss(randn(2, 3), tensor([0, 1, 2]))
     with pytest.raises(ValueError, match="is not a valid value for reduction"):
-        F.mse_loss(genesis.randn(2), genesis.randn(2), reduction="avg")
+        F.mse_loss(randn(2), randn(2), reduction="avg")
     with pytest.raises(ValueError, match="must be the same as input size"):
-        F.binary_cross_entropy_with_logits(genesis.randn(2), genesis.randn(3))
+        F.binary_cross_entropy_with_logits(randn(2), randn(3))
     with pytest.raises(RuntimeError, match="between 0 and 1"):
-        F.binary_cross_entropy(genesis.tensor([1.5]), genesis.tensor([1.0]))
+        F.binary_cross_entropy(tensor([1.5]), tensor([1.0]))
     with pytest.raises(ValueError, match="label_smoothing must be between"):
-        F.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 1]), label_smoothing=1.5)
+        F.cross_entropy(randn(2, 3), tensor([0, 1]), label_smoothing=1.5)
     with pytest.warns(UserWarning, match="different to the input size"):
-        F.mse_loss(genesis.randn(2, 3), genesis.randn(3))
+        F.mse_loss(randn(2, 3), randn(3))

@@ -11,12 +11,12 @@ import genesis
 from genesis import nn
 
 
-def _params_with_grads(rng, dtype=genesis.float64, shapes=((3, 4), (5,), (2, 2, 2))):
+def _params_with_grads(rng, dtype=genesis.float64, shapes=((3, 4), (5,), (2, 2, 2)), device="cpu"):
     g_params, t_params = [], []
     for shape in shapes:
         value, grad = rng.standard_normal(shape), rng.standard_normal(shape)
-        gp = nn.Parameter(genesis.tensor(value, dtype=dtype))
-        gp.grad = genesis.tensor(grad, dtype=dtype)
+        gp = nn.Parameter(genesis.tensor(value, dtype=dtype, device=device))
+        gp.grad = genesis.tensor(grad, dtype=dtype, device=device)
         tp = torch.nn.Parameter(torch.from_numpy(value.copy()))
         tp.grad = torch.from_numpy(grad.copy())
         g_params.append(gp)
@@ -26,9 +26,9 @@ def _params_with_grads(rng, dtype=genesis.float64, shapes=((3, 4), (5,), (2, 2, 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, 3.5])
 @pytest.mark.parametrize("max_norm", [0.5, 1e6])
-def test_clip_grad_norm_matches_torch(norm_type, max_norm, rng):
-    g_params, t_params = _params_with_grads(rng)
-    g_params.append(nn.Parameter(genesis.zeros(2, dtype=genesis.float64)))
+def test_clip_grad_norm_matches_torch(norm_type, max_norm, rng, device):
+    g_params, t_params = _params_with_grads(rng, device=device)
+    g_params.append(nn.Parameter(genesis.zeros(2, dtype=genesis.float64, device=device)))
     g_total = nn.utils.clip_grad_norm_(g_params, max_norm, norm_type)
     t_total = torch.nn.utils.clip_grad_norm_(t_params, max_norm, norm_type)
     assert_close(g_total, t_total)
@@ -37,42 +37,43 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm, rng):
     assert g_params[-1].grad is None
 
 
-def test_clip_grad_norm_single_tensor_empty_and_nonfinite(rng):
-    g_params, t_params = _params_with_grads(rng, shapes=((4,),))
+def test_clip_grad_norm_single_tensor_empty_and_nonfinite(rng, device):
+    g_params, t_params = _params_with_grads(rng, shapes=((4,),), device=device)
     assert_close(nn.utils.clip_grad_norm_(g_params[0], 1.0),
                  torch.nn.utils.clip_grad_norm_(t_params[0], 1.0))
     assert float(nn.utils.clip_grad_norm_([], 1.0)) == 0.0
-    g_params[0].grad = genesis.tensor([1.0, math.inf], dtype=genesis.float64)
-    before = g_params[0].grad.numpy().copy()
+    g_params[0].grad = genesis.tensor([1.0, math.inf], dtype=genesis.float64, device=device)
+    before = g_params[0].grad.cpu().numpy().copy()
     with pytest.raises(RuntimeError, match="non-finite"):
         nn.utils.clip_grad_norm_(g_params, 1.0, error_if_nonfinite=True)
-    np.testing.assert_array_equal(g_params[0].grad.numpy(), before)
+    np.testing.assert_array_equal(g_params[0].grad.cpu().numpy(), before)
 
 
-def test_clip_grad_value_matches_torch(rng):
-    g_params, t_params = _params_with_grads(rng)
+def test_clip_grad_value_matches_torch(rng, device):
+    g_params, t_params = _params_with_grads(rng, device=device)
     nn.utils.clip_grad_value_(g_params, 0.3)
     torch.nn.utils.clip_grad_value_(t_params, 0.3)
     for gp, tp in zip(g_params, t_params):
         assert_close(gp.grad, tp.grad)
 
 
-def test_clip_grad_norm_float32_model(rng):
-    model = nn.Linear(4, 3)
-    model(genesis.randn(2, 4)).sum().backward()
+def test_clip_grad_norm_float32_model(rng, device):
+    model = nn.Linear(4, 3).to(device)
+    model(genesis.randn(2, 4, device=device)).sum().backward()
     total = nn.utils.clip_grad_norm_(model.parameters(), 0.1)
     assert total.dtype is genesis.float32 and total.ndim == 0
     clipped = nn.utils.get_total_norm([p.grad for p in model.parameters()])
     assert abs(float(clipped) - min(0.1, float(total))) < 1e-5
 
 
-def test_parameters_to_vector_and_back(rng):
-    g_params, t_params = _params_with_grads(rng)
+def test_parameters_to_vector_and_back(rng, device):
+    g_params, t_params = _params_with_grads(rng, device=device)
     vec = nn.utils.parameters_to_vector(g_params)
     assert_close(vec, torch.nn.utils.parameters_to_vector(t_params))
     vec.sum().backward()
-    np.testing.assert_array_equal(g_params[1].grad.numpy(), t_params[1].grad.numpy() + 1)
-    nn.utils.vector_to_parameters(genesis.arange(vec.numel(), dtype=genesis.float64), g_params)
-    np.testing.assert_array_equal(g_params[1].detach().numpy(), np.arange(12, 17))
+    np.testing.assert_array_equal(g_params[1].grad.cpu().numpy(), t_params[1].grad.numpy() + 1)
+    nn.utils.vector_to_parameters(genesis.arange(vec.numel(), dtype=genesis.float64,
+                                                 device=device), g_params)
+    np.testing.assert_array_equal(g_params[1].detach().cpu().numpy(), np.arange(12, 17))
     with pytest.raises(TypeError, match="1-D"):
-        nn.utils.vector_to_parameters(genesis.zeros(2, 2), g_params)
+        nn.utils.vector_to_parameters(genesis.zeros(2, 2, device=device), g_params)
