@@ -421,7 +421,7 @@ def bernoulli(input, p=None, *, generator=None):
         else input.detach()._host().astype(np.float64)
     if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
         raise RuntimeError("bernoulli: all elements of input must be in [0, 1]")
-    values = (rng.random(probs.shape) < probs)
+    values = np.asarray(rng.random(probs.shape) < probs)
     return _from_host(values.astype(input.dtype.numpy_dtype), input.device, input.dtype)
 
 

@@ -56,7 +56,16 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
     return _fill(self, "uniform_", generator, (from_, to),
-                 lambda rng, shape: rng.uniform(from_, to, shape))
+                 lambda rng, shape: _host_uniform(rng, shape, self.dtype, from_, to))
+
+
+def _host_uniform(rng, shape, dtype, low, high):
+    """low + (high - low) * u for u on the dtype's mantissa grid, rounded to dtype; a value that
+    rounds to high becomes low (the rule the CUDA kernel follows)."""
+    values = (low + (high - low) * creation._uniform_bits(rng, shape, dtype)).astype(
+        dtype.numpy_dtype)
+    values[values == dtype.numpy_dtype.type(high)] = low
+    return values
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
