@@ -170,10 +170,13 @@ def test_cross_entropy_all_ignored_is_nan_with_zero_gradient(label_smoothing, de
     np.testing.assert_array_equal(x.grad.cpu().numpy(), 0)
 
 
-def test_cross_entropy_target_out_of_bounds():
-    """Checked on the CPU only: GPU kernels check no targets (as torch's)."""
+def test_value_errors_checked_on_the_cpu():
+    """Errors that depend on the values are raised on the CPU only (GPU kernels check nothing
+    that would need a synchronization, as torch's)."""
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
         nn.functional.cross_entropy(genesis.randn(2, 3), genesis.tensor([0, 7]))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        nn.functional.binary_cross_entropy(genesis.tensor([1.5]), genesis.tensor([1.0]))
 
 
 def test_loss_errors(device):
@@ -192,8 +195,6 @@ def test_loss_errors(device):
         F.mse_loss(randn(2), randn(2), reduction="avg")
     with pytest.raises(ValueError, match="must be the same as input size"):
         F.binary_cross_entropy_with_logits(randn(2), randn(3))
-    with pytest.raises(RuntimeError, match="between 0 and 1"):
-        F.binary_cross_entropy(tensor([1.5]), tensor([1.0]))
     with pytest.raises(ValueError, match="label_smoothing must be between"):
         F.cross_entropy(randn(2, 3), tensor([0, 1]), label_smoothing=1.5)
     with pytest.warns(UserWarning, match="different to the input size"):
