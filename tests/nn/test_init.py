@@ -12,7 +12,7 @@ from genesis.nn import init
 
 
 def _values(t):
-    return t.detach().numpy().astype(np.float64)
+    return t.detach().cpu().numpy().astype(np.float64)
 
 
 @pytest.mark.parametrize("nonlinearity, param", [
@@ -30,24 +30,24 @@ def test_calculate_gain_errors():
         init.calculate_gain("leaky_relu", "x")
 
 
-def test_fills_in_place_without_recording_history():
-    p = nn.Parameter(genesis.empty(20, 30))
+def test_fills_in_place_without_recording_history(device):
+    p = nn.Parameter(genesis.empty(20, 30, device=device))
     for fn in (init.uniform_, init.normal_, init.xavier_uniform_, init.kaiming_normal_,
                init.orthogonal_, init.zeros_):
         assert fn(p) is p
         assert p.is_leaf and p.requires_grad and p.grad_fn is None
 
 
-def test_uniform_and_normal_statistics():
-    t = genesis.empty(400, 500)
+def test_uniform_and_normal_statistics(device):
+    t = genesis.empty(400, 500, device=device)
     v = _values(init.uniform_(t, -3.0, 1.0))
     assert v.min() >= -3.0 and v.max() < 1.0 and abs(v.mean() + 1.0) < 0.02
     v = _values(init.normal_(t, 2.0, 0.5))
     assert abs(v.mean() - 2.0) < 0.01 and abs(v.std() - 0.5) < 0.01
 
 
-def test_trunc_normal_bounds_and_moments():
-    t = genesis.empty(400, 500, dtype=genesis.float64)
+def test_trunc_normal_bounds_and_moments(device):
+    t = genesis.empty(400, 500, dtype=genesis.float64, device=device)
     v = _values(init.trunc_normal_(t, mean=0.5, std=1.0, a=-0.5, b=2.0))
     assert v.min() >= -0.5 and v.max() <= 2.0
     reference = torch.nn.init.trunc_normal_(torch.empty(400, 500, dtype=torch.float64), 0.5, 1.0,
@@ -55,20 +55,20 @@ def test_trunc_normal_bounds_and_moments():
     assert abs(v.mean() - reference.mean()) < 0.01 and abs(v.std() - reference.std()) < 0.01
 
 
-def test_constant_ones_zeros_eye():
-    t = genesis.empty(3, 4)
-    np.testing.assert_array_equal(init.constant_(t, 2.5).numpy(), 2.5)
-    np.testing.assert_array_equal(init.ones_(t).numpy(), 1)
-    np.testing.assert_array_equal(init.zeros_(t).numpy(), 0)
-    np.testing.assert_array_equal(init.eye_(t).numpy(), np.eye(3, 4))
+def test_constant_ones_zeros_eye(device):
+    t = genesis.empty(3, 4, device=device)
+    np.testing.assert_array_equal(_values(init.constant_(t, 2.5)), 2.5)
+    np.testing.assert_array_equal(_values(init.ones_(t)), 1)
+    np.testing.assert_array_equal(_values(init.zeros_(t)), 0)
+    np.testing.assert_array_equal(_values(init.eye_(t)), np.eye(3, 4))
     with pytest.raises(ValueError, match="2 dimensions"):
-        init.eye_(genesis.empty(2, 2, 2))
+        init.eye_(genesis.empty(2, 2, 2, device=device))
 
 
 @pytest.mark.parametrize("shape", [(300, 200), (64, 16, 3, 3)], ids=str)
 @pytest.mark.parametrize("gain", [1.0, 2.0])
-def test_xavier(shape, gain):
-    t = genesis.empty(*shape)
+def test_xavier(shape, gain, device):
+    t = genesis.empty(*shape, device=device)
     fan_in, fan_out = torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(*shape))
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     v = _values(init.xavier_uniform_(t, gain))
@@ -80,39 +80,39 @@ def test_xavier(shape, gain):
 @pytest.mark.parametrize("mode", ["fan_in", "fan_out"])
 @pytest.mark.parametrize("nonlinearity, a", [("leaky_relu", 0), ("relu", 0),
                                              ("leaky_relu", math.sqrt(5)), ("tanh", 0)])
-def test_kaiming(mode, nonlinearity, a):
+def test_kaiming(mode, nonlinearity, a, device):
     shape = (96, 48, 3, 3)
     fan = torch.nn.init._calculate_correct_fan(torch.empty(*shape), mode)
     std = torch.nn.init.calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    t = genesis.empty(*shape)
+    t = genesis.empty(*shape, device=device)
     v = _values(init.kaiming_uniform_(t, a, mode, nonlinearity))
     assert v.max() <= math.sqrt(3) * std and v.max() > 0.95 * math.sqrt(3) * std
     v = _values(init.kaiming_normal_(t, a, mode, nonlinearity))
     assert abs(v.std() - std) < 0.03 * std
 
 
-def test_kaiming_errors_and_empty():
+def test_kaiming_errors_and_empty(device):
     with pytest.raises(ValueError, match="Mode fan_avg not supported"):
-        init.kaiming_uniform_(genesis.empty(3, 3), mode="fan_avg")
+        init.kaiming_uniform_(genesis.empty(3, 3, device=device), mode="fan_avg")
     with pytest.raises(ValueError, match="fewer than 2 dimensions"):
-        init.xavier_uniform_(genesis.empty(3))
+        init.xavier_uniform_(genesis.empty(3, device=device))
     with pytest.warns(UserWarning, match="zero-element"):
-        init.kaiming_uniform_(genesis.empty(0, 3))
+        init.kaiming_uniform_(genesis.empty(0, 3, device=device))
 
 
 @pytest.mark.parametrize("shape", [(6, 4), (4, 6), (3, 2, 2)], ids=str)
-def test_orthogonal(shape):
-    t = genesis.empty(*shape, dtype=genesis.float64)
+def test_orthogonal(shape, device):
+    t = genesis.empty(*shape, dtype=genesis.float64, device=device)
     q = _values(init.orthogonal_(t, gain=2.0)).reshape(shape[0], -1)
     small = q.T @ q if shape[0] >= q.shape[1] else q @ q.T
     np.testing.assert_allclose(small, 4.0 * np.eye(small.shape[0]), atol=1e-10)
 
 
-def test_generator_makes_draws_reproducible():
+def test_generator_makes_draws_reproducible(device):
     draws = []
     for _ in range(2):
-        g = genesis.Generator().manual_seed(123)
-        draws.append([_values(fn(genesis.empty(5, 4), generator=g)) for fn in
+        g = genesis.Generator(device).manual_seed(123)
+        draws.append([_values(fn(genesis.empty(5, 4, device=device), generator=g)) for fn in
                       (init.uniform_, init.normal_, init.trunc_normal_, init.xavier_uniform_,
                        init.kaiming_normal_, init.orthogonal_)])
     for a, b in zip(*draws):
@@ -124,7 +124,7 @@ def test_generator_makes_draws_reproducible():
 
 
 @pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16, genesis.float64])
-def test_init_keeps_dtype(dtype):
-    t = genesis.empty(4, 5, dtype=dtype)
+def test_init_keeps_dtype(dtype, device):
+    t = genesis.empty(4, 5, dtype=dtype, device=device)
     assert init.kaiming_uniform_(t).dtype is dtype
     assert init.trunc_normal_(t, std=0.02).dtype is dtype
