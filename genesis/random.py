@@ -26,9 +26,8 @@ class Generator:
     """
 
     def __new__(cls, device="cpu"):
-        if cls is Generator and as_device(device).type == "cuda":
-            cls = PhiloxGenerator
-        return super().__new__(cls)
+        kind = PhiloxGenerator if cls is Generator and as_device(device).type == "cuda" else cls
+        return super().__new__(kind)
 
     def __init__(self, device="cpu"):
         self.device = as_device(device)

@@ -116,7 +116,7 @@ def _host_integers(rng, low, high, shape):
 
 
 def _check_probabilities(p, op):
-    bad = (p < 0) | (p > 1) | (p != p)
+    bad = (p < 0) | (p > 1) | p.isnan()
     if bool(bad.any()):
         raise RuntimeError(f"{op}: all elements of input must be in [0, 1]")
 
@@ -126,6 +126,8 @@ def bernoulli_(self, p=0.5, *, generator=None):
     self's shape), 0 elsewhere."""
     if isinstance(p, Tensor):
         probs = p.detach().to(device=self.device)
+        if probs._storage is self._storage:
+            probs = probs.clone()
         if not probs.dtype.is_floating_point:
             probs = probs.to(dtypes.float32)
         _check_probabilities(probs, "bernoulli_")

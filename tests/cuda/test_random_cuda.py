@@ -257,7 +257,7 @@ def test_dropout_gradient_through_a_broadcast_gradient():
 def test_fused_dropout_gradcheck_and_gradgradcheck():
     from genesis.nn.functional.dropout import _FusedDropout
     x = genesis.randn(6, 5, dtype=genesis.float64, device=DEVICE, requires_grad=True)
-    fn = lambda t: _FusedDropout.apply(t, 0.3, 1234, 56)  # noqa: E731
+    fn = lambda t: _FusedDropout.apply(t, 0.3, 1234, 56)
     assert genesis.autograd.gradcheck(fn, (x,))
     assert genesis.autograd.gradgradcheck(fn, (x,))
 

@@ -247,3 +247,15 @@ def test_empty_output_launches_nothing(gpu):
     out = empty((0, 5), np.float32)
     assert rnd.uniform_(out, 0.0, 1.0, 1, 0) is out
     assert rnd.dropout(empty((3, 0), np.float16), 0.5, 1, 0).shape == (3, 0)
+
+
+def test_dropout_of_a_view_with_more_dims_than_the_kernel_takes(gpu, rng):
+    seed, offset = draw_args(rng)
+    shape = (2, 3, 2, 3, 2, 3, 5)
+    full = rng.standard_normal(tuple(2 * s for s in shape)).astype(np.float32)
+    strides = tuple(2 * int(np.prod(full.shape[i + 1:])) for i in range(len(shape)))
+    x = ti.view(ti.to_device(full), shape, strides)
+    out = rnd.dropout(x, 0.5, seed, offset)
+    dense = rnd.dropout(ti.to_device(np.ascontiguousarray(ti.to_host(x))), 0.5, seed, offset)
+    np.testing.assert_array_equal(ti.to_host(out), ti.to_host(dense))
+    assert np.count_nonzero(ti.to_host(out)) not in (0, out.size)

@@ -202,7 +202,7 @@ def _recipe(dist, out, src, target=None):
     """The launch filling `out` (read from `src` for bernoulli/dropout), both of one shape."""
     arrays = [out] if src is None else [out, src]
     sizes, strides = coalesce(out.shape, *(arr.element_strides() for arr in arrays))
-    ity = index_type(sizes, *strides)
+    ity = "i64" if out.size + BLOCK > 2 ** 31 - 1 else index_type(sizes, *strides)
     precision = out.dtype if src is None or dist == DROPOUT else src.dtype
     wide = _wide(dist, precision)
     a_ty, b_ty = _param_types(dist)
@@ -227,6 +227,11 @@ def _geometry(arr):
     return None if arr is None else (arr.strides, arr.dtype, arr.ptr % 16 == 0)
 
 
+def _dims(*arrays):
+    """How many dims the kernel sees for these arrays of one shape (after coalescing)."""
+    return len(coalesce(arrays[0].shape, *(arr.element_strides() for arr in arrays))[0])
+
+
 def _signed64(value):
     """The int64 with `value`'s low 64 bits (Triton takes seeds and spans as i64)."""
     value &= (1 << 64) - 1
@@ -239,15 +244,15 @@ def _fill(dist, out, src, a, b, seed, offset):
         return out
     activate(out.device)
     stream = current_stream_handle(out.device)
-    if len(coalesce(out.shape, out.element_strides())[0]) > MAX_DIMS:
+    if src is not None and _dims(out, src) > MAX_DIMS:
+        dense = CUDAArray.empty(src.shape, src.dtype, src.device, stream)
+        strided_copy(dense, src, stream)
+        src = dense
+    if _dims(out) > MAX_DIMS:
         dense = CUDAArray.empty(out.shape, out.dtype, out.device, stream)
         _fill(dist, dense, src, a, b, seed, offset)
         strided_copy(out, dense, stream)
         return out
-    if src is not None and len(coalesce(src.shape, src.element_strides())[0]) > MAX_DIMS:
-        dense = CUDAArray.empty(src.shape, src.dtype, src.device, stream)
-        strided_copy(dense, src, stream)
-        src = dense
     key = (dist, out.shape, _geometry(out), _geometry(src), out.device)
     recipe = _recipes.get_or_build(key, lambda: _recipe(dist, out, src))
     recipe.run(stream, {"out": out, "src": src, "a": a, "b": b, "seed": _signed64(seed),
