@@ -6,13 +6,17 @@ Block sizes are shrunk (16-lane sorts, 8-element merge blocks) so short rows wal
 one block, several rows to a block, chunked sorts with merge passes, topk candidate reduction.
 """
 
+import ctypes
+
 import ml_dtypes
 import numpy as np
 import pytest
 import triton_interpret as ti
 
 from genesis import dispatch
+from genesis.backends.cuda.kernels import shape as shape_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
+from genesis.backends.cuda.runtime import driver
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -28,7 +32,11 @@ def gpu(monkeypatch):
     monkeypatch.setattr(sort_kernels, "MERGE_BLOCK", 8)
     monkeypatch.setattr(sort_kernels, "_MIN_TILE", 32)
     monkeypatch.setattr(sort_kernels, "_recipes", sort_kernels.RecipeCache())
-    with ti.device(sort_kernels):
+    monkeypatch.setattr(shape_kernels, "BLOCK", 64)
+    monkeypatch.setattr(shape_kernels, "_recipes", shape_kernels.RecipeCache())
+    monkeypatch.setattr(driver, "memcpy_htod",
+                        lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes))
+    with ti.device(sort_kernels, shape_kernels):
         yield
 
 
@@ -107,3 +115,83 @@ def test_empty(gpu):
         x = np.zeros(shape, np.float32)
         values, indices = dispatch.kernel("sort", "cuda")(ti.to_device(x), dim, False, False)
         assert values.shape == shape and indices.shape == shape
+
+
+def stepped(x):
+    """(numpy view, device view) of x's values at every other element of a bigger buffer."""
+    wide = np.zeros(tuple(2 * n for n in x.shape), x.dtype)
+    view = wide[tuple(slice(1, None, 2) for _ in x.shape)]
+    view[...] = x
+    strides = [s // x.itemsize for s in view.strides]
+    offset = (view.ctypes.data - wide.ctypes.data) // x.itemsize
+    return view, ti.view(ti.to_device(wide), x.shape, strides, offset)
+
+
+def run_shape(op, x, *args, layout="contiguous"):
+    if layout == "stepped":
+        host, dev = stepped(x)
+    else:
+        host, dev = x, ti.to_device(x, transpose=layout == "transposed")
+    expected = dispatch.kernel(op, "cpu")(host, *args)
+    check_same(dispatch.kernel(op, "cuda")(dev, *args), np.asarray(expected))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("dims", [(0,), (1,), (2,), (0, 2), (0, 1, 2), ()])
+def test_flip(gpu, layout, dims, rng):
+    run_shape("flip", sample((4, 5, 6), np.dtype(np.float32), rng), dims, layout=layout)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("shifts,dims", [((1,), (0,)), ((-7,), (2,)), ((2, 3), (0, 1)),
+                                         ((13, -2, 1), (2, 1, 0)), ((1, 2), (1, 1))])
+def test_roll(gpu, layout, shifts, dims, rng):
+    run_shape("roll", sample((4, 5, 6), np.dtype(np.int64), rng), shifts, dims, layout=layout)
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize("k", [-2, 0, 1, 4])
+@pytest.mark.parametrize("shape", [(5, 7), (3, 6, 4), (2, 1, 3, 3)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+def test_triangles(gpu, op, k, shape, layout, rng):
+    run_shape(op, sample(shape, np.dtype(np.float16), rng), k, layout=layout)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.bool_)], ids=str)
+def test_bool_and_half_shapes(gpu, dtype, rng):
+    x = sample((6, 9), dtype, rng)
+    run_shape("flip", x, (1,))
+    run_shape("roll", x, (4,), (1,))
+    run_shape("triu", x, 1)
+
+
+def test_many_dims_roll(gpu, rng):
+    x = sample((2, 3, 2, 3, 2, 3, 2), np.dtype(np.int32), rng)
+    run_shape("roll", x, (1, 1, 1, 1, 1, 1, 1), tuple(range(7)), layout="stepped")
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 9])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_cat(gpu, count, dim, mixed, rng):
+    hosts, devs = [], []
+    for i in range(count):
+        shape = [3, 4, 5]
+        shape[dim] = int(rng.integers(0, 4)) if i % 3 else 2
+        x = sample(tuple(shape), np.dtype(np.float32), rng)
+        if mixed and i % 2:
+            host, dev = stepped(x)
+        elif mixed and i % 3 == 2:
+            host, dev = x, ti.to_device(x, transpose=True)
+        else:
+            host, dev = x, ti.to_device(x)
+        hosts.append(host)
+        devs.append(dev)
+    expected = dispatch.kernel("cat", "cpu")(hosts, dim)
+    check_same(dispatch.kernel("cat", "cuda")(devs, dim), expected)
+
+
+def test_cat_empty_output(gpu):
+    parts = [np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)]
+    out = dispatch.kernel("cat", "cuda")([ti.to_device(p) for p in parts], 0)
+    assert out.shape == (0, 3)

@@ -1,0 +1,257 @@
+"""Shape kernels that copy, on the GPU: cat, flip, roll, tril/triu.
+
+flip, roll, tril and triu share one gather kernel: each element of the fresh contiguous output
+finds its source element in the input view from its coordinates. A flip is a view with the
+flipped dims' strides negated (the kernel never sees it as anything else), a roll subtracts the
+shift from a coordinate modulo the dim's size, and tril/triu zero the elements on the wrong side
+of the diagonal of the last two dims. Dims that do none of these are merged with their
+neighbours where the input allows, so most calls index over two or three dims.
+
+cat writes each input into its slice of the output. Few inputs (CAT_COPY_LIMIT or fewer) and
+non-contiguous ones go through the strided copy kernel, one launch each; the contiguous inputs
+of a cat of many are copied by one launch driven by a small table of (address, width, column
+offset, size, first element) per block of BLOCK elements, uploaded with the call.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..runtime import driver
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import MAX_DIMS, Recipe, RecipeCache, cdiv, const, placeholder, pointer
+from .copy import strided_copy
+
+BLOCK = 1024
+CAT_COPY_LIMIT = 2
+_TABLE_COLUMNS = 5
+
+
+@triton.jit
+def _gather_kernel(x, out, n, size0, size1, size2, size3, size4, size5,
+                   x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
+                   shift0, shift1, shift2, shift3, shift4, shift5, diagonal,
+                   NDIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = x at i's coordinates, each minus its dim's shift modulo the size; TRIANGLE 1
+    (tril) or 2 (triu) zeroes elements off the kept side of `diagonal` in the last two dims."""
+    linear = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = linear < n
+    sizes = (size0, size1, size2, size3, size4, size5)
+    strides = (x_s0, x_s1, x_s2, x_s3, x_s4, x_s5)
+    shifts = (shift0, shift1, shift2, shift3, shift4, shift5)
+    rest = linear
+    src = tl.zeros_like(linear)
+    col = tl.zeros_like(linear)
+    row = tl.zeros_like(linear)
+    for d in tl.static_range(NDIM - 1, -1, -1):
+        if d > 0:
+            c = rest % sizes[d]
+            rest = rest // sizes[d]
+        else:
+            c = rest
+        if d == NDIM - 1:
+            col = c
+        if d == NDIM - 2:
+            row = c
+        s = c - shifts[d]
+        src += tl.where(s < 0, s + sizes[d], s) * strides[d]
+    v = tl.load(x + src, mask=mask)
+    if TRIANGLE == 1:
+        v = tl.where(col - row <= diagonal, v, tl.zeros_like(v))
+    if TRIANGLE == 2:
+        v = tl.where(col - row >= diagonal, v, tl.zeros_like(v))
+    tl.store(out + linear, v, mask=mask)
+
+
+@triton.jit
+def _cat_table_kernel(table, out, OUT_WIDTH, BLOCK: tl.constexpr):
+    """Block pid of the table: BLOCK elements of one contiguous input, seen as rows of `width`
+    elements, written at column `column` of the output's rows of OUT_WIDTH elements."""
+    entry = table + tl.program_id(0).to(tl.int64) * 5
+    src = tl.load(entry).to(tl.pointer_type(out.dtype.element_ty))
+    width = tl.load(entry + 1)
+    column = tl.load(entry + 2)
+    size = tl.load(entry + 3)
+    e = tl.load(entry + 4) + tl.arange(0, BLOCK)
+    mask = e < size
+    v = tl.load(src + e, mask=mask)
+    tl.store(out + (e // width) * OUT_WIDTH + column + e % width, v, mask=mask)
+
+
+def _merge_dims(shape, strides, keep_apart):
+    """(sizes, strides, shifts) with size-1 dims dropped (unless kept apart) and neighbours that
+    are not kept apart merged when the input is contiguous across them. `keep_apart` maps a dim
+    to its shift (rolled dims and tril/triu's last two)."""
+    dims = []
+    for d, (size, stride) in enumerate(zip(shape, strides)):
+        special = d in keep_apart
+        if size == 1 and not special:
+            continue
+        if dims and not special and not dims[-1][3] and dims[-1][1] == stride * size:
+            prev = dims[-1]
+            dims[-1] = (prev[0] * size, stride, 0, False)
+            continue
+        dims.append((size, stride, keep_apart.get(d, 0), special))
+    if not dims:
+        dims = [(1, 0, 0, False)]
+    return [d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims]
+
+
+def _gather_recipe(x, out, sizes, strides, shifts, triangle, target=None):
+    pad = MAX_DIMS - len(sizes)
+    sizes, strides, shifts = sizes + [1] * pad, strides + [0] * pad, shifts + [0] * pad
+    entries = [pointer("x", "x", x), pointer("out", "out", out), ("n", out.size, "i64")]
+    entries += [(f"size{d}", sizes[d], "i64") for d in range(MAX_DIMS)]
+    entries += [(f"x_s{d}", strides[d], "i64") for d in range(MAX_DIMS)]
+    entries += [(f"shift{d}", shifts[d], "i64") for d in range(MAX_DIMS)]
+    entries += [("diagonal", triangle[1], "i64")]
+    entries += const(NDIM=MAX_DIMS - pad, TRIANGLE=triangle[0], BLOCK=BLOCK)
+    recipe = Recipe(out.device, target)
+    recipe.add(_gather_kernel, (cdiv(out.size, BLOCK),), entries, 4)
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def _gather(x, shifts, triangle=(0, 0)):
+    """A contiguous copy of the view `x`, rolled by `shifts` ({dim: shift}) and masked to a
+    triangle ((1 or 2, diagonal); (0, 0): none)."""
+    activate(x.device)
+    stream = current_stream_handle(x.device)
+    out = CUDAArray.empty(x.shape, x.dtype, x.device, stream)
+    if out.size == 0:
+        return out
+    apart = dict(shifts)
+    if triangle[0]:
+        apart.setdefault(x.ndim - 2, 0)
+        apart.setdefault(x.ndim - 1, 0)
+    sizes, strides, steps = _merge_dims(x.shape, x.element_strides(), apart)
+    if len(sizes) > MAX_DIMS:
+        return _gather_in_steps(x, shifts, triangle)
+    key = (tuple(sizes), tuple(strides), tuple(steps), triangle, x.dtype, x.ptr % 16 == 0,
+           x.device)
+    recipe = _recipes.get_or_build(
+        key, lambda: _gather_recipe(x, out, sizes, strides, steps, triangle))
+    recipe.run(stream, {"x": x, "out": out})
+    return out
+
+
+def _gather_in_steps(x, shifts, triangle):
+    """More dims than the kernel indexes (rare): a contiguous copy first, one roll at a time."""
+    out = x
+    if not x.is_contiguous():
+        out = CUDAArray.empty(x.shape, x.dtype, x.device, current_stream_handle(x.device))
+        strided_copy(out, x, current_stream_handle(x.device))
+    for dim, shift in shifts.items():
+        out = _gather(out, {dim: shift})
+    return _gather(out, {}, triangle) if triangle[0] else out
+
+
+def _flipped(arr, dims):
+    """`arr` seen with `dims` reversed (negative strides)."""
+    strides, offset = list(arr.strides), arr.offset
+    for d in dims:
+        if arr.shape[d] > 1:
+            offset += (arr.shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+    return CUDAArray(arr.storage, arr.shape, strides, offset, arr.dtype)
+
+
+@register("flip", "cuda")
+def flip(arr, dims):
+    return _gather(_flipped(arr, dims) if arr.size else arr, {})
+
+
+@register("roll", "cuda")
+def roll(arr, shifts, dims):
+    total = {}
+    for shift, dim in zip(shifts, dims):
+        total[dim] = total.get(dim, 0) + shift
+    return _gather(arr, {d: s % arr.shape[d] for d, s in total.items() if arr.shape[d]})
+
+
+@register("tril", "cuda")
+def tril(arr, k):
+    return _gather(arr, {}, (1, k))
+
+
+@register("triu", "cuda")
+def triu(arr, k):
+    return _gather(arr, {}, (2, k))
+
+
+def _slice(out, dim, start, size):
+    return CUDAArray(out.storage, out.shape[:dim] + (size,) + out.shape[dim + 1:], out.strides,
+                     out.offset + start * out.strides[dim], out.dtype)
+
+
+def _upload(host, device, stream):
+    """A device copy of the int64 host array `host` (enqueued on `stream`)."""
+    out = CUDAArray.empty(host.shape, host.dtype, device, stream)
+    driver.memcpy_htod(out.ptr, host.ctypes.data, host.nbytes, stream)
+    return out
+
+
+def _cat_table(parts, out, dim, stream):
+    """One launch copying the contiguous `parts` ((array, first index along dim) pairs)."""
+    inner = 1
+    for size in out.shape[dim + 1:]:
+        inner *= size
+    rows = []
+    for arr, start in parts:
+        blocks = np.arange(0, arr.size, BLOCK, dtype=np.int64)
+        entry = (arr.ptr, arr.shape[dim] * inner, start * inner, arr.size)
+        rows.append(np.column_stack([np.broadcast_to(np.array(entry, np.int64),
+                                                     (len(blocks), 4)), blocks]))
+    table = _upload(np.ascontiguousarray(np.concatenate(rows)), out.device, stream)
+    key = ("cat", out.dtype, out.shape[dim] * inner, table.shape[0], out.device)
+    recipe = _recipes.get_or_build(key, lambda: _cat_recipe(out, key[2], key[3]))
+    recipe.run(stream, {"table": table, "out": out})
+
+
+def _cat_recipe(out, out_width, blocks, target=None):
+    recipe = Recipe(out.device, target)
+    entries = [pointer("table", "table", placeholder((1,), np.int64)),
+               pointer("out", "out", out), ("OUT_WIDTH", out_width, "i64")]
+    recipe.add(_cat_table_kernel, (blocks,), entries + const(BLOCK=BLOCK), 4)
+    return recipe
+
+
+@register("cat", "cuda")
+def cat(arrays, dim):
+    """Arrays of one dtype joined along `dim` (shapes checked by the ops layer)."""
+    first = arrays[0]
+    activate(first.device)
+    stream = current_stream_handle(first.device)
+    shape = list(first.shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    out = CUDAArray.empty(tuple(shape), first.dtype, first.device, stream)
+    if out.size == 0:
+        return out
+    parts, start = [], 0
+    for arr in arrays:
+        parts.append((arr, start))
+        start += arr.shape[dim]
+    parts = [(a, s) for a, s in parts if a.size]
+    table = [(a, s) for a, s in parts if a.is_contiguous()] if len(parts) > CAT_COPY_LIMIT else []
+    for arr, start in parts:
+        if not any(arr is a for a, _ in table):
+            strided_copy(_slice(out, dim, start, arr.shape[dim]), arr, stream)
+    if table:
+        _cat_table(table, out, dim, stream)
+    return out
+
+
+def compile_all(target):
+    """The gather kernel (flip/roll, tril/triu) over 1-3 dims and the cat table kernel."""
+    import ml_dtypes
+    for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
+        x = placeholder((64, 32, 16), dtype)
+        _gather_recipe(x, x, [64, 512], [512, 1], [0, 3], (0, 0), target)
+        _gather_recipe(x, x, [64, 32, 16], [512, 16, 1], [0, 0, 0], (1, 2), target)
+        _gather_recipe(x, x, [32768], [-1], [0], (0, 0), target)
+        _cat_recipe(x, 1024, 8, target)
