@@ -43,9 +43,8 @@ def values(shape, dtype, rng):
 def operand(arr, dtype, layout="contiguous"):
     """(genesis cuda tensor laid out as asked, float64/int64 torch reference of its values)."""
     host = genesis.tensor(arr, dtype=dtype)
-    ref = torch.from_numpy(np.asarray(host.float().numpy() if dtype.is_floating_point
-                                      else host.numpy()).astype(
-        np.float64 if dtype.is_floating_point else np.int64))
+    wide = genesis.float64 if dtype.is_floating_point else genesis.int64
+    ref = torch.from_numpy(host.to(wide).numpy())
     g = host.to("cuda")
     if layout == "transposed" and g.ndim >= 2:
         g = g.mT.contiguous().mT
@@ -170,6 +169,7 @@ def test_autotune_writes_disk_cache(monkeypatch, tmp_path, rng):
     monkeypatch.setenv("GENESIS_KERNEL_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "3")
     monkeypatch.setattr(mm, "_chosen", {})
+    monkeypatch.setattr(mm, "_fast", {})
     monkeypatch.setattr(mm, "_tuner", mm.AutoTuner("matmul"))
     dtype = genesis.bfloat16
     (a, ra), (b, rb) = (operand(values(s, dtype, rng), dtype) for s in ((512, 520), (520, 512)))

@@ -48,10 +48,10 @@ def gpu(monkeypatch):
     config = {"value": SMALL}
     monkeypatch.setattr(mm, "heuristic_config", lambda problem: config["value"])
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", _create_dot)
-    mm._chosen.clear()
+    monkeypatch.setattr(mm, "_chosen", {})
+    monkeypatch.setattr(mm, "_fast", {})
     with ti.device(mm):
         yield config
-    mm._chosen.clear()
 
 
 def values(shape, dtype, rng):
@@ -228,3 +228,13 @@ def test_tuning_skips_failures_and_stores_the_winner(gpu, broken_config, monkeyp
     check(out, reference(a, b), a.dtype, 30)
     assert mm._tuner.lookup(("fake", 20)) == ODD
     assert (tmp_path / "autotune" / "matmul.json").exists()
+
+
+def test_repeated_geometry_takes_the_fast_path_with_new_arrays(gpu, rng):
+    dtype = np.dtype(np.float32)
+    for _ in range(3):
+        a, b = values((2, 20, 30), dtype, rng), values((30, 10), dtype, rng)
+        check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), dtype, 30)
+    assert len(mm._fast) == 1
+    (_, _, problem, _), = mm._fast.values()
+    assert problem.arrays is None  # no array (device memory) is kept alive by the cache

@@ -203,6 +203,14 @@ class Problem:
         tf32 = flags.allow_tf32 and self.dtype == np.float32
         self.precision = "tf32" if tf32 or self.dtype in _HALF else "ieee"
 
+    def with_arrays(self, arrays):
+        """The same problem over other arrays of the same geometry."""
+        other = object.__new__(Problem)
+        for name in Problem.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.arrays = arrays
+        return other
+
     @property
     def batch(self):
         n = 1
@@ -336,16 +344,16 @@ def _launch(problem, stream, **config):
 
 
 def run(problem):
-    """Compute `problem` with its tuned (or first workable) configuration. The choice is kept
-    per geometry; a configuration that fails to compile or launch is skipped with a warning and
-    the next one runs (a failure is never a result)."""
+    """Compute `problem` with its tuned (or first workable) configuration and return that
+    launcher. The choice is kept per geometry; a configuration that fails to compile or launch
+    is skipped with a warning and the next one runs (a failure is never a result)."""
     stream = current_stream_handle(problem.device)
     choice = backend_choice()
     geometry = (problem.geometry(), choice)
     launcher = _chosen.get(geometry)
     if launcher is not None:
         launcher(problem, stream)
-        return
+        return launcher
     timed, fallback = _plan(problem, choice)
     config = None
     if timed:
@@ -362,7 +370,8 @@ def run(problem):
         config = _run_first_working(problem, stream, fallback)
     if len(_chosen) > 4096:
         _chosen.clear()
-    _chosen[geometry] = _launcher(problem, **config)
+    launcher = _chosen[geometry] = _launcher(problem, **config)
+    return launcher
 
 
 def _run_first_working(problem, stream, candidates):
@@ -413,27 +422,51 @@ def _batch_strides(arr, batch):
                  for i in range(len(batch)))
 
 
+_fast = {}
+
+
 def matmul_arrays(a, b, bias=None, activation=None, keep_z=False):
     """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
-    pre-activation value too when `keep_z`."""
+    pre-activation value too when `keep_z`.
+
+    After the first call with a geometry (shapes, strides, dtype, alignment, flags), later ones
+    skip the shape logic: the product's Problem is kept with its launcher, and only the
+    addresses change."""
     device = a.device
     activate(device)
     stream = current_stream_handle(device)
-    a, b, out_shape = _as_batched(a, b)
-    c = CUDAArray.empty(a.shape[:-1] + b.shape[-1:], a.dtype, device, stream)
-    z = CUDAArray.empty(c.shape, a.dtype, device, stream) if keep_z else None
-    if c.size:
-        _dispatch(a, b, c, z, bias, ACTIVATIONS[activation])
-    shaped = [None if x is None else
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype, a.ptr % 16 == 0, b.ptr % 16 == 0,
+           None if bias is None else (bias.shape, bias.strides, bias.ptr % 16 == 0),
+           activation, keep_z, flags.allow_tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
+           device)
+    fast = _fast.get(key)
+    if fast is not None:
+        c_shape, out_shape, problem, launcher = fast
+        c = CUDAArray.empty(c_shape, a.dtype, device, stream)
+        z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
+        launcher(problem.with_arrays({"a": a, "b": b, "c": c, "bias": bias, "z": z}), stream)
+    else:
+        a2, b2, out_shape = _as_batched(a, b)
+        c_shape = a2.shape[:-1] + b2.shape[-1:]
+        c = CUDAArray.empty(c_shape, a.dtype, device, stream)
+        z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
+        problems = _problems(a2, b2, c, z, bias, ACTIVATIONS[activation]) if c.size else []
+        launchers = [run(problem) for problem in problems]
+        if len(problems) == 1:
+            if len(_fast) > 4096:
+                _fast.clear()
+            _fast[key] = (c_shape, out_shape, problems[0].with_arrays(None), launchers[0])
+    shaped = [x if x is None or out_shape == c_shape else
               CUDAArray(x.storage, out_shape, contiguous_byte_strides(out_shape, x.itemsize), 0,
                         x.dtype) for x in (c, z)]
     return shaped if keep_z else shaped[0]
 
 
-def _dispatch(a, b, c, z, bias, act):
-    """Run act(a @ b + bias) into `c` (and `z`) for matrices over one batch shape: the batch is
-    folded into M when b is shared by every entry and a and c stack into one tall matrix, then
-    coalesced; more than MAX_BATCH_DIMS batch dims run one leading index at a time."""
+def _problems(a, b, c, z, bias, act):
+    """The Problems computing act(a @ b + bias) into `c` (and `z`) for matrices over one batch
+    shape: the batch is folded into M when b is shared by every entry and a and c stack into
+    one tall matrix, then coalesced; beyond MAX_BATCH_DIMS batch dims, one per leading index.
+    Operand roles keep the arrays' addresses (views here never move them)."""
     batch = a.shape[:-2]
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     (*ba, am, ak), (*bb, bk, bn), (*bc, cm, cn) = (x.element_strides() for x in (a, b, c))
@@ -446,15 +479,14 @@ def _dispatch(a, b, c, z, bias, act):
         sizes, ba, bb, bc = [], (), (), ()
     if len(sizes) > MAX_BATCH_DIMS:
         from ._strided import select
-        for i in range(batch[0]):
-            _dispatch(select(a, 0, i), select(b, 0, i), select(c, 0, i),
-                      None if z is None else select(z, 0, i), bias, act)
-        return
+        return [p for i in range(batch[0])
+                for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
+                                   None if z is None else select(z, 0, i), bias, act)]
     arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z}
     strides = {"a": (*ba, am, ak), "b": (*bb, bk, bn), "c": (*bc, cm, cn)}
     if bias is not None:
         strides["bias"] = bias.element_strides()[-1] if bias.ndim else 0
-    run(Problem(M, N, K, sizes, strides, arrays, act))
+    return [Problem(M, N, K, sizes, strides, arrays, act)]
 
 
 @register("matmul", "cuda")
