@@ -58,9 +58,8 @@ class Generator:
         self._rng.bit_generator.state = ast.literal_eval(bytes(state.numpy().tobytes()).decode())
         return self
 
-    @property
-    def numpy_rng(self):
-        """The numpy Generator that draws this generator's numbers on the CPU."""
+    def host_rng(self):
+        """The numpy Generator that draws this generator's numbers on the host."""
         return self._rng
 
 
@@ -106,9 +105,11 @@ class PhiloxGenerator(Generator):
         self._seed, self._offset = int(seed), int(offset)
         return self
 
-    @property
-    def numpy_rng(self):
-        raise RuntimeError(f"a generator for device '{self.device}' cannot draw on the CPU")
+    def host_rng(self):
+        """A numpy Generator for one draw made on the host (ops without a device kernel, such
+        as multinomial): seeded from (seed, offset), after which the offset moves past it."""
+        seed, offset = self.philox_reserve(1)
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, offset])))
 
 
 default_generator = Generator()
@@ -173,5 +174,5 @@ def generator_for(generator, device):
 
 
 def rng_for(generator):
-    """The numpy Generator behind `generator` (or the default one)."""
-    return (generator or default_generator).numpy_rng
+    """The numpy Generator drawing for `generator` (or the default one) on the host."""
+    return (generator or default_generator).host_rng()

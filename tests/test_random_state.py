@@ -98,9 +98,17 @@ def test_generator_device_type_must_match():
         grandom.generator_for(genesis.Generator(), cuda)
     with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator"):
         grandom.generator_for(genesis.Generator("cuda"), as_device("cpu"))
-    with pytest.raises(RuntimeError, match="cannot draw on the CPU"):
-        genesis.rand(3, generator=genesis.Generator("cuda"))
     assert grandom.generator_for(None, cuda) is grandom.cuda_generator(0)
+
+
+def test_host_draws_from_a_cuda_generator_are_reproducible_and_advance_it():
+    g = genesis.Generator("cuda").manual_seed(11)
+    a = genesis.random.rng_for(g).random(5)
+    assert g.get_offset() == 1
+    b = genesis.random.rng_for(g).random(5)
+    assert not np.array_equal(a, b)
+    g.manual_seed(11)
+    np.testing.assert_array_equal(genesis.random.rng_for(g).random(5), a)
 
 
 def test_in_place_fills_on_cpu_follow_the_generator():

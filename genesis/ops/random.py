@@ -28,7 +28,7 @@ def philox_args(device, generator, count):
 
 def _fill(self, op, generator, params, host_draw):
     """Write `op`'s values into `self`: by the device's `op` kernel (given `params`, seed and
-    offset) where there is one, else `host_draw(numpy_rng, shape)` drawn on the host."""
+    offset) where there is one, else `host_draw(numpy_generator, shape)` drawn on the host."""
     check_inplace_target(self, op)
     device = self.device
     if has_kernel(op, device.type):
