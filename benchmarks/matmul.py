@@ -5,14 +5,14 @@ out x in as nn.Linear keeps it): GPT-2 small's MLP (8192 tokens, 768 -> 3072 and
 and LLaMA-7B's (4096 tokens, 4096 -> 11008 and 11008 -> 4096); each in bf16, fp16, tf32
 (float32 with allow_tf32 on in both frameworks) and strict fp32.
 
-Time per call: CUDA events around back-to-back calls (about 25 ms per round), median of rounds,
-after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
+Time per call: the median of event-timed calls, each queued behind a 64 MB zeroing (so the
+events time the kernel, not the host's launch, and L2 starts cold), after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
 timed once per shape key, winners kept under GENESIS_KERNEL_CACHE_DIR); to keep the run short
 the Triton space is cut to the heuristic's pick plus the next configs, --tune-limit in all
 (default 4; 0 times the whole space). The "path" column is what Genesis ran, as its profiler
 saw it: cuBLASLt or the Triton kernel.
 
-    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N] [--rounds N]
+    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N]
 """
 
 import argparse
@@ -45,6 +45,7 @@ class Lib:
     def __init__(self, module):
         self.module = module
         self.is_torch = module is torch
+        self._flush = module.empty(16 << 20, dtype=module.int32, device="cuda")
 
     def upload(self, array):
         if self.is_torch:
@@ -66,27 +67,29 @@ class Lib:
     def event(self):
         return self.module.cuda.Event(enable_timing=True)
 
+    def flush(self):
+        self._flush.zero_()
 
-def ms_per_call(lib, fn, rounds, round_ms=25.0):
-    """Median over `rounds` of the event-timed ms per call of back-to-back calls."""
+
+def ms_per_call(lib, fn, budget_ms=150.0):
+    """Median device time of one call (ms): each call queued behind a 64 MB zeroing (the GPU
+    stays busy while the host enqueues it, so events time the kernel, and L2 starts cold), as
+    many calls as fit in about `budget_ms` (5 to 100), after a warm-up call."""
     fn()
     lib.synchronize()
-    start, end = lib.event(), lib.event()
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    reps = max(1, min(200, int(round_ms / max(start.elapsed_time(end), 1e-3))))
-    samples = []
-    for _ in range(rounds):
-        start, end = lib.event(), lib.event()
-        start.record()
-        for _ in range(reps):
+
+    def timed(reps):
+        pairs = [(lib.event(), lib.event()) for _ in range(reps)]
+        for start, end in pairs:
+            lib.flush()
+            start.record()
             fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / reps)
-    return statistics.median(samples)
+            end.record()
+        lib.synchronize()
+        return statistics.median(start.elapsed_time(end) for start, end in pairs)
+
+    first = timed(1)
+    return timed(max(5, min(100, int(budget_ms / max(first, 1e-3)))))
 
 
 def genesis_path(fn):
@@ -100,7 +103,7 @@ def genesis_path(fn):
     return next((n for n in names if "matmul" in n), ",".join(names) or "?")
 
 
-def run(only, rounds):
+def run(only):
     libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
     rng = np.random.default_rng(0)
     rows = []
@@ -119,7 +122,7 @@ def run(only, rounds):
                 x, w = (lib.cast(t, dtype) for t in host[label])
                 fn = (lambda x=x, w=w: x @ w.t()) if weight else (lambda x=x, w=w: x @ w)
                 started = time.perf_counter()
-                ms = ms_per_call(lib, fn, rounds)
+                ms = ms_per_call(lib, fn)
                 row[f"{label}_tflops"] = round(2 * M * N * K / ms / 1e9, 1)
                 if label == "genesis":
                     row["genesis_path"] = genesis_path(fn)
@@ -151,11 +154,10 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=[], help="cases or modes containing these")
     parser.add_argument("--tune-limit", type=int, default=4,
                         help="Triton configs timed per shape key (0: the whole space)")
-    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(args.tune_limit)
     started = time.perf_counter()
-    rows = run(args.only, args.rounds)
+    rows = run(args.only)
     total = time.perf_counter() - started
     device = genesis.cuda.get_device_name()
     backend = os.environ.get("GENESIS_MATMUL_BACKEND", "auto")

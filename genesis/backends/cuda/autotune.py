@@ -13,7 +13,6 @@ is skipped with a warning and the others are tried: a failure is never a result.
 
 import json
 import logging
-import math
 import os
 import tempfile
 import threading
@@ -38,27 +37,49 @@ def key_string(key):
     return json.dumps(key, separators=(",", ":"), default=str)
 
 
-def event_timer(run, budget_ms=20.0, max_reps=100):
-    """Milliseconds per call of `run` on the current CUDA stream: one warm-up call (it compiles
-    and raises if the configuration cannot launch), then back-to-back calls between two events,
-    as many as fit in about `budget_ms`, best of three rounds."""
+FLUSH_BYTES = 64 << 20
+_flush_buffers = {}
+
+
+def _flusher():
+    """A call that zeroes a 64 MB buffer on the current stream: queued before each timed call,
+    it keeps the GPU busy while the host enqueues the call (so the events time the kernel, not
+    the launch overhead) and leaves L2 cold, as in a real step."""
+    from .runtime import driver
+    from .runtime.array import CUDAArray
+    from .runtime.device import current_device
+    from .runtime.stream import current_stream_handle
+    device = current_device()
+    buf = _flush_buffers.get(device)
+    if buf is None:
+        buf = _flush_buffers[device] = CUDAArray.empty((FLUSH_BYTES,), "uint8", device)
+    stream = current_stream_handle(device)
+    return lambda: driver.memset_d8(buf.ptr, 0, FLUSH_BYTES, stream)
+
+
+def event_timer(run, budget_ms=10.0, max_reps=50):
+    """Median milliseconds of one call of `run` on the current CUDA stream, timed by events
+    around each call queued behind a flush (`_flusher`). One warm-up call first: it compiles,
+    and raises if the configuration cannot launch. As many calls as fit in about `budget_ms`
+    (3 to `max_reps`)."""
     from ...cuda import Event, synchronize
     run()
     synchronize()
-    start, end = Event(enable_timing=True), Event(enable_timing=True)
-    reps, best = 1, math.inf
-    for round_ in range(4):
-        start.record()
-        for _ in range(reps):
+    flush = _flusher()
+
+    def timed(reps):
+        pairs = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in range(reps)]
+        for start, end in pairs:
+            flush()
+            start.record()
             run()
-        end.record()
-        end.synchronize()
-        per_call = start.elapsed_time(end) / reps
-        if round_ == 0:
-            reps = max(1, min(max_reps, int(budget_ms / 3 / max(per_call, 1e-3))))
-        else:
-            best = min(best, per_call)
-    return best
+            end.record()
+        pairs[-1][1].synchronize()
+        return sorted(start.elapsed_time(end) for start, end in pairs)
+
+    first = timed(1)[0]
+    times = timed(max(3, min(max_reps, int(budget_ms / max(first, 1e-3)))))
+    return times[len(times) // 2]
 
 
 class AutoTuner:
