@@ -29,9 +29,13 @@ activation and rounds once to the output dtype (the "epilogue").
   broadcast-multiply-sum tile loop (float64 / wrapping integer arithmetic, as PyTorch).
 
 Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
-(backends/cuda/libraries.py). Per shape key it times the Triton configurations and cuBLASLt once
-and keeps the winner on disk; GENESIS_MATMUL_BACKEND=auto|triton|cublaslt forces a choice and
-GENESIS_MATMUL_AUTOTUNE=0 skips timing (a size-based heuristic config; Triton unless forced).
+(backends/cuda/libraries.py). Per shape key (sizes rounded up to powers of two, dtype,
+precision, layouts, GPU) it times the Triton configurations and cuBLASLt once, keeps the winner
+on disk (backends/cuda/autotune.py) and, per exact geometry, the chosen launch in memory.
+Products under TUNE_MIN_WORK multiply-adds are not timed: the heuristic config runs.
+Environment: GENESIS_MATMUL_BACKEND=auto|triton|cublaslt (cublaslt: used wherever it can run
+the product), GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only
+the heuristic's pick and the next configs, n in all).
 """
 
 import os
