@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 import genesis
-from helpers import devices
 
-if os.environ.get("GENESIS_TEST_FAKE_CUDA") == "1":
+if os.environ.get("GENESIS_TEST_FAKE_CUDA") == "1":  # before helpers reads is_available()
     import fake_cuda
     fake_cuda.install()
+
+from helpers import devices  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,9 @@
 tensors on "cuda" are numpy-backed but carry the cuda device: a test that mixes a CPU tensor into
 a "cuda" computation, or reads a "cuda" tensor with .numpy(), fails as it would on a GPU. It
 checks the tests' plumbing, not the CUDA kernels. Enabled by conftest when GENESIS_TEST_FAKE_CUDA=1
-(run with GENESIS_TEST_DEVICES=cpu,cuda); never import it in a real GPU run.
+(run with GENESIS_TEST_DEVICES=cuda or cpu,cuda); never import it in a real GPU run. What needs
+the real backend fails under it: generators of the cuda device (Philox kernels), CUDA-only
+kernels, and subprocesses (which do not inherit the stand-in).
 """
 
 import importlib
