@@ -150,3 +150,13 @@ def test_einsum_by_matmul_keeps_the_dtype(monkeypatch, dtype, rng):
     assert out.dtype is dtype
     expected = torch.einsum("ij,j->i", ta.double(), tb.double())
     assert_close(out, expected.to(ta.dtype), check_dtype=False)
+
+
+def test_einsum_by_matmul_integers_summed_first(monkeypatch, rng):
+    """A label summed alone (integer sums widen to int64) keeps the operands' dtype."""
+    monkeypatch.setattr(linalg, "has_kernel", lambda op, device_type: False)
+    (a, ta), (b, tb) = make_pair((3, 4, 2), genesis.int32, rng=rng), \
+        make_pair((4,), genesis.int32, rng=rng)
+    out = genesis.einsum("ijk,j->i", a, b)
+    assert out.dtype is genesis.int32
+    assert_close(out, torch.einsum("ijk,j->i", ta.long(), tb.long()).int())

@@ -220,8 +220,7 @@ class Einsum(Function):
         ctx.save_for_backward(*operands)
         device, dtype = operands[0].device, operands[0].dtype
         if not has_kernel("einsum", device.type):
-            return wrap(_contract(inputs, output, operands).to(dtype).contiguous()._data, device,
-                        dtype)
+            return wrap(_contract(inputs, output, operands)._data, device, dtype)
         equation = ",".join(inputs) + "->" + output
         return wrap(call("einsum", equation, *operands), device, dtype)
 
@@ -242,7 +241,7 @@ def _contract(inputs, output, operands):
         elsewhere = set(output).union(*(set(lab) for j, (lab, _) in enumerate(terms) if j != i))
         lonely = [d for d, c in enumerate(labels) if c not in elsewhere]
         if lonely:
-            terms[i] = ([c for c in labels if c in elsewhere], sum(t, tuple(lonely)))
+            terms[i] = ([c for c in labels if c in elsewhere], sum(t, tuple(lonely)).to(t.dtype))
             computed = True
     while len(terms) > 1:
         (la, a), (lb, b), rest = terms[0], terms[1], terms[2:]
