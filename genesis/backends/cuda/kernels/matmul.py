@@ -511,17 +511,17 @@ def linear_act(x, weight, bias, activation, keep_preactivation):
 
 
 def compile_all(target):
-    """The main specializations for `target`: float16 and float32 (TF32 and IEEE) over their
-    whole config space, row-major 4096^2; every other dtype with its first config; transposed,
-    batched, broadcast layouts and the bias/activation epilogues with the first config."""
-    cases = [(np.float16, None, True), (ml_dtypes.bfloat16, None, False),
-             (np.float32, "tf32", True), (np.float32, "ieee", True), (np.float64, None, False),
-             (np.int32, None, False), (np.int64, None, False), (np.int8, None, False)]
-    for dtype, precision, whole in cases:
+    """The main specializations for `target`: float16 over its whole config space (row-major
+    4096^2), bfloat16, float32 (TF32 and IEEE), float64 and integers with their first config;
+    float16 also in transposed, batched and broadcast layouts and with every epilogue."""
+    cases = [(np.float16, None), (ml_dtypes.bfloat16, None), (np.float32, "tf32"),
+             (np.float32, "ieee"), (np.float64, None), (np.int32, None), (np.int64, None),
+             (np.int8, None)]
+    for dtype, precision in cases:
         dtype = np.dtype(dtype)
         space = config_space(dtype, precision)
-        for i, config in enumerate(space if whole else space[:1]):
-            for problem in _sample_problems(dtype, precision, full=i == 0 and dtype != np.int8):
+        for i, config in enumerate(space if dtype == np.float16 else space[:1]):
+            for problem in _sample_problems(dtype, precision, full=i == 0 and dtype == np.float16):
                 _recipe(problem, config, target)
 
 
@@ -547,7 +547,6 @@ def _sample_problems(dtype, precision, full):
                            "c": (4096 * 4096, 4096, 1)}, batch=(8,)),
                      make({"a": (0, 4096, 1), "b": (1 << 24, 4096, 1), "c": (1 << 24, 4096, 1)},
                           batch=(4,))]
-        if dtype.kind == "f":
-            problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
-                         for a in range(len(ACTIVATIONS))]
+        problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
+                     for a in range(len(ACTIVATIONS))]
     return problems
