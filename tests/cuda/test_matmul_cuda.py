@@ -218,11 +218,14 @@ def torch_act(z, activation):
     return getattr(TF, activation)(z)
 
 
-@pytest.mark.parametrize("activation", ACTS, ids=str)
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16, genesis.bfloat16,
-                                   genesis.float64], ids=str)
+EPILOGUES = ([(genesis.float32, a) for a in ACTS] + [(genesis.bfloat16, a) for a in ACTS]
+             + [(genesis.float16, None), (genesis.float16, "gelu_tanh"), (genesis.float64, None),
+                (genesis.float64, "gelu")])
+
+
+@pytest.mark.parametrize("dtype,activation", EPILOGUES, ids=str)
 @pytest.mark.parametrize("shape", [(7,), (5, 37), (2, 9, 37)], ids=str)
-def test_linear_activation_forward(activation, dtype, shape, rng):
+def test_linear_activation_forward(dtype, activation, shape, rng):
     from genesis.nn.functional.linear import linear_activation
     (x, rx), (w, rw), (b, rb) = (operand(values(s, dtype, rng), dtype)
                                  for s in (shape, (23, shape[-1]), (23,)))
