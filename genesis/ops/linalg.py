@@ -3,7 +3,8 @@ outer, the add*-forms, einsum and tensordot, and the `genesis.linalg` namespace.
 
 Two Functions do the work: `MatMul` and `Einsum`; every other op checks its operands the way its
 PyTorch namesake does and calls one of them. Backward is written with genesis matmul and einsum,
-so it is itself differentiable.
+so it is itself differentiable. `Einsum` calls a backend's "einsum" kernel where there is one
+(the CPU's); elsewhere (CUDA) it is diagonals, sums, permutes and batched matmuls (`_contract`).
 """
 
 import math
