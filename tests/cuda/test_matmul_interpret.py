@@ -238,3 +238,16 @@ def test_repeated_geometry_takes_the_fast_path_with_new_arrays(gpu, rng):
     assert len(mm._fast) == 1
     (_, _, problem, _), = mm._fast.values()
     assert problem.arrays is None  # no array (device memory) is kept alive by the cache
+
+
+def test_linear_act_unfoldable_batch(gpu, rng):
+    """x's batch dims do not stack into one tall matrix: a batched product with the weight
+    broadcast (batch stride 0) and the bias in the epilogue."""
+    dtype = np.dtype(np.float32)
+    base = values((9, 2, 12), dtype, rng)
+    dx = ti.view(ti.to_device(base), (2, 9, 12), (12, 24, 1))
+    w, bias = values((5, 12), dtype, rng), values((5,), dtype, rng)
+    y, z = mm.linear_act(dx, ti.to_device(w), ti.to_device(bias), "silu", True)
+    zr = reference(base.transpose(1, 0, 2), w.T) + bias
+    check(z, zr, dtype, 12)
+    check(y, ACTS["silu"](zr), dtype, 12)
