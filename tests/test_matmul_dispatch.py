@@ -1,0 +1,118 @@
+"""The CUDA matmul dispatcher's host-side decisions, without a GPU: how products become kernel
+problems (1-D operands, broadcast batches folded or coalesced), which ones cuBLASLt can take and
+in what column-major terms, which configurations are timed or tried, and the tuning key."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+
+from genesis.backends.cuda import libraries  # noqa: E402
+from genesis.backends.cuda.kernels import matmul as mm  # noqa: E402
+from genesis.backends.cuda.kernels._strided import placeholder  # noqa: E402
+
+
+def arr(shape, strides=None, dtype=np.float32):
+    return placeholder(shape, dtype, strides)
+
+
+def problems(a, b, bias=None, act=None):
+    a2, b2, out_shape = mm._as_batched(a, b)
+    c = arr(a2.shape[:-1] + b2.shape[-1:], dtype=a.dtype)
+    return mm._problems(a2, b2, c, None, bias, mm.ACTIVATIONS[act]), out_shape
+
+
+def test_batch_times_matrix_folds_into_one_tall_product():
+    (p,), out = problems(arr((4, 5, 6)), arr((6, 7)))
+    assert out == (4, 5, 7)
+    assert (p.M, p.N, p.K, p.batch_sizes) == (20, 7, 6, ())
+    assert p.strides == {"a": (6, 1), "b": (7, 1), "c": (7, 1)}
+
+
+def test_unstackable_batch_stays_a_batch_with_the_matrix_broadcast():
+    (p,), _ = problems(arr((4, 5, 6), (6, 24, 1)), arr((6, 7)))
+    assert (p.M, p.batch_sizes) == (5, (4,))
+    assert p.strides["a"] == (6, 24, 1) and p.strides["b"] == (0, 7, 1)
+
+
+def test_broadcast_batch_dims_coalesce():
+    (p,), out = problems(arr((2, 1, 5, 6)), arr((3, 6, 7)))
+    assert out == (2, 3, 5, 7)
+    assert p.batch_sizes == (2, 3)
+    assert p.strides["a"] == (30, 0, 6, 1) and p.strides["b"] == (0, 42, 7, 1)
+
+
+def test_more_batch_dims_than_the_kernel_takes_split_on_the_leading_one():
+    ps, out = problems(arr((2, 3, 2, 3, 5, 7)), arr((2, 1, 2, 1, 7, 6)))
+    assert out == (2, 3, 2, 3, 5, 6)
+    assert len(ps) == 2 and all(len(p.batch_sizes) == 3 for p in ps)
+
+
+@pytest.mark.parametrize("shapes,out", [(((7,), (7, 3)), (3,)), (((4, 7), (7,)), (4,)),
+                                        (((7,), (7,)), ()), (((2, 4, 7), (7,)), (2, 4))])
+def test_vectors_become_rows_and_columns(shapes, out):
+    (p,), shape = problems(*(arr(s) for s in shapes))
+    assert shape == out and p.K == 7
+
+
+@pytest.mark.parametrize("rows,cols,strides,expected", [
+    (4, 6, (6, 1), ("N", 6, 4, 6)), (4, 6, (1, 4), ("T", 4, 6, 4)),
+    (4, 6, (8, 1), ("N", 6, 4, 8)), (1, 6, (0, 1), ("N", 6, 1, 6)), (6, 1, (1, 0), ("N", 1, 6, 1)),
+    (4, 6, (12, 2), None), (4, 6, (0, 1), None)])
+def test_cublaslt_layouts(rows, cols, strides, expected):
+    assert libraries._matrix_layout(rows, cols, *strides) == expected
+
+
+def test_cublaslt_takes_plain_products_only():
+    (p,), _ = problems(arr((8, 16)), arr((16, 4)))
+    assert libraries.cublaslt_supports(p)
+    (p,), _ = problems(arr((8, 16)), arr((16, 4)), act="relu")
+    assert not libraries.cublaslt_supports(p)
+    (p,), _ = problems(arr((8, 16), dtype=np.float64), arr((16, 4), dtype=np.float64))
+    assert not libraries.cublaslt_supports(p)
+    (p,), _ = problems(arr((8, 16), (32, 2)), arr((16, 4)))
+    assert not libraries.cublaslt_supports(p)
+    (p,), _ = problems(arr((2, 3, 5, 6)), arr((2, 3, 6, 7), (0, 42, 7, 1)))
+    assert not libraries.cublaslt_supports(p)  # two batch dims
+
+
+def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
+    monkeypatch.setattr(libraries, "has_cublaslt", lambda: True)
+    (big,), _ = problems(arr((1024, 1024), dtype=np.float16), arr((1024, 1024), dtype=np.float16))
+    (small,), _ = problems(arr((8, 16), dtype=np.float16), arr((16, 4), dtype=np.float16))
+    lt = {"backend": "cublaslt"}
+    timed, fallback = mm._plan(big, "auto")
+    assert timed[0] == lt and len(timed) == 1 + len(mm._HALF_SPACE)
+    assert fallback[-1] == lt and fallback[0] == mm.heuristic_config(big)
+    assert mm._plan(small, "auto") == ([], mm._triton_space(small) + [lt])
+    assert mm._plan(big, "cublaslt") == ([], [lt] + mm._triton_space(big))
+    assert lt not in mm._plan(big, "triton")[0] + mm._plan(big, "triton")[1]
+    monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "3")
+    assert len(mm._plan(big, "auto")[0]) == 4
+    monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
+    assert mm._plan(big, "auto")[0] == []
+
+
+def test_backend_choice_is_checked(monkeypatch):
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "cuBLASLt")
+    assert mm.backend_choice() == "cublaslt"
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "cutlass")
+    with pytest.raises(ValueError, match="auto, triton or cublaslt"):
+        mm.backend_choice()
+
+
+def test_precision_follows_the_tf32_flag(monkeypatch):
+    (p,), _ = problems(arr((8, 16)), arr((16, 4)))
+    assert p.precision == "ieee"
+    monkeypatch.setattr(mm.flags, "allow_tf32", True)
+    (p,), _ = problems(arr((8, 16)), arr((16, 4)))
+    assert p.precision == "tf32"
+    (p,), _ = problems(arr((8, 16), dtype=np.float64), arr((16, 4), dtype=np.float64))
+    assert p.precision == "ieee"
+
+
+def test_heuristic_prefers_big_tiles_that_fill_the_gpu():
+    (big,), _ = problems(arr((8192, 8192), dtype=np.float16), arr((8192, 8192), dtype=np.float16))
+    assert mm.heuristic_config(big) == mm._HALF_SPACE[0]
+    (small,), _ = problems(arr((8, 16), dtype=np.float16), arr((16, 4), dtype=np.float16))
+    assert mm.heuristic_config(small) == mm._HALF_SPACE[-1]
