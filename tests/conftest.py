@@ -27,7 +27,14 @@ def rng():
     return np.random.default_rng()
 
 
+def pytest_configure(config):
+    for name in ("cpu", "cuda"):
+        config.addinivalue_line("markers", f"{name}: a device-parametrized test's {name} case")
+
+
 def pytest_generate_tests(metafunc):
-    """A test taking a `device` argument runs on each of helpers.devices(), its id first."""
+    """A test taking a `device` argument runs on each of helpers.devices(), its id first and
+    marked with the device's name (`-m cuda` selects the cuda cases)."""
     if "device" in metafunc.fixturenames:
-        metafunc.parametrize("device", devices())
+        metafunc.parametrize("device", [pytest.param(d, marks=getattr(pytest.mark, d))
+                                        for d in devices()])
