@@ -30,9 +30,10 @@ GENESIS_DTYPES = {v: k for k, v in TORCH_DTYPES.items()}
 
 
 def devices():
-    """The devices the op tests run on (a test taking a `device` argument runs once on each):
-    the CPU, plus CUDA where a GPU is present. GENESIS_TEST_DEVICES overrides it with a
-    comma-separated list ("cpu", "cuda", "cpu,cuda")."""
+    """The devices the op tests run on (a test taking a `device` argument runs once on each,
+    marked with the device's name): the CPU, plus CUDA where a GPU is present.
+    GENESIS_TEST_DEVICES overrides it with a comma-separated list ("cpu", "cuda", "cpu,cuda").
+    On a GPU machine `pytest -m cuda tests --ignore=tests/cuda` runs just the cuda cases."""
     chosen = os.environ.get("GENESIS_TEST_DEVICES")
     if chosen:
         return [d.strip() for d in chosen.split(",") if d.strip()]
