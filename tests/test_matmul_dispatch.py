@@ -77,7 +77,7 @@ def test_cublaslt_takes_plain_products_only():
 
 
 def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
-    monkeypatch.setattr(libraries, "has_cublaslt", lambda: True)
+    monkeypatch.setattr(libraries, "cublaslt_usable", lambda: True)
     (big,), _ = problems(arr((1024, 1024), dtype=np.float16), arr((1024, 1024), dtype=np.float16))
     (small,), _ = problems(arr((8, 16), dtype=np.float16), arr((16, 4), dtype=np.float16))
     lt = {"backend": "cublaslt"}

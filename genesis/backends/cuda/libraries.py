@@ -38,6 +38,13 @@ def cublaslt_version():
 
 _WORKSPACE_LIMIT = 32 << 20
 _plans = {}
+_failure = None
+
+
+def cublaslt_usable():
+    """True when cuBLASLt can be offered to the matmul dispatcher: importable, and its handle
+    did not fail to be created."""
+    return _failure is None and has_cublaslt()
 
 
 def _lib():
@@ -179,8 +186,13 @@ def _plan_key(problem):
 def cublaslt_matmul(problem, stream):
     """c = a @ b (+ bias) of a matmul Problem (kernels/matmul.py) through cuBLASLt, on
     `stream`; shown as "cublaslt.matmul" by the profiler."""
+    global _failure
     from . import profiling
-    handle = cublaslt_handle(problem.device)
+    try:
+        handle = cublaslt_handle(problem.device)
+    except Exception as e:  # the library could not be loaded: stop offering it
+        _failure = e
+        raise
     key = _plan_key(problem)
     plan = _plans.get(key)
     if plan is None:

@@ -321,7 +321,7 @@ def _plan(problem, choice):
     TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config runs."""
     from .. import libraries
     triton_configs = _triton_space(problem)
-    lt = (choice != "triton" and libraries.has_cublaslt()
+    lt = (choice != "triton" and libraries.cublaslt_usable()
           and libraries.cublaslt_supports(problem))
     lt_configs = [{"backend": "cublaslt"}] if lt else []
     if choice == "cublaslt" and lt:
