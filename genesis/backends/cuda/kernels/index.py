@@ -26,7 +26,7 @@ from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64, value_entry
 from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
                        placeholder, pointer_of, program_range, size_entries, stride_entries)
-from .index_accumulate import accumulate_into
+from .index_accumulate import accumulate_into, key_dtype
 
 MAX_INDICES = 4
 BLOCK = 1024
@@ -194,10 +194,10 @@ def _index_terms(arr, indices, rest):
     return batch, terms
 
 
-def _offsets(shape, a_strides, terms, device):
-    """The element offsets the terms address over `shape` (a contiguous int64 array); the terms
-    reach only `shape`, whatever they reach elsewhere."""
-    out = CUDAArray.empty(shape, INT64, device)
+def _offsets(shape, a_strides, terms, device, dtype=INT64):
+    """The element offsets the terms address over `shape` (a contiguous array of `dtype`); the
+    terms reach only `shape`, whatever they reach elsewhere."""
+    out = CUDAArray.empty(shape, dtype, device)
     terms = [(Operand(op.arr, op.region), scale) for op, scale in terms]
     _Address("offsets", shape, None, a_strides, terms).run(out)
     return out
@@ -273,7 +273,7 @@ def index_put(out, indices, values, accumulate):
     if not accumulate:
         _Address("store", shape, out, a_strides, terms, val, values).run()
         return
-    keys = _offsets(batch, (0,) * len(batch), terms, out.device)
+    keys = _offsets(batch, (0,) * len(batch), terms, out.device, key_dtype(out))
     accumulate_into(out, keys, rest, out.element_strides()[len(indices):], values, "add")
 
 
@@ -303,7 +303,7 @@ def scatter(out, dim, index, src, reduce):
         val = Operand(src, index.shape) if isinstance(src, CUDAArray) else None
         _Address("store", index.shape, out, a_strides, terms, val, src).run()
         return
-    keys = _offsets(index.shape, a_strides, terms, out.device)
+    keys = _offsets(index.shape, a_strides, terms, out.device, key_dtype(out))
     accumulate_into(out, keys, (), (), src, reduce)
 
 

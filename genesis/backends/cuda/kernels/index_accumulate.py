@@ -9,15 +9,15 @@ and writes the target once. Same inputs, same bits, every run. Half types accumu
 float32, float64 in float64, integers and bools in int64 (bools written back as != 0), and the
 target's old value joins at the end, rounded once, as the CPU kernels do.
 
-The sort is the registered "sort" kernel of this backend (int64 keys with their permutation);
-where none is registered the keys make a round trip to the host for numpy's stable argsort.
+The sort is this backend's stable "sort" kernel (kernels/sort.py) on the keys, int32 when every
+offset into the target fits (one packed word per element there), else int64.
 """
 
 import numpy as np
 import triton
 import triton.language as tl
 
-from ....dispatch import has_kernel, kernel
+from ....dispatch import kernel
 from ..runtime.array import CUDAArray
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, numel, strides_over, value_entry
@@ -102,14 +102,15 @@ def _acc(dtype):
     return _TL_ACC.get(dtype.name, tl.int64)
 
 
+def key_dtype(out):
+    """int32 keys (sorted as packed single words) when every offset into `out` fits, else int64."""
+    extent = sum((n - 1) * st for n, st in zip(out.shape, out.element_strides()))
+    return np.dtype(np.int32) if extent < 2 ** 31 else INT64
+
+
 def sort_keys(keys):
-    """(keys sorted, int64 permutation), stable, for a contiguous 1-D int64 array."""
-    if has_kernel("sort", "cuda"):
-        return kernel("sort", "cuda")(keys, 0, False, True)
-    host = kernel("to_numpy", "cuda")(keys)
-    perm = np.argsort(host, kind="stable").astype(np.int64)
-    upload = kernel("from_numpy", "cuda")
-    return upload(host[perm], keys.device), upload(perm, keys.device)
+    """(keys sorted, int64 permutation), stable, for a contiguous 1-D key array."""
+    return kernel("sort", "cuda")(keys, 0, False, True)
 
 
 def _layout(batch, rest, out_strides, val):
@@ -137,6 +138,7 @@ class _Plan:
     def __init__(self, out, batch, rest, out_strides, val, value, op):
         self.batch, self.rest, self.out, self.value, self.op = tuple(batch), tuple(rest), out, \
             value, op
+        self.key_type = pointer_of(key_dtype(out))
         self.val, self.bsizes, self.vb, self.rsizes, self.vr, self.orow = _layout(
             self.batch, self.rest, tuple(out_strides), val)
 
@@ -145,14 +147,14 @@ class _Plan:
 
     def key(self):
         return (tuple(self.bsizes), self.vb, tuple(self.rsizes), self.vr, self.orow,
-                numel(self.batch), self.out.dtype, None if self.val is None else self.val.dtype,
+                numel(self.batch), self.key_type, self.out.dtype, None if self.val is None else self.val.dtype,
                 self._value_type(), self.op, self.out.device)
 
     def recipe(self, target=None):
         br = min(next_pow2(numel(self.rest)), _MAX_BR)
         vty = self._value_type()
         ity = "i64"
-        entries = [("keys", Slot("keys"), "*i64"), ("perm", Slot("perm"), "*i64"),
+        entries = [("keys", Slot("keys"), self.key_type), ("perm", Slot("perm"), "*i64"),
                    ("out", Slot("out"), pointer_of(self.out.dtype)),
                    ("val", None, "constexpr") if vty else
                    ("val", Slot("val"), pointer_of(self.val.dtype)),
@@ -178,15 +180,15 @@ _recipes = RecipeCache()
 def accumulate_into(out, keys, rest, out_strides, values, op):
     """out[keys[b] + r] = out[...] op values[b, r], duplicates combined in a fixed order.
 
-    `keys` (int64, any shape: the batch) are element offsets into `out`; `rest` the shape of the
-    trailing dims each key reaches, at `out_strides`; `values` a CUDAArray broadcastable to
-    batch + rest, or a scalar."""
+    `keys` (of key_dtype(out), any shape: the batch) are element offsets into `out`; `rest`
+    the shape of the trailing dims each key reaches, at `out_strides`; `values` a CUDAArray
+    broadcastable to batch + rest, or a scalar."""
     batch = keys.shape
     if not numel(batch) or not numel(rest):
         return
     val = values if isinstance(values, CUDAArray) else None
     plan = _Plan(out, batch, rest, out_strides, val, values, op)
-    flat = CUDAArray(keys.storage, (keys.size,), (8,), keys.offset, INT64)
+    flat = CUDAArray(keys.storage, (keys.size,), (keys.itemsize,), keys.offset, keys.dtype)
     sorted_keys, perm = sort_keys(flat)
     recipe = _recipes.get_or_build(plan.key(), plan.recipe)
     args = {"keys": sorted_keys, "perm": perm, "out": out, "val": plan.val}
