@@ -23,8 +23,8 @@ def _copy_weights(src, dst):
             p.copy_(torch.from_numpy(src.get_parameter(name).detach().numpy().copy()))
 
 
-def test_fifty_steps_match_pytorch_in_float64(rng):
-    config = GPTConfig(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=16)
+def float64_models(config):
+    """The same float64 GPT in genesis and in torch (torch's weights copied from genesis's)."""
     genesis.set_default_dtype(genesis.float64)
     torch.set_default_dtype(torch.float64)
     try:
@@ -32,21 +32,40 @@ def test_fifty_steps_match_pytorch_in_float64(rng):
     finally:
         torch.set_default_dtype(torch.float32)
     _copy_weights(ours, theirs)
+    return ours, theirs
+
+
+def train_step(model, optimizer, x, y, device="cpu"):
+    """One step of the main job's loop on numpy batches; returns the loss before the update."""
+    _, loss = model(genesis.tensor(x, device=device), genesis.tensor(y, device=device))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+def torch_train_step(model, optimizer, x, y):
+    """train_step for the torch model."""
+    _, loss = model(torch.from_numpy(x), torch.from_numpy(y))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+def test_fifty_steps_match_pytorch_in_float64(rng):
+    config = GPTConfig(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=16)
+    ours, theirs = float64_models(config)
     opt_g = genesis.optim.AdamW(ours.parameters(), lr=3e-3, weight_decay=0.1)
     opt_t = torch.optim.AdamW(theirs.parameters(), lr=3e-3, weight_decay=0.1)
     for step in range(50):
         x = rng.integers(0, config.vocab_size, size=(4, config.block_size))
         y = rng.integers(0, config.vocab_size, size=(4, config.block_size))
-        _, loss_g = ours(genesis.tensor(x), genesis.tensor(y))
-        _, loss_t = theirs(torch.from_numpy(x), torch.from_numpy(y))
-        assert loss_g.item() == pytest.approx(loss_t.item(), rel=1e-8), f"step {step}"
-        for opt, loss in ((opt_g, loss_g), (opt_t, loss_t)):
-            opt.zero_grad()
-            loss.backward()
-        genesis.nn.utils.clip_grad_norm_(ours.parameters(), 1.0)
-        torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
-        opt_g.step()
-        opt_t.step()
+        loss_g = train_step(ours, opt_g, x, y)
+        assert loss_g == pytest.approx(torch_train_step(theirs, opt_t, x, y), rel=1e-8), \
+            f"step {step}"
 
 
 def _run(args, cwd):
@@ -61,19 +80,27 @@ TINY = ["--device", "cpu", "--batch-size", "4", "--block-size", "16", "--n-layer
         "--sample-chars", "20", "--warmup", "2"]
 
 
-def test_trains_saves_resumes_and_samples(tmp_path):
+def check_trains_saves_resumes_and_samples(tmp_path, device):
+    """train_gpt.py on `device`: 10 steps and a checkpoint, then 5 more resumed from it."""
     data = tmp_path / "text.txt"
     data.write_text("the quick brown fox jumps over the lazy dog. " * 200)
     out = tmp_path / "run"
-    first = _run(TINY + ["--data", str(data), "--steps", "10", "--out-dir", str(out)], tmp_path)
+    args = [device if a == "cpu" else a for a in TINY] + ["--data", str(data), "--out-dir",
+                                                          str(out)]
+    first = _run(args + ["--steps", "10"], tmp_path)
     assert first.returncode == 0, first.stderr
+    assert f"device {device}" in first.stdout
     assert "validation loss" in first.stdout and "unigram baseline" in first.stdout
     assert (out / "ckpt.safetensors").exists()
-    resumed = _run(TINY + ["--data", str(data), "--steps", "15", "--out-dir", str(out), "--resume"],
-                   tmp_path)
+    resumed = _run(args + ["--steps", "15", "--resume"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     state = genesis.load(str(out / "ckpt.safetensors"))
     assert state["step"] == 15 and len(state["history"]["train"]) == 15
+    assert all(np.isfinite(loss) for _, loss in state["history"]["train"])
+
+
+def test_trains_saves_resumes_and_samples(tmp_path):
+    check_trains_saves_resumes_and_samples(tmp_path, "cpu")
 
 
 @pytest.mark.parametrize("content,message", [(b"", "empty"), (b"\x00\x01\x02binary", "binary")])

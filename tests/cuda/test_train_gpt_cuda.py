@@ -9,13 +9,13 @@ to end with --device cuda.
 
 import copy
 import dataclasses
-import os
 
 import numpy as np
 import pytest
 import torch
 from helpers import skip_no_cuda
-from test_train_gpt import TINY, GPTConfig, _copy_weights, _run, build_gpt
+from test_train_gpt import (GPTConfig, build_gpt, check_trains_saves_resumes_and_samples,
+                            float64_models, torch_train_step, train_step)
 
 import genesis
 
@@ -29,16 +29,6 @@ def _batches(rng, n, batch_size=4):
     shape = (n, batch_size, CONFIG.block_size)
     return list(zip(rng.integers(0, CONFIG.vocab_size, shape),
                     rng.integers(0, CONFIG.vocab_size, shape)))
-
-
-def _train_step(model, optimizer, x, y, device):
-    """One step of the main job's loop; returns the loss before the update."""
-    _, loss = model(genesis.tensor(x, device=device), genesis.tensor(y, device=device))
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    return loss.item()
 
 
 def _cpu_and_cuda_models(dropout=0.0):
@@ -70,21 +60,21 @@ def test_float32_steps_follow_the_cpu_and_learn(rng):
     repeated batches are then learned on cuda."""
     models = _cpu_and_cuda_models()
     for step, (x, y) in enumerate(_batches(rng, 5)):
-        losses = [_train_step(model, opt, x, y, device)
+        losses = [train_step(model, opt, x, y, device)
                   for (model, opt), device in zip(models, ("cpu", "cuda"))]
         assert losses[1] == pytest.approx(losses[0], rel=1e-5), f"step {step}"
     gpu, opt = models[1]
     fixed = _batches(rng, 2)
-    first = [_train_step(gpu, opt, x, y, "cuda") for x, y in fixed]
+    first = [train_step(gpu, opt, x, y, "cuda") for x, y in fixed]
     for _ in range(20):
-        last = [_train_step(gpu, opt, x, y, "cuda") for x, y in fixed]
+        last = [train_step(gpu, opt, x, y, "cuda") for x, y in fixed]
     assert sum(last) < 0.8 * sum(first), (first, last)
 
 
 def test_dropout_trains_on_cuda(rng):
     (_, _), (gpu, opt) = _cpu_and_cuda_models(dropout=0.1)
     (x, y), = _batches(rng, 1)
-    losses = [_train_step(gpu, opt, x, y, "cuda") for _ in range(20)]
+    losses = [train_step(gpu, opt, x, y, "cuda") for _ in range(20)]
     assert all(np.isfinite(losses)) and losses[-1] < 0.8 * losses[0], losses
     gpu.eval()
     logits = [gpu(genesis.tensor(x, device="cuda"))[0].detach().cpu().numpy() for _ in range(2)]
@@ -93,40 +83,18 @@ def test_dropout_trains_on_cuda(rng):
 
 def test_twenty_steps_match_pytorch_in_float64(rng):
     """As tests/test_train_gpt.py, with the genesis model on cuda (PyTorch on the CPU)."""
-    genesis.set_default_dtype(genesis.float64)
-    torch.set_default_dtype(torch.float64)
-    try:
-        ours, theirs = build_gpt(CONFIG, genesis), build_gpt(CONFIG, torch)
-    finally:
-        torch.set_default_dtype(torch.float32)
-    _copy_weights(ours, theirs)
+    ours, theirs = float64_models(CONFIG)
     ours.to("cuda")
     opt_g = genesis.optim.AdamW(ours.parameters(), lr=3e-3, weight_decay=0.1)
     opt_t = torch.optim.AdamW(theirs.parameters(), lr=3e-3, weight_decay=0.1)
     for step, (x, y) in enumerate(_batches(rng, 20)):
-        loss_g = _train_step(ours, opt_g, x, y, "cuda")
-        _, loss_t = theirs(torch.from_numpy(x), torch.from_numpy(y))
-        opt_t.zero_grad()
-        loss_t.backward()
-        torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
-        opt_t.step()
-        assert loss_g == pytest.approx(loss_t.item(), rel=1e-8), f"step {step}"
+        loss_g = train_step(ours, opt_g, x, y, "cuda")
+        assert loss_g == pytest.approx(torch_train_step(theirs, opt_t, x, y), rel=1e-8), \
+            f"step {step}"
     for name, p in theirs.named_parameters():
         np.testing.assert_allclose(ours.get_parameter(name).detach().cpu().numpy(),
                                    p.detach().numpy(), rtol=1e-7, atol=1e-9, err_msg=name)
 
 
 def test_main_job_script_runs_on_cuda(tmp_path):
-    data = tmp_path / "text.txt"
-    data.write_text("the quick brown fox jumps over the lazy dog. " * 200)
-    out = tmp_path / "run"
-    args = [a if a != "cpu" else "cuda" for a in TINY]
-    first = _run(args + ["--data", str(data), "--steps", "10", "--out-dir", str(out)], tmp_path)
-    assert first.returncode == 0, first.stderr
-    assert "device cuda" in first.stdout and "validation loss" in first.stdout
-    resumed = _run(args + ["--data", str(data), "--steps", "15", "--out-dir", str(out),
-                           "--resume"], tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
-    state = genesis.load(os.fspath(out / "ckpt.safetensors"))
-    assert state["step"] == 15 and len(state["history"]["train"]) == 15
-    assert all(np.isfinite(loss) for _, loss in state["history"]["train"])
+    check_trains_saves_resumes_and_samples(tmp_path, "cuda")
