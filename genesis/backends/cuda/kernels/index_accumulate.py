@@ -11,6 +11,11 @@ target's old value joins at the end, rounded once, as the CPU kernels do.
 
 The sort is this backend's stable "sort" kernel (kernels/sort.py) on the keys, int32 when every
 offset into the target fits (one packed word per element there), else int64.
+
+Tiles: a program owns one sorted position and BR (up to 1024) of the elements each key reaches;
+a chunk is BS x BR values with BS*BR up to 4096 and BS up to 128, so that heads of short runs
+(scatter into single elements) do not each read thousands of keys. The grid is one axis of
+positions x element blocks (no 65535 limit on the second).
 """
 
 import numpy as np
@@ -26,6 +31,7 @@ from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, coalesce, cons
 
 _TILE = 4096
 _MAX_BR = 1024
+_MAX_BS = 128
 NUM_WARPS = 4
 
 
@@ -44,7 +50,7 @@ def _combine(a, b, OP: tl.constexpr):
 
 
 @triton.jit
-def _segment_kernel(keys, perm, out, val, value, B, R,
+def _segment_kernel(keys, perm, out, val, value, B, R, NR,
                     bsize1, bsize2, bsize3, bsize4, bsize5,
                     vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5,
                     rsize1, rsize2, rsize3, rsize4, rsize5,
@@ -52,16 +58,17 @@ def _segment_kernel(keys, perm, out, val, value, B, R,
                     or_s0, or_s1, or_s2, or_s3, or_s4, or_s5,
                     OP: tl.constexpr, ACC: tl.constexpr, BDIM: tl.constexpr, RDIM: tl.constexpr,
                     TO_BOOL: tl.constexpr, BS: tl.constexpr, BR: tl.constexpr):
-    """Program (s, c): if sorted position s starts a run of equal keys, combine the run's values
-    for the rest elements c*BR.. and write them into out at that key."""
-    s = tl.program_id(0).to(tl.int64)
+    """Program s*NR + c: if sorted position s starts a run of equal keys, combine the run's
+    values for the rest elements c*BR.. and write them into out at that key."""
+    pid = tl.program_id(0).to(tl.int64)
+    s = pid // NR
     k0 = tl.load(keys + s)
     head = s == 0
     if s > 0:
         head = tl.load(keys + s - 1) != k0
     if head:
         identity: tl.constexpr = 0 if OP == "add" else 1
-        r = tl.program_id(1).to(tl.int64) * BR + tl.arange(0, BR)
+        r = (pid % NR) * BR + tl.arange(0, BR)
         r_mask = r < R
         rsizes = (1, rsize1, rsize2, rsize3, rsize4, rsize5)
         vr = offsets(r, rsizes, (vr_s0, vr_s1, vr_s2, vr_s3, vr_s4, vr_s5), RDIM)
@@ -152,6 +159,7 @@ class _Plan:
 
     def recipe(self, target=None):
         br = min(next_pow2(numel(self.rest)), _MAX_BR)
+        nr = cdiv(numel(self.rest), br)
         vty = self._value_type()
         ity = "i64"
         entries = [("keys", Slot("keys"), self.key_type), ("perm", Slot("perm"), "*i64"),
@@ -159,7 +167,8 @@ class _Plan:
                    ("val", None, "constexpr") if vty else
                    ("val", Slot("val"), pointer_of(self.val.dtype)),
                    ("value", Slot("value"), vty) if vty else ("value", None, "constexpr"),
-                   ("B", numel(self.batch), ity), ("R", numel(self.rest), ity)]
+                   ("B", numel(self.batch), ity), ("R", numel(self.rest), ity),
+                   ("NR", nr, "constexpr" if nr == 1 else ity)]
         entries += size_entries("b", self.bsizes, MAX_DIMS, ity)
         entries += stride_entries("vb_", self.vb, MAX_DIMS, ity)
         entries += size_entries("r", self.rsizes, MAX_DIMS, ity)
@@ -167,9 +176,9 @@ class _Plan:
         entries += stride_entries("or_", self.orow, MAX_DIMS, ity)
         entries += const(OP=self.op, ACC=_acc(self.out.dtype), BDIM=len(self.bsizes),
                          RDIM=len(self.rsizes), TO_BOOL=self.out.dtype.kind == "b",
-                         BS=max(1, _TILE // br), BR=br)
+                         BS=max(1, min(_TILE // br, _MAX_BS)), BR=br)
         recipe = Recipe(self.out.device, target)
-        grid = (numel(self.batch), cdiv(numel(self.rest), br))
+        grid = (numel(self.batch) * nr,)
         recipe.add(_segment_kernel, grid, entries, NUM_WARPS)
         return recipe
 
