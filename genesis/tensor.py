@@ -28,36 +28,46 @@ class Tensor:
         raise TypeError("construct tensors with genesis.tensor(data), genesis.empty(shape), "
                         "genesis.zeros(...) and the other creation functions")
 
+    # Autograd fields: class defaults until a tensor sets its own (most tensors never do).
+    _requires_grad = False
+    grad = None
+    grad_fn = None
+    _output_nr = 0
+    _base = None
+    _hooks = None
+    _retains_grad = False
+    _grad_accumulator = None
+
     @classmethod
     def _make(cls, data, device, dtype=None, storage=None, offset=0, requires_grad=False,
               base=None, version=None):
         """Wrap a backend array; `storage`/`offset` default to the array's own buffer.
 
-        That default is looked up only when a view or in-place op first asks (`__getattr__`),
-        since most op results are never viewed.
+        That default, like the version counter, is made only when first asked for
+        (`__getattr__`), since most op results are never viewed or written in place.
         """
         t = object.__new__(cls)
         t._data = data
+        t.device = device
+        t.dtype = dtype if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
         if storage is not None:
             t._storage = storage
             t._offset = offset
-        t.device = device
-        t.dtype = dtype if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
-        t._requires_grad = requires_grad
-        t.grad = None
-        t.grad_fn = None
-        t._output_nr = 0
-        t._version_counter = version if version is not None else _VersionCounter()
-        t._base = base
-        t._hooks = None
-        t._retains_grad = False
-        t._grad_accumulator = None
+        if requires_grad:
+            t._requires_grad = True
+        if base is not None:
+            t._base = base
+        if version is not None:
+            t._version_counter = version
         return t
 
     def __getattr__(self, name):
         if name in ("_storage", "_offset"):
             self._storage, self._offset = kernel("storage_of", self.device.type)(self._data)
             return self.__dict__[name]
+        if name == "_version_counter":
+            self._version_counter = _VersionCounter()
+            return self._version_counter
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     # geometry

@@ -308,10 +308,11 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        tensor_cls = tensor_type()
+        tensor_cls = _tensor_type or _load_tensor_type()
         ctx = BackwardNode(cls)
-        ctx.needs_input_grad = needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a)
-                                              for a in args])
+        ctx.needs_input_grad = needs = tuple([
+            isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                           else _requires_grad(a)) for a in args])
         state = grad_mode._state
         enabled, state.enabled = state.enabled, False
         try:

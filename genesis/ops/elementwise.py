@@ -63,7 +63,8 @@ def _uniform(operands):
     if not isinstance(first, Tensor):
         return None
     for x in operands[1:]:
-        if not (isinstance(x, Tensor) and x.dtype is first.dtype and x.device == first.device
+        if not (isinstance(x, Tensor) and x.dtype is first.dtype
+                and (x.device is first.device or x.device == first.device)
                 and x._data.shape == first._data.shape):
             return None
     return first
@@ -109,7 +110,7 @@ def _grad(ctx, i, g, shape):
 
 
 def _shapes(*operands):
-    return tuple(tuple(x.shape) if isinstance(x, Tensor) else None for x in operands)
+    return tuple([x._data.shape if isinstance(x, Tensor) else None for x in operands])
 
 
 def _save_operands(ctx, *operands):

@@ -6,6 +6,7 @@ use (cached on disk by Triton, under GENESIS_KERNEL_CACHE_DIR when set), its mod
 and later calls go straight to Triton's C launcher with plain ints: a dict lookup and one call.
 """
 
+import operator
 import threading
 
 from .runtime.device import get_context
@@ -55,7 +56,8 @@ class BoundKernel:
     """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`.
 
     `args` are the runtime arguments in order. Triton's launcher also takes the constexpr
-    values (and ignores them): trailing ones are appended, others put back in their places.
+    values (and ignores them): `_tail` holds them, appended to the arguments; when some come
+    before a runtime argument, `_layout` (an itemgetter) puts every value back in its place.
     """
 
     __slots__ = ("name", "compiled", "_run", "_function", "_metadata", "_tail", "_layout")
@@ -68,18 +70,19 @@ class BoundKernel:
         self._function = compiled.function
         self._metadata = compiled.packed_metadata
         kinds = [kind == "constexpr" for kind in signature.values()]
-        values = [constexprs.get(name) for name in signature]
-        trailing = kinds == sorted(kinds)
-        self._tail = tuple(v for v, c in zip(values, kinds) if c) if trailing else None
-        self._layout = None if trailing else tuple(zip(kinds, values))
+        self._tail = tuple(constexprs.get(name) for name, c in zip(signature, kinds) if c)
+        places, next_arg, next_const = [], 0, len(kinds) - len(self._tail)
+        for is_const in kinds:  # the index in args + _tail of each value of the full list
+            places.append(next_const if is_const else next_arg)
+            next_const += is_const
+            next_arg += not is_const
+        self._layout = None if places == sorted(places) else operator.itemgetter(*places)
 
     def __call__(self, grid, stream, *args):
         gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        if self._tail is not None:
-            full = args + self._tail
-        else:
-            it = iter(args)
-            full = tuple(value if is_const else next(it) for is_const, value in self._layout)
+        full = args + self._tail
+        if self._layout is not None:
+            full = self._layout(full)
         self._run(gx, gy, gz, stream, self._function, self._metadata, None, None, None, *full)
 
 

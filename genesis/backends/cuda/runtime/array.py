@@ -14,54 +14,52 @@ from .stream import current_stream_handle
 class CUDAStorage:
     """One allocation on one device; freed (to the allocator's cache) when garbage."""
 
-    __slots__ = ("block", "device", "nbytes", "_allocator", "__weakref__")
+    __slots__ = ("block", "ptr", "device", "nbytes", "_allocator", "__weakref__")
 
     def __init__(self, nbytes, device, stream=None):
-        ctx = get_context(device)
-        self._allocator = ctx.allocator
+        allocator = get_context(device).allocator
+        block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None
+                                 else stream)
+        self._allocator = allocator
+        self.block = block
+        self.ptr = block.ptr
         self.device = device
         self.nbytes = nbytes
-        stream = current_stream_handle(device) if stream is None else stream
-        self.block = self._allocator.malloc(nbytes, stream)
-
-    @property
-    def ptr(self):
-        return self.block.ptr
 
     def record_stream(self, stream_handle):
         """Tell the allocator this memory is used on another stream (Tensor.record_stream)."""
         self._allocator.record_stream(self.block, stream_handle)
 
     def __del__(self):
-        block = getattr(self, "block", None)
-        if block is not None:
-            try:
-                self._allocator.free(block)
-            except Exception:  # interpreter shutdown: the driver may be gone
-                pass
+        try:
+            self._allocator.free(self.block)
+        except Exception:  # the allocation itself failed, or interpreter shutdown
+            pass
 
 
 class CUDAArray:
-    """A strided view of a CUDAStorage; `strides` and `offset` are in bytes, as numpy's."""
+    """A strided view of a CUDAStorage; `strides` and `offset` are in bytes, as numpy's.
 
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype")
+    `ptr`, the device address of the first element, is fixed with the view (kernels read it
+    on every launch)."""
+
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "ptr")
 
     def __init__(self, storage, shape, strides, offset, dtype):
         self.storage = storage
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.offset = offset
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.ptr = storage.ptr + offset
 
     @classmethod
     def empty(cls, shape, dtype, device, stream=None):
-        dtype = np.dtype(dtype)
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
         shape = tuple(shape)
-        size = 1
-        for s in shape:
-            size *= s
-        storage = CUDAStorage(size * dtype.itemsize, device, stream)
-        return cls(storage, shape, contiguous_byte_strides(shape, dtype.itemsize), 0, dtype)
+        strides, nbytes = contiguous_layout(shape, dtype.itemsize)
+        return cls(CUDAStorage(nbytes, device, stream), shape, strides, 0, dtype)
 
     @property
     def device(self):
@@ -86,13 +84,9 @@ class CUDAArray:
     def nbytes(self):
         return self.size * self.dtype.itemsize
 
-    @property
-    def ptr(self):
-        """Device address of the first element."""
-        return self.storage.ptr + self.offset
-
     def is_contiguous(self):
-        return self.strides == contiguous_byte_strides(self.shape, self.itemsize) or self.size <= 1
+        return self.strides == contiguous_layout(self.shape, self.dtype.itemsize)[0] \
+            or self.size <= 1
 
     def element_strides(self):
         return tuple(s // self.itemsize for s in self.strides)
@@ -100,6 +94,23 @@ class CUDAArray:
     def __repr__(self):
         return (f"CUDAArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
                 f"offset={self.offset}, device=cuda:{self.device})")
+
+
+_layouts = {}
+
+
+def contiguous_layout(shape, itemsize):
+    """(row-major byte strides, bytes) of a contiguous array; cached, `shape` a tuple."""
+    key = (shape, itemsize)
+    layout = _layouts.get(key)
+    if layout is None:
+        if len(_layouts) >= 4096:
+            _layouts.clear()
+        nbytes = itemsize
+        for size in shape:
+            nbytes *= size
+        layout = _layouts[key] = (contiguous_byte_strides(shape, itemsize), nbytes)
+    return layout
 
 
 def contiguous_byte_strides(shape, itemsize):

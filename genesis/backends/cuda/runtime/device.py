@@ -13,7 +13,17 @@ from . import driver
 
 _contexts = {}
 _contexts_lock = threading.Lock()
-_local = threading.local()
+
+
+class _ThreadState(threading.local):
+    """This thread's current and active device (class defaults: reading them never misses,
+    and a missed thread-local attribute costs half a microsecond)."""
+
+    device = 0
+    active = None
+
+
+_local = _ThreadState()
 
 
 @dataclass(frozen=True)
@@ -116,12 +126,12 @@ def get_context(index=None):
 
 
 def current_device():
-    return getattr(_local, "device", 0)
+    return _local.device
 
 
 def activate(index):
     """Make device `index`'s context current on this thread; cheap when it already is."""
-    if getattr(_local, "active", None) != index:
+    if _local.active != index:
         get_context(index).make_current()
         _local.active = index
 

@@ -119,22 +119,24 @@ class CachingAllocator(ReportingMixin):
         if nbytes <= 0:
             return self._empty_block(nbytes, stream)
         trace = self._capture_trace() if self._debug else None
-        size = round_size(nbytes)
+        size = (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK  # round_size, inlined
+        lock = self._lock
+        lock.acquire()  # not `with`: acquire/release cost half as much
         try:
-            with self._lock:
-                by_size = self._cache.get(stream)
-                blocks = by_size.get(size) if by_size else None
-                if blocks:
-                    block = blocks.pop()
-                    del self._lru[block]
-                    self._cached_bytes -= size
-                    self._stats.stream_cache_hits += 1
-                else:
-                    if self._pending:
-                        self._process_events()
-                    block = self._take(size, nbytes, stream)
-                self._hand_out(block, nbytes, stream, trace)
+            by_size = self._cache.get(stream)
+            blocks = by_size.get(size) if by_size else None
+            if blocks:
+                block = blocks.pop()
+                del self._lru[block]
+                self._cached_bytes -= size
+                self._stats.stream_cache_hits += 1
+            else:
+                if self._pending:
+                    self._process_events()
+                block = self._take(size, nbytes, stream)
+            self._hand_out(block, nbytes, stream, trace)
         finally:
+            lock.release()
             if self._notices:
                 self._dispatch_notices()
         return block
@@ -161,7 +163,9 @@ class CachingAllocator(ReportingMixin):
         """Give `block` back; it is reusable on its stream now, elsewhere once its events complete."""
         if block.segment is None:
             return
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if block.state != ALLOCATED:
                 raise RuntimeError(f"free: {block!r} is not allocated (freed twice, or a stale "
                                    "handle)")
@@ -172,6 +176,8 @@ class CachingAllocator(ReportingMixin):
                 self._defer(block)
             else:
                 self._recycle(block)
+        finally:
+            lock.release()
 
     def record_stream(self, block, stream):
         """Mark `block` as used on `stream` too (torch's Tensor.record_stream)."""

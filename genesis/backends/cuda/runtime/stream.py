@@ -9,7 +9,15 @@ import threading
 from . import driver
 from .device import current_device, get_context
 
-_local = threading.local()
+
+class _ThreadState(threading.local):
+    """This thread's current streams by device, None until one is set (a class default:
+    reading it never misses, and a missed thread-local attribute costs half a microsecond)."""
+
+    streams = None
+
+
+_local = _ThreadState()
 
 
 class Stream:
@@ -118,7 +126,7 @@ def default_stream(device=None):
 
 def current_stream(device=None):
     index = current_device() if device is None else _device_index(device)
-    streams = getattr(_local, "streams", None)
+    streams = _local.streams
     if streams and index in streams:
         return streams[index]
     return default_stream(index)
@@ -126,14 +134,14 @@ def current_stream(device=None):
 
 def current_stream_handle(index):
     """The raw handle of the current stream on device `index` (the launch path's fast lookup)."""
-    streams = getattr(_local, "streams", None)
+    streams = _local.streams
     if streams and index in streams:
         return streams[index].cuda_stream
     return 0
 
 
 def set_stream(stream):
-    if not hasattr(_local, "streams"):
+    if _local.streams is None:
         _local.streams = {}
     _local.streams[stream.device_index] = stream
 
