@@ -53,7 +53,7 @@ def _new(data, device, dtype):
     """A tensor owning the fresh array `data`; empty ones get PyTorch's contiguous strides
     (numpy gives them zero strides)."""
     t = Tensor._make(data, device, dtype)
-    if t.numel() == 0 and t.ndim:
+    if 0 in data.shape:
         t._data = kernel("as_strided", device.type)(t._storage, t.shape,
                                                     contiguous_strides(t.shape), 0)
     return t
@@ -147,7 +147,7 @@ def from_numpy(array):
 
 
 def _fill(shape, value, dtype, device, requires_grad, op):
-    device = resolve(as_device(device))
+    device = resolve(device)
     if dtype is None:
         dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
     dtype = dtypes.as_dtype(dtype)
