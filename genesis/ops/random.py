@@ -18,6 +18,7 @@ from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
 from . import creation
+from .common import wrap
 from .inplace import check_inplace_target, rebase_history
 
 
@@ -179,8 +180,8 @@ def randperm(n, generator, dtype, device, requires_grad):
     if keys is None:
         return None
     if has_kernel("sort", device.type):
-        from .index import argsort
-        order = argsort(keys, stable=True)
+        order = wrap(kernel("sort", device.type)(keys._data, 0, False, True)[1], device,
+                     dtypes.int64)
     else:
         order = creation.tensor(np.argsort(keys.numpy(), kind="stable"), device=device)
     order = order.to(dtype or dtypes.int64)
