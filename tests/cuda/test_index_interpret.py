@@ -32,7 +32,7 @@ OPS = ["check_index", "index", "index_put", "gather", "scatter", "nonzero", "rep
 @pytest.mark.parametrize("op", OPS)
 def test_every_index_kernel_has_a_cuda_twin_with_its_signature(op):
     """Runs everywhere (no interpreter needed)."""
-    params = lambda fn: list(inspect.signature(inspect.unwrap(fn)).parameters)  # noqa: E731
+    params = lambda fn: list(inspect.signature(inspect.unwrap(fn)).parameters)
     assert params(dispatch.kernel(op, "cuda")) == params(dispatch.kernel(op, "cpu"))
 
 

@@ -2,6 +2,8 @@
 them (with contiguous copies of what does not merge), and reading a device integer on the host.
 """
 
+from math import prod
+
 import numpy as np
 
 from ..runtime import driver
@@ -13,10 +15,8 @@ INT64 = np.dtype(np.int64)
 
 
 def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    """The element count of `shape`."""
+    return prod(shape)
 
 
 def strides_over(arr, shape):
@@ -38,7 +38,7 @@ class Operand:
     """An array read over an iteration shape: broadcast over `region` (a leading part of the
     iteration shape, `pad` trailing dims not reached)."""
 
-    __slots__ = ("arr", "region", "pad")
+    __slots__ = ("arr", "pad", "region")
 
     def __init__(self, arr, region, pad=0):
         self.arr, self.region, self.pad = arr, tuple(region), pad

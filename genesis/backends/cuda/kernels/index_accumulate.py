@@ -28,16 +28,12 @@ from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, numel, strides_over, value_entry
 from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, coalesce, const, next_pow2,
                        offsets, placeholder, pointer_of, size_entries, stride_entries)
+from .reduce import _mul
 
 _TILE = 4096
 _MAX_BR = 1024
 _MAX_BS = 128
 NUM_WARPS = 4
-
-
-@triton.jit
-def _mul(a, b):
-    return a * b
 
 
 @triton.jit
