@@ -20,12 +20,18 @@ print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', tr
 'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  # the op matrix compiles hundreds of kernels: spread it over workers when pytest-xdist is there
+  # Kernel-heavy suites compile hundreds of specializations: spread them over pytest-xdist workers
+  # when it is there. The runtime and memory tests measure the device and run alone.
   workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")
-  python3 -m pytest -q -rf -p no:cacheprovider $workers tests/cuda/test_ops_cuda.py \
-    2>&1 | tee "$OUT/gpu_ops_tests.log" || status=1
-  python3 -m pytest -q -rf -p no:cacheprovider tests/cuda tests/test_kernels_compile.py \
-    --ignore=tests/cuda/test_ops_cuda.py 2>&1 | tee "$OUT/gpu_tests.log" || status=1
+  serial="tests/cuda/test_runtime.py tests/cuda/test_memory_gpu.py tests/cuda/test_torch_free.py"
+  python3 -m pytest -q -rf -p no:cacheprovider $serial 2>&1 | tee "$OUT/gpu_runtime_tests.log" \
+    || status=1
+  python3 -m pytest -q -rf -p no:cacheprovider $workers tests/cuda tests/test_kernels_compile.py \
+    $(for f in $serial; do echo "--ignore=$f"; done) 2>&1 | tee "$OUT/gpu_kernel_tests.log" \
+    || status=1
+  # the core op tests' cuda cases (the same tests the CPU runs, parametrized by device)
+  python3 -m pytest -q -rf -p no:cacheprovider $workers -m cuda tests --ignore=tests/cuda \
+    2>&1 | tee "$OUT/gpu_core_tests.log" || status=1
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
   if command -v compute-sanitizer >/dev/null; then
