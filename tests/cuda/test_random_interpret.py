@@ -162,15 +162,17 @@ def umul_hi(words_, span):
 @pytest.mark.parametrize("low,high,dtype", [
     (0, 10, np.int64), (-7, 5, np.int32), (-2 ** 40, 2 ** 41 + 3, np.int64),
     (-2 ** 63, 2 ** 63 - 1, np.int64), (0, 256, np.uint8), (0, 2, np.bool_),
-    (-100, 100, np.float32), (0, 2 ** 24 + 1, np.float32)])
+    (-100, 100, np.float32), (0, 2 ** 24 + 1, np.float32), (-50, 2 ** 11 + 1, np.float16),
+    (0, 2 ** 8 + 1, BF16)])
 @pytest.mark.parametrize("n", [5, 2500])
 def test_random_integers(gpu, rng, low, high, dtype, n):
     seed, offset = draw_args(rng)
     out = rnd.random_(empty((n,), dtype), low, high, seed, offset)
     values = low + umul_hi(words(n, seed, offset, True), high - low)
-    expected = np.array([int(v) for v in values], dtype=object).astype(np.float64 if dtype ==
-                                                                         np.float32 else object)
-    np.testing.assert_array_equal(ti.to_host(out), np.asarray(expected).astype(dtype))
+    expected = np.array([int(v) for v in values], dtype=object)
+    if np.dtype(dtype).kind == "f":
+        expected = expected.astype(np.float64)
+    np.testing.assert_array_equal(ti.to_host(out), expected.astype(dtype))
 
 
 @pytest.mark.parametrize("p_dtype", [np.dtype(np.float32), np.dtype(np.float64), BF16])

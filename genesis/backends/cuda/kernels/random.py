@@ -141,7 +141,10 @@ def _emit(v, e, out, src, N, a, b, sizes, o_strides, x_strides,
     elif DIST == EXPONENTIAL:
         r = (v / a.to(CT)).to(out_ty)
     elif DIST == INTEGER:
-        r = (a.to(tl.uint64, bitcast=True) + v).to(tl.int64, bitcast=True).to(out_ty)
+        r = (a.to(tl.uint64, bitcast=True) + v).to(tl.int64, bitcast=True)
+        if out_ty.is_fp16() or out_ty.is_bf16():
+            r = r.to(tl.float32)
+        r = r.to(out_ty)
     elif DIST == BERNOULLI:
         if src is None:
             p = a.to(CT)
@@ -318,5 +321,6 @@ def compile_all(target):
         _recipe(BERNOULLI, out, out, target)
         _recipe(DROPOUT, out, out, target)
     _recipe(DROPOUT, f32, f32, target)
-    _recipe(INTEGER, placeholder(shape, np.int64), None, target)
+    for dtype in (np.int64, ml_dtypes.bfloat16):
+        _recipe(INTEGER, placeholder(shape, dtype), None, target)
     _recipe(BERNOULLI, placeholder(shape, np.bool_), None, target)
