@@ -14,6 +14,8 @@ import pytest
 import triton_interpret as ti
 
 from genesis import dispatch
+from genesis.backends.cuda.kernels import median as median_kernels
+from genesis.backends.cuda.kernels import reduce as reduce_kernels
 from genesis.backends.cuda.kernels import shape as shape_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
 from genesis.backends.cuda.runtime import driver
@@ -36,7 +38,12 @@ def gpu(monkeypatch):
     monkeypatch.setattr(shape_kernels, "_recipes", shape_kernels.RecipeCache())
     monkeypatch.setattr(driver, "memcpy_htod",
                         lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes))
-    with ti.device(sort_kernels, shape_kernels):
+    monkeypatch.setattr(driver, "memcpy_dtoh",
+                        lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes))
+    monkeypatch.setattr(driver, "stream_synchronize", lambda stream: None)
+    monkeypatch.setattr(median_kernels, "ROWS", 4)
+    monkeypatch.setattr(median_kernels, "_recipes", median_kernels.RecipeCache())
+    with ti.device(sort_kernels, shape_kernels, median_kernels, reduce_kernels):
         yield
 
 
@@ -62,8 +69,10 @@ def check_same(actual, expected):
     assert host.shape == expected.shape and host.dtype == expected.dtype, \
         f"{host.shape} {host.dtype} != {expected.shape} {expected.dtype}"
     if expected.dtype in FLOATS:
+        nan = np.isnan(expected.astype(np.float64))
+        np.testing.assert_array_equal(np.isnan(host.astype(np.float64)), nan)
         bits = np.dtype(f"u{expected.dtype.itemsize}")
-        host, expected = host.view(bits), expected.view(bits)
+        host, expected = host.view(bits)[~nan], expected.view(bits)[~nan]
     np.testing.assert_array_equal(host, expected)
 
 
@@ -115,6 +124,69 @@ def test_empty(gpu):
         x = np.zeros(shape, np.float32)
         values, indices = dispatch.kernel("sort", "cuda")(ti.to_device(x), dim, False, False)
         assert values.shape == shape and indices.shape == shape
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.int16)], ids=str)
+@pytest.mark.parametrize("shape,dim", [((5, 1), 1), ((6, 2), 1), ((3, 7), 1), ((9, 4), 0),
+                                       ((2, 3, 20), 1), ((2, 3, 20), 2)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_median_dim(gpu, dtype, shape, dim, keepdim, rng):
+    x = sample(shape, dtype, rng)
+    for layout in ("contiguous", "stepped"):
+        host, dev = stepped(x) if layout == "stepped" else (x, ti.to_device(x))
+        expected = dispatch.kernel("median_dim", "cpu")(host, dim, keepdim)
+        for a, e in zip(dispatch.kernel("median_dim", "cuda")(dev, dim, keepdim), expected):
+            check_same(a, e)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (6,), (3, 7), (0, 3)])
+def test_median_all(gpu, shape, rng):
+    x = sample(shape, np.dtype(np.float16), rng)
+    host, dev = stepped(x) if x.ndim else (x, ti.to_device(x))
+    check_same(dispatch.kernel("median", "cuda")(dev), dispatch.kernel("median", "cpu")(host))
+    if x.ndim:
+        values, indices = dispatch.kernel("median_dim", "cuda")(ti.to_device(x), 0, False)
+        assert values.shape == indices.shape == x.shape[1:]
+
+
+def unique_both(x, dim, dev=None):
+    """Every combination of the outputs, CPU kernel against CUDA kernel."""
+    dev = ti.to_device(x) if dev is None else dev
+    for inverse in (False, True):
+        for counts in (False, True):
+            expected = dispatch.kernel("unique", "cpu")(x, inverse, counts, dim)
+            actual = dispatch.kernel("unique", "cuda")(dev, inverse, counts, dim)
+            assert len(actual) == len(expected)
+            for a, e in zip(actual, expected):
+                check_same(a, e)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.int64), BF16,
+                                   np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (40,), (3, 11), (0,), (2, 0)])
+def test_unique_flat(gpu, dtype, shape, rng):
+    """Without NaN: the CPU kernel merges NaNs into one value where torch keeps each apart."""
+    x = sample(shape, dtype, rng)
+    if dtype in FLOATS:
+        x[np.isnan(x.astype(np.float32))] = 0
+    unique_both(x, None)
+
+
+def test_unique_nan_distinct(gpu):
+    x = np.array([1.0, np.nan, 2.0, -0.0, np.nan, 1.0, 0.0], np.float32)
+    values, inverse, counts = dispatch.kernel("unique", "cuda")(ti.to_device(x), True, True, None)
+    check_same(values, np.array([-0.0, 1.0, 2.0, np.nan, np.nan], np.float32))
+    check_same(inverse, np.array([1, 3, 2, 0, 4, 1, 0]))
+    check_same(counts, np.array([2, 2, 1, 1, 1]))
+
+
+@pytest.mark.parametrize("shape,dim", [((12, 3), 0), ((3, 12), 1), ((2, 4, 3), 1), ((6, 1), 0),
+                                       ((2, 12), 1)])
+def test_unique_dim(gpu, shape, dim, rng):
+    x = rng.integers(0, 2, shape).astype(np.int32)
+    unique_both(x, dim)
+    host, dev = stepped(x)
+    unique_both(host, dim, dev)
 
 
 def stepped(x):

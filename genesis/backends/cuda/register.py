@@ -4,4 +4,4 @@ from . import array_ops, dlpack  # noqa: F401
 from .kernels import elementwise, index, index_compact, norm, reduce, softmax  # noqa: F401
 from .kernels import random  # noqa: F401
 from .kernels import matmul  # noqa: F401
-from .kernels import shape, sort  # noqa: F401
+from .kernels import median, shape, sort  # noqa: F401

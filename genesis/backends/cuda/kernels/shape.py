@@ -140,12 +140,17 @@ def _gather(x, shifts, triangle=(0, 0)):
     return out
 
 
+def contiguous_copy(arr):
+    """A contiguous copy of the view `arr` (on the current stream)."""
+    stream = current_stream_handle(arr.device)
+    out = CUDAArray.empty(arr.shape, arr.dtype, arr.device, stream)
+    strided_copy(out, arr, stream)
+    return out
+
+
 def _gather_in_steps(x, shifts, triangle):
     """More dims than the kernel indexes (rare): a contiguous copy first, one roll at a time."""
-    out = x
-    if not x.is_contiguous():
-        out = CUDAArray.empty(x.shape, x.dtype, x.device, current_stream_handle(x.device))
-        strided_copy(out, x, current_stream_handle(x.device))
+    out = x if x.is_contiguous() else contiguous_copy(x)
     for dim, shift in shifts.items():
         out = _gather(out, {dim: shift})
     return _gather(out, {}, triangle) if triangle[0] else out

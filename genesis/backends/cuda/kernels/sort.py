@@ -32,13 +32,16 @@ import triton
 import triton.language as tl
 from triton.language.standard import _indicator, _log2, xor_sum
 
-from ....dispatch import kernel as dispatch_kernel
 from ....dispatch import register
-from ..runtime.array import CUDAArray
+from ..runtime import driver
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, contiguous_strides,
-                       next_pow2, offsets, placeholder, pointer, size_entries, stride_entries)
+from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
+                       offsets, placeholder, pointer, size_entries, stride_entries)
+from .copy import fill
+from .reduce import scan
+from .shape import contiguous_copy
 
 SORT_BLOCK = 2048
 MERGE_BLOCK = 1024
@@ -234,7 +237,7 @@ _INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80, "float32": 0x7F800000,
              "float64": 0x7FF0000000000000}
 
 
-def _key_kind(dtype):
+def key_kind(dtype):
     """(INF, BITS) of the sort key of `dtype` (see _sort_key)."""
     return _INF_BITS.get(dtype.name, 0), dtype.itemsize * 8
 
@@ -255,7 +258,7 @@ class _Sorter:
         self.x, self.out = x, out
         self.buffers, self.turn = [None, None], 0
         self.rows, self.length = self.layout.rows, self.layout.length
-        self.inf, self.bits = _key_kind(x.dtype)
+        self.inf, self.bits = key_kind(x.dtype)
         self.pair = self.bits == 64
         self.descending = descending
 
@@ -357,7 +360,7 @@ def _prepare(arr, out, dim):
     """`arr` itself, or a contiguous copy when its kept dims do not coalesce into a row layout."""
     if len(_layout(arr, out, dim).kept_sizes) <= MAX_ROW_DIMS:
         return arr
-    return dispatch_kernel("contiguous", "cuda")(arr)
+    return contiguous_copy(arr)
 
 
 def _recipe(x, out, dim, descending, k, topk, target=None):
@@ -373,7 +376,7 @@ def _recipe(x, out, dim, descending, k, topk, target=None):
 _recipes = RecipeCache()
 
 
-def _run(arr, dim, descending, k, topk):
+def sort_rows(arr, dim, descending, k, topk):
     """(values, int64 indices) of the first k of every row sorted along `dim`."""
     activate(arr.device)
     stream = current_stream_handle(arr.device)
@@ -392,13 +395,204 @@ def _run(arr, dim, descending, k, topk):
 @register("sort", "cuda")
 def sort(arr, dim, descending, stable):
     """(values, int64 indices) sorted along `dim`; always stable (deterministic), NaN largest."""
-    return _run(arr, dim, descending, arr.shape[dim], False)
+    return sort_rows(arr, dim, descending, arr.shape[dim], False)
 
 
 @register("topk", "cuda")
 def topk(arr, dim, k, largest, sorted_):
     """(values, indices) of the k largest (or smallest) along `dim`, in sorted order."""
-    return _run(arr, dim, largest, k, True)
+    return sort_rows(arr, dim, largest, k, True)
+
+
+@triton.jit
+def _rows_gather_kernel(src, rows, out, R, C, s0, s1, BLOCK: tl.constexpr):
+    """out[r, j] = src[rows[r] * s0 + j * s1] for an [R, C] contiguous out."""
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = e < R * C
+    r = e // C
+    row = tl.load(rows + r, mask=mask)
+    tl.store(out + e, tl.load(src + row * s0 + (e - r * C) * s1, mask=mask), mask=mask)
+
+
+@triton.jit
+def _differ(a, b, INF: tl.constexpr, BITS: tl.constexpr):
+    """a != b as IEEE compares floats (-0 == 0, NaN unequal to everything), by sort keys."""
+    ka = _sort_key(a, INF, BITS, False)
+    kb = _sort_key(b, INF, BITS, False)
+    out = ka != kb
+    if INF:
+        nan: tl.constexpr = (1 << (BITS - 1)) - 1
+        out = out | (ka == nan)
+    return out
+
+
+@triton.jit
+def _flags_kernel(mat, perm, flags, S, C, INF: tl.constexpr, BITS: tl.constexpr,
+                  BS: tl.constexpr, BC: tl.constexpr):
+    """flags[i] = 1 where row perm[i] of the [S, C] matrix differs from row perm[i - 1]."""
+    i = tl.program_id(0).to(tl.int64) * BS + tl.arange(0, BS)
+    mask = i < S
+    prev = tl.maximum(i - 1, 0)
+    a = tl.load(perm + i, mask=mask)
+    b = tl.load(perm + prev, mask=mask)
+    differ = i == 0
+    for c in range(0, C, BC):
+        cols = c + tl.arange(0, BC)
+        m = mask[:, None] & (cols < C)[None, :]
+        va = tl.load(mat + a[:, None] * C + cols[None, :], mask=m)
+        vb = tl.load(mat + b[:, None] * C + cols[None, :], mask=m)
+        differ = differ | (tl.max((_differ(va, vb, INF, BITS) & m).to(tl.int32), 1) > 0)
+    tl.store(flags + i, differ.to(tl.int64), mask=mask)
+
+
+@triton.jit
+def _groups_kernel(perm, flags, ids, first, starts, inverse, S, BLOCK: tl.constexpr):
+    """Group g = ids[i] - 1 of sorted position i: its first row and start where the group
+    begins, and the inverse index of row perm[i]."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < S
+    row = tl.load(perm + i, mask=mask)
+    g = tl.load(ids + i, mask=mask) - 1
+    head = mask & (tl.load(flags + i, mask=mask) != 0)
+    tl.store(first + g, row, mask=head)
+    tl.store(starts + g, i, mask=head)
+    tl.store(inverse + row, g, mask=mask)
+
+
+@triton.jit
+def _counts_kernel(starts, counts, U, S, BLOCK: tl.constexpr):
+    g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = g < U
+    nxt = tl.load(starts + g + 1, mask=mask & (g + 1 < U), other=S)
+    tl.store(counts + g, nxt - tl.load(starts + g, mask=mask), mask=mask)
+
+
+def _launch(fn, grid, stream, device, entries, target=None):
+    """One launch of `fn` from (name, value, type) entries (CUDAArrays as pointers); with a
+    `target`, only compiled."""
+    recipe = Recipe(device, target)
+    roles = {}
+    resolved = []
+    for name, value, ty in entries:
+        if isinstance(value, CUDAArray):
+            roles[name] = value
+            resolved.append(pointer(name, name, value))
+        else:
+            resolved.append((name, value, ty))
+    recipe.add(fn, grid, resolved, 4)
+    if target is None:
+        recipe.run(stream, roles)
+
+
+def _gather_rows(src, rows, count, columns, s0, s1, stream):
+    """[count, columns] contiguous: src rows `rows` (element strides s0 per row, s1 per column)."""
+    out = CUDAArray.empty((count, columns), src.dtype, src.device, stream)
+    if out.size:
+        _launch(_rows_gather_kernel, (cdiv(out.size, MERGE_BLOCK),), stream, src.device,
+                [("src", src, None), ("rows", rows, None), ("out", out, None),
+                 ("R", count, "i64"), ("C", columns, "i64"), ("s0", s0, "i64"), ("s1", s1, "i64"),
+                 ("BLOCK", MERGE_BLOCK, "constexpr")])
+    return out
+
+
+def _lexicographic_order(mat, stream):
+    """The stable order of the rows of the contiguous [S, C] matrix: one stable sort per column,
+    last column first, each reordering the permutation found so far."""
+    rows, columns = mat.shape
+    perm = None
+    for c in range(columns - 1, -1, -1):
+        column = CUDAArray(mat.storage, (rows,), (mat.strides[0],), mat.offset + c * mat.itemsize,
+                           mat.dtype)
+        if perm is not None:
+            column = _flat(_gather_rows(column, perm, rows, 1, columns, 0, stream))
+        _, order = sort_rows(column, 0, False, rows, False)
+        perm = order if perm is None else _flat(_gather_rows(perm, order, rows, 1, 1, 0, stream))
+    return perm
+
+
+def _flat(arr):
+    return CUDAArray(arr.storage, (arr.size,), (arr.itemsize,), arr.offset, arr.dtype)
+
+
+def _read_last(arr, stream):
+    """The last element of the int64 device array `arr`, on the host (waits for the stream)."""
+    host = np.zeros(1, np.int64)
+    driver.memcpy_dtoh(host.ctypes.data, arr.ptr + (arr.size - 1) * 8, 8, stream)
+    driver.stream_synchronize(stream)
+    return int(host[0])
+
+
+@register("unique", "cuda")
+def unique(arr, return_inverse, return_counts, dim):
+    """Sorted distinct values (of slices along `dim`), with inverse indices and counts if asked;
+    NaNs are distinct from each other, as in torch."""
+    activate(arr.device)
+    stream = current_stream_handle(arr.device)
+    lead = 0 if dim is None else dim
+    moved = arr if dim is None else _move_to_front(arr, dim)
+    rows = arr.size if dim is None else arr.shape[dim]
+    columns = 1 if dim is None else (moved.size // rows if rows else 0)
+    mat = contiguous_copy(moved) if not moved.is_contiguous() else moved
+    mat = CUDAArray(mat.storage, (rows, columns), (columns * mat.itemsize, mat.itemsize),
+                    mat.offset, mat.dtype)
+    count, first, inverse, counts = _groups(mat, stream)
+    values = _gather_rows(mat, first, count, columns, columns, 1, stream)
+    shape = (count,) if dim is None else (count,) + moved.shape[1:]
+    values = CUDAArray(values.storage, shape, contiguous_byte_strides(shape, values.itemsize), 0,
+                       values.dtype)
+    if dim is not None:
+        values = contiguous_copy(_move_from_front(values, lead))
+    inverse_shape = arr.shape if dim is None else (rows,)
+    inverse = CUDAArray(inverse.storage, inverse_shape, contiguous_byte_strides(inverse_shape, 8),
+                        0, inverse.dtype)
+    return (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts
+                                                                   else ())
+
+
+def _groups(mat, stream):
+    """(number of distinct rows U, first row of each group [U], inverse [S], counts [U])."""
+    rows, columns = mat.shape
+    device = mat.device
+    empty = lambda n: CUDAArray.empty((n,), np.int64, device, stream)  # noqa: E731
+    if rows == 0 or columns == 0:
+        count = min(rows, 1) if columns == 0 else 0
+        first, counts = empty(count), empty(count)
+        inverse = empty(rows)
+        for a, value in ((first, 0), (counts, rows), (inverse, 0)):
+            fill(a, value, stream)
+        return count, first, inverse, counts
+    perm = _lexicographic_order(mat, stream)
+    flags = empty(rows)
+    inf, bits = key_kind(mat.dtype)
+    bc = min(next_pow2(columns), 64)
+    _launch(_flags_kernel, (cdiv(rows, 1024 // bc),), stream, device,
+            [("mat", mat, None), ("perm", perm, None), ("flags", flags, None),
+             ("S", rows, "i64"), ("C", columns, "i64")] + const(INF=inf, BITS=bits,
+                                                                BS=1024 // bc, BC=bc))
+    ids = scan("cumsum", flags, 0, False, np.dtype(np.int64))
+    count = _read_last(ids, stream)
+    first, starts, counts, inverse = empty(count), empty(count), empty(count), empty(rows)
+    _launch(_groups_kernel, (cdiv(rows, MERGE_BLOCK),), stream, device,
+            [("perm", perm, None), ("flags", flags, None), ("ids", ids, None),
+             ("first", first, None), ("starts", starts, None), ("inverse", inverse, None),
+             ("S", rows, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")])
+    if count:
+        _launch(_counts_kernel, (cdiv(count, MERGE_BLOCK),), stream, device,
+                [("starts", starts, None), ("counts", counts, None), ("U", count, "i64"),
+                 ("S", rows, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")])
+    return count, first, inverse, counts
+
+
+def _move_to_front(arr, dim):
+    order = [dim] + [d for d in range(arr.ndim) if d != dim]
+    return CUDAArray(arr.storage, tuple(arr.shape[d] for d in order),
+                     tuple(arr.strides[d] for d in order), arr.offset, arr.dtype)
+
+
+def _move_from_front(arr, dim):
+    order = list(range(1, dim + 1)) + [0] + list(range(dim + 1, arr.ndim))
+    return CUDAArray(arr.storage, tuple(arr.shape[d] for d in order),
+                     tuple(arr.strides[d] for d in order), arr.offset, arr.dtype)
 
 
 def compile_all(target):
@@ -407,8 +601,27 @@ def compile_all(target):
     cases = [((4096, 100), 1, False), ((8, 5000), 1, False), ((5000, 3), 0, True)]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.float64, np.int32,
                   np.bool_):
-        for shape, dim, descending in cases if dtype in (np.float32, np.int64) else cases[:2]:
+        for shape, dim, descending in cases[:{np.float32: 3, np.int64: 2}.get(dtype, 1)]:
             x = placeholder(shape, dtype)
             _recipe(x, x, dim, descending, shape[dim], False, target)
     x = placeholder((4, 100003), np.float32)
     _recipe(x, placeholder((4, 10), np.float32), 1, True, 10, True, target)
+    index = placeholder((1024,), np.int64)
+    for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
+        mat = placeholder((1024, 8), dtype)
+        _launch(_flags_kernel, (1,), 0, 0, [("mat", mat, None), ("perm", index, None),
+                                            ("flags", index, None), ("S", 1024, "i64"),
+                                            ("C", 8, "i64")]
+                + const(INF=key_kind(mat.dtype)[0], BITS=mat.dtype.itemsize * 8, BS=128, BC=8),
+                target)
+        _launch(_rows_gather_kernel, (1,), 0, 0, [("src", mat, None), ("rows", index, None),
+                                                  ("out", mat, None), ("R", 1024, "i64"),
+                                                  ("C", 8, "i64"), ("s0", 8, "i64"),
+                                                  ("s1", 1, "i64"),
+                                                  ("BLOCK", MERGE_BLOCK, "constexpr")], target)
+    _launch(_groups_kernel, (1,), 0, 0, [(name, index, None) for name in
+                                         ("perm", "flags", "ids", "first", "starts", "inverse")]
+            + [("S", 1024, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")], target)
+    _launch(_counts_kernel, (1,), 0, 0, [("starts", index, None), ("counts", index, None),
+                                         ("U", 1024, "i64"), ("S", 1024, "i64"),
+                                         ("BLOCK", MERGE_BLOCK, "constexpr")], target)

@@ -1,0 +1,133 @@
+"""median and median_dim on the GPU: the lower median and its index, as the CPU kernels give.
+
+Each row (the input with the median dim moved last, read where it lies) is sorted stably by the
+sort kernels (kernels/sort.py), then one pick kernel reads each row's element at (n - 1) // 2,
+or, when the row holds a NaN (the sort puts NaN last, ties by index), its first NaN: the NaN of
+lowest index, found by a binary search of the sorted row. Values and indices come from the same
+position, so the index is that of the element whose value is returned (ties: the stable order,
+as the CPU kernel's argsort picks).
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import Recipe, RecipeCache, cdiv, const, placeholder, pointer
+from .copy import fill
+from .shape import contiguous_copy
+from .sort import key_kind, sort_rows
+
+ROWS = 128
+
+
+@triton.jit
+def _is_nan(v, INF: tl.constexpr, BITS: tl.constexpr):
+    """NaN told by its bits (bfloat16 included): magnitude bits above those of +inf."""
+    if BITS == 16:
+        b = v.to(tl.int16, bitcast=True).to(tl.int32)
+    elif BITS == 32:
+        b = v.to(tl.int32, bitcast=True)
+    else:
+        b = v.to(tl.int64, bitcast=True)
+    low: tl.constexpr = (1 << (BITS - 1)) - 1
+    return (b & low) > INF
+
+
+@triton.jit
+def _pick_kernel(values, indices, vout, iout, M, L, STEPS, INF: tl.constexpr,
+                 BITS: tl.constexpr, BLOCK: tl.constexpr):
+    """Rows pid*BLOCK.. of sorted (values, indices) rows of L: the lower median, or the first
+    NaN of a row that has one."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = rows < M
+    base = rows * L
+    pos = tl.zeros([BLOCK], tl.int64) + (L - 1) // 2
+    if INF:
+        has_nan = _is_nan(tl.load(values + base + L - 1, mask=mask), INF, BITS) & mask
+        lo = tl.zeros([BLOCK], tl.int64)
+        hi = tl.zeros([BLOCK], tl.int64) + (L - 1)
+        for _ in range(STEPS):
+            active = (lo < hi) & has_nan
+            mid = (lo + hi) // 2
+            nan = _is_nan(tl.load(values + base + mid, mask=active), INF, BITS)
+            hi = tl.where(active & nan, mid, hi)
+            lo = tl.where(active & ~nan, mid + 1, lo)
+        pos = tl.where(has_nan, lo, pos)
+    tl.store(vout + rows, tl.load(values + base + pos, mask=mask), mask=mask)
+    tl.store(iout + rows, tl.load(indices + base + pos, mask=mask), mask=mask)
+
+
+def _pick_recipe(values, vout, rows, length, target=None):
+    inf, bits = key_kind(values.dtype)
+    entries = [pointer("values", "values", values),
+               pointer("indices", "indices", placeholder((1,), np.int64)),
+               pointer("vout", "vout", vout), pointer("iout", "iout", placeholder((1,), np.int64)),
+               ("M", rows, "i64"), ("L", length, "i64"), ("STEPS", length.bit_length(), "i32")]
+    entries += const(INF=inf, BITS=bits, BLOCK=ROWS)
+    recipe = Recipe(vout.device, target)
+    recipe.add(_pick_kernel, (cdiv(rows, ROWS),), entries, 4)
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def _median_rows(x, dim, out_shape):
+    """(values, int64 indices) of shape `out_shape`: the lower median of x along `dim`."""
+    activate(x.device)
+    stream = current_stream_handle(x.device)
+    vout = CUDAArray.empty(out_shape, x.dtype, x.device, stream)
+    iout = CUDAArray.empty(out_shape, np.int64, x.device, stream)
+    length = x.shape[dim]
+    rows = vout.size
+    if rows == 0 or length == 0:
+        return vout, iout
+    order = [d for d in range(x.ndim) if d != dim] + [dim]
+    last = CUDAArray(x.storage, tuple(x.shape[d] for d in order),
+                     tuple(x.strides[d] for d in order), x.offset, x.dtype)
+    values, indices = sort_rows(last, x.ndim - 1, False, length, False)
+    key = (x.dtype, rows, length, x.device)
+    recipe = _recipes.get_or_build(key, lambda: _pick_recipe(values, vout, rows, length))
+    recipe.run(stream, {"values": values, "indices": indices, "vout": vout, "iout": iout})
+    return vout, iout
+
+
+@register("median_dim", "cuda")
+def median_dim(x, dim, keepdim):
+    """(values, indices) of the lower median along `dim`."""
+    if x.ndim == 0:
+        x, dim = CUDAArray(x.storage, (1,), (x.itemsize,), x.offset, x.dtype), 0
+        return _median_rows(x, dim, ())
+    shape = list(x.shape)
+    if keepdim:
+        shape[dim] = 1
+    else:
+        del shape[dim]
+    return _median_rows(x, dim, tuple(shape))
+
+
+@register("median", "cuda")
+def median(x):
+    """The lower median of all elements (nan for an empty input)."""
+    if x.size == 0:
+        activate(x.device)
+        stream = current_stream_handle(x.device)
+        out = CUDAArray.empty((), x.dtype, x.device, stream)
+        fill(out, float("nan"), stream)
+        return out
+    if not x.is_contiguous():
+        x = contiguous_copy(x)
+    flat = CUDAArray(x.storage, (x.size,), (x.itemsize,), x.offset, x.dtype)
+    return _median_rows(flat, 0, ())[0]
+
+
+def compile_all(target):
+    """The pick kernel for float (NaN search) and integer rows (the sorts: kernels/sort.py)."""
+    import ml_dtypes
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.int32):
+        x = placeholder((64, 1001), dtype)
+        _pick_recipe(x, placeholder((64,), dtype), 64, 1001, target)
