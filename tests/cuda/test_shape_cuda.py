@@ -5,7 +5,6 @@ diagonals on both sides, cat of few and of many inputs with mixed layouts and em
 and gradients through each op. Skipped without a GPU.
 """
 
-import numpy as np
 import pytest
 import torch
 from helpers import ALL_DTYPES, assert_close, lay_out, skip_no_cuda, to_torch
