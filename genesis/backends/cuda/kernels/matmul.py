@@ -317,8 +317,9 @@ def _triton_space(problem):
 
 def _plan(problem, choice):
     """(configs to time, configs to fall back on, in order). cuBLASLt joins when it can run the
-    problem and is not excluded; forced, it is the only one timed. Problems below
-    TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config runs."""
+    problem and is not excluded; forced, it runs untimed (Triton only where it fails). Problems
+    below TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config
+    runs."""
     from .. import libraries
     triton_configs = _triton_space(problem)
     lt = (choice != "triton" and libraries.cublaslt_usable()
