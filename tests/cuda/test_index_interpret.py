@@ -138,7 +138,9 @@ def test_index_every_dtype(gpu, dtype, rng):
 
 @pytest.mark.parametrize("shapes", [[(4,)], [(3, 1), (1, 5)], [(2, 3)] * 3,
                                     [(2, 1, 3), (4, 1), (3,), (1,), (4, 3)], [(0,)]])
-def test_index_broadcast_and_many(gpu, shapes, rng):
+@pytest.mark.parametrize("min_row", [2, 1000])
+def test_index_broadcast_and_many(gpu, shapes, min_row, monkeypatch, rng):
+    monkeypatch.setattr(idx, "MIN_ROW", min_row)
     arr = values((3, 4, 2, 3, 2, 3), np.dtype(np.float32), rng)
     k = len(shapes)
     ci, gi = _indices(rng, arr.shape[:k], shapes)
@@ -162,8 +164,11 @@ def test_index_put_every_dtype(gpu, dtype, accumulate, rng):
 
 
 @pytest.mark.parametrize("accumulate", [False, True])
-def test_index_put_strided_target_broadcast_values_and_scalars(gpu, accumulate, rng):
+@pytest.mark.parametrize("min_row", [2, 1000])
+def test_index_put_strided_target_broadcast_values_and_scalars(gpu, accumulate, min_row,
+                                                               monkeypatch, rng):
     """Into a permuted view; index arrays broadcast (duplicates only when accumulating)."""
+    monkeypatch.setattr(idx, "MIN_ROW", min_row)
     base = values((8, 5, 12), np.dtype(np.float32), rng)
     if accumulate:
         ci, gi = _indices(rng, (5, 12), [(4, 1), (1, 3)])

@@ -24,12 +24,14 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64, value_entry
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
-                       placeholder, pointer_of, program_range, size_entries, stride_entries)
+from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, next_pow2,
+                       offsets, placeholder, pointer_of, program_range, size_entries,
+                       stride_entries)
 from .index_accumulate import accumulate_into, key_dtype
 
 MAX_INDICES = 4
 BLOCK = 1024
+MIN_ROW = 16
 NUM_WARPS = 4
 
 
@@ -40,42 +42,74 @@ def _indexed(i, e, sizes, strides, scale, mask, NDIM: tl.constexpr):
 
 
 @triton.jit
-def _address_kernel(arr, out, val, value, i0, i1, i2, i3, n,
+def _address(e, mask, sizes, a_strides, i0, i1, i2, i3, j0, j1, j2, j3,
+             scale0, scale1, scale2, scale3, NDIM: tl.constexpr, NI: tl.constexpr):
+    """Addresses in arr of the linear positions `e` over the first NDIM dims."""
+    off = offsets(e, sizes, a_strides, NDIM).to(tl.int64)
+    off += _indexed(i0, e, sizes, j0, scale0, mask, NDIM)
+    if NI > 1:
+        off += _indexed(i1, e, sizes, j1, scale1, mask, NDIM)
+    if NI > 2:
+        off += _indexed(i2, e, sizes, j2, scale2, mask, NDIM)
+    if NI > 3:
+        off += _indexed(i3, e, sizes, j3, scale3, mask, NDIM)
+    return off
+
+
+@triton.jit
+def _address_kernel(arr, out, val, value, i0, i1, i2, i3, n, M, L,
                     size1, size2, size3, size4, size5,
                     a_s0, a_s1, a_s2, a_s3, a_s4, a_s5, v_s0, v_s1, v_s2, v_s3, v_s4, v_s5,
                     j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5,
                     j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5,
                     j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5,
                     j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5,
-                    scale0, scale1, scale2, scale3,
+                    scale0, scale1, scale2, scale3, a_last, v_last,
                     MODE: tl.constexpr, NDIM: tl.constexpr, NI: tl.constexpr,
-                    TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Elements pid*BLOCK.. of the iteration shape: load from, store to, or write their address
-    in `arr` (MODE "load", "store", "offsets"); `out` is contiguous over the iteration shape."""
-    e = program_range(BLOCK, INDEX64)
-    mask = e < n
+                    TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, ROWS: tl.constexpr,
+                    VEC: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+    """Load from, store to, or write the address in `arr` of (MODE "load", "store", "offsets")
+    elements of the iteration shape; `out` is contiguous over it. Elements pid*BM*BL.. one by
+    one, or (ROWS: no index varies along the last dim, of length L and strides a_last/v_last)
+    a tile of BM rows x BL of the last dim, addresses computed once per row (rows of M)."""
     sizes = (1, size1, size2, size3, size4, size5)
-    off = offsets(e, sizes, (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5), NDIM).to(tl.int64)
-    off += _indexed(i0, e, sizes, (j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5), scale0, mask, NDIM)
-    if NI > 1:
-        off += _indexed(i1, e, sizes, (j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5), scale1, mask,
-                        NDIM)
-    if NI > 2:
-        off += _indexed(i2, e, sizes, (j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5), scale2, mask,
-                        NDIM)
-    if NI > 3:
-        off += _indexed(i3, e, sizes, (j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5), scale3, mask,
-                        NDIM)
+    a_st = (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5)
+    v_st = (v_s0, v_s1, v_s2, v_s3, v_s4, v_s5)
+    j0 = (j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5)
+    j1 = (j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5)
+    j2 = (j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5)
+    j3 = (j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5)
+    if ROWS:
+        pid = tl.program_id(0)
+        if INDEX64:
+            pid = pid.to(tl.int64)
+        blocks = tl.cdiv(L, BL)
+        rows = (pid // blocks) * BM + tl.arange(0, BM)
+        cols = (pid % blocks) * BL + tl.arange(0, BL)
+        row_mask = rows < M
+        base = _address(rows, row_mask, sizes, a_st, i0, i1, i2, i3, j0, j1, j2, j3,
+                        scale0, scale1, scale2, scale3, NDIM - 1, NI)
+        if VEC > 1:
+            base = tl.multiple_of(base, VEC)
+        off = base[:, None] + cols[None, :] * a_last
+        lin = rows[:, None] * L + cols[None, :]
+        mask = row_mask[:, None] & (cols < L)[None, :]
+        v_off = offsets(rows, sizes, v_st, NDIM - 1)[:, None] + cols[None, :] * v_last
+    else:
+        lin = program_range(BM * BL, INDEX64)
+        mask = lin < n
+        off = _address(lin, mask, sizes, a_st, i0, i1, i2, i3, j0, j1, j2, j3,
+                       scale0, scale1, scale2, scale3, NDIM, NI)
+        v_off = offsets(lin, sizes, v_st, NDIM)
     if MODE == "load":
-        tl.store(out + e, tl.load(arr + off, mask=mask), mask=mask)
+        tl.store(out + lin, tl.load(arr + off, mask=mask), mask=mask)
     elif MODE == "offsets":
-        tl.store(out + e, off, mask=mask)
+        tl.store(out + lin, off, mask=mask)
     else:
         if val is None:
-            v = tl.zeros((BLOCK,), value.dtype) + value
+            v = tl.zeros(off.shape, value.dtype) + value
         else:
-            v = tl.load(val + offsets(e, sizes, (v_s0, v_s1, v_s2, v_s3, v_s4, v_s5), NDIM),
-                        mask=mask)
+            v = tl.load(val + v_off, mask=mask)
         if TO_BOOL:
             v = v != 0
         tl.store(arr + off, v.to(arr.dtype.element_ty), mask=mask)
@@ -125,7 +159,7 @@ class _Address:
         return (self.mode, tuple(self.sizes), tuple(sorted(self.strides.items())),
                 tuple(s for _, s in self.indices),
                 tuple(None if a is None else a.dtype for a in arrays), self._value_type(),
-                self._device(out))
+                self.arr is not None and self.arr.ptr % 16 == 0, self._device(out))
 
     def _value_type(self):
         if self.mode != "store" or self.val is not None:
@@ -148,12 +182,43 @@ class _Address:
         entries += size_entries("", self.sizes, MAX_DIMS, ity)
         entries += stride_entries("a_", st["a"], MAX_DIMS, ity)
         entries += stride_entries("v_", st.get("v", ()), MAX_DIMS, ity)
+        tile = self._tile()
+        if tile is None:
+            entries += const(ROWS=False, VEC=1, BM=1, BL=BLOCK, M=1, L=1, a_last=0, v_last=0)
+            grid = cdiv(n, BLOCK)
+        else:
+            rows, length, bm, bl, vec = tile
+            last = [(name, st[key][-1] if key in st else 0) for name, key in (("a_last", "a"),
+                                                                               ("v_last", "v"))]
+            entries += [("M", rows, ity), ("L", length, ity)]
+            entries += [(name, v, "constexpr" if v in (0, 1) else ity) for name, v in last]
+            entries += const(ROWS=True, VEC=vec, BM=bm, BL=bl)
+            grid = cdiv(rows, bm) * cdiv(length, bl)
         to_bool = self.mode == "store" and self.arr.dtype.kind == "b"
         entries += const(MODE=self.mode, NDIM=len(self.sizes), NI=len(self.indices),
-                         TO_BOOL=to_bool, INDEX64=ity == "i64", BLOCK=BLOCK)
+                         TO_BOOL=to_bool, INDEX64=ity == "i64")
         recipe = Recipe(self._device(out), target)
-        recipe.add(_address_kernel, (cdiv(n, BLOCK),), entries, NUM_WARPS)
+        recipe.add(_address_kernel, (grid,), entries, NUM_WARPS)
         return recipe
+
+    def _tile(self):
+        """(rows, row length, BM, BL, VEC) of a rows-by-last-dim tile, or None: worth it when no
+        index varies along the last dim and that dim is long. VEC: the addresses of a row start
+        at multiples of 16 bytes (the array aligned, every other stride and scale a multiple),
+        so Triton may use 16-byte accesses."""
+        st, length = self.strides, self.sizes[-1]
+        if length < MIN_ROW or any(st[f"j{j}"][-1] for j in range(len(self.indices))):
+            return None
+        rows = numel(self.sizes[:-1])
+        bl = min(next_pow2(length), BLOCK)
+        bm = min(next_pow2(rows), BLOCK // bl)
+        vec = 1
+        if self.arr is not None:
+            vec = 16 // self.arr.itemsize
+            multiples = list(st["a"][:-1]) + [s for _, s in self.indices] + [length]
+            if st["a"][-1] != 1 or self.arr.ptr % 16 or any(m % vec for m in multiples):
+                vec = 1
+        return rows, length, bm, bl, vec
 
     def run(self, out=None):
         """Launch (nothing for an empty shape); `out` is the contiguous result of load/offsets."""
@@ -308,8 +373,9 @@ def scatter(out, dim, index, src, reduce):
 
 
 def compile_all(target):
-    """The address kernel in each mode (1-4 index arrays, 1-D to 4-D, scalar and array values,
-    bool stores) and the bounds check, compiled for `target` (CI, no GPU needed)."""
+    """The address kernel in each mode (rows and element by element, 1-4 index arrays, 1-D to
+    4-D, scalar and array values, bool stores) and the bounds check, compiled for `target` (CI,
+    no GPU needed)."""
     import ml_dtypes
     f32 = np.float32
     idx = placeholder((4096,), INT64)
@@ -330,6 +396,9 @@ def compile_all(target):
             placeholder((5, 6, 11, 13), f32), target)
         _Address("offsets", (5, 6), None, (0, 0), [(Operand(index2, (5, 6)), 3)] * ni).recipe(
             placeholder((5, 6), INT64), target)
+    gather_index = placeholder((64, 100), INT64)
+    _Address("load", (64, 100), placeholder((64, 300), f32), (300, 0),
+             [(Operand(gather_index, (64, 100)), 1)]).recipe(placeholder((64, 100), f32), target)
     for dtype in (np.int64, np.int32):
         _check_recipe(placeholder((3, 5, 7), dtype, (1, 3, 15)), (3, 5, 7), (1, 3, 15), True,
                       target)
