@@ -155,6 +155,7 @@ _LIBDEVICE = {
     "erfc": _unary_np(lambda x: 1.0 - _erf(x)), "rsqrt": _unary_np(lambda x: 1.0 / np.sqrt(x)),
     "pow": _binary_np(np.power), "atan2": _binary_np(np.arctan2),
     "hypot": _binary_np(np.hypot), "copysign": _binary_np(np.copysign),
+    "fmod": _binary_np(np.fmod),
 }
 
 

@@ -21,6 +21,7 @@ from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import softmax as sm
+from genesis.backends.cuda.kernels._strided import placeholder
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -44,6 +45,40 @@ def test_every_cpu_kernel_has_a_cuda_twin_with_its_signature(op):
     cpu = dispatch.kernel(op, "cpu")
     params = lambda fn: list(inspect.signature(fn).parameters)
     assert params(inspect.unwrap(cuda)) == params(inspect.unwrap(cpu))
+
+
+_SM90_DIVISIONS = {
+    "div": lambda target: ew._compile_case("div", np.float32, target),
+    "floor_divide": lambda target: ew._compile_case("floor_divide", np.float16, target),
+    "remainder": lambda target: ew._compile_case("remainder", np.float32, target),
+    "sigmoid": lambda target: ew._compile_case("sigmoid", np.float32, target),
+    "mean": lambda target: red._compile_case("mean", np.float32, (1 << 20,), (0,), target),
+    "var": lambda target: red._compile_case("var", np.float32, (64, 1000), (1,), target),
+    "softmax": lambda target: sm._recipe(placeholder((64, 1000), np.float32), None,
+                                         placeholder((64, 1000), np.float32), (1,), False, False,
+                                         target),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SM90_DIVISIONS))
+def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
+    """Compiled for sm_90 (no GPU needed): Triton's float32 `/` is an approximate division
+    (div.full.f32, 2 ulp); PyTorch divides exactly, so a mean must be sum / n to the last bit."""
+    if ti.ENABLED:
+        pytest.skip("compiles real kernels: run without TRITON_INTERPRET")
+    from triton.backends.compiler import GPUTarget
+
+    from genesis.backends.cuda.kernels import _strided
+    ptx = []
+    compile_kernel = _strided.compile_kernel
+
+    def compile_and_keep(*args, **kwargs):
+        compiled = compile_kernel(*args, **kwargs)
+        ptx.append(compiled.asm["ptx"])
+        return compiled
+    monkeypatch.setattr(_strided, "compile_kernel", compile_and_keep)
+    _SM90_DIVISIONS[case](GPUTarget("cuda", 90, 32))
+    assert ptx and not any("div.full" in text for text in ptx)
 
 
 @pytest.fixture
@@ -208,6 +243,35 @@ def test_sizes_around_blocks(gpu, n, rng):
 def test_zero_dim(gpu):
     a = np.array(3.0, dtype=np.float32)
     run_both("mul", [a, 2.0], [ti.to_device(a), 2.0])
+
+
+@pytest.mark.parametrize("value", [np.float32(2.5), np.array(-1.5), np.arange(6.0).reshape(2, 3).T],
+                         ids=["scalar", "0-d", "transposed"])
+def test_from_numpy_keeps_the_shape(gpu, monkeypatch, value):
+    """A 0-d host array uploads as 0-d (np.ascontiguousarray would make it 1-d)."""
+    import ctypes
+
+    from genesis.backends.cuda import array_ops
+    from genesis.backends.cuda.runtime import driver
+    monkeypatch.setattr(array_ops, "_device", lambda index: 0)
+    monkeypatch.setattr(array_ops, "current_stream_handle", lambda index: 0)
+    monkeypatch.setattr(driver, "memcpy_htod", lambda dst, src, nbytes, stream=0:
+                        ctypes.memmove(dst, src, nbytes))
+    out = array_ops.from_numpy(value)
+    expected = np.asarray(value)
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(ti.to_host(out), expected)
+
+
+@pytest.mark.parametrize("dtype", INTS + [np.dtype(np.bool_)], ids=str)
+@pytest.mark.parametrize("base", [2, -3])
+def test_integer_pow_of_a_python_scalar(gpu, dtype, base, rng):
+    """scalar ** tensor: the exponent loop starts from a block, not from the scalar base."""
+    b = np.abs(values((6, 40), dtype, rng)) % 7 if dtype != np.bool_ else values((6, 40), dtype,
+                                                                                  rng)
+    b = b.astype(np.int64 if dtype == np.bool_ else dtype)
+    base = base if dtype.kind == "i" or dtype == np.bool_ else abs(base)
+    run_both("pow", [base, b], [base, ti.to_device(b)])
 
 
 def test_many_dims_fall_back_to_leading_dim_loop(gpu, rng):
@@ -543,3 +607,73 @@ def test_norms(gpu, rms, dtype, shape, affine, rng, monkeypatch):
         check(gdw, dw.astype(dtype))
     else:
         assert gdw is None
+
+
+def _layout_view(arr, layout):
+    """(numpy array with arr's values, CUDA view holding them) laid out as `layout`:
+    "contiguous", "permuted" (dims reversed in memory), "stepped" (every other element along
+    each dim), "broadcast" (the first index of dim 0, expanded) or "batch_t" (the last two dims
+    swapped in memory)."""
+    if layout == "contiguous" or arr.ndim == 0:
+        return arr, ti.to_device(arr)
+    if layout == "permuted":
+        storage = np.ascontiguousarray(arr.transpose())
+        return arr, ti.view(ti.to_device(storage), arr.shape, element_strides(storage)[::-1])
+    if layout == "batch_t":
+        storage = np.ascontiguousarray(np.swapaxes(arr, -1, -2))
+        st = list(element_strides(storage))
+        st[-1], st[-2] = st[-2], st[-1]
+        return arr, ti.view(ti.to_device(storage), arr.shape, tuple(st))
+    if layout == "broadcast":
+        row = np.ascontiguousarray(arr[:1])
+        return np.broadcast_to(row, arr.shape), ti.view(ti.to_device(row), arr.shape,
+                                                        (0,) + element_strides(row)[1:])
+    big = np.zeros(tuple(2 * s for s in arr.shape), arr.dtype)
+    big[tuple(slice(None, None, 2) for _ in arr.shape)] = arr
+    return arr, ti.view(ti.to_device(big), arr.shape, tuple(2 * s for s in element_strides(big)))
+
+
+COPY_SHAPES = [(), (5,), (70, 130), (3, 70, 90), (2, 3, 2, 3, 2, 3), (2,) * 7]
+
+
+def _check_copy(shape, src_layout, dst_layout, src_dtype, dst_dtype, rng):
+    from genesis.backends.cuda.kernels import copy
+    x, src = _layout_view(values(shape, np.dtype(src_dtype), rng), src_layout)
+    _, dst = _layout_view(np.zeros(shape, dst_dtype), dst_layout)
+    copy.strided_copy(dst, src, 0)
+    expected = (x != 0) if np.dtype(dst_dtype) == np.bool_ else x.astype(dst_dtype)
+    np.testing.assert_array_equal(ti.to_host(dst), expected)
+
+
+@pytest.mark.parametrize("shape", COPY_SHAPES, ids=str)
+@pytest.mark.parametrize("src_layout", ["contiguous", "permuted", "stepped", "broadcast",
+                                        "batch_t"])
+@pytest.mark.parametrize("dst_layout", ["contiguous", "permuted"])
+def test_strided_copy(gpu, shape, src_layout, dst_layout, rng):
+    """Every layout pair (with a cast): 1-D, row tiles, transposing tiles (several blocks each
+    way, masked edges), outer dims and the leading-dim loop past MAX_DIMS."""
+    if len(shape) < 2 and "batch_t" in (src_layout, dst_layout):
+        pytest.skip("needs two dims")
+    _check_copy(shape, src_layout, dst_layout, np.float32, BF16, rng)
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float16, np.float64),
+                                    (np.int64, np.bool_), (np.bool_, np.int8)], ids=str)
+@pytest.mark.parametrize("layouts", [("permuted", "contiguous"), ("stepped", "permuted")],
+                         ids=str)
+def test_strided_copy_dtypes(gpu, dtypes, layouts, rng):
+    _check_copy((3, 70, 90), *layouts, *dtypes, rng)
+
+
+@pytest.mark.parametrize("shape,perm", [((130, 200), (1, 0)), ((4, 33, 65), (0, 2, 1)),
+                                        ((9, 300), (1, 0))], ids=str)
+def test_transpose_copy_half_tiles(gpu, shape, perm, rng):
+    """Half types take 128 x 128 transposing tiles: blocks past both edges."""
+    from genesis.backends.cuda.kernels import copy
+    x = values(shape, np.dtype(np.float16), rng)
+    storage = ti.to_device(x)
+    src = ti.view(storage, tuple(shape[p] for p in perm),
+                  tuple(element_strides(x)[p] for p in perm))
+    dst = ti.to_device(np.zeros(src.shape, np.float16))
+    copy.strided_copy(dst, src, 0)
+    np.testing.assert_array_equal(ti.to_host(dst), x.transpose(perm))

@@ -59,7 +59,7 @@ def from_numpy(array, device_index=None, non_blocking=False):
     Non-blocking: through a pinned staging buffer, so the call returns at once.
     """
     index = _device(device_index)
-    host = np.ascontiguousarray(array)
+    host = np.require(array, requirements="C")  # ascontiguousarray makes 0-d arrays 1-d
     stream = current_stream_handle(index)
     out = CUDAArray.empty(host.shape, host.dtype, index, stream)
     if not host.nbytes:

@@ -56,11 +56,6 @@ def coalesce(shape, *strides):
     return sizes, [tuple(st[k] for _, st in merged) for k in range(len(strides))]
 
 
-def contiguous_strides(shape):
-    """Row-major element strides of `shape`."""
-    return contiguous_byte_strides(tuple(shape), 1)
-
-
 class RowLayout:
     """Arrays of one shape seen as `rows` x `length`: the kept dims (in order) and the reduced
     dims (by decreasing stride of the first array when `reorder`), each side coalesced across
@@ -276,9 +271,9 @@ def placeholder(shape, dtype, strides=None):
     """A CUDAArray that owns no memory (address 0): compile_all specializes on its layout."""
     dtype = np.dtype(dtype)
     shape = tuple(shape)
-    if strides is None:
-        strides = contiguous_strides(shape)
-    return CUDAArray(_NoStorage(), shape, tuple(s * dtype.itemsize for s in strides), 0, dtype)
+    byte_strides = (contiguous_byte_strides(shape, dtype.itemsize) if strides is None
+                    else tuple(s * dtype.itemsize for s in strides))
+    return CUDAArray(_NoStorage(), shape, byte_strides, 0, dtype)
 
 
 def compile_all(target):

@@ -27,8 +27,6 @@ instead: quotients (floor_divide, trunc_divide) are -1 (all bits set) and remain
 fmod) are the dividend.
 """
 
-import functools
-
 import ml_dtypes
 import numpy as np
 import triton
@@ -37,7 +35,7 @@ from triton.language.extra import libdevice
 
 from ....dispatch import register
 from ..launch import get_kernel
-from ..runtime.array import CUDAArray, contiguous_byte_strides
+from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
@@ -46,6 +44,7 @@ from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, ind
 
 _NUM_WARPS = 4
 _STRIDED_BLOCK = 1024
+_ONE_SIXTH = tl.constexpr(1.0 / 6.0)
 
 
 @triton.jit
@@ -72,7 +71,7 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "sqrt":
         r = _sqrt(x)
     elif OP == "rsqrt":
-        r = 1.0 / _sqrt(x)
+        r = div_rn(1.0, _sqrt(x))
     elif OP == "sin":
         r = libdevice.sin(x)
     elif OP == "cos":
@@ -98,7 +97,7 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "atanh":
         r = libdevice.atanh(x)
     elif OP == "sigmoid":
-        r = 1.0 / (1.0 + libdevice.exp(-x))
+        r = div_rn(1.0, 1.0 + libdevice.exp(-x))
     elif OP == "relu":
         r = tl.where(x < 0, 0, x)
     elif OP == "erf":
@@ -110,22 +109,22 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "gelu_tanh":
         r = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
     elif OP == "silu":
-        r = x / (1.0 + libdevice.exp(-x))
+        r = div_rn(x, 1.0 + libdevice.exp(-x))
     elif OP == "mish":
         r = x * libdevice.tanh(libdevice.log1p(libdevice.exp(x)))
     elif OP == "log_sigmoid":
         r = tl.where(x < 0, x, 0.0) - libdevice.log1p(libdevice.exp(-tl.abs(x)))
     elif OP == "hardsigmoid":
-        r = _clip(x + 3.0, 0.0, 6.0) / 6.0
+        r = _clip(x + 3.0, 0.0, 6.0) * _ONE_SIXTH
     elif OP == "hardswish":
-        r = x * _clip(x + 3.0, 0.0, 6.0) / 6.0
+        r = x * _clip(x + 3.0, 0.0, 6.0) * _ONE_SIXTH
     elif OP == "elu":
         r = tl.where(x > 0, x, libdevice.expm1(x * p2) * p0) * p1
     elif OP == "leaky_relu":
         r = tl.where(x > 0, x, x * p0)
     elif OP == "softplus":
         bx = x * p0
-        r = tl.where(bx > p1, x, libdevice.log1p(libdevice.exp(bx)) / p0)
+        r = tl.where(bx > p1, x, div_rn(libdevice.log1p(libdevice.exp(bx)), p0))
     elif OP == "floor" or OP == "ceil" or OP == "trunc":
         r = _integral(OP, x)
     elif OP == "round":
@@ -135,7 +134,7 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "sign" or OP == "sgn":
         r = _sign(x, BOOL)
     elif OP == "reciprocal":
-        r = 1.0 / x
+        r = div_rn(1.0, x)
     elif OP == "square":
         r = x * x
     elif OP == "isnan":
@@ -167,6 +166,16 @@ def _nan_to_num(x, nan, posinf, neginf):
     else:
         r = x
     return r
+
+
+@triton.jit
+def div_rn(a, b):
+    """a / b correctly rounded, as PyTorch's CUDA kernels divide: Triton's float32 `/` is an
+    approximate division (div.full.f32, up to 2 ulp off); float64 `/` is already exact."""
+    q = a / b
+    if q.dtype == tl.float32:
+        q = tl.div_rn(tl.cast(a, tl.float32), tl.cast(b, tl.float32))
+    return q
 
 
 @triton.jit
@@ -203,8 +212,8 @@ def _integral(OP: tl.constexpr, x):
 def _round(x, scale, negative):
     """Round half to even at 10^-decimals: scale = 10^|decimals|, negative = decimals < 0."""
     if x.dtype.is_floating():
-        r = tl.where(negative != 0, libdevice.rint(x / scale) * scale,
-                     libdevice.rint(x * scale) / scale)
+        r = tl.where(negative != 0, libdevice.rint(div_rn(x, scale)) * scale,
+                     div_rn(libdevice.rint(x * scale), scale))
     else:
         r = x
     return r
@@ -241,20 +250,20 @@ def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
     elif OP == "mul":
         r = a * b
     elif OP == "div":
-        r = a / b
+        r = div_rn(a, b)
     elif OP == "floor_divide":
         r = _floor_divide(a, b)
     elif OP == "trunc_divide":
         if a.dtype.is_floating():
             # half types truncate the quotient rounded to their own precision, as PyTorch's
-            r = libdevice.trunc((a / b).to(OUT).to(a.dtype))
+            r = libdevice.trunc(div_rn(a, b).to(OUT).to(a.dtype))
         else:
             r = tl.where(b == 0, _all_ones(a), a // tl.where(b == 0, 1, b))
     elif OP == "remainder":
         r = _remainder(a, b)
     elif OP == "fmod":
         if a.dtype.is_floating():
-            r = a % b
+            r = libdevice.fmod(a, b)
         else:
             r = tl.where(b == 0, a, a % tl.where(b == 0, 1, b))
     elif OP == "pow":
@@ -320,13 +329,14 @@ def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
 def _floor_divide(a, b):
     """Python's a // b (PyTorch's algorithm for floats: exact, and inf/nan for b == 0)."""
     if a.dtype.is_floating():
-        mod = a % b
-        div = (a - mod) / b
+        mod = libdevice.fmod(a, b)
+        div = div_rn(a - mod, b)
         div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
         floor = libdevice.floor(div)
         floor = tl.where(div - floor > 0.5, floor + 1.0, floor)
-        r = tl.where(b == 0, a / b, tl.where(div == 0, libdevice.copysign(div * 0.0, a / b),
-                                              floor))
+        quotient = div_rn(a, b)
+        r = tl.where(b == 0, quotient, tl.where(div == 0, libdevice.copysign(div * 0.0, quotient),
+                                                floor))
     else:
         safe = tl.where(b == 0, 1, b)
         q = a // safe
@@ -346,7 +356,7 @@ def _all_ones(like):
 def _remainder(a, b):
     """Python's a % b: the sign of the divisor."""
     if a.dtype.is_floating():
-        mod = a % b
+        mod = libdevice.fmod(a, b)
         r = tl.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
     else:
         safe = tl.where(b == 0, 1, b)
@@ -365,6 +375,7 @@ def _pow(a, b, BOOL: tl.constexpr):
     elif a.dtype.is_floating():
         r = libdevice.pow(a, b)
     else:
+        a, b = tl.broadcast(a, b)  # a scalar base or exponent: the loop carries blocks
         result = tl.full(a.shape, 1, a.dtype)
         base = a
         e = tl.where(b < 0, 0, b)
@@ -398,7 +409,7 @@ def _ternary(OP: tl.constexpr, a, b, c, p0):
         r = a + p0 * (b * c)
     else:
         tl.static_assert(OP == "addcdiv", "unknown ternary op")
-        r = a + p0 * (b / c)
+        r = a + p0 * div_rn(b, c)
     return r
 
 
@@ -579,11 +590,6 @@ def _typed(params, dtype):
     return tuple(cast(p) for p in params)
 
 
-@functools.lru_cache(maxsize=4096)
-def _contiguous_strides(shape, itemsize):
-    return contiguous_byte_strides(shape, itemsize)
-
-
 _contiguous_cache = {}
 _strided_recipes = RecipeCache()
 
@@ -600,8 +606,7 @@ def write(op, out, operands, params, dtype, stream):
             kinds.append(x.dtype)
             args.append(ptr)
             aligned = aligned and ptr % 16 == 0
-            contiguous = contiguous and (
-                x.strides == _contiguous_strides(x.shape, x.dtype.itemsize) or x.size <= 1)
+            contiguous = contiguous and x.is_contiguous()
         elif x is None:
             kinds.append(None)
         else:
@@ -846,6 +851,8 @@ def compile_all(target):
         _compile_case("lt", dtype, target, ("array", "scalar"))
     for op in ("pow", "floor_divide", "remainder"):
         _compile_case(op, np.int64, target)
+    _compile_case("pow", np.int64, target, ("scalar", "array"))
+    _compile_case("pow", np.int8, target, ("array", "scalar"))
     _compile_case("clamp", np.float16, target, ("array", None, "scalar"))
     transposed = (1, 8), (8, 1)
     _compile_case("add", np.float32, target, strides=[(8, 1), (0, 1)])

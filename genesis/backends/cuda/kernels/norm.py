@@ -32,6 +32,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (Recipe, RecipeCache, cdiv, coalesce, const, next_pow2, placeholder,
                        pointer, scalar)
+from .elementwise import div_rn
 from .reduce import _contiguous, _welford, reduce
 
 ONE_PASS_LIMIT = 16384
@@ -86,11 +87,11 @@ def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, ep
         v = _load(x, rows, cols, x_stride, mask, CT)
         if RMS:
             mean = tl.zeros((BM,), CT)
-            var = tl.sum(v * v, 1) / N
+            var = div_rn(tl.sum(v * v, 1), N)
         else:
-            mean = tl.sum(v, 1) / N
+            mean = div_rn(tl.sum(v, 1), N)
             centered = tl.where(mask, v - mean[:, None], 0.0)
-            var = tl.sum(centered * centered, 1) / N
+            var = div_rn(tl.sum(centered * centered, 1), N)
         rstd = _rstd(var, eps)
         out = (v - mean[:, None]) * rstd[:, None] * _load_vector(w, cols, col_mask, CT)
         if b is not None:
@@ -113,10 +114,10 @@ def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, ep
                 count = tl.where(mask, n2, count)
         if RMS:
             mean = tl.zeros((BM,), CT)
-            var = tl.sum(avg, 1) / N
+            var = div_rn(tl.sum(avg, 1), N)
         else:
             mean, m2_row, _ = tl.reduce((avg, m2, count), 1, _welford)
-            var = m2_row / N
+            var = div_rn(m2_row, N)
         rstd = _rstd(var, eps)
         for start in range(0, N, BN):
             c, col_mask, mask = _columns(start, cols, N, row_mask)
@@ -176,8 +177,8 @@ def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, row
             mask = row_mask[:, None] & col_mask[None, :]
             xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, cols, col_mask, mask, N,
                                      dy_stride, x_stride, RMS, CT)
-            c1 = tl.sum(xhat * wdy, 1) / N
-            c2 = _mean_term(wdy, RMS) / N
+            c1 = div_rn(tl.sum(xhat * wdy, 1), N)
+            c2 = div_rn(_mean_term(wdy, RMS), N)
             grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
             tl.store(dx + rows[:, None] * dx_stride + cols[None, :],
                      grad.to(dx.dtype.element_ty), mask=mask)
@@ -192,8 +193,8 @@ def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, row
                                          dy_stride, x_stride, RMS, CT)
                 c1 += tl.sum(xhat * wdy, 1)
                 c2 += _mean_term(wdy, RMS)
-            c1 = c1 / N
-            c2 = c2 / N
+            c1 = div_rn(c1, N)
+            c2 = div_rn(c2, N)
             for start in range(0, N, BN):
                 c, col_mask, mask = _columns(start, cols, N, row_mask)
                 xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,

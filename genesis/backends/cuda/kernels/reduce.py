@@ -38,7 +38,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
                        offsets, placeholder, pointer, program_range, scalar, select, size_entries,
                        stride_entries)
-from .elementwise import _sqrt, is_float
+from .elementwise import _sqrt, div_rn, is_float
 
 _SPLIT_TARGET = 8192
 _MAX_TILE = 4096
@@ -81,7 +81,7 @@ def _argmin(va, ia, vb, ib):
 def _welford(ma, m2a, na, mb, m2b, nb):
     """Chan's merge of (mean, sum of squared deviations, count) pairs; empty states are exact."""
     n = na + nb
-    wb = nb / tl.where(n == 0, 1.0, n)
+    wb = div_rn(nb, tl.where(n == 0, 1.0, n))
     delta = mb - ma
     return ma + delta * wb, m2a + m2b + delta * delta * na * wb, n
 
@@ -211,7 +211,7 @@ def _finalize(KIND: tl.constexpr, s, p0, p1):
     """The reduction's value from a row's state (p0: count, correction or p; p1: 1/p)."""
     a = s[0]
     if KIND == "mean":
-        r = a / p0
+        r = div_rn(a, p0)
     elif KIND == "norm2":
         r = _sqrt(a)
     elif KIND == "normp":
@@ -219,7 +219,7 @@ def _finalize(KIND: tl.constexpr, s, p0, p1):
     elif KIND == "any" or KIND == "all":
         r = a != 0
     elif KIND == "var" or KIND == "std":
-        r = s[1] / tl.maximum(s[2] - p0, 0.0)
+        r = div_rn(s[1], tl.maximum(s[2] - p0, 0.0))
         if KIND == "std":
             r = _sqrt(r)
     elif KIND == "logsumexp":

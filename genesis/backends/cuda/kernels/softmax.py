@@ -26,6 +26,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
                        offsets, placeholder, pointer, program_range, size_entries, stride_entries)
+from .elementwise import div_rn
 
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
@@ -44,7 +45,7 @@ def _forward_row(v, m, s, LOG: tl.constexpr):
     if LOG:
         y = (v - m[:, None]) - tl.log(s)[:, None]
     else:
-        y = tl.exp(v - m[:, None]) * (1.0 / s)[:, None]
+        y = tl.exp(v - m[:, None]) * div_rn(1.0, s)[:, None]
     return y
 
 
