@@ -388,14 +388,16 @@ def compile_all(target):
             None, target)
         _Address("store", (4096,), arr, (0,), [(Operand(idx, (4096,)), 1)], None, 1).recipe(
             None, target)
+        _Address("store", (4096, 768), arr, (0, 1), term, None, 1).recipe(None, target)
     arr = placeholder((7, 9, 11, 13), f32, (1, 7, 63, 693))
     index2 = placeholder((5, 6), INT64)
     for ni in range(1, MAX_INDICES + 1):
         terms = [(Operand(index2, (5, 6), 2), 3)] * ni
         _Address("load", (5, 6, 11, 13), arr, (0, 0, 63, 693), terms).recipe(
             placeholder((5, 6, 11, 13), f32), target)
+        keys = placeholder((5, 6), INT64 if ni > 1 else np.int32)
         _Address("offsets", (5, 6), None, (0, 0), [(Operand(index2, (5, 6)), 3)] * ni).recipe(
-            placeholder((5, 6), INT64), target)
+            keys, target)
     gather_index = placeholder((64, 100), INT64)
     _Address("load", (64, 100), placeholder((64, 300), f32), (300, 0),
              [(Operand(gather_index, (64, 100)), 1)]).recipe(placeholder((64, 100), f32), target)

@@ -204,7 +204,7 @@ def accumulate_into(out, keys, rest, out_strides, values, op):
 
 def compile_all(target):
     """The segment kernel for embedding-like rows and scalar scatters, add and multiply, every
-    accumulator type, compiled for `target` (CI, no GPU needed)."""
+    accumulator type, int32 and int64 keys, compiled for `target` (CI, no GPU needed)."""
     import ml_dtypes
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.int8,
                   np.bool_):
@@ -215,3 +215,5 @@ def compile_all(target):
         for op in ("add", "multiply"):
             _Plan(flat, (300,), (), (), placeholder((300,), dtype), None, op).recipe(target)
         _Plan(out, (4096,), (768,), (1,), None, 1, "add").recipe(target)
+    huge = placeholder((1 << 31,), np.float32)
+    _Plan(huge, (300,), (), (), placeholder((300,), np.float32), None, "add").recipe(target)
