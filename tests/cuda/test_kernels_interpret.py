@@ -81,6 +81,21 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
     assert ptx and not any("div.full" in text for text in ptx)
 
 
+@pytest.mark.parametrize("op,kinds", [("exp", ("array",)), ("add", ("array", "array")),
+                                     ("mul", ("scalar", "array")), ("where", ("array",) * 3)])
+def test_hot_contiguous_launches_have_only_trailing_constexprs(op, kinds):
+    """So launch.BoundKernel appends the constexprs instead of rebuilding the argument tuple."""
+    from genesis.backends.cuda.kernels._strided import specialization
+    dtype = np.dtype(np.float32)
+    operands = [placeholder((8,), np.bool_ if op == "where" and i == 0 else dtype)
+                if kind == "array" else 1.0 for i, kind in enumerate(kinds)]
+    operands += [None] * (3 - len(operands))
+    entries = ew._contiguous_entries(op, placeholder((8,), dtype), operands, (), dtype)
+    signature, _, _ = specialization(ew._contiguous_kernel, entries)
+    consts = [ty == "constexpr" for ty in signature.values()]
+    assert consts == sorted(consts)
+
+
 @pytest.fixture
 def gpu(monkeypatch):
     """Kernels run interpreted; reductions use 64-element tiles and split rows over at most 8

@@ -457,8 +457,11 @@ def _block(out, x0, x1, x2, offs, out_offs, mask, p0, p1, p2, OP: tl.constexpr,
 
 
 @triton.jit
-def _contiguous_kernel(out, x0, x1, x2, n, p0, p1, p2, OP: tl.constexpr, ARITY: tl.constexpr,
+def _contiguous_kernel(out, x0, n, x1, x2, p0, p1, p2, OP: tl.constexpr, ARITY: tl.constexpr,
                        CT: tl.constexpr, BOOL: tl.constexpr, BLOCK: tl.constexpr):
+    """One BLOCK of a contiguous op. Parameters an op may lack (x1, x2, p0..p2: constexpr None
+    there) come after those every op has, so that unary, binary and ternary ops without
+    parameters have only trailing constexprs (the cheap launch in launch.BoundKernel)."""
     start = tl.program_id(0).to(tl.int64) * BLOCK
     offs = start + tl.arange(0, BLOCK)
     if start + BLOCK <= n:
@@ -621,7 +624,8 @@ def write(op, out, operands, params, dtype, stream):
         kernel = _contiguous_cache[key] = _contiguous_kernel_for(op, out, operands, params,
                                                                  dtype, aligned)
     n = out.size
-    kernel((cdiv(n, _block_size(dtype)),), stream, out.ptr, *args, n, *params)
+    args.insert(1, n)
+    kernel((cdiv(n, _block_size(dtype)),), stream, out.ptr, *args, *params)
 
 
 def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
