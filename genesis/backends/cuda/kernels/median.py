@@ -19,22 +19,9 @@ from ..runtime.stream import current_stream_handle
 from ._strided import Recipe, RecipeCache, cdiv, const, placeholder, pointer
 from .copy import fill
 from .shape import contiguous_copy
-from .sort import key_kind, sort_rows
+from .sort import is_nan, key_kind, sort_rows
 
 ROWS = 128
-
-
-@triton.jit
-def _is_nan(v, INF: tl.constexpr, BITS: tl.constexpr):
-    """NaN told by its bits (bfloat16 included): magnitude bits above those of +inf."""
-    if BITS == 16:
-        b = v.to(tl.int16, bitcast=True).to(tl.int32)
-    elif BITS == 32:
-        b = v.to(tl.int32, bitcast=True)
-    else:
-        b = v.to(tl.int64, bitcast=True)
-    low: tl.constexpr = (1 << (BITS - 1)) - 1
-    return (b & low) > INF
 
 
 @triton.jit
@@ -47,13 +34,13 @@ def _pick_kernel(values, indices, vout, iout, M, L, STEPS, INF: tl.constexpr,
     base = rows * L
     pos = tl.zeros([BLOCK], tl.int64) + (L - 1) // 2
     if INF:
-        has_nan = _is_nan(tl.load(values + base + L - 1, mask=mask), INF, BITS) & mask
+        has_nan = is_nan(tl.load(values + base + L - 1, mask=mask), INF, BITS) & mask
         lo = tl.zeros([BLOCK], tl.int64)
         hi = tl.zeros([BLOCK], tl.int64) + (L - 1)
         for _ in range(STEPS):
             active = (lo < hi) & has_nan
             mid = (lo + hi) // 2
-            nan = _is_nan(tl.load(values + base + mid, mask=active), INF, BITS)
+            nan = is_nan(tl.load(values + base + mid, mask=active), INF, BITS)
             hi = tl.where(active & nan, mid, hi)
             lo = tl.where(active & ~nan, mid + 1, lo)
         pos = tl.where(has_nan, lo, pos)

@@ -51,20 +51,34 @@ _INT32_MAX = tl.constexpr(2 ** 31 - 1)
 
 
 @triton.jit
+def _float_bits(x, BITS: tl.constexpr):
+    """The bits of float x as a signed integer (16-bit ones sign-extended to int32)."""
+    if BITS == 16:
+        b = x.to(tl.int16, bitcast=True).to(tl.int32)
+    elif BITS == 32:
+        b = x.to(tl.int32, bitcast=True)
+    else:
+        b = x.to(tl.int64, bitcast=True)
+    return b
+
+
+@triton.jit
+def is_nan(x, INF: tl.constexpr, BITS: tl.constexpr):
+    """NaN told by its bits (bfloat16 included): magnitude bits above those of +inf (INF)."""
+    low: tl.constexpr = (1 << (BITS - 1)) - 1
+    return (_float_bits(x, BITS) & low) > INF
+
+
+@triton.jit
 def _sort_key(x, INF: tl.constexpr, BITS: tl.constexpr, DESCENDING: tl.constexpr):
     """An integer (int32, or int64 for 64-bit dtypes) whose signed order is x's sort order.
-    INF: the bits of +inf for a float dtype (NaN is told by its bits, bfloat16 included), else 0."""
+    INF: the bits of +inf for a float dtype, else 0."""
     if INF:
-        if BITS == 16:
-            b = x.to(tl.int16, bitcast=True).to(tl.int32)
-        elif BITS == 32:
-            b = x.to(tl.int32, bitcast=True)
-        else:
-            b = x.to(tl.int64, bitcast=True)
+        b = _float_bits(x, BITS)
         low: tl.constexpr = (1 << (BITS - 1)) - 1
         b = tl.where(b == -low - 1, 0, b)
         key = tl.where(b < 0, b ^ low, b)
-        key = tl.where((b & low) > INF, low, key)
+        key = tl.where(is_nan(x, INF, BITS), low, key)
     elif BITS == 64:
         key = x.to(tl.int64)
     else:
@@ -417,12 +431,9 @@ def _rows_gather_kernel(src, rows, out, R, C, s0, s1, BLOCK: tl.constexpr):
 @triton.jit
 def _differ(a, b, INF: tl.constexpr, BITS: tl.constexpr):
     """a != b as IEEE compares floats (-0 == 0, NaN unequal to everything), by sort keys."""
-    ka = _sort_key(a, INF, BITS, False)
-    kb = _sort_key(b, INF, BITS, False)
-    out = ka != kb
+    out = _sort_key(a, INF, BITS, False) != _sort_key(b, INF, BITS, False)
     if INF:
-        nan: tl.constexpr = (1 << (BITS - 1)) - 1
-        out = out | (ka == nan)
+        out = out | is_nan(a, INF, BITS)
     return out
 
 
