@@ -82,11 +82,14 @@ def resolve(dev):
 
 
 def _current_cuda_device():
-    """genesis.cuda.current_device, bound on first call (genesis.cuda imports this module)."""
+    """The current CUDA device; the first call goes through genesis.cuda.current_device (which
+    checks that CUDA can be used), later ones straight to the runtime's thread-local."""
     global _current_cuda_device
-    from .cuda import current_device
+    from .backends.cuda.runtime.device import current_device
+    from .cuda import current_device as checked
+    index = checked()
     _current_cuda_device = current_device
-    return current_device()
+    return index
 
 
 class _CudaDevices(dict):

@@ -16,7 +16,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, resolve
 from ..dispatch import kernel
 from ..random import rng_for
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
 from . import random as _draws
 from .common import broadcast_shapes, call, contiguous_strides, wrap
 from .inplace import write_result
@@ -24,8 +24,13 @@ from .inplace import write_result
 
 def _shape_arg(size, op):
     """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative ints."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):  # Size is a tuple
         size = size[0]
+    for s in size:
+        if type(s) is not int or s < 0:
+            break
+    else:  # plain non-negative ints, the usual case
+        return tuple(size)
     shape = tuple(map(int, size))
     if shape and min(shape) < 0:
         raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "

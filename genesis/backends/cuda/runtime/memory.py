@@ -196,22 +196,20 @@ class CachingAllocator(ReportingMixin):
     def _recycle(self, block):
         """A freed block usable on its stream: small ones to the stream cache (unless memory is
         near the cap, where every coalescing counts), large ones to the pool."""
-        if block.segment.pool == SMALL_POOL and not self._near_cap:
-            self._cache_block(block)
-        else:
+        if block.segment.pool != SMALL_POOL or self._near_cap:
             self._pool.release(block)
-
-    def _cache_block(self, block):
+            return
+        size = block.size
         by_size = self._cache.get(block.stream)
         if by_size is None:
             by_size = self._cache[block.stream] = {}
-        blocks = by_size.get(block.size)
+        blocks = by_size.get(size)
         if blocks is None:
-            blocks = by_size[block.size] = []
+            blocks = by_size[size] = []
         blocks.append(block)
         block.state = CACHED
         self._lru[block] = None
-        self._cached_bytes += block.size
+        self._cached_bytes += size
         if len(self._lru) > self._max_cached_blocks or self._cached_bytes > self._max_cached_bytes:
             self._shrink_cache()
 
