@@ -70,9 +70,10 @@ def is_nan(x, INF: tl.constexpr, BITS: tl.constexpr):
 
 
 @triton.jit
-def _sort_key(x, INF: tl.constexpr, BITS: tl.constexpr, DESCENDING: tl.constexpr):
-    """An integer (int32, or int64 for 64-bit dtypes) whose signed order is x's sort order.
-    INF: the bits of +inf for a float dtype, else 0."""
+def _sort_key(x, INF: tl.constexpr, BITS: tl.constexpr, FLIP):
+    """An integer (int32, or int64 for 64-bit dtypes) whose signed order is x's sort order;
+    FLIP -1 complements it (descending), 0 keeps it. INF: the bits of +inf for a float dtype,
+    else 0."""
     if INF:
         b = _float_bits(x, BITS)
         low: tl.constexpr = (1 << (BITS - 1)) - 1
@@ -83,9 +84,7 @@ def _sort_key(x, INF: tl.constexpr, BITS: tl.constexpr, DESCENDING: tl.constexpr
         key = x.to(tl.int64)
     else:
         key = x.to(tl.int32)
-    if DESCENDING:
-        key = ~key
-    return key
+    return key ^ FLIP
 
 
 @triton.jit
@@ -150,12 +149,13 @@ def _write_final(x, vout, jout, x_row, o_row, x_l, o_l, pos, index, mask):
 @triton.jit
 def _block_sort_kernel(x, kin, iin, kout, iout, vout, jout, M, L, NC, KEEP,
                        ksize1, ksize2, ksize3, x_s0, x_s1, x_s2, x_s3, o_s0, o_s1, o_s2, o_s3,
-                       x_l, o_l, KDIM: tl.constexpr, INF: tl.constexpr, BITS: tl.constexpr,
-                       DESCENDING: tl.constexpr, PAIR: tl.constexpr, FROM_X: tl.constexpr,
+                       x_l, o_l, DIRECTION, KDIM: tl.constexpr, INF: tl.constexpr,
+                       BITS: tl.constexpr, PAIR: tl.constexpr, FROM_X: tl.constexpr,
                        FINAL: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
     """Sort chunk pid % NC of rows (pid // NC)*BM.. in registers and keep its first KEEP lanes:
-    from x (FROM_X) or scratch words of rows of length L; to the outputs (FINAL) or to scratch
-    rows of NC * KEEP words."""
+    from x (FROM_X; DIRECTION 1 ascending, -1 descending: a runtime value, so both directions
+    share one compiled kernel) or scratch words of rows of length L; to the outputs (FINAL) or
+    to scratch rows of NC * KEEP words."""
     pid = tl.program_id(0)
     rows = (pid // NC) * BM + tl.arange(0, BM)
     chunk = pid % NC
@@ -168,7 +168,7 @@ def _block_sort_kernel(x, kin, iin, kout, iout, vout, jout, M, L, NC, KEEP,
     s_in = rows.to(tl.int64)[:, None] * L + j[None, :]
     if FROM_X:
         v = tl.load(x + x_row[:, None] + j[None, :] * x_l, mask=mask)
-        key = _sort_key(v, INF, BITS, DESCENDING)
+        key = _sort_key(v, INF, BITS, DIRECTION >> 1)
         index = j[None, :] + tl.zeros([BM, BL], tl.int32)
         if PAIR:
             key = tl.where(mask, key, _INT64_MAX)
@@ -325,7 +325,8 @@ class _Sorter:
         entries += [("M", self.rows, "i32"), ("L", src_len, "i32"), ("NC", chunks, "i32"),
                     ("KEEP", keep, "i32")]
         entries += self._row_entries()
-        entries += const(INF=self.inf, BITS=self.bits, DESCENDING=self.descending,
+        entries.append(("DIRECTION", -1 if self.descending else 1, "i32"))
+        entries += const(INF=self.inf, BITS=self.bits,
                          PAIR=self.pair, FROM_X=src is None, FINAL=final, BM=bm, BL=bl)
         self.recipe.add(_block_sort_kernel, (cdiv(self.rows, bm) * chunks,), entries, warps)
         return None if final else (dst, chunks * keep)
@@ -431,7 +432,7 @@ def _rows_gather_kernel(src, rows, out, R, C, s0, s1, BLOCK: tl.constexpr):
 @triton.jit
 def _differ(a, b, INF: tl.constexpr, BITS: tl.constexpr):
     """a != b as IEEE compares floats (-0 == 0, NaN unequal to everything), by sort keys."""
-    out = _sort_key(a, INF, BITS, False) != _sort_key(b, INF, BITS, False)
+    out = _sort_key(a, INF, BITS, 0) != _sort_key(b, INF, BITS, 0)
     if INF:
         out = out | is_nan(a, INF, BITS)
     return out
