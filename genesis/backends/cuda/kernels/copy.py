@@ -13,7 +13,8 @@ I. Launches are kept per geometry as recipes (_strided.Recipe).
 Block sizes: the 1-D kernel moves BLOCK=1024 elements per program with 4 warps (8 a thread: two
 16-byte float32 vectors). Row tiles hold 4096 elements (up to 1024 along I) and transposing
 tiles 64 x 64 (128 x 128 for 1- and 2-byte types, so each row of the tile is at least 128
-bytes), 8 warps: enough bytes in flight per SM to approach copy bandwidth.
+bytes; as many elements, longer along one dim, when the other is short), 8 warps: enough bytes
+in flight per SM to approach copy bandwidth.
 """
 
 import math
@@ -120,7 +121,7 @@ def _recipe(dst, src, target=None):
         return None
     i, j = _tile_dims(sizes, src_st, dst_st)
     outer = [d for d in range(len(sizes)) if d not in (i, j)]
-    bi, bj = _tile(sizes, i, j, src_st, dst_st, max(src.itemsize, dst.itemsize))
+    bi, bj = _tile(sizes, i, j, src_st, max(src.itemsize, dst.itemsize))
     ity = index_type(sizes, src_st, dst_st)
     n_j = sizes[j] if j is not None else 1
     outer_sizes = [sizes[d] for d in outer] or [1]
@@ -160,15 +161,17 @@ def _unit_dim(strides):
     return next((d for d in reversed(range(len(strides))) if strides[d] == 1), None)
 
 
-def _tile(sizes, i, j, src_st, dst_st, itemsize):
-    """(BI, BJ): square tiles when the copy transposes (read along J, written along I), else
-    rows of up to _ROW_BLOCK_MAX along I."""
-    n_j = sizes[j] if j is not None else 1
-    if j is not None and src_st[j] == 1 and src_st[i] != 1 and sizes[i] > 1:
+def _tile(sizes, i, j, src_st, itemsize):
+    """(BI, BJ): side x side tiles when the copy transposes (read along J, written along I),
+    stretched along the longer dim when the other is short; else rows of up to _ROW_BLOCK_MAX
+    along I."""
+    n_i, n_j = next_pow2(sizes[i]), next_pow2(sizes[j]) if j is not None else 1
+    if j is not None and src_st[j] == 1 and src_st[i] != 1 and n_i > 1:
         side = 128 if itemsize <= 2 else 64
-        return min(side, next_pow2(sizes[i])), min(side, next_pow2(n_j))
-    bi = min(next_pow2(sizes[i]), _ROW_BLOCK_MAX)
-    return bi, max(1, min(next_pow2(n_j), _ROW_TILE // bi))
+        bj = min(n_j, side * side // min(n_i, side))
+        return min(n_i, side * side // bj), bj
+    bi = min(n_i, _ROW_BLOCK_MAX)
+    return bi, max(1, min(n_j, _ROW_TILE // bi))
 
 
 def fill(dst, value, stream):
