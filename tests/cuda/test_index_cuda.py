@@ -115,6 +115,9 @@ class I:
     def __init__(self, arr, dtype=np.int64):
         self.arr = np.asarray(arr, dtype=dtype)
 
+    def __repr__(self):  # stable test ids (pytest-xdist workers must collect the same names)
+        return f"I({self.arr.tolist()})"
+
 
 def build(spec, lib):
     def one(e):
