@@ -164,7 +164,8 @@ def test_getitem_every_dtype(dtype, rng):
 
 
 @pytest.mark.parametrize("spec", [(I([3]),), (slice(None), I([-5])), (I([0]), I([4])),
-                                  (I([[True, False]], np.bool_),)], ids=str)
+                                  (I([[True, False]], np.bool_),)],
+                         ids=["row", "negative_column", "pair", "mask_shape"])
 def test_getitem_errors(spec):
     """Out-of-range indices and mismatched masks raise what torch raises."""
     g, t = pair(np.zeros((3, 4)), genesis.float32)
