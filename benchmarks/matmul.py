@@ -9,8 +9,9 @@ Time per call: the median of event-timed calls, each queued behind a 64 MB zeroi
 events time the kernel, not the host's launch, and L2 starts cold), after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
 timed once per shape key, winners kept under GENESIS_KERNEL_CACHE_DIR); to keep the run short
 the Triton space is cut to the heuristic's pick plus the next configs, --tune-limit in all
-(default 4; 0 times the whole space). The "path" column is what Genesis ran, as its profiler
-saw it: cuBLASLt or the Triton kernel.
+(default 4; 0 times the whole space); cuBLASLt's best heuristic algorithms are all timed. The
+"path" column is what Genesis ran, as its profiler saw it: cuBLASLt or the Triton kernel
+(tile BM x BN x BK, warps).
 
     python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N]
 """
@@ -18,6 +19,7 @@ saw it: cuBLASLt or the Triton kernel.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -100,7 +102,13 @@ def genesis_path(fn):
     names = list(prof.get_stats())
     if "cublaslt.matmul" in names:
         return "cublaslt"
-    return next((n for n in names if "matmul" in n), ",".join(names) or "?")
+    label = next((n for n in names if "matmul" in n), None)
+    if label is None:
+        return ",".join(names) or "?"
+    tile = dict(re.findall(r"\b(BM|BN|BK)=(\d+)", label))
+    warps = re.search(r"\bw(\d+)\]", label)
+    return (f"triton {tile.get('BM')}x{tile.get('BN')}x{tile.get('BK')}"
+            f" w{warps.group(1) if warps else '?'}")
 
 
 def run(only):

@@ -78,17 +78,18 @@ def test_cublaslt_takes_plain_products_only():
 
 def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
     monkeypatch.setattr(libraries, "cublaslt_usable", lambda: True)
+    monkeypatch.setattr(libraries, "cublaslt_algorithm_count", lambda problem: 2)
     (big,), _ = problems(arr((1024, 1024), dtype=np.float16), arr((1024, 1024), dtype=np.float16))
     (small,), _ = problems(arr((8, 16), dtype=np.float16), arr((16, 4), dtype=np.float16))
-    lt = {"backend": "cublaslt"}
+    lt = [{"backend": "cublaslt", "algo": 0}, {"backend": "cublaslt", "algo": 1}]
     timed, fallback = mm._plan(big, "auto")
-    assert timed[0] == lt and len(timed) == 1 + len(mm._HALF_SPACE)
-    assert fallback[-1] == lt and fallback[0] == mm.heuristic_config(big)
-    assert mm._plan(small, "auto") == ([], mm._triton_space(small) + [lt])
-    assert mm._plan(big, "cublaslt") == ([], [lt] + mm._triton_space(big))
-    assert lt not in mm._plan(big, "triton")[0] + mm._plan(big, "triton")[1]
+    assert timed[:2] == lt and len(timed) == 2 + len(mm._HALF_SPACE)
+    assert fallback[-1] == lt[0] and fallback[0] == mm.heuristic_config(big)
+    assert mm._plan(small, "auto") == ([], mm._triton_space(small) + lt[:1])
+    assert mm._plan(big, "cublaslt") == ([], lt[:1] + mm._triton_space(big))
+    assert not any("backend" in c for c in mm._plan(big, "triton")[0] + mm._plan(big, "triton")[1])
     monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "3")
-    assert len(mm._plan(big, "auto")[0]) == 4
+    assert len(mm._plan(big, "auto")[0]) == 5
     monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
     assert mm._plan(big, "auto")[0] == []
 

@@ -6,6 +6,7 @@ handle on first request and destroys it at exit, newest first (seed 003).
 """
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -37,6 +38,7 @@ def cublaslt_version():
 
 
 _WORKSPACE_LIMIT = 32 << 20
+ALGORITHMS = 6
 _plans = {}
 _failure = None
 
@@ -151,16 +153,20 @@ class _LtPlan:
                                 (attrs.MIN_ALIGNMENT_D_BYTES, _alignment(arrays["c"].ptr))):
                 _set(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype,
                      pref, attr, value)
-            self.heuristic = lt.MatmulHeuristicResult(1)
+            results = np.zeros(ALGORITHMS, dtype=lt.matmul_heuristic_result_dtype)
             count = np.zeros(1, np.int32)
             b_l, a_l, c_l = self.layouts
-            lt.matmul_algo_get_heuristic(handle, self.desc, b_l, a_l, c_l, c_l, pref, 1,
-                                         self.heuristic.ptr, count.ctypes.data)
+            lt.matmul_algo_get_heuristic(handle, self.desc, b_l, a_l, c_l, c_l, pref, ALGORITHMS,
+                                         results.ctypes.data, count.ctypes.data)
         finally:
             lt.matmul_preference_destroy(pref)
-        if count[0] < 1:
+        n = int(count[0])
+        if n < 1:
             raise RuntimeError("cuBLASLt: no algorithm for this matmul")
-        self.workspace = int(np.asarray(self.heuristic.workspace_size).reshape(-1)[0])
+        self.results = results
+        base = results.ctypes.data + results.dtype.fields["algo"][1]
+        self.algos = [base + i * results.itemsize for i in range(n)]
+        self.workspace = int(results["workspace_size"][:n].max())
 
     def __del__(self):
         try:
@@ -183,14 +189,13 @@ def _plan_key(problem):
             arrays.get("bias") is not None, problem.device)
 
 
-def cublaslt_matmul(problem, stream):
-    """c = a @ b (+ bias) of a matmul Problem (kernels/matmul.py) through cuBLASLt, on
-    `stream`; shown as "cublaslt.matmul" by the profiler."""
+def _handle_and_plan(problem):
+    """The device's cuBLASLt handle and the plan for this problem's geometry (made on first
+    use). A handle that cannot be created stops cuBLASLt being offered (`cublaslt_usable`)."""
     global _failure
-    from . import profiling
     try:
         handle = cublaslt_handle(problem.device)
-    except Exception as e:  # the library could not be loaded: stop offering it
+    except Exception as e:
         _failure = e
         raise
     key = _plan_key(problem)
@@ -199,6 +204,25 @@ def cublaslt_matmul(problem, stream):
         if len(_plans) > 1024:
             _plans.clear()
         plan = _plans[key] = _LtPlan(problem, handle)
+    return handle, plan
+
+
+def cublaslt_algorithm_count(problem):
+    """How many of the heuristic's algorithms (best first, at most ALGORITHMS) can run this
+    problem; 0 when cuBLASLt cannot (a warning says why)."""
+    try:
+        return len(_handle_and_plan(problem)[1].algos)
+    except Exception as e:
+        warnings.warn(f"cuBLASLt unavailable for this matmul ({type(e).__name__}: {e})",
+                      RuntimeWarning, stacklevel=2)
+        return 0
+
+
+def cublaslt_matmul(problem, stream, algo=0):
+    """c = a @ b (+ bias) of a matmul Problem (kernels/matmul.py) through cuBLASLt with the
+    heuristic's `algo`-th algorithm, on `stream`; shown as "cublaslt.matmul" by the profiler."""
+    from . import profiling
+    handle, plan = _handle_and_plan(problem)
     arrays = problem.arrays
     if plan.has_bias:
         plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, arrays["bias"].ptr)
@@ -210,5 +234,5 @@ def cublaslt_matmul(problem, stream):
                           batch=problem.batch):
         plan.lt.matmul(handle, plan.desc, _ONE.ctypes.data, arrays["b"].ptr, b_l,
                        arrays["a"].ptr, a_l, _ZERO.ctypes.data, c, c_l, c, c_l,
-                       plan.heuristic.ptr, 0 if workspace is None else workspace.ptr,
+                       plan.algos[algo], 0 if workspace is None else workspace.ptr,
                        plan.workspace, stream)

@@ -317,20 +317,23 @@ def _triton_space(problem):
 
 def _plan(problem, choice):
     """(configs to time, configs to fall back on, in order). cuBLASLt joins when it can run the
-    problem and is not excluded; forced, it runs untimed (Triton only where it fails). Problems
+    problem and is not excluded, each of the heuristic's best algorithms (libraries.ALGORITHMS)
+    timed; forced, its first algorithm runs untimed (Triton only where it fails). Problems
     below TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config
     runs."""
     from .. import libraries
     triton_configs = _triton_space(problem)
     lt = (choice != "triton" and libraries.cublaslt_usable()
           and libraries.cublaslt_supports(problem))
-    lt_configs = [{"backend": "cublaslt"}] if lt else []
+    lt_first = [{"backend": "cublaslt", "algo": 0}] if lt else []
     if choice == "cublaslt" and lt:
-        return [], lt_configs + triton_configs
+        return [], lt_first + triton_configs
     work = problem.M * problem.N * problem.K * problem.batch
     if work < TUNE_MIN_WORK or os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
-        return [], triton_configs + lt_configs
-    return lt_configs + triton_configs, triton_configs + lt_configs
+        return [], triton_configs + lt_first
+    count = libraries.cublaslt_algorithm_count(problem) if lt else 0
+    lt_timed = [{"backend": "cublaslt", "algo": i} for i in range(count)]
+    return lt_timed + triton_configs, triton_configs + lt_timed[:1]
 
 
 def _launcher(problem, backend="triton", **config):
@@ -338,7 +341,8 @@ def _launcher(problem, backend="triton", **config):
     launch recipe, compiled on first use, or cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
-        return libraries.cublaslt_matmul
+        algo = config.get("algo", 0)
+        return lambda p, stream: libraries.cublaslt_matmul(p, stream, algo)
     key = (problem.geometry(), tuple(sorted(config.items())))
     recipe = _recipes.get_or_build(key, lambda: _recipe(problem, config))
     return lambda p, stream: recipe.run(stream, p.arrays)
