@@ -218,6 +218,18 @@ def test_setitem_every_dtype(dtype, rng):
     assert_close(g, t)
 
 
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.int64], ids=str)
+def test_setitem_duplicate_indices_keep_the_last_value(dtype, rng):
+    """As torch on the CPU does (and every run alike): the last duplicate's row wins."""
+    g, t = pair(values((5, 4), dtype, rng), dtype)
+    t = t.clone()
+    rows = I([[0, 1], [4, -5], [1, 1]])
+    vg, vt = pair(values((3, 2, 4), dtype, rng), dtype, "transposed")
+    g[build(rows, genesis)] = vg
+    t[build(rows, torch)] = vt
+    assert_close(g, t)
+
+
 def test_setitem_slices_and_errors(rng):
     g, t = pair(values((5, 6), genesis.float32, rng), genesis.float32)
     t = t.clone()

@@ -2,14 +2,15 @@
 
 One address kernel serves index (advanced getitem), gather, scatter and index_put: every element
 of an iteration shape gets the address `sum(coord * arr_stride) + sum_j(idx_j[...] * scale_j)`
-in the indexed array, the index arrays and values read where they lie (up to MAX_DIMS dims after
-merging; index arrays and values that do not merge that far are copied contiguous first, the
-only copies made here). The kernel then loads from that address ("load": index, gather), stores
-to it ("store": index_put, scatter) or writes the address itself ("offsets": the keys of an
-accumulating write, and the fold of more than four index arrays into one).
+in the indexed array, the index arrays read where they lie (up to MAX_DIMS dims after merging;
+index arrays and values that do not merge that far are copied contiguous first, the only copies
+made here). The kernel then loads from that address ("load": index, gather), stores a scalar to
+it ("store": index_put and scatter of a scalar) or writes the address itself ("offsets": the
+keys of the writes below, and the fold of more than four index arrays into one).
 
-Accumulating writes (index_put accumulate, scatter add/multiply) go through
-index_accumulate.py: deterministic, no float atomics. Index bounds are checked on the device by
+Writes of values (index_put with or without accumulate, scatter with or without reduce) go
+through index_accumulate.py: keys sorted, duplicates combined (or the last one kept) in index
+order, deterministic, no float atomics. Index bounds are checked on the device by
 `check_index`, which syncs once to read a flag (see there). `nonzero` and `repeat_interleave`
 live in index_compact.py.
 """
@@ -57,24 +58,24 @@ def _address(e, mask, sizes, a_strides, i0, i1, i2, i3, j0, j1, j2, j3,
 
 
 @triton.jit
-def _address_kernel(arr, out, val, value, i0, i1, i2, i3, n, M, L,
+def _address_kernel(arr, out, value, i0, i1, i2, i3, n, M, L,
                     size1, size2, size3, size4, size5,
-                    a_s0, a_s1, a_s2, a_s3, a_s4, a_s5, v_s0, v_s1, v_s2, v_s3, v_s4, v_s5,
+                    a_s0, a_s1, a_s2, a_s3, a_s4, a_s5,
                     j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5,
                     j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5,
                     j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5,
                     j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5,
-                    scale0, scale1, scale2, scale3, a_last, v_last,
+                    scale0, scale1, scale2, scale3, a_last,
                     MODE: tl.constexpr, NDIM: tl.constexpr, NI: tl.constexpr,
                     TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, ROWS: tl.constexpr,
                     VEC: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
-    """Load from, store to, or write the address in `arr` of (MODE "load", "store", "offsets")
-    elements of the iteration shape; `out` is contiguous over it. Elements pid*BM*BL.. one by
-    one, or (ROWS: no index varies along the last dim, of length L and strides a_last/v_last)
-    a tile of BM rows x BL of the last dim, addresses computed once per row (rows of M)."""
+    """Load from (MODE "load", into `out`, contiguous over the iteration shape), store the
+    scalar `value` to ("store") or write into `out` ("offsets") the address in `arr` of
+    elements of the iteration shape. Elements pid*BM*BL.. one by one, or (ROWS: no index
+    varies along the last dim, of length L and stride a_last) a tile of BM rows x BL of the
+    last dim, addresses computed once per row (rows of M)."""
     sizes = (1, size1, size2, size3, size4, size5)
     a_st = (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5)
-    v_st = (v_s0, v_s1, v_s2, v_s3, v_s4, v_s5)
     j0 = (j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5)
     j1 = (j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5)
     j2 = (j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5)
@@ -94,22 +95,17 @@ def _address_kernel(arr, out, val, value, i0, i1, i2, i3, n, M, L,
         off = base[:, None] + cols[None, :] * a_last
         lin = rows[:, None] * L + cols[None, :]
         mask = row_mask[:, None] & (cols < L)[None, :]
-        v_off = offsets(rows, sizes, v_st, NDIM - 1)[:, None] + cols[None, :] * v_last
     else:
         lin = program_range(BM * BL, INDEX64)
         mask = lin < n
         off = _address(lin, mask, sizes, a_st, i0, i1, i2, i3, j0, j1, j2, j3,
                        scale0, scale1, scale2, scale3, NDIM, NI)
-        v_off = offsets(lin, sizes, v_st, NDIM)
     if MODE == "load":
         tl.store(out + lin, tl.load(arr + off, mask=mask), mask=mask)
     elif MODE == "offsets":
         tl.store(out + lin, off, mask=mask)
     else:
-        if val is None:
-            v = tl.zeros(off.shape, value.dtype) + value
-        else:
-            v = tl.load(val + v_off, mask=mask)
+        v = tl.zeros(off.shape, value.dtype) + value
         if TO_BOOL:
             v = v != 0
         tl.store(arr + off, v.to(arr.dtype.element_ty), mask=mask)
@@ -140,29 +136,26 @@ def _check_kernel(idx, out, flag, n, size, size1, size2, size3, size4, size5,
 class _Address:
     """One launch of the address kernel over an iteration `shape`: `arr` with fixed coordinate
     strides `a_strides` over it, up to MAX_INDICES (Operand, scale) index terms, and for "store"
-    a value Operand or a scalar `value`."""
+    a scalar `value`."""
 
-    def __init__(self, mode, shape, arr, a_strides, terms, val=None, value=None):
+    def __init__(self, mode, shape, arr, a_strides, terms, value=None):
         self.mode, self.shape, self.arr, self.value = mode, tuple(shape), arr, value
         operands = {f"j{j}": op for j, (op, _) in enumerate(terms)}
-        if val is not None:
-            operands["v"] = val
         self.sizes, self.strides = fit(self.shape, {"a": tuple(a_strides)}, operands)
         self.indices = [(op.arr, scale) for op, scale in terms]
-        self.val = None if val is None else val.arr
 
     def _device(self, out):
         return (self.arr if self.arr is not None else out).device
 
     def key(self, out):
-        arrays = [self.arr, out, self.val] + [i for i, _ in self.indices]
+        arrays = [self.arr, out] + [i for i, _ in self.indices]
         return (self.mode, tuple(self.sizes), tuple(sorted(self.strides.items())),
                 tuple(s for _, s in self.indices),
                 tuple(None if a is None else a.dtype for a in arrays), self._value_type(),
                 self.arr is not None and self.arr.ptr % 16 == 0, self._device(out))
 
     def _value_type(self):
-        if self.mode != "store" or self.val is not None:
+        if self.mode != "store":
             return None
         return value_entry(self.value, self.arr.dtype)[0]
 
@@ -170,7 +163,7 @@ class _Address:
         st = self.strides
         ity = index_type(self.sizes, *st.values())
         n = numel(self.sizes)
-        entries = [_ptr("arr", self.arr), _ptr("out", out), _ptr("val", self.val)]
+        entries = [_ptr("arr", self.arr), _ptr("out", out)]
         vty = self._value_type()
         entries.append(("value", Slot("value") if vty else None, vty or "constexpr"))
         for j in range(MAX_INDICES):
@@ -181,17 +174,15 @@ class _Address:
         entries.append(("n", n, ity))
         entries += size_entries("", self.sizes, MAX_DIMS, ity)
         entries += stride_entries("a_", st["a"], MAX_DIMS, ity)
-        entries += stride_entries("v_", st.get("v", ()), MAX_DIMS, ity)
         tile = self._tile()
         if tile is None:
-            entries += const(ROWS=False, VEC=1, BM=1, BL=BLOCK, M=1, L=1, a_last=0, v_last=0)
+            entries += const(ROWS=False, VEC=1, BM=1, BL=BLOCK, M=1, L=1, a_last=0)
             grid = cdiv(n, BLOCK)
         else:
             rows, length, bm, bl, vec = tile
-            last = [(name, st[key][-1] if key in st else 0) for name, key in (("a_last", "a"),
-                                                                               ("v_last", "v"))]
-            entries += [("M", rows, ity), ("L", length, ity)]
-            entries += [(name, v, "constexpr" if v in (0, 1) else ity) for name, v in last]
+            a_last = st["a"][-1]
+            entries += [("M", rows, ity), ("L", length, ity),
+                        ("a_last", a_last, "constexpr" if a_last in (0, 1) else ity)]
             entries += const(ROWS=True, VEC=vec, BM=bm, BL=bl)
             grid = cdiv(rows, bm) * cdiv(length, bl)
         to_bool = self.mode == "store" and self.arr.dtype.kind == "b"
@@ -226,7 +217,7 @@ class _Address:
             return
         stream = current_stream_handle(self._device(out))
         recipe = _recipes.get_or_build(self.key(out), lambda: self.recipe(out))
-        values = {"arr": self.arr, "out": out, "val": self.val}
+        values = {"arr": self.arr, "out": out}
         if self._value_type():
             values["value"] = value_entry(self.value, self.arr.dtype)[1]
         values.update((f"i{j}", idx) for j, (idx, _) in enumerate(self.indices))
@@ -327,19 +318,19 @@ def index(arr, indices):
 def index_put(out, indices, values, accumulate):
     """out[i0, i1, ...] = values (or += values, duplicates combined in a fixed order), in place.
 
-    Without `accumulate`, duplicate indices leave one of their values (unspecified which), as
-    in PyTorch on CUDA."""
+    Assigning a scalar is one store launch; assigning values goes through the sorted keys of
+    index_accumulate so that duplicate indices keep the last of their values, as on the CPU."""
     _start(out)
     rest = out.shape[len(indices):]
     batch, terms = _index_terms(out, indices, rest)
     shape = batch + rest
-    val = Operand(values, shape) if isinstance(values, CUDAArray) else None
-    a_strides = (0,) * len(batch) + out.element_strides()[len(indices):]
-    if not accumulate:
-        _Address("store", shape, out, a_strides, terms, val, values).run()
+    if not accumulate and not isinstance(values, CUDAArray):
+        a_strides = (0,) * len(batch) + out.element_strides()[len(indices):]
+        _Address("store", shape, out, a_strides, terms, values).run()
         return
     keys = _offsets(batch, (0,) * len(batch), terms, out.device, key_dtype(out))
-    accumulate_into(out, keys, rest, out.element_strides()[len(indices):], values, "add")
+    accumulate_into(out, keys, rest, out.element_strides()[len(indices):], values,
+                    "add" if accumulate else "last")
 
 
 def _along(arr, index, dim):
@@ -361,21 +352,21 @@ def gather(arr, dim, index):
 @register("scatter", "cuda")
 def scatter(out, dim, index, src, reduce):
     """Write `src` into `out` along `dim` at `index`, in place; reduce None, "add", "multiply"
-    (combined in a fixed order: the same bits every run)."""
+    (combined in a fixed order: the same bits every run; without reduce, duplicate targets
+    keep the last of their values, as on the CPU)."""
     _start(out)
     a_strides, terms = _along(out, index, dim)
-    if reduce is None:
-        val = Operand(src, index.shape) if isinstance(src, CUDAArray) else None
-        _Address("store", index.shape, out, a_strides, terms, val, src).run()
+    if reduce is None and not isinstance(src, CUDAArray):
+        _Address("store", index.shape, out, a_strides, terms, src).run()
         return
     keys = _offsets(index.shape, a_strides, terms, out.device, key_dtype(out))
-    accumulate_into(out, keys, (), (), src, reduce)
+    accumulate_into(out, keys, (), (), src, reduce or "last")
 
 
 def compile_all(target):
     """The address kernel in each mode (rows and element by element, 1-4 index arrays, 1-D to
-    4-D, scalar and array values, bool stores) and the bounds check, compiled for `target` (CI,
-    no GPU needed)."""
+    4-D, scalar stores into every kind of array) and the bounds check, compiled for `target`
+    (CI, no GPU needed)."""
     import ml_dtypes
     f32 = np.float32
     idx = placeholder((4096,), INT64)
@@ -384,11 +375,9 @@ def compile_all(target):
         arr = placeholder((50257, 768), dtype)
         out = placeholder((4096, 768), dtype)
         _Address("load", (4096, 768), arr, (0, 1), term).recipe(out, target)
-        _Address("store", (4096, 768), arr, (0, 1), term, Operand(out, (4096, 768))).recipe(
-            None, target)
-        _Address("store", (4096,), arr, (0,), [(Operand(idx, (4096,)), 1)], None, 1).recipe(
-            None, target)
-        _Address("store", (4096, 768), arr, (0, 1), term, None, 1).recipe(None, target)
+        _Address("store", (4096,), arr, (0,), [(Operand(idx, (4096,)), 1)], 1).recipe(None,
+                                                                                   target)
+        _Address("store", (4096, 768), arr, (0, 1), term, 1).recipe(None, target)
     arr = placeholder((7, 9, 11, 13), f32, (1, 7, 63, 693))
     index2 = placeholder((5, 6), INT64)
     for ni in range(1, MAX_INDICES + 1):

@@ -1,6 +1,7 @@
 """Deterministic accumulating writes: out[key_b + r] op= values[b, r] for every b (duplicates
 combined), with op "add" or "multiply" (index_put accumulate, scatter add/multiply, index_add,
-embedding backward).
+embedding backward), and "last": assignments whose duplicate targets take the value that comes
+last in index order, as a sequential assignment (and the CPU kernels) leave them.
 
 No float atomics: the keys (element offsets into `out`) are sorted stably, so each target's
 contributions sit together in their original order; the program at the head of each run of
@@ -46,6 +47,26 @@ def _combine(a, b, OP: tl.constexpr):
 
 
 @triton.jit
+def _chunk(acc, val, value, perm, p, m, r_mask, vr, bsizes, vb_strides, OP: tl.constexpr,
+           ACC: tl.constexpr, BDIM: tl.constexpr):
+    """`acc` combined with the values of the chunk positions `p` where `m` holds."""
+    identity: tl.constexpr = 0 if OP == "add" else 1
+    tile_mask = m[:, None] & r_mask[None, :]
+    if val is None:
+        v = tl.where(tile_mask, value.to(ACC), identity)
+    else:
+        b = tl.load(perm + p, mask=m, other=0)
+        vb = offsets(b, bsizes, vb_strides, BDIM)
+        v = tl.load(val + vb[:, None] + vr[None, :], mask=tile_mask, other=0)
+        v = tl.where(tile_mask, v.to(ACC), identity)
+    if OP == "add":
+        acc += tl.sum(v, 0)
+    else:
+        acc *= tl.reduce(v, 0, _mul)
+    return acc
+
+
+@triton.jit
 def _segment_kernel(keys, perm, out, val, value, B, R, NR,
                     bsize1, bsize2, bsize3, bsize4, bsize5,
                     vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5,
@@ -55,7 +76,8 @@ def _segment_kernel(keys, perm, out, val, value, B, R, NR,
                     OP: tl.constexpr, ACC: tl.constexpr, BDIM: tl.constexpr, RDIM: tl.constexpr,
                     TO_BOOL: tl.constexpr, BS: tl.constexpr, BR: tl.constexpr):
     """Program s*NR + c: if sorted position s starts a run of equal keys, combine the run's
-    values for the rest elements c*BR.. and write them into out at that key."""
+    values for the rest elements c*BR.. and write them into out at that key (OP "last": write
+    the run's last value, the one a sequential assignment leaves)."""
     pid = tl.program_id(0).to(tl.int64)
     s = pid // NR
     k0 = tl.load(keys + s)
@@ -72,26 +94,24 @@ def _segment_kernel(keys, perm, out, val, value, B, R, NR,
         bsizes = (1, bsize1, bsize2, bsize3, bsize4, bsize5)
         acc = tl.full((BR,), identity, ACC)
         start = s
+        last = s
         more = head
         while more:
             p = start + tl.arange(0, BS)
             m = (p < B) & (tl.load(keys + p, mask=p < B, other=-1) == k0)
-            tile_mask = m[:, None] & r_mask[None, :]
-            if val is None:
-                v = tl.where(tile_mask, value.to(ACC), identity)
+            if OP == "last":
+                last = tl.maximum(last, tl.max(tl.where(m, p, -1), 0))
             else:
-                b = tl.load(perm + p, mask=m, other=0)
-                vb = offsets(b, bsizes, (vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5), BDIM)
-                v = tl.load(val + vb[:, None] + vr[None, :], mask=tile_mask, other=0)
-                v = tl.where(tile_mask, v.to(ACC), identity)
-            if OP == "add":
-                acc += tl.sum(v, 0)
-            else:
-                acc *= tl.reduce(v, 0, _mul)
+                acc = _chunk(acc, val, value, perm, p, m, r_mask, vr, bsizes,
+                             (vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5), OP, ACC, BDIM)
             more = tl.sum(m.to(tl.int32), 0) == BS
             start += BS
-        old = tl.load(out + k0 + orow, mask=r_mask).to(ACC)
-        res = _combine(old, acc, OP)
+        if OP == "last":
+            vb = offsets(tl.load(perm + last), bsizes, (vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5),
+                         BDIM)
+            res = tl.load(val + vb + vr, mask=r_mask)
+        else:
+            res = _combine(tl.load(out + k0 + orow, mask=r_mask).to(ACC), acc, OP)
         if TO_BOOL:
             res = res != 0
         tl.store(out + k0 + orow, res.to(out.dtype.element_ty), mask=r_mask)
@@ -183,7 +203,8 @@ _recipes = RecipeCache()
 
 
 def accumulate_into(out, keys, rest, out_strides, values, op):
-    """out[keys[b] + r] = out[...] op values[b, r], duplicates combined in a fixed order.
+    """out[keys[b] + r] = out[...] op values[b, r], duplicates combined in a fixed order (op
+    "last": out[keys[b] + r] = values[b, r], the last duplicate winning).
 
     `keys` (of key_dtype(out), any shape: the batch) are element offsets into `out`; `rest`
     the shape of the trailing dims each key reaches, at `out_strides`; `values` a CUDAArray
@@ -215,5 +236,6 @@ def compile_all(target):
         for op in ("add", "multiply"):
             _Plan(flat, (300,), (), (), placeholder((300,), dtype), None, op).recipe(target)
         _Plan(out, (4096,), (768,), (1,), None, 1, "add").recipe(target)
+        _Plan(out, (4096,), (768,), (1,), rows, None, "last").recipe(target)
     huge = placeholder((1 << 31,), np.float32)
     _Plan(huge, (300,), (), (), placeholder((300,), np.float32), None, "add").recipe(target)
