@@ -272,3 +272,15 @@ def test_repeat_interleave(gpu, dtype, n, rng):
     repeats = rng.integers(0, 4, n).astype(dtype)
     check(dispatch.kernel("repeat_interleave", "cuda")(ti.to_device(repeats)),
           cpu_index.repeat_interleave(repeats))
+
+
+def test_unmergeable_dims_are_copied_contiguous(gpu, rng):
+    """Index arrays broadcast over 7 dims that do not merge, and a 7-d transposed nonzero input:
+    both copied contiguous first (more than MAX_DIMS dims)."""
+    arr = values((3, 4, 5), np.dtype(np.float32), rng)
+    shapes = [(2, 1, 2, 1, 2, 1, 2), (1, 2, 1, 2, 1, 2, 1)]
+    ci, gi = _indices(rng, (3, 4), shapes)
+    check(dispatch.kernel("index", "cuda")(ti.to_device(arr), gi), cpu_index.index(arr, ci))
+    mask = rng.random((2,) * 7) < 0.5
+    cpu, dev = transposed(mask)
+    check(dispatch.kernel("nonzero", "cuda")(dev), cpu_index.nonzero(cpu))
