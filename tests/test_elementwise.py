@@ -78,11 +78,21 @@ def pair(arr, dtype, layout="contiguous", device="cpu"):
     return g, to_torch(g)
 
 
+def undefined_off_cpu(exc, *operands):
+    """Integer division by zero raises on the CPU (torch's CPU oracle raises); on a GPU its
+    result is undefined (checking would need a synchronization; torch's CUDA kernels do not
+    check either), so there is nothing to compare. The CPU cases keep the check."""
+    return "ZeroDivisionError" in str(exc) and any(
+        isinstance(o, tuple) and o[0].device.type != "cpu" for o in operands)
+
+
 def check(fn_g, fn_t, *args):
     """Run both; if torch raises, genesis must raise the same exception type, else match."""
     try:
         want = fn_t(*[a[1] if isinstance(a, tuple) else a for a in args])
     except Exception as exc:  # noqa: BLE001  (any torch rejection must be mirrored)
+        if undefined_off_cpu(exc, *args):
+            return None
         with pytest.raises(type(exc)):
             fn_g(*[a[0] if isinstance(a, tuple) else a for a in args])
         return None
@@ -383,6 +393,8 @@ def _inplace_check(fn, self_pair, *others):
     try:
         want = fn(t, *[o[1] if isinstance(o, tuple) else o for o in others])
     except Exception as exc:  # noqa: BLE001
+        if undefined_off_cpu(exc, self_pair, *others):
+            return
         with pytest.raises(type(exc)):
             fn(g, *[o[0] if isinstance(o, tuple) else o for o in others])
         np.testing.assert_array_equal(g.cpu().numpy(), before)
