@@ -88,9 +88,10 @@ def both(op, x, *args, transpose=False):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("length", [1, 2, 5, 16, 17, 40])
+@pytest.mark.parametrize("length", [1, 5, 17, 40])
 def test_sort_rows(gpu, dtype, descending, length, rng):
-    x = sample((3, length), dtype, rng)
+    """One lane, several rows to a block, one merge, two merges with a ragged last run."""
+    x = sample((2 if length > 16 else 3, length), dtype, rng)
     actual, expected = both("sort", x, 1, descending, True)
     for a, e in zip(actual, expected):
         check_same(a, e)
@@ -114,7 +115,7 @@ def test_sort_strided_slice(gpu, rng):
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.int64), BF16], ids=str)
-@pytest.mark.parametrize("length,k", [(10, 3), (16, 16), (50, 1), (50, 7), (40, 30)])
+@pytest.mark.parametrize("length,k", [(10, 3), (50, 1), (50, 7), (40, 30)])
 @pytest.mark.parametrize("largest", [False, True])
 def test_topk(gpu, dtype, length, k, largest, rng):
     x = sample((4, length), dtype, rng)
@@ -131,9 +132,8 @@ def test_empty(gpu):
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16, np.dtype(np.int16)], ids=str)
-@pytest.mark.parametrize("shape,dim", [((5, 1), 1), ((6, 2), 1), ((3, 7), 1), ((9, 4), 0),
-                                       ((2, 3, 20), 1), ((2, 3, 20), 2)])
-@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("shape,dim,keepdim", [((5, 1), 1, False), ((6, 2), 1, True),
+                                               ((9, 4), 0, False), ((2, 3, 20), 2, True)])
 def test_median_dim(gpu, dtype, shape, dim, keepdim, rng):
     x = sample(shape, dtype, rng)
     for layout in ("contiguous", "stepped"):
@@ -156,13 +156,12 @@ def test_median_all(gpu, shape, rng):
 def unique_both(x, dim, dev=None):
     """Every combination of the outputs, CPU kernel against CUDA kernel."""
     dev = ti.to_device(x) if dev is None else dev
-    for inverse in (False, True):
-        for counts in (False, True):
-            expected = dispatch.kernel("unique", "cpu")(x, inverse, counts, dim)
-            actual = dispatch.kernel("unique", "cuda")(dev, inverse, counts, dim)
-            assert len(actual) == len(expected)
-            for a, e in zip(actual, expected):
-                check_same(a, e, bits=False)
+    for inverse, counts in ((False, False), (True, True)):
+        expected = dispatch.kernel("unique", "cpu")(x, inverse, counts, dim)
+        actual = dispatch.kernel("unique", "cuda")(dev, inverse, counts, dim)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            check_same(a, e, bits=False)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.int64), BF16,
