@@ -242,9 +242,12 @@ def cat(arrays, dim):
         parts.append((arr, start))
         start += arr.shape[dim]
     parts = [(a, s) for a, s in parts if a.size]
-    table = [(a, s) for a, s in parts if a.is_contiguous()] if len(parts) > CAT_COPY_LIMIT else []
+    batched = len(parts) > CAT_COPY_LIMIT
+    table = []
     for arr, start in parts:
-        if not any(arr is a for a, _ in table):
+        if batched and arr.is_contiguous():
+            table.append((arr, start))
+        else:
             strided_copy(_slice(out, dim, start, arr.shape[dim]), arr, stream)
     if table:
         _cat_table(table, out, dim, stream)

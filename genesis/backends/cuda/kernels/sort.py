@@ -318,7 +318,7 @@ class _Sorter:
             bm, bl, warps = _tile(src_len, self.rows)
             chunks = 1
         else:
-            bm, bl, warps = 1, SORT_BLOCK, SORT_BLOCK // 256
+            bm, bl, warps = _tile(SORT_BLOCK, 1)
             chunks = cdiv(src_len, SORT_BLOCK)
         dst = None if final else self._scratch(chunks * keep)
         entries = self._buffers(src, dst, final)
