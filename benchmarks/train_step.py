@@ -1,0 +1,93 @@
+"""One GPT training step on the GPU, Genesis beside PyTorch in one run.
+
+The model is examples/gpt.py's (the main job's), built once with each library from the same
+config: forward, cross-entropy, backward, gradient clipping and an AdamW step, float32. The
+"small" config is the main job's default (host overhead dominates); "medium" is big enough that
+the kernels do. Each library runs `--warmup` steps, then `--steps` timed steps between two device
+synchronizations; the table gives ms per step, tokens per second and the Genesis/PyTorch ratio.
+
+    python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N]
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+import torch
+
+import genesis
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+from gpt import GPTConfig, build_gpt  # noqa: E402
+
+VOCAB = 96
+CONFIGS = {
+    "small (main job)": (dict(block_size=64, n_layer=3, n_head=4, n_embd=128), 16),
+    "medium": (dict(block_size=256, n_layer=6, n_head=6, n_embd=384), 32),
+}
+
+
+def _step_fn(lib, config, batch, rng):
+    """A closure running one training step of a fresh model built with `lib` on cuda."""
+    lib.manual_seed(0)
+    model = build_gpt(GPTConfig(vocab_size=VOCAB, **config), lib).to("cuda")
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    tokens = rng.integers(0, VOCAB, (batch, config["block_size"] + 1))
+    x = lib.tensor(tokens[:, :-1], device="cuda")
+    y = lib.tensor(tokens[:, 1:], device="cuda")
+
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+    return step
+
+
+def _time(lib, step, steps, warmup):
+    """Seconds per step over `steps` steps after `warmup` untimed ones."""
+    for _ in range(warmup):
+        step()
+    lib.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    lib.cuda.synchronize()
+    elapsed = (time.perf_counter() - start) / steps
+    return elapsed, float(loss.item())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    rng = np.random.default_rng()
+    rows = []
+    print(f"{'config':<18} {'genesis ms':>11} {'torch ms':>9} {'ratio':>6} "
+          f"{'genesis tok/s':>14} {'torch tok/s':>12}")
+    for name, (config, batch) in CONFIGS.items():
+        tokens = batch * config["block_size"]
+        results = {}
+        for lib in (genesis, torch):
+            seconds, loss = _time(lib, _step_fn(lib, config, batch, rng), args.steps, args.warmup)
+            results[lib.__name__] = {"ms": seconds * 1e3, "tokens_per_s": tokens / seconds,
+                                     "last_loss": loss}
+        g, t = results["genesis"], results["torch"]
+        ratio = g["ms"] / t["ms"]
+        rows.append({"config": name, **config, "batch": batch, "genesis": g, "torch": t,
+                     "ratio": ratio})
+        print(f"{name:<18} {g['ms']:>11.2f} {t['ms']:>9.2f} {ratio:>6.2f} "
+              f"{g['tokens_per_s']:>14,.0f} {t['tokens_per_s']:>12,.0f}")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
