@@ -103,6 +103,8 @@ def to_host(arr):
 
 
 def _scalar(value, ty):
+    if ty[0] == "i" and isinstance(value, float):  # as Triton's C launcher
+        raise TypeError("'float' object cannot be interpreted as an integer")
     np_type = _NP_SCALARS[ty]
     tl_type = _TL_TYPES[ty]
     return tl.tensor(TensorHandle(np.array([value], dtype=np_type), tl_type), tl_type)

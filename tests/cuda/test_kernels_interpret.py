@@ -305,6 +305,26 @@ def test_integer_division_by_zero_is_defined(gpu):
     assert k("remainder") == [7, -7, 1] and k("fmod") == [7, -7, 1]
 
 
+@pytest.mark.parametrize("op", ["floor_divide", "trunc_divide", "remainder", "fmod"])
+@pytest.mark.parametrize("zero", [0, False])
+def test_integer_division_by_a_scalar_zero_raises(gpu, op, zero):
+    """As the CPU kernels (and PyTorch on the CPU): a Python divisor is checked on the host."""
+    a = np.array([7, -7, 5], dtype=np.int16)
+    for kernel, arg in ((dispatch.kernel(op, "cpu"), a), (dispatch.kernel(op, "cuda"),
+                                                           ti.to_device(a))):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            kernel(arg, zero)
+    run_both(op, [a.astype(np.float32), zero], [ti.to_device(a.astype(np.float32)), zero])
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_clamp_of_integers_with_float_bounds(gpu, dtype, rng):
+    """hardtanh/relu6 pass float bounds whatever the dtype: truncated, as the CPU kernel."""
+    x = values((5, 40), dtype, rng)
+    run_both("clamp", [x, -1.0 if dtype.kind == "i" else 0.0, 6.7],
+             [ti.to_device(x), -1.0 if dtype.kind == "i" else 0.0, 6.7])
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_parametric(gpu, dtype, rng):
     x = values((6, 50), dtype, rng, -30, 30)

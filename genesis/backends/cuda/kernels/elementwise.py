@@ -526,6 +526,7 @@ BINARY_OPS = (
     "bitwise_left_shift", "bitwise_right_shift", "hypot", "logaddexp", "xlogy", "copysign",
     "heaviside")
 TERNARY_OPS = ("where", "clamp", "lerp", "addcmul", "addcdiv")
+_DIVISIONS = ("floor_divide", "trunc_divide", "remainder", "fmod")
 PARAMETRIC_OPS = ("elu", "leaky_relu", "softplus", "round", "nan_to_num")
 PREDICATES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                         "logical_xor", "isnan", "isinf", "isfinite", "signbit", "logical_not"))
@@ -751,6 +752,17 @@ def _binary_kernel(op):
     return _named(kernel, op)
 
 
+def _division_kernel(op):
+    """A binary kernel that raises, as the CPU kernels, for an integer division by a Python
+    scalar zero (checked on the host for free; zeros inside a divisor array give the defined
+    values of the module docstring instead: finding them would cost a device sync)."""
+    def kernel(a, b):
+        if not isinstance(b, CUDAArray) and b == 0 and not is_float(a.dtype):
+            raise RuntimeError(f"ZeroDivisionError: {op}: integer division by zero")
+        return run(op, (a, b))
+    return _named(kernel, op)
+
+
 def _named(kernel, op):
     kernel.__name__ = kernel.__qualname__ = op
     kernel.__doc__ = f"Elementwise `{op}` on the GPU (see the module docstring)."
@@ -760,7 +772,7 @@ def _named(kernel, op):
 for _op in UNARY_OPS:
     register(_op, "cuda")(_unary_kernel(_op))
 for _op in BINARY_OPS:
-    register(_op, "cuda")(_binary_kernel(_op))
+    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else _binary_kernel)(_op))
 
 
 @register("elu", "cuda")
@@ -800,7 +812,15 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 @register("clamp", "cuda")
 def clamp(x, low, high):
     """Clamp to [low, high]; either bound may be None, a scalar or an array; NaN propagates."""
-    return run("clamp", (x, low, high))
+    return run("clamp", (x, _scalar_like(low, x.dtype), _scalar_like(high, x.dtype)))
+
+
+def _scalar_like(value, dtype):
+    """A Python float bound of integer data truncated to an int, as the CPU kernels convert it
+    (hardtanh/relu6 pass float bounds whatever the dtype); arrays and None pass through."""
+    if isinstance(value, float) and not is_float(dtype):
+        return int(value)
+    return value
 
 
 @register("where", "cuda")
