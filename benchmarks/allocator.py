@@ -8,9 +8,12 @@ With a GPU (genesis.cuda.is_available()) the trace runs at the tensor level:
 genesis.empty(n, dtype=genesis.uint8, device="cuda") against torch.empty(n, dtype=torch.uint8,
 device="cuda"), a free being the last reference dropped. Without one (or with --mode sim) it runs
 on the raw CachingAllocator over the simulated driver of tests/cuda_sim.py: that mode measures
-the allocator's Python bookkeeping only (no device memory, no tensors, no PyTorch).
+the allocator's Python bookkeeping only (no device memory, no tensors, no PyTorch). With
+--mode sim-tensor the trace runs at the tensor level (genesis.empty on "cuda") over the simulated
+device of benchmarks/simulated_cuda.py: the host cost of the whole allocate+free path, timed by
+the thread's CPU time, with no GPU (and no PyTorch column).
 
-    python benchmarks/allocator.py [--json PATH] [--repeats R] [--mode auto|gpu|sim]
+    python benchmarks/allocator.py [--json PATH] [--repeats R] [--mode auto|gpu|sim|sim-tensor]
 """
 
 import argparse
@@ -181,6 +184,17 @@ def sim_targets():
                    allocator.set_memory_fraction, driver.total, time.process_time)]
 
 
+def sim_tensor_targets():
+    """genesis tensors on the simulated CUDA device (host cost only, see simulated_cuda.py)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import simulated_cuda
+    simulated_cuda.install()
+    empty = functools.partial(genesis.empty, dtype=genesis.uint8, device="cuda")
+    return [Target("sim tensors", empty, None, genesis.cuda.OutOfMemoryError,
+                   genesis.cuda, genesis.cuda.set_memory_fraction, genesis.cuda.mem_get_info()[1],
+                   time.thread_time)]
+
+
 def gpu_targets():
     """genesis and torch tensors on the GPU; a free is the last reference dropped."""
     import torch
@@ -241,17 +255,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results as JSON to this path")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--mode", choices=("auto", "gpu", "sim"), default="auto")
+    parser.add_argument("--mode", choices=("auto", "gpu", "sim", "sim-tensor"), default="auto")
     args = parser.parse_args(argv)
     gpu = args.mode == "gpu" or (args.mode == "auto" and genesis.cuda.is_available())
-    targets = gpu_targets() if gpu else sim_targets()
-    if not gpu:
+    if gpu:
+        targets = gpu_targets()
+    elif args.mode == "sim-tensor":
+        targets = sim_tensor_targets()
+        print("mode: simulated CUDA device -- tensor-level host cost (no GPU, CPU time)")
+    else:
+        targets = sim_targets()
         print("mode: simulated driver -- the allocator's Python bookkeeping only (no GPU)")
     rows = run(targets, args.repeats)
     names = [t.name for t in targets]
     print_table(rows, names)
     if args.json:
-        meta = {"mode": "gpu" if gpu else "sim", "clock": "wall" if gpu else "process CPU time",
+        meta = {"mode": "gpu" if gpu else args.mode,
+                "clock": "wall" if gpu else "CPU time",
                 "python": sys.version.split()[0],
                 "repeats": args.repeats, "targets": names}
         if gpu:

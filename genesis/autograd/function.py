@@ -326,7 +326,8 @@ class Function:
         if not enabled:
             return outputs
         if True not in needs:
-            _mark_untracked_view(outputs)
+            if type(outputs) is not tensor_cls or outputs._base is not None:
+                _mark_untracked_view(outputs)
             return outputs
         ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
                                     for a in args])

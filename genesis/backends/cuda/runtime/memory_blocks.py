@@ -143,10 +143,10 @@ class GlobalPool:
         """Add `block`, merged with the free neighbours it may share a stream with."""
         tag = block.stream
         prev, nxt = block.prev, block.next
-        if self._unindex_if_mergeable(prev, tag):
+        if prev is not None and prev.state == FREE and self._unindex_if_mergeable(prev, tag):
             tag = prev.stream if tag is None else tag
             block = _absorb(prev, block)
-        if self._unindex_if_mergeable(nxt, tag):
+        if nxt is not None and nxt.state == FREE and self._unindex_if_mergeable(nxt, tag):
             tag = nxt.stream if tag is None else tag
             block = _absorb(block, nxt)
         block.stream = tag
@@ -154,8 +154,7 @@ class GlobalPool:
         self.add(block)
 
     def _unindex_if_mergeable(self, neighbour, tag):
-        if neighbour is None or neighbour.state != FREE:
-            return False
+        """Take the free `neighbour` out of the index when its stream tag allows merging."""
         if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
             return False
         self.remove(neighbour)
