@@ -50,8 +50,24 @@ class Index(Function):
         indices = ctx.saved_tensors
         if ctx.out_perm is not None:
             g = permute(g, inverse_permutation(ctx.out_perm))
-        base = zeros(ctx.in_shape, dtype=g.dtype, device=g.device)
-        return IndexPut.apply(base, indices, g, True), None, None
+        return IndexAddToZeros.apply(ctx.in_shape, indices, g), None, None
+
+
+class IndexAddToZeros(Function):
+    """zeros(shape) with `values` added at `indices`: Index's backward (an embedding's weight
+    gradient), accumulating straight into the fresh zeros instead of into a copy of them."""
+
+    @staticmethod
+    def forward(ctx, shape, indices, values):
+        ctx.save_for_backward(*indices)
+        out = zeros(shape, dtype=values.dtype, device=values.device)
+        kernel("index_put", values.device.type)(out._data, [i._data for i in indices],
+                                                values._data, True)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, Index.apply(g, ctx.saved_tensors, None)
 
 
 class IndexPut(Function):
