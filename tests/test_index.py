@@ -663,6 +663,15 @@ def test_unique(dim, dtype, rng, device):
     assert_close(g.unique(), t.unique())
 
 
+def test_unique_keeps_each_nan(device):
+    """Every NaN is a distinct value (torch's rule; numpy's unique would merge them)."""
+    x = [1.0, float("nan"), 2.0, float("nan"), 1.0]
+    got = genesis.unique(genesis.tensor(x, device=device), return_counts=True)
+    want = torch.unique(torch.tensor(x), return_counts=True)
+    for a, b in zip(got, want):
+        assert_close(a, b)
+
+
 @pytest.mark.parametrize("dim", [None, 0, 1])
 def test_repeat_interleave_tensor_repeats(dim, rng, device):
     x_g, x_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True, device=device)

@@ -112,9 +112,12 @@ def repeat_interleave(repeats):
 
 @register("unique", "cpu")
 def unique(arr, return_inverse, return_counts, dim):
-    """Sorted distinct values (of slices along `dim`), with inverse indices and counts if asked."""
+    """Sorted distinct values (of slices along `dim`), with inverse indices and counts if asked.
+
+    Each NaN is a value of its own, as in torch (numpy would merge them)."""
     keys = arr.astype(np.float32) if arr.dtype in _HALF else arr
-    outs = np.unique(keys, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
+    outs = np.unique(keys, return_inverse=return_inverse, return_counts=return_counts, axis=dim,
+                     equal_nan=False)
     outs = outs if isinstance(outs, tuple) else (outs,)
     values = outs[0].astype(arr.dtype)
     extra = [o.astype(np.int64) for o in outs[1:]]
