@@ -274,20 +274,13 @@ def test_inplace(dtype, rng):
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16], ids=str)
 def test_elementwise_gradients(dtype, rng):
-    """float16 gradients chain several rounded ops whose two paths into `a` nearly cancel, so
-    the reference must round where the GPU does: each op in float32, rounded once to float16.
-    PyTorch's CUDA kernels do that; its CPU float16 kernels round intermediate steps too."""
     a, ta = pair(values((20, 30), dtype, rng), dtype)
     b, tb = pair(values((30,), dtype, rng), dtype)
-    if dtype is genesis.float16 and DEVICE == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("the float16 reference needs PyTorch's CUDA kernels")
-        ta, tb = ta.cuda(), tb.cuda()
     a.requires_grad_(), ta.requires_grad_(), b.requires_grad_(), tb.requires_grad_()
     (genesis.tanh(a * b) + F.gelu(a) / (b * b + 1)).sum().backward()
     (torch.tanh(ta * tb) + TF.gelu(ta) / (tb * tb + 1)).sum().backward()
-    assert_close(a.grad, ta.grad.cpu())
-    assert_close(b.grad, tb.grad.cpu(), rtol=1e-2 if dtype is genesis.float16 else None)
+    assert_close(a.grad, ta.grad)
+    assert_close(b.grad, tb.grad, rtol=1e-2 if dtype is genesis.float16 else None)
 
 
 REDUCE_CASES = [((6, 5, 7), 1), ((6, 5, 7), (0, 2)), ((6, 5, 7), None), ((300, 1000), 1),
