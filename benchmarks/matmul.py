@@ -5,7 +5,7 @@ out x in as nn.Linear keeps it): GPT-2 small's MLP (8192 tokens, 768 -> 3072 and
 and LLaMA-7B's (4096 tokens, 4096 -> 11008 and 11008 -> 4096); each in bf16, fp16, tf32
 (float32 with allow_tf32 on in both frameworks) and strict fp32.
 
-Time per call: the median of event-timed calls, each queued behind a 64 MB zeroing (so the
+Time per call: the median of event-timed calls, each queued behind a 512 MB zeroing (so the
 events time the kernel, not the host's launch, and L2 starts cold), after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
 timed once per shape key, winners kept under GENESIS_KERNEL_CACHE_DIR); to keep the run short
 the Triton space is cut to the heuristic's pick plus the next configs, --tune-limit in all
@@ -43,11 +43,17 @@ def cases():
     return out
 
 
+# 512 MB takes about 130 us to zero on an H100/H200: longer than either library's host time per
+# matmul call, so no host gap lands between the events (64 MB, 16 us, was shorter than Genesis's
+# host path and charged it to products of a few tens of us).
+FLUSH_BYTES = 512 << 20
+
+
 class Lib:
     def __init__(self, module):
         self.module = module
         self.is_torch = module is torch
-        self._flush = module.empty(16 << 20, dtype=module.int32, device="cuda")
+        self._flush = module.empty(FLUSH_BYTES // 4, dtype=module.int32, device="cuda")
 
     def upload(self, array):
         if self.is_torch:
@@ -74,8 +80,8 @@ class Lib:
 
 
 def ms_per_call(lib, fn, budget_ms=150.0):
-    """Median device time of one call (ms): each call queued behind a 64 MB zeroing (the GPU
-    stays busy while the host enqueues it, so events time the kernel, and L2 starts cold), as
+    """Median device time of one call (ms): each call queued behind a FLUSH_BYTES zeroing (the
+    GPU stays busy while the host enqueues it, so events time the kernel, and L2 starts cold), as
     many calls as fit in about `budget_ms` (5 to 100), after a warm-up call."""
     fn()
     lib.synchronize()
