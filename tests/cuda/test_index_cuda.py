@@ -19,6 +19,7 @@ from helpers import (
     FLOAT_DTYPES,
     INT_DTYPES,
     assert_close,
+    lay_out,
     skip_no_cuda,
     to_torch,
 )
@@ -44,15 +45,7 @@ def pair(arr, dtype, layout="contiguous", requires_grad=False):
     """(genesis tensor on DEVICE laid out as `layout`, torch CPU tensor) with `arr`'s values."""
     host = genesis.tensor(arr, dtype=dtype)
     expected = to_torch(host)
-    g = host.to(DEVICE)
-    if layout == "transposed" and g.ndim >= 2:
-        order = list(reversed(range(g.ndim)))
-        g = g.permute(*order).contiguous().permute(*order)
-    elif layout == "stepped" and g.ndim:
-        big = genesis.zeros(tuple(2 * s + 1 for s in g.shape), dtype=dtype, device=DEVICE)
-        view = big[tuple(slice(1, None, 2) for _ in g.shape)]
-        view.copy_(g)
-        g = view
+    g = lay_out(host.to(DEVICE), layout)
     if requires_grad:
         g = g.detach().requires_grad_(True)
         expected = expected.detach().requires_grad_(True)

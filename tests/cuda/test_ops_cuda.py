@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, skip_no_cuda, to_torch
+from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, lay_out, skip_no_cuda,
+                     to_torch)
 
 import genesis
 import genesis.nn.functional as F
@@ -50,18 +51,8 @@ def pair(arr, dtype, layout="contiguous"):
         expected = torch.from_numpy(bits).view(torch.bfloat16)
     else:
         expected = to_torch(host)
-    g = host.to(DEVICE)
-    if layout == "transposed" and g.ndim >= 2:
-        order = list(reversed(range(g.ndim)))
-        g = g.permute(*order).contiguous().permute(*order)
-    elif layout == "stepped" and g.ndim:
-        big = genesis.zeros(tuple(2 * s + 1 for s in g.shape), dtype=dtype, device=DEVICE)
-        view = big[tuple(slice(1, None, 2) for _ in g.shape)]
-        view.copy_(g)
-        g = view
-    elif layout == "expanded" and g.ndim and g.numel():
-        row = g.reshape(-1)[: g.shape[-1]]
-        g = row.expand(*g.shape)
+    g = lay_out(host.to(DEVICE), layout)
+    if layout == "expanded" and g.ndim and g.numel():
         expected = expected.reshape(-1)[: g.shape[-1]].expand(*g.shape)
     return g, expected
 
