@@ -113,6 +113,16 @@ def noncontiguous_pair(shape, dtype=genesis.float32, device="cpu", rng=None):
     return g.permute(*dims), t.permute(*dims)
 
 
+def torch_act(z, activation):
+    """PyTorch's result of the fused linear epilogue `activation` (None, "relu", "gelu",
+    "gelu_tanh", "silu") applied to `z`."""
+    if activation is None:
+        return z
+    if activation == "gelu_tanh":
+        return torch.nn.functional.gelu(z, approximate="tanh")
+    return getattr(torch.nn.functional, activation)(z)
+
+
 def lay_out(g, layout):
     """`g`'s values in a non-contiguous layout on g's device: "transposed" (a copy in reversed
     dim order, permuted back), "stepped" (every other element of a zero buffer) or "expanded"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close, make_pair
+from helpers import assert_close, make_pair, torch_act
 
 import genesis
 import genesis.nn.functional as F
@@ -25,14 +25,6 @@ NP_ACTS = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0),
                                                           * (z + 0.044715 * z ** 3))),
            "silu": lambda z: z / (1 + np.exp(-z))}
 ACTS = list(NP_ACTS)
-
-
-def torch_act(z, activation):
-    if activation is None:
-        return z
-    if activation == "gelu_tanh":
-        return TF.gelu(z, approximate="tanh")
-    return getattr(TF, activation)(z)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import skip_no_cuda
+from helpers import skip_no_cuda, torch_act
 
 import genesis
 import genesis.nn.functional as F
@@ -208,14 +208,6 @@ def test_matmul_gradients(dtype, shapes, rng):
 
 
 ACTS = [None, "relu", "gelu", "gelu_tanh", "silu"]
-
-
-def torch_act(z, activation):
-    if activation is None:
-        return z
-    if activation == "gelu_tanh":
-        return TF.gelu(z, approximate="tanh")
-    return getattr(TF, activation)(z)
 
 
 EPILOGUES = ([(genesis.float32, a) for a in ACTS] + [(genesis.bfloat16, a) for a in ACTS]
