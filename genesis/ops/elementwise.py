@@ -219,9 +219,7 @@ class Pow(Function):
         elif not dtype.is_floating_point and b < 0:
             raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
         out = elementwise("pow", a, b, dtype=dtype)
-        ctx.shapes = _shapes(a, b)
-        ctx.save_for_backward(*(x if isinstance(x, Tensor) else None for x in (a, b)), out)
-        ctx.scalars = (a, b, None)
+        _save_operands(ctx, a, b, out)
         return out
 
     @staticmethod
@@ -297,9 +295,8 @@ class FloatBinary(Function):
         if op in ("hypot", "logaddexp"):
             reject(op, dtypes.result_type(a, b), "bi")
         out = elementwise(op, a, b, dtype=dtype)
-        ctx.op, ctx.shapes = op, _shapes(a, b)
-        ctx.save_for_backward(*(x if isinstance(x, Tensor) else None for x in (a, b)), out)
-        ctx.scalars = (a, b, None)
+        ctx.op = op
+        _save_operands(ctx, a, b, out)
         return out
 
     @staticmethod
