@@ -176,6 +176,15 @@ def _convert_float(data, src, dst, rounding_mode, original=interpreter._convert_
     return original(data, src, dst, rounding_mode)
 
 
+def small_sort_blocks(monkeypatch):
+    """Shrink the CUDA sort's blocks so small inputs walk its chunked and merge paths."""
+    from genesis.backends.cuda.kernels import sort
+    monkeypatch.setattr(sort, "SORT_BLOCK", 16)
+    monkeypatch.setattr(sort, "MERGE_BLOCK", 8)
+    monkeypatch.setattr(sort, "_MIN_TILE", 32)
+    monkeypatch.setattr(sort, "_recipes", sort.RecipeCache())
+
+
 @contextlib.contextmanager
 def device(*modules):
     """Within: the given kernel modules launch through the interpreter on host memory."""
@@ -194,8 +203,10 @@ def device(*modules):
         patch(libdevice, name, fn)
     patch(driver, "memset_d8", lambda ptr, value, nbytes, stream=0: ctypes.memset(ptr, value,
                                                                                    nbytes))
-    patch(driver, "memcpy_dtod", lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src,
-                                                                                    nbytes))
+    copy_bytes = lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes)  # noqa: E731
+    for name in ("memcpy_dtod", "memcpy_htod", "memcpy_dtoh"):
+        patch(driver, name, copy_bytes)
+    patch(driver, "stream_synchronize", lambda stream: None)
     for module in (_strided, copy) + modules:
         for name, value in (("get_kernel", _get_kernel), ("activate", lambda index: None),
                             ("current_stream_handle", lambda index: 0)):

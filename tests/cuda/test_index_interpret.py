@@ -5,7 +5,6 @@ Blocks are shrunk so that small inputs cross block and chunk boundaries (several
 segments of equal keys spanning chunks); operands are strided and broadcast views.
 """
 
-import ctypes
 
 import ml_dtypes
 import numpy as np
@@ -20,7 +19,6 @@ from genesis.backends.cuda.kernels import index_accumulate as acc
 from genesis.backends.cuda.kernels import index_compact as compact
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import sort as sort_kernels
-from genesis.backends.cuda.runtime import driver
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(t) for t in (np.float32, np.float16, np.float64, np.int8, np.uint8, np.int16,
@@ -35,15 +33,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(compact, "BLOCK", 64)
     monkeypatch.setattr(acc, "_TILE", 16)
     monkeypatch.setattr(acc, "_MAX_BR", 4)
-    monkeypatch.setattr(sort_kernels, "SORT_BLOCK", 16)
-    monkeypatch.setattr(sort_kernels, "MERGE_BLOCK", 8)
-    monkeypatch.setattr(sort_kernels, "_MIN_TILE", 32)
-    monkeypatch.setattr(sort_kernels, "_recipes", sort_kernels.RecipeCache())
-    monkeypatch.setattr(driver, "memcpy_dtoh", lambda dst, src, n, stream=0:
-                        ctypes.memmove(dst, src, n))
-    monkeypatch.setattr(driver, "memcpy_htod", lambda dst, src, n, stream=0:
-                        ctypes.memmove(dst, src, n))
-    monkeypatch.setattr(driver, "stream_synchronize", lambda stream: None)
+    ti.small_sort_blocks(monkeypatch)
     for cache in (idx._recipes, idx._check_recipes, acc._recipes, compact._count_recipes,
                   compact._emit_recipes):
         monkeypatch.setattr(cache, "limit", 0)

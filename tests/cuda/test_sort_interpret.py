@@ -6,7 +6,6 @@ Block sizes are shrunk (16-lane sorts, 8-element merge blocks) so short rows wal
 one block, several rows to a block, chunked sorts with merge passes, topk candidate reduction.
 """
 
-import ctypes
 
 import ml_dtypes
 import numpy as np
@@ -18,7 +17,6 @@ from genesis.backends.cuda.kernels import median as median_kernels
 from genesis.backends.cuda.kernels import reduce as reduce_kernels
 from genesis.backends.cuda.kernels import shape as shape_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
-from genesis.backends.cuda.runtime import driver
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -30,17 +28,9 @@ DTYPES = FLOATS + INTS + [np.dtype(np.bool_)]
 def gpu(monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    monkeypatch.setattr(sort_kernels, "SORT_BLOCK", 16)
-    monkeypatch.setattr(sort_kernels, "MERGE_BLOCK", 8)
-    monkeypatch.setattr(sort_kernels, "_MIN_TILE", 32)
-    monkeypatch.setattr(sort_kernels, "_recipes", sort_kernels.RecipeCache())
+    ti.small_sort_blocks(monkeypatch)
     monkeypatch.setattr(shape_kernels, "BLOCK", 64)
     monkeypatch.setattr(shape_kernels, "_recipes", shape_kernels.RecipeCache())
-    monkeypatch.setattr(driver, "memcpy_htod",
-                        lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes))
-    monkeypatch.setattr(driver, "memcpy_dtoh",
-                        lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes))
-    monkeypatch.setattr(driver, "stream_synchronize", lambda stream: None)
     monkeypatch.setattr(median_kernels, "ROWS", 4)
     monkeypatch.setattr(median_kernels, "_recipes", median_kernels.RecipeCache())
     with ti.device(sort_kernels, shape_kernels, median_kernels, reduce_kernels):
