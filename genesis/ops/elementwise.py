@@ -208,7 +208,8 @@ class Div(Function):
 class Pow(Function):
     """a ** b. d/da = b a^(b-1) (0 where b == 0); d/db = a^b log a (0 where a == 0 and b >= 0).
 
-    `float_power` is the same function computed in float64.
+    The gradients multiply in PyTorch's order (pow_backward: g * (b * a^(b-1))), so half types
+    round at the same points. `float_power` is the same function computed in float64.
     """
 
     @staticmethod
@@ -227,14 +228,14 @@ class Pow(Function):
         a, b, out = _restore(ctx)
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            ga = where(b == 0, 0.0, g * b * a ** (b - 1)) if isinstance(b, Tensor) \
-                else (g * 0 if b == 0 else g * b * a ** (b - 1))
+            ga = where(b == 0, 0.0, g * (b * a ** (b - 1))) if isinstance(b, Tensor) \
+                else (g * 0 if b == 0 else g * (b * a ** (b - 1)))
             ga = sum_to(ga, ctx.shapes[0])
         if ctx.needs_input_grad[1]:
             if isinstance(a, Tensor):
-                gb = where((a == 0) & (b >= 0), 0.0, g * out * log(a))
+                gb = g * where((a == 0) & (b >= 0), 0.0, out * log(a))
             else:
-                gb = g * 0 if a == 0 else g * out * math.log(a)
+                gb = g * 0 if a == 0 else g * (out * math.log(a))
             gb = sum_to(gb, ctx.shapes[1])
         return ga, gb, None
 
