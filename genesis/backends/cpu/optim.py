@@ -1,0 +1,84 @@
+"""Multi-tensor optimizer kernels (numpy): the fused Adam step and the total-norm gradient clip.
+
+Each takes lists of contiguous arrays and updates them in place, computing half types in float32
+(float64 in float64) and rounding each stored result once, as PyTorch's fused kernels do.
+"""
+
+import numpy as np
+
+from ...dispatch import register
+
+
+def compute_dtype(dtype):
+    """The dtype the math runs in: float64 for float64 arrays, float32 for the others."""
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+@register("adam_step", "cpu")
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
+              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
+    """One Adam/AdamW step of every (param, grad, moments) quadruple, in place.
+
+    `max_exp_avg_sqs` is None without AMSGrad; the bias corrections come from the step count."""
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(params):
+            ct = compute_dtype(p.dtype)
+            param, grad = p.astype(ct), grads[i].astype(ct)
+            if maximize:
+                grad = -grad
+            if weight_decay != 0:
+                if decoupled:
+                    param = param - ct.type(lr * weight_decay) * param
+                else:
+                    grad = grad + param * ct.type(weight_decay)
+            m = ct.type(beta1) * exp_avgs[i].astype(ct) + ct.type(1 - beta1) * grad
+            v = ct.type(beta2) * exp_avg_sqs[i].astype(ct) + ct.type(1 - beta2) * grad * grad
+            exp_avgs[i][...] = m
+            exp_avg_sqs[i][...] = v
+            if max_exp_avg_sqs is not None:
+                v = np.maximum(max_exp_avg_sqs[i].astype(ct), v)
+                max_exp_avg_sqs[i][...] = v
+            denom = np.sqrt(v) / ct.type(bias_correction2_sqrt) + ct.type(eps)
+            p[...] = param - ct.type(lr / bias_correction1) * m / denom
+
+
+def _norm(x, norm_type):
+    """The norm_type vector norm of a float32/float64 array (0 for an empty one)."""
+    a = np.abs(x.ravel())
+    if norm_type == np.inf:
+        return a.max(initial=0)
+    if norm_type == -np.inf:
+        return a.min(initial=np.inf) if a.size else a.dtype.type(0)
+    if norm_type == 0:
+        return a.dtype.type(np.count_nonzero(a))
+    if norm_type == 1:
+        return a.sum()
+    if norm_type == 2:
+        return np.sqrt(np.dot(a, a))
+    return np.sum(a ** a.dtype.type(norm_type)) ** a.dtype.type(1 / norm_type)
+
+
+@register("total_norm", "cpu")
+def total_norm(arrays, norm_type, dtype):
+    """The norm of the arrays' norms (as if concatenated), a 0-d array of `dtype`: each norm is
+    rounded to its array's dtype, as PyTorch's foreach norm returns them. Empty arrays take no
+    part (a -inf norm has no identity)."""
+    with np.errstate(all="ignore"):
+        norms = [_norm(a.astype(compute_dtype(a.dtype)), norm_type).astype(a.dtype)
+                 for a in arrays if a.size]
+        ct = compute_dtype(dtype)
+        return np.asarray(_norm(np.array(norms, dtype=ct), norm_type)).astype(dtype)
+
+
+@register("clip_by_total_norm_", "cpu")
+def clip_by_total_norm_(arrays, max_norm, total_norm):
+    """Scale the arrays in place by min(max_norm / (total_norm + 1e-6), 1), that coefficient
+    computed in total_norm's dtype."""
+    dtype = total_norm.dtype
+    ct = compute_dtype(dtype)
+    with np.errstate(all="ignore"):
+        shifted = (total_norm.astype(ct) + ct.type(1e-6)).astype(dtype).astype(ct)
+        coef = (ct.type(max_norm) / shifted).astype(dtype).astype(ct)
+        coef = np.minimum(coef, ct.type(1.0))
+        for a in arrays:
+            a[...] = a.astype(compute_dtype(a.dtype)) * coef

@@ -1,0 +1,385 @@
+"""Multi-tensor optimizer kernels: the fused Adam step and the total-norm gradient clip.
+
+Registered as "adam_step", "total_norm" and "clip_by_total_norm_" (same contracts as
+backends/cpu/optim.py). Each launch covers a whole list of contiguous arrays of one dtype: the
+host writes a table of the arrays (addresses and sizes, int64) and of their chunks (CHUNK
+elements of one array each, one program per chunk), uploads it once and keeps it while the same
+arrays come back (an optimizer's parameters, state and, with the caching allocator, usually its
+gradients), so a step of any number of parameters is one launch per dtype.
+
+The math runs in float32 (float64 for float64) and each stored value is rounded once. The total
+norm is deterministic: each chunk writes its partial (sum of |x|^p, or max/min of |x|) to its own
+slot, and one program combines the slots in a fixed order; no atomics.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..launch import compile_kernel, get_kernel
+from ..runtime import driver
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import const, placeholder, pointer_of, specialization
+from .elementwise import div_rn
+
+CHUNK = tl.constexpr(16384)
+WIDTH = tl.constexpr(6)  # table columns: up to five addresses, then the element count
+BLOCK = 1024
+_TABLE_LIMIT = 64
+_NORMS = {2.0: 0, 1.0: 1, float("inf"): 2, float("-inf"): 3}
+_GENERAL_NORM = 4
+_TL = {"float32": tl.float32, "float16": tl.float16, "bfloat16": tl.bfloat16,
+       "float64": tl.float64}
+
+
+@triton.jit
+def _chunk(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
+    """(address of column COL as a T pointer, first element, end element) of this program's
+    chunk."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks + 2 * pid)
+    start = tl.load(chunks + 2 * pid + 1)
+    row = tensors + t * WIDTH
+    n = tl.load(row + WIDTH - 1)
+    return tl.load(row + COL).to(tl.pointer_type(T)), start, tl.minimum(start + CHUNK, n)
+
+
+@triton.jit
+def _address(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
+    t = tl.load(chunks + 2 * tl.program_id(0))
+    return tl.load(tensors + t * WIDTH + COL).to(tl.pointer_type(T))
+
+
+@triton.jit
+def _sqrt(x):
+    if x.dtype == tl.float64:
+        r = tl.sqrt(x)
+    else:
+        r = tl.sqrt_rn(x)
+    return r
+
+
+@triton.jit
+def _adam_kernel(tensors, chunks, lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt,
+                 WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr,
+                 AMSGRAD: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+                 BLOCK: tl.constexpr):
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    m_ptr = _address(tensors, chunks, 2, PT)
+    v_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param = tl.load(p_ptr + idx, mask=mask).to(CT)
+        grad = tl.load(g_ptr + idx, mask=mask).to(CT)
+        if MAXIMIZE:
+            grad = -grad
+        if WEIGHT_DECAY:
+            if DECOUPLED:
+                param -= lr * weight_decay * param
+            else:
+                grad += param * weight_decay
+        m = beta1 * tl.load(m_ptr + idx, mask=mask).to(CT) + (1 - beta1) * grad
+        v = beta2 * tl.load(v_ptr + idx, mask=mask).to(CT) + (1 - beta2) * grad * grad
+        tl.store(m_ptr + idx, m.to(PT), mask=mask)
+        tl.store(v_ptr + idx, v.to(PT), mask=mask)
+        if AMSGRAD:
+            vmax_ptr = _address(tensors, chunks, 4, PT)
+            v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
+            tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
+        denom = div_rn(_sqrt(v), bc2_sqrt) + eps
+        param -= div_rn(step_size * m, denom)
+        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _identity(NORM: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    if NORM == 3:
+        acc = tl.full((BLOCK,), float("inf"), CT)
+    else:
+        acc = tl.zeros((BLOCK,), CT)
+    return acc
+
+
+@triton.jit
+def _combine(acc, term, mask, NORM: tl.constexpr):
+    if NORM == 2:
+        acc = tl.where(mask, _max_nan(acc, term), acc)
+    elif NORM == 3:
+        acc = tl.where(mask, _min_nan(acc, term), acc)
+    else:
+        acc += tl.where(mask, term, 0.0)
+    return acc
+
+
+@triton.jit
+def _reduce(acc, NORM: tl.constexpr):
+    if NORM == 2:
+        r = tl.reduce(acc, 0, _max_nan)
+    elif NORM == 3:
+        r = tl.reduce(acc, 0, _min_nan)
+    else:
+        r = tl.sum(acc, 0)
+    return r
+
+
+@triton.jit
+def _norm_partials_kernel(tensors, chunks, partials, first, p, NORM: tl.constexpr,
+                          XT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """partials[first + chunk] = this chunk's sum of |x|^p (max/min |x| for +-inf)."""
+    x_ptr, start, end = _chunk(tensors, chunks, 0, XT)
+    acc = _identity(NORM, CT, BLOCK)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        x = tl.abs(tl.load(x_ptr + idx, mask=mask, other=0.0).to(CT))
+        if NORM == 0:
+            term = x * x
+        elif NORM == 4:
+            term = libdevice.pow(x, p)
+        else:
+            term = x
+        acc = _combine(acc, term, mask, NORM)
+    tl.store(partials + first + tl.program_id(0), _reduce(acc, NORM))
+
+
+@triton.jit
+def _norm_finish_kernel(partials, count, out, inv_p, NORM: tl.constexpr, CT: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """out = the norm from the `count` partials, combined in a fixed order."""
+    acc = _identity(NORM, CT, BLOCK)
+    for off in range(0, count, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < count
+        acc = _combine(acc, tl.load(partials + idx, mask=mask, other=0.0), mask, NORM)
+    total = _reduce(acc, NORM)
+    if NORM == 0:
+        total = _sqrt(total)
+    elif NORM == 4:
+        total = libdevice.pow(total, inv_p)
+    tl.store(out, total.to(out.dtype.element_ty))
+
+
+@triton.jit
+def _scale_kernel(tensors, chunks, total, max_norm, shift, XT: tl.constexpr, CT: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """x *= min(max_norm / (total + shift), 1), the coefficient rounded to total's dtype at each
+    operation as PyTorch computes it on a 0-d tensor."""
+    TT: tl.constexpr = total.dtype.element_ty
+    shifted = (tl.load(total).to(CT) + shift).to(TT).to(CT)
+    coef = _min_nan(div_rn(max_norm, shifted).to(TT).to(CT), 1.0)
+    x_ptr, start, end = _chunk(tensors, chunks, 0, XT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        x = tl.load(x_ptr + idx, mask=mask).to(CT)
+        tl.store(x_ptr + idx, (x * coef).to(XT), mask=mask)
+
+
+def _compute(*dtypes):
+    """(Triton, numpy) compute dtypes: float64 when any array is float64, else float32."""
+    if any(d == np.float64 for d in dtypes):
+        return tl.float64, np.dtype(np.float64)
+    return tl.float32, np.dtype(np.float32)
+
+
+def _scalar_type(ct):
+    return "fp64" if ct == tl.float64 else "fp32"
+
+
+class _Tables(dict):
+    """Uploaded tables by their rows; a step that repeats its arrays reuses its table."""
+
+    def get_table(self, rows, device, stream):
+        """(device table, tensors address, chunks address, chunk count) of `rows`."""
+        key = (device, rows)
+        table = self.get(key)
+        if table is None:
+            if len(self) >= _TABLE_LIMIT:
+                self.clear()
+            table = self[key] = _upload(rows, device, stream)
+        return table
+
+
+def _upload(rows, device, stream):
+    """Write and upload the table: one row of WIDTH int64 per array, then (array, first element)
+    per chunk."""
+    width, chunk = WIDTH.value, CHUNK.value
+    chunks = [(t, start) for t, row in enumerate(rows) for start in range(0, row[-1], chunk)]
+    host = np.zeros(len(rows) * width + 2 * len(chunks), dtype=np.int64)
+    for t, row in enumerate(rows):
+        host[t * width:t * width + len(row) - 1] = row[:-1]
+        host[t * width + width - 1] = row[-1]
+    host[len(rows) * width:] = np.array(chunks, dtype=np.int64).reshape(-1)
+    arr = CUDAArray.empty(host.shape, host.dtype, device, stream)
+    driver.memcpy_htod(arr.ptr, host.ctypes.data, host.nbytes, stream)
+    return arr, arr.ptr, arr.ptr + len(rows) * width * 8, len(chunks)
+
+
+_tables = _Tables()
+
+
+def _launch(fn, grid, entries, device, stream, num_warps=4, target=None):
+    signature, consts, args = specialization(fn, entries)
+    if target is not None:
+        compile_kernel(fn, signature, consts, (), num_warps, 1, target)
+        return
+    get_kernel(fn, signature, consts, (), num_warps, 1, device)(grid, stream, *args)
+
+
+def _buckets(arrays, *others):
+    """{dtypes: [indices]} of the arrays (and the lists `others` beside them) by dtype."""
+    out = {}
+    for i, a in enumerate(arrays):
+        key = (a.dtype,) + tuple(o[i].dtype for o in others)
+        out.setdefault(key, []).append(i)
+    return out
+
+
+def _ptr(arr):
+    return 0 if arr is None else arr.ptr
+
+
+def _adam_entries(tensors, chunks, pt, gt, hyper, flags):
+    ct, _ = _compute(pt, gt)
+    sty = _scalar_type(ct)
+    entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64")]
+    entries += [(name, float(value), sty) for name, value in hyper.items()]
+    entries += const(PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK, **flags)
+    return entries
+
+
+@register("adam_step", "cuda")
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
+              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
+    """One Adam/AdamW step of every (param, grad, moments) quadruple, in place: one launch per
+    (param dtype, grad dtype)."""
+    if not params:
+        return
+    device = params[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    hyper = dict(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                 step_size=lr / bias_correction1, bc2_sqrt=bias_correction2_sqrt)
+    flags = dict(WEIGHT_DECAY=weight_decay != 0, DECOUPLED=bool(decoupled),
+                 MAXIMIZE=bool(maximize), AMSGRAD=max_exp_avg_sqs is not None)
+    vmax = max_exp_avg_sqs or [None] * len(params)
+    for (pt, gt), idx in _buckets(params, grads).items():
+        rows = tuple((params[i].ptr, grads[i].ptr, exp_avgs[i].ptr, exp_avg_sqs[i].ptr,
+                      _ptr(vmax[i]), params[i].size) for i in idx)
+        _, tensors, chunks, count = _tables.get_table(rows, device, stream)
+        if count:
+            _launch(_adam_kernel, (count,), _adam_entries(tensors, chunks, pt, gt, hyper, flags),
+                    device, stream)
+
+
+def _norm_kind(norm_type):
+    """The kernels' NORM: 0 (2), 1 (1), 2 (inf), 3 (-inf), 4 (any other p but 0)."""
+    if norm_type == 0:
+        raise ValueError("total_norm: the 0 norm counts nonzero tensors (PyTorch's norm of the "
+                         "per-tensor norms); compute it per tensor")
+    return _NORMS.get(float(norm_type), _GENERAL_NORM)
+
+
+@register("total_norm", "cuda")
+def total_norm(arrays, norm_type, dtype):
+    """The norm_type norm of all the arrays as one vector, a 0-d array of `dtype`: one partials
+    launch per dtype and one launch combining the partials."""
+    device = arrays[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    kind = _norm_kind(norm_type)
+    ct, np_ct = _compute(dtype, *(a.dtype for a in arrays))
+    buckets = []
+    count = 0
+    for (xt,), idx in _buckets(arrays).items():
+        rows = tuple((arrays[i].ptr, arrays[i].size) for i in idx)
+        table = _tables.get_table(rows, device, stream)
+        buckets.append((xt, table, count))
+        count += table[3]
+    partials = CUDAArray.empty((max(count, 1),), np_ct, device, stream)
+    p = float(norm_type) if kind == _GENERAL_NORM else 1.0
+    for xt, (_, tensors, chunks, n), first in buckets:
+        if n:
+            _launch(_norm_partials_kernel, (n,), _partials_entries(
+                tensors, chunks, partials.ptr, first, p, kind, xt, ct), device, stream)
+    out = CUDAArray.empty((), np.dtype(dtype), device, stream)
+    _launch(_norm_finish_kernel, (1,), _finish_entries(partials.ptr, count, out, 1.0 / p, kind, ct),
+            device, stream)
+    return out
+
+
+def _partials_entries(tensors, chunks, partials, first, p, kind, xt, ct):
+    return [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
+            ("partials", partials, "*" + _scalar_type(ct)), ("first", first, "i64"),
+            ("p", p, _scalar_type(ct))] + const(NORM=kind, XT=_TL[xt.name], CT=ct, BLOCK=BLOCK)
+
+
+def _finish_entries(partials, count, out, inv_p, kind, ct):
+    return [("partials", partials, "*" + _scalar_type(ct)), ("count", count, "i64"),
+            ("out", out.ptr, pointer_of(out.dtype)), ("inv_p", inv_p, _scalar_type(ct))] + \
+        const(NORM=kind, CT=ct, BLOCK=BLOCK)
+
+
+@register("clip_by_total_norm_", "cuda")
+def clip_by_total_norm_(arrays, max_norm, total_norm):
+    """Scale the arrays in place by min(max_norm / (total_norm + 1e-6), 1), computed on the
+    device from the 0-d `total_norm` (no host synchronization): one launch per dtype."""
+    if not arrays:
+        return
+    device = arrays[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    for (xt,), idx in _buckets(arrays).items():
+        rows = tuple((arrays[i].ptr, arrays[i].size) for i in idx)
+        _, tensors, chunks, n = _tables.get_table(rows, device, stream)
+        if n:
+            _launch(_scale_kernel, (n,), _scale_entries(tensors, chunks, total_norm, max_norm, xt),
+                    device, stream)
+
+
+def _scale_entries(tensors, chunks, total, max_norm, xt):
+    ct, _ = _compute(xt, total.dtype)
+    sty = _scalar_type(ct)
+    return [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
+            ("total", total.ptr, pointer_of(total.dtype)), ("max_norm", float(max_norm), sty),
+            ("shift", 1e-6, sty)] + const(XT=_TL[xt.name], CT=ct, BLOCK=BLOCK)
+
+
+def compile_all(target):
+    """The Adam step (each option, float32/float16/bfloat16/float64), the norm partials for each
+    norm kind, the combination and the scale, compiled for `target`."""
+    import ml_dtypes
+    floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
+              np.dtype(np.float64)]
+    hyper = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, step_size=1e-3,
+                 bc2_sqrt=1.0)
+    for dt in floats:
+        for wd, decoupled, amsgrad in ((True, True, False), (True, False, True),
+                                       (False, False, False)):
+            flags = dict(WEIGHT_DECAY=wd, DECOUPLED=decoupled, MAXIMIZE=False, AMSGRAD=amsgrad)
+            _launch(_adam_kernel, (1,), _adam_entries(0, 0, dt, dt, hyper, flags), 0, 0,
+                    target=target)
+        ct, _ = _compute(dt)
+        for kind in range(_GENERAL_NORM + 1):
+            _launch(_norm_partials_kernel, (1,), _partials_entries(0, 0, 0, 0, 2.0, kind, dt, ct),
+                    0, 0, target=target)
+            _launch(_norm_finish_kernel, (1,), _finish_entries(0, 0, placeholder((), dt), 0.5,
+                                                               kind, ct), 0, 0, target=target)
+        _launch(_scale_kernel, (1,), _scale_entries(0, 0, placeholder((), dt), 1.0, dt), 0, 0,
+                target=target)
