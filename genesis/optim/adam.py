@@ -9,7 +9,7 @@ from ..dispatch import kernel
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ._multi_tensor import Updated, dense
-from .optimizer import Optimizer, check_non_negative, new_step
+from .optimizer import Optimizer, advance_step, check_non_negative, new_step
 
 _FUSED_DEVICES = ["cpu", "cuda"]
 
@@ -93,9 +93,7 @@ class Adam(Optimizer):
             state = self.state[p]
             if not state:
                 self._init_state(p, group)
-            step = state["step"]
-            step.add_(1)
-            batches.setdefault((p.device, step.item()), []).append(p)
+            batches.setdefault((p.device, advance_step(state["step"])), []).append(p)
         for (device, step), params in batches.items():
             self._fused_call(group, device, step, params)
 

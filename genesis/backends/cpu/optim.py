@@ -17,7 +17,9 @@ def compute_dtype(dtype):
 @register("adam_step", "cpu")
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
               weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
-    """One Adam/AdamW step of every (param, grad, moments) quadruple, in place.
+    """One Adam/AdamW step of every (param, grad, moments) quadruple, in place, in the order of
+    operations of PyTorch's CPU fused step: coefficients taken in double then rounded, the first
+    moment as lerp_ computes it (one fused multiply-add).
 
     `max_exp_avg_sqs` is None without AMSGrad; the bias corrections come from the step count."""
     with np.errstate(all="ignore"):
@@ -28,22 +30,33 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
                 grad = -grad
             if weight_decay != 0:
                 if decoupled:
-                    param = param - ct.type(lr * weight_decay) * param
+                    param = param * ct.type(1 - lr * weight_decay)
                 else:
                     grad = grad + param * ct.type(weight_decay)
-            m = ct.type(beta1) * exp_avgs[i].astype(ct) + ct.type(1 - beta1) * grad
-            v = ct.type(beta2) * exp_avg_sqs[i].astype(ct) + ct.type(1 - beta2) * grad * grad
+            m = lerp(exp_avgs[i].astype(ct), grad, ct.type(1 - beta1))
+            v = exp_avg_sqs[i].astype(ct) * ct.type(beta2) + ct.type(1 - beta2) * grad * grad
             exp_avgs[i][...] = m
             exp_avg_sqs[i][...] = v
             if max_exp_avg_sqs is not None:
                 v = np.maximum(max_exp_avg_sqs[i].astype(ct), v)
                 max_exp_avg_sqs[i][...] = v
             denom = np.sqrt(v) / ct.type(bias_correction2_sqrt) + ct.type(eps)
-            p[...] = param - ct.type(lr / bias_correction1) * m / denom
+            p[...] = param + ct.type(-lr / bias_correction1) * m / denom
+
+
+def lerp(start, end, weight):
+    """start + weight * (end - start) as PyTorch's lerp computes it: from `end` for weights of
+    0.5 and more, the multiply-add fused (exact in float64 for float32 operands)."""
+    small = abs(weight) < 0.5
+    coef, base = (weight, start) if small else (weight - weight.dtype.type(1), end)
+    if start.dtype == np.float32:
+        return (np.float64(coef) * (end - start).astype(np.float64) + base).astype(np.float32)
+    return coef * (end - start) + base
 
 
 def _norm(x, norm_type):
-    """The norm_type vector norm of a float32/float64 array (0 for an empty one)."""
+    """The norm_type vector norm of a float32/float64 array (0 for an empty one); sums are
+    numpy's pairwise ones."""
     a = np.abs(x.ravel())
     if norm_type == np.inf:
         return a.max(initial=0)
@@ -54,7 +67,7 @@ def _norm(x, norm_type):
     if norm_type == 1:
         return a.sum()
     if norm_type == 2:
-        return np.sqrt(np.dot(a, a))
+        return np.sqrt(np.sum(a * a))
     return np.sum(a ** a.dtype.type(norm_type)) ** a.dtype.type(1 / norm_type)
 
 

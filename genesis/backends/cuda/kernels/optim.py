@@ -64,10 +64,14 @@ def _sqrt(x):
 
 
 @triton.jit
-def _adam_kernel(tensors, chunks, lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt,
-                 WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr,
-                 AMSGRAD: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
-                 BLOCK: tl.constexpr):
+def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
+                 neg_step_size, bc2_sqrt, WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr,
+                 MAXIMIZE: tl.constexpr, AMSGRAD: tl.constexpr, PT: tl.constexpr,
+                 GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """PyTorch's CPU fused step, operation for operation. The coefficients come from the host,
+    computed in double: `decay` is 1 - lr * weight_decay when DECOUPLED, else weight_decay;
+    the first moment is lerp(m, grad, 1 - beta1) as one fma, from m when `lerp_small` (the
+    weight is below 0.5), else from grad, with `lerp_coef` the matching coefficient."""
     p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
     g_ptr = _address(tensors, chunks, 1, GT)
     m_ptr = _address(tensors, chunks, 2, PT)
@@ -81,11 +85,12 @@ def _adam_kernel(tensors, chunks, lr, beta1, beta2, eps, weight_decay, step_size
             grad = -grad
         if WEIGHT_DECAY:
             if DECOUPLED:
-                param -= lr * weight_decay * param
+                param = param * decay
             else:
-                grad += param * weight_decay
-        m = beta1 * tl.load(m_ptr + idx, mask=mask).to(CT) + (1 - beta1) * grad
-        v = beta2 * tl.load(v_ptr + idx, mask=mask).to(CT) + (1 - beta2) * grad * grad
+                grad += param * decay
+        m = tl.load(m_ptr + idx, mask=mask).to(CT)
+        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+        v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
         tl.store(m_ptr + idx, m.to(PT), mask=mask)
         tl.store(v_ptr + idx, v.to(PT), mask=mask)
         if AMSGRAD:
@@ -93,7 +98,7 @@ def _adam_kernel(tensors, chunks, lr, beta1, beta2, eps, weight_decay, step_size
             v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
             tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
         denom = div_rn(_sqrt(v), bc2_sqrt) + eps
-        param -= div_rn(step_size * m, denom)
+        param += div_rn(neg_step_size * m, denom)
         tl.store(p_ptr + idx, param.to(PT), mask=mask)
 
 
@@ -202,33 +207,64 @@ def _scalar_type(ct):
     return "fp64" if ct == tl.float64 else "fp32"
 
 
-class _Tables(dict):
-    """Uploaded tables by their rows; a step that repeats its arrays reuses its table."""
+class _Tables:
+    """The tables of arrays: a host layout per list of sizes (sizes and chunks filled in) and
+    the uploaded tables by addresses, so a step that repeats its arrays reuses its table and
+    one with new addresses (fresh gradients) only writes them into a copy of the layout."""
 
-    def get_table(self, rows, device, stream):
-        """(device table, tensors address, chunks address, chunk count) of `rows`."""
-        key = (device, rows)
-        table = self.get(key)
+    def __init__(self):
+        self.layouts, self.uploaded = {}, {}
+
+    def get(self, columns, sizes, device, stream):
+        """(device table, tensors address, chunks address, chunk count): `columns` holds one
+        tuple of addresses per table column, `sizes` the arrays' element counts."""
+        key = (device, columns, sizes)
+        table = self.uploaded.get(key)
         if table is None:
-            if len(self) >= _TABLE_LIMIT:
-                self.clear()
-            table = self[key] = _upload(rows, device, stream)
+            if len(self.uploaded) >= _TABLE_LIMIT:
+                self.uploaded.clear()
+            table = self.uploaded[key] = _upload(self._layout(sizes), columns, len(sizes),
+                                                 device, stream)
         return table
 
+    def clear(self):
+        self.layouts.clear()
+        self.uploaded.clear()
 
-def _upload(rows, device, stream):
-    """Write and upload the table: one row of WIDTH int64 per array, then (array, first element)
-    per chunk."""
+    def _layout(self, sizes):
+        layout = self.layouts.get(sizes)
+        if layout is None:
+            if len(self.layouts) >= _TABLE_LIMIT:
+                self.layouts.clear()
+            layout = self.layouts[sizes] = _layout(sizes)
+        return layout
+
+
+def _layout(sizes):
+    """The host table without addresses: one row of WIDTH int64 per array (its element count
+    last), then (array, first element) per chunk of CHUNK elements."""
     width, chunk = WIDTH.value, CHUNK.value
-    chunks = [(t, start) for t, row in enumerate(rows) for start in range(0, row[-1], chunk)]
-    host = np.zeros(len(rows) * width + 2 * len(chunks), dtype=np.int64)
-    for t, row in enumerate(rows):
-        host[t * width:t * width + len(row) - 1] = row[:-1]
-        host[t * width + width - 1] = row[-1]
-    host[len(rows) * width:] = np.array(chunks, dtype=np.int64).reshape(-1)
+    n = np.array(sizes, dtype=np.int64)
+    counts = -(-n // chunk)
+    firsts = np.cumsum(counts) - counts
+    owners = np.repeat(np.arange(len(sizes), dtype=np.int64), counts)
+    starts = (np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(firsts, counts)) * chunk
+    host = np.zeros(len(sizes) * width + 2 * len(owners), dtype=np.int64)
+    host[width - 1:len(sizes) * width:width] = n
+    host[len(sizes) * width::2] = owners
+    host[len(sizes) * width + 1::2] = starts
+    return host
+
+
+def _upload(layout, columns, count, device, stream):
+    """Copy `layout`, write the addresses of the `count` arrays in, upload it."""
+    width = WIDTH.value
+    host = layout.copy()
+    for c, addresses in enumerate(columns):
+        host[c:count * width:width] = addresses
     arr = CUDAArray.empty(host.shape, host.dtype, device, stream)
     driver.memcpy_htod(arr.ptr, host.ctypes.data, host.nbytes, stream)
-    return arr, arr.ptr, arr.ptr + len(rows) * width * 8, len(chunks)
+    return arr, arr.ptr, arr.ptr + count * width * 8, (host.size - count * width) // 2
 
 
 _tables = _Tables()
@@ -251,15 +287,24 @@ def _buckets(arrays, *others):
     return out
 
 
-def _ptr(arr):
-    return 0 if arr is None else arr.ptr
+def _list_table(arrays, idx, device, stream):
+    """The table of arrays[i] for i in idx (one address column)."""
+    return _tables.get((tuple(arrays[i].ptr for i in idx),),
+                       tuple(arrays[i].size for i in idx), device, stream)
+
+
+def _lerp_coefficient(weight):
+    """(lerp's fma coefficient, 1 when it starts from the start value) for `weight`."""
+    small = abs(weight) < 0.5
+    return (weight if small else weight - 1.0), int(small)
 
 
 def _adam_entries(tensors, chunks, pt, gt, hyper, flags):
     ct, _ = _compute(pt, gt)
     sty = _scalar_type(ct)
     entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64")]
-    entries += [(name, float(value), sty) for name, value in hyper.items()]
+    entries += [(name, value, "i32") if name == "lerp_small" else (name, float(value), sty)
+                for name, value in hyper.items()]
     entries += const(PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK, **flags)
     return entries
 
@@ -274,15 +319,18 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
     device = params[0].device
     activate(device)
     stream = current_stream_handle(device)
-    hyper = dict(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                 step_size=lr / bias_correction1, bc2_sqrt=bias_correction2_sqrt)
+    weight, small = _lerp_coefficient(1 - beta1)
+    hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
+                 eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay,
+                 neg_step_size=-lr / bias_correction1, bc2_sqrt=bias_correction2_sqrt)
     flags = dict(WEIGHT_DECAY=weight_decay != 0, DECOUPLED=bool(decoupled),
                  MAXIMIZE=bool(maximize), AMSGRAD=max_exp_avg_sqs is not None)
-    vmax = max_exp_avg_sqs or [None] * len(params)
+    lists = [params, grads, exp_avgs, exp_avg_sqs] + ([max_exp_avg_sqs] if max_exp_avg_sqs
+                                                       else [])
     for (pt, gt), idx in _buckets(params, grads).items():
-        rows = tuple((params[i].ptr, grads[i].ptr, exp_avgs[i].ptr, exp_avg_sqs[i].ptr,
-                      _ptr(vmax[i]), params[i].size) for i in idx)
-        _, tensors, chunks, count = _tables.get_table(rows, device, stream)
+        columns = tuple(tuple(arrays[i].ptr for i in idx) for arrays in lists)
+        _, tensors, chunks, count = _tables.get(columns, tuple(params[i].size for i in idx),
+                                                device, stream)
         if count:
             _launch(_adam_kernel, (count,), _adam_entries(tensors, chunks, pt, gt, hyper, flags),
                     device, stream)
@@ -308,8 +356,7 @@ def total_norm(arrays, norm_type, dtype):
     buckets = []
     count = 0
     for (xt,), idx in _buckets(arrays).items():
-        rows = tuple((arrays[i].ptr, arrays[i].size) for i in idx)
-        table = _tables.get_table(rows, device, stream)
+        table = _list_table(arrays, idx, device, stream)
         buckets.append((xt, table, count))
         count += table[3]
     partials = CUDAArray.empty((max(count, 1),), np_ct, device, stream)
@@ -346,8 +393,7 @@ def clip_by_total_norm_(arrays, max_norm, total_norm):
     activate(device)
     stream = current_stream_handle(device)
     for (xt,), idx in _buckets(arrays).items():
-        rows = tuple((arrays[i].ptr, arrays[i].size) for i in idx)
-        _, tensors, chunks, n = _tables.get_table(rows, device, stream)
+        _, tensors, chunks, n = _list_table(arrays, idx, device, stream)
         if n:
             _launch(_scale_kernel, (n,), _scale_entries(tensors, chunks, total_norm, max_norm, xt),
                     device, stream)
@@ -367,8 +413,8 @@ def compile_all(target):
     import ml_dtypes
     floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
               np.dtype(np.float64)]
-    hyper = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, step_size=1e-3,
-                 bc2_sqrt=1.0)
+    hyper = dict(beta2=0.999, lerp_coef=0.1, lerp_small=1, one_minus_beta2=0.001, eps=1e-8,
+                 decay=1e-5, neg_step_size=-1e-3, bc2_sqrt=1.0)
     for dt in floats:
         for wd, decoupled, amsgrad in ((True, True, False), (True, False, True),
                                        (False, False, False)):

@@ -1,0 +1,94 @@
+"""The multi-tensor optimizer kernels (kernels/optim.py) against their CPU twins, through Triton's
+interpreter: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_optim_interpret.py`.
+
+Arrays of several sizes (empty, odd, longer than one chunk) go through one call, so the table,
+the chunk walk and the per-dtype launches are all exercised.
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import triton_interpret as ti
+
+import genesis.backends.cpu  # noqa: F401  (registers the CPU twins)
+from genesis import dispatch
+from genesis.backends.cuda.kernels import optim as ko
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
+TOL = {np.dtype(np.float32): 2e-6, np.dtype(np.float16): 2e-3, BF16: 1.6e-2,
+       np.dtype(np.float64): 1e-12}
+SIZES = [(3, 5), (17000,), (0,), (1,), (40,)]
+
+
+@pytest.fixture
+def gpu():
+    if not ti.ENABLED:
+        pytest.skip("set TRITON_INTERPRET=1 to run")
+    with ti.device(ko):
+        yield
+
+
+def _arrays(rng, dtype, positive=False):
+    out = [rng.standard_normal(s).astype(np.float32) for s in SIZES]
+    return [(np.abs(a) if positive else a).astype(dtype) for a in out]
+
+
+def _close(dev, host, dtype):
+    for d, h in zip(dev, host):
+        np.testing.assert_allclose(ti.to_host(d).astype(np.float64), h.astype(np.float64),
+                                   rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("amsgrad,weight_decay,decoupled,maximize,beta1", [
+    (False, 0.0, False, False, 0.9),
+    (True, 0.1, True, False, 0.9),
+    (True, 0.05, False, True, 0.3),
+])
+def test_adam_step_matches_the_cpu_kernel(gpu, rng, dtype, amsgrad, weight_decay, decoupled,
+                                          maximize, beta1):
+    state = [_arrays(rng, dtype, positive=k >= 3) for k in range(5)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    args = (0.01, beta1, 0.99, 1e-8, weight_decay, decoupled, maximize, 1 - beta1 ** 3,
+            (1 - 0.99 ** 3) ** 0.5)
+    dispatch.kernel("adam_step", "cpu")(*host[:4], host[4] if amsgrad else None, *args)
+    ko.adam_step(*dev[:4], dev[4] if amsgrad else None, *args)
+    for k in (0, 2, 3, 4):
+        _close(dev[k], host[k], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, np.inf, -np.inf, 3.5])
+def test_total_norm_and_clip_match_the_cpu_kernels(gpu, rng, dtype, norm_type):
+    host = _arrays(rng, dtype)
+    dev = [ti.to_device(a) for a in host]
+    total = ko.total_norm(dev, norm_type, dtype)
+    expected = dispatch.kernel("total_norm", "cpu")(host, norm_type, dtype)
+    assert total.dtype == dtype and total.shape == ()
+    _close([total], [expected], dtype)
+    ko.clip_by_total_norm_(dev, 0.5, total)
+    dispatch.kernel("clip_by_total_norm_", "cpu")(host, 0.5, expected)
+    _close(dev, host, dtype)
+
+
+def test_mixed_dtypes_take_one_launch_each_and_one_table_per_list(gpu, rng, monkeypatch):
+    host = _arrays(rng, np.float32) + _arrays(rng, np.float16)
+    dev = [ti.to_device(a) for a in host]
+    uploads = []
+    upload = ko._upload
+    monkeypatch.setattr(ko, "_upload", lambda *a: uploads.append(1) or upload(*a))
+    ko._tables.clear()
+    for _ in range(2):
+        total = ko.total_norm(dev, 2.0, np.dtype(np.float32))
+    assert len(uploads) == 2  # one table per dtype, reused by the second call
+    expected = np.sqrt(sum(np.sum(a.astype(np.float64) ** 2) for a in host))
+    np.testing.assert_allclose(float(ti.to_host(total)), expected, rtol=1e-5)
+
+
+def test_nan_propagates_through_the_max_norm(gpu, rng):
+    host = _arrays(rng, np.float32)
+    host[1][5] = np.nan
+    total = ko.total_norm([ti.to_device(a) for a in host], np.inf, np.dtype(np.float32))
+    assert np.isnan(ti.to_host(total))

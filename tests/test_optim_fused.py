@@ -1,0 +1,182 @@
+"""The fused Adam/AdamW step ("adam_step") against torch.optim on the CPU, on every device.
+
+float32/float64 are compared with PyTorch's default (for-loop) implementation, float16/bfloat16
+with its CPU fused one (both compute in float32 and round once, as ours does).
+"""
+
+import numpy as np
+import pytest
+import torch
+from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close
+
+import genesis
+from genesis import dispatch, optim
+from genesis.optim.adam import _takes_fused
+
+SHAPES = [(3, 4), (20000,), (), (7, 1, 5), (0,)]
+OPTIONS = [
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, amsgrad=True, maximize=True, weight_decay=0.05)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.03, betas=(0.5, 0.9), weight_decay=0.3, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, maximize=True, eps=1e-3)),
+]
+OPTION_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
+              for name, kw in OPTIONS]
+HALF = (genesis.float16, genesis.bfloat16)
+
+
+def _pair(rng, shape, dtype, device, transposed=False):
+    """A genesis parameter and its torch twin with the same values; with `transposed` the
+    genesis one is a transposed view (torch's CPU fused step reads parameters in memory order,
+    so its twin is contiguous)."""
+    value = rng.standard_normal(shape[::-1] if transposed else shape).astype(np.float32)
+    tt = torch.tensor(value, dtype=TORCH_DTYPES[dtype])
+    gt = genesis.tensor(value, dtype=dtype, device=device)
+    if transposed:
+        tt, gt = tt.t().contiguous(), gt.t()
+    return gt.detach().requires_grad_(), tt.detach().requires_grad_()
+
+
+def _params(rng, dtype, device):
+    pairs = [_pair(rng, s, dtype, device) for s in SHAPES]
+    pairs.append(_pair(rng, (5, 6), dtype, device, transposed=True))
+    return [g for g, _ in pairs], [t for _, t in pairs]
+
+
+def _set_grads(gp, tp, rng, skip):
+    """Fresh random gradients, none for parameter `skip`; genesis gets some non-contiguous
+    ones (torch's CPU fused step reads a non-contiguous gradient in memory order: a clone)."""
+    for i, (g, t) in enumerate(zip(gp, tp)):
+        if i == skip:
+            g.grad, t.grad = None, None
+            continue
+        value = rng.standard_normal(t.shape[::-1]).astype(np.float32)
+        grad = torch.tensor(value, dtype=t.dtype).t() if t.ndim == 2 else \
+            torch.tensor(value.reshape(t.shape), dtype=t.dtype)
+        t.grad = grad.contiguous()
+        g.grad = genesis.tensor(value, dtype=g.dtype, device=g.device)
+        g.grad = g.grad.t() if t.ndim == 2 else g.grad.reshape(t.shape)
+        if i % 2:
+            g.grad = g.grad.contiguous()
+
+
+def _reference(name, params, kwargs, dtype):
+    fused = dtype in HALF
+    return getattr(torch.optim, name)(params, **kwargs, **({"fused": True} if fused else
+                                                          {"foreach": False}))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name,kwargs", OPTIONS, ids=OPTION_IDS)
+def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
+    gp, tp = _params(rng, dtype, device)
+    gopt = getattr(optim, name)(gp, **kwargs, fused=True)
+    topt = _reference(name, tp, kwargs, dtype)
+    for i in range(5):
+        _set_grads(gp, tp, rng, skip=i % len(gp) if i % 2 else None)
+        gopt.step()
+        topt.step()
+    for g, t in zip(gp, tp):
+        assert_close(g, t)
+        gstate, tstate = gopt.state[g], topt.state[t]
+        assert gstate.keys() == tstate.keys()
+        assert float(gstate["step"]) == float(tstate["step"])
+        for key in set(tstate) - {"step"}:
+            assert_close(gstate[key], tstate[key])
+
+
+@pytest.mark.parametrize("fused", [True, None])
+def test_default_and_fused_agree_with_the_loop(fused, rng, device):
+    """The fused path (explicit, or the default on CUDA) against the loop, float64, 3 steps."""
+    gp, tp = _params(rng, genesis.float64, device)
+    loop = [p.detach().clone().requires_grad_() for p in gp]
+    a = optim.AdamW(gp, lr=0.02, weight_decay=0.1, amsgrad=True, fused=fused)
+    b = optim.AdamW(loop, lr=0.02, weight_decay=0.1, amsgrad=True, foreach=False)
+    for _ in range(3):
+        _set_grads(gp, tp, rng, skip=None)
+        for p, q in zip(gp, loop):
+            q.grad = p.grad.clone()
+        a.step()
+        b.step()
+    for p, q in zip(gp, loop):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(),
+                                   rtol=1e-12, atol=1e-14)
+
+
+def _count_calls(monkeypatch, device_type):
+    calls = []
+    fn = dispatch.kernel("adam_step", device_type)
+    monkeypatch.setitem(dispatch._KERNELS, ("adam_step", device_type),
+                        lambda *args: calls.append(len(args[0])) or fn(*args))
+    return calls
+
+
+def test_one_kernel_call_per_step_for_a_group(monkeypatch, rng, device):
+    gp, tp = _params(rng, genesis.float32, device)
+    opt = optim.Adam(gp, fused=True)
+    calls = _count_calls(monkeypatch, genesis.device(device).type)
+    _set_grads(gp, tp, rng, skip=1)
+    opt.step()
+    assert calls == [len(gp) - 1]
+    assert not opt.state[gp[1]]
+
+
+def test_step_counts_apart_take_separate_calls(monkeypatch, rng):
+    gp, tp = _params(rng, genesis.float32, "cpu")
+    opt = optim.Adam(gp, fused=True)
+    _set_grads(gp, tp, rng, skip=0)
+    opt.step()
+    calls = _count_calls(monkeypatch, "cpu")
+    _set_grads(gp, tp, rng, skip=None)
+    opt.step()
+    assert sorted(calls) == [1, len(gp) - 1]
+
+
+@pytest.mark.parametrize("fused,foreach,devices,expected", [
+    (True, None, ["cpu"], True),
+    (None, None, ["cpu"], False),
+    (None, None, ["cuda", "cuda"], True),
+    (None, True, ["cuda"], True),
+    (None, False, ["cuda"], False),
+    (False, None, ["cuda"], False),
+    (None, None, ["cuda", "cpu"], False),
+])
+def test_which_groups_take_the_fused_kernel(fused, foreach, devices, expected):
+    class Param:
+        def __init__(self, kind):
+            self.device = genesis.device(kind)
+    group = {"fused": fused, "foreach": foreach, "differentiable": False,
+             "params": [Param(d) for d in devices]}
+    assert _takes_fused(group) is expected
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(fused=True, differentiable=True), "`fused` does not support `differentiable`"),
+    (dict(fused=True, foreach=True), "`fused` and `foreach` cannot be `True` together."),
+])
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_unsupported_combinations_raise_as_torch(name, kwargs, message):
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)
+    with pytest.raises(RuntimeError, match=message):
+        getattr(optim, name)([genesis.zeros(2, requires_grad=True)], **kwargs)
+
+
+def test_fused_state_dict_loads_into_torch(rng):
+    gp, tp = _params(rng, genesis.float32, "cpu")
+    gopt = optim.AdamW(gp, fused=True, amsgrad=True)
+    topt = torch.optim.AdamW(tp, amsgrad=True, foreach=False)
+    _set_grads(gp, tp, rng, skip=None)
+    gopt.step()
+    topt.step()
+    saved = gopt.state_dict()
+    state = {i: {k: torch.tensor(v.numpy()) for k, v in s.items()}
+             for i, s in saved["state"].items()}
+    fresh = torch.optim.AdamW(tp, amsgrad=True, foreach=False)
+    fresh.load_state_dict({"state": state, "param_groups": saved["param_groups"]})
+    for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        for p in tp:
+            torch.testing.assert_close(fresh.state[p][key], topt.state[p][key])
