@@ -254,6 +254,19 @@ class BackwardNode(Node):
                      in enumerate(zip(result, self._input_meta)))
 
 
+class UntrackedNode(BackwardNode):
+    """The `ctx` of a call that records no graph (grad mode off, or no input needs a gradient):
+    forward runs as usual, but what it saves is kept as is, without version snapshots, since no
+    backward will read it."""
+
+    def save_for_backward(self, *tensors):
+        self._plain = tensors
+
+    @property
+    def saved_tensors(self):
+        return self.__dict__.get("_plain", ())
+
+
 _GRAPH_FIELDS = frozenset(("next_functions", "needs_input_grad", "num_outputs", "node_name",
                            "materialize_grads"))
 
@@ -309,12 +322,12 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         tensor_cls = _tensor_type or _load_tensor_type()
-        ctx = BackwardNode(cls)
-        ctx.needs_input_grad = needs = tuple([
-            isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
-                                           else _requires_grad(a)) for a in args])
+        needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                      else _requires_grad(a)) for a in args])
         state = grad_mode._state
         enabled, state.enabled = state.enabled, False
+        ctx = BackwardNode(cls) if enabled and True in needs else UntrackedNode(cls)
+        ctx.needs_input_grad = needs
         try:
             if cls.setup_context is None:
                 outputs = cls.forward(ctx, *args, **kwargs)

@@ -20,7 +20,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _gelu_grad(g, x, y):
     cdf = 0.5 * (1 + erf(x * _INV_SQRT_2))
-    return g * (cdf + x * exp(-0.5 * x * x) * _INV_SQRT_2PI)
+    return g * (cdf + x * (_INV_SQRT_2PI * exp(x * x * -0.5)))
 
 
 def _gelu_tanh_grad(g, x, y):
@@ -53,9 +53,10 @@ def _hardswish_grad(g, x, y):
 
 
 _SPECS = {spec.name: spec for spec in (
-    UnarySpec("gelu", _gelu_grad, rejects="bi", fused=True),
-    UnarySpec("gelu_tanh", _gelu_tanh_grad, rejects="bi", fused=True),
-    UnarySpec("silu", _silu_grad, rejects="bi", fused=True),
+    UnarySpec("gelu", _gelu_grad, rejects="bi", exact=True, backward_kernel="gelu_backward"),
+    UnarySpec("gelu_tanh", _gelu_tanh_grad, rejects="bi", exact=True,
+              backward_kernel="gelu_tanh_backward"),
+    UnarySpec("silu", _silu_grad, rejects="bi", fused=True, backward_kernel="silu_backward"),
     UnarySpec("mish", _mish_grad, rejects="bi", fused=True),
     UnarySpec("softplus", lambda g, x, y, beta, threshold: where(
         x * beta > threshold, g, g * sigmoid(x * beta)), rejects="bi", fused=True),

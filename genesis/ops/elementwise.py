@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
 from ..tensor import Tensor
 from .common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to,
@@ -55,17 +56,32 @@ def _check_operands(op, operands):
 
 
 def _uniform(operands):
-    """The first operand when all are tensors of one shape, dtype and device, else None.
+    """The first tensor when the operands are tensors of one shape, dtype and device, and Python
+    scalars that keep that dtype (a float with a floating tensor, an int with a non-bool one, a
+    bool); else None.
 
     Such operands need no promotion, cast or broadcast: the fast path of the hot small ops.
     """
-    first = operands[0]
-    if not isinstance(first, Tensor):
+    first = None
+    for x in operands:
+        if isinstance(x, Tensor):
+            if first is None:
+                first = x
+            elif not (x.dtype is first.dtype
+                      and (x.device is first.device or x.device == first.device)
+                      and x._data.shape == first._data.shape):
+                return None
+    if first is None:
         return None
-    for x in operands[1:]:
-        if not (isinstance(x, Tensor) and x.dtype is first.dtype
-                and (x.device is first.device or x.device == first.device)
-                and x._data.shape == first._data.shape):
+    for x in operands:
+        kind = type(x)
+        if kind is float:
+            if not first.dtype.is_floating_point:
+                return None
+        elif kind is int:
+            if first.dtype is dtypes.bool_:
+                return None
+        elif kind is not bool and not isinstance(x, Tensor):
             return None
     return first
 
@@ -74,8 +90,9 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
     first = _uniform(operands)
     if first is not None and (dtype is None or dtype is first.dtype):
-        data = kernel(kernel_op or op, first.device.type)(*[x._data for x in operands], **kwargs)
-        return wrap(data, first.device)
+        dtype = first.dtype
+        args = [x._data if isinstance(x, Tensor) else scalar_for(dtype, x) for x in operands]
+        return wrap(kernel(kernel_op or op, first.device.type)(*args, **kwargs), first.device)
     _check_operands(op, operands)
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)
@@ -474,7 +491,9 @@ _HALF_DTYPES = (dtypes.float16, dtypes.bfloat16)
 
 class Unary(Function):
     """A unary op given by a `UnarySpec`: forward runs its kernel, backward its derivative
-    (a fused one for half types in float32, rounded once, as PyTorch's backward kernels do)."""
+    (a fused one for half types in float32, rounded once, as PyTorch's backward kernels do;
+    in float64 for `exact` specs). When no graph of the backward is recorded, a spec with a
+    `backward_kernel` computes its gradient in that one kernel instead."""
 
     @staticmethod
     def forward(ctx, x, spec, kwargs):
@@ -488,25 +507,38 @@ class Unary(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
+        spec = ctx.spec
+        if spec.backward_kernel and not is_grad_enabled() and not (
+                spec.exact and x.dtype in _HALF_DTYPES):
+            return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
         if x.dtype not in _HALF_DTYPES or not ctx.spec.fused:
             return ctx.spec.derivative(g, x, y, **ctx.kwargs), None, None
-        wide = ctx.spec.derivative(g.float(), x.float(), y.float(), **ctx.kwargs)
-        return wide.to(x.dtype), None, None
+        wide = dtypes.float64 if ctx.spec.exact else dtypes.float32
+        grad = ctx.spec.derivative(g.to(wide), x.to(wide), y.to(wide), **ctx.kwargs)
+        return grad.to(x.dtype), None, None
 
 
 class UnarySpec:
     """How a unary op runs: its kernel, derivative, and which input dtypes it takes.
 
     `promote`: integer and bool inputs compute in the default float dtype. `rejects`: dtype
-    categories ("b", "i", "f") that raise NotImplementedError, as in PyTorch.
+    categories ("b", "i", "f") that raise NotImplementedError, as in PyTorch. `exact`: a fused
+    derivative built on erf, exp or tanh, whose float32 values differ by an ulp between libraries
+    (numpy, libdevice, PyTorch's SIMD polynomials) and so flip half roundings; half types compute
+    it in float64, rounded once to the correctly rounded result on every device.
+    `backward_kernel`: the binary kernel (gradient, x, or y with `from_output`) giving the same
+    derivative in one launch, as PyTorch's tanh_backward, gelu_backward... do.
     """
 
-    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused", "node_name")
+    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused", "exact",
+                 "backward_kernel", "from_output", "node_name")
 
-    def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False):
+    def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False,
+                 exact=False, backward_kernel=None, from_output=False):
         self.name, self.kernel = name, kernel or name
         self.derivative, self.promote, self.rejects = derivative, promote, rejects
-        self.fused = fused
+        self.fused, self.exact = fused or exact, exact
+        self.backward_kernel, self.from_output = backward_kernel, from_output
         self.node_name = "".join(w.capitalize() for w in name.split("_")) + "Backward0"
 
     def result_dtype(self, dtype):
@@ -552,11 +584,13 @@ _UNARY = [
     UnarySpec("atan", lambda g, x, y: g / (x * x + 1)),
     UnarySpec("sinh", lambda g, x, y: g * cosh(x)),
     UnarySpec("cosh", lambda g, x, y: g * sinh(x)),
-    UnarySpec("tanh", lambda g, x, y: g * (1 - y * y), fused=True),
+    UnarySpec("tanh", lambda g, x, y: g * (1 - y * y), fused=True,
+              backward_kernel="tanh_backward", from_output=True),
     UnarySpec("asinh", lambda g, x, y: g * rsqrt(x ** 2 + 1)),
     UnarySpec("acosh", lambda g, x, y: g * rsqrt(x ** 2 - 1)),
     UnarySpec("atanh", lambda g, x, y: g * (1 / (1 - x ** 2))),
-    UnarySpec("sigmoid", lambda g, x, y: g * (1 - y) * y, fused=True),
+    UnarySpec("sigmoid", lambda g, x, y: g * (1 - y) * y, fused=True,
+              backward_kernel="sigmoid_backward", from_output=True),
     UnarySpec("relu", lambda g, x, y: where(y > 0, g, 0.0), promote=False, fused=True),
     UnarySpec("erf", lambda g, x, y: _TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),
     UnarySpec("erfc", lambda g, x, y: -_TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ...dispatch import register
-from .numerics import erf, gelu_tanh
+from .numerics import erf, gelu_tanh, gelu_tanh_backward
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 
@@ -258,6 +258,28 @@ def _hardsigmoid(x):
 def _hardswish(x):
     return x * np.clip(x + 3, 0, 6) / 6
 
+
+def _silu_backward(g, v):
+    s = 1.0 / (1.0 + np.exp(-v))
+    return g * s * (1.0 + v * (1.0 - s))
+
+
+def _gelu_backward(g, v):
+    cdf = 0.5 * (1.0 + erf(v * np.sqrt(0.5).astype(v.dtype)))
+    return g * (cdf + v * (np.asarray(0.3989422804014327, v.dtype) * np.exp(v * v * -0.5)))
+
+
+# Activation gradients in one kernel each (PyTorch's backward kernels), from the incoming
+# gradient g and v: the output y for tanh and sigmoid, the input x for the others.
+DERIVATIVES = {
+    "tanh_backward": lambda g, v: g * (1.0 - v * v),
+    "sigmoid_backward": lambda g, v: g * (1.0 - v) * v,
+    "silu_backward": _silu_backward,
+    "gelu_backward": _gelu_backward,
+    "gelu_tanh_backward": gelu_tanh_backward,
+}
+for _name, _fn in DERIVATIVES.items():
+    register(_name, "cpu")(_binary(_fn))
 
 for _name, _fn in {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _log_sigmoid,
                    "hardsigmoid": _hardsigmoid, "hardswish": _hardswish}.items():

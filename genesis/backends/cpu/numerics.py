@@ -20,3 +20,11 @@ def erf(x):
 def gelu_tanh(x):
     """GELU's tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))."""
     return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def gelu_tanh_backward(g, v):
+    """`g` times d/dv of gelu_tanh: 0.5 (1 + t) + 0.5 v (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 v^2),
+    t = tanh(sqrt(2/pi) (v + 0.044715 v^3))."""
+    t = np.tanh(_SQRT_2_OVER_PI * (v + 0.044715 * (v * v * v)))
+    d_inner = _SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * (v * v))
+    return g * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * d_inner)

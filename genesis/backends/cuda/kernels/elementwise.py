@@ -319,9 +319,36 @@ def _binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
         r = tl.where(b != b, b, tl.where(a == 0, 0.0, a * libdevice.log(b)))
     elif OP == "copysign":
         r = libdevice.copysign(a, b)
+    elif OP == "tanh_backward" or OP == "sigmoid_backward" or OP == "silu_backward" \
+            or OP == "gelu_backward" or OP == "gelu_tanh_backward":
+        r = _derivative(OP, a, b)
     else:
         tl.static_assert(OP == "heaviside", "unknown binary op")
         r = tl.where(a == 0, b, tl.where(a > 0, 1, 0).to(a.dtype))
+    return r
+
+
+@triton.jit
+def _derivative(OP: tl.constexpr, g, v):
+    """An activation's gradient from the incoming gradient `g` and `v` (the output y for tanh
+    and sigmoid, the input x otherwise), in PyTorch's backward-kernel formulas."""
+    if OP == "tanh_backward":
+        r = g * (1.0 - v * v)
+    elif OP == "sigmoid_backward":
+        r = g * (1.0 - v) * v
+    elif OP == "silu_backward":
+        s = div_rn(1.0, 1.0 + libdevice.exp(-v))
+        r = g * s * (1.0 + v * (1.0 - s))
+    elif OP == "gelu_backward":
+        cdf = 0.5 * (1.0 + libdevice.erf(v * 0.7071067811865476))
+        pdf = 0.3989422804014327 * libdevice.exp(v * v * -0.5)
+        r = g * (cdf + v * pdf)
+    else:
+        tl.static_assert(OP == "gelu_tanh_backward", "unknown derivative")
+        inner = 0.7978845608028654 * (v + 0.044715 * (v * v * v))
+        t = libdevice.tanh(inner)
+        d_inner = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * (v * v))
+        r = g * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * d_inner)
     return r
 
 
@@ -519,12 +546,14 @@ UNARY_OPS = (
     "sigmoid", "relu", "erf", "erfc", "gelu", "gelu_tanh", "silu", "mish", "log_sigmoid",
     "hardsigmoid", "hardswish", "floor", "ceil", "trunc", "frac", "sign", "sgn", "reciprocal",
     "square", "isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_not")
+DERIVATIVE_OPS = ("tanh_backward", "sigmoid_backward", "silu_backward", "gelu_backward",
+                  "gelu_tanh_backward")
 BINARY_OPS = (
     "add", "sub", "mul", "div", "floor_divide", "trunc_divide", "remainder", "fmod", "pow",
     "maximum", "minimum", "fmax", "fmin", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_left_shift", "bitwise_right_shift", "hypot", "logaddexp", "xlogy", "copysign",
-    "heaviside")
+    "heaviside") + DERIVATIVE_OPS
 TERNARY_OPS = ("where", "clamp", "lerp", "addcmul", "addcdiv")
 _DIVISIONS = ("floor_divide", "trunc_divide", "remainder", "fmod")
 PARAMETRIC_OPS = ("elu", "leaky_relu", "softplus", "round", "nan_to_num")
@@ -752,6 +781,12 @@ def _binary_kernel(op):
     return _named(kernel, op)
 
 
+def _derivative_kernel(op):
+    def kernel(g, v):
+        return run(op, (g, v))
+    return _named(kernel, op)
+
+
 def _division_kernel(op):
     """A binary kernel that raises, as the CPU kernels, for an integer division by a Python
     scalar zero (checked on the host for free; zeros inside a divisor array give the defined
@@ -772,7 +807,8 @@ def _named(kernel, op):
 for _op in UNARY_OPS:
     register(_op, "cuda")(_unary_kernel(_op))
 for _op in BINARY_OPS:
-    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else _binary_kernel)(_op))
+    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else
+                           _derivative_kernel if _op in DERIVATIVE_OPS else _binary_kernel)(_op))
 
 
 @register("elu", "cuda")
