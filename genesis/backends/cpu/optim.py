@@ -86,12 +86,13 @@ def total_norm(arrays, norm_type, dtype):
 @register("clip_by_total_norm_", "cpu")
 def clip_by_total_norm_(arrays, max_norm, total_norm):
     """Scale the arrays in place by min(max_norm / (total_norm + 1e-6), 1), that coefficient
-    computed in total_norm's dtype."""
+    computed in total_norm's dtype as PyTorch computes it on a 0-d tensor: `max_norm / t` is
+    t.reciprocal() * max_norm, each operation rounded to the dtype."""
     dtype = total_norm.dtype
     ct = compute_dtype(dtype)
     with np.errstate(all="ignore"):
         shifted = (total_norm.astype(ct) + ct.type(1e-6)).astype(dtype).astype(ct)
-        coef = (ct.type(max_norm) / shifted).astype(dtype).astype(ct)
-        coef = np.minimum(coef, ct.type(1.0))
+        reciprocal = (ct.type(1) / shifted).astype(dtype).astype(ct)
+        coef = np.minimum((reciprocal * ct.type(max_norm)).astype(dtype).astype(ct), ct.type(1))
         for a in arrays:
             a[...] = a.astype(compute_dtype(a.dtype)) * coef

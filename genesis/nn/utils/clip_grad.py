@@ -26,7 +26,7 @@ def _grads(parameters):
 
 def _group_norm(tensors, norm_type):
     """The norm of the tensors of one device together, by the multi-tensor kernel."""
-    dtype = fold(dtypes.promote_types, (t.dtype for t in tensors))
+    dtype = fold(dtypes.promote_types, {t.dtype: None for t in tensors})
     device = tensors[0].device
     out = kernel("total_norm", device.type)([dense(t)._data for t in tensors], norm_type,
                                             dtype.numpy_dtype)

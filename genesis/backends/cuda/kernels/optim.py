@@ -24,7 +24,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import const, placeholder, pointer_of, specialization
-from .elementwise import div_rn
+from .elementwise import _sqrt, div_rn
 
 CHUNK = tl.constexpr(16384)
 WIDTH = tl.constexpr(6)  # table columns: up to five addresses, then the element count
@@ -52,15 +52,6 @@ def _chunk(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
 def _address(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
     t = tl.load(chunks + 2 * tl.program_id(0))
     return tl.load(tensors + t * WIDTH + COL).to(tl.pointer_type(T))
-
-
-@triton.jit
-def _sqrt(x):
-    if x.dtype == tl.float64:
-        r = tl.sqrt(x)
-    else:
-        r = tl.sqrt_rn(x)
-    return r
 
 
 @triton.jit
@@ -184,10 +175,12 @@ def _norm_finish_kernel(partials, count, out, inv_p, NORM: tl.constexpr, CT: tl.
 def _scale_kernel(tensors, chunks, total, max_norm, shift, XT: tl.constexpr, CT: tl.constexpr,
                   BLOCK: tl.constexpr):
     """x *= min(max_norm / (total + shift), 1), the coefficient rounded to total's dtype at each
-    operation as PyTorch computes it on a 0-d tensor."""
+    operation as PyTorch computes it on a 0-d tensor (`max_norm / t` is t.reciprocal() *
+    max_norm there)."""
     TT: tl.constexpr = total.dtype.element_ty
     shifted = (tl.load(total).to(CT) + shift).to(TT).to(CT)
-    coef = _min_nan(div_rn(max_norm, shifted).to(TT).to(CT), 1.0)
+    reciprocal = div_rn(tl.full((), 1.0, CT), shifted).to(TT).to(CT)
+    coef = _min_nan((reciprocal * max_norm).to(TT).to(CT), 1.0)
     x_ptr, start, end = _chunk(tensors, chunks, 0, XT)
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
