@@ -11,7 +11,7 @@ from cuda_sim import SimDriver, SimDriverError, check_invariants
 from genesis.backends.cuda.runtime.memory import (CachingAllocator, OutOfMemoryError, round_size,
                                                   segment_sizes)
 from genesis.backends.cuda.runtime.memory_config import MemoryConfig, parse_size
-from genesis.backends.cuda.runtime.memory_stats import LARGE_POOL, SMALL_POOL
+from genesis.backends.cuda.runtime.memory_stats import LARGE_POOL, METRICS, SMALL_POOL, Stat
 
 MiB = 1 << 20
 
@@ -245,14 +245,37 @@ def test_near_the_cap_small_blocks_skip_the_stream_cache(make, sim):
     assert states(a)[w.ptr] == "cached"
 
 
-def test_large_blocks_skip_the_stream_cache(make, sim):
+def test_one_large_block_per_stream_is_cached(make, sim):
+    a = make()
+    x, y, z = a.malloc(4 * MiB), a.malloc(4 * MiB), a.malloc(4 * MiB, stream=1)
+    a.free(x)
+    assert states(a)[x.ptr] == "cached"
+    assert a.malloc(4 * MiB).ptr == x.ptr  # the same size again: no pool work
+    a.free(y)
+    a.free(z)  # another stream's large block does not push y out
+    assert states(a)[y.ptr] == states(a)[z.ptr] == "cached"
+    a.free(x)  # the next large free does: y goes to the pool, coalesced with its neighbours
+    assert states(a)[y.ptr] == "free" and states(a)[x.ptr] == "cached"
+    check_invariants(a, sim, [])
+
+
+def test_a_large_miss_returns_the_cached_large_block_first(make, sim):
     a = make()
     x, y = a.malloc(4 * MiB), a.malloc(4 * MiB)
     a.free(x)
-    assert states(a)[x.ptr] == "free" and a.memory_stats()["stream_cached_blocks"] == 0
-    a.free(y)
-    assert list(states(a).values()) == ["free"]
-    assert a.malloc(4 * MiB).ptr == x.ptr
+    a.free(y)  # x to the pool, y cached
+    big = a.malloc(16 * MiB)  # fits only once y is back and coalesced: no new segment
+    assert big.ptr == x.ptr and sim.alloc_calls == 1
+    check_invariants(a, sim, [big])
+
+
+def test_large_blocks_skip_the_stream_cache_near_the_cap(make, sim):
+    a = make(segment_size=4 * MiB)
+    a.set_memory_fraction(1 / 32)  # 8 MiB of 256: one more usual segment would not fit
+    x, y = a.malloc(3 * MiB), a.malloc(3 * MiB)
+    a.free(x)
+    assert states(a)[x.ptr] == "free"
+    check_invariants(a, sim, [y])
 
 
 def test_cap_is_a_hard_limit(make, sim):
@@ -582,3 +605,44 @@ def test_sim_driver_catches_misuse():
     sim.event_destroy(event)
     with pytest.raises(SimDriverError):
         sim.event_query(event)
+
+
+def test_packed_stat_matches_a_plain_count(rng):
+    """Stat's packed figures against per-field bookkeeping over random changes, recounts and
+    resets (a pool's fields and the "all" ones share one int; peaks go through guard bits)."""
+    stat = Stat(("bytes", "requested", "count"))
+    keys = [(m, s, q) for m in METRICS for s in range(3) for q in range(3)]
+    want = dict.fromkeys(keys, 0)
+    live = {SMALL_POOL: [], LARGE_POOL: []}
+
+    def settle(pool):
+        """The model: `pool`'s current figures become the sums over its live entries."""
+        for q in range(3):
+            old, new = want[("current", pool, q)], sum(v[q] for v in live[pool])
+            for scope in (pool, 0):
+                want[("allocated", scope, q)] += max(new - old, 0)
+                want[("freed", scope, q)] += max(old - new, 0)
+                want[("current", scope, q)] += new - old
+                want[("peak", scope, q)] = max(want[("peak", scope, q)],
+                                               want[("current", scope, q)])
+
+    for _ in range(300):
+        pool, action = int(rng.choice([SMALL_POOL, LARGE_POOL])), rng.random()
+        if action < 0.55 or not live[pool]:
+            size = int(rng.integers(1, 1 << 40))
+            live[pool].append((size, int(rng.integers(1, size + 1)), 1))
+            stat.increase(pool, live[pool][-1])
+        elif action < 0.9:
+            stat.decrease(pool, live[pool].pop(int(rng.integers(len(live[pool])))))
+        elif action < 0.95:
+            del live[pool][int(rng.integers(len(live[pool]))):]
+            stat.set_current(pool, [sum(v[q] for v in live[pool]) for q in range(3)])
+        elif action < 0.975:
+            stat.reset_peak()
+            want.update({("peak", s, q): want[("current", s, q)] for s in range(3)
+                         for q in range(3)})
+        else:
+            stat.reset_accumulated()
+            want.update({key: 0 for key in keys if key[0] in ("allocated", "freed")})
+        settle(pool)
+        assert {key: stat.value(*key) for key in keys} == want

@@ -6,14 +6,16 @@ request larger than half that (as torch's 20 MB segments serve requests under 10
 in a shared segment would strand its remainder). A request is rounded to 512 B, served by best
 fit from a (size, address)-sorted index of free blocks (memory_blocks.GlobalPool), and the block
 is split; a freed block coalesces with its free neighbours. In front of that global pool sits a
-stream-local cache of recently freed small blocks by exact size (bounded by
-GENESIS_CUDA_CACHE_SIZE, least recently freed out first), so the usual malloc/free of a repeated
-small size is a few dict and list operations. When the small pool has no fit, the stream's cached
-blocks are merged into it before a new segment is requested. Large blocks skip that cache (they
-are few, and keeping them apart from their free neighbours costs more memory than it saves time:
-a transformer step's peak reserved memory was 14% higher), and so do small ones while reserved
-memory is within a segment of the cap (there, every merge counts: 10x fewer OOMs in the
-benchmark's memory-pressure traces).
+stream-local cache of recently freed blocks by exact size (bounded by GENESIS_CUDA_CACHE_SIZE,
+least recently freed out first), so the usual malloc/free of a repeated size is a few dict and
+list operations. When the small pool has no fit, the stream's cached small blocks are merged into
+it before a new segment is requested. Of large blocks the cache keeps one per stream, the last
+freed, and hands it out only to the next large request if that has the same size: any other
+large request or free first returns it to the pool. Keeping more, or keeping it past a miss,
+changes which free space later requests get (reused old positions instead of best fit in the
+coalesced pool) and cost memory: a transformer step's peak reserved memory was 7-14% higher.
+While reserved memory is within a segment of the cap nothing is cached (there, every merge
+counts: 10x fewer OOMs in the benchmark's memory-pressure traces).
 
 Stream safety follows torch's caching allocator. A free block carries the stream that last used
 it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other
@@ -39,7 +41,8 @@ from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MIN_BLOCK, PENDING, S
                             SMALL_SEGMENT, SMALL_SIZE, Block, GlobalPool, Segment, link_after)
 from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
 from .memory_report import ReportingMixin, synchronized
-from .memory_stats import MemoryEvent, MemoryStats, format_bytes
+from .memory_stats import (BLOCK_POOL_SHIFT, FIELD_BITS, ONE_BLOCK, MemoryEvent, MemoryStats,
+                           format_bytes)
 
 _UNBOUNDED = sys.maxsize
 
@@ -81,12 +84,14 @@ class CachingAllocator(ReportingMixin):
         self._lock = threading.Lock()
         self._segments = {}  # base address -> Segment
         self._pool = GlobalPool()
-        self._cache = {}  # stream -> {size: [blocks]}: the stream-local level
-        self._lru = collections.OrderedDict()  # the cached blocks, oldest first
+        self._small_cache = {}  # stream -> {size: [blocks]}: the stream-local level
+        self._large_cache = {}  # the same for large blocks
+        self._lru = {}  # the cached blocks (oldest first) -> their size in the caches
         self._cached_bytes = 0
         self._pending = {}  # stream -> deque of (event, block), in record order
         self._idle_events = []
         self._stats = MemoryStats()
+        self._block_stats = self._stats.blocks
         self._stats_on = True
         self._notices = []
         self._callback = None
@@ -123,12 +128,12 @@ class CachingAllocator(ReportingMixin):
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
         try:
-            by_size = self._cache.get(stream)
+            by_size = (self._small_cache if size <= SMALL_SIZE else self._large_cache).get(stream)
             blocks = by_size.get(size) if by_size else None
             if blocks:
                 block = blocks.pop()
                 del self._lru[block]
-                self._cached_bytes -= size
+                self._cached_bytes -= block.size
                 self._stats.stream_cache_hits += 1
             else:
                 if self._pending:
@@ -146,8 +151,14 @@ class CachingAllocator(ReportingMixin):
         block.stream = stream
         block.requested_size = nbytes
         block.trace = trace
+        change = block.size | nbytes << FIELD_BITS | ONE_BLOCK  # Stat.delta, inlined
+        change = block.stat_delta = change | change << BLOCK_POOL_SHIFT[block.segment.pool]
         if self._stats_on:
-            self._stats.on_malloc(block.segment.pool, block.size, nbytes)
+            stats = self._block_stats
+            stats.current += change
+            stats.allocated += change
+            if stats.passed_peak():
+                stats.raise_peak()
         if nbytes >= self._notify_threshold:
             self._notify("large_alloc", nbytes, stream)
 
@@ -170,12 +181,16 @@ class CachingAllocator(ReportingMixin):
                 raise RuntimeError(f"free: {block!r} is not allocated (freed twice, or a stale "
                                    "handle)")
             if self._stats_on:
-                self._stats.on_free(block.segment.pool, block.size, block.requested_size)
+                self._block_stats.current -= block.stat_delta
             block.trace = None
             if block.stream_uses:
                 self._defer(block)
+            elif self._near_cap:
+                self._pool.release(block)
             else:
-                self._recycle(block)
+                size = block.size
+                self._cache_block(block, size if size <= SMALL_SIZE else
+                                  (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
         finally:
             lock.release()
 
@@ -193,55 +208,71 @@ class CachingAllocator(ReportingMixin):
 
     # The stream-local cache (level 1).
 
-    def _recycle(self, block):
-        """A freed block usable on its stream: small ones to the stream cache (unless memory is
-        near the cap, where every coalescing counts), large ones to the pool."""
-        if block.segment.pool != SMALL_POOL or self._near_cap:
-            self._pool.release(block)
-            return
-        size = block.size
-        by_size = self._cache.get(block.stream)
+    def _cache_block(self, block, size):
+        """Keep a freed block for the next request of `size` (rounded) bytes on its stream."""
+        if size <= SMALL_SIZE:
+            caches = self._small_cache
+        else:
+            caches = self._large_cache
+            if block.stream in caches:
+                self._flush_cache(caches, block.stream)
+        by_size = caches.get(block.stream)
         if by_size is None:
-            by_size = self._cache[block.stream] = {}
+            by_size = caches[block.stream] = {}
         blocks = by_size.get(size)
         if blocks is None:
             blocks = by_size[size] = []
         blocks.append(block)
         block.state = CACHED
-        self._lru[block] = None
-        self._cached_bytes += size
-        if len(self._lru) > self._max_cached_blocks or self._cached_bytes > self._max_cached_bytes:
+        lru = self._lru
+        lru[block] = size
+        self._cached_bytes += block.size
+        if len(lru) > self._max_cached_blocks or self._cached_bytes > self._max_cached_bytes:
             self._shrink_cache()
 
     def _shrink_cache(self):
         """Move the oldest cached blocks to the global pool until the cache is within bounds."""
-        while self._lru and (len(self._lru) > self._max_cached_blocks
-                             or self._cached_bytes > self._max_cached_bytes):
-            block = self._lru.popitem(last=False)[0]
-            self._cache[block.stream][block.size].remove(block)
+        lru = self._lru
+        while lru and (len(lru) > self._max_cached_blocks
+                       or self._cached_bytes > self._max_cached_bytes):
+            block = next(iter(lru))
+            size = lru.pop(block)
+            caches = self._small_cache if size <= SMALL_SIZE else self._large_cache
+            caches[block.stream][size].remove(block)
             self._cached_bytes -= block.size
             self._pool.release(block)
 
-    def _flush_cache(self, stream):
-        """Move `stream`'s cached blocks to the global pool."""
-        for blocks in self._cache.pop(stream, {}).values():
+    def _flush_cache(self, caches, stream):
+        """Move `stream`'s cached blocks of `caches` (the small or the large ones) to the pool."""
+        for blocks in caches.pop(stream, {}).values():
             for block in blocks:
                 del self._lru[block]
                 self._cached_bytes -= block.size
                 self._pool.release(block)
 
     def _flush_all_caches(self):
-        for stream in list(self._cache):
-            self._flush_cache(stream)
+        for caches in (self._small_cache, self._large_cache):
+            for stream in list(caches):
+                self._flush_cache(caches, stream)
 
     # Level 2: the global pool, new segments, reclaiming.
 
     def _take(self, size, nbytes, stream):
-        """A block of at least `size` bytes usable on `stream`, from the pool or a new segment."""
-        pool = SMALL_POOL if size <= SMALL_SIZE else LARGE_POOL
-        block = self._pool.take(size, pool, stream)
-        if block is None and pool == SMALL_POOL and self._cache.get(stream):
-            self._flush_cache(stream)
+        """A block of at least `size` bytes usable on `stream`, from the pool or a new segment.
+
+        A large request first returns the stream's cached large blocks to the pool, so the pool
+        holds them coalesced (as if never cached) for the best fit and before any new segment;
+        a small one does so only when the small pool has no fit."""
+        if size <= SMALL_SIZE:
+            pool = SMALL_POOL
+            block = self._pool.take(size, pool, stream)
+            if block is None and self._small_cache.get(stream):
+                self._flush_cache(self._small_cache, stream)
+                block = self._pool.take(size, pool, stream)
+        else:
+            pool = LARGE_POOL
+            if stream in self._large_cache:
+                self._flush_cache(self._large_cache, stream)
             block = self._pool.take(size, pool, stream)
         if block is not None:
             self._stats.pool_hits += 1
@@ -372,8 +403,11 @@ class CachingAllocator(ReportingMixin):
             for group in groups:
                 pieces += self._carve(group, stream)
         finally:  # only now: a cached block would be flushed by the next carve
-            for block in pieces:
-                self._recycle(block)
+            for block, size in zip(pieces, [n for group in groups for n in group]):
+                if size > SMALL_SIZE or self._near_cap:
+                    self._pool.release(block)  # all the large sizes together: one block
+                else:
+                    self._cache_block(block, size)
 
     @synchronized
     def allocate_batch(self, sizes, stream=0):

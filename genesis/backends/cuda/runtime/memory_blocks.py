@@ -26,7 +26,7 @@ class Block:
     """
 
     __slots__ = ("ptr", "size", "requested_size", "stream", "segment", "prev", "next", "state",
-                 "stream_uses", "event_count", "trace")
+                 "stream_uses", "event_count", "trace", "stat_delta")
 
     def __init__(self, ptr, size, stream, segment, prev=None, next=None):
         self.ptr = ptr
@@ -40,6 +40,7 @@ class Block:
         self.stream_uses = None
         self.event_count = 0
         self.trace = None
+        self.stat_delta = 0  # what this allocation added to the block statistics (Stat.delta)
 
     def __repr__(self):
         return (f"Block(ptr={self.ptr:#x}, size={self.size}, requested={self.requested_size}, "

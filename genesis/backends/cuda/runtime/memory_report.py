@@ -67,11 +67,11 @@ class ReportingMixin:
     @synchronized
     def max_memory_allocated(self):
         self._recount_if_stale()
-        return self._stats.blocks.peak[0][0]
+        return self._stats.blocks.value("peak", 0, 0)
 
     @synchronized
     def max_memory_reserved(self):
-        return self._stats.segments.peak[0][0]
+        return self._stats.segments.value("peak", 0, 0)
 
     @synchronized
     def reset_peak_memory_stats(self):
@@ -89,8 +89,7 @@ class ReportingMixin:
         out = self._stats.as_dict()
         allocated, reserved = out["allocated_bytes.all.current"], out["reserved_bytes.all.current"]
         inactive = self._cached_bytes + sum(b.size for b in self._pool.blocks())
-        largest = max([self._pool.largest()] + [size for by_size in self._cache.values()
-                                                for size, blocks in by_size.items() if blocks])
+        largest = max(self._pool.largest(), max((b.size for b in self._lru), default=0))
         hits = self._stats.stream_cache_hits + self._stats.pool_hits
         lookups = hits + self._stats.cache_misses
         out.update(

@@ -7,9 +7,9 @@ up to 1 MiB, "large_pool" above), giving keys such as "allocated_bytes.all.curre
 
 import collections
 
-from .memory_blocks import LARGE_POOL, SMALL_POOL
+from .memory_blocks import LARGE_POOL, SMALL_POOL  # noqa: F401 (the pool indexes, re-exported)
 
-SCOPES = ("all", "small_pool", "large_pool")  # a Stat's lists are indexed by scope, pools 1, 2
+SCOPES = ("all", "small_pool", "large_pool")  # scope 0, then the pools (SMALL_POOL, LARGE_POOL)
 METRICS = ("current", "peak", "allocated", "freed")
 
 MemoryEvent = collections.namedtuple(
@@ -23,67 +23,87 @@ nbytes: the request (oom, alloc_retry, large_alloc) or the segment size. allocat
 the allocator's bytes after the event. device: the allocator's device index."""
 
 
+FIELD_BITS = 96  # bits per packed figure: no current value or running sum comes near 2**95
+FIELD = (1 << FIELD_BITS) - 1
+
+
 class Stat:
     """current / peak / allocated / freed of some quantities that change together, per pool.
 
-    Lists are indexed [scope][quantity]. Only the pools' current and allocated figures and the
-    peaks are counted; "all" is the pools' sum, and freed is allocated - current (+ current at
-    the last reset of the accumulated figures).
+    Each of current, peak and allocated (summed increases) is one int packing a FIELD_BITS-wide
+    field per (scope, quantity), field scope * len(names) + q, so that the allocator's hot path
+    changes a pool's quantities and their "all" sums with one addition (`delta`) and finds out
+    whether any peak was passed with one subtraction (`passed_peak`). freed is allocated - current
+    (+ current at the last reset of the accumulated figures).
     """
 
-    __slots__ = ("names", "current", "peak", "allocated", "_freed_base")
+    __slots__ = ("names", "current", "peak", "allocated", "_freed_base", "guard", "_shifts")
 
     def __init__(self, names):
         self.names = names
-        self.current, self.peak, self.allocated, self._freed_base = (
-            [[0] * len(names) for _ in SCOPES] for _ in range(4))
+        fields = len(SCOPES) * len(names)
+        self.guard = sum(1 << (FIELD_BITS * (i + 1) - 1) for i in range(fields))
+        self._shifts = [FIELD_BITS * len(names) * pool for pool in range(len(SCOPES))]
+        self.current = self.peak = self.allocated = self._freed_base = 0
 
-    def increase(self, pool, deltas):
-        """Add `deltas` (one per quantity) to `pool`'s figures and raise the peaks."""
-        current, other = self.current[pool], self.current[3 - pool]
-        allocated, peak, total_peak = self.allocated[pool], self.peak[pool], self.peak[0]
-        for q, n in enumerate(deltas):
-            current[q] += n
-            allocated[q] += n
-            peak[q] = max(peak[q], current[q])
-            total_peak[q] = max(total_peak[q], current[q] + other[q])
+    def delta(self, pool, values):
+        """The packed change of `values` (one per quantity, >= 0) in `pool` and in "all"."""
+        change = 0
+        for q, n in enumerate(values):
+            change |= n << (FIELD_BITS * q)
+        return change | change << self._shifts[pool]
 
-    def decrease(self, pool, deltas):
-        current = self.current[pool]
-        for q, n in enumerate(deltas):
-            current[q] -= n
+    def passed_peak(self):
+        """True when some current field is above its peak (the guard bit of each field of
+        (peak + guard) - current stays set exactly where current <= peak)."""
+        return ((self.peak | self.guard) - self.current) & self.guard != self.guard
+
+    def raise_peak(self):
+        """Set every peak field below its current one to the current one."""
+        guard = self.guard
+        below = (((self.peak | guard) - self.current) & guard) ^ guard
+        mask = (below >> (FIELD_BITS - 1)) * FIELD
+        self.peak = (self.peak & ~mask) | (self.current & mask)
+
+    def increase(self, pool, values):
+        change = self.delta(pool, values)
+        self.current += change
+        self.allocated += change
+        if self.passed_peak():
+            self.raise_peak()
+
+    def decrease(self, pool, values):
+        self.current -= self.delta(pool, values)
+
+    def _field(self, packed, scope, q):
+        return packed >> (FIELD_BITS * (scope * len(self.names) + q)) & FIELD
 
     def now(self, q=0):
         """The current figure of quantity `q` over all pools."""
-        return self.current[SMALL_POOL][q] + self.current[LARGE_POOL][q]
+        return self._field(self.current, 0, q)
 
     def value(self, metric, scope, q):
-        if metric == "peak":
-            return self.peak[scope][q]
-        if scope == 0:
-            return self.value(metric, SMALL_POOL, q) + self.value(metric, LARGE_POOL, q)
         if metric == "freed":
-            return (self.allocated[scope][q] - self.current[scope][q]
-                    + self._freed_base[scope][q])
-        return getattr(self, metric)[scope][q]
+            field = self._field
+            return (field(self.allocated, scope, q) - field(self.current, scope, q)
+                    + field(self._freed_base, scope, q))
+        return self._field(getattr(self, metric), scope, q)
 
     def set_current(self, pool, values):
         """`pool`'s current figures recounted; a rise counts as allocated, a drop as freed."""
-        for q, n in enumerate(values):
-            self.allocated[pool][q] += max(n - self.current[pool][q], 0)
-            self.current[pool][q] = n
-            self.peak[pool][q] = max(self.peak[pool][q], n)
-            self.peak[0][q] = max(self.peak[0][q], self.now(q))
+        old = self.current
+        rises = [max(n - self._field(old, pool, q), 0) for q, n in enumerate(values)]
+        drops = [max(self._field(old, pool, q) - n, 0) for q, n in enumerate(values)]
+        self.current = old + self.delta(pool, rises) - self.delta(pool, drops)
+        self.allocated += self.delta(pool, rises)
+        self.raise_peak()
 
     def reset_peak(self):
-        for pool in (SMALL_POOL, LARGE_POOL):
-            self.peak[pool][:] = self.current[pool]
-        self.peak[0][:] = [self.now(q) for q in range(len(self.names))]
+        self.peak = self.current
 
     def reset_accumulated(self):
-        for pool in (SMALL_POOL, LARGE_POOL):
-            self.allocated[pool][:] = [0] * len(self.names)
-            self._freed_base[pool][:] = self.current[pool]
+        self.allocated = 0
+        self._freed_base = self.current
 
     def items(self):
         for q, name in enumerate(self.names):
@@ -92,48 +112,24 @@ class Stat:
                     yield f"{name}.{scope}.{metric}", self.value(metric, i, q)
 
 
+BLOCK_QUANTITIES = ("allocated_bytes", "requested_bytes", "allocation")
+# Stat.delta(pool, (size, requested, 1)) of the block figures, as the allocator inlines it:
+# e = size | requested << FIELD_BITS | ONE_BLOCK; e | e << BLOCK_POOL_SHIFT[pool].
+ONE_BLOCK = 1 << (2 * FIELD_BITS)
+BLOCK_POOL_SHIFT = tuple(FIELD_BITS * len(BLOCK_QUANTITIES) * scope for scope in range(len(SCOPES)))
+
+
 class MemoryStats:
-    """All counters of one allocator; the allocator updates them under its lock."""
+    """All counters of one allocator; the allocator updates them under its lock (the blocks'
+    figures inline, through Stat.delta, Stat.passed_peak and Stat.raise_peak)."""
 
     COUNTERS = ("stream_cache_hits", "pool_hits", "cache_misses", "num_alloc_retries", "num_ooms")
     __slots__ = ("blocks", "segments") + COUNTERS
 
     def __init__(self):
-        self.blocks = Stat(("allocated_bytes", "requested_bytes", "allocation"))
+        self.blocks = Stat(BLOCK_QUANTITIES)
         self.segments = Stat(("reserved_bytes", "segment"))
         self.reset_accumulated()
-
-    def on_malloc(self, pool, size, requested):
-        """The hot path: Stat.increase(pool, (size, requested, 1)) unrolled."""
-        blocks = self.blocks
-        current, other = blocks.current[pool], blocks.current[3 - pool]
-        current[0] += size
-        current[1] += requested
-        current[2] += 1
-        allocated = blocks.allocated[pool]
-        allocated[0] += size
-        allocated[1] += requested
-        allocated[2] += 1
-        peak = blocks.peak[pool]
-        if current[0] > peak[0]:
-            peak[0] = current[0]
-        if current[1] > peak[1]:
-            peak[1] = current[1]
-        if current[2] > peak[2]:
-            peak[2] = current[2]
-        peak = blocks.peak[0]
-        if current[0] + other[0] > peak[0]:
-            peak[0] = current[0] + other[0]
-        if current[1] + other[1] > peak[1]:
-            peak[1] = current[1] + other[1]
-        if current[2] + other[2] > peak[2]:
-            peak[2] = current[2] + other[2]
-
-    def on_free(self, pool, size, requested):
-        current = self.blocks.current[pool]
-        current[0] -= size
-        current[1] -= requested
-        current[2] -= 1
 
     def on_segment(self, pool, size, added):
         """A segment obtained from (added) or returned to the driver."""
