@@ -98,6 +98,7 @@ class Adam(Optimizer):
             self._fused_call(group, device, step, params)
 
     def _fused_call(self, group, device, step, params):
+        """One "adam_step" kernel call for `params` (one device, one step count)."""
         beta1, beta2 = group["betas"]
         keys = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
         updated = [Updated(params)] + [Updated([self.state[p][k] for p in params]) for k in keys]
