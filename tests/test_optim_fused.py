@@ -165,6 +165,24 @@ def test_unsupported_combinations_raise_as_torch(name, kwargs, message):
         getattr(optim, name)([genesis.zeros(2, requires_grad=True)], **kwargs)
 
 
+@pytest.mark.parametrize("make,message", [
+    (lambda lib: dict(lr=0.01, foreach=True), None),
+    (lambda lib: dict(lr=lib.tensor(0.01), foreach=True), "lr as a Tensor is not supported"),
+    (lambda lib: dict(lr=lib.tensor([0.01, 0.01])), "Tensor lr must be 1-element"),
+    (lambda lib: dict(betas=(lib.tensor(0.9), lib.tensor(0.99)), foreach=True),
+     r"betas\[0\] as a Tensor is not supported"),
+    (lambda lib: dict(lr=lib.tensor(0.01), foreach=True, capturable=True), None),
+], ids=["float-foreach", "tensor-foreach", "tensor-2-elements", "tensor-betas", "capturable"])
+def test_tensor_hyperparameters_as_torch(make, message):
+    for lib, opt in ((torch, torch.optim), (genesis, optim)):
+        params = [lib.zeros(2, requires_grad=True)]
+        if message is None:
+            opt.Adam(params, **make(lib))
+            continue
+        with pytest.raises(ValueError, match=message):
+            opt.Adam(params, **make(lib))
+
+
 def test_fused_state_dict_loads_into_torch(rng):
     gp, tp = _params(rng, genesis.float32, "cpu")
     gopt = optim.AdamW(gp, fused=True, amsgrad=True)

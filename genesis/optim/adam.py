@@ -8,6 +8,7 @@ in one pass: one launch on CUDA instead of about eight per parameter.
 from ..dispatch import kernel
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
+from ..tensor import Tensor
 from ._multi_tensor import Updated, dense
 from .optimizer import Optimizer, advance_step, check_non_negative, new_step
 
@@ -28,6 +29,8 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
+        for label, value in (("lr", lr), ("betas[0]", betas[0]), ("betas[1]", betas[1])):
+            _check_tensor_hyperparameter(label, value, foreach, capturable)
         check_non_negative(lr=lr, eps=eps)
         for i, beta in enumerate(betas):
             if not 0.0 <= beta < 1.0:
@@ -110,6 +113,18 @@ class Adam(Optimizer):
             group["maximize"], 1 - beta1 ** step, (1 - beta2 ** step) ** 0.5)
         for u in updated:
             u.write_back()
+
+
+def _check_tensor_hyperparameter(label, value, foreach, capturable):
+    """PyTorch's rules for a hyperparameter given as a Tensor: one element, and not with
+    foreach=True unless capturable."""
+    if not isinstance(value, Tensor):
+        return
+    if foreach and not capturable:
+        raise ValueError(f"{label} as a Tensor is not supported for capturable=False and "
+                         "foreach=True")
+    if value.numel() != 1:
+        raise ValueError(f"Tensor {label} must be 1-element")
 
 
 def _takes_fused(group):
