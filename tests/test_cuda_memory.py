@@ -646,3 +646,4 @@ def test_packed_stat_matches_a_plain_count(rng):
             want.update({key: 0 for key in keys if key[0] in ("allocated", "freed")})
         settle(pool)
         assert {key: stat.value(*key) for key in keys} == want
+

@@ -123,7 +123,6 @@ class CachingAllocator(ReportingMixin):
         """A block of at least `nbytes` bytes for use on `stream` (ptr 0 when nbytes is 0)."""
         if nbytes <= 0:
             return self._empty_block(nbytes, stream)
-        trace = self._capture_trace() if self._debug else None
         size = (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK  # round_size, inlined
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
@@ -135,30 +134,47 @@ class CachingAllocator(ReportingMixin):
                 del self._lru[block]
                 self._cached_bytes -= block.size
                 self._stats.stream_cache_hits += 1
+                if block.requested_size != nbytes:  # else its figures are those of last time
+                    self._label(block, nbytes)
             else:
                 if self._pending:
                     self._process_events()
                 block = self._take(size, nbytes, stream)
-            self._hand_out(block, nbytes, stream, trace)
+                block.stream = stream
+                self._label(block, nbytes)
+            block.state = ALLOCATED
+            if self._debug:
+                block.trace = self._capture_trace()
+            if self._stats_on:  # self._block_stats.add(block.stat_delta), inlined
+                stats, change = self._block_stats, block.stat_delta
+                current = stats.current = stats.current + change
+                stats.allocated += change
+                guard = stats.guard
+                if ((stats.peak | guard) - current) & guard != guard:
+                    stats.raise_peak()
+            if nbytes >= self._notify_threshold:
+                self._notify("large_alloc", nbytes, stream)
         finally:
             lock.release()
             if self._notices:
                 self._dispatch_notices()
         return block
 
+    @staticmethod
+    def _label(block, nbytes):
+        """Record the request a block serves and what it adds to the block statistics."""
+        block.requested_size = nbytes
+        change = block.size | nbytes << FIELD_BITS | ONE_BLOCK  # Stat.delta, inlined
+        block.stat_delta = change | change << BLOCK_POOL_SHIFT[block.segment.pool]
+
     def _hand_out(self, block, nbytes, stream, trace):
+        """malloc's bookkeeping, for allocate_batch."""
         block.state = ALLOCATED
         block.stream = stream
-        block.requested_size = nbytes
         block.trace = trace
-        change = block.size | nbytes << FIELD_BITS | ONE_BLOCK  # Stat.delta, inlined
-        change = block.stat_delta = change | change << BLOCK_POOL_SHIFT[block.segment.pool]
+        self._label(block, nbytes)
         if self._stats_on:
-            stats = self._block_stats
-            stats.current += change
-            stats.allocated += change
-            if stats.passed_peak():
-                stats.raise_peak()
+            self._block_stats.add(block.stat_delta)
         if nbytes >= self._notify_threshold:
             self._notify("large_alloc", nbytes, stream)
 
@@ -189,8 +205,18 @@ class CachingAllocator(ReportingMixin):
                 self._pool.release(block)
             else:
                 size = block.size
-                self._cache_block(block, size if size <= SMALL_SIZE else
-                                  (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
+                by_size = self._small_cache.get(block.stream) if size <= SMALL_SIZE else None
+                blocks = by_size.get(size) if by_size else None
+                if blocks is not None and len(self._lru) < self._max_cached_blocks:
+                    blocks.append(block)  # _cache_block's usual case, inlined
+                    block.state = CACHED
+                    self._lru[block] = size
+                    self._cached_bytes += size
+                    if self._cached_bytes > self._max_cached_bytes:
+                        self._shrink_cache()
+                else:
+                    self._cache_block(block, size if size <= SMALL_SIZE else
+                                      (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
         finally:
             lock.release()
 
@@ -441,6 +467,7 @@ class CachingAllocator(ReportingMixin):
         for piece in pieces:
             piece.stream = stream
             piece.state = ALLOCATED
+            piece.requested_size = 0  # unlabelled: its stat_delta is stale (see malloc)
         return pieces
 
     def allocate_async(self, nbytes, stream=0):

@@ -65,12 +65,15 @@ class Stat:
         mask = (below >> (FIELD_BITS - 1)) * FIELD
         self.peak = (self.peak & ~mask) | (self.current & mask)
 
-    def increase(self, pool, values):
-        change = self.delta(pool, values)
+    def add(self, change):
+        """Apply a packed increase (`delta`), raising the peaks it passes."""
         self.current += change
         self.allocated += change
         if self.passed_peak():
             self.raise_peak()
+
+    def increase(self, pool, values):
+        self.add(self.delta(pool, values))
 
     def decrease(self, pool, values):
         self.current -= self.delta(pool, values)
