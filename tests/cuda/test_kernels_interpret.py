@@ -20,7 +20,7 @@ from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import softmax as sm
-from genesis.backends.cuda.kernels._strided import placeholder
+from genesis.backends.cuda.kernels._strided import RowLayout, placeholder
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -103,11 +103,13 @@ def test_hot_contiguous_launches_have_only_trailing_constexprs(op, kinds):
 @pytest.fixture
 def gpu(monkeypatch):
     """Kernels run interpreted; reductions use 64-element tiles and split rows over at most 8
-    programs, so small inputs walk every path (several chunks, tails, split and merge)."""
+    programs, so small inputs walk every path (several chunks, tails, split and merge), with
+    split counters of their own (host memory)."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(red, "_MAX_TILE", 64)
     monkeypatch.setattr(red, "_SPLIT_TARGET", 8)
+    monkeypatch.setattr(red, "_COUNTS", {})
     monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
     monkeypatch.setattr(sm, "_CHUNK", 64)
     with ti.device(ew, red, sm, norm):
@@ -156,6 +158,13 @@ def check(actual, expected):
 def run_both(op, cpu_args, gpu_args, **kwargs):
     expected = dispatch.kernel(op, "cpu")(*cpu_args, **kwargs)
     check(dispatch.kernel(op, "cuda")(*gpu_args, **kwargs), np.asarray(expected))
+
+
+def run_both_pair(op, cpu_args, gpu_args):
+    """run_both for a kernel returning (values, indices)."""
+    for actual, expected in zip(dispatch.kernel(op, "cuda")(*gpu_args),
+                                dispatch.kernel(op, "cpu")(*cpu_args)):
+        check(actual, np.asarray(expected))
 
 
 FLOAT_UNARY = [op for op in ("neg", "abs", "exp", "exp2", "log", "log2", "log10", "log1p",
@@ -475,10 +484,7 @@ def test_arg_reductions(gpu, dtype, layout, rng):
         run_both("argmin", [x, dim, keepdim], [gx, dim, keepdim])
     for dim in (0, 1):
         for op in ("max_dim", "min_dim"):
-            cpu_v, cpu_i = dispatch.kernel(op, "cpu")(x, dim, dim == 0)
-            gpu_v, gpu_i = dispatch.kernel(op, "cuda")(gx, dim, dim == 0)
-            check(gpu_v, cpu_v)
-            check(gpu_i, cpu_i)
+            run_both_pair(op, [x, dim, dim == 0], [gx, dim, dim == 0])
 
 
 def test_arg_reductions_take_the_first_nan(gpu):
@@ -502,6 +508,76 @@ def test_merges_longer_than_a_tile(gpu, kind, monkeypatch, rng):
     else:
         run_exact(kind, x, gx, (0,), False, *(() if kind == "logsumexp" else
                                                (genesis_dtype(x.dtype),)))
+
+
+def split_plan(shape, dims, states=1):
+    """The reduction plan of a contiguous float32 array of `shape` reduced over `dims`."""
+    x = placeholder(shape, np.float32)
+    return red._Plan(RowLayout(shape, dims, [x.element_strides()]), states)
+
+
+# (shape, dims): one odd-sized row; rows of two reduced dims; a column block with rows out of
+# range (BM=8 over 5 rows); each splits in one launch under the gpu fixture's sizes.
+ONE_LAUNCH_SPLITS = [((1001,), (0,)), ((3, 1001), (1,)), ((2, 3, 999), (0, 2)),
+                     ((333, 5), (0,))]
+
+
+@pytest.mark.parametrize("shape,dims", ONE_LAUNCH_SPLITS, ids=str)
+def test_splits_merged_by_the_last_program(gpu, shape, dims, rng):
+    plan = split_plan(shape, dims)
+    assert plan.splits > 1 and plan.fused
+    x, gx = strided_input(shape, np.dtype(np.float32), "contiguous", rng, 0.5, 1.5)
+    f32 = genesis_dtype(x.dtype)
+    run_exact("sum", x, gx, dims, False, f32)
+    run_exact("mean", x, gx, dims, True)
+    run_exact("var", x, gx, dims, False, 1, False)
+    run_exact("logsumexp", x, gx, dims, False)
+    run_exact("norm", x, gx, dims, False, 2.0)
+    run_both("amax", [x, dims, False], [gx, dims, False])
+    if len(dims) == 1:
+        run_both_pair("max_dim", [x, dims[0], False], [gx, dims[0], False])
+    assert not ti.to_host(red._COUNTS[(0, 0)]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16], ids=str)
+@pytest.mark.parametrize("shape,dims", ONE_LAUNCH_SPLITS[:2], ids=str)
+def test_split_half_sums_accumulate_in_float32(gpu, dtype, shape, dims, rng):
+    """Eighths in [0.5, 1.5]: every float32 partial sum is exact, while a half-type partial
+    (11 or 8 significant bits) would round. So the result is the exact sum rounded once."""
+    x = (rng.integers(4, 13, shape) / 8).astype(dtype)
+    gx = ti.to_device(x)
+    out = ti.to_host(dispatch.kernel("sum", "cuda")(gx, dims, False, genesis_dtype(dtype)))
+    exact = x.astype(np.float64).sum(dims).astype(dtype)
+    np.testing.assert_array_equal(out.view(np.uint16), exact.view(np.uint16))
+    mean = ti.to_host(dispatch.kernel("mean", "cuda")(gx, dims, False))
+    cpu = np.asarray(dispatch.kernel("mean", "cpu")(x, dims, False))
+    np.testing.assert_array_equal(mean.view(np.uint16), cpu.view(np.uint16))
+
+
+def test_split_reductions_repeat_bit_for_bit(gpu, rng):
+    """Signed values, so the summation order shows in the bits: a second call (and a call after
+    another geometry used the counters) gives the same bits, and the counters end at zero."""
+    x = rng.standard_normal(1001).astype(np.float32)
+    gx = ti.to_device(x)
+    f32 = genesis_dtype(x.dtype)
+    first = ti.to_host(dispatch.kernel("sum", "cuda")(gx, (0,), False, f32)).copy()
+    dispatch.kernel("var", "cuda")(ti.to_device(rng.standard_normal((3, 1001))), (1,), False,
+                                   1, False)
+    again = ti.to_host(dispatch.kernel("sum", "cuda")(gx, (0,), False, f32))
+    assert first.tobytes() == again.tobytes()
+    assert not ti.to_host(red._COUNTS[(0, 0)]).any()
+
+
+def test_column_splits_merge_in_a_second_launch(gpu, monkeypatch, rng):
+    """32 rows x 100 splits of states is more than one program should merge alone: the states
+    go to a second launch (two merge tiles per row)."""
+    monkeypatch.setattr(red, "_SPLIT_TARGET", 100)
+    plan = split_plan((3000, 20), (0,))
+    assert plan.splits == 100 and not plan.fused
+    x, gx = strided_input((3000, 20), np.dtype(np.float64), "contiguous", rng, 0.5, 1.5)
+    run_exact("sum", x, gx, (0,), False, genesis_dtype(x.dtype))
+    run_exact("var", x, gx, (0,), True, 1, False)
+    run_both_pair("max_dim", [x, 0, False], [gx, 0, False])
 
 
 def test_zero_dim_arg_reductions(gpu):

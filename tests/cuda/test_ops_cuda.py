@@ -396,6 +396,62 @@ def test_large_sums_are_accurate_and_deterministic(n, rng):
     assert x.mean().item() == np.float32(first) / np.float32(n)
 
 
+# Rows split over many programs. Merged by the last program in the same launch: one odd row,
+# 3 rows, a block of 4 columns (x 1025 splits), 4 rows past 64 MB (evict-first loads). Merged
+# by a second launch: 64 columns x 512 splits of states.
+SPLIT_CASES = [(((1 << 22) + 3,), None), ((3, (1 << 20) + 1), 1), (((1 << 20) + 7, 3), 0),
+               ((4, (1 << 22) + 1), 1), ((32768, 64), 0)]
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16, genesis.bfloat16], ids=str)
+@pytest.mark.parametrize("shape,dim", SPLIT_CASES, ids=str)
+def test_split_reductions(shape, dim, dtype, rng):
+    """Every state family through the split paths, against the float64 result rounded once;
+    a sum repeats bit for bit."""
+    x = pair(values(shape, dtype, rng, 0.5, 1.5), dtype)
+    kwargs = _dim_args(dim, False)
+    first = check(lambda t: genesis.sum(t, **kwargs), exact(lambda t: torch.sum(t, **kwargs)), x)
+    for _ in range(3):
+        assert torch.equal(to_torch(genesis.sum(x[0], **kwargs)), to_torch(first))
+    for name in ("mean", "var", "amax", "argmax") + (("logsumexp",) if dim is not None else ()):
+        check(lambda t: getattr(genesis, name)(t, **kwargs),
+              exact(lambda t: getattr(torch, name)(t, **kwargs)), x)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=str)
+@pytest.mark.parametrize("shape,dim", [((64, 8193), 1), ((8193, 3), 0), (((1 << 20) + 5,), 0)],
+                         ids=str)
+def test_split_half_sums_round_once(shape, dim, dtype, rng):
+    """Eighths in [0.5, 1.5] (in [1/128, 3/128] for a long float16 row, whose sum float16 must
+    hold): every float32 partial sum is exact and a half-type one would round, so float32
+    accumulation gives the exact sum rounded once, bit for bit."""
+    arr = rng.integers(4, 13, shape) / 8
+    if dtype is genesis.float16 and len(shape) == 1:
+        arr = arr / 64
+    x, want = pair(arr, dtype)
+    got = to_torch(genesis.sum(x, dim))
+    assert torch.equal(got, want.double().sum(dim).to(want.dtype))
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="streams")
+def test_split_reductions_on_two_streams(rng):
+    """Launches on two streams may overlap; each stream has its own split counters."""
+    arr = values(((1 << 22) + 3,), genesis.float32, rng)
+    x = genesis.tensor(arr, dtype=genesis.float32, device="cuda")
+    want = x.sum().item()
+    streams = [genesis.cuda.Stream() for _ in range(2)]
+    for s in streams:
+        s.wait_stream(genesis.cuda.current_stream())
+    sums = []
+    for _ in range(8):
+        for s in streams:
+            with genesis.cuda.stream(s):
+                sums.append(x.sum())
+    for s in streams:
+        s.synchronize()
+    assert all(t.item() == want for t in sums)
+
+
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.int32], ids=str)
 @pytest.mark.parametrize("shape,dim", [((6, 2000), 1), ((2000, 6), 0), ((3, 40000), 1),
                                        ((4, 5, 6), 1)], ids=str)

@@ -9,20 +9,36 @@ row, then combines the lanes with `tl.reduce`. The states: a single accumulator 
 max, min, any, all, norms, mean), (value, index) for arg reductions, (mean, m2, count) for the
 variance (Welford/Chan merges), (max, scaled sum) for logsumexp.
 
-Determinism: no atomics. Rows too long for their programs alone (few rows, long reductions) are
-split over a second grid axis; each split writes its state to a scratch buffer and a second
-launch merges the splits in a fixed order. The split count depends only on the shape, so the
+Determinism: no float atomics. Rows too long for their programs alone (few rows, long
+reductions) are split over a second grid axis, each split writing its state to a scratch buffer
+of partial states, merged in split order. The split count depends only on the shape, so the
 same input gives the same bits on every run (and on every GPU). Half types accumulate in
 float32, float64 in float64, integer sums and products in int64.
 
+Splits merge in the same launch (STAGE "split"): each program stores its partial state and
+bumps an int32 counter of its row block; the program that brings it to the split count merges
+the block's states in split order and sets the counter back to 0. That saves the second launch
+and the gap before it (a few us: several percent of a 256 MB sum's ~75 us). The counters live
+for the process, one zeroed buffer per (device, stream) (_counts). The last program reads
+BM x splits states alone, so when that is more than two tiles (column reductions: BM up to
+256) the states are merged by a second launch over many programs instead (STAGE "partial",
+then "merge").
+
 Tiles: 4096 elements per iteration for one-accumulator states (2048 for two or three), 8 warps:
-16 float32 loads per thread in flight per iteration, in 16-byte vectors along the contiguous
-axis. Rows of at least a tile's length get a whole tile (BM=1); shorter rows are packed several
-to a program. When the kept dims are the contiguous ones (reducing a leading dim) the tile is
-laid along the rows instead (BM up to 256) so loads stay coalesced. Splits aim at 8192
-programs in all: with P programs resident at once (about 800 8-warp programs on an H100/H200)
-the last wave leaves ceil(N/P) * P - N slots idle, under 10% at N = 8192 whatever P is (a
-256 MB float32 sum: 8192 programs of two tiles each, then one merging program).
+16 float32 elements per thread per iteration, in 16-byte vector loads along the contiguous
+axis; ptxas overlaps the loads of successive iterations (about four vectors in flight per
+thread) when they are unpredicated, which they are whenever BM divides the row count (EVEN_M).
+Rows of at least a tile's length get a whole tile (BM=1); shorter rows are packed several to a
+program. When the kept dims are the contiguous ones (reducing a leading dim) the tile is laid
+along the rows instead (BM up to 256) so loads stay coalesced. Splits aim at 4096 programs in
+all (a 256 MB float32 sum: 4096 programs of four tiles, 64 KB, each): many times the programs
+resident at once (about 4 a SM, 528 on an H100/H200), short enough that the last ones end soon
+after the rest, and their 4096 partial states are one tile for the merging program.
+
+Inputs of 64 MB or more (past the 50 MB L2 of an H100/H200) are read with an evict-first L2
+policy: they are read once and cannot stay in L2 anyway, so their lines are recycled among
+themselves instead of evicting what L2 holds (the next kernel's data, or dirty lines that
+would otherwise be written back to DRAM inside this reduction's time).
 """
 
 import ml_dtypes
@@ -32,6 +48,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
+from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -40,8 +57,10 @@ from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const
                        stride_entries)
 from .elementwise import _sqrt, div_rn, is_float
 
-_SPLIT_TARGET = 8192
+_SPLIT_TARGET = 4096
 _MAX_TILE = 4096
+_FUSED_MERGE_TILES = 2
+_STREAM_BYTES = 64 << 20
 
 
 @triton.jit
@@ -231,15 +250,19 @@ def _finalize(KIND: tl.constexpr, s, p0, p1):
 
 @triton.jit
 def _tile(KIND: tl.constexpr, FAMILY: tl.constexpr, x, xb, xc, s, row_off, r, r_off, mask, p0,
-          ACC: tl.constexpr, MERGE: tl.constexpr, MASKED: tl.constexpr):
-    """Fold one [BM, BR] tile (reduced indices `r` at offsets `r_off`) into the lane states `s`
-    (MERGE: the tile holds partial states)."""
+          ACC: tl.constexpr, MERGE: tl.constexpr, MASKED: tl.constexpr, EVICT: tl.constexpr):
+    """Fold one [BM, BR] tile (reduced indices `r` at offsets `r_off`) into the lane states `s`.
+
+    MERGE: the tile holds partial states, maybe written by other programs of this launch, so
+    they are read from L2 (.cg), past this SM's L1. EVICT: the L2 eviction policy of the input.
+    """
     off = row_off[:, None] + r_off[None, :]
     if MERGE:
-        t = (tl.load(x + off, mask=mask), _load_or_zero(xb, off, mask),
+        t = (tl.load(x + off, mask=mask, cache_modifier=".cg"), _load_or_zero(xb, off, mask),
              _load_or_zero(xc, off, mask))
     else:
-        t = _element(KIND, FAMILY, tl.load(x + off, mask=mask), r[None, :], p0, ACC)
+        t = _element(KIND, FAMILY, tl.load(x + off, mask=mask, eviction_policy=EVICT),
+                     r[None, :], p0, ACC)
     if MASKED:
         t = _masked(s, _combine(FAMILY, s, t), mask)
     else:
@@ -252,59 +275,92 @@ def _load_or_zero(x, off, mask):
     if x is None:
         v = 0
     else:
-        v = tl.load(x + off, mask=mask)
+        v = tl.load(x + off, mask=mask, cache_modifier=".cg")
     return v
 
 
 @triton.jit
-def _reduce_kernel(x, xb, xc, out, out_b, out_c, M, R, R_SPLIT,
+def _fold(KIND: tl.constexpr, FAMILY: tl.constexpr, x, xb, xc, row_off, row_mask, r_lo, r_hi,
+          rsizes, rstrides, RDIM: tl.constexpr, p0, ACC: tl.constexpr, MERGE: tl.constexpr,
+          EVICT: tl.constexpr, EVEN_M: tl.constexpr, BM: tl.constexpr, BR: tl.constexpr):
+    """The states of BM rows over reduced elements [r_lo, r_hi), walked in [BM, BR] tiles (the
+    last one masked) and combined across the lanes. EVEN_M: every row is in range, so whole
+    tiles load unpredicated (ptxas then keeps more of them in flight)."""
+    full_hi = r_lo + (r_hi - r_lo) // BR * BR
+    s = _identity(KIND, FAMILY, (BM, BR), ACC)
+    lane = tl.arange(0, BR)
+    if EVEN_M:
+        full_mask = None
+    else:
+        full_mask = row_mask[:, None]
+    for r0 in range(r_lo, full_hi, BR):
+        r = r0 + lane
+        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
+                  full_mask, p0, ACC, MERGE, False, EVICT)
+    if full_hi < r_hi:
+        r = full_hi + lane
+        mask = row_mask[:, None] & (r < r_hi)[None, :]
+        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
+                  mask, p0, ACC, MERGE, True, EVICT)
+    return _lanes(FAMILY, s)
+
+
+@triton.jit
+def _store_result(KIND: tl.constexpr, s, out, out_b, rows, row_mask, p0, p1):
+    """Each row's result (out) and, for arg reductions, its index (out_b)."""
+    if out is not None:
+        tl.store(out + rows, _finalize(KIND, s, p0, p1).to(out.dtype.element_ty), mask=row_mask)
+    if out_b is not None:
+        tl.store(out_b + rows, s[1], mask=row_mask)
+
+
+@triton.jit
+def _reduce_kernel(x, xb, xc, out, out_b, out_c, part, part_b, part_c, counts, M, R, R_SPLIT,
                    ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
                    rsize1, rsize2, rsize3, r_s0, r_s1, r_s2, r_s3, p0, p1,
                    KIND: tl.constexpr, FAMILY: tl.constexpr, STAGE: tl.constexpr,
                    KDIM: tl.constexpr, RDIM: tl.constexpr, ACC: tl.constexpr,
-                   INDEX64: tl.constexpr, BM: tl.constexpr, BR: tl.constexpr):
+                   INDEX64: tl.constexpr, EVICT: tl.constexpr, EVEN_M: tl.constexpr,
+                   BM: tl.constexpr, BR: tl.constexpr, BS: tl.constexpr):
     """Reduce rows pid_m*BM.. over reduced elements [pid_s*R_SPLIT, +R_SPLIT).
 
-    STAGE "full": write the result of each row; "partial": write each row's state to
-    out/out_b/out_c[row, pid_s]; "merge": x/xb/xc hold such partial states (R per row) and the
-    result is written as in "full". FAMILY says how states combine (see _combine).
+    STAGE "full": write the result of each row to out (values) and out_b (indices).
+    "partial": write each row's state to part/part_b/part_c[row, pid_s].
+    "merge": x/xb/xc hold such partial states (R per row); write the results as "full".
+    "split": "partial", then the last program of this row block to finish (counts[pid_m]
+    counts them; that program sets it back to 0 for the next launch) merges its rows' partial
+    states in split order, [BM, BS] at a time, and writes the results as "full". Which program
+    is last varies from run to run; the order of the merge does not, so neither do the bits.
+    FAMILY says how states combine (see _combine).
     """
     pid_s = tl.program_id(1)
     rows = program_range(BM, INDEX64)
     r_lo = pid_s.to(rows.dtype) * R_SPLIT
     row_mask = rows < M
     row_off = offsets(rows, (1, ksize1, ksize2, ksize3), (k_s0, k_s1, k_s2, k_s3), KDIM)
-    rsizes = (1, rsize1, rsize2, rsize3)
-    rstrides = (r_s0, r_s1, r_s2, r_s3)
-    r_hi = tl.minimum(r_lo + R_SPLIT, R)
-    full_hi = r_lo + (r_hi - r_lo) // BR * BR
-    s = _identity(KIND, FAMILY, (BM, BR), ACC)
-    lane = tl.arange(0, BR)
-    merge: tl.constexpr = STAGE == "merge"
-    for r0 in range(r_lo, full_hi, BR):
-        r = r0 + lane
-        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
-                  row_mask[:, None], p0, ACC, merge, False)
-    if full_hi < r_hi:
-        r = full_hi + lane
-        mask = row_mask[:, None] & (r < r_hi)[None, :]
-        s = _tile(KIND, FAMILY, x, xb, xc, s, row_off, r, offsets(r, rsizes, rstrides, RDIM),
-                  mask, p0, ACC, merge, True)
-    s = _lanes(FAMILY, s)
-    if STAGE == "partial":
-        at = rows * tl.num_programs(1) + pid_s
-        tl.store(out + at, s[0], mask=row_mask)
-        if out_b is not None:
-            tl.store(out_b + at, s[1], mask=row_mask)
-        if out_c is not None:
-            tl.store(out_c + at, s[2], mask=row_mask)
+    s = _fold(KIND, FAMILY, x, xb, xc, row_off, row_mask, r_lo, tl.minimum(r_lo + R_SPLIT, R),
+              (1, rsize1, rsize2, rsize3), (r_s0, r_s1, r_s2, r_s3), RDIM, p0, ACC,
+              STAGE == "merge", EVICT, EVEN_M, BM, BR)
+    if STAGE == "partial" or STAGE == "split":
+        splits = tl.num_programs(1)
+        at = rows * splits + pid_s
+        tl.store(part + at, s[0], mask=row_mask)
+        if part_b is not None:
+            tl.store(part_b + at, s[1], mask=row_mask)
+        if part_c is not None:
+            tl.store(part_c + at, s[2], mask=row_mask)
+        if STAGE == "split":
+            # Every thread's stores precede the count (CTA barrier); the count releases them to
+            # the program that sees it reach `splits` and acquires them (acq_rel, GPU scope).
+            tl.debug_barrier()
+            done = tl.atomic_add(counts + tl.program_id(0), 1, sem="acq_rel", scope="gpu")
+            if done == splits - 1:
+                tl.store(counts + tl.program_id(0), 0)
+                s = _fold(KIND, FAMILY, part, part_b, part_c, rows * splits, row_mask, 0,
+                          splits, (1, 1, 1, 1), (1, 0, 0, 0), 1, p0, ACC, True, "", EVEN_M, BM, BS)
+                _store_result(KIND, s, out, out_b, rows, row_mask, p0, p1)
     else:
-        if out is not None:
-            tl.store(out + rows, _finalize(KIND, s, p0, p1).to(out.dtype.element_ty),
-                     mask=row_mask)
-        if out_b is not None:
-            tl.store(out_b + rows, s[1], mask=row_mask)
-
+        _store_result(KIND, s, out, out_b, rows, row_mask, p0, p1)
 
 
 @triton.jit
@@ -366,7 +422,7 @@ def _tile_elements(states):
 
 
 class _Plan:
-    """Tile shape, warps and split count for a layout (see the module docstring)."""
+    """Tile shape, warps, split count and merge for a layout (see the module docstring)."""
 
     def __init__(self, layout, states):
         tile = _tile_elements(states)
@@ -379,12 +435,19 @@ class _Plan:
         else:
             self.br = min(next_pow2(length), tile)
             self.bm = min(next_pow2(rows), max(1, tile // self.br))
-        self.num_warps = max(1, min(8, self.bm * self.br // 512))
+        self.num_warps = _warps(self.bm * self.br)
         self.grid_m = cdiv(rows, self.bm)
         chunks = max(1, cdiv(length, self.br))
         splits = min(chunks, max(1, _SPLIT_TARGET // self.grid_m))
         self.r_split = cdiv(chunks, splits) * self.br
         self.splits = cdiv(max(length, 1), self.r_split)
+        self.fused = 1 < self.splits and self.bm * self.splits <= _FUSED_MERGE_TILES * tile
+        self.bs = min(next_pow2(self.splits), max(1, tile // self.bm))
+
+
+def _warps(elements):
+    """8 warps for a 4096-element tile (16 elements, four 16-byte float32 vectors, a thread)."""
+    return max(1, min(8, elements // 512))
 
 
 def _layout_entries(layout, ity, merge_splits=None):
@@ -401,20 +464,23 @@ def _layout_entries(layout, ity, merge_splits=None):
             + const(KDIM=len(kept), RDIM=len(red), INDEX64=ity == "i64"))
 
 
-_ARRAY_PARAMS = ("x", "xb", "xc", "out", "out_b", "out_c")
+_ARRAY_PARAMS = ("x", "xb", "xc", "out", "out_b", "out_c", "part", "part_b", "part_c", "counts")
 
 
-def _reduce_entries(kind, stage, arrays, sizes, layout_entries, ity, params, acc, bm, br):
-    """Entries of one launch of _reduce_kernel; `arrays` holds a (role, array) pair or None for
-    each of x, xb, xc, out, out_b, out_c; `sizes` is (M, R, R_SPLIT)."""
+def _reduce_entries(kind, stage, arrays, sizes, layout_entries, ity, params, acc, blocks,
+                    evict=""):
+    """Entries of one launch of _reduce_kernel; `arrays` maps parameters (see _ARRAY_PARAMS) to
+    (role, array) pairs, the others are None; `sizes` is (M, R, R_SPLIT); `blocks` is
+    (BM, BR, BS)."""
     ty = "fp64" if acc == np.float64 else "fp32"
-    entries = [pointer(name, *pair) if pair else (name, None, "constexpr")
-               for name, pair in zip(_ARRAY_PARAMS, arrays)]
+    entries = [pointer(name, *arrays[name]) if name in arrays else (name, None, "constexpr")
+               for name in _ARRAY_PARAMS]
     entries += [(name, value, ity) for name, value in zip(("M", "R", "R_SPLIT"), sizes)]
     entries += [scalar(f"p{i}", f"p{i}", params[i] if i < len(params) else None, ty)
                 for i in range(2)]
-    return entries + layout_entries + const(KIND=kind, FAMILY=_family(kind), STAGE=stage,
-                                            ACC=_TL[acc.name], BM=bm, BR=br)
+    return entries + layout_entries + const(
+        KIND=kind, FAMILY=_family(kind), STAGE=stage, ACC=_TL[acc.name], EVICT=evict,
+        EVEN_M=sizes[0] % blocks[0] == 0, BM=blocks[0], BR=blocks[1], BS=blocks[2])
 
 
 _recipes = RecipeCache()
@@ -430,24 +496,44 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     index = CUDAArray.empty(out_shape, _INT64, device, stream) if indices else None
     key = (kind, x.shape, x.strides, x.dtype, x.ptr % 16 == 0, dims, reorder, out_dtype,
            indices, len(params), device)
-    recipe, copy = _recipes.get_or_build(
+    recipe, copy, groups = _recipes.get_or_build(
         key, lambda: _reduce_recipe(kind, x, dims, reorder, values, index, params))
     if recipe is not None:
         x = _contiguous(x, stream) if copy else x
         recipe.run(stream, {"x": x, "values": values, "index": index,
+                            "counts": _counts(device, stream, groups) if groups else None,
                             **{f"p{i}": p for i, p in enumerate(params)}})
     return values, index
 
 
+_COUNTS = {}
+
+
+def _counts(device, stream, groups):
+    """The int32 counters of single-launch split reductions on (device, stream), all zero
+    between launches (each launch's last programs set theirs back).
+
+    Allocated zeroed once per stream (grown when a launch needs more row blocks) and kept for
+    the process: reductions on one stream run one after another, so they can share it, and
+    launches on other streams, which may overlap, use their own."""
+    counts = _COUNTS.get((device, stream))
+    if counts is None or counts.size < groups:
+        counts = CUDAArray.empty((max(groups, _SPLIT_TARGET),), np.int32, device, stream)
+        driver.memset_d8(counts.ptr, 0, counts.size * 4, stream)
+        _COUNTS[(device, stream)] = counts
+    return counts
+
+
 def _reduce_recipe(kind, x, dims, reorder, values, index, params, target=None):
-    """(recipe or None when nothing is reduced into, whether x must be made contiguous)."""
+    """(recipe or None when nothing is reduced into, whether x must be made contiguous, the
+    counters the recipe needs: its row blocks when it splits rows in one launch, else 0)."""
     layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
     copy = not layout.fits()
     if copy:
         x = placeholder(x.shape, x.dtype)
         layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
     if not layout.rows:
-        return None, copy
+        return None, copy, 0
     recipe = Recipe(x.device, target)
     acc = _acc_dtype(kind, x.dtype)
     family = _family(kind)
@@ -455,28 +541,38 @@ def _reduce_recipe(kind, x, dims, reorder, values, index, params, target=None):
     plan = _Plan(layout, states)
     rows, length = layout.rows, layout.length
     ity = "i64" if rows * plan.splits >= 2 ** 31 else layout.index_type()
-    outs = (("values", values) if values is not None else None,
-            ("index", index) if index is not None else None, None)
-    source = (("x", x), None, None)
+    outs = {"out": ("values", values)} if values is not None else {}
+    if index is not None:
+        outs["out_b"] = ("index", index)
+    source = {"x": ("x", x)}
+    evict = "evict_first" if x.size * x.itemsize >= _STREAM_BYTES else ""
+    blocks = (plan.bm, plan.br, plan.bs)
     if plan.splits == 1:
         recipe.add(_reduce_kernel, (plan.grid_m, 1), _reduce_entries(
-            kind, "full", source + outs, (rows, length, length), _layout_entries(layout, ity),
-            ity, params, acc, plan.bm, plan.br), plan.num_warps)
-        return recipe, copy
+            kind, "full", {**source, **outs}, (rows, length, length),
+            _layout_entries(layout, ity), ity, params, acc, blocks, evict), plan.num_warps)
+        return recipe, copy, 0
     index_state = family in ("argmax", "argmin")
-    partial = tuple(recipe.scratch_array((rows, plan.splits),
-                                         _INT64 if i == 1 and index_state else acc)
-                    if i < states else None for i in range(3))
+    partial = [recipe.scratch_array((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
+               for i in range(states)]
+    parts = dict(zip(("part", "part_b", "part_c"), partial))
+    if plan.fused:
+        arrays = {**source, **outs, **parts,
+                  "counts": ("counts", placeholder((plan.grid_m,), np.int32))}
+        recipe.add(_reduce_kernel, (plan.grid_m, plan.splits), _reduce_entries(
+            kind, "split", arrays, (rows, length, plan.r_split), _layout_entries(layout, ity),
+            ity, params, acc, blocks, evict), plan.num_warps)
+        return recipe, copy, plan.grid_m
     recipe.add(_reduce_kernel, (plan.grid_m, plan.splits), _reduce_entries(
-        kind, "partial", source + partial, (rows, length, plan.r_split),
-        _layout_entries(layout, ity), ity, params, acc, plan.bm, plan.br), plan.num_warps)
+        kind, "partial", {**source, **parts}, (rows, length, plan.r_split),
+        _layout_entries(layout, ity), ity, params, acc, blocks, evict), plan.num_warps)
     br = min(next_pow2(plan.splits), _tile_elements(states))
     bm = min(next_pow2(rows), max(1, _tile_elements(states) // br))
     recipe.add(_reduce_kernel, (cdiv(rows, bm),), _reduce_entries(
-        kind, "merge", partial + outs, (rows, plan.splits, plan.splits),
-        _layout_entries(layout, ity, plan.splits), ity, params, acc, bm, br),
-        max(1, min(8, bm * br // 512)))
-    return recipe, copy
+        kind, "merge", {**dict(zip(("x", "xb", "xc"), partial)), **outs},
+        (rows, plan.splits, plan.splits), _layout_entries(layout, ity, plan.splits), ity,
+        params, acc, (bm, br, 1)), _warps(bm * br))
+    return recipe, copy, 0
 
 
 def _contiguous(x, stream):
@@ -689,8 +785,10 @@ def _compile_case(kind, dtype, shape, dims, target, indices=False, reorder=True)
 
 
 def compile_all(target):
-    """Every reduction kind on float32 rows, split rows (partial + merge), columns, the half
-    and integer accumulators and the scans, compiled for `target` (CI, no GPU needed)."""
+    """Every reduction kind on float32 rows, rows split in one launch (the last program merges;
+    also past the L2 size, where loads evict first, and over half types), columns split over
+    two launches (partial + merge), the integer accumulators and the scans, compiled for
+    `target` (CI, no GPU needed)."""
     f32 = np.float32
     kinds = ("sum", "nansum", "prod", "mean", "amax", "amin", "any", "all", "count_nonzero",
              "norm0", "norm1", "norm2", "normp", "norminf", "normninf", "var", "std", "logsumexp")
@@ -699,9 +797,13 @@ def compile_all(target):
     for kind in ("argmax", "argmin"):
         _compile_case(kind, f32, (64, 1000), (1,), target, indices=True, reorder=False)
         _compile_case(kind, f32, (1 << 20,), (0,), target, indices=True, reorder=False)
-    for kind in ("sum", "var", "logsumexp", "amax"):
+    for kind in ("sum", "mean", "var", "logsumexp", "amax"):
         _compile_case(kind, f32, (1 << 20,), (0,), target)
+        _compile_case(kind, f32, (1 << 26,), (0,), target)
         _compile_case(kind, f32, (4096, 512), (0,), target)
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        _compile_case("sum", dtype, (1 << 26,), (0,), target)
+        _compile_case("mean", dtype, (8, 1 << 20), (1,), target)
     for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
         _compile_case("sum", dtype, (64, 1000), (1,), target)
     _compile_case("amax", np.int64, (8, 6, 4), (0, 2), target)
