@@ -688,8 +688,10 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
-        ga = _grad(ctx, 1, where(cond, g, 0.0), ctx.shapes[0])
-        gb = _grad(ctx, 2, where(cond, 0.0, g), ctx.shapes[1])
+        ga = _grad(ctx, 1, where(cond, g, 0.0), ctx.shapes[0]) if ctx.needs_input_grad[1] \
+            else None
+        gb = _grad(ctx, 2, where(cond, 0.0, g), ctx.shapes[1]) if ctx.needs_input_grad[2] \
+            else None
         return None, ga, gb
 
 

@@ -91,8 +91,9 @@ class _LinearAct(Function):
         x, weight, bias, z = ctx.saved_tensors
         if ctx.activation is not None:
             if is_grad_enabled():
-                z = _composed(x, weight, bias)
-            g = g * _activation_grad(z, ctx.activation)
+                g = g * _activation_grad(_composed(x, weight, bias), ctx.activation)
+            else:
+                g = _activation_backward(g, z, ctx.activation)
         n, k = weight.shape
         gx = linalg.matmul(g, weight) if ctx.needs_input_grad[0] else None
         g2 = g.reshape(-1, n)
@@ -102,6 +103,14 @@ class _LinearAct(Function):
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _activation_backward(g, z, activation):
+    """g * act'(z) in one kernel (the activation's backward kernel; float32 inside for half
+    types, rounded once), for a backward that records no graph."""
+    if activation == "relu":
+        return ew.where(z > 0, g, 0.0)
+    return ew.elementwise(f"{activation}_backward", g, z)
 
 
 def _activation_grad(z, activation):
