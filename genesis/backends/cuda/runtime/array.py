@@ -10,6 +10,17 @@ import numpy as np
 from .device import get_context
 from .stream import current_stream_handle
 
+_new = object.__new__
+_allocators = {}  # device index -> its context's allocator (contexts live as long as the process)
+
+
+def _allocator_of(device):
+    """get_context(device).allocator, remembered for an explicit index."""
+    allocator = get_context(device).allocator
+    if device is not None:
+        _allocators[device] = allocator
+    return allocator
+
 
 class CUDAStorage:
     """One allocation on one device; freed (to the allocator's cache) when garbage."""
@@ -17,7 +28,7 @@ class CUDAStorage:
     __slots__ = ("block", "ptr", "device", "nbytes", "_allocator", "__weakref__")
 
     def __init__(self, nbytes, device, stream=None):
-        allocator = get_context(device).allocator
+        allocator = _allocators.get(device) or _allocator_of(device)
         block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None
                                  else stream)
         self._allocator = allocator
@@ -59,7 +70,11 @@ class CUDAArray:
             dtype = np.dtype(dtype)
         shape = tuple(shape)
         strides, nbytes = contiguous_layout(shape, dtype.itemsize)
-        return cls(CUDAStorage(nbytes, device, stream), shape, strides, 0, dtype)
+        storage = CUDAStorage(nbytes, device, stream)
+        arr = _new(cls)  # the fields as __init__ would set them, without re-checking them
+        arr.storage, arr.shape, arr.strides, arr.offset, arr.dtype = storage, shape, strides, 0, dtype
+        arr.ptr = storage.ptr
+        return arr
 
     @property
     def device(self):
