@@ -605,16 +605,21 @@ def _block_size(dtype):
 def run(op, operands, params=()):
     """A new contiguous array holding `op` applied to `operands` (arrays of one shape, scalars
     or None) with op parameters `params`."""
-    ref = next(x for x in operands if isinstance(x, CUDAArray))
-    device = ref.device
+    ref = operands[0]
+    if not isinstance(ref, CUDAArray):
+        ref = next(x for x in operands if isinstance(x, CUDAArray))
+    device = ref.storage.device
     activate(device)
     stream = current_stream_handle(device)
     dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
-    if out.size:
-        operands = tuple(operands) + (None,) * (3 - len(operands))
+    if out.storage.nbytes:
+        operands = tuple(operands) + _PADDING[len(operands)]
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
+
+
+_PADDING = {1: (None, None), 2: (None,), 3: ()}
 
 
 def _typed(params, dtype):
@@ -632,30 +637,29 @@ def write(op, out, operands, params, dtype, stream):
 
     The hot path (every array operand contiguous) is one pass over the operands, one dict
     lookup for the bound kernel and the launch."""
-    kinds, args, aligned, contiguous = [], [], out.ptr % 16 == 0, True
+    out_ptr, out_strides, out_dtype = out.ptr, out.strides, out.dtype
+    kinds, args, aligned = [], [], out_ptr % 16 == 0
     for x in operands:
         if isinstance(x, CUDAArray):
+            if not (x.strides == out_strides and x.dtype is out_dtype) and not x.is_contiguous():
+                _write_strided(op, out, operands, params, dtype, stream)
+                return
             ptr = x.ptr
             kinds.append(x.dtype)
             args.append(ptr)
             aligned = aligned and ptr % 16 == 0
-            contiguous = contiguous and x.is_contiguous()
-        elif x is None:
-            kinds.append(None)
         else:
-            kinds.append(type(x))
-            args.append(x)
-    if not contiguous:
-        _write_strided(op, out, operands, params, dtype, stream)
-        return
-    key = (op, dtype, out.dtype, tuple(kinds), len(params), aligned, out.device)
+            kinds.append(None if x is None else type(x))
+            if x is not None:
+                args.append(x)
+    key = (op, dtype, out_dtype, tuple(kinds), len(params), aligned, out.storage.device)
     kernel = _contiguous_cache.get(key)
     if kernel is None:
         kernel = _contiguous_cache[key] = _contiguous_kernel_for(op, out, operands, params,
                                                                  dtype, aligned)
     n = out.size
     args.insert(1, n)
-    kernel((cdiv(n, _block_size(dtype)),), stream, out.ptr, *args, *params)
+    kernel(((n + _block_size(dtype) - 1) // _block_size(dtype),), stream, out_ptr, *args, *params)
 
 
 def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
