@@ -128,15 +128,17 @@ def check_invariants(allocator, driver, live=None):
     for (pool, tag), b in indexed:
         assert b.state == mb.FREE and b.segment.pool == pool and b.stream == tag
         assert _ordered(allocator._pool.indexes[(pool, tag)])
-    caches = (allocator._small_cache, allocator._large_cache)
-    cached = [b for c in caches for by_size in c.values() for bs in by_size.values() for b in bs]
+    small = allocator._small_cache
+    cached = [b for by_size in small.values() for bs in by_size.values() for b in bs]
+    cached += list(allocator._large_cache.values())
     assert sorted(map(id, cached)) == sorted(map(id, by_state[mb.CACHED])) \
         == sorted(map(id, allocator._lru))
-    for small, c in zip((True, False), caches):
-        for stream, by_size in c.items():
-            assert all(b.stream == stream and allocator._lru[b] == size and (size <= mb.SMALL_SIZE) == small
-                       and (b.size == size if small else size <= b.size <= size + mb.SMALL_SIZE)
-                       for size, bs in by_size.items() for b in bs)
+    for stream, by_size in small.items():
+        assert all(b.stream == stream and b.size == size == allocator._lru[b] <= mb.SMALL_SIZE
+                   for size, bs in by_size.items() for b in bs)
+    for stream, b in allocator._large_cache.items():
+        size = allocator._lru[b]  # the rounded request it serves
+        assert b.stream == stream and mb.SMALL_SIZE < size <= b.size <= size + mb.SMALL_SIZE
     assert allocator._cached_bytes == sum(b.size for b in cached)
     waiting = [b for queue in allocator._pending.values() for _, b in queue]
     assert all(b.event_count == waiting.count(b) for b in by_state[mb.PENDING])

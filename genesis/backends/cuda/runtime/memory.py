@@ -85,7 +85,7 @@ class CachingAllocator(ReportingMixin):
         self._segments = {}  # base address -> Segment
         self._pool = GlobalPool()
         self._small_cache = {}  # stream -> {size: [blocks]}: the stream-local level
-        self._large_cache = {}  # the same for large blocks
+        self._large_cache = {}  # stream -> its last freed large block (see the docstring)
         self._lru = {}  # the cached blocks (oldest first) -> their size in the caches
         self._cached_bytes = 0
         self._pending = {}  # stream -> deque of (event, block), in record order
@@ -127,10 +127,15 @@ class CachingAllocator(ReportingMixin):
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
         try:
-            by_size = (self._small_cache if size <= SMALL_SIZE else self._large_cache).get(stream)
+            by_size = self._small_cache.get(stream) if size <= SMALL_SIZE else None
             blocks = by_size.get(size) if by_size else None
             if blocks:
                 block = blocks.pop()
+            elif size > SMALL_SIZE and self._lru.get(self._large_cache.get(stream)) == size:
+                block = self._large_cache.pop(stream)
+            else:
+                block = None
+            if block is not None:
                 del self._lru[block]
                 self._cached_bytes -= block.size
                 self._stats.stream_cache_hits += 1
@@ -236,19 +241,18 @@ class CachingAllocator(ReportingMixin):
 
     def _cache_block(self, block, size):
         """Keep a freed block for the next request of `size` (rounded) bytes on its stream."""
-        if size <= SMALL_SIZE:
-            caches = self._small_cache
+        if size > SMALL_SIZE:
+            if block.stream in self._large_cache:
+                self._flush_large(block.stream)
+            self._large_cache[block.stream] = block
         else:
-            caches = self._large_cache
-            if block.stream in caches:
-                self._flush_cache(caches, block.stream)
-        by_size = caches.get(block.stream)
-        if by_size is None:
-            by_size = caches[block.stream] = {}
-        blocks = by_size.get(size)
-        if blocks is None:
-            blocks = by_size[size] = []
-        blocks.append(block)
+            by_size = self._small_cache.get(block.stream)
+            if by_size is None:
+                by_size = self._small_cache[block.stream] = {}
+            blocks = by_size.get(size)
+            if blocks is None:
+                blocks = by_size[size] = []
+            blocks.append(block)
         block.state = CACHED
         lru = self._lru
         lru[block] = size
@@ -263,42 +267,52 @@ class CachingAllocator(ReportingMixin):
                        or self._cached_bytes > self._max_cached_bytes):
             block = next(iter(lru))
             size = lru.pop(block)
-            caches = self._small_cache if size <= SMALL_SIZE else self._large_cache
-            caches[block.stream][size].remove(block)
+            if size > SMALL_SIZE:
+                del self._large_cache[block.stream]
+            else:
+                self._small_cache[block.stream][size].remove(block)
             self._cached_bytes -= block.size
             self._pool.release(block)
 
-    def _flush_cache(self, caches, stream):
-        """Move `stream`'s cached blocks of `caches` (the small or the large ones) to the pool."""
-        for blocks in caches.pop(stream, {}).values():
+    def _flush_cache(self, stream):
+        """Move `stream`'s cached small blocks to the global pool."""
+        for blocks in self._small_cache.pop(stream, {}).values():
             for block in blocks:
-                del self._lru[block]
-                self._cached_bytes -= block.size
-                self._pool.release(block)
+                self._uncache(block)
+
+    def _flush_large(self, stream):
+        """Move `stream`'s cached large block to the global pool."""
+        self._uncache(self._large_cache.pop(stream))
+
+    def _uncache(self, block):
+        del self._lru[block]
+        self._cached_bytes -= block.size
+        self._pool.release(block)
 
     def _flush_all_caches(self):
-        for caches in (self._small_cache, self._large_cache):
-            for stream in list(caches):
-                self._flush_cache(caches, stream)
+        for stream in list(self._small_cache):
+            self._flush_cache(stream)
+        for stream in list(self._large_cache):
+            self._flush_large(stream)
 
     # Level 2: the global pool, new segments, reclaiming.
 
     def _take(self, size, nbytes, stream):
         """A block of at least `size` bytes usable on `stream`, from the pool or a new segment.
 
-        A large request first returns the stream's cached large blocks to the pool, so the pool
+        A large request first returns the stream's cached large block to the pool, so the pool
         holds them coalesced (as if never cached) for the best fit and before any new segment;
         a small one does so only when the small pool has no fit."""
         if size <= SMALL_SIZE:
             pool = SMALL_POOL
             block = self._pool.take(size, pool, stream)
             if block is None and self._small_cache.get(stream):
-                self._flush_cache(self._small_cache, stream)
+                self._flush_cache(stream)
                 block = self._pool.take(size, pool, stream)
         else:
             pool = LARGE_POOL
             if stream in self._large_cache:
-                self._flush_cache(self._large_cache, stream)
+                self._flush_large(stream)
             block = self._pool.take(size, pool, stream)
         if block is not None:
             self._stats.pool_hits += 1
