@@ -40,23 +40,28 @@ def _dims(shape):
 
 def _check_matmul_shapes(op, a, b):
     """PyTorch's errors for operands whose contraction sizes or batch dims disagree."""
-    if a.ndim == 0 or b.ndim == 0:
+    sa, sb = a._data.shape, b._data.shape
+    if not sa or not sb:
         raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they are "
-                           f"{a.ndim}D and {b.ndim}D")
-    k_a, k_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
-    if a.ndim == 1 and b.ndim == 1 and k_a != k_b:
+                           f"{len(sa)}D and {len(sb)}D")
+    k_a, k_b = sa[-1], sb[-2] if len(sb) > 1 else sb[0]
+    if k_a == k_b:
+        _check_batch_dims(op, sa[:-2], sb[:-2])
+    elif len(sa) == 1 and len(sb) == 1:
         raise RuntimeError(f"{op}: inconsistent tensor size, expected tensor [{k_a}] and src "
                            f"[{k_b}] to have the same number of elements, but got {k_a} and {k_b} "
                            "elements respectively")
-    if b.ndim == 1 and k_a != k_b:
-        raise RuntimeError(f"{op}: size mismatch, got input ({a.shape[-2]}), mat "
-                           f"({_dims(a.shape[-2:])}), vec ({k_b})")
-    if k_a != k_b:
-        rows = a.shape[:-1] if a.ndim > 1 else (1,)
+    elif len(sb) == 1:
+        raise RuntimeError(f"{op}: size mismatch, got input ({sa[-2]}), mat "
+                           f"({_dims(sa[-2:])}), vec ({k_b})")
+    else:
+        rows = sa[:-1] if len(sa) > 1 else (1,)
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({_dims(rows)}x{k_a} "
-                           f"and {_dims(b.shape[:-2])}{'x' if b.ndim > 2 else ''}"
-                           f"{_dims(b.shape[-2:])})")
-    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
+                           f"and {_dims(sb[:-2])}{'x' if len(sb) > 2 else ''}"
+                           f"{_dims(sb[-2:])})")
+
+
+def _check_batch_dims(op, batch_a, batch_b):
     for i in range(1, min(len(batch_a), len(batch_b)) + 1):
         sa, sb = batch_a[-i], batch_b[-i]
         if sa != sb and 1 not in (sa, sb):
