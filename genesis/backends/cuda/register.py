@@ -5,4 +5,4 @@ from .kernels import elementwise, index, index_compact, norm, reduce, softmax  #
 from .kernels import random  # noqa: F401
 from .kernels import matmul  # noqa: F401
 from .kernels import median, shape, sort  # noqa: F401
-from .kernels import optim  # noqa: F401
+from .kernels import loss, optim  # noqa: F401

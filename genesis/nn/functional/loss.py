@@ -4,9 +4,16 @@ import math
 import warnings
 
 from ... import dtypes
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from ...ops.common import call, wrap
+from ...ops.creation import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss
-from .activation import log_softmax
+from .activation import log_softmax, softmax
+
+_FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
 
 
 def _class_targets_check(input, target, op):
@@ -48,17 +55,23 @@ def _class_weights(weight, input, dtype):
     return weight.to(dtype).reshape(shape)
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
-    """-input[n, target[n]] (times weight[target[n]]); mean divides by the summed weights."""
-    reduction = legacy_reduction(size_average, reduce, reduction)
-    check_reduction(reduction, "nll_loss")
+def _class_args_check(input, target, weight):
+    """Shapes of class-index targets and per-class weights (nll_loss's errors); the class count."""
     _class_targets_check(input, target, "nll_loss")
     classes = input.shape[0 if input.ndim == 1 else 1]
     if weight is not None and tuple(weight.shape) != (classes,):
         raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {classes} "
                            f"classes or no classes but got weight tensor of shape: "
                            f"{list(weight.shape)}")
+    return classes
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """-input[n, target[n]] (times weight[target[n]]); mean divides by the summed weights."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction, "nll_loss")
+    classes = _class_args_check(input, target, weight)
     valid = target != ignore_index
     _check_target_range(target, valid, classes)
     safe = ew.where(valid, target, 0)
@@ -124,6 +137,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
+    if label_smoothing == 0 and _fusable(input, target, weight):
+        return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
     logp = log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         if tuple(target.shape) != tuple(input.shape):
@@ -137,6 +152,76 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = _smooth_loss(logp, target, weight, target != ignore_index, reduction,
                           input.shape[class_dim])
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / input.shape[class_dim])
+
+
+def _fusable(input, target, weight):
+    """The backend's fused kernels apply: class-index targets, a floating input with classes
+    and rows, every tensor on input's device, a per-class weight needing no gradient."""
+    if not has_kernel("cross_entropy_fwd", input.device.type):
+        return False
+    if target.dtype.is_floating_point or input.dtype not in _FUSED_DTYPES or not input.numel():
+        return False
+    if target.device != input.device:
+        return False
+    return weight is None or (weight.device == input.device and not weight.requires_grad)
+
+
+def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
+    """cross_entropy with class-index targets as one forward and one backward kernel: the
+    input seen as rows x classes (class dim moved last for (N, C, d...) input)."""
+    classes = _class_args_check(input, target, weight)
+    _check_target_range(target, target != ignore_index, classes)
+    if input.ndim == 1:
+        rows = input.unsqueeze(0)
+    elif input.ndim == 2:
+        rows = input
+    else:
+        rows = input.movedim(1, -1).reshape(-1, classes)
+    if weight is not None:
+        weight = weight.to(input.dtype)
+    loss = _CrossEntropy.apply(rows, target.reshape(-1), weight, ignore_index, reduction)
+    return loss.reshape(target.shape) if reduction == "none" else loss
+
+
+class _CrossEntropy(Function):
+    """Cross-entropy of (N, C) logits and (N,) class indices through the backend kernels
+    "cross_entropy_fwd" (per-row logsumexp, the picked logit and the reduction) and
+    "cross_entropy_bwd" (softmax - onehot, scaled). When the backward itself is differentiated,
+    it is composed from genesis ops instead, so every order is exact."""
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction):
+        loss, lse, total = call("cross_entropy_fwd", x, target, weight, ignore_index, reduction,
+                                device=x.device)
+        ctx.ignore_index, ctx.reduction = ignore_index, reduction
+        ctx.save_for_backward(x, target, weight, wrap(lse, x.device),
+                              None if total is None else wrap(total, x.device))
+        return wrap(loss, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target, weight, lse, total = ctx.saved_tensors
+        if is_grad_enabled():
+            gx = _cross_entropy_grad(g, x, target, weight, ctx.ignore_index, ctx.reduction)
+        else:
+            gx = wrap(call("cross_entropy_bwd", g, x, target, weight, lse, total,
+                           ctx.ignore_index, ctx.reduction, device=x.device), x.device)
+        return gx, None, None, None, None
+
+
+def _cross_entropy_grad(g, x, target, weight, ignore_index, reduction):
+    """d loss / d x of (N, C) logits with genesis ops (differentiable to any order):
+    (softmax(x) - onehot(t)) * g * weight[t] (/ the summed weights for "mean"), 0 if ignored."""
+    valid = target != ignore_index
+    safe = ew.where(valid, target, 0)
+    w = valid.to(x.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe)
+    if reduction == "mean":
+        g = g / w.sum()
+    scale = ew.where(valid, w * g, 0.0)
+    onehot = arange(x.shape[1], device=x.device) == safe.unsqueeze(1)
+    return (softmax(x, 1) - onehot.to(x.dtype)) * scale.unsqueeze(1)
 
 
 def _check_same_size(input, target, op):
