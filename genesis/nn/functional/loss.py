@@ -32,11 +32,11 @@ def _class_targets_check(input, target, op):
                            f"{target.dtype}")
 
 
-def _check_target_range(target, valid, num_classes):
+def _check_target_range(target, ignore_index, num_classes):
     """Class indices in [0, C) (checked on the CPU; GPUs check nothing, as torch's kernels)."""
     if target.device.type != "cpu" or not target.numel():
         return
-    bad = valid & ((target < 0) | (target >= num_classes))
+    bad = (target != ignore_index) & ((target < 0) | (target >= num_classes))
     if bad.any():
         raise IndexError(f"Target {int(target[bad].reshape(-1)[0])} is out of bounds.")
 
@@ -72,8 +72,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "nll_loss")
     classes = _class_args_check(input, target, weight)
+    _check_target_range(target, ignore_index, classes)
     valid = target != ignore_index
-    _check_target_range(target, valid, classes)
     safe = ew.where(valid, target, 0)
     picked = -_gather_class(input, safe)
     w = valid.to(input.dtype)
@@ -170,7 +170,7 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     """cross_entropy with class-index targets as one forward and one backward kernel: the
     input seen as rows x classes (class dim moved last for (N, C, d...) input)."""
     classes = _class_args_check(input, target, weight)
-    _check_target_range(target, target != ignore_index, classes)
+    _check_target_range(target, ignore_index, classes)
     if input.ndim == 1:
         rows = input.unsqueeze(0)
     elif input.ndim == 2:
@@ -179,8 +179,9 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
         rows = input.movedim(1, -1).reshape(-1, classes)
     if weight is not None:
         weight = weight.to(input.dtype)
-    loss = _CrossEntropy.apply(rows, target.reshape(-1), weight, ignore_index, reduction)
-    return loss.reshape(target.shape) if reduction == "none" else loss
+    flat = target if target.ndim == 1 else target.reshape(-1)
+    loss = _CrossEntropy.apply(rows, flat, weight, ignore_index, reduction)
+    return loss if reduction != "none" or flat is target else loss.reshape(target.shape)
 
 
 class _CrossEntropy(Function):

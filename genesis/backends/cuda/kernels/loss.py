@@ -5,8 +5,8 @@ Forward: one program per block of rows computes each row's logsumexp with an onl
 (running max, sum rescaled whenever the max grows) and picks the target's logit on the way; a row
 of up to ONE_PASS_LIMIT classes is one chunk, so read once from registers, wider rows (C = 50257)
 loop over CHUNK-wide chunks. It writes the row's logsumexp (saved for the backward) and its loss
-(lse - x[t]) * weight[t], 0 where t == ignore_index. For "sum" and "mean" the row losses (and
-weights) go to scratch and one more single-program launch sums them in a fixed order
+(lse - x[t]) * weight[t], 0 where t == ignore_index. For "sum" and "mean" the row losses (and,
+after them, the row weights) go to one scratch buffer and one more single-program launch sums them in a fixed order
 (deterministic, no atomics) and divides by the summed weights (0/0 = nan when every target is
 ignored, as torch).
 
@@ -48,10 +48,11 @@ def _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W: tl.constexpr,
 
 
 @triton.jit
-def _forward_kernel(x, t, w, loss, lse, rw, N, C, x_sr, x_sc, t_s, ignore_index,
+def _forward_kernel(x, t, w, loss, lse, N, C, x_sr, x_sc, t_s, ignore_index,
                     HAS_W: tl.constexpr, STORE_W: tl.constexpr, CT: tl.constexpr,
                     INDEX64: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
-    """Rows pid*BM..: logsumexp into `lse`, weighted loss into `loss` (and weights into `rw`)."""
+    """Rows pid*BM..: logsumexp into `lse`, weighted loss into `loss` (STORE_W: the weights
+    into loss[N:])."""
     rows = program_range(BM, INDEX64)
     row_mask = rows < N
     tgt, valid, wt = _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W, CT)
@@ -75,14 +76,14 @@ def _forward_kernel(x, t, w, loss, lse, rw, N, C, x_sr, x_sc, t_s, ignore_index,
     tl.store(loss + rows, row_loss.to(loss.dtype.element_ty), mask=row_mask)
     tl.store(lse + rows, row_lse, mask=row_mask)
     if STORE_W:
-        tl.store(rw + rows, wt, mask=row_mask)
+        tl.store(loss + N + rows, wt, mask=row_mask)
 
 
 @triton.jit
-def _reduce_kernel(row_loss, rw, out, total, N, MEAN: tl.constexpr, CT: tl.constexpr,
+def _reduce_kernel(row_loss, out, total, N, MEAN: tl.constexpr, CT: tl.constexpr,
                    BLOCK: tl.constexpr):
-    """One program: the sum of the row losses in a fixed order (divided by the summed weights,
-    which go to `total`, for the mean)."""
+    """One program: the sum of the row losses in a fixed order (for the mean divided by the
+    summed weights, row_loss[N:], which go to `total`)."""
     lane = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), CT)
     w_acc = tl.zeros((BLOCK,), CT)
@@ -90,7 +91,7 @@ def _reduce_kernel(row_loss, rw, out, total, N, MEAN: tl.constexpr, CT: tl.const
         i = start + lane
         acc += tl.load(row_loss + i, mask=i < N, other=0.0)
         if MEAN:
-            w_acc += tl.load(rw + i, mask=i < N, other=0.0)
+            w_acc += tl.load(row_loss + N + i, mask=i < N, other=0.0)
     result = tl.sum(acc, 0)
     if MEAN:
         weights = tl.sum(w_acc, 0)
@@ -169,21 +170,20 @@ def _forward_recipe(x, t, w, reduction, target=None):
     entries, grid, warps = _row_entries(x, t, w)
     mean = reduction == "mean"
     if reduction == "none":
-        rows, weights = ("loss", placeholder((n,), x.dtype)), (None, None)
+        rows = ("loss", placeholder((n,), x.dtype))
     else:
-        rows = recipe.scratch_array((n,), ct)
-        weights = recipe.scratch_array((n,), ct) if mean else (None, None)
-    entries += [pointer("loss", rows[0], rows[1]), pointer("lse", "lse", placeholder((n,), ct)),
-                pointer("rw", weights[0], weights[1])] + const(STORE_W=mean)
+        rows = recipe.scratch_array((2 * n if mean else n,), ct)
+    entries += [pointer("loss", rows[0], rows[1]), pointer("lse", "lse", placeholder((n,), ct))]
+    entries += const(STORE_W=mean)
     recipe.add(_forward_kernel, (grid,), entries, warps)
     if reduction != "none":
-        out = placeholder((), x.dtype)
-        recipe.add(_reduce_kernel, (1,), [
-            pointer("row_loss", rows[0], rows[1]), pointer("rw", weights[0], weights[1]),
-            pointer("out", "loss", out), pointer("total", "total", placeholder((), ct) if mean
-                                                 else None),
-            ("N", n, "i32" if n < 2 ** 31 - _REDUCE_BLOCK else "i64")]
-            + const(MEAN=mean, CT=_triton_type(ct), BLOCK=_REDUCE_BLOCK), 4)
+        total = placeholder((), ct) if mean else None
+        entries = [pointer("row_loss", rows[0], rows[1]),
+                   pointer("out", "loss", placeholder((), x.dtype)),
+                   pointer("total", "total", total),
+                   ("N", n, "i32" if n < 2 ** 31 - _REDUCE_BLOCK else "i64")]
+        entries += const(MEAN=mean, CT=_triton_type(ct), BLOCK=_REDUCE_BLOCK)
+        recipe.add(_reduce_kernel, (1,), entries, 4)
     return recipe
 
 

@@ -1,0 +1,186 @@
+"""cross_entropy with class-index targets on the fused kernels ("cross_entropy_fwd"/"_bwd")
+against torch: every reduction, ignore_index, class weights, dtypes, odd class counts, layouts,
+gradients (and the composed double backward)."""
+
+import numpy as np
+import pytest
+import torch
+from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close
+
+import genesis
+from genesis import dispatch
+from genesis.autograd import gradcheck, gradgradcheck
+from genesis.nn import functional as F
+
+REDUCTIONS = ["mean", "sum", "none"]
+HALF = (genesis.float16, genesis.bfloat16)
+
+
+def _logits(rng, shape, dtype, device, layout="contiguous"):
+    """(genesis leaf, torch leaf) holding the same logits; the genesis one may be strided."""
+    values = rng.uniform(-4.0, 4.0, shape)
+    g = genesis.tensor(values, dtype=dtype, device=device)
+    t = torch.from_numpy(g.float().cpu().numpy() if dtype is genesis.bfloat16
+                         else g.cpu().numpy()).to(TORCH_DTYPES[dtype])
+    g.requires_grad_()
+    t.requires_grad_()
+    if layout == "transposed":
+        return g, t, g.t().contiguous().t()
+    if layout == "stepped":
+        return g, t, _stepped(g)
+    return g, t, g
+
+
+def _stepped(g):
+    """g's values at every other element of a wider buffer (differentiable w.r.t. g)."""
+    wide = genesis.stack([g, genesis.zeros_like(g)], dim=-1).reshape(*g.shape[:-1], -1)
+    return wide[..., ::2]
+
+
+def _targets(rng, shape, classes, device, ignored=0, ignore_index=-100):
+    values = rng.integers(0, classes, shape)
+    values.reshape(-1)[:ignored] = ignore_index
+    return genesis.tensor(values, device=device), torch.from_numpy(values)
+
+
+def _reference(t_x, t_target, dtype, **kwargs):
+    """torch's loss; for half types computed in float32 and rounded once, as genesis does."""
+    if dtype in HALF:
+        x = t_x.detach().float().requires_grad_()
+        kwargs = {k: v.float() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+        return x, torch.nn.functional.cross_entropy(x, t_target, **kwargs)
+    return t_x, torch.nn.functional.cross_entropy(t_x, t_target, **kwargs)
+
+
+def _compare(rng, g_leaf, g_x, t_x, g_target, t_target, dtype, **kwargs):
+    """Loss and input gradient of genesis's cross_entropy against torch's."""
+    g_kwargs = {k: v[0] if isinstance(v, tuple) else v for k, v in kwargs.items()}
+    t_kwargs = {k: v[1] if isinstance(v, tuple) else v for k, v in kwargs.items()}
+    loss = F.cross_entropy(g_x, g_target, **g_kwargs)
+    ref_x, expected = _reference(t_x, t_target, dtype, **t_kwargs)
+    assert_close(loss, expected.to(TORCH_DTYPES[dtype]), dtype)
+    grad = rng.standard_normal(tuple(expected.shape))
+    expected.backward(torch.from_numpy(np.asarray(grad)).to(expected.dtype))
+    loss.backward(genesis.tensor(grad, dtype=loss.dtype, device=loss.device))
+    assert_close(g_leaf.grad, ref_x.grad.to(TORCH_DTYPES[dtype]), dtype)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("options", ["plain", "ignore", "weight", "weight_ignore", "index_7"])
+def test_options(options, dtype, reduction, rng, device):
+    x, t_x, _ = _logits(rng, (9, 7), dtype, device)
+    ignore_index = 3 if options == "index_7" else -100
+    target = _targets(rng, (9,), 7, device, 0 if options in ("plain", "weight") else 3,
+                      ignore_index)
+    kwargs = {"reduction": reduction, "ignore_index": ignore_index}
+    if "weight" in options:
+        w = rng.uniform(0.2, 2.0, 7)
+        kwargs["weight"] = (genesis.tensor(w, dtype=dtype, device=device),
+                            torch.from_numpy(w).to(TORCH_DTYPES[dtype]))
+    _compare(rng, x, x, t_x, *target, dtype, **kwargs)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(4, 1), (3, 1000), (2, 50257), (1, 33), (6, 16)], ids=str)
+def test_class_counts(shape, dtype, reduction, rng, device):
+    x, t_x, _ = _logits(rng, shape, dtype, device)
+    target = _targets(rng, shape[:1], shape[1], device, ignored=1 if shape[0] > 2 else 0)
+    _compare(rng, x, x, t_x, *target, dtype, reduction=reduction)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("layout", ["transposed", "stepped"])
+def test_strided_logits(layout, reduction, rng, device):
+    x, t_x, view = _logits(rng, (6, 11), genesis.float32, device, layout)
+    assert not view.is_contiguous()
+    target = _targets(rng, (6,), 11, device, ignored=1)
+    _compare(rng, x, view, t_x, *target, genesis.float32, reduction=reduction)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(2, 5, 3, 4), (3, 6, 2), (7,)], ids=str)
+def test_spatial_and_unbatched(shape, reduction, rng, device):
+    x, t_x, _ = _logits(rng, shape, genesis.float32, device)
+    target_shape = (shape[0],) + shape[2:] if len(shape) > 1 else ()
+    target = _targets(rng, target_shape, shape[1 if len(shape) > 1 else 0], device,
+                      ignored=2 if len(shape) > 1 else 0)
+    _compare(rng, x, x, t_x, *target, genesis.float32, reduction=reduction)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_all_ignored_mean_is_nan_with_zero_gradient(weighted, device):
+    x = genesis.randn(3, 5, requires_grad=True, device=device)
+    w = genesis.rand(5, device=device) + 0.5 if weighted else None
+    loss = F.cross_entropy(x, genesis.tensor([-100, -100, -100], device=device), weight=w)
+    assert np.isnan(loss.item())
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), 0)
+
+
+def test_zero_weights_give_nan_as_torch(rng, device):
+    """Targets whose weights are all 0: 0/0 loss and nan gradients in their rows, as torch."""
+    x, t_x, _ = _logits(rng, (3, 4), genesis.float32, device)
+    weight = (genesis.tensor([0.0, 1.0, 1.0, 1.0], device=device),
+              torch.tensor([0.0, 1.0, 1.0, 1.0]))
+    target = (genesis.tensor([0, 0, -100], device=device), torch.tensor([0, 0, -100]))
+    _compare(rng, x, x, t_x, *target, genesis.float32, weight=weight)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gradcheck(weighted, reduction, rng, device):
+    x = genesis.tensor(rng.standard_normal((5, 6)), dtype=genesis.float64, device=device,
+                       requires_grad=True)
+    target = genesis.tensor([1, -100, 5, 0, 3], device=device)
+    w = genesis.tensor(rng.uniform(0.2, 2.0, 6), dtype=genesis.float64, device=device)
+
+    def fn(x):
+        return F.cross_entropy(x, target, weight=w if weighted else None, reduction=reduction)
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))
+
+
+def test_double_backward_matches_torch(rng, device):
+    """create_graph=True differentiates the composed formula (the backward kernel is not)."""
+    x, t_x, _ = _logits(rng, (4, 5), genesis.float64, device)
+    target = _targets(rng, (4,), 5, device, ignored=1)
+    (g,) = genesis.autograd.grad(F.cross_entropy(x, target[0]), (x,), create_graph=True)
+    (t_g,) = torch.autograd.grad(torch.nn.functional.cross_entropy(t_x, target[1]), (t_x,),
+                                 create_graph=True)
+    assert_close(g, t_g.detach())
+    (g * g).sum().backward()
+    (t_g * t_g).sum().backward()
+    assert_close(x.grad, t_x.grad)
+
+
+def test_fused_kernels_are_used(monkeypatch, device):
+    """Class-index targets without label smoothing take one forward and one backward kernel."""
+    calls = []
+    for op in ("cross_entropy_fwd", "cross_entropy_bwd"):
+        fn = dispatch.kernel(op, device)
+        monkeypatch.setitem(dispatch._KERNELS, (op, device),
+                            lambda *a, _fn=fn, _op=op: calls.append(_op) or _fn(*a))
+    x = genesis.randn(4, 3, device=device, requires_grad=True)
+    F.cross_entropy(x, genesis.tensor([0, 1, 2, 0], device=device)).backward()
+    assert calls == ["cross_entropy_fwd", "cross_entropy_bwd"]
+    calls.clear()
+    F.cross_entropy(x, genesis.tensor([0, 1, 2, 0], device=device), label_smoothing=0.1)
+    assert calls == []
+
+
+def test_weight_gradient_takes_the_composed_path(rng, device):
+    """A weight that requires grad is differentiated (composed ops), as before."""
+    x = genesis.randn(4, 3, device=device, requires_grad=True)
+    w = genesis.tensor(rng.uniform(0.5, 2.0, 3), device=device, requires_grad=True)
+    F.cross_entropy(x, genesis.tensor([0, 1, 2, 0], device=device), weight=w,
+                    reduction="sum").backward()
+    assert w.grad is not None and x.grad is not None
+
+
+def test_out_of_range_target_raises_on_the_cpu():
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        F.cross_entropy(genesis.randn(2, 5), genesis.tensor([0, 5]))
+    with pytest.raises(IndexError, match="Target -1 is out of bounds"):
+        F.cross_entropy(genesis.randn(2, 5), genesis.tensor([-1, -100]), reduction="sum")
