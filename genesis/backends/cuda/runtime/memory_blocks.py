@@ -5,7 +5,7 @@ is a bisection. A free block's tag is the one stream that may reuse it
 without an event, or None for any stream; neighbours merge when one tag allows the other.
 """
 
-import bisect
+from bisect import bisect_left, insort
 
 SMALL_POOL, LARGE_POOL = 1, 2
 SMALL_SIZE = 1 << 20  # requests up to this many bytes use the small pool
@@ -110,56 +110,59 @@ class GlobalPool:
         entries = self.indexes.get(key)
         if entries is None:
             entries = self.indexes[key] = []
-        bisect.insort(entries, (block.size, block.ptr, block))
+        insort(entries, (block.size, block.ptr, block))
 
     def remove(self, block):
         entries = self.indexes[(block.segment.pool, block.stream)]
-        i = bisect.bisect_left(entries, (block.size, block.ptr))
+        i = bisect_left(entries, (block.size, block.ptr))
         if i == len(entries) or entries[i][2] is not block:
             raise RuntimeError(f"caching allocator: {block!r} is not in its free index")
         del entries[i]
 
     def take(self, size, pool, stream):
-        """Remove and return the best-fitting block for `stream` (its own or shared), or None."""
-        best = where = None
-        for entries in (self.indexes.get((pool, stream)), self.indexes.get((pool, None))):
-            if entries:
-                i = bisect.bisect_left(entries, (size,))
-                if i < len(entries) and (best is None or entries[i][0] < best[0]):
-                    best, where = entries[i], (entries, i)
+        """Remove and return the best-fitting block for `stream` (its own or shared), or None;
+        between equal sizes, the stream's own."""
+        indexes = self.indexes
+        probe = (size,)
+        own = indexes.get((pool, stream))
+        i = bisect_left(own, probe) if own else 0
+        best = own[i] if own and i < len(own) else None
+        shared = indexes.get((pool, None)) if stream is not None else None
+        if shared:
+            j = bisect_left(shared, probe)
+            if j < len(shared) and (best is None or shared[j][0] < best[0]):
+                return shared.pop(j)[2]
         if best is None:
             return None
-        del where[0][where[1]]
+        del own[i]
         return best[2]
 
     def split(self, block, size):
         """Mark a taken block in use; its tail beyond `size` goes back to the pool if big enough
         (small pool: 512 B or more; large pool: more than 1 MiB, as torch)."""
         block.state = ALLOCATED
-        split_at = MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1
-        if block.size - size >= split_at:
+        if block.size - size >= (MIN_BLOCK if block.segment.pool == SMALL_POOL else SMALL_SIZE + 1):
             self.add(link_after(block, size))
 
     def release(self, block):
         """Add `block`, merged with the free neighbours it may share a stream with."""
         tag = block.stream
         prev, nxt = block.prev, block.next
-        if prev is not None and prev.state == FREE and self._unindex_if_mergeable(prev, tag):
-            tag = prev.stream if tag is None else tag
+        if prev is not None and prev.state == FREE and (
+                tag is None or prev.stream is None or prev.stream == tag):
+            self.remove(prev)
+            if tag is None:
+                tag = prev.stream
             block = _absorb(prev, block)
-        if nxt is not None and nxt.state == FREE and self._unindex_if_mergeable(nxt, tag):
-            tag = nxt.stream if tag is None else tag
+        if nxt is not None and nxt.state == FREE and (
+                tag is None or nxt.stream is None or nxt.stream == tag):
+            self.remove(nxt)
+            if tag is None:
+                tag = nxt.stream
             block = _absorb(block, nxt)
         block.stream = tag
         block.state = FREE
         self.add(block)
-
-    def _unindex_if_mergeable(self, neighbour, tag):
-        """Take the free `neighbour` out of the index when its stream tag allows merging."""
-        if tag is not None and neighbour.stream is not None and neighbour.stream != tag:
-            return False
-        self.remove(neighbour)
-        return True
 
     def discard(self, segment):
         """Forget the blocks of a segment that is going back to the driver (all free)."""
