@@ -1,13 +1,23 @@
-"""Attention with torch's semantics: scaled_dot_product_attention, multi_head_attention_forward."""
+"""Attention with torch's semantics: scaled_dot_product_attention, multi_head_attention_forward.
+
+On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
+runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
+three backward, no (L, S) scores in memory). Everything else composes matmul, softmax, where
+and dropout, differentiable to any order.
+"""
 
 import math
 
 import numpy as np
 
 from ... import dtypes
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops import elementwise as ew
 from ...ops import shape as shape_ops
+from ...ops.common import call, wrap
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear
@@ -64,11 +74,82 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
+        return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
+                                     is_causal, scale)
     scores = linalg.matmul(query * scale, key.transpose(-2, -1))
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return linalg.matmul(weights, value)
+
+
+_FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _fusable(query, key, value):
+    """The fused kernels compute this: CUDA, one dtype (float32/16, bfloat16), (B, H, L, D)
+    operands of equal leading dims (at most two), head dim 16..128 shared by values, nothing
+    empty."""
+    device = query.device
+    if device.type != "cuda" or key.device != device or value.device != device:
+        return False
+    if not (query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
+            and value.dtype is query.dtype):
+        return False
+    head = query.shape[-1]
+    return (query.ndim <= 4 and key.ndim == query.ndim and value.ndim == query.ndim
+            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and value.shape[-1] == head and 16 <= head <= 128
+            and query.numel() > 0 and key.numel() > 0
+            and has_kernel("flash_attention", device.type))
+
+
+def _unit_last_stride(t):
+    """`t` itself when its last dim is read with unit stride (the kernels take any other
+    strides), else a contiguous copy."""
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+class _FlashAttention(Function):
+    """softmax(Q K^T * scale, causal) V through the backend's fused kernels. The forward saves
+    the row logsumexp (and, for half types, its output in float32) so the backward rebuilds
+    the probabilities without storing them; when the backward itself is differentiated
+    (create_graph), the gradients are recomputed with genesis ops so every order is exact."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, is_causal, scale):
+        keep = any(ctx.needs_input_grad[:3])
+        out, lse, out_f = call("flash_attention", query, key, value, is_causal, scale, keep,
+                               device=query.device)
+        out = wrap(out, query.device)
+        ctx.is_causal, ctx.scale = is_causal, scale
+        kept = out if out_f is None else wrap(out_f, query.device)
+        ctx.save_for_backward(query, key, value, kept, wrap(lse, query.device))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        query, key, value, out, lse = ctx.saved_tensors
+        if is_grad_enabled():
+            grads = _attention_grads(grad, query, key, value, ctx.is_causal, ctx.scale)
+        else:
+            grads = call("flash_attention_backward", _unit_last_stride(grad), query, key, value,
+                         out, lse, ctx.is_causal, ctx.scale, device=query.device)
+            grads = [wrap(g, query.device) for g in grads]
+        return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) \
+            + (None, None)
+
+
+def _attention_grads(grad, query, key, value, is_causal, scale):
+    """(dQ, dK, dV) of softmax(Q K^T * scale) V with genesis ops (differentiable again)."""
+    weights = _attention_weights(linalg.matmul(query * scale, key.transpose(-2, -1)), None,
+                                 is_causal)
+    d_value = linalg.matmul(weights.transpose(-2, -1), grad)
+    d_weights = linalg.matmul(grad, value.transpose(-2, -1))
+    d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True)) * scale
+    return (linalg.matmul(d_scores, key), linalg.matmul(d_scores.transpose(-2, -1), query),
+            d_value)
 
 
 def _canonical_mask(mask, name, target_dtype):

@@ -1,0 +1,58 @@
+"""Attention kernels on the CPU: the contract of the CUDA backend's fused attention, in numpy.
+
+"flash_attention" returns the output and the row logsumexp of the scaled scores, and
+"flash_attention_backward" the three input gradients from them, as the GPU's FlashAttention
+kernels do (kernels/attention.py); for half types the forward can also keep its output in
+float32, from which the backward takes rowsum(dO * O) as attention computed in float32 does. Half types compute in float32 and round once; the
+logsumexp is float32 (float64 for float64 inputs, so gradient checks stay exact). The CPU takes
+the composed ops in scaled_dot_product_attention (nothing to gain from fusing here: numpy
+materializes the scores either way); these kernels define the contract, test it, and run the
+fused autograd Function on the CPU in tests.
+"""
+
+import numpy as np
+
+from ...dispatch import register
+
+
+def _compute(*arrays):
+    """The arrays in the compute dtype: float64 stays, everything else goes to float32."""
+    ct = np.float64 if arrays[0].dtype == np.float64 else np.float32
+    return [a.astype(ct, copy=False) for a in arrays]
+
+
+def _scores(q, k, is_causal, scale):
+    """Q K^T * scale with keys past the diagonal at -inf when causal (top-left aligned)."""
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if is_causal:
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    return s
+
+
+@register("flash_attention", "cpu")
+def flash_attention(query, key, value, is_causal, scale, keep_float):
+    """(softmax(Q K^T * scale, causal) V, row logsumexp of the scaled scores, the output in
+    float32 for half types when `keep_float` (for the backward's rowsum(dO * O)), else None)."""
+    q, k, v = _compute(query, key, value)
+    with np.errstate(all="ignore"):
+        s = _scores(q, k, is_causal, scale)
+        m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
+        lse = m + np.log(np.sum(np.exp(s - m), axis=-1, keepdims=True))
+        out = np.matmul(np.exp(s - lse), v)
+    keep_float = keep_float and out.dtype != query.dtype
+    return out.astype(query.dtype), lse[..., 0], out if keep_float else None
+
+
+@register("flash_attention_backward", "cpu")
+def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale):
+    """(dQ, dK, dV) from the output gradient and flash_attention's logsumexp and output (the
+    float32 one where it kept it)."""
+    g, q, k, v, o = _compute(grad, query, key, value, out)
+    with np.errstate(all="ignore"):
+        p = np.exp(_scores(q, k, is_causal, scale) - lse[..., None])
+        dv = np.matmul(np.swapaxes(p, -1, -2), g)
+        dp = np.matmul(g, np.swapaxes(v, -1, -2))
+        ds = p * (dp - np.sum(g * o, axis=-1, keepdims=True))
+        dq = np.matmul(ds, k) * scale
+        dk = np.matmul(np.swapaxes(ds, -1, -2), q) * scale
+    return dq.astype(query.dtype), dk.astype(key.dtype), dv.astype(value.dtype)

@@ -1,0 +1,474 @@
+"""Fused scaled dot-product attention (FlashAttention-2) on the GPU, forward and backward.
+
+Forward ("flash_attention"): one launch over (query blocks, batch x heads). Each program keeps
+its BM queries in registers and walks the keys BN at a time with an online softmax in base 2
+(running max m, running sum l, the output accumulator rescaled whenever m grows), so the
+(L, S) scores never reach memory. It writes O and the row logsumexp of the scaled scores
+(natural log, float32), which the backward uses to rebuild P = exp(S * scale - lse) exactly.
+Causal masking (query i sees keys j <= i, top-left aligned as torch) skips the key blocks past
+the diagonal; only the blocks on the diagonal and the key tail pay for the mask.
+
+Backward ("flash_attention_backward"): a preprocess launch for Delta = rowsum(dO * O), then one
+kernel over key blocks (dK, dV: walks the query blocks) and one over query blocks (dQ: walks the
+key blocks), each recomputing P from the saved logsumexp. Every gradient element is summed by
+one program in a fixed order: deterministic, no atomics.
+
+Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities (and
+dS) that enter a second product are split into a high and a low half-precision part and
+multiplied as two tensor-core products, so P V, P^T dO, dS K and dS^T Q keep about 16 (bf16) to
+22 (fp16) bits of P instead of 8 or 11: results match attention computed in float32 and rounded
+once. float32 inputs use IEEE float32 products unless genesis.flags.allow_tf32.
+
+Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
+place through their strides (the last stride must be 1); O, dQ, dK, dV are contiguous. Head
+dims 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
+
+Tiles (sm_90): the forward uses 128 queries x 64 keys for half types (4 warps up to D=64,
+8 for D=128, 3 stages: the K/V loads of the next block overlap this block's products) and
+64 x 64 for float32 (twice the registers and shared memory per element, 2 stages). The backward
+kernels use 64 x 64 tiles (two float32 accumulators of 64 x D per program: 8 warps for D=128
+keep them in registers).
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from .. import matmul as flags
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import (
+    Recipe,
+    RecipeCache,
+    Slot,
+    cdiv,
+    const,
+    next_pow2,
+    placeholder,
+    pointer_of,
+)
+from .elementwise import div_rn
+
+MIN_HEAD, MAX_HEAD = 16, 128
+_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+
+
+@triton.jit
+def _head(ptr, bh, H, s_b, s_h):
+    """The (batch, head) plane `bh` of a (B, H, rows, D) operand."""
+    return ptr + (bh // H) * s_b + (bh % H) * s_h
+
+
+@triton.jit
+def _load_rows(base, r, stride, n_rows, d, HEAD: tl.constexpr, BD: tl.constexpr,
+               CHECK_ROWS: tl.constexpr):
+    """Rows `r` of a (rows, HEAD) plane as a (len(r), BD) tile, zero past the ends."""
+    ptrs = base + r[:, None] * stride + d[None, :]
+    if CHECK_ROWS:
+        if HEAD == BD:
+            x = tl.load(ptrs, mask=(r < n_rows)[:, None], other=0.0)
+        else:
+            x = tl.load(ptrs, mask=(r < n_rows)[:, None] & (d < HEAD)[None, :], other=0.0)
+    else:
+        if HEAD == BD:
+            x = tl.load(ptrs)
+        else:
+            x = tl.load(ptrs, mask=(d < HEAD)[None, :], other=0.0)
+    return x
+
+
+@triton.jit
+def _load_cols(base, r, stride, n_rows, d, HEAD: tl.constexpr, BD: tl.constexpr):
+    """Rows `r` of a (rows, HEAD) plane, transposed: a (BD, len(r)) tile, zero past the ends."""
+    mask = (r < n_rows)[None, :]
+    if HEAD != BD:
+        mask = mask & (d < HEAD)[:, None]
+    return tl.load(base + r[None, :] * stride + d[:, None], mask=mask, other=0.0)
+
+
+@triton.jit
+def _dot_f32(a, b, acc, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+    """acc + a @ b for a float32 `a` and a `b` in the input dtype; SPLIT (half types): `a` as
+    high + low half-precision parts, two tensor-core products (see the module docstring)."""
+    if SPLIT:
+        hi = a.to(b.dtype)
+        lo = (a - hi.to(tl.float32)).to(b.dtype)
+        acc = tl.dot(hi, b, acc)
+        acc = tl.dot(lo, b, acc)
+    else:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
+                HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr,
+                MASKED: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+    """The online softmax over key blocks lo..hi; MASKED: blocks with the key tail or the
+    diagonal in them."""
+    for n0 in range(lo, hi, BN):
+        n = n0 + tl.arange(0, BN)
+        k = _load_rows(kp, n, k_sn, S, d, HEAD, BD, MASKED)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
+        if MASKED:
+            ok = (n < S)[None, :]
+            if CAUSAL:
+                ok = ok & (n[None, :] <= rows[:, None])
+            s = tl.where(ok, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp2(s - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = _load_rows(vp, n, v_sn, S, d, HEAD, BD, MASKED)
+        acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION, SPLIT)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _attn_fwd_kernel(q, k, v, out, lse, out_f, scale, H, L, S,
+                     q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
+                     CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
+                     PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr):
+    """O and logsumexp (and O in float32 when `out_f` is given) for queries pid0*BM.. of
+    plane pid1."""
+    start = tl.program_id(0) * BM
+    bh = tl.program_id(1)
+    rows = start + tl.arange(0, BM)
+    d = tl.arange(0, BD)
+    kp = _head(k, bh, H, k_sb, k_sh)
+    vp = _head(v, bh, H, v_sb, v_sh)
+    qt = _load_rows(_head(q, bh, H, q_sb, q_sh), rows, q_sm, L, d, HEAD, BD, True)
+    qk_scale = scale * 1.4426950408889634
+    m_i = tl.full([BM], -1.0e38, tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, BD], tl.float32)
+    full = (S // BN) * BN
+    end = S
+    if CAUSAL:
+        full = tl.minimum(full, start)
+        end = tl.minimum(S, start + BM)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_sn, v_sn, rows, 0, full, S,
+                                qk_scale, d, HEAD, BD, BN, CAUSAL, False, PRECISION, SPLIT)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_sn, v_sn, rows, full, end, S,
+                                qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION, SPLIT)
+    o = acc * div_rn(1.0, l_i)[:, None]
+    plane = bh.to(tl.int64) * L
+    row_ok = rows < L
+    tl.store(lse + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=row_ok)
+    mask = row_ok[:, None]
+    if HEAD != BD:
+        mask = mask & (d < HEAD)[None, :]
+    at = plane * HEAD + rows[:, None] * HEAD + d[None, :]
+    tl.store(out + at, o.to(out.dtype.element_ty), mask=mask)
+    if out_f is not None:
+        tl.store(out_f + at, o, mask=mask)
+
+
+@triton.jit
+def _attn_delta_kernel(do, o, delta, H, L, do_sb, do_sh, do_sm, HEAD: tl.constexpr,
+                       BD: tl.constexpr, BM: tl.constexpr):
+    """Delta = rowsum(dO * O) (float32) for rows pid0*BM.. of plane pid1."""
+    bh = tl.program_id(1)
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    d = tl.arange(0, BD)
+    plane = bh.to(tl.int64) * L
+    g = _load_rows(_head(do, bh, H, do_sb, do_sh), rows, do_sm, L, d, HEAD, BD, True)
+    y = _load_rows(o + plane * HEAD, rows, HEAD, L, d, HEAD, BD, True)
+    total = tl.sum(g.to(tl.float32) * y.to(tl.float32), 1)
+    tl.store(delta + plane + rows, total, mask=rows < L)
+
+
+@triton.jit
+def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L, qk_scale, d,
+                 HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+                 MASKED: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+    """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal).
+
+    Query rows past L load zeros and an infinite logsumexp, so their P is 0."""
+    for m0 in range(lo, hi, BM):
+        m = m0 + tl.arange(0, BM)
+        qT = _load_cols(qp, m, q_sm, L, d, HEAD, BD)
+        lse2 = tl.load(lsep + m, mask=m < L, other=float("inf")) * 1.4426950408889634
+        pT = tl.exp2(tl.dot(k, qT, input_precision=PRECISION) * qk_scale - lse2[None, :])
+        if MASKED:
+            pT = tl.where(m[None, :] >= n[:, None], pT, 0.0)
+        g = _load_rows(dop, m, do_sm, L, d, HEAD, BD, True)
+        dv = _dot_f32(pT, g, dv, PRECISION, SPLIT)
+        dpT = tl.dot(v, tl.trans(g), input_precision=PRECISION)
+        delta = tl.load(deltap + m, mask=m < L, other=0.0)
+        dsT = pT * (dpT - delta[None, :])
+        dk = _dot_f32(dsT, tl.trans(qT), dk, PRECISION, SPLIT)
+    return dk, dv
+
+
+@triton.jit
+def _attn_dkdv_kernel(q, k, v, do, lse, delta, dk, dv, scale, H, L, S,
+                      q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
+                      do_sb, do_sh, do_sm, CAUSAL: tl.constexpr, HEAD: tl.constexpr,
+                      BD: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
+                      BM: tl.constexpr, BN: tl.constexpr):
+    """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them."""
+    start = tl.program_id(0) * BN
+    bh = tl.program_id(1)
+    n = start + tl.arange(0, BN)
+    d = tl.arange(0, BD)
+    kt = _load_rows(_head(k, bh, H, k_sb, k_sh), n, k_sn, S, d, HEAD, BD, True)
+    vt = _load_rows(_head(v, bh, H, v_sb, v_sh), n, v_sn, S, d, HEAD, BD, True)
+    qp = _head(q, bh, H, q_sb, q_sh)
+    dop = _head(do, bh, H, do_sb, do_sh)
+    plane = bh.to(tl.int64) * L
+    dk_acc = tl.zeros([BN, BD], tl.float32)
+    dv_acc = tl.zeros([BN, BD], tl.float32)
+    qk_scale = scale * 1.4426950408889634
+    lo = 0
+    if CAUSAL:
+        lo = tl.minimum(start + BN, L)
+        dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse + plane,
+                                      delta + plane, q_sm, do_sm, n, start, lo, L, qk_scale, d,
+                                      HEAD, BD, BM, True, PRECISION, SPLIT)
+    dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse + plane, delta + plane,
+                                  q_sm, do_sm, n, lo, L, L, qk_scale, d, HEAD, BD, BM, False,
+                                  PRECISION, SPLIT)
+    kplane = bh.to(tl.int64) * S * HEAD
+    mask = (n < S)[:, None]
+    if HEAD != BD:
+        mask = mask & (d < HEAD)[None, :]
+    at = kplane + n[:, None] * HEAD + d[None, :]
+    tl.store(dk + at, (dk_acc * scale).to(dk.dtype.element_ty), mask=mask)
+    tl.store(dv + at, dv_acc.to(dv.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
+               HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
+               PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+    """dQ of queries `rows` from key blocks lo..hi (MASKED: on the causal diagonal).
+
+    Keys past S load zeros, so they add nothing to dQ = dS K."""
+    for n0 in range(lo, hi, BN):
+        n = n0 + tl.arange(0, BN)
+        kT = _load_cols(kp, n, k_sn, S, d, HEAD, BD)
+        p = tl.exp2(tl.dot(q, kT, input_precision=PRECISION) * qk_scale - lse2[:, None])
+        if MASKED:
+            p = tl.where(n[None, :] <= rows[:, None], p, 0.0)
+        vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
+        dp = tl.dot(g, vT, input_precision=PRECISION)
+        ds = p * (dp - delta[:, None])
+        dq = _dot_f32(ds, tl.trans(kT), dq, PRECISION, SPLIT)
+    return dq
+
+
+@triton.jit
+def _attn_dq_kernel(q, k, v, do, lse, delta, dq, scale, H, L, S,
+                    q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
+                    do_sb, do_sh, do_sm, CAUSAL: tl.constexpr, HEAD: tl.constexpr,
+                    BD: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
+                    BM: tl.constexpr, BN: tl.constexpr):
+    """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
+    start = tl.program_id(0) * BM
+    bh = tl.program_id(1)
+    rows = start + tl.arange(0, BM)
+    d = tl.arange(0, BD)
+    plane = bh.to(tl.int64) * L
+    qt = _load_rows(_head(q, bh, H, q_sb, q_sh), rows, q_sm, L, d, HEAD, BD, True)
+    g = _load_rows(_head(do, bh, H, do_sb, do_sh), rows, do_sm, L, d, HEAD, BD, True)
+    lse2 = tl.load(lse + plane + rows, mask=rows < L, other=0.0) * 1.4426950408889634
+    delta = tl.load(delta + plane + rows, mask=rows < L, other=0.0)
+    kp = _head(k, bh, H, k_sb, k_sh)
+    vp = _head(v, bh, H, v_sb, v_sh)
+    qk_scale = scale * 1.4426950408889634
+    acc = tl.zeros([BM, BD], tl.float32)
+    end = S
+    if CAUSAL:
+        end = tl.minimum(start, S)
+    acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_sn, v_sn, rows, 0, end, S, qk_scale, d,
+                     HEAD, BD, BN, False, PRECISION, SPLIT)
+    if CAUSAL:
+        acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_sn, v_sn, rows, end,
+                         tl.minimum(start + BM, S), S, qk_scale, d, HEAD, BD, BN, True,
+                         PRECISION, SPLIT)
+    mask = (rows < L)[:, None]
+    if HEAD != BD:
+        mask = mask & (d < HEAD)[None, :]
+    tl.store(dq + plane * HEAD + rows[:, None] * HEAD + d[None, :],
+             (acc * scale).to(dq.dtype.element_ty), mask=mask)
+
+
+def supports(dtype, head_dim):
+    """The fused kernels take this dtype and head dim (16..128)."""
+    return (np.dtype(dtype) in (np.dtype(np.float32),) + _HALF
+            and MIN_HEAD <= head_dim <= MAX_HEAD)
+
+
+class _Geometry:
+    """Batch, heads and element strides (batch, head, row) of a (..., rows, D) operand with
+    at most two leading dims and a unit last stride (None otherwise)."""
+
+    @staticmethod
+    def of(arr):
+        strides = arr.element_strides()
+        if arr.ndim > 4 or arr.ndim < 2 or (strides[-1] != 1 and arr.shape[-1] > 1):
+            return None
+        lead = (1,) * (4 - arr.ndim) + tuple(arr.shape[:-2])
+        lead_strides = (0,) * (4 - arr.ndim) + tuple(strides[:-2])
+        return lead, lead_strides + (strides[-2],)
+
+
+def _tiles(dtype, head_dim, tf32):
+    """(forward BM, BN, warps, stages), (backward BM, BN, warps), precision, split."""
+    bd = next_pow2(head_dim)
+    half = np.dtype(dtype) in _HALF
+    warps = 8 if bd == 128 else 4
+    forward = (128, 64, warps, 3) if half else (64, 64, warps, 2)
+    precision = "tf32" if half or tf32 else "ieee"
+    return bd, forward, (64, 64, warps), precision, half
+
+
+def _index_type(*arrays):
+    """int32 when every offset into every array fits, else int64."""
+    reach = max(sum((n - 1) * abs(s) for n, s in zip(a.shape, a.element_strides())) + a.size
+                for a in arrays)
+    return "i32" if reach < 2 ** 31 else "i64"
+
+
+def _stride_entries(prefix, strides, ity):
+    """The (batch, head, row) stride parameters of operand `prefix` (rows: m for queries, n for
+    keys)."""
+    row = "m" if prefix in ("q", "do") else "n"
+    return [(f"{prefix}_s{axis}", s, ity) for axis, s in zip(("b", "h", row), strides)]
+
+
+def _common_entries(q, k, v, heads, causal, ity, bd, precision, split, strides):
+    entries = [("q", Slot("q", q.ptr % 16 == 0), _ptr(q.dtype)),
+               ("k", Slot("k", k.ptr % 16 == 0), _ptr(k.dtype)),
+               ("v", Slot("v", v.ptr % 16 == 0), _ptr(v.dtype)),
+               ("H", heads, ity), ("L", q.shape[-2], ity), ("S", k.shape[-2], ity)]
+    for prefix, s in zip(("q", "k", "v"), strides):
+        entries += _stride_entries(prefix, s, ity)
+    return entries + const(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision,
+                           SPLIT=split)
+
+
+def _ptr(dtype):
+    return pointer_of(np.dtype(dtype))
+
+
+def _forward_recipe(q, k, v, causal, tf32, keep_float, device=0, target=None):
+    """The forward launch for operands laid out like these."""
+    (lead, qs), (_, ks), (_, vs) = (_Geometry.of(a) for a in (q, k, v))
+    bd, (bm, bn, warps, stages), _, precision, split = _tiles(q.dtype, q.shape[-1], tf32)
+    ity = _index_type(q, k, v)
+    entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split, (qs, ks, vs))
+    entries += [("out", Slot("out", True), _ptr(q.dtype)), ("lse", Slot("lse", True), "*fp32"),
+                ("out_f", Slot("out_f", True), "*fp32") if keep_float else ("out_f", None,
+                                                                             "constexpr"),
+                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
+    recipe = Recipe(device, target)
+    recipe.add(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]), entries, warps,
+               stages)
+    return recipe
+
+
+def _backward_recipe(g, q, k, v, out, causal, tf32, device=0, target=None):
+    """Delta, dK/dV and dQ launches for operands laid out like these."""
+    geos = [_Geometry.of(a) for a in (q, k, v, g)]
+    lead = geos[0][0]
+    bd, _, (bm, bn, warps), precision, split = _tiles(q.dtype, q.shape[-1], tf32)
+    ity = _index_type(q, k, v, g)
+    planes, length = lead[0] * lead[1], q.shape[-2]
+    recipe = Recipe(device, target)
+    delta_role, _ = recipe.scratch_array(q.shape[:-1], np.float32)
+    g_entries = [("do", Slot("g", g.ptr % 16 == 0), _ptr(g.dtype))]
+    g_entries += _stride_entries("do", geos[3][1], ity)
+    recipe.add(_attn_delta_kernel, (cdiv(length, bm), planes),
+               g_entries + [("o", Slot("out", True), _ptr(out.dtype)),
+                            ("delta", Slot(delta_role, True), "*fp32"), ("H", lead[1], ity),
+                            ("L", length, ity)] + const(HEAD=q.shape[-1], BD=bd, BM=bm), warps)
+    entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split,
+                              [geo[1] for geo in geos[:3]]) + g_entries
+    entries += [("lse", Slot("lse", True), "*fp32"), ("delta", Slot(delta_role, True), "*fp32"),
+                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
+    recipe.add(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes),
+               entries + [("dk", Slot("dk", True), _ptr(k.dtype)),
+                          ("dv", Slot("dv", True), _ptr(v.dtype))], warps, 2)
+    recipe.add(_attn_dq_kernel, (cdiv(length, bm), planes),
+               entries + [("dq", Slot("dq", True), _ptr(q.dtype))], warps, 2)
+    return recipe
+
+
+_recipes = RecipeCache()
+
+
+def _key(*arrays):
+    return tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays)
+
+
+def _check(q, k, v):
+    if not (q.dtype == k.dtype == v.dtype and supports(q.dtype, q.shape[-1])
+            and k.shape[-1] == v.shape[-1] == q.shape[-1]
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and k.shape[-2] == v.shape[-2]
+            and all(_Geometry.of(a) is not None for a in (q, k, v))):
+        raise RuntimeError(f"flash_attention: unsupported operands {q.shape}, {k.shape}, "
+                           f"{v.shape} of {q.dtype}, {k.dtype}, {v.dtype}")
+
+
+@register("flash_attention", "cuda")
+def flash_attention(query, key, value, is_causal, scale, keep_float):
+    """(softmax(Q K^T * scale, causal) V, row logsumexp of the scaled scores as float32,
+    the output in float32 for half types when `keep_float` (what the backward's Delta =
+    rowsum(dO * O) needs to match attention computed in float32), else None)."""
+    _check(query, key, value)
+    device = query.device
+    activate(device)
+    stream = current_stream_handle(device)
+    out = CUDAArray.empty(query.shape, query.dtype, device, stream)
+    lse = CUDAArray.empty(query.shape[:-1], np.float32, device, stream)
+    keep_float = keep_float and query.dtype in _HALF
+    out_f = CUDAArray.empty(query.shape, np.float32, device, stream) if keep_float else None
+    if out.size:
+        tf32 = flags.allow_tf32
+        key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
+        recipe = _recipes.get_or_build(key_, lambda: _forward_recipe(
+            query, key, value, is_causal, tf32, keep_float, device))
+        recipe.run(stream, {"q": query, "k": key, "v": value, "out": out, "lse": lse,
+                            "out_f": out_f, "scale": float(scale)})
+    return out, lse, out_f
+
+
+@register("flash_attention_backward", "cuda")
+def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale):
+    """(dQ, dK, dV) of flash_attention from the output gradient and its saved lse and out
+    (the float32 one where it kept it)."""
+    _check(query, key, value)
+    device = query.device
+    activate(device)
+    stream = current_stream_handle(device)
+    grads = tuple(CUDAArray.empty(a.shape, a.dtype, device, stream) for a in (query, key, value))
+    if all(a.size for a in grads):
+        tf32 = flags.allow_tf32
+        key_ = ("bwd", _key(grad, query, key, value), out.dtype, is_causal, tf32, device)
+        recipe = _recipes.get_or_build(key_, lambda: _backward_recipe(
+            grad, query, key, value, out, is_causal, tf32, device))
+        recipe.run(stream, {"g": grad, "q": query, "k": key, "v": value, "out": out,
+                            "lse": lse, "scale": float(scale), "dq": grads[0], "dk": grads[1],
+                            "dv": grads[2]})
+    return grads
+
+
+def compile_all(target):
+    """The main specializations, compiled for `target` (CI, no GPU needed): float16 D=64 causal
+    and not, bfloat16 D=128 causal, float16 D=80 (padded to 128), float32 D=64 causal (IEEE)
+    and float32 D=128 with TF32."""
+    import ml_dtypes
+    cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
+             (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
+             (np.float32, 64, False, True), (np.float32, 128, True, False)]
+    for dtype, head, tf32, causal in cases:
+        x = placeholder((4, 8, 1024, head), dtype)
+        out = placeholder(x.shape, np.float32)
+        _forward_recipe(x, x, x, causal, tf32, True, target=target)
+        _backward_recipe(x, x, x, x, out, causal, tf32, target=target)

@@ -1,0 +1,144 @@
+"""scaled_dot_product_attention on "cuda" through the fused FlashAttention kernels, against
+torch on the CPU in float32 (for half types: on the same half values, rounded once, as the
+kernels accumulate in float32): long sequences, head dims 64/128 (and 80, padded), many
+(batch, head) planes, causal or not, strided operands, gradients, determinism, the TF32 flag,
+create_graph and the paths that stay composed."""
+
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from helpers import assert_close, from_torch, skip_no_cuda
+
+import genesis
+import genesis.nn.functional as F
+
+pytestmark = [skip_no_cuda]
+
+TORCH = {genesis.float32: torch.float32, genesis.float16: torch.float16,
+         genesis.bfloat16: torch.bfloat16}
+FUSED = "_FlashAttentionBackward0"
+
+
+@pytest.fixture(autouse=True)
+def _strict(monkeypatch):
+    monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", False)
+
+
+def _leaves(shapes, dtype, transposed=False):
+    """(genesis cuda leaves, torch float32 leaves) with the same values; transposed: (B, H, T,
+    D) views of (B, T, H, D) buffers."""
+    pairs = []
+    for shape in shapes:
+        t = torch.randn(shape).to(TORCH[dtype])
+        g = from_torch(t.transpose(1, 2).contiguous(), "cuda").transpose(1, 2) if transposed \
+            else from_torch(t, "cuda")
+        pairs.append((g.requires_grad_(), t.float().requires_grad_()))
+    return pairs
+
+
+def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None):
+    (q, tq), (k, tk), (v, tv) = _leaves((shape_q, shape_k, shape_k), dtype, transposed)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    assert out.grad_fn.name() == FUSED
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+    grad = torch.randn(expected.shape).to(TORCH[dtype])
+    expected.backward(grad.float())
+    out.backward(from_torch(grad, "cuda"))
+    assert_close(out, expected.detach().to(TORCH[dtype]))
+    for actual, ref in ((q, tq), (k, tk), (v, tv)):
+        assert_close(actual.grad, ref.grad.to(TORCH[dtype]))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head", [64, 128])
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16, genesis.float32], ids=str)
+def test_long_sequences(dtype, head, causal):
+    _check((2, 4, 1024, head), (2, 4, 1024, head), dtype, causal)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=str)
+def test_many_planes_odd_length(dtype):
+    _check((8, 16, 203, 64), (8, 16, 203, 64), dtype, True)
+
+
+@pytest.mark.parametrize("head", [16, 32, 80, 96])
+def test_other_head_dims(head):
+    _check((2, 3, 300, head), (2, 3, 300, head), genesis.float16, True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lengths", [(1, 700), (700, 1), (129, 515), (515, 129)])
+def test_queries_and_keys_of_different_lengths(lengths, causal):
+    _check((2, 2, lengths[0], 64), (2, 2, lengths[1], 64), genesis.bfloat16, causal)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.float32], ids=str)
+def test_strided_operands_and_scale(dtype):
+    """(B, T, H, D) buffers seen as (B, H, T, D), read in place; 3-d operands."""
+    _check((2, 6, 257, 64), (2, 6, 257, 64), dtype, True, transposed=True, scale=0.3)
+    _check((12, 190, 64), (12, 190, 64), dtype, False)
+
+
+def test_tf32_flag(monkeypatch):
+    """With allow_tf32 the float32 products round their inputs to TF32 (10-bit mantissa): the
+    result stays within TF32's bound of the float32 one (and is not bitwise the strict one)."""
+    (q, tq), (k, tk), (v, tv) = _leaves([(2, 4, 512, 64)] * 3, genesis.float32)
+    strict = F.scaled_dot_product_attention(q, k, v, is_causal=True).cpu().numpy()
+    monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", True)
+    fast = F.scaled_dot_product_attention(q, k, v, is_causal=True).cpu().numpy()
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True).detach().numpy()
+    assert not np.array_equal(strict, fast)
+    np.testing.assert_allclose(fast, expected, rtol=2e-3, atol=2e-3)
+
+
+def test_backward_is_deterministic():
+    (q, _), (k, _), (v, _) = _leaves([(4, 8, 777, 64)] * 3, genesis.bfloat16)
+    grad = genesis.randn(4, 8, 777, 64, dtype=genesis.bfloat16, device="cuda")
+    runs = []
+    for _ in range(2):
+        q.grad = k.grad = v.grad = None
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad)
+        runs.append([t.grad.float().cpu().numpy() for t in (q, k, v)])
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_double_backward_recomputes():
+    """create_graph: the first-order gradients come from genesis ops, differentiable again."""
+    (q, tq), (k, tk), (v, tv) = _leaves([(1, 2, 40, 16)] * 3, genesis.float32)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    (gq,) = genesis.autograd.grad(out.sum(), [q], create_graph=True)
+    (gq * gq).sum().backward()
+    t_out = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    (tgq,) = torch.autograd.grad(t_out.sum(), [tq], create_graph=True)
+    (tgq * tgq).sum().backward()
+    assert_close(gq, tgq.detach())
+    for actual, ref in ((q, tq), (k, tk), (v, tv)):
+        assert_close(actual.grad, ref.grad)
+
+
+def test_no_grad_forward():
+    q = genesis.randn(2, 4, 100, 64, dtype=genesis.float16, device="cuda")
+    with genesis.no_grad():
+        out = F.scaled_dot_product_attention(q, q, q)
+    tq = torch.from_numpy(q.cpu().numpy().astype(np.float32))
+    expected = TF.scaled_dot_product_attention(tq, tq, tq).to(torch.float16)
+    assert_close(out, expected)
+
+
+@pytest.mark.parametrize("case", ["mask", "dropout", "float64", "head8", "head256"])
+def test_other_cases_stay_composed(case):
+    dtype = {"float64": genesis.float64}.get(case, genesis.float32)
+    head = {"head8": 8, "head256": 256}.get(case, 32)
+    q = genesis.randn(1, 2, 16, head, dtype=dtype, device="cuda", requires_grad=True)
+    kwargs = {"mask": {"attn_mask": genesis.ones(16, 16, dtype=genesis.bool, device="cuda")},
+              "dropout": {"dropout_p": 0.1}}.get(case, {})
+    out = F.scaled_dot_product_attention(q, q, q, **kwargs)
+    assert out.grad_fn.name() != FUSED
+    if case != "dropout":
+        tq = torch.from_numpy(q.detach().cpu().numpy())
+        expected = TF.scaled_dot_product_attention(tq, tq, tq, **(
+            {"attn_mask": torch.ones(16, 16, dtype=torch.bool)} if case == "mask" else {}))
+        assert_close(out, expected)

@@ -1,0 +1,121 @@
+"""The fused attention kernels against torch's scaled_dot_product_attention, on the CPU,
+through Triton's interpreter.
+
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_attention_interpret.py`.
+Small tiles (forward 32 queries x 16 keys, backward 16 x 16) make short sequences walk several
+blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
+on the same half values, rounded once at the end, as the kernels accumulate in float32).
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+import triton.language as tl
+import triton_interpret as ti
+from helpers import TOLERANCES
+from triton.runtime import interpreter
+
+import genesis
+from genesis import dispatch
+from genesis.backends.cuda.kernels import attention as at
+from genesis.backends.cuda.kernels._strided import RecipeCache
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+
+
+def _small_tiles(dtype, head_dim, tf32):
+    bd, _, _, precision, split = _tiles(dtype, head_dim, tf32)
+    return bd, (32, 16, 4, 1), (16, 16, 4), precision, split
+
+
+_tiles = at._tiles
+
+
+def _create_dot(self, a, b, d, input_precision, max_num_imprecise_acc,
+                original=interpreter.InterpreterBuilder.create_dot):
+    """The interpreter's dot with bfloat16 operands widened to float32 (it multiplies their
+    raw 16-bit patterns otherwise)."""
+    if a.dtype == tl.bfloat16:
+        a, b = (interpreter.TensorHandle(np.ascontiguousarray(h.data).view(BF16)
+                                         .astype(np.float32), tl.float32) for h in (a, b))
+    return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    if not ti.ENABLED:
+        pytest.skip("set TRITON_INTERPRET=1 to run")
+    monkeypatch.setattr(at, "_tiles", _small_tiles)
+    monkeypatch.setattr(at, "_recipes", RecipeCache())
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", _create_dot)
+    with ti.device(at):
+        yield
+
+
+def _operand(arr, layout):
+    """A device array with `arr`'s (B, H, T, D) values: contiguous, or a (B, T, H, D) buffer
+    seen through transposed strides."""
+    if layout == "contiguous":
+        return ti.to_device(arr)
+    _, h, t, d = arr.shape
+    dev = ti.to_device(np.ascontiguousarray(arr.transpose(0, 2, 1, 3)))
+    return ti.view(dev, arr.shape, (t * h * d, d, h * d, 1))
+
+
+def _reference(q, k, v, g, causal, scale):
+    """torch's output and input gradients in float32, rounded to the inputs' dtype."""
+    tq, tk, tv = (torch.from_numpy(a.astype(np.float32)).requires_grad_() for a in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
+                                                           scale=scale)
+    out.backward(torch.from_numpy(g.astype(np.float32)))
+    return [t.detach().numpy().astype(q.dtype) for t in (out, tq.grad, tk.grad, tv.grad)]
+
+
+def _check(actual, expected):
+    host = ti.to_host(actual)
+    assert host.shape == expected.shape and host.dtype == expected.dtype
+    rtol, atol = TOLERANCES[getattr(genesis, expected.dtype.name)]
+    np.testing.assert_allclose(host.astype(np.float64), expected.astype(np.float64),
+                               rtol=rtol, atol=atol)
+
+
+def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous"):
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_k, shape_k))
+    g = rng.standard_normal(shape_q).astype(dtype)
+    scale = 1.0 / math.sqrt(shape_q[-1]) if scale is None else scale
+    expected = _reference(q, k, v, g, causal, scale)
+    dq, dk, dv = (_operand(a, layout) for a in (q, k, v))
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, causal, scale, True)
+    _check(out, expected[0])
+    grads = dispatch.kernel("flash_attention_backward", "cuda")(
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, lse, causal, scale)
+    for actual, exp in zip(grads, expected[1:]):
+        _check(actual, exp)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head", [16, 64])
+@pytest.mark.parametrize("length", [1, 17, 64, 130])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_forward_and_gradients(gpu, rng, dtype, length, head, causal):
+    _run(rng, (1, 2, length, head), (1, 2, length, head), dtype, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lengths", [(17, 40), (40, 17)])
+def test_queries_and_keys_of_different_lengths(gpu, rng, lengths, causal):
+    (lq, lk), dtype = lengths, np.dtype(np.float32)
+    _run(rng, (2, 1, lq, 32), (2, 1, lk, 32), dtype, causal)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_strided_operands_and_scale(gpu, rng, dtype):
+    _run(rng, (2, 3, 33, 16), (2, 3, 33, 16), dtype, True, scale=0.3, layout="transposed")
+
+
+def test_padded_head_dim(gpu, rng):
+    _run(rng, (1, 2, 20, 24), (1, 2, 20, 24), np.dtype(np.float16), True)

@@ -1,0 +1,79 @@
+"""The fused attention Function (what CUDA runs) on the CPU, through the CPU's numpy kernels
+of the same contract, against torch's scaled_dot_product_attention."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from helpers import assert_close, from_torch
+
+import genesis
+import genesis.nn.functional as F
+from genesis.autograd import gradcheck, gradgradcheck
+from genesis.nn.functional.attention import _FlashAttention
+
+
+def _inputs(rng, shape_q, shape_k, dtype, transposed=False):
+    """(genesis, torch float32) leaves; transposed: (B, H, T, D) views of (B, T, H, D)."""
+    out = []
+    for shape in (shape_q, shape_k, shape_k):
+        data = rng.standard_normal(shape).astype(np.float32)
+        t = torch.from_numpy(data).to(genesis_to_torch(dtype))
+        g = from_torch(t)
+        if transposed:
+            g = from_torch(t.transpose(1, 2).contiguous()).transpose(1, 2)
+        out.append((g.requires_grad_(), t.float().requires_grad_()))
+    return out
+
+
+def genesis_to_torch(dtype):
+    return {genesis.float32: torch.float32, genesis.float16: torch.float16,
+            genesis.bfloat16: torch.bfloat16}[dtype]
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shapes", [((2, 3, 17, 16), (2, 3, 17, 16)),
+                                    ((1, 2, 9, 32), (1, 2, 20, 32)),
+                                    ((1, 2, 20, 32), (1, 2, 9, 32))])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16, genesis.bfloat16], ids=str)
+def test_fused_function_matches_torch(rng, dtype, shapes, causal, transposed):
+    """Output and gradients against torch in float32 (rounded once for half types)."""
+    (q, tq), (k, tk), (v, tv) = _inputs(rng, *shapes, dtype, transposed)
+    scale = 1.0 / math.sqrt(shapes[0][-1])
+    out = _FlashAttention.apply(q, k, v, causal, scale)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+    grad = torch.randn(expected.shape).to(genesis_to_torch(dtype))
+    expected.backward(grad.float())
+    out.backward(from_torch(grad))
+    torch_dtype = genesis_to_torch(dtype)
+    assert_close(out, expected.detach().to(torch_dtype))
+    for actual, ref in ((q, tq), (k, tk), (v, tv)):
+        assert_close(actual.grad, ref.grad.to(torch_dtype))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_function_gradchecks(rng, causal):
+    """float64: the numpy kernels' backward, and the recomputed backward of the backward."""
+    q, k, v = (genesis.tensor(rng.uniform(-1, 1, (1, 2, 5, 4)), dtype=genesis.float64,
+                              requires_grad=True) for _ in range(3))
+    fn = lambda q, k, v: _FlashAttention.apply(q, k, v, causal, 0.7)
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+def test_fused_function_computes_only_needed_gradients(rng):
+    q, k = (genesis.tensor(rng.standard_normal((1, 1, 6, 16)), dtype=genesis.float32,
+                           requires_grad=True) for _ in range(2))
+    v = genesis.tensor(rng.standard_normal((1, 1, 6, 16)), dtype=genesis.float32)
+    _FlashAttention.apply(q, k, v, True, 0.25).sum().backward()
+    assert q.grad is not None and k.grad is not None and v.grad is None
+
+
+def test_cpu_keeps_the_composed_path(rng):
+    q = genesis.tensor(rng.standard_normal((1, 2, 4, 16)), dtype=genesis.float32,
+                       requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert "FlashAttention" not in out.grad_fn.name()
