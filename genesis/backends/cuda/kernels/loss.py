@@ -6,9 +6,11 @@ Forward: one program per block of rows computes each row's logsumexp with an onl
 of up to ONE_PASS_LIMIT classes is one chunk, so read once from registers, wider rows (C = 50257)
 loop over CHUNK-wide chunks. It writes the row's logsumexp (saved for the backward) and its loss
 (lse - x[t]) * weight[t], 0 where t == ignore_index. For "sum" and "mean" the row losses (and,
-after them, the row weights) go to one scratch buffer and one more single-program launch sums them in a fixed order
-(deterministic, no atomics) and divides by the summed weights (0/0 = nan when every target is
-ignored, as torch).
+after them, the row weights) go to one scratch buffer and the reduction happens in the same
+launch: each program bumps an int32 counter (reduce.py's per-stream counters) after its stores,
+and the last one sums every row in a fixed order (deterministic, no float atomics), divides by
+the summed weights for "mean" (0/0 = nan when every target is ignored, as torch) and sets the
+counter back to 0.
 
 Backward: one launch, one read of each logit: (exp(x - lse) - onehot(t)) * g * weight[t]
 (/ total for "mean"), zero rows where ignored. Half types compute in float32 and round once;
@@ -27,6 +29,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided import (Recipe, RecipeCache, cdiv, const, index_type, next_pow2, placeholder,
                        pointer, program_range, scalar)
 from .elementwise import div_rn
+from .reduce import _counts
 
 ONE_PASS_LIMIT = 16384
 CHUNK = 4096
@@ -48,11 +51,33 @@ def _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W: tl.constexpr,
 
 
 @triton.jit
-def _forward_kernel(x, t, w, loss, lse, N, C, x_sr, x_sc, t_s, ignore_index,
-                    HAS_W: tl.constexpr, STORE_W: tl.constexpr, CT: tl.constexpr,
-                    INDEX64: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
-    """Rows pid*BM..: logsumexp into `lse`, weighted loss into `loss` (STORE_W: the weights
-    into loss[N:])."""
+def _sum_rows(row_loss, out, total, N, MEAN: tl.constexpr, CT: tl.constexpr,
+              BLOCK: tl.constexpr):
+    """The sum of the row losses in a fixed order (for the mean divided by the
+    summed weights, row_loss[N:], which go to `total`)."""
+    lane = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), CT)
+    w_acc = tl.zeros((BLOCK,), CT)
+    for start in range(0, N, BLOCK):
+        i = start + lane
+        acc += tl.load(row_loss + i, mask=i < N, other=0.0)
+        if MEAN:
+            w_acc += tl.load(row_loss + N + i, mask=i < N, other=0.0)
+    result = tl.sum(acc, 0)
+    if MEAN:
+        weights = tl.sum(w_acc, 0)
+        tl.store(total, weights)
+        result = div_rn(result, weights)
+    tl.store(out, result.to(out.dtype.element_ty))
+
+
+@triton.jit
+def _forward_kernel(x, t, w, loss, lse, out, total, counts, N, C, x_sr, x_sc, t_s,
+                    ignore_index, HAS_W: tl.constexpr, REDUCE: tl.constexpr, MEAN: tl.constexpr,
+                    CT: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
+                    BC: tl.constexpr, BLOCK: tl.constexpr):
+    """Rows pid*BM..: logsumexp into `lse`, weighted loss into `loss` (MEAN: the weights into
+    loss[N:]); REDUCE: the last program to finish reduces `loss` into `out` (and `total`)."""
     rows = program_range(BM, INDEX64)
     row_mask = rows < N
     tgt, valid, wt = _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W, CT)
@@ -75,29 +100,16 @@ def _forward_kernel(x, t, w, loss, lse, N, C, x_sr, x_sc, t_s, ignore_index,
     row_loss = tl.where(valid, (row_lse - picked) * wt, 0.0)
     tl.store(loss + rows, row_loss.to(loss.dtype.element_ty), mask=row_mask)
     tl.store(lse + rows, row_lse, mask=row_mask)
-    if STORE_W:
-        tl.store(loss + N + rows, wt, mask=row_mask)
-
-
-@triton.jit
-def _reduce_kernel(row_loss, out, total, N, MEAN: tl.constexpr, CT: tl.constexpr,
-                   BLOCK: tl.constexpr):
-    """One program: the sum of the row losses in a fixed order (for the mean divided by the
-    summed weights, row_loss[N:], which go to `total`)."""
-    lane = tl.arange(0, BLOCK)
-    acc = tl.zeros((BLOCK,), CT)
-    w_acc = tl.zeros((BLOCK,), CT)
-    for start in range(0, N, BLOCK):
-        i = start + lane
-        acc += tl.load(row_loss + i, mask=i < N, other=0.0)
-        if MEAN:
-            w_acc += tl.load(row_loss + N + i, mask=i < N, other=0.0)
-    result = tl.sum(acc, 0)
     if MEAN:
-        weights = tl.sum(w_acc, 0)
-        tl.store(total, weights)
-        result = div_rn(result, weights)
-    tl.store(out, result.to(out.dtype.element_ty))
+        tl.store(loss + N + rows, wt, mask=row_mask)
+    if REDUCE:
+        # Every thread's stores precede the count (CTA barrier); the count releases them to the
+        # program that sees it reach the grid size and acquires them (acq_rel, GPU scope).
+        tl.debug_barrier()
+        done = tl.atomic_add(counts, 1, sem="acq_rel", scope="gpu")
+        if done == tl.num_programs(0) - 1:
+            tl.store(counts, 0)
+            _sum_rows(loss, out, total, N, MEAN, CT, BLOCK)
 
 
 @triton.jit
@@ -168,22 +180,17 @@ def _forward_recipe(x, t, w, reduction, target=None):
     ct = _compute_dtype(x.dtype)
     recipe = Recipe(x.device, target)
     entries, grid, warps = _row_entries(x, t, w)
-    mean = reduction == "mean"
-    if reduction == "none":
-        rows = ("loss", placeholder((n,), x.dtype))
-    else:
+    mean, reduce = reduction == "mean", reduction != "none"
+    if reduce:
         rows = recipe.scratch_array((2 * n if mean else n,), ct)
-    entries += [pointer("loss", rows[0], rows[1]), pointer("lse", "lse", placeholder((n,), ct))]
-    entries += const(STORE_W=mean)
+        out = pointer("out", "loss", placeholder((), x.dtype))
+    else:
+        rows, out = ("loss", placeholder((n,), x.dtype)), pointer("out", None, None)
+    entries += [pointer("loss", rows[0], rows[1]), pointer("lse", "lse", placeholder((n,), ct)),
+                out, pointer("total", "total", placeholder((), ct) if mean else None),
+                pointer("counts", "counts", placeholder((1,), np.int32) if reduce else None)]
+    entries += const(REDUCE=reduce, MEAN=mean, BLOCK=_REDUCE_BLOCK)
     recipe.add(_forward_kernel, (grid,), entries, warps)
-    if reduction != "none":
-        total = placeholder((), ct) if mean else None
-        entries = [pointer("row_loss", rows[0], rows[1]),
-                   pointer("out", "loss", placeholder((), x.dtype)),
-                   pointer("total", "total", total),
-                   ("N", n, "i32" if n < 2 ** 31 - _REDUCE_BLOCK else "i64")]
-        entries += const(MEAN=mean, CT=_triton_type(ct), BLOCK=_REDUCE_BLOCK)
-        recipe.add(_reduce_kernel, (1,), entries, 4)
     return recipe
 
 
@@ -226,8 +233,9 @@ def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
     total = CUDAArray.empty((), ct, x.device, stream) if reduction == "mean" else None
     key = ("fwd", _geometry(x), _geometry(target), _geometry(weight), reduction, x.device)
     recipe = _recipes.get_or_build(key, lambda: _forward_recipe(x, target, weight, reduction))
+    counts = None if reduction == "none" else _counts(x.device, stream, 1)
     recipe.run(stream, {"x": x, "t": target, "w": weight, "loss": loss, "lse": lse,
-                        "total": total, "ignore_index": ignore_index})
+                        "total": total, "counts": counts, "ignore_index": ignore_index})
     return loss, lse, total
 
 
