@@ -131,6 +131,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
     `target` holds class indices (integer, input's shape without the class dim) or class
     probabilities (floating, input's shape); `label_smoothing` mixes in the uniform distribution.
+    Class indices without label smoothing take the backend's fused kernels where it has them
+    (one launch forward, one backward; see _CrossEntropy).
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "cross_entropy")
