@@ -23,11 +23,12 @@ Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads
 place through their strides (the last stride must be 1); O, dQ, dK, dV are contiguous. Head
 dims 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
-Tiles (sm_90): the forward uses 128 queries x 64 keys for half types (4 warps up to D=64,
-8 for D=128, 3 stages: the K/V loads of the next block overlap this block's products) and
-64 x 64 for float32 (twice the registers and shared memory per element, 2 stages). The backward
-kernels use 64 x 64 tiles (two float32 accumulators of 64 x D per program: 8 warps for D=128
-keep them in registers).
+Tiles (sm_90), chosen so that ptxas reports no spills for half types: the forward uses 128
+queries x 64 keys (4 warps up to D=64, 8 for D=128, 3 stages: the K/V loads of the next block
+overlap this block's products); the backward kernels 64 x 64 (two float32 accumulators of
+64 x D per dK/dV program: 8 warps for D=128 keep them in registers). float32 takes 64 x 32
+forward and 32 x 32 backward with 8 warps and 2 stages: IEEE float32 products run on FMA units
+and hold their operand tiles in registers, and 64-wide tiles spill (tens of KB per thread).
 """
 
 import numpy as np
@@ -319,13 +320,15 @@ class _Geometry:
 
 
 def _tiles(dtype, head_dim, tf32):
-    """(forward BM, BN, warps, stages), (backward BM, BN, warps), precision, split."""
+    """(head tile, (forward BM, BN, warps, stages), (backward BM, BN, warps), precision,
+    split); see the module docstring. The forward needs BN | BM, the backward BM == BN."""
     bd = next_pow2(head_dim)
     half = np.dtype(dtype) in _HALF
-    warps = 8 if bd == 128 else 4
-    forward = (128, 64, warps, 3) if half else (64, 64, warps, 2)
     precision = "tf32" if half or tf32 else "ieee"
-    return bd, forward, (64, 64, warps), precision, half
+    if not half:
+        return bd, (64, 32, 8, 2), (32, 32, 8), precision, False
+    warps = 8 if bd == 128 else 4
+    return bd, (128, 64, warps, 3), (64, 64, warps), precision, True
 
 
 def _index_type(*arrays):
