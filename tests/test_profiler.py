@@ -67,6 +67,7 @@ def fake_kernel(monkeypatch, timer, name="_add_kernel", cost_ns=2_000, consts=((
     for slot in launch.BoundKernel.__slots__:
         setattr(bound, slot, None)
     bound.name = name
+    bound._head = ()
     bound._tail = tuple(v for _, v in consts)
 
     def run(*args):
