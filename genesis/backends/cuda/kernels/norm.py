@@ -343,8 +343,9 @@ def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad,
     dx = CUDAArray.empty(x.shape, x.dtype, device, stream)
     per_program = cdiv(max(xr.rows, 1), _BACKWARD_PROGRAMS)
     programs = cdiv(xr.rows, per_program)
-    dw_part, db_part = (_zeros((programs, xr.n), stats, device, stream) if wanted else None
-                        for wanted in (weight_grad, bias_grad))
+    one_pass = _tile(per_program, xr.n, _compute_type(x.dtype)[0])[0]
+    dw_part, db_part = (_partials((programs, xr.n), stats, device, stream, not one_pass)
+                        if wanted else None for wanted in (weight_grad, bias_grad))
     if xr.rows:
         key = ("backward", xr.key(), dyr.key(), _geometry(weight), weight_grad, bias_grad, rms,
                device)
@@ -358,10 +359,13 @@ def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad,
     return dx, dw, db
 
 
-def _zeros(shape, dtype, device, stream):
-    from .copy import fill
+def _partials(shape, dtype, device, stream, zeroed):
+    """A buffer for the programs' partial sums of dw or db: zeroed when the kernel accumulates
+    into it (rows longer than one pass); each program stores its row once otherwise."""
     out = CUDAArray.empty(shape, dtype, device, stream)
-    fill(out, 0, stream)
+    if zeroed:
+        from .copy import fill
+        fill(out, 0, stream)
     return out
 
 
