@@ -5,11 +5,16 @@ config: forward, cross-entropy, backward, gradient clipping and an AdamW step, f
 "small" config is the main job's default (host overhead dominates); "medium" is big enough that
 the kernels do. Each library runs `--warmup` steps, then `--steps` timed steps between two device
 synchronizations; the table gives ms per step, tokens per second and the Genesis/PyTorch ratio.
+After the warm-up the objects made so far are frozen out of the cyclic collector (`gc.freeze()`,
+as examples/train_gpt.py does): a full collection walks every long-lived object (the imported
+modules, both models, compiled kernels), about 100 ms on a 2-core machine, and lands in some runs
+and not others, which made Genesis's medium step read anywhere from 27 to 48 ms on one H200.
 
     python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N]
 """
 
 import argparse
+import gc
 import json
 import pathlib
 import sys
@@ -54,6 +59,7 @@ def _time(lib, step, steps, warmup):
     for _ in range(warmup):
         step()
     lib.cuda.synchronize()
+    gc.freeze()
     start = time.perf_counter()
     for _ in range(steps):
         loss = step()
