@@ -511,10 +511,10 @@ class Unary(Function):
         if spec.backward_kernel and not is_grad_enabled() and not (
                 spec.exact and x.dtype in _HALF_DTYPES):
             return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
-        if x.dtype not in _HALF_DTYPES or not ctx.spec.fused:
-            return ctx.spec.derivative(g, x, y, **ctx.kwargs), None, None
-        wide = dtypes.float64 if ctx.spec.exact else dtypes.float32
-        grad = ctx.spec.derivative(g.to(wide), x.to(wide), y.to(wide), **ctx.kwargs)
+        if x.dtype not in _HALF_DTYPES or not spec.fused:
+            return spec.derivative(g, x, y, **ctx.kwargs), None, None
+        wide = dtypes.float64 if spec.exact else dtypes.float32
+        grad = spec.derivative(g.to(wide), x.to(wide), y.to(wide), **ctx.kwargs)
         return grad.to(x.dtype), None, None
 
 

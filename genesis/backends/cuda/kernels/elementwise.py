@@ -659,7 +659,7 @@ def write(op, out, operands, params, dtype, stream):
                                                                  dtype, aligned)
     n = out.size
     args.insert(1, n)
-    kernel(((n + _block_size(dtype) - 1) // _block_size(dtype),), stream, out_ptr, *args, *params)
+    kernel((cdiv(n, _block_size(dtype)),), stream, out_ptr, *args, *params)
 
 
 def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
