@@ -7,7 +7,7 @@ with its CPU fused one (both compute in float32 and round once, as ours does).
 import numpy as np
 import pytest
 import torch
-from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close
+from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close, from_torch
 
 import genesis
 from genesis import dispatch, optim
@@ -72,6 +72,10 @@ def _reference(name, params, kwargs, dtype):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("name,kwargs", OPTIONS, ids=OPTION_IDS)
 def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
+    """Five steps, each checked against torch's from the same parameters and state: torch's
+    values are copied in after each check, so that a last-bit difference of one step (torch's
+    vectorized CPU kernel contracts some products into FMAs, numpy does not) is not carried
+    into the next and amplified where a half parameter passes near zero."""
     gp, tp = _params(rng, dtype, device)
     gopt = getattr(optim, name)(gp, **kwargs, fused=True)
     topt = _reference(name, tp, kwargs, dtype)
@@ -79,13 +83,17 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
         _set_grads(gp, tp, rng, skip=i % len(gp) if i % 2 else None)
         gopt.step()
         topt.step()
-    for g, t in zip(gp, tp):
-        assert_close(g, t)
-        gstate, tstate = gopt.state[g], topt.state[t]
-        assert gstate.keys() == tstate.keys()
-        assert float(gstate["step"]) == float(tstate["step"])
-        for key in set(tstate) - {"step"}:
-            assert_close(gstate[key], tstate[key])
+        for g, t in zip(gp, tp):
+            assert_close(g, t)
+            gstate, tstate = gopt.state.get(g, {}), topt.state.get(t, {})
+            assert gstate.keys() == tstate.keys()
+            if tstate:
+                assert float(gstate["step"]) == float(tstate["step"])
+            with genesis.no_grad():
+                g.copy_(from_torch(t, device))
+                for key in set(tstate) - {"step"}:
+                    assert_close(gstate[key], tstate[key])
+                    gstate[key].copy_(from_torch(tstate[key], device))
 
 
 @pytest.mark.parametrize("fused", [True, None])
