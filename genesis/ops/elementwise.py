@@ -56,42 +56,50 @@ def _check_operands(op, operands):
 
 
 def _uniform(operands):
-    """The first tensor when the operands are tensors of one shape, dtype and device, and Python
-    scalars that keep that dtype (a float with a floating tensor, an int with a non-bool one, a
-    bool); else None.
+    """(first tensor, kernel arguments) when the operands are tensors of one shape, dtype and
+    device, and Python scalars that keep that dtype (a float with a floating tensor, an int with
+    a non-bool one, a bool); else (None, None).
 
-    Such operands need no promotion, cast or broadcast: the fast path of the hot small ops.
+    Such operands need no promotion, cast or broadcast: the fast path of the hot small ops. The
+    arguments are the tensors' arrays and the scalars as a kernel of that dtype reads them.
     """
-    first = None
+    first, args = None, []
+    floats = ints = bools = False
     for x in operands:
-        if isinstance(x, Tensor):
+        kind = type(x)
+        if kind is float:
+            floats = True
+        elif kind is int:
+            ints = True
+        elif kind is bool:
+            bools = True
+        elif isinstance(x, Tensor):
             if first is None:
                 first = x
             elif not (x.dtype is first.dtype
                       and (x.device is first.device or x.device == first.device)
                       and x._data.shape == first._data.shape):
-                return None
+                return None, None
+            args.append(x._data)
+            continue
+        else:
+            return None, None
+        args.append(x)
     if first is None:
-        return None
-    for x in operands:
-        kind = type(x)
-        if kind is float:
-            if not first.dtype.is_floating_point:
-                return None
-        elif kind is int:
-            if first.dtype is dtypes.bool_:
-                return None
-        elif kind is not bool and not isinstance(x, Tensor):
-            return None
-    return first
+        return None, None
+    dtype = first.dtype
+    if floats and not dtype.is_floating_point or ints and dtype is dtypes.bool_:
+        return None, None
+    if bools or ints and dtype.is_floating_point:
+        args = [scalar_for(dtype, x) if type(x) in SCALAR_TYPES else a
+                for x, a in zip(operands, args)]
+    return first, args
 
 
 def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
-    first = _uniform(operands)
+    first, args = _uniform(operands)
     if first is not None and (dtype is None or dtype is first.dtype):
-        dtype = first.dtype
-        args = [x._data if isinstance(x, Tensor) else scalar_for(dtype, x) for x in operands]
         return wrap(kernel(kernel_op or op, first.device.type)(*args, **kwargs), first.device)
     _check_operands(op, operands)
     device = _device(op, operands)
@@ -148,9 +156,8 @@ def _is_bool(x):
 
 
 def _scaled(op, b, alpha, dtype):
-    """`alpha * b` for add/sub; a float alpha is an error for integral results, as in PyTorch."""
-    if alpha == 1:
-        return b
+    """`alpha * b` for add/sub (alpha != 1); a float alpha is an error for integral results, as
+    in PyTorch."""
     if isinstance(alpha, float) and not dtype.is_floating_point:
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a "
                            "floating point number.")
@@ -161,6 +168,8 @@ class Add(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         ctx.shapes, ctx.alpha = _shapes(a, b), alpha
+        if alpha == 1:
+            return elementwise("add", a, b)
         dtype = dtypes.result_type(a, b)
         return elementwise("add", a, _scaled("add", b, alpha, dtype), dtype=dtype)
 
@@ -181,6 +190,8 @@ class Sub(Function):
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
         ctx.shapes, ctx.alpha = _shapes(a, b), alpha
+        if alpha == 1:
+            return elementwise("sub", a, b)
         dtype = dtypes.result_type(a, b)
         return elementwise("sub", a, _scaled("sub", b, alpha, dtype), dtype=dtype)
 
