@@ -7,6 +7,7 @@ and reports ms, TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for t
 mask) and the Genesis/torch ratio of times.
 
     python benchmarks/attention.py [--json PATH] [--reps N]
+    python benchmarks/attention.py --tiles   # Genesis's bf16 kernels under other tile choices
 """
 
 import argparse
@@ -17,6 +18,7 @@ import ops
 import torch
 
 import genesis
+from genesis.backends.cuda.kernels import attention
 
 CASES = [  # (batch, heads, length, head dim)
     (8, 12, 1024, 64),
@@ -26,8 +28,8 @@ CASES = [  # (batch, heads, length, head dim)
 DTYPES = {"bf16": (genesis.bfloat16, torch.bfloat16), "fp16": (genesis.float16, torch.float16)}
 
 
-def _step(lib, shape, dtype, rng):
-    """A closure running the forward and backward of causal attention on fresh inputs."""
+def _step(lib, shape, dtype, rng, backward=True):
+    """A closure running the forward (and backward) of causal attention on fresh inputs."""
     arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]
     q, k, v, grad = (lib.tensor(a).to(dtype) for a in arrays)
     for t in (q, k, v):
@@ -35,7 +37,9 @@ def _step(lib, shape, dtype, rng):
     sdpa = lib.module.nn.functional.scaled_dot_product_attention
 
     def step():
-        sdpa(q, k, v, is_causal=True).backward(grad)
+        out = sdpa(q, k, v, is_causal=True)
+        if backward:
+            out.backward(grad)
     return step
 
 
@@ -60,11 +64,40 @@ def run(reps):
     return rows
 
 
+# Tile choices to compare: forward (BM, BN, warps, stages), backward (BM = BN, warps).
+FORWARD_TILES = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3)]
+BACKWARD_TILES = [(64, 64, 4), (64, 64, 8), (32, 32, 4), (128, 128, 8)]
+
+
+def sweep_tiles(reps):
+    """Forward and forward+backward ms of the bf16 cases under each forward tile (the backward's
+    as chosen) and each backward tile (the forward's as chosen)."""
+    chosen, rng, lib = attention._tiles, np.random.default_rng(), ops.Lib(genesis)
+    for shape in CASES:
+        fwd, step = (_step(lib, shape, genesis.bfloat16, rng, b) for b in (False, True))
+        for forward, backward in ([(f, None) for f in FORWARD_TILES]
+                                  + [(None, b) for b in BACKWARD_TILES]):
+            def tiles(dtype, head_dim, tf32, forward=forward, backward=backward):
+                bd, f, b, precision, split = chosen(dtype, head_dim, tf32)
+                return bd, forward or f, backward or b, precision, split
+            attention._tiles = tiles
+            attention._recipes.clear()
+            f_ms, s_ms = ops.device_ms(lib, fwd, reps), ops.device_ms(lib, step, reps)
+            print(f"{','.join(map(str, shape)):<18}forward {str(forward or '-'):<18}backward "
+                  f"{str(backward or '-'):<14}forward {f_ms:.3f} ms, both {s_ms:.3f} ms")
+    attention._tiles = chosen
+    attention._recipes.clear()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--tiles", action="store_true", help="sweep the bf16 kernels' tiles")
     args = parser.parse_args()
+    if args.tiles:
+        sweep_tiles(args.reps)
+        return
     rows = run(args.reps)
     print(f"{'B,H,T,D':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}{'genesis TF/s':>14}"
           f"{'torch TF/s':>12}{'time ratio':>12}")
