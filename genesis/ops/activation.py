@@ -72,6 +72,12 @@ _SPECS = {spec.name: spec for spec in (
 )}
 
 
+def derivative(name):
+    """`g, x, y -> g * act'(x)` of activation `name` ("gelu", "gelu_tanh", "silu"...), written
+    with genesis ops (so it is itself differentiable)."""
+    return _SPECS[name].derivative
+
+
 def gelu(input, approximate="none"):
     """x * Phi(x), Phi the normal CDF; `approximate="tanh"` uses GPT-2's tanh form."""
     if approximate not in ("none", "tanh"):

@@ -13,20 +13,9 @@ def by_device(tensors):
     return out
 
 
-def is_dense(arr):
-    """Whether the backend array `arr` (numpy's or CUDA's: shape and byte strides) is
-    row-major contiguous; cheaper than Tensor.is_contiguous, checked for every tensor of a step."""
-    expected = arr.itemsize
-    for size, stride in zip(reversed(arr.shape), reversed(arr.strides)):
-        if size != 1 and stride != expected:
-            return 0 in arr.shape  # an empty array is dense whatever its strides
-        expected *= size
-    return True
-
-
 def dense(t):
     """`t` if contiguous, else a contiguous copy (the kernels index elements linearly)."""
-    return t if is_dense(t._data) else t.contiguous()
+    return t if t.is_contiguous() else t.contiguous()
 
 
 class Updated:

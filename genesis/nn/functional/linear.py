@@ -6,14 +6,13 @@ kernel with the bias added in the matmul's epilogue, and `linear_activation` add
 activation, unchanged.
 """
 
-import math
-
 from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops import linalg
+from ...ops.activation import derivative
 from ...ops.common import call, wrap
 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
@@ -91,7 +90,7 @@ class _LinearAct(Function):
         x, weight, bias, z = ctx.saved_tensors
         if ctx.activation is not None:
             if is_grad_enabled():
-                g = g * _activation_grad(_composed(x, weight, bias), ctx.activation)
+                g = _activation_grad(g, _composed(x, weight, bias), ctx.activation)
             else:
                 g = _activation_backward(g, z, ctx.activation)
         n, k = weight.shape
@@ -102,9 +101,6 @@ class _LinearAct(Function):
         return gx, gw, gb, None
 
 
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
 def _activation_backward(g, z, activation):
     """g * act'(z) in one kernel (the activation's backward kernel; float32 inside for half
     types, rounded once), for a backward that records no graph."""
@@ -113,22 +109,14 @@ def _activation_backward(g, z, activation):
     return ew.elementwise(f"{activation}_backward", g, z)
 
 
-def _activation_grad(z, activation):
-    """d act / dz at `z` (computed in float32 for half types), in z's dtype."""
-    half = z.dtype in (dtypes.float16, dtypes.bfloat16)
-    zf = z.float() if half else z
+def _activation_grad(g, z, activation):
+    """g * act'(z) with genesis ops, so the backward itself is differentiable: the activation's
+    own derivative (ops/activation.py), in float32 for half types and rounded once."""
     if activation == "relu":
-        d = (zf > 0).to(zf.dtype)
-    elif activation == "silu":
-        s = ew.sigmoid(zf)
-        d = s * (1 + zf * (1 - s))
-    elif activation == "gelu":
-        d = 0.5 * (1 + ew.erf(zf * (1 / math.sqrt(2.0)))) \
-            + zf * ew.exp(-0.5 * zf * zf) * (1 / math.sqrt(2 * math.pi))
-    else:
-        t = ew.tanh(_SQRT_2_OVER_PI * (zf + 0.044715 * zf * zf * zf))
-        d = 0.5 * (1 + t) + 0.5 * zf * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 0.134145 * zf * zf)
-    return d.to(z.dtype) if half else d
+        return ew.where(z > 0, g, 0.0)
+    if z.dtype not in (dtypes.float16, dtypes.bfloat16):
+        return derivative(activation)(g, z, None)
+    return derivative(activation)(g.float(), z.float(), None).to(z.dtype)
 
 
 def bilinear(input1, input2, weight, bias=None):
