@@ -25,6 +25,17 @@ from genesis.backends.cuda.runtime.array import CUDAArray, contiguous_byte_strid
 
 ENABLED = os.environ.get("TRITON_INTERPRET") == "1"
 
+def bf16_dot(self, a, b, d, input_precision, max_num_imprecise_acc,
+             original=interpreter.InterpreterBuilder.create_dot):
+    """The interpreter's dot with bfloat16 operands widened to float32 first (it multiplies
+    their raw 16-bit patterns otherwise): patched in as InterpreterBuilder.create_dot by the
+    tests of kernels with bfloat16 products."""
+    if a.dtype == tl.bfloat16:
+        a, b = (TensorHandle(np.ascontiguousarray(h.data).view(ml_dtypes.bfloat16)
+                             .astype(np.float32), tl.float32) for h in (a, b))
+    return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+
 _TL_TYPES = {"fp32": tl.float32, "fp64": tl.float64, "fp16": tl.float16, "bf16": tl.bfloat16,
              "i1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32, "i64": tl.int64,
              "u8": tl.uint8}

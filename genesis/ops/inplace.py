@@ -12,7 +12,7 @@ the view's region replaced", and the view becomes an `AsStrided` view of the new
 
 from .. import dtypes
 from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
 from ..tensor import Tensor
 from .common import contiguous_strides, make_view

@@ -13,7 +13,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-import triton.language as tl
 import triton_interpret as ti
 from helpers import TOLERANCES
 from triton.runtime import interpreter
@@ -35,23 +34,13 @@ def _small_tiles(dtype, head_dim, tf32):
 _tiles = at._tiles
 
 
-def _create_dot(self, a, b, d, input_precision, max_num_imprecise_acc,
-                original=interpreter.InterpreterBuilder.create_dot):
-    """The interpreter's dot with bfloat16 operands widened to float32 (it multiplies their
-    raw 16-bit patterns otherwise)."""
-    if a.dtype == tl.bfloat16:
-        a, b = (interpreter.TensorHandle(np.ascontiguousarray(h.data).view(BF16)
-                                         .astype(np.float32), tl.float32) for h in (a, b))
-    return original(self, a, b, d, input_precision, max_num_imprecise_acc)
-
-
 @pytest.fixture
 def gpu(monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(at, "_tiles", _small_tiles)
     monkeypatch.setattr(at, "_recipes", RecipeCache())
-    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", _create_dot)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
     with ti.device(at):
         yield
 

@@ -11,7 +11,6 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-import triton.language as tl
 import triton_interpret as ti
 from triton.runtime import interpreter
 
@@ -26,18 +25,6 @@ SMALL = mm._config(16, 16, 16, 4, 1, group=2)
 ODD = mm._config(32, 16, 32, 4, 1, group=3)
 
 
-def _create_dot(self, a, b, d, input_precision, max_num_imprecise_acc,
-                original=interpreter.InterpreterBuilder.create_dot):
-    """The interpreter's dot, with bfloat16 operands widened first (it multiplies their raw
-    16-bit patterns otherwise)."""
-    if a.dtype == tl.bfloat16:
-        wide = [interpreter.TensorHandle(
-            np.ascontiguousarray(h.data).view(ml_dtypes.bfloat16).astype(np.float32), tl.float32)
-            for h in (a, b)]
-        a, b = wide
-    return original(self, a, b, d, input_precision, max_num_imprecise_acc)
-
-
 @pytest.fixture
 def gpu(monkeypatch):
     """Kernels run interpreted, with the SMALL config unless a test sets `config`."""
@@ -47,7 +34,7 @@ def gpu(monkeypatch):
     monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
     config = {"value": SMALL}
     monkeypatch.setattr(mm, "heuristic_config", lambda problem: config["value"])
-    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", _create_dot)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
     monkeypatch.setattr(mm, "_chosen", {})
     monkeypatch.setattr(mm, "_fast", {})
     with ti.device(mm):

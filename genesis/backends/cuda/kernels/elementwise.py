@@ -69,9 +69,9 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "expm1":
         r = libdevice.expm1(x)
     elif OP == "sqrt":
-        r = _sqrt(x)
+        r = sqrt_rn(x)
     elif OP == "rsqrt":
-        r = div_rn(1.0, _sqrt(x))
+        r = div_rn(1.0, sqrt_rn(x))
     elif OP == "sin":
         r = libdevice.sin(x)
     elif OP == "cos":
@@ -179,7 +179,7 @@ def div_rn(a, b):
 
 
 @triton.jit
-def _sqrt(x):
+def sqrt_rn(x):
     """Correctly rounded square root (tl.sqrt is approximate for float32)."""
     if x.dtype == tl.float64:
         r = tl.sqrt(x)

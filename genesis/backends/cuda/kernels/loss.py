@@ -29,7 +29,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided import (Recipe, RecipeCache, cdiv, const, index_type, next_pow2, placeholder,
                        pointer, program_range, scalar)
 from .elementwise import div_rn
-from .reduce import _counts
+from .reduce import split_counters
 
 ONE_PASS_LIMIT = 16384
 CHUNK = 4096
@@ -233,7 +233,7 @@ def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
     total = CUDAArray.empty((), ct, x.device, stream) if reduction == "mean" else None
     key = ("fwd", _geometry(x), _geometry(target), _geometry(weight), reduction, x.device)
     recipe = _recipes.get_or_build(key, lambda: _forward_recipe(x, target, weight, reduction))
-    counts = None if reduction == "none" else _counts(x.device, stream, 1)
+    counts = None if reduction == "none" else split_counters(x.device, stream, 1)
     recipe.run(stream, {"x": x, "t": target, "w": weight, "loss": loss, "lse": lse,
                         "total": total, "counts": counts, "ignore_index": ignore_index})
     return loss, lse, total

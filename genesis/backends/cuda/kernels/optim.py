@@ -24,7 +24,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import const, placeholder, pointer_of, specialization
-from .elementwise import _sqrt, div_rn
+from .elementwise import div_rn, sqrt_rn
 
 CHUNK = tl.constexpr(16384)
 WIDTH = tl.constexpr(6)  # table columns: up to five addresses, then the element count
@@ -88,7 +88,7 @@ def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2,
             vmax_ptr = _address(tensors, chunks, 4, PT)
             v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
             tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
-        denom = div_rn(_sqrt(v), bc2_sqrt) + eps
+        denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
         param += div_rn(neg_step_size * m, denom)
         tl.store(p_ptr + idx, param.to(PT), mask=mask)
 
@@ -165,7 +165,7 @@ def _norm_finish_kernel(partials, count, out, inv_p, NORM: tl.constexpr, CT: tl.
         acc = _combine(acc, tl.load(partials + idx, mask=mask, other=0.0), mask, NORM)
     total = _reduce(acc, NORM)
     if NORM == 0:
-        total = _sqrt(total)
+        total = sqrt_rn(total)
     elif NORM == 4:
         total = libdevice.pow(total, inv_p)
     tl.store(out, total.to(out.dtype.element_ty))

@@ -48,7 +48,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
                        placeholder, pointer, scalar, size_entries, stride_entries)
 from .copy import strided_copy
-from .elementwise import _sqrt
+from .elementwise import sqrt_rn
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -83,7 +83,7 @@ def _open_wide(hi, lo):
 @triton.jit
 def _box_muller(u1, u2):
     """Two independent standard normals from u1 in (0, 1] and u2 in [0, 1)."""
-    r = _sqrt(-2.0 * libdevice.log(u1))
+    r = sqrt_rn(-2.0 * libdevice.log(u1))
     theta = 6.283185307179586 * u2
     return r * libdevice.cos(theta), r * libdevice.sin(theta)
 

@@ -19,7 +19,7 @@ Splits merge in the same launch (STAGE "split"): each program stores its partial
 bumps an int32 counter of its row block; the program that brings it to the split count merges
 the block's states in split order and sets the counter back to 0. That saves the second launch
 and the gap before it (a few us: several percent of a 256 MB sum's ~75 us). The counters live
-for the process, one zeroed buffer per (device, stream) (_counts). The last program reads
+for the process, one zeroed buffer per (device, stream) (split_counters). The last program reads
 BM x splits states alone, so when that is more than two tiles (column reductions: BM up to
 256) the states are merged by a second launch over many programs instead (STAGE "partial",
 then "merge").
@@ -55,7 +55,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
                        offsets, placeholder, pointer, program_range, scalar, select, size_entries,
                        stride_entries)
-from .elementwise import _sqrt, div_rn, is_float
+from .elementwise import div_rn, is_float, sqrt_rn
 
 _SPLIT_TARGET = 4096
 _MAX_TILE = 4096
@@ -232,7 +232,7 @@ def _finalize(KIND: tl.constexpr, s, p0, p1):
     if KIND == "mean":
         r = div_rn(a, p0)
     elif KIND == "norm2":
-        r = _sqrt(a)
+        r = sqrt_rn(a)
     elif KIND == "normp":
         r = libdevice.pow(a, p1)
     elif KIND == "any" or KIND == "all":
@@ -240,7 +240,7 @@ def _finalize(KIND: tl.constexpr, s, p0, p1):
     elif KIND == "var" or KIND == "std":
         r = div_rn(s[1], tl.maximum(s[2] - p0, 0.0))
         if KIND == "std":
-            r = _sqrt(r)
+            r = sqrt_rn(r)
     elif KIND == "logsumexp":
         r = tl.where((a == float("inf")) | (a == float("-inf")), a, a + libdevice.log(s[1]))
     else:
@@ -501,7 +501,7 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     if recipe is not None:
         x = _contiguous(x, stream) if copy else x
         recipe.run(stream, {"x": x, "values": values, "index": index,
-                            "counts": _counts(device, stream, groups) if groups else None,
+                            "counts": split_counters(device, stream, groups) if groups else None,
                             **{f"p{i}": p for i, p in enumerate(params)}})
     return values, index
 
@@ -509,7 +509,7 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
 _COUNTS = {}
 
 
-def _counts(device, stream, groups):
+def split_counters(device, stream, groups):
     """The int32 counters of single-launch split reductions on (device, stream), all zero
     between launches (each launch's last programs set theirs back).
 
