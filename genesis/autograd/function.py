@@ -4,10 +4,11 @@ Every differentiable op is a `Function`: `forward(ctx, *args)` computes with the
 no_grad, `backward(ctx, *grads)` is written with genesis ops, so one backward serves every device
 and, run with grad mode on, is itself differentiable (higher-order gradients).
 
-`Function.apply` makes a `BackwardNode` (the `ctx`) for every call; when some input requires grad
-it becomes the outputs' `grad_fn`. The node keeps its inputs' graph edges (`next_functions`), the
-tensors saved for backward with their versions, and the metadata that lets the engine check and
-materialize gradients.
+`Function.apply` gives every call a `ctx`: with grad mode on and some input requiring grad, a
+`BackwardNode` that becomes the outputs' `grad_fn`; otherwise an `UntrackedNode`, which records
+nothing. A BackwardNode keeps its inputs' graph edges (`next_functions`), the tensors saved for
+backward with their versions, and the inputs' metadata (shape, dtype, device) that lets the
+engine check and materialize gradients and backward formulas sum gradients to the input shapes.
 """
 
 import sys
@@ -181,8 +182,9 @@ class BackwardNode(Node):
     num_outputs = 1
     materialize_grads = True
 
-    def __init__(self, function_cls):
+    def __init__(self, function_cls, needs_input_grad):
         self._function = function_cls
+        self.needs_input_grad = needs_input_grad
 
     def name(self):
         """PyTorch-style node name, e.g. "MulBackward0"; a Function may set `ctx.node_name`."""
@@ -215,6 +217,11 @@ class BackwardNode(Node):
             t = t.detach()
             t.grad_fn, t._output_nr, t._requires_grad = self, saved.output_nr, True
         return t
+
+    def input_shape(self, i):
+        """The shape of input `i` when it needs a gradient, else None."""
+        meta = self._input_meta[i]
+        return None if meta is None else meta[0]
 
     def mark_non_differentiable(self, *tensors):
         self._non_differentiable = tuple(id(t) for t in tensors)
@@ -257,7 +264,11 @@ class BackwardNode(Node):
 class UntrackedNode(BackwardNode):
     """The `ctx` of a call that records no graph (grad mode off, or no input needs a gradient):
     forward runs as usual, but what it saves is kept as is, without version snapshots, since no
-    backward will read it."""
+    backward will read it. No input needs a gradient from it."""
+
+    def __init__(self, function_cls, num_inputs):
+        self._function = function_cls
+        self.needs_input_grad = (False,) * num_inputs
 
     def save_for_backward(self, *tensors):
         self._plain = tensors
@@ -321,13 +332,23 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        tensor_cls = _tensor_type or _load_tensor_type()
-        needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
-                                                      else _requires_grad(a)) for a in args])
         state = grad_mode._state
-        enabled, state.enabled = state.enabled, False
-        ctx = BackwardNode(cls) if enabled and True in needs else UntrackedNode(cls)
-        ctx.needs_input_grad = needs
+        enabled = state.enabled
+        tracked = False
+        if enabled:
+            tensor_cls = _tensor_type or _load_tensor_type()
+            for a in args:  # the first input that requires grad: the call is recorded
+                if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                  else _requires_grad(a)):
+                    tracked = True
+                    break
+            state.enabled = False
+        if tracked:
+            needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                          else _requires_grad(a)) for a in args])
+            ctx = BackwardNode(cls, needs)
+        else:
+            ctx = UntrackedNode(cls, len(args))
         try:
             if cls.setup_context is None:
                 outputs = cls.forward(ctx, *args, **kwargs)
@@ -336,10 +357,8 @@ class Function:
                 cls.setup_context(ctx, args, outputs)
         finally:
             state.enabled = enabled
-        if not enabled:
-            return outputs
-        if True not in needs:
-            if type(outputs) is not tensor_cls or outputs._base is not None:
+        if not tracked:
+            if enabled and (type(outputs) is not tensor_cls or outputs._base is not None):
                 _mark_untracked_view(outputs)
             return outputs
         ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None

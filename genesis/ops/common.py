@@ -18,9 +18,13 @@ def wrap(data, device, dtype=None):
 
 def call(op, *tensors_and_args, device=None, **kwargs):
     """Run kernel `op` on the device of the tensors; tensors are passed as backend arrays."""
-    args = [a._data if isinstance(a, Tensor) else a for a in tensors_and_args]
-    if device is None:
-        device = next(a.device for a in tensors_and_args if isinstance(a, Tensor))
+    args = []
+    for a in tensors_and_args:
+        if isinstance(a, Tensor):
+            if device is None:
+                device = a.device
+            a = a._data
+        args.append(a)
     return kernel(op, device.type)(*args, **kwargs)
 
 

@@ -24,8 +24,12 @@ from .inplace import write_result
 
 def _shape_arg(size, op):
     """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative ints."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):  # Size is a tuple
-        size = size[0]
+    if len(size) == 1:
+        first = size[0]
+        if type(first) is int and first >= 0:  # f(n): the usual case, checked first
+            return size
+        if isinstance(first, (tuple, list)):  # Size is a tuple
+            size = first
     for s in size:
         if type(s) is not int or s < 0:
             break
@@ -55,12 +59,15 @@ def _from_host(array, device, dtype=None, requires_grad=False):
 
 
 def _new(data, device, dtype):
-    """A tensor owning the fresh array `data`; empty ones get PyTorch's contiguous strides
-    (numpy gives them zero strides)."""
+    """A tensor owning the fresh array `data`."""
     t = Tensor._make(data, device, dtype)
-    if 0 in data.shape:
-        t._data = kernel("as_strided", device.type)(t._storage, t.shape,
-                                                    contiguous_strides(t.shape), 0)
+    return _with_contiguous_strides(t) if 0 in data.shape else t
+
+
+def _with_contiguous_strides(t):
+    """An empty tensor with PyTorch's contiguous strides (numpy gives them zero strides)."""
+    t._data = kernel("as_strided", t.device.type)(t._storage, t.shape,
+                                                  contiguous_strides(t.shape), 0)
     return t
 
 
@@ -151,38 +158,45 @@ def from_numpy(array):
     return Tensor._make(array, as_device("cpu"), dtype)
 
 
-def _fill(shape, value, dtype, device, requires_grad, op):
+def _fill(shape, value, dtype, device, requires_grad):
+    """A new tensor of `shape` filled with `value` (None: left uninitialized), in `dtype`
+    (None: the default dtype, or the dtype of a Python scalar `value`)."""
     device = resolve(device)
     if dtype is None:
         dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
-    dtype = dtypes.as_dtype(dtype)
+    elif dtype.__class__ is not dtypes.dtype:
+        dtype = dtypes.as_dtype(dtype)
     if value is None:
         data = kernel("empty", device.type)(shape, dtype, device.index)
     else:
         data = kernel("full", device.type)(shape, value, dtype, device.index)
-    return _finish(_new(data, device, dtype), requires_grad)
+    t = Tensor._make(data, device, dtype)
+    if 0 in shape:
+        t = _with_contiguous_strides(t)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
-    return _fill(_shape_arg(size, "empty"), None, dtype or dtypes.get_default_dtype(), device,
-                 requires_grad, "empty")
+    return _fill(_shape_arg(size, "empty"), None, dtype, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     return _fill(_shape_arg(size, "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
-                 requires_grad, "zeros")
+                 requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     return _fill(_shape_arg(size, "ones"), 1, dtype or dtypes.get_default_dtype(), device,
-                 requires_grad, "ones")
+                 requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad, "full")
+    return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad)
 
 
 def _like(t, dtype, device):

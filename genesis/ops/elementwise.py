@@ -66,14 +66,7 @@ def _uniform(operands):
     first, args = None, []
     floats = ints = bools = False
     for x in operands:
-        kind = type(x)
-        if kind is float:
-            floats = True
-        elif kind is int:
-            ints = True
-        elif kind is bool:
-            bools = True
-        elif isinstance(x, Tensor):
+        if isinstance(x, Tensor):
             if first is None:
                 first = x
             elif not (x.dtype is first.dtype
@@ -82,6 +75,13 @@ def _uniform(operands):
                 return None, None
             args.append(x._data)
             continue
+        kind = x.__class__
+        if kind is float:
+            floats = True
+        elif kind is int:
+            ints = True
+        elif kind is bool:
+            bools = True
         else:
             return None, None
         args.append(x)
@@ -100,7 +100,8 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
     first, args = _uniform(operands)
     if first is not None and (dtype is None or dtype is first.dtype):
-        return wrap(kernel(kernel_op or op, first.device.type)(*args, **kwargs), first.device)
+        device = first.device
+        return Tensor._make(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
     _check_operands(op, operands)
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)
@@ -127,20 +128,14 @@ def _float_dtype(*operands):
     return dtype if dtype.is_floating_point else dtypes.get_default_dtype()
 
 
-def _grad(ctx, i, g, shape):
-    """Input i's gradient `g` reduced to its shape, or None when input i needs none."""
-    if not ctx.needs_input_grad[i] or shape is None:
-        return None
-    return sum_to(g, shape)
-
-
-def _shapes(*operands):
-    return tuple([x._data.shape if isinstance(x, Tensor) else None for x in operands])
+def _grad(ctx, i, g):
+    """Input i's gradient `g` summed to the input's shape, or None when input i needs none."""
+    shape = ctx.input_shape(i)
+    return None if shape is None else sum_to(g, shape)
 
 
 def _save_operands(ctx, *operands):
     """Save tensor operands for backward and remember the Python scalars beside them."""
-    ctx.shapes = _shapes(*operands)
     ctx.save_for_backward(*(x if isinstance(x, Tensor) else None for x in operands))
     ctx.scalars = operands
 
@@ -167,7 +162,7 @@ def _scaled(op, b, alpha, dtype):
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        ctx.shapes, ctx.alpha = _shapes(a, b), alpha
+        ctx.alpha = alpha
         if alpha == 1:
             return elementwise("add", a, b)
         dtype = dtypes.result_type(a, b)
@@ -176,7 +171,7 @@ class Add(Function):
     @staticmethod
     def backward(ctx, g):
         gb = g if ctx.alpha == 1 else g * ctx.alpha
-        return _grad(ctx, 0, g, ctx.shapes[0]), _grad(ctx, 1, gb, ctx.shapes[1]), None
+        return _grad(ctx, 0, g), _grad(ctx, 1, gb), None
 
 
 class Sub(Function):
@@ -189,7 +184,7 @@ class Sub(Function):
             raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
-        ctx.shapes, ctx.alpha = _shapes(a, b), alpha
+        ctx.alpha = alpha
         if alpha == 1:
             return elementwise("sub", a, b)
         dtype = dtypes.result_type(a, b)
@@ -197,7 +192,7 @@ class Sub(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return _grad(ctx, 0, g, ctx.shapes[0]), _grad(ctx, 1, -g * ctx.alpha, ctx.shapes[1]), None
+        return _grad(ctx, 0, g), _grad(ctx, 1, -g * ctx.alpha), None
 
 
 class Mul(Function):
@@ -209,7 +204,7 @@ class Mul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = _restore(ctx)
-        return _grad(ctx, 0, g * b, ctx.shapes[0]), _grad(ctx, 1, g * a, ctx.shapes[1])
+        return _grad(ctx, 0, g * b), _grad(ctx, 1, g * a)
 
 
 class Div(Function):
@@ -228,8 +223,8 @@ class Div(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = _restore(ctx)
-        ga = _grad(ctx, 0, g / b, ctx.shapes[0])
-        gb = _grad(ctx, 1, -g * ((a / b) / b), ctx.shapes[1])
+        ga = _grad(ctx, 0, g / b)
+        gb = _grad(ctx, 1, -g * ((a / b) / b))
         return ga, gb, None
 
 
@@ -258,13 +253,13 @@ class Pow(Function):
         if ctx.needs_input_grad[0]:
             ga = where(b == 0, 0.0, g * (b * a ** (b - 1))) if isinstance(b, Tensor) \
                 else (g * 0 if b == 0 else g * (b * a ** (b - 1)))
-            ga = sum_to(ga, ctx.shapes[0])
+            ga = _grad(ctx, 0, ga)
         if ctx.needs_input_grad[1]:
             if isinstance(a, Tensor):
                 gb = g * where((a == 0) & (b >= 0), 0.0, out * log(a))
             else:
                 gb = g * 0 if a == 0 else g * (out * math.log(a))
-            gb = sum_to(gb, ctx.shapes[1])
+            gb = _grad(ctx, 1, gb)
         return ga, gb, None
 
 
@@ -274,7 +269,7 @@ class MaxMin(Function):
 
     @staticmethod
     def forward(ctx, a, b, op):
-        ctx.shapes, ctx.op = _shapes(a, b), op
+        ctx.op = op
         ctx.save_for_backward(a, b)
         return elementwise(op, a, b)
 
@@ -291,7 +286,7 @@ class MaxMin(Function):
             half = g * 0.5
             ga = where(a_wins, g, where(tie, half, 0.0))
             gb = where(a_wins | tie, where(tie, half, 0.0), g)
-        return _grad(ctx, 0, ga, ctx.shapes[0]), _grad(ctx, 1, gb, ctx.shapes[1]), None
+        return _grad(ctx, 0, ga), _grad(ctx, 1, gb), None
 
 
 class Remainder(Function):
@@ -310,8 +305,8 @@ class Remainder(Function):
         gb = None
         if ctx.needs_input_grad[1]:
             quotient = floor(a / b) if ctx.op == "remainder" else trunc(a / b)
-            gb = sum_to(-g * quotient, ctx.shapes[1])
-        return _grad(ctx, 0, g, ctx.shapes[0]), gb, None
+            gb = _grad(ctx, 1, -g * quotient)
+        return _grad(ctx, 0, g), gb, None
 
 
 class FloatBinary(Function):
@@ -332,8 +327,8 @@ class FloatBinary(Function):
     def backward(ctx, g):
         a, b, out = _restore(ctx)
         grad_a, grad_b = BINARY_GRADS[ctx.op]
-        ga = _grad(ctx, 0, grad_a(g, a, b, out), ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = _grad(ctx, 1, grad_b(g, a, b, out), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        ga = _grad(ctx, 0, grad_a(g, a, b, out)) if ctx.needs_input_grad[0] else None
+        gb = _grad(ctx, 1, grad_b(g, a, b, out)) if ctx.needs_input_grad[1] else None
         return ga, gb, None
 
 
@@ -686,7 +681,6 @@ class Where(Function):
         if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
             raise RuntimeError(f"where: expected condition to be a bool tensor, got "
                                f"{getattr(cond, 'dtype', type(cond).__name__)}")
-        ctx.shapes = _shapes(a, b)
         ctx.save_for_backward(cond)
         dtype = dtypes.result_type(a, b)
         device = _device("where", (cond, a, b))
@@ -699,10 +693,8 @@ class Where(Function):
     @staticmethod
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
-        ga = _grad(ctx, 1, where(cond, g, 0.0), ctx.shapes[0]) if ctx.needs_input_grad[1] \
-            else None
-        gb = _grad(ctx, 2, where(cond, 0.0, g), ctx.shapes[1]) if ctx.needs_input_grad[2] \
-            else None
+        ga = _grad(ctx, 1, where(cond, g, 0.0)) if ctx.needs_input_grad[1] else None
+        gb = _grad(ctx, 2, where(cond, 0.0, g)) if ctx.needs_input_grad[2] else None
         return None, ga, gb
 
 
@@ -743,11 +735,11 @@ class Clamp(Function):
         g_low = g_high = None
         if ctx.needs_input_grad[1]:
             takes = x < low if high is None else (x < low) & (low < high)
-            g_low = sum_to(where(takes, g, 0.0), ctx.shapes[1])
+            g_low = _grad(ctx, 1, where(takes, g, 0.0))
         if ctx.needs_input_grad[2]:
             takes = x > high if low is None else (x > high) | (high < low)
-            g_high = sum_to(where(takes, g, 0.0), ctx.shapes[2])
-        return _grad(ctx, 0, where(keep, g, 0.0), ctx.shapes[0]), g_low, g_high
+            g_high = _grad(ctx, 2, where(takes, g, 0.0))
+        return _grad(ctx, 0, where(keep, g, 0.0)), g_low, g_high
 
 
 def _check_fits(op, dtype, value):
@@ -789,9 +781,8 @@ class Lerp(Function):
     @staticmethod
     def backward(ctx, g):
         start, end, weight = _restore(ctx)
-        return (_grad(ctx, 0, g * (1 - weight), ctx.shapes[0]),
-                _grad(ctx, 1, g * weight, ctx.shapes[1]),
-                _grad(ctx, 2, g * (end - start), ctx.shapes[2]))
+        return (_grad(ctx, 0, g * (1 - weight)), _grad(ctx, 1, g * weight),
+                _grad(ctx, 2, g * (end - start)))
 
 
 def lerp(input, end, weight):
@@ -824,8 +815,7 @@ class AddcOp(Function):
             g1, g2 = gv * t2, gv * t1
         else:
             g1, g2 = gv / t2, -gv * t1 / (t2 * t2)
-        return (_grad(ctx, 0, g, ctx.shapes[0]), _grad(ctx, 1, g1, ctx.shapes[1]),
-                _grad(ctx, 2, g2, ctx.shapes[2]), None, None)
+        return _grad(ctx, 0, g), _grad(ctx, 1, g1), _grad(ctx, 2, g2), None, None
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):

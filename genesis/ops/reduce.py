@@ -94,7 +94,7 @@ class Reduction(Function):
 
     @classmethod
     def forward(cls, ctx, x, dims, keepdim, *args):
-        ctx.shape, ctx.dims, ctx.keepdim, ctx.args = tuple(x.shape), dims, keepdim, args
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.args = x._data.shape, dims, keepdim, args
         out = cls.compute(x, dims, keepdim, *args)
         if cls.saves:
             ctx.save_for_backward(x, out)
@@ -102,7 +102,7 @@ class Reduction(Function):
 
     @classmethod
     def compute(cls, x, dims, keepdim, *args):
-        return wrap(call(cls.kernel, x, dims, keepdim, *args), x.device)
+        return wrap(call(cls.kernel, x, dims, keepdim, *args, device=x.device), x.device)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -119,7 +119,8 @@ class Accumulation(Reduction):
     @classmethod
     def compute(cls, x, dims, keepdim, dtype):
         out_dtype = dtype or accumulate_dtype(x.dtype)
-        data = call(cls.kernel, cast(x, dtype or x.dtype), dims, keepdim, out_dtype)
+        data = call(cls.kernel, cast(x, dtype or x.dtype), dims, keepdim, out_dtype,
+                    device=x.device)
         return wrap(data, x.device, out_dtype)
 
 

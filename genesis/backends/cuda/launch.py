@@ -93,11 +93,14 @@ class BoundKernel:
         self._layout = None if places == sorted(places) else operator.itemgetter(*places)
 
     def __call__(self, grid, stream, *args):
-        gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        full = args + self._tail
+        args += self._tail
         if self._layout is not None:
-            full = self._layout(full)
-        self._run(gx, gy, gz, stream, *self._head, *full)
+            args = self._layout(args)
+        if len(grid) == 1:
+            self._run(grid[0], 1, 1, stream, *self._head, *args)
+        else:
+            gx, gy, gz = (tuple(grid) + (1, 1))[:3]
+            self._run(gx, gy, gz, stream, *self._head, *args)
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):

@@ -185,20 +185,24 @@ def aligned_names(entries):
 
 class Recipe:
     """The launches of one op on one geometry: every argument fixed except the Slots, which
-    are filled from the arrays and scalars given to `run` (plus the scratch arrays `run`
-    allocates). Built once per geometry and kept (see RecipeCache): a later call with the same
+    are filled from the arrays and scalars given to `run` (plus the scratch buffers `run`
+    provides). Built once per geometry and kept (see RecipeCache): a later call with the same
     geometry costs a dict lookup and the launches. With a `target` (compile_all), `add` only
     compiles."""
 
-    __slots__ = ("steps", "scratch", "device", "target")
+    __slots__ = ("steps", "scratch", "scratch_bytes", "device", "target")
 
     def __init__(self, device=0, target=None):
         self.steps, self.scratch, self.device, self.target = [], [], device, target
+        self.scratch_bytes = 0
 
     def scratch_array(self, shape, dtype):
-        """(role, stand-in array) of a scratch buffer that `run` allocates."""
+        """(role, stand-in array) of a scratch buffer that `run` provides."""
         role = f"scratch{len(self.scratch)}"
-        self.scratch.append((role, tuple(shape), np.dtype(dtype)))
+        dtype = np.dtype(dtype)
+        self.scratch.append((role, tuple(shape), dtype, self.scratch_bytes))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.scratch_bytes += -(-nbytes // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
         return role, placeholder(shape, dtype)
 
     def add(self, fn, grid, entries, num_warps, num_stages=1):
@@ -212,15 +216,47 @@ class Recipe:
         self.steps.append((kernel, tuple(grid), args, slots))
 
     def run(self, stream, values):
-        """Launch every step; `values` maps roles to arrays and scalars."""
-        for role, shape, dtype in self.scratch:
-            values[role] = CUDAArray.empty(shape, dtype, self.device, stream)
+        """Launch every step; `values` maps roles to arrays, addresses and scalars."""
+        if self.scratch:
+            self._place_scratch(stream, values)
         for kernel, grid, args, slots in self.steps:
             args = list(args)
             for i, role in slots:
                 value = values[role]
-                args[i] = value.ptr if isinstance(value, CUDAArray) else value
+                args[i] = value.ptr if value.__class__ is CUDAArray else value
             kernel(grid, stream, *args)
+
+
+    def _place_scratch(self, stream, values):
+        """Scratch for this run: in the stream's workspace for a recipe of one launch (which
+        writes and reads it itself), else fresh arrays (a later launch of the recipe reads what
+        an earlier one wrote, and another thread's launches on the stream may come between)."""
+        if len(self.steps) == 1:
+            base = stream_workspace(self.device, stream, self.scratch_bytes)
+            for role, _, _, offset in self.scratch:
+                values[role] = base + offset
+        else:
+            for role, shape, dtype, _ in self.scratch:
+                values[role] = CUDAArray.empty(shape, dtype, self.device, stream)
+
+
+_SCRATCH_ALIGN = 256
+_workspaces = {}
+
+
+def stream_workspace(device, stream, nbytes):
+    """The address of at least `nbytes` bytes of scratch for one-launch recipes on (device,
+    stream), kept for the process and grown when a launch needs more.
+
+    Launches on one stream run one after another, so they can all use it, as they would the one
+    block the allocator's cache hands each of them in turn, minus an allocation per launch. The
+    buffer it replaces goes back to the allocator on the same stream, so a launch still reading
+    it finishes before anything else gets that memory."""
+    workspace = _workspaces.get((device, stream))
+    if workspace is None or workspace.storage.nbytes < nbytes:
+        workspace = _workspaces[(device, stream)] = CUDAArray.empty(
+            (max(nbytes, 1 << 16),), np.uint8, device, stream)
+    return workspace.ptr
 
 
 class RecipeCache(dict):

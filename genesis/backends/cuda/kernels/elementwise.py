@@ -603,23 +603,24 @@ def _block_size(dtype):
 
 
 def run(op, operands, params=()):
-    """A new contiguous array holding `op` applied to `operands` (arrays of one shape, scalars
-    or None) with op parameters `params`."""
+    """A new contiguous array holding `op` applied to `operands` (arrays of one shape or
+    scalars) with op parameters `params`."""
     ref = operands[0]
-    if not isinstance(ref, CUDAArray):
-        ref = next(x for x in operands if isinstance(x, CUDAArray))
+    if ref.__class__ is not CUDAArray:
+        ref = next(x for x in operands if x.__class__ is CUDAArray)
     device = ref.storage.device
     activate(device)
     stream = current_stream_handle(device)
     dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
     if out.storage.nbytes:
-        operands = tuple(operands) + _PADDING[len(operands)]
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
 
 
-_PADDING = {1: (None, None), 2: (None,), 3: ()}
+def _padded(operands):
+    """The operands as the kernels take them: x0, x1, x2, None where the op has fewer."""
+    return tuple(operands) + (None,) * (3 - len(operands))
 
 
 def _typed(params, dtype):
@@ -635,39 +636,44 @@ _strided_recipes = RecipeCache()
 def write(op, out, operands, params, dtype, stream):
     """Compute `op` into the contiguous array `out`, reading each operand where it lies.
 
-    The hot path (every array operand contiguous) is one pass over the operands, one dict
-    lookup for the bound kernel and the launch."""
+    The hot path (every array operand contiguous) is one pass over the operands that builds
+    the kernel's key and arguments together, one dict lookup for the bound kernel (with its
+    block size) and the launch."""
     out_ptr, out_strides, out_dtype = out.ptr, out.strides, out.dtype
-    kinds, args, aligned = [], [], out_ptr % 16 == 0
+    n = out.size
+    key, args, aligned = [op, dtype, len(params)], [out_ptr], out_ptr % 16 == 0
     for x in operands:
-        if isinstance(x, CUDAArray):
+        if x.__class__ is CUDAArray:
             if not (x.strides == out_strides and x.dtype is out_dtype) and not x.is_contiguous():
-                _write_strided(op, out, operands, params, dtype, stream)
+                _write_strided(op, out, _padded(operands), params, dtype, stream)
                 return
             ptr = x.ptr
-            kinds.append(x.dtype)
+            key.append(x.dtype)
             args.append(ptr)
             aligned = aligned and ptr % 16 == 0
         else:
-            kinds.append(None if x is None else type(x))
-            if x is not None:
+            key.append(x.__class__)
+            if x is not None:  # an absent operand (a clamp bound) is a constexpr None
                 args.append(x)
-    key = (op, dtype, out_dtype, tuple(kinds), len(params), aligned, out.storage.device)
-    kernel = _contiguous_cache.get(key)
-    if kernel is None:
-        kernel = _contiguous_cache[key] = _contiguous_kernel_for(op, out, operands, params,
-                                                                 dtype, aligned)
-    n = out.size
-    args.insert(1, n)
-    kernel((cdiv(n, _block_size(dtype)),), stream, out_ptr, *args, *params)
+    args.insert(2, n)  # the kernel takes n after out and x0
+    key.append(aligned)
+    key.append(out.storage.device)
+    key = tuple(key)
+    launch = _contiguous_cache.get(key)
+    if launch is None:
+        launch = _contiguous_cache[key] = _contiguous_kernel_for(
+            op, out, _padded(operands), params, dtype, aligned)
+    kernel, block = launch
+    kernel(((n + block - 1) // block,), stream, *args, *params)
 
 
 def _contiguous_kernel_for(op, out, operands, params, dtype, aligned):
-    """The bound contiguous kernel (pointer alignment hints only: n may be anything)."""
+    """(bound contiguous kernel, its BLOCK); pointer alignment hints only: n may be anything."""
     entries = _contiguous_entries(op, out, operands, params, dtype)
     signature, consts, _ = specialization(_contiguous_kernel, entries)
     hints = [name for name, ty in signature.items() if ty.startswith("*")] if aligned else ()
-    return get_kernel(_contiguous_kernel, signature, consts, hints, _NUM_WARPS, 1, out.device)
+    return (get_kernel(_contiguous_kernel, signature, consts, hints, _NUM_WARPS, 1, out.device),
+            consts["BLOCK"])
 
 
 def _write_strided(op, out, operands, params, dtype, stream):
@@ -769,8 +775,8 @@ def _operand_strides(operands, strides, max_dims, ity):
 def _write_by_leading_dim(op, out, operands, params, dtype, stream):
     """More than MAX_DIMS non-mergeable dims (rare): one launch per index of the first dim."""
     for i in range(out.shape[0]):
-        write(op, select(out, 0, i), tuple(select(x, 0, i) for x in operands), params, dtype,
-              stream)
+        write(op, select(out, 0, i), tuple(select(x, 0, i) for x in operands if x is not None),
+              params, dtype, stream)
 
 
 def _unary_kernel(op):

@@ -499,10 +499,11 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     recipe, copy, groups = _recipes.get_or_build(
         key, lambda: _reduce_recipe(kind, x, dims, reorder, values, index, params))
     if recipe is not None:
-        x = _contiguous(x, stream) if copy else x
-        recipe.run(stream, {"x": x, "values": values, "index": index,
-                            "counts": split_counters(device, stream, groups) if groups else None,
-                            **{f"p{i}": p for i, p in enumerate(params)}})
+        slots = {"x": _contiguous(x, stream) if copy else x, "values": values, "index": index,
+                 "counts": split_counters(device, stream, groups) if groups else None}
+        if params:
+            slots.update(zip(("p0", "p1"), params))
+        recipe.run(stream, slots)
     return values, index
 
 
@@ -587,6 +588,8 @@ def _dims(dims):
 
 
 def _out_shape(shape, dims, keepdim):
+    if len(dims) == len(shape):  # every dim (dims are distinct)
+        return (1,) * len(shape) if keepdim else ()
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in dims)
