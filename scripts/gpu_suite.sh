@@ -21,7 +21,11 @@ print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', tr
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # Kernel-heavy suites compile hundreds of specializations: spread them over pytest-xdist workers
-  # when it is there. The runtime and memory tests measure the device and run alone.
+  # when it is there. The runtime and memory tests measure the device and run alone. The tests
+  # keep their kernels and autotuning winners apart from the benchmarks': matmul configurations
+  # timed while a dozen workers share the GPU are noise, and would be reused by the benchmarks.
+  bench_cache=$GENESIS_KERNEL_CACHE_DIR
+  export GENESIS_KERNEL_CACHE_DIR=$bench_cache-tests
   workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")
   serial="tests/cuda/test_runtime.py tests/cuda/test_memory_gpu.py tests/cuda/test_torch_free.py"
   python3 -m pytest -q -rf -p no:cacheprovider $serial 2>&1 | tee "$OUT/gpu_runtime_tests.log" \
@@ -32,6 +36,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   # the core op tests' cuda cases (the same tests the CPU runs, parametrized by device)
   python3 -m pytest -q -rf -p no:cacheprovider $workers -m cuda tests --ignore=tests/cuda \
     2>&1 | tee "$OUT/gpu_core_tests.log" || status=1
+  export GENESIS_KERNEL_CACHE_DIR=$bench_cache
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
   if command -v compute-sanitizer >/dev/null; then

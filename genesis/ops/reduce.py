@@ -535,7 +535,9 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim, log):
-        out = wrap(call("log_softmax" if log else "softmax", x, dim), x.device)
+        device = x.device
+        out = wrap(call("log_softmax" if log else "softmax", x, dim, device=device), device,
+                   x.dtype)
         ctx.dim, ctx.log = dim, log
         ctx.save_for_backward(out)
         return out

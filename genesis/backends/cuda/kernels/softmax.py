@@ -180,10 +180,12 @@ def _run(x, y, dim, backward, log):
     activate(device)
     stream = current_stream_handle(device)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
-    if out.size:
-        dims = (dim,) if x.ndim else ()
-        key = (x.shape, _geometry(x), _geometry(y), dims, backward, log, device)
-        recipe = _recipes.get_or_build(key, lambda: _recipe(x, y, out, dims, backward, log))
+    if out.storage.nbytes:
+        dims = (dim,) if x.shape else ()
+        key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, _geometry(y), dims, backward, log,
+               device)
+        recipe = _recipes.get(key) or _recipes.get_or_build(
+            key, lambda: _recipe(x, y, out, dims, backward, log))
         recipe.run(stream, {"x": x, "y": y, "out": out})
     return out
 

@@ -60,10 +60,10 @@ class CUDAStorage:
 class CUDAArray:
     """A strided view of a CUDAStorage; `strides` and `offset` are in bytes, as numpy's.
 
-    `ptr`, the device address of the first element, is fixed with the view (kernels read it
-    on every launch)."""
+    `ptr`, the device address of the first element, and `device`, the storage's device index,
+    are fixed with the view (kernels read them on every launch)."""
 
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "ptr")
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "ptr", "device")
 
     def __init__(self, storage, shape, strides, offset, dtype):
         self.storage = storage
@@ -72,6 +72,7 @@ class CUDAArray:
         self.offset = offset
         self.dtype = as_numpy_dtype(dtype)
         self.ptr = storage.ptr + offset
+        self.device = storage.device
 
     @classmethod
     def empty(cls, shape, dtype, device, stream=None):
@@ -83,12 +84,8 @@ class CUDAArray:
         storage = CUDAStorage(nbytes, device, stream)
         arr = _new(cls)  # the fields as __init__ would set them, without re-checking them
         arr.storage, arr.shape, arr.strides, arr.offset, arr.dtype = storage, shape, strides, 0, dtype
-        arr.ptr = storage.ptr
+        arr.ptr, arr.device = storage.ptr, device
         return arr
-
-    @property
-    def device(self):
-        return self.storage.device
 
     @property
     def ndim(self):
