@@ -103,8 +103,8 @@ class Tensor:
 
     def stride(self, dim=None):
         itemsize = self.dtype.itemsize
-        strides = tuple(s // itemsize for s in self._data.strides)
-        if strides and not any(strides) and 0 in self._data.shape:
+        strides = tuple([s // itemsize for s in self._data.strides])
+        if 0 in self._data.shape and strides and not any(strides):
             strides = contiguous_strides(self._data.shape)  # numpy's fresh empty results
         return strides if dim is None else strides[self._wrap_dim(dim, "stride")]
 
@@ -463,7 +463,22 @@ class RemovableHandle:
 
 
 def contiguous_strides(shape):
-    """Row-major element strides of `shape` (size-0 and size-1 dims count as 1)."""
+    """Row-major element strides of `shape` (size-0 and size-1 dims count as 1); cached, as
+    every view and reshape asks for them."""
+    if shape.__class__ is not tuple:
+        shape = tuple(shape)
+    strides = _contiguous.get(shape)
+    if strides is None:
+        if len(_contiguous) >= 4096:
+            _contiguous.clear()
+        strides = _contiguous[shape] = _row_major(shape)
+    return strides
+
+
+_contiguous = {}
+
+
+def _row_major(shape):
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)

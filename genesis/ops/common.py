@@ -30,10 +30,10 @@ def call(op, *tensors_and_args, device=None, **kwargs):
 
 def make_view(t, shape, strides, offset):
     """A tensor over `t`'s storage with the given geometry; shares its version counter."""
-    data = kernel("as_strided", t.device.type)(t._storage, tuple(shape), tuple(strides), offset)
-    base = t._base if t._base is not None else t
-    return Tensor._make(data, t.device, t.dtype, t._storage, offset, base=base,
-                        version=t._version_counter)
+    device, storage, base = t.device, t._storage, t._base
+    data = kernel("as_strided", device.type)(storage, tuple(shape), tuple(strides), offset)
+    return Tensor._make(data, device, t.dtype, storage, offset, False,
+                        t if base is None else base, t._version_counter)
 
 
 def broadcast_shapes(*shapes, op="broadcast"):

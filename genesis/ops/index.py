@@ -109,10 +109,17 @@ class _Plan:
 
     `adv_dims` are the dims of the basic view the checked, broadcast `indices` apply to; `perm`
     brings them to the front; `out_perm` places the indexed dims in the result as PyTorch does;
-    `result_shape` is the shape of `x[index]`.
+    `result_shape` is the shape of `x[index]` (worked out on first use: `x[i]` needs none).
     """
 
-    __slots__ = ("items", "indices", "perm", "out_perm", "result_shape")
+    __slots__ = ("items", "indices", "perm", "out_perm", "x_shape", "_result_shape")
+
+    @property
+    def result_shape(self):
+        if self._result_shape is None:
+            self._result_shape = index_geometry(self.x_shape, contiguous_strides(self.x_shape),
+                                                0, self.items)[0]
+        return self._result_shape
 
     @property
     def trivial_basic(self):
@@ -230,12 +237,11 @@ def parse_index(x, index):
     entries = _expand_ellipsis(entries, x.ndim)
     plan = _Plan()
     plan.items, advanced = _basic_items(x, entries)
-    view_shape = index_geometry(tuple(x.shape), contiguous_strides(tuple(x.shape)), 0,
-                                plan.items)[0]
+    plan.x_shape, plan._result_shape = x._data.shape, None
     plan.indices, plan.perm, plan.out_perm = (), None, None
-    plan.result_shape = view_shape
     if not advanced:
         return plan
+    view_shape = plan.result_shape
     indices = [checked_index(t, size, v, "index") for v, size, t in advanced]
     try:
         batch = broadcast_shapes(*(tuple(i.shape) for i in indices), op="index")
@@ -252,7 +258,7 @@ def parse_index(x, index):
     if place:
         plan.out_perm = (tuple(range(nb, nb + place)) + tuple(range(nb))
                          + tuple(range(nb + place, nb + len(rest))))
-    plan.result_shape = tuple(rest_shape[:place]) + batch + tuple(rest_shape[place:])
+    plan._result_shape = tuple(rest_shape[:place]) + batch + tuple(rest_shape[place:])
     return plan
 
 

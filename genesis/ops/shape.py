@@ -24,18 +24,20 @@ from .inplace import AsStrided, AsStridedScatter
 
 
 def _geometry(t):
-    return tuple(t.shape), t.stride(), t.storage_offset()
+    return t._data.shape, t.stride(), t._offset
 
 
 def sizes_arg(args):
     """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])` (entries may be -1 or 0-d int tensors)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
-    return tuple(operator.index(s) for s in args)
+    return tuple(map(operator.index, args))
 
 
 def infer_size(shape, numel):
     """`shape` with its one -1 replaced so that the product is `numel`; RuntimeError otherwise."""
+    if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
+        return shape  # the usual case: every size given
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
@@ -64,6 +66,8 @@ def view_strides(old_shape, old_strides, new_shape):
     """
     if not old_shape:
         return (1,) * len(new_shape)
+    if old_strides == contiguous_strides(old_shape) and 0 not in old_shape:
+        return contiguous_strides(new_shape)  # what the loop below gives a contiguous tensor
     if math.prod(old_shape) == 0:
         return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) \
             else contiguous_strides(new_shape)
@@ -151,8 +155,8 @@ class View(Function):
 
     @staticmethod
     def forward(ctx, x, shape, strides, name="View"):
-        ctx.in_shape, ctx.node_name = tuple(x.shape), name + "Backward0"
-        return make_view(x, shape, strides, x.storage_offset())
+        ctx.in_shape, ctx.node_name = x._data.shape, name + "Backward0"
+        return make_view(x, shape, strides, x._offset)
 
     @staticmethod
     def backward(ctx, g):
@@ -215,13 +219,15 @@ class SubView(Function):
 
     @staticmethod
     def forward(ctx, x, geometry_fn, args, name):
-        ctx.in_shape, ctx.node_name = tuple(x.shape), name + "Backward0"
-        ctx.region = geometry_fn(ctx.in_shape, contiguous_strides(ctx.in_shape), 0, *args)
+        ctx.geometry, ctx.node_name = (geometry_fn, args), name + "Backward0"
         return make_view(x, *geometry_fn(*_geometry(x), *args))
 
     @staticmethod
     def backward(ctx, g):
-        return scatter_region(g, ctx.in_shape, ctx.region), None, None, None
+        geometry_fn, args = ctx.geometry
+        shape = ctx.input_shape(0)
+        region = geometry_fn(shape, contiguous_strides(shape), 0, *args)
+        return scatter_region(g, shape, region), None, None, None
 
 
 def basic_index(x, items, name="Slice"):
@@ -251,7 +257,7 @@ class Split(Function):
 def view(self, *shape):
     """A view with another shape (one size may be -1); RuntimeError when strides forbid it."""
     shape = infer_size(sizes_arg(shape), self.numel())
-    strides = view_strides(tuple(self.shape), self.stride(), shape)
+    strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -262,7 +268,7 @@ def view(self, *shape):
 def reshape(input, shape):
     """A view when the strides allow one, else a contiguous copy."""
     shape = infer_size(sizes_arg((shape,)), input.numel())
-    strides = view_strides(tuple(input.shape), input.stride(), shape)
+    strides = view_strides(input._data.shape, input.stride(), shape)
     if strides is None:
         return ReshapeCopy.apply(input, shape)
     return View.apply(input, shape, strides)

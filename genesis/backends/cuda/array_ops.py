@@ -33,8 +33,8 @@ def storage_of(arr):
 
 @register("as_strided", "cuda")
 def as_strided(storage, shape, strides, offset):
-    itemsize = storage.itemsize
-    return CUDAArray(storage.storage, shape, tuple(s * itemsize for s in strides),
+    itemsize = storage.dtype.itemsize
+    return CUDAArray(storage.storage, shape, tuple([s * itemsize for s in strides]),
                      storage.offset + offset * itemsize, storage.dtype)
 
 
