@@ -153,11 +153,13 @@ def _pass_on(node, grads, buffers, retain_graph):
 
 def _apply_node(node, grads, retain_graph):
     """Run one node; returns the gradients for its next_functions (Nones when it is skipped)."""
-    if all(g is None for g in grads):
-        return ()
-    if node.materialize_grads:
-        grads = [g if g is not None or meta is None else _zeros_for(meta)
-                 for g, meta in zip(grads, node._output_meta)]
+    present = [g is not None for g in grads]  # (`None in grads` would compare tensors)
+    if False in present:
+        if True not in present:
+            return ()
+        if node.materialize_grads:
+            grads = [g if g is not None or meta is None else _zeros_for(meta)
+                     for g, meta in zip(grads, node._output_meta)]
     in_grads = node.apply(grads)
     if node._post_hooks:
         for hook in list(node._post_hooks.values()):

@@ -257,8 +257,8 @@ class BackwardNode(Node):
         if len(result) < len(self._input_meta):
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                f"(expected {len(self._input_meta)}, got {len(result)})")
-        return tuple(_check_grad(self, i, g, meta) for i, (g, meta)
-                     in enumerate(zip(result, self._input_meta)))
+        return tuple([_check_grad(self, i, g, meta) for i, (g, meta)
+                      in enumerate(zip(result, self._input_meta))])
 
 
 class UntrackedNode(BackwardNode):
