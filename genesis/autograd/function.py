@@ -191,7 +191,7 @@ class BackwardNode(Node):
         return self.__dict__.get("node_name") or self._function.__name__ + "Backward0"
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple(None if t is None else (t, t._version) for t in tensors)
+        self._saved = tuple([None if t is None else (t, t._version) for t in tensors])
 
     @property
     def saved_tensors(self):
@@ -202,7 +202,7 @@ class BackwardNode(Node):
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
-        return tuple(None if entry is None else self._unpack(*entry) for entry in self._saved)
+        return tuple([None if entry is None else self._unpack(*entry) for entry in self._saved])
 
     def _unpack(self, saved, version):
         t = saved.data if isinstance(saved, _SavedOutput) else saved

@@ -143,7 +143,7 @@ def _save_operands(ctx, *operands):
 def _restore(ctx):
     """The saved operands, with Python scalars put back in place of missing tensors."""
     saved = ctx.saved_tensors
-    return tuple(s if s is not None else scalar for s, scalar in zip(saved, ctx.scalars))
+    return tuple([s if s is not None else scalar for s, scalar in zip(saved, ctx.scalars)])
 
 
 def _is_bool(x):
