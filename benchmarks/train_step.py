@@ -10,7 +10,13 @@ as examples/train_gpt.py does): a full collection walks every long-lived object 
 modules, both models, compiled kernels), about 100 ms on a 2-core machine, and lands in some runs
 and not others, which made Genesis's medium step read anywhere from 27 to 48 ms on one H200.
 
-    python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N]
+The "gc" column counts the collections Python's cyclic collector ran during Genesis's timed
+steps, by generation (young/middle/full: only a full one walks every live object). With --profile, three more Genesis steps run under genesis.cuda.GPUProfiler: their device
+time (the sum of every kernel's and library call's event-timed duration) against the measured
+wall time tells whether a step is host- or device-bound, and the kernels that take the most
+device time are listed.
+
+    python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N] [--profile]
 """
 
 import argparse
@@ -55,17 +61,37 @@ def _step_fn(lib, config, batch, rng):
 
 
 def _time(lib, step, steps, warmup):
-    """Seconds per step over `steps` steps after `warmup` untimed ones."""
+    """(seconds per step over `steps` steps after `warmup` untimed ones, last loss, cyclic
+    garbage collections during the timed steps)."""
     for _ in range(warmup):
         step()
     lib.cuda.synchronize()
     gc.freeze()
+    collections = [0, 0, 0]
+
+    def count(phase, info):
+        if phase == "start":
+            collections[info["generation"]] += 1
+    gc.callbacks.append(count)
     start = time.perf_counter()
     for _ in range(steps):
         loss = step()
     lib.cuda.synchronize()
     elapsed = (time.perf_counter() - start) / steps
-    return elapsed, float(loss.item())
+    gc.callbacks.remove(count)
+    return elapsed, float(loss.item()), "/".join(map(str, collections))
+
+
+def _device_profile(step, steps=3, top=8):
+    """Genesis's device time per step (ms) and its `top` kernels by total device time."""
+    with genesis.cuda.GPUProfiler() as prof:
+        for _ in range(steps):
+            step()
+        genesis.cuda.synchronize()
+    stats = sorted(prof.get_stats().values(), key=lambda r: -r["total_us"])
+    total_ms = sum(r["total_us"] for r in stats) / 1e3 / steps
+    return total_ms, [(r["name"], r["calls"] // steps, r["total_us"] / 1e3 / steps)
+                      for r in stats[:top]]
 
 
 def main():
@@ -73,24 +99,36 @@ def main():
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--profile", action="store_true",
+                        help="also report Genesis's device time per step and its top kernels")
     args = parser.parse_args()
     rng = np.random.default_rng()
-    rows = []
+    rows, profiles = [], []
     print(f"{'config':<18} {'genesis ms':>11} {'torch ms':>9} {'ratio':>6} "
-          f"{'genesis tok/s':>14} {'torch tok/s':>12}")
+          f"{'genesis tok/s':>14} {'torch tok/s':>12} {'gc':>8}")
     for name, (config, batch) in CONFIGS.items():
         tokens = batch * config["block_size"]
         results = {}
         for lib in (genesis, torch):
-            seconds, loss = _time(lib, _step_fn(lib, config, batch, rng), args.steps, args.warmup)
+            step = _step_fn(lib, config, batch, rng)
+            seconds, loss, collections = _time(lib, step, args.steps, args.warmup)
             results[lib.__name__] = {"ms": seconds * 1e3, "tokens_per_s": tokens / seconds,
-                                     "last_loss": loss}
+                                     "last_loss": loss, "gc_collections": collections}
+            if args.profile and lib is genesis:
+                device_ms, kernels = _device_profile(step)
+                results["genesis"].update(device_ms=device_ms, top_kernels=kernels)
+                profiles.append((name, seconds * 1e3, device_ms, kernels))
         g, t = results["genesis"], results["torch"]
         ratio = g["ms"] / t["ms"]
         rows.append({"config": name, **config, "batch": batch, "genesis": g, "torch": t,
                      "ratio": ratio})
         print(f"{name:<18} {g['ms']:>11.2f} {t['ms']:>9.2f} {ratio:>6.2f} "
-              f"{g['tokens_per_s']:>14,.0f} {t['tokens_per_s']:>12,.0f}")
+              f"{g['tokens_per_s']:>14,.0f} {t['tokens_per_s']:>12,.0f} "
+              f"{g['gc_collections']:>8}")
+    for name, wall_ms, device_ms, kernels in profiles:
+        print(f"\n{name}: genesis wall {wall_ms:.2f} ms, device {device_ms:.2f} ms per step")
+        for kernel, calls, ms in kernels:
+            print(f"  {ms:8.3f} ms  {calls:4d} calls  {kernel[:90]}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=2))
 
