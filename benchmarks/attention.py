@@ -1,13 +1,14 @@
 """Causal self-attention forward + backward on the GPU, Genesis's fused FlashAttention kernels
 beside torch's scaled_dot_product_attention, in one run.
 
-Shapes are GPT-2 small and medium heads at training lengths; each case times one forward and
-one backward (the gradient of every input) by CUDA events behind an L2 flush (ops.device_ms)
-and reports ms, TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal
-mask) and the Genesis/torch ratio of times.
+Shapes are GPT-2 small and medium heads at training lengths in bf16 and fp16, and the heads of
+benchmarks/train_step.py's float32 models; each case times one forward and one backward (the
+gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
+TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
+Genesis/torch ratio of times.
 
     python benchmarks/attention.py [--json PATH] [--reps N]
-    python benchmarks/attention.py --tiles   # Genesis's bf16 kernels under other tile choices
+    python benchmarks/attention.py --tiles [--dtype fp32]   # Genesis's kernels under other tiles
 """
 
 import argparse
@@ -25,7 +26,9 @@ CASES = [  # (batch, heads, length, head dim)
     (4, 16, 2048, 64),
     (4, 12, 1024, 128),
 ]
-DTYPES = {"bf16": (genesis.bfloat16, torch.bfloat16), "fp16": (genesis.float16, torch.float16)}
+TRAIN_STEP_CASES = [(16, 4, 64, 32), (32, 6, 256, 64)]  # train_step.py's small and medium
+DTYPES = {"bf16": (genesis.bfloat16, torch.bfloat16), "fp16": (genesis.float16, torch.float16),
+          "fp32": (genesis.float32, torch.float32)}
 
 
 def _step(lib, shape, dtype, rng, backward=True):
@@ -52,31 +55,38 @@ def run(reps):
     libs = {"genesis": ops.Lib(genesis), "torch": ops.Lib(torch)}
     rng = np.random.default_rng()
     rows = []
-    for shape in CASES:
-        for name, dtypes in DTYPES.items():
-            ms = {lib_name: ops.device_ms(lib, _step(lib, shape, dtype, rng), reps)
-                  for (lib_name, lib), dtype in zip(libs.items(), dtypes)}
-            rows.append({"shape": list(shape), "dtype": name, "genesis_ms": ms["genesis"],
-                         "torch_ms": ms["torch"],
-                         "genesis_tflops": _tflops(shape, ms["genesis"]),
-                         "torch_tflops": _tflops(shape, ms["torch"]),
-                         "ratio": ms["genesis"] / ms["torch"]})
+    runs = [(shape, name) for shape in CASES for name in ("bf16", "fp16")]
+    runs += [(shape, "fp32") for shape in TRAIN_STEP_CASES]
+    for shape, name in runs:
+        ms = {lib_name: ops.device_ms(lib, _step(lib, shape, dtype, rng), reps)
+              for (lib_name, lib), dtype in zip(libs.items(), DTYPES[name])}
+        rows.append({"shape": list(shape), "dtype": name, "genesis_ms": ms["genesis"],
+                     "torch_ms": ms["torch"], "genesis_tflops": _tflops(shape, ms["genesis"]),
+                     "torch_tflops": _tflops(shape, ms["torch"]),
+                     "ratio": ms["genesis"] / ms["torch"]})
     return rows
 
 
 # Tile choices to compare: forward (BM, BN, warps, stages), backward (BM = BN, warps).
-FORWARD_TILES = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3)]
-BACKWARD_TILES = [(64, 64, 4), (64, 64, 8), (32, 32, 4), (128, 128, 8)]
+TILES = {
+    "bf16": ([(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3)],
+             [(64, 64, 4), (64, 64, 8), (32, 32, 4), (128, 128, 8)]),
+    "fp32": ([(64, 32, 8, 2), (64, 32, 4, 2), (32, 32, 4, 2), (32, 32, 8, 2), (64, 64, 8, 2),
+              (128, 32, 8, 2)],
+             [(32, 32, 8), (32, 32, 4), (16, 16, 4), (16, 16, 2), (64, 64, 8)]),
+}
 
 
-def sweep_tiles(reps):
-    """Forward and forward+backward ms of the bf16 cases under each forward tile (the backward's
-    as chosen) and each backward tile (the forward's as chosen)."""
+def sweep_tiles(reps, dtype_name):
+    """Forward and forward+backward ms of the dtype's cases under each forward tile (the
+    backward's as chosen) and each backward tile (the forward's as chosen)."""
     chosen, rng, lib = attention._tiles, np.random.default_rng(), ops.Lib(genesis)
-    for shape in CASES:
-        fwd, step = (_step(lib, shape, genesis.bfloat16, rng, b) for b in (False, True))
-        for forward, backward in ([(f, None) for f in FORWARD_TILES]
-                                  + [(None, b) for b in BACKWARD_TILES]):
+    dtype = DTYPES[dtype_name][0]
+    forward_tiles, backward_tiles = TILES[dtype_name]
+    for shape in CASES if dtype_name != "fp32" else TRAIN_STEP_CASES:
+        fwd, step = (_step(lib, shape, dtype, rng, b) for b in (False, True))
+        for forward, backward in ([(f, None) for f in forward_tiles]
+                                  + [(None, b) for b in backward_tiles]):
             def tiles(dtype, head_dim, tf32, forward=forward, backward=backward):
                 bd, f, b, precision, split = chosen(dtype, head_dim, tf32)
                 return bd, forward or f, backward or b, precision, split
@@ -93,10 +103,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--tiles", action="store_true", help="sweep the bf16 kernels' tiles")
+    parser.add_argument("--tiles", action="store_true", help="sweep the kernels' tiles")
+    parser.add_argument("--dtype", choices=sorted(TILES), default="bf16",
+                        help="the dtype whose tiles --tiles sweeps")
     args = parser.parse_args()
     if args.tiles:
-        sweep_tiles(args.reps)
+        sweep_tiles(args.reps, args.dtype)
         return
     rows = run(args.reps)
     print(f"{'B,H,T,D':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}{'genesis TF/s':>14}"
