@@ -1,5 +1,7 @@
 """Layers against torch with the same weights: outputs, input and parameter gradients, buffers."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -219,6 +221,11 @@ def _attention_masks(call, L, S, N, heads, dtype, rng, device):
     return g_kw, t_kw
 
 
+# Inputs with 2048 independent keep/drop draws: single elements, (N, C) channels of (N, C, L),
+# (N, C) planes of (N, C, H, W).
+_DROPOUT_RATE_SHAPES = {"Dropout": (2048,), "Dropout1d": (32, 64, 3), "Dropout2d": (32, 64, 2, 3)}
+
+
 @pytest.mark.parametrize("name", ["Dropout", "Dropout1d", "Dropout2d"])
 def test_dropout_train(name, rng, device):
     p = 0.4
@@ -230,12 +237,22 @@ def test_dropout_train(name, rng, device):
     np.testing.assert_allclose(out.detach().cpu().numpy()[kept],
                                x.detach().cpu().numpy()[kept] / (1 - p), rtol=1e-6)
     np.testing.assert_allclose(x.grad.cpu().numpy(), kept / (1 - p), rtol=1e-6)
-    assert abs(kept.mean() - (1 - p)) < 0.05
-    if name != "Dropout":
-        per_channel = kept.reshape(50, 8, -1) if name == "Dropout1d" else kept
+    if name != "Dropout":  # 3-D input: (N, C, L) for Dropout1d, one (C, H, W) for Dropout2d
+        per_channel = kept.reshape(50, 8, -1) if name == "Dropout1d" else kept.reshape(50, -1)
         assert np.all(per_channel.all(-1) | ~per_channel.any(-1))
     assert layer.eval()(x) is x
     assert repr(layer) == f"{name}(p=0.4, inplace=False)"
+
+
+@pytest.mark.parametrize("name", ["Dropout", "Dropout1d", "Dropout2d"])
+def test_dropout_keeps_one_minus_p(name, device):
+    """The kept fraction of 2048 independent draws is within 5 standard deviations of 1 - p."""
+    p = 0.4
+    shape = _DROPOUT_RATE_SHAPES[name]
+    kept = getattr(nn, name)(p)(genesis.ones(*shape, device=device)).cpu().numpy() != 0
+    masks = kept.reshape(2048, -1)
+    assert np.all(masks.all(-1) | ~masks.any(-1))
+    assert abs(masks[:, 0].mean() - (1 - p)) < 5 * math.sqrt(p * (1 - p) / 2048)
 
 
 def test_dropout_reproducible_with_seed(device):
