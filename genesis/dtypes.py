@@ -59,7 +59,8 @@ integer_dtypes = (uint8, int8, int16, int32, int64)
 
 _BY_NAME = {d.name: d for d in all_dtypes}
 _BY_NUMPY = {d.numpy_dtype: d for d in all_dtypes}
-_NUMPY_DTYPE_TYPES = frozenset(type(d.numpy_dtype) for d in all_dtypes)
+NUMPY_DTYPE_TYPES = frozenset(type(d.numpy_dtype) for d in all_dtypes)  # a set lookup is
+# cheaper than isinstance(x, np.dtype) (numpy's metaclass: about 70 ns)
 
 
 _PYTHON_TYPES = {float: float64, int: int64, bool: bool_}
@@ -71,7 +72,7 @@ def _by_name(name):
 
 def from_numpy_dtype(np_dtype):
     """The genesis dtype stored as `np_dtype`; TypeError for types Genesis does not support."""
-    found = _BY_NUMPY.get(np_dtype) if type(np_dtype) in _NUMPY_DTYPE_TYPES else None
+    found = _BY_NUMPY.get(np_dtype) if type(np_dtype) in NUMPY_DTYPE_TYPES else None
     if found is not None:  # a numpy dtype object, the usual case: no conversion
         return found
     try:

@@ -344,8 +344,7 @@ class Function:
                     break
             state.enabled = False
         if tracked:
-            needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
-                                                          else _requires_grad(a)) for a in args])
+            needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a) for a in args])
             ctx = BackwardNode(cls, needs)
         else:
             ctx = UntrackedNode(cls, len(args))

@@ -59,15 +59,12 @@ def _from_host(array, device, dtype=None, requires_grad=False):
 
 
 def _new(data, device, dtype):
-    """A tensor owning the fresh array `data`."""
+    """A tensor owning the fresh array `data`; empty ones get PyTorch's contiguous strides
+    (numpy gives them zero strides)."""
     t = Tensor._make(data, device, dtype)
-    return _with_contiguous_strides(t) if 0 in data.shape else t
-
-
-def _with_contiguous_strides(t):
-    """An empty tensor with PyTorch's contiguous strides (numpy gives them zero strides)."""
-    t._data = kernel("as_strided", t.device.type)(t._storage, t.shape,
-                                                  contiguous_strides(t.shape), 0)
+    if 0 in data.shape:
+        t._data = kernel("as_strided", device.type)(t._storage, t.shape,
+                                                    contiguous_strides(t.shape), 0)
     return t
 
 
@@ -164,18 +161,13 @@ def _fill(shape, value, dtype, device, requires_grad):
     device = resolve(device)
     if dtype is None:
         dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
-    elif dtype.__class__ is not dtypes.dtype:
+    else:
         dtype = dtypes.as_dtype(dtype)
     if value is None:
         data = kernel("empty", device.type)(shape, dtype, device.index)
     else:
         data = kernel("full", device.type)(shape, value, dtype, device.index)
-    t = Tensor._make(data, device, dtype)
-    if 0 in shape:
-        t = _with_contiguous_strides(t)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return _finish(_new(data, device, dtype), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,

@@ -101,7 +101,7 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     first, args = _uniform(operands)
     if first is not None and (dtype is None or dtype is first.dtype):
         device = first.device
-        return Tensor._make(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
+        return wrap(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
     _check_operands(op, operands)
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)

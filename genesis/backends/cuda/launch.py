@@ -97,10 +97,10 @@ class BoundKernel:
         if self._layout is not None:
             args = self._layout(args)
         if len(grid) == 1:
-            self._run(grid[0], 1, 1, stream, *self._head, *args)
+            gx, gy, gz = grid[0], 1, 1
         else:
             gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-            self._run(gx, gy, gz, stream, *self._head, *args)
+        self._run(gx, gy, gz, stream, *self._head, *args)
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):

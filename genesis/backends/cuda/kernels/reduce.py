@@ -588,11 +588,9 @@ def _dims(dims):
 
 
 def _out_shape(shape, dims, keepdim):
-    if len(dims) == len(shape):  # every dim (dims are distinct)
-        return (1,) * len(shape) if keepdim else ()
     if keepdim:
-        return tuple(1 if i in dims else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in dims)
+        return tuple([1 if i in dims else s for i, s in enumerate(shape)])
+    return tuple([s for i, s in enumerate(shape) if i not in dims])
 
 
 def _values(kind, x, dims, keepdim, out_dtype, params=()):

@@ -184,8 +184,7 @@ def _run(x, y, dim, backward, log):
         dims = (dim,) if x.shape else ()
         key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, _geometry(y), dims, backward, log,
                device)
-        recipe = _recipes.get(key) or _recipes.get_or_build(
-            key, lambda: _recipe(x, y, out, dims, backward, log))
+        recipe = _recipes.get_or_build(key, lambda: _recipe(x, y, out, dims, backward, log))
         recipe.run(stream, {"x": x, "y": y, "out": out})
     return out
 

@@ -5,22 +5,19 @@ numpy exposes, so device-agnostic code treats both alike. A `CUDAStorage` owns o
 block and gives it back when the last array over it is garbage.
 """
 
-import ml_dtypes
 import numpy as np
 
+from ....dtypes import NUMPY_DTYPE_TYPES
 from .device import get_context
 from .stream import current_stream_handle
 
 _new = object.__new__
 _allocators = {}  # device index -> its context's allocator (contexts live as long as the process)
-_DTYPE_CLASSES = frozenset(type(np.dtype(t)) for t in (
-    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, ml_dtypes.bfloat16,
-    np.float32, np.float64))
 
 
 def as_numpy_dtype(dtype):
-    """`dtype` as a numpy dtype object (isinstance(x, np.dtype) costs ~70 ns, a set lookup 15)."""
-    return dtype if dtype.__class__ in _DTYPE_CLASSES else np.dtype(dtype)
+    """`dtype` as a numpy dtype object."""
+    return dtype if dtype.__class__ in NUMPY_DTYPE_TYPES else np.dtype(dtype)
 
 
 def _allocator_of(device):
@@ -70,7 +67,7 @@ class CUDAArray:
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.offset = offset
-        self.dtype = dtype if dtype.__class__ in _DTYPE_CLASSES else np.dtype(dtype)
+        self.dtype = as_numpy_dtype(dtype)
         self.ptr = storage.ptr + offset
         self.device = storage.device
 
@@ -79,8 +76,7 @@ class CUDAArray:
         dtype = as_numpy_dtype(dtype)
         if shape.__class__ is not tuple:
             shape = tuple(shape)
-        strides, nbytes = _layouts.get((shape, dtype.itemsize)) or contiguous_layout(
-            shape, dtype.itemsize)
+        strides, nbytes = contiguous_layout(shape, dtype.itemsize)
         storage = CUDAStorage(nbytes, device, stream)
         arr = _new(cls)  # the fields as __init__ would set them, without re-checking them
         arr.storage, arr.shape, arr.strides, arr.offset, arr.dtype = storage, shape, strides, 0, dtype
