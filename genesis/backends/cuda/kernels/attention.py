@@ -17,7 +17,11 @@ Numerics: products accumulate in float32. For float16/bfloat16 the float32 proba
 dS) that enter a second product are split into a high and a low half-precision part and
 multiplied as two tensor-core products, so P V, P^T dO, dS K and dS^T Q keep about 16 (bf16) to
 22 (fp16) bits of P instead of 8 or 11: results match attention computed in float32 and rounded
-once. float32 inputs use IEEE float32 products unless genesis.flags.allow_tf32.
+once. float32 products run on tensor cores as three TF32 products (Triton's "tf32x3": each
+operand split into a TF32 high part and a TF32 remainder, the remainders' product dropped), about
+21 bits of each product against IEEE float32's 24; this is what torch's float32 SDPA does
+(CUTLASS's OpMultiplyAddFastF32 in its memory-efficient kernel). With
+genesis.backends.cuda.matmul.allow_tf32 they are single TF32 products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
 place through their strides (the last stride must be 1); O, dQ, dK, dV are contiguous. Head
@@ -27,14 +31,7 @@ Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/atte
 --tiles`): half types take 64 x 64 tiles with 4 warps, 3
 stages forward and 2 backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that
 ptxas reported no spills) by 1.25x forward and 2.3x backward: more programs in flight hide the
-loads better than spill-free registers do. float32 takes 32 x 32 tiles with 4 warps and 2
-stages forward and backward for head dims up to 64, 64 x 32 forward and 32 x 32 backward with 8
-warps at 128: IEEE float32 products run on FMA units and hold their operand tiles in registers,
-and 64-wide tiles spill (tens of KB per thread). At B=32, H=6, T=256, D=64 (the train_step
-medium model; `attention.py --tiles --dtype fp32`) 4 warps took the causal forward from 0.235 to
-0.203 ms and forward + backward from 1.52 to 1.02 ms (torch's SDPA: 0.39 ms), though the dK/dV
-kernel then spills ~0.8 KB a thread; at D=128 it would spill 2.7 KB and was not measured, so 128
-keeps 8 warps.
+loads better than spill-free registers do. float32 tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -325,17 +322,25 @@ class _Geometry:
         return lead, lead_strides + (strides[-2],)
 
 
+FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4)), 64: ((64, 64, 4, 2), (32, 32, 4)),
+              128: ((32, 32, 4, 2), (32, 32, 4))}
+"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward BM,
+BN, warps). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward and
+forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256
+D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms
+with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
+0.390 ms forward with 32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more
+than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
+
+
 def _tiles(dtype, head_dim, tf32):
     """(head tile, (forward BM, BN, warps, stages), (backward BM, BN, warps), precision,
     split); see the module docstring. The forward needs BN | BM, the backward BM == BN."""
     bd = next_pow2(head_dim)
-    half = np.dtype(dtype) in _HALF
-    precision = "tf32" if half or tf32 else "ieee"
-    if not half:
-        if bd <= 64:
-            return bd, (32, 32, 4, 2), (32, 32, 4), precision, False
-        return bd, (64, 32, 8, 2), (32, 32, 8), precision, False
-    return bd, (64, 64, 4, 3), (64, 64, 4), precision, True
+    if np.dtype(dtype) in _HALF:
+        return bd, (64, 64, 4, 3), (64, 64, 4), "tf32", True
+    forward, backward = FP32_TILES[max(bd, 32)]
+    return bd, forward, backward, "tf32" if tf32 else "tf32x3", False
 
 
 def _index_type(*arrays):
@@ -471,7 +476,7 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
 
 def compile_all(target):
     """The main specializations, compiled for `target` (CI, no GPU needed): float16 D=64 causal
-    and not, bfloat16 D=128 causal, float16 D=80 (padded to 128), float32 D=64 causal (IEEE)
+    and not, bfloat16 D=128 causal, float16 D=80 (padded to 128), float32 D=64 causal (TF32 x3)
     and float32 D=128 with TF32."""
     import ml_dtypes
     cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
