@@ -2,7 +2,9 @@
 
 Each scenario is an allocation trace (allocate n bytes into a slot / free a slot), replayed
 once to warm the caches and then timed over several repeats; the figure is the median time per
-allocate+free pair, plus peak reserved bytes over the trace's peak live (requested) bytes.
+allocate+free pair, plus peak reserved bytes over the trace's peak live (requested) bytes. The
+random traces come from a fixed seed (--seed), so every run, and both libraries, replay the same
+ones.
 
 With a GPU (genesis.cuda.is_available()) the trace runs at the tensor level:
 genesis.empty(n, dtype=genesis.uint8, device="cuda") against torch.empty(n, dtype=torch.uint8,
@@ -13,7 +15,8 @@ the allocator's Python bookkeeping only (no device memory, no tensors, no PyTorc
 device of benchmarks/simulated_cuda.py: the host cost of the whole allocate+free path, timed by
 the thread's CPU time, with no GPU (and no PyTorch column).
 
-    python benchmarks/allocator.py [--json PATH] [--repeats R] [--mode auto|gpu|sim|sim-tensor]
+    python benchmarks/allocator.py [--json PATH] [--repeats R] [--seed S]
+                                   [--mode auto|gpu|sim|sim-tensor]
 """
 
 import argparse
@@ -222,8 +225,8 @@ def measure(target, trace, cap, repeats):
     return result
 
 
-def run(targets, repeats):
-    rng = np.random.default_rng()
+def run(targets, repeats, seed=0):
+    rng = np.random.default_rng(seed)
     rows = []
     for name, (make, cap) in SCENARIOS.items():
         trace = make(rng)
@@ -256,6 +259,9 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the results as JSON to this path")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--mode", choices=("auto", "gpu", "sim", "sim-tensor"), default="auto")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random traces (pressure, varying): the same traces "
+                             "every run, so fragmentation compares across runs")
     args = parser.parse_args(argv)
     gpu = args.mode == "gpu" or (args.mode == "auto" and genesis.cuda.is_available())
     if gpu:
@@ -266,14 +272,14 @@ def main(argv=None):
     else:
         targets = sim_targets()
         print("mode: simulated driver -- the allocator's Python bookkeeping only (no GPU)")
-    rows = run(targets, args.repeats)
+    rows = run(targets, args.repeats, args.seed)
     names = [t.name for t in targets]
     print_table(rows, names)
     if args.json:
         meta = {"mode": "gpu" if gpu else args.mode,
                 "clock": "wall" if gpu else "CPU time",
                 "python": sys.version.split()[0],
-                "repeats": args.repeats, "targets": names}
+                "repeats": args.repeats, "seed": args.seed, "targets": names}
         if gpu:
             meta["device"] = genesis.cuda.get_device_name()
         with open(args.json, "w") as f:

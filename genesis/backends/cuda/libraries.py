@@ -89,11 +89,8 @@ _LT_TYPES = {"float16": "CUDA_R_16F", "bfloat16": "CUDA_R_16BF", "float32": "CUD
 
 
 def _alignment(ptr):
-    """The largest power of two up to 256 dividing the address."""
-    align = 1
-    while align < 256 and ptr % (align * 2) == 0:
-        align *= 2
-    return align
+    """The largest power of two up to 256 dividing the address (its lowest set bit)."""
+    return min(ptr & -ptr, 256) if ptr else 256
 
 
 def _set(setter, dtype_of, obj, attr, value):
@@ -125,6 +122,7 @@ class _LtPlan:
         set_desc(lt.MatmulDescAttribute.TRANSA, int(getattr(cublas.Operation, op_b)))
         set_desc(lt.MatmulDescAttribute.TRANSB, int(getattr(cublas.Operation, op_a)))
         self.has_bias = problem.arrays.get("bias") is not None
+        self.bias_ptr = None  # the bias address the descriptor holds
         if self.has_bias:
             set_desc(lt.MatmulDescAttribute.EPILOGUE, int(lt.Epilogue.BIAS))
         batch = problem.batch_sizes[0] if problem.batch_sizes else 1
@@ -177,8 +175,9 @@ class _LtPlan:
             pass
 
 
-_ONE = np.ones(1, np.float32)
+_ONE = np.ones(1, np.float32)  # alpha and beta, passed by host address
 _ZERO = np.zeros(1, np.float32)
+_ONE_PTR, _ZERO_PTR = _ONE.ctypes.data, _ZERO.ctypes.data
 
 
 def _plan_key(problem):
@@ -224,15 +223,16 @@ def cublaslt_matmul(problem, stream, algo=0):
     from . import profiling
     handle, plan = _handle_and_plan(problem)
     arrays = problem.arrays
-    if plan.has_bias:
-        plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, arrays["bias"].ptr)
+    if plan.has_bias and plan.bias_ptr != arrays["bias"].ptr:
+        plan.bias_ptr = arrays["bias"].ptr
+        plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, plan.bias_ptr)
     workspace = get_context(problem.device).workspace(plan.workspace, stream) \
         if plan.workspace else None
     b_l, a_l, c_l = plan.layouts
     c = arrays["c"].ptr
     with profiling.region("cublaslt.matmul", m=problem.M, n=problem.N, k=problem.K,
                           batch=problem.batch):
-        plan.lt.matmul(handle, plan.desc, _ONE.ctypes.data, arrays["b"].ptr, b_l,
-                       arrays["a"].ptr, a_l, _ZERO.ctypes.data, c, c_l, c, c_l,
+        plan.lt.matmul(handle, plan.desc, _ONE_PTR, arrays["b"].ptr, b_l,
+                       arrays["a"].ptr, a_l, _ZERO_PTR, c, c_l, c, c_l,
                        plan.algos[algo], 0 if workspace is None else workspace.ptr,
                        plan.workspace, stream)
