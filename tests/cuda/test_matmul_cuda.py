@@ -249,6 +249,24 @@ def test_linear_gradients(activation, with_bias, rng):
         np.testing.assert_allclose(a.grad.cpu().numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("shape", [(5, 2, 7), (7,)], ids=str)
+def test_linear_gradients_of_views_without_bias_grad(shape, rng):
+    """The backward's one-call path: an input whose batch dims do not merge (a transposed
+    view: its rows are copied first) or a vector, a bias that needs no gradient."""
+    arrays = [rng.uniform(-2, 2, s) for s in (shape, (4, 7), (4,))]
+    (gx, gw), (tx, tw) = ([lib.tensor(a, **kw, requires_grad=True) for a in arrays[:2]]
+                          for lib, kw in ((genesis, {"device": "cuda"}), (torch, {})))
+    gb, tb = genesis.tensor(arrays[2], device="cuda"), torch.tensor(arrays[2])
+    view = (lambda t: t.transpose(0, 1)) if len(shape) == 3 else (lambda t: t)
+    out, expected = F.linear(view(gx), gw, gb), TF.linear(view(tx), tw, tb)
+    g = rng.uniform(-1, 1, tuple(expected.shape))
+    out.backward(genesis.tensor(g, device="cuda"))
+    expected.backward(torch.tensor(g))
+    for a, t in ((gx, tx), (gw, tw)):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
+    assert gb.grad is None
+
+
 def test_linear_double_backward(rng):
     from genesis.nn.functional.linear import linear_activation
     x = genesis.tensor(rng.uniform(-2, 2, (3, 5)), device="cuda", requires_grad=True)

@@ -238,3 +238,39 @@ def test_linear_act_unfoldable_batch(gpu, rng):
     zr = reference(base.transpose(1, 0, 2), w.T) + bias
     check(z, zr, dtype, 12)
     check(y, ACTS["silu"](zr), dtype, 12)
+
+
+def _batch_major(arr):
+    """(values, device array) of `arr` (2, 9, m) stored as (9, 2, m): its batch dims do not merge."""
+    dev = ti.to_device(np.ascontiguousarray(arr.transpose(1, 0, 2)))
+    m = arr.shape[-1]
+    return arr, ti.view(dev, arr.shape, (m, 2 * m, 1))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "unmergeable", "1d"])
+@pytest.mark.parametrize("needs", [(True, True, True), (False, True, False), (True, False, True)],
+                         ids=str)
+def test_linear_act_backward(gpu, layout, needs, rng):
+    """dx = g @ W, dW = g^T x over all rows, db = column sums of g, for inputs whose rows are a
+    view (contiguous), need a copy (batch dims that do not merge) or are one vector."""
+    from genesis.backends.cuda import array_ops
+    from genesis.backends.cuda.kernels import reduce
+    dtype = np.dtype(np.float32)
+    w = values((5, 12), dtype, rng)
+    if layout == "1d":
+        (x, dx), (g, dg) = ((a, ti.to_device(a)) for a in (values((12,), dtype, rng),
+                                                           values((5,), dtype, rng)))
+    elif layout == "unmergeable":
+        (x, dx), (g, dg) = (_batch_major(values((2, 9, m), dtype, rng)) for m in (12, 5))
+    else:
+        (x, dx), (g, dg) = ((a, ti.to_device(a)) for a in (values((2, 9, 12), dtype, rng),
+                                                           values((2, 9, 5), dtype, rng)))
+    with ti.device(reduce, array_ops):
+        grads = mm.linear_act_backward(dg, dx, ti.to_device(w), *needs)
+    g2, x2 = g.reshape(-1, 5), x.reshape(-1, 12)
+    expected = (reference(g, w), reference(g2.T, x2), g2.astype(np.float64).sum(0))
+    for got, want, need, k in zip(grads, expected, needs, (5, len(g2), len(g2))):
+        if need:
+            check(got, want, dtype, k)
+        else:
+            assert got is None

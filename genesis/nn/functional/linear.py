@@ -75,7 +75,8 @@ class _LinearAct(Function):
     """act(x @ W^T + b) through the backend's fused kernel, which also returns the
     pre-activation z when the backward needs it. Backward: dz = g * act'(z), then
     dx = dz @ W, dW = dz^T x (batch folded into one product), db = sum(dz); when the backward
-    itself is differentiated, z is recomputed with genesis ops so every order is exact."""
+    itself is differentiated, z is recomputed with genesis ops so every order is exact;
+    otherwise the three products run as one backend call ("linear_act_backward")."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, activation):
@@ -88,16 +89,21 @@ class _LinearAct(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, z = ctx.saved_tensors
+        differentiable = is_grad_enabled()
         if ctx.activation is not None:
-            if is_grad_enabled():
+            if differentiable:
                 g = _activation_grad(g, _composed(x, weight, bias), ctx.activation)
             else:
                 g = _activation_backward(g, z, ctx.activation)
+        needs = ctx.needs_input_grad[:2] + (bias is not None and ctx.needs_input_grad[2],)
+        if not differentiable and has_kernel("linear_act_backward", x.device.type):
+            grads = call("linear_act_backward", g, x, weight, *needs, device=x.device)
+            return tuple(None if a is None else wrap(a, x.device) for a in grads) + (None,)
         n, k = weight.shape
-        gx = linalg.matmul(g, weight) if ctx.needs_input_grad[0] else None
+        gx = linalg.matmul(g, weight) if needs[0] else None
         g2 = g.reshape(-1, n)
-        gw = linalg.matmul(g2.mT, x.reshape(-1, k)) if ctx.needs_input_grad[1] else None
-        gb = g2.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        gw = linalg.matmul(g2.mT, x.reshape(-1, k)) if needs[1] else None
+        gb = g2.sum(0) if needs[2] else None
         return gx, gw, gb, None
 
 

@@ -508,11 +508,42 @@ def matmul(a, b):
 def linear_act(x, weight, bias, activation, keep_preactivation):
     """(act(x @ weight^T + bias), x @ weight^T + bias or None) in one kernel; `activation` is
     None, "relu", "gelu", "gelu_tanh" or "silu"."""
-    w_t = CUDAArray(weight.storage, weight.shape[::-1], weight.strides[::-1], weight.offset,
-                    weight.dtype)
     keep = keep_preactivation and activation is not None
-    out = matmul_arrays(x, w_t, bias, activation, keep)
+    out = matmul_arrays(x, _transposed(weight), bias, activation, keep)
     return tuple(out) if keep else (out, None)
+
+
+@register("linear_act_backward", "cuda")
+def linear_act_backward(g, x, weight, need_x, need_weight, need_bias):
+    """(dx, dW, db) of y = x @ W^T + b given dy = `g` (already through the activation's
+    derivative), each None where not needed: dx = g @ W, dW = g^T x with the batch folded into
+    the product's inner dimension, db = g summed over its rows. The same kernels as the composed
+    ops, called on arrays: a backward that records no graph skips six tensor-level ops."""
+    from .reduce import reduce
+    g_rows = _as_matrix(g) if need_weight or need_bias else None
+    dx = matmul_arrays(g, weight) if need_x else None
+    dw = matmul_arrays(_transposed(g_rows), _as_matrix(x)) if need_weight else None
+    db = reduce("sum", g_rows, (0,), g_rows.shape[1:], g.dtype)[0] if need_bias else None
+    return dx, dw, db
+
+
+def _as_matrix(arr):
+    """`arr` (..., m) as a (rows, m) matrix: a view when its leading dims merge into one
+    (always for contiguous arrays), else a contiguous copy."""
+    if arr.ndim == 2:
+        return arr
+    if arr.ndim == 1:
+        return _view(arr, (1,) + arr.shape, (0,) + arr.element_strides())
+    sizes, (strides,) = coalesce(arr.shape[:-1], arr.element_strides()[:-1])
+    if len(sizes) != 1:
+        from ..array_ops import contiguous
+        arr = contiguous(arr)
+        sizes, strides = [arr.size // arr.shape[-1]], [arr.shape[-1]]
+    return _view(arr, (sizes[0], arr.shape[-1]), (strides[0],) + arr.element_strides()[-1:])
+
+
+def _transposed(arr):
+    return CUDAArray(arr.storage, arr.shape[::-1], arr.strides[::-1], arr.offset, arr.dtype)
 
 
 def compile_all(target):
