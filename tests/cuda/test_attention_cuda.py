@@ -86,6 +86,31 @@ def test_strided_operands_and_scale(dtype):
     _check((12, 190, 64), (12, 190, 64), dtype, False)
 
 
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float32], ids=str)
+def test_heads_of_one_projection_transpose_back_without_copies(dtype):
+    """Heads cut from one (B, T, 3C) projection (a GPT block): the output and the gradients are
+    laid out like their inputs, so transposing them back to (B, T, H, D) gives contiguous
+    tensors, as torch's; values and the projection's gradient match torch."""
+    B, T, H, D = 2, 70, 3, 32
+    qkv, tqkv = _leaves([(B, T, 3 * H * D)], dtype)[0]
+
+    def heads(x):
+        return [t.view(B, T, H, D).transpose(1, 2) for t in x.split(H * D, dim=2)]
+    q, k, v = heads(qkv)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    expected = TF.scaled_dot_product_attention(*heads(tqkv), is_causal=True)
+    assert out.transpose(1, 2).is_contiguous()
+    assert_close(out, expected.detach().to(TORCH[dtype]))
+    grads = []
+    for view in (q, k, v):
+        view.register_hook(grads.append)
+    grad = torch.randn(expected.shape).to(TORCH[dtype])
+    expected.backward(grad.to(expected.dtype))
+    out.backward(from_torch(grad, "cuda"))
+    assert len(grads) == 3 and all(g.transpose(1, 2).is_contiguous() for g in grads)
+    assert_close(qkv.grad, tqkv.grad.to(TORCH[dtype]))
+
+
 def test_tf32_flag(monkeypatch):
     """With allow_tf32 the float32 products round their inputs to TF32 (10-bit mantissa): the
     result stays within TF32's bound of the float32 one (and is not bitwise the strict one)."""

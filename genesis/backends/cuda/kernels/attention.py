@@ -24,8 +24,11 @@ operand split into a TF32 high part and a TF32 remainder, the remainders' produc
 genesis.backends.cuda.matmul.allow_tf32 they are single TF32 products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
-place through their strides (the last stride must be 1); O, dQ, dK, dV are contiguous. Head
-dims 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
+place through their strides (the last stride must be 1). O and dQ are laid out like q, dK like
+k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`), as torch
+lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed to
+(B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims 16..128
+run in a power-of-two tile (80 and 96 in 128, masked).
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): half types take 64 x 64 tiles with 4 warps, 3
@@ -93,6 +96,15 @@ def _load_cols(base, r, stride, n_rows, d, HEAD: tl.constexpr, BD: tl.constexpr)
 
 
 @triton.jit
+def _store_rows(base, r, stride, n_rows, d, x, HEAD: tl.constexpr, BD: tl.constexpr):
+    """The (len(r), BD) tile `x` as rows `r` of a (rows, HEAD) plane, within its ends."""
+    mask = (r < n_rows)[:, None]
+    if HEAD != BD:
+        mask = mask & (d < HEAD)[None, :]
+    tl.store(base + r[:, None] * stride + d[None, :], x.to(base.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _dot_f32(a, b, acc, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
     """acc + a @ b for a float32 `a` and a `b` in the input dtype; SPLIT (half types): `a` as
     high + low half-precision parts, two tensor-core products (see the module docstring)."""
@@ -133,12 +145,12 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale,
 
 @triton.jit
 def _attn_fwd_kernel(q, k, v, out, lse, out_f, scale, H, L, S,
-                     q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
+                     q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn, o_sb, o_sh, o_sm,
                      CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
                      PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
                      BN: tl.constexpr):
-    """O and logsumexp (and O in float32 when `out_f` is given) for queries pid0*BM.. of
-    plane pid1."""
+    """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
+    pid0*BM.. of plane pid1."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
@@ -161,27 +173,22 @@ def _attn_fwd_kernel(q, k, v, out, lse, out_f, scale, H, L, S,
                                 qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION, SPLIT)
     o = acc * div_rn(1.0, l_i)[:, None]
     plane = bh.to(tl.int64) * L
-    row_ok = rows < L
-    tl.store(lse + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=row_ok)
-    mask = row_ok[:, None]
-    if HEAD != BD:
-        mask = mask & (d < HEAD)[None, :]
-    at = plane * HEAD + rows[:, None] * HEAD + d[None, :]
-    tl.store(out + at, o.to(out.dtype.element_ty), mask=mask)
+    tl.store(lse + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rows < L)
+    _store_rows(_head(out, bh, H, o_sb, o_sh), rows, o_sm, L, d, o, HEAD, BD)
     if out_f is not None:
-        tl.store(out_f + at, o, mask=mask)
+        _store_rows(_head(out_f, bh, H, o_sb, o_sh), rows, o_sm, L, d, o, HEAD, BD)
 
 
 @triton.jit
-def _attn_delta_kernel(do, o, delta, H, L, do_sb, do_sh, do_sm, HEAD: tl.constexpr,
-                       BD: tl.constexpr, BM: tl.constexpr):
+def _attn_delta_kernel(do, o, delta, H, L, do_sb, do_sh, do_sm, o_sb, o_sh, o_sm,
+                       HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr):
     """Delta = rowsum(dO * O) (float32) for rows pid0*BM.. of plane pid1."""
     bh = tl.program_id(1)
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     d = tl.arange(0, BD)
     plane = bh.to(tl.int64) * L
     g = _load_rows(_head(do, bh, H, do_sb, do_sh), rows, do_sm, L, d, HEAD, BD, True)
-    y = _load_rows(o + plane * HEAD, rows, HEAD, L, d, HEAD, BD, True)
+    y = _load_rows(_head(o, bh, H, o_sb, o_sh), rows, o_sm, L, d, HEAD, BD, True)
     total = tl.sum(g.to(tl.float32) * y.to(tl.float32), 1)
     tl.store(delta + plane + rows, total, mask=rows < L)
 
@@ -212,9 +219,10 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L,
 @triton.jit
 def _attn_dkdv_kernel(q, k, v, do, lse, delta, dk, dv, scale, H, L, S,
                       q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
-                      do_sb, do_sh, do_sm, CAUSAL: tl.constexpr, HEAD: tl.constexpr,
-                      BD: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
-                      BM: tl.constexpr, BN: tl.constexpr):
+                      do_sb, do_sh, do_sm, dk_sb, dk_sh, dk_sn, dv_sb, dv_sh, dv_sn,
+                      CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
+                      PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
+                      BN: tl.constexpr):
     """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them."""
     start = tl.program_id(0) * BN
     bh = tl.program_id(1)
@@ -237,13 +245,8 @@ def _attn_dkdv_kernel(q, k, v, do, lse, delta, dk, dv, scale, H, L, S,
     dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse + plane, delta + plane,
                                   q_sm, do_sm, n, lo, L, L, qk_scale, d, HEAD, BD, BM, False,
                                   PRECISION, SPLIT)
-    kplane = bh.to(tl.int64) * S * HEAD
-    mask = (n < S)[:, None]
-    if HEAD != BD:
-        mask = mask & (d < HEAD)[None, :]
-    at = kplane + n[:, None] * HEAD + d[None, :]
-    tl.store(dk + at, (dk_acc * scale).to(dk.dtype.element_ty), mask=mask)
-    tl.store(dv + at, dv_acc.to(dv.dtype.element_ty), mask=mask)
+    _store_rows(_head(dk, bh, H, dk_sb, dk_sh), n, dk_sn, S, d, dk_acc * scale, HEAD, BD)
+    _store_rows(_head(dv, bh, H, dv_sb, dv_sh), n, dv_sn, S, d, dv_acc, HEAD, BD)
 
 
 @triton.jit
@@ -269,9 +272,9 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_sc
 @triton.jit
 def _attn_dq_kernel(q, k, v, do, lse, delta, dq, scale, H, L, S,
                     q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
-                    do_sb, do_sh, do_sm, CAUSAL: tl.constexpr, HEAD: tl.constexpr,
-                    BD: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr,
-                    BM: tl.constexpr, BN: tl.constexpr):
+                    do_sb, do_sh, do_sm, dq_sb, dq_sh, dq_sm, CAUSAL: tl.constexpr,
+                    HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
+                    SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
@@ -295,11 +298,7 @@ def _attn_dq_kernel(q, k, v, do, lse, delta, dq, scale, H, L, S,
         acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_sn, v_sn, rows, end,
                          tl.minimum(start + BM, S), S, qk_scale, d, HEAD, BD, BN, True,
                          PRECISION, SPLIT)
-    mask = (rows < L)[:, None]
-    if HEAD != BD:
-        mask = mask & (d < HEAD)[None, :]
-    tl.store(dq + plane * HEAD + rows[:, None] * HEAD + d[None, :],
-             (acc * scale).to(dq.dtype.element_ty), mask=mask)
+    _store_rows(_head(dq, bh, H, dq_sb, dq_sh), rows, dq_sm, L, d, acc * scale, HEAD, BD)
 
 
 def supports(dtype, head_dim):
@@ -320,6 +319,31 @@ class _Geometry:
         lead = (1,) * (4 - arr.ndim) + tuple(arr.shape[:-2])
         lead_strides = (0,) * (4 - arr.ndim) + tuple(strides[:-2])
         return lead, lead_strides + (strides[-2],)
+
+
+def _dense_like(arr):
+    """Element strides of a new dense array of `arr`'s shape with D innermost and the other
+    dims in `arr`'s order (largest stride first, ties in dim order): torch's layout for SDPA's
+    outputs and gradients."""
+    strides = arr.element_strides()
+    order = sorted(range(arr.ndim - 1), key=lambda i: -abs(strides[i]))
+    out, step = [1] * arr.ndim, arr.shape[-1]
+    for i in reversed(order):
+        out[i] = step
+        step *= max(arr.shape[i], 1)
+    return tuple(out)
+
+
+def _empty_like(arr, dtype, stream):
+    """A new array laid out as `_dense_like(arr)`."""
+    flat = CUDAArray.empty((arr.size,), dtype, arr.device, stream)
+    item = flat.itemsize
+    return CUDAArray(flat.storage, arr.shape, [s * item for s in _dense_like(arr)], 0, dtype)
+
+
+def _geometry_like(arr):
+    """The _Geometry of an array made by _empty_like(arr)."""
+    return _Geometry.of(placeholder(arr.shape, arr.dtype, _dense_like(arr)))
 
 
 FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4)), 64: ((64, 64, 4, 2), (32, 32, 4)),
@@ -351,9 +375,9 @@ def _index_type(*arrays):
 
 
 def _stride_entries(prefix, strides, ity):
-    """The (batch, head, row) stride parameters of operand `prefix` (rows: m for queries, n for
-    keys)."""
-    row = "m" if prefix in ("q", "do") else "n"
+    """The (batch, head, row) stride parameters of operand `prefix` (rows: m for queries and
+    what is laid out like them, n for keys and values)."""
+    row = "m" if prefix in ("q", "do", "o", "dq") else "n"
     return [(f"{prefix}_s{axis}", s, ity) for axis, s in zip(("b", "h", row), strides)]
 
 
@@ -382,6 +406,7 @@ def _forward_recipe(q, k, v, causal, tf32, keep_float, device=0, target=None):
                 ("out_f", Slot("out_f", True), "*fp32") if keep_float else ("out_f", None,
                                                                              "constexpr"),
                 ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
+    entries += _stride_entries("o", _geometry_like(q)[1], ity)
     recipe = Recipe(device, target)
     recipe.add(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]), entries, warps,
                stages)
@@ -400,18 +425,22 @@ def _backward_recipe(g, q, k, v, out, causal, tf32, device=0, target=None):
     g_entries = [("do", Slot("g", g.ptr % 16 == 0), _ptr(g.dtype))]
     g_entries += _stride_entries("do", geos[3][1], ity)
     recipe.add(_attn_delta_kernel, (cdiv(length, bm), planes),
-               g_entries + [("o", Slot("out", True), _ptr(out.dtype)),
-                            ("delta", Slot(delta_role, True), "*fp32"), ("H", lead[1], ity),
-                            ("L", length, ity)] + const(HEAD=q.shape[-1], BD=bd, BM=bm), warps)
+               g_entries + _stride_entries("o", _Geometry.of(out)[1], ity)
+               + [("o", Slot("out", True), _ptr(out.dtype)),
+                  ("delta", Slot(delta_role, True), "*fp32"), ("H", lead[1], ity),
+                  ("L", length, ity)] + const(HEAD=q.shape[-1], BD=bd, BM=bm), warps)
     entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split,
                               [geo[1] for geo in geos[:3]]) + g_entries
     entries += [("lse", Slot("lse", True), "*fp32"), ("delta", Slot(delta_role, True), "*fp32"),
                 ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
     recipe.add(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes),
                entries + [("dk", Slot("dk", True), _ptr(k.dtype)),
-                          ("dv", Slot("dv", True), _ptr(v.dtype))], warps, 2)
+                          ("dv", Slot("dv", True), _ptr(v.dtype))]
+               + _stride_entries("dk", _geometry_like(k)[1], ity)
+               + _stride_entries("dv", _geometry_like(v)[1], ity), warps, 2)
     recipe.add(_attn_dq_kernel, (cdiv(length, bm), planes),
-               entries + [("dq", Slot("dq", True), _ptr(q.dtype))], warps, 2)
+               entries + [("dq", Slot("dq", True), _ptr(q.dtype))]
+               + _stride_entries("dq", _geometry_like(q)[1], ity), warps, 2)
     return recipe
 
 
@@ -433,17 +462,18 @@ def _check(q, k, v):
 
 @register("flash_attention", "cuda")
 def flash_attention(query, key, value, is_causal, scale, keep_float):
-    """(softmax(Q K^T * scale, causal) V, row logsumexp of the scaled scores as float32,
-    the output in float32 for half types when `keep_float` (what the backward's Delta =
-    rowsum(dO * O) needs to match attention computed in float32), else None)."""
+    """(softmax(Q K^T * scale, causal) V laid out like the query, row logsumexp of the scaled
+    scores as float32, the output in float32 for half types when `keep_float` (what the
+    backward's Delta = rowsum(dO * O) needs to match attention computed in float32), else
+    None)."""
     _check(query, key, value)
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
-    out = CUDAArray.empty(query.shape, query.dtype, device, stream)
+    out = _empty_like(query, query.dtype, stream)
     lse = CUDAArray.empty(query.shape[:-1], np.float32, device, stream)
     keep_float = keep_float and query.dtype in _HALF
-    out_f = CUDAArray.empty(query.shape, np.float32, device, stream) if keep_float else None
+    out_f = _empty_like(query, np.float32, stream) if keep_float else None
     if out.size:
         tf32 = flags.allow_tf32
         key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
@@ -456,16 +486,16 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
 
 @register("flash_attention_backward", "cuda")
 def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale):
-    """(dQ, dK, dV) of flash_attention from the output gradient and its saved lse and out
-    (the float32 one where it kept it)."""
+    """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
+    and its saved lse and out (the float32 one where it kept it)."""
     _check(query, key, value)
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
-    grads = tuple(CUDAArray.empty(a.shape, a.dtype, device, stream) for a in (query, key, value))
+    grads = tuple(_empty_like(a, a.dtype, stream) for a in (query, key, value))
     if all(a.size for a in grads):
         tf32 = flags.allow_tf32
-        key_ = ("bwd", _key(grad, query, key, value), out.dtype, is_causal, tf32, device)
+        key_ = ("bwd", _key(grad, query, key, value, out), is_causal, tf32, device)
         recipe = _recipes.get_or_build(key_, lambda: _backward_recipe(
             grad, query, key, value, out, is_causal, tf32, device))
         recipe.run(stream, {"g": grad, "q": query, "k": key, "v": value, "out": out,
