@@ -38,6 +38,7 @@ the product), GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n
 the heuristic's pick and the next configs, n in all).
 """
 
+import math
 import os
 import warnings
 
@@ -50,7 +51,7 @@ from triton.language.extra import libdevice
 from ....dispatch import register
 from .. import matmul as flags
 from ..autotune import AutoTuner
-from ..runtime.array import CUDAArray, contiguous_byte_strides
+from ..runtime.array import CUDAArray, contiguous_byte_strides, contiguous_layout
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
@@ -534,12 +535,15 @@ def _as_matrix(arr):
         return arr
     if arr.ndim == 1:
         return _view(arr, (1,) + arr.shape, (0,) + arr.element_strides())
+    m, rows = arr.shape[-1], math.prod(arr.shape[:-1])
+    if arr.strides == contiguous_layout(arr.shape, arr.itemsize)[0]:
+        return _view(arr, (rows, m), (m, 1))
     sizes, (strides,) = coalesce(arr.shape[:-1], arr.element_strides()[:-1])
     if len(sizes) != 1:
         from ..array_ops import contiguous
         arr = contiguous(arr)
-        sizes, strides = [arr.size // arr.shape[-1]], [arr.shape[-1]]
-    return _view(arr, (sizes[0], arr.shape[-1]), (strides[0],) + arr.element_strides()[-1:])
+        sizes, strides = [rows], [m]
+    return _view(arr, (sizes[0], m), (strides[0],) + arr.element_strides()[-1:])
 
 
 def _transposed(arr):
