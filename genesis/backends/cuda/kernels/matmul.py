@@ -50,11 +50,13 @@ from triton.language.extra import libdevice
 
 from ....dispatch import register
 from .. import matmul as flags
+from ..array_ops import contiguous
 from ..autotune import AutoTuner
 from ..runtime.array import CUDAArray, contiguous_byte_strides, contiguous_layout
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
+from .reduce import reduce
 
 ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 MAX_BATCH_DIMS = 3
@@ -520,7 +522,6 @@ def linear_act_backward(g, x, weight, need_x, need_weight, need_bias):
     derivative), each None where not needed: dx = g @ W, dW = g^T x with the batch folded into
     the product's inner dimension, db = g summed over its rows. The same kernels as the composed
     ops, called on arrays: a backward that records no graph skips six tensor-level ops."""
-    from .reduce import reduce
     g_rows = _as_matrix(g) if need_weight or need_bias else None
     dx = matmul_arrays(g, weight) if need_x else None
     dw = matmul_arrays(_transposed(g_rows), _as_matrix(x)) if need_weight else None
@@ -540,7 +541,6 @@ def _as_matrix(arr):
         return _view(arr, (rows, m), (m, 1))
     sizes, (strides,) = coalesce(arr.shape[:-1], arr.element_strides()[:-1])
     if len(sizes) != 1:
-        from ..array_ops import contiguous
         arr = contiguous(arr)
         sizes, strides = [rows], [m]
     return _view(arr, (sizes[0], m), (strides[0],) + arr.element_strides()[-1:])

@@ -223,18 +223,14 @@ class _Rows:
 
     def __init__(self, arr, normalized_ndim, stream):
         split = arr.ndim - normalized_ndim
-        lead_sizes, lead_strides = self._sides(arr, split)
+        lead_sizes, lead_strides = _row_sides(arr.shape, arr.strides, arr.itemsize, split)
         if lead_sizes is None:
             arr = _contiguous(arr, stream)
-            lead_sizes, lead_strides = self._sides(arr, split)
+            lead_sizes, lead_strides = _row_sides(arr.shape, arr.strides, arr.itemsize, split)
         self.array = arr
         self.n = _prod(arr.shape[split:])
         self.rows = _prod(arr.shape[:split])
         self.stride = lead_strides[0] if lead_sizes[0] > 1 else self.n
-
-    @staticmethod
-    def _sides(arr, split):
-        return _row_sides(arr.shape, arr.strides, arr.itemsize, split)
 
     def key(self):
         return self.rows, self.n, self.stride, self.array.dtype, self.array.ptr % 16 == 0
