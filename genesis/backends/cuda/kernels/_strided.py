@@ -226,7 +226,6 @@ class Recipe:
                 args[i] = value.ptr if value.__class__ is CUDAArray else value
             kernel(grid, stream, *args)
 
-
     def _place_scratch(self, stream, values):
         """Scratch for this run: in the stream's workspace for a recipe of one launch (which
         writes and reads it itself), else fresh arrays (a later launch of the recipe reads what

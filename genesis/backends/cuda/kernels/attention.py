@@ -43,6 +43,7 @@ import triton.language as tl
 
 from ....dispatch import register
 from .. import matmul as flags
+from ..array_ops import as_strided
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -337,8 +338,7 @@ def _dense_like(arr):
 def _empty_like(arr, dtype, stream):
     """A new array laid out as `_dense_like(arr)`."""
     flat = CUDAArray.empty((arr.size,), dtype, arr.device, stream)
-    item = flat.itemsize
-    return CUDAArray(flat.storage, arr.shape, [s * item for s in _dense_like(arr)], 0, dtype)
+    return as_strided(flat, arr.shape, _dense_like(arr), 0)
 
 
 def _geometry_like(arr):

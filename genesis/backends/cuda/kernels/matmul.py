@@ -50,7 +50,7 @@ from triton.language.extra import libdevice
 
 from ....dispatch import register
 from .. import matmul as flags
-from ..array_ops import contiguous
+from ..array_ops import as_strided, contiguous
 from ..autotune import AutoTuner
 from ..runtime.array import CUDAArray, contiguous_byte_strides, contiguous_layout
 from ..runtime.device import activate
@@ -401,27 +401,21 @@ def _run_first_working(problem, stream, candidates):
                        f"{problem.K}x{problem.N} ({problem.dtype})") from error
 
 
-def _view(arr, shape, strides):
-    """`arr` seen with another shape and element strides (same storage and offset)."""
-    item = arr.itemsize
-    return CUDAArray(arr.storage, tuple(shape), tuple(s * item for s in strides), arr.offset,
-                     arr.dtype)
-
-
 def _as_batched(a, b):
     """(a, b) as matrices over one broadcast batch shape (1-D operands become a row / a column,
     broadcast batch dims get stride 0) and the numpy result shape."""
     out_tail = []
     if a.ndim == 1:
-        a = _view(a, (1,) + a.shape, (0,) + a.element_strides())
+        a = as_strided(a, (1,) + a.shape, (0,) + a.element_strides(), 0)
     else:
         out_tail.append(a.shape[-2])
     if b.ndim == 1:
-        b = _view(b, b.shape + (1,), b.element_strides() + (0,))
+        b = as_strided(b, b.shape + (1,), b.element_strides() + (0,), 0)
     else:
         out_tail.append(b.shape[-1])
     batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    a, b = (_view(x, batch + x.shape[-2:], _batch_strides(x, batch) + x.element_strides()[-2:])
+    a, b = (as_strided(x, batch + x.shape[-2:],
+                       _batch_strides(x, batch) + x.element_strides()[-2:], 0)
             for x in (a, b))
     return a, b, batch + tuple(out_tail)
 
@@ -535,15 +529,15 @@ def _as_matrix(arr):
     if arr.ndim == 2:
         return arr
     if arr.ndim == 1:
-        return _view(arr, (1,) + arr.shape, (0,) + arr.element_strides())
+        return as_strided(arr, (1,) + arr.shape, (0,) + arr.element_strides(), 0)
     m, rows = arr.shape[-1], math.prod(arr.shape[:-1])
     if arr.strides == contiguous_layout(arr.shape, arr.itemsize)[0]:
-        return _view(arr, (rows, m), (m, 1))
+        return as_strided(arr, (rows, m), (m, 1), 0)
     sizes, (strides,) = coalesce(arr.shape[:-1], arr.element_strides()[:-1])
     if len(sizes) != 1:
         arr = contiguous(arr)
         sizes, strides = [rows], [m]
-    return _view(arr, (sizes[0], m), (strides[0],) + arr.element_strides()[-1:])
+    return as_strided(arr, (sizes[0], m), (strides[0],) + arr.element_strides()[-1:], 0)
 
 
 def _transposed(arr):
