@@ -6,6 +6,8 @@ pairs after coalescing, and each element's offset is recomputed from its linear 
 rows x reduced elements, each side with its own coalesced dims (`row_layout`).
 """
 
+import functools
+
 import numpy as np
 import triton
 import triton.language as tl
@@ -40,7 +42,16 @@ def offsets(linear, sizes, strides, NDIM: tl.constexpr):
 
 def coalesce(shape, *strides):
     """(sizes, per-array strides) with size-1 dims dropped and neighbours merged when every array
-    is contiguous across them; strides are in elements. Never empty (a 0-d view is [1])."""
+    is contiguous across them; strides are in elements. Never empty (a 0-d view is [1]).
+
+    Cached by geometry (a model asks for the same few on every step, and the merge costs
+    several microseconds); each call gets lists of its own."""
+    sizes, merged = _coalesce(tuple(shape), *[tuple(s) for s in strides])
+    return list(sizes), list(merged)
+
+
+@functools.lru_cache(maxsize=4096)
+def _coalesce(shape, *strides):
     dims = [(size, tuple(s[i] for s in strides)) for i, size in enumerate(shape) if size != 1]
     merged = []
     for size, st in dims:
@@ -52,8 +63,8 @@ def coalesce(shape, *strides):
         merged.append((size, st))
     if not merged:
         merged = [(1, (0,) * len(strides))]
-    sizes = [size for size, _ in merged]
-    return sizes, [tuple(st[k] for _, st in merged) for k in range(len(strides))]
+    sizes = tuple([size for size, _ in merged])
+    return sizes, tuple([tuple(st[k] for _, st in merged) for k in range(len(strides))])
 
 
 class RowLayout:

@@ -21,8 +21,6 @@ Tiles: the whole row (next_pow2(N) lanes), packing rows up to 1024 lanes per pro
 rows; 1024 lanes per 2 warps, up to 16 warps (16384 float32 in registers, 32 per thread).
 """
 
-import functools
-
 import numpy as np
 import triton
 import triton.language as tl
@@ -223,10 +221,10 @@ class _Rows:
 
     def __init__(self, arr, normalized_ndim, stream):
         split = arr.ndim - normalized_ndim
-        lead_sizes, lead_strides = _row_sides(arr.shape, arr.strides, arr.itemsize, split)
+        lead_sizes, lead_strides = _row_sides(arr, split)
         if lead_sizes is None:
             arr = _contiguous(arr, stream)
-            lead_sizes, lead_strides = _row_sides(arr.shape, arr.strides, arr.itemsize, split)
+            lead_sizes, lead_strides = _row_sides(arr, split)
         self.array = arr
         self.n = _prod(arr.shape[split:])
         self.rows = _prod(arr.shape[:split])
@@ -236,18 +234,16 @@ class _Rows:
         return self.rows, self.n, self.stride, self.array.dtype, self.array.ptr % 16 == 0
 
 
-@functools.lru_cache(maxsize=1024)
-def _row_sides(shape, byte_strides, itemsize, split):
+def _row_sides(arr, split):
     """The coalesced leading dims (sizes, element strides) of a view whose dims from `split` on
-    are its rows' elements, or (None, None) when it is not rows x contiguous elements. Cached:
-    a model's layers ask for the same few layouts on every step."""
-    strides = [s // itemsize for s in byte_strides]
-    lead_sizes, (lead_strides,) = coalesce(shape[:split], strides[:split])
-    trail_sizes, (trail_strides,) = coalesce(shape[split:], strides[split:])
+    are its rows' elements, or (None, None) when it is not rows x contiguous elements."""
+    strides = arr.element_strides()
+    lead_sizes, (lead_strides,) = coalesce(arr.shape[:split], strides[:split])
+    trail_sizes, (trail_strides,) = coalesce(arr.shape[split:], strides[split:])
     if len(lead_sizes) > 1 or len(trail_sizes) > 1 or \
             (trail_sizes[0] > 1 and trail_strides[0] != 1):
         return None, None
-    return tuple(lead_sizes), lead_strides
+    return lead_sizes, lead_strides
 
 
 def _prod(values):
