@@ -52,7 +52,7 @@ from ....dispatch import register
 from .. import matmul as flags
 from ..array_ops import as_strided, contiguous
 from ..autotune import AutoTuner
-from ..runtime.array import CUDAArray, contiguous_byte_strides, contiguous_layout
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
@@ -530,13 +530,11 @@ def _as_matrix(arr):
         return arr
     if arr.ndim == 1:
         return as_strided(arr, (1,) + arr.shape, (0,) + arr.element_strides(), 0)
-    m, rows = arr.shape[-1], math.prod(arr.shape[:-1])
-    if arr.strides == contiguous_layout(arr.shape, arr.itemsize)[0]:
-        return as_strided(arr, (rows, m), (m, 1), 0)
+    m = arr.shape[-1]
     sizes, (strides,) = coalesce(arr.shape[:-1], arr.element_strides()[:-1])
     if len(sizes) != 1:
         arr = contiguous(arr)
-        sizes, strides = [rows], [m]
+        sizes, strides = [math.prod(arr.shape[:-1])], [m]
     return as_strided(arr, (sizes[0], m), (strides[0],) + arr.element_strides()[-1:], 0)
 
 
