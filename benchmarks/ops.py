@@ -1,10 +1,11 @@
 """GPU ops, Genesis beside PyTorch on the same GPU in one run: small-op latency and bandwidth.
 
-Small ops (issue 5's rows): add 1M, softmax 10K (10 x 1000, softmax over the last dim), sum 1M;
-per call, the device time (CUDA events) and the host wall time. Bandwidth (>= 256 MB moved by
-each op): add, sum, softmax, LayerNorm, RMSNorm, cast float32 -> bfloat16, transpose copy, in
-TB/s and as a fraction of the device-to-device copy bandwidth measured in the same run (the
-better of Genesis's and PyTorch's copy). Float32 unless stated.
+Small ops (issue 5's rows): add 1M, softmax 10K (10 x 1000, softmax over the last dim), sum 1M,
+plus the in-place add_ 1M; per call, the device time (CUDA events) and the host wall time.
+Bandwidth (>= 256 MB moved by each op): add, add_, sum, softmax, LayerNorm, RMSNorm, cast
+float32 -> bfloat16, transpose copy, in TB/s and as a fraction of the device-to-device copy
+bandwidth measured in the same run (the better of Genesis's and PyTorch's copy). Float32 unless
+stated.
 
 Device time: each repetition first flushes L2 with a pass over a 256 MB buffer (which also keeps
 the GPU busy while the host enqueues the timed call), then records an event, runs the op, records
@@ -112,6 +113,13 @@ def _add(n):
     return make, 12 * n
 
 
+def _add_inplace(n):
+    def make(lib, rng):
+        a, b = lib.tensor(_rand(rng, n)), lib.tensor(_rand(rng, n))
+        return lambda: a.add_(b)
+    return make, 12 * n
+
+
 def _sum(n):
     def make(lib, rng):
         a = lib.tensor(_rand(rng, n))
@@ -162,12 +170,14 @@ def _copy(n):
 M = 1 << 20
 LATENCY = {
     "add 1M": _add(M),
+    "add_ 1M (in place)": _add_inplace(M),
     "softmax 10K": _softmax(10, 1000),
     "sum 1M": _sum(M),
 }
 BANDWIDTH = {
     "copy 256 MB": _copy(64 * M),
     "add 3 x 256 MB": _add(64 * M),
+    "add_ 3 x 256 MB (in place)": _add_inplace(64 * M),
     "sum 256 MB": _sum(64 * M),
     "softmax 4096 x 16384": _softmax(4096, 16384),
     "LayerNorm 16384 x 4096": _norm(16384, 4096, False),

@@ -485,6 +485,39 @@ def test_inplace_clamp_lerp_addcmul(dtype, rng, device):
     _inplace_check(lambda s, o: s.lerp_(o, 0.5), x, y)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_inplace_writes_in_any_layout(dtype, rng, device):
+    """The ops that write their destination directly: an operand that is the destination
+    itself, broadcast operands, strided destinations and views, 0-d and empty tensors, all as
+    torch computes them, and the write seen through the base and its version."""
+    def fresh(shape, layout="contiguous"):
+        return pair(values(shape, dtype, rng), dtype, layout, device=device)
+
+    x, row = fresh((5, 6)), fresh((6,))
+    cases = [
+        lambda s: s.mul_(s), lambda s: s.add_(s), lambda s: s.add_(s, alpha=3),
+        lambda s: s.addcmul_(s, s, value=0.5),
+        lambda s: s.addcdiv_(s, s, value=2), lambda s: s.lerp_(s, 0.25), lambda s: s.div_(1.5),
+        lambda s: s.sub_(3), lambda s: s.exp_(), lambda s: s.sigmoid_(),
+    ]
+    for case in cases:
+        _inplace_check(case, x, rounded_once=True)
+    for case in (lambda s, o: s.add_(o), lambda s, o: s.add_(o, alpha=-0.5),
+                 lambda s, o: s.sub_(o, alpha=2), lambda s, o: s.lerp_(o, 0.5),
+                 lambda s, o: s.addcmul_(o, o, value=2)):
+        _inplace_check(case, x, row, rounded_once=True)
+        _inplace_check(case, fresh((6, 5), "transposed"), fresh((5,)), rounded_once=True)
+        _inplace_check(case, fresh(()), fresh(()), rounded_once=True)
+        _inplace_check(case, fresh((0, 6)), row, rounded_once=True)
+    base_g, base_t = fresh((4, 6))
+    version = base_g._version
+    for b in (base_g, base_t):
+        b[1:3].mul_(2)
+        b[:, 1].add_(b[:, 0].clone())
+    assert_close(base_g, base_t)
+    assert base_g._version == version + 2
+
+
 def test_inplace_cast_failure_leaves_tensor_unchanged(device):
     x = genesis.tensor([1, 2, 3], device=device)
     ptr = x.data_ptr()

@@ -19,7 +19,7 @@ from ..tensor import Tensor
 from .common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to,
                      wrap)
 from .creation import full
-from .inplace import snapshot_for_graph, write_result
+from .inplace import snapshot_for_graph, write_elementwise, write_result
 
 
 def _shape(x):
@@ -620,6 +620,7 @@ def _public(spec, check=None, doc=None):
             check(input)
         return spec(input, **kwargs)
     fn.__name__ = spec.name
+    fn.spec = spec
     fn.__doc__ = doc or (f"Elementwise `{spec.name}`; integer inputs compute in the default "
                          "float dtype." if spec.promote else f"Elementwise `{spec.name}`.")
     return fn
@@ -828,8 +829,50 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return AddcOp.apply(input, tensor1, tensor2, value, "addcdiv")
 
 
+def _plan_add(other, alpha, sign):
+    """self + sign * alpha * other as one kernel: add/sub, else addcmul(self, other, 1, alpha)."""
+    if alpha == 1:
+        return ("add" if sign == 1 else "sub"), (other,), ()
+    if type(alpha) not in (int, float):
+        return None
+    return "addcmul", (other, 1.0), (sign * alpha,)
+
+
+# In-place ops that are one elementwise kernel over (self, *operands): each plan takes the
+# method's arguments and gives (kernel op, operands, kernel params), or None for options that
+# make the op something else (a rounding mode).
+_DIRECT_PLANS = {
+    add: lambda other, *, alpha=1: _plan_add(other, alpha, 1),
+    sub: lambda other, *, alpha=1: _plan_add(other, alpha, -1),
+    mul: lambda other: ("mul", (other,), ()),
+    div: lambda other, *, rounding_mode=None: (
+        ("div", (other,), ()) if rounding_mode is None else None),
+    true_divide: lambda other: ("div", (other,), ()),
+    lerp: lambda end, weight: ("lerp", (end, weight), ()),
+    addcmul: lambda tensor1, tensor2, *, value=1: ("addcmul", (tensor1, tensor2), (value,)),
+    addcdiv: lambda tensor1, tensor2, *, value=1: ("addcdiv", (tensor1, tensor2), (value,)),
+}
+
+
+def _direct_plan(fn):
+    """`fn`'s plan as one kernel writing the tensor in place, or None."""
+    spec = getattr(fn, "spec", None)
+    if spec is not None and "f" not in spec.rejects:
+        return lambda: (spec.kernel, (), ())
+    return _DIRECT_PLANS.get(fn)
+
+
 def _inplace(fn, name):
+    plan = _direct_plan(fn)
+
     def method(self, *args, **kwargs):
+        if plan is not None:
+            try:
+                planned = plan(*args, **kwargs)
+            except TypeError:  # arguments the op rejects: the general path raises its error
+                planned = None
+            if planned is not None and write_elementwise(self, *planned, name):
+                return self
         return write_result(self, fn(snapshot_for_graph(self, *args), *args, **kwargs), name)
     method.__name__ = name
     method.__doc__ = (f"In-place `{fn.__name__}`: validated first, so a failure leaves the tensor "

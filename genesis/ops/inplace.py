@@ -2,7 +2,9 @@
 
 An in-place op computes its result out of place (in the graph), checks that it fits the
 destination (shape, dtype cast, no self-overlap) and only then copies it in, so a failed in-place
-op leaves its tensor as it was. The destination's version counter is bumped so that backward can
+op leaves its tensor as it was. An elementwise op that records no graph and needs no cast or
+broadcast of the destination skips the copy: its kernel writes the destination directly
+(`write_elementwise`), once every check has passed. The destination's version counter is bumped so that backward can
 detect tensors modified after being saved.
 
 When the destination is a view of a base that takes part in autograd, the base's history is
@@ -15,7 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
 from ..tensor import Tensor
-from .common import contiguous_strides, make_view
+from .common import broadcast_data, contiguous_strides, make_view, scalar_for
 
 
 def _has_internal_overlap(t):
@@ -69,6 +71,47 @@ def write_result(self, result, op):
                               or (self._base is not None and self._base._requires_grad)):
         rebase_history(self, result)
     return self
+
+
+def write_elementwise(self, op, operands, params, name):
+    """In-place `name` as the elementwise kernel `op` over (self, *operands) writing `self`
+    directly; False, having written nothing, unless that is the whole op.
+
+    It is when no graph is recorded, `self` is floating and every operand is a Python int or
+    float or a tensor of self's dtype and device that broadcasts to self's shape. Otherwise the
+    caller computes out of place and copies (`write_result`), which also raises the errors."""
+    dtype, device, shape = self.dtype, self.device, self._data.shape
+    grad = is_grad_enabled()
+    if not dtype.is_floating_point or grad and _in_graph(self):
+        return False
+    args = [self._data]
+    for x in operands:
+        if isinstance(x, Tensor):
+            if x.dtype is not dtype or x.device != device or grad and x.requires_grad:
+                return False
+            if x._data.shape != shape and not _broadcasts_to(x._data.shape, shape):
+                return False
+            args.append(broadcast_data(x, shape))
+        elif type(x) in (int, float):  # not bool: sub rejects it, the general path says so
+            args.append(scalar_for(dtype, x))
+        else:
+            return False
+    check_inplace_target(self, name)
+    kernel("elementwise_into", device.type)(op, self._data, tuple(args), params)
+    self._bump_version()
+    return True
+
+
+def _in_graph(self):
+    """Whether `self` (or the base it views) requires grad: writing it must be recorded."""
+    base = self._base
+    return self.requires_grad or (base is not None and base.requires_grad)
+
+
+def _broadcasts_to(shape, target):
+    """True when `shape` broadcasts to `target` exactly (no new dims beyond target's)."""
+    return len(shape) <= len(target) and all(
+        s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
 
 
 def rebase_history(self, result):

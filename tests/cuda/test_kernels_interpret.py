@@ -16,6 +16,7 @@ import triton_interpret as ti
 
 import genesis.backends.cpu  # noqa: F401  (registers every CPU kernel, for the twin test)
 from genesis import dispatch
+from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
@@ -112,7 +113,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(red, "_COUNTS", {})
     monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
     monkeypatch.setattr(sm, "_CHUNK", 64)
-    with ti.device(ew, red, sm, norm):
+    with ti.device(ew, red, sm, norm, array_ops):
         yield
 
 
@@ -307,6 +308,38 @@ def test_many_dims_fall_back_to_leading_dim_loop(gpu, rng):
     x = base[(slice(0, 2),) * 7]
     gx = ti.view(ti.to_device(base), x.shape, tuple(s // 4 for s in base.strides))
     run_both("exp", [x], [gx])
+
+
+INTO_CASES = ["contiguous", "alias", "broadcast", "params", "overlap", "strided_out"]
+
+
+@pytest.mark.parametrize("case", INTO_CASES)
+def test_elementwise_into(gpu, case, rng):
+    """The in-place writes: straight into the destination (an operand may be the destination
+    itself), or computed aside and copied when the destination is strided or an operand overlaps
+    it another way; the result is always the op of the values before the write. Over 1024
+    elements: several programs, so a direct write through an overlap would be seen."""
+    f32 = np.dtype(np.float32)
+    x, y, z = (values((40, 33), f32, rng) for _ in range(3))
+    out = ti.to_device(x)
+    op, operands, params, expected = "add", (out, ti.to_device(y)), (), x + y
+    if case == "alias":
+        op, operands, expected = "mul", (out, out), x * x
+    elif case == "broadcast":
+        operands, expected = (out, ti.view(ti.to_device(y[:1]), (40, 33), (0, 1))), x + y[:1]
+    elif case == "params":
+        op, operands, params = "addcmul", (out, ti.to_device(y), ti.to_device(z)), (0.5,)
+        expected = dispatch.kernel("addcmul", "cpu")(x, y, z, 0.5)
+    elif case == "overlap":  # out is rows 1..40 of a buffer, the operand rows 0..39 of it
+        rows = np.concatenate([y[:1], x])
+        base = ti.to_device(rows)
+        out = ti.view(base, (40, 33), (33, 1), offset=33)
+        operands, expected = (out, ti.view(base, (40, 33), (33, 1))), x + rows[:-1]
+    elif case == "strided_out":
+        out = ti.to_device(x, transpose=True)
+        operands = (out, ti.to_device(y))
+    assert dispatch.kernel("elementwise_into", "cuda")(op, out, operands, params) is out
+    check(out, expected.astype(f32))
 
 
 def test_integer_division_by_zero_is_defined(gpu):

@@ -10,7 +10,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from ...dispatch import register
+from ...dispatch import kernel, register
 from .numerics import erf, gelu_tanh, gelu_tanh_backward
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -284,6 +284,13 @@ for _name, _fn in DERIVATIVES.items():
 for _name, _fn in {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _log_sigmoid,
                    "hardsigmoid": _hardsigmoid, "hardswish": _hardswish}.items():
     register(_name, "cpu")(_unary(_fn))
+
+
+@register("elementwise_into", "cpu")
+def elementwise_into(op, out, operands, params=()):
+    """`op` of `operands` written into `out` (the in-place ops): computed, then copied in."""
+    np.copyto(out, kernel(op, "cpu")(*operands, *params), casting="unsafe")
+    return out
 
 
 @register("elu", "cpu")

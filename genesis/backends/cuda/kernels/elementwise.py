@@ -34,6 +34,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
+from ..array_ops import copy_
 from ..launch import get_kernel
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
@@ -888,6 +889,24 @@ def addcmul(x, a, b, value):
 @register("addcdiv", "cuda")
 def addcdiv(x, a, b, value):
     return run("addcdiv", (x, a, b), (value,))
+
+
+@register("elementwise_into", "cuda")
+def elementwise_into(op, out, operands, params=()):
+    """`op` of `operands` (arrays of out's shape and dtype, or scalars) written into `out`, for
+    the in-place ops. Straight into `out` when it is contiguous and every operand that shares its
+    memory is `out` itself, read and written by the same program; otherwise (a strided
+    destination, an operand overlapping it another way) computed aside and copied in."""
+    dtype, storage = out.dtype, out.storage
+    params = _typed(params, dtype) if params else ()
+    if out.is_contiguous() and all(x.__class__ is not CUDAArray or x.storage is not storage
+                                   or (x.ptr == out.ptr and x.strides == out.strides)
+                                   for x in operands):
+        activate(out.device)
+        write(op, out, operands, params, dtype, current_stream_handle(out.device))
+    else:
+        copy_(out, run(op, operands, params))
+    return out
 
 
 _INT_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
