@@ -15,8 +15,8 @@ dirty lines, up to about 14 us of write-back on an H200, that lands inside the t
 read-only op like sum pays it in full, a copy partly hides it behind its own writes. Summing
 leaves clean lines, so each op is charged for its own traffic only. The fractions of copy are
 taken against the copy under the same flush. Host wall time: time.perf_counter over many
-back-to-back calls, median over repeats. Genesis never imports torch; this script imports both
-to compare them.
+back-to-back calls, median over repeats, the two libraries taking turns. Genesis never imports
+torch; this script imports both to compare them.
 
     python benchmarks/ops.py [--json PATH] [--reps N] [--only NAME ...]
 """
@@ -86,19 +86,23 @@ def device_ms(lib, fn, reps, flush="zero"):
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
-def host_us(lib, fn, calls=500, repeats=7):
-    """Median over repeats of the host wall time per call (us), calls issued back to back."""
-    for _ in range(20):
-        fn()
-    lib.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
+def host_us(calls_by_lib, calls=500, repeats=7):
+    """Median over repeats of the host wall time per call (us) of each library's call, calls
+    issued back to back. The libraries take turns, one batch each per round, so that a change
+    in the shared machine's speed during the measurement falls on both alike."""
+    for lib, fn in calls_by_lib.values():
+        for _ in range(20):
             fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
         lib.synchronize()
-    return statistics.median(samples)
+    samples = {label: [] for label in calls_by_lib}
+    for _ in range(repeats):
+        for label, (lib, fn) in calls_by_lib.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[label].append((time.perf_counter() - start) / calls * 1e6)
+            lib.synchronize()
+    return {label: statistics.median(times) for label, times in samples.items()}
 
 
 def _rand(rng, *shape):
@@ -194,10 +198,11 @@ def run(reps, only):
         if only and name not in only:
             continue
         row = {"case": name, "kind": "latency"}
-        for label, lib in libs.items():
-            fn = make(lib, np.random.default_rng(0))
+        calls = {label: (lib, make(lib, np.random.default_rng(0))) for label, lib in libs.items()}
+        for label, (lib, fn) in calls.items():
             row[f"{label}_device_us"] = round(device_ms(lib, fn, reps) * 1e3, 2)
-            row[f"{label}_host_us"] = round(host_us(lib, fn), 2)
+        for label, us in host_us(calls).items():
+            row[f"{label}_host_us"] = round(us, 2)
         rows.append(row)
     for name, (make, nbytes) in BANDWIDTH.items():
         if only and name not in only and not name.startswith("copy"):
