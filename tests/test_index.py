@@ -529,6 +529,7 @@ def test_masked_ops_dtypes(dtype, rng, device):
     m = _mask(rng, (3, 4))
     m_g, m_t = genesis.tensor(m, device=device), torch.from_numpy(m)
     assert_close(g.masked_fill(m_g, 1), t.masked_fill(m_t, 1))
+    assert_close(g.clone().masked_fill_(m_g[0], 0), t.clone().masked_fill_(m_t[0], 0))
     assert_close(g.masked_select(m_g), t.masked_select(m_t))
     s_g, s_t = make_pair((12,), dtype, rng=rng, device=device)
     assert_close(g.masked_scatter(m_g, s_g), t.masked_scatter(m_t, s_t))
@@ -541,6 +542,13 @@ def test_masked_ops_errors(device):
     with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
         x.masked_fill(genesis.ones(5, dtype=genesis.bool, device=device),
                       genesis.tensor([3.0, 4.0], device=device))
+    half = genesis.zeros(2, 5, dtype=genesis.float16, device=device)
+    mask = genesis.ones(5, dtype=genesis.bool, device=device)
+    for fill in (half.masked_fill, half.masked_fill_):
+        with pytest.raises(RuntimeError, match="70000.0 cannot be converted to type float16"):
+            fill(mask, 70000.0)
+    assert half.tolist() == [[0.0] * 5] * 2 and half._version == 0
+    assert half.masked_fill_(mask, -float("inf"))[0, 0].item() == -float("inf")
     with pytest.raises(RuntimeError, match="only supports boolean masks"):
         x.masked_select(genesis.tensor([1, 0, 1, 0, 1], device=device))
     with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
@@ -705,6 +713,8 @@ INPLACE = {
     "index_copy_": lambda x, i, s, m: x.index_copy_(1, i[0], s),
     "index_fill_": lambda x, i, s, m: x.index_fill_(1, i[0], 3.0),
     "masked_fill_": lambda x, i, s, m: x.masked_fill_(m, -1.0),
+    "masked_fill_row_": lambda x, i, s, m: x.masked_fill_(m[1], 2),
+    "masked_fill_tensor_": lambda x, i, s, m: x.masked_fill_(m, s[1, 2]),
     "masked_scatter_": lambda x, i, s, m: x.masked_scatter_(m, s.reshape(-1).repeat(2)),
     "index_put_": lambda x, i, s, m: x.index_put_((i.new_tensor([0, 3, 0]),),
                                                    s[0, 0] * s[:3, :1], accumulate=True),

@@ -829,28 +829,30 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return AddcOp.apply(input, tensor1, tensor2, value, "addcdiv")
 
 
-def _plan_add(other, alpha, sign):
+def _plan_add(self, other, alpha, sign):
     """self + sign * alpha * other as one kernel: add/sub, else addcmul(self, other, 1, alpha)."""
     if alpha == 1:
-        return ("add" if sign == 1 else "sub"), (other,), ()
+        return ("add" if sign == 1 else "sub"), (self, other), ()
     if type(alpha) not in (int, float):
         return None
-    return "addcmul", (other, 1.0), (sign * alpha,)
+    return "addcmul", (self, other, 1.0), (sign * alpha,)
 
 
-# In-place ops that are one elementwise kernel over (self, *operands): each plan takes the
-# method's arguments and gives (kernel op, operands, kernel params), or None for options that
-# make the op something else (a rounding mode).
+# In-place ops that are one elementwise kernel: each plan takes the tensor and the method's
+# arguments and gives (kernel op, operands, kernel params), or None for options that make the
+# op something else (a rounding mode). See inplace.write_elementwise.
 _DIRECT_PLANS = {
-    add: lambda other, *, alpha=1: _plan_add(other, alpha, 1),
-    sub: lambda other, *, alpha=1: _plan_add(other, alpha, -1),
-    mul: lambda other: ("mul", (other,), ()),
-    div: lambda other, *, rounding_mode=None: (
-        ("div", (other,), ()) if rounding_mode is None else None),
-    true_divide: lambda other: ("div", (other,), ()),
-    lerp: lambda end, weight: ("lerp", (end, weight), ()),
-    addcmul: lambda tensor1, tensor2, *, value=1: ("addcmul", (tensor1, tensor2), (value,)),
-    addcdiv: lambda tensor1, tensor2, *, value=1: ("addcdiv", (tensor1, tensor2), (value,)),
+    add: lambda self, other, *, alpha=1: _plan_add(self, other, alpha, 1),
+    sub: lambda self, other, *, alpha=1: _plan_add(self, other, alpha, -1),
+    mul: lambda self, other: ("mul", (self, other), ()),
+    div: lambda self, other, *, rounding_mode=None: (
+        ("div", (self, other), ()) if rounding_mode is None else None),
+    true_divide: lambda self, other: ("div", (self, other), ()),
+    lerp: lambda self, end, weight: ("lerp", (self, end, weight), ()),
+    addcmul: lambda self, tensor1, tensor2, *, value=1: (
+        "addcmul", (self, tensor1, tensor2), (value,)),
+    addcdiv: lambda self, tensor1, tensor2, *, value=1: (
+        "addcdiv", (self, tensor1, tensor2), (value,)),
 }
 
 
@@ -858,17 +860,19 @@ def _direct_plan(fn):
     """`fn`'s plan as one kernel writing the tensor in place, or None."""
     spec = getattr(fn, "spec", None)
     if spec is not None and "f" not in spec.rejects:
-        return lambda: (spec.kernel, (), ())
+        return lambda self: (spec.kernel, (self,), ())
     return _DIRECT_PLANS.get(fn)
 
 
-def _inplace(fn, name):
-    plan = _direct_plan(fn)
+def _inplace(fn, name, plan=None):
+    """The in-place method `name` of the out-of-place `fn`; `plan` (default: fn's own, if any)
+    says when it is one elementwise kernel that may write the tensor directly."""
+    plan = plan or _direct_plan(fn)
 
     def method(self, *args, **kwargs):
         if plan is not None:
             try:
-                planned = plan(*args, **kwargs)
+                planned = plan(self, *args, **kwargs)
             except TypeError:  # arguments the op rejects: the general path raises its error
                 planned = None
             if planned is not None and write_elementwise(self, *planned, name):

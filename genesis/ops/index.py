@@ -8,7 +8,9 @@ broadcast index arrays), "index_put" (optionally accumulating), "gather", "scatt
 "check_index", "nonzero", "sort", "topk", "repeat_interleave", "unique".
 """
 
+import math
 import operator
+import sys
 
 import numpy as np
 
@@ -539,14 +541,39 @@ def _check_mask(mask, op):
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
 
 
+_FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38,
+              dtypes.float32: 3.4028234663852886e38, dtypes.float64: sys.float_info.max}
+
+
+def _check_fill_value(value, dtype):
+    """RuntimeError, as PyTorch, for a finite Python number beyond a floating dtype's range
+    (it would become inf)."""
+    if dtype in _FLOAT_MAX and type(value) in (int, float) and math.isfinite(value) \
+            and abs(value) > _FLOAT_MAX[dtype]:
+        raise RuntimeError(f"masked_fill_: value {value} cannot be converted to type "
+                           f"{dtype.name} without overflow")
+
+
+def _plan_masked_fill(self, mask, value):
+    """masked_fill_ as the kernel where(mask, value, self) writing self (inplace.py)."""
+    _check_mask(mask, "masked_fill_")
+    if isinstance(value, Tensor) and value.ndim:
+        return None
+    _check_fill_value(value, self.dtype)
+    return "where", (mask, value, self), ()
+
+
 def masked_fill(input, mask, value):
     """`input` with `value` (a scalar or 0-d tensor) where `mask` holds; broadcasts."""
     _check_mask(mask, "masked_fill_")
+    _check_fill_value(value, input.dtype)
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         value = value.to(device=input.device, dtype=input.dtype)
+    elif input.dtype.is_floating_point:  # a Python float keeps a floating input's dtype
+        value = float(value)
     else:
         value = full((), value, dtype=input.dtype, device=input.device)
     return where(mask, value, input)
@@ -748,8 +775,8 @@ TENSOR_METHODS = {
     "topk": topk, "kthvalue": kthvalue, "repeat_interleave": repeat_interleave, "unique": unique,
 }
 TENSOR_METHODS.update({name + "_": _inplace(TENSOR_METHODS[name], name + "_") for name in (
-    "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "masked_fill",
-    "masked_scatter")})
+    "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "masked_scatter")})
+TENSOR_METHODS["masked_fill_"] = _inplace(masked_fill, "masked_fill_", _plan_masked_fill)
 
 __all__ = [
     "index_put", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",

@@ -74,20 +74,24 @@ def write_result(self, result, op):
 
 
 def write_elementwise(self, op, operands, params, name):
-    """In-place `name` as the elementwise kernel `op` over (self, *operands) writing `self`
-    directly; False, having written nothing, unless that is the whole op.
+    """In-place `name` as the elementwise kernel `op` over `operands` (among them `self`)
+    writing `self` directly; False, having written nothing, unless that is the whole op.
 
-    It is when no graph is recorded, `self` is floating and every operand is a Python int or
-    float or a tensor of self's dtype and device that broadcasts to self's shape. Otherwise the
-    caller computes out of place and copies (`write_result`), which also raises the errors."""
+    It is when no graph is recorded, `self` is floating and every other operand is a Python
+    int or float or a tensor of self's dtype (a `where` condition: bool) and device that
+    broadcasts to self's shape. Otherwise the caller computes out of place and copies
+    (`write_result`), which also raises the errors."""
     dtype, device, shape = self.dtype, self.device, self._data.shape
     grad = is_grad_enabled()
     if not dtype.is_floating_point or grad and _in_graph(self):
         return False
-    args = [self._data]
-    for x in operands:
-        if isinstance(x, Tensor):
-            if x.dtype is not dtype or x.device != device or grad and x.requires_grad:
+    args = []
+    for i, x in enumerate(operands):
+        if x is self:
+            args.append(self._data)
+        elif isinstance(x, Tensor):
+            wanted = dtypes.bool_ if op == "where" and i == 0 else dtype
+            if x.dtype is not wanted or x.device != device or grad and x.requires_grad:
                 return False
             if x._data.shape != shape and not _broadcasts_to(x._data.shape, shape):
                 return False

@@ -310,7 +310,7 @@ def test_many_dims_fall_back_to_leading_dim_loop(gpu, rng):
     run_both("exp", [x], [gx])
 
 
-INTO_CASES = ["contiguous", "alias", "broadcast", "params", "overlap", "strided_out"]
+INTO_CASES = ["contiguous", "alias", "broadcast", "params", "where", "overlap", "strided_out"]
 
 
 @pytest.mark.parametrize("case", INTO_CASES)
@@ -330,6 +330,10 @@ def test_elementwise_into(gpu, case, rng):
     elif case == "params":
         op, operands, params = "addcmul", (out, ti.to_device(y), ti.to_device(z)), (0.5,)
         expected = dispatch.kernel("addcmul", "cpu")(x, y, z, 0.5)
+    elif case == "where":  # masked_fill_: a bool row broadcast, a scalar, out itself
+        mask = rng.random((1, 33)) < 0.5
+        op, operands = "where", (ti.view(ti.to_device(mask), (40, 33), (0, 1)), 2.5, out)
+        expected = np.where(mask, np.float32(2.5), x)
     elif case == "overlap":  # out is rows 1..40 of a buffer, the operand rows 0..39 of it
         rows = np.concatenate([y[:1], x])
         base = ti.to_device(rows)
