@@ -499,11 +499,13 @@ def test_inplace_writes_in_any_layout(dtype, rng, device):
         lambda s: s.addcmul_(s, s, value=0.5),
         lambda s: s.addcdiv_(s, s, value=2), lambda s: s.lerp_(s, 0.25), lambda s: s.div_(1.5),
         lambda s: s.sub_(3), lambda s: s.exp_(), lambda s: s.sigmoid_(),
+        lambda s: s.clamp_(max=0.5), lambda s: s.clamp_min_(-1), lambda s: s.clamp_(-2, 1.5),
     ]
     for case in cases:
         _inplace_check(case, x, rounded_once=True)
     for case in (lambda s, o: s.add_(o), lambda s, o: s.add_(o, alpha=-0.5),
                  lambda s, o: s.sub_(o, alpha=2), lambda s, o: s.lerp_(o, 0.5),
+                 lambda s, o: s.clamp_(min=o), lambda s, o: s.clamp_(max=o),
                  lambda s, o: s.addcmul_(o, o, value=2)):
         _inplace_check(case, x, row, rounded_once=True)
         _inplace_check(case, fresh((6, 5), "transposed"), fresh((5,)), rounded_once=True)

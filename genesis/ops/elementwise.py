@@ -838,6 +838,14 @@ def _plan_add(self, other, alpha, sign):
     return "addcmul", (self, other, 1.0), (sign * alpha,)
 
 
+def _plan_clamp(self, low, high):
+    """clamp_ as one kernel; a missing bound is an infinite one (NaN still propagates)."""
+    if low is None and high is None:
+        return None
+    return "clamp", (self, -math.inf if low is None else low,
+                     math.inf if high is None else high), ()
+
+
 # In-place ops that are one elementwise kernel: each plan takes the tensor and the method's
 # arguments and gives (kernel op, operands, kernel params), or None for options that make the
 # op something else (a rounding mode). See inplace.write_elementwise.
@@ -853,6 +861,9 @@ _DIRECT_PLANS = {
         "addcmul", (self, tensor1, tensor2), (value,)),
     addcdiv: lambda self, tensor1, tensor2, *, value=1: (
         "addcdiv", (self, tensor1, tensor2), (value,)),
+    clamp: lambda self, min=None, max=None: _plan_clamp(self, min, max),
+    clamp_min: lambda self, min: _plan_clamp(self, min, None),
+    clamp_max: lambda self, max: _plan_clamp(self, None, max),
 }
 
 
