@@ -10,9 +10,8 @@ from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from ._multi_tensor import Updated, dense
-from .optimizer import Optimizer, advance_step, check_non_negative, new_step
-
-_FUSED_DEVICES = ["cpu", "cuda"]
+from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
+                        new_step, takes_fused)
 
 
 class Adam(Optimizer):
@@ -36,11 +35,7 @@ class Adam(Optimizer):
             if not 0.0 <= beta < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         check_non_negative(weight_decay=weight_decay)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused_options(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps,
                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable,
@@ -56,7 +51,7 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = zeros_like(p)
 
     def _update(self, group):
-        if _takes_fused(group):
+        if takes_fused(group):
             self._fused_update(group)
             return
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
@@ -85,19 +80,12 @@ class Adam(Optimizer):
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
         step count); the gradients are negated inside it under `maximize`."""
-        batches = {}
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if p.device.type not in _FUSED_DEVICES or not p.is_floating_point():
-                raise RuntimeError("`fused=True` requires all the params to be floating point "
-                                   f"Tensors of supported devices: {_FUSED_DEVICES} but "
-                                   f"{p.dtype} and {p.device.type}")
-            state = self.state[p]
+        def step_count(p, state):
             if not state:
                 self._init_state(p, group)
-            batches.setdefault((p.device, advance_step(state["step"])), []).append(p)
-        for (device, step), params in batches.items():
+            return advance_step(state["step"])
+
+        for (device, step), params in self._fused_batches(group, step_count).items():
             self._fused_call(group, device, step, params)
 
     def _fused_call(self, group, device, step, params):
@@ -125,15 +113,6 @@ def _check_tensor_hyperparameter(label, value, foreach, capturable):
                          "foreach=True")
     if value.numel() != 1:
         raise ValueError(f"Tensor {label} must be 1-element")
-
-
-def _takes_fused(group):
-    """Whether `group` steps through the fused kernel (see Adam's docstring)."""
-    if group["fused"]:
-        return True
-    if group["fused"] is not None or group["foreach"] is False or group["differentiable"]:
-        return False
-    return all(p.device.type == "cuda" for p in group["params"])
 
 
 class AdamW(Adam):

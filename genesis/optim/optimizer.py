@@ -53,6 +53,38 @@ def check_non_negative(**values):
             raise ValueError(f"Invalid {labels.get(name, name + ' value')}: {value}")
 
 
+_FUSED_DEVICES = ["cpu", "cuda"]
+
+
+def check_fused_options(fused, foreach, differentiable):
+    """PyTorch's errors for options that `fused=True` excludes."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def check_fused_param(p):
+    """PyTorch's error for a parameter the fused kernels cannot update."""
+    if p.device.type not in _FUSED_DEVICES or not p.is_floating_point():
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
+                           f"{p.device.type}")
+
+
+def takes_fused(group):
+    """Whether `group` steps through its optimizer's fused multi-tensor kernel: with
+    `fused=True`, or by default when every parameter is on CUDA (PyTorch takes its foreach
+    implementation there; one launch per step beats several per parameter). `foreach=False`,
+    `differentiable` or a CPU parameter without `fused=True` keep the per-parameter loop."""
+    if group["fused"]:
+        return True
+    if group["fused"] is not None or group["foreach"] is False or group["differentiable"]:
+        return False
+    return all(p.device.type == "cuda" for p in group["params"])
+
+
 class Optimizer:
     """Base class of all optimizers: `Optimizer(params, defaults)`."""
 
@@ -153,6 +185,17 @@ class Optimizer:
             if not state:
                 self._init_state(p, group)
             yield p, (-p.grad if group["maximize"] else p.grad), state
+
+    def _fused_batches(self, group, batch_key):
+        """{(device, batch_key(p, state)): [params]} of the parameters of `group` that have a
+        gradient, for a fused kernel: one call per batch."""
+        batches = {}
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            check_fused_param(p)
+            batches.setdefault((p.device, batch_key(p, self.state[p])), []).append(p)
+        return batches
 
     def state_dict(self):
         """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""

@@ -1,6 +1,14 @@
-"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay.
 
-from .optimizer import Optimizer, check_non_negative
+Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
+"sgd_step" kernel, which updates every parameter of a group (per device and first step) in one
+pass; which one runs follows the same rule as Adam's (optimizer.takes_fused).
+"""
+
+from ..dispatch import kernel
+from ..ops.creation import empty_like
+from ._multi_tensor import Updated, dense
+from .optimizer import Optimizer, check_fused_options, check_non_negative, takes_fused
 
 
 class SGD(Optimizer):
@@ -12,12 +20,16 @@ class SGD(Optimizer):
         check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        check_fused_options(fused, foreach, differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
     def _update(self, group):
+        if takes_fused(group):
+            self._fused_update(group)
+            return
         lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
         for p in group["params"]:
             if p.grad is None:
@@ -34,3 +46,28 @@ class SGD(Optimizer):
                     buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
                 grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
             p.add_(grad, alpha=-lr)
+
+    def _fused_update(self, group):
+        """Every parameter with a gradient through the fused kernel, one call per (device,
+        first step): a parameter's first step writes its momentum buffer without reading it."""
+        def first_step(p, state):
+            first = group["momentum"] != 0 and "momentum_buffer" not in state
+            if first:
+                state["momentum_buffer"] = empty_like(p)
+            return first
+
+        for (device, first), params in self._fused_batches(group, first_step).items():
+            self._fused_call(group, device, first, params)
+
+    def _fused_call(self, group, device, first, params):
+        """One "sgd_step" kernel call for `params` (one device, all on or past their first step)."""
+        updated = [Updated(params)]
+        if group["momentum"] != 0:
+            updated.append(Updated([self.state[p]["momentum_buffer"] for p in params]))
+        kernel("sgd_step", device.type)(
+            updated[0].arrays, [dense(p.grad)._data for p in params],
+            updated[1].arrays if len(updated) > 1 else None, float(group["lr"]),
+            group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+            group["maximize"], first)
+        for u in updated:
+            u.write_back()

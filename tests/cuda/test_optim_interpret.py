@@ -60,6 +60,25 @@ def test_adam_step_matches_the_cpu_kernel(gpu, rng, dtype, amsgrad, weight_decay
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("momentum,dampening,weight_decay,nesterov,maximize,first", [
+    (0.0, 0.0, 0.0, False, False, False),
+    (0.9, 0.0, 0.0, False, False, True),
+    (0.9, 0.2, 0.01, False, True, False),
+    (0.8, 0.0, 0.1, True, False, False),
+])
+def test_sgd_step_matches_the_cpu_kernel(gpu, rng, dtype, momentum, dampening, weight_decay,
+                                         nesterov, maximize, first):
+    state = [_arrays(rng, dtype) for _ in range(3)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    args = (0.05, momentum, dampening, weight_decay, nesterov, maximize, first)
+    dispatch.kernel("sgd_step", "cpu")(*host[:2], host[2] if momentum else None, *args)
+    ko.sgd_step(*dev[:2], dev[2] if momentum else None, *args)
+    for k in (0, 2):
+        _close(dev[k], host[k], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, np.inf, -np.inf, 3.5])
 def test_total_norm_and_clip_match_the_cpu_kernels(gpu, rng, dtype, norm_type):
     host = _arrays(rng, dtype)

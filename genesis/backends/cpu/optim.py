@@ -1,4 +1,4 @@
-"""Multi-tensor optimizer kernels (numpy): the fused Adam step and the total-norm gradient clip.
+"""Multi-tensor optimizer kernels (numpy): the fused Adam and SGD steps, the total-norm clip.
 
 Each takes lists of contiguous arrays and updates them in place, computing half types in float32
 (float64 in float64) and rounding each stored result once, as PyTorch's fused kernels do.
@@ -42,6 +42,28 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
                 max_exp_avg_sqs[i][...] = v
             denom = np.sqrt(v) / ct.type(bias_correction2_sqrt) + ct.type(eps)
             p[...] = param + ct.type(-lr / bias_correction1) * m / denom
+
+
+@register("sgd_step", "cpu")
+def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov,
+             maximize, first_step):
+    """One SGD step of every (param, grad, momentum buffer) triple, in place, in the order of
+    operations of PyTorch's CPU fused step. `momentum_buffers` is None without momentum; on the
+    `first_step` the buffers are written with the gradient, not read."""
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(params):
+            ct = compute_dtype(p.dtype)
+            grad = grads[i].astype(ct)
+            if maximize:
+                grad = -grad
+            if weight_decay != 0:
+                grad = grad + p.astype(ct) * ct.type(weight_decay)
+            if momentum_buffers is not None:
+                buf = grad if first_step else (momentum_buffers[i].astype(ct) * ct.type(momentum)
+                                               + grad * ct.type(1 - dampening))
+                momentum_buffers[i][...] = buf
+                grad = grad + buf * ct.type(momentum) if nesterov else buf
+            p[...] = p.astype(ct) - grad * ct.type(lr)
 
 
 def lerp(start, end, weight):

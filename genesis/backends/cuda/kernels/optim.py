@@ -1,6 +1,6 @@
-"""Multi-tensor optimizer kernels: the fused Adam step and the total-norm gradient clip.
+"""Multi-tensor optimizer kernels: the fused Adam and SGD steps, the total-norm gradient clip.
 
-Registered as "adam_step", "total_norm" and "clip_by_total_norm_" (same contracts as
+Registered as "adam_step", "sgd_step", "total_norm" and "clip_by_total_norm_" (same contracts as
 backends/cpu/optim.py). Each launch covers a whole list of contiguous arrays of one dtype: the
 host writes a table of the arrays (addresses and sizes, int64) and of their chunks (CHUNK
 elements of one array each, one program per chunk), uploads it once and keeps it while the same
@@ -55,6 +55,13 @@ def _address(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
 
 
 @triton.jit
+def _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE: tl.constexpr, CT: tl.constexpr):
+    """A block of parameters and of their gradients (negated under MAXIMIZE), in CT."""
+    grad = tl.load(g_ptr + idx, mask=mask).to(CT)
+    return tl.load(p_ptr + idx, mask=mask).to(CT), -grad if MAXIMIZE else grad
+
+
+@triton.jit
 def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
                  neg_step_size, bc2_sqrt, WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr,
                  MAXIMIZE: tl.constexpr, AMSGRAD: tl.constexpr, PT: tl.constexpr,
@@ -70,10 +77,7 @@ def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2,
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param = tl.load(p_ptr + idx, mask=mask).to(CT)
-        grad = tl.load(g_ptr + idx, mask=mask).to(CT)
-        if MAXIMIZE:
-            grad = -grad
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE, CT)
         if WEIGHT_DECAY:
             if DECOUPLED:
                 param = param * decay
@@ -91,6 +95,36 @@ def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2,
         denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
         param += div_rn(neg_step_size * m, denom)
         tl.store(p_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, WEIGHT_DECAY: tl.constexpr,
+                MOMENTUM: tl.constexpr, FIRST: tl.constexpr, NESTEROV: tl.constexpr,
+                MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """PyTorch's fused SGD step: grad (+ weight_decay * param); with MOMENTUM the buffer
+    becomes momentum * buffer + keep * grad (keep = 1 - dampening; the grad itself on the
+    FIRST step) and the step direction the buffer (NESTEROV: grad + momentum * buffer)."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE, CT)
+        if WEIGHT_DECAY:
+            grad += param * weight_decay
+        if MOMENTUM:
+            b_ptr = _address(tensors, chunks, 2, PT)
+            if FIRST:
+                buf = grad
+            else:
+                buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + grad * keep
+            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+            if NESTEROV:
+                grad += buf * momentum
+            else:
+                grad = buf
+        tl.store(p_ptr + idx, (param - grad * lr).to(PT), mask=mask)
 
 
 @triton.jit
@@ -292,14 +326,33 @@ def _lerp_coefficient(weight):
     return (weight if small else weight - 1.0), int(small)
 
 
-def _adam_entries(tensors, chunks, pt, gt, hyper, flags):
+def _step_entries(tensors, chunks, pt, gt, hyper, flags):
+    """A step kernel's arguments: the table, the hyperparameters (floats in the compute type;
+    Adam's lerp_small flag an int) and the constexpr flags."""
     ct, _ = _compute(pt, gt)
     sty = _scalar_type(ct)
     entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64")]
     entries += [(name, value, "i32") if name == "lerp_small" else (name, float(value), sty)
                 for name, value in hyper.items()]
-    entries += const(PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK, **flags)
-    return entries
+    return entries + const(PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK, **flags)
+
+
+def _step(fn, lists, hyper, flags):
+    """Launch the step kernel `fn` over the parallel `lists` of arrays (parameters, gradients,
+    then their state), one launch per (parameter dtype, gradient dtype)."""
+    params, grads = lists[0], lists[1]
+    if not params:
+        return
+    device = params[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    for (pt, gt), idx in _buckets(params, grads).items():
+        columns = tuple(tuple(arrays[i].ptr for i in idx) for arrays in lists)
+        _, tensors, chunks, count = _tables.get(columns, tuple(params[i].size for i in idx),
+                                                device, stream)
+        if count:
+            _launch(fn, (count,), _step_entries(tensors, chunks, pt, gt, hyper, flags), device,
+                    stream)
 
 
 @register("adam_step", "cuda")
@@ -307,11 +360,6 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
               weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
     """One Adam/AdamW step of every (param, grad, moments) quadruple, in place: one launch per
     (param dtype, grad dtype)."""
-    if not params:
-        return
-    device = params[0].device
-    activate(device)
-    stream = current_stream_handle(device)
     weight, small = _lerp_coefficient(1 - beta1)
     hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
                  eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay,
@@ -320,13 +368,19 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
                  MAXIMIZE=bool(maximize), AMSGRAD=max_exp_avg_sqs is not None)
     lists = [params, grads, exp_avgs, exp_avg_sqs] + ([max_exp_avg_sqs] if max_exp_avg_sqs
                                                        else [])
-    for (pt, gt), idx in _buckets(params, grads).items():
-        columns = tuple(tuple(arrays[i].ptr for i in idx) for arrays in lists)
-        _, tensors, chunks, count = _tables.get(columns, tuple(params[i].size for i in idx),
-                                                device, stream)
-        if count:
-            _launch(_adam_kernel, (count,), _adam_entries(tensors, chunks, pt, gt, hyper, flags),
-                    device, stream)
+    _step(_adam_kernel, lists, hyper, flags)
+
+
+@register("sgd_step", "cuda")
+def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov,
+             maximize, first_step):
+    """One SGD step of every (param, grad, momentum buffer) triple, in place: one launch per
+    (param dtype, grad dtype)."""
+    hyper = dict(lr=lr, momentum=momentum, keep=1 - dampening, weight_decay=weight_decay)
+    flags = dict(WEIGHT_DECAY=weight_decay != 0, MOMENTUM=momentum_buffers is not None,
+                 FIRST=bool(first_step), NESTEROV=bool(nesterov), MAXIMIZE=bool(maximize))
+    lists = [params, grads] + ([momentum_buffers] if momentum_buffers is not None else [])
+    _step(_sgd_kernel, lists, hyper, flags)
 
 
 def _norm_kind(norm_type):
@@ -401,8 +455,8 @@ def _scale_entries(tensors, chunks, total, max_norm, xt):
 
 
 def compile_all(target):
-    """The Adam step (each option, float32/float16/bfloat16/float64), the norm partials for each
-    norm kind, the combination and the scale, compiled for `target`."""
+    """The Adam and SGD steps (several options, float32/float16/bfloat16/float64), the norm
+    partials for each norm kind, the combination and the scale, compiled for `target`."""
     import ml_dtypes
     floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
               np.dtype(np.float64)]
@@ -412,7 +466,14 @@ def compile_all(target):
         for wd, decoupled, amsgrad in ((True, True, False), (True, False, True),
                                        (False, False, False)):
             flags = dict(WEIGHT_DECAY=wd, DECOUPLED=decoupled, MAXIMIZE=False, AMSGRAD=amsgrad)
-            _launch(_adam_kernel, (1,), _adam_entries(0, 0, dt, dt, hyper, flags), 0, 0,
+            _launch(_adam_kernel, (1,), _step_entries(0, 0, dt, dt, hyper, flags), 0, 0,
+                    target=target)
+        sgd_hyper = dict(lr=1e-3, momentum=0.9, keep=1.0, weight_decay=1e-4)
+        for wd, momentum, first, nesterov in ((True, True, False, True), (False, True, True, False),
+                                             (False, False, False, False)):
+            flags = dict(WEIGHT_DECAY=wd, MOMENTUM=momentum, FIRST=first, NESTEROV=nesterov,
+                         MAXIMIZE=False)
+            _launch(_sgd_kernel, (1,), _step_entries(0, 0, dt, dt, sgd_hyper, flags), 0, 0,
                     target=target)
         ct, _ = _compute(dt)
         for kind in range(_GENERAL_NORM + 1):
