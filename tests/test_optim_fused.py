@@ -1,5 +1,5 @@
-"""The fused Adam/AdamW and SGD steps ("adam_step", "sgd_step") against torch.optim on the CPU,
-on every device.
+"""The fused optimizer steps ("adam_step", "sgd_step", "rmsprop_step", "adagrad_step") against
+torch.optim on the CPU, on every device.
 
 float32/float64 are compared with PyTorch's default (for-loop) implementation, float16/bfloat16
 with its CPU fused one (both compute in float32 and round once, as ours does).
@@ -27,6 +27,16 @@ OPTIONS = [
     ("SGD", dict(lr=0.05, momentum=0.9)),
     ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.2, weight_decay=0.01)),
     ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, maximize=True, weight_decay=0.1)),
+    # RMSprop divides by sqrt(v) + eps: with weight decay, a half gradient that cancels
+    # g + wd * p to a few float32 ulps gets g / (sqrt(v) + eps) anywhere from 0 to about 3
+    # depending on fma contraction, unless eps dominates; weight decay goes with a large eps
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.5)),
+    ("RMSprop", dict(lr=0.005, momentum=0.9, maximize=True, eps=1e-4)),
+    ("RMSprop", dict(lr=0.01, weight_decay=0.1, eps=1e-4)),
+    ("Adagrad", dict(lr=0.05)),
+    ("Adagrad", dict(lr=0.05, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1,
+                     maximize=True)),
 ]
 OPTION_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
               for name, kw in OPTIONS]
@@ -70,16 +80,27 @@ def _set_grads(gp, tp, rng, skip):
 
 def _reference(name, params, kwargs, dtype):
     """torch's loop; for Adam's half types its CPU fused step, which rounds once as ours does.
-    SGD's half types take torch's float32 loop on the same values (`_widened`), rounded at
-    each comparison: torch 2.13's CPU fused SGD leaves a float16 parameter of 64 elements
-    unchanged (its vectorized path), and its loop rounds alpha = -lr to the half type."""
-    fused = dtype in HALF and name != "SGD"
+    The other optimizers' half types take torch's float32 loop on the same values
+    (`_widened`), rounded at each comparison: torch's loop rounds every op to the half type
+    (and alpha = -lr too), and torch 2.13's CPU fused SGD leaves a float16 parameter of 64
+    elements unchanged (its vectorized path)."""
+    fused = dtype in HALF and name in ("Adam", "AdamW")
     return getattr(torch.optim, name)(params, **kwargs, **({"fused": True} if fused else
                                                           {"foreach": False}))
 
 
 def _widened(name, dtype):
-    return name == "SGD" and dtype in HALF
+    return dtype in HALF and name not in ("Adam", "AdamW")
+
+
+def _fused(name, params, kwargs, fused=True):
+    """Genesis's optimizer taking its fused kernel (`fused` None: the default). PyTorch's
+    RMSprop has no `fused` option; its group is told directly."""
+    if name != "RMSprop":
+        return getattr(optim, name)(params, **kwargs, fused=fused)
+    opt = optim.RMSprop(params, **kwargs)
+    opt.param_groups[0]["fused"] = fused
+    return opt
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -93,7 +114,7 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
     rounded = TORCH_DTYPES[dtype]
     if _widened(name, dtype):
         tp = [t.detach().float().requires_grad_() for t in tp]
-    gopt = getattr(optim, name)(gp, **kwargs, fused=True)
+    gopt = _fused(name, gp, kwargs)
     topt = _reference(name, tp, kwargs, dtype)
     for i in range(5):
         _set_grads(gp, tp, rng, skip=i % len(gp) if i % 2 else None)
@@ -113,17 +134,19 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
 
 
 LOOP_CASES = [("AdamW", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
-              ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.1))]
+              ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.1)),
+              ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+              ("Adagrad", dict(lr=0.05, lr_decay=0.1))]
 
 
-@pytest.mark.parametrize("name,kwargs", LOOP_CASES, ids=["AdamW", "SGD"])
+@pytest.mark.parametrize("name,kwargs", LOOP_CASES, ids=[name for name, _ in LOOP_CASES])
 @pytest.mark.parametrize("fused", [True, None])
 def test_default_and_fused_agree_with_the_loop(name, kwargs, fused, rng, device):
     """The fused path (explicit, or the default on CUDA) against the loop, float64, 4 steps,
     one parameter without a gradient in the second (its first step comes later)."""
     gp, tp = _params(rng, genesis.float64, device)
     loop = [p.detach().clone().requires_grad_() for p in gp]
-    a = getattr(optim, name)(gp, **kwargs, fused=fused)
+    a = _fused(name, gp, kwargs, fused)
     b = getattr(optim, name)(loop, **kwargs, foreach=False)
     for i in range(4):
         _set_grads(gp, tp, rng, skip=2 if i == 1 else None)
@@ -187,7 +210,7 @@ def test_which_groups_take_the_fused_kernel(fused, foreach, devices, expected):
     (dict(fused=True, differentiable=True), "`fused` does not support `differentiable`"),
     (dict(fused=True, foreach=True), "`fused` and `foreach` cannot be `True` together."),
 ])
-@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
 def test_unsupported_combinations_raise_as_torch(name, kwargs, message):
     with pytest.raises(RuntimeError, match=message):
         getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)

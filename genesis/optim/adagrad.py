@@ -1,7 +1,15 @@
-"""Adagrad: per-coordinate learning rates from the running sum of squared gradients."""
+"""Adagrad: per-coordinate learning rates from the running sum of squared gradients.
 
+Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
+"adagrad_step" kernel, one call per (device, step count) for the whole group; which one runs
+follows the same rule as Adam's (optimizer.takes_fused).
+"""
+
+from ..dispatch import kernel
 from ..ops.creation import full_like
-from .optimizer import Optimizer, check_non_negative, new_step
+from ._multi_tensor import Updated, dense
+from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
+                        new_step, takes_fused)
 
 
 class Adagrad(Optimizer):
@@ -15,6 +23,7 @@ class Adagrad(Optimizer):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
+        check_fused_options(fused, foreach, differentiable)
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group):
@@ -28,6 +37,9 @@ class Adagrad(Optimizer):
         state["sum"] = full_like(p, group["initial_accumulator_value"])
 
     def _update(self, group):
+        if takes_fused(group):
+            self._fused_update(group)
+            return
         for p, grad, state in self._with_grads(group):
             state["step"].add_(1)
             step = state["step"].item()
@@ -37,3 +49,18 @@ class Adagrad(Optimizer):
             state["sum"].addcmul_(grad, grad, value=1)
             std = state["sum"].sqrt().add_(group["eps"])
             p.addcdiv_(grad, std, value=-clr)
+
+    def _fused_update(self, group):
+        """Every parameter with a gradient through the fused kernel, one call per (device,
+        step count): the step count sets the decayed learning rate."""
+        def step_count(p, state):
+            return advance_step(state["step"])
+
+        for (device, step), params in self._fused_batches(group, step_count).items():
+            updated = [Updated(params), Updated([self.state[p]["sum"] for p in params])]
+            kernel("adagrad_step", device.type)(
+                updated[0].arrays, [dense(p.grad)._data for p in params], updated[1].arrays,
+                group["lr"] / (1 + (step - 1) * group["lr_decay"]), group["eps"],
+                group["weight_decay"], group["maximize"])
+            for u in updated:
+                u.write_back()

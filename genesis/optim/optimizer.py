@@ -78,9 +78,10 @@ def takes_fused(group):
     `fused=True`, or by default when every parameter is on CUDA (PyTorch takes its foreach
     implementation there; one launch per step beats several per parameter). `foreach=False`,
     `differentiable` or a CPU parameter without `fused=True` keep the per-parameter loop."""
-    if group["fused"]:
+    fused = group.get("fused")
+    if fused:
         return True
-    if group["fused"] is not None or group["foreach"] is False or group["differentiable"]:
+    if fused is not None or group["foreach"] is False or group["differentiable"]:
         return False
     return all(p.device.type == "cuda" for p in group["params"])
 

@@ -1,7 +1,15 @@
-"""RMSprop, optionally centered and with momentum."""
+"""RMSprop, optionally centered and with momentum.
 
+Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
+"rmsprop_step" kernel, one call per device for the whole group; the fused one runs by default
+when every parameter is on CUDA (optimizer.takes_fused; PyTorch has no fused RMSprop, so there
+is no `fused` option: `foreach=False` keeps the loop).
+"""
+
+from ..dispatch import kernel
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, check_non_negative, new_step
+from ._multi_tensor import Updated, dense
+from .optimizer import Optimizer, advance_step, check_non_negative, new_step, takes_fused
 
 
 class RMSprop(Optimizer):
@@ -28,6 +36,9 @@ class RMSprop(Optimizer):
             state["grad_avg"] = zeros_like(p)
 
     def _update(self, group):
+        if takes_fused(group):
+            self._fused_update(group)
+            return
         lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
         for p, grad, state in self._with_grads(group):
             state["step"].add_(1)
@@ -48,3 +59,24 @@ class RMSprop(Optimizer):
                 p.add_(buf, alpha=-lr)
             else:
                 p.addcdiv_(grad, avg, value=-lr)
+
+    def _fused_update(self, group):
+        """Every parameter with a gradient through the fused kernel, one call per device."""
+        def advance(p, state):
+            if not state:
+                self._init_state(p, group)
+            advance_step(state["step"])
+
+        for (device, _), params in self._fused_batches(group, advance).items():
+            keys = ["square_avg"] + (["grad_avg"] if group["centered"] else []) + (
+                ["momentum_buffer"] if group["momentum"] > 0 else [])
+            updated = [Updated(params)] + [Updated([self.state[p][k] for p in params])
+                                           for k in keys]
+            state = dict(zip(keys, (u.arrays for u in updated[1:])))
+            kernel("rmsprop_step", device.type)(
+                updated[0].arrays, [dense(p.grad)._data for p in params], state["square_avg"],
+                state.get("grad_avg"), state.get("momentum_buffer"), float(group["lr"]),
+                group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
+                group["maximize"])
+            for u in updated:
+                u.write_back()

@@ -79,6 +79,40 @@ def test_sgd_step_matches_the_cpu_kernel(gpu, rng, dtype, momentum, dampening, w
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("centered,momentum,weight_decay,maximize", [
+    (False, 0.0, 0.0, False), (True, 0.5, 0.1, False), (False, 0.9, 0.0, True),
+    (True, 0.0, 0.0, True)])
+def test_rmsprop_step_matches_the_cpu_kernel(gpu, rng, dtype, centered, momentum, weight_decay,
+                                             maximize):
+    state = [_arrays(rng, dtype, positive=k == 2) for k in range(5)]
+    # as a real state: the mean square above the squared mean (moments of the same gradients),
+    # by enough that sqrt(v - m^2) does not magnify last-bit differences of m
+    state[2] = [(v.astype(np.float32) + m.astype(np.float32) ** 2 + 0.5).astype(dtype)
+                for v, m in zip(state[2], state[3])]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    args = (0.01, 0.9, 1e-6, weight_decay, momentum, maximize)
+    for kernel, lists in ((dispatch.kernel("rmsprop_step", "cpu"), host),
+                          (ko.rmsprop_step, dev)):
+        kernel(*lists[:3], lists[3] if centered else None, lists[4] if momentum else None,
+               *args)
+    for k in (0, 2, 3, 4):
+        _close(dev[k], host[k], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize", [(0.0, False), (0.1, True)])
+def test_adagrad_step_matches_the_cpu_kernel(gpu, rng, dtype, weight_decay, maximize):
+    state = [_arrays(rng, dtype, positive=k == 2) for k in range(3)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    dispatch.kernel("adagrad_step", "cpu")(*host, 0.05, 1e-10, weight_decay, maximize)
+    ko.adagrad_step(*dev, 0.05, 1e-10, weight_decay, maximize)
+    for k in (0, 2):
+        _close(dev[k], host[k], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, np.inf, -np.inf, 3.5])
 def test_total_norm_and_clip_match_the_cpu_kernels(gpu, rng, dtype, norm_type):
     host = _arrays(rng, dtype)

@@ -1,4 +1,5 @@
-"""Multi-tensor optimizer kernels (numpy): the fused Adam and SGD steps, the total-norm clip.
+"""Multi-tensor optimizer kernels (numpy): the fused Adam, SGD, RMSprop and Adagrad steps, and the
+total-norm gradient clip.
 
 Each takes lists of contiguous arrays and updates them in place, computing half types in float32
 (float64 in float64) and rounding each stored result once, as PyTorch's fused kernels do.
@@ -14,6 +15,18 @@ def compute_dtype(dtype):
     return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
 
 
+def _param_and_grad(p, grad, maximize, weight_decay):
+    """(compute dtype, param, grad) of one parameter, widened: the gradient negated under
+    `maximize`, plus weight_decay * param (weight decay through the gradient)."""
+    ct = compute_dtype(p.dtype)
+    param, grad = p.astype(ct), grad.astype(ct)
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        grad = grad + param * ct.type(weight_decay)
+    return ct, param, grad
+
+
 @register("adam_step", "cpu")
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
               weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
@@ -24,15 +37,10 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
     `max_exp_avg_sqs` is None without AMSGrad; the bias corrections come from the step count."""
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
-            ct = compute_dtype(p.dtype)
-            param, grad = p.astype(ct), grads[i].astype(ct)
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                if decoupled:
-                    param = param * ct.type(1 - lr * weight_decay)
-                else:
-                    grad = grad + param * ct.type(weight_decay)
+            ct, param, grad = _param_and_grad(p, grads[i], maximize,
+                                              0 if decoupled else weight_decay)
+            if decoupled and weight_decay != 0:
+                param = param * ct.type(1 - lr * weight_decay)
             m = lerp(exp_avgs[i].astype(ct), grad, ct.type(1 - beta1))
             v = exp_avg_sqs[i].astype(ct) * ct.type(beta2) + ct.type(1 - beta2) * grad * grad
             exp_avgs[i][...] = m
@@ -52,18 +60,49 @@ def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_de
     `first_step` the buffers are written with the gradient, not read."""
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
-            ct = compute_dtype(p.dtype)
-            grad = grads[i].astype(ct)
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                grad = grad + p.astype(ct) * ct.type(weight_decay)
+            ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay)
             if momentum_buffers is not None:
                 buf = grad if first_step else (momentum_buffers[i].astype(ct) * ct.type(momentum)
                                                + grad * ct.type(1 - dampening))
                 momentum_buffers[i][...] = buf
                 grad = grad + buf * ct.type(momentum) if nesterov else buf
-            p[...] = p.astype(ct) - grad * ct.type(lr)
+            p[...] = param - grad * ct.type(lr)
+
+
+@register("rmsprop_step", "cpu")
+def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps,
+                 weight_decay, momentum, maximize):
+    """One RMSprop step of every parameter and its state, in place, in the order of operations
+    of PyTorch's loop. `grad_avgs` is None unless centered, `momentum_buffers` None without
+    momentum."""
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(params):
+            ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay)
+            v = square_avgs[i].astype(ct) * ct.type(alpha) + ct.type(1 - alpha) * grad * grad
+            square_avgs[i][...] = v
+            if grad_avgs is not None:
+                m = lerp(grad_avgs[i].astype(ct), grad, ct.type(1 - alpha))
+                grad_avgs[i][...] = m
+                v = v - m * m
+            avg = np.sqrt(v) + ct.type(eps)
+            if momentum_buffers is not None:
+                buf = momentum_buffers[i].astype(ct) * ct.type(momentum) + grad / avg
+                momentum_buffers[i][...] = buf
+                p[...] = param - ct.type(lr) * buf
+            else:
+                p[...] = param - ct.type(lr) * grad / avg
+
+
+@register("adagrad_step", "cpu")
+def adagrad_step(params, grads, state_sums, clr, eps, weight_decay, maximize):
+    """One Adagrad step of every (param, grad, sum of squares) triple, in place; `clr` is the
+    step's learning rate lr / (1 + (step - 1) * lr_decay)."""
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(params):
+            ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay)
+            total = state_sums[i].astype(ct) + grad * grad
+            state_sums[i][...] = total
+            p[...] = param - ct.type(clr) * grad / (np.sqrt(total) + ct.type(eps))
 
 
 def lerp(start, end, weight):

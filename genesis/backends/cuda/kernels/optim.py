@@ -1,6 +1,8 @@
-"""Multi-tensor optimizer kernels: the fused Adam and SGD steps, the total-norm gradient clip.
+"""Multi-tensor optimizer kernels: the fused Adam, SGD, RMSprop and Adagrad steps, and the
+total-norm gradient clip.
 
-Registered as "adam_step", "sgd_step", "total_norm" and "clip_by_total_norm_" (same contracts as
+Registered as "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "total_norm" and
+"clip_by_total_norm_" (same contracts as
 backends/cpu/optim.py). Each launch covers a whole list of contiguous arrays of one dtype: the
 host writes a table of the arrays (addresses and sizes, int64) and of their chunks (CHUNK
 elements of one array each, one program per chunk), uploads it once and keeps it while the same
@@ -55,10 +57,17 @@ def _address(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
 
 
 @triton.jit
-def _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE: tl.constexpr, CT: tl.constexpr):
-    """A block of parameters and of their gradients (negated under MAXIMIZE), in CT."""
+def _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, L2: tl.constexpr,
+                    MAXIMIZE: tl.constexpr, CT: tl.constexpr):
+    """A block of parameters and of their gradients in CT: negated under MAXIMIZE, plus
+    weight_decay * param with L2 (weight decay through the gradient)."""
+    param = tl.load(p_ptr + idx, mask=mask).to(CT)
     grad = tl.load(g_ptr + idx, mask=mask).to(CT)
-    return tl.load(p_ptr + idx, mask=mask).to(CT), -grad if MAXIMIZE else grad
+    if MAXIMIZE:
+        grad = -grad
+    if L2:
+        grad += param * weight_decay
+    return param, grad
 
 
 @triton.jit
@@ -77,12 +86,10 @@ def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2,
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE, CT)
-        if WEIGHT_DECAY:
-            if DECOUPLED:
-                param = param * decay
-            else:
-                grad += param * decay
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay,
+                                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
+        if WEIGHT_DECAY and DECOUPLED:
+            param = param * decay
         m = tl.load(m_ptr + idx, mask=mask).to(CT)
         m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
         v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
@@ -110,9 +117,8 @@ def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, WEIGHT_DECAY:
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, MAXIMIZE, CT)
-        if WEIGHT_DECAY:
-            grad += param * weight_decay
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
         if MOMENTUM:
             b_ptr = _address(tensors, chunks, 2, PT)
             if FIRST:
@@ -125,6 +131,61 @@ def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, WEIGHT_DECAY:
             else:
                 grad = buf
         tl.store(p_ptr + idx, (param - grad * lr).to(PT), mask=mask)
+
+
+@triton.jit
+def _rmsprop_kernel(tensors, chunks, lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps,
+                    weight_decay, momentum, WEIGHT_DECAY: tl.constexpr, CENTERED: tl.constexpr,
+                    MOMENTUM: tl.constexpr, BUF_COL: tl.constexpr, MAXIMIZE: tl.constexpr,
+                    PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """PyTorch's RMSprop step: v = alpha v + (1 - alpha) g^2, less m^2 when CENTERED (m =
+    lerp(m, g, 1 - alpha), one fma as in the Adam kernel); p -= lr g / (sqrt(v) + eps), or
+    with MOMENTUM through the buffer b = momentum b + g / (sqrt(v) + eps) (column BUF_COL)."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    v_ptr = _address(tensors, chunks, 2, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
+        v = tl.load(v_ptr + idx, mask=mask).to(CT) * alpha + one_minus_alpha * grad * grad
+        tl.store(v_ptr + idx, v.to(PT), mask=mask)
+        if CENTERED:
+            m_ptr = _address(tensors, chunks, 3, PT)
+            m = tl.load(m_ptr + idx, mask=mask).to(CT)
+            m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+            tl.store(m_ptr + idx, m.to(PT), mask=mask)
+            v = v - m * m
+        avg = sqrt_rn(v) + eps
+        if MOMENTUM:
+            b_ptr = _address(tensors, chunks, BUF_COL, PT)
+            buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + div_rn(grad, avg)
+            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+            param -= lr * buf
+        else:
+            param -= div_rn(lr * grad, avg)
+        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _adagrad_kernel(tensors, chunks, clr, eps, weight_decay, WEIGHT_DECAY: tl.constexpr,
+                    MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    """PyTorch's Adagrad step: s += g^2; p -= clr g / (sqrt(s) + eps), clr being the step's
+    decayed learning rate."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    s_ptr = _address(tensors, chunks, 2, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
+        total = tl.load(s_ptr + idx, mask=mask).to(CT) + grad * grad
+        tl.store(s_ptr + idx, total.to(PT), mask=mask)
+        param -= div_rn(clr * grad, sqrt_rn(total) + eps)
+        tl.store(p_ptr + idx, param.to(PT), mask=mask)
 
 
 @triton.jit
@@ -383,6 +444,32 @@ def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_de
     _step(_sgd_kernel, lists, hyper, flags)
 
 
+@register("rmsprop_step", "cuda")
+def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps,
+                 weight_decay, momentum, maximize):
+    """One RMSprop step of every parameter and its state, in place: one launch per (param
+    dtype, grad dtype)."""
+    weight, small = _lerp_coefficient(1 - alpha)
+    hyper = dict(lr=lr, alpha=alpha, one_minus_alpha=1 - alpha, lerp_coef=weight,
+                 lerp_small=small, eps=eps, weight_decay=weight_decay, momentum=momentum)
+    centered = grad_avgs is not None
+    flags = dict(WEIGHT_DECAY=weight_decay != 0, CENTERED=centered,
+                 MOMENTUM=momentum_buffers is not None, BUF_COL=3 + centered,
+                 MAXIMIZE=bool(maximize))
+    lists = [params, grads, square_avgs] + [x for x in (grad_avgs, momentum_buffers)
+                                            if x is not None]
+    _step(_rmsprop_kernel, lists, hyper, flags)
+
+
+@register("adagrad_step", "cuda")
+def adagrad_step(params, grads, state_sums, clr, eps, weight_decay, maximize):
+    """One Adagrad step of every (param, grad, sum of squares) triple, in place: one launch per
+    (param dtype, grad dtype)."""
+    hyper = dict(clr=clr, eps=eps, weight_decay=weight_decay)
+    flags = dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize))
+    _step(_adagrad_kernel, [params, grads, state_sums], hyper, flags)
+
+
 def _norm_kind(norm_type):
     """The kernels' NORM: 0 (2), 1 (1), 2 (inf), 3 (-inf), 4 (any other p but 0)."""
     if norm_type == 0:
@@ -455,8 +542,9 @@ def _scale_entries(tensors, chunks, total, max_norm, xt):
 
 
 def compile_all(target):
-    """The Adam and SGD steps (several options, float32/float16/bfloat16/float64), the norm
-    partials for each norm kind, the combination and the scale, compiled for `target`."""
+    """The Adam, SGD, RMSprop and Adagrad steps (several options, float32/float16/bfloat16/
+    float64), the norm partials for each norm kind, the combination and the scale, compiled
+    for `target`."""
     import ml_dtypes
     floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
               np.dtype(np.float64)]
@@ -475,6 +563,17 @@ def compile_all(target):
                          MAXIMIZE=False)
             _launch(_sgd_kernel, (1,), _step_entries(0, 0, dt, dt, sgd_hyper, flags), 0, 0,
                     target=target)
+        rms_hyper = dict(lr=1e-2, alpha=0.99, one_minus_alpha=0.01, lerp_coef=0.01,
+                         lerp_small=1, eps=1e-8, weight_decay=1e-4, momentum=0.9)
+        for centered, momentum in ((True, True), (False, False)):
+            flags = dict(WEIGHT_DECAY=True, CENTERED=centered, MOMENTUM=momentum,
+                         BUF_COL=3 + centered, MAXIMIZE=False)
+            _launch(_rmsprop_kernel, (1,), _step_entries(0, 0, dt, dt, rms_hyper, flags), 0, 0,
+                    target=target)
+        flags = dict(WEIGHT_DECAY=False, MAXIMIZE=False)
+        _launch(_adagrad_kernel, (1,), _step_entries(0, 0, dt, dt, dict(clr=1e-2, eps=1e-10,
+                                                                         weight_decay=0.0),
+                                                     flags), 0, 0, target=target)
         ct, _ = _compute(dt)
         for kind in range(_GENERAL_NORM + 1):
             _launch(_norm_partials_kernel, (1,), _partials_entries(0, 0, 0, 0, 2.0, kind, dt, ct),
