@@ -49,7 +49,8 @@ if [ "$what" = sanitize ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   for b in benchmarks/overhead.py benchmarks/launch.py benchmarks/allocator.py benchmarks/ops.py \
-           benchmarks/matmul.py benchmarks/attention.py benchmarks/train_step.py; do
+           benchmarks/matmul.py benchmarks/attention.py benchmarks/train_step.py \
+           benchmarks/optim.py; do
     [ -f "$b" ] || continue
     name=$(basename "$b" .py)
     timeout 300 python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" || status=1
