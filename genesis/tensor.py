@@ -4,6 +4,8 @@ Math, shape and indexing methods are defined by the op families in `genesis.ops`
 this class there (each family's TENSOR_METHODS); this module holds what every tensor is.
 """
 
+import numpy as np
+
 from . import dtypes
 from .autograd import grad_mode
 from .device import device as Device
@@ -140,15 +142,10 @@ class Tensor:
         return self.numel() * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None):
-        """Row-major with no gaps: read on the backend array's byte strides (sizes of 1, and
-        empty tensors, count whatever their strides)."""
+        """Row-major with no gaps (sizes of 1, and empty tensors, count whatever their
+        strides): numpy's c_contiguous flag, or the CUDA array's own check."""
         arr = self._data
-        expected = arr.itemsize
-        for size, stride in zip(reversed(arr.shape), reversed(arr.strides)):
-            if size != 1 and stride != expected:
-                return 0 in arr.shape
-            expected *= size
-        return True
+        return arr.flags.c_contiguous if isinstance(arr, np.ndarray) else arr.is_contiguous()
 
     def data_ptr(self):
         return kernel("data_ptr", self.device.type)(self._data)

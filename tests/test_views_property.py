@@ -159,3 +159,17 @@ def test_writes_to_the_base_show_in_the_view(data):
     base.add_(1.0)
     np.testing.assert_array_equal(view.numpy(), np_chain(host) + 1.0)
     assert view._version == before + 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(shapes, st.lists(st.none() | st.integers(0, 30), min_size=4, max_size=4))
+def test_cuda_arrays_count_contiguity_as_numpy(shape, choices):
+    """CUDAArray.is_contiguous (what the kernels and Tensor.is_contiguous read off the GPU)
+    against numpy's c_contiguous flag: dims of size 1 and empty arrays take any strides. Each
+    dim keeps its row-major stride (None) or takes a drawn one."""
+    from genesis.backends.cuda.kernels._strided import placeholder
+    row_major = genesis.tensor(np.empty(shape)).stride()
+    strides = tuple(r if c is None else c for r, c in zip(row_major, choices))
+    arr = placeholder(shape, np.float32, strides)
+    host = np.lib.stride_tricks.as_strided(np.empty(1, np.float32), shape, arr.strides)
+    assert arr.is_contiguous() == host.flags.c_contiguous

@@ -103,8 +103,17 @@ class CUDAArray:
         return self.size * self.dtype.itemsize
 
     def is_contiguous(self):
-        return self.strides == contiguous_layout(self.shape, self.dtype.itemsize)[0] \
-            or self.size <= 1
+        """Row-major with no gaps, as torch counts it: dims of size 1, and empty arrays, have
+        any strides (numpy's c_contiguous flag agrees)."""
+        itemsize = self.dtype.itemsize
+        if self.strides == contiguous_layout(self.shape, itemsize)[0]:
+            return True
+        expected = itemsize
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expected:
+                return 0 in self.shape
+            expected *= size
+        return True
 
     def element_strides(self):
         return tuple(s // self.itemsize for s in self.strides)
