@@ -53,9 +53,12 @@ def _set_grads(params, rng):
                                 dtype=p.dtype, device=p.device)
 
 
+# L2 weight decay with a tiny eps is ill-conditioned where g + wd * p cancels to a few ulps:
+# m / (sqrt(v) + eps) then swings with the last bit (fma or not), so that case takes eps=1e-4
+# (seen once on an H200: one element of 300000 off by 7e-5 relative with the default 1e-8).
 @pytest.mark.parametrize("name,kwargs", [
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
-    ("Adam", dict(lr=0.02, amsgrad=True, maximize=True, weight_decay=0.05)),
+    ("Adam", dict(lr=0.02, amsgrad=True, maximize=True, weight_decay=0.05, eps=1e-4)),
 ])
 def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
     """Three steps, each checked from the same parameters and state: the CPU kernel's values
