@@ -41,8 +41,7 @@ class Adagrad(Optimizer):
             self._fused_update(group)
             return
         for p, grad, state in self._with_grads(group):
-            state["step"].add_(1)
-            step = state["step"].item()
+            step = advance_step(state["step"])
             if group["weight_decay"] != 0:
                 grad = grad.add(p, alpha=group["weight_decay"])
             clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])

@@ -57,7 +57,7 @@ class Adam(Optimizer):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         for p, grad, state in self._with_grads(group):
-            state["step"].add_(1)
+            step = advance_step(state["step"])
             if weight_decay != 0:
                 if group["decoupled_weight_decay"]:
                     p.mul_(1 - lr * weight_decay)
@@ -66,7 +66,6 @@ class Adam(Optimizer):
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.lerp_(grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            step = state["step"].item()
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if group["amsgrad"]:

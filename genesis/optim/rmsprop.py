@@ -41,7 +41,7 @@ class RMSprop(Optimizer):
             return
         lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
         for p, grad, state in self._with_grads(group):
-            state["step"].add_(1)
+            advance_step(state["step"])
             if group["weight_decay"] != 0:
                 grad = grad.add(p, alpha=group["weight_decay"])
             square_avg = state["square_avg"]
