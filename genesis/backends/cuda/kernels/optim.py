@@ -369,8 +369,8 @@ def _launch(fn, grid, entries, device, stream, num_warps=4, target=None):
 def _buckets(arrays, *others):
     """{dtypes: [indices]} of the arrays (and the lists `others` beside them) by dtype."""
     out = {}
-    for i, a in enumerate(arrays):
-        key = (a.dtype,) + tuple(o[i].dtype for o in others)
+    columns = [[a.dtype for a in lst] for lst in (arrays, *others)]
+    for i, key in enumerate(zip(*columns)):
         out.setdefault(key, []).append(i)
     return out
 
