@@ -121,6 +121,46 @@ def test_fills(name, dtype, size, device):
     assert tuple(g2.shape) == tuple(t.shape)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_fill_and_zero_in_place(dtype, layout, device):
+    """fill_/zero_ write the tensor where it lies (strided views too, 0-d and empty ones),
+    each value converted as torch converts it, the base seeing the write."""
+    values = [0, 1, True] + ([2.5, -3.25, float("-inf")] if dtype.is_floating_point else
+                             [2.5] if dtype is genesis.bool else [7, 2.9])
+    for size in [(), (0, 3), (3, 5)]:
+        g = lay_out(genesis.ones(size, dtype=dtype, device=device), layout)
+        t = torch.ones(size, dtype=TORCH_DTYPES[dtype])
+        for value in values:
+            version = g._version
+            assert g.fill_(value) is g
+            t.fill_(value)
+            assert_close(g, t)
+            assert g._version == version + 1
+        g.zero_()
+        assert_close(g, torch.zeros(size, dtype=TORCH_DTYPES[dtype]))
+    base = genesis.ones(4, 6, dtype=dtype, device=device)
+    base[1:3, ::2].fill_(0)
+    expected = torch.ones(4, 6, dtype=TORCH_DTYPES[dtype])
+    expected[1:3, ::2] = 0
+    assert_close(base, expected)
+
+
+def test_fill_in_place_and_autograd(device):
+    leaf = genesis.ones(3, requires_grad=True, device=device)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf.fill_(2)
+    with genesis.no_grad():
+        leaf.fill_(2)
+    assert leaf.tolist() == [2.0] * 3 and leaf.requires_grad and leaf.grad_fn is None
+    y = leaf * 3
+    y.zero_()
+    y.sum().backward()
+    assert leaf.grad.tolist() == [0.0] * 3
+    with pytest.raises(RuntimeError, match="single memory location"):
+        genesis.zeros(3, device=device).expand(2, 3).fill_(1)
+
+
 @pytest.mark.parametrize("fill", [3, 2.5, True, -1, float("inf")], ids=repr)
 @pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bool,
                                    genesis.bfloat16], ids=str)

@@ -19,7 +19,7 @@ from ..random import rng_for
 from ..tensor import Tensor
 from . import random as _draws
 from .common import broadcast_shapes, call, contiguous_strides, wrap
-from .inplace import write_result
+from .inplace import write_fill, write_result
 
 
 def _shape_arg(size, op):
@@ -535,6 +535,8 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
         return copy_(self, value)
+    if write_fill(self, value, "fill_"):
+        return self
     return write_result(self, full_like(self, value), "fill_")
 
 

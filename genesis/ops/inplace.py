@@ -4,7 +4,7 @@ An in-place op computes its result out of place (in the graph), checks that it f
 destination (shape, dtype cast, no self-overlap) and only then copies it in, so a failed in-place
 op leaves its tensor as it was. An elementwise op that records no graph and needs no cast or
 broadcast of the destination skips the copy: its kernel writes the destination directly
-(`write_elementwise`), once every check has passed. The destination's version counter is bumped so that backward can
+(`write_elementwise`, and `write_fill` for fill_), once every check has passed. The destination's version counter is bumped so that backward can
 detect tensors modified after being saved.
 
 When the destination is a view of a base that takes part in autograd, the base's history is
@@ -102,6 +102,18 @@ def write_elementwise(self, op, operands, params, name):
             return False
     check_inplace_target(self, name)
     kernel("elementwise_into", device.type)(op, self._data, tuple(args), params)
+    self._bump_version()
+    return True
+
+
+def write_fill(self, value, name):
+    """In-place `name` setting every element of `self` to the Python number `value`, written
+    directly (no temporary, no copy) when no graph is recorded; False otherwise, having written
+    nothing."""
+    if type(value) not in (int, float, bool) or is_grad_enabled() and _in_graph(self):
+        return False
+    check_inplace_target(self, name)
+    kernel("fill_", self.device.type)(self._data, value)
     self._bump_version()
     return True
 

@@ -346,6 +346,23 @@ def test_elementwise_into(gpu, case, rng):
     check(out, expected.astype(f32))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("dtype", [d for d in FLOATS if d != BF16] + INTS + [np.dtype(np.bool_)],
+                         ids=str)
+def test_fill_in_place(gpu, dtype, layout, rng):
+    """fill_ (a memset for zero, the fill kernel, or one filled element broadcast into a
+    strided view) against the CPU kernel, on 0-d, empty and 2-D arrays. Not bfloat16: the
+    interpreter stores the fill kernel's float64 value into bfloat16 as garbage (2.8e-40 for
+    3.0); the GPU runs test_creation.py's fill_ cases in every dtype."""
+    for shape in [(), (0, 4), (5, 7)]:
+        for value in (0, 3, 2.5, True):
+            host, dev = operand(values(shape, dtype, rng), layout)
+            host = np.array(host)
+            dispatch.kernel("fill_", "cpu")(host, value)
+            assert dispatch.kernel("fill_", "cuda")(dev, value) is dev
+            check(dev, host)
+
+
 def test_integer_division_by_zero_is_defined(gpu):
     a = np.array([7, -7, 5], dtype=np.int32)
     b = np.array([0, 0, 2], dtype=np.int32)

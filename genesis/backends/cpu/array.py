@@ -51,6 +51,13 @@ def full(shape, value, dtype, device_index=None):
     return np.full(shape, value, dtype=dtype.numpy_dtype)
 
 
+@register("fill_", "cpu")
+def fill_(arr, value):
+    """Set every element of `arr` to `value` (converted as `full` converts it), in place."""
+    np.copyto(arr, np.array(value, dtype=arr.dtype))
+    return arr
+
+
 @register("from_numpy", "cpu")
 def from_numpy(array, device_index=None, non_blocking=False):
     """Host data to this backend: the CPU keeps numpy arrays as they are."""

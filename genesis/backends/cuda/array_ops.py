@@ -117,6 +117,23 @@ def copy_(dst, src):
     return dst
 
 
+@register("fill_", "cuda")
+def fill_(arr, value):
+    """Set every element of `arr` to `value` in place: the fill kernel (or a memset) on a
+    contiguous array; a strided view copies from one filled element, broadcast."""
+    if arr.size == 0:
+        return arr
+    activate(arr.device)
+    stream = current_stream_handle(arr.device)
+    if arr.is_contiguous():
+        fill(arr, value, stream)
+    else:
+        one = CUDAArray.empty((), arr.dtype, arr.device, stream)
+        fill(one, value, stream)
+        strided_copy(arr, _broadcast_to(one, arr.shape), stream)
+    return arr
+
+
 @register("cast", "cuda")
 def cast(arr, dtype):
     activate(arr.device)
