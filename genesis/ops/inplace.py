@@ -4,8 +4,9 @@ An in-place op computes its result out of place (in the graph), checks that it f
 destination (shape, dtype cast, no self-overlap) and only then copies it in, so a failed in-place
 op leaves its tensor as it was. An elementwise op that records no graph and needs no cast or
 broadcast of the destination skips the copy: its kernel writes the destination directly
-(`write_elementwise`, and `write_fill` for fill_), once every check has passed. The destination's version counter is bumped so that backward can
-detect tensors modified after being saved.
+(`write_elementwise`, and `write_fill` for fill_), once every check has passed. The
+destination's version counter is bumped so that backward can detect tensors modified after
+being saved.
 
 When the destination is a view of a base that takes part in autograd, the base's history is
 rebased through `AsStridedScatter` (PyTorch's CopySlices): the base's new value is "old base with
