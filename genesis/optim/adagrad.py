@@ -5,9 +5,7 @@ Two implementations of the step: a loop of in-place genesis ops per parameter, a
 follows the same rule as Adam's (optimizer.takes_fused).
 """
 
-from ..dispatch import kernel
 from ..ops.creation import full_like
-from ._multi_tensor import Updated, dense
 from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
                         new_step, takes_fused)
 
@@ -56,10 +54,6 @@ class Adagrad(Optimizer):
             return advance_step(state["step"])
 
         for (device, step), params in self._fused_batches(group, step_count).items():
-            updated = [Updated(params), Updated([self.state[p]["sum"] for p in params])]
-            kernel("adagrad_step", device.type)(
-                updated[0].arrays, [dense(p.grad)._data for p in params], updated[1].arrays,
-                group["lr"] / (1 + (step - 1) * group["lr_decay"]), group["eps"],
-                group["weight_decay"], group["maximize"])
-            for u in updated:
-                u.write_back()
+            self._fused_step("adagrad_step", device, params, ["sum"],
+                             group["lr"] / (1 + (step - 1) * group["lr_decay"]), group["eps"],
+                             group["weight_decay"], group["maximize"])

@@ -5,11 +5,9 @@ Two implementations of the step: a loop of in-place genesis ops per parameter, a
 in one pass: one launch on CUDA instead of about eight per parameter.
 """
 
-from ..dispatch import kernel
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
-from ._multi_tensor import Updated, dense
 from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
                         new_step, takes_fused)
 
@@ -90,16 +88,10 @@ class Adam(Optimizer):
     def _fused_call(self, group, device, step, params):
         """One "adam_step" kernel call for `params` (one device, one step count)."""
         beta1, beta2 = group["betas"]
-        keys = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
-        updated = [Updated(params)] + [Updated([self.state[p][k] for p in params]) for k in keys]
-        arrays = [u.arrays for u in updated]
-        kernel("adam_step", device.type)(
-            arrays[0], [dense(p.grad)._data for p in params], arrays[1], arrays[2],
-            arrays[3] if group["amsgrad"] else None, float(group["lr"]), beta1, beta2,
-            group["eps"], group["weight_decay"], group["decoupled_weight_decay"],
-            group["maximize"], 1 - beta1 ** step, (1 - beta2 ** step) ** 0.5)
-        for u in updated:
-            u.write_back()
+        keys = ["exp_avg", "exp_avg_sq", "max_exp_avg_sq" if group["amsgrad"] else None]
+        self._fused_step("adam_step", device, params, keys, float(group["lr"]), beta1, beta2,
+                         group["eps"], group["weight_decay"], group["decoupled_weight_decay"],
+                         group["maximize"], 1 - beta1 ** step, (1 - beta2 ** step) ** 0.5)
 
 
 def _check_tensor_hyperparameter(label, value, foreach, capturable):

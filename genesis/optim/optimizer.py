@@ -11,7 +11,9 @@ from itertools import chain
 
 from .. import dtypes
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..dispatch import kernel
 from ..tensor import Tensor
+from ._multi_tensor import Updated, dense
 
 
 class _RequiredParameter:
@@ -199,6 +201,21 @@ class Optimizer:
             check_fused_param(p)
             batches.setdefault((p.device, batch_key(p, self.state[p])), []).append(p)
         return batches
+
+    def _fused_step(self, name, device, params, keys, *hyperparameters):
+        """One call of the multi-tensor kernel `name` on `params`: their arrays, their gradients',
+        then the arrays of each state entry named in `keys` (None: an absent list, passed as
+        None), then `hyperparameters`. Non-contiguous tensors go through contiguous copies
+        written back afterwards (_multi_tensor.Updated)."""
+        updated = [Updated(params)] + [None if key is None else
+                                       Updated([self.state[p][key] for p in params])
+                                       for key in keys]
+        kernel(name, device.type)(
+            updated[0].arrays, [dense(p.grad)._data for p in params],
+            *[None if u is None else u.arrays for u in updated[1:]], *hyperparameters)
+        for u in updated:
+            if u is not None:
+                u.write_back()
 
     def state_dict(self):
         """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""

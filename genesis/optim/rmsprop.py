@@ -6,9 +6,7 @@ when every parameter is on CUDA (optimizer.takes_fused; PyTorch has no fused RMS
 is no `fused` option: `foreach=False` keeps the loop).
 """
 
-from ..dispatch import kernel
 from ..ops.creation import zeros_like
-from ._multi_tensor import Updated, dense
 from .optimizer import Optimizer, advance_step, check_non_negative, new_step, takes_fused
 
 
@@ -67,16 +65,9 @@ class RMSprop(Optimizer):
                 self._init_state(p, group)
             advance_step(state["step"])
 
+        keys = ["square_avg", "grad_avg" if group["centered"] else None,
+                "momentum_buffer" if group["momentum"] > 0 else None]
         for (device, _), params in self._fused_batches(group, advance).items():
-            keys = ["square_avg"] + (["grad_avg"] if group["centered"] else []) + (
-                ["momentum_buffer"] if group["momentum"] > 0 else [])
-            updated = [Updated(params)] + [Updated([self.state[p][k] for p in params])
-                                           for k in keys]
-            state = dict(zip(keys, (u.arrays for u in updated[1:])))
-            kernel("rmsprop_step", device.type)(
-                updated[0].arrays, [dense(p.grad)._data for p in params], state["square_avg"],
-                state.get("grad_avg"), state.get("momentum_buffer"), float(group["lr"]),
-                group["alpha"], group["eps"], group["weight_decay"], group["momentum"],
-                group["maximize"])
-            for u in updated:
-                u.write_back()
+            self._fused_step("rmsprop_step", device, params, keys, float(group["lr"]),
+                             group["alpha"], group["eps"], group["weight_decay"],
+                             group["momentum"], group["maximize"])

@@ -5,9 +5,7 @@ Two implementations of the step: a loop of in-place genesis ops per parameter, a
 pass; which one runs follows the same rule as Adam's (optimizer.takes_fused).
 """
 
-from ..dispatch import kernel
 from ..ops.creation import empty_like
-from ._multi_tensor import Updated, dense
 from .optimizer import Optimizer, check_fused_options, check_non_negative, takes_fused
 
 
@@ -56,18 +54,8 @@ class SGD(Optimizer):
                 state["momentum_buffer"] = empty_like(p)
             return first
 
+        keys = ["momentum_buffer" if group["momentum"] != 0 else None]
         for (device, first), params in self._fused_batches(group, first_step).items():
-            self._fused_call(group, device, first, params)
-
-    def _fused_call(self, group, device, first, params):
-        """One "sgd_step" kernel call for `params` (one device, all on or past their first step)."""
-        updated = [Updated(params)]
-        if group["momentum"] != 0:
-            updated.append(Updated([self.state[p]["momentum_buffer"] for p in params]))
-        kernel("sgd_step", device.type)(
-            updated[0].arrays, [dense(p.grad)._data for p in params],
-            updated[1].arrays if len(updated) > 1 else None, float(group["lr"]),
-            group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
-            group["maximize"], first)
-        for u in updated:
-            u.write_back()
+            self._fused_step("sgd_step", device, params, keys, float(group["lr"]),
+                             group["momentum"], group["dampening"], group["weight_decay"],
+                             group["nesterov"], group["maximize"], first)
