@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ...dispatch import kernel, register
+from .array import copy_
 from .numerics import erf, gelu_tanh, gelu_tanh_backward
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -289,8 +290,7 @@ for _name, _fn in {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _
 @register("elementwise_into", "cpu")
 def elementwise_into(op, out, operands, params=()):
     """`op` of `operands` written into `out` (the in-place ops): computed, then copied in."""
-    np.copyto(out, kernel(op, "cpu")(*operands, *params), casting="unsafe")
-    return out
+    return copy_(out, kernel(op, "cpu")(*operands, *params))
 
 
 @register("elu", "cpu")
