@@ -29,6 +29,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", help="UTF-8 text file to train on (default: Python's reference text)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                   help="float32, or autocast to bfloat16 or float16 (float16 with GradScaler); "
+                        "default: bfloat16 on the GPU, float32 on the CPU")
     p.add_argument("--steps", type=int, default=400, help="total optimizer steps")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--block-size", type=int, default=64)
@@ -206,6 +209,11 @@ def main(argv=None):
     # Python's cyclic collector now and then walks every long-lived object (modules, the model,
     # compiled kernels): tens of ms a pass. Frozen, they are left out of those passes.
     gc.freeze()
+    dtype = args.dtype or ("bfloat16" if device == "cuda" else "float32")
+    print(f"precision: {dtype if dtype == 'float32' else 'autocast ' + dtype}")
+    autocast = genesis.autocast(device, dtype=getattr(genesis, dtype) if dtype != "float32"
+                                else None, enabled=dtype != "float32")
+    scaler = genesis.amp.GradScaler(device, enabled=dtype == "float16")
     bar = progress(range(start, args.steps), args.steps, start)
     tokens_per_step = args.batch_size * config.block_size
     t0 = time.perf_counter()
@@ -213,18 +221,22 @@ def main(argv=None):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args)
         x, y = data.batch("train", args.batch_size, rng, device)
-        _, loss = model(x, y)
+        with autocast:
+            _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         loss_value = loss.item()
         history["train"].append((step + 1, loss_value))
         rate = tokens_per_step * (step + 1 - start) / (time.perf_counter() - t0)
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{rate:,.0f}")
         if (step + 1) % args.eval_interval == 0 or step + 1 == args.steps:
-            val = evaluate(model, data, args, rng, device)
+            with autocast:
+                val = evaluate(model, data, args, rng, device)
             history["val"].append((step + 1, val))
             message = f"step {step + 1}: train {loss_value:.3f}, val {val:.3f}"
             (bar.write if hasattr(bar, "write") else print)(message)

@@ -86,6 +86,17 @@ def assert_close(actual, expected, dtype=None, rtol=None, atol=None, check_dtype
                                    atol=atol, equal_nan=True)
 
 
+def ulp_distance(actual, expected):
+    """Elementwise distance in units in the last place between two half-precision numpy arrays
+    of one dtype (float16 or ml_dtypes' bfloat16), through their bit patterns ordered as
+    integers (so +0 and -0 are 0 apart and the distance across zero is counted)."""
+    bits = np.int16 if actual.dtype == np.float16 else np.uint16
+    def ordered(a):
+        raw = a.view(bits).astype(np.int32) & 0xFFFF
+        return np.where(raw & 0x8000, 0x8000 - raw, raw)
+    return np.abs(ordered(actual) - ordered(expected))
+
+
 def make_pair(shape, dtype=genesis.float32, low=-2.0, high=2.0, requires_grad=False,
               device="cpu", rng=None):
     """The same fresh random values as a genesis tensor and a torch tensor."""

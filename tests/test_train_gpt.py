@@ -103,6 +103,20 @@ def test_trains_saves_resumes_and_samples(tmp_path):
     check_trains_saves_resumes_and_samples(tmp_path, "cpu")
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_trains_under_autocast(tmp_path, dtype):
+    """--dtype bfloat16 trains under autocast; float16 adds GradScaler (CPU autocast here)."""
+    data = tmp_path / "text.txt"
+    data.write_text("the quick brown fox jumps over the lazy dog. " * 200)
+    result = _run(TINY + ["--data", str(data), "--out-dir", str(tmp_path / "run"), "--steps",
+                          "30", "--dtype", dtype], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"precision: autocast {dtype}" in result.stdout
+    state = genesis.load(str(tmp_path / "run" / "ckpt.safetensors"))
+    losses = [loss for _, loss in state["history"]["train"]]
+    assert all(np.isfinite(losses)) and np.mean(losses[-5:]) < np.mean(losses[:5])
+
+
 @pytest.mark.parametrize("content,message", [(b"", "empty"), (b"\x00\x01\x02binary", "binary")])
 def test_bad_data_file_is_a_clear_error_and_overwrites_nothing(tmp_path, content, message):
     data = tmp_path / "bad.bin"

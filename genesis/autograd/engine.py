@@ -6,7 +6,7 @@ paths lead to it. Gradients flowing into each node are summed in a buffer. `back
 into leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and touches no `.grad`.
 """
 
-from . import grad_mode
+from . import autocast_state, grad_mode
 from .function import AccumulateGrad, edge_of, tensor_type
 
 
@@ -91,6 +91,8 @@ def _run_tensor_hooks(node, grads):
 def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, accumulate=True):
     """Propagate `root_grads` from `root_edges` through the graph.
 
+    Autocast is suspended: each backward runs in the dtypes its forward chose.
+
     With `targets` (a dict edge -> None) only the nodes leading to those edges run, and the
     gradient arriving at each target edge is recorded in the dict. Leaves accumulate into
     `.grad` when `accumulate` is true (and run their hooks either way).
@@ -103,7 +105,7 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, a
     if targets is not None:
         target_nodes = {e[0] for e in targets}
         run = _leading_to(target_nodes, order)
-    with grad_mode.set_grad_enabled(create_graph):
+    with grad_mode.set_grad_enabled(create_graph), autocast_state.disabled():
         for node in reversed(order):
             grads = buffers.pop(node, None)
             if grads is None or (run is not None and node not in run and node not in target_nodes):

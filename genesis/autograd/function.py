@@ -15,7 +15,7 @@ import sys
 import weakref
 from types import MappingProxyType
 
-from . import grad_mode
+from . import autocast_state, grad_mode
 
 
 class Node:
@@ -329,6 +329,14 @@ class Function:
         raise NotImplementedError("a Function subclass must implement backward to be differentiated")
 
     setup_context = None
+    _internal = False
+
+    def __init_subclass__(cls, **kwargs):
+        """Genesis's own Functions are kernels to autocast: the ops inside their forward follow
+        no autocast policy. Users' Functions run their forward as any other code, as in
+        PyTorch."""
+        super().__init_subclass__(**kwargs)
+        cls._internal = cls.__module__.startswith("genesis.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -348,6 +356,11 @@ class Function:
             ctx = BackwardNode(cls, needs)
         else:
             ctx = UntrackedNode(cls, len(args))
+        amp = autocast_state._state
+        casting = amp.active and cls._internal
+        if casting:  # the autocast policy applied where the op was called, not inside it
+            amp.suspended += 1
+            amp.active = False
         try:
             if cls.setup_context is None:
                 outputs = cls.forward(ctx, *args, **kwargs)
@@ -356,6 +369,9 @@ class Function:
                 cls.setup_context(ctx, args, outputs)
         finally:
             state.enabled = enabled
+            if casting:
+                amp.suspended -= 1
+                amp.active = True
         if not tracked:
             if enabled and (type(outputs) is not tensor_cls or outputs._base is not None):
                 _mark_untracked_view(outputs)

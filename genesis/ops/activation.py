@@ -9,6 +9,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
+from .autocast import autocast_policy
 from .elementwise import UnarySpec, abs, erf, exp, sigmoid, tanh, where
 
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -53,8 +54,8 @@ def _hardswish_grad(g, x, y):
 
 
 _SPECS = {spec.name: spec for spec in (
-    UnarySpec("gelu", _gelu_grad, rejects="bi", exact=True, backward_kernel="gelu_backward"),
-    UnarySpec("gelu_tanh", _gelu_tanh_grad, rejects="bi", exact=True,
+    UnarySpec("gelu", _gelu_grad, rejects="bi", fused=True, backward_kernel="gelu_backward"),
+    UnarySpec("gelu_tanh", _gelu_tanh_grad, rejects="bi", fused=True,
               backward_kernel="gelu_tanh_backward"),
     UnarySpec("silu", _silu_grad, rejects="bi", fused=True, backward_kernel="silu_backward"),
     UnarySpec("mish", _mish_grad, rejects="bi", fused=True),
@@ -96,6 +97,7 @@ def mish(input):
     return _SPECS["mish"](input)
 
 
+@autocast_policy("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
     return _SPECS["softplus"](input, beta=beta, threshold=threshold)

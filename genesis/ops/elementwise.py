@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
 from ..tensor import Tensor
+from .autocast import autocast_policy
 from .common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to,
                      wrap)
 from .creation import full
@@ -376,6 +377,7 @@ def floor_divide(input, other):
     return Div.apply(input, other, "floor")
 
 
+@autocast_policy("pow")
 def pow(input, exponent):
     return Pow.apply(input, exponent)
 
@@ -415,7 +417,7 @@ def _float_binary(op):
         return FloatBinary.apply(input, other, op)
     fn.__name__ = op
     fn.__doc__ = f"Elementwise `{op}`; integer inputs compute in the default float dtype."
-    return fn
+    return autocast_policy(op)(fn)
 
 
 atan2, hypot, logaddexp, xlogy, copysign = (
@@ -497,9 +499,9 @@ _HALF_DTYPES = (dtypes.float16, dtypes.bfloat16)
 
 class Unary(Function):
     """A unary op given by a `UnarySpec`: forward runs its kernel, backward its derivative
-    (a fused one for half types in float32, rounded once, as PyTorch's backward kernels do;
-    in float64 for `exact` specs). When no graph of the backward is recorded, a spec with a
-    `backward_kernel` computes its gradient in that one kernel instead."""
+    (for half types a fused one computed in float32 and rounded once, as PyTorch's backward
+    kernels do). When no graph of the backward is recorded, a spec with a `backward_kernel`
+    computes its gradient in that one kernel instead."""
 
     @staticmethod
     def forward(ctx, x, spec, kwargs):
@@ -514,12 +516,11 @@ class Unary(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         spec = ctx.spec
-        if spec.backward_kernel and not is_grad_enabled() and not (
-                spec.exact and x.dtype in _HALF_DTYPES):
+        if spec.backward_kernel and not is_grad_enabled():
             return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
         if x.dtype not in _HALF_DTYPES or not spec.fused:
             return spec.derivative(g, x, y, **ctx.kwargs), None, None
-        wide = dtypes.float64 if spec.exact else dtypes.float32
+        wide = dtypes.float32
         grad = spec.derivative(g.to(wide), x.to(wide), y.to(wide), **ctx.kwargs)
         return grad.to(x.dtype), None, None
 
@@ -528,22 +529,20 @@ class UnarySpec:
     """How a unary op runs: its kernel, derivative, and which input dtypes it takes.
 
     `promote`: integer and bool inputs compute in the default float dtype. `rejects`: dtype
-    categories ("b", "i", "f") that raise NotImplementedError, as in PyTorch. `exact`: a fused
-    derivative built on erf, exp or tanh, whose float32 values differ by an ulp between libraries
-    (numpy, libdevice, PyTorch's SIMD polynomials) and so flip half roundings; half types compute
-    it in float64, rounded once to the correctly rounded result on every device.
+    categories ("b", "i", "f") that raise NotImplementedError, as in PyTorch. `fused`: PyTorch
+    computes the derivative in one kernel, so half types compute it in float32, rounded once.
     `backward_kernel`: the binary kernel (gradient, x, or y with `from_output`) giving the same
     derivative in one launch, as PyTorch's tanh_backward, gelu_backward... do.
     """
 
-    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused", "exact",
+    __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused",
                  "backward_kernel", "from_output", "node_name")
 
     def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False,
-                 exact=False, backward_kernel=None, from_output=False):
+                 backward_kernel=None, from_output=False):
         self.name, self.kernel = name, kernel or name
         self.derivative, self.promote, self.rejects = derivative, promote, rejects
-        self.fused, self.exact = fused or exact, exact
+        self.fused = fused
         self.backward_kernel, self.from_output = backward_kernel, from_output
         self.node_name = "".join(w.capitalize() for w in name.split("_")) + "Backward0"
 
@@ -623,7 +622,7 @@ def _public(spec, check=None, doc=None):
     fn.spec = spec
     fn.__doc__ = doc or (f"Elementwise `{spec.name}`; integer inputs compute in the default "
                          "float dtype." if spec.promote else f"Elementwise `{spec.name}`.")
-    return fn
+    return autocast_policy(spec.name)(fn)
 
 
 def _no_bool(message):
@@ -819,11 +818,13 @@ class AddcOp(Function):
         return _grad(ctx, 0, g), _grad(ctx, 1, g1), _grad(ctx, 2, g2), None, None
 
 
+@autocast_policy("addcmul")
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2."""
     return AddcOp.apply(input, tensor1, tensor2, value, "addcmul")
 
 
+@autocast_policy("addcdiv")
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2."""
     return AddcOp.apply(input, tensor1, tensor2, value, "addcdiv")

@@ -19,6 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
+from .autocast import autocast_policy
 from .common import SCALAR_TYPES, broadcast_shapes, call, cast, contiguous_strides, scalar_for, wrap
 from .creation import full, tensor, zeros
 from .elementwise import _inplace, where
@@ -359,6 +360,8 @@ def index_put_(self, indices, values, accumulate=False):
     return _index_put_(self, tuple(indices), values, accumulate, "index_put_")
 
 
+@autocast_policy("index_put")
+@autocast_policy("index_put")
 def index_put(input, indices, values, accumulate=False):
     """Out of place `x[indices] = values` (or `+=` with accumulate, duplicates summed)."""
     plan = parse_index(input, tuple(indices))
@@ -461,6 +464,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return reshape(out, shape) if not shape else out
 
 
+@autocast_policy("scatter_add")
+@autocast_policy("scatter_add")
 def scatter_add(input, dim, index, src):
     """`input` with `src` added along `dim` at `index` (duplicates summed)."""
     return scatter(input, dim, index, src, reduce="add")
@@ -515,6 +520,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     return _put_along(input, dim, index, source if alpha == 1 else source * alpha, True)
 
 
+@autocast_policy("index_copy")
+@autocast_policy("index_copy")
 def index_copy(input, dim, index, source):
     """`input` with the slices along `dim` at `index` replaced by those of `source`."""
     dim, index = _dim_index(input, dim, index, "index_copy")

@@ -16,6 +16,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..dispatch import has_kernel
 from ..tensor import Tensor
+from .autocast import autocast_policy
 from .common import broadcast_shapes, call, check_devices, sum_to, wrap
 from .creation import eye, ones
 from .reduce import amax, amin, sum, vector_norm
@@ -104,6 +105,7 @@ def _folded_weight_grad(a, g):
     return matmul(a.reshape(-1, a.shape[-1]).mT, g.reshape(-1, g.shape[-1]))
 
 
+@autocast_policy("matmul")
 def matmul(input, other):
     """Matrix product with PyTorch's rules: 1-D operands are vectors (a dim is added and removed),
     batch dims broadcast; half types multiply in float32 and round once."""
@@ -112,6 +114,7 @@ def matmul(input, other):
     return MatMul.apply(input, other)
 
 
+@autocast_policy("mm")
 def mm(input, mat2):
     """The product of two matrices (no broadcasting)."""
     if input.ndim != 2:
@@ -123,6 +126,7 @@ def mm(input, mat2):
     return MatMul.apply(input, mat2)
 
 
+@autocast_policy("bmm")
 def bmm(input, mat2):
     """Batched matrix product of two 3-D tensors with equal batch sizes (no broadcasting)."""
     for name, x in (("batch1", input), ("batch2", mat2)):
@@ -136,6 +140,7 @@ def bmm(input, mat2):
     return MatMul.apply(input, mat2)
 
 
+@autocast_policy("mv")
 def mv(input, vec):
     """Matrix-vector product."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -145,6 +150,7 @@ def mv(input, vec):
     return MatMul.apply(input, vec)
 
 
+@autocast_policy("dot")
 def dot(input, other):
     """Inner product of two 1-D tensors of equal size and dtype."""
     if input.ndim != 1 or other.ndim != 1:
@@ -191,18 +197,21 @@ def _in_float32(fn, *tensors):
     return fn(*(t.to(dtypes.float32) for t in tensors)).to(dtype)
 
 
+@autocast_policy("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2)."""
     return _in_float32(lambda i, a, b: _scaled_sum("addmm", i, mm(a, b), beta, alpha),
                        input, mat1, mat2)
 
 
+@autocast_policy("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * bmm(batch1, batch2)."""
     return _in_float32(lambda i, a, b: _scaled_sum("baddbmm", i, bmm(a, b), beta, alpha),
                        input, batch1, batch2)
 
 
+@autocast_policy("addmv")
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     return _in_float32(lambda i, a, b: _scaled_sum("addmv", i, mv(a, b), beta, alpha),
@@ -385,6 +394,7 @@ def _broadcast_labels(labels, operands):
             for term, t in zip(labels, operands)]
 
 
+@autocast_policy("einsum")
 def einsum(equation, *operands):
     """Einstein summation over any subscripts: ellipsis, repeated labels (diagonals), implicit
     output (labels seen once, sorted) and size-1 broadcasting, as `torch.einsum`."""
@@ -407,6 +417,7 @@ def einsum(equation, *operands):
     return Einsum.apply(inputs, "".join(letters[label] for label in output), *operands)
 
 
+@autocast_policy("tensordot")
 def tensordot(a, b, dims=2):
     """Contract the last `dims` dims of `a` with the first of `b`, or the listed dim pairs."""
     if isinstance(dims, int):

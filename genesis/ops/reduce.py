@@ -14,6 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..tensor import Tensor, wrap_dim
+from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
 from .creation import arange
 from .elementwise import abs, exp, isnan, maximum, minimum, sign, where
@@ -140,6 +141,7 @@ class NanSum(Accumulation):
         return where(isnan(x), 0.0, g)
 
 
+@autocast_policy("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over `dim` (all dims by default); integer and bool inputs give int64."""
     return Sum.apply(input, reduce_dims(input, dim, "sum"), keepdim, _dtype_arg(dtype))
@@ -183,6 +185,7 @@ class Prod(Accumulation):
         return where(zero, at_zero, at_nonzero)
 
 
+@autocast_policy("prod")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over one `dim` (all elements by default); integer and bool inputs give int64."""
     if dim is not None and not isinstance(dim, int):
@@ -391,6 +394,7 @@ class LogSumExp(Reduction):
         return g * exp(x - out)
 
 
+@autocast_policy("logsumexp")
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over `dim`, computed stably; integer inputs give the default float."""
     x = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
@@ -431,6 +435,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return VectorNorm.apply(x, dims, keepdim, float(ord))
 
 
+@autocast_policy("norm")
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """`torch.norm`: vector p-norm over `dim`; 'fro' is the 2-norm over the given dims."""
     if p == "fro" or p is None:
@@ -465,6 +470,7 @@ def _reverse_cumsum(t, dim):
     return CumSum.apply(t, dim, True, t.dtype)
 
 
+@autocast_policy("cumsum")
 def cumsum(input, dim, *, dtype=None):
     """Running sum along `dim`; integer and bool inputs give int64."""
     x, dim, out_dtype = _scan_args(input, dim, dtype, "cumsum")
@@ -502,6 +508,7 @@ class CumProd(Function):
         return gx, None, None
 
 
+@autocast_policy("cumprod")
 def cumprod(input, dim, *, dtype=None):
     """Running product along `dim`; integer and bool inputs give int64."""
     x, dim, out_dtype = _scan_args(input, dim, dtype, "cumprod")
@@ -561,11 +568,13 @@ def _softmax(input, dim, dtype, log):
     return Softmax.apply(x, wrap_dim(dim, x.ndim, op) if x.ndim else 0, log)
 
 
+@autocast_policy("softmax")
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
     return _softmax(input, dim, dtype, False)
 
 
+@autocast_policy("log_softmax")
 def log_softmax(input, dim, dtype=None):
     """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
     return _softmax(input, dim, dtype, True)

@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
+from .autocast import autocast_policy
 from .common import (call, cast, check_devices, contiguous_strides, expand_strides, make_view,
                      normalize_dims, sum_to, wrap)
 from .creation import clone, zeros
@@ -633,6 +634,7 @@ def _check_cat(tensors, dim, op):
     return dim
 
 
+@autocast_policy("cat")
 def cat(tensors, dim=0):
     """Join tensors along an existing dim; dtypes promote as in PyTorch."""
     tensors = tuple(tensors)
@@ -647,6 +649,7 @@ def concatenate(tensors, axis=0):
     return cat(tensors, axis)
 
 
+@autocast_policy("stack")
 def stack(tensors, dim=0):
     """Join equally shaped tensors along a new dim."""
     tensors = tuple(tensors)

@@ -3,4 +3,4 @@
 # importing registers the kernels
 from . import array, dlpack, elementwise, index, linalg, reduce, shape  # noqa: F401
 from . import loss, optim  # noqa: F401
-from . import attention  # noqa: F401
+from . import amp, attention  # noqa: F401

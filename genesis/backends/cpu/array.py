@@ -78,7 +78,10 @@ def copy_(dst, src):
 
 @register("cast", "cpu")
 def cast(arr, dtype):
-    return arr.astype(dtype.numpy_dtype)
+    """`arr` converted to `dtype`; values beyond a floating dtype's range become inf, silently,
+    as in PyTorch."""
+    with np.errstate(over="ignore"):
+        return arr.astype(dtype.numpy_dtype)
 
 
 @register("contiguous", "cpu")

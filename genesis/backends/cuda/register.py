@@ -6,4 +6,4 @@ from .kernels import random  # noqa: F401
 from .kernels import matmul  # noqa: F401
 from .kernels import median, shape, sort  # noqa: F401
 from .kernels import loss, optim  # noqa: F401
-from .kernels import attention  # noqa: F401
+from .kernels import amp, attention  # noqa: F401

@@ -17,6 +17,7 @@ from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops import elementwise as ew
 from ...ops import shape as shape_ops
+from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from .activation import softmax
 from .dropout import dropout
@@ -55,6 +56,7 @@ def _attention_weights(scores, attn_mask, is_causal):
     return ew.where((scores == -math.inf).all(-1, keepdim=True), 0.0, weights)
 
 
+@autocast_policy("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + mask) V over (..., L, E) queries and (..., S, E) keys.

@@ -7,6 +7,7 @@ input's storage, so one implementation serves every device.
 
 from ...autograd.function import Function
 from ...ops import creation, linalg
+from ...ops.autocast import autocast_policy
 from ...ops.common import make_view
 from ._utils import ntuple
 from .padding import pad
@@ -183,6 +184,7 @@ def _conv2d(x, weight, bias, stride, padding, dilation, groups, op):
     return out if bias is None else out + bias.reshape(1, out_c, 1, 1)
 
 
+@autocast_policy("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input."""
     if weight.ndim != 4:
@@ -192,6 +194,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C, L) or (C, L) input, as a conv2d over a height of one."""
     if weight.ndim != 3:

@@ -12,6 +12,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops import linalg
+from ...ops.autocast import autocast_policy
 from ...ops.activation import derivative
 from ...ops.common import call, wrap
 
@@ -45,6 +46,7 @@ def _fusable(input, weight, bias):
             and (bias is None or tuple(bias.shape) == (weight.shape[0],)))
 
 
+@autocast_policy("linear")
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dimension of `input`."""
     if _fusable(input, weight, bias):
@@ -52,6 +54,7 @@ def linear(input, weight, bias=None):
     return _composed(input, weight, bias)
 
 
+@autocast_policy("linear")
 def linear_activation(input, weight, bias=None, activation=None):
     """act(input @ weight.T + bias), `activation` one of None, "relu", "gelu", "gelu_tanh",
     "silu": one kernel where the backend fuses it, the composed ops elsewhere."""
@@ -125,6 +128,7 @@ def _activation_grad(g, z, activation):
     return derivative(activation)(g.float(), z.float(), None).to(z.dtype)
 
 
+@autocast_policy("bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
     out_features, in1, in2 = weight.shape

@@ -8,6 +8,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...ops.creation import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss
@@ -66,6 +67,7 @@ def _class_args_check(input, target, weight):
     return classes
 
 
+@autocast_policy("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[n, target[n]] (times weight[target[n]]); mean divides by the summed weights."""
@@ -125,6 +127,7 @@ def _prob_target_loss(logp, target, weight, reduction, label_smoothing):
     return -terms.sum() / (logp.numel() // classes)
 
 
+@autocast_policy("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for 1-D input) followed by nll_loss.
@@ -241,6 +244,7 @@ def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn):
     return reduce_loss(fn(input, target), reduction)
 
 
+@autocast_policy("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     def squared(x, y):
         diff = x - y
@@ -249,6 +253,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _pointwise_loss("mse_loss", input, target, size_average, reduce, reduction, squared)
 
 
+@autocast_policy("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     def absolute(x, y):
         loss = ew.abs(x - y)
@@ -256,6 +261,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _pointwise_loss("l1_loss", input, target, size_average, reduce, reduction, absolute)
 
 
+@autocast_policy("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (L1 when beta == 0)."""
     if beta < 0:
@@ -270,6 +276,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                            smooth)
 
 
+@autocast_policy("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere."""
     def huber(x, y):
@@ -279,6 +286,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber)
 
 
+@autocast_policy("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(y log x + (1 - y) log(1 - x)), logs clamped at -100 as in torch."""
@@ -298,6 +306,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return reduce_loss(loss, reduction)
 
 
+@autocast_policy("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits.
@@ -319,6 +328,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return reduce_loss(loss, reduction)
 
 
+@autocast_policy("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log target - input), input holding log-probabilities.
 

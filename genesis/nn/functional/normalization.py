@@ -10,6 +10,7 @@ from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from ...ops.autocast import autocast_policy
 from . import fused_norm
 
 
@@ -42,6 +43,7 @@ def _normalized_dims(input, normalized_shape, op):
     return tuple(range(-len(shape), 0))
 
 
+@autocast_policy("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Standardize over the trailing `normalized_shape` dims, then scale and shift."""
     dims = _normalized_dims(input, normalized_shape, "layer_norm")
@@ -68,6 +70,7 @@ def _channel_shape(input):
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
 
+@autocast_policy("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Standardize each group of channels of (N, C, *) input, then scale and shift per channel."""
     if input.ndim < 2 or input.shape[1] % num_groups:

@@ -1,0 +1,84 @@
+"""GradScaler's unscale: every gradient multiplied by 1/scale in place, and a flag set when any
+holds inf or NaN, in one multi-tensor launch per gradient dtype.
+
+The gradients travel as the optimizer kernels' table of (address, element count) rows and
+(array, first element) chunks (see kernels/optim.py), so a model's gradients are one launch.
+The flag is written, never accumulated: programs that find a non-finite value all store 1.0,
+so the result does not depend on their order.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..launch import compile_kernel, get_kernel
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided import const, pointer_of, specialization
+from .optim import _TL, BLOCK, _buckets, _chunk, _list_table
+
+
+@triton.jit
+def _unscale_kernel(
+    # the gradient table and its chunks (kernels/optim.py's layout)
+    tensors, chunks,
+    # 0-d float32 tensors on the device
+    found_inf_ptr, inv_scale_ptr,
+    GRAD_T: tl.constexpr, COMPUTE_T: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """g *= inv_scale over this program's chunk; found_inf = 1 if the chunk holds inf/NaN."""
+    inv_scale = tl.load(inv_scale_ptr).to(COMPUTE_T)
+    g_ptr, start, end = _chunk(tensors, chunks, 0, GRAD_T)
+    non_finite = tl.zeros([BLOCK], dtype=tl.int32)
+    for offset in range(start, end, BLOCK):
+        idx = offset + tl.arange(0, BLOCK)
+        mask = idx < end
+        g = tl.load(g_ptr + idx, mask=mask, other=0.0).to(COMPUTE_T)
+        non_finite |= (tl.abs(g) == float("inf")).to(tl.int32) | (g != g).to(tl.int32)
+        tl.store(g_ptr + idx, (g * inv_scale).to(GRAD_T), mask=mask)
+    if tl.max(non_finite, axis=0) > 0:
+        tl.store(found_inf_ptr, 1.0)
+
+
+def _compute_type(grad_dtype):
+    return tl.float64 if grad_dtype == np.float64 else tl.float32
+
+
+def _launch_unscale(tensors, chunks, n_chunks, found_inf, inv_scale, grad_dtype, device, stream,
+                    target=None):
+    """One launch over `n_chunks` chunks of gradients of `grad_dtype` (or, with `target`, its
+    compilation alone)."""
+    entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
+               ("found_inf_ptr", found_inf, pointer_of(np.dtype(np.float32))),
+               ("inv_scale_ptr", inv_scale, pointer_of(np.dtype(np.float32)))]
+    entries += const(GRAD_T=_TL[np.dtype(grad_dtype).name],
+                     COMPUTE_T=_compute_type(grad_dtype), BLOCK=BLOCK)
+    signature, consts, args = specialization(_unscale_kernel, entries)
+    if target is not None:
+        compile_kernel(_unscale_kernel, signature, consts, (), 4, 1, target)
+        return
+    get_kernel(_unscale_kernel, signature, consts, (), 4, 1, device)((n_chunks,), stream, *args)
+
+
+@register("amp_unscale_", "cuda")
+def amp_unscale_(grads, found_inf, inv_scale):
+    """Multiply the contiguous `grads` by the 0-d float32 `inv_scale` in place and set the 0-d
+    float32 `found_inf` to 1 if any holds inf or NaN: one launch per gradient dtype."""
+    if not grads:
+        return
+    device = grads[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    for (grad_dtype,), idx in _buckets(grads).items():
+        _, tensors, chunks, n_chunks = _list_table(grads, idx, device, stream)
+        if n_chunks:
+            _launch_unscale(tensors, chunks, n_chunks, found_inf.ptr, inv_scale.ptr, grad_dtype,
+                            device, stream)
+
+
+def compile_all(target):
+    """The unscale kernel for float32, float16, bfloat16 and float64 gradients."""
+    import ml_dtypes
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        _launch_unscale(0, 0, 1, 0, 0, dtype, 0, 0, target=target)
