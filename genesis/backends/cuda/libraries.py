@@ -28,7 +28,7 @@ def cublaslt_handle(device=None):
     try:
         from nvmath.bindings import cublasLt
     except ImportError as e:
-        raise RuntimeError("cuBLASLt needs nvmath-python: pip install 'genesis[cublas]'") from e
+        raise RuntimeError("cuBLASLt needs nvmath-python: pip install 'genesis[cuda]'") from e
     return get_context(device).handle("cublasLt", cublasLt.create, cublasLt.destroy)
 
 

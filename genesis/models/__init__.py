@@ -1,0 +1,25 @@
+"""Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2 and GPT-2.
+
+    model = genesis.models.from_pretrained("path/to/model", dtype=genesis.bfloat16,
+                                           device="cuda")
+    tokenizer = genesis.models.Tokenizer.from_pretrained("path/to/model")
+    ids, mask = tokenizer(["Once upon a time"], device="cuda")
+    out = model.generate(ids, attention_mask=mask, max_new_tokens=32)
+    print(tokenizer.decode(out[0]))
+"""
+
+from .cache import StaticCache
+from .config import ModelConfig
+from .generation import GenerationMixin, TextStreamer
+from .gpt2 import GPT2Config, GPT2LMHeadModel
+from .hub import MODEL_TYPES, from_pretrained
+from .llama import LlamaConfig, LlamaForCausalLM
+from .pretrained import PreTrainedModel, save_pretrained
+from .qwen2 import Qwen2Config, Qwen2ForCausalLM
+from .rotary import RotaryEmbedding, apply_rotary, rotate_half
+from .tokenizer import Tokenizer
+
+__all__ = ["from_pretrained", "save_pretrained", "Tokenizer", "TextStreamer", "StaticCache",
+           "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig", "LlamaForCausalLM",
+           "Qwen2Config", "Qwen2ForCausalLM", "GPT2Config", "GPT2LMHeadModel",
+           "RotaryEmbedding", "apply_rotary", "rotate_half"]

@@ -1,0 +1,153 @@
+"""Llama (2 and 3) and Mistral, as Hugging Face's checkpoints lay them out.
+
+A decoder-only transformer: token embeddings, then per layer
+    x = x + Attention(RMSNorm(x))          grouped-query attention with rotary positions
+    x = x + MLP(RMSNorm(x))                SwiGLU: down(silu(gate(x)) * up(x))
+then a final RMSNorm and the vocabulary projection (`lm_head`, tied to the embeddings where the
+config says so). Qwen2 is this model with biases on the query, key and value projections.
+"""
+
+from .. import nn
+from ..nn import functional as F
+from .attention_mask import step_inputs
+from .config import ModelConfig
+from .pretrained import PreTrainedModel
+from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
+
+ACTIVATIONS = {"silu": F.silu, "swish": F.silu, "relu": F.relu, "gelu": F.gelu,
+               "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}
+
+
+class LlamaConfig(ModelConfig):
+    DEFAULTS = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None,
+                    head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+                    rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None,
+                    attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=None)
+
+    @property
+    def kv_heads(self):
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def head_size(self):
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+
+class Attention(nn.Module):
+    """Grouped-query self-attention: `num_key_value_heads` key/value heads shared by groups of
+    query heads, rotary positions on queries and keys, a key/value cache when generating."""
+
+    def __init__(self, config, layer_idx, qkv_bias, device=None, dtype=None):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.heads, self.kv_heads, self.head_dim = (config.num_attention_heads, config.kv_heads,
+                                                    config.head_size)
+        kw = dict(device=device, dtype=dtype)
+        width = config.hidden_size
+        self.q_proj = nn.Linear(width, self.heads * self.head_dim, bias=qkv_bias, **kw)
+        self.k_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=qkv_bias, **kw)
+        self.v_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=qkv_bias, **kw)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, width, bias=config.attention_bias,
+                                **kw)
+
+    def forward(self, x, cos, sin, mask, cache=None):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary(q, k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)
+        attn_mask, is_causal = mask
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                           enable_gqa=True)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    """SwiGLU feed-forward: down(act(gate(x)) * up(x))."""
+
+    def __init__(self, config, device=None, dtype=None):
+        super().__init__()
+        kw = dict(bias=config.mlp_bias, device=device, dtype=dtype)
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, **kw)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, **kw)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, **kw)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x):
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config, layer_idx, qkv_bias, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.input_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
+        self.self_attn = Attention(config, layer_idx, qkv_bias, **kw)
+        self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps,
+                                                   **kw)
+        self.mlp = MLP(config, **kw)
+
+    def forward(self, x, cos, sin, mask, cache=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    """Embeddings, decoder layers and the final norm: hidden states, (batch, tokens, width)."""
+
+    def __init__(self, config, qkv_bias=False, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, **kw)
+        self.layers = nn.ModuleList([DecoderLayer(config, i, qkv_bias, **kw)
+                                     for i in range(config.num_hidden_layers)])
+        self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
+        self.rotary = RotaryEmbedding(config.head_size, rope_parameters(config), device)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
+        position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
+        x = self.embed_tokens(input_ids)
+        cos, sin = self.rotary(position_ids, x.dtype)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, cache)
+        if cache is not None:
+            cache.advance(input_ids.shape[1])
+        return self.norm(x)
+
+
+class LlamaForCausalLM(PreTrainedModel):
+    """The language model: `model(input_ids)` gives (batch, tokens, vocab) logits."""
+
+    config_class = LlamaConfig
+    qkv_bias = False
+
+    def __init__(self, config, device=None, dtype=None):
+        super().__init__()
+        self.config = config
+        self.model = LlamaModel(config, self.qkv_bias, device, dtype)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False,
+                                 device=device, dtype=dtype)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
+        return self.lm_head(self.model(input_ids, attention_mask, position_ids, cache))
+
+    def cache_geometry(self):
+        """(layers, key/value heads, head size) of this model's key/value cache."""
+        c = self.config
+        return c.num_hidden_layers, c.kv_heads, c.head_size
+
+    def tied_weights(self):
+        if self.config.tie_word_embeddings:
+            return {"lm_head.weight": "model.embed_tokens.weight"}
+        return {}
+
+    @staticmethod
+    def checkpoint_name(name):
+        """Older checkpoints store each layer's rotary frequencies, recomputed here."""
+        return None if name.endswith("rotary_emb.inv_freq") else name

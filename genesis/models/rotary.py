@@ -1,0 +1,82 @@
+"""Rotary position embeddings (RoPE), as Llama, Mistral and Qwen2 use them.
+
+Each pair of channels (i, i + D/2) of a query or key is rotated by the angle
+position * inv_freq[i], inv_freq[i] = theta^(-2i/D): attention scores then depend on the
+distance between two positions, not on where they are. Llama 3 stretches the low frequencies
+for long contexts ("llama3" scaling); "linear" scaling divides every frequency by a factor.
+"""
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..ops.creation import tensor
+from ..ops.shape import cat
+
+
+def rope_parameters(config):
+    """{"rope_type", "rope_theta", ...}: transformers 5's `rope_parameters`, or the older
+    `rope_theta` and `rope_scaling` settings."""
+    params = config.get("rope_parameters")
+    if params is None:
+        params = dict(config.get("rope_scaling") or {})
+        params.setdefault("rope_theta", config.get("rope_theta", 10000.0))
+    params = dict(params)
+    params["rope_type"] = params.get("rope_type", params.get("type", "default"))
+    return params
+
+
+def inverse_frequencies(head_dim, params):
+    """inv_freq (float32 numpy, head_dim / 2 values) for the scaling `params` describe."""
+    exponents = np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim)
+    inv_freq = (np.float32(1.0) / np.float32(params["rope_theta"]) ** exponents)
+    kind = params["rope_type"]
+    if kind == "default":
+        return inv_freq.astype(np.float32)
+    if kind == "linear":
+        return (inv_freq / np.float32(params["factor"])).astype(np.float32)
+    if kind == "llama3":
+        return _llama3(inv_freq, params)
+    raise NotImplementedError(f"rotary embeddings: rope_type {kind!r} is not supported "
+                              "(default, linear and llama3 are)")
+
+
+def _llama3(inv_freq, params):
+    """Llama 3's scaling: long wavelengths divided by `factor`, short ones kept, the band
+    between them interpolated smoothly."""
+    factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
+    context = params["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = np.where(wavelen > context / low, inv_freq / factor, inv_freq)
+    smooth = (context / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < context / high) & ~(wavelen > context / low)
+    return np.where(medium, smoothed, scaled).astype(np.float32)
+
+
+class RotaryEmbedding:
+    """cos and sin of position * inv_freq for given positions, in float32, then cast."""
+
+    def __init__(self, head_dim, params, device=None):
+        self.inv_freq = tensor(inverse_frequencies(head_dim, params), device=device)
+
+    def __call__(self, position_ids, dtype):
+        """(cos, sin), each (batch, tokens, head_dim), for (batch, tokens) integer positions."""
+        inv_freq = self.inv_freq.to(position_ids.device)
+        freqs = position_ids.to(dtypes.float32).unsqueeze(-1) * inv_freq
+        angles = cat([freqs, freqs], dim=-1)
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate_half(x):
+    """(x1, x2) -> (-x2, x1) over the two halves of the last dim."""
+    half = x.shape[-1] // 2
+    return cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def apply_rotary(q, k, cos, sin):
+    """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
+    angles."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin

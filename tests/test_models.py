@@ -1,0 +1,302 @@
+"""genesis.models against transformers: small random-initialised models of each family saved by
+transformers load in Genesis with equal logits and equal greedy generations (batched, left
+padded), sharded checkpoints load, Genesis-saved models load in transformers, and broken
+directories give errors that name the file and tensor."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from helpers import TOLERANCES, assert_close
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = 97
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 16})),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, sliding_window=None,
+        max_position_embeddings=128)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
+        max_position_embeddings=128)),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(
+        vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=128, bos_token_id=0,
+        eos_token_id=0)),
+}
+
+
+def _hf_model(family, dtype=torch.float32):
+    config_name, model_name, kwargs = FAMILIES[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(**kwargs)
+    return getattr(transformers, model_name)(config).to(dtype).eval()
+
+
+@pytest.fixture(params=sorted(FAMILIES))
+def saved(request, tmp_path):
+    """(family, transformers model, its saved directory)."""
+    hf = _hf_model(request.param)
+    hf.save_pretrained(tmp_path / "model")
+    return request.param, hf, str(tmp_path / "model")
+
+
+def _prompts(rng, batch, length, padded):
+    ids = rng.integers(1, VOCAB, (batch, length))
+    mask = np.ones((batch, length), dtype=np.int64)
+    if padded:
+        for row in range(1, batch):
+            mask[row, :rng.integers(1, length - 1)] = 0
+        ids = np.where(mask == 1, ids, 0)
+    return ids, mask
+
+
+def _hf_logits(hf, ids, mask=None):
+    with torch.no_grad():
+        kwargs = {} if mask is None else {"attention_mask": torch.tensor(mask)}
+        return hf(torch.tensor(ids), **kwargs).logits
+
+
+def test_logits_match_transformers(saved, rng):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, _ = _prompts(rng, 3, 11, padded=False)
+    with genesis.no_grad():
+        logits = model(genesis.tensor(ids))
+    assert tuple(logits.shape) == (3, 11, VOCAB)
+    assert_close(logits, _hf_logits(hf, ids), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("batch,padded", [(1, False), (3, False), (3, True)])
+def test_greedy_generation_matches_transformers(saved, rng, batch, padded):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, mask = _prompts(rng, batch, 7, padded)
+    expected = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask),
+                           max_new_tokens=32, do_sample=False, pad_token_id=0)
+    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+                         max_new_tokens=32, pad_token_id=0)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_eos_stops_each_sequence_as_transformers(saved, rng):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, mask = _prompts(rng, 4, 6, padded=True)
+    free = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=20,
+                       do_sample=False, pad_token_id=0)
+    eos = int(free[0, 6 + 3])  # the first sequence's fourth new token ends it early
+    expected = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask),
+                           max_new_tokens=20, do_sample=False, pad_token_id=0, eos_token_id=eos)
+    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+                         max_new_tokens=20, eos_token_id=eos, pad_token_id=0)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_sampling_filters(saved, rng):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids = genesis.tensor(_prompts(rng, 2, 5, padded=False)[0])
+    greedy = model.generate(ids, max_new_tokens=8)
+    for kwargs in (dict(top_k=1), dict(top_p=1e-6), dict(temperature=1e-4)):
+        sampled = model.generate(ids, max_new_tokens=8, do_sample=True, **kwargs)
+        np.testing.assert_array_equal(sampled.numpy(), greedy.numpy())
+    draws = [model.generate(ids, max_new_tokens=8, do_sample=True, top_k=0,
+                            generator=genesis.Generator().manual_seed(7)).numpy()
+             for _ in range(2)]
+    np.testing.assert_array_equal(draws[0], draws[1])
+
+
+def test_streamer_receives_every_token(saved, rng):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+
+    class Collect:
+        def __init__(self):
+            self.tokens, self.ended = [], False
+
+        def put(self, tokens):
+            self.tokens.append(tokens.tolist())
+
+        def end(self):
+            self.ended = True
+
+    streamer = Collect()
+    out = model.generate(genesis.tensor(_prompts(rng, 2, 4, False)[0]), max_new_tokens=5,
+                         streamer=streamer)
+    assert streamer.ended
+    assert np.array(streamer.tokens).T.tolist() == out[:, 4:].tolist()
+
+
+def test_sharded_checkpoints_load(tmp_path, rng):
+    hf = _hf_model("llama")
+    hf.save_pretrained(tmp_path, max_shard_size="20KB")
+    assert os.path.exists(tmp_path / "model.safetensors.index.json")
+    model = genesis.models.from_pretrained(str(tmp_path))
+    ids, _ = _prompts(rng, 2, 5, False)
+    with genesis.no_grad():
+        assert_close(model(genesis.tensor(ids)), _hf_logits(hf, ids), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shard", ["10KB", "5GB"])
+def test_genesis_saved_models_load_in_transformers(saved, tmp_path, rng, shard):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    out = tmp_path / "saved"
+    model.save_pretrained(str(out), max_shard_size=shard)
+    reloaded = getattr(transformers, FAMILIES[family][1]).from_pretrained(out).eval()
+    ids, _ = _prompts(rng, 2, 6, False)
+    with genesis.no_grad():
+        assert_close(model(genesis.tensor(ids)), _hf_logits(reloaded, ids), atol=1e-5,
+                     rtol=1e-5)
+
+
+def test_dtype_and_device_arguments(saved):
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path, dtype=genesis.bfloat16)
+    assert all(p.dtype is genesis.bfloat16 for p in model.parameters())
+    assert model.lm_head.weight.device.type == "cpu"
+
+
+def test_bf16_logits_match_transformers(device, rng, tmp_path):
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("torch has no GPU here")
+    hf = _hf_model("llama")
+    hf.save_pretrained(tmp_path)
+    hf = hf.to(device=device, dtype=torch.bfloat16)
+    model = genesis.models.from_pretrained(str(tmp_path), dtype=genesis.bfloat16, device=device)
+    ids, _ = _prompts(rng, 2, 16, False)
+    with torch.no_grad():
+        expected = hf(torch.tensor(ids, device=device)).logits.float().cpu()
+    with genesis.no_grad():
+        logits = model(genesis.tensor(ids, device=device)).float()
+    scale = float(expected.abs().max())
+    assert_close(logits, expected, rtol=0, atol=8 * TOLERANCES[genesis.bfloat16][0] * scale)
+
+
+def _edit_config(path, **changes):
+    config_path = os.path.join(path, "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config.update(changes)
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+
+
+def _rewrite_weights(path, edit):
+    from safetensors.numpy import load_file, save_file
+    file = os.path.join(path, "model.safetensors")
+    weights = load_file(file)
+    edit(weights)
+    save_file(weights, file, metadata={"format": "pt"})
+
+
+def test_broken_directories_are_clear_errors(tmp_path):
+    hf = _hf_model("llama")
+    good = tmp_path / "good"
+    hf.save_pretrained(good)
+
+    def copy(name):
+        import shutil
+        target = tmp_path / name
+        shutil.copytree(good, target)
+        return str(target)
+
+    unknown = copy("unknown")
+    _edit_config(unknown, model_type="bert")
+    with pytest.raises(ValueError, match="unknown model_type 'bert'"):
+        genesis.models.from_pretrained(unknown)
+
+    truncated = copy("truncated")
+    file = os.path.join(truncated, "model.safetensors")
+    with open(file, "r+b") as f:
+        f.truncate(os.path.getsize(file) // 2)
+    with pytest.raises(RuntimeError, match="model.safetensors"):
+        genesis.models.from_pretrained(truncated)
+
+    missing = copy("missing")
+    _rewrite_weights(missing, lambda w: w.pop("model.layers.1.mlp.up_proj.weight"))
+    with pytest.raises(ValueError, match="lacks 1 weight.*model.layers.1.mlp.up_proj.weight"):
+        genesis.models.from_pretrained(missing)
+
+    wrong_dtype = copy("dtype")
+    _rewrite_weights(wrong_dtype, lambda w: w.update(
+        {"model.norm.weight": w["model.norm.weight"].astype(np.int32)}))
+    with pytest.raises(ValueError, match="'model.norm.weight' is int32"):
+        genesis.models.from_pretrained(wrong_dtype)
+
+    wrong_shape = copy("shape")
+    _rewrite_weights(wrong_shape, lambda w: w.update(
+        {"model.norm.weight": np.zeros(7, np.float32)}))
+    with pytest.raises(ValueError, match=r"'model.norm.weight' has shape \[7\]"):
+        genesis.models.from_pretrained(wrong_shape)
+
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        genesis.models.from_pretrained(str(tmp_path))
+
+
+def test_tokenizer_round_trip_and_left_padding(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {"[PAD]": 0, "[EOS]": 1, "hello": 2, "world": 3, "genesis": 4}
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[PAD]"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    backend.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 1,
+                                                                  "pad_token_id": 0}))
+    tok = genesis.models.Tokenizer.from_pretrained(str(tmp_path))
+    assert tok.encode("hello genesis") == [2, 4]
+    assert tok.eos_token_id == 1
+    ids, mask = tok(["hello world genesis", "genesis"])
+    assert ids.tolist() == [[2, 3, 4], [0, 0, 4]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert tok.decode([2, 3]) == "hello world"
+
+
+def _word_model(tmp_path):
+    """A tiny Llama directory with a word-level tokenizer over a small vocabulary."""
+    tokenizers = pytest.importorskip("tokenizers")
+    words = ["[PAD]", "[EOS]"] + [f"w{i}" for i in range(VOCAB - 2)]
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(
+        {w: i for i, w in enumerate(words)}, unk_token="[PAD]"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    backend.decoder = tokenizers.decoders.WordPiece()
+    path = tmp_path / "words"
+    _hf_model("llama").save_pretrained(path)
+    backend.save(str(path / "tokenizer.json"))
+    return path, words
+
+
+def test_generate_and_finetune_examples(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))
+    import finetune
+    import generate
+    path, words = _word_model(tmp_path)
+    text = generate.main(["--model", str(path), "--prompt", "w1 w2 w3", "--max-new-tokens",
+                          "5", "--device", "cpu"])
+    assert text.startswith("w1 w2 w3")
+    assert "decode:" in capsys.readouterr().out
+    data = tmp_path / "data.txt"
+    data.write_text(" ".join(words[2:12] * 40))
+    out = tmp_path / "tuned"
+    losses = finetune.main(["--model", str(path), "--data", str(data), "--out", str(out),
+                            "--steps", "30", "--block-size", "16", "--lr", "1e-2", "--device",
+                            "cpu"])
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    reloaded = transformers.LlamaForCausalLM.from_pretrained(out).eval()
+    tuned = genesis.models.from_pretrained(str(out))
+    ids, _ = _prompts(np.random.default_rng(0), 1, 8, False)
+    with genesis.no_grad():
+        assert_close(tuned(genesis.tensor(ids)), _hf_logits(reloaded, ids), atol=1e-5,
+                     rtol=1e-5)
+    assert (out / "tokenizer.json").exists()
