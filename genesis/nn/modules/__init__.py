@@ -36,6 +36,7 @@ from .loss import (
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = [
                          "ELU",
@@ -55,11 +56,15 @@ __all__ = [
                          "Dropout2d",
                          "Embedding",
                          "Flatten",
+                         "GRU",
+                         "GRUCell",
                          "GroupNorm",
                          "HuberLoss",
                          "Identity",
                          "KLDivLoss",
                          "L1Loss",
+                         "LSTM",
+                         "LSTMCell",
                          "LayerNorm",
                          "LeakyReLU",
                          "Linear",
@@ -75,6 +80,10 @@ __all__ = [
                          "ParameterDict",
                          "ParameterList",
                          "RMSNorm",
+                         "RNN",
+                         "RNNBase",
+                         "RNNCell",
+                         "RNNCellBase",
                          "ReLU",
                          "Sequential",
                          "SiLU",
