@@ -37,6 +37,13 @@ from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .transformer import (
+                         Transformer,
+                         TransformerDecoder,
+                         TransformerDecoderLayer,
+                         TransformerEncoder,
+                         TransformerEncoderLayer,
+)
 
 __all__ = [
                          "ELU",
@@ -93,5 +100,10 @@ __all__ = [
                          "Softmin",
                          "Softplus",
                          "Tanh",
+                         "Transformer",
+                         "TransformerDecoder",
+                         "TransformerDecoderLayer",
+                         "TransformerEncoder",
+                         "TransformerEncoderLayer",
                          "Unflatten",
 ]
