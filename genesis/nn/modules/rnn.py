@@ -420,12 +420,11 @@ class RNNCellBase(Module):
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
         for k, s in enumerate(states):
-            label = "" if len(states) == 1 else f"[{k}]"
             if s.shape[0] != input.shape[0]:
                 raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match "
-                                   f"hidden{label} batch size {s.shape[0]}")
+                                   f"hidden{k} batch size {s.shape[0]}")
             if s.shape[1] != self.hidden_size:
-                raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got "
                                    f"{s.shape[1]}, expected {self.hidden_size}")
 
     def _cell(self, input, hx, labels, step):

@@ -167,8 +167,8 @@ def _gather_rows(data, rows, padding_value):
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stack tensors of shapes (L_i, *) into (max L, B, *) (or (B, max L, *)), padding each."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
