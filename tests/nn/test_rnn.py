@@ -83,6 +83,20 @@ def compare_param_grads(gl, tl, dtype=genesis.float32):
         assert_close(g_params[name].grad, tp.grad, dtype)
 
 
+def compare_run(gl, tl, outputs, inputs, rng):
+    """Given both layers' (output, hidden) and their (x, states) leaves: the final states, then
+    after one backward the input, state and parameter gradients agree with torch's."""
+    (g_out, g_hidden), (t_out, t_hidden) = outputs
+    (gx, g_states), (tx, t_states) = inputs
+    for g, t in zip(as_tuple(g_hidden), as_tuple(t_hidden)):
+        assert_close(g, t)
+    backward_both((g_out,) + as_tuple(g_hidden), (t_out,) + as_tuple(t_hidden), rng)
+    assert_close(gx.grad, tx.grad)
+    for g, t in zip(g_states, t_states):
+        assert_close(g.grad, t.grad)
+    compare_param_grads(gl, tl)
+
+
 @pytest.mark.parametrize("case", LAYER_CASES, ids=_case_id)
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("with_state", [False, True])
@@ -101,13 +115,8 @@ def test_layer_matches_torch(case, batch_first, with_state, rng, device):
     g_out, g_hidden = gl(gx, pack_hidden(name, g_states) if with_state else None)
     t_out, t_hidden = tl(tx, pack_hidden(name, t_states) if with_state else None)
     assert_close(g_out, t_out)
-    for g, t in zip(as_tuple(g_hidden), as_tuple(t_hidden)):
-        assert_close(g, t)
-    backward_both((g_out,) + as_tuple(g_hidden), (t_out,) + as_tuple(t_hidden), rng)
-    assert_close(gx.grad, tx.grad)
-    for g, t in zip(g_states, t_states):
-        assert_close(g.grad, t.grad)
-    compare_param_grads(gl, tl)
+    compare_run(gl, tl, ((g_out, g_hidden), (t_out, t_hidden)),
+                ((gx, g_states), (tx, t_states)), rng)
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
@@ -129,17 +138,12 @@ def test_packed_input_matches_torch(name, enforce_sorted, rng, device):
     assert isinstance(g_out, rnn_utils.PackedSequence)
     assert g_out.batch_sizes.tolist() == t_out.batch_sizes.tolist()
     assert_close(g_out.data, t_out.data)
-    for g, t in zip(as_tuple(g_hidden), as_tuple(t_hidden)):
-        assert_close(g, t)
     g_pad, g_len = rnn_utils.pad_packed_sequence(g_out)
     t_pad, t_len = torch.nn.utils.rnn.pad_packed_sequence(t_out)
     assert_close(g_pad, t_pad)
     assert g_len.tolist() == t_len.tolist()
-    backward_both((g_pad,) + as_tuple(g_hidden), (t_pad,) + as_tuple(t_hidden), rng)
-    assert_close(gx.grad, tx.grad)
-    for g, t in zip(g_states, t_states):
-        assert_close(g.grad, t.grad)
-    compare_param_grads(gl, tl)
+    compare_run(gl, tl, ((g_pad, g_hidden), (t_pad, t_hidden)),
+                ((gx, g_states), (tx, t_states)), rng)
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
@@ -154,11 +158,8 @@ def test_unbatched_input(name, batch_first, rng, device):
     g_out, g_hidden = gl(gx, pack_hidden(name, g_states))
     t_out, t_hidden = tl(tx, pack_hidden(name, t_states))
     assert_close(g_out, t_out)
-    for g, t in zip(as_tuple(g_hidden), as_tuple(t_hidden)):
-        assert_close(g, t)
-    backward_both((g_out,) + as_tuple(g_hidden), (t_out,) + as_tuple(t_hidden), rng)
-    assert_close(gx.grad, tx.grad)
-    compare_param_grads(gl, tl)
+    compare_run(gl, tl, ((g_out, g_hidden), (t_out, t_hidden)),
+                ((gx, g_states), (tx, t_states)), rng)
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])

@@ -65,6 +65,25 @@ def _relu_or_gelu(activation):
     return 0
 
 
+def _add_feed_forward(layer, d_model, dim_feedforward, dropout, layer_norm_eps, bias, blocks,
+                      factory):
+    """linear1, dropout, linear2, then norm1..norm{blocks} and dropout1..dropout{blocks} (one
+    per residual block), registered in torch's order so state dicts and reprs match."""
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+    for k in range(1, blocks + 1):
+        setattr(layer, f"norm{k}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+    for k in range(1, blocks + 1):
+        setattr(layer, f"dropout{k}", Dropout(dropout))
+
+
+def _feed_forward(layer, x):
+    """The feed-forward block: linear2(dropout(act(linear1(x)))), then its own dropout."""
+    x = layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
+    return getattr(layer, f"dropout{layer._blocks}")(x)
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then feed-forward, each with dropout, residual and LayerNorm."""
 
@@ -75,14 +94,9 @@ class TransformerEncoderLayer(Module):
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **factory)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+        _add_feed_forward(self, d_model, dim_feedforward, dropout, layer_norm_eps, bias, 2,
+                          factory)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
         self.activation_relu_or_gelu = _relu_or_gelu(activation)
@@ -106,9 +120,10 @@ class TransformerEncoderLayer(Module):
                            need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
+    _blocks = 2
+
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+        return _feed_forward(self, x)
 
 
 class TransformerDecoderLayer(Module):
@@ -123,16 +138,9 @@ class TransformerDecoderLayer(Module):
                                             batch_first=batch_first, bias=bias, **factory)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
                                                  batch_first=batch_first, bias=bias, **factory)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+        _add_feed_forward(self, d_model, dim_feedforward, dropout, layer_norm_eps, bias, 3,
+                          factory)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
         self.activation = _get_activation_fn(activation) if isinstance(activation, str) \
             else activation
 
@@ -162,9 +170,10 @@ class TransformerDecoderLayer(Module):
                                 need_weights=False)[0]
         return self.dropout2(x)
 
+    _blocks = 3
+
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
+        return _feed_forward(self, x)
 
 
 def _why_not_nested(layer):
