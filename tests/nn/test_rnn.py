@@ -13,7 +13,7 @@ import genesis
 import genesis.nn as nn
 from genesis.nn.functional import recurrent as R
 from genesis.nn.utils import rnn as rnn_utils
-from helpers import assert_close, from_torch, to_torch
+from helpers import TOLERANCES, assert_close, from_torch, to_torch
 
 LAYER_CASES = [
     ("RNN", {}),
@@ -401,3 +401,55 @@ def test_lstm_language_model_trains_like_torch(rng):
             losses.append(loss.item())
     np.testing.assert_allclose(g_losses, t_losses, rtol=2e-4)
     assert t_losses[-1] < t_losses[0]
+
+
+@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])
+def test_cell_double_backward_matches_torch(name, rng, device):
+    """Gradients of a function of the first gradients (create_graph), which run the gate
+    math's backward through genesis ops instead of the backward kernel."""
+    gl, tl = layer_pair(name, 3, 4, device=device)
+    gx, tx = random_pair((2, 3), rng, device)
+    gh, th = random_pair((2, 4), rng, device)
+    results = []
+    for lib, layer, x, h in ((genesis, gl, gx, gh), (torch, tl, tx, th)):
+        out = layer(x, (h, h * 0.5) if name == "LSTMCell" else h)
+        loss = sum((o * o).sum() for o in as_tuple(out))
+        first = lib.autograd.grad(loss, [x, h], create_graph=True)
+        (first[0].square().sum() + first[1].sum()).backward()
+        results.append(first)
+    for g, t in zip(*results):
+        assert_close(g, t)
+    assert_close(gx.grad, tx.grad)
+    assert_close(gh.grad, th.grad)
+    compare_param_grads(gl, tl)
+
+
+def assert_close_in_scale(actual, expected, dtype):
+    """Within the half type's relative tolerance of the float32 `expected`, measured against
+    the largest magnitude of `expected` (a gradient sums products, so small entries carry
+    the rounding of large ones)."""
+    rtol = TOLERANCES[dtype][0]
+    assert actual.dtype is dtype
+    assert_close(actual.float(), expected, rtol=rtol, atol=rtol * float(expected.detach().abs().max()))
+
+
+@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=lambda d: d.name)
+def test_cell_half_types_within_tolerance(name, dtype, rng):
+    """float16/bfloat16 cells (gates computed in float32, rounded once) against torch's
+    float32 cell on the same rounded weights and inputs: outputs and gradients."""
+    gl, tl = layer_pair(name, 8, 16)
+    gl.to(dtype=dtype)
+    tl.load_state_dict({k: to_torch(v.float()) for k, v in gl.state_dict().items()})
+    gx, _ = random_pair((4, 8), rng, "cpu")
+    gx = gx.detach().to(dtype).requires_grad_(True)
+    tx = to_torch(gx.detach().float(), requires_grad=True)
+    g_out, t_out = as_tuple(gl(gx)), as_tuple(tl(tx))
+    for g, t in zip(g_out, t_out):
+        assert_close_in_scale(g, t, dtype)
+    sum(o.sum() for o in g_out).backward()
+    sum(o.sum() for o in t_out).backward()
+    assert_close_in_scale(gx.grad, tx.grad, dtype)
+    g_params = dict(gl.named_parameters())
+    for param_name, tp in tl.named_parameters():
+        assert_close_in_scale(g_params[param_name].grad, tp.grad, dtype)
