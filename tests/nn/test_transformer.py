@@ -293,3 +293,54 @@ def test_encoder_classifier_trains_like_torch(rng):
             opt.step()
             losses.append(loss.item())
     np.testing.assert_allclose(g_losses, t_losses, rtol=2e-4)
+
+
+MHA_LAYOUTS = [{}, {"batch_first": True, "kdim": 5, "vdim": 3},
+               {"add_bias_kv": True, "add_zero_attn": True, "batch_first": True}]
+
+
+@pytest.mark.parametrize("kwargs", MHA_LAYOUTS, ids=_kwargs_id)
+@pytest.mark.parametrize("padding", [None, "bool", "float"])
+@pytest.mark.parametrize("attn", [None, "bool2d", "float3d"])
+@pytest.mark.parametrize("unbatched", [False, True])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_arguments_match_torch(kwargs, padding, attn, unbatched,
+                                                   need_weights, rng, device):
+    """MultiheadAttention over torch's argument grid: kdim/vdim, bias_kv, zero attention,
+    bool and float key padding and 2-D/3-D attention masks, unbatched input, with and without
+    the weights (the latter through scaled_dot_product_attention)."""
+    embed, heads, L, S, N = 8, 2, 3, 4, 2
+    gm, tm = module_pair("MultiheadAttention", embed, heads, device=device, **kwargs)
+    lead = (lambda n: (n,)) if unbatched else \
+        (lambda n: (N, n) if kwargs.get("batch_first") else (n, N))
+    shapes = [lead(L) + (embed,), lead(S) + (kwargs.get("kdim", embed),),
+              lead(S) + (kwargs.get("vdim", embed),)]
+    pairs = [random_pair(s, rng, device) for s in shapes]
+    g_kw, t_kw = {"need_weights": need_weights}, {"need_weights": need_weights}
+    batch = 1 if unbatched else N
+    if padding:
+        blocked = torch.from_numpy(rng.random((batch, S)) < 0.3)
+        blocked[:, 0] = False
+        blocked = blocked[0] if unbatched else blocked
+        mask = blocked if padding == "bool" else torch.zeros(blocked.shape).masked_fill(
+            blocked, -1e9)
+        g_kw["key_padding_mask"], t_kw["key_padding_mask"] = from_torch(mask, device), mask
+    if attn:
+        shape = (L, S) if attn == "bool2d" else (batch * heads, L, S)
+        blocked = torch.from_numpy(rng.random(shape) < 0.3)
+        blocked[..., 0] = False
+        mask = blocked if attn == "bool2d" else torch.zeros(shape).masked_fill(blocked,
+                                                                               float("-inf"))
+        g_kw["attn_mask"], t_kw["attn_mask"] = from_torch(mask, device), mask
+    with warnings.catch_warnings(record=True) as g_warned:
+        warnings.simplefilter("always")
+        g_out, g_weights = gm(*(p[0] for p in pairs), **g_kw)
+    with warnings.catch_warnings(record=True) as t_warned:
+        warnings.simplefilter("always")
+        t_out, t_weights = tm(*(p[1] for p in pairs), **t_kw)
+    assert [str(w.message) for w in g_warned] == [str(w.message) for w in t_warned]
+    assert_close(g_out, t_out, **TOL)
+    assert (g_weights is None) == (t_weights is None)
+    if t_weights is not None:
+        assert_close(g_weights, t_weights, **TOL)
+    backward_and_compare(gm, tm, g_out, t_out, pairs, rng)

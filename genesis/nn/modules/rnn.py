@@ -224,12 +224,12 @@ class RNNBase(Module):
             states = self._as_states(hx)
             if not batched:
                 states = tuple(s.unsqueeze(1) for s in states)
+        if states is None:
+            states = self._zero_states(input.shape[batch_dim], input)
+        self._check_args(input, states, None)
         if self.batch_first:
             input = input.transpose(0, 1)
         steps, batch = input.shape[0], input.shape[1]
-        if states is None:
-            states = self._zero_states(batch, input)
-        self._check_args(input.transpose(0, 1) if self.batch_first else input, states, None)
         rows = input.reshape(steps * batch, input.shape[2])
         out, states = self._run(rows, [batch] * steps, states)
         output = out.reshape(steps, batch, out.shape[-1])

@@ -44,16 +44,6 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     return make_causal
 
 
-def _canonical_masks(padding, padding_name, mask, mask_name, dtype):
-    """Both masks as additive float masks of `dtype` (bool True = blocked), warning as torch
-    does when their types differ."""
-    if padding is not None and mask is not None and padding.dtype != mask.dtype:
-        warnings.warn(f"Support for mismatched {padding_name} and {mask_name} is deprecated. "
-                      f"Use same type for both instead.", stacklevel=3)
-    return (_canonical_mask(padding, padding_name, dtype),
-            _canonical_mask(mask, mask_name, dtype))
-
-
 def _get_activation_fn(activation):
     if activation == "relu":
         return F.relu
@@ -113,8 +103,9 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        src_key_padding_mask, src_mask = _canonical_masks(
-            src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src.dtype)
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype, src_mask, "src_mask")
+        src_mask = _canonical_mask(src_mask, "src_mask", src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -227,8 +218,9 @@ class TransformerEncoder(Module):
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
-        src_key_padding_mask, mask = _canonical_masks(
-            src_key_padding_mask, "src_key_padding_mask", mask, "mask", src.dtype)
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype, mask, "mask")
+        mask = _canonical_mask(mask, "mask", src.dtype)
         first = self.layers[0]
         is_causal = _detect_is_causal_mask(mask, is_causal,
                                            _get_seq_len(src, first.self_attn.batch_first))
