@@ -120,15 +120,15 @@ def _split_state(state, size):
 def scan_forward(step, gates, batch_sizes, state):
     """Run `step` over time steps 0..T-1 of the time-major rows `gates` (batch_sizes[t] rows at
     step t, non-increasing). A sequence that ends keeps its last state; returns the outputs
-    (rows, H) and the final state of every sequence."""
-    outputs, finished, start = [], [], 0
-    for size in batch_sizes:
-        if size < state[0].shape[0]:
-            state, done = _split_state(state, size)
+    (rows, H) and the final state of every sequence. The steps' rows come from one split, whose
+    backward is one concatenation (slices would each scatter into a zero tensor of all rows)."""
+    outputs, finished = [], []
+    for rows in gates.split(batch_sizes, 0):
+        if rows.shape[0] < state[0].shape[0]:
+            state, done = _split_state(state, rows.shape[0])
             finished.append(done)
-        state = step(gates[start:start + size], state)
+        state = step(rows, state)
         outputs.append(state[0])
-        start += size
     final = tuple(shape_ops.cat([s] + [done[k] for done in reversed(finished)], 0)
                   if finished else s for k, s in enumerate(state))
     return shape_ops.cat(outputs, 0), final
@@ -137,9 +137,7 @@ def scan_forward(step, gates, batch_sizes, state):
 def scan_reverse(step, gates, batch_sizes, initial):
     """Run `step` from the last time step to the first; a sequence joins at its own last step
     with its initial state. Returns the outputs (rows, H, in time order) and final states."""
-    starts = [0]
-    for size in batch_sizes[:-1]:
-        starts.append(starts[-1] + size)
+    pieces = gates.split(batch_sizes, 0)
     state = _split_state(initial, batch_sizes[-1])[0]
     outputs = [None] * len(batch_sizes)
     for t in reversed(range(len(batch_sizes))):
@@ -147,7 +145,7 @@ def scan_reverse(step, gates, batch_sizes, initial):
         if size > have:
             state = tuple(shape_ops.cat([s, init[have:size]], 0)
                           for s, init in zip(state, initial))
-        state = step(gates[starts[t]:starts[t] + size], state)
+        state = step(pieces[t], state)
         outputs[t] = state[0]
     return shape_ops.cat(outputs, 0), state
 

@@ -266,7 +266,7 @@ class RNNBase(Module):
     def _run(self, x, batch_sizes, states):
         """All layers and directions over time-major rows `x`; returns the last layer's output
         rows and the final states stacked as (num_layers * num_directions, batch, *)."""
-        finals = []
+        finals, initial = [], [s.unbind(0) for s in states]
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(self._num_directions):
@@ -276,7 +276,7 @@ class RNNBase(Module):
                                       weights["bias_hh"], self._folds_hidden_bias)
                 scan = R.scan_reverse if direction else R.scan_forward
                 out, final = scan(self._step(weights), gates, batch_sizes,
-                                  tuple(s[index] for s in states))
+                                  tuple(s[index] for s in initial))
                 outputs.append(out)
                 finals.append(final)
             x = shape_ops.cat(outputs, -1) if len(outputs) > 1 else outputs[0]
