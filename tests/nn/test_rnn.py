@@ -454,3 +454,15 @@ def test_cell_half_types_within_tolerance(name, dtype, rng):
     g_params = dict(gl.named_parameters())
     for param_name, tp in tl.named_parameters():
         assert_close_in_scale(g_params[param_name].grad, tp.grad, dtype)
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_empty_batch_and_empty_sequence(name, device):
+    gl, tl = layer_pair(name, 3, 4, num_layers=2, bidirectional=True, device=device)
+    g_out, g_hidden = gl(genesis.zeros(5, 0, 3, device=device))
+    t_out, t_hidden = tl(torch.zeros(5, 0, 3))
+    assert tuple(g_out.shape) == tuple(t_out.shape)
+    for g, t in zip(as_tuple(g_hidden), as_tuple(t_hidden)):
+        assert tuple(g.shape) == tuple(t.shape)
+    _same_error(lambda: gl(genesis.zeros(0, 2, 3, device=device)),
+                lambda: tl(torch.zeros(0, 2, 3)))

@@ -71,6 +71,12 @@ class RNNBase(Module):
     (h,) for RNN and GRU, (h, c) for LSTM.
     """
 
+    # The end of torch's message for input of the wrong rank ("RNN: Expected input to be 2D
+    # or 3D, got 4D tensor instead"; LSTM and GRU omit "tensor").
+    _dim_error_tail = "tensor instead"
+    # Whether b_hh joins the input projection (see functional.recurrent.input_gates).
+    _folds_hidden_bias = True
+
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
@@ -218,18 +224,19 @@ class RNNBase(Module):
         batch_dim = 0 if self.batch_first else 1
         if not batched:
             input = input.unsqueeze(batch_dim)
-        states = None
-        if hx is not None:
+        if hx is None:
+            states = self._zero_states(input.shape[batch_dim], input)
+        else:
             self._check_hx_dims(hx, batched)
             states = self._as_states(hx)
             if not batched:
                 states = tuple(s.unsqueeze(1) for s in states)
-        if states is None:
-            states = self._zero_states(input.shape[batch_dim], input)
         self._check_args(input, states, None)
         if self.batch_first:
             input = input.transpose(0, 1)
         steps, batch = input.shape[0], input.shape[1]
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         rows = input.reshape(steps * batch, input.shape[2])
         out, states = self._run(rows, [batch] * steps, states)
         output = out.reshape(steps, batch, out.shape[-1])
@@ -239,8 +246,6 @@ class RNNBase(Module):
             output = output.squeeze(batch_dim)
             states = tuple(s.squeeze(1) for s in states)
         return output, self._from_states(states)
-
-    _dim_error_tail = "tensor instead"
 
     def _forward_packed(self, packed, hx):
         data, batch_sizes, sorted_indices, unsorted_indices = packed
@@ -260,8 +265,6 @@ class RNNBase(Module):
     def _step(self, weights):
         """The step function of one layer/direction, called as step(input_gates, states)."""
         raise NotImplementedError
-
-    _folds_hidden_bias = True
 
     def _run(self, x, batch_sizes, states):
         """All layers and directions over time-major rows `x`; returns the last layer's output
