@@ -431,7 +431,8 @@ def assert_close_in_scale(actual, expected, dtype):
     the rounding of large ones)."""
     rtol = TOLERANCES[dtype][0]
     assert actual.dtype is dtype
-    assert_close(actual.float(), expected, rtol=rtol, atol=rtol * float(expected.detach().abs().max()))
+    scale = float(expected.detach().abs().max())
+    assert_close(actual.float(), expected, rtol=rtol, atol=rtol * scale)
 
 
 @pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])

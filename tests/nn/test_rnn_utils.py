@@ -7,7 +7,7 @@ import torch.nn.utils.rnn as T
 
 import genesis
 from genesis.nn.utils import rnn as G
-from helpers import assert_close, from_torch
+from helpers import assert_close
 
 
 def sequences(lengths, trailing, rng, device):
