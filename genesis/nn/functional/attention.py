@@ -7,6 +7,7 @@ and dropout, differentiable to any order.
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -154,10 +155,14 @@ def _attention_grads(grad, query, key, value, is_causal, scale):
             d_value)
 
 
-def _canonical_mask(mask, name, target_dtype):
-    """A bool mask (True = blocked) as an additive float mask; float masks pass through."""
+def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):
+    """A bool mask (True = blocked) as an additive float mask; float masks pass through. As
+    torch, it warns when the `other` mask given beside it has another dtype."""
     if mask is None:
         return None
+    if other is not None and other.dtype != mask.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      f"type for both instead.", stacklevel=3)
     if mask.dtype is dtypes.bool_:
         zeros = creation.zeros(mask.shape, dtype=target_dtype, device=mask.device)
         return zeros.masked_fill(mask, -math.inf)
@@ -215,7 +220,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
                              f"got {embed_dim}")
     head_dim = embed_dim // num_heads
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype,
+                                       attn_mask, "attn_mask")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
     if is_causal and key_padding_mask is None and not need_weights:

@@ -36,6 +36,14 @@ from .loss import (
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .transformer import (
+                         Transformer,
+                         TransformerDecoder,
+                         TransformerDecoderLayer,
+                         TransformerEncoder,
+                         TransformerEncoderLayer,
+)
 
 __all__ = [
                          "ELU",
@@ -55,11 +63,15 @@ __all__ = [
                          "Dropout2d",
                          "Embedding",
                          "Flatten",
+                         "GRU",
+                         "GRUCell",
                          "GroupNorm",
                          "HuberLoss",
                          "Identity",
                          "KLDivLoss",
                          "L1Loss",
+                         "LSTM",
+                         "LSTMCell",
                          "LayerNorm",
                          "LeakyReLU",
                          "Linear",
@@ -75,6 +87,10 @@ __all__ = [
                          "ParameterDict",
                          "ParameterList",
                          "RMSNorm",
+                         "RNN",
+                         "RNNBase",
+                         "RNNCell",
+                         "RNNCellBase",
                          "ReLU",
                          "Sequential",
                          "SiLU",
@@ -84,5 +100,10 @@ __all__ = [
                          "Softmin",
                          "Softplus",
                          "Tanh",
+                         "Transformer",
+                         "TransformerDecoder",
+                         "TransformerDecoderLayer",
+                         "TransformerEncoder",
+                         "TransformerEncoderLayer",
                          "Unflatten",
 ]

@@ -1,0 +1,83 @@
+"""Recurrent layers forward + backward on the GPU, Genesis beside torch (cuDNN), in one run.
+
+Each case builds nn.LSTM or nn.GRU in both frameworks with the same weights (copied through the
+state dict), then times one forward and one backward (the gradient of the input and of every
+weight) by CUDA events behind an L2 flush (ops.device_ms). It reports ms per step for each and
+Genesis's speed as a fraction of torch's (torch ms / Genesis ms; the target for the LSTM case
+is 0.5 or more).
+
+    python benchmarks/rnn.py [--json PATH] [--reps N]
+"""
+
+import argparse
+import json
+
+import numpy as np
+import ops
+import torch
+
+import genesis
+
+CASES = [  # (layer, sequence, batch, hidden, layers)
+    ("LSTM", 256, 64, 1024, 2),
+    ("GRU", 256, 64, 1024, 2),
+    ("LSTM", 64, 16, 256, 1),
+]
+DTYPES = {"fp32": (genesis.float32, torch.float32), "bf16": (genesis.bfloat16, torch.bfloat16)}
+
+
+def _layers(name, hidden, layers, dtypes):
+    """The torch layer on the GPU and the Genesis one holding its weights."""
+    t_layer = getattr(torch.nn, name)(hidden, hidden, layers).cuda().to(dtypes[1])
+    g_layer = getattr(genesis.nn, name)(hidden, hidden, layers).to("cuda", dtypes[0])
+    g_layer.load_state_dict({k: genesis.tensor(v.float().cpu().numpy(), device="cuda")
+                             .to(dtypes[0]) for k, v in t_layer.state_dict().items()})
+    return {"genesis": g_layer, "torch": t_layer}
+
+
+def _step(lib, layer, shape, dtype, rng):
+    """A closure running the layer's forward and backward on fresh inputs."""
+    x, grad = (lib.tensor(rng.standard_normal(shape, dtype=np.float32)).to(dtype)
+               for _ in range(2))
+    x.requires_grad_(True)
+
+    def step():
+        out, _ = layer(x)
+        out.backward(grad)
+    return step
+
+
+def run(reps):
+    libs = {"genesis": ops.Lib(genesis), "torch": ops.Lib(torch)}
+    rng = np.random.default_rng()
+    rows = []
+    for name, sequence, batch, hidden, layers in CASES:
+        for dtype_name, dtypes in DTYPES.items():
+            modules = _layers(name, hidden, layers, dtypes)
+            ms = {lib_name: ops.device_ms(lib, _step(lib, modules[lib_name],
+                                                     (sequence, batch, hidden), dtype, rng), reps)
+                  for (lib_name, lib), dtype in zip(libs.items(), dtypes)}
+            rows.append({"layer": name, "shape": [sequence, batch, hidden, layers],
+                         "dtype": dtype_name, "genesis_ms": ms["genesis"],
+                         "torch_ms": ms["torch"], "speed": ms["torch"] / ms["genesis"]})
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    rows = run(args.reps)
+    print(f"{'layer':<6}{'T,B,H,layers':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}"
+          f"{'speed vs torch':>16}")
+    for r in rows:
+        print(f"{r['layer']:<6}{','.join(map(str, r['shape'])):<18}{r['dtype']:>6}"
+              f"{r['genesis_ms']:>12.3f}{r['torch_ms']:>10.3f}{r['speed']:>16.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Fused LSTM and GRU gate math on the GPU: "lstm_cell_fwd"/"lstm_cell_bwd" and
+"gru_cell_fwd"/"gru_cell_bwd" (the contracts of backends/cpu/recurrent.py), one launch each.
+
+A recurrent step is one matmul of the hidden state (gh = h W_hh^T + b_hh) and then this gate
+math on it and on the step's slice of the precomputed input projection gi. Unfused, the LSTM
+gates cost about ten elementwise launches forward and more backward; here each direction is
+one launch over the (B, H) state elements: each program reads the G gate pre-activations of
+its elements from gi and gh (contiguous (B, G * H) rows, so neighbouring lanes read neighbouring
+addresses), and writes the new state. The backward recomputes the gates from gi, gh and the
+previous state instead of saving them. Half types compute in float32 and round once; float64
+computes in float64.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..launch import compile_kernel, get_kernel, pointer_type
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+
+# State elements per program: 1024 over 4 warps is 8 per thread, enough independent loads in
+# flight to cover memory latency while a (64, 1024) state still spreads over 64 programs.
+BLOCK = 1024
+NUM_WARPS = 4
+# Gate offsets reach rows * 4 * hidden; from here on they are computed in 64 bits.
+INDEX32_LIMIT = 2 ** 31
+
+
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _elements(n_elements, hidden, GATES: tl.constexpr, INDEX64: tl.constexpr,
+              BLOCK: tl.constexpr):
+    """This program's state elements, their mask, and where their first gate sits in gi/gh."""
+    pid = tl.program_id(0)
+    if INDEX64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    row = offs // hidden
+    gate = row * (GATES * hidden) + (offs - row * hidden)
+    return offs, mask, gate
+
+
+@triton.jit
+def _load(ptr, idx, mask, CT: tl.constexpr):
+    return tl.load(ptr + idx, mask=mask, other=0.0).to(CT)
+
+
+@triton.jit
+def _lstm_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT: tl.constexpr):
+    """Activated input, forget, cell and output gates from gi + gh."""
+    i = _sigmoid(_load(gi_ptr, gate, mask, CT) + _load(gh_ptr, gate, mask, CT))
+    f = _sigmoid(_load(gi_ptr, gate + hidden, mask, CT) + _load(gh_ptr, gate + hidden, mask, CT))
+    g = libdevice.tanh(_load(gi_ptr, gate + 2 * hidden, mask, CT)
+                       + _load(gh_ptr, gate + 2 * hidden, mask, CT))
+    o = _sigmoid(_load(gi_ptr, gate + 3 * hidden, mask, CT)
+                 + _load(gh_ptr, gate + 3 * hidden, mask, CT))
+    return i, f, g, o
+
+
+@triton.jit
+def _lstm_forward_kernel(gi_ptr, gh_ptr, c_ptr, h_out_ptr, c_out_ptr, n_elements, hidden,
+                         CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """c' = f c + i g and h' = o tanh(c')."""
+    offs, mask, gate = _elements(n_elements, hidden, 4, INDEX64, BLOCK)
+    i, f, g, o = _lstm_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
+    c_new = f * _load(c_ptr, offs, mask, CT) + i * g
+    h = o * libdevice.tanh(c_new)
+    tl.store(h_out_ptr + offs, h.to(h_out_ptr.dtype.element_ty), mask=mask)
+    tl.store(c_out_ptr + offs, c_new.to(c_out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _lstm_backward_kernel(dh_ptr, dc_ptr, gi_ptr, gh_ptr, c_ptr, d_gates_ptr, dc_out_ptr,
+                          n_elements, hidden, CT: tl.constexpr, INDEX64: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    """The pre-activation gates' gradient (d gates) and the previous cell state's (d c)."""
+    offs, mask, gate = _elements(n_elements, hidden, 4, INDEX64, BLOCK)
+    i, f, g, o = _lstm_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
+    c = _load(c_ptr, offs, mask, CT)
+    tanh_c = libdevice.tanh(f * c + i * g)
+    dh = _load(dh_ptr, offs, mask, CT)
+    dc = _load(dc_ptr, offs, mask, CT) + dh * o * (1.0 - tanh_c * tanh_c)
+    out = d_gates_ptr.dtype.element_ty
+    tl.store(d_gates_ptr + gate, (dc * g * i * (1.0 - i)).to(out), mask=mask)
+    tl.store(d_gates_ptr + gate + hidden, (dc * c * f * (1.0 - f)).to(out), mask=mask)
+    tl.store(d_gates_ptr + gate + 2 * hidden, (dc * i * (1.0 - g * g)).to(out), mask=mask)
+    tl.store(d_gates_ptr + gate + 3 * hidden, (dh * tanh_c * o * (1.0 - o)).to(out), mask=mask)
+    tl.store(dc_out_ptr + offs, (dc * f).to(dc_out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gru_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT: tl.constexpr):
+    """Reset r, update z, candidate n and the hidden projection's new-gate part h_n."""
+    r = _sigmoid(_load(gi_ptr, gate, mask, CT) + _load(gh_ptr, gate, mask, CT))
+    z = _sigmoid(_load(gi_ptr, gate + hidden, mask, CT) + _load(gh_ptr, gate + hidden, mask, CT))
+    h_n = _load(gh_ptr, gate + 2 * hidden, mask, CT)
+    n = libdevice.tanh(_load(gi_ptr, gate + 2 * hidden, mask, CT) + r * h_n)
+    return r, z, n, h_n
+
+
+@triton.jit
+def _gru_forward_kernel(gi_ptr, gh_ptr, h_ptr, h_out_ptr, n_elements, hidden,
+                        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """h' = n + z (h - n)."""
+    offs, mask, gate = _elements(n_elements, hidden, 3, INDEX64, BLOCK)
+    r, z, n, h_n = _gru_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
+    h_new = n + z * (_load(h_ptr, offs, mask, CT) - n)
+    tl.store(h_out_ptr + offs, h_new.to(h_out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gru_backward_kernel(dh_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr, dh_out_ptr,
+                         n_elements, hidden, CT: tl.constexpr, INDEX64: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    """d gi, d gh (which r scales in the new gate) and the previous hidden state's d h."""
+    offs, mask, gate = _elements(n_elements, hidden, 3, INDEX64, BLOCK)
+    r, z, n, h_n = _gru_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
+    dh = _load(dh_ptr, offs, mask, CT)
+    d_n = dh * (1.0 - z) * (1.0 - n * n)
+    d_r = d_n * h_n * r * (1.0 - r)
+    d_z = dh * (_load(h_ptr, offs, mask, CT) - n) * z * (1.0 - z)
+    out = d_gi_ptr.dtype.element_ty
+    tl.store(d_gi_ptr + gate, d_r.to(out), mask=mask)
+    tl.store(d_gi_ptr + gate + hidden, d_z.to(out), mask=mask)
+    tl.store(d_gi_ptr + gate + 2 * hidden, d_n.to(out), mask=mask)
+    tl.store(d_gh_ptr + gate, d_r.to(out), mask=mask)
+    tl.store(d_gh_ptr + gate + hidden, d_z.to(out), mask=mask)
+    tl.store(d_gh_ptr + gate + 2 * hidden, (d_n * r).to(out), mask=mask)
+    tl.store(dh_out_ptr + offs, (dh * z).to(dh_out_ptr.dtype.element_ty), mask=mask)
+
+
+def _specialization(fn, dtype, rows, hidden):
+    """(signature, constexprs) of `fn` for (rows, hidden) states of `dtype`; every pointer
+    argument has that dtype."""
+    ity = "i64" if rows * 4 * hidden >= INDEX32_LIMIT else "i32"
+    names = fn.arg_names
+    pointers = names[:names.index("n_elements")]
+    signature = {name: pointer_type(dtype) for name in pointers}
+    signature.update(n_elements=ity, hidden=ity, CT="constexpr", INDEX64="constexpr",
+                     BLOCK="constexpr")
+    ct = tl.float64 if dtype == np.float64 else tl.float32
+    return signature, {"CT": ct, "INDEX64": ity == "i64", "BLOCK": BLOCK}
+
+
+def _launch(fn, arrays, rows, hidden):
+    """Run `fn` over the (rows, hidden) state elements with the array arguments `arrays`."""
+    n = rows * hidden
+    if n == 0:
+        return
+    device = arrays[0].device
+    signature, constexprs = _specialization(fn, arrays[0].dtype, rows, hidden)
+    kernel = get_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, device)
+    kernel((triton.cdiv(n, BLOCK),), current_stream_handle(device),
+           *(a.ptr for a in arrays), n, hidden)
+
+
+def _empty(shapes, like):
+    """New contiguous arrays of `shapes` with `like`'s dtype on its device."""
+    activate(like.device)
+    stream = current_stream_handle(like.device)
+    return [CUDAArray.empty(shape, like.dtype, like.device, stream) for shape in shapes]
+
+
+@register("lstm_cell_fwd", "cuda")
+def lstm_cell_fwd(gi, gh, c):
+    """(h', c') of one LSTM step; operands contiguous."""
+    h_out, c_out = _empty([c.shape, c.shape], gi)
+    _launch(_lstm_forward_kernel, [gi, gh, c, h_out, c_out], *c.shape)
+    return h_out, c_out
+
+
+@register("lstm_cell_bwd", "cuda")
+def lstm_cell_bwd(dh, dc, gi, gh, c):
+    """(d gates, d c) of one LSTM step; operands contiguous."""
+    d_gates, dc_out = _empty([gi.shape, c.shape], gi)
+    _launch(_lstm_backward_kernel, [dh, dc, gi, gh, c, d_gates, dc_out], *c.shape)
+    return d_gates, dc_out
+
+
+@register("gru_cell_fwd", "cuda")
+def gru_cell_fwd(gi, gh, h):
+    """h' of one GRU step; operands contiguous."""
+    (h_out,) = _empty([h.shape], gi)
+    _launch(_gru_forward_kernel, [gi, gh, h, h_out], *h.shape)
+    return h_out
+
+
+@register("gru_cell_bwd", "cuda")
+def gru_cell_bwd(dh, gi, gh, h):
+    """(d gi, d gh, d h) of one GRU step; operands contiguous."""
+    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi)
+    _launch(_gru_backward_kernel, [dh, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
+    return d_gi, d_gh, dh_out
+
+
+def compile_all(target):
+    """Forward and backward of both cells in float32/float16/bfloat16/float64, with 32-bit
+    and 64-bit indexing, compiled for `target`."""
+    import ml_dtypes
+    kernels = (_lstm_forward_kernel, _lstm_backward_kernel, _gru_forward_kernel,
+               _gru_backward_kernel)
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        for rows in (64, 2 ** 20):
+            for fn in kernels:
+                signature, constexprs = _specialization(fn, np.dtype(dtype), rows, 1024)
+                compile_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, target)
