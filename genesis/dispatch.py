@@ -105,23 +105,3 @@ GPU_OPS_REGISTRY = DeviceRegistry("cuda")
 def list_gpu_ops():
     """Names of the ops with a CUDA kernel."""
     return registered_ops("cuda")
-
-
-def dispatch_gpu_op(op_name, *args, **kwargs):
-    """Call the CUDA kernel of `op_name`; Tensor arguments are passed as their arrays and array
-    results come back as Tensors (arrays in, arrays out otherwise)."""
-    from .tensor import Tensor
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    if not tensors:
-        return kernel(op_name, "cuda")(*args, **kwargs)
-    device = tensors[0].device
-    out = kernel(op_name, "cuda")(*(a._data if isinstance(a, Tensor) else a for a in args),
-                                  **kwargs)
-    return _wrap_arrays(out, device)
-
-
-def _wrap_arrays(out, device):
-    from .tensor import Tensor
-    if isinstance(out, (tuple, list)):
-        return type(out)(_wrap_arrays(o, device) for o in out)
-    return Tensor._make(out, device) if hasattr(out, "strides") else out

@@ -13,9 +13,11 @@ from ..backends.cuda.autotune import AutoTuner
 from ..backends.cuda.runtime.memory import OutOfMemoryError
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all,
                      seed, seed_all, set_rng_state, set_rng_state_all)
-from ..dispatch import GPU_OPS_REGISTRY, dispatch_gpu_op, list_gpu_ops
+from .. import device as _device_types
+from ..dispatch import GPU_OPS_REGISTRY, kernel as _kernel, list_gpu_ops
+from ..tensor import Tensor as _Tensor
 from .profiler import GPUProfiler, enable_profiling, is_profiling_enabled
-from .tools import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
+from ..utils.benchmark import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
 
 
 def is_available():
@@ -50,6 +52,17 @@ def current_device():
     if not _devices._contexts:
         _runtime()
     return _devices.current_device()
+
+
+def _first_current_device():
+    """`device("cuda")`'s index on first use: checks that CUDA can be used, then hands later
+    calls straight to the runtime's thread-local current device."""
+    index = current_device()
+    _device_types.set_current_cuda_device(_devices.current_device)
+    return index
+
+
+_device_types.set_current_cuda_device(_first_current_device)
 
 
 def set_device(device):
@@ -100,9 +113,7 @@ def get_device_capability(device=None):
 
 def synchronize(device=None):
     """Wait for all work on the device to finish."""
-    dev, _ = _runtime()
-    dev.activate(_index(device))
-    _driver.context_synchronize()
+    _runtime()[1].synchronize(_index(device))
 
 
 def mem_get_info(device=None):
@@ -234,6 +245,24 @@ def enable_memory_debugging(enabled=True, device=None):
 def dump_allocation_trace(file=None, device=None):
     """Write the live allocations and where they were made (debug mode) to `file` or stdout."""
     return _allocator(device).dump_allocation_trace(file)
+
+
+def dispatch_gpu_op(op_name, *args, **kwargs):
+    """Call the CUDA kernel of `op_name` directly; Tensor arguments are passed as their arrays
+    and array results come back as Tensors (arrays in, arrays out otherwise)."""
+    tensors = [a for a in args if isinstance(a, _Tensor)]
+    if not tensors:
+        return _kernel(op_name, "cuda")(*args, **kwargs)
+    device = tensors[0].device
+    out = _kernel(op_name, "cuda")(*(a._data if isinstance(a, _Tensor) else a for a in args),
+                                   **kwargs)
+    return _wrap_arrays(out, device)
+
+
+def _wrap_arrays(out, device):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_wrap_arrays(o, device) for o in out)
+    return _Tensor._make(out, device) if hasattr(out, "strides") else out
 
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",

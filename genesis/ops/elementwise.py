@@ -972,7 +972,3 @@ __all__ = [
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "subtract",
     "multiply", "divide"]
 
-
-# The activations are built on the machinery above, in their own module; gelu, silu and softplus
-# are also reached through this one.
-from .activation import gelu, silu, softplus  # noqa: E402,F401

@@ -17,12 +17,13 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.views import AsStridedScatter
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .common import SCALAR_TYPES, broadcast_shapes, call, cast, contiguous_strides, scalar_for, wrap
 from .creation import full, tensor, zeros
 from .elementwise import _inplace, where
-from .inplace import AsStridedScatter, check_inplace_target, snapshot_for_graph, write_result
+from .inplace import check_inplace_target, snapshot_for_graph, write_result
 from .reduce import _return_type
 from .shape import (basic_index, expand, flatten, fresh_view, index_geometry,
                     inverse_permutation, movedim, narrow, permute, reshape, unbind, unsqueeze)

@@ -14,13 +14,13 @@ import operator
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.views import AsStrided, AsStridedScatter
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .common import (call, cast, check_devices, contiguous_strides, expand_strides, make_view,
                      normalize_dims, sum_to, wrap)
 from .creation import clone, zeros
 from .elementwise import _inplace
-from .inplace import AsStrided, AsStridedScatter
 
 
 def _geometry(t):

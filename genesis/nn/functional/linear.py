@@ -12,7 +12,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops import linalg
-from ...ops.activation import derivative
+from ...ops.activation import derivative, gelu
 from ...ops.common import call, wrap
 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
@@ -67,7 +67,7 @@ def _activate(z, activation):
     if activation is None:
         return z
     if activation == "gelu_tanh":
-        return ew.gelu(z, approximate="tanh")
+        return gelu(z, approximate="tanh")
     return getattr(ew, activation)(z)
 
 
