@@ -9,9 +9,10 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
 
-# Attributes every class has that are not methods.
+# Attributes Python gives a class that are not methods (`__hash__` is None in a class that
+# defines `__eq__`; Tensor hashes by identity).
 _CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
-                     "__firstlineno__", "__static_attributes__"}
+                     "__firstlineno__", "__static_attributes__", "__hash__"}
 
 
 def bind(methods):
@@ -24,6 +25,8 @@ def bind(methods):
         setattr(Tensor, name, value)
 
 
-for _family in (elementwise, shape, index, reduce, linalg, random):
-    bind(_family.TENSOR_METHODS)
-bind(creation.CreationMethods)
+METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
+           index.IndexMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods)
+
+for _methods in METHODS:
+    bind(_methods)

@@ -160,20 +160,24 @@ def _fill(shape, value, dtype, device, requires_grad):
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    """An uninitialized tensor of the given size."""
     return _fill(_shape_arg(size, "empty"), None, dtype, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 0."""
     return _fill(_shape_arg(size, "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 1."""
     return _fill(_shape_arg(size, "ones"), 1, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of `size` filled with `fill_value` (its dtype by default)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad)
@@ -185,26 +189,31 @@ def _like(t, dtype, device):
 
 
 def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialized tensor with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Zeros with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Ones with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """`fill_value` everywhere, with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m identity matrix (m = n by default)."""
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
@@ -291,6 +300,7 @@ def _linear_steps(start, end, steps, dtype, op):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """`steps` values evenly spaced from `start` to `end`, both included."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = _linear_steps(start, end, steps, dtype, "linspace")
     return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)

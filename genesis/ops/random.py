@@ -243,6 +243,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n-1."""
     if (drawn := _device_randperm(n, generator, dtype, device, requires_grad)) is not None:
         return drawn
     rng = rng_for(generator)
@@ -251,16 +252,19 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def rand_like(t, dtype=None, device=None, requires_grad=False):
+    """Uniform on [0, 1), with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randn_like(t, dtype=None, device=None, requires_grad=False):
+    """Standard normal, with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randint_like(t, low, high=None, dtype=None, device=None):
+    """Integers uniform on [low, high), with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return randint(low, high, shape, dtype=dtype, device=device)
 
@@ -336,8 +340,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 FILLS = {"uniform_": uniform_, "normal_": normal_, "exponential_": exponential_,
          "random_": random_, "bernoulli_": bernoulli_}
 
-TENSOR_METHODS = dict(FILLS, bernoulli=lambda self, p=None, *, generator=None:
-                      bernoulli(self, p, generator=generator))
+
+class RandomMethods:
+    """Tensor methods of this family: random fills in place, and `bernoulli`."""
+
+    uniform_ = uniform_
+    normal_ = normal_
+    exponential_ = exponential_
+    random_ = random_
+    bernoulli_ = bernoulli_
+
+    def bernoulli(self, p=None, *, generator=None):
+        """0/1 samples with probability `self` (or the float `p`) of a 1, in this dtype."""
+        return bernoulli(self, p, generator=generator)
+
 
 __all__ = ["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
            "normal", "bernoulli", "multinomial"]
