@@ -81,7 +81,7 @@ def registered_ops(device_type):
 
 
 class DeviceRegistry(Mapping):
-    """A read-only view {op name: kernel} of one device type's kernels (seed 001's registry)."""
+    """A read-only view {op name: kernel} of one device type's kernels (`GPU_OPS_REGISTRY`)."""
 
     def __init__(self, device_type):
         self.device_type = device_type
