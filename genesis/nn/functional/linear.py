@@ -12,7 +12,8 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops import linalg
-from ...ops.activation import derivative, gelu
+from ...ops import activation as act
+from ...ops.activation import derivative
 from ...ops.common import call, wrap
 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
@@ -67,8 +68,8 @@ def _activate(z, activation):
     if activation is None:
         return z
     if activation == "gelu_tanh":
-        return gelu(z, approximate="tanh")
-    return getattr(ew, activation)(z)
+        return act.gelu(z, approximate="tanh")
+    return {"relu": ew.relu, "gelu": act.gelu, "silu": act.silu}[activation](z)
 
 
 class _LinearAct(Function):
