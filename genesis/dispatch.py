@@ -2,15 +2,22 @@
 
 It is the only seam between device-agnostic code (`genesis.ops`) and the backends. Kernels take
 and return backend arrays (numpy arrays on the CPU, CUDA arrays on the GPU), never Tensors.
-A backend registers its kernels when it is imported; the CUDA backend is imported on first use,
-so `import genesis` never touches a GPU library.
+A backend registers its kernels when it is imported, and is imported on the first kernel lookup
+for its device type (`register_backend` names the module), so `import genesis` never touches a
+GPU library.
 """
 
 from collections.abc import Mapping
 
 _KERNELS = {}
-_BACKEND_MODULES = {"cpu": "genesis.backends.cpu", "cuda": "genesis.backends.cuda.register"}
+_BACKEND_MODULES = {}  # device type -> the module whose import registers its kernels
 _loaded = set()
+
+
+def register_backend(device_type, module_name):
+    """Name the module that registers `device_type`'s kernels, imported on first lookup (the
+    backends package calls this; the dispatcher imports nothing of theirs by name)."""
+    _BACKEND_MODULES[device_type] = module_name
 
 
 def register(op_name, device_type):

@@ -9,7 +9,8 @@ Layers, bottom to top:
   5 public          genesis itself, genesis.cuda, nn, optim, utils, serialization and any other
                     module or package added under genesis/
 
-Every import counts, at module level and inside functions, absolute and relative. An import of
+Every import counts, at module level and inside functions, absolute and relative, and so does
+`importlib.import_module("genesis....")` with a literal name. An import of
 `pkg.name` names the module `pkg.name` when it exists and the package `pkg` otherwise. Importing a
 module also runs the `__init__` of each package above it that does not already contain the
 importer, so those count too (a module importing its own package's siblings does not import the
@@ -71,9 +72,25 @@ def _base_of(module, is_package, node):
     return ".".join(package + ([node.module] if node.module else []))
 
 
+def _dynamic_import(node):
+    """The literal module name of an `importlib.import_module(...)` or `__import__(...)` call,
+    else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    arg = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(arg, ast.Constant) \
+            and isinstance(arg.value, str):
+        return arg.value
+    return None
+
+
 def _named(module, is_package, node, modules):
-    """The genesis modules one import statement names."""
-    if isinstance(node, ast.Import):
+    """The genesis modules one import statement (or literal dynamic import) names."""
+    if isinstance(node, ast.Call):
+        names = [_dynamic_import(node)]
+    elif isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     else:
         base = _base_of(module, is_package, node)
@@ -97,7 +114,7 @@ def _contains(package, module):
 def _walk(tree, at_module_level):
     """Yield (import node, module_level) for every import in the tree."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or _dynamic_import(node):
             yield node, at_module_level
         inside = at_module_level and not isinstance(
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -195,11 +212,14 @@ def test_layer_map_defaults():
     assert layer_of("genesis.devices") == PUBLIC  # a prefix matches whole names only
 
 
-def test_walk_sees_function_level_and_relative_imports(tmp_path):
-    source = "from ..ops import shape\ndef f():\n    from genesis import nn\n"
-    tree = ast.parse(source)
-    found = [(_base_of("genesis.autograd.x", False, n), level) for n, level in _walk(tree, True)]
-    assert found == [("genesis.ops", True), ("genesis", False)]
+def test_walk_sees_function_level_relative_and_dynamic_imports():
+    source = ("from ..ops import shape\ndef f():\n    from genesis import nn\n"
+              "    importlib.import_module('genesis.cuda')\n")
+    modules = {"genesis.ops.shape": None, "genesis.nn": None}
+    found = [(sorted(_named("genesis.autograd.x", False, n, modules)), level)
+             for n, level in _walk(ast.parse(source), True)]
+    assert found == [(["genesis.ops.shape"], True), (["genesis.nn"], False),
+                     (["genesis.cuda"], False)]
 
 
 def test_no_import_from_a_higher_layer():
