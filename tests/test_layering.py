@@ -10,11 +10,11 @@ Layers, bottom to top:
                     module or package added under genesis/
 
 Every import counts, at module level and inside functions, absolute and relative, and so does
-`importlib.import_module("genesis....")` with a literal name. An import of
-`pkg.name` names the module `pkg.name` when it exists and the package `pkg` otherwise. Importing a
-module also runs the `__init__` of each package above it that does not already contain the
-importer, so those count too (a module importing its own package's siblings does not import the
-package again; the root `genesis` contains every module).
+`importlib.import_module("genesis...")` with a literal name. An import of `pkg.name` names the
+module `pkg.name` when it exists and the package `pkg` otherwise. Importing a module also runs
+the `__init__` of each package above it that does not already contain the importer, so those
+count too (a module importing its own package's siblings does not import the package again; the
+root `genesis` contains every module).
 """
 
 import ast
