@@ -1,4 +1,4 @@
-"""Caching allocator benchmark: the seed's five scenarios, Genesis beside PyTorch.
+"""Caching allocator benchmark: five allocation scenarios, Genesis beside PyTorch.
 
 Each scenario is an allocation trace (allocate n bytes into a slot / free a slot), replayed
 once to warm the caches and then timed over several repeats; the figure is the median time per

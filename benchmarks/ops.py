@@ -1,6 +1,6 @@
 """GPU ops, Genesis beside PyTorch on the same GPU in one run: small-op latency and bandwidth.
 
-Small ops (issue 5's rows): add 1M, softmax 10K (10 x 1000, softmax over the last dim), sum 1M,
+Small ops: add 1M, softmax 10K (10 x 1000, softmax over the last dim), sum 1M,
 plus the in-place add_ 1M; per call, the device time (CUDA events) and the host wall time.
 Bandwidth (>= 256 MB moved by each op): add, add_, sum, softmax, LayerNorm, RMSNorm, cast
 float32 -> bfloat16, transpose copy, in TB/s and as a fraction of the device-to-device copy

@@ -82,14 +82,16 @@ def resolve(dev):
 
 
 def _current_cuda_device():
-    """The current CUDA device; the first call goes through genesis.cuda.current_device (which
-    checks that CUDA can be used), later ones straight to the runtime's thread-local."""
+    """The index of the current CUDA device. genesis.cuda replaces this function when it is
+    imported (`set_current_cuda_device`); until then no CUDA support is loaded."""
+    raise RuntimeError("device('cuda'): no CUDA support is loaded (import genesis.cuda)")
+
+
+def set_current_cuda_device(fn):
+    """Make `fn()` the source of the current CUDA device's index; the package that owns the CUDA
+    runtime sets it, so this layer never imports that package."""
     global _current_cuda_device
-    from .backends.cuda.runtime.device import current_device
-    from .cuda import current_device as checked
-    index = checked()
-    _current_cuda_device = current_device
-    return index
+    _current_cuda_device = fn
 
 
 class _CudaDevices(dict):

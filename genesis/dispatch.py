@@ -2,15 +2,22 @@
 
 It is the only seam between device-agnostic code (`genesis.ops`) and the backends. Kernels take
 and return backend arrays (numpy arrays on the CPU, CUDA arrays on the GPU), never Tensors.
-A backend registers its kernels when it is imported; the CUDA backend is imported on first use,
-so `import genesis` never touches a GPU library.
+A backend registers its kernels when it is imported, and is imported on the first kernel lookup
+for its device type (`register_backend` names the module), so `import genesis` never touches a
+GPU library.
 """
 
 from collections.abc import Mapping
 
 _KERNELS = {}
-_BACKEND_MODULES = {"cpu": "genesis.backends.cpu", "cuda": "genesis.backends.cuda.register"}
+_BACKEND_MODULES = {}  # device type -> the module whose import registers its kernels
 _loaded = set()
+
+
+def register_backend(device_type, module_name):
+    """Name the module that registers `device_type`'s kernels, imported on first lookup (the
+    backends package calls this; the dispatcher imports nothing of theirs by name)."""
+    _BACKEND_MODULES[device_type] = module_name
 
 
 def register(op_name, device_type):
@@ -81,7 +88,7 @@ def registered_ops(device_type):
 
 
 class DeviceRegistry(Mapping):
-    """A read-only view {op name: kernel} of one device type's kernels (seed 001's registry)."""
+    """A read-only view {op name: kernel} of one device type's kernels (`GPU_OPS_REGISTRY`)."""
 
     def __init__(self, device_type):
         self.device_type = device_type
@@ -105,23 +112,3 @@ GPU_OPS_REGISTRY = DeviceRegistry("cuda")
 def list_gpu_ops():
     """Names of the ops with a CUDA kernel."""
     return registered_ops("cuda")
-
-
-def dispatch_gpu_op(op_name, *args, **kwargs):
-    """Call the CUDA kernel of `op_name`; Tensor arguments are passed as their arrays and array
-    results come back as Tensors (arrays in, arrays out otherwise)."""
-    from .tensor import Tensor
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    if not tensors:
-        return kernel(op_name, "cuda")(*args, **kwargs)
-    device = tensors[0].device
-    out = kernel(op_name, "cuda")(*(a._data if isinstance(a, Tensor) else a for a in args),
-                                  **kwargs)
-    return _wrap_arrays(out, device)
-
-
-def _wrap_arrays(out, device):
-    from .tensor import Tensor
-    if isinstance(out, (tuple, list)):
-        return type(out)(_wrap_arrays(o, device) for o in out)
-    return Tensor._make(out, device) if hasattr(out, "strides") else out

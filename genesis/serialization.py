@@ -253,12 +253,3 @@ def _relocate(t, location, map_location):
                                "CPU-only machine, please use genesis.load with "
                                "map_location='cpu' to map your tensors to the CPU.")
     return t.to(target)
-
-
-def _rebuild_tensor(array, device, requires_grad):
-    """Unpickle a tensor (`Tensor.__reduce_ex__`): host values, then the device it lived on."""
-    from .ops.creation import from_numpy
-    t = from_numpy(array)
-    if device != "cpu":
-        t = t.to(device)
-    return t.requires_grad_(True) if requires_grad else t

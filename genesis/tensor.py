@@ -1,13 +1,13 @@
 """The Tensor: a handle on a backend array plus dtype, device and autograd fields.
 
-Math, shape and indexing methods are defined by the op families in `genesis.ops` and bound to
-this class there (each family's TENSOR_METHODS); this module holds what every tensor is.
+Math, shape, indexing and conversion methods (`add`, `view`, `to`...) are defined by the op
+families in `genesis.ops`, each as a mixin class of explicit methods bound onto this class there;
+this module holds what every tensor is.
 """
 
 import numpy as np
 
 from . import dtypes
-from .autograd import grad_mode
 from .device import device as Device
 from .dispatch import kernel
 
@@ -176,7 +176,8 @@ class Tensor:
         if self.device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
-        if self.requires_grad and grad_mode.is_grad_enabled() and not force:
+        from .autograd.grad_mode import is_grad_enabled  # (that package imports this module)
+        if self.requires_grad and is_grad_enabled() and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return kernel("to_numpy", self.device.type)(self._data)
@@ -247,7 +248,6 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
-        from .serialization import _rebuild_tensor
         return (_rebuild_tensor, (self.detach()._host().copy(), str(self.device), self.requires_grad))
 
     def __deepcopy__(self, memo):
@@ -344,57 +344,6 @@ class Tensor:
         backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
                  inputs)
 
-    # devices and dtypes
-
-    def to(self, *args, **kwargs):
-        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; returns self if nothing changes."""
-        device, dtype, non_blocking, copy = _parse_to(self, *args, **kwargs)
-        from .ops.creation import to_device_and_dtype
-        return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
-
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else Device("cuda", Device(device).index
-                                                            if not isinstance(device, int) else device),
-                       non_blocking=non_blocking)
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"genesis.{self.dtype.name}"
-        return self.to(dtypes.as_dtype(dtype))
-
-    def float(self):
-        return self.to(dtypes.float32)
-
-    def double(self):
-        return self.to(dtypes.float64)
-
-    def half(self):
-        return self.to(dtypes.float16)
-
-    def bfloat16(self):
-        return self.to(dtypes.bfloat16)
-
-    def long(self):
-        return self.to(dtypes.int64)
-
-    def int(self):
-        return self.to(dtypes.int32)
-
-    def short(self):
-        return self.to(dtypes.int16)
-
-    def char(self):
-        return self.to(dtypes.int8)
-
-    def byte(self):
-        return self.to(dtypes.uint8)
-
-    def bool(self):
-        return self.to(dtypes.bool_)
-
     def record_stream(self, stream):
         """Mark this CUDA tensor's memory as in use on `stream` (the allocator waits for it)."""
         if self.device.type != "cuda":
@@ -411,13 +360,37 @@ class Tensor:
         return Tensor._make(kernel("pin_memory", "cuda")(self._host()), self.device, self.dtype)
 
     def is_pinned(self):
-        from . import cuda
-        if self.device.type != "cpu" or not cuda.is_available():
+        from .backends.cuda.runtime.driver import is_available as cuda_is_available
+        if self.device.type != "cpu" or not cuda_is_available():
             return False
         return kernel("is_pinned", "cuda")(self._data)
 
     def get_device(self):
         return -1 if self.device.type == "cpu" else self.device.index
+
+
+def fresh(data, device, dtype):
+    """A tensor owning the new array `data`; empty ones get PyTorch's contiguous strides
+    (numpy gives them zero strides)."""
+    t = Tensor._make(data, device, dtype)
+    if 0 in data.shape:
+        t._data = kernel("as_strided", device.type)(t._storage, t.shape,
+                                                    contiguous_strides(t.shape), 0)
+    return t
+
+
+def filled(shape, value, dtype, device):
+    """A new tensor of `shape` (a tuple) on the concrete `device`, every element `value`: the
+    device's own fill kernel, so autograd can make gradients without the op layer."""
+    return fresh(kernel("full", device.type)(shape, value, dtype, device.index), device, dtype)
+
+
+def _rebuild_tensor(array, device, requires_grad):
+    """Unpickle a tensor (`Tensor.__reduce_ex__`): host values, then the device it lived on."""
+    t = Tensor._make(array, Device("cpu"))
+    if device != "cpu":
+        t = t.to(device)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 class Size(tuple):
@@ -489,19 +462,3 @@ def wrap_dim(dim, ndim, op="op"):
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")
     return dim % n
-
-
-def _parse_to(tensor, *args, device=None, dtype=None, non_blocking=False, copy=False,
-              memory_format=None):
-    for arg in args:
-        if isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, dtypes.dtype):
-            dtype = arg
-        elif isinstance(arg, bool):
-            non_blocking = arg
-        elif arg is not None:
-            device = arg
-    if dtype is not None:
-        dtype = dtypes.as_dtype(dtype)
-    return device, dtype, non_blocking, copy

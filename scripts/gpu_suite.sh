@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one command for a GPU machine: the GPU test suite, then the benchmarks, logs and JSON under
 # $OUT (default ./out). Run from the repository root:
-#   bash scripts/gpu_suite.sh [tests|sanitize|bench|all]
+#   bash scripts/gpu_suite.sh [tests|sanitize|bench|all|interpret]
+# `interpret` (not part of `all`; needs no GPU) runs the kernels of tests/interpret on the CPU
+# through Triton's interpreter.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -14,7 +16,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # wheels carried for packages the GPU im
 fi
 status=0
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null \
+  | tee "$OUT/gpu.txt"
 python3 -c "import sys, numpy, triton, ml_dtypes; from cuda.bindings import __version__ as cb; \
 print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', triton.__version__, \
 'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
@@ -37,6 +40,11 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -q -rf -p no:cacheprovider $workers -m cuda tests --ignore=tests/cuda \
     2>&1 | tee "$OUT/gpu_core_tests.log" || status=1
   export GENESIS_KERNEL_CACHE_DIR=$bench_cache
+fi
+if [ "$what" = interpret ]; then
+  workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")
+  TRITON_INTERPRET=1 python3 -m pytest -q -rf -p no:cacheprovider $workers tests/interpret \
+    2>&1 | tee "$OUT/interpret_tests.log" || status=1
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
   if command -v compute-sanitizer >/dev/null; then

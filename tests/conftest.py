@@ -1,4 +1,6 @@
 import os
+import secrets
+import zlib
 
 import numpy as np
 import pytest
@@ -21,13 +23,34 @@ def _fresh_defaults():
     genesis.set_default_dtype(genesis.float32)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--seed", type=int, default=None,
+                     help="seed of the `rng` fixture (default: a fresh one per run, printed with "
+                          "each failure)")
+
+
 @pytest.fixture
-def rng():
-    """Fresh random inputs every run (seeded from OS entropy)."""
-    return np.random.default_rng()
+def rng(request):
+    """A numpy Generator seeded from the run's seed and the test's id: fresh inputs every run,
+    and the same ones for a test whenever the run's seed is the same (`--seed N`), whatever
+    other tests run. A failure's report names the seed."""
+    seed = request.config.rng_seed
+    request.node.rng_seed = seed
+    return np.random.default_rng([seed, zlib.crc32(request.node.nodeid.encode())])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Add the `rng` seed to a failed test's report, with the option that replays it."""
+    report = (yield).get_result()
+    seed = getattr(item, "rng_seed", None)
+    if seed is not None and report.failed:
+        report.sections.append(("rng", f"rng seed {seed}: replay with --seed {seed}"))
 
 
 def pytest_configure(config):
+    seed = config.getoption("--seed")
+    config.rng_seed = secrets.randbits(32) if seed is None else seed
     for name in ("cpu", "cuda"):
         config.addinivalue_line("markers", f"{name}: a device-parametrized test's {name} case")
 

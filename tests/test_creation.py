@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close, lay_out
+from helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close, lay_out
 
 DATA = [
     1, 2.5, True, -3, [], [[]], [1, 2, 3], [1.0, 2, 3], [True, False], [True, 2], [True, 2.5],

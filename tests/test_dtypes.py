@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import ALL_DTYPES, TORCH_DTYPES
+from helpers import ALL_DTYPES, TORCH_DTYPES
 
 PAIRS = list(itertools.product(ALL_DTYPES, ALL_DTYPES))
 SCALARS = [True, False, 3, -200, 2.5, 1e300]

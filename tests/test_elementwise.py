@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import genesis
 from genesis.autograd import gradcheck, gradgradcheck
-from tests.helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, lay_out, to_torch, ulp_distance
+from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, lay_out, to_torch, ulp_distance
 
 BINARY = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
           "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "xlogy",

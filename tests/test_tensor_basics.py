@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import ALL_DTYPES, TORCH_DTYPES, assert_close, to_torch
+from helpers import ALL_DTYPES, TORCH_DTYPES, assert_close, to_torch
 
 
 def _views(rng):

@@ -6,12 +6,12 @@ paths lead to it. Gradients flowing into each node are summed in a buffer. `back
 into leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and touches no `.grad`.
 """
 
+from ..tensor import filled
 from . import autocast_state, grad_mode
 from .function import AccumulateGrad, edge_of, tensor_type
 
 
 def _make_root_grads(tensors, grad_tensors, op):
-    from ..ops.creation import ones_like
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
     if len(grad_tensors) != len(tensors):
@@ -25,7 +25,7 @@ def _make_root_grads(tensors, grad_tensors, op):
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs "
                                    f"(got a tensor of shape {list(t.shape)})")
-            g = ones_like(t)
+            g = _filled_like(t, 1)
         elif tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: mismatch in shape: grad_output[{i}] has a shape of "
                                f"{list(g.shape)} and output[{i}] has a shape of {list(t.shape)}.")
@@ -65,9 +65,12 @@ def _leading_to(targets, order):
 
 
 def _zeros_for(meta):
-    from ..ops.creation import zeros
     shape, dtype, device = meta
-    return zeros(shape, dtype=dtype, device=device)
+    return filled(tuple(shape), 0, dtype, device)
+
+
+def _filled_like(t, value):
+    return filled(tuple(t.shape), value, t.dtype, t.device)
 
 
 def _run_tensor_hooks(node, grads):
@@ -225,8 +228,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = targets[edge_of(t)]
         if g is None:
             if materialize_grads:
-                from ..ops.creation import zeros_like
-                g = zeros_like(t)
+                g = _filled_like(t, 0)
             elif not allow_unused:
                 raise RuntimeError(f"grad: One of the differentiated Tensors (input {i}, shape "
                                    f"{list(t.shape)}) appears to not have been used in the graph. "

@@ -154,7 +154,7 @@ def refresh_view(view):
     base, made_from = view._base, view.__dict__.get("_base_grad_fn", view)
     if made_from is view or not base._requires_grad or base.grad_fn is made_from:
         return
-    from ..ops.inplace import AsStrided
+    from .views import AsStrided
     with grad_mode.enable_grad():
         fresh = AsStrided.apply(base, tuple(view.shape), view.stride(), view.storage_offset())
     view.grad_fn, view._output_nr, view._requires_grad = fresh.grad_fn, 0, True
@@ -444,7 +444,7 @@ def _mark_untracked_view(outputs):
 
 def _alias_of(t):
     """A new tensor viewing all of `t` (shares memory, version counter and base)."""
-    from ..ops.common import make_view
+    from .views import make_view
     return make_view(t, tuple(t.shape), t.stride(), t.storage_offset())
 
 
@@ -452,7 +452,7 @@ def _attach_view(out, dirty):
     """Record the base history a view output was made from; rebase the base for dirty views."""
     out._base_grad_fn = out._base.grad_fn
     if dirty:
-        from ..ops.inplace import rebase_history
+        from .views import rebase_history
         rebase_history(out, out)
 
 

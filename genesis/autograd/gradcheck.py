@@ -1,7 +1,8 @@
 """Finite-difference gradient checks (`gradcheck`, `gradgradcheck`), as in torch.autograd.
 
 Inputs are perturbed in place through their host memory (written back to the device for device
-tensors), so the checks run on every device.
+tensors), so the checks run on every device. New tensors come from Tensor methods (`new_tensor`,
+`new_empty`), which the op layer defines: this module sits below it.
 The analytical Jacobian comes from backward passes with one-hot output gradients; the numerical one
 from central differences of the forward. Use float64 inputs: float32 differences are too coarse.
 """
@@ -50,13 +51,11 @@ def _store(x, host):
     """Make `x` hold `host`'s values: a CPU tensor's host array is its own memory, a device
     tensor's is a copy that has to be written back."""
     if x.device.type != "cpu":
-        from ..ops.creation import from_numpy
-        x.detach().copy_(from_numpy(host))
+        x.detach().copy_(x.new_tensor(host))
 
 
 def _analytical_jacobians(fn, inputs, diff_idx):
     """One Jacobian per differentiable input, rows indexed by flattened outputs."""
-    from ..ops.creation import tensor
     outputs = [o for o in _flat_outputs(fn, inputs)]
     n_out = sum(o.numel() for o in outputs)
     jacs = [np.zeros((n_out, inputs[i].numel())) for i in diff_idx]
@@ -68,7 +67,7 @@ def _analytical_jacobians(fn, inputs, diff_idx):
         for j in range(out.numel()):
             onehot = np.zeros(out.numel(), dtype=out.dtype.numpy_dtype)
             onehot[j] = 1
-            seed = tensor(onehot.reshape(out.shape), dtype=out.dtype, device=out.device)
+            seed = out.new_tensor(onehot.reshape(out.shape))
             grads = autograd_grad([out], [inputs[i] for i in diff_idx], [seed],
                                   retain_graph=True, allow_unused=True)
             for col, g in enumerate(grads):
@@ -100,12 +99,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True, **_):
     """gradcheck of the function (inputs, grad_outputs) -> first-order gradients (second derivatives)."""
-    from ..ops.creation import randn_like
     inputs = _as_tuple(inputs)
     diff_idx = _differentiable_inputs(inputs)
     outputs = _flat_outputs(func, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(randn_like(o).requires_grad_() for o in outputs if o.requires_grad)
+        grad_outputs = tuple(o.new_empty(o.shape).normal_().requires_grad_()
+                             for o in outputs if o.requires_grad)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 

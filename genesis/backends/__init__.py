@@ -1,0 +1,10 @@
+"""The backends: cpu (numpy kernels) and cuda (Genesis's GPU runtime and Triton kernels).
+
+Each registers its kernels with the dispatcher when its registering module is imported; this
+package tells the dispatcher which modules those are, so each loads on first use.
+"""
+
+from ..dispatch import register_backend
+
+register_backend("cpu", "genesis.backends.cpu")
+register_backend("cuda", "genesis.backends.cuda.register")

@@ -13,13 +13,20 @@ from ..backends.cuda.autotune import AutoTuner
 from ..backends.cuda.runtime.memory import OutOfMemoryError
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all,
                      seed, seed_all, set_rng_state, set_rng_state_all)
-from ..dispatch import GPU_OPS_REGISTRY, dispatch_gpu_op, list_gpu_ops
+from .. import device as _device_types
+from ..dispatch import GPU_OPS_REGISTRY, kernel as _kernel, list_gpu_ops
+from ..tensor import Tensor as _Tensor
 from .profiler import GPUProfiler, enable_profiling, is_profiling_enabled
-from .tools import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
+from ..utils.benchmark import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
 
 
 def is_available():
-    """True when the CUDA extra is installed, a driver is present and a device is visible."""
+    """Whether CUDA can be used: the `cuda` extra is installed, a driver loads and a device is
+    visible. Never raises; touches no device.
+
+    Returns:
+        bool
+    """
     return _driver.is_available()
 
 
@@ -31,6 +38,11 @@ def _runtime():
 
 
 def device_count():
+    """The number of visible CUDA devices (0 without a driver or the `cuda` extra).
+
+    Returns:
+        int
+    """
     try:
         return _driver.device_count()
     except CudaUnavailable:
@@ -38,21 +50,48 @@ def device_count():
 
 
 def init():
+    """Initialise CUDA and the current device's context now instead of on first use.
+
+    Note:
+        Raises CudaUnavailable, naming what is missing, where `is_available()` is False.
+    """
     _runtime()[0].get_context()
 
 
 def is_initialized():
+    """Whether any device's context has been created (by `init()` or a first CUDA op)."""
     from ..backends.cuda.runtime import device
     return bool(device.initialized_contexts())
 
 
 def current_device():
+    """The index of this thread's current device (0 until `set_device` says otherwise).
+
+    Returns:
+        int
+    """
     if not _devices._contexts:
         _runtime()
     return _devices.current_device()
 
 
+def _first_current_device():
+    """`device("cuda")`'s index on first use: checks that CUDA can be used, then hands later
+    calls straight to the runtime's thread-local current device."""
+    index = current_device()
+    _device_types.set_current_cuda_device(_devices.current_device)
+    return index
+
+
+_device_types.set_current_cuda_device(_first_current_device)
+
+
 def set_device(device):
+    """Make `device` this thread's current device.
+
+    Args:
+        device (int, str or genesis.device): the device; "cuda" without an index is a no-op.
+    """
     _runtime()[0].set_device(_index(device))
 
 
@@ -87,49 +126,104 @@ class device:
 
 
 def get_device_properties(device=None):
+    """The device's properties, read once per process, with PyTorch's field names: name,
+    major, minor, total_memory, multi_processor_count, L2_cache_size, warp_size...
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _runtime()[0].get_context(_index(device)).properties
 
 
 def get_device_name(device=None):
+    """The device's name, e.g. "NVIDIA H100 80GB HBM3".
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return get_device_properties(device).name
 
 
 def get_device_capability(device=None):
+    """The device's compute capability as (major, minor), e.g. (9, 0).
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return get_device_properties(device).capability
 
 
 def synchronize(device=None):
-    """Wait for all work on the device to finish."""
-    dev, _ = _runtime()
-    dev.activate(_index(device))
-    _driver.context_synchronize()
+    """Wait until all work queued on the device, on every stream, has finished.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
+    _runtime()[1].synchronize(_index(device))
 
 
 def mem_get_info(device=None):
-    """(free, total) bytes on the device, as the driver reports them."""
+    """The device's free and total memory as the driver reports them.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+
+    Returns:
+        (free, total) bytes. Free memory excludes what the caching allocator holds.
+    """
     dev, _ = _runtime()
     dev.activate(_index(device))
     return _driver.mem_get_info()
 
 
 def Stream(device=None, priority=0, **kwargs):
-    """A new non-blocking stream (`priority`: lower numbers run first, as in PyTorch)."""
+    """A new stream on the device, non-blocking with respect to the default stream.
+
+    Args:
+        device (optional): the device; the current one when None.
+        priority (int): lower numbers run first, as in PyTorch (0 is the default priority).
+    """
     return _runtime()[1].Stream(device, priority, **kwargs)
 
 
 def Event(enable_timing=False, blocking=False, interprocess=False):
+    """A CUDA event to record on a stream, wait on, query or synchronize.
+
+    Args:
+        enable_timing (bool): whether `elapsed_time` can measure between two such events.
+        blocking (bool): whether `synchronize()` blocks the thread instead of spinning.
+        interprocess (bool): accepted for PyTorch's signature; events are not shared.
+    """
     return _runtime()[1].Event(enable_timing, blocking, interprocess)
 
 
 def current_stream(device=None):
+    """This thread's current stream on the device (its default stream unless one was set).
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _runtime()[1].current_stream(device)
 
 
 def default_stream(device=None):
+    """The device's default (legacy) stream, which waits for other blocking streams.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _runtime()[1].default_stream(device)
 
 
 def set_stream(stream):
+    """Make `stream` this thread's current stream on its device (prefer `with stream(s):`)."""
     _runtime()[1].set_stream(stream)
 
 
@@ -146,94 +240,249 @@ def _allocator(device=None):
 
 
 def memory_allocated(device=None):
-    """Bytes held by live tensors on the device."""
+    """The bytes of device memory held by live tensors (as requested, before rounding).
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+
+    Note:
+        Less than `nvidia-smi` shows: the caching allocator keeps freed memory reserved for
+        reuse (`memory_reserved`), and the CUDA context itself takes memory.
+    """
     return _allocator(device).memory_allocated()
 
 
 def memory_reserved(device=None):
-    """Bytes the caching allocator holds from the driver (live plus cached)."""
+    """The bytes of device memory the caching allocator holds from the driver: live blocks plus
+    cached free ones.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+
+    Note:
+        `empty_cache()` gives the cached part back to the driver.
+    """
     return _allocator(device).memory_reserved()
 
 
 def max_memory_allocated(device=None):
+    """The peak of `memory_allocated` since the start or the last `reset_peak_memory_stats`.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _allocator(device).max_memory_allocated()
 
 
 def max_memory_reserved(device=None):
+    """The peak of `memory_reserved` since the start or the last `reset_peak_memory_stats`.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _allocator(device).max_memory_reserved()
 
 
 def reset_peak_memory_stats(device=None):
+    """Reset the peaks (`max_memory_allocated`, `max_memory_reserved`, the ".peak" statistics) to
+    the current values.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     _allocator(device).reset_peak_memory_stats()
 
 
 def reset_accumulated_memory_stats(device=None):
+    """Reset the counting statistics (".allocated", ".freed", allocation and retry counts) to 0.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     _allocator(device).reset_accumulated_memory_stats()
 
 
 def memory_stats(device=None):
-    """The allocator's statistics: PyTorch's keys plus the seed's summary keys."""
+    """The caching allocator's statistics.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+
+    Returns:
+        A dict with torch.cuda.memory_stats's keys ("allocated_bytes.all.current",
+        "reserved_bytes.large_pool.peak", "num_alloc_retries"...) and summary keys: allocated,
+        cached, reserved, free, total, peak_allocated, peak_reserved, cache_hits, cache_misses,
+        cache_hit_rate, fragmentation, efficiency_score and the segment and block counts.
+
+    Note:
+        `configure_memory_manager({"enable_stats": False})` (or GENESIS_CUDA_STATS_ENABLED=0)
+        stops the counting statistics for a little speed; the byte totals stay exact.
+    """
     return _allocator(device).memory_stats()
 
 
 def memory_summary(device=None, abbreviated=False):
-    """A readable table of the allocator's statistics."""
+    """A readable table of `memory_stats()`, for printing.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+        abbreviated (bool): accepted for PyTorch's signature; the table is always the short one.
+    """
     return _allocator(device).memory_summary()
 
 
 def memory_snapshot(device=None):
+    """Every segment the allocator holds and the blocks in it (address, size, state, stream), as
+    a list of dicts in torch.cuda.memory_snapshot's form.
+
+    Args:
+        device (int, str or genesis.device, optional): the device; the current one
+            (`current_device()`) when None.
+    """
     return _allocator(device).memory_snapshot()
 
 
 def empty_cache():
-    """Give every unused cached segment back to the driver, on every initialised device."""
+    """Give every entirely free segment back to the driver, on every initialised device.
+
+    Note:
+        Live tensors keep their memory, so this lowers `memory_reserved` but not
+        `memory_allocated`; it waits for pending frees on other streams first.
+    """
     from ..backends.cuda.runtime import device as dev
     for ctx in dev.initialized_contexts():
         ctx.allocator.empty_cache()
 
 
 def set_memory_fraction(fraction, device=None):
-    """Cap this process's reserved memory at `fraction` of the device's total (a hard cap)."""
+    """Cap the memory this process may reserve on the device.
+
+    Args:
+        fraction (float): in (0, 1], of the device's total memory. An allocation that would
+            reserve beyond it frees the cache and retries, then raises OutOfMemoryError.
+        device (optional): the device; the current one when None.
+    """
     _allocator(device).set_memory_fraction(fraction)
 
 
 def configure_memory_manager(options, device=None):
-    """Change allocator settings at run time, e.g. {"cache_size": "2GB", "enable_stats": False}."""
+    """Change the caching allocator's settings at run time.
+
+    Args:
+        options (dict): any of the GENESIS_CUDA_* settings by name, e.g.
+            {"cache_size": "2GB", "segment_size": "20MB", "enable_stats": False}, and
+            "warmup_sizes": [(size, count), ...] to reserve blocks at once (`warmup_cache`).
+        device (optional): the device; the current one when None.
+    """
     _allocator(device).configure(options)
 
 
 def warmup_cache(sizes, counts, device=None):
-    """Pre-allocate `counts[i]` blocks of `sizes[i]` bytes into the cache."""
+    """Reserve blocks ahead of use, so a steady state (a training step) finds them cached.
+
+    Args:
+        sizes (list of int): block sizes in bytes.
+        counts (list of int): how many blocks of each size.
+        device (optional): the device; the current one when None.
+
+    Note:
+        Small blocks (up to 1 MiB) go to the stream-local cache, large ones to the global pool,
+        carved from as few segments as fit them. A no-op with GENESIS_CUDA_WARMUP_ENABLED=0.
+    """
     _allocator(device).warmup_cache(sizes, counts)
 
 
 def allocate_batch(sizes, device=None):
-    """Raw blocks of the given sizes carved from one segment (free them with `free_block`)."""
+    """Raw device blocks for many sizes at once, carved from one contiguous region.
+
+    Args:
+        sizes (list of int): sizes in bytes (0 gives an empty block).
+        device (optional): the device; the current one when None.
+
+    Returns:
+        A list of blocks (with `.ptr` and `.size`), one per size; give each back with
+        `free_block`.
+    """
     return _allocator(device).allocate_batch(sizes)
 
 
 def allocate_async(size, device=None):
-    """A concurrent.futures.Future resolving to a raw block of `size` bytes."""
+    """Allocate a raw device block on the allocator's worker threads.
+
+    Args:
+        size (int): bytes.
+        device (optional): the device; the current one when None.
+
+    Returns:
+        A concurrent.futures.Future whose result is the block (give it back with `free_block`).
+    """
     return _allocator(device).allocate_async(size)
 
 
 def free_block(block, device=None):
+    """Give back a block from `allocate_batch` or `allocate_async`.
+
+    Note:
+        The memory is reusable on its stream at once, on other streams once their recorded
+        work has completed. Freeing a block twice raises RuntimeError.
+    """
     _allocator(device).free(block)
 
 
 def set_memory_callback(callback, threshold=None, device=None):
-    """Call `callback(event)` on allocator events (see the allocator's documentation)."""
+    """Be told of the allocator's notable events.
+
+    Args:
+        callback: called as `callback(event)` with a MemoryEvent (kind: "oom", "alloc_retry",
+            "segment_alloc", "segment_free" or "large_alloc"; nbytes, stream, allocated and
+            reserved bytes after the event, device); None removes it.
+        threshold (int or str, optional): allocations of at least this many bytes ("1GB") are
+            reported as "large_alloc"; none when None.
+        device (optional): the device; the current one when None.
+
+    Note:
+        The callback runs in the allocating thread after the allocator's lock is released, so
+        it may read statistics.
+    """
     _allocator(device).set_memory_callback(callback, threshold)
 
 
 def enable_memory_debugging(enabled=True, device=None):
-    """Record a stack trace with every allocation, for `dump_allocation_trace`."""
+    """Record a short stack trace with every allocation from now on, for
+    `dump_allocation_trace` (costs host time; GENESIS_CUDA_MEMORY_DEBUG=1 sets it at start)."""
     _allocator(device).enable_memory_debugging(enabled)
 
 
 def dump_allocation_trace(file=None, device=None):
-    """Write the live allocations and where they were made (debug mode) to `file` or stdout."""
+    """Write the live allocations, largest first, with the stack that made each (recorded while
+    memory debugging is on), to `file` (default: stdout)."""
     return _allocator(device).dump_allocation_trace(file)
+
+
+def dispatch_gpu_op(op_name, *args, **kwargs):
+    """Call the CUDA kernel of `op_name` directly; Tensor arguments are passed as their arrays
+    and array results come back as Tensors (arrays in, arrays out otherwise)."""
+    tensors = [a for a in args if isinstance(a, _Tensor)]
+    if not tensors:
+        return _kernel(op_name, "cuda")(*args, **kwargs)
+    device = tensors[0].device
+    out = _kernel(op_name, "cuda")(*(a._data if isinstance(a, _Tensor) else a for a in args),
+                                   **kwargs)
+    return _wrap_arrays(out, device)
+
+
+def _wrap_arrays(out, device):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_wrap_arrays(o, device) for o in out)
+    return _Tensor._make(out, device) if hasattr(out, "strides") else out
 
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",

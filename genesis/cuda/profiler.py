@@ -65,8 +65,8 @@ class GPUProfiler:
     start/stop); `get_stats`, `print_summary` and `export_chrome_trace` report them.
 
     Stats are per name (kernel label with its specialization, or region name): calls, total,
-    mean, min and max device microseconds, and host microseconds spent launching. The seed's
-    keys are kept too: `count`, and `mean`/`min`/`max` in seconds.
+    mean, min and max device microseconds, and host microseconds spent launching; also `count`,
+    and `mean`/`min`/`max` in seconds.
     """
 
     def __init__(self):
@@ -121,7 +121,7 @@ class GPUProfiler:
     def profile_operation(self, name, fn=None, *args, warmup=3, iters=10, **kwargs):
         """Time `fn(*args, **kwargs)` as region `name`: `warmup` unrecorded calls, then `iters`
         recorded ones; returns the region's stats. Without `fn`, a context manager that records
-        its block as region `name` (seed 001's form: `with prof.profile_operation("add"): ...`).
+        its block as region `name` (`with prof.profile_operation("add"): ...`).
         """
         if fn is None:
             return self._operation(name, kwargs)

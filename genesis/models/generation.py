@@ -8,7 +8,8 @@ the logits after temperature, top-k and top-p filtering, in transformers' order.
 import math
 
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import multinomial, ones
+from ..ops.creation import ones
+from ..ops.random import multinomial
 from ..ops.index import masked_fill
 from ..ops.reduce import argmax, cumsum, softmax
 from ..ops.shape import cat, stack

@@ -1,15 +1,32 @@
 """Device-agnostic op definitions, one module per family.
 
-Each family module defines its functions (exported through `__all__` to `genesis`) and a
-TENSOR_METHODS table; this package binds those tables onto `Tensor`, so `x.sum()` and
-`genesis.sum(x)` are the same function.
+Each family module defines its functions (exported through `__all__` to `genesis`) and its
+Tensor methods as a mixin class of explicit definitions (`ElementwiseMethods`, `ShapeMethods`...).
+`Tensor` lives in the layer below and cannot inherit from these classes, so `bind` copies each
+one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function.
 """
 
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
 
-FAMILIES = (creation, elementwise, shape, index, reduce, linalg, random)
+# Attributes Python gives a class that are not methods (`__hash__` is None in a class that
+# defines `__eq__`; Tensor hashes by identity).
+_CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                     "__firstlineno__", "__static_attributes__", "__hash__"}
 
-for _family in FAMILIES:
-    for _name, _fn in _family.TENSOR_METHODS.items():
-        setattr(Tensor, _name, _fn)
+
+def bind(methods):
+    """Put `methods` on Tensor: a mixin class's own methods and properties, or a {name: function}
+    dict (the TENSOR_METHODS table a family module may export instead of a class)."""
+    if isinstance(methods, type):
+        methods = {name: value for name, value in vars(methods).items()
+                   if name not in _CLASS_ATTRIBUTES}
+    for name, value in methods.items():
+        setattr(Tensor, name, value)
+
+
+METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
+           index.IndexMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods)
+
+for _methods in METHODS:
+    bind(_methods)

@@ -161,6 +161,5 @@ def softsign(input):
     return input / (1 + abs(input))
 
 
-TENSOR_METHODS = {}
 __all__ = ["gelu", "silu", "mish", "softplus", "logsigmoid", "elu", "selu", "celu", "leaky_relu",
            "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign"]

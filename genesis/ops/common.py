@@ -5,6 +5,7 @@ arrays whose shapes already agree.
 """
 
 from .. import dtypes
+from ..autograd.views import make_view  # noqa: F401  (re-exported)
 from ..dispatch import kernel
 from ..tensor import Tensor, contiguous_strides, wrap_dim  # noqa: F401  (re-exported)
 
@@ -26,14 +27,6 @@ def call(op, *tensors_and_args, device=None, **kwargs):
             a = a._data
         args.append(a)
     return kernel(op, device.type)(*args, **kwargs)
-
-
-def make_view(t, shape, strides, offset):
-    """A tensor over `t`'s storage with the given geometry; shares its version counter."""
-    device, storage, base = t.device, t._storage, t._base
-    data = kernel("as_strided", device.type)(storage, tuple(shape), tuple(strides), offset)
-    return Tensor._make(data, device, t.dtype, storage, offset, False,
-                        t if base is None else base, t._version_counter)
 
 
 def broadcast_shapes(*shapes, op="broadcast"):
@@ -98,14 +91,6 @@ def check_devices(op, *tensors):
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found at "
                            f"least two devices, {' and '.join(sorted(str(d) for d in devices))}!")
     return next(iter(devices))
-
-
-def device_of(*tensors):
-    for t in tensors:
-        if isinstance(t, Tensor):
-            return t.device
-    from ..device import cpu
-    return cpu
 
 
 def scalar_for(dtype, value):

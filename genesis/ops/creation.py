@@ -14,11 +14,10 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, resolve
+from ..device import device as Device
 from ..dispatch import kernel
-from ..random import rng_for
-from ..tensor import Tensor
-from . import random as _draws
-from .common import broadcast_shapes, call, contiguous_strides, wrap
+from ..tensor import Tensor, filled, fresh
+from .common import broadcast_shapes, call, wrap
 from .inplace import write_fill, write_result
 
 
@@ -55,17 +54,7 @@ def _from_host(array, device, dtype=None, requires_grad=False):
     if array.dtype != dtype.numpy_dtype:
         array = array.astype(dtype.numpy_dtype)
     data = kernel("from_numpy", device.type)(array, device.index)
-    return _finish(_new(data, device, dtype), requires_grad)
-
-
-def _new(data, device, dtype):
-    """A tensor owning the fresh array `data`; empty ones get PyTorch's contiguous strides
-    (numpy gives them zero strides)."""
-    t = Tensor._make(data, device, dtype)
-    if 0 in data.shape:
-        t._data = kernel("as_strided", device.type)(t._storage, t.shape,
-                                                    contiguous_strides(t.shape), 0)
-    return t
+    return _finish(fresh(data, device, dtype), requires_grad)
 
 
 _PYTHON_SCALAR_TYPES = (bool, int, float)
@@ -164,28 +153,31 @@ def _fill(shape, value, dtype, device, requires_grad):
     else:
         dtype = dtypes.as_dtype(dtype)
     if value is None:
-        data = kernel("empty", device.type)(shape, dtype, device.index)
-    else:
-        data = kernel("full", device.type)(shape, value, dtype, device.index)
-    return _finish(_new(data, device, dtype), requires_grad)
+        return _finish(fresh(kernel("empty", device.type)(shape, dtype, device.index), device,
+                             dtype), requires_grad)
+    return _finish(filled(shape, value, dtype, device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    """An uninitialized tensor of the given size."""
     return _fill(_shape_arg(size, "empty"), None, dtype, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 0."""
     return _fill(_shape_arg(size, "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 1."""
     return _fill(_shape_arg(size, "ones"), 1, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of `size` filled with `fill_value` (its dtype by default)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad)
@@ -197,26 +189,31 @@ def _like(t, dtype, device):
 
 
 def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialized tensor with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Zeros with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Ones with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """`fill_value` everywhere, with `t`'s size, dtype and device unless given."""
     shape, dtype, device = _like(t, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m identity matrix (m = n by default)."""
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
@@ -303,6 +300,7 @@ def _linear_steps(start, end, steps, dtype, op):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """`steps` values evenly spaced from `start` to `end`, both included."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = _linear_steps(start, end, steps, dtype, "linspace")
     return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
@@ -318,149 +316,6 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     exponents = _linear_steps(start, end, steps, exponent_dtype, "logspace")
     values = np.power(np.float64(base), exponents)
     return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
-
-
-def _random(shape, dtype, device, requires_grad, draw):
-    """Draw `shape` values on the host with numpy and place them on `device`."""
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    values = np.asarray(draw(shape))
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
-
-
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform on [0, 1)."""
-    if (drawn := _draws.draw("uniform_", _shape_arg(size, "rand"), dtype, device, generator,
-                             requires_grad, 0.0, 1.0)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _random(_shape_arg(size, "rand"), dtype, device, requires_grad,
-                   lambda s: _uniform_bits(rng, s, dtype))
-
-
-def _uniform_bits(rng, shape, dtype):
-    """k / 2**digits for k uniform below 2**digits, digits the dtype's mantissa bits (as
-    PyTorch): every value is exact in the dtype, so rounding can never reach 1."""
-    digits = _finfo(dtype).nmant + 1
-    return rng.integers(0, 1 << digits, shape, dtype=np.int64) * 2.0 ** -digits
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal."""
-    if (drawn := _draws.draw("normal_", _shape_arg(size, "randn"), dtype, device, generator,
-                             requires_grad, 0.0, 1.0)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    return _random(_shape_arg(size, "randn"), dtype, device, requires_grad,
-                   lambda s: rng.standard_normal(s))
-
-
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False):
-    """Integers uniform on [low, high); `randint(high, size)` starts at 0."""
-    if size is None:
-        low, high, size = 0, low, high
-    if high is None:
-        low, high = 0, low
-    if low >= high:
-        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
-    if (drawn := _draws.draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,
-                             device, generator, requires_grad, low, high)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    return _random(_shape_arg((size,), "randint"), dtype or dtypes.int64, device,
-                   requires_grad, lambda s: rng.integers(low, high, s))
-
-
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if (drawn := _draws.randperm(n, generator, dtype, device, requires_grad)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    return _random((n,), dtype or dtypes.int64, device, requires_grad,
-                   lambda s: rng.permutation(n))
-
-
-def rand_like(t, dtype=None, device=None, requires_grad=False):
-    shape, dtype, device = _like(t, dtype, device)
-    return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def randn_like(t, dtype=None, device=None, requires_grad=False):
-    shape, dtype, device = _like(t, dtype, device)
-    return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def randint_like(t, low, high=None, dtype=None, device=None):
-    shape, dtype, device = _like(t, dtype, device)
-    return randint(low, high, shape, dtype=dtype, device=device)
-
-
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad=False):
-    """Normal samples; `mean` and `std` may be tensors (broadcast together) or floats."""
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        if (drawn := _draws.normal_tensors(mean, std, generator)) is not None:
-            return drawn
-        rng = rng_for(generator)
-        ref = mean if isinstance(mean, Tensor) else std
-        m = mean.detach()._host() if isinstance(mean, Tensor) else mean
-        s = std.detach()._host() if isinstance(std, Tensor) else std
-        if np.any(np.asarray(s) < 0):
-            raise RuntimeError("normal: std must be >= 0.0")
-        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        values = rng.standard_normal(shape) * np.asarray(s, np.float64) + np.asarray(m, np.float64)
-        return _from_host(values.astype(ref.dtype.numpy_dtype), ref.device, ref.dtype)
-    if std < 0:
-        raise RuntimeError(f"normal: expected std >= 0.0, got {std}")
-    if size is None:
-        raise TypeError("normal: size is required when mean and std are floats")
-    if (drawn := _draws.draw("normal_", _shape_arg((size,), "normal"), dtype, device, generator,
-                             requires_grad, mean, std)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    return _random(_shape_arg((size,), "normal"), dtype, device, requires_grad,
-                   lambda s: rng.standard_normal(s) * std + mean)
-
-
-def bernoulli(input, p=None, *, generator=None):
-    """0/1 samples with probability `input` (or the float `p`) of a 1, in `input`'s dtype."""
-    if (drawn := _draws.draw("bernoulli_", tuple(input.shape), input.dtype, input.device,
-                             generator, False, input if p is None else p)) is not None:
-        return drawn
-    rng = rng_for(generator)
-    probs = np.full(input.shape, p, np.float64) if p is not None \
-        else input.detach()._host().astype(np.float64)
-    if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
-        raise RuntimeError("bernoulli: all elements of input must be in [0, 1]")
-    values = np.asarray(rng.random(probs.shape) < probs)
-    return _from_host(values.astype(input.dtype.numpy_dtype), input.device, input.dtype)
-
-
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Indices drawn from the rows of `input` (non-negative weights, need not sum to 1)."""
-    rng = rng_for(generator)
-    if input.ndim not in (1, 2):
-        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape "
-                           f"{list(input.shape)}")
-    weights = input.detach()._host().astype(np.float64).reshape(-1, input.shape[-1])
-    if np.any(weights < 0) or np.any(~np.isfinite(weights)):
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
-                           "element < 0")
-    if not replacement and num_samples > weights.shape[1]:
-        raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > "
-                           f"prob_dist.size(-1)={weights.shape[1]} samples without replacement")
-    rows = []
-    for w in weights:
-        if w.sum() <= 0:
-            raise RuntimeError("multinomial: invalid multinomial distribution (sum of "
-                               "probabilities <= 0)")
-        if not replacement and np.count_nonzero(w) < num_samples:
-            raise RuntimeError("multinomial: invalid multinomial distribution (with "
-                               "replacement=False, "
-                               "not enough non-negative category to sample)")
-        rows.append(rng.choice(len(w), size=num_samples, replace=replacement, p=w / w.sum()))
-    out = np.array(rows, dtype=np.int64).reshape(*input.shape[:-1], num_samples)
-    return _from_host(out, input.device, dtypes.int64)
 
 
 class ToCopy(Function):
@@ -545,29 +400,120 @@ def zero_(self):
     return fill_(self, 0)
 
 
-TENSOR_METHODS = {
-    "copy_": copy_,
-    "fill_": fill_,
-    "zero_": zero_,
-    "clone": clone,
-    "contiguous": contiguous,
-    "new_tensor": lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
-        data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad),
-    "new_zeros": lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-        _shape_arg(size, "new_zeros"), dtype=dtype or self.dtype, device=device or self.device,
-        requires_grad=requires_grad),
-    "new_ones": lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-        _shape_arg(size, "new_ones"), dtype=dtype or self.dtype, device=device or self.device,
-        requires_grad=requires_grad),
-    "new_empty": lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
-        _shape_arg(size, "new_empty"), dtype=dtype or self.dtype, device=device or self.device,
-        requires_grad=requires_grad),
-    "new_full": lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: full(
-        size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-        requires_grad=requires_grad),
-}
+def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
+             memory_format=None):
+    """`Tensor.to`'s arguments as (device, dtype, non_blocking, copy)."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, dtypes.dtype):
+            dtype = arg
+        elif isinstance(arg, bool):
+            non_blocking = arg
+        elif arg is not None:
+            device = arg
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    return device, dtype, non_blocking, copy
+
+
+class CreationMethods:
+    """Tensor methods of this family: copies, fills, new tensors like this one, and moves
+    between devices and dtypes."""
+
+    copy_ = copy_
+    fill_ = fill_
+    zero_ = zero_
+    clone = clone
+    contiguous = contiguous
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A tensor of `data`, with this tensor's dtype and device unless given."""
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of `size`, with this tensor's dtype and device unless given."""
+        return zeros(_shape_arg(size, "new_zeros"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of `size`, with this tensor's dtype and device unless given."""
+        return ones(_shape_arg(size, "new_ones"), dtype=dtype or self.dtype,
+                    device=device or self.device, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """An uninitialized tensor of `size`, with this tensor's dtype and device unless given."""
+        return empty(_shape_arg(size, "new_empty"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """`fill_value` everywhere in `size`, with this tensor's dtype and device unless given."""
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def to(self, *args, **kwargs):
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""
+        device, dtype, non_blocking, copy = parse_to(*args, **kwargs)
+        return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
+
+    def cpu(self):
+        """This tensor on the CPU (itself if already there)."""
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        """This tensor on a CUDA device (the current one unless given)."""
+        if device is not None:
+            device = Device("cuda", device if isinstance(device, int) else Device(device).index)
+        return self.to("cuda" if device is None else device, non_blocking=non_blocking)
+
+    def type(self, dtype=None):
+        """The type name ("genesis.float32") without an argument, else a copy in `dtype`."""
+        if dtype is None:
+            return f"genesis.{self.dtype.name}"
+        return self.to(dtypes.as_dtype(dtype))
+
+    def float(self):
+        """`self.to(genesis.float32)`."""
+        return self.to(dtypes.float32)
+
+    def double(self):
+        """`self.to(genesis.float64)`."""
+        return self.to(dtypes.float64)
+
+    def half(self):
+        """`self.to(genesis.float16)`."""
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        """`self.to(genesis.bfloat16)`."""
+        return self.to(dtypes.bfloat16)
+
+    def long(self):
+        """`self.to(genesis.int64)`."""
+        return self.to(dtypes.int64)
+
+    def int(self):
+        """`self.to(genesis.int32)`."""
+        return self.to(dtypes.int32)
+
+    def short(self):
+        """`self.to(genesis.int16)`."""
+        return self.to(dtypes.int16)
+
+    def char(self):
+        """`self.to(genesis.int8)`."""
+        return self.to(dtypes.int8)
+
+    def byte(self):
+        """`self.to(genesis.uint8)`."""
+        return self.to(dtypes.uint8)
+
+    def bool(self):
+        """`self.to(genesis.bool)`."""
+        return self.to(dtypes.bool_)
+
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "empty_like",
-           "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace", "logspace", "rand",
-           "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
-           "bernoulli", "multinomial", "clone"]
+           "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace", "logspace",
+           "clone"]

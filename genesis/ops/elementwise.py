@@ -354,31 +354,38 @@ BINARY_GRADS = {
 
 
 def add(input, other, *, alpha=1):
+    """input + alpha * other, with broadcasting and type promotion."""
     return Add.apply(input, other, alpha)
 
 
 def sub(input, other, *, alpha=1):
+    """input - alpha * other, with broadcasting and type promotion."""
     return Sub.apply(input, other, alpha)
 
 
 def mul(input, other):
+    """input * other, with broadcasting and type promotion."""
     return Mul.apply(input, other)
 
 
 def div(input, other, *, rounding_mode=None):
+    """input / other: true division, or rounded "trunc" or "floor" (integers stay integers)."""
     return Div.apply(input, other, rounding_mode)
 
 
 def true_divide(input, other):
+    """input / other, always true division."""
     return Div.apply(input, other)
 
 
 def floor_divide(input, other):
+    """floor(input / other), as Python's `//`."""
     return Div.apply(input, other, "floor")
 
 
 @autocast_policy("pow")
 def pow(input, exponent):
+    """input ** exponent; either may be a Python number."""
     return Pow.apply(input, exponent)
 
 
@@ -388,40 +395,68 @@ def float_power(input, exponent):
 
 
 def remainder(input, other):
+    """input - other * floor(input / other): the sign of `other`, as Python's `%`."""
     return Remainder.apply(input, other, "remainder")
 
 
 def fmod(input, other):
+    """input - other * trunc(input / other): the sign of `input`, as C's fmod."""
     return Remainder.apply(input, other, "fmod")
 
 
-def _max_min(op):
-    def fn(input, other):
-        _check_tensors(op, input, other)
-        return MaxMin.apply(input, other, op)
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise `{op}` of two tensors, with broadcasting and promotion."
-    return fn
+def maximum(input, other):
+    """The larger of two tensors, elementwise; NaN wins."""
+    _check_tensors("maximum", input, other)
+    return MaxMin.apply(input, other, "maximum")
 
 
-maximum, minimum, fmax, fmin = (_max_min(op) for op in ("maximum", "minimum", "fmax", "fmin"))
+def minimum(input, other):
+    """The smaller of two tensors, elementwise; NaN wins."""
+    _check_tensors("minimum", input, other)
+    return MaxMin.apply(input, other, "minimum")
 
 
-_TENSOR_ONLY = ("atan2", "hypot", "logaddexp")
+def fmax(input, other):
+    """The larger of two tensors, elementwise; NaN loses."""
+    _check_tensors("fmax", input, other)
+    return MaxMin.apply(input, other, "fmax")
 
 
-def _float_binary(op):
-    def fn(input, other):
-        if op in _TENSOR_ONLY:
-            _check_tensors(op, input, other)
-        return FloatBinary.apply(input, other, op)
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise `{op}`; integer inputs compute in the default float dtype."
-    return autocast_policy(op)(fn)
+def fmin(input, other):
+    """The smaller of two tensors, elementwise; NaN loses."""
+    _check_tensors("fmin", input, other)
+    return MaxMin.apply(input, other, "fmin")
 
 
-atan2, hypot, logaddexp, xlogy, copysign = (
-    _float_binary(op) for op in ("atan2", "hypot", "logaddexp", "xlogy", "copysign"))
+@autocast_policy("atan2")
+def atan2(input, other):
+    """The angle of (other, input); integers compute in the default float dtype."""
+    _check_tensors("atan2", input, other)
+    return FloatBinary.apply(input, other, "atan2")
+
+
+def hypot(input, other):
+    """sqrt(input**2 + other**2); integers compute in the default float dtype."""
+    _check_tensors("hypot", input, other)
+    return FloatBinary.apply(input, other, "hypot")
+
+
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)); integers compute in the default float dtype."""
+    _check_tensors("logaddexp", input, other)
+    return FloatBinary.apply(input, other, "logaddexp")
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0; integers compute in the default float dtype."""
+    return FloatBinary.apply(input, other, "xlogy")
+
+
+def copysign(input, other):
+    """|input| with the sign of other; integers compute in the default float dtype."""
+    return FloatBinary.apply(input, other, "copysign")
+
+
 arctan2 = atan2
 
 
@@ -442,54 +477,97 @@ def _check_tensors(op, *xs):
             raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
 
 
-def _comparison(op):
-    def compare(input, other):
-        return elementwise(op, input, other)
-    compare.__name__ = op
-    compare.__doc__ = f"Elementwise `{op}` with broadcasting; returns a bool tensor."
-    return compare
+def eq(input, other):
+    """input == other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("eq", input, other)
 
 
-eq, ne, lt, le, gt, ge = (_comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge"))
+def ne(input, other):
+    """input != other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("ne", input, other)
+
+
+def lt(input, other):
+    """input < other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("lt", input, other)
+
+
+def le(input, other):
+    """input <= other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("le", input, other)
+
+
+def gt(input, other):
+    """input > other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("gt", input, other)
+
+
+def ge(input, other):
+    """input >= other, elementwise with broadcasting; a bool tensor."""
+    return elementwise("ge", input, other)
+
+
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
-def _logical(op):
-    def logical(input, other):
-        _check_tensors(op, input, other)
-        return elementwise(op, input, other, dtype=dtypes.result_type(input, other),
-                           kernel_op=op)
-    logical.__name__ = op
-    logical.__doc__ = f"Elementwise `{op}` of the operands' truth values; returns a bool tensor."
-    return logical
+def _logical(op, input, other):
+    _check_tensors(op, input, other)
+    return elementwise(op, input, other, dtype=dtypes.result_type(input, other), kernel_op=op)
 
 
-logical_and, logical_or, logical_xor = (_logical(op) for op in
-                                        ("logical_and", "logical_or", "logical_xor"))
+def logical_and(input, other):
+    """The truth values of input and other, elementwise; a bool tensor."""
+    return _logical("logical_and", input, other)
+
+
+def logical_or(input, other):
+    """The truth values of input or other, elementwise; a bool tensor."""
+    return _logical("logical_or", input, other)
+
+
+def logical_xor(input, other):
+    """The truth values of input xor other, elementwise; a bool tensor."""
+    return _logical("logical_xor", input, other)
 
 
 def logical_not(input):
+    """The truth values of input negated, elementwise; a bool tensor."""
     return elementwise("logical_not", input)
 
 
-_SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
+def _bitwise(op, input, other, rejects):
+    dtype = dtypes.result_type(input, other)
+    reject(op, dtype, rejects)
+    return elementwise(op, input, other, dtype=dtype)
 
 
-def _bitwise(op):
-    def bitwise(input, other):
-        dtype = dtypes.result_type(input, other)
-        reject(op, dtype, "fb" if op in _SHIFTS else "f")
-        return elementwise(op, input, other, dtype=dtype)
-    bitwise.__name__ = op
-    bitwise.__doc__ = f"Elementwise `{op}` of integer or bool tensors."
-    return bitwise
+def bitwise_and(input, other):
+    """input & other, elementwise, for integer or bool tensors."""
+    return _bitwise("bitwise_and", input, other, "f")
 
 
-bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift = (
-    _bitwise(op) for op in ("bitwise_and", "bitwise_or", "bitwise_xor") + _SHIFTS)
+def bitwise_or(input, other):
+    """input | other, elementwise, for integer or bool tensors."""
+    return _bitwise("bitwise_or", input, other, "f")
+
+
+def bitwise_xor(input, other):
+    """input ^ other, elementwise, for integer or bool tensors."""
+    return _bitwise("bitwise_xor", input, other, "f")
+
+
+def bitwise_left_shift(input, other):
+    """input << other, elementwise, for integer tensors."""
+    return _bitwise("bitwise_left_shift", input, other, "fb")
+
+
+def bitwise_right_shift(input, other):
+    """input >> other, elementwise, for integer tensors."""
+    return _bitwise("bitwise_right_shift", input, other, "fb")
 
 
 def bitwise_not(input):
+    """~input, elementwise, for integer or bool tensors."""
     reject("bitwise_not", input.dtype, "f")
     return elementwise("bitwise_not", input)
 
@@ -612,37 +690,195 @@ _UNARY = [
 UNARY_OPS = {spec.name: spec for spec in _UNARY}
 
 
-def _public(spec, check=None, doc=None):
-    """A plain function running `spec` (after `check(input)`), bindable as a Tensor method."""
-    def fn(input, **kwargs):
-        if check is not None:
-            check(input)
-        return spec(input, **kwargs)
-    fn.__name__ = spec.name
-    fn.spec = spec
-    fn.__doc__ = doc or (f"Elementwise `{spec.name}`; integer inputs compute in the default "
-                         "float dtype." if spec.promote else f"Elementwise `{spec.name}`.")
-    return autocast_policy(spec.name)(fn)
+def abs(input):
+    """|input|, elementwise."""
+    return UNARY_OPS["abs"](input)
 
 
-def _no_bool(message):
-    def check(input):
-        if isinstance(input, Tensor) and input.dtype is dtypes.bool_:
-            raise RuntimeError(message)
-    return check
+@autocast_policy("exp")
+def exp(input):
+    """e ** input, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["exp"](input)
 
 
-(abs, exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, sin, cos, tan, asin, acos, atan,
- sinh, cosh, tanh, asinh, acosh, atanh, sigmoid, erf, erfc, reciprocal, floor, ceil, trunc, frac,
- sign, sgn) = (_public(UNARY_OPS[n]) for n in (
-     "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
-     "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-     "sigmoid", "erf", "erfc", "reciprocal", "floor", "ceil", "trunc", "frac", "sign", "sgn"))
-neg = _public(UNARY_OPS["neg"], _no_bool(
-    "neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-    "invert a mask, use the `~` or `logical_not()` operator instead."))
-relu = _public(UNARY_OPS["relu"], _no_bool("relu: Boolean inputs not supported for relu"),
-               "max(x, 0), elementwise.")
+def exp2(input):
+    """2 ** input, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["exp2"](input)
+
+
+@autocast_policy("expm1")
+def expm1(input):
+    """exp(input) - 1, accurate near 0, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["expm1"](input)
+
+
+@autocast_policy("log")
+def log(input):
+    """The natural logarithm, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["log"](input)
+
+
+@autocast_policy("log2")
+def log2(input):
+    """The base-2 logarithm, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["log2"](input)
+
+
+@autocast_policy("log10")
+def log10(input):
+    """The base-10 logarithm, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["log10"](input)
+
+
+@autocast_policy("log1p")
+def log1p(input):
+    """log(1 + input), accurate near 0, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["log1p"](input)
+
+
+def sqrt(input):
+    """The square root, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["sqrt"](input)
+
+
+@autocast_policy("rsqrt")
+def rsqrt(input):
+    """1 / sqrt(input), elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["rsqrt"](input)
+
+
+def sin(input):
+    """The sine (radians), elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["sin"](input)
+
+
+def cos(input):
+    """The cosine (radians), elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["cos"](input)
+
+
+@autocast_policy("tan")
+def tan(input):
+    """The tangent (radians), elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["tan"](input)
+
+
+@autocast_policy("asin")
+def asin(input):
+    """The arcsine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["asin"](input)
+
+
+@autocast_policy("acos")
+def acos(input):
+    """The arccosine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["acos"](input)
+
+
+def atan(input):
+    """The arctangent, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["atan"](input)
+
+
+@autocast_policy("sinh")
+def sinh(input):
+    """The hyperbolic sine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["sinh"](input)
+
+
+@autocast_policy("cosh")
+def cosh(input):
+    """The hyperbolic cosine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["cosh"](input)
+
+
+def tanh(input):
+    """The hyperbolic tangent, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["tanh"](input)
+
+
+def asinh(input):
+    """The inverse hyperbolic sine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["asinh"](input)
+
+
+def acosh(input):
+    """The inverse hyperbolic cosine, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["acosh"](input)
+
+
+def atanh(input):
+    """The inverse hyperbolic tangent, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["atanh"](input)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)), elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["sigmoid"](input)
+
+
+def erf(input):
+    """The error function, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["erf"](input)
+
+
+def erfc(input):
+    """1 - erf(input), accurate where erf is near 1; integers compute in the default float dtype."""
+    return UNARY_OPS["erfc"](input)
+
+
+@autocast_policy("reciprocal")
+def reciprocal(input):
+    """1 / input, elementwise; integers compute in the default float dtype."""
+    return UNARY_OPS["reciprocal"](input)
+
+
+def floor(input):
+    """Rounded down, elementwise."""
+    return UNARY_OPS["floor"](input)
+
+
+def ceil(input):
+    """Rounded up, elementwise."""
+    return UNARY_OPS["ceil"](input)
+
+
+def trunc(input):
+    """Rounded toward zero, elementwise."""
+    return UNARY_OPS["trunc"](input)
+
+
+def frac(input):
+    """input - trunc(input), elementwise."""
+    return UNARY_OPS["frac"](input)
+
+
+def sign(input):
+    """-1, 0 or 1 by the sign, elementwise."""
+    return UNARY_OPS["sign"](input)
+
+
+def sgn(input):
+    """-1, 0 or 1 by the sign (as `sign` for real tensors), elementwise."""
+    return UNARY_OPS["sgn"](input)
+
+
+def neg(input):
+    """-input, elementwise (not for bool tensors: use `~` or logical_not)."""
+    if isinstance(input, Tensor) and input.dtype is dtypes.bool_:
+        raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return UNARY_OPS["neg"](input)
+
+
+def relu(input):
+    """max(input, 0), elementwise."""
+    if isinstance(input, Tensor) and input.dtype is dtypes.bool_:
+        raise RuntimeError("relu: Boolean inputs not supported for relu")
+    return UNARY_OPS["relu"](input)
+
+
 negative, absolute, arcsin, arccos, arctan = neg, abs, asin, acos, atan
 
 
@@ -652,26 +888,32 @@ def square(input):
 
 
 def round(input, *, decimals=0):
+    """Rounded to `decimals` places, halves to even."""
     return UNARY_OPS["round"](input, decimals=decimals)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by `nan`, `posinf`, `neginf` (default: the dtype's extremes)."""
     return UNARY_OPS["nan_to_num"](input, nan=nan, posinf=posinf, neginf=neginf)
 
 
 def isnan(input):
+    """True where input is NaN."""
     return elementwise("isnan", input)
 
 
 def isinf(input):
+    """True where input is +inf or -inf."""
     return elementwise("isinf", input)
 
 
 def isfinite(input):
+    """True where input is neither infinite nor NaN."""
     return elementwise("isfinite", input)
 
 
 def signbit(input):
+    """True where the sign bit of input is set (-0.0 included)."""
     return elementwise("signbit", input)
 
 
@@ -755,6 +997,7 @@ def _check_fits(op, dtype, value):
 
 
 def clamp(input, min=None, max=None):
+    """input limited to [min, max]; either bound may be None, a number or a tensor."""
     return Clamp.apply(input, min, max)
 
 
@@ -762,10 +1005,12 @@ clip = clamp
 
 
 def clamp_min(input, min):
+    """input limited from below by `min`."""
     return Clamp.apply(input, min, None)
 
 
 def clamp_max(input, max):
+    """input limited from above by `max`."""
     return Clamp.apply(input, None, max)
 
 
@@ -786,6 +1031,7 @@ class Lerp(Function):
 
 
 def lerp(input, end, weight):
+    """input + weight * (end - input)."""
     return Lerp.apply(input, end, weight)
 
 
@@ -850,36 +1096,57 @@ def _plan_clamp(self, low, high):
 # In-place ops that are one elementwise kernel: each plan takes the tensor and the method's
 # arguments and gives (kernel op, operands, kernel params), or None for options that make the
 # op something else (a rounding mode). See inplace.write_elementwise.
-_DIRECT_PLANS = {
-    add: lambda self, other, *, alpha=1: _plan_add(self, other, alpha, 1),
-    sub: lambda self, other, *, alpha=1: _plan_add(self, other, alpha, -1),
-    mul: lambda self, other: ("mul", (self, other), ()),
-    div: lambda self, other, *, rounding_mode=None: (
-        ("div", (self, other), ()) if rounding_mode is None else None),
-    true_divide: lambda self, other: ("div", (self, other), ()),
-    lerp: lambda self, end, weight: ("lerp", (self, end, weight), ()),
-    addcmul: lambda self, tensor1, tensor2, *, value=1: (
-        "addcmul", (self, tensor1, tensor2), (value,)),
-    addcdiv: lambda self, tensor1, tensor2, *, value=1: (
-        "addcdiv", (self, tensor1, tensor2), (value,)),
-    clamp: lambda self, min=None, max=None: _plan_clamp(self, min, max),
-    clamp_min: lambda self, min: _plan_clamp(self, min, None),
-    clamp_max: lambda self, max: _plan_clamp(self, None, max),
-}
+
+def _add_plan(self, other, *, alpha=1):
+    return _plan_add(self, other, alpha, 1)
 
 
-def _direct_plan(fn):
-    """`fn`'s plan as one kernel writing the tensor in place, or None."""
-    spec = getattr(fn, "spec", None)
-    if spec is not None and "f" not in spec.rejects:
-        return lambda self: (spec.kernel, (self,), ())
-    return _DIRECT_PLANS.get(fn)
+def _sub_plan(self, other, *, alpha=1):
+    return _plan_add(self, other, alpha, -1)
+
+
+def _mul_plan(self, other):
+    return "mul", (self, other), ()
+
+
+def _div_plan(self, other, *, rounding_mode=None):
+    return ("div", (self, other), ()) if rounding_mode is None else None
+
+
+def _lerp_plan(self, end, weight):
+    return "lerp", (self, end, weight), ()
+
+
+def _addcmul_plan(self, tensor1, tensor2, *, value=1):
+    return "addcmul", (self, tensor1, tensor2), (value,)
+
+
+def _addcdiv_plan(self, tensor1, tensor2, *, value=1):
+    return "addcdiv", (self, tensor1, tensor2), (value,)
+
+
+def _clamp_plan(self, min=None, max=None):
+    return _plan_clamp(self, min, max)
+
+
+def _clamp_min_plan(self, min):
+    return _plan_clamp(self, min, None)
+
+
+def _clamp_max_plan(self, max):
+    return _plan_clamp(self, None, max)
+
+
+def _unary_plan(name):
+    """The plan of unary op `name`: its kernel over the tensor (None for ops that reject floats,
+    whose in-place form can never write a floating tensor directly)."""
+    spec = UNARY_OPS[name]
+    return None if "f" in spec.rejects else lambda self: (spec.kernel, (self,), ())
 
 
 def _inplace(fn, name, plan=None):
-    """The in-place method `name` of the out-of-place `fn`; `plan` (default: fn's own, if any)
-    says when it is one elementwise kernel that may write the tensor directly."""
-    plan = plan or _direct_plan(fn)
+    """The in-place method `name` of the out-of-place `fn`; `plan` says when it is one
+    elementwise kernel that may write the tensor directly."""
 
     def method(self, *args, **kwargs):
         if plan is not None:
@@ -896,68 +1163,364 @@ def _inplace(fn, name, plan=None):
     return method
 
 
-def _binary_method(fn, reflected=False):
-    def method(self, other):
-        if not isinstance(other, (Tensor,) + SCALAR_TYPES):
-            return NotImplemented
-        return fn(other, self) if reflected else fn(self, other)
-    return method
-
-
-def _invert(self):
-    return logical_not(self) if self.dtype is dtypes.bool_ else bitwise_not(self)
-
-
-_OUT_OF_PLACE = {
-    "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": true_divide,
-    "floor_divide": floor_divide, "pow": pow, "float_power": float_power, "remainder": remainder,
-    "fmod": fmod, "maximum": maximum, "minimum": minimum, "fmax": fmax, "fmin": fmin,
-    "atan2": atan2, "arctan2": atan2, "hypot": hypot, "logaddexp": logaddexp, "xlogy": xlogy,
-    "copysign": copysign, "heaviside": heaviside, "lerp": lerp, "addcmul": addcmul,
-    "addcdiv": addcdiv, "clamp": clamp, "clip": clamp, "clamp_min": clamp_min,
-    "clamp_max": clamp_max, "neg": neg, "abs": abs, "exp": exp, "exp2": exp2, "expm1": expm1,
-    "log": log, "log2": log2, "log10": log10, "log1p": log1p, "sqrt": sqrt, "rsqrt": rsqrt,
-    "sin": sin, "cos": cos, "tan": tan, "asin": asin, "acos": acos, "atan": atan, "sinh": sinh,
-    "cosh": cosh, "tanh": tanh, "asinh": asinh, "acosh": acosh, "atanh": atanh,
-    "arcsin": asin, "arccos": acos, "arctan": atan, "sigmoid": sigmoid, "relu": relu, "erf": erf,
-    "erfc": erfc, "reciprocal": reciprocal, "square": square, "floor": floor, "ceil": ceil,
-    "trunc": trunc, "frac": frac, "sign": sign, "sgn": sgn, "round": round,
-    "nan_to_num": nan_to_num, "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
-    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
-    "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
-    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
-    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
-    "negative": neg, "absolute": abs, "subtract": sub, "multiply": mul, "divide": div,
-}
-
-_OPERATORS = {
-    "add": add, "sub": sub, "mul": mul, "truediv": div, "floordiv": floor_divide,
-    "mod": remainder, "pow": pow, "and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor,
-    "lshift": bitwise_left_shift, "rshift": bitwise_right_shift,
-}
-
 def _float_power_(self, exponent):
     """In-place float_power: only a float64 tensor can hold its result, as in PyTorch."""
     if self.dtype is not dtypes.float64:
         raise RuntimeError(f"float_power_: the base given to float_power_ has dtype "
                            f"{self.dtype.name} but the operation's result requires dtype float64")
-    return _inplace(float_power, "float_power_")(self, exponent)
+    return _float_power_inplace(self, exponent)
 
 
-TENSOR_METHODS = dict(_OUT_OF_PLACE)
-TENSOR_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in _OUT_OF_PLACE.items()})
-TENSOR_METHODS["float_power_"] = _float_power_
-TENSOR_METHODS.update({f"__{name}__": _binary_method(fn) for name, fn in _OPERATORS.items()})
-TENSOR_METHODS.update({f"__r{name}__": _binary_method(fn, True) for name, fn in _OPERATORS.items()})
-TENSOR_METHODS.update({f"__i{name}__": _inplace(fn, fn.__name__ + "_")
-                       for name, fn in _OPERATORS.items()})
-TENSOR_METHODS.update({
-    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "signbit": signbit,
-    "__eq__": _binary_method(eq), "__ne__": _binary_method(ne), "__lt__": _binary_method(lt),
-    "__le__": _binary_method(le), "__gt__": _binary_method(gt), "__ge__": _binary_method(ge),
-    "__neg__": neg, "__abs__": abs, "__invert__": _invert, "__pos__": lambda self: self,
-})
+_float_power_inplace = _inplace(float_power, "float_power_")
+_OPERANDS = (Tensor,) + SCALAR_TYPES
+
+
+class ElementwiseMethods:
+    """Tensor methods of this family: the functions above (the same objects), their in-place
+    forms, and Python's arithmetic, comparison and bitwise operators."""
+
+    # out of place
+    add = add
+    sub = sub
+    mul = mul
+    div = div
+    true_divide = true_divide
+    floor_divide = floor_divide
+    pow = pow
+    float_power = float_power
+    remainder = remainder
+    fmod = fmod
+    maximum = maximum
+    minimum = minimum
+    fmax = fmax
+    fmin = fmin
+    atan2 = atan2
+    arctan2 = atan2
+    hypot = hypot
+    logaddexp = logaddexp
+    xlogy = xlogy
+    copysign = copysign
+    heaviside = heaviside
+    lerp = lerp
+    addcmul = addcmul
+    addcdiv = addcdiv
+    clamp = clamp
+    clip = clamp
+    clamp_min = clamp_min
+    clamp_max = clamp_max
+    neg = neg
+    abs = abs
+    exp = exp
+    exp2 = exp2
+    expm1 = expm1
+    log = log
+    log2 = log2
+    log10 = log10
+    log1p = log1p
+    sqrt = sqrt
+    rsqrt = rsqrt
+    sin = sin
+    cos = cos
+    tan = tan
+    asin = asin
+    acos = acos
+    atan = atan
+    sinh = sinh
+    cosh = cosh
+    tanh = tanh
+    asinh = asinh
+    acosh = acosh
+    atanh = atanh
+    arcsin = asin
+    arccos = acos
+    arctan = atan
+    sigmoid = sigmoid
+    relu = relu
+    erf = erf
+    erfc = erfc
+    reciprocal = reciprocal
+    square = square
+    floor = floor
+    ceil = ceil
+    trunc = trunc
+    frac = frac
+    sign = sign
+    sgn = sgn
+    round = round
+    nan_to_num = nan_to_num
+    eq = eq
+    ne = ne
+    lt = lt
+    le = le
+    gt = gt
+    ge = ge
+    greater = gt
+    greater_equal = ge
+    less = lt
+    less_equal = le
+    not_equal = ne
+    logical_and = logical_and
+    logical_or = logical_or
+    logical_xor = logical_xor
+    logical_not = logical_not
+    bitwise_and = bitwise_and
+    bitwise_or = bitwise_or
+    bitwise_xor = bitwise_xor
+    bitwise_not = bitwise_not
+    bitwise_left_shift = bitwise_left_shift
+    bitwise_right_shift = bitwise_right_shift
+    negative = neg
+    absolute = abs
+    subtract = sub
+    multiply = mul
+    divide = div
+    isnan = isnan
+    isinf = isinf
+    isfinite = isfinite
+    signbit = signbit
+
+    # in place
+    add_ = _inplace(add, "add_", _add_plan)
+    sub_ = _inplace(sub, "sub_", _sub_plan)
+    mul_ = _inplace(mul, "mul_", _mul_plan)
+    div_ = _inplace(div, "div_", _div_plan)
+    true_divide_ = _inplace(true_divide, "true_divide_", _div_plan)
+    floor_divide_ = _inplace(floor_divide, "floor_divide_")
+    pow_ = _inplace(pow, "pow_")
+    remainder_ = _inplace(remainder, "remainder_")
+    fmod_ = _inplace(fmod, "fmod_")
+    maximum_ = _inplace(maximum, "maximum_")
+    minimum_ = _inplace(minimum, "minimum_")
+    fmax_ = _inplace(fmax, "fmax_")
+    fmin_ = _inplace(fmin, "fmin_")
+    atan2_ = _inplace(atan2, "atan2_")
+    arctan2_ = _inplace(atan2, "arctan2_")
+    hypot_ = _inplace(hypot, "hypot_")
+    logaddexp_ = _inplace(logaddexp, "logaddexp_")
+    xlogy_ = _inplace(xlogy, "xlogy_")
+    copysign_ = _inplace(copysign, "copysign_")
+    heaviside_ = _inplace(heaviside, "heaviside_")
+    lerp_ = _inplace(lerp, "lerp_", _lerp_plan)
+    addcmul_ = _inplace(addcmul, "addcmul_", _addcmul_plan)
+    addcdiv_ = _inplace(addcdiv, "addcdiv_", _addcdiv_plan)
+    clamp_ = _inplace(clamp, "clamp_", _clamp_plan)
+    clip_ = _inplace(clamp, "clip_", _clamp_plan)
+    clamp_min_ = _inplace(clamp_min, "clamp_min_", _clamp_min_plan)
+    clamp_max_ = _inplace(clamp_max, "clamp_max_", _clamp_max_plan)
+    neg_ = _inplace(neg, "neg_", _unary_plan("neg"))
+    abs_ = _inplace(abs, "abs_", _unary_plan("abs"))
+    exp_ = _inplace(exp, "exp_", _unary_plan("exp"))
+    exp2_ = _inplace(exp2, "exp2_", _unary_plan("exp2"))
+    expm1_ = _inplace(expm1, "expm1_", _unary_plan("expm1"))
+    log_ = _inplace(log, "log_", _unary_plan("log"))
+    log2_ = _inplace(log2, "log2_", _unary_plan("log2"))
+    log10_ = _inplace(log10, "log10_", _unary_plan("log10"))
+    log1p_ = _inplace(log1p, "log1p_", _unary_plan("log1p"))
+    sqrt_ = _inplace(sqrt, "sqrt_", _unary_plan("sqrt"))
+    rsqrt_ = _inplace(rsqrt, "rsqrt_", _unary_plan("rsqrt"))
+    sin_ = _inplace(sin, "sin_", _unary_plan("sin"))
+    cos_ = _inplace(cos, "cos_", _unary_plan("cos"))
+    tan_ = _inplace(tan, "tan_", _unary_plan("tan"))
+    asin_ = _inplace(asin, "asin_", _unary_plan("asin"))
+    acos_ = _inplace(acos, "acos_", _unary_plan("acos"))
+    atan_ = _inplace(atan, "atan_", _unary_plan("atan"))
+    sinh_ = _inplace(sinh, "sinh_", _unary_plan("sinh"))
+    cosh_ = _inplace(cosh, "cosh_", _unary_plan("cosh"))
+    tanh_ = _inplace(tanh, "tanh_", _unary_plan("tanh"))
+    asinh_ = _inplace(asinh, "asinh_", _unary_plan("asinh"))
+    acosh_ = _inplace(acosh, "acosh_", _unary_plan("acosh"))
+    atanh_ = _inplace(atanh, "atanh_", _unary_plan("atanh"))
+    arcsin_ = _inplace(asin, "arcsin_", _unary_plan("asin"))
+    arccos_ = _inplace(acos, "arccos_", _unary_plan("acos"))
+    arctan_ = _inplace(atan, "arctan_", _unary_plan("atan"))
+    sigmoid_ = _inplace(sigmoid, "sigmoid_", _unary_plan("sigmoid"))
+    relu_ = _inplace(relu, "relu_", _unary_plan("relu"))
+    erf_ = _inplace(erf, "erf_", _unary_plan("erf"))
+    erfc_ = _inplace(erfc, "erfc_", _unary_plan("erfc"))
+    reciprocal_ = _inplace(reciprocal, "reciprocal_", _unary_plan("reciprocal"))
+    square_ = _inplace(square, "square_")
+    floor_ = _inplace(floor, "floor_", _unary_plan("floor"))
+    ceil_ = _inplace(ceil, "ceil_", _unary_plan("ceil"))
+    trunc_ = _inplace(trunc, "trunc_", _unary_plan("trunc"))
+    frac_ = _inplace(frac, "frac_", _unary_plan("frac"))
+    sign_ = _inplace(sign, "sign_", _unary_plan("sign"))
+    sgn_ = _inplace(sgn, "sgn_", _unary_plan("sgn"))
+    round_ = _inplace(round, "round_")
+    nan_to_num_ = _inplace(nan_to_num, "nan_to_num_")
+    eq_ = _inplace(eq, "eq_")
+    ne_ = _inplace(ne, "ne_")
+    lt_ = _inplace(lt, "lt_")
+    le_ = _inplace(le, "le_")
+    gt_ = _inplace(gt, "gt_")
+    ge_ = _inplace(ge, "ge_")
+    greater_ = _inplace(gt, "greater_")
+    greater_equal_ = _inplace(ge, "greater_equal_")
+    less_ = _inplace(lt, "less_")
+    less_equal_ = _inplace(le, "less_equal_")
+    not_equal_ = _inplace(ne, "not_equal_")
+    logical_and_ = _inplace(logical_and, "logical_and_")
+    logical_or_ = _inplace(logical_or, "logical_or_")
+    logical_xor_ = _inplace(logical_xor, "logical_xor_")
+    logical_not_ = _inplace(logical_not, "logical_not_")
+    bitwise_and_ = _inplace(bitwise_and, "bitwise_and_")
+    bitwise_or_ = _inplace(bitwise_or, "bitwise_or_")
+    bitwise_xor_ = _inplace(bitwise_xor, "bitwise_xor_")
+    bitwise_not_ = _inplace(bitwise_not, "bitwise_not_")
+    bitwise_left_shift_ = _inplace(bitwise_left_shift, "bitwise_left_shift_")
+    bitwise_right_shift_ = _inplace(bitwise_right_shift, "bitwise_right_shift_")
+    negative_ = _inplace(neg, "negative_", _unary_plan("neg"))
+    absolute_ = _inplace(abs, "absolute_", _unary_plan("abs"))
+    subtract_ = _inplace(sub, "subtract_", _sub_plan)
+    multiply_ = _inplace(mul, "multiply_", _mul_plan)
+    divide_ = _inplace(div, "divide_", _div_plan)
+    float_power_ = _float_power_
+
+    # operators: a Tensor or a Python number on the other side, else NotImplemented
+    def __add__(self, other):
+        """self + other."""
+        return add(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __radd__(self, other):
+        """other + self."""
+        return add(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __sub__(self, other):
+        """self - other."""
+        return sub(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rsub__(self, other):
+        """other - self."""
+        return sub(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __mul__(self, other):
+        """self * other."""
+        return mul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rmul__(self, other):
+        """other * self."""
+        return mul(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __truediv__(self, other):
+        """self / other."""
+        return div(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rtruediv__(self, other):
+        """other / self."""
+        return div(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __floordiv__(self, other):
+        """self // other."""
+        return floor_divide(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rfloordiv__(self, other):
+        """other // self."""
+        return floor_divide(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __mod__(self, other):
+        """self % other."""
+        return remainder(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rmod__(self, other):
+        """other % self."""
+        return remainder(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __pow__(self, other):
+        """self ** other."""
+        return pow(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rpow__(self, other):
+        """other ** self."""
+        return pow(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __and__(self, other):
+        """self & other."""
+        return bitwise_and(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rand__(self, other):
+        """other & self."""
+        return bitwise_and(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __or__(self, other):
+        """self | other."""
+        return bitwise_or(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __ror__(self, other):
+        """other | self."""
+        return bitwise_or(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __xor__(self, other):
+        """self ^ other."""
+        return bitwise_xor(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rxor__(self, other):
+        """other ^ self."""
+        return bitwise_xor(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __lshift__(self, other):
+        """self << other."""
+        return bitwise_left_shift(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rlshift__(self, other):
+        """other << self."""
+        return bitwise_left_shift(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rshift__(self, other):
+        """self >> other."""
+        return bitwise_right_shift(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __rrshift__(self, other):
+        """other >> self."""
+        return bitwise_right_shift(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+    __ifloordiv__ = floor_divide_
+    __imod__ = remainder_
+    __ipow__ = pow_
+    __iand__ = bitwise_and_
+    __ior__ = bitwise_or_
+    __ixor__ = bitwise_xor_
+    __ilshift__ = bitwise_left_shift_
+    __irshift__ = bitwise_right_shift_
+
+    def __eq__(self, other):
+        """self == other, elementwise."""
+        return eq(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __ne__(self, other):
+        """self != other, elementwise."""
+        return ne(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __lt__(self, other):
+        """self < other, elementwise."""
+        return lt(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __le__(self, other):
+        """self <= other, elementwise."""
+        return le(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __gt__(self, other):
+        """self > other, elementwise."""
+        return gt(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    def __ge__(self, other):
+        """self >= other, elementwise."""
+        return ge(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+
+    __neg__ = neg
+    __abs__ = abs
+
+    def __invert__(self):
+        """~self: logical not of a bool tensor, bitwise not of an integer one."""
+        return logical_not(self) if self.dtype is dtypes.bool_ else bitwise_not(self)
+
+    def __pos__(self):
+        """+self: the tensor itself."""
+        return self
+
+
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "float_power", "remainder",
@@ -973,7 +1536,3 @@ __all__ = [
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "subtract",
     "multiply", "divide"]
 
-
-# The activations are built on the machinery above, in their own module; gelu, silu and softplus
-# are also reached through this one.
-from .activation import gelu, silu, softplus  # noqa: E402,F401

@@ -17,13 +17,14 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.views import AsStridedScatter
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import SCALAR_TYPES, broadcast_shapes, call, cast, contiguous_strides, scalar_for, wrap
 from .creation import full, tensor, zeros
 from .elementwise import _inplace, where
-from .inplace import AsStridedScatter, check_inplace_target, snapshot_for_graph, write_result
+from .inplace import check_inplace_target, snapshot_for_graph, write_result
 from .reduce import _return_type
 from .shape import (basic_index, expand, flatten, fresh_view, index_geometry,
                     inverse_permutation, movedim, narrow, permute, reshape, unbind, unsqueeze)
@@ -701,10 +702,12 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort `input` along `dim`."""
     return sort(input, dim, descending, stable).indices
 
 
 def msort(input):
+    """`input` sorted along its first dimension."""
     return sort(input, 0).values
 
 
@@ -772,18 +775,42 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return (values,) + extra if extra else values
 
 
-TENSOR_METHODS = {
-    "__getitem__": getitem, "__setitem__": setitem, "index_put_": index_put_,
-    "index_put": index_put, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
-    "index_select": index_select, "index_add": index_add, "index_copy": index_copy,
-    "index_fill": index_fill, "masked_fill": masked_fill, "masked_select": masked_select,
-    "masked_scatter": masked_scatter, "take": take, "take_along_dim": take_along_dim,
-    "nonzero": nonzero, "argwhere": argwhere, "sort": sort, "argsort": argsort, "msort": msort,
-    "topk": topk, "kthvalue": kthvalue, "repeat_interleave": repeat_interleave, "unique": unique,
-}
-TENSOR_METHODS.update({name + "_": _inplace(TENSOR_METHODS[name], name + "_") for name in (
-    "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "masked_scatter")})
-TENSOR_METHODS["masked_fill_"] = _inplace(masked_fill, "masked_fill_", _plan_masked_fill)
+class IndexMethods:
+    """Tensor methods of this family: indexing, gathers and scatters, masks, sorting."""
+
+    __getitem__ = getitem
+    __setitem__ = setitem
+    index_put_ = index_put_
+    index_put = index_put
+    gather = gather
+    scatter = scatter
+    scatter_add = scatter_add
+    index_select = index_select
+    index_add = index_add
+    index_copy = index_copy
+    index_fill = index_fill
+    masked_fill = masked_fill
+    masked_select = masked_select
+    masked_scatter = masked_scatter
+    take = take
+    take_along_dim = take_along_dim
+    nonzero = nonzero
+    argwhere = argwhere
+    sort = sort
+    argsort = argsort
+    msort = msort
+    topk = topk
+    kthvalue = kthvalue
+    repeat_interleave = repeat_interleave
+    unique = unique
+    scatter_ = _inplace(scatter, "scatter_")
+    scatter_add_ = _inplace(scatter_add, "scatter_add_")
+    index_add_ = _inplace(index_add, "index_add_")
+    index_copy_ = _inplace(index_copy, "index_copy_")
+    index_fill_ = _inplace(index_fill, "index_fill_")
+    masked_scatter_ = _inplace(masked_scatter, "masked_scatter_")
+    masked_fill_ = _inplace(masked_fill, "masked_fill_", _plan_masked_fill)
+
 
 __all__ = [
     "index_put", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy",

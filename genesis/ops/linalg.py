@@ -496,11 +496,23 @@ def _matmul_method(self, other):
     return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
 
 
-TENSOR_METHODS = {
-    "matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "vdot": vdot, "outer": outer,
-    "ger": outer, "addmm": addmm, "baddbmm": baddbmm, "addmv": addmv,
-    "__matmul__": _matmul_method, "__rmatmul__": _rmatmul,
-}
+class LinalgMethods:
+    """Tensor methods of this family: products of matrices and vectors, and the `@` operator."""
+
+    matmul = matmul
+    mm = mm
+    bmm = bmm
+    mv = mv
+    dot = dot
+    vdot = vdot
+    outer = outer
+    ger = outer
+    addmm = addmm
+    baddbmm = baddbmm
+    addmv = addmv
+    __matmul__ = _matmul_method
+    __rmatmul__ = _rmatmul
+
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
            "addmv", "einsum", "tensordot", "linalg"]

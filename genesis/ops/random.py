@@ -1,5 +1,6 @@
-"""Random fills in place (`uniform_`, `normal_`, `random_`, `exponential_`, `bernoulli_`) and the
-on-device draws behind the random creation functions.
+"""Random numbers: fills in place (`uniform_`, `normal_`, `random_`, `exponential_`,
+`bernoulli_`) and the random creation functions (`rand`, `randn`, `randint`, `randperm`, `normal`,
+`bernoulli`, `multinomial` and their `_like` forms).
 
 On a device whose backend registers a kernel named after the fill (CUDA: counter-based Philox,
 backends/cuda/kernels/random.py) the values are made where they are stored, from the device's
@@ -13,13 +14,14 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.views import rebase_history
 from ..device import as_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from . import creation
+from .creation import _finfo, _from_host, _like, _shape_arg, empty, tensor
 from .common import wrap
-from .inplace import check_inplace_target, rebase_history
+from .inplace import check_inplace_target
 
 
 def philox_args(device, generator, count):
@@ -63,7 +65,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 def _host_uniform(rng, shape, dtype, low, high):
     """low + (high - low) * u for u on the dtype's mantissa grid, rounded to dtype; a value that
     rounds to high becomes low (the rule the CUDA kernel follows)."""
-    values = (low + (high - low) * creation._uniform_bits(rng, shape, dtype)).astype(
+    values = (low + (high - low) * _uniform_bits(rng, shape, dtype)).astype(
         dtype.numpy_dtype)
     values[values == dtype.numpy_dtype.type(high)] = low
     return values
@@ -147,7 +149,7 @@ def draw(op, shape, dtype, device, generator, requires_grad, *params):
     device = resolve(as_device(device))
     if not has_kernel(op, device.type):
         return None
-    out = creation.empty(shape, dtype=dtype, device=device)
+    out = empty(shape, dtype=dtype, device=device)
     FILLS[op](out, *params, generator=generator)
     return out.requires_grad_(True) if requires_grad else out
 
@@ -164,12 +166,12 @@ def normal_tensors(mean, std, generator):
     with no_grad():
         shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())),
                                     tuple(getattr(std, "shape", ())))
-        noise = creation.empty(shape, dtype=ref.dtype, device=device)
+        noise = empty(shape, dtype=ref.dtype, device=device)
         noise.normal_(generator=generator)
         return noise * std + mean
 
 
-def randperm(n, generator, dtype, device, requires_grad):
+def _device_randperm(n, generator, dtype, device, requires_grad):
     """A random permutation of 0..n-1 where `device` draws its own numbers (None elsewhere):
     the order that sorts n random 63-bit keys (sorted on the device when it has a "sort"
     kernel, else on the host)."""
@@ -183,15 +185,175 @@ def randperm(n, generator, dtype, device, requires_grad):
         order = wrap(kernel("sort", device.type)(keys._data, 0, False, True)[1], device,
                      dtypes.int64)
     else:
-        order = creation.tensor(np.argsort(keys.numpy(), kind="stable"), device=device)
+        order = tensor(np.argsort(keys.numpy(), kind="stable"), device=device)
     order = order.to(dtype or dtypes.int64)
     return order.requires_grad_(True) if requires_grad else order
+
+
+def _random(shape, dtype, device, requires_grad, draw):
+    """Draw `shape` values on the host with numpy and place them on `device`."""
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    values = np.asarray(draw(shape))
+    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform on [0, 1)."""
+    if (drawn := draw("uniform_", _shape_arg(size, "rand"), dtype, device, generator,
+                             requires_grad, 0.0, 1.0)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _random(_shape_arg(size, "rand"), dtype, device, requires_grad,
+                   lambda s: _uniform_bits(rng, s, dtype))
+
+
+def _uniform_bits(rng, shape, dtype):
+    """k / 2**digits for k uniform below 2**digits, digits the dtype's mantissa bits (as
+    PyTorch): every value is exact in the dtype, so rounding can never reach 1."""
+    digits = _finfo(dtype).nmant + 1
+    return rng.integers(0, 1 << digits, shape, dtype=np.int64) * 2.0 ** -digits
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal."""
+    if (drawn := draw("normal_", _shape_arg(size, "randn"), dtype, device, generator,
+                             requires_grad, 0.0, 1.0)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    return _random(_shape_arg(size, "randn"), dtype, device, requires_grad,
+                   lambda s: rng.standard_normal(s))
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    """Integers uniform on [low, high); `randint(high, size)` starts at 0."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    if (drawn := draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,
+                             device, generator, requires_grad, low, high)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    return _random(_shape_arg((size,), "randint"), dtype or dtypes.int64, device,
+                   requires_grad, lambda s: rng.integers(low, high, s))
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n-1."""
+    if (drawn := _device_randperm(n, generator, dtype, device, requires_grad)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    return _random((n,), dtype or dtypes.int64, device, requires_grad,
+                   lambda s: rng.permutation(n))
+
+
+def rand_like(t, dtype=None, device=None, requires_grad=False):
+    """Uniform on [0, 1), with `t`'s size, dtype and device unless given."""
+    shape, dtype, device = _like(t, dtype, device)
+    return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, device=None, requires_grad=False):
+    """Standard normal, with `t`'s size, dtype and device unless given."""
+    shape, dtype, device = _like(t, dtype, device)
+    return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(t, low, high=None, dtype=None, device=None):
+    """Integers uniform on [low, high), with `t`'s size, dtype and device unless given."""
+    shape, dtype, device = _like(t, dtype, device)
+    return randint(low, high, shape, dtype=dtype, device=device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal samples; `mean` and `std` may be tensors (broadcast together) or floats."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if (drawn := normal_tensors(mean, std, generator)) is not None:
+            return drawn
+        rng = rng_for(generator)
+        ref = mean if isinstance(mean, Tensor) else std
+        m = mean.detach()._host() if isinstance(mean, Tensor) else mean
+        s = std.detach()._host() if isinstance(std, Tensor) else std
+        if np.any(np.asarray(s) < 0):
+            raise RuntimeError("normal: std must be >= 0.0")
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        values = rng.standard_normal(shape) * np.asarray(s, np.float64) + np.asarray(m, np.float64)
+        return _from_host(values.astype(ref.dtype.numpy_dtype), ref.device, ref.dtype)
+    if std < 0:
+        raise RuntimeError(f"normal: expected std >= 0.0, got {std}")
+    if size is None:
+        raise TypeError("normal: size is required when mean and std are floats")
+    if (drawn := draw("normal_", _shape_arg((size,), "normal"), dtype, device, generator,
+                             requires_grad, mean, std)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    return _random(_shape_arg((size,), "normal"), dtype, device, requires_grad,
+                   lambda s: rng.standard_normal(s) * std + mean)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 samples with probability `input` (or the float `p`) of a 1, in `input`'s dtype."""
+    if (drawn := draw("bernoulli_", tuple(input.shape), input.dtype, input.device,
+                             generator, False, input if p is None else p)) is not None:
+        return drawn
+    rng = rng_for(generator)
+    probs = np.full(input.shape, p, np.float64) if p is not None \
+        else input.detach()._host().astype(np.float64)
+    if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
+        raise RuntimeError("bernoulli: all elements of input must be in [0, 1]")
+    values = np.asarray(rng.random(probs.shape) < probs)
+    return _from_host(values.astype(input.dtype.numpy_dtype), input.device, input.dtype)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Indices drawn from the rows of `input` (non-negative weights, need not sum to 1)."""
+    rng = rng_for(generator)
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape "
+                           f"{list(input.shape)}")
+    weights = input.detach()._host().astype(np.float64).reshape(-1, input.shape[-1])
+    if np.any(weights < 0) or np.any(~np.isfinite(weights)):
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or "
+                           "element < 0")
+    if not replacement and num_samples > weights.shape[1]:
+        raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > "
+                           f"prob_dist.size(-1)={weights.shape[1]} samples without replacement")
+    rows = []
+    for w in weights:
+        if w.sum() <= 0:
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        if not replacement and np.count_nonzero(w) < num_samples:
+            raise RuntimeError("multinomial: invalid multinomial distribution (with "
+                               "replacement=False, "
+                               "not enough non-negative category to sample)")
+        rows.append(rng.choice(len(w), size=num_samples, replace=replacement, p=w / w.sum()))
+    out = np.array(rows, dtype=np.int64).reshape(*input.shape[:-1], num_samples)
+    return _from_host(out, input.device, dtypes.int64)
 
 
 FILLS = {"uniform_": uniform_, "normal_": normal_, "exponential_": exponential_,
          "random_": random_, "bernoulli_": bernoulli_}
 
-TENSOR_METHODS = dict(FILLS, bernoulli=lambda self, p=None, *, generator=None:
-                      creation.bernoulli(self, p, generator=generator))
 
-__all__ = []
+class RandomMethods:
+    """Tensor methods of this family: random fills in place, and `bernoulli`."""
+
+    uniform_ = uniform_
+    normal_ = normal_
+    exponential_ = exponential_
+    random_ = random_
+    bernoulli_ = bernoulli_
+
+    def bernoulli(self, p=None, *, generator=None):
+        """0/1 samples with probability `self` (or the float `p`) of a 1, in this dtype."""
+        return bernoulli(self, p, generator=generator)
+
+
+__all__ = ["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+           "normal", "bernoulli", "multinomial"]

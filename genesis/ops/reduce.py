@@ -580,14 +580,34 @@ def log_softmax(input, dim, dtype=None):
     return _softmax(input, dim, dtype, True)
 
 
-_FUNCTIONS = {
-    "sum": sum, "nansum": nansum, "mean": mean, "prod": prod, "max": max, "min": min,
-    "amax": amax, "amin": amin, "aminmax": aminmax, "argmax": argmax, "argmin": argmin,
-    "median": median, "var": var, "std": std, "logsumexp": logsumexp, "norm": norm,
-    "cumsum": cumsum, "cumprod": cumprod, "any": any, "all": all,
-    "count_nonzero": count_nonzero, "softmax": softmax, "log_softmax": log_softmax,
-}
+class ReduceMethods:
+    """Tensor methods of this family: reductions, scans and softmax."""
 
-TENSOR_METHODS = dict(_FUNCTIONS)
+    sum = sum
+    nansum = nansum
+    mean = mean
+    prod = prod
+    max = max
+    min = min
+    amax = amax
+    amin = amin
+    aminmax = aminmax
+    argmax = argmax
+    argmin = argmin
+    median = median
+    var = var
+    std = std
+    logsumexp = logsumexp
+    norm = norm
+    cumsum = cumsum
+    cumprod = cumprod
+    any = any
+    all = all
+    count_nonzero = count_nonzero
+    softmax = softmax
+    log_softmax = log_softmax
 
-__all__ = list(_FUNCTIONS) + ["var_mean", "std_mean"]
+
+__all__ = ["sum", "nansum", "mean", "prod", "max", "min", "amax", "amin", "aminmax", "argmax",
+           "argmin", "median", "var", "std", "logsumexp", "norm", "cumsum", "cumprod", "any", "all",
+           "count_nonzero", "softmax", "log_softmax", "var_mean", "std_mean"]

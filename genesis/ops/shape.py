@@ -14,6 +14,7 @@ import operator
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.views import AsStrided, AsStridedScatter
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
@@ -21,7 +22,6 @@ from .common import (call, cast, check_devices, contiguous_strides, expand_strid
                      normalize_dims, sum_to, wrap)
 from .creation import clone, zeros
 from .elementwise import _inplace
-from .inplace import AsStrided, AsStridedScatter
 
 
 def _geometry(t):
@@ -297,6 +297,7 @@ def permute(input, dims):
 
 
 def transpose(input, dim0, dim1):
+    """A view with dimensions `dim0` and `dim1` swapped."""
     dim0, dim1 = wrap_dim(dim0, input.ndim, "transpose"), wrap_dim(dim1, input.ndim, "transpose")
     if input.ndim == 0:
         return View.apply(input, (), (), "Transpose")
@@ -369,6 +370,7 @@ def expand_as(self, other):
 
 
 def broadcast_to(input, size):
+    """A view of `input` broadcast to `size` (no copy)."""
     return expand(input, tuple(size))
 
 
@@ -545,15 +547,18 @@ moveaxis = movedim
 
 
 def atleast_1d(*tensors):
+    """Each tensor viewed with at least one dimension."""
     return _atleast(tensors, lambda x: reshape(x, (1,)) if x.ndim == 0 else x)
 
 
 def atleast_2d(*tensors):
+    """Each tensor viewed with at least two dimensions."""
     return _atleast(tensors, lambda x: reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape))
                     if x.ndim < 2 else x)
 
 
 def atleast_3d(*tensors):
+    """Each tensor viewed with at least three dimensions."""
     def lift(x):
         if x.ndim == 0:
             return reshape(x, (1, 1, 1))
@@ -646,6 +651,7 @@ concat = cat
 
 
 def concatenate(tensors, axis=0):
+    """`cat` under numpy's name."""
     return cat(tensors, axis)
 
 
@@ -665,11 +671,13 @@ def stack(tensors, dim=0):
 
 
 def hstack(tensors):
+    """Tensors joined column-wise (along dim 1, or dim 0 for 1-d ones)."""
     tensors = atleast_1d(tuple(tensors))
     return cat(tensors, 0 if all(x.ndim == 1 for x in tensors) else 1)
 
 
 def vstack(tensors):
+    """Tensors joined row-wise, 1-d ones as rows."""
     return cat(atleast_2d(tuple(tensors)), 0)
 
 
@@ -677,10 +685,12 @@ row_stack = vstack
 
 
 def dstack(tensors):
+    """Tensors joined depth-wise (along dim 2), each made at least 3-d."""
     return cat(atleast_3d(tuple(tensors)), 2)
 
 
 def column_stack(tensors):
+    """Tensors joined as columns, 0-d and 1-d ones as single columns."""
     return hstack([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in tensors])
 
 
@@ -704,12 +714,14 @@ def flip(input, dims):
 
 
 def fliplr(input):
+    """A copy with the order of columns (dim 1) reversed."""
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
 
 def flipud(input):
+    """A copy with the order of rows (dim 0) reversed."""
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
@@ -850,25 +862,73 @@ def _metadata_inplace(fn, name):
     return method
 
 
-TENSOR_METHODS = {
-    "view": view, "view_as": view_as,
-    "reshape": lambda self, *shape: reshape(self, sizes_arg(shape)),
-    "reshape_as": reshape_as, "permute": lambda self, *dims: permute(self, sizes_arg(dims)),
-    "transpose": transpose, "swapaxes": transpose, "swapdims": transpose, "t": t,
-    "T": property(_reversed_dims), "mT": property(_matrix_transpose),
-    "mH": property(_matrix_transpose), "H": property(_conj_transpose), "adjoint": adjoint,
-    "expand": expand, "expand_as": expand_as, "broadcast_to": broadcast_to, "squeeze": squeeze,
-    "unsqueeze": unsqueeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow,
-    "select": select, "diagonal": diagonal, "as_strided": as_strided, "unbind": unbind,
-    "split": split, "chunk": chunk, "tensor_split": tensor_split, "movedim": movedim,
-    "moveaxis": movedim, "flip": lambda self, *dims: flip(self, sizes_arg(dims)),
-    "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
-    "repeat": repeat, "tile": lambda self, *dims: tile(self, sizes_arg(dims)), "diag": diag,
-    "diag_embed": diag_embed, "tril_": _inplace(tril, "tril_"), "triu_": _inplace(triu, "triu_"),
-    "squeeze_": _metadata_inplace(squeeze, "squeeze_"),
-    "unsqueeze_": _metadata_inplace(unsqueeze, "unsqueeze_"),
-    "t_": _metadata_inplace(t, "t_"), "transpose_": _metadata_inplace(transpose, "transpose_"),
-}
+class ShapeMethods:
+    """Tensor methods of this family: views, reshapes, joins and splits, flips and triangles."""
+
+    view = view
+    view_as = view_as
+
+    def reshape(self, *shape):
+        """This tensor with `shape` (a view when the strides allow, else a copy)."""
+        return reshape(self, sizes_arg(shape))
+
+    reshape_as = reshape_as
+
+    def permute(self, *dims):
+        """A view with the dimensions in the order `dims`."""
+        return permute(self, sizes_arg(dims))
+
+    transpose = transpose
+    swapaxes = transpose
+    swapdims = transpose
+    t = t
+    T = property(_reversed_dims)
+    mT = property(_matrix_transpose)
+    mH = property(_matrix_transpose)
+    H = property(_conj_transpose)
+    adjoint = adjoint
+    expand = expand
+    expand_as = expand_as
+    broadcast_to = broadcast_to
+    squeeze = squeeze
+    unsqueeze = unsqueeze
+    flatten = flatten
+    unflatten = unflatten
+    narrow = narrow
+    select = select
+    diagonal = diagonal
+    as_strided = as_strided
+    unbind = unbind
+    split = split
+    chunk = chunk
+    tensor_split = tensor_split
+    movedim = movedim
+    moveaxis = movedim
+
+    def flip(self, *dims):
+        """A copy with the order of elements reversed along `dims`."""
+        return flip(self, sizes_arg(dims))
+
+    fliplr = fliplr
+    flipud = flipud
+    roll = roll
+    tril = tril
+    triu = triu
+    repeat = repeat
+
+    def tile(self, *dims):
+        """This tensor repeated `dims` times along each dimension."""
+        return tile(self, sizes_arg(dims))
+
+    diag = diag
+    diag_embed = diag_embed
+    tril_ = _inplace(tril, "tril_")
+    triu_ = _inplace(triu, "triu_")
+    squeeze_ = _metadata_inplace(squeeze, "squeeze_")
+    unsqueeze_ = _metadata_inplace(unsqueeze, "unsqueeze_")
+    t_ = _metadata_inplace(t, "t_")
+    transpose_ = _metadata_inplace(transpose, "transpose_")
+
 
 __all__ = [
     "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "broadcast_to",

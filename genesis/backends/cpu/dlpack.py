@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from ...dispatch import register
-from ...dlpack import DL_BFLOAT, DL_UINT, CapsuleHolder, capsule_tensor, retag_capsule
+from ..dlpack import DL_BFLOAT, DL_UINT, CapsuleHolder, capsule_tensor, retag_capsule
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 

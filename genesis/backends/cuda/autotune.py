@@ -37,48 +37,17 @@ def key_string(key):
     return json.dumps(key, separators=(",", ":"), default=str)
 
 
-FLUSH_BYTES = 64 << 20
-_flush_buffers = {}
-
-
-def _flusher():
-    """A call that zeroes a 64 MB buffer on the current stream: queued before each timed call,
-    it keeps the GPU busy while the host enqueues the call (so the events time the kernel, not
-    the launch overhead) and leaves L2 cold, as in a real step."""
-    from .runtime import driver
-    from .runtime.array import CUDAArray
-    from .runtime.device import current_device
-    from .runtime.stream import current_stream_handle
-    device = current_device()
-    buf = _flush_buffers.get(device)
-    if buf is None:
-        buf = _flush_buffers[device] = CUDAArray.empty((FLUSH_BYTES,), "uint8", device)
-    stream = current_stream_handle(device)
-    return lambda: driver.memset_d8(buf.ptr, 0, FLUSH_BYTES, stream)
-
-
 def event_timer(run, budget_ms=10.0, max_reps=50):
     """Median milliseconds of one call of `run` on the current CUDA stream, timed by events
-    around each call queued behind a flush (`_flusher`). One warm-up call first: it compiles,
-    and raises if the configuration cannot launch. As many calls as fit in about `budget_ms`
-    (3 to `max_reps`)."""
-    from ...cuda import Event, synchronize
+    around each call queued behind an L2 flush (`timing.time_calls`). One warm-up call first: it
+    compiles, and raises if the configuration cannot launch. As many calls as fit in about
+    `budget_ms` (3 to `max_reps`)."""
+    from .runtime.stream import synchronize
+    from .timing import time_calls
     run()
     synchronize()
-    flush = _flusher()
-
-    def timed(reps):
-        pairs = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in range(reps)]
-        for start, end in pairs:
-            flush()
-            start.record()
-            run()
-            end.record()
-        pairs[-1][1].synchronize()
-        return sorted(start.elapsed_time(end) for start, end in pairs)
-
-    first = timed(1)[0]
-    times = timed(max(3, min(max_reps, int(budget_ms / max(first, 1e-3)))))
+    first = time_calls(run, 1)[0]
+    times = time_calls(run, max(3, min(max_reps, int(budget_ms / max(first, 1e-3)))))
     return times[len(times) // 2]
 
 

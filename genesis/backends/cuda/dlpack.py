@@ -15,10 +15,9 @@ import ml_dtypes
 import numpy as np
 
 from ...dispatch import register
-from ...dlpack import DL_BFLOAT, _DLDataType, _DLTensor, capsule_tensor
-from ...tensor import contiguous_strides
+from ..dlpack import DL_BFLOAT, DLDataType, DLTensor, capsule_tensor
 from .runtime import driver
-from .runtime.array import CUDAArray
+from .runtime.array import CUDAArray, contiguous_byte_strides
 from .runtime.device import activate
 from .runtime.stream import current_stream_handle
 
@@ -34,7 +33,7 @@ class _DLManagedTensor(ctypes.Structure):
 
 
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
-_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+_DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                              ("deleter", _Deleter)]
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
@@ -71,8 +70,8 @@ def _capsule_destructor(capsule_ptr):
 
 def _dl_dtype(np_dtype):
     if np_dtype.name == "bfloat16":
-        return _DLDataType(DL_BFLOAT, 16, 1)
-    return _DLDataType(_CODES[np_dtype.kind], np_dtype.itemsize * 8, 1)
+        return DLDataType(DL_BFLOAT, 16, 1)
+    return DLDataType(_CODES[np_dtype.kind], np_dtype.itemsize * 8, 1)
 
 
 def _sync_for_consumer(device, stream):
@@ -98,7 +97,7 @@ def to_dlpack(arr, dtype, stream=None, max_version=None, dl_device=None, copy=No
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*arr.element_strides())
     managed = _DLManagedTensor()
-    managed.dl_tensor = _DLTensor(arr.ptr if arr.size else 0, _DL_CUDA, arr.device, ndim,
+    managed.dl_tensor = DLTensor(arr.ptr if arr.size else 0, _DL_CUDA, arr.device, ndim,
                                   _dl_dtype(arr.dtype), ctypes.addressof(shape),
                                   ctypes.addressof(strides), 0)
     managed.deleter = _release_export
@@ -151,7 +150,7 @@ def from_dlpack(producer, copy=None):
         strides = tuple(ctypes.cast(tensor.strides, ctypes.POINTER(ctypes.c_int64))[i]
                         for i in range(tensor.ndim))
     else:
-        strides = contiguous_strides(shape)
+        strides = contiguous_byte_strides(shape, 1)  # in elements
     ptr = (tensor.data or 0) + tensor.byte_offset
     name = b"dltensor"
     managed_address = _capsule_pointer(capsule, name)

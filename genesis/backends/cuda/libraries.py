@@ -2,7 +2,7 @@
 
 cuBLASLt comes through nvmath-python's low-level bindings (the `cublas` extra), so the matmul
 dispatcher can measure it against Triton per shape. Each device context creates a library's
-handle on first request and destroys it at exit, newest first (seed 003).
+handle on first request and destroys it at exit, newest first (runtime/device.py).
 """
 
 import functools

@@ -1,6 +1,7 @@
 """Activation functions: thin wrappers over genesis ops with torch.nn.functional's signatures."""
 
 from ... import ops
+from ...ops import activation as act
 from ...ops import elementwise as ew
 from ._utils import softmax_dim
 
@@ -25,15 +26,15 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def gelu(input, approximate="none"):
-    return ew.gelu(input, approximate=approximate)
+    return act.gelu(input, approximate=approximate)
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, ew.silu(input), inplace)
+    return _maybe_inplace(input, act.silu(input), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    return ew.softplus(input, beta=beta, threshold=threshold)
+    return act.softplus(input, beta=beta, threshold=threshold)
 
 
 def tanh(input):
@@ -46,7 +47,7 @@ def sigmoid(input):
 
 def logsigmoid(input):
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
-    return -ew.softplus(-input)
+    return -act.softplus(-input)
 
 
 def _softmax_like(fn, name, input, dim, dtype):

@@ -4,7 +4,7 @@ from ...autograd.function import Function
 from ...dispatch import has_kernel, kernel
 from ...ops import creation
 from ...ops.common import wrap
-from ...ops.random import philox_args
+from ...ops.random import bernoulli, philox_args
 
 
 def _check_p(p):
@@ -17,7 +17,7 @@ def _dropout_mask(like, p, shape=None):
     probe = like if shape is None else creation.empty(shape, dtype=like.dtype, device=like.device)
     if p == 1.0:
         return creation.zeros_like(probe)
-    return creation.bernoulli(probe, 1.0 - p) * (1.0 / (1.0 - p))
+    return bernoulli(probe, 1.0 - p) * (1.0 / (1.0 - p))
 
 
 class _FusedDropout(Function):

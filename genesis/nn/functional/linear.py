@@ -12,6 +12,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops import linalg
+from ...ops import activation as act
 from ...ops.autocast import autocast_policy
 from ...ops.activation import derivative
 from ...ops.common import call, wrap
@@ -70,8 +71,8 @@ def _activate(z, activation):
     if activation is None:
         return z
     if activation == "gelu_tanh":
-        return ew.gelu(z, approximate="tanh")
-    return getattr(ew, activation)(z)
+        return act.gelu(z, approximate="tanh")
+    return {"relu": ew.relu, "gelu": act.gelu, "silu": act.silu}[activation](z)
 
 
 class _LinearAct(Function):

@@ -8,6 +8,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from ...ops.activation import softplus
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...ops.creation import arange
@@ -318,7 +319,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
-    softplus_neg = ew.softplus(-input)
+    softplus_neg = softplus(-input)
     if pos_weight is None:
         loss = (1 - target) * input + softplus_neg
     else:

@@ -10,7 +10,8 @@ from collections import OrderedDict, namedtuple
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
-from ...tensor import RemovableHandle, Tensor, _parse_to
+from ...ops.creation import parse_to
+from ...tensor import RemovableHandle, Tensor
 from ..parameter import Parameter
 
 
@@ -310,7 +311,7 @@ class Module:
 
     def to(self, *args, **kwargs):
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats cast."""
-        device, dtype, non_blocking, _ = _parse_to(None, *args, **kwargs)
+        device, dtype, non_blocking, _ = parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")

@@ -11,7 +11,7 @@ import multiprocessing
 import pickle
 import queue
 
-from ...ops.creation import randint
+from ...ops.random import randint
 from . import _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset

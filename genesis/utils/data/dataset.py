@@ -4,7 +4,7 @@ import bisect
 import math
 import warnings
 
-from ...ops.creation import randperm
+from ...ops.random import randperm
 
 
 class Dataset:

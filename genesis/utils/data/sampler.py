@@ -1,6 +1,6 @@
 """Samplers: which indices (or batches of indices) a DataLoader reads, in which order."""
 
-from ...ops.creation import randint, randperm
+from ...ops.random import randint, randperm
 
 
 class Sampler:

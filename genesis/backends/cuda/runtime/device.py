@@ -1,4 +1,4 @@
-"""Per-device execution contexts (seed 003), created lazily on first use of each device.
+"""Per-device execution contexts, created lazily on first use of each device.
 
 A `DeviceContext` holds the device's primary context, its properties (read once), its caching
 allocator, a grow-only workspace, and library handles created on demand and released in reverse

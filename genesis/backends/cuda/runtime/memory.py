@@ -1,4 +1,4 @@
-"""Segment-block caching allocator for device memory (seed 002): pure Python over a driver object.
+"""Segment-block caching allocator for device memory: pure Python over a driver object.
 
 Memory comes from the driver in segments: 2 MiB ones for requests up to 1 MiB (the small pool),
 GENESIS_CUDA_SEGMENT_SIZE ones above (the large pool), or one of its own, rounded to 2 MiB, for a

@@ -2,7 +2,7 @@
 
 `ReportingMixin` is part of CachingAllocator (memory.py); it reads the allocator's structures
 under its lock. memory_stats() holds torch.cuda.memory_stats keys ("allocated_bytes.all.current"
-and the rest, see memory_stats.py) and the seed's figures: allocated, cached (reserved minus
+and the rest, see memory_stats.py) and summary figures: allocated, cached (reserved minus
 allocated), reserved, free (the driver's free device memory), total, memory_cap, peak_allocated,
 peak_reserved, segments, active_blocks, total_allocations, total_freed, cache_hits (served
 without the driver), cache_misses (a new segment was needed), stream_cache_hits,
@@ -84,7 +84,7 @@ class ReportingMixin:
 
     @synchronized
     def memory_stats(self):
-        """torch.cuda.memory_stats keys plus the seed's summary figures (see module docstring)."""
+        """torch.cuda.memory_stats keys plus the summary figures (see module docstring)."""
         self._recount_if_stale()
         out = self._stats.as_dict()
         allocated, reserved = out["allocated_bytes.all.current"], out["reserved_bytes.all.current"]

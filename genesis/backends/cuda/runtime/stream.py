@@ -7,7 +7,7 @@ blocking streams. `Stream()` makes a non-blocking stream by default.
 import threading
 
 from . import driver
-from .device import current_device, get_context
+from .device import activate, current_device, get_context
 
 
 class _ThreadState(threading.local):
@@ -112,6 +112,12 @@ def _device_index(device):
     from ....device import as_device
     d = as_device(device)
     return current_device() if d.index is None else d.index
+
+
+def synchronize(device=None):
+    """Wait for all work on `device` (the current one by default) to finish."""
+    activate(current_device() if device is None else _device_index(device))
+    driver.context_synchronize()
 
 
 _default_streams = {}

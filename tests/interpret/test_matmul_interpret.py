@@ -1,6 +1,6 @@
 """The matmul kernel against numpy, on the CPU, through Triton's interpreter.
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_matmul_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_matmul_interpret.py`.
 Small tiles (16 x 16 x 16, grouped two tile-rows at a time) make small shapes walk several
 tiles, partial tiles, K tails, grouping bands and the batch decomposition; the registered
 "matmul" and "linear_act" kernels run with their own launch code.

@@ -1,31 +1,20 @@
-"""Performance tools: memory-bandwidth analysis of an op, and ahead-of-time kernel warm-up."""
+"""Performance tools for CUDA: memory-bandwidth analysis of an op, and ahead-of-time kernel
+warm-up. `genesis.cuda` re-exports the public ones, as PyTorch keeps them under torch.cuda."""
 
 import statistics
 import sys
 import time
 
 from .. import dtypes as _dtypes
+from ..backends.cuda.timing import time_calls
 
-_FLUSH_BYTES = 256 << 20
+FLUSH_BYTES = 256 << 20  # the L2 flush before each timed call, and the peak-copy buffers
 _peaks = {}
-_flush = {}
 
 
 def _cuda():
     from .. import cuda
     return cuda
-
-
-def _flush_l2():
-    """Zero a 256 MB buffer: evicts the L2 cache and keeps the GPU busy while the host enqueues."""
-    from ..backends.cuda.runtime import driver
-    from ..backends.cuda.runtime.stream import current_stream_handle
-    cuda = _cuda()
-    device = cuda.current_device()
-    buf = _flush.get(device)
-    if buf is None:
-        buf = _flush[device] = _raw_buffer(_FLUSH_BYTES)
-    driver.memset_d8(buf.ptr, 0, _FLUSH_BYTES, current_stream_handle(device))
 
 
 def _raw_buffer(nbytes):
@@ -36,18 +25,9 @@ def _raw_buffer(nbytes):
 def time_device_us(fn, warmup=3, reps=10):
     """Median device time of `fn()` in microseconds: CUDA events around each call, the L2 cache
     flushed before each."""
-    cuda = _cuda()
     for _ in range(warmup):
         fn()
-    start = [cuda.Event(enable_timing=True) for _ in range(reps)]
-    end = [cuda.Event(enable_timing=True) for _ in range(reps)]
-    for s, e in zip(start, end):
-        _flush_l2()
-        s.record()
-        fn()
-        e.record()
-    end[-1].synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, end))
+    return statistics.median(time_calls(fn, reps, FLUSH_BYTES)) * 1e3
 
 
 def measured_peak_bandwidth(device=None):
@@ -58,11 +38,11 @@ def measured_peak_bandwidth(device=None):
     index = cuda.current_device() if device is None else cuda._index(device)
     if index not in _peaks:
         with cuda.device(index):
-            src, dst = _raw_buffer(_FLUSH_BYTES), _raw_buffer(_FLUSH_BYTES)
+            src, dst = _raw_buffer(FLUSH_BYTES), _raw_buffer(FLUSH_BYTES)
 
             def copy():
-                driver.memcpy_dtod(dst.ptr, src.ptr, _FLUSH_BYTES, current_stream_handle(index))
-            _peaks[index] = 2 * _FLUSH_BYTES / (time_device_us(copy) * 1e-6)
+                driver.memcpy_dtod(dst.ptr, src.ptr, FLUSH_BYTES, current_stream_handle(index))
+            _peaks[index] = 2 * FLUSH_BYTES / (time_device_us(copy) * 1e-6)
     return _peaks[index]
 
 
@@ -87,8 +67,8 @@ def analyze_memory_bandwidth(op, sizes, dtype=_dtypes.float32, num_inputs=2, war
                              verbose=True, file=None):
     """Achieved memory bandwidth of `op(*inputs)` for each size (an int or a shape).
 
-    `num_inputs` random cuda tensors of that size and `dtype` are made (2 by default: a binary op
-    as in seed 001). Bytes moved are the ideal traffic: every input read once plus the output
+    `num_inputs` random cuda tensors of that size and `dtype` are made (2 by default: a binary
+    op). Bytes moved are the ideal traffic: every input read once plus the output
     written once; the time is the median over `reps` calls timed with CUDA events, L2 flushed
     before each. `fraction` compares with `measured_peak_bandwidth()` (a device-to-device copy,
     measured once per process). Returns one dict per size; prints a table when `verbose`.

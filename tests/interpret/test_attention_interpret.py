@@ -1,7 +1,7 @@
 """The fused attention kernels against torch's scaled_dot_product_attention, on the CPU,
 through Triton's interpreter.
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_attention_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_attention_interpret.py`.
 Small tiles (forward 32 queries x 16 keys, backward 16 x 16) make short sequences walk several
 blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
 on the same half values, rounded once at the end, as the kernels accumulate in float32).

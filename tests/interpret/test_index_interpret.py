@@ -1,6 +1,6 @@
 """The CUDA indexing kernels against the CPU kernels, on the CPU, through Triton's interpreter.
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_index_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_index_interpret.py`.
 Blocks are shrunk so that small inputs cross block and chunk boundaries (several programs,
 segments of equal keys spanning chunks); operands are strided and broadcast views.
 """

@@ -1,6 +1,6 @@
 """The CUDA kernels against the CPU kernels, on the CPU, through Triton's interpreter.
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_kernels_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_kernels_interpret.py`.
 Each case builds the same (possibly strided) operands for both backends and calls the kernels
 by their registered names, so the CUDA launch code, index math and formulas are checked against
 the CPU kernels' contract without a GPU (libdevice is stood in for by numpy; see

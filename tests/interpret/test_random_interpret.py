@@ -1,7 +1,7 @@
 """The Philox kernels (backends/cuda/kernels/random.py) bit for bit against a numpy reference of
 Philox4x32-10 and of the documented counter layout, on the CPU through Triton's interpreter.
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_random_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_random_interpret.py`.
 The reference itself is checked against Random123's known-answer vectors (runs everywhere).
 Uniform, integer, bernoulli and dropout values must match exactly; normal and exponential values
 to float rounding (libdevice is stood in for by numpy in the interpreter).

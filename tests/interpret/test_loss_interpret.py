@@ -1,5 +1,6 @@
 """The fused cross-entropy kernels (kernels/loss.py) against the CPU kernels, through Triton's
-interpreter. Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_loss_interpret.py`.
+interpreter. Run explicitly:
+`TRITON_INTERPRET=1 python -m pytest tests/interpret/test_loss_interpret.py`.
 """
 
 import ml_dtypes

@@ -1,7 +1,7 @@
 """The CUDA sort/topk/unique, median and shape kernels against the CPU kernels, through Triton's
 interpreter (no GPU needed).
 
-Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_sort_interpret.py`.
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_sort_interpret.py`.
 Block sizes are shrunk (16-lane sorts, 8-element merge blocks) so short rows walk every path:
 one block, several rows to a block, chunked sorts with merge passes, topk candidate reduction.
 """

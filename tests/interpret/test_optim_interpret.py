@@ -1,5 +1,5 @@
 """The multi-tensor optimizer kernels (kernels/optim.py) against their CPU twins, through Triton's
-interpreter: `TRITON_INTERPRET=1 python -m pytest tests/cuda/test_optim_interpret.py`.
+interpreter: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_optim_interpret.py`.
 
 Arrays of several sizes (empty, odd, longer than one chunk) go through one call, so the table,
 the chunk walk and the per-dtype launches are all exercised.

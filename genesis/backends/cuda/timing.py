@@ -1,0 +1,38 @@
+"""Device time of a call: CUDA events around it, queued behind an L2 flush.
+
+Zeroing a buffer larger than the L2 cache before each timed call evicts what earlier calls left
+there (a training step rarely finds its inputs in L2), and keeps the GPU busy while the host
+enqueues the call, so the events time the kernels rather than the host's launch overhead. The
+autotuner and `genesis.utils.benchmark` both time this way; they share one flush buffer per
+device.
+"""
+
+from .runtime import driver
+from .runtime.array import CUDAStorage
+from .runtime.device import current_device
+from .runtime.stream import Event, current_stream_handle
+
+L2_FLUSH_BYTES = 64 << 20  # above the 50 MB L2 of an H100 or H200
+_flush_buffers = {}  # device index -> CUDAStorage, as large as the largest flush asked for
+
+
+def flush_l2(nbytes=L2_FLUSH_BYTES):
+    """Queue the zeroing of `nbytes` of the current device's flush buffer on its current stream."""
+    device = current_device()
+    buf = _flush_buffers.get(device)
+    if buf is None or buf.nbytes < nbytes:
+        buf = _flush_buffers[device] = CUDAStorage(nbytes, device)
+    driver.memset_d8(buf.ptr, 0, nbytes, current_stream_handle(device))
+
+
+def time_calls(run, reps, flush_bytes=L2_FLUSH_BYTES):
+    """Milliseconds of each of `reps` calls of `run()`, sorted; each call is timed by a pair of
+    events on the current stream, behind a flush of `flush_bytes`."""
+    pairs = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in range(reps)]
+    for start, end in pairs:
+        flush_l2(flush_bytes)
+        start.record()
+        run()
+        end.record()
+    pairs[-1][1].synchronize()
+    return sorted(start.elapsed_time(end) for start, end in pairs)
