@@ -22,6 +22,10 @@ from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
+from .ops.compare import *  # noqa: F401,F403
+from .ops.counting import *  # noqa: F401,F403
+from .ops.products import *  # noqa: F401,F403
+from .ops.rearrange import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils

@@ -1,0 +1,194 @@
+"""Reshaping and indexing built on views and scatters: diff, rot90, tril/triu_indices,
+Tensor.unfold, the *_scatter ops, index_reduce and put."""
+
+import builtins
+
+from .. import dtypes
+from ..tensor import Tensor, wrap_dim
+from .creation import arange, clone
+from .elementwise import _inplace, logical_xor, maximum, minimum, where
+from .index import index_put, nonzero
+from .inplace import AsStridedScatter
+from .reduce import amax, amin, any as any_, prod, sum
+from .shape import (as_strided, cat, diagonal, flatten, flip, movedim, narrow, reshape, select,
+                    transpose)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along `dim` (`!=` for bool), after prepending/appending."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = wrap_dim(dim, input.ndim, "diff")
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x.shape[dim]
+        if size == 0:
+            break
+        later, earlier = narrow(x, dim, 1, size - 1), narrow(x, dim, 0, size - 1)
+        x = logical_xor(later, earlier) if x.dtype is dtypes.bool_ else later - earlier
+    return x
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """`input` rotated by 90 degrees k times in the plane `dims`, from the first towards the
+    second axis."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (wrap_dim(d, input.ndim, "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, (d0,)), d0, d1)
+    return clone(input)
+
+
+def _triangle_indices(row, col, offset, dtype, device, keep):
+    r = arange(row, device=device).unsqueeze(1)
+    c = arange(col, device=device).unsqueeze(0)
+    return nonzero(keep(c - r, offset)).t().to(dtype)
+
+
+def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None):
+    """(2, N) row and column indices of the lower triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, dtype, device, lambda d, k: d <= k)
+
+
+def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=None):
+    """(2, N) row and column indices of the upper triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, dtype, device, lambda d, k: d >= k)
+
+
+def unfold(self, dimension, size, step):
+    """A view of every `size`-long window along `dimension`, `step` apart, as a new last dim."""
+    dim = wrap_dim(dimension, builtins.max(self.ndim, 1), "unfold")
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    shape, strides = list(self.shape), list(self.stride())
+    along = strides[dim] if self.ndim else 1
+    if self.ndim:
+        shape[dim], strides[dim] = (length - size) // step + 1, along * step
+    return as_strided(self, tuple(shape) + (size,), tuple(strides) + (along,))
+
+
+def _scatter_into(op, input, src, region):
+    """`input` with the view `region(input)` replaced by `src` (same shape), out of place."""
+    base = input if input.is_contiguous() and input.storage_offset() == 0 else clone(
+        input, memory_format=None).contiguous()
+    view = region(base.detach())
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src "
+                           f"size = {list(src.shape)}, slice size = {list(view.shape)}")
+    geometry = (tuple(view.shape), tuple(view.stride()), view.storage_offset())
+    return AsStridedScatter.apply(base, src.to(input.dtype).contiguous(), geometry, True)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """`input` with input[..., start:end:step, ...] (along `dim`) replaced by `src`."""
+    dim = wrap_dim(dim, input.ndim, "slice_scatter")
+    index = (slice(None),) * dim + (slice(start, end, step),)
+    return _scatter_into("slice_scatter", input, src, lambda t: t[index])
+
+
+def select_scatter(input, src, dim, index):
+    """`input` with input.select(dim, index) replaced by `src`."""
+    return _scatter_into("select_scatter", input, src, lambda t: select(t, dim, index))
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """`input` with input.diagonal(offset, dim1, dim2) replaced by `src`."""
+    return _scatter_into("diagonal_scatter", input, src,
+                         lambda t: diagonal(t, offset, dim1, dim2))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """`input` with input.as_strided(size, stride, storage_offset) replaced by `src`."""
+    return _scatter_into("as_strided_scatter", input, src,
+                         lambda t: as_strided(t, size, stride, storage_offset or 0))
+
+
+_REDUCTIONS = {"prod": (prod, 1.0), "amax": (amax, float("-inf")), "amin": (amin, float("inf")),
+               "mean": (sum, 0.0)}
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """`input` whose slices along `dim` at `index` are combined with `source`'s by `reduce`
+    ("prod", "mean", "amax", "amin"); slices no index names stay as they were."""
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({input.dtype.name}) and source "
+                           f"({source.dtype.name}) must have the same scalar type")
+    dim = wrap_dim(dim, builtins.max(input.ndim, 1), "index_reduce")
+    x = reshape(input, (1,)) if input.ndim == 0 else input
+    src = reshape(source, (1,)) if source.ndim == 0 else source
+    n = x.shape[dim]
+    index = flatten(index)
+    if index.numel() and (index.min().item() < -n or index.max().item() >= n):
+        raise IndexError(f"index_reduce(): index out of range for a dimension of size {n}")
+    hits = (index.unsqueeze(0) % builtins.max(n, 1)) == arange(n, device=x.device).unsqueeze(1)
+    fold, identity = _REDUCTIONS[reduce]
+    spread = movedim(src, dim, -1).unsqueeze(-2)          # (..., 1, K), against hits (n, K)
+    combined = fold(where(hits, spread, identity), dim=-1)  # (..., n)
+    if include_self:
+        combined = _combine_self(reduce, movedim(x, dim, -1), combined, hits)
+    elif reduce == "mean":
+        combined = combined / sum(hits, dim=-1).clamp(min=1).to(combined.dtype)
+    touched = any_(hits, dim=-1)
+    out = movedim(where(touched, combined.to(x.dtype), movedim(x, dim, -1)), -1, dim)
+    return reshape(out, tuple(input.shape))
+
+
+def _combine_self(reduce, x, folded, hits):
+    """The source reduction folded together with the input's own values."""
+    if reduce == "prod":
+        return x * folded
+    if reduce == "amax":
+        return maximum(x, folded)
+    if reduce == "amin":
+        return minimum(x, folded)
+    return (x + folded) / (sum(hits, dim=-1) + 1).to(folded.dtype)
+
+
+def put(input, index, source, accumulate=False):
+    """`input` read as 1-D with `source` written (or added) at `index`."""
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise RuntimeError("put_(): Expected a long tensor for index")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    n = input.numel()
+    if index.numel() and (index.min().item() < -n or index.max().item() >= n):
+        raise IndexError(f"put_(): out of range: tried to access index "
+                         f"{index.max().item()} on a tensor of {n} elements.")
+    flat = index_put(flatten(input), (flatten(index),), flatten(source).to(input.dtype),
+                     accumulate)
+    return reshape(flat, tuple(input.shape))
+
+
+TENSOR_METHODS = {
+    "diff": diff, "rot90": rot90, "unfold": unfold, "slice_scatter": slice_scatter,
+    "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
+    "as_strided_scatter": as_strided_scatter, "index_reduce": index_reduce,
+    "index_reduce_": _inplace(index_reduce, "index_reduce_"), "put": put,
+    "put_": _inplace(put, "put_"),
+}
+
+__all__ = ["diff", "rot90", "tril_indices", "triu_indices", "slice_scatter", "select_scatter",
+           "diagonal_scatter", "as_strided_scatter", "index_reduce", "put"]
