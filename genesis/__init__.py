@@ -26,9 +26,13 @@ from .ops.compare import *  # noqa: F401,F403
 from .ops.counting import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.rearrange import *  # noqa: F401,F403
+from .ops.statistics import *  # noqa: F401,F403
+from .ops.special import *  # noqa: F401,F403
+from .ops.windows import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils
+from . import special
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
