@@ -360,11 +360,6 @@ class Tensor:
                                                             if not isinstance(device, int) else device),
                        non_blocking=non_blocking)
 
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"genesis.{self.dtype.name}"
-        return self.to(dtypes.as_dtype(dtype))
-
     def float(self):
         return self.to(dtypes.float32)
 
