@@ -30,7 +30,9 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("minlength should be >= 0")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
         raise RuntimeError("weights should be 1-d and have the same length as input")
-    length = builtins.max(minlength, amax(input).item() + 1 if input.numel() else 0)
+    if input.numel() == 0:  # int64 zeros whatever the weights, as PyTorch
+        return zeros(minlength, dtype=dtypes.int64, device=input.device)
+    length = builtins.max(minlength, amax(input).item() + 1)
     if weights is None:
         dtype, weights = dtypes.int64, full((input.shape[0],), 1, dtype=dtypes.int64,
                                             device=input.device)
@@ -179,20 +181,21 @@ def _run_starts(x, dim):
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """`input` with each run of equal consecutive elements (slices along `dim`) kept once."""
-    x = flatten(input.detach()) if dim is None else input.detach()
-    dim = 0 if dim is None else wrap_dim(dim, x.ndim, "unique_consecutive")
+    flat = dim is None
+    x = flatten(input.detach()) if flat else input.detach()
+    dim = 0 if flat else wrap_dim(dim, x.ndim, "unique_consecutive")
     n = x.shape[dim] if x.ndim else 1
     if n == 0:
         starts = zeros(0, dtype=dtypes.int64, device=x.device)
         values = x
-        inverse = zeros(tuple(input.shape) if dim is None else (0,), dtype=dtypes.int64,
+        inverse = zeros(tuple(input.shape) if flat else (0,), dtype=dtypes.int64,
                         device=x.device)
     else:
         mask = _run_starts(x, dim)
         starts = flatten(nonzero(mask))
         values = x.index_select(dim, starts)
         inverse = cumsum(mask.long(), 0) - 1
-        if dim is None:
+        if flat:
             inverse = reshape(inverse, tuple(input.shape))
     if not (return_inverse or return_counts):
         return values

@@ -5,9 +5,11 @@ import builtins
 
 from .. import dtypes
 from ..tensor import Tensor, wrap_dim
-from .creation import arange, clone
+from ..autograd.function import Function
+from .common import make_view
+from .creation import arange, clone, zeros
 from .elementwise import _inplace, logical_xor, maximum, minimum, where
-from .index import index_put, nonzero
+from .index import index_add, index_put, nonzero
 from .inplace import AsStridedScatter
 from .reduce import amax, amin, any as any_, prod, sum
 from .shape import (as_strided, cat, diagonal, flatten, flip, movedim, narrow, reshape, select,
@@ -69,20 +71,39 @@ def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None, layout=
     return _triangle_indices(row, col, offset, dtype, device, lambda d, k: d >= k)
 
 
+class Unfold(Function):
+    """The windows of `x` along `dim` as a view; backward sums each window's gradient back into
+    the positions it covers (windows overlap when step < size)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, size, step):
+        ctx.dim, ctx.size, ctx.step = dim, size, step
+        shape, strides = list(x.shape), list(x.stride())
+        shape[dim], strides[dim] = (x.shape[dim] - size) // step + 1, strides[dim] * step
+        return make_view(x, tuple(shape) + (size,), tuple(strides) + (x.stride()[dim],),
+                         x.storage_offset())
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, size, step = ctx.dim, ctx.size, ctx.step
+        grad = zeros(ctx.input_shape(0), dtype=g.dtype, device=g.device)
+        starts = arange(g.shape[dim], device=g.device) * step
+        for j in range(size):
+            grad = index_add(grad, dim, starts + j, select(g, -1, j))
+        return grad, None, None, None
+
+
 def unfold(self, dimension, size, step):
     """A view of every `size`-long window along `dimension`, `step` apart, as a new last dim."""
-    dim = wrap_dim(dimension, builtins.max(self.ndim, 1), "unfold")
-    length = self.shape[dim] if self.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
-                           f"{size}")
+    x = reshape(self, (1,)) if self.ndim == 0 else self
+    dim = wrap_dim(dimension, x.ndim, "unfold")
+    if size > x.shape[dim]:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {x.shape[dim]} but "
+                           f"size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    shape, strides = list(self.shape), list(self.stride())
-    along = strides[dim] if self.ndim else 1
-    if self.ndim:
-        shape[dim], strides[dim] = (length - size) // step + 1, along * step
-    return as_strided(self, tuple(shape) + (size,), tuple(strides) + (along,))
+    out = Unfold.apply(x, dim, size, step)
+    return reshape(out, (size,)) if self.ndim == 0 else out
 
 
 def _scatter_into(op, input, src, region):

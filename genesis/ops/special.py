@@ -12,6 +12,7 @@ import math
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
+from .common import sum_to
 from .creation import tensor
 from .elementwise import (abs, erf, erfc, exp, floor, log, log1p, logical_and, sigmoid,
                           sign, sin, sqrt, tan, where, xlogy)
@@ -167,8 +168,6 @@ def mvlgamma(input, p):
         raise RuntimeError("p has to be greater than or equal to 1")
     if not input.dtype.is_floating_point:
         raise RuntimeError("mvlgamma: input must be a floating point tensor")
-    if input.numel() and not bool((input > (p - 1) / 2).all().item()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
     out = p * (p - 1) / 4 * math.log(math.pi)
     for i in range(p):
         out = out + lgamma(input - i / 2)
@@ -321,12 +320,31 @@ def sinc(input):
     return where(zero, 1.0, sin(safe) / safe).to(dtype)
 
 
+class XLog1Py(Function):
+    """x * log1p(y), 0 where x is 0 (unless y is nan); d/dx = log1p(y) (0 where x == 0 and
+    y <= -1), d/dy = x / (1 + y)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return where(logical_and(x == 0, y == y), 0.0, x * log1p(y))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        gx = where(logical_and(x == 0, y <= -1), 0.0, g * log1p(y))
+        gy = g * x / (1 + y)
+        return sum_to(gx, tuple(x.shape)), sum_to(gy, tuple(y.shape))
+
+
 def xlog1py(input, other):
     """input * log1p(other), 0 where input is 0 (unless other is nan)."""
     device = (input if isinstance(input, Tensor) else other).device
     input, other = (t if isinstance(t, Tensor) else tensor(t, device=device)
                     for t in (input, other))
-    return where(logical_and(input == 0, other == other), 0.0, input * log1p(other))
+    dtype = dtypes.result_type(input, other)
+    dtype = dtype if dtype.is_floating_point else dtypes.get_default_dtype()
+    return XLog1Py.apply(input.to(dtype), other.to(dtype))
 
 
 def entr(input):

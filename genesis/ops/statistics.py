@@ -93,8 +93,9 @@ def _check_quantile_args(op, input, q, interpolation):
         values = q.tolist() if q.ndim else [q.item()]
     else:
         values = [q]
-    if not builtins.all(0 <= v <= 1 for v in values):
-        raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+    bad = next((v for v in values if not 0 <= v <= 1), None)
+    if bad is not None:
+        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {bad}")
     if input.numel() == 0:
         raise RuntimeError(f"{op}() input tensor must be non-empty")
 
