@@ -83,7 +83,7 @@ def _parse_type_name(name):
     raise ValueError(f"invalid type: '{name}'")
 
 
-def type(self, dtype=None, non_blocking=False, **kwargs):
+def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
     """With no argument, the type's name ('torch.FloatTensor'); with a dtype, a type name or a
     legacy type, this tensor converted to it (itself when it already is)."""
     if dtype is None:
@@ -98,7 +98,7 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     return to_device_and_dtype(self, device, target, non_blocking=non_blocking)
 
 
-TENSOR_METHODS = {"type": type}
+TENSOR_METHODS = {"type": tensor_type}
 
 globals().update(CPU_LEGACY_TYPES)
 
