@@ -30,6 +30,7 @@ from .ops.statistics import *  # noqa: F401,F403
 from .ops.special import *  # noqa: F401,F403
 from .ops.windows import *  # noqa: F401,F403
 from .ops.legacy import *  # noqa: F401,F403
+from .ops.numeric import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils

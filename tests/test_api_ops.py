@@ -251,6 +251,64 @@ OPS = [
                                           lib.special.logsumexp(x, 0)),
        lambda rng, d: [[rand(rng, (3, 4), d, 1.0, 5.0)]], FLOATS, (0,)),
     unary_op("special_int_input", lambda lib: lib.special.i0, 0, 5, INTS, ()),
+    # smaller numeric and shape functions
+    unary_op("deg2rad", lambda lib: lib.deg2rad, -400, 400, FLOATS),
+    unary_op("rad2deg", lambda lib: lib.rad2deg, -7, 7, FLOATS),
+    unary_op("fix", lambda lib: lib.fix, -7, 7, FLOATS + INTS, ()),
+    unary_op("arcsinh", lambda lib: lib.arcsinh, -3, 3, FLOATS),
+    Op("isposinf_isneginf", lambda lib, x: (lib.isposinf(x), lib.isneginf(x), lib.positive(x)),
+       lambda rng, d: [[torch.tensor([1.0, math.inf, -math.inf, math.nan, 0.0], dtype=d)]],
+       FLOATS + HALVES),
+    Op("logaddexp2", lambda lib, a, b: lib.logaddexp2(a, b),
+       lambda rng, d: [[rand(rng, (3, 4), d, -80, 80), rand(rng, (4,), d, -80, 80)]],
+       FLOATS, (0, 1)),
+    Op("ldexp", lambda lib, a, b: lib.ldexp(a, b),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4,), d, -3, 3)]],
+       FLOATS, (0, 1)),
+    Op("gcd_lcm", lambda lib, a, b: (lib.gcd(a, b), lib.lcm(a, b)),
+       lambda rng, d: [[rand(rng, (4, 5), d, -9, 9), rand(rng, (5,), d, -9, 9)],
+                       [rand(rng, (0,), d), rand(rng, (0,), d)]], (torch.int64, torch.int32)),
+    Op("trace_inner_dist", lambda lib, a, b: (lib.trace(a), lib.inner(a, b), lib.dist(a[1:], b),
+                                              lib.dist(a[1:], b, p=1),
+                                              lib.dist(a[1:], b, p=math.inf)),
+       lambda rng, d: [[rand(rng, (4, 4), d), rand(rng, (3, 4), d)]], FLOATS, (0, 1)),
+    Op("renorm", lambda lib, x: (lib.renorm(x, 2, 0, 1.0), lib.renorm(x, 1, 1, 0.5)),
+       lambda rng, d: [[rand(rng, (3, 4), d)]], FLOATS),
+    Op("trapezoid", lambda lib, y, x: (lib.trapezoid(y), lib.trapezoid(y, x), lib.trapz(y, dx=0.5),
+                                       lib.trapezoid(y, dim=0), lib.cumulative_trapezoid(y, x),
+                                       lib.cumulative_trapezoid(y, dx=2.0, dim=0)),
+       lambda rng, d: [[rand(rng, (3, 5), d), torch.sort(rand(rng, (5,), d)).values]],
+       FLOATS, (0, 1)),
+    Op("vander", lambda lib, x: (lib.vander(x), lib.vander(x, 3, True)),
+       lambda rng, d: [[rand(rng, (4,), d)]], FLOATS + (torch.int64,)),
+    Op("diagflat", lambda lib, x: (lib.diagflat(x), lib.diagflat(x, -1)),
+       lambda rng, d: [[rand(rng, (2, 2), d)]], FLOATS + (torch.int64,), (0,)),
+    Op("splits", lambda lib, x: (lib.hsplit(x, 2), lib.vsplit(x, [1, 3]), lib.dsplit(x, 3),
+                                 lib.split_with_sizes(x, [1, 3], 0),
+                                 lib.unsafe_chunk(x, 2, 1), lib.unsafe_split(x, 2, 2)),
+       lambda rng, d: [[rand(rng, (4, 6, 3), d)]], FLOATS + INTS, (0,)),
+    Op("unravel_index", lambda lib, i: lib.unravel_index(i, (3, 4, 5)),
+       lambda rng, d: [[rand(rng, (2, 7), d, 0, 19)]], (torch.int64,)),
+    Op("broadcast_tensors", lambda lib, a, b: lib.broadcast_tensors(a, b),
+       lambda rng, d: [[rand(rng, (3, 1), d), rand(rng, (4,), d)]], FLOATS + INTS, (0, 1)),
+    Op("combinations", lambda lib, x: (lib.combinations(x), lib.combinations(x, 3),
+                                       lib.combinations(x, 2, with_replacement=True)),
+       lambda rng, d: [[rand(rng, (5,), d)]], FLOATS + INTS, (0,)),
+    Op("rsub", lambda lib, a, b: (lib.rsub(a, b), lib.rsub(a, b, alpha=2), lib.rsub(a, 3)),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4,), d)]], FLOATS + INTS, (0, 1)),
+    Op("method_extras", lambda lib, x, y, c: (x.type_as(y), x.where(c, y), x.sum_to_size(1, 4),
+                                              x.sum_to_size(4), x.is_signed(),
+                                              x.is_same_size(y), x[0, :1].is_nonzero()),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (3, 4), torch.float64),
+                        rand(rng, (3, 4), torch.bool)]], FLOATS + INTS, (0,)),
+    Op("inplace_methods", lambda lib, x, s: (x.clone().addr_(s[0, :3], s[1]),
+                                             x.clone().lgamma_(), x.clone().cumsum_(1),
+                                             x.clone().deg2rad_(), x.clone().swapaxes_(0, 1),
+                                             x.clone().fill_diagonal_(7.0),
+                                             lib.abs_(x.clone()), lib.sigmoid_(x.clone())),
+       lambda rng, d: [[rand(rng, (3, 4), d, 0.5, 3), rand(rng, (2, 4), d)]], FLOATS),
+    Op("fill_diagonal_wrap", lambda lib, x: x.clone().fill_diagonal_(5, wrap=True),
+       lambda rng, d: [[rand(rng, (7, 3), d)]], FLOATS + INTS),
 ]
 
 WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
@@ -315,7 +373,7 @@ def _scalar(out, weights):
         parts = [_scalar(o, w) for o, w in zip(out, weights)]
         parts = [p for p in parts if p is not None]
         return sum(parts[1:], parts[0]) if parts else None
-    if not out.dtype.is_floating_point:
+    if not isinstance(out, torch.Tensor | genesis.Tensor) or not out.dtype.is_floating_point:
         return None
     return (out * weights).sum()
 
@@ -323,13 +381,15 @@ def _scalar(out, weights):
 def _weights_like(out, rng):
     if isinstance(out, (tuple, list)):
         return [_weights_like(o, rng) for o in out]
+    if not isinstance(out, torch.Tensor):
+        return None
     return torch.from_numpy(rng.standard_normal(tuple(out.shape)))
 
 
 def _to_genesis_weights(w, device):
     if isinstance(w, list):
         return [_to_genesis_weights(v, device) for v in w]
-    return from_torch(w, device=device)
+    return None if w is None else from_torch(w, device=device)
 
 
 @pytest.mark.parametrize("op", GRAD_OPS, ids=[o.name for o in GRAD_OPS])
@@ -364,7 +424,8 @@ def test_gradcheck(op, rng):
     def fn(*xs):
         out = op.fn(genesis, *xs)
         flat = out if isinstance(out, (tuple, list)) else (out,)
-        flat = [o for o in _flatten(flat) if o.dtype.is_floating_point]
+        flat = [o for o in _flatten(flat)
+                if isinstance(o, genesis.Tensor) and o.dtype.is_floating_point]
         return tuple(flat) if len(flat) > 1 else flat[0]
     assert gradcheck(fn, tuple(inputs))
 
@@ -420,6 +481,20 @@ def test_nonzero_as_tuple_and_take_along_dim(device, rng):
     idx = torch.from_numpy(rng.integers(0, 4, (3, 2)))
     _compare(genesis.take_along_dim(g, from_torch(idx, device=device), 1),
              torch.take_along_dim(t, idx, 1), "take_along_dim")
+
+
+def test_scalar_helpers():
+    assert genesis.broadcast_shapes((3, 1), (4,), 4) == torch.broadcast_shapes((3, 1), (4,), 4)
+    assert_close(genesis.scalar_tensor(2), torch.scalar_tensor(2))
+    assert_close(genesis.scalar_tensor(2, dtype=genesis.int16), torch.scalar_tensor(
+        2, dtype=torch.int16))
+    x = genesis.ones(2, 3, dtype=genesis.int16)
+    assert x.new(4).dtype is genesis.int16 and tuple(x.new(4).shape) == (4,)
+    assert_close(x.new([1, 2]), torch.ones(1, dtype=torch.int16).new([1, 2]))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        genesis.ones(2).is_nonzero()
+    with pytest.raises(RuntimeError, match="not expandable to size"):
+        genesis.ones(2, 3).sum_to_size(2)
 
 
 def test_tensor_methods_bound():

@@ -98,7 +98,14 @@ def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
     return to_device_and_dtype(self, device, target, non_blocking=non_blocking)
 
 
-TENSOR_METHODS = {"type": tensor_type}
+def new(self, *args):
+    """A tensor of this tensor's type and device, built as the legacy constructors build one
+    (from sizes, a sequence of data or nothing)."""
+    types = CUDA_LEGACY_TYPES if self.device.type == "cuda" else CPU_LEGACY_TYPES
+    return types[_NAMES[self.dtype]](*args, device=self.device)
+
+
+TENSOR_METHODS = {"type": tensor_type, "new": new}
 
 globals().update(CPU_LEGACY_TYPES)
 

@@ -6,7 +6,8 @@ import builtins
 
 from .. import dtypes
 from .creation import zeros
-from .linalg import _in_float32, _scaled_sum, matmul, outer
+from .elementwise import _inplace
+from .linalg import _in_float32, _scaled_sum, addmm, addmv, baddbmm, matmul, outer
 from .reduce import sum, vector_norm
 from .shape import cat, meshgrid, reshape, stack
 
@@ -102,5 +103,8 @@ def chain_matmul(*matrices):
 
 
 TENSOR_METHODS = {"kron": kron, "addr": addr, "addbmm": addbmm}
+TENSOR_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in (
+    ("addr", addr), ("addbmm", addbmm), ("addmm", addmm), ("addmv", addmv),
+    ("baddbmm", baddbmm))})
 
 __all__ = ["cdist", "kron", "cartesian_prod", "block_diag", "addr", "addbmm", "chain_matmul"]

@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from .common import sum_to
 from .creation import tensor
-from .elementwise import (abs, erf, erfc, exp, floor, log, log1p, logical_and, sigmoid,
+from .elementwise import (_inplace, abs, erf, erfc, exp, floor, log, log1p, logical_and, sigmoid,
                           sign, sin, sqrt, tan, where, xlogy)
 from .reduce import amin
 
@@ -358,9 +358,15 @@ def expit(input):
     return sigmoid(input)
 
 
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
 TENSOR_METHODS = {
-    "lgamma": lgamma, "digamma": digamma, "polygamma": lambda self, n: polygamma(n, self),
-    "mvlgamma": mvlgamma, "erfinv": erfinv, "i0": i0, "logit": logit, "sinc": sinc,
+    "lgamma": lgamma, "digamma": digamma, "polygamma": _polygamma_method, "mvlgamma": mvlgamma,
+    "erfinv": erfinv, "i0": i0, "logit": logit, "sinc": sinc,
 }
+TENSOR_METHODS.update({name + "_": _inplace(fn, name + "_")
+                       for name, fn in list(TENSOR_METHODS.items())})
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "logit", "sinc"]
