@@ -491,6 +491,21 @@ def test_scalar_helpers():
     x = genesis.ones(2, 3, dtype=genesis.int16)
     assert x.new(4).dtype is genesis.int16 and tuple(x.new(4).shape) == (4,)
     assert_close(x.new([1, 2]), torch.ones(1, dtype=torch.int16).new([1, 2]))
+    assert_close(genesis.range(1, 4, 0.5), torch.arange(1, 4.5, 0.5))
+    assert_close(genesis.range(5, dtype=genesis.int64), torch.arange(6))
+    strided = genesis.empty_strided((2, 3), (1, 2))
+    assert tuple(strided.shape) == (2, 3) and strided.stride() == (1, 2)
+    assert_close(genesis.fill(genesis.ones(2, dtype=genesis.int32), 3),
+                 torch.fill(torch.ones(2, dtype=torch.int32), 3))
+    t = genesis.ones(3)
+    assert genesis.asarray(t) is t and genesis.asarray(t, copy=True) is not t
+    assert_close(genesis.asarray([1, 2], dtype=genesis.float64), torch.asarray([1, 2],
+                                                                               dtype=torch.float64))
+    with pytest.raises(ValueError, match="copy=False"):
+        genesis.asarray(t, dtype=genesis.float64, copy=False)
+    assert not genesis.is_inference_mode_enabled()
+    with genesis.inference_mode():
+        assert genesis.is_inference_mode_enabled()
     with pytest.raises(RuntimeError, match="ambiguous"):
         genesis.ones(2).is_nonzero()
     with pytest.raises(RuntimeError, match="not expandable to size"):

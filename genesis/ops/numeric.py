@@ -9,7 +9,7 @@ import math
 from .. import dtypes
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
-from .creation import arange, multinomial, tensor, zeros
+from .creation import arange, as_tensor, empty, full_like, multinomial, tensor, zeros
 from .elementwise import (_inplace, abs, acosh, asinh, atanh, exp2, isinf, logaddexp,
                           logical_and, remainder, sub, trunc, where)
 from .index import index_select
@@ -106,7 +106,7 @@ def dist(input, other, p=2):
 def renorm(input, p, dim, maxnorm):
     """Each slice along `dim` whose p-norm exceeds `maxnorm` scaled down to norm `maxnorm`."""
     dim = wrap_dim(dim, input.ndim, "renorm")
-    others = [d for d in range(input.ndim) if d != dim]
+    others = [d for d in builtins.range(input.ndim) if d != dim]
     norms = vector_norm(input, p, dim=others, keepdim=True)
     scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
     return input * scale.detach()
@@ -240,11 +240,50 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
-    rows = list(pick(range(input.shape[0]), r))
+    rows = list(pick(builtins.range(input.shape[0]), r))
     if not rows or r == 0:
         return zeros((0,) if r == 0 else (0, r), dtype=input.dtype, device=input.device)
     index = tensor(rows, dtype=dtypes.int64, device=input.device)
-    return stack([index_select(input, 0, index[:, j]) for j in range(r)], dim=1)
+    return stack([index_select(input, 0, index[:, j]) for j in builtins.range(r)], dim=1)
+
+
+def fill(input, value):
+    """A new tensor of input's shape, dtype and device filled with `value`."""
+    return full_like(input, value.item() if isinstance(value, Tensor) else value)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """`obj` as a tensor: shared when it already is one of that dtype and device (unless
+    copy=True), a new tensor otherwise (an error with copy=False when a copy is needed)."""
+    out = as_tensor(obj, dtype=dtype, device=device)
+    shared = out is obj
+    if copy is False and not shared and isinstance(obj, Tensor):
+        raise ValueError("asarray(): can't satisfy copy=False: a copy is needed to change the "
+                         "dtype or device")
+    if copy and (shared or not isinstance(obj, Tensor)):
+        out = out.clone()
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated in PyTorch for arange: values from start to end inclusive, `step` apart, in
+    the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    count = math.floor((end - start) / step) + 1
+    dtype = dtypes.get_default_dtype() if dtype is None else dtype
+    out = (arange(count, dtype=dtypes.float64, device=device) * step + start).to(dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with the given size and strides (over just enough storage)."""
+    size, stride = tuple(size), tuple(stride)
+    extent = 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    out = empty(extent, dtype=dtype, device=device).as_strided(size, stride)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def rsub(input, other, *, alpha=1):
@@ -369,4 +408,5 @@ TENSOR_METHODS.update({"type_as": type_as, "where": where_method, "sum_to_size":
 
 __all__ = list(_FUNCTIONS) + list(_METHOD_FUNCTIONS) + [
     "trapezoid", "trapz", "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes",
-    "broadcast_tensors", "combinations", "rsub", "scalar_tensor"]
+    "broadcast_tensors", "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range",
+    "empty_strided"]
