@@ -17,7 +17,7 @@ import torch
 import genesis
 import genesis.special  # noqa: F401  (genesis.special is reached as lib.special below)
 from genesis.autograd import gradcheck
-from helpers import GENESIS_DTYPES, TORCH_DTYPES, assert_close, from_torch, lay_out, to_torch
+from helpers import GENESIS_DTYPES, TORCH_DTYPES, assert_close, from_torch, lay_out
 
 FLOATS = (torch.float32, torch.float64)
 HALVES = (torch.float16, torch.bfloat16)
@@ -251,6 +251,32 @@ OPS = [
                                           lib.special.logsumexp(x, 0)),
        lambda rng, d: [[rand(rng, (3, 4), d, 1.0, 5.0)]], FLOATS, (0,)),
     unary_op("special_int_input", lambda lib: lib.special.i0, 0, 5, INTS, ()),
+    # ops that existed before issue 21, checked here for the forms it lists
+    Op("einsum", lambda lib, a, b, c: (
+        lib.einsum("bij,jk->bik", a, b), lib.einsum("...ij,jk->...ik", a, b),
+        lib.einsum("bii->bi", a), lib.einsum("bii", a), lib.einsum("ij->", b),
+        lib.einsum("...j,j", a, c), lib.einsum("i,j->ij", c, c), lib.einsum("iij->j", a[0:1].
+                                                                            expand(3, 3, 3)),
+        lib.einsum(a, [0, 1, 2], b, [2, 3], [0, 1, 3]), lib.einsum(a, [Ellipsis, 1, 1],
+                                                                   [Ellipsis, 1])),
+       lambda rng, d: [[rand(rng, (2, 3, 3), d), rand(rng, (3, 4), d), rand(rng, (3,), d)]],
+       FLOATS, (0, 1, 2)),
+    Op("tensordot_outer", lambda lib, a, b: (lib.tensordot(a, b, 1), lib.tensordot(a, b,
+                                                                               ([0], [1]))),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4, 3), d)]], FLOATS, (0, 1)),
+    Op("outer_baddbmm_addmv", lambda lib, m, a, b, v: (
+        lib.outer(v, v), lib.baddbmm(m, a, b, beta=0.5, alpha=2), lib.addmv(v, m, v)),
+       lambda rng, d: [[rand(rng, (3, 3), d), rand(rng, (2, 3, 4), d), rand(rng, (2, 4, 3), d),
+                        rand(rng, (3,), d)]], FLOATS, (0, 1, 2, 3)),
+    Op("roll", lambda lib, x: (lib.roll(x, 2), lib.roll(x, (1, -2), (0, 1)), lib.roll(x, -1, 1)),
+       lambda rng, d: [[rand(rng, (3, 5), d)]], FLOATS + INTS, (0,)),
+    Op("masked_scatter", lambda lib, x, m, s: x.masked_scatter(m, s),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4,), torch.bool),
+                        rand(rng, (12,), d)]], FLOATS + INTS, (0, 2)),
+    Op("aminmax_var_mean", lambda lib, x: (tuple(lib.aminmax(x)), tuple(lib.aminmax(x, dim=1)),
+                                           tuple(lib.var_mean(x, 1)), tuple(lib.std_mean(x)),
+                                           lib.nansum(x), lib.xlogy(x, x.abs())),
+       lambda rng, d: [[rand(rng, (3, 5), d)]], FLOATS, (0,)),
     # smaller numeric and shape functions
     unary_op("deg2rad", lambda lib: lib.deg2rad, -400, 400, FLOATS),
     unary_op("rad2deg", lambda lib: lib.rad2deg, -7, 7, FLOATS),

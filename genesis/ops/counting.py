@@ -11,8 +11,8 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..tensor import Tensor, wrap_dim
-from .creation import arange, full, linspace, tensor, zeros
-from .elementwise import clamp, eq, logical_and, logical_not, ne, where
+from .creation import full, linspace, tensor, zeros
+from .elementwise import clamp, logical_and, logical_not, ne, where
 from .index import gather, index_add, nonzero, take
 from .reduce import amax, amin, any as any_, cumsum
 from .shape import cat, flatten, movedim, narrow, reshape
