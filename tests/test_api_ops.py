@@ -593,6 +593,11 @@ ERRORS = [
      "expected src to have a size equal to the slice of self"),
     (lambda lib: lib.ones(3).index_reduce(0, lib.tensor([0]), lib.ones(1), "sum"), RuntimeError,
      "reduce"),
+    (lambda lib: lib.ones(3, 2).index_reduce(0, lib.tensor([0, 1]), lib.ones(3, 2), "amax"),
+     RuntimeError, r"Number of indices \(2\) should be equal to source.size\(dim\): \(3\)"),
+    (lambda lib: lib.ones(3, 2).index_reduce(0, lib.tensor([0]), lib.ones(1, 3), "amax"),
+     RuntimeError, "source tensor shape must match self tensor shape, excluding the specified "
+     "dimension"),
     (lambda lib: lib.cdist(lib.ones(2, 3), lib.ones(2, 4)), RuntimeError,
      "X1 and X2 must have the same number of columns"),
     (lambda lib: lib.block_diag(lib.ones(2, 2, 2)), RuntimeError,

@@ -23,7 +23,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"isclose(): atol must be greater than or equal to zero, but got {atol}")
     same = eq(input, other)
     if not input.dtype.is_floating_point:
-        if rtol == 0 and atol == 0 or input.dtype is dtypes.bool_:
+        if (rtol == 0 and atol == 0) or input.dtype is dtypes.bool_:
             return same
         input, other = input.double(), other.double()
     if equal_nan:

@@ -148,7 +148,11 @@ _REDUCTIONS = {"prod": (prod, 1.0), "amax": (amax, float("-inf")), "amin": (amin
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """`input` whose slices along `dim` at `index` are combined with `source`'s by `reduce`
-    ("prod", "mean", "amax", "amin"); slices no index names stay as they were."""
+    ("prod", "mean", "amax", "amin"); slices no index names stay as they were.
+
+    Computed as one comparison of the n positions with the K indices, broadcast over the other
+    dims: memory grows as n * K * (the other dims' sizes), traded for composing
+    differentiable ops that run on every device."""
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
@@ -160,6 +164,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     src = reshape(source, (1,)) if source.ndim == 0 else source
     n = x.shape[dim]
     index = flatten(index)
+    _check_index_reduce_shapes(x, src, index, dim)
     if index.numel() and (index.min().item() < -n or index.max().item() >= n):
         raise IndexError(f"index_reduce(): index out of range for a dimension of size {n}")
     hits = (index.unsqueeze(0) % builtins.max(n, 1)) == arange(n, device=x.device).unsqueeze(1)
@@ -173,6 +178,17 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     touched = any_(hits, dim=-1)
     out = movedim(where(touched, combined.to(x.dtype), movedim(x, dim, -1)), -1, dim)
     return reshape(out, tuple(input.shape))
+
+
+def _check_index_reduce_shapes(x, src, index, dim):
+    if src.ndim != x.ndim or src.shape[dim] != index.numel():
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim): "
+                           f"({src.shape[dim] if src.ndim > dim else 1}), for dim: {dim}")
+    if any(src.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise RuntimeError(f"index_reduce_(): source tensor shape must match self tensor shape, "
+                           f"excluding the specified dimension. Got self.shape = "
+                           f"{list(x.shape)} source.shape = {list(src.shape)}")
 
 
 def _combine_self(reduce, x, folded, hits):
