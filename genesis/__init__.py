@@ -35,6 +35,7 @@ from .ops.numeric import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils
+from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
 from . import special
 
 half, float, double = float16, float32, float64  # noqa: A001

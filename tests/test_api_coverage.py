@@ -107,9 +107,11 @@ def _coverage(population, present):
     return len(have), len(considered), len(population), missing
 
 
-# Floors reached at this commit (issue 21 asks 0.75 and 0.85); raise them as names are added.
+# Issue 21 asks 0.75 and 0.85. Reached under torch 2.13: 0.766 (403 of 526) and 0.920 (463 of
+# 503); the floors sit a little below so that torch 2.11's slightly different lists pass too.
+# Raise them as names are added.
 FUNCTION_FLOOR = 0.75
-METHOD_FLOOR = 0.91
+METHOD_FLOOR = 0.90
 
 
 def _has(obj, name):

@@ -7,10 +7,12 @@ TENSOR_METHODS table; this package binds those tables onto `Tensor`, so `x.sum()
 
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
-from . import compare, counting, legacy, numeric, products, rearrange, special, statistics, windows
+from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
+from . import statistics, windows
 
 FAMILIES = (creation, elementwise, shape, index, reduce, linalg, random)
 FAMILIES += (compare, counting, products, rearrange, statistics, special, legacy, numeric)
+FAMILIES += (random_fills,)
 
 for _family in FAMILIES:
     for _name, _fn in _family.TENSOR_METHODS.items():
