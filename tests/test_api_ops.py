@@ -613,3 +613,19 @@ def test_errors_match_torch(case):
         make(torch)
     with pytest.raises(error, match=message):
         make(genesis)
+
+
+@pytest.mark.parametrize("name,low,high", [("lgamma", 0.1, 8), ("digamma", 0.1, 8),
+                                           ("erfinv", -0.9, 0.9), ("i0", -5, 5),
+                                           ("sinc", -2, 2), ("logit", 0.1, 0.9)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_gradients(name, low, high, dtype, device, rng):
+    """Half-type gradients: computed in float32 and rounded once, as PyTorch's float32 gradient
+    rounded to the half type."""
+    base = rand(rng, (4, 5), torch.float32, low, high).to(dtype)
+    wide = base.float().requires_grad_(True)
+    getattr(torch, name)(wide).sum().backward()
+    x = from_torch(base, device=device).requires_grad_(True)
+    getattr(genesis, name)(x).sum().backward()
+    assert x.grad.dtype is GENESIS_DTYPES[dtype]
+    assert_close(x.grad, wide.grad.to(dtype))

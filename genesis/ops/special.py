@@ -44,14 +44,12 @@ class Special(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        return (g.to(x.dtype) * ctx.derivative(x, y)).to(g.dtype), None, None, None
+        return g.to(x.dtype) * ctx.derivative(x, y), None, None, None
 
 
 def _special(op, evaluate, derivative):
     def fn(input):
         x, dtype = _float_input(op, input)
-        if input.requires_grad and input.dtype is not x.dtype:
-            x = input.to(x.dtype)
         return Special.apply(x, evaluate, derivative, dtype)
     fn.__name__ = op
     return fn
