@@ -184,6 +184,17 @@ OPS = [
         for r in ("prod", "mean", "amax", "amin") for inc in (True, False)),
        lambda rng, d: [[rand(rng, (3, 5), d), rand(rng, (3, 4), d),
                         torch.tensor([0, 4, 4, 2])]], FLOATS, (0, 1)),
+    Op("scatter_reduce", lambda lib, x, s, i: tuple(
+        x.scatter_reduce(0, i, s, r, include_self=inc)
+        for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)),
+       lambda rng, d: [[rand(rng, (4, 5), d), rand(rng, (3, 4), d),
+                        torch.from_numpy(rng.integers(0, 4, (3, 4)))],
+                       [rand(rng, (), d), rand(rng, (), d), torch.tensor(0)]], FLOATS, (0, 1)),
+    Op("scatter_reduce_int", lambda lib, x, s, i: tuple(
+        lib.scatter_reduce(x, 1, i, s, r, include_self=inc)
+        for r in ("sum", "prod", "amax", "amin") for inc in (True, False)),
+       lambda rng, d: [[rand(rng, (3, 5), d), rand(rng, (3, 4), d),
+                        torch.from_numpy(rng.integers(0, 5, (3, 4)))]], INTS),
     Op("put", lambda lib, x, s, i: (x.put(i, s), x.put(i[:2], s[:2], accumulate=True)),
        lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (3,), d), torch.tensor([1, -2, 7])]],
        FLOATS + INTS, (0, 1)),
@@ -598,6 +609,10 @@ ERRORS = [
     (lambda lib: lib.ones(3, 2).index_reduce(0, lib.tensor([0]), lib.ones(1, 3), "amax"),
      RuntimeError, "source tensor shape must match self tensor shape, excluding the specified "
      "dimension"),
+    (lambda lib: lib.ones(3).scatter_reduce(0, lib.tensor([0]), lib.ones(1), "median"),
+     RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin"),
+    (lambda lib: lib.ones(3).scatter_reduce(0, lib.tensor([3]), lib.ones(1), "sum"),
+     RuntimeError, "out of bounds"),
     (lambda lib: lib.cdist(lib.ones(2, 3), lib.ones(2, 4)), RuntimeError,
      "X1 and X2 must have the same number of columns"),
     (lambda lib: lib.block_diag(lib.ones(2, 2, 2)), RuntimeError,

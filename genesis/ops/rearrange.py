@@ -11,7 +11,7 @@ from .creation import arange, clone, zeros
 from .elementwise import _inplace, logical_xor, maximum, minimum, where
 from .index import index_add, index_put, nonzero
 from .inplace import AsStridedScatter
-from .reduce import amax, amin, any as any_, prod, sum
+from .reduce import amax, amin, prod, sum
 from .shape import (as_strided, cat, diagonal, flatten, flip, movedim, narrow, reshape, select,
                     transpose)
 
@@ -143,7 +143,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
 
 
 _REDUCTIONS = {"prod": (prod, 1.0), "amax": (amax, float("-inf")), "amin": (amin, float("inf")),
-               "mean": (sum, 0.0)}
+               "mean": (sum, 0.0), "sum": (sum, 0.0)}
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
@@ -153,7 +153,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     Computed as one comparison of the n positions with the K indices, broadcast over the other
     dims: memory grows as n * K * (the other dims' sizes), traded for composing
     differentiable ops that run on every device."""
-    if reduce not in _REDUCTIONS:
+    if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     if source.dtype is not input.dtype:
@@ -167,17 +167,24 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     _check_index_reduce_shapes(x, src, index, dim)
     if index.numel() and (index.min().item() < -n or index.max().item() >= n):
         raise IndexError(f"index_reduce(): index out of range for a dimension of size {n}")
-    hits = (index.unsqueeze(0) % builtins.max(n, 1)) == arange(n, device=x.device).unsqueeze(1)
+    index = index % builtins.max(n, 1)
+    out = _fold_segments(movedim(x, dim, -1), index, movedim(src, dim, -1), reduce, include_self)
+    return reshape(movedim(out, -1, dim), tuple(input.shape))
+
+
+def _fold_segments(x, index, src, reduce, include_self):
+    """`x` (..., n) with each position p combined by `reduce` with the values of `src` (..., K)
+    whose `index` (broadcast against src) is p, through one (..., n, K) comparison."""
+    n = x.shape[-1]
+    hits = index.unsqueeze(-2) == arange(n, device=x.device).unsqueeze(-1)
     fold, identity = _REDUCTIONS[reduce]
-    spread = movedim(src, dim, -1).unsqueeze(-2)          # (..., 1, K), against hits (n, K)
-    combined = fold(where(hits, spread, identity), dim=-1)  # (..., n)
+    combined = fold(where(hits, src.unsqueeze(-2), identity), dim=-1)
+    count = sum(hits, dim=-1)
     if include_self:
-        combined = _combine_self(reduce, movedim(x, dim, -1), combined, hits)
+        combined = _combine_self(reduce, x, combined, count)
     elif reduce == "mean":
-        combined = combined / sum(hits, dim=-1).clamp(min=1).to(combined.dtype)
-    touched = any_(hits, dim=-1)
-    out = movedim(where(touched, combined.to(x.dtype), movedim(x, dim, -1)), -1, dim)
-    return reshape(out, tuple(input.shape))
+        combined = combined / count.clamp(min=1).to(combined.dtype)
+    return where(count > 0, combined.to(x.dtype), x)
 
 
 def _check_index_reduce_shapes(x, src, index, dim):
@@ -191,7 +198,7 @@ def _check_index_reduce_shapes(x, src, index, dim):
                            f"{list(x.shape)} source.shape = {list(src.shape)}")
 
 
-def _combine_self(reduce, x, folded, hits):
+def _combine_self(reduce, x, folded, count):
     """The source reduction folded together with the input's own values."""
     if reduce == "prod":
         return x * folded
@@ -199,7 +206,58 @@ def _combine_self(reduce, x, folded, hits):
         return maximum(x, folded)
     if reduce == "amin":
         return minimum(x, folded)
-    return (x + folded) / (sum(hits, dim=-1) + 1).to(folded.dtype)
+    if reduce == "sum":
+        return x + folded
+    return (x + folded) / (count + 1).to(folded.dtype)
+
+
+def _check_scatter_reduce(input, dim, index, src, reduce):
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{input.dtype.name} and {src.dtype.name}")
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    if not input.ndim == index.ndim == src.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(input.ndim):
+        if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
+            raise RuntimeError(f"scatter_reduce(): Expected index {list(index.shape)} to be "
+                               f"smaller than self {list(input.shape)} apart from dimension "
+                               f"{dim} and to be smaller size than src {list(src.shape)}")
+    n = input.shape[dim]
+    if index.numel() and (index.min().item() < 0 or index.max().item() >= n):
+        bad = index.min().item() if index.min().item() < 0 else index.max().item()
+        raise RuntimeError(f"scatter_reduce(): index {bad} is out of bounds for dimension {dim} "
+                           f"with size {n}")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """`input` with `src`'s values combined into it along `dim` at `index` by `reduce` ("sum",
+    "prod", "mean", "amax", "amin"); positions no index names keep their values.
+
+    Like index_reduce, one (..., n, K) comparison of positions with indices: memory grows as
+    n * K * (the other dims' sizes)."""
+    x, index, src = (reshape(t, (1,)) if t.ndim == 0 else t for t in (input, index, src))
+    dim = wrap_dim(dim, x.ndim, "scatter_reduce")
+    _check_scatter_reduce(x, dim, index, src, reduce)
+    extent = tuple(index.shape[d] if d != dim else x.shape[d] for d in range(x.ndim))
+    src = region_of(src, tuple(index.shape))
+    folded = _fold_segments(movedim(region_of(x, extent), dim, -1), movedim(index, dim, -1),
+                            movedim(src, dim, -1), reduce, include_self)
+    out = movedim(folded, -1, dim)
+    if extent != tuple(x.shape):
+        out = _scatter_into("scatter_reduce", x, out, lambda t: region_of(t, extent))
+    return reshape(out, tuple(input.shape))
+
+
+def region_of(t, shape):
+    """The leading `shape` corner of `t`."""
+    for d, size in enumerate(shape):
+        t = narrow(t, d, 0, size)
+    return t
 
 
 def put(input, index, source, accumulate=False):
@@ -224,8 +282,9 @@ TENSOR_METHODS = {
     "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
     "as_strided_scatter": as_strided_scatter, "index_reduce": index_reduce,
     "index_reduce_": _inplace(index_reduce, "index_reduce_"), "put": put,
-    "put_": _inplace(put, "put_"),
+    "put_": _inplace(put, "put_"), "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": _inplace(scatter_reduce, "scatter_reduce_"),
 }
 
 __all__ = ["diff", "rot90", "tril_indices", "triu_indices", "slice_scatter", "select_scatter",
-           "diagonal_scatter", "as_strided_scatter", "index_reduce", "put"]
+           "diagonal_scatter", "as_strided_scatter", "index_reduce", "put", "scatter_reduce"]
