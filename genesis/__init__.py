@@ -5,6 +5,7 @@ Public names only; see the subpackages for the layers (tensor, autograd, ops, di
 
 from . import autograd, cuda, dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled
 from .device import device
 from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, promote_types, result_type as _result_type,
@@ -23,9 +24,20 @@ from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.compare import *  # noqa: F401,F403
+from .ops.counting import *  # noqa: F401,F403
+from .ops.products import *  # noqa: F401,F403
+from .ops.rearrange import *  # noqa: F401,F403
+from .ops.statistics import *  # noqa: F401,F403
+from .ops.special import *  # noqa: F401,F403
+from .ops.windows import *  # noqa: F401,F403
+from .ops.legacy import *  # noqa: F401,F403
+from .ops.numeric import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils
+from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
+from . import special
 from . import amp, models
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,

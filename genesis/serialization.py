@@ -139,11 +139,24 @@ def _atomic_write(path, write):
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(error, OSError):
+            raise _save_error(error, path, directory) from error
         raise
     _fsync_directory(directory)
+
+
+def _save_error(error, path, directory):
+    """`error` restated with the path the caller gave (not the temporary file) and what became of
+    the file already there."""
+    reason = error.strerror or str(error)
+    if not os.path.isdir(directory):
+        reason += f" (the folder {directory!r} does not exist)"
+    kept = (f"the existing {path!r} is unchanged" if os.path.exists(path)
+            else f"nothing was written to {path!r}")
+    return type(error)(error.errno, f"save(): could not write {path!r}: {reason}; {kept}")
 
 
 def _fsync_directory(directory):

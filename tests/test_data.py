@@ -295,7 +295,8 @@ def test_worker_error_surfaces_with_traceback():
     with pytest.raises(ValueError) as info:
         next(it)
     message = str(info.value)
-    assert message.startswith("Caught ValueError in DataLoader worker process 0.")
+    assert message.startswith("Caught ValueError in DataLoader worker process 0 while reading "
+                              "sample index 5.")
     assert "Original Traceback (most recent call last):" in message
     assert "bad sample 5" in message and "__getitem__" in message
 

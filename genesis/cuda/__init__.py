@@ -500,3 +500,15 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "dispatch_gpu_op", "list_gpu_ops", "GPUProfiler", "enable_profiling",
            "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
            "warm_up_kernels", "AutoTuner"]
+
+
+_LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+                 "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
+
+
+def __getattr__(name):
+    """The legacy typed constructors (`genesis.cuda.FloatTensor`, ...), looked up on first use."""
+    if name in _LEGACY_TYPES:
+        from ..ops.legacy import CUDA_LEGACY_TYPES
+        return CUDA_LEGACY_TYPES[name]
+    raise AttributeError(f"module 'genesis.cuda' has no attribute '{name}'")

@@ -8,6 +8,8 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
+from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
+from . import statistics, windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
@@ -30,3 +32,10 @@ METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.Shape
 
 for _methods in METHODS:
     bind(_methods)
+
+# families that list their methods in a {name: function} table
+TABLES = (compare, counting, products, rearrange, statistics, special, legacy, numeric,
+          random_fills)
+
+for _family in TABLES:
+    bind(_family.TENSOR_METHODS)

@@ -394,10 +394,30 @@ def _broadcast_labels(labels, operands):
             for term, t in zip(labels, operands)]
 
 
+def _sublist_equation(args):
+    """(equation, operands) of einsum's sublist form: op1, [0, 1], op2, [1, 2], [0, 2], where
+    subscripts are ints in [0, 52) and Ellipsis stands for `...`."""
+    def term(sublist):
+        for s in sublist:
+            if s is not Ellipsis and not (isinstance(s, int) and 0 <= s < len(_LETTERS)):
+                raise ValueError(f"einsum(): subscript in subscript list is not within the "
+                                 f"valid range [0, {len(_LETTERS)})")
+        return "".join("..." if s is Ellipsis else _LETTERS[s] for s in sublist)
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+    operands = tuple(pairs[0::2])
+    equation = ",".join(term(sublist) for sublist in pairs[1::2])
+    if output is not None:
+        equation += "->" + term(output)
+    return equation, operands
+
+
 @autocast_policy("einsum")
 def einsum(equation, *operands):
     """Einstein summation over any subscripts: ellipsis, repeated labels (diagonals), implicit
-    output (labels seen once, sorted) and size-1 broadcasting, as `torch.einsum`."""
+    output (labels seen once, sorted) and size-1 broadcasting, as `torch.einsum`; the sublist
+    form einsum(op1, [0, 1], op2, [1, 2], [0, 2]) too."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

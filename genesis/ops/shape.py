@@ -35,20 +35,21 @@ def sizes_arg(args):
     return tuple(map(operator.index, args))
 
 
-def infer_size(shape, numel):
-    """`shape` with its one -1 replaced so that the product is `numel`; RuntimeError otherwise."""
+def infer_size(shape, numel, op):
+    """`shape` with its one -1 replaced so that the product is `numel`; RuntimeError naming `op`
+    otherwise."""
     if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
         return shape  # the usual case: every size given
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+        raise RuntimeError(f"{op}(): only one dimension can be inferred")
     bad = next((s for s in shape if s < -1), None)
     if bad is not None:
-        raise RuntimeError(f"invalid shape dimension {bad}")
+        raise RuntimeError(f"{op}(): invalid shape dimension {bad}")
     known = math.prod(s for s in shape if s != -1)
     if unknown and known == 0:
         if numel == 0:
-            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+            raise RuntimeError(f"{op}(): cannot reshape tensor of 0 elements into shape {list(shape)} "
                                "because the unspecified dimension size -1 can be any value and is "
                                "ambiguous")
     elif unknown and numel % known == 0:
@@ -56,7 +57,7 @@ def infer_size(shape, numel):
         return shape[:i] + (numel // known,) + shape[i + 1:]
     elif not unknown and known == numel:
         return shape
-    raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
 
 
 def view_strides(old_shape, old_strides, new_shape):
@@ -257,7 +258,7 @@ class Split(Function):
 
 def view(self, *shape):
     """A view with another shape (one size may be -1); RuntimeError when strides forbid it."""
-    shape = infer_size(sizes_arg(shape), self.numel())
+    shape = infer_size(sizes_arg(shape), self.numel(), "view")
     strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -268,7 +269,7 @@ def view(self, *shape):
 
 def reshape(input, shape):
     """A view when the strides allow one, else a contiguous copy."""
-    shape = infer_size(sizes_arg((shape,)), input.numel())
+    shape = infer_size(sizes_arg((shape,)), input.numel(), "reshape")
     strides = view_strides(input._data.shape, input.stride(), shape)
     if strides is None:
         return ReshapeCopy.apply(input, shape)
@@ -414,7 +415,7 @@ def unflatten(input, dim, sizes):
         raise RuntimeError("unflatten: sizes must be non-empty")
     size = input.shape[dim]
     try:
-        sizes = infer_size(sizes, size)
+        sizes = infer_size(sizes, size, "unflatten")
     except RuntimeError:
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size "
                            f"of dim {dim} ({size}) in the input tensor") from None
@@ -628,12 +629,12 @@ def _check_cat(tensors, dim, op):
     dim = wrap_dim(dim, first.ndim, op)
     for i, x in shaped[1:]:
         if x.ndim != first.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and "
-                               f"{x.ndim}")
+            raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got "
+                               f"{first.ndim} and {x.ndim}")
         for d in range(first.ndim):
             if d != dim and x.shape[d] != first.shape[d]:
                 raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{op}(): Sizes of tensors must match except in dimension {dim}. Expected size "
                     f"{first.shape[d]} but got size {x.shape[d]} for tensor number {i} in the list "
                     f"(shapes {list(first.shape)} and {list(x.shape)}).")
     return dim

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...dispatch import kernel, register
 from .array import copy_
-from .numerics import erf, gelu_tanh, gelu_tanh_backward
+from .numerics import erf, erfc, gelu_tanh, gelu_tanh_backward
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 
@@ -211,7 +211,7 @@ UNARY = {
     "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "erf": erf,
-    "erfc": lambda x: 1.0 - erf(x),
+    "erfc": erfc,
     "gelu_tanh": gelu_tanh,
     "floor": lambda x: np.floor(x) if x.dtype.kind == "f" else x.copy(),
     "ceil": lambda x: np.ceil(x) if x.dtype.kind == "f" else x.copy(),

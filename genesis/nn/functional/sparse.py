@@ -5,6 +5,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from ...ops import elementwise as ew
+from ...ops.common import call
 
 
 class Embedding(Function):
@@ -20,7 +21,11 @@ class Embedding(Function):
         ctx.save_for_backward(flat)
         ctx.num_weights = weight.shape[0]
         ctx.padding_idx, ctx.scale_grad_by_freq = padding_idx, scale_grad_by_freq
-        return weight.index_select(0, flat).reshape(*indices.shape, weight.shape[1])
+        try:
+            rows = weight.index_select(0, flat)
+        except IndexError:
+            raise _out_of_range(flat, weight) from None
+        return rows.reshape(*indices.shape, weight.shape[1])
 
     @staticmethod
     def backward(ctx, grad):
@@ -35,6 +40,14 @@ class Embedding(Function):
         zeros = creation.zeros(ctx.num_weights, rows.shape[1], dtype=rows.dtype,
                                device=rows.device)
         return zeros.index_add(0, flat, rows), None, None, None
+
+
+def _out_of_range(flat, weight):
+    """The IndexError for an id outside the table, naming the id and the table's size."""
+    _, bad = call("check_index", flat, weight.shape[0], False)
+    return IndexError(f"embedding(): index {bad} is out of range for an embedding table of "
+                      f"{weight.shape[0]} rows (weight of shape {list(weight.shape)}); ids must "
+                      f"be in [0, {weight.shape[0] - 1}]")
 
 
 def _renorm_rows(weight, indices, max_norm, norm_type):

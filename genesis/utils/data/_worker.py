@@ -47,7 +47,8 @@ class ExceptionWrapper:
         exc_type, exc_value, tb = exc_info or sys.exc_info()
         self.exc_type = exc_type if _picklable(exc_type) else RuntimeError
         self.exc_msg = "".join(traceback.format_exception(exc_type, exc_value, tb))
-        self.where = where
+        index = getattr(exc_value, "dataset_index", None)
+        self.where = where if index is None else f"{where} while reading sample index {index}"
 
     def reraise(self):
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"

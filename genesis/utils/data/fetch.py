@@ -1,6 +1,17 @@
 """Fetchers: turn what the sampler yields into a batch (the same code in workers and in-process)."""
 
 
+def read_sample(dataset, index):
+    """`dataset[index]`; an error raised there carries the index (`dataset_index`, and a note in
+    its traceback), so the DataLoader can say which sample failed."""
+    try:
+        return dataset[index]
+    except Exception as error:
+        error.dataset_index = index
+        error.add_note(f"DataLoader: raised while reading sample index {index} of the dataset")
+        raise
+
+
 class MapFetcher:
     """Map-style datasets: read `dataset[i]` for the sampled indices, then collate."""
 
@@ -9,9 +20,9 @@ class MapFetcher:
 
     def fetch(self, index):
         if not self.auto_collation:
-            return self.collate_fn(self.dataset[index])
+            return self.collate_fn(read_sample(self.dataset, index))
         getitems = getattr(self.dataset, "__getitems__", None)
-        data = getitems(index) if getitems else [self.dataset[i] for i in index]
+        data = getitems(index) if getitems else [read_sample(self.dataset, i) for i in index]
         return self.collate_fn(data)
 
 

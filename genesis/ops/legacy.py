@@ -1,0 +1,112 @@
+"""The legacy typed-tensor constructors (`FloatTensor`, `LongTensor`, ... and their CUDA forms)
+and `Tensor.type`, named with PyTorch's strings so scripts comparing `x.type()` with
+'torch.FloatTensor' keep working.
+
+A legacy type is a class whose instances are plain `Tensor`s: calling it builds a tensor of its
+dtype on its device, and `isinstance(x, FloatTensor)` asks whether x is a float32 CPU tensor, as
+PyTorch answers it. The CUDA forms touch the driver only when one is called.
+"""
+
+from .. import dtypes
+from ..tensor import Size, Tensor
+from .creation import empty, tensor, to_device_and_dtype
+
+_NAMES = {
+    dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor", dtypes.float16: "HalfTensor",
+    dtypes.bfloat16: "BFloat16Tensor", dtypes.int64: "LongTensor", dtypes.int32: "IntTensor",
+    dtypes.int16: "ShortTensor", dtypes.int8: "CharTensor", dtypes.uint8: "ByteTensor",
+    dtypes.bool_: "BoolTensor",
+}
+_DTYPES = {name: dtype for dtype, name in _NAMES.items()}
+
+
+def type_name(dtype, device_type):
+    """PyTorch's name of a tensor type: 'torch.FloatTensor', 'torch.cuda.LongTensor', ..."""
+    return ("torch.cuda." if device_type == "cuda" else "torch.") + _NAMES[dtype]
+
+
+class LegacyTensorType(type):
+    """Metaclass of the legacy types: construction and isinstance by dtype and device."""
+
+    def __instancecheck__(cls, obj):
+        return (isinstance(obj, Tensor) and obj.dtype is cls.dtype
+                and obj.device.type == cls.device_type)
+
+    def __call__(cls, *args, device=None):
+        where = device if device is not None else cls.device_type
+        if not args:
+            return empty(0, dtype=cls.dtype, device=where)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return cls._existing(args[0])
+        if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool)
+                                             for a in args):
+            sizes = tuple(args[0]) if isinstance(args[0], Size) else args
+            return empty(*sizes, dtype=cls.dtype, device=where)
+        if len(args) > 1:
+            raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one sequence of data, "
+                            f"got {', '.join(type(a).__name__ for a in args)}")
+        if isinstance(args[0], (bool, int, float)):
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+        return tensor(args[0], dtype=cls.dtype, device=where)
+
+    def _existing(cls, t):
+        if t.dtype is not cls.dtype or t.device.type != cls.device_type:
+            raise TypeError(f"{cls.__name__}(): expected a tensor of type "
+                            f"{type_name(cls.dtype, cls.device_type)}, got "
+                            f"{type_name(t.dtype, t.device.type)}")
+        return t
+
+    def __repr__(cls):
+        return f"<class '{type_name(cls.dtype, cls.device_type).replace('torch', 'genesis')}'>"
+
+
+def _legacy_type(dtype, device_type):
+    name = _NAMES[dtype]
+    doc = f"Legacy constructor of {dtype.name} tensors on the {device_type.upper()}."
+    return LegacyTensorType(name, (), {"dtype": dtype, "device_type": device_type,
+                                       "__doc__": doc, "__module__": "genesis"})
+
+
+CPU_LEGACY_TYPES = {name: _legacy_type(dtype, "cpu") for dtype, name in _NAMES.items()}
+CUDA_LEGACY_TYPES = {name: _legacy_type(dtype, "cuda") for dtype, name in _NAMES.items()}
+
+
+def _parse_type_name(name):
+    """(dtype, device type) of 'torch.FloatTensor', 'torch.cuda.LongTensor', 'genesis.*'."""
+    for prefix in ("torch.", "genesis."):
+        if name.startswith(prefix):
+            rest = name[len(prefix):]
+            device_type = "cuda" if rest.startswith("cuda.") else "cpu"
+            rest = rest[5:] if device_type == "cuda" else rest
+            if rest in _DTYPES:
+                return _DTYPES[rest], device_type
+    raise ValueError(f"invalid type: '{name}'")
+
+
+def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument, the type's name ('torch.FloatTensor'); with a dtype, a type name or a
+    legacy type, this tensor converted to it (itself when it already is)."""
+    if dtype is None:
+        return type_name(self.dtype, self.device.type)
+    if isinstance(dtype, str) and dtype.startswith(("torch.", "genesis.")):
+        target, device_type = _parse_type_name(dtype)
+    elif isinstance(dtype, LegacyTensorType):
+        target, device_type = dtype.dtype, dtype.device_type
+    else:
+        target, device_type = dtypes.as_dtype(dtype), self.device.type
+    device = None if device_type == self.device.type else device_type
+    return to_device_and_dtype(self, device, target, non_blocking=non_blocking)
+
+
+def new(self, *args):
+    """A tensor of this tensor's type and device, built as the legacy constructors build one
+    (from sizes, a sequence of data or nothing)."""
+    types = CUDA_LEGACY_TYPES if self.device.type == "cuda" else CPU_LEGACY_TYPES
+    return types[_NAMES[self.dtype]](*args, device=self.device)
+
+
+TENSOR_METHODS = {"type": tensor_type, "new": new}
+
+globals().update(CPU_LEGACY_TYPES)
+
+__all__ = list(CPU_LEGACY_TYPES)

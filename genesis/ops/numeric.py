@@ -1,0 +1,413 @@
+"""Smaller numeric and shape functions of the torch namespace, composed from existing ops:
+angle conversions, gcd/lcm, ldexp, logaddexp2, trace, inner, dist, renorm, the trapezoid rules,
+vander, diagflat, hsplit/vsplit/dsplit, unravel_index, broadcasting helpers, combinations."""
+
+import builtins
+import itertools
+import math
+
+from .. import dtypes
+from ..tensor import Size, Tensor, wrap_dim
+from .common import broadcast_shapes as _broadcast_shapes, sum_to
+from .creation import arange, as_tensor, empty, full_like, tensor, zeros
+from .elementwise import (_inplace, abs, acosh, asinh, atanh, exp2, isinf, logaddexp,
+                          logical_and, remainder, sub, trunc, where)
+from .index import index_select
+from .linalg import tensordot
+from .reduce import cumprod, cumsum, sum, vector_norm
+from .random import multinomial
+from .shape import ShapeMethods
+from .shape import (broadcast_to, chunk, diag, diagonal, flatten, narrow, split, stack,
+                    tensor_split)
+
+_LN2 = math.log(2.0)
+
+
+def deg2rad(input):
+    """Degrees to radians."""
+    return input * (math.pi / 180)
+
+
+def rad2deg(input):
+    """Radians to degrees."""
+    return input * (180 / math.pi)
+
+
+def positive(input):
+    """`input` itself (unary plus); bool tensors are rejected as in PyTorch."""
+    if input.dtype is dtypes.bool_:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def isposinf(input):
+    return logical_and(isinf(input), input > 0)
+
+
+def isneginf(input):
+    return logical_and(isinf(input), input < 0)
+
+
+def logaddexp2(input, other):
+    """log2(2^input + 2^other), without overflow."""
+    return logaddexp(input * _LN2, other * _LN2) / _LN2
+
+
+def ldexp(input, other):
+    """input * 2^other."""
+    return input * exp2(other)
+
+
+def _check_integral(op, *xs):
+    for x in xs:
+        if x.dtype.is_floating_point or x.dtype is dtypes.bool_:
+            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{x.dtype.name}'")
+
+
+def gcd(input, other):
+    """Greatest common divisor, elementwise, by Euclid's algorithm on every element at once."""
+    _check_integral("gcd", input, other)
+    a, b = abs(input), abs(other)
+    shape = _broadcast_shapes(tuple(a.shape), tuple(b.shape), op="gcd")
+    a, b = broadcast_to(a, shape), broadcast_to(b, shape)
+    while bool((b != 0).any().item()):
+        done = b == 0
+        a, b = where(done, a, b), where(done, 0, remainder(a, where(done, 1, b)))
+    return a
+
+
+def lcm(input, other):
+    """Least common multiple, elementwise (0 when either is 0)."""
+    g = gcd(input, other)
+    return abs(input * (other // where(g == 0, 1, g)))
+
+
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return sum(diagonal(input))
+
+
+def inner(input, other):
+    """Sum of products over the last dimension (a product with a scalar when one is 0-d)."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other."""
+    return vector_norm(sub(input, other), p)
+
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice along `dim` whose p-norm exceeds `maxnorm` scaled down to norm `maxnorm`."""
+    dim = wrap_dim(dim, input.ndim, "renorm")
+    others = [d for d in builtins.range(input.ndim) if d != dim]
+    norms = vector_norm(input, p, dim=others, keepdim=True)
+    scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * scale.detach()
+
+
+def _spacing(y, x, dx, dim):
+    if x is None:
+        return dx
+    if x.ndim == 1:
+        shape = [1] * y.ndim
+        shape[dim] = x.shape[0] - 1
+        return (narrow(x, 0, 1, x.shape[0] - 1) - narrow(x, 0, 0, x.shape[0] - 1)).reshape(shape)
+    n = x.shape[dim]
+    return narrow(x, dim, 1, n - 1) - narrow(x, dim, 0, n - 1)
+
+
+def _trapezoids(y, x, dx, dim):
+    dim = wrap_dim(dim, y.ndim, "trapezoid")
+    n = y.shape[dim]
+    if n == 0:
+        return None, dim
+    heights = narrow(y, dim, 1, n - 1) + narrow(y, dim, 0, n - 1)
+    return heights * _spacing(y, x, dx, dim) / 2, dim
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along `dim`, with sample points `x` or spacing `dx` (default 1)."""
+    pieces, dim = _trapezoids(y, x, 1 if dx is None else dx, dim)
+    if pieces is None:
+        shape = list(y.shape)
+        del shape[dim]
+        return zeros(tuple(shape), dtype=y.dtype, device=y.device)
+    return sum(pieces, dim=dim)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal rule along `dim` (one element fewer than `y`)."""
+    pieces, dim = _trapezoids(y, x, 1 if dx is None else dx, dim)
+    return y if pieces is None else cumsum(pieces, dim)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-D `x`: columns x^(N-1) ... x^0 (reversed if increasing)."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    powers = arange(n, device=x.device)
+    if not increasing:
+        powers = (n - 1) - powers
+    base = x if x.dtype.is_floating_point or x.dtype is dtypes.int64 else x.long()
+    return base.unsqueeze(1) ** powers.unsqueeze(0)
+
+
+def diagflat(input, offset=0):
+    """A 2-D matrix with the flattened input on diagonal `offset`."""
+    return diag(flatten(input), offset)
+
+
+def _split_along(op, input, sections, dim, min_ndim):
+    if input.ndim < min_ndim:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_ndim} dimension, "
+                           f"but got a tensor with {input.ndim} dimensions!")
+    if isinstance(sections, int) and input.shape[dim] % sections:
+        raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of "
+                           f"the dimension {input.shape[dim]} is not divisible by the split_size "
+                           f"{sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Pieces of the given sizes along `dim` (they must add up to its size)."""
+    dim = wrap_dim(dim, input.ndim, "split_with_sizes")
+    if builtins.sum(split_sizes) != input.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[dim]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={list(split_sizes)}")
+    return input.split(list(split_sizes), dim)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in `shape` of flat `indices`, one tensor per dimension."""
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)
+    if indices.numel() and (indices.min().item() < -total or indices.max().item() >= total):
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    flat = remainder(indices.long(), builtins.max(total, 1))
+    out = []
+    for size in reversed(shape):
+        out.append(remainder(flat, size))
+        flat = flat // size
+    return tuple(reversed(out))
+
+
+def broadcast_shapes(*shapes):
+    """The shape all of `shapes` broadcast to (a Size)."""
+    return Size(_broadcast_shapes(*((s,) if isinstance(s, int) else tuple(s) for s in shapes),
+                                  op="broadcast_shapes"))
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common shape (views)."""
+    shape = _broadcast_shapes(*(tuple(t.shape) for t in tensors), op="broadcast_tensors")
+    return tuple(broadcast_to(t, shape) for t in tensors)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-length combinations of a 1-D tensor's elements, as rows (itertools order)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = list(pick(builtins.range(input.shape[0]), r))
+    if not rows or r == 0:
+        return zeros((0,) if r == 0 else (0, r), dtype=input.dtype, device=input.device)
+    index = tensor(rows, dtype=dtypes.int64, device=input.device)
+    return stack([index_select(input, 0, index[:, j]) for j in builtins.range(r)], dim=1)
+
+
+def fill(input, value):
+    """A new tensor of input's shape, dtype and device filled with `value`."""
+    return full_like(input, value.item() if isinstance(value, Tensor) else value)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """`obj` as a tensor: shared when it already is one of that dtype and device (unless
+    copy=True), a new tensor otherwise (an error with copy=False when a copy is needed)."""
+    out = as_tensor(obj, dtype=dtype, device=device)
+    shared = out is obj
+    if copy is False and not shared and isinstance(obj, Tensor):
+        raise ValueError("asarray(): can't satisfy copy=False: a copy is needed to change the "
+                         "dtype or device")
+    if copy and (shared or not isinstance(obj, Tensor)):
+        out = out.clone()
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated in PyTorch for arange: values from start to end inclusive, `step` apart, in
+    the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    count = math.floor((end - start) / step) + 1
+    dtype = dtypes.get_default_dtype() if dtype is None else dtype
+    out = (arange(count, dtype=dtypes.float64, device=device) * step + start).to(dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with the given size and strides (over just enough storage)."""
+    size, stride = tuple(size), tuple(stride)
+    extent = 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    out = empty(extent, dtype=dtype, device=device).as_strided(size, stride)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    return sub(other, input, alpha=alpha)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-d tensor holding `s` (in the default float dtype unless `dtype` is given)."""
+    dtype = dtypes.get_default_dtype() if dtype is None else dtype
+    out = tensor(s, dtype=dtype, device=device)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def type_as(self, other):
+    return self.to(other.dtype)
+
+
+def where_method(self, condition, y):
+    return where(condition, self, y)
+
+
+def _expandable(size, shape):
+    """Whether `size` broadcasts to exactly `shape`."""
+    if len(size) > len(shape):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(size), reversed(shape)))
+
+
+def sum_to_size(self, *size):
+    """`self` summed down to `size`, which it must broadcast from."""
+    size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+    if not _expandable(size, tuple(self.shape)):
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, self.shape))}}}.")
+    return sum_to(self, size)
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write `fill_value` on the main diagonal (of a matrix, or of an all-equal-sides tensor)."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    rows = self.shape[0]
+    if wrap and self.ndim == 2 and rows > self.shape[1] + 1:
+        step = self.shape[1] + 1
+        positions = arange(0, rows * self.shape[1], step, device=self.device)
+        self.view(-1)[positions] = fill_value
+        return self
+    stride = builtins.sum(self.stride())
+    count = builtins.min(self.shape)
+    self.as_strided((count,), (stride,), self.storage_offset()).fill_(fill_value)
+    return self
+
+
+def is_nonzero(input):
+    """The truth value of a one-element tensor."""
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if
+                           input.numel() == 0 else
+                           "Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input):
+    return input.dtype.is_signed
+
+
+def ravel(input):
+    """`input` flattened to 1-D (a view when its layout allows)."""
+    return flatten(input)
+
+
+fix, arccosh, arcsinh, arctanh = trunc, acosh, asinh, atanh
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes
+
+_FUNCTIONS = {
+    "deg2rad": deg2rad, "rad2deg": rad2deg, "fix": fix, "positive": positive,
+    "isposinf": isposinf, "isneginf": isneginf, "logaddexp2": logaddexp2, "ldexp": ldexp,
+    "gcd": gcd, "lcm": lcm, "trace": trace, "inner": inner, "dist": dist, "renorm": renorm,
+    "diagflat": diagflat, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
+    "split_with_sizes": split_with_sizes, "ravel": ravel, "arccosh": arccosh,
+    "arcsinh": arcsinh, "arctanh": arctanh, "is_nonzero": is_nonzero,
+    "is_same_size": is_same_size, "is_signed": is_signed, "unsafe_chunk": unsafe_chunk,
+    "unsafe_split": unsafe_split, "unsafe_split_with_sizes": unsafe_split_with_sizes,
+}
+
+def _method_as_function(name):
+    """torch's function form `torch.name(input, ...)` of the Tensor method `name`."""
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__, fn.__doc__ = name, f"`input.{name}(...)`, as a function."
+    return fn
+
+
+# The in-place ops that PyTorch also exposes as functions of the torch namespace.
+_METHOD_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach", "detach_", "erf_", "erfc_",
+    "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_",
+    "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+    "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_",
+    "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_")
+globals().update({name: _method_as_function(name) for name in _METHOD_FUNCTIONS})
+
+TENSOR_METHODS = dict(_FUNCTIONS)
+TENSOR_METHODS.update({name + "_": _inplace(_FUNCTIONS[name], name + "_") for name in (
+    "deg2rad", "rad2deg", "fix", "ldexp", "gcd", "lcm", "renorm", "arccosh", "arcsinh",
+    "arctanh")})
+TENSOR_METHODS.update({"cumsum_": _inplace(cumsum, "cumsum_"),
+                       "cumprod_": _inplace(cumprod, "cumprod_")})
+TENSOR_METHODS.update({"type_as": type_as, "where": where_method, "sum_to_size": sum_to_size,
+                       "fill_diagonal_": fill_diagonal_, "multinomial": multinomial,
+                       "swapaxes_": ShapeMethods.transpose_,
+                       "swapdims_": ShapeMethods.transpose_})
+
+__all__ = list(_FUNCTIONS) + list(_METHOD_FUNCTIONS) + [
+    "trapezoid", "trapz", "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes",
+    "broadcast_tensors", "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range",
+    "empty_strided"]

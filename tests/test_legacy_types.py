@@ -1,0 +1,76 @@
+"""Legacy typed constructors (genesis.FloatTensor, ...) and Tensor.type against PyTorch's."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import genesis
+from helpers import assert_close, from_torch
+
+NAMES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+         "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constructors_match_torch(name):
+    mine, theirs = getattr(genesis, name), getattr(torch, name)
+    sized = mine(2, 3)
+    assert tuple(sized.shape) == (2, 3) and sized.type() == theirs(2, 3).type()
+    assert tuple(mine(genesis.Size([4, 1])).shape) == (4, 1)
+    assert tuple(mine().shape) == (0,) and mine().type() == f"torch.{name}"
+    data = [[1, 0, 3], [0, 2, 1]]
+    assert_close(mine(data), theirs(data))
+    assert_close(mine((1, 2)), theirs((1, 2)))
+    existing = mine(data)
+    assert mine(existing) is existing
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_isinstance_as_torch(name):
+    for dtype in (torch.float32, torch.float64, torch.int64, torch.bool, torch.uint8):
+        t = torch.zeros(2, dtype=dtype)
+        g = from_torch(t)
+        assert isinstance(g, getattr(genesis, name)) == isinstance(t, getattr(torch, name))
+        assert not isinstance(g, getattr(genesis.cuda, name))
+    assert not isinstance([1.0], getattr(genesis, name))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int16, torch.int8,
+                                   torch.uint8, torch.bool])
+def test_type_names_and_conversions(dtype):
+    t = torch.zeros(2, dtype=dtype)
+    g = from_torch(t)
+    assert g.type() == t.type()
+    assert g.type(g.type()) is g
+    for target in ("torch.DoubleTensor", "torch.IntTensor", "torch.BoolTensor"):
+        assert_close(g.type(target), t.type(target))
+    assert g.type(genesis.LongTensor).dtype is genesis.int64
+    assert g.type(genesis.float16).dtype is genesis.float16
+    assert g.type("genesis.ShortTensor").dtype is genesis.int16
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="expected a tensor of type torch.FloatTensor, got "
+                                        "torch.DoubleTensor"):
+        genesis.FloatTensor(genesis.zeros(2, dtype=genesis.float64))
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        genesis.FloatTensor(2.5)
+    with pytest.raises(ValueError, match="invalid type: 'torch.NoSuchTensor'"):
+        genesis.zeros(2).type("torch.NoSuchTensor")
+
+
+def test_cuda_forms_are_lazy():
+    """Importing genesis and naming genesis.cuda.FloatTensor initialise no driver."""
+    code = ("import genesis, genesis.backends.cuda.runtime.driver as d\n"
+            "T = genesis.cuda.FloatTensor\n"
+            "assert repr(T) == \"<class 'genesis.cuda.FloatTensor'>\"\n"
+            "assert not isinstance(genesis.zeros(1), T)\n"
+            "assert d._cu is None and d._init_error is None\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=".")
+    assert out.stdout.strip() == "ok", out.stderr
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchTensor'"):
+        genesis.cuda.NoSuchTensor
