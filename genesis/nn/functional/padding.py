@@ -50,8 +50,9 @@ def _source_index(size, before, after, mode):
     positions = np.arange(-before, size + after)
     if mode == "replicate":
         return np.clip(positions, 0, size - 1)
-    if mode == "circular":
-        return positions % size
+    if mode == "circular":  # negative amounts crop first; the rest wraps around what is left
+        low, high = max(-before, 0), size - max(-after, 0)
+        return low + (np.arange(-max(before, 0), high - low + max(after, 0)) % (high - low))
     period = 2 * (size - 1)
     folded = np.abs(positions) % period if period else np.zeros_like(positions)
     return np.where(folded >= size, period - folded, folded)
@@ -101,4 +102,6 @@ def pad(input, pad, mode="constant", value=None):
                                   "replicate and circular are supported)")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):  # the backward's sums round once
+        return _index_pad(input.float(), pad, mode).to(input.dtype)
     return _index_pad(input, pad, mode)

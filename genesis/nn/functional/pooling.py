@@ -92,7 +92,8 @@ def _pick(position_windows, argmax, dim):
 
 
 def _in_float32(x):
-    """float32 for half-precision inputs (computed once, rounded once at the end)."""
+    """float32 for half-precision inputs, so that the sums of the forward and of the backward
+    (overlapping windows) round once, at the end."""
     return x.float() if x.dtype in HALF_TYPES else x
 
 
@@ -101,7 +102,8 @@ def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, re
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, dilation, ceil_mode, op)
     pool.check_padding(op, effective=True)
-    values, argmax = pool.windows(x, -math.inf).max(2)
+    values, argmax = pool.windows(_in_float32(x), -math.inf).max(2)
+    values = values.to(x.dtype)
     if not return_indices:
         return unbatch(values, unbatched)
     indices = _pick(pool.windows(_positions(pool.size, x.device), -1), argmax, 2)
@@ -273,7 +275,8 @@ def gather_windows(x, tables):
 
 def _max_over_tables(x, tables, return_indices, unbatched):
     """The maximum over gathered windows, with PyTorch's flat indices if asked."""
-    values, argmax = gather_windows(x, tables).max(-1)
+    values, argmax = gather_windows(_in_float32(x), tables).max(-1)
+    values = values.to(x.dtype)
     if not return_indices:
         return unbatch(values, unbatched)
     positions = gather_windows(_positions(x.shape[2:], x.device), tables)
