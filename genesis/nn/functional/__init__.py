@@ -63,8 +63,19 @@ from .pooling import (
                          max_unpool3d,
 )
 from .sparse import embedding, one_hot
+from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
+from .vision import affine_grid, channel_shuffle, grid_sample, pixel_shuffle, pixel_unshuffle
 
 __all__ = [
+                         "affine_grid",
+                         "channel_shuffle",
+                         "grid_sample",
+                         "interpolate",
+                         "pixel_shuffle",
+                         "pixel_unshuffle",
+                         "upsample",
+                         "upsample_bilinear",
+                         "upsample_nearest",
                          "adaptive_avg_pool1d",
                          "adaptive_avg_pool3d",
                          "adaptive_max_pool1d",

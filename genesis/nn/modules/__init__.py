@@ -75,8 +75,22 @@ from .pooling import (
                          MaxUnpool2d,
                          MaxUnpool3d,
 )
+from .upsampling import (
+                         ChannelShuffle,
+                         PixelShuffle,
+                         PixelUnshuffle,
+                         Upsample,
+                         UpsamplingBilinear2d,
+                         UpsamplingNearest2d,
+)
 
 __all__ = [
+                         "ChannelShuffle",
+                         "PixelShuffle",
+                         "PixelUnshuffle",
+                         "Upsample",
+                         "UpsamplingBilinear2d",
+                         "UpsamplingNearest2d",
                          "AdaptiveAvgPool1d",
                          "AdaptiveAvgPool3d",
                          "AdaptiveMaxPool1d",
