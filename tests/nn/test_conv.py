@@ -205,3 +205,8 @@ def test_fold_unfold_errors(device):
         F.fold(genesis.randn(1, 4, 5, device=device), (3, 3), 2)
     with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
         F.fold(genesis.randn(1, 5, 4, device=device), (3, 3), 2)
+
+
+def test_conv_tbc_matches_torch(rng, device):
+    compare(lambda x, w, b: F.conv_tbc(x, w, b, 2), lambda x, w, b: TF.conv_tbc(x, w, b, 2),
+            [(7, 2, 3), (3, 3, 4), (4,)], genesis.float64, device, rng)

@@ -183,3 +183,14 @@ def test_max_pool_gradient_goes_to_first_maximum(device):
     F.max_pool2d(x, 2, 1).sum().backward()
     TF.max_pool2d(t, 2, 1).sum().backward()
     assert_close(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("name, args", [
+    ("max_pool1d_with_indices", (3,)), ("max_pool2d_with_indices", (2, 1, 1)),
+    ("max_pool3d_with_indices", (2,)), ("adaptive_max_pool1d_with_indices", (3,)),
+    ("adaptive_max_pool2d_with_indices", ((2, 3),)), ("adaptive_max_pool3d_with_indices", (2,))])
+def test_with_indices_forms(name, args, rng, device):
+    dims = int(name.split("_pool")[1][0])
+    g, t = make_pair((2, 3, 6, 5, 4)[:dims + 2], device=device, rng=rng)
+    for actual, expected in zip(getattr(F, name)(g, *args), getattr(TF, name)(t, *args)):
+        assert_close(actual, expected)

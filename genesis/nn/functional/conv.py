@@ -330,3 +330,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """3-D transposed convolution (the adjoint of conv3d); weight (C_in, C_out/groups, *k)."""
     return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
                        "conv_transpose3d")
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of (time, batch, channels) input with a (k, C_in, C_out) weight."""
+    if input.ndim != 3 or weight.ndim != 3:
+        raise RuntimeError(f"conv_tbc: Input must have 3 dims: time, batch, in_channel, and "
+                           f"weight 3 dims, got input {list(input.shape)} and weight "
+                           f"{list(weight.shape)}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

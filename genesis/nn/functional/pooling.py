@@ -421,3 +421,23 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool3d: values placed at their flat D*H*W indices, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _with_indices(pool):
+    """`pool` that always returns (values, indices), as torch's *_with_indices functions."""
+    def pooled(*args, **kwargs):
+        kwargs.pop("return_indices", None)
+        return pool(*args, **kwargs, return_indices=True)
+    pooled.__name__ = pooled.__qualname__ = f"{pool.__name__}_with_indices"
+    pooled.__doc__ = f"{pool.__name__} returning (values, indices)."
+    return pooled
+
+
+max_pool1d_with_indices = _with_indices(max_pool1d)
+max_pool2d_with_indices = _with_indices(max_pool2d)
+max_pool3d_with_indices = _with_indices(max_pool3d)
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)
+fractional_max_pool2d_with_indices = _with_indices(fractional_max_pool2d)
+fractional_max_pool3d_with_indices = _with_indices(fractional_max_pool3d)

@@ -14,6 +14,9 @@ from ... import dtypes
 from ...ops import creation, elementwise, linalg, shape
 from .conv import HALF_TYPES
 
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
 
 def _shuffle_check(input, factor, op):
     if input.ndim < 3:
@@ -68,6 +71,9 @@ def channel_shuffle(input, groups):
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
     return x.reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
 
 
 def _align_corners_default(align_corners):
@@ -211,10 +217,10 @@ def _cubic_taps(flat, spatial, coords, padding_mode, align_corners):
 
 
 def _check_grid_sample(input, grid, mode, padding_mode):
-    if mode not in ("bilinear", "nearest", "bicubic"):
+    if mode not in GRID_SAMPLE_INTERPOLATION_MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
-    if padding_mode not in ("zeros", "border", "reflection"):
+    if padding_mode not in GRID_SAMPLE_PADDING_MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     dims = input.ndim - 2
