@@ -210,3 +210,9 @@ def test_fold_unfold_errors(device):
 def test_conv_tbc_matches_torch(rng, device):
     compare(lambda x, w, b: F.conv_tbc(x, w, b, 2), lambda x, w, b: TF.conv_tbc(x, w, b, 2),
             [(7, 2, 3), (3, 3, 4), (4,)], genesis.float64, device, rng)
+
+
+def test_integer_conv_matches_torch(rng, device):
+    (g, t), (gw, tw) = (make_pair(s, genesis.int64, device=device, rng=rng)
+                        for s in ((2, 3, 6, 5), (4, 3, 2, 3)))
+    assert_close(F.conv2d(g, gw, stride=2, padding=1), TF.conv2d(t, tw, stride=2, padding=1))

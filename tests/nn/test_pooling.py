@@ -108,7 +108,8 @@ def test_max_unpool_matches_torch(dims, shape, rng, device):
         compare(lambda v: getattr(F, f"max_unpool{dims}d")(v, g_idx, 2, output_size=size),
                 lambda v: getattr(TF, f"max_unpool{dims}d")(v, t_idx, 2, output_size=size),
                 [tuple(t_vals.shape)], device=device, rng=rng)
-    g_layer, t_layer = getattr(nn, f"MaxUnpool{dims}d")(2), getattr(torch.nn, f"MaxUnpool{dims}d")(2)
+    name = f"MaxUnpool{dims}d"
+    g_layer, t_layer = getattr(nn, name)(2), getattr(torch.nn, name)(2)
     assert repr(g_layer) == repr(t_layer)
     compare(lambda v: g_layer(v, g_idx), lambda v: t_layer(v, t_idx), [tuple(t_vals.shape)],
             device=device, rng=rng)
@@ -193,4 +194,17 @@ def test_with_indices_forms(name, args, rng, device):
     dims = int(name.split("_pool")[1][0])
     g, t = make_pair((2, 3, 6, 5, 4)[:dims + 2], device=device, rng=rng)
     for actual, expected in zip(getattr(F, name)(g, *args), getattr(TF, name)(t, *args)):
+        assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("max_pool2d", {"kernel_size": 3, "stride": 2, "padding": 1, "return_indices": True}),
+    ("avg_pool2d", {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ("avg_pool1d", {"kernel_size": 2, "ceil_mode": True})])
+def test_integer_pools_match_torch(name, kwargs, rng, device):
+    shape = (1, 2, 7) if name.endswith("1d") else (1, 2, 5, 6)
+    g, t = make_pair(shape, genesis.int64, device=device, rng=rng)
+    g_out, t_out = getattr(F, name)(g, **kwargs), getattr(TF, name)(t, **kwargs)
+    for actual, expected in zip(*((g_out, t_out) if isinstance(t_out, tuple) else
+                                  ((g_out,), (t_out,)))):
         assert_close(actual, expected)

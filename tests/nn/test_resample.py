@@ -162,7 +162,8 @@ def test_affine_grid_then_grid_sample_warns_without_align_corners(device):
     x = genesis.arange(12, dtype=genesis.float32, device=device).reshape(1, 1, 3, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert_close(F.grid_sample(x, grid, align_corners=False), torch.arange(12.0).reshape(1, 1, 3, 4))
+        assert_close(F.grid_sample(x, grid, align_corners=False),
+                     torch.arange(12.0).reshape(1, 1, 3, 4))
 
 
 RESAMPLE_ERRORS = [

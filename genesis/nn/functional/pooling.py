@@ -102,7 +102,8 @@ def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, re
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, dilation, ceil_mode, op)
     pool.check_padding(op, effective=True)
-    values, argmax = pool.windows(_in_float32(x), -math.inf).max(2)
+    lowest = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.numpy_dtype).min)
+    values, argmax = pool.windows(_in_float32(x), lowest).max(2)
     values = values.to(x.dtype)
     if not return_indices:
         return unbatch(values, unbatched)
