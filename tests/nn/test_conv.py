@@ -11,7 +11,7 @@ from nn_compare import assert_param_grads, compare, copy_module, torch_state
 import genesis
 import genesis.nn as nn
 import genesis.nn.functional as F
-from genesis.autograd import gradcheck
+from genesis.autograd import gradcheck, gradgradcheck
 
 # (functional name, input shape, weight shape, kwargs); the bias has the output channels.
 CONVS = [
@@ -216,3 +216,10 @@ def test_integer_conv_matches_torch(rng, device):
     (g, t), (gw, tw) = (make_pair(s, genesis.int64, device=device, rng=rng)
                         for s in ((2, 3, 6, 5), (4, 3, 2, 3)))
     assert_close(F.conv2d(g, gw, stride=2, padding=1), TF.conv2d(t, tw, stride=2, padding=1))
+
+
+def test_conv_transpose_gradgradcheck(rng, device):
+    inputs = [genesis.tensor(rng.uniform(-1, 1, s), dtype=genesis.float64, device=device,
+                             requires_grad=True) for s in ((1, 2, 3, 2), (2, 1, 2, 2), (1,))]
+    assert gradgradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                            output_padding=1), inputs)

@@ -5,13 +5,13 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close
+from helpers import assert_close, make_pair
 from nn_compare import compare
 
 import genesis
 import genesis.nn as nn
 import genesis.nn.functional as F
-from genesis.autograd import gradcheck
+from genesis.autograd import gradcheck, gradgradcheck
 
 # (input shape, interpolate kwargs)
 INTERPOLATIONS = [
@@ -52,6 +52,13 @@ def test_interpolate_gradcheck(shape, kwargs, rng, device):
     x = genesis.tensor(rng.uniform(-1, 1, (1, 1, *shape[2:])), dtype=genesis.float64,
                        device=device, requires_grad=True)
     assert gradcheck(lambda x: F.interpolate(x, **kwargs), [x])
+
+
+def test_interpolate_nearest_of_integers(rng, device):
+    g, t = make_pair((2, 3, 5, 4), genesis.uint8, device=device, rng=rng)
+    for mode in ("nearest", "nearest-exact"):
+        assert_close(F.interpolate(g, scale_factor=1.6, mode=mode),
+                     TF.interpolate(t, scale_factor=1.6, mode=mode))
 
 
 def test_interpolate_empty_batch(rng, device):
@@ -181,6 +188,11 @@ RESAMPLE_ERRORS = [
                              antialias=True), ValueError, "Anti-alias option is restricted"),
     (lambda d: F.interpolate(genesis.randn(1, 2, 3, device=d), size=4, mode="foo"),
      NotImplementedError, r"Only 3D, 4D and 5D input Tensors supported"),
+    (lambda d: F.interpolate(genesis.ones(1, 2, 3, dtype=genesis.uint8, device=d), size=4,
+                             mode="linear"), NotImplementedError, "not implemented for"),
+    (lambda d: F.grid_sample(genesis.ones(1, 2, 3, 3, dtype=genesis.int64, device=d),
+                             genesis.zeros(1, 2, 2, 2, dtype=genesis.int64, device=d),
+                             align_corners=False), NotImplementedError, "not implemented for"),
     (lambda d: F.pixel_shuffle(genesis.randn(5, 3, 4, device=d), 2), RuntimeError,
      "divisible by the square of upscale_factor"),
     (lambda d: F.pixel_unshuffle(genesis.randn(4, 3, 4, device=d), 2), RuntimeError,
@@ -205,3 +217,12 @@ RESAMPLE_ERRORS = [
 def test_resample_errors(call, error, match, device):
     with pytest.raises(error, match=match):
         call(device)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: F.interpolate(x, scale_factor=1.5, mode="bicubic", align_corners=False),
+    lambda x: F.grid_sample(x, genesis.tensor([[[[0.3, -0.7], [1.1, 0.2]]]], dtype=x.dtype,
+                                              device=x.device), align_corners=True)])
+def test_resample_gradgradcheck(call, rng, device):
+    x = genesis.tensor(rng.uniform(-1, 1, (1, 1, 3, 3)), device=device, requires_grad=True)
+    assert gradgradcheck(call, [x])

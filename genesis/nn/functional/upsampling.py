@@ -175,6 +175,9 @@ def _check_mode(input, mode, align_corners, antialias):
     if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
                          "requires a 4-D tensor as input")
+    if mode not in ("nearest", "nearest-exact") and not input.dtype.is_floating_point:
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for "
+                                  f"{input.dtype} input (nearest and nearest-exact are)")
     needed = _MODE_DIMS.get(mode)
     if needed is not None and input.ndim != needed + 2:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "

@@ -237,6 +237,8 @@ def _check_grid_sample(input, grid, mode, padding_mode):
                            f"{list(grid.shape)}")
     if mode == "bicubic" and dims != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"grid_sampler(): not implemented for {input.dtype} input")
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
                            f"but got input {input.dtype} and grid {grid.dtype}")
