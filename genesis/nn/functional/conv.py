@@ -227,6 +227,18 @@ def _add_bias(out, bias):
     return out if bias is None else out + bias.reshape(1, -1, *(1,) * (out.ndim - 2))
 
 
+def _window_matmul(weight, cols):
+    """(g, O, K) weights times (N, g, K, L) columns -> (N, g, O, L). With one group it is one
+    (N*L, K) x (K, O) product (and so are both of its gradients), the shape BLAS runs fastest,
+    not N products of O x K by K x L."""
+    if weight.shape[0] != 1:
+        return linalg.matmul(weight, cols)
+    n, _, k, length = cols.shape
+    rows = cols[:, 0].transpose(1, 2).reshape(n * length, k)
+    out = linalg.matmul(rows, weight[0].t()).reshape(n, length, weight.shape[1])
+    return out.transpose(1, 2).unsqueeze(1)
+
+
 def _conv(x, weight, bias, stride, padding, dilation, groups, op):
     """N-d convolution of a batched `x`: im2col, then one (grouped) matmul."""
     dims = weight.ndim - 2
@@ -240,7 +252,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, op):
     cols = Unfold.apply(x, geometry, blocks)
     k = weight.shape[1] * math.prod(kernel)
     cols = cols.reshape(n, groups, k, math.prod(blocks))
-    out = linalg.matmul(weight.reshape(groups, out_c // groups, k), cols)
+    out = _window_matmul(weight.reshape(groups, out_c // groups, k), cols)
     return _add_bias(out.reshape(n, out_c, *blocks), bias)
 
 
@@ -265,7 +277,7 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
                            f"output size per channel: {list(size)}. Output size is too small")
     k = weight.shape[1] * math.prod(kernel)
     w = weight.reshape(groups, c_in // groups, k).transpose(1, 2)
-    cols = linalg.matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
+    cols = _window_matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
     out = Fold.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
     return _add_bias(out, bias)
 
