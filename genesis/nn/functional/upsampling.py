@@ -3,9 +3,10 @@
 average pooling.
 
 Linear, cubic and antialiased resampling are separable: the output along one dimension is a fixed
-(out, in) matrix times the input along it, so each dimension is one matmul whose weights follow
-PyTorch's source-index arithmetic (in float32 for float32 and half inputs, as PyTorch's
-kernels); the backward is autograd over the matmuls and needs no kernel of its own.
+(out, in) matrix times the input along it, whose weights follow PyTorch's source-index arithmetic
+(in float32 for float32 and half inputs, as PyTorch's kernels). The product is a matmul, or for
+long dimensions a sum of a few weighted index_selects (`along`); the backward is autograd over
+them and needs no kernel of its own.
 """
 
 import math
@@ -195,7 +196,7 @@ def _separable(x, mode, sizes, scales, align_corners, antialias, ftype):
     for d, (out, scale) in enumerate(zip(sizes, scales)):
         matrix = _resample_matrix(mode, x.shape[2 + d], out, align_corners, scale, ftype,
                                   antialias)
-        x = along(x, 2 + d, creation.tensor(matrix, dtype=x.dtype, device=x.device))
+        x = along(x, 2 + d, matrix)
     return x
 
 
