@@ -43,11 +43,12 @@ def _bias_channels(name, weight, kwargs):
 
 @pytest.mark.parametrize("name, x_shape, w_shape, kwargs", CONVS,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CONVS)])
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16,
+                                   genesis.float16])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_conv_matches_torch(name, x_shape, w_shape, kwargs, dtype, layout, rng, device):
-    if dtype is genesis.bfloat16 and layout == "transposed":
-        pytest.skip("one layout suffices for bfloat16")
+    if dtype in (genesis.bfloat16, genesis.float16) and layout == "transposed":
+        pytest.skip("one layout suffices for the half types")
     b_shape = (_bias_channels(name, w_shape, kwargs),)
     compare(lambda x, w, b: getattr(F, name)(x, w, b, **kwargs),
             lambda x, w, b: getattr(TF, name)(x, w, b, **kwargs),

@@ -19,7 +19,8 @@ CASES = [((3, 7), (2, 3)), ((2, 3, 6), (1, 4)), ((2, 5, 6), (2, 1, 3, 4)),
 
 @pytest.mark.parametrize("shape, pad", CASES, ids=[str(c[1]) for c in CASES])
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16,
+                                   genesis.float16])
 def test_pad_matches_torch(shape, pad, mode, dtype, rng, device):
     kwargs = {"value": 0.75} if mode == "constant" else {}
     compare(lambda x: F.pad(x, pad, mode, **kwargs), lambda x: TF.pad(x, pad, mode, **kwargs),

@@ -41,13 +41,14 @@ POOLS = [
 
 @pytest.mark.parametrize("name, shape, kwargs", POOLS,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(POOLS)])
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16,
+                                   genesis.float16])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_pool_matches_torch(name, shape, kwargs, dtype, layout, rng, device):
-    if dtype is genesis.bfloat16 and layout == "transposed":
-        pytest.skip("one layout suffices for bfloat16")
-    if name.startswith("lp_pool") and dtype is genesis.bfloat16:
-        pytest.skip("x ** p of bfloat16 rounds before the pool in both; compared in float")
+    if dtype in (genesis.bfloat16, genesis.float16) and layout == "transposed":
+        pytest.skip("one layout suffices for the half types")
+    if name.startswith("lp_pool") and dtype in (genesis.bfloat16, genesis.float16):
+        pytest.skip("x ** p of a half type rounds before the pool; compared in float")
     compare(lambda x: getattr(F, name)(x, **kwargs), lambda x: getattr(TF, name)(x, **kwargs),
             [shape], dtype, device, rng, layout=layout,
             low=0.1 if name.startswith("lp_pool") else -1.0)

@@ -40,7 +40,8 @@ INTERPOLATIONS = [
 
 @pytest.mark.parametrize("shape, kwargs", INTERPOLATIONS,
                          ids=[f"{c[1]['mode']}-{i}" for i, c in enumerate(INTERPOLATIONS)])
-@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16,
+                                   genesis.float16])
 def test_interpolate_matches_torch(shape, kwargs, dtype, rng, device):
     compare(lambda x: F.interpolate(x, **kwargs), lambda x: TF.interpolate(x, **kwargs), [shape],
             dtype, device, rng, layout="transposed" if dtype is genesis.float32 else "contiguous")
