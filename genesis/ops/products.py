@@ -5,6 +5,7 @@ gradient and its device support come from theirs."""
 import builtins
 
 from .. import dtypes
+from .autocast import autocast_policy
 from .creation import zeros
 from .elementwise import _inplace
 from .linalg import _in_float32, _scaled_sum, addmm, addmv, baddbmm, matmul, outer
@@ -12,6 +13,7 @@ from .reduce import sum, vector_norm
 from .shape import cat, meshgrid, reshape, stack
 
 
+@autocast_policy("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M)."""
     for name, x in (("X1", x1), ("X2", x2)):

@@ -15,7 +15,17 @@ from .activation import (
                          tanh,
 )
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
-from .conv import conv1d, conv2d, fold, unfold
+from .conv import (
+                         conv1d,
+                         conv2d,
+                         conv3d,
+                         conv_transpose1d,
+                         conv_transpose2d,
+                         conv_tbc,
+                         conv_transpose3d,
+                         fold,
+                         unfold,
+)
 from .dropout import dropout, dropout1d, dropout2d
 from .linear import bilinear, linear
 from .loss import (
@@ -31,10 +41,92 @@ from .loss import (
 )
 from .normalization import batch_norm, group_norm, layer_norm, normalize, rms_norm
 from .padding import pad
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling import (
+                         adaptive_avg_pool1d,
+                         adaptive_avg_pool2d,
+                         adaptive_avg_pool3d,
+                         adaptive_max_pool1d,
+                         adaptive_max_pool1d_with_indices,
+                         adaptive_max_pool2d,
+                         adaptive_max_pool2d_with_indices,
+                         adaptive_max_pool3d,
+                         adaptive_max_pool3d_with_indices,
+                         avg_pool1d,
+                         avg_pool2d,
+                         avg_pool3d,
+                         fractional_max_pool2d,
+                         fractional_max_pool2d_with_indices,
+                         fractional_max_pool3d,
+                         fractional_max_pool3d_with_indices,
+                         lp_pool1d,
+                         lp_pool2d,
+                         lp_pool3d,
+                         max_pool1d,
+                         max_pool1d_with_indices,
+                         max_pool2d,
+                         max_pool2d_with_indices,
+                         max_pool3d,
+                         max_pool3d_with_indices,
+                         max_unpool1d,
+                         max_unpool2d,
+                         max_unpool3d,
+)
 from .sparse import embedding, one_hot
+from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
+from .vision import (
+                         GRID_SAMPLE_INTERPOLATION_MODES,
+                         GRID_SAMPLE_PADDING_MODES,
+                         affine_grid,
+                         channel_shuffle,
+                         grid_sample,
+                         native_channel_shuffle,
+                         pixel_shuffle,
+                         pixel_unshuffle,
+)
 
 __all__ = [
+                         "GRID_SAMPLE_INTERPOLATION_MODES",
+                         "GRID_SAMPLE_PADDING_MODES",
+                         "adaptive_max_pool1d_with_indices",
+                         "adaptive_max_pool2d_with_indices",
+                         "adaptive_max_pool3d_with_indices",
+                         "conv_tbc",
+                         "fractional_max_pool2d_with_indices",
+                         "fractional_max_pool3d_with_indices",
+                         "max_pool1d_with_indices",
+                         "max_pool2d_with_indices",
+                         "max_pool3d_with_indices",
+                         "native_channel_shuffle",
+                         "affine_grid",
+                         "channel_shuffle",
+                         "grid_sample",
+                         "interpolate",
+                         "pixel_shuffle",
+                         "pixel_unshuffle",
+                         "upsample",
+                         "upsample_bilinear",
+                         "upsample_nearest",
+                         "adaptive_avg_pool1d",
+                         "adaptive_avg_pool3d",
+                         "adaptive_max_pool1d",
+                         "adaptive_max_pool2d",
+                         "adaptive_max_pool3d",
+                         "avg_pool1d",
+                         "avg_pool3d",
+                         "conv3d",
+                         "conv_transpose1d",
+                         "conv_transpose2d",
+                         "conv_transpose3d",
+                         "fractional_max_pool2d",
+                         "fractional_max_pool3d",
+                         "lp_pool1d",
+                         "lp_pool2d",
+                         "lp_pool3d",
+                         "max_pool1d",
+                         "max_pool3d",
+                         "max_unpool1d",
+                         "max_unpool2d",
+                         "max_unpool3d",
                          "adaptive_avg_pool2d",
                          "avg_pool2d",
                          "batch_norm",

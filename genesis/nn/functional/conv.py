@@ -1,10 +1,15 @@
 """Convolutions through im2col: `unfold` gathers sliding windows, a matmul applies the kernel.
 
-`unfold` and `fold` are each other's backward, so conv1d/conv2d get their gradients (of any
-order) from autograd over unfold, reshape and matmul. Both are built from strided views of the
-input's storage, so one implementation serves every device.
+`Unfold` and `Fold` are each other's backward, so convolutions get their gradients (of any
+order) from autograd over unfold, reshape and matmul; a transposed convolution is a matmul
+followed by `Fold` (the adjoint of a convolution). Both are built from strided views of one
+storage, so one implementation serves every device and every number of spatial dimensions.
 """
 
+import itertools
+import math
+
+from ... import dtypes
 from ...autograd.function import Function
 from ...ops import creation, linalg
 from ...ops.autocast import autocast_policy
@@ -12,115 +17,142 @@ from ...ops.common import make_view
 from ._utils import ntuple
 from .padding import pad
 
+HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+
 
 def _out_size(size, kernel, dilation, padding, stride):
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
 class _Geometry:
-    """Kernel size, dilation, padding and stride of a 2-D sliding window."""
+    """Kernel size, dilation, padding and stride of an N-d sliding window."""
 
-    def __init__(self, kernel_size, dilation, padding, stride):
-        self.kernel = ntuple(kernel_size, 2, "kernel_size")
-        self.dilation = ntuple(dilation, 2, "dilation")
-        self.padding = ntuple(padding, 2, "padding")
-        self.stride = ntuple(stride, 2, "stride")
+    def __init__(self, kernel_size, dilation, padding, stride, dims=2):
+        self.dims = dims
+        self.kernel = ntuple(kernel_size, dims, "kernel_size")
+        self.dilation = ntuple(dilation, dims, "dilation")
+        self.padding = ntuple(padding, dims, "padding")
+        self.stride = ntuple(stride, dims, "stride")
 
-    def blocks(self, height, width):
+    def blocks(self, *size):
         """The number of window positions along each spatial dimension."""
-        return tuple(_out_size(size, *args) for size, args in
-                     zip((height, width), zip(self.kernel, self.dilation, self.padding,
-                                              self.stride)))
+        return tuple(_out_size(*args) for args in
+                     zip(size, self.kernel, self.dilation, self.padding, self.stride))
 
-    def windows(self, x):
-        """A (N, C, kh, kw, OH, OW) view of the windows over the 4-D tensor `x` (no padding)."""
-        n, c, h, w = x.shape
-        sn, sc, sh, sw = x.stride()
-        (kh, kw), (dh, dw), (th, tw) = self.kernel, self.dilation, self.stride
-        oh, ow = _out_size(h, kh, dh, 0, th), _out_size(w, kw, dw, 0, tw)
-        return make_view(x, (n, c, kh, kw, oh, ow),
-                         (sn, sc, dh * sh, dw * sw, th * sh, tw * sw), x.storage_offset())
+    def windows(self, x, blocks):
+        """A (N, C, *kernel, *blocks) view of the windows over `x` (no padding)."""
+        strides, spatial = x.stride(), x.stride()[2:]
+        return make_view(x, (*x.shape[:2], *self.kernel, *blocks),
+                         (*strides[:2], *(d * s for d, s in zip(self.dilation, spatial)),
+                          *(t * s for t, s in zip(self.stride, spatial))), x.storage_offset())
 
-
-def _padded(x, geometry):
-    ph, pw = geometry.padding
-    return pad(x, (pw, pw, ph, ph)) if ph or pw else x
+    def padded(self, x, value=0):
+        """`x` with the geometry's padding on both sides of every spatial dimension."""
+        if not any(self.padding):
+            return x
+        return pad(x, tuple(p for p in reversed(self.padding) for _ in range(2)), value=value)
 
 
 class Unfold(Function):
-    """(N, C, H, W) -> (N, C*kh*kw, L): each column holds one window, channels outermost."""
+    """(N, C, *S) -> (N, C*prod(kernel), prod(blocks)): a column per window, channels outermost."""
 
     @staticmethod
-    def forward(ctx, x, geometry):
-        ctx.geometry, ctx.size = geometry, tuple(x.shape[2:])
-        windows = geometry.windows(_padded(x, geometry)).contiguous()
-        n, c, kh, kw, oh, ow = windows.shape
-        return windows.reshape(n, c * kh * kw, oh * ow)
+    def forward(ctx, x, geometry, blocks):
+        ctx.geometry, ctx.size, ctx.blocks = geometry, tuple(x.shape[2:]), blocks
+        windows = geometry.windows(geometry.padded(x), blocks).contiguous()
+        return windows.reshape(x.shape[0], x.shape[1] * math.prod(geometry.kernel),
+                               math.prod(blocks))
 
     @staticmethod
     def backward(ctx, grad):
-        return Fold.apply(grad, ctx.size, ctx.geometry), None
+        return Fold.apply(grad, ctx.size, ctx.geometry, ctx.blocks), None, None
 
 
 class Fold(Function):
-    """(N, C*kh*kw, L) -> (N, C, H, W): sums each column back into its window (col2im)."""
+    """(N, C*prod(kernel), prod(blocks)) -> (N, C, *size): sums each column into its window."""
 
     @staticmethod
-    def forward(ctx, cols, size, geometry):
-        ctx.geometry = geometry
-        (kh, kw), (ph, pw) = geometry.kernel, geometry.padding
-        oh, ow = geometry.blocks(*size)
-        n, c = cols.shape[0], cols.shape[1] // (kh * kw)
-        out = creation.zeros(n, c, size[0] + 2 * ph, size[1] + 2 * pw, dtype=cols.dtype,
+    def forward(ctx, cols, size, geometry, blocks):
+        ctx.geometry, ctx.blocks = geometry, blocks
+        kernel, padding = geometry.kernel, geometry.padding
+        n, c = cols.shape[0], cols.shape[1] // math.prod(kernel)
+        out = creation.zeros(n, c, *(s + 2 * p for s, p in zip(size, padding)), dtype=cols.dtype,
                              device=cols.device)
-        blocks = cols.reshape(n, c, kh, kw, oh, ow)
-        windows = geometry.windows(out)
-        for i in range(kh):
-            for j in range(kw):
-                windows[:, :, i, j].add_(blocks[:, :, i, j])
-        return out[:, :, ph:ph + size[0], pw:pw + size[1]].contiguous()
+        columns = cols.reshape(n, c, *kernel, *blocks)
+        windows = geometry.windows(out, blocks)
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            index = (slice(None), slice(None), *offset)
+            windows[index].add_(columns[index])
+        return out[(slice(None), slice(None), *(slice(p, p + s) for s, p in
+                                                zip(size, padding)))].contiguous()
 
     @staticmethod
     def backward(ctx, grad):
-        return Unfold.apply(grad, ctx.geometry), None, None
+        return Unfold.apply(grad, ctx.geometry, ctx.blocks), None, None, None
 
 
-def _batched(input, op, spatial):
+def batched(input, op, spatial):
     """`input` with a batch dimension (added for unbatched input) and whether one was added."""
     if input.ndim == spatial + 1:
         return input.unsqueeze(0), True
     if input.ndim == spatial + 2:
         return input, False
-    raise RuntimeError(f"{op}: Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) "
-                       f"input, but got input of size: {list(input.shape)}")
+    raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input "
+                       f"to {op}, but got input of size: {list(input.shape)}")
+
+
+def unbatch(out, unbatched):
+    """Undo `batched`: drop the batch dimension it added."""
+    return out.squeeze(0) if unbatched else out
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding local blocks of a (N, C, H, W) or (C, H, W) tensor as columns (im2col)."""
-    x, unbatched = _batched(input, "unfold", 2)
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
+                                  f"(got {input.ndim}D)")
+    x, unbatched = batched(input, "unfold", 2)
     geometry = _Geometry(kernel_size, dilation, padding, stride)
+    _check_geometry(geometry, "unfold")
     _check_blocks(geometry, x.shape[2:], "unfold")
-    out = Unfold.apply(x, geometry)
-    return out.squeeze(0) if unbatched else out
+    return unbatch(Unfold.apply(x, geometry, geometry.blocks(*x.shape[2:])), unbatched)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sum columns of sliding blocks back into a (N, C, H, W) tensor (col2im)."""
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"fold: Expected 2D or 3D (batch mode) tensor for input with possibly "
-                           f"0 batch size and non-zero dimensions for input, but got: "
-                           f"{list(input.shape)}")
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
+                                  f"Tensors are supported (got {input.ndim}D)")
     cols = input.unsqueeze(0) if input.ndim == 2 else input
     geometry = _Geometry(kernel_size, dilation, padding, stride)
+    _check_geometry(geometry, "fold")
     size = ntuple(output_size, 2, "output_size")
-    kh, kw = geometry.kernel
-    oh, ow = geometry.blocks(*size)
-    if cols.shape[1] % (kh * kw) or cols.shape[2] != oh * ow:
-        raise RuntimeError(f"fold: expected input of shape [N, C * {kh * kw}, {oh * ow}] for "
-                           f"output_size {list(size)}, kernel_size {[kh, kw]}, got "
-                           f"{list(input.shape)}")
-    out = Fold.apply(cols, size, geometry)
-    return out.squeeze(0) if input.ndim == 2 else out
+    kernel = math.prod(geometry.kernel)
+    blocks = geometry.blocks(*size)
+    if cols.shape[1] % kernel:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={cols.shape[1]} and "
+                           f"kernel_size={geometry.kernel}")
+    if cols.shape[2] != math.prod(blocks) or min(blocks) < 1:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={geometry.kernel}, "
+                           f"dilation={geometry.dilation}, padding={geometry.padding}, "
+                           f"stride={geometry.stride}, expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks "
+                           f"{' * '.join(map(str, blocks))} = {math.prod(blocks)}, but got "
+                           f"input.size(2)={cols.shape[2]}.")
+    return unbatch(Fold.apply(cols, size, geometry, blocks), input.ndim == 2)
+
+
+def _check_geometry(geometry, op):
+    if any(s <= 0 for s in geometry.stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported, got {geometry.stride}")
+    if any(d <= 0 for d in geometry.dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, got {geometry.dilation}")
+    if any(p < 0 for p in geometry.padding):
+        raise RuntimeError(f"{op}: negative padding is not supported, got {geometry.padding}")
+    if any(k <= 0 for k in geometry.kernel):
+        raise RuntimeError(f"{op}: kernel size should be greater than zero, got "
+                           f"{geometry.kernel}")
 
 
 def _check_blocks(geometry, size, op):
@@ -133,76 +165,198 @@ def _check_blocks(geometry, size, op):
                            "than actual input size")
 
 
-def _same_padding(kernel, dilation, stride, op):
-    """(low, high) padding per dimension that keeps the output size with padding='same'."""
-    if any(s != 1 for s in stride):
-        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+def same_padding(kernel, dilation):
+    """(low, high) padding per dimension that keeps the size with padding='same' (the odd
+    element of an even total goes to the high side, as PyTorch)."""
     totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
     return [(t // 2, t - t // 2) for t in totals]
 
 
 def _resolve_padding(x, padding, kernel, dilation, stride, op):
     """Symmetric padding for the window geometry; 'same' pads the high side of `x` if needed."""
+    dims = len(kernel)
     if padding == "valid":
-        return x, (0, 0)
+        return x, (0,) * dims
     if padding != "same":
         if isinstance(padding, str):
-            raise ValueError(f"{op}: Invalid padding string '{padding}', should be one of "
-                             "'valid', 'same'")
-        return x, ntuple(padding, 2, "padding")
-    pairs = _same_padding(kernel, dilation, stride, op)
-    extra = [high - low for low, high in pairs]
+            raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
+        return x, ntuple(padding, dims, "padding")
+    if any(s != 1 for s in stride):
+        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+    pairs = same_padding(kernel, dilation)
+    extra = [high - low for low, high in reversed(pairs)]
     if any(extra):
-        x = pad(x, (0, extra[1], 0, extra[0]))
+        x = pad(x, tuple(p for e in extra for p in (0, e)))
     return x, tuple(low for low, _ in pairs)
 
 
-def _conv2d(x, weight, bias, stride, padding, dilation, groups, op):
-    """conv2d of a batched 4-D `x` with a 4-D weight."""
-    n, c = x.shape[:2]
-    out_c, c_per_group, kh, kw = weight.shape
-    if groups < 1 or out_c % groups:
-        raise RuntimeError(f"{op}: non-positive groups, or out_channels ({out_c}) not divisible "
-                           f"by groups ({groups})")
-    if c != c_per_group * groups:
-        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, "
-                           f"expected input{list(x.shape)} to have {c_per_group * groups} "
-                           f"channels, but got {c} channels instead")
-    stride, dilation = ntuple(stride, 2, "stride"), ntuple(dilation, 2, "dilation")
-    x, padding = _resolve_padding(x, padding, (kh, kw), dilation, stride, op)
-    geometry = _Geometry((kh, kw), dilation, padding, stride)
+def _check_conv(x, weight, bias, groups, transposed, op):
+    """PyTorch's checks of channels, groups and bias against the weight."""
+    c_in = weight.shape[0] if transposed else weight.shape[1] * groups
+    out_c = weight.shape[1] * groups if transposed else weight.shape[0]
+    if groups < 1:
+        raise RuntimeError(f"{op}: non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    if x.shape[1] != c_in:
+        kind = "transposed=1, " if transposed else f"groups={groups}, "
+        raise RuntimeError(f"{op}: Given {kind}weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {c_in} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_c):
+        raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to "
+                           f"be 1-dimensional with {out_c} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    for t in (weight, bias):
+        if t is not None and (t.dtype is not x.dtype or t.device != x.device):
+            raise RuntimeError(f"{op}: expected input ({x.dtype}, {x.device}), weight and bias "
+                               f"to have the same dtype and device, but got {t.dtype} on "
+                               f"{t.device}")
+
+
+def _in_float32(fn, x, weight, bias, *args):
+    """`fn` on float32 copies of half-precision operands, rounded once to the input's type."""
+    if x.dtype not in HALF_TYPES:
+        return fn(x, weight, bias, *args)
+    bias = None if bias is None else bias.float()
+    return fn(x.float(), weight.float(), bias, *args).to(x.dtype)
+
+
+def _add_bias(out, bias):
+    return out if bias is None else out + bias.reshape(1, -1, *(1,) * (out.ndim - 2))
+
+
+def _window_matmul(weight, cols):
+    """(g, O, K) weights times (N, g, K, L) columns -> (N, g, O, L). With one group it is one
+    (N*L, K) x (K, O) product (and so are both of its gradients), the shape BLAS runs fastest,
+    not N products of O x K by K x L."""
+    if weight.shape[0] != 1:
+        return linalg.matmul(weight, cols)
+    n, _, k, length = cols.shape
+    rows = cols[:, 0].transpose(1, 2).reshape(n * length, k)
+    out = linalg.matmul(rows, weight[0].t()).reshape(n, length, weight.shape[1])
+    return out.transpose(1, 2).unsqueeze(1)
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, op):
+    """N-d convolution of a batched `x`: im2col, then one (grouped) matmul."""
+    dims = weight.ndim - 2
+    n, out_c, kernel = x.shape[0], weight.shape[0], tuple(weight.shape[2:])
+    stride, dilation = ntuple(stride, dims, "stride"), ntuple(dilation, dims, "dilation")
+    x, padding = _resolve_padding(x, padding, kernel, dilation, stride, op)
+    geometry = _Geometry(kernel, dilation, padding, stride, dims)
+    _check_geometry(geometry, op)
     _check_blocks(geometry, x.shape[2:], op)
-    oh, ow = geometry.blocks(*x.shape[2:])
-    cols = Unfold.apply(x, geometry)
-    k = c_per_group * kh * kw
-    if groups == 1:
-        out = linalg.matmul(weight.reshape(out_c, k), cols)
-    else:
-        cols = cols.reshape(n, groups, k, oh * ow)
-        out = linalg.matmul(weight.reshape(groups, out_c // groups, k), cols)
-    out = out.reshape(n, out_c, oh, ow)
-    return out if bias is None else out + bias.reshape(1, out_c, 1, 1)
+    blocks = geometry.blocks(*x.shape[2:])
+    cols = Unfold.apply(x, geometry, blocks)
+    k = weight.shape[1] * math.prod(kernel)
+    cols = cols.reshape(n, groups, k, math.prod(blocks))
+    out = _window_matmul(weight.reshape(groups, out_c // groups, k), cols)
+    return _add_bias(out.reshape(n, out_c, *blocks), bias)
 
 
-@autocast_policy("conv2d")
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input."""
-    if weight.ndim != 4:
-        raise RuntimeError(f"conv2d: expected a 4-D weight, got shape {list(weight.shape)}")
-    x, unbatched = _batched(input, "conv2d", 2)
-    out = _conv2d(x, weight, bias, stride, padding, dilation, groups, "conv2d")
-    return out.squeeze(0) if unbatched else out
+def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, op):
+    """N-d transposed convolution of a batched `x`: a matmul to columns, then col2im."""
+    dims = weight.ndim - 2
+    n, c_in, kernel = x.shape[0], x.shape[1], tuple(weight.shape[2:])
+    geometry = _Geometry(kernel, dilation, padding, stride, dims)
+    _check_geometry(geometry, op)
+    output_padding = ntuple(output_padding, dims, "output_padding")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, geometry.stride,
+                                                 geometry.dilation)):
+        raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                           f"dilation, but got output_padding={output_padding}, stride="
+                           f"{geometry.stride} and dilation={geometry.dilation}")
+    blocks = tuple(x.shape[2:])
+    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in
+                 zip(blocks, geometry.stride, geometry.padding, geometry.dilation, kernel,
+                     output_padding))
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"{op}: Given input size per channel: {list(blocks)}. Calculated "
+                           f"output size per channel: {list(size)}. Output size is too small")
+    k = weight.shape[1] * math.prod(kernel)
+    w = weight.reshape(groups, c_in // groups, k).transpose(1, 2)
+    cols = _window_matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
+    out = Fold.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
+    return _add_bias(out, bias)
+
+
+def _check_weight(weight, dims, op):
+    if weight.ndim != dims + 2:
+        raise RuntimeError(f"{op}: expected a {dims + 2}-D weight, got shape "
+                           f"{list(weight.shape)}")
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, groups, dims, op):
+    _check_weight(weight, dims, op)
+    x, unbatched = batched(input, op, dims)
+    _check_conv(x, weight, bias, groups, False, op)
+    out = _in_float32(_conv, x, weight, bias, stride, padding, dilation, groups, op)
+    return unbatch(out, unbatched)
+
+
+def _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, dims,
+                op):
+    _check_weight(weight, dims, op)
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    x, unbatched = batched(input, op, dims)
+    _check_conv(x, weight, bias, groups, True, op)
+    out = _in_float32(_conv_transpose, x, weight, bias, stride, padding, output_padding, groups,
+                      dilation, op)
+    return unbatch(out, unbatched)
 
 
 @autocast_policy("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution of (N, C, L) or (C, L) input, as a conv2d over a height of one."""
-    if weight.ndim != 3:
-        raise RuntimeError(f"conv1d: expected a 3-D weight, got shape {list(weight.shape)}")
-    x, unbatched = _batched(input, "conv1d", 1)
-    if not isinstance(padding, str):
-        padding = (0, ntuple(padding, 1, "padding")[0])
-    out = _conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, ntuple(stride, 1, "stride")[0]),
-                  padding, (1, ntuple(dilation, 1, "dilation")[0]), groups, "conv1d")
-    out = out.squeeze(2)
-    return out.squeeze(0) if unbatched else out
+    """1-D convolution (cross-correlation) of (N, C, L) or (C, L) input."""
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+@autocast_policy("conv2d")
+@autocast_policy("conv2d")
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input."""
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+@autocast_policy("conv3d")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+@autocast_policy("conv_transpose1d")
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution (the adjoint of conv1d); weight (C_in, C_out/groups, k)."""
+    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                       "conv_transpose1d")
+
+
+@autocast_policy("conv_transpose2d")
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution (the adjoint of conv2d); weight (C_in, C_out/groups, kh, kw)."""
+    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                       "conv_transpose2d")
+
+
+@autocast_policy("conv_transpose3d")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-D transposed convolution (the adjoint of conv3d); weight (C_in, C_out/groups, *k)."""
+    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                       "conv_transpose3d")
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of (time, batch, channels) input with a (k, C_in, C_out) weight."""
+    if input.ndim != 3 or weight.ndim != 3:
+        raise RuntimeError(f"conv_tbc: Input must have 3 dims: time, batch, in_channel, and "
+                           f"weight 3 dims, got input {list(input.shape)} and weight "
+                           f"{list(weight.shape)}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

@@ -10,11 +10,11 @@ from ...ops import creation
 def _pairs(pad, ndim):
     """(dim, before, after) for each padded dim; `pad` lists the last dim's pair first."""
     if len(pad) % 2:
-        raise ValueError("Padding length must be divisible by 2")
+        raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > ndim:
-        raise ValueError(f"Padding length should be less than or equal to two times the input "
-                         f"dimension but got padding length {len(pad)} and input of dimension "
-                         f"{ndim}")
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{ndim}")
     return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
 
 
@@ -50,15 +50,35 @@ def _source_index(size, before, after, mode):
     positions = np.arange(-before, size + after)
     if mode == "replicate":
         return np.clip(positions, 0, size - 1)
-    if mode == "circular":
-        return positions % size
+    if mode == "circular":  # negative amounts crop first; the rest wraps around what is left
+        low, high = max(-before, 0), size - max(-after, 0)
+        return low + (np.arange(-max(before, 0), high - low + max(after, 0)) % (high - low))
     period = 2 * (size - 1)
     folded = np.abs(positions) % period if period else np.zeros_like(positions)
     return np.where(folded >= size, period - folded, folded)
 
 
+def _check_dims(x, pad, mode):
+    """PyTorch's rule: non-constant modes pad the last 1-3 dims of an input with one or two
+    more dims (batch and channels, or channels only), and no empty non-batch dims."""
+    pairs = len(pad) // 2
+    if not 1 <= pairs <= 3 or x.ndim not in (pairs + 1, pairs + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {x.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if any(s == 0 for s in x.shape[-pairs - 1:]):
+        raise RuntimeError(f"pad ({mode}): Expected {pairs + 1}D or {pairs + 2}D (batch mode) "
+                           f"tensor with possibly 0 batch size and other non-zero dimensions "
+                           f"for input, but got: {list(x.shape)}")
+
+
 def _index_pad(x, pad, mode):
-    for dim, before, after in _pairs(pad, x.ndim):
+    pairs = _pairs(pad, x.ndim)
+    _check_dims(x, pad, mode)
+    for dim, before, after in pairs:
         size = x.shape[dim]
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(f"pad: Padding size should be less than the corresponding input "
@@ -77,9 +97,11 @@ def pad(input, pad, mode="constant", value=None):
     pad = tuple(int(p) for p in pad)
     if mode == "constant":
         return ConstantPad.apply(input, pad, 0 if value is None else value)
-    if value is not None and value != 0:
-        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pad: unsupported padding mode '{mode}' (constant, reflect, "
+        raise NotImplementedError(f"pad: Unrecognised padding mode {mode} (constant, reflect, "
                                   "replicate and circular are supported)")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):  # the backward's sums round once
+        return _index_pad(input.float(), pad, mode).to(input.dtype)
     return _index_pad(input, pad, mode)

@@ -17,10 +17,11 @@ from .activation import (
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
 from .linear import Bilinear, Identity, Linear
 from .loss import (
                          BCELoss,
@@ -35,7 +36,45 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .padding import (
+                         CircularPad1d,
+                         CircularPad2d,
+                         CircularPad3d,
+                         ConstantPad1d,
+                         ConstantPad2d,
+                         ConstantPad3d,
+                         ReflectionPad1d,
+                         ReflectionPad2d,
+                         ReflectionPad3d,
+                         ReplicationPad1d,
+                         ReplicationPad2d,
+                         ReplicationPad3d,
+                         ZeroPad1d,
+                         ZeroPad2d,
+                         ZeroPad3d,
+)
+from .pooling import (
+                         AdaptiveAvgPool1d,
+                         AdaptiveAvgPool2d,
+                         AdaptiveAvgPool3d,
+                         AdaptiveMaxPool1d,
+                         AdaptiveMaxPool2d,
+                         AdaptiveMaxPool3d,
+                         AvgPool1d,
+                         AvgPool2d,
+                         AvgPool3d,
+                         FractionalMaxPool2d,
+                         FractionalMaxPool3d,
+                         LPPool1d,
+                         LPPool2d,
+                         LPPool3d,
+                         MaxPool1d,
+                         MaxPool2d,
+                         MaxPool3d,
+                         MaxUnpool1d,
+                         MaxUnpool2d,
+                         MaxUnpool3d,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
                          Transformer,
@@ -44,8 +83,60 @@ from .transformer import (
                          TransformerEncoder,
                          TransformerEncoderLayer,
 )
+from .upsampling import (
+                         ChannelShuffle,
+                         PixelShuffle,
+                         PixelUnshuffle,
+                         Upsample,
+                         UpsamplingBilinear2d,
+                         UpsamplingNearest2d,
+)
 
 __all__ = [
+                         "ChannelShuffle",
+                         "PixelShuffle",
+                         "PixelUnshuffle",
+                         "Upsample",
+                         "UpsamplingBilinear2d",
+                         "UpsamplingNearest2d",
+                         "AdaptiveAvgPool1d",
+                         "AdaptiveAvgPool3d",
+                         "AdaptiveMaxPool1d",
+                         "AdaptiveMaxPool2d",
+                         "AdaptiveMaxPool3d",
+                         "AvgPool1d",
+                         "AvgPool3d",
+                         "CircularPad1d",
+                         "CircularPad2d",
+                         "CircularPad3d",
+                         "ConstantPad1d",
+                         "ConstantPad2d",
+                         "ConstantPad3d",
+                         "Conv3d",
+                         "ConvTranspose1d",
+                         "ConvTranspose2d",
+                         "ConvTranspose3d",
+                         "Fold",
+                         "FractionalMaxPool2d",
+                         "FractionalMaxPool3d",
+                         "LPPool1d",
+                         "LPPool2d",
+                         "LPPool3d",
+                         "MaxPool1d",
+                         "MaxPool3d",
+                         "MaxUnpool1d",
+                         "MaxUnpool2d",
+                         "MaxUnpool3d",
+                         "ReflectionPad1d",
+                         "ReflectionPad2d",
+                         "ReflectionPad3d",
+                         "ReplicationPad1d",
+                         "ReplicationPad2d",
+                         "ReplicationPad3d",
+                         "Unfold",
+                         "ZeroPad1d",
+                         "ZeroPad2d",
+                         "ZeroPad3d",
                          "ELU",
                          "GELU",
                          "AdaptiveAvgPool2d",

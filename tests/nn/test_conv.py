@@ -1,0 +1,228 @@
+"""Convolutions, transposed convolutions, Fold/Unfold and the Conv layers against torch."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as TF
+from helpers import assert_close, make_pair
+from nn_compare import assert_param_grads, compare, copy_module, torch_state
+
+import genesis
+import genesis.nn as nn
+import genesis.nn.functional as F
+from genesis.autograd import gradcheck, gradgradcheck
+
+# (functional name, input shape, weight shape, kwargs); the bias has the output channels.
+CONVS = [
+    ("conv1d", (2, 4, 11), (6, 2, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}),
+    ("conv1d", (3, 9), (2, 3, 4), {"padding": "same"}),
+    ("conv2d", (2, 3, 7, 6), (4, 3, 3, 2), {"stride": (2, 1), "padding": (1, 0)}),
+    ("conv2d", (1, 4, 6, 5), (6, 2, 2, 3), {"padding": "same", "dilation": (1, 2),
+                                            "groups": 2}),
+    ("conv2d", (2, 2, 5, 5), (3, 2, 3, 3), {"padding": "valid", "stride": 3}),
+    ("conv3d", (2, 2, 5, 4, 6), (3, 2, 2, 3, 2), {"stride": (1, 2, 2), "padding": 1}),
+    ("conv3d", (1, 3, 4, 5, 3), (3, 1, 2, 2, 2), {"padding": "same", "groups": 3}),
+    ("conv_transpose1d", (2, 4, 7), (4, 3, 3), {"stride": 3, "padding": 1,
+                                                "output_padding": 2, "groups": 2}),
+    ("conv_transpose2d", (2, 3, 5, 4), (3, 2, 3, 2), {"stride": (2, 3), "padding": (1, 0),
+                                                      "output_padding": (1, 2)}),
+    ("conv_transpose2d", (1, 4, 3, 5), (4, 1, 2, 3), {"dilation": (2, 1), "groups": 2,
+                                                      "output_padding": (1, 0),
+                                                      "stride": (1, 1)}),
+    ("conv_transpose3d", (2, 2, 3, 4, 3), (2, 3, 2, 3, 2), {"stride": 2, "padding": (0, 1, 1),
+                                                            "output_padding": (1, 0, 1)}),
+]
+
+
+def _bias_channels(name, weight, kwargs):
+    if name.startswith("conv_transpose"):
+        return weight[1] * kwargs.get("groups", 1)
+    return weight[0]
+
+
+@pytest.mark.parametrize("name, x_shape, w_shape, kwargs", CONVS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CONVS)])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16,
+                                   genesis.float16])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_conv_matches_torch(name, x_shape, w_shape, kwargs, dtype, layout, rng, device):
+    if dtype in (genesis.bfloat16, genesis.float16) and layout == "transposed":
+        pytest.skip("one layout suffices for the half types")
+    b_shape = (_bias_channels(name, w_shape, kwargs),)
+    compare(lambda x, w, b: getattr(F, name)(x, w, b, **kwargs),
+            lambda x, w, b: getattr(TF, name)(x, w, b, **kwargs),
+            [x_shape, w_shape, b_shape], dtype, device, rng, layout=layout)
+
+
+@pytest.mark.parametrize("name, x_shape, w_shape, kwargs", CONVS[::2],
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CONVS[::2])])
+def test_conv_gradcheck(name, x_shape, w_shape, kwargs, rng, device):
+    shrink = [1] + [min(s, 4) for s in x_shape[-len(w_shape) + 1:]]
+    x_shape = (*x_shape[:-len(shrink)], *shrink) if len(x_shape) == len(w_shape) else \
+        (x_shape[0], *shrink)
+    shapes = [x_shape, w_shape, (_bias_channels(name, w_shape, kwargs),)]
+    inputs = [genesis.tensor(rng.uniform(-1, 1, s), dtype=genesis.float64, device=device,
+                             requires_grad=True) for s in shapes]
+    assert gradcheck(lambda x, w, b: getattr(F, name)(x, w, b, **kwargs), inputs)
+
+
+@pytest.mark.parametrize("name, x_shape, w_shape", [
+    ("conv2d", (0, 3, 5, 5), (2, 3, 3, 3)),
+    ("conv_transpose1d", (0, 2, 5), (2, 3, 2)), ("conv3d", (0, 1, 3, 3, 3), (2, 1, 2, 2, 2))])
+def test_conv_empty(name, x_shape, w_shape, rng, device):
+    compare(lambda x, w: getattr(F, name)(x, w), lambda x, w: getattr(TF, name)(x, w),
+            [x_shape, w_shape], device=device, rng=rng)
+
+
+def test_conv_without_bias_and_unbatched(rng, device):
+    compare(lambda x, w: F.conv2d(x, w, padding=1), lambda x, w: TF.conv2d(x, w, padding=1),
+            [(3, 5, 4), (2, 3, 3, 3)], device=device, rng=rng)
+    compare(lambda x, w: F.conv_transpose2d(x, w, stride=2),
+            lambda x, w: TF.conv_transpose2d(x, w, stride=2), [(3, 4, 4), (3, 2, 2, 2)],
+            device=device, rng=rng)
+
+
+CONV_ERRORS = [
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(2, 3, 3, 3, device=d)),
+     RuntimeError, r"expected input\[1, 4, 5, 5\] to have 3 channels, but got 4"),
+    (lambda d: F.conv2d(genesis.randn(5, 5, device=d), genesis.randn(2, 3, 3, 3, device=d)),
+     RuntimeError, r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d"),
+    (lambda d: F.conv2d(genesis.randn(1, 3, 2, 2, device=d), genesis.randn(2, 3, 3, 3, device=d)),
+     RuntimeError, "Kernel size can't be greater than actual input size"),
+    (lambda d: F.conv_transpose2d(genesis.randn(1, 4, 5, 5, device=d),
+                                  genesis.randn(3, 2, 3, 3, device=d)),
+     RuntimeError, r"transposed=1, weight of size \[3, 2, 3, 3\]"),
+    (lambda d: F.conv_transpose2d(genesis.randn(1, 4, 5, 5, device=d),
+                                  genesis.randn(4, 2, 3, 3, device=d), stride=2,
+                                  output_padding=2),
+     RuntimeError, "output padding must be smaller than either stride or dilation"),
+    (lambda d: F.conv_transpose2d(genesis.randn(1, 4, 5, 5, device=d),
+                                  genesis.randn(4, 2, 3, 3, device=d), padding="same"),
+     TypeError, "must be tuple of ints, not str"),
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(2, 4, 3, 3, device=d),
+                        padding="foo"), RuntimeError, "Invalid padding string: 'foo'"),
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(2, 4, 3, 3, device=d),
+                        stride=0), RuntimeError, "non-positive stride is not supported"),
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(2, 4, 3, 3, device=d),
+                        padding=-1), RuntimeError, "negative padding is not supported"),
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(2, 4, 3, 3, device=d),
+                        genesis.randn(3, device=d)),
+     RuntimeError, "expected bias to be 1-dimensional with 2 elements"),
+    (lambda d: F.conv2d(genesis.randn(1, 4, 5, 5, device=d), genesis.randn(3, 2, 3, 3, device=d),
+                        groups=2), RuntimeError, "expected weight to be divisible by 2"),
+    (lambda d: F.conv1d(genesis.randn(1, 3, 5, device=d), genesis.randn(2, 3, 3, device=d),
+                        stride=2, padding="same"), ValueError, "strided convolutions"),
+    (lambda d: F.conv2d(genesis.randn(1, 3, 5, 5, device=d),
+                        genesis.randn(2, 3, 3, 3, dtype=genesis.float64, device=d)),
+     RuntimeError, "same dtype and device"),
+    (lambda d: nn.Conv2d(3, 3, 3, padding_mode="foo"), ValueError, "padding_mode must be one of"),
+    (lambda d: nn.ConvTranspose2d(3, 3, 3, padding_mode="reflect"), ValueError,
+     'Only "zeros" padding mode is supported for ConvTranspose2d'),
+    (lambda d: nn.Conv2d(3, 3, 3, padding="same", stride=2), ValueError, "strided convolutions"),
+    (lambda d: nn.Conv2d(3, 4, 3, groups=2), ValueError, "in_channels must be divisible"),
+    (lambda d: nn.ConvTranspose1d(2, 2, 3, stride=2)(genesis.randn(1, 2, 4), output_size=[20]),
+     ValueError, "requested an output size of"),
+]
+
+
+@pytest.mark.parametrize("call, error, match", CONV_ERRORS)
+def test_conv_errors(call, error, match, device):
+    with pytest.raises(error, match=match):
+        call(device)
+
+
+# (layer, positional args, kwargs, input shape); the layer's own padding_mode is exercised.
+LAYERS = [
+    ("Conv1d", (4, 6, 3), {"stride": 2, "padding": 2, "groups": 2, "padding_mode": "reflect"},
+     (2, 4, 9)),
+    ("Conv1d", (3, 2, 4), {"padding": "same", "padding_mode": "circular"}, (3, 8)),
+    ("Conv2d", (3, 4, (3, 2)), {"padding": (1, 2), "padding_mode": "replicate",
+                                "dilation": (1, 2)}, (2, 3, 6, 5)),
+    ("Conv2d", (2, 4, 4), {"padding": "same", "padding_mode": "reflect", "bias": False},
+     (1, 2, 7, 6)),
+    ("Conv2d", (2, 2, 3), {"padding": 1, "padding_mode": "circular"}, (2, 2, 4, 5)),
+    ("Conv3d", (2, 3, 2), {"padding": 1, "padding_mode": "replicate", "stride": 2},
+     (1, 2, 4, 5, 3)),
+    ("ConvTranspose1d", (4, 2, 3), {"stride": 2, "output_padding": 1, "groups": 2}, (2, 4, 5)),
+    ("ConvTranspose2d", (3, 4, (2, 3)), {"stride": 2, "padding": 1, "dilation": 2},
+     (2, 3, 4, 3)),
+    ("ConvTranspose3d", (2, 2, 2), {"stride": (2, 1, 2), "bias": False}, (1, 2, 3, 2, 3)),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, shape", LAYERS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYERS)])
+def test_layer_matches_torch(name, args, kwargs, shape, rng, device):
+    t_layer = getattr(torch.nn, name)(*args, **kwargs).double()
+    g_layer = copy_module(getattr(nn, name)(*args, **kwargs, dtype=genesis.float64), t_layer,
+                          device)
+    assert repr(g_layer) == repr(t_layer)
+    compare(g_layer, t_layer, [shape], genesis.float64, device, rng)
+    assert_param_grads(g_layer, t_layer)
+    for key, value in torch_state(g_layer).items():
+        assert torch.equal(value, t_layer.state_dict()[key])
+
+
+def test_conv_transpose_output_size(rng, device):
+    t_layer = torch.nn.ConvTranspose2d(2, 3, 3, stride=3, padding=1)
+    g_layer = copy_module(nn.ConvTranspose2d(2, 3, 3, stride=3, padding=1), t_layer, device)
+    g, t = make_pair((1, 2, 4, 3), device=device, rng=rng)
+    for size in [(10, 8), (1, 3, 12, 9), (11, 7)]:
+        assert_close(g_layer(g, output_size=size), t_layer(t, output_size=size))
+
+
+@pytest.mark.parametrize("name, args, kwargs", [
+    ("Conv1d", (4, 6, 3), {"groups": 2}), ("Conv3d", (2, 4, (1, 2, 3)), {}),
+    ("ConvTranspose2d", (6, 4, 3), {"groups": 2})])
+def test_layer_init_as_torch(name, args, kwargs):
+    """Weights uniform within torch's kaiming bound for the weight's fan-in, bias within
+    1/sqrt(fan_in), and the same shapes as torch's."""
+    g_layer, t_layer = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+    assert g_layer.weight.shape == t_layer.weight.shape
+    fan_in = g_layer.weight.shape[1] * math.prod(g_layer.weight.shape[2:])
+    bound = 1 / math.sqrt(fan_in)
+    for p in (g_layer.weight, g_layer.bias):
+        values = p.detach().numpy()
+        assert abs(values).max() <= bound
+        if values.size >= 64:  # all of them under half the bound: probability 2^-64
+            assert abs(values).max() > 0.5 * bound
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": (2, 3), "dilation": 2,
+                                                         "padding": 1, "stride": (1, 2)}])
+def test_fold_unfold_layers(kwargs, rng, device):
+    compare(nn.Unfold(**kwargs), torch.nn.Unfold(**kwargs), [(2, 3, 6, 7)], device=device,
+            rng=rng)
+    blocks = torch.nn.Unfold(**kwargs)(torch.zeros(1, 1, 6, 7)).shape[-1]
+    k = math.prod(torch.nn.modules.utils._pair(kwargs["kernel_size"]))
+    compare(nn.Fold((6, 7), **kwargs), torch.nn.Fold((6, 7), **kwargs), [(2, 3 * k, blocks)],
+            device=device, rng=rng)
+    assert repr(nn.Fold((6, 7), **kwargs)) == repr(torch.nn.Fold((6, 7), **kwargs))
+
+
+def test_fold_unfold_errors(device):
+    with pytest.raises(NotImplementedError, match="Only 3D or 4D input"):
+        F.unfold(genesis.randn(2, 3, device=device), 2)
+    with pytest.raises(RuntimeError, match="match the calculated number of sliding blocks"):
+        F.fold(genesis.randn(1, 4, 5, device=device), (3, 3), 2)
+    with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
+        F.fold(genesis.randn(1, 5, 4, device=device), (3, 3), 2)
+
+
+def test_conv_tbc_matches_torch(rng, device):
+    compare(lambda x, w, b: F.conv_tbc(x, w, b, 2), lambda x, w, b: TF.conv_tbc(x, w, b, 2),
+            [(7, 2, 3), (3, 3, 4), (4,)], genesis.float64, device, rng)
+
+
+def test_integer_conv_matches_torch(rng, device):
+    (g, t), (gw, tw) = (make_pair(s, genesis.int64, device=device, rng=rng)
+                        for s in ((2, 3, 6, 5), (4, 3, 2, 3)))
+    assert_close(F.conv2d(g, gw, stride=2, padding=1), TF.conv2d(t, tw, stride=2, padding=1))
+
+
+def test_conv_transpose_gradgradcheck(rng, device):
+    inputs = [genesis.tensor(rng.uniform(-1, 1, s), dtype=genesis.float64, device=device,
+                             requires_grad=True) for s in ((1, 2, 3, 2), (2, 1, 2, 2), (1,))]
+    assert gradgradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                            output_padding=1), inputs)

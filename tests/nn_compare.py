@@ -1,0 +1,73 @@
+"""Run a genesis function and its torch counterpart on the same random inputs and compare the
+outputs and the gradients of every floating input (used by the spatial layer tests)."""
+
+import numpy as np
+from helpers import TORCH_DTYPES, assert_close, lay_out, make_pair, to_torch
+
+import genesis
+
+
+HALF = (genesis.float16, genesis.bfloat16)
+
+
+def pairs(shapes, dtype, device, rng, layout="contiguous", low=-1.0, high=1.0):
+    """Leaf tensors (genesis laid out as `layout`, torch contiguous) holding the same values;
+    torch's are float32 for half types: the reference computes in float32 and rounds once, as
+    genesis does (torch's own CPU half kernels round some partial sums)."""
+    g_inputs, t_inputs = [], []
+    for shape in shapes:
+        g, t = make_pair(shape, dtype, low, high, device=device, rng=rng)
+        g_inputs.append(lay_out(g, layout).detach().requires_grad_())
+        t_inputs.append((t.float() if dtype in HALF else t).requires_grad_())
+    return g_inputs, t_inputs
+
+
+def _rounded(t, like):
+    """The torch reference `t` rounded to genesis tensor `like`'s half type."""
+    return t.to(TORCH_DTYPES[like.dtype]) if like.dtype in HALF else t
+
+
+def check_grads(g_out, t_out, g_inputs, t_inputs, rng, rtol=None, atol=None):
+    """Backward of a random output gradient through both graphs; input gradients agree."""
+    g_go, t_go = make_pair(tuple(t_out.shape), g_out.dtype, device=g_out.device, rng=rng)
+    g_out.backward(g_go)
+    t_out.backward(t_go.to(t_out.dtype))
+    for g, t in zip(g_inputs, t_inputs):
+        if t.grad is None:
+            assert g.grad is None or not np.any(g.grad.float().cpu().numpy())
+            continue
+        assert_close(g.grad, _rounded(t.grad, g), rtol=rtol, atol=atol)
+
+
+def compare(g_fn, t_fn, shapes, dtype=genesis.float32, device="cpu", rng=None, grad=True,
+            layout="contiguous", rtol=None, atol=None, low=-1.0):
+    """g_fn and t_fn agree on fresh inputs of `shapes` drawn from [low, 1), forward and (if
+    `grad`) backward."""
+    rng = rng or np.random.default_rng()
+    g_inputs, t_inputs = pairs(shapes, dtype, device, rng, layout, low)
+    g_out, t_out = g_fn(*g_inputs), t_fn(*t_inputs)
+    assert_close(g_out, _rounded(t_out, g_out), rtol=rtol, atol=atol)
+    if grad and t_out.numel():
+        check_grads(g_out, t_out, g_inputs, t_inputs, rng, rtol=rtol, atol=atol)
+    return g_out, t_out
+
+
+def copy_module(g_module, t_module, device="cpu"):
+    """Load torch's parameters and buffers into the genesis module through its state_dict."""
+    state = {k: genesis.tensor(v.detach().numpy(), device=device)
+             for k, v in t_module.state_dict().items()}
+    g_module.load_state_dict(state)
+    return g_module.to(device)
+
+
+def torch_state(g_module):
+    """The genesis module's state_dict as torch tensors."""
+    return {k: to_torch(v.detach()) for k, v in g_module.state_dict().items()}
+
+
+def assert_param_grads(g_module, t_module, rtol=None, atol=None):
+    """Gradients of every parameter of the two modules agree."""
+    t_params = dict(t_module.named_parameters())
+    for name, p in g_module.named_parameters():
+        assert_close(p.grad, t_params[name].grad, rtol=rtol, atol=atol)
+
