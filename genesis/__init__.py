@@ -22,9 +22,11 @@ from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
+from .ops.matrix_functions import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils
+from . import linalg
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001

@@ -7,8 +7,9 @@ TENSOR_METHODS table; this package binds those tables onto `Tensor`, so `x.sum()
 
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
+from . import decompositions, matrix_functions  # noqa: F401
 
-FAMILIES = (creation, elementwise, shape, index, reduce, linalg, random)
+FAMILIES = (creation, elementwise, shape, index, reduce, linalg, random, matrix_functions)
 
 for _family in FAMILIES:
     for _name, _fn in _family.TENSOR_METHODS.items():
