@@ -27,6 +27,7 @@ from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kern
 from .serialization import load, save
 from . import nn, optim, utils
 from . import linalg
+from . import distributions
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001

@@ -1,0 +1,25 @@
+"""genesis.distributions: probability distributions as `torch.distributions`, for
+reinforcement-learning and VAE scripts: sampling with genesis's RNG, reparameterized rsample,
+log_prob, entropy, moments, argument validation, transforms and closed-form KL divergences."""
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .categorical import Categorical, OneHotCategorical
+from .dirichlet import Beta, Dirichlet
+from .distribution import Distribution
+from .gamma import Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .location_scale import Laplace, Normal
+from .multivariate_normal import MultivariateNormal
+from .transformed_distribution import TransformedDistribution
+from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
+                         SigmoidTransform, SoftmaxTransform, TanhTransform, Transform)
+from .uniform import Exponential, Uniform
+
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform",
+           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent",
+           "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform",
+           "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform",
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
+           "transforms"]
