@@ -404,3 +404,30 @@ def test_constraints_reprs():
     assert repr(D.constraints.interval(0, 1)) == repr(TD.constraints.interval(0, 1))
     pd = genesis.tensor([[[2.0, 0.5], [0.5, 1.0]], [[1.0, 2.0], [2.0, 1.0]]])
     assert D.constraints.positive_definite.check(pd).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("name", ["Normal", "Gamma_small", "Beta", "Dirichlet", "Categorical",
+                                  "Bernoulli_logits", "MultivariateNormal", "Uniform"])
+def test_on_device(device, rng, name):
+    """The same distribution on `device`: log_prob and entropy as on the CPU, samples on the
+    device, and gradients flowing back to device parameters through rsample or log_prob."""
+    dg, dt, values, _ = build(name, rng, genesis.float64)
+    moved = {k: v.to(device) for k, v in dg.__dict__.items()
+             if isinstance(v, genesis.Tensor) and k in dg.arg_constraints}
+    if "_categorical" in dg.__dict__ or not moved:
+        pytest.skip("parameters are held by an inner distribution")
+    moved = {k: v.detach().requires_grad_(True) for k, v in moved.items()}
+    on_device = type(dg)(**moved)
+    vg, vt = value_pair(dt, values, rng, genesis.float64)
+    if name.startswith("Categorical"):
+        vg = vg.long()
+    lp = on_device.log_prob(vg.to(device))
+    assert lp.device.type == device
+    close(lp.cpu(), torch.tensor(dg.log_prob(vg).detach().numpy()))
+    close(on_device.entropy().cpu(), torch.tensor(dg.entropy().detach().numpy()))
+    x = on_device.sample((3,))
+    assert x.device.type == device
+    total = on_device.rsample((3,)).sum() if on_device.has_rsample else lp.sum()
+    total.backward()
+    assert all(v.grad is not None and v.grad.device.type == device
+               for v in moved.values())

@@ -257,7 +257,7 @@ def test_lstsq(device, rng, dtype, a_shape, b_shape):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (5, 3), (3, 5)])
 def test_lu(device, rng, dtype, shape):
-    g, t = pair(rng.standard_normal(shape), dtype, device, shape[-1] == shape[-2])
+    g, t = pair(rng.standard_normal(shape), dtype, device, True)
     got, want = LA.lu(g), torch.linalg.lu(t)
     for x, y in zip(got, want):
         close(x, y)
@@ -265,9 +265,8 @@ def test_lu(device, rng, dtype, shape):
     want_packed, want_pivots = torch.linalg.lu_factor(t)
     close(packed, want_packed)
     assert pivots.tolist() == want_pivots.tolist()
-    if shape[-1] == shape[-2]:
-        weighted_backward(list(got[1:]), list(want[1:]), rng)
-        close(g.grad, t.grad)
+    weighted_backward(list(got[1:]), list(want[1:]), rng)
+    close(g.grad, t.grad)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -392,6 +391,10 @@ GRADCHECKS = {
     "pinv_wide": (lambda a: LA.pinv(a), (2, 3)),
     "lstsq": (lambda a: LA.lstsq(a, a[..., :1] * 2 + 1).solution, (4, 3)),
     "lu": (lambda a: LA.lu(a)[1:], (3, 3)),
+    "lu_wide": (lambda a: LA.lu(a)[1:], (2, 4)),
+    "lu_tall": (lambda a: LA.lu(a)[1:], (4, 2)),
+    "lu_factor": (lambda a: LA.lu_factor(a).LU, (3, 4)),
+    "multi_dot": (lambda a: LA.multi_dot([a[0], a, a.mT, a[:, 1]]), (3, 3)),
     "matrix_norm_2": (lambda a: LA.matrix_norm(a, 2), (3, 4)),
     "matrix_norm_nuc": (lambda a: LA.matrix_norm(a, "nuc"), (3, 4)),
     "matrix_power": (lambda a: LA.matrix_power(a, -2), (3, 3)),
@@ -402,7 +405,7 @@ GRADCHECKS = {
 @pytest.mark.parametrize("name", list(GRADCHECKS))
 def test_gradcheck(rng, name):
     fn, shape = GRADCHECKS[name]
-    if name == "lu":
+    if name.startswith("lu"):
         a = rng.standard_normal(shape)
     elif name.startswith("eigh"):
         a = symmetric(rng, shape)

@@ -611,8 +611,7 @@ LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 
 
 class LU(Function):
-    """(P, L, U, pivots, info) with A = P L U. Backward for square A:
-    P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T."""
+    """(P, L, U, pivots, info) with A = P L U. Backward: see `_lu_backward`."""
 
     @staticmethod
     def forward(ctx, A):
@@ -632,14 +631,36 @@ class LU(Function):
     @staticmethod
     def backward(ctx, gP, gL, gU, g_pivots, g_info):
         P, L, U = ctx.saved_tensors
-        if L.shape[-2] != U.shape[-1]:
-            raise NotImplementedError("genesis: the gradient of linalg.lu is implemented for "
-                                      f"square matrices only, got {L.shape[-2]} by "
-                                      f"{U.shape[-1]}")
-        phi = tril(matmul(L.mT, gL), -1) + triu(matmul(gU, U.mT))
-        left = SolveTriangular.apply(L.mT, phi, True, True)
-        right = SolveTriangular.apply(U, left.mT, True, False).mT
-        return matmul(P, right)
+        return matmul(P, _lu_backward(L, U, gL, gU))
+
+
+def _lower_unit_t_solve(L, X):
+    """L^-T X for unit lower triangular L."""
+    return solve_triangular(L.mT, X, upper=True, unitriangular=True)
+
+
+def _solve_upper_t_right(U, X):
+    """X U^-T for upper triangular U."""
+    return solve_triangular(U.mT, X, upper=False, left=False)
+
+
+def _lu_backward(L, U, gL, gU):
+    """P^T dA for A = P L U. Square: L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T. Wide
+    (U = [U1 U2], U2 = L^-1 P^T A2): A2 gets L^-T gU2 and L's gradient gains -L^-T gU2 U2^T.
+    Tall (L = [L1; L2], L2 = (P^T A)2 U^-1): A2 gets gL2 U^-T and U's gains -L2^T gL2 U^-T."""
+    m, n = L.shape[-2], U.shape[-1]
+    if m < n:
+        U1, U2, gU1, gU2 = U[..., :m], U[..., m:], gU[..., :m], gU[..., m:]
+        gA2 = _lower_unit_t_solve(L, gU2)
+        gL = gL - matmul(gA2, U2.mT)
+        return cat([_lu_backward(L, U1, gL, gU1), gA2], -1)
+    if m > n:
+        L1, L2, gL1, gL2 = L[..., :n, :], L[..., n:, :], gL[..., :n, :], gL[..., n:, :]
+        gA2 = _solve_upper_t_right(U, gL2)
+        gU = gU - matmul(L2.mT, gA2)
+        return cat([_lu_backward(L1, U, gL1, gU), gA2], -2)
+    phi = tril(matmul(L.mT, gL), -1) + triu(matmul(gU, U.mT))
+    return _solve_upper_t_right(U, _lower_unit_t_solve(L, phi))
 
 
 def lu(A, *, pivot=True):

@@ -153,10 +153,35 @@ def multi_dot(tensors):
             which = {0: "first", len(tensors) - 1: "last"}.get(i)
             what = f"the {which} tensor must be 1D or 2D" if which else f"tensor {i} must be 2D"
             raise RuntimeError(f"multi_dot(): {what} but got {t.ndim}D")
-    out = tensors[0]
-    for t in tensors[1:]:
-        out = matmul(out, t)
-    return out
+    first, last = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    mats = [tensors[0].unsqueeze(0) if first else tensors[0], *tensors[1:-1],
+            tensors[-1].unsqueeze(-1) if last else tensors[-1]]
+    out = _chain(mats, _chain_order([m.shape[-2] for m in mats] + [mats[-1].shape[-1]]),
+                 0, len(mats) - 1)
+    out = out.squeeze(0) if first else out
+    return out.squeeze(-1) if last else out
+
+
+def _chain_order(dims):
+    """split[i][j]: where the cheapest product of matrices i..j splits (matrix i is
+    dims[i] x dims[i + 1]); the classic dynamic program over chain lengths."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k)
+                for k in range(i, j))
+    return split
+
+
+def _chain(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return matmul(_chain(mats, split, i, k), _chain(mats, split, k + 1, j))
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
