@@ -331,6 +331,53 @@ def test_cross_multi_dot_vecdot_diagonal(device, rng):
           torch.linalg.vecdot(torch.tensor(y), torch.tensor(y), dim=1))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matrix_exp(device, rng, dtype):
+    a = rng.standard_normal((2, 4, 4)) * np.array([0.1, 2.0])[:, None, None]
+    g, t = pair(a, dtype, device, True)
+    out_g, out_t = LA.matrix_exp(g), torch.linalg.matrix_exp(t)
+    close(out_g, out_t)
+    close(genesis.matrix_exp(g), out_t)
+    weighted_backward([out_g], [out_t], rng)
+    close(g.grad, t.grad)
+    assert tuple(LA.matrix_exp(genesis.zeros(0, 2, 2)).shape) == (0, 2, 2)
+
+
+@pytest.mark.parametrize("kw", [{}, {"adjoint": True}, {"left": False}])
+def test_lu_solve(device, rng, kw):
+    ga, ta = pair(general(rng, (2, 4, 4)), genesis.float64, device, True)
+    gb, tb = pair(rng.standard_normal((2, 4, 3) if kw.get("left", True) else (2, 3, 4)),
+                  genesis.float64, device, True)
+    (LU, piv), (tLU, tpiv) = LA.lu_factor(ga), torch.linalg.lu_factor(ta)
+    out_g, out_t = LA.lu_solve(LU, piv, gb, **kw), torch.linalg.lu_solve(tLU, tpiv, tb, **kw)
+    close(out_g, out_t)
+    weighted_backward([out_g], [out_t], rng)
+    close(ga.grad, ta.grad)
+    close(gb.grad, tb.grad)
+
+
+def test_vander_tensorinv_tensorsolve(rng):
+    for x, n in ((np.array([1, 2, 3]), None), (rng.standard_normal((2, 3)), 5)):
+        close(LA.vander(genesis.tensor(x), N=n), torch.linalg.vander(torch.tensor(x), N=n),
+              genesis.float64)
+    same_error(lambda: LA.vander(genesis.tensor(2.0)),
+               lambda: torch.linalg.vander(torch.tensor(2.0)))
+    a = general(rng, (12, 12)).reshape(4, 3, 6, 2)
+    close(LA.tensorinv(genesis.tensor(a)), torch.linalg.tensorinv(torch.tensor(a)))
+    close(LA.tensorinv(genesis.tensor(a.reshape(12, 12)), ind=1),
+          torch.linalg.tensorinv(torch.tensor(a.reshape(12, 12)), ind=1))
+    same_error(lambda: LA.tensorinv(genesis.ones(4, 3, 4), ind=0),
+               lambda: torch.linalg.tensorinv(torch.ones(4, 3, 4), ind=0))
+    same_error(lambda: LA.tensorinv(genesis.ones(4, 3, 4), ind=1),
+               lambda: torch.linalg.tensorinv(torch.ones(4, 3, 4), ind=1))
+    A, B = general(rng, (6, 6)).reshape(2, 3, 6), rng.standard_normal((2, 3))
+    close(LA.tensorsolve(genesis.tensor(A), genesis.tensor(B)),
+          torch.linalg.tensorsolve(torch.tensor(A), torch.tensor(B)))
+    At = np.moveaxis(A, 2, 0).copy()
+    close(LA.tensorsolve(genesis.tensor(At), genesis.tensor(B), dims=(0,)),
+          torch.linalg.tensorsolve(torch.tensor(At), torch.tensor(B), dims=(0,)))
+
+
 def test_torch_forms(rng):
     """genesis.det/logdet/slogdet/inverse/svd(U, S, V)/qr/pinverse/cholesky_* as torch.*."""
     a = general(rng, (2, 4, 4))
@@ -399,6 +446,8 @@ GRADCHECKS = {
     "matrix_norm_nuc": (lambda a: LA.matrix_norm(a, "nuc"), (3, 4)),
     "matrix_power": (lambda a: LA.matrix_power(a, -2), (3, 3)),
     "cholesky_inverse": (lambda a: genesis.cholesky_inverse(LA.cholesky(spd_of(a))), (3, 3)),
+    "matrix_exp": (lambda a: LA.matrix_exp(a), (3, 3)),
+    "lu_solve": (lambda a: LA.lu_solve(*LA.lu_factor(a), a[..., :2] * 2), (3, 3)),
 }
 
 

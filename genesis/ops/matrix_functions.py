@@ -10,9 +10,10 @@ from collections import namedtuple
 from .. import dtypes
 from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
-from .creation import eye, zeros
+from .creation import eye, ones_like, zeros
 from .linalg import matmul
-from .reduce import amax, amin, sum, vector_norm
+from .reduce import amax, amin, cumprod, sum, vector_norm
+from .shape import cat
 
 _INF = math.inf
 
@@ -99,6 +100,36 @@ def matrix_power(A, n):
         if n:
             power = matmul(power, power)
     return result if result is not A else A.clone()
+
+
+def matrix_exp(A):
+    """exp(A) by scaling and squaring: the degree-18 Taylor polynomial (Horner form) of
+    A / 2^s with ||A / 2^s||_1 <= 1/2 (truncation below 1e-22), squared s times; a
+    composition of matmuls, so its gradient is exact."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("linalg.matrix_exp: expected A to be batch of square matrices, but "
+                           f"got {A.shape[-2] if A.ndim > 1 else A.shape[0]} by {A.shape[-1]}")
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(amax(sum(A.detach().abs(), -2)).item())
+    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
+    X = A / 2 ** squarings
+    I = eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    P = I
+    for k in range(18, 0, -1):
+        P = I + matmul(X, P) / k
+    for _ in range(squarings):
+        P = matmul(P, P)
+    return P
+
+
+def vander(x, *, N=None):
+    """Columns x^0, x^1, ..., x^(N-1) (N defaults to x's last size)."""
+    N = x.shape[-1] if N is None and x.ndim else N
+    if N is None or N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x.unsqueeze(-1).expand(*x.shape, N - 1)
+    return cumprod(cat([ones_like(x.unsqueeze(-1)), powers], -1), -1, dtype=x.dtype)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
@@ -270,9 +301,11 @@ TENSOR_METHODS = {
     "cholesky": cholesky, "svd": _svd_method, "qr": qr, "pinverse": pinverse,
     "matrix_power": matrix_power, "cholesky_solve": cholesky_solve,
     "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve, "cross": cross,
+    "matrix_exp": matrix_exp,
 }
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
-           "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross"]
+           "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
+           "matrix_exp"]
 
 det = dec.det
