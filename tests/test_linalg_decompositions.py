@@ -103,7 +103,8 @@ def test_solve(device, rng, dtype, a_shape, b_shape, left):
     ga, ta = pair(general(rng, a_shape), dtype, device, True)
     gb, tb = pair(rng.standard_normal(b_shape), dtype, device, True)
     if not left and vector:  # vectors only on the left
-        same_error(lambda: LA.solve(ga, gb, left=left), lambda: torch.linalg.solve(ta, tb, left=left))
+        same_error(lambda: LA.solve(ga, gb, left=left),
+                   lambda: torch.linalg.solve(ta, tb, left=left))
         return
     out_g, out_t = LA.solve(ga, gb, left=left), torch.linalg.solve(ta, tb, left=left)
     close(out_g, out_t)
@@ -222,7 +223,8 @@ def test_pinv_tolerances_and_hermitian(rng):
     a = general(rng, (4, 4))
     s = np.linalg.svd(a, compute_uv=False)
     for kw in (dict(atol=float(s[1]) - 0.01), dict(rtol=float(s[2] / s[0]) - 1e-3),
-               dict(atol=0.0), dict(atol=genesis.tensor(float(s[2]) - 0.01, dtype=genesis.float64))):
+               dict(atol=0.0),
+               dict(atol=genesis.tensor(float(s[2]) - 0.01, dtype=genesis.float64))):
         tkw = {k: (to_torch(v) if isinstance(v, genesis.Tensor) else v) for k, v in kw.items()}
         close(LA.pinv(genesis.tensor(a), **kw), torch.linalg.pinv(torch.tensor(a), **tkw))
     h = symmetric(rng, (4, 4))
@@ -233,7 +235,8 @@ def test_pinv_tolerances_and_hermitian(rng):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("a_shape,b_shape", [((5, 3), (5, 2)), ((5, 3), (5,)), ((2, 4, 4), (2, 4, 1)),
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 3), (5, 2)), ((5, 3), (5,)),
+                                             ((2, 4, 4), (2, 4, 1)),
                                              ((3, 5), (3, 2))])
 def test_lstsq(device, rng, dtype, a_shape, b_shape):
     ga, ta = pair(general(rng, a_shape), dtype, device, True)
@@ -326,7 +329,8 @@ def test_cross_multi_dot_vecdot_diagonal(device, rng):
     close(LA.multi_dot([genesis.tensor(m) for m in mats]),
           torch.linalg.multi_dot([torch.tensor(m) for m in mats]))
     y = rng.standard_normal((2, 3, 4))
-    close(LA.diagonal(genesis.tensor(y), offset=1), torch.linalg.diagonal(torch.tensor(y), offset=1))
+    close(LA.diagonal(genesis.tensor(y), offset=1),
+          torch.linalg.diagonal(torch.tensor(y), offset=1))
     close(LA.vecdot(genesis.tensor(y), genesis.tensor(y), dim=1),
           torch.linalg.vecdot(torch.tensor(y), torch.tensor(y), dim=1))
 
@@ -514,8 +518,8 @@ def test_singular_and_indefinite_errors(batched):
     assert LA.cholesky_ex(g).info.tolist() == torch.linalg.cholesky_ex(t).info.tolist()
 
 
-@pytest.mark.parametrize("op", ["inv", "det", "slogdet", "cholesky", "eigh", "svd", "qr", "eigvalsh",
-                                "svdvals"])
+@pytest.mark.parametrize("op", ["inv", "det", "slogdet", "cholesky", "eigh", "svd", "qr",
+                                "eigvalsh", "svdvals"])
 def test_input_errors(op):
     square = op not in ("svd", "qr", "svdvals")
     for g, t in [(genesis.ones(2, 2, dtype=genesis.int64), torch.ones(2, 2, dtype=torch.long)),
@@ -548,6 +552,12 @@ def test_argument_errors():
                lambda: torch.linalg.multi_dot([torch.ones(2, 2), torch.ones(2, 2, 2)]))
     same_error(lambda: LA.pinv(genesis.ones(2, 2, dtype=genesis.int64)),
                lambda: torch.linalg.pinv(torch.ones(2, 2, dtype=torch.long)))
+
+
+def test_lu_without_pivoting():
+    for name in ("lu", "lu_factor", "lu_factor_ex"):
+        same_error(lambda: getattr(LA, name)(genesis.eye(2), pivot=False),
+                   lambda: getattr(torch.linalg, name)(torch.eye(2), pivot=False))
 
 
 def test_qr_backward_errors():

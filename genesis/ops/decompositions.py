@@ -663,12 +663,15 @@ def _lu_backward(L, U, gL, gU):
     return _solve_upper_t_right(U, _lower_unit_t_solve(L, phi))
 
 
+def _check_pivot(pivot):
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+
+
 def lu(A, *, pivot=True):
     """(P, L, U) with A = P L U, L unit lower triangular (partial pivoting)."""
     check_matrix("linalg.lu", A, square=False)
-    if not pivot:
-        raise NotImplementedError("genesis: linalg.lu without pivoting is not implemented on "
-                                  "the CPU (as in PyTorch)")
+    _check_pivot(pivot)
     P, L, U, _, _ = LU.apply(A)
     return LUResult(P, L, U)
 
@@ -676,9 +679,7 @@ def lu(A, *, pivot=True):
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """(LU, pivots, info): L below the diagonal and U on and above it in one matrix."""
     check_matrix("linalg.lu_factor_ex", A, square=False)
-    if not pivot:
-        raise NotImplementedError("genesis: linalg.lu_factor without pivoting is not "
-                                  "implemented on the CPU (as in PyTorch)")
+    _check_pivot(pivot)
     _, L, U, pivots, info = LU.apply(A)
     k = min(A.shape[-2:])
     packed = _pack_lu(L, U, k)
