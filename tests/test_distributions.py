@@ -120,6 +120,27 @@ def test_log_prob_entropy_moments(rng, dtype, name):
         close(g.grad, t.grad, dtype, scale=100)
 
 
+GRADCHECKS = {
+    "Normal": lambda loc, scale, v: D.Normal(loc, scale).log_prob(v),
+    "Gamma": lambda a, rate, v: D.Gamma(a, rate).log_prob(v) + D.Gamma(a, rate).entropy(),
+    "Beta": lambda a, b, v: D.Beta(a, b).log_prob(v.sigmoid()) + D.Beta(a, b).entropy(),
+    "Dirichlet": lambda a, b, v: D.Dirichlet(genesis.stack([a, b], -1)).entropy(),
+    "Gamma_cdf": lambda a, rate, v: D.Gamma(a, rate).cdf(v),
+    "KL_gamma": lambda a, b, v: D.kl_divergence(D.Gamma(a, b), D.Gamma(b, a + 1)),
+    "KL_beta": lambda a, b, v: D.kl_divergence(D.Beta(a, b), D.Beta(b, a + 1)),
+    "MVN": lambda a, b, v: D.MultivariateNormal(
+        v, scale_tril=genesis.diag_embed(a) + genesis.tril(v.unsqueeze(-1) * b, -1)).log_prob(
+            v.flip(-1)),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradcheck(rng, name):
+    args = [genesis.tensor(rng.uniform(0.5, 3, 3), dtype=genesis.float64, requires_grad=True)
+            for _ in range(3)]
+    assert genesis.autograd.gradcheck(GRADCHECKS[name], tuple(args))
+
+
 CDF_CASES = ["Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small"]
 
 

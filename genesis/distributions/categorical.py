@@ -107,10 +107,6 @@ class OneHotCategorical(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def _check_arguments(self):
-        self._categorical._validate_args = True
-        self._categorical._check_arguments()
-
     @property
     def probs(self):
         return self._categorical.probs
