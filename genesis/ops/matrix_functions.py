@@ -14,6 +14,7 @@ from .creation import eye, ones_like, zeros
 from .linalg import matmul
 from .reduce import amax, amin, cumprod, sum, vector_norm
 from .shape import cat
+from .solvers import lu, lu_unpack, torch_lu_solve as lu_solve
 
 _INF = math.inf
 
@@ -301,11 +302,11 @@ TENSOR_METHODS = {
     "cholesky": cholesky, "svd": _svd_method, "qr": qr, "pinverse": pinverse,
     "matrix_power": matrix_power, "cholesky_solve": cholesky_solve,
     "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve, "cross": cross,
-    "matrix_exp": matrix_exp,
+    "matrix_exp": matrix_exp, "lu": lu, "lu_solve": lu_solve,
 }
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
-           "matrix_exp"]
+           "matrix_exp", "lu", "lu_unpack", "lu_solve"]
 
 det = dec.det

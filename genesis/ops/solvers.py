@@ -1,10 +1,13 @@
 """Solvers built on the factorizations: lu_solve (from linalg.lu_factor's output),
-tensorinv and tensorsolve (tensors reshaped to square matrices), as `torch.linalg`."""
+tensorinv and tensorsolve (tensors reshaped to square matrices), as `torch.linalg`; and the
+legacy `torch.lu`, `torch.lu_unpack`, `torch.lu_solve`."""
 
 import math
+from collections import namedtuple
 
 from . import decompositions as dec
 from .common import call, wrap
+from .creation import eye, zeros
 from .linalg import matmul
 from .shape import tril, triu
 
@@ -57,3 +60,31 @@ def tensorsolve(A, B, dims=None):
     _check_square_split(left, right, "other.ndim")
     X = dec.solve(A.reshape(math.prod(left), math.prod(right)), B.reshape(-1))
     return X.reshape(*right)
+
+
+LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's packed output: L unit lower (m x k), U upper (k x n)."""
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    P = L = U = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    if unpack_pivots:
+        P = wrap(call("linalg_lu_permutation", LU_pivots._data, m, LU_data.dtype,
+                      device=LU_data.device), LU_data.device, LU_data.dtype)
+    if unpack_data:
+        L = tril(LU_data[..., :, :k], -1) + eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        U = triu(LU_data[..., :k, :])
+    return LUUnpackResult(P, L, U)
+
+
+def lu(A, pivot=True, get_infos=False):
+    """`torch.lu`: (LU, pivots) or (LU, pivots, infos)."""
+    LU, pivots, info = dec.lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def torch_lu_solve(b, LU_data, LU_pivots):
+    """`torch.lu_solve`: X with A X = b, arguments in the legacy order."""
+    return lu_solve(LU_data, LU_pivots, b)
