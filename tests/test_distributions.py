@@ -47,6 +47,7 @@ def params(rng, shape):
 CASES = {
     "Normal": ("Normal", ["real", "pos"], lambda r, s: r.standard_normal(s) * 2),
     "Laplace": ("Laplace", ["real", "pos"], lambda r, s: r.standard_normal(s) * 2),
+    "LogNormal": ("LogNormal", ["real", "small"], lambda r, s: r.uniform(0.05, 5, s)),
     "Uniform": ("Uniform", ["real", "pos_above"], lambda r, s: None),
     "Exponential": ("Exponential", ["pos"], lambda r, s: r.uniform(0, 3, s)),
     "Gamma": ("Gamma", ["pos", "pos2"], lambda r, s: r.uniform(0.05, 4, s)),
@@ -141,7 +142,7 @@ def test_gradcheck(rng, name):
     assert genesis.autograd.gradcheck(GRADCHECKS[name], tuple(args))
 
 
-CDF_CASES = ["Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small"]
+CDF_CASES = ["LogNormal", "Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -165,7 +166,7 @@ def test_normal_icdf_gradient():
     close(q.grad, tq.grad)
 
 
-KL_PAIRS = [("Normal", "Normal"), ("Laplace", "Laplace"), ("Bernoulli", "Bernoulli"),
+KL_PAIRS = [("Normal", "Normal"), ("LogNormal", "LogNormal"), ("Laplace", "Laplace"), ("Bernoulli", "Bernoulli"),
             ("Bernoulli_logits", "Bernoulli"), ("Categorical", "Categorical_logits"),
             ("OneHotCategorical", "OneHotCategorical"), ("Beta", "Beta"),
             ("Dirichlet", "Dirichlet"), ("Exponential", "Exponential"), ("Gamma", "Gamma"),
@@ -211,7 +212,7 @@ def test_special_functions(rng, dtype):
     close(digamma(g), torch.digamma(t), dtype, scale=10)
 
 
-SAMPLED = ["Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small", "Beta",
+SAMPLED = ["LogNormal", "Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small", "Beta",
            "Bernoulli", "Categorical", "OneHotCategorical", "Dirichlet", "MultivariateNormal"]
 
 

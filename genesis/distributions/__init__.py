@@ -11,6 +11,7 @@ from .gamma import Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .location_scale import Laplace, Normal
+from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
@@ -19,7 +20,7 @@ from .uniform import Exponential, Uniform
 
 __all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform",
            "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent",
-           "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform",
+           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform",
            "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform",
            "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
            "transforms"]

@@ -11,6 +11,7 @@ from .dirichlet import Beta, Dirichlet
 from .gamma import Gamma
 from .independent import Independent, sum_rightmost
 from .location_scale import Laplace, Normal
+from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 from .uniform import Exponential, Uniform
 from .utils import broadcast_shapes, digamma, lgamma
@@ -54,6 +55,11 @@ def _kl_normal_normal(p, q):
     var_ratio = (p.scale / q.scale).pow(2)
     t1 = ((p.loc - q.loc) / q.scale).pow(2)
     return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
 @register_kl(Laplace, Laplace)
