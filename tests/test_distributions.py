@@ -48,6 +48,11 @@ CASES = {
     "Normal": ("Normal", ["real", "pos"], lambda r, s: r.standard_normal(s) * 2),
     "Laplace": ("Laplace", ["real", "pos"], lambda r, s: r.standard_normal(s) * 2),
     "LogNormal": ("LogNormal", ["real", "small"], lambda r, s: r.uniform(0.05, 5, s)),
+    "HalfNormal": ("HalfNormal", ["pos"], lambda r, s: r.uniform(0, 4, s)),
+    "Chi2": ("Chi2", ["pos"], lambda r, s: r.uniform(0.05, 4, s)),
+    "Geometric": ("Geometric", [("probs", "unit")], lambda r, s: r.integers(0, 6, s) * 1.0),
+    "Geometric_logits": ("Geometric", [("logits", "real")],
+                         lambda r, s: r.integers(0, 6, s) * 1.0),
     "Uniform": ("Uniform", ["real", "pos_above"], lambda r, s: None),
     "Exponential": ("Exponential", ["pos"], lambda r, s: r.uniform(0, 3, s)),
     "Gamma": ("Gamma", ["pos", "pos2"], lambda r, s: r.uniform(0.05, 4, s)),
@@ -142,7 +147,8 @@ def test_gradcheck(rng, name):
     assert genesis.autograd.gradcheck(GRADCHECKS[name], tuple(args))
 
 
-CDF_CASES = ["LogNormal", "Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small"]
+CDF_CASES = ["HalfNormal", "Chi2", "LogNormal", "Normal", "Laplace", "Uniform", "Exponential",
+             "Gamma", "Gamma_small"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -151,7 +157,7 @@ def test_cdf_icdf(rng, dtype, name):
     dg, dt, values, _ = build(name, rng, dtype)
     vg, vt = value_pair(dt, values, rng, dtype)
     close(dg.cdf(vg), dt.cdf(vt), dtype, scale=10)
-    if name.startswith("Gamma"):
+    if name.startswith("Gamma") or name == "Chi2":
         return  # torch has no Gamma.icdf
     q = rng.uniform(0.01, 0.99, (5,) + tuple(dt.batch_shape))
     close(dg.icdf(genesis.tensor(q, dtype=dtype)), dt.icdf(torch.tensor(q, dtype=TORCH[dtype])),
@@ -166,7 +172,8 @@ def test_normal_icdf_gradient():
     close(q.grad, tq.grad)
 
 
-KL_PAIRS = [("Normal", "Normal"), ("LogNormal", "LogNormal"), ("Laplace", "Laplace"), ("Bernoulli", "Bernoulli"),
+KL_PAIRS = [("Normal", "Normal"), ("LogNormal", "LogNormal"), ("Laplace", "Laplace"),
+            ("Bernoulli", "Bernoulli"),
             ("Bernoulli_logits", "Bernoulli"), ("Categorical", "Categorical_logits"),
             ("OneHotCategorical", "OneHotCategorical"), ("Beta", "Beta"),
             ("Dirichlet", "Dirichlet"), ("Exponential", "Exponential"), ("Gamma", "Gamma"),
@@ -212,7 +219,8 @@ def test_special_functions(rng, dtype):
     close(digamma(g), torch.digamma(t), dtype, scale=10)
 
 
-SAMPLED = ["LogNormal", "Normal", "Laplace", "Uniform", "Exponential", "Gamma", "Gamma_small", "Beta",
+SAMPLED = ["HalfNormal", "Chi2", "Geometric", "LogNormal", "Normal", "Laplace", "Uniform",
+           "Exponential", "Gamma", "Gamma_small", "Beta",
            "Bernoulli", "Categorical", "OneHotCategorical", "Dirichlet", "MultivariateNormal"]
 
 
@@ -316,6 +324,19 @@ def test_beta_dirichlet_rsample_gradient(name):
     first.sum().backward()
     per_sample = a.grad.numpy().reshape(n, -1)[:, 0]
     assert abs(per_sample.mean() - want) < 5 * per_sample.std() / math.sqrt(n)
+
+
+def test_straight_through_rsample():
+    logits = genesis.randn(3, 4, dtype=genesis.float64, requires_grad=True)
+    d = D.OneHotCategoricalStraightThrough(logits=logits)
+    x = d.rsample((5,))
+    assert tuple(x.shape) == (5, 3, 4) and x.sum(-1).tolist() == [[1.0] * 3] * 5
+    w = genesis.randn(4, dtype=genesis.float64)
+    (x * w).sum().backward()
+    tl = to_torch(logits.detach(), requires_grad=True)
+    probs = tl.softmax(-1)
+    (5 * (probs * torch.tensor(w.numpy())).sum()).backward()
+    close(logits.grad, tl.grad)
 
 
 def test_transformed_distributions(rng):

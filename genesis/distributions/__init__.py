@@ -4,10 +4,11 @@ log_prob, entropy, moments, argument validation, transforms and closed-form KL d
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
-from .categorical import Categorical, OneHotCategorical
+from .categorical import Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
 from .gamma import Gamma
+from .half_normal import Chi2, Geometric, HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .location_scale import Laplace, Normal
@@ -15,12 +16,14 @@ from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
-                         SigmoidTransform, SoftmaxTransform, TanhTransform, Transform)
+                         SigmoidTransform, SoftmaxTransform, TanhTransform, Transform,
+                         identity_transform)
 from .uniform import Exponential, Uniform
 
-__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform",
-           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent",
-           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform",
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "Chi2", "ComposeTransform",
+           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "PowerTransform",
            "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
-           "transforms"]
+           "TransformedDistribution", "Uniform", "constraints", "identity_transform",
+           "kl_divergence", "register_kl", "transforms"]

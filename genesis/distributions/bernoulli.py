@@ -12,23 +12,19 @@ def _bce_with_logits(logits, target):
     return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
 
 
-class Bernoulli(Distribution):
-    """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
-
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
+class BinaryEvent(Distribution):
+    """A distribution parameterized by one event probability per batch element, given as
+    `probs` or as `logits` (the other computed on first use)."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
-            shape = self.probs.shape
         else:
             (self.logits,) = broadcast_all(logits)
-            shape = self.logits.shape
-        super().__init__(shape, validate_args=validate_args)
+        super().__init__((self.probs if probs is not None else self.logits).shape,
+                         validate_args=validate_args)
 
     @lazy_property
     def logits(self):
@@ -37,6 +33,14 @@ class Bernoulli(Distribution):
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(BinaryEvent):
+    """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
 
     @property
     def mean(self):

@@ -148,3 +148,15 @@ class OneHotCategorical(Distribution):
 
     def __repr__(self):
         return repr(self._categorical).replace("Categorical", "OneHotCategorical", 1)
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample is the one-hot sample with the straight-through
+    gradient of the probabilities (sample + probs - probs.detach())."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
