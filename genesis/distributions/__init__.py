@@ -3,15 +3,14 @@ reinforcement-learning and VAE scripts: sampling with genesis's RNG, reparameter
 log_prob, entropy, moments, argument validation, transforms and closed-form KL divergences."""
 
 from . import constraints, transforms
-from .bernoulli import Bernoulli
+from .bernoulli import Bernoulli, Geometric
 from .categorical import Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
-from .gamma import Gamma
-from .half_normal import Chi2, Geometric, HalfNormal
+from .gamma import Chi2, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
-from .location_scale import Laplace, Normal
+from .location_scale import HalfNormal, Laplace, Normal
 from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import TransformedDistribution

@@ -1,10 +1,11 @@
-"""Bernoulli(probs or logits) over {0, 1}."""
+"""Bernoulli(probs or logits) over {0, 1}, and Geometric: the failures before the first
+success of such trials."""
 
 import genesis
 from . import constraints
 from .distribution import Distribution
 from .utils import (broadcast_all, broadcast_tensors, lazy_property, logits_to_probs,
-                    probs_to_logits)
+                    probs_to_logits, tiny)
 
 
 def _bce_with_logits(logits, target):
@@ -73,3 +74,47 @@ class Bernoulli(BinaryEvent):
         values = genesis.arange(2, dtype=self.probs.dtype, device=self.probs.device)
         values = values.reshape(-1, *(1,) * len(self._batch_shape))
         return values.expand(-1, *self._batch_shape) if expand else values
+
+
+class Geometric(BinaryEvent):
+    """The number of failures before the first success of Bernoulli(probs) trials."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        super().__init__(probs, logits, validate_args=validate_args)
+        if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
+            raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
+                             f"{tuple(self.probs.shape)}) of distribution {self!r} to satisfy "
+                             "the constraint Interval(lower_bound=0.0, upper_bound=1.0), but "
+                             f"found invalid values:\n{self.probs}")
+
+    @property
+    def mean(self):
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self):
+        return genesis.zeros_like(self.probs)
+
+    @property
+    def variance(self):
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with genesis.no_grad():
+            u = genesis.rand(*shape, dtype=self.probs.dtype, device=self.probs.device)
+            u = u.clamp(min=tiny(u.dtype))
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value, probs = broadcast_tensors(value.to(self.probs.dtype), self.probs)
+        certain = (probs == 1) & (value == 0)
+        return value * (-genesis.where(certain, 0.0, probs)).log1p() + probs.log()
+
+    def entropy(self):
+        return _bce_with_logits(self.logits, self.probs) / self.probs

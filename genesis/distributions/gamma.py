@@ -134,3 +134,18 @@ class Gamma(Distribution):
     def entropy(self):
         a = self.concentration
         return a - self.rate.log() + lgamma(a) + (1.0 - a) * digamma(a)
+
+
+class Chi2(Gamma):
+    """Chi-squared with `df` degrees of freedom."""
+
+    arg_constraints = {"df": constraints.positive}
+
+    def __init__(self, df, validate_args=None):
+        (df,) = broadcast_all(df)
+        super().__init__(0.5 * df, genesis.full(tuple(df.shape), 0.5, dtype=df.dtype,
+                                                device=df.device), validate_args=validate_args)
+
+    @property
+    def df(self):
+        return self.concentration * 2

@@ -1,4 +1,5 @@
-"""Normal and Laplace: location-scale families with closed-form cdf, icdf and entropy."""
+"""Normal and Laplace, location-scale families with closed-form cdf, icdf and entropy, and
+HalfNormal, the absolute value of a zero-mean Normal."""
 
 import math
 
@@ -129,3 +130,51 @@ class Laplace(_LocScale):
 
     def entropy(self):
         return 1 + (2 * self.scale).log()
+
+
+class HalfNormal(Distribution):
+    """The absolute value of a zero-mean Normal."""
+
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, scale, validate_args=None):
+        (self.scale,) = broadcast_all(scale)
+        super().__init__(self.scale.shape, validate_args=validate_args)
+
+    @property
+    def _normal(self):
+        return Normal(genesis.zeros_like(self.scale), self.scale, validate_args=False)
+
+    @property
+    def mean(self):
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def mode(self):
+        return genesis.zeros_like(self.scale)
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (1 - 2 / math.pi)
+
+    def rsample(self, sample_shape=()):
+        return self._normal.rsample(sample_shape).abs()
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_prob = self._normal.log_prob(value) + math.log(2)
+        return genesis.where(value >= 0, log_prob, float("-inf"))
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self._normal.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self._normal.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self._normal.entropy() - math.log(2)
