@@ -596,3 +596,30 @@ def test_empty_and_noncontiguous(rng):
     close(LA.inv(g), torch.linalg.inv(torch.tensor(a, dtype=torch.float32)))
     close(LA.solve(g, g[..., 0]), torch.linalg.solve(torch.tensor(a, dtype=torch.float32),
                                                      torch.tensor(a[..., 0], dtype=torch.float32)))
+
+
+def test_cuda_host_round_trip(monkeypatch, rng):
+    """Every CPU linalg kernel is registered on CUDA as a host round trip: device arrays are
+    copied to the host, other arguments pass through, every array result returns to the
+    operands' device."""
+    import genesis.backends.cuda.linalg_host as host
+    from genesis import dispatch
+    from genesis.backends.cpu.decompositions import KERNELS
+
+    class DeviceArray:
+        def __init__(self, array, device):
+            self.array, self.device = array, device
+
+    monkeypatch.setattr(host, "CUDAArray", DeviceArray)
+    monkeypatch.setattr(host, "to_numpy", lambda a: a.array.copy())
+    monkeypatch.setattr(host, "from_numpy", lambda a, device: DeviceArray(a, device))
+    assert all((name, "cuda") in dispatch._KERNELS for name in KERNELS)
+    a = general(rng, (2, 4, 3))
+    U, S, Vh = host._on_host(KERNELS["linalg_svd"])(DeviceArray(a, 1), False, True)
+    assert {U.device, S.device, Vh.device} == {1}
+    np.testing.assert_allclose(S.array, np.linalg.svd(a, compute_uv=False))
+    det = host._on_host(KERNELS["linalg_det"])(DeviceArray(a[..., :3, :], 1))
+    np.testing.assert_allclose(det.array, np.linalg.det(a[..., :3, :]))
+    P = host._on_host(KERNELS["linalg_lu_permutation"])(
+        DeviceArray(np.array([[2, 2]], dtype=np.int32), 1), 2, genesis.float64)
+    assert P.array.tolist() == [[[0.0, 1.0], [1.0, 0.0]]]
