@@ -7,10 +7,10 @@ log u < z^2 / 2 + d - d v + d log v; for a < 1, a sample for a + 1 times u^(1/a)
 Gradients use implicit reparameterization: a sample x with CDF value P(a, x) = u held fixed
 moves with a as dx/da = -(dP/da) / p(x; a). dP/da comes from the series
 P(a, x) = x^a e^-x / Gamma(a + 1) * S,  S = sum_n x^n / ((a+1)...(a+n)), differentiated term by
-term, computed in float64 with as many terms as the largest x needs; the same series gives cdf.
+term, computed in float64 with as many terms as the farthest sample needs (about 12 sqrt(x) + 40
+for samples, whose x - a is of order sqrt(a)); the same series gives cdf.
 """
 
-import math
 
 import genesis
 from . import constraints
@@ -43,8 +43,10 @@ def _marsaglia_tsang(alpha):
 def _series(a, x):
     """(log S, mean of h_n under weights t_n / S) of the CDF series, for float64 a, x > 0, where
     t_n = x^n / ((a+1)...(a+n)) and h_n = sum over k <= n of 1 / (a + k)."""
-    largest = float(x.max()) if x.numel() else 0.0
-    terms = int(largest + 12 * math.sqrt(largest) + 40)
+    # t_n grows while n < x - a, then falls like exp(-(n - (x - a))^2 / 2x): beyond
+    # max(x - a, 0) + 12 sqrt(x) + 40 terms the rest is below e^-70 of the sum
+    reach = (x - a).clamp(min=0) + 12 * x.sqrt()
+    terms = int(float(reach.max()) + 40) if x.numel() else 1
     k = genesis.arange(1, terms + 1, dtype=a.dtype, device=a.device)
     a_k = a.unsqueeze(-1) + k
     zero = genesis.zeros(*a.shape, 1, dtype=a.dtype, device=a.device)
