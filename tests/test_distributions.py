@@ -40,6 +40,7 @@ def params(rng, shape):
         "logits": rng.standard_normal(shape + (4,)), "vec": rng.standard_normal(shape + (3,)),
         "conc": rng.uniform(0.5, 3, shape + (4,)),
         "cov": cov_factor @ np.swapaxes(cov_factor, -1, -2) + np.eye(3),
+        "temp": np.array(rng.uniform(0.3, 2.0)),
     }
 
 
@@ -49,6 +50,13 @@ CASES = {
     "Laplace": ("Laplace", ["real", "pos"], lambda r, s: r.standard_normal(s) * 2),
     "LogNormal": ("LogNormal", ["real", "small"], lambda r, s: r.uniform(0.05, 5, s)),
     "HalfNormal": ("HalfNormal", ["pos"], lambda r, s: r.uniform(0, 4, s)),
+    "Cauchy": ("Cauchy", ["real", "pos"], lambda r, s: r.standard_normal(s) * 3),
+    "Gumbel": ("Gumbel", ["real", "pos"], lambda r, s: r.standard_normal(s) * 3),
+    "StudentT": ("StudentT", ["pos", "real", "pos2"], lambda r, s: r.standard_normal(s) * 3),
+    "RelaxedBernoulli": ("RelaxedBernoulli", ["temp", ("probs", "unit")],
+                         lambda r, s: r.uniform(0.05, 0.95, s)),
+    "RelaxedOneHotCategorical": ("RelaxedOneHotCategorical", ["temp", ("logits", "logits")],
+                                 lambda r, s: r.dirichlet(np.ones(4), s)),
     "Chi2": ("Chi2", ["pos"], lambda r, s: r.uniform(0.05, 4, s)),
     "Geometric": ("Geometric", [("probs", "unit")], lambda r, s: r.integers(0, 6, s) * 1.0),
     "Geometric_logits": ("Geometric", [("logits", "real")],
@@ -116,6 +124,12 @@ def test_log_prob_entropy_moments(rng, dtype, name):
         vg, vt = vg.long(), vt.long()
     lg, lt = dg.log_prob(vg), dt.log_prob(vt)
     close(lg, lt, dtype, scale=10)
+    if name.startswith("Relaxed"):  # torch has no entropy or moments for these
+        lg.sum().backward()
+        lt.sum().backward()
+        for g, t in leaves:
+            close(g.grad, t.grad, dtype, scale=100)
+        return
     eg, et = dg.entropy(), dt.entropy()
     close(eg, et, dtype, scale=10)
     for moment in ("mean", "variance", "stddev", "mode"):
@@ -147,8 +161,8 @@ def test_gradcheck(rng, name):
     assert genesis.autograd.gradcheck(GRADCHECKS[name], tuple(args))
 
 
-CDF_CASES = ["HalfNormal", "Chi2", "LogNormal", "Normal", "Laplace", "Uniform", "Exponential",
-             "Gamma", "Gamma_small"]
+CDF_CASES = ["Cauchy", "HalfNormal", "Chi2", "LogNormal", "Normal", "Laplace", "Uniform",
+             "Exponential", "Gamma", "Gamma_small"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -162,6 +176,32 @@ def test_cdf_icdf(rng, dtype, name):
     q = rng.uniform(0.01, 0.99, (5,) + tuple(dt.batch_shape))
     close(dg.icdf(genesis.tensor(q, dtype=dtype)), dt.icdf(torch.tensor(q, dtype=TORCH[dtype])),
           dtype, scale=10)
+
+
+def test_gumbel_cdf_icdf():
+    """Away from the tails, where torch's transformed Uniform accepts the values."""
+    v = np.linspace(-1, 4, 7)
+    g, t = D.Gumbel(0.3, 1.2), TD.Gumbel(torch.tensor(0.3), torch.tensor(1.2))
+    close(g.cdf(genesis.tensor(v, dtype=genesis.float32)),
+          t.cdf(torch.tensor(v, dtype=torch.float32)), scale=10)
+    q = np.linspace(0.05, 0.95, 7)
+    close(g.icdf(genesis.tensor(q, dtype=genesis.float32)),
+          t.icdf(torch.tensor(q, dtype=torch.float32)), scale=10)
+
+
+def test_relaxed_rsample():
+    """Relaxed samples lie in the support, are differentiable in the logits, and approach
+    one-hot / {0, 1} values at a low temperature."""
+    genesis.manual_seed(5)
+    logits = genesis.randn(3, 4, dtype=genesis.float64, requires_grad=True)
+    temperature = genesis.tensor(0.05, dtype=genesis.float64)
+    x = D.RelaxedOneHotCategorical(temperature, logits=logits).rsample((200,))
+    assert bool(D.constraints.simplex.check(x).all())
+    assert float(x.amax(-1).mean()) > 0.9
+    (x[..., 0]).sum().backward()
+    assert logits.grad is not None and bool(genesis.isfinite(logits.grad).all())
+    b = D.RelaxedBernoulli(genesis.tensor(0.05), logits=genesis.zeros(1000)).rsample()
+    assert float(((b < 0.1) | (b > 0.9)).to(genesis.float32).mean()) > 0.9
 
 
 def test_gamma_cdf_tails():
@@ -226,7 +266,7 @@ def test_special_functions(rng, dtype):
     close(digamma(g), torch.digamma(t), dtype, scale=10)
 
 
-SAMPLED = ["HalfNormal", "Chi2", "Geometric", "LogNormal", "Normal", "Laplace", "Uniform",
+SAMPLED = ["Gumbel", "HalfNormal", "Chi2", "Geometric", "LogNormal", "Normal", "Laplace", "Uniform",
            "Exponential", "Gamma", "Gamma_small", "Beta",
            "Bernoulli", "Categorical", "OneHotCategorical", "Dirichlet", "MultivariateNormal"]
 

@@ -10,19 +10,24 @@ from .distribution import Distribution
 from .gamma import Chi2, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
-from .location_scale import HalfNormal, Laplace, Normal
+from .location_scale import Cauchy, Gumbel, HalfNormal, Laplace, Normal
 from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
+from .relaxed import (ExpRelaxedCategorical, LogitRelaxedBernoulli, RelaxedBernoulli,
+                      RelaxedOneHotCategorical)
+from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
                          SigmoidTransform, SoftmaxTransform, TanhTransform, Transform,
                          identity_transform)
 from .uniform import Exponential, Uniform
 
-__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "Chi2", "ComposeTransform",
-           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
-           "HalfNormal", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "OneHotCategoricalStraightThrough", "PowerTransform",
-           "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform",
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2",
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+           "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal",
+           "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MultivariateNormal",
+           "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "PowerTransform",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
+           "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
            "TransformedDistribution", "Uniform", "constraints", "identity_transform",
            "kl_divergence", "register_kl", "transforms"]

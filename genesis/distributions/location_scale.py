@@ -6,7 +6,7 @@ import math
 import genesis
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, eps
+from .utils import broadcast_all, eps, tiny
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -178,3 +178,75 @@ class HalfNormal(Distribution):
 
     def entropy(self):
         return self._normal.entropy() - math.log(2)
+
+
+class Cauchy(_LocScale):
+    """Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)); no moments."""
+
+    @property
+    def mean(self):
+        return self.loc * float("nan")
+
+    @property
+    def variance(self):
+        return genesis.full(tuple(self.loc.shape), float("inf"), dtype=self.loc.dtype,
+                            device=self.loc.device)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = genesis.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.icdf(u)
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        z = (value - self.loc) / self.scale
+        return -math.log(math.pi) - self.scale.log() - (z * z).log1p()
+
+    def cdf(self, value):
+        value = self._checked(value)
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+class Gumbel(_LocScale):
+    """Gumbel(loc, scale): cdf exp(-exp(-(x - loc) / scale))."""
+
+    @property
+    def mean(self):
+        return self.loc + self.scale * _EULER_GAMMA
+
+    @property
+    def stddev(self):
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    @property
+    def variance(self):
+        return self.stddev.pow(2)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = genesis.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.icdf(u.clamp(min=tiny(u.dtype), max=1 - eps(u.dtype)))
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        y = (self.loc - value) / self.scale
+        return (y - y.exp()) - self.scale.log()
+
+    def cdf(self, value):
+        value = self._checked(value)
+        return (-(-(value - self.loc) / self.scale).exp()).exp()
+
+    def icdf(self, value):
+        return self.loc - self.scale * (-value.log()).log()
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER_GAMMA)
