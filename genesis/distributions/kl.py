@@ -5,12 +5,12 @@ import math
 
 import genesis
 import genesis.linalg as LA
-from .bernoulli import Bernoulli
+from .bernoulli import Bernoulli, Geometric
 from .categorical import Categorical, OneHotCategorical
 from .dirichlet import Beta, Dirichlet
 from .gamma import Gamma
 from .independent import Independent, sum_rightmost
-from .location_scale import Laplace, Normal
+from .location_scale import Cauchy, Gumbel, HalfNormal, Laplace, Normal
 from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 from .uniform import Exponential, Uniform
@@ -181,3 +181,136 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (var_ratio - 1 - var_ratio.log())
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ratio = p.scale / q.scale
+    q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
+    t3 = (q_loc + lgamma(1 + ratio) - p_loc).exp()
+    return -ratio.log() - q_loc + p_loc + ratio * _EULER_GAMMA + t3 - (1 + _EULER_GAMMA)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    return t1 - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    loc_diff = p.loc - q.loc
+    standardized = loc_diff / p.scale
+    t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * standardized.pow(2)).exp()
+    t3 = loc_diff * genesis.erf(math.sqrt(0.5) * standardized)
+    return -(p.scale / q.scale).log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+def _normal_cross_entropy_terms(q, first, second):
+    """E_p[-log q] for a Normal q from p's first and second moments."""
+    var = q.scale.pow(2)
+    return 0.5 * (2 * math.pi * var).log() + (0.5 * second - q.loc * first
+                                              + 0.5 * q.loc.pow(2)) / var
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    second = p.loc.pow(2) + 2 * p.scale.pow(2)
+    return -p.entropy() + _normal_cross_entropy_terms(q, p.loc, second)
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy_terms(q, p.mean, 2 * p.rate.pow(-2))
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    second = p.concentration * (p.concentration + 1) / p.rate.pow(2)
+    return -p.entropy() + _normal_cross_entropy_terms(q, p.mean, second)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy_terms(q, p.mean, p.variance + p.mean.pow(2))
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy_terms(q, p.mean, p.variance + p.mean.pow(2))
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_ratio, var_ratio = p.loc / q.scale, (p.scale / q.scale).pow(2)
+    loc_ratio = q.loc / q.scale
+    t3 = (-mean_ratio + 0.5 * var_ratio + loc_ratio).exp()
+    return (-0.5 * var_ratio.log() + mean_ratio - loc_ratio + t3
+            - 0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    mean_log = digamma(p.concentration1) - digamma(p.concentration1 + p.concentration0)
+    return (-p.entropy() + lgamma(q.concentration) - q.concentration * q.rate.log()
+            - (q.concentration - 1) * mean_log + q.rate * p.mean)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _infinite_where((q.low > 0) | (q.high < 1), result)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return _infinite_where(p.low < 0, result)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    width = p.high - p.low
+    x_log_x = genesis.xlogy(p.high, p.high) - genesis.xlogy(p.low, p.low)
+    t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * (x_log_x - width) / width
+    result = -width.log() + t2 + t3 + q.rate * (p.high + p.low) / 2
+    return _infinite_where(p.low < 0, result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    ratio = q.scale / (p.high - p.low)
+    high, low = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    return ratio.log() + 0.5 * (high + low) - ratio * ((-high).exp() - (-low).exp())
+
+
+def _infinite(p, q):
+    """KL(p || q) where p puts mass outside q's support."""
+    param = next(v for v in p.__dict__.values() if isinstance(v, genesis.Tensor))
+    return genesis.full(tuple(p.batch_shape), float("inf"), dtype=param.dtype,
+                        device=param.device)
+
+
+for _p, _q in [(Normal, Uniform), (Normal, Gamma), (Normal, Exponential), (Normal, Beta),
+               (Gumbel, Uniform), (Gumbel, Gamma), (Gumbel, Exponential), (Gumbel, Beta),
+               (Laplace, Uniform), (Laplace, Gamma), (Laplace, Exponential), (Laplace, Beta),
+               (Exponential, Uniform), (Exponential, Beta), (Gamma, Uniform), (Gamma, Beta),
+               (Uniform, Beta)]:
+    register_kl(_p, _q)(_infinite)
