@@ -33,11 +33,13 @@ from .ops.special import *  # noqa: F401,F403
 from .ops.windows import *  # noqa: F401,F403
 from .ops.legacy import *  # noqa: F401,F403
 from .ops.numeric import *  # noqa: F401,F403
+from .ops.matrix_functions import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from . import nn, optim, utils
 from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
 from . import special
+from . import linalg
 from . import amp, models
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
@@ -66,3 +68,11 @@ def numel(t):
 
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """`genesis.distributions`, imported on first use (it is written against `genesis.*`)."""
+    if name == "distributions":
+        import importlib
+        return importlib.import_module("genesis.distributions")
+    raise AttributeError(f"module 'genesis' has no attribute {name!r}")

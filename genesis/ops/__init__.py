@@ -9,7 +9,7 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 from ..tensor import Tensor
 from . import creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
-from . import statistics, windows
+from . import decompositions, matrix_functions, statistics, windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
@@ -35,7 +35,7 @@ for _methods in METHODS:
 
 # families that list their methods in a {name: function} table
 TABLES = (compare, counting, products, rearrange, statistics, special, legacy, numeric,
-          random_fills)
+          random_fills, matrix_functions)
 
 for _family in TABLES:
     bind(_family.TENSOR_METHODS)

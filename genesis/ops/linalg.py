@@ -1,5 +1,5 @@
 """Matrix products: matmul (PyTorch's 1-D, 2-D and batched broadcasting rules), mm, bmm, mv, dot,
-outer, the add*-forms, einsum and tensordot, and the `genesis.linalg` namespace.
+outer, the add*-forms, einsum and tensordot.
 
 Two Functions do the work: `MatMul` and `Einsum`; every other op checks its operands the way its
 PyTorch namesake does and calls one of them. Backward is written with genesis matmul and einsum,
@@ -9,8 +9,6 @@ so it is itself differentiable. `Einsum` calls a backend's "einsum" kernel where
 
 import math
 import string
-import sys
-import types
 
 from .. import dtypes
 from ..autograd.function import Function
@@ -19,7 +17,7 @@ from ..tensor import Tensor
 from .autocast import autocast_policy
 from .common import broadcast_shapes, call, check_devices, sum_to, wrap
 from .creation import eye, ones
-from .reduce import amax, amin, sum, vector_norm
+from .reduce import sum
 
 
 def _check_operands(op, a, b, message=None):
@@ -464,48 +462,9 @@ def tensordot(a, b, dims=2):
     return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """`linalg.matrix_norm` for ord 'fro', 1, -1, inf and -inf (max/min abs column/row sums)."""
-    if A.ndim < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
-                           f"dimensions, got {A.ndim}")
-    if ord == "fro":
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
-    if ord not in (1, -1, float("inf"), float("-inf")):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported")
-    rows, cols = (d % A.ndim for d in dim)
-    summed, other = (rows, cols) if abs(ord) == 1 else (cols, rows)
-    if dtype is not None:
-        A = A.to(dtypes.as_dtype(dtype))
-    sums = sum(A.abs(), summed, keepdim=True)
-    pick = amax if ord > 0 else amin
-    out = pick(sums, other, keepdim=True)
-    return out if keepdim else out.squeeze((rows, cols))
-
-
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
-    """`linalg.norm`: the vector norm (ord None, one dim, 1-D input) or the matrix norm (2 dims)."""
-    if isinstance(dim, int):
-        dim = (dim,)
-    if ord is None:
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
-    if (dim is not None and len(dim) == 2) or (dim is None and A.ndim == 2):
-        return matrix_norm(A, ord, dim or (-2, -1), keepdim, dtype=dtype)
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.norm: ord={ord!r} needs a 2-D input or two dims")
-    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
-
-
 def vecdot(x, y, *, dim=-1):
     """Dot products along `dim` with broadcasting."""
     return sum(x * y, dim)
-
-
-linalg = types.ModuleType("genesis.linalg", "Linear algebra, as `torch.linalg` (norms, matmul).")
-for _name, _fn in (("matmul", matmul), ("vector_norm", vector_norm), ("matrix_norm", matrix_norm),
-                   ("norm", norm), ("vecdot", vecdot), ("tensordot", tensordot)):
-    setattr(linalg, _name, _fn)
-sys.modules["genesis.linalg"] = linalg
 
 
 def _rmatmul(self, other):
@@ -535,4 +494,4 @@ class LinalgMethods:
 
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
-           "addmv", "einsum", "tensordot", "linalg"]
+           "addmv", "einsum", "tensordot"]

@@ -5,3 +5,4 @@ from . import array, dlpack, elementwise, index, linalg, reduce, shape  # noqa: 
 from . import loss, optim  # noqa: F401
 from . import amp, attention  # noqa: F401
 from . import recurrent  # noqa: F401
+from . import decompositions  # noqa: F401
