@@ -49,7 +49,7 @@ def _inside(x, low, high):
 
 
 def _hardswish_grad(g, x, y):
-    return where(x < -3, 0.0, where(x <= 3, g * (x / 3 + 0.5), g))
+    return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g))
 
 
 _SPECS = {spec.name: spec for spec in (

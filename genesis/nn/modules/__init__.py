@@ -14,6 +14,24 @@ from .activation import (
                          Softplus,
                          Tanh,
 )
+from .activation import (
+                         CELU,
+                         GLU,
+                         Hardshrink,
+                         Hardsigmoid,
+                         Hardswish,
+                         Hardtanh,
+                         Mish,
+                         PReLU,
+                         ReLU6,
+                         RReLU,
+                         SELU,
+                         Softmax2d,
+                         Softshrink,
+                         Softsign,
+                         Tanhshrink,
+                         Threshold,
+)
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -85,4 +103,20 @@ __all__ = [
                          "Softplus",
                          "Tanh",
                          "Unflatten",
+                         "CELU",
+                         "GLU",
+                         "Hardshrink",
+                         "Hardsigmoid",
+                         "Hardswish",
+                         "Hardtanh",
+                         "Mish",
+                         "PReLU",
+                         "ReLU6",
+                         "RReLU",
+                         "SELU",
+                         "Softmax2d",
+                         "Softshrink",
+                         "Softsign",
+                         "Tanhshrink",
+                         "Threshold",
 ]
