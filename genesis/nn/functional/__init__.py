@@ -41,6 +41,29 @@ from .activation import (
                          threshold_,
 )
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .ctc import (
+                         ctc_loss,
+)
+from .distance import (
+                         cosine_similarity,
+                         pairwise_distance,
+                         pdist,
+)
+from .likelihood_loss import (
+                         gaussian_nll_loss,
+                         poisson_nll_loss,
+)
+from .margin_loss import (
+                         cosine_embedding_loss,
+                         hinge_embedding_loss,
+                         margin_ranking_loss,
+                         multi_margin_loss,
+                         multilabel_margin_loss,
+                         multilabel_soft_margin_loss,
+                         soft_margin_loss,
+                         triplet_margin_loss,
+                         triplet_margin_with_distance_loss,
+)
 from .conv import conv1d, conv2d, fold, unfold
 from .dropout import dropout, dropout1d, dropout2d
 from .linear import bilinear, linear
@@ -128,4 +151,19 @@ __all__ = [
                          "tanhshrink",
                          "threshold",
                          "threshold_",
+                         "ctc_loss",
+                         "cosine_similarity",
+                         "pairwise_distance",
+                         "pdist",
+                         "gaussian_nll_loss",
+                         "poisson_nll_loss",
+                         "cosine_embedding_loss",
+                         "hinge_embedding_loss",
+                         "margin_ranking_loss",
+                         "multi_margin_loss",
+                         "multilabel_margin_loss",
+                         "multilabel_soft_margin_loss",
+                         "soft_margin_loss",
+                         "triplet_margin_loss",
+                         "triplet_margin_with_distance_loss",
 ]

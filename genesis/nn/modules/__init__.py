@@ -36,6 +36,7 @@ from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
 from .flatten import Flatten, Unflatten
@@ -50,6 +51,20 @@ from .loss import (
                          MSELoss,
                          NLLLoss,
                          SmoothL1Loss,
+)
+from .loss import (
+                         CTCLoss,
+                         CosineEmbeddingLoss,
+                         GaussianNLLLoss,
+                         HingeEmbeddingLoss,
+                         MarginRankingLoss,
+                         MultiLabelMarginLoss,
+                         MultiLabelSoftMarginLoss,
+                         MultiMarginLoss,
+                         PoissonNLLLoss,
+                         SoftMarginLoss,
+                         TripletMarginLoss,
+                         TripletMarginWithDistanceLoss,
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
@@ -119,4 +134,18 @@ __all__ = [
                          "Softsign",
                          "Tanhshrink",
                          "Threshold",
+                         "CTCLoss",
+                         "CosineEmbeddingLoss",
+                         "GaussianNLLLoss",
+                         "HingeEmbeddingLoss",
+                         "MarginRankingLoss",
+                         "MultiLabelMarginLoss",
+                         "MultiLabelSoftMarginLoss",
+                         "MultiMarginLoss",
+                         "PoissonNLLLoss",
+                         "SoftMarginLoss",
+                         "TripletMarginLoss",
+                         "TripletMarginWithDistanceLoss",
+                         "CosineSimilarity",
+                         "PairwiseDistance",
 ]
