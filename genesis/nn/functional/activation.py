@@ -138,7 +138,10 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
-    return ew.where(input > lambd, input - lambd, ew.where(input < -lambd, input + lambd, 0))
+    shrunk = ew.where(input > lambd, input - lambd, ew.where(input < -lambd, input + lambd, 0))
+    # torch's gradient is zero on [-lambd, lambd] with lambd rounded to input's type
+    rounded = float(np.asarray(lambd, input.dtype.numpy_dtype))
+    return ew.where((input >= -rounded) & (input <= rounded), shrunk.detach(), shrunk)
 
 
 def prelu(input, weight):
