@@ -42,9 +42,9 @@ def _pair(rng, shape, dtype, transposed, scale=3.0):
 
 
 def _check_forward_backward(g_fn, t_fn, g, t, dtype, reduces=False):
-    """Forward and gradient against torch; `reduces`: the gradient sums along a dim, whose
-    cancellation in half types is held to an ulp of the largest term (float32 sums in another
-    order round differently)."""
+    """Forward and gradient against torch. `reduces`: the gradient is y * (g - sum(g * y))
+    from the rounded half output y; both libraries' rounding of y moves it by up to about
+    2 ulps of its largest element, the tolerance used for such gradients in half types."""
     g_leaf = g.detach().requires_grad_(True)
     t_leaf = t.detach().requires_grad_(True)
     out_t = t_fn(t_leaf)
@@ -55,7 +55,7 @@ def _check_forward_backward(g_fn, t_fn, g, t, dtype, reduces=False):
         out_t.backward(grad)
         out_g.backward(from_torch(grad))
         scale = float(t_leaf.grad.abs().max()) if reduces and dtype is genesis.bfloat16 else 0
-        assert_close(g_leaf.grad, t_leaf.grad, atol=scale * 2.0 ** -8 or None)
+        assert_close(g_leaf.grad, t_leaf.grad, atol=scale * 2.0 ** -7 or None)
 
 
 @pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])

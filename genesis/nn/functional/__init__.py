@@ -64,6 +64,7 @@ from .margin_loss import (
                          triplet_margin_loss,
                          triplet_margin_with_distance_loss,
 )
+from .channel_norm import instance_norm, local_response_norm
 from .conv import conv1d, conv2d, fold, unfold
 from .dropout import dropout, dropout1d, dropout2d
 from .linear import bilinear, linear
@@ -166,4 +167,6 @@ __all__ = [
                          "soft_margin_loss",
                          "triplet_margin_loss",
                          "triplet_margin_with_distance_loss",
+                         "instance_norm",
+                         "local_response_norm",
 ]

@@ -34,12 +34,14 @@ from .activation import (
 )
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
+from .batchnorm import BatchNorm3d, SyncBatchNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
 from .flatten import Flatten, Unflatten
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
                          BCELoss,
@@ -68,6 +70,7 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .normalization import LocalResponseNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 __all__ = [
@@ -148,4 +151,10 @@ __all__ = [
                          "TripletMarginWithDistanceLoss",
                          "CosineSimilarity",
                          "PairwiseDistance",
+                         "BatchNorm3d",
+                         "SyncBatchNorm",
+                         "InstanceNorm1d",
+                         "InstanceNorm2d",
+                         "InstanceNorm3d",
+                         "LocalResponseNorm",
 ]
