@@ -49,6 +49,7 @@ from .distance import (
                          pairwise_distance,
                          pdist,
 )
+from .embedding_bag import embedding_bag
 from .likelihood_loss import (
                          gaussian_nll_loss,
                          poisson_nll_loss,
@@ -169,4 +170,5 @@ __all__ = [
                          "triplet_margin_with_distance_loss",
                          "instance_norm",
                          "local_response_norm",
+                         "embedding_bag",
 ]

@@ -40,6 +40,7 @@ from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
+from .embedding import EmbeddingBag
 from .flatten import Flatten, Unflatten
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Identity, Linear
@@ -157,4 +158,5 @@ __all__ = [
                          "InstanceNorm2d",
                          "InstanceNorm3d",
                          "LocalResponseNorm",
+                         "EmbeddingBag",
 ]
