@@ -68,6 +68,8 @@ from .margin_loss import (
 from .channel_norm import instance_norm, local_response_norm
 from .conv import conv1d, conv2d, fold, unfold
 from .dropout import dropout, dropout1d, dropout2d
+from .dropout import dropout3d
+from .alpha_dropout import alpha_dropout, feature_alpha_dropout
 from .linear import bilinear, linear
 from .loss import (
                          binary_cross_entropy,
@@ -171,4 +173,7 @@ __all__ = [
                          "instance_norm",
                          "local_response_norm",
                          "embedding_bag",
+                         "alpha_dropout",
+                         "dropout3d",
+                         "feature_alpha_dropout",
 ]

@@ -39,6 +39,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
+from .dropout import AlphaDropout, Dropout3d, FeatureAlphaDropout
 from .embedding import Embedding
 from .embedding import EmbeddingBag
 from .flatten import Flatten, Unflatten
@@ -57,6 +58,7 @@ from .loss import (
 )
 from .loss import (
                          CTCLoss,
+                         NLLLoss2d,
                          CosineEmbeddingLoss,
                          GaussianNLLLoss,
                          HingeEmbeddingLoss,
@@ -159,4 +161,8 @@ __all__ = [
                          "InstanceNorm3d",
                          "LocalResponseNorm",
                          "EmbeddingBag",
+                         "AlphaDropout",
+                         "Dropout3d",
+                         "FeatureAlphaDropout",
+                         "NLLLoss2d",
 ]

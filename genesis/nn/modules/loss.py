@@ -215,3 +215,7 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its older name for (N, C, H, W) input."""

@@ -9,6 +9,8 @@ from .parametrizations import _SpectralNorm, _transposed_conv, _WeightNorm, norm
 
 
 class _WeightNormHook:
+    tensors = ("_g", "_v")
+
     def __init__(self, name, dim):
         self.name, self.norm = name, _WeightNorm(dim)
 
@@ -36,22 +38,30 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
-def remove_weight_norm(module, name="weight"):
-    """Undo weight_norm: `module.<name>` a plain parameter holding the current weight."""
+def _remove(module, name, hook_type, kind, **compute_kwargs):
+    """Drop the `hook_type` hook of `name` and the tensors it used: `module.<name>` becomes a
+    plain parameter holding the weight the hook computes now."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, _WeightNormHook) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             with no_grad():
-                weight = hook.compute(module).detach()
+                weight = hook.compute(module, **compute_kwargs).detach()
             delattr(module, name)
-            del module._parameters[name + "_g"]
-            del module._parameters[name + "_v"]
+            for suffix in hook.tensors:
+                delattr(module, name + suffix)
             module.register_parameter(name, Parameter(weight))
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{kind} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module, name="weight"):
+    """Undo weight_norm: `module.<name>` a plain parameter holding the current weight."""
+    return _remove(module, name, _WeightNormHook, "weight_norm")
 
 
 class _SpectralNormHook:
+    tensors = ("_orig", "_u", "_v")
+
     def __init__(self, name, norm):
         self.name, self.norm = name, norm
 
@@ -92,15 +102,4 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Undo spectral_norm: `module.<name>` a plain parameter holding the normalized weight."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, _SpectralNormHook) and hook.name == name:
-            with no_grad():
-                weight = hook.compute(module, power_iteration=False).detach()
-            delattr(module, name)
-            del module._parameters[name + "_orig"]
-            del module._buffers[name + "_u"]
-            del module._buffers[name + "_v"]
-            module.register_parameter(name, Parameter(weight))
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove(module, name, _SpectralNormHook, "spectral_norm", power_iteration=False)
