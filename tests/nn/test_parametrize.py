@@ -183,3 +183,45 @@ def test_old_style_weight_norm_and_spectral_norm(rng):
     nn.utils.remove_spectral_norm(g)
     tnn.utils.remove_spectral_norm(t)
     assert_close(g.weight, t.weight)
+
+
+@pytest.mark.parametrize("shape, orthogonal_map", [((4, 4), None), ((5, 3), None),
+                                                   ((3, 5), "matrix_exp"),
+                                                   ((5, 3), "householder"),
+                                                   ((4, 4), "householder")], ids=str)
+def test_orthogonal_matches_torch(shape, orthogonal_map, rng):
+    """Values and gradients from the same base (a non-square base is completed with random
+    columns, so torch's is copied) and the same unconstrained parameter."""
+    g, t = _pair_linear(rng, shape[1], shape[0])
+    tnn.utils.parametrizations.orthogonal(t, orthogonal_map=orthogonal_map)
+    parametrizations.orthogonal(g, orthogonal_map=orthogonal_map)
+    assert list(g.state_dict()) == list(t.state_dict())
+    g_orth, t_orth = g.parametrizations.weight[0], t.parametrizations.weight[0]
+    columns = g.weight.detach().numpy()
+    columns = columns if shape[0] >= shape[1] else columns.T
+    np.testing.assert_allclose(columns.T @ columns, np.eye(min(shape)), atol=1e-12)
+    if shape[0] == shape[1]:
+        assert_close(g_orth.base, t_orth.base)
+    g_orth.base = from_torch(t_orth.base)
+    with torch.no_grad():
+        t.parametrizations.weight.original.add_(torch.tensor(rng.standard_normal(shape)) * 0.3)
+    g.parametrizations.weight.original.data = from_torch(
+        t.parametrizations.weight.original.detach())
+    _check_forward_backward(g, t, rng, (2, shape[1]))
+
+
+def test_orthogonal_maps_and_errors(rng):
+    from genesis.nn.utils.orthogonal import householder_product, matrix_exp
+    a = rng.standard_normal((2, 4, 4)) * 2
+    assert_close(matrix_exp(genesis.tensor(a)), torch.matrix_exp(torch.tensor(a)), rtol=1e-12)
+    reflectors, tau = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    assert_close(householder_product(genesis.tensor(reflectors), genesis.tensor(tau)),
+                 torch.linalg.householder_product(torch.tensor(reflectors), torch.tensor(tau)))
+    x = genesis.tensor(rng.standard_normal((3, 3)) * 0.5, requires_grad=True)
+    assert genesis.autograd.gradcheck(lambda v: matrix_exp(v - v.mT), (x,))
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        parametrizations.orthogonal(nn.BatchNorm1d(3))
+    with pytest.raises(NotImplementedError, match="cayley"):
+        parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")

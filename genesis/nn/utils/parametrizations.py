@@ -1,11 +1,12 @@
-"""Parametrizations of weights, registered through `parametrize`: weight_norm and
-spectral_norm."""
+"""Parametrizations of weights, registered through `parametrize`: weight_norm, spectral_norm
+and orthogonal."""
 
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
+from .orthogonal import orthogonal  # noqa: F401
 
 
 def norm_except_dim(v, pow=2, dim=0):
