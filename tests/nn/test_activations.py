@@ -32,10 +32,10 @@ DTYPES = [genesis.float32, genesis.float64, genesis.bfloat16]
 LAYOUTS = [((3, 4, 6), False), ((4, 6, 2), True), ((0, 4, 2), False), ((5, 2, 1), False)]
 
 
-def _pair(rng, shape, dtype, transposed, scale=3.0):
+def _pair(rng, shape, dtype, transposed, scale=3.0, device="cpu"):
     base = rng.uniform(-scale, scale, shape[::-1] if transposed else shape)
     t = torch.tensor(base, dtype=TORCH_DTYPES[dtype])
-    g = genesis.tensor(base, dtype=dtype)
+    g = genesis.tensor(base, dtype=dtype, device=device)
     if transposed:
         t, g = t.permute(*reversed(range(len(shape)))), g.permute(*reversed(range(len(shape))))
     return g, t
@@ -53,34 +53,35 @@ def _check_forward_backward(g_fn, t_fn, g, t, dtype, reduces=False):
     grad = torch.randn(out_t.shape, dtype=torch.float64).to(out_t.dtype)
     if out_t.numel():
         out_t.backward(grad)
-        out_g.backward(from_torch(grad))
+        out_g.backward(from_torch(grad, device=out_g.device))
         scale = float(t_leaf.grad.abs().max()) if reduces and dtype is genesis.bfloat16 else 0
         assert_close(g_leaf.grad, t_leaf.grad, atol=scale * 2.0 ** -7 or None)
 
 
 @pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_functional_matches_torch(name, args, dtype, rng):
+def test_functional_matches_torch(name, args, dtype, rng, device):
     for shape, transposed in LAYOUTS:
         if name == "glu" and shape[1] % 2:
             continue
-        g, t = _pair(rng, shape, dtype, transposed)
+        g, t = _pair(rng, shape, dtype, transposed, device=device)
         _check_forward_backward(lambda x: getattr(F, name)(x, *args),
                                 lambda x: getattr(TF, name)(x, *args), g, t, dtype,
                                 name in ("softmin", "softmax", "log_softmax"))
 
 
 @pytest.mark.parametrize("name, args", MODULES, ids=[m[0] for m in MODULES])
-def test_module_matches_torch(name, args, rng):
-    g, t = _pair(rng, (2, 4, 3, 2), genesis.float32, True)
+def test_module_matches_torch(name, args, rng, device):
+    g, t = _pair(rng, (2, 4, 3, 2), genesis.float32, True, device=device)
     _check_forward_backward(getattr(nn, name)(*args), getattr(tnn, name)(*args), g, t,
                             genesis.float32)
     assert repr(getattr(nn, name)(*args)) == repr(getattr(tnn, name)(*args))
 
 
 @pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])
-def test_gradcheck(name, args, rng):
-    x = genesis.tensor(rng.uniform(-2, 2, (3, 4)), dtype=genesis.float64, requires_grad=True)
+def test_gradcheck(name, args, rng, device):
+    x = genesis.tensor(rng.uniform(-2, 2, (3, 4)), dtype=genesis.float64, requires_grad=True,
+                       device=device)
     assert gradcheck(lambda v: getattr(F, name)(v, *args), (x,))
 
 
@@ -90,8 +91,8 @@ INPLACE = [("relu6", ()), ("hardtanh", (-0.3, 0.2)), ("hardswish", ()), ("hardsi
 
 
 @pytest.mark.parametrize("name, args", INPLACE, ids=[i[0] for i in INPLACE])
-def test_inplace_flag_writes_input_and_differentiates(name, args, rng):
-    g, t = _pair(rng, (3, 5), genesis.float64, True)
+def test_inplace_flag_writes_input_and_differentiates(name, args, rng, device):
+    g, t = _pair(rng, (3, 5), genesis.float64, True, device=device)
     leaf_g, leaf_t = (g.detach().clone().requires_grad_(True),
                       t.detach().clone().requires_grad_(True))
     out = getattr(F, name)(g, *args, inplace=True)
@@ -115,13 +116,13 @@ def test_underscore_forms(name, rng):
     assert_close(g, t)
 
 
-def test_prelu_module_and_functional(rng):
+def test_prelu_module_and_functional(rng, device):
     for shape, params in [((3, 4, 5), 4), ((2, 3), 1), ((4,), 1), ((2, 3, 2, 2), 3)]:
-        g_m, t_m = nn.PReLU(params, init=0.1), tnn.PReLU(params, init=0.1)
+        g_m, t_m = nn.PReLU(params, init=0.1, device=device), tnn.PReLU(params, init=0.1)
         with torch.no_grad():
             t_m.weight.copy_(torch.tensor(rng.uniform(-1, 1, params)))
-        g_m.weight.data = from_torch(t_m.weight.detach())
-        g, t = _pair(rng, shape, genesis.float32, False)
+        g_m.weight.data = from_torch(t_m.weight.detach(), device=device)
+        g, t = _pair(rng, shape, genesis.float32, False, device=device)
         g.requires_grad_(True)
         t.requires_grad_(True)
         out_g, out_t = g_m(g), t_m(t)
@@ -141,8 +142,8 @@ def test_prelu_module_and_functional(rng):
         F.prelu(genesis.ones(4), genesis.ones(4))
 
 
-def test_rrelu_eval_training_and_bounds(rng):
-    g, t = _pair(rng, (50, 40), genesis.float64, False)
+def test_rrelu_eval_training_and_bounds(rng, device):
+    g, t = _pair(rng, (50, 40), genesis.float64, False, device=device)
     assert_close(F.rrelu(g, 0.1, 0.3), TF.rrelu(t, 0.1, 0.3))
     module = nn.RReLU(0.1, 0.3)
     assert repr(module) == repr(tnn.RReLU(0.1, 0.3))
@@ -152,11 +153,11 @@ def test_rrelu_eval_training_and_bounds(rng):
     leaf = g.detach().requires_grad_(True)
     out = module(leaf)
     out.sum().backward()
-    x = g.numpy()
-    slope = out.detach().numpy()[x < 0] / x[x < 0]
+    x, y = g.cpu().numpy(), out.detach().cpu().numpy()
+    slope = y[x < 0] / x[x < 0]
     assert slope.min() >= 0.1 and slope.max() <= 0.3 and slope.std() > 0.03
-    np.testing.assert_allclose(leaf.grad.numpy()[x < 0], slope)
-    np.testing.assert_array_equal(out.detach().numpy()[x >= 0], x[x >= 0])
+    np.testing.assert_allclose(leaf.grad.cpu().numpy()[x < 0], slope)
+    np.testing.assert_array_equal(y[x >= 0], x[x >= 0])
     with pytest.raises(RuntimeError, match="Lower bound"):
         F.rrelu(g, 0.5, 0.1)
 

@@ -25,20 +25,21 @@ CASES = [  # (input, offsets, kwargs)
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
-def test_embedding_bag_matches_torch(mode, case, dtype, rng):
+def test_embedding_bag_matches_torch(mode, case, dtype, rng, device):
     indices, offsets, kwargs = CASES[case]
     weight = torch.tensor(rng.standard_normal((10, 4)), dtype=TORCH_DTYPES[dtype])
     t_w = weight.clone().requires_grad_(True)
-    g_w = from_torch(weight, requires_grad=True)
+    g_w = from_torch(weight, device=device, requires_grad=True)
     t_in = torch.tensor(indices)
     t_off = None if offsets is None else torch.tensor(offsets)
     out_t = TF.embedding_bag(t_in, t_w, t_off, mode=mode, **kwargs)
-    out_g = F.embedding_bag(from_torch(t_in), g_w, None if t_off is None else from_torch(t_off),
+    out_g = F.embedding_bag(from_torch(t_in, device=device), g_w,
+                            None if t_off is None else from_torch(t_off, device=device),
                             mode=mode, **kwargs)
     assert_close(out_g, out_t)
     grad = torch.randn(out_t.shape, dtype=out_t.dtype)
     out_t.backward(grad)
-    out_g.backward(from_torch(grad))
+    out_g.backward(from_torch(grad, device=device))
     assert_close(g_w.grad, t_w.grad)
     assert_close(g_w.detach(), t_w.detach())  # max_norm renormalises rows in place
 

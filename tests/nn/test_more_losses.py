@@ -57,12 +57,13 @@ CASES = {
 REDUCTIONS = ["none", "mean", "sum"]
 
 
-def _run(name, inputs, kwargs, reduction):
-    g_inputs = [from_torch(t) for t in inputs]
+def _run(name, inputs, kwargs, reduction, device):
+    g_inputs = [from_torch(t, device=device) for t in inputs]
     for g, t in zip(g_inputs[:GRADS.get(name, 1)], inputs):
         g.requires_grad_(True)
         t.requires_grad_(True)
-    g_kwargs = {k: from_torch(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    g_kwargs = {k: from_torch(v, device=device) if isinstance(v, torch.Tensor) else v
+                for k, v in kwargs.items()}
     kwargs = dict(kwargs, reduction=kwargs.get("reduction", reduction))
     g_kwargs["reduction"] = kwargs["reduction"]
     return (getattr(F, name)(*g_inputs, **g_kwargs), getattr(TF, name)(*inputs, **kwargs),
@@ -71,25 +72,25 @@ def _run(name, inputs, kwargs, reduction):
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_loss_matches_torch(name, reduction, rng):
+def test_loss_matches_torch(name, reduction, rng, device):
     make, variants = CASES[name]
     for kwargs in variants:
-        out_g, out_t, g_inputs, t_inputs = _run(name, make(rng), kwargs, reduction)
+        out_g, out_t, g_inputs, t_inputs = _run(name, make(rng), kwargs, reduction, device)
         assert_close(out_g, out_t)
         grad = torch.randn(out_t.shape, dtype=out_t.dtype)
         out_t.backward(grad)
-        out_g.backward(from_torch(grad))
+        out_g.backward(from_torch(grad, device=device))
         for g, t in zip(g_inputs, t_inputs):
             if t.requires_grad:
                 assert_close(g.grad, t.grad)
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_loss_gradcheck(name, rng):
+def test_loss_gradcheck(name, rng, device):
     make, variants = CASES[name]
-    inputs = [from_torch(t) for t in make(rng)]
+    inputs = [from_torch(t, device=device) for t in make(rng)]
     floats = list(range(GRADS.get(name, 1)))
-    kwargs = {k: from_torch(v) if isinstance(v, torch.Tensor) else v
+    kwargs = {k: from_torch(v, device=device) if isinstance(v, torch.Tensor) else v
               for k, v in variants[-1].items()}
 
     def fn(*leaves):
@@ -170,7 +171,7 @@ def test_triplet_with_distance_function(rng):
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64, genesis.bfloat16], ids=str)
-def test_distances_match_torch(dtype, rng):
+def test_distances_match_torch(dtype, rng, device):
     """Gradients summed over a broadcast dim cancel; in bfloat16 they are held to an ulp of the
     largest (torch sums in float32 in another order)."""
     torch_dtype = TORCH_DTYPES[dtype]
@@ -182,7 +183,8 @@ def test_distances_match_torch(dtype, rng):
     for s1, s2 in cases:
         a, b = _float(rng, s1).to(torch_dtype), _float(rng, s2).to(torch_dtype)
         for p in (2.0, 1.0, 3.0):
-            ga, gb = from_torch(a, requires_grad=True), from_torch(b, requires_grad=True)
+            ga = from_torch(a, device=device, requires_grad=True)
+            gb = from_torch(b, device=device, requires_grad=True)
             ta, tb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
             out_g, out_t = F.pairwise_distance(ga, gb, p), TF.pairwise_distance(ta, tb, p)
             assert_close(out_g, out_t)
@@ -191,7 +193,8 @@ def test_distances_match_torch(dtype, rng):
                 out_t.sum().backward()
                 grad_close(ga.grad, ta.grad)
         # cosine_similarity of half types computes in float32, rounding once.
-        ga, gb = from_torch(a, requires_grad=True), from_torch(b, requires_grad=True)
+        ga = from_torch(a, device=device, requires_grad=True)
+        gb = from_torch(b, device=device, requires_grad=True)
         wide = torch.float32 if dtype is genesis.bfloat16 else torch_dtype
         ta, tb = a.to(wide).requires_grad_(True), b.to(wide).requires_grad_(True)
         out_g, out_t = F.cosine_similarity(ga, gb, -1), TF.cosine_similarity(ta, tb, -1)
@@ -226,7 +229,7 @@ def _ctc_inputs(rng, steps, batch, classes, width):
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("concatenated", [False, True])
-def test_ctc_loss_matches_torch(reduction, concatenated, rng):
+def test_ctc_loss_matches_torch(reduction, concatenated, rng, device):
     logits, targets = _ctc_inputs(rng, 13, 4, 5, 5)
     input_lengths, target_lengths = [13, 10, 6, 8], [5, 3, 0, 4]
     targets[1, 1] = targets[1, 0]  # a repeated label needs a blank between
@@ -235,19 +238,20 @@ def test_ctc_loss_matches_torch(reduction, concatenated, rng):
     ta = logits.clone().requires_grad_(True)
     out_t = TF.ctc_loss(ta.log_softmax(-1), targets, torch.tensor(input_lengths),
                         torch.tensor(target_lengths), reduction=reduction)
-    ga = from_torch(logits, requires_grad=True)
-    out_g = F.ctc_loss(ga.log_softmax(-1), from_torch(targets), from_torch(
-        torch.tensor(input_lengths)), target_lengths, reduction=reduction)
+    ga = from_torch(logits, device=device, requires_grad=True)
+    out_g = F.ctc_loss(ga.log_softmax(-1), from_torch(targets, device=device), from_torch(
+        torch.tensor(input_lengths), device=device), target_lengths, reduction=reduction)
     assert_close(out_g, out_t)
     grad = torch.rand(out_t.shape, dtype=out_t.dtype)
     out_t.backward(grad)
-    out_g.backward(from_torch(grad))
+    out_g.backward(from_torch(grad, device=device))
     assert_close(ga.grad, ta.grad)
     # The gradient with respect to log_probs themselves, with torch's convention.
     lp = logits.log_softmax(-1).float().requires_grad_(True)
     TF.ctc_loss(lp, targets, input_lengths, target_lengths, blank=0).backward()
-    g_lp = from_torch(lp.detach(), requires_grad=True)
-    F.ctc_loss(g_lp, from_torch(targets), input_lengths, target_lengths).backward()
+    g_lp = from_torch(lp.detach(), device=device, requires_grad=True)
+    F.ctc_loss(g_lp, from_torch(targets, device=device), input_lengths,
+               target_lengths).backward()
     assert_close(g_lp.grad, lp.grad)
 
 

@@ -60,25 +60,26 @@ def _copy_parameters(g_module, t_module, rng):
             getattr(g_module, name).data = from_torch(p.detach())
 
 
-def _compare_module(g_module, t_module, shape, dtype, rng, transposed=False, steps=2):
+def _compare_module(g_module, t_module, shape, dtype, rng, transposed=False, steps=2,
+                    device="cpu"):
     """Forward and backward (inputs and parameters) over `steps` training steps, then eval."""
     torch_dtype = TORCH_DTYPES[dtype]
     _copy_parameters(g_module, t_module, rng)
-    g_module.to(dtype)
+    g_module.to(device=device, dtype=dtype)
     t_module.to(torch_dtype)
     for _ in range(steps):
         base = rng.standard_normal(shape[::-1] if transposed else shape) * 2 + 0.5
         t = torch.tensor(base, dtype=torch_dtype)
         if transposed:
             t = t.permute(*reversed(range(len(shape))))
-        g = from_torch(t, requires_grad=True)
+        g = from_torch(t, device=device, requires_grad=True)
         t.requires_grad_(True)
         out_g, out_t = g_module(g), t_module(t)
         assert_close(out_g, out_t)
         grad = torch.randn(out_t.shape, dtype=torch.float64).to(torch_dtype)
         if out_t.numel():
             out_t.backward(grad)
-            out_g.backward(from_torch(grad))
+            out_g.backward(from_torch(grad, device=device))
             assert_close(g.grad, t.grad)
             for name, p in t_module.named_parameters():
                 assert_close(getattr(g_module, name).grad, p.grad, rtol=1e-5 if dtype is
@@ -88,7 +89,7 @@ def _compare_module(g_module, t_module, shape, dtype, rng, transposed=False, ste
     g_module.eval()
     t_module.eval()
     t = torch.tensor(rng.standard_normal(shape), dtype=torch_dtype)
-    assert_close(g_module(from_torch(t)), t_module(t))
+    assert_close(g_module(from_torch(t, device=device)), t_module(t))
 
 
 BATCH_NORMS = [("BatchNorm1d", (4, 3)), ("BatchNorm1d", (5, 3, 7)), ("BatchNorm2d", (3, 3, 4, 5)),
@@ -97,10 +98,10 @@ BATCH_NORMS = [("BatchNorm1d", (4, 3)), ("BatchNorm1d", (5, 3, 7)), ("BatchNorm2
 
 @pytest.mark.parametrize("name, shape", BATCH_NORMS)
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
-def test_batch_norms_match_torch(name, shape, dtype, rng):
+def test_batch_norms_match_torch(name, shape, dtype, rng, device):
     for kwargs in ({}, {"momentum": None}, {"affine": False, "track_running_stats": False}):
         _compare_module(getattr(nn, name)(3, **kwargs), getattr(tnn, name)(3, **kwargs), shape,
-                        dtype, rng, transposed=True)
+                        dtype, rng, transposed=True, device=device)
     assert repr(getattr(nn, name)(3)) == repr(getattr(tnn, name)(3))
 
 
@@ -113,9 +114,9 @@ INSTANCE_NORMS = [("InstanceNorm1d", (4, 3, 7)), ("InstanceNorm1d", (3, 5)),
 @pytest.mark.parametrize("kwargs", [{}, {"affine": True}, {"track_running_stats": True},
                                     {"affine": True, "track_running_stats": True,
                                      "momentum": 0.3}], ids=str)
-def test_instance_norms_match_torch(name, shape, kwargs, rng):
+def test_instance_norms_match_torch(name, shape, kwargs, rng, device):
     _compare_module(getattr(nn, name)(3, **kwargs), getattr(tnn, name)(3, **kwargs), shape,
-                    genesis.float32, rng, transposed=True)
+                    genesis.float32, rng, transposed=True, device=device)
     assert repr(getattr(nn, name)(3, **kwargs)) == repr(getattr(tnn, name)(3, **kwargs))
 
 
@@ -130,7 +131,7 @@ def test_group_and_rms_norm_match_torch(module_args, rng):
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
-def test_half_and_empty_batch_norm(dtype, rng):
+def test_half_and_empty_batch_norm(dtype, rng, device):
     """Half types compute in float32 and round once: compared with torch's float32 result
     rounded (torch's own CPU bfloat16 batch and instance norms are several ulps off)."""
     torch_dtype = TORCH_DTYPES[dtype]
@@ -140,16 +141,16 @@ def test_half_and_empty_batch_norm(dtype, rng):
                      (lambda x: F.instance_norm(x), lambda x: TF.instance_norm(x)),
                      (lambda x: F.local_response_norm(x, 3), lambda x: TF.local_response_norm(x, 3)),
                      (lambda x: F.group_norm(x, 2), lambda x: TF.group_norm(x, 2))):
-        assert_close(fn(from_torch(t)), t_fn(t.float()).to(torch_dtype))
+        assert_close(fn(from_torch(t, device=device)), t_fn(t.float()).to(torch_dtype))
     empty = torch.zeros(0, 4, 3, dtype=torch_dtype)
     assert_close(F.local_response_norm(from_torch(empty), 2), TF.local_response_norm(empty, 2))
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 3), (2, 6, 3, 4), (1, 4, 2, 3, 2)])
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
-def test_local_response_norm_matches_torch(shape, size, rng):
+def test_local_response_norm_matches_torch(shape, size, rng, device):
     t = torch.tensor(rng.standard_normal(shape) * 3, requires_grad=True)
-    g = from_torch(t, requires_grad=True)
+    g = from_torch(t, device=device, requires_grad=True)
     out_t = tnn.LocalResponseNorm(size, 0.1, 0.6, 2.0)(t)
     out_g = nn.LocalResponseNorm(size, 0.1, 0.6, 2.0)(g)
     assert_close(out_g, out_t)
