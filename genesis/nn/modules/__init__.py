@@ -32,6 +32,7 @@ from .activation import (
                          Tanhshrink,
                          Threshold,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .batchnorm import BatchNorm3d, SyncBatchNorm
@@ -165,4 +166,5 @@ __all__ = [
                          "Dropout3d",
                          "FeatureAlphaDropout",
                          "NLLLoss2d",
+                         "AdaptiveLogSoftmaxWithLoss",
 ]
