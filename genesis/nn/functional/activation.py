@@ -5,8 +5,6 @@ forms compute out of place and write the input, as in-place tensor ops do (so a 
 leaves the input as it was and autograd sees the write).
 """
 
-import numpy as np
-
 from ... import ops
 from ...ops import activation as act
 from ...ops import creation
@@ -128,20 +126,13 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def hardshrink(input, lambd=0.5):
-    """x where |x| > lambd (lambd rounded to input's type, as torch), else 0."""
-    lambd = float(np.asarray(lambd, input.dtype.numpy_dtype))
-    return ew.where((input > lambd) | (input < -lambd), input, 0)
+    """x where |x| > lambd, else 0."""
+    return act.hardshrink(input, lambd)
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
-    if lambd < 0:
-        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
-                           f"{lambd}.")
-    shrunk = ew.where(input > lambd, input - lambd, ew.where(input < -lambd, input + lambd, 0))
-    # torch's gradient is zero on [-lambd, lambd] with lambd rounded to input's type
-    rounded = float(np.asarray(lambd, input.dtype.numpy_dtype))
-    return ew.where((input >= -rounded) & (input <= rounded), shrunk.detach(), shrunk)
+    return act.softshrink(input, lambd)
 
 
 def prelu(input, weight):
