@@ -78,6 +78,15 @@ def test_module_matches_torch(name, args, rng, device):
     assert repr(getattr(nn, name)(*args)) == repr(getattr(tnn, name)(*args))
 
 
+@pytest.mark.parametrize("name, args", [("Hardtanh", (-1.0, 1.0, True)), ("CELU", (0.5, True)),
+                                        ("RReLU", (0.1, 0.2, True)), ("ReLU6", (True,)),
+                                        ("Threshold", (0.1, 2.0, True)), ("SELU", (True,)),
+                                        ("Mish", (True,)), ("Hardswish", (True,)),
+                                        ("Hardsigmoid", (True,))])
+def test_inplace_module_reprs(name, args):
+    assert repr(getattr(nn, name)(*args)) == repr(getattr(tnn, name)(*args))
+
+
 @pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])
 def test_gradcheck(name, args, rng, device):
     x = genesis.tensor(rng.uniform(-2, 2, (3, 4)), dtype=genesis.float64, requires_grad=True,

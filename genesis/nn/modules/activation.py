@@ -139,12 +139,19 @@ class Hardtanh(Module):
                 + (", inplace=True" if self.inplace else ""))
 
 
-class Hardswish(_Inplace):
+class _HardInplace(_Inplace):
+    """Hardswish and Hardsigmoid: an `inplace` flag their repr does not show (as torch)."""
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardswish(_HardInplace):
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
 
-class Hardsigmoid(_Inplace):
+class Hardsigmoid(_HardInplace):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
