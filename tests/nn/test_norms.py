@@ -144,6 +144,8 @@ def test_half_and_empty_batch_norm(dtype, rng, device):
         assert_close(fn(from_torch(t, device=device)), t_fn(t.float()).to(torch_dtype))
     empty = torch.zeros(0, 4, 3, dtype=torch_dtype)
     assert_close(F.local_response_norm(from_torch(empty), 2), TF.local_response_norm(empty, 2))
+    assert_close(F.instance_norm(from_torch(empty)), TF.instance_norm(empty))
+    assert_close(F.group_norm(from_torch(empty), 2), TF.group_norm(empty, 2))
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 3), (2, 6, 3, 4), (1, 4, 2, 3, 2)])

@@ -24,6 +24,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.ndim < 3 or spatial <= 1 and input.numel():
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
+    if input.numel() == 0:
+        return input.clone()
     n, c = input.shape[0], input.shape[1]
     folded = input.reshape((1, n * c) + tuple(input.shape[2:]))
     y, mean, var = BatchNormTraining.apply(

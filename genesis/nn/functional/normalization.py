@@ -76,8 +76,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    n = input.shape[0]
-    grouped = _upcast(input).reshape(n, num_groups, -1)
+    n, per_group = input.shape[0], input.shape[1] // num_groups
+    for size in input.shape[2:]:
+        per_group *= size
+    grouped = _upcast(input).reshape(n, num_groups, per_group)
     y = _standardize(grouped, (-1,), eps).reshape(input.shape).to(input.dtype)
     shape = _channel_shape(input)
     return _affine(y, None if weight is None else weight.reshape(shape),
