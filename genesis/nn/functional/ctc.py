@@ -60,7 +60,7 @@ def _check(log_probs, targets, input_lengths, target_lengths, blank):
     classes, steps = log_probs.shape[-1], log_probs.shape[0]
     if not 0 <= blank < classes:
         raise RuntimeError("ctc_loss: blank must be in label range")
-    for n, (t_len, s_len) in enumerate(zip(input_lengths, target_lengths)):
+    for t_len, s_len in zip(input_lengths, target_lengths):
         if t_len > steps or t_len < 0:
             raise RuntimeError(f"ctc_loss: Expected input_lengths to have value at most {steps}, "
                                f"but got value {t_len} (while checking arguments for ctc_loss)")
@@ -68,6 +68,9 @@ def _check(log_probs, targets, input_lengths, target_lengths, blank):
             raise RuntimeError(f"ctc_loss: Expected tensor to have size at least {s_len} at "
                                f"dimension 1, but got size {targets.shape[1]} for argument "
                                f"#2 'targets' (while checking arguments for ctc_loss)")
+    if targets.ndim == 1 and sum(target_lengths) > targets.shape[0]:
+        raise RuntimeError(f"ctc_loss: the target lengths add up to {sum(target_lengths)} but "
+                           f"the concatenated targets hold {targets.shape[0]}")
 
 
 def _extended(labels, blank):
