@@ -7,6 +7,8 @@ derivatives, written with genesis ops, are themselves differentiable.
 
 import math
 
+import numpy as np
+
 from .. import dtypes
 from ..tensor import Tensor
 from .autocast import autocast_policy
@@ -49,8 +51,14 @@ def _inside(x, low, high):
     return (x > low) & (x < high)
 
 
+def _shrink_grad(g, x, y, lambd):
+    """Zero on [-lambd, lambd] with lambd rounded to x's type (torch's shrink backward)."""
+    bound = float(np.asarray(lambd, x.dtype.numpy_dtype))
+    return where((x >= -bound) & (x <= bound), 0.0, g)
+
+
 def _hardswish_grad(g, x, y):
-    return where(x < -3, 0.0, where(x <= 3, g * (x / 3 + 0.5), g))
+    return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g))
 
 
 _SPECS = {spec.name: spec for spec in (
@@ -70,6 +78,8 @@ _SPECS = {spec.name: spec for spec in (
     UnarySpec("hardsigmoid", lambda g, x, y: where(_inside(x, -3, 3), g / 6, 0.0),
               rejects="bi", fused=True),
     UnarySpec("hardswish", _hardswish_grad, rejects="bi", fused=True),
+    UnarySpec("hardshrink", _shrink_grad, rejects="bi"),
+    UnarySpec("softshrink", _shrink_grad, rejects="bi"),
 )}
 
 
@@ -156,10 +166,25 @@ def hardswish(input):
     return _SPECS["hardswish"](input)
 
 
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0; lambd rounded to input's type, as torch compares."""
+    if isinstance(input, Tensor) and input.dtype.is_floating_point:
+        lambd = float(np.asarray(lambd, input.dtype.numpy_dtype))
+    return _SPECS["hardshrink"](input, lambd=lambd)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+    return _SPECS["softshrink"](input, lambd=lambd)
+
+
 def softsign(input):
     """x / (1 + |x|)."""
     return input / (1 + abs(input))
 
 
 __all__ = ["gelu", "silu", "mish", "softplus", "logsigmoid", "elu", "selu", "celu", "leaky_relu",
-           "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign"]
+           "hardtanh", "relu6", "hardsigmoid", "hardswish", "hardshrink", "softsign"]

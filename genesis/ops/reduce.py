@@ -555,9 +555,17 @@ class Softmax(Function):
         fused = "log_softmax_backward" if ctx.log else "softmax_backward"
         if not is_grad_enabled() and has_kernel(fused, y.device.type):
             return wrap(call(fused, g, y, ctx.dim), y.device), None, None
-        if ctx.log:
-            return g - exp(y) * sum(g, ctx.dim, keepdim=True), None, None
-        return y * (g - sum(g * y, ctx.dim, keepdim=True)), None, None
+        return _softmax_grad(g, y, ctx.dim, ctx.log).to(y.dtype), None, None
+
+
+def _softmax_grad(g, y, dim, log):
+    """The input gradient of softmax (or log_softmax) from its output `y`, half types computed
+    in float32 and rounded once as PyTorch's backward kernels do."""
+    if y.dtype in (dtypes.float16, dtypes.bfloat16):
+        g, y = g.float(), y.float()
+    if log:
+        return g - exp(y) * sum(g, dim, keepdim=True)
+    return y * (g - sum(g * y, dim, keepdim=True))
 
 
 def _softmax(input, dim, dtype, log):

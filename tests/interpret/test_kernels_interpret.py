@@ -400,6 +400,8 @@ def test_parametric(gpu, dtype, rng):
     run_both("elu", [x, 1.3, 1.05, 0.5], [gx, 1.3, 1.05, 0.5])
     run_both("leaky_relu", [x, 0.2], [gx, 0.2])
     run_both("softplus", [x], [gx], beta=2.0, threshold=15.0)
+    run_both("hardshrink", [x, 0.4], [gx, 0.4])
+    run_both("softshrink", [x, 3.7], [gx, 3.7])
     run_both("nan_to_num", [x], [gx], nan=1.5, posinf=7.0)
     for decimals in (0, 2, -1):
         run_both("round", [x], [gx], decimals=decimals)

@@ -307,6 +307,22 @@ def leaky_relu(x, negative_slope):
     return np.asarray(np.where(x > 0, x, x * x.dtype.type(negative_slope)))
 
 
+@register("hardshrink", "cpu")
+@float32_for_half
+def hardshrink(x, lambd):
+    """x where |x| > lambd, else 0."""
+    return np.asarray(np.where((x > lambd) | (x < -lambd), x, x.dtype.type(0)))
+
+
+@register("softshrink", "cpu")
+@float32_for_half
+def softshrink(x, lambd):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    lambd = x.dtype.type(lambd)
+    return np.asarray(np.where(x > lambd, x - lambd,
+                               np.where(x < -lambd, x + lambd, x.dtype.type(0))))
+
+
 @register("round", "cpu")
 @float32_for_half
 def round_(x, decimals=0):

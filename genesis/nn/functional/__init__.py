@@ -14,7 +14,34 @@ from .activation import (
                          softplus,
                          tanh,
 )
+from .activation import (
+                         celu,
+                         celu_,
+                         elu_,
+                         glu,
+                         gumbel_softmax,
+                         hardshrink,
+                         hardsigmoid,
+                         hardswish,
+                         hardtanh,
+                         hardtanh_,
+                         leaky_relu_,
+                         mish,
+                         prelu,
+                         relu6,
+                         relu_,
+                         rrelu,
+                         rrelu_,
+                         selu,
+                         selu_,
+                         softshrink,
+                         softsign,
+                         tanhshrink,
+                         threshold,
+                         threshold_,
+)
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .channel_norm import instance_norm, local_response_norm
 from .conv import (
                          conv1d,
                          conv2d,
@@ -26,7 +53,33 @@ from .conv import (
                          fold,
                          unfold,
 )
+from .ctc import (
+                         ctc_loss,
+)
+from .distance import (
+                         cosine_similarity,
+                         pairwise_distance,
+                         pdist,
+)
+from .embedding_bag import embedding_bag
+from .likelihood_loss import (
+                         gaussian_nll_loss,
+                         poisson_nll_loss,
+)
+from .margin_loss import (
+                         cosine_embedding_loss,
+                         hinge_embedding_loss,
+                         margin_ranking_loss,
+                         multi_margin_loss,
+                         multilabel_margin_loss,
+                         multilabel_soft_margin_loss,
+                         soft_margin_loss,
+                         triplet_margin_loss,
+                         triplet_margin_with_distance_loss,
+)
 from .dropout import dropout, dropout1d, dropout2d
+from .dropout import dropout3d
+from .alpha_dropout import alpha_dropout, feature_alpha_dropout
 from .linear import bilinear, linear
 from .loss import (
                          binary_cross_entropy,
@@ -170,4 +223,49 @@ __all__ = [
                          "softplus",
                          "tanh",
                          "unfold",
+                         "celu",
+                         "celu_",
+                         "elu_",
+                         "glu",
+                         "gumbel_softmax",
+                         "hardshrink",
+                         "hardsigmoid",
+                         "hardswish",
+                         "hardtanh",
+                         "hardtanh_",
+                         "leaky_relu_",
+                         "mish",
+                         "prelu",
+                         "relu6",
+                         "relu_",
+                         "rrelu",
+                         "rrelu_",
+                         "selu",
+                         "selu_",
+                         "softshrink",
+                         "softsign",
+                         "tanhshrink",
+                         "threshold",
+                         "threshold_",
+                         "ctc_loss",
+                         "cosine_similarity",
+                         "pairwise_distance",
+                         "pdist",
+                         "gaussian_nll_loss",
+                         "poisson_nll_loss",
+                         "cosine_embedding_loss",
+                         "hinge_embedding_loss",
+                         "margin_ranking_loss",
+                         "multi_margin_loss",
+                         "multilabel_margin_loss",
+                         "multilabel_soft_margin_loss",
+                         "soft_margin_loss",
+                         "triplet_margin_loss",
+                         "triplet_margin_with_distance_loss",
+                         "instance_norm",
+                         "local_response_norm",
+                         "embedding_bag",
+                         "alpha_dropout",
+                         "dropout3d",
+                         "feature_alpha_dropout",
 ]

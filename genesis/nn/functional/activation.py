@@ -1,28 +1,70 @@
-"""Activation functions: thin wrappers over genesis ops with torch.nn.functional's signatures."""
+"""Activation functions: thin wrappers over genesis ops with torch.nn.functional's signatures.
+
+The elementwise ones run one kernel each (genesis.ops.activation); `inplace=True` and the `*_`
+forms compute out of place and write the input, as in-place tensor ops do (so a failed call
+leaves the input as it was and autograd sees the write).
+"""
 
 from ... import ops
 from ...ops import activation as act
+from ...ops import creation
 from ...ops import elementwise as ew
+from ...ops.autocast import autocast_policy
+from ...ops.inplace import snapshot_for_graph, write_result
+from ...tensor import Tensor
 from ._utils import softmax_dim
 
 
-def _maybe_inplace(input, result, inplace):
-    """Write `result` into `input` when `inplace`, as the torch functions with `inplace=` do."""
-    return input.copy_(result) if inplace else result
+def _apply(fn, input, inplace, name, *args):
+    """fn(input, *args), written into `input` when `inplace` (the in-place op `name`)."""
+    if not inplace:
+        return fn(input, *args)
+    return write_result(input, fn(snapshot_for_graph(input), *args), name)
+
+
+def _inplace_form(fn, name):
+    """The `F.name_` form of `fn`: fn with inplace=True."""
+    def inplace_fn(input, *args, **kwargs):
+        return fn(input, *args, inplace=True, **kwargs)
+    inplace_fn.__name__ = name
+    inplace_fn.__doc__ = f"In-place `{fn.__name__}`."
+    return inplace_fn
 
 
 def relu(input, inplace=False):
     return input.relu_() if inplace else ew.relu(input)
 
 
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6)."""
+    return _apply(act.relu6, input, inplace, "relu6_")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clipped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _apply(act.hardtanh, input, inplace, "hardtanh_", min_val, max_val)
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x for x > 0, negative_slope * x otherwise."""
-    return _maybe_inplace(input, ew.where(input > 0, input, input * negative_slope), inplace)
+    return _apply(act.leaky_relu, input, inplace, "leaky_relu_", negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    return _maybe_inplace(input, ew.where(input > 0, input, alpha * ew.expm1(input)), inplace)
+    return _apply(act.elu, input, inplace, "elu_", alpha)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    return _apply(act.selu, input, inplace, "selu_")
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    return _apply(act.celu, input, inplace, "celu_", alpha)
 
 
 def gelu(input, approximate="none"):
@@ -30,7 +72,22 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, act.silu(input), inplace)
+    return _apply(act.silu, input, inplace, "silu_")
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    return _apply(act.mish, input, inplace, "mish_")
+
+
+def hardsigmoid(input, inplace=False):
+    """min(max(x + 3, 0), 6) / 6."""
+    return _apply(act.hardsigmoid, input, inplace, "hardsigmoid_")
+
+
+def hardswish(input, inplace=False):
+    """x * hardsigmoid(x)."""
+    return _apply(act.hardswish, input, inplace, "hardswish_")
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -46,8 +103,87 @@ def sigmoid(input):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
-    return -act.softplus(-input)
+    """log(sigmoid(x)), stable for large |x|."""
+    return act.logsigmoid(input)
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return act.softsign(input)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - ew.tanh(input)
+
+
+def _threshold(input, threshold, value):
+    return ew.where(input > threshold, input, value)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else `value`."""
+    return _apply(_threshold, input, inplace, "threshold_", threshold, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return act.hardshrink(input, lambd)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    return act.softshrink(input, lambd)
+
+
+@autocast_policy("prelu")
+def prelu(input, weight):
+    """x for x > 0, weight * x otherwise; a weight of C values applies per channel (dim 1)."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    count = weight.numel()
+    if count != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.ndim != 1 or count != channels:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
+                               f"Found parameter numbers = {count} and channel size = "
+                               f"{channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((1, count) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return ew.where(input > 0, input, weight * input)
+
+
+def _rrelu(input, lower, upper, training):
+    if not training:
+        return act.leaky_relu(input, (lower + upper) / 2)
+    slope = creation.empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+    slope.uniform_(lower, upper)
+    return ew.where(input >= 0, input, input * slope)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU with slopes drawn from U(lower, upper) per element when training, and their
+    mean (lower + upper) / 2 otherwise."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"rrelu: expected a floating input, got {input.dtype}")
+    if lower > upper:
+        raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, "
+                           f"got lower={lower}, upper={upper}")
+    return _apply(_rrelu, input, inplace, "rrelu_", lower, upper, training)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension "
+                           f"{dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * ew.sigmoid(b)
 
 
 def _softmax_like(fn, name, input, dim, dtype):
@@ -63,8 +199,36 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return _softmax_like(ops.reduce.softmax, "softmin", -input, dim, dtype)
+    """softmax(-x)."""
+    if dim is None:
+        dim = softmax_dim("softmin", input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return ops.reduce.softmax(-input, dim)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax_like(ops.reduce.log_softmax, "log_softmax", input, dim, dtype)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) with Gumbel(0, 1) noise g; `hard` returns one-hot samples
+    whose gradient is the soft sample's (straight-through)."""
+    noise = creation.empty(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    gumbels = -ew.log(noise.exponential_())
+    soft = ops.reduce.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = creation.zeros_like(soft).scatter(dim, index, 1.0)
+    return one_hot - soft.detach() + soft
+
+
+relu_ = _inplace_form(relu, "relu_")
+elu_ = _inplace_form(elu, "elu_")
+selu_ = _inplace_form(selu, "selu_")
+celu_ = _inplace_form(celu, "celu_")
+leaky_relu_ = _inplace_form(leaky_relu, "leaky_relu_")
+hardtanh_ = _inplace_form(hardtanh, "hardtanh_")
+rrelu_ = _inplace_form(rrelu, "rrelu_")
+threshold_ = _inplace_form(threshold, "threshold_")

@@ -14,14 +14,38 @@ from .activation import (
                          Softplus,
                          Tanh,
 )
+from .activation import (
+                         CELU,
+                         GLU,
+                         Hardshrink,
+                         Hardsigmoid,
+                         Hardswish,
+                         Hardtanh,
+                         Mish,
+                         PReLU,
+                         ReLU6,
+                         RReLU,
+                         SELU,
+                         Softmax2d,
+                         Softshrink,
+                         Softsign,
+                         Tanhshrink,
+                         Threshold,
+)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
+from .batchnorm import BatchNorm3d, SyncBatchNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
+from .dropout import AlphaDropout, Dropout3d, FeatureAlphaDropout
 from .embedding import Embedding
+from .embedding import EmbeddingBag
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Bilinear, Identity, Linear
 from .loss import (
                          BCELoss,
@@ -34,8 +58,23 @@ from .loss import (
                          NLLLoss,
                          SmoothL1Loss,
 )
+from .loss import (
+                         CTCLoss,
+                         NLLLoss2d,
+                         CosineEmbeddingLoss,
+                         GaussianNLLLoss,
+                         HingeEmbeddingLoss,
+                         MarginRankingLoss,
+                         MultiLabelMarginLoss,
+                         MultiLabelSoftMarginLoss,
+                         MultiMarginLoss,
+                         PoissonNLLLoss,
+                         SoftMarginLoss,
+                         TripletMarginLoss,
+                         TripletMarginWithDistanceLoss,
+)
 from .module import Module
-from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .padding import (
                          CircularPad1d,
                          CircularPad2d,
@@ -197,4 +236,46 @@ __all__ = [
                          "TransformerEncoder",
                          "TransformerEncoderLayer",
                          "Unflatten",
+                         "CELU",
+                         "GLU",
+                         "Hardshrink",
+                         "Hardsigmoid",
+                         "Hardswish",
+                         "Hardtanh",
+                         "Mish",
+                         "PReLU",
+                         "ReLU6",
+                         "RReLU",
+                         "SELU",
+                         "Softmax2d",
+                         "Softshrink",
+                         "Softsign",
+                         "Tanhshrink",
+                         "Threshold",
+                         "CTCLoss",
+                         "CosineEmbeddingLoss",
+                         "GaussianNLLLoss",
+                         "HingeEmbeddingLoss",
+                         "MarginRankingLoss",
+                         "MultiLabelMarginLoss",
+                         "MultiLabelSoftMarginLoss",
+                         "MultiMarginLoss",
+                         "PoissonNLLLoss",
+                         "SoftMarginLoss",
+                         "TripletMarginLoss",
+                         "TripletMarginWithDistanceLoss",
+                         "CosineSimilarity",
+                         "PairwiseDistance",
+                         "BatchNorm3d",
+                         "SyncBatchNorm",
+                         "InstanceNorm1d",
+                         "InstanceNorm2d",
+                         "InstanceNorm3d",
+                         "LocalResponseNorm",
+                         "EmbeddingBag",
+                         "AlphaDropout",
+                         "Dropout3d",
+                         "FeatureAlphaDropout",
+                         "NLLLoss2d",
+                         "AdaptiveLogSoftmaxWithLoss",
 ]

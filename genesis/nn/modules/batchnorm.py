@@ -1,4 +1,5 @@
-"""BatchNorm1d/2d: per-channel normalization by batch statistics, with running estimates."""
+"""BatchNorm1d/2d/3d and SyncBatchNorm: per-channel normalization by batch statistics, with
+running estimates."""
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
@@ -8,11 +9,8 @@ from ._utils import check_input, optional_parameter, reset_affine
 from .module import Module
 
 
-class _BatchNorm(Module):
-    """Shared by BatchNorm1d/2d; subclasses name the accepted input dims."""
-
-    _dims = ()
-    _expected = ""
+class _NormBase(Module):
+    """The parameters and running statistics of the batch and instance norms."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
@@ -45,8 +43,23 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         reset_affine(self)
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Shared by the batch norms; subclasses name the accepted input dims."""
+
+    _dims = ()
+    _expected = ""
+
+    def _accepts(self, ndim):
+        return ndim in self._dims
+
     def forward(self, input):
-        check_input(self, input.ndim in self._dims and input.shape[1] == self.num_features,
+        check_input(self, self._accepts(input.ndim) and input.shape[1] == self.num_features,
                     self._expected.format(c=self.num_features), input)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -59,11 +72,6 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if track else None,
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch_stats, momentum, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -78,3 +86,45 @@ class BatchNorm2d(_BatchNorm):
 
     _dims = (4,)
     _expected = "4D (N, {c}, H, W) input"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) input."""
+
+    _dims = (5,)
+    _expected = "5D (N, {c}, D, H, W) input"
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics span every process of `process_group`; in a single process
+    (no process group) it is BatchNorm over (N, C, *) input."""
+
+    _expected = "at least 2D (N, {c}, *) input"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def _accepts(self, ndim):
+        return ndim >= 2
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """`module` with every BatchNorm*d in it replaced by a SyncBatchNorm sharing its
+        parameters and running statistics (a new module if `module` itself is one)."""
+        converted = module
+        if isinstance(module, _BatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group,
+                            bias=module.bias is not None)
+            if module.affine:
+                converted.weight, converted.bias = module.weight, module.bias
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                setattr(converted, name, getattr(module, name))
+            converted.training = module.training
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted

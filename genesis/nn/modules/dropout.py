@@ -36,3 +36,21 @@ class Dropout2d(_DropoutNd):
     """Zero whole channels of (N, C, H, W) input."""
 
     _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) input."""
+
+    _fn = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps a SELU network's activations at zero mean and unit variance."""
+
+    _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """AlphaDropout of whole channels."""
+
+    _fn = staticmethod(F.feature_alpha_dropout)

@@ -1,4 +1,5 @@
-"""LayerNorm, RMSNorm and GroupNorm layers (weights ones, biases zeros, as torch)."""
+"""LayerNorm, RMSNorm and GroupNorm layers (weights ones, biases zeros, as torch), and the local
+response norms."""
 
 from .. import functional as F
 from ._utils import check_input, optional_parameter, reset_affine
@@ -89,3 +90,18 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+

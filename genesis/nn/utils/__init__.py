@@ -1,14 +1,34 @@
-"""Training utilities: gradient clipping and flattening parameters into a vector."""
+"""Training utilities: gradient clipping, flattening parameters into a vector, packed sequences,
+and parametrizations (weight and spectral norm, orthogonal weights).
 
+The parametrization modules build on `genesis.nn.modules`, which itself uses `rnn`'s packed
+sequences, so they are imported on first use rather than with this package.
+"""
+
+import importlib
+
+from . import rnn
 from .clip_grad import (
            clip_grad_norm_,
            clip_grad_value_,
            clip_grads_with_norm_,
            get_total_norm,
 )
-from . import rnn
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
+_LAZY = {"parametrizations": ("parametrizations", None), "parametrize": ("parametrize", None),
+         "remove_spectral_norm": ("weight_hooks", "remove_spectral_norm"),
+         "remove_weight_norm": ("weight_hooks", "remove_weight_norm"),
+         "spectral_norm": ("weight_hooks", "spectral_norm"),
+         "weight_norm": ("weight_hooks", "weight_norm")}
+
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters"]
-__all__ += ["rnn"]
+           "parameters_to_vector", "vector_to_parameters", "rnn", *_LAZY]
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'genesis.nn.utils' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    loaded = importlib.import_module(f"genesis.nn.utils.{module}")
+    return loaded if attribute is None else getattr(loaded, attribute)

@@ -126,6 +126,10 @@ def _unary(OP: tl.constexpr, x, p0, p1, p2, BOOL: tl.constexpr):
     elif OP == "softplus":
         bx = x * p0
         r = tl.where(bx > p1, x, div_rn(libdevice.log1p(libdevice.exp(bx)), p0))
+    elif OP == "hardshrink":
+        r = tl.where((x > p0) | (x < -p0), x, 0.0)
+    elif OP == "softshrink":
+        r = tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, 0.0))
     elif OP == "floor" or OP == "ceil" or OP == "trunc":
         r = _integral(OP, x)
     elif OP == "round":
@@ -557,7 +561,8 @@ BINARY_OPS = (
     "heaviside") + DERIVATIVE_OPS
 TERNARY_OPS = ("where", "clamp", "lerp", "addcmul", "addcdiv")
 _DIVISIONS = ("floor_divide", "trunc_divide", "remainder", "fmod")
-PARAMETRIC_OPS = ("elu", "leaky_relu", "softplus", "round", "nan_to_num")
+PARAMETRIC_OPS = ("elu", "leaky_relu", "softplus", "hardshrink", "softshrink", "round",
+                  "nan_to_num")
 PREDICATES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                         "logical_xor", "isnan", "isinf", "isfinite", "signbit", "logical_not"))
 
@@ -838,6 +843,18 @@ def softplus(x, beta=1.0, threshold=20.0):
     return run("softplus", (x,), (beta, threshold))
 
 
+@register("hardshrink", "cuda")
+def hardshrink(x, lambd):
+    """x where |x| > lambd, else 0."""
+    return run("hardshrink", (x,), (lambd,))
+
+
+@register("softshrink", "cuda")
+def softshrink(x, lambd):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    return run("softshrink", (x,), (lambd,))
+
+
 @register("round", "cuda")
 def round_(x, decimals=0):
     """Round half to even at `decimals` digits (integers are returned as they are)."""
@@ -912,6 +929,7 @@ def elementwise_into(op, out, operands, params=()):
 _INT_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
              "bitwise_right_shift", "bitwise_not")
 _PARAMS = {"elu": (1.0, 1.0, 1.0), "leaky_relu": (0.01,), "softplus": (1.0, 20.0),
+           "hardshrink": (0.5,), "softshrink": (0.5,),
            "round": (1.0, 0.0), "nan_to_num": (0.0, 1.0, -1.0), "addcmul": (1.0,),
            "addcdiv": (1.0,)}
 

@@ -1,0 +1,154 @@
+"""Connectionist temporal classification loss (Graves et al. 2006), as torch's F.ctc_loss.
+
+The forward variables alpha run over the extended label sequence l' = (blank, l1, blank, l2,
+..., blank) in log space, one step per time frame for the whole batch, built from genesis ops so
+that autograd gives the gradient. PyTorch's gradient treats `log_probs` as the output of a
+log_softmax: it is the gradient with respect to the logits, exp(log_probs) - posterior. A term
+of value zero whose gradient is exp(log_probs) on each sample's frames reproduces it, so both
+agree whether or not log_probs comes from log_softmax.
+"""
+
+import math
+
+from ... import dtypes
+from ...autograd.grad_mode import no_grad
+from ...ops import elementwise as ew
+from ...ops.autocast import autocast_policy
+from ...ops.creation import arange, full, tensor
+from ...ops.shape import cat
+from ...tensor import Tensor
+
+
+def _logsumexp3(a, b, c):
+    """log(e^a + e^b + e^c) elementwise, -inf (with zero gradient) where all three are -inf."""
+    with no_grad():
+        top = ew.maximum(ew.maximum(a, b), c)
+        top = ew.where(top == -math.inf, 0.0, top)
+    total = ew.exp(a - top) + ew.exp(b - top) + ew.exp(c - top)
+    empty = total == 0
+    return ew.where(empty, -math.inf, top + ew.log(ew.where(empty, 1.0, total)))
+
+
+def _shift(x, by):
+    """x moved `by` places right along the last dim, -inf filling the start."""
+    pad = full(tuple(x.shape[:-1]) + (by,), -math.inf, dtype=x.dtype, device=x.device)
+    return cat([pad, x[..., :x.shape[-1] - by]], -1)
+
+
+def _as_lengths(lengths, batch, name):
+    values = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
+    values = [int(v) for v in (values if isinstance(values, list) else [values])]
+    if len(values) != batch:
+        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({batch}), got "
+                           f"{len(values)}")
+    return values
+
+
+def _padded_targets(targets, target_lengths, batch):
+    """(N, S) class indices from padded or concatenated targets."""
+    if targets.ndim == 2:
+        return targets
+    rows, start = [], 0
+    flat = targets.tolist()
+    width = max(target_lengths, default=0)
+    for length in target_lengths:
+        rows.append(flat[start:start + length] + [0] * (width - length))
+        start += length
+    return tensor(rows, dtype=dtypes.int64, device=targets.device).reshape(batch, width)
+
+
+def _check(log_probs, targets, input_lengths, target_lengths, blank):
+    classes, steps = log_probs.shape[-1], log_probs.shape[0]
+    if not 0 <= blank < classes:
+        raise RuntimeError("ctc_loss: blank must be in label range")
+    for t_len, s_len in zip(input_lengths, target_lengths):
+        if t_len > steps or t_len < 0:
+            raise RuntimeError(f"ctc_loss: Expected input_lengths to have value at most {steps}, "
+                               f"but got value {t_len} (while checking arguments for ctc_loss)")
+        if targets.ndim == 2 and s_len > targets.shape[1]:
+            raise RuntimeError(f"ctc_loss: Expected tensor to have size at least {s_len} at "
+                               f"dimension 1, but got size {targets.shape[1]} for argument "
+                               f"#2 'targets' (while checking arguments for ctc_loss)")
+    if targets.ndim == 1 and sum(target_lengths) > targets.shape[0]:
+        raise RuntimeError(f"ctc_loss: the target lengths add up to {sum(target_lengths)} but "
+                           f"the concatenated targets hold {targets.shape[0]}")
+
+
+def _extended(labels, blank):
+    """l' = (blank, l1, blank, ..., lS, blank) per sample, and where a skip from s - 2 is allowed
+    (l'_s is a label differing from l'_{s-2})."""
+    batch, width = labels.shape
+    ext = full((batch, 2 * width + 1), blank, dtype=dtypes.int64, device=labels.device)
+    if width:
+        ext[:, 1::2] = labels
+    previous = cat([full((batch, 2), blank, dtype=dtypes.int64, device=labels.device),
+                    ext[:, :-2]], 1)
+    return ext, (ext != blank) & (ext != previous)
+
+
+def _negative_log_likelihood(log_probs, labels, input_lengths, target_lengths, blank):
+    """-log p(l | x) per sample: (N,) in log_probs' dtype."""
+    steps, batch, _ = log_probs.shape
+    ext, skip = _extended(labels, blank)
+    width = ext.shape[1]
+    emit = log_probs.gather(2, ext.unsqueeze(0).expand(steps, batch, width))
+    start = arange(width, device=log_probs.device) < 2
+    alpha = ew.where(start, emit[0], -math.inf)
+    lengths = tensor(input_lengths, dtype=dtypes.int64, device=log_probs.device)
+    for t in range(1, steps):
+        skipped = ew.where(skip, _shift(alpha, 2), -math.inf)
+        step = _logsumexp3(alpha, _shift(alpha, 1), skipped) + emit[t]
+        alpha = ew.where((lengths > t).unsqueeze(1), step, alpha)
+    ends = tensor(target_lengths, dtype=dtypes.int64, device=log_probs.device) * 2
+    last = alpha.gather(1, ends.unsqueeze(1)).squeeze(1)
+    before = alpha.gather(1, ew.clamp_min(ends - 1, 0).unsqueeze(1)).squeeze(1)
+    before = ew.where(ends > 0, before, -math.inf)
+    ll = _logsumexp3(last, before, full(tuple(last.shape), -math.inf, dtype=last.dtype,
+                                        device=last.device))
+    return ew.where(lengths > 0, -ll, ew.where(ends > 0, math.inf, 0.0))
+
+
+def _logit_gradient_term(log_probs, input_lengths):
+    """Per sample a zero whose gradient is exp(log_probs) on the sample's frames (see the module
+    docstring)."""
+    probs = ew.exp(log_probs)
+    frames = arange(log_probs.shape[0], device=log_probs.device).unsqueeze(1) < tensor(
+        input_lengths, dtype=dtypes.int64, device=log_probs.device)
+    zero = ew.where(frames.unsqueeze(2), probs - probs.detach(), 0.0)
+    return zero.sum((0, 2))
+
+
+@autocast_policy("ctc_loss")
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """CTC loss of (T, N, C) (or unbatched (T, C)) log-probabilities and targets given padded
+    (N, S) or concatenated; "mean" divides each loss by its target length, then averages."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.ndim == 1 else targets
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"ctc_loss: expected log_probs of shape (T, N, C) or (T, C), got "
+                           f"{list(log_probs.shape)}")
+    if not log_probs.dtype.is_floating_point:
+        raise RuntimeError(f"ctc_loss: expected floating log_probs, got {log_probs.dtype}")
+    batch = log_probs.shape[1]
+    input_lengths = _as_lengths(input_lengths, batch, "input_lengths")
+    target_lengths = _as_lengths(target_lengths, batch, "target_lengths")
+    _check(log_probs, targets, input_lengths, target_lengths, blank)
+    labels = _padded_targets(targets.to(dtypes.int64), target_lengths, batch)
+    nll = _negative_log_likelihood(log_probs, labels, input_lengths, target_lengths, blank)
+    nll = nll + _logit_gradient_term(log_probs, input_lengths)
+    if zero_infinity:
+        nll = ew.where(nll == math.inf, 0.0, nll)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    divisor = tensor(target_lengths, dtype=log_probs.dtype, device=log_probs.device)
+    return (nll / ew.clamp_min(divisor, 1).reshape(nll.shape)).mean()
+

@@ -1,0 +1,209 @@
+"""Activation functionals and modules against torch: forward, gradient, in-place forms, errors."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as tnn
+import torch.nn.functional as TF
+from helpers import TORCH_DTYPES, assert_close, from_torch, to_torch
+
+import genesis
+import genesis.nn as nn
+import genesis.nn.functional as F
+from genesis.autograd import gradcheck
+
+# (name, args): F.name(x, *args) against torch's; every one is elementwise or dim-wise.
+FUNCTIONALS = [
+    ("relu6", ()), ("hardtanh", (-0.5, 1.2)), ("hardswish", ()), ("hardsigmoid", ()),
+    ("mish", ()), ("selu", ()), ("celu", (0.7,)), ("elu", (1.3,)), ("leaky_relu", (0.2,)),
+    ("threshold", (0.1, -2.0)), ("hardshrink", (0.4,)), ("softshrink", (0.3,)),
+    ("tanhshrink", ()), ("softsign", ()), ("logsigmoid", ()), ("silu", ()),
+    ("glu", (1,)), ("softmin", (1,)), ("softmax", (-1,)), ("log_softmax", (0,)),
+]
+# The same functions as modules: (genesis/torch class name, constructor args).
+MODULES = [
+    ("ReLU6", ()), ("Hardtanh", (-2.0, 0.5)), ("Hardswish", ()), ("Hardsigmoid", ()),
+    ("Mish", ()), ("SELU", ()), ("CELU", (1.5,)), ("GLU", (-1,)), ("Threshold", (0.3, 0.5)),
+    ("Hardshrink", (0.6,)), ("Softshrink", ()), ("Tanhshrink", ()), ("Softsign", ()),
+    ("Softmin", (1,)), ("Softmax2d", ()), ("LogSigmoid", ()),
+]
+DTYPES = [genesis.float32, genesis.float64, genesis.bfloat16]
+# Sampled layouts: (shape, make it a transposed view).
+LAYOUTS = [((3, 4, 6), False), ((4, 6, 2), True), ((0, 4, 2), False), ((5, 2, 1), False)]
+
+
+def _pair(rng, shape, dtype, transposed, scale=3.0, device="cpu"):
+    base = rng.uniform(-scale, scale, shape[::-1] if transposed else shape)
+    t = torch.tensor(base, dtype=TORCH_DTYPES[dtype])
+    g = genesis.tensor(base, dtype=dtype, device=device)
+    if transposed:
+        t, g = t.permute(*reversed(range(len(shape)))), g.permute(*reversed(range(len(shape))))
+    return g, t
+
+
+def _check_forward_backward(g_fn, t_fn, g, t, dtype, reduces=False):
+    """Forward and gradient against torch. `reduces`: the gradient is y * (g - sum(g * y))
+    from the rounded half output y; both libraries' rounding of y moves it by up to about
+    2 ulps of its largest element, the tolerance used for such gradients in half types."""
+    g_leaf = g.detach().requires_grad_(True)
+    t_leaf = t.detach().requires_grad_(True)
+    out_t = t_fn(t_leaf)
+    out_g = g_fn(g_leaf)
+    assert_close(out_g, out_t)
+    grad = torch.randn(out_t.shape, dtype=torch.float64).to(out_t.dtype)
+    if out_t.numel():
+        out_t.backward(grad)
+        out_g.backward(from_torch(grad, device=out_g.device))
+        scale = float(t_leaf.grad.abs().max()) if reduces and dtype is genesis.bfloat16 else 0
+        assert_close(g_leaf.grad, t_leaf.grad, atol=scale * 2.0 ** -7 or None)
+
+
+@pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_functional_matches_torch(name, args, dtype, rng, device):
+    for shape, transposed in LAYOUTS:
+        if name == "glu" and shape[1] % 2:
+            continue
+        g, t = _pair(rng, shape, dtype, transposed, device=device)
+        _check_forward_backward(lambda x: getattr(F, name)(x, *args),
+                                lambda x: getattr(TF, name)(x, *args), g, t, dtype,
+                                name in ("softmin", "softmax", "log_softmax"))
+
+
+@pytest.mark.parametrize("name, args", MODULES, ids=[m[0] for m in MODULES])
+def test_module_matches_torch(name, args, rng, device):
+    g, t = _pair(rng, (2, 4, 3, 2), genesis.float32, True, device=device)
+    _check_forward_backward(getattr(nn, name)(*args), getattr(tnn, name)(*args), g, t,
+                            genesis.float32)
+    assert repr(getattr(nn, name)(*args)) == repr(getattr(tnn, name)(*args))
+
+
+@pytest.mark.parametrize("name, args", [("Hardtanh", (-1.0, 1.0, True)), ("CELU", (0.5, True)),
+                                        ("RReLU", (0.1, 0.2, True)), ("ReLU6", (True,)),
+                                        ("Threshold", (0.1, 2.0, True)), ("SELU", (True,)),
+                                        ("Mish", (True,)), ("Hardswish", (True,)),
+                                        ("Hardsigmoid", (True,))])
+def test_inplace_module_reprs(name, args):
+    assert repr(getattr(nn, name)(*args)) == repr(getattr(tnn, name)(*args))
+
+
+@pytest.mark.parametrize("name, args", FUNCTIONALS, ids=[f[0] for f in FUNCTIONALS])
+def test_gradcheck(name, args, rng, device):
+    x = genesis.tensor(rng.uniform(-2, 2, (3, 4)), dtype=genesis.float64, requires_grad=True,
+                       device=device)
+    assert gradcheck(lambda v: getattr(F, name)(v, *args), (x,))
+
+
+INPLACE = [("relu6", ()), ("hardtanh", (-0.3, 0.2)), ("hardswish", ()), ("hardsigmoid", ()),
+           ("mish", ()), ("selu", ()), ("celu", (2.0,)), ("threshold", (0.0, 7.0)),
+           ("elu", ()), ("leaky_relu", (0.3,)), ("silu", ())]
+
+
+@pytest.mark.parametrize("name, args", INPLACE, ids=[i[0] for i in INPLACE])
+def test_inplace_flag_writes_input_and_differentiates(name, args, rng, device):
+    g, t = _pair(rng, (3, 5), genesis.float64, True, device=device)
+    leaf_g, leaf_t = (g.detach().clone().requires_grad_(True),
+                      t.detach().clone().requires_grad_(True))
+    out = getattr(F, name)(g, *args, inplace=True)
+    assert out is g
+    assert_close(g, getattr(TF, name)(t, *args))
+    # Through a graph: in-place on a non-leaf gives the out-of-place gradient.
+    y_g = getattr(F, name)(leaf_g * 1, *args, inplace=True)
+    y_t = getattr(TF, name)(leaf_t * 1, *args, inplace=True)
+    y_g.sum().backward()
+    y_t.sum().backward()
+    assert_close(leaf_g.grad, leaf_t.grad)
+
+
+@pytest.mark.parametrize("name", ["relu_", "elu_", "selu_", "celu_", "leaky_relu_",
+                                  "hardtanh_", "threshold_"])
+def test_underscore_forms(name, rng):
+    g, t = _pair(rng, (4, 3), genesis.float32, False)
+    args = (0.5, -1.0) if name == "threshold_" else ()
+    assert getattr(F, name)(g, *args) is g
+    getattr(TF, name)(t, *args)
+    assert_close(g, t)
+
+
+def test_prelu_module_and_functional(rng, device):
+    for shape, params in [((3, 4, 5), 4), ((2, 3), 1), ((4,), 1), ((2, 3, 2, 2), 3)]:
+        g_m, t_m = nn.PReLU(params, init=0.1, device=device), tnn.PReLU(params, init=0.1)
+        with torch.no_grad():
+            t_m.weight.copy_(torch.tensor(rng.uniform(-1, 1, params)))
+        g_m.weight.data = from_torch(t_m.weight.detach(), device=device)
+        g, t = _pair(rng, shape, genesis.float32, False, device=device)
+        g.requires_grad_(True)
+        t.requires_grad_(True)
+        out_g, out_t = g_m(g), t_m(t)
+        assert_close(out_g, out_t)
+        out_g.sum().backward()
+        out_t.sum().backward()
+        assert_close(g.grad, t.grad)
+        assert_close(g_m.weight.grad, t_m.weight.grad, rtol=1e-5)
+    assert repr(nn.PReLU(3)) == repr(tnn.PReLU(3))
+    w = genesis.tensor(rng.uniform(-1, 1, 3), requires_grad=True)
+    x = genesis.tensor(rng.uniform(-1, 1, (2, 3, 2)), requires_grad=True)
+    assert gradcheck(lambda a, b: F.prelu(a, b), (x.double().detach().requires_grad_(),
+                                                  w.double().detach().requires_grad_()))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
+        F.prelu(genesis.ones(2, 4), genesis.ones(3))
+    with pytest.raises(RuntimeError, match="channel size = 1"):
+        F.prelu(genesis.ones(4), genesis.ones(4))
+
+
+def test_rrelu_eval_training_and_bounds(rng, device):
+    g, t = _pair(rng, (50, 40), genesis.float64, False, device=device)
+    assert_close(F.rrelu(g, 0.1, 0.3), TF.rrelu(t, 0.1, 0.3))
+    module = nn.RReLU(0.1, 0.3)
+    assert repr(module) == repr(tnn.RReLU(0.1, 0.3))
+    module.eval()
+    assert_close(module(g), TF.rrelu(t, 0.1, 0.3, training=False))
+    module.train()
+    leaf = g.detach().requires_grad_(True)
+    out = module(leaf)
+    out.sum().backward()
+    x, y = g.cpu().numpy(), out.detach().cpu().numpy()
+    slope = y[x < 0] / x[x < 0]
+    assert slope.min() >= 0.1 and slope.max() <= 0.3 and slope.std() > 0.03
+    np.testing.assert_allclose(leaf.grad.cpu().numpy()[x < 0], slope)
+    np.testing.assert_array_equal(y[x >= 0], x[x >= 0])
+    with pytest.raises(RuntimeError, match="Lower bound"):
+        F.rrelu(g, 0.5, 0.1)
+
+
+def test_gumbel_softmax():
+    genesis.manual_seed(0)
+    logits = genesis.tensor(np.log([[0.7, 0.2, 0.1]] * 4000), requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(-1).detach().numpy(), 1, rtol=1e-6)
+    hard = F.gumbel_softmax(logits, hard=True)
+    counts = hard.detach().numpy().sum(0) / 4000
+    np.testing.assert_allclose(counts, [0.7, 0.2, 0.1], atol=0.03)
+    assert set(np.unique(hard.detach().numpy())) == {0.0, 1.0}
+    hard.sum().backward()
+    assert logits.grad is not None
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(genesis.ones(2, 3), 1)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        TF.glu(torch.ones(2, 3), 1)
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(genesis.ones(2), -1.0)
+    with pytest.raises(ValueError, match="3D or 4D"):
+        nn.Softmax2d()(genesis.ones(2, 3))
+    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+        nn.Hardtanh(1.0, -1.0)
+    with pytest.raises(NotImplementedError):
+        F.selu(genesis.ones(2, dtype=genesis.int64))
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        F.elu(genesis.ones(2, requires_grad=True), inplace=True)
+
+
+def test_integer_inputs_follow_torch():
+    x = genesis.tensor([-3, 0, 2, 9])
+    t = to_torch(x)
+    assert_close(F.relu6(x), TF.relu6(t))
+    assert_close(F.hardtanh(x, -2, 5), TF.hardtanh(t, -2, 5))
+    assert_close(F.threshold(x, 1, 7), TF.threshold(t, 1, 7))
