@@ -1,10 +1,22 @@
 """Optimizers with PyTorch's API (`genesis.optim.SGD`, `Adam`, `AdamW`, ...) and LR schedulers."""
 
 from . import lr_scheduler
+from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .muon import Muon
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler", "NAdam",
+           "RAdam", "Adamax", "Adadelta", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon",
+           "LBFGS"]

@@ -8,8 +8,8 @@ in one pass: one launch on CUDA instead of about eight per parameter.
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
-from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
-                        new_step, takes_fused)
+from .optimizer import (Optimizer, advance_step, check_betas, check_fused_options,
+                        check_non_negative, new_step, takes_fused)
 
 
 class Adam(Optimizer):
@@ -29,9 +29,7 @@ class Adam(Optimizer):
         for label, value in (("lr", lr), ("betas[0]", betas[0]), ("betas[1]", betas[1])):
             _check_tensor_hyperparameter(label, value, foreach, capturable)
         check_non_negative(lr=lr, eps=eps)
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        check_betas(betas)
         check_non_negative(weight_decay=weight_decay)
         check_fused_options(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps,

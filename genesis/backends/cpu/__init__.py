@@ -4,3 +4,4 @@
 from . import array, dlpack, elementwise, index, linalg, reduce, shape  # noqa: F401
 from . import loss, optim  # noqa: F401
 from . import attention  # noqa: F401
+from . import optim_extra  # noqa: F401
