@@ -1,6 +1,6 @@
 """Optimizers with PyTorch's API (`genesis.optim.SGD`, `Adam`, `AdamW`, ...) and LR schedulers."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -19,4 +19,4 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler", "NAdam",
            "RAdam", "Adamax", "Adadelta", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon",
-           "LBFGS"]
+           "LBFGS", "swa_utils"]
