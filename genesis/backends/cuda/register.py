@@ -7,3 +7,4 @@ from .kernels import matmul  # noqa: F401
 from .kernels import median, shape, sort  # noqa: F401
 from .kernels import loss, optim  # noqa: F401
 from .kernels import attention  # noqa: F401
+from .kernels import optim_extra  # noqa: F401
