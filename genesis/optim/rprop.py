@@ -7,7 +7,6 @@ Two implementations of the step: a loop of in-place genesis ops per parameter, a
 """
 
 from ..ops.creation import full_like, zeros_like
-from ..ops.elementwise import where
 from .optimizer import Optimizer, advance_step, check_lr, new_step, takes_fused
 
 
@@ -39,10 +38,12 @@ class Rprop(Optimizer):
         for p, grad, state in self._with_grads(group):
             advance_step(state["step"])
             sign = grad.mul(state["prev"]).sign()
-            factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(p.dtype)
+            flipped = sign < 0
+            factor = (sign.masked_fill(sign > 0, etaplus).masked_fill_(flipped, etaminus)
+                      .masked_fill_(sign == 0, 1.0))
             step_size = state["step_size"]
             step_size.mul_(factor).clamp_(step_size_min, step_size_max)
-            grad = where(sign < 0, 0.0, grad).to(p.dtype)
+            grad = grad.masked_fill(flipped, 0.0)
             p.addcmul_(grad.sign(), step_size, value=-1)
             state["prev"].copy_(grad)
 

@@ -173,7 +173,8 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
                   MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
                   BLOCK: tl.constexpr):
     """Rprop: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0, etaminus
-    where < 0 (the gradient taken as 0 there), else 1; p -= sign(g) s; prev = g."""
+    where < 0 (the gradient taken as 0 there), else 1, rounded to PT as PyTorch's; p -= sign(g)
+    s; prev = g."""
     p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
     g_ptr = _address(tensors, chunks, 1, GT)
     prev_ptr = _address(tensors, chunks, 2, PT)
@@ -184,6 +185,7 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
         param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, False, MAXIMIZE, CT)
         product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
         factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
+        factor = factor.to(PT).to(CT)
         size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
         size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
         tl.store(s_ptr + idx, size, mask=mask)
