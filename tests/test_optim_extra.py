@@ -182,8 +182,11 @@ def test_sparse_adam_reads_a_dense_gradient_as_its_nonzero_entries(rng):
 
 
 def test_muon_matches_torch(rng):
-    """20 steps from the same weights and gradients; the orthogonalization runs in bfloat16 (as
-    PyTorch's), so each update agrees within bfloat16's rounding, scaled by the lr."""
+    """20 steps from the same weights and gradients. The orthogonalization runs in bfloat16, as
+    PyTorch's (it agrees bit for bit on the same input), but a momentum that differs from
+    torch's by a float32 ulp can round to the neighbouring bfloat16 value, and five Newton-Schulz
+    iterations spread that over a few bfloat16 ulps of the update (entries below 1.5, the
+    adjusted lr at most 1.5 lr): 8 ulps of 1 allowed, scaled by the lr."""
     shapes = [(6, 4), (3, 7)]
     weights = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     gp = [genesis.tensor(w, requires_grad=True) for w in weights]
@@ -200,7 +203,7 @@ def test_muon_matches_torch(rng):
             topt.step()
             for g, t in zip(gp, tp):
                 np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=0,
-                                           atol=2 * 2 ** -8 * kw["lr"] * 1.5)
+                                           atol=8 * 2 ** -8 * 1.5 * kw["lr"] * 1.5)
             _sync(gp, tp)
             for g, t in zip(gp, tp):
                 gopt.state[g]["momentum_buffer"].copy_(

@@ -48,12 +48,8 @@ class Adadelta(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        def advance(p, state):
-            if not state:
-                self._init_state(p, group)
-            advance_step(state["step"])
-
-        for (device, _), params in self._fused_batches(group, advance).items():
+        batches = self._fused_batches(group, self._stepping(group, by_step=False))
+        for (device, _), params in batches.items():
             self._fused_step("adadelta_step", device, params, ["square_avg", "acc_delta"],
                              float(group["lr"]), group["rho"], group["eps"],
                              group["weight_decay"], group["maximize"])

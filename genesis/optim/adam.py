@@ -50,18 +50,12 @@ class Adam(Optimizer):
         if takes_fused(group):
             self._fused_update(group)
             return
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
         for p, grad, state in self._with_grads(group):
             step = advance_step(state["step"])
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
+            decay_and_update_moments(p, grad, state, group)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if group["amsgrad"]:
@@ -90,6 +84,22 @@ class Adam(Optimizer):
         self._fused_step("adam_step", device, params, keys, float(group["lr"]), beta1, beta2,
                          group["eps"], group["weight_decay"], group["decoupled_weight_decay"],
                          group["maximize"], 1 - beta1 ** step, (1 - beta2 ** step) ** 0.5)
+
+
+def decay_and_update_moments(p, grad, state, group):
+    """Adam's weight decay (decoupled: p *= 1 - lr * weight_decay; else added to the gradient)
+    and its moment updates m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2, in place
+    (shared by Adam, NAdam and RAdam); returns the gradient the moments took."""
+    weight_decay = group["weight_decay"]
+    beta1, beta2 = group["betas"]
+    if weight_decay != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - float(group["lr"]) * weight_decay)
+        else:
+            grad = grad.add(p, alpha=weight_decay)
+    state["exp_avg"].lerp_(grad, 1 - beta1)
+    state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    return grad
 
 
 def _check_tensor_hyperparameter(label, value, foreach, capturable):

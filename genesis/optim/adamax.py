@@ -48,13 +48,8 @@ class Adamax(Optimizer):
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
         step count)."""
-        def step_count(p, state):
-            if not state:
-                self._init_state(p, group)
-            return advance_step(state["step"])
-
         beta1, beta2 = group["betas"]
-        for (device, step), params in self._fused_batches(group, step_count).items():
+        for (device, step), params in self._fused_batches(group, self._stepping(group)).items():
             self._fused_step("adamax_step", device, params, ["exp_avg", "exp_inf"], beta1, beta2,
                              group["eps"], group["weight_decay"], group["maximize"],
                              -float(group["lr"]) / (1 - beta1 ** step))

@@ -6,6 +6,7 @@ under optimizer.takes_fused (PyTorch's NAdam has no `fused` option).
 """
 
 from ..ops.creation import zeros_like
+from .adam import decay_and_update_moments
 from .optimizer import (Optimizer, advance_step, check_betas, check_lr, check_non_negative,
                         host_scalar, new_step, set_host_scalar, takes_fused)
 
@@ -50,21 +51,12 @@ class NAdam(Optimizer):
         if takes_fused(group):
             self._fused_update(group)
             return
-        lr, weight_decay = float(group["lr"]), group["weight_decay"]
-        beta1, beta2 = group["betas"]
         for p, grad, state in self._with_grads(group):
             bias_correction2, grad_coef, avg_coef = self._advance(group, state)
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = exp_avg_sq.div(bias_correction2).sqrt().add_(group["eps"])
+            grad = decay_and_update_moments(p, grad, state, group)
+            denom = state["exp_avg_sq"].div(bias_correction2).sqrt().add_(group["eps"])
             p.addcdiv_(grad, denom, value=grad_coef)
-            p.addcdiv_(exp_avg, denom, value=avg_coef)
+            p.addcdiv_(state["exp_avg"], denom, value=avg_coef)
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,

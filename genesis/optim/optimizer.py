@@ -233,6 +233,17 @@ class Optimizer:
             batches.setdefault((p.device, batch_key(p, self.state[p])), []).append(p)
         return batches
 
+    def _stepping(self, group, by_step=True):
+        """A _fused_batches key for optimizers whose kernel call depends on the step count at
+        most: it creates a parameter's state on first use, advances its step and keys by the
+        new count (`by_step`) or by nothing."""
+        def key(p, state):
+            if not state:
+                self._init_state(p, group)
+            step = advance_step(state["step"])
+            return step if by_step else None
+        return key
+
     def _fused_step(self, name, device, params, keys, *hyperparameters):
         """One call of the multi-tensor kernel `name` on `params`: their arrays, their gradients',
         then the arrays of each state entry named in `keys` (None: an absent list, passed as

@@ -6,6 +6,7 @@ optimizer.takes_fused (PyTorch's RAdam has no `fused` option).
 """
 
 from ..ops.creation import zeros_like
+from .adam import decay_and_update_moments
 from .optimizer import (Optimizer, advance_step, check_betas, check_lr, check_non_negative,
                         new_step, takes_fused)
 
@@ -50,19 +51,13 @@ class RAdam(Optimizer):
         if takes_fused(group):
             self._fused_update(group)
             return
-        lr, weight_decay = float(group["lr"]), group["weight_decay"]
+        lr = float(group["lr"])
         beta1, beta2 = group["betas"]
         for p, grad, state in self._with_grads(group):
             step = advance_step(state["step"])
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            bias_corrected = exp_avg / (1 - beta1 ** step)
+            decay_and_update_moments(p, grad, state, group)
+            exp_avg_sq = state["exp_avg_sq"]
+            bias_corrected = state["exp_avg"] / (1 - beta1 ** step)
             bias_correction2, rect = rectification(beta2, step)
             if rect is None:
                 p.add_(bias_corrected * lr, alpha=-1.0)
@@ -73,13 +68,8 @@ class RAdam(Optimizer):
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
         step count)."""
-        def step_count(p, state):
-            if not state:
-                self._init_state(p, group)
-            return advance_step(state["step"])
-
         beta1, beta2 = group["betas"]
-        for (device, step), params in self._fused_batches(group, step_count).items():
+        for (device, step), params in self._fused_batches(group, self._stepping(group)).items():
             bias_correction2, rect = rectification(beta2, step)
             self._fused_step("radam_step", device, params, ["exp_avg", "exp_avg_sq"],
                              float(group["lr"]), beta1, beta2, group["eps"],

@@ -12,7 +12,8 @@ from .optimizer import Optimizer, advance_step, check_lr, new_step, takes_fused
 
 class Rprop(Optimizer):
     """PyTorch's Rprop: s = clamp(s * (etaplus if g prev > 0, etaminus if < 0, else 1),
-    step_sizes); the gradient is zeroed where its sign flipped (g prev < 0); p -= sign(g) s; prev = g."""
+    step_sizes); the gradient is zeroed where its sign flipped (g prev < 0); p -= sign(g) s;
+    prev = g."""
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
@@ -49,11 +50,7 @@ class Rprop(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        def advance(p, state):
-            if not state:
-                self._init_state(p, group)
-            advance_step(state["step"])
-
-        for (device, _), params in self._fused_batches(group, advance).items():
+        batches = self._fused_batches(group, self._stepping(group, by_step=False))
+        for (device, _), params in batches.items():
             self._fused_step("rprop_step", device, params, ["prev", "step_size"],
                              *group["etas"], *group["step_sizes"], group["maximize"])

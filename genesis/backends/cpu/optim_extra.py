@@ -13,11 +13,13 @@ from .optim import _param_and_grad, lerp
 
 
 def _moments(exp_avg, exp_avg_sq, grad, beta1, beta2):
-    """Adam's moment updates in the compute type of `grad`: lerp(m, g, 1 - beta1) and
-    beta2 v + (1 - beta2) g^2."""
+    """Adam's moment updates in the compute type of `grad`, stored: lerp(m, g, 1 - beta1) and
+    beta2 v + (1 - beta2) g^2; returns them unrounded."""
     ct = grad.dtype
     m = lerp(exp_avg.astype(ct), grad, ct.type(1 - beta1))
     v = exp_avg_sq.astype(ct) * ct.type(beta2) + ct.type(1 - beta2) * grad * grad
+    exp_avg[...] = m
+    exp_avg_sq[...] = v
     return m, v
 
 
@@ -39,8 +41,6 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
         for i, p in enumerate(params):
             ct, param, grad = _decayed(p, grads[i], lr, weight_decay, decoupled, maximize)
             m, v = _moments(exp_avgs[i], exp_avg_sqs[i], grad, beta1, beta2)
-            exp_avgs[i][...] = m
-            exp_avg_sqs[i][...] = v
             denom = np.sqrt(v / ct.type(bias_correction2)) + ct.type(eps)
             param = param + ct.type(grad_coef) * grad / denom
             p[...] = param + ct.type(avg_coef) * m / denom
@@ -55,8 +55,6 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
         for i, p in enumerate(params):
             ct, param, grad = _decayed(p, grads[i], lr, weight_decay, decoupled, maximize)
             m, v = _moments(exp_avgs[i], exp_avg_sqs[i], grad, beta1, beta2)
-            exp_avgs[i][...] = m
-            exp_avg_sqs[i][...] = v
             update = m / ct.type(bias_correction1) * ct.type(lr)
             if rect is not None:
                 adaptive = ct.type(bias_correction2 ** 0.5) / (np.sqrt(v) + ct.type(eps))
