@@ -12,6 +12,12 @@ from genesis.optim import lr_scheduler, swa_utils
 
 LEFT_OUT = {}  # name -> why genesis does not offer it
 FLOOR = 0.9
+NO_FUSED_STEP = {  # optimizers without a fused multi-tensor step, and why
+    "SparseAdam": "a masked update of a gradient's nonzero entries, not an elementwise one",
+    "Adafactor": "row and column means, an outer product and two norms per parameter",
+    "Muon": "Newton-Schulz matrix products per parameter",
+    "LBFGS": "a line search over closure calls; its vector operations span the whole model",
+}
 
 
 def _optimizers():
@@ -62,3 +68,8 @@ def test_signatures_match_torch(name):
         if param.default is not inspect.Parameter.empty and not isinstance(param.default,
                                                                             torch.Tensor):
             assert mine[key].default == param.default, key
+
+
+def test_every_elementwise_optimizer_has_a_fused_step():
+    for name in _optimizers():
+        assert hasattr(getattr(optim, name), "_fused_update") != (name in NO_FUSED_STEP), name
