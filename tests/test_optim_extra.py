@@ -175,9 +175,10 @@ def test_sparse_adam_reads_a_dense_gradient_as_its_nonzero_entries(rng):
             grad[:] = 0
         gp.grad = genesis.tensor(grad)
         tp.grad = torch.tensor(grad).to_sparse()
+        before = tp.detach().numpy().copy()
         gopt.step()
         topt.step()
-        _assert_params([gp], [tp])
+        _assert_params([gp], [tp], [before])
     assert gopt.state[gp]["step"] == topt.state[tp]["step"] == 20
     for key in ("exp_avg", "exp_avg_sq"):
         np.testing.assert_allclose(gopt.state[gp][key].numpy(), topt.state[tp][key].numpy(),
