@@ -1,7 +1,8 @@
 """Optimizer steps on the GPU, Genesis beside PyTorch in one run.
 
 The parameters have the shapes of examples/gpt.py's model in the main job's config (40 tensors,
-0.6 M values) and in the medium one (76 tensors, 10.8 M), float32, with random gradients. Each
+0.6 M values), in the medium one (76 tensors, 10.8 M) and in GPT-2 small's (12 layers, 768
+wide, vocabulary 50304), float32, with random gradients. Each
 optimizer steps `--steps` times between two device synchronizations, after `--warmup` steps;
 the figure is the median over `--repeats` such runs, in microseconds per step, so it is the
 host time of a step when that dominates and the device time otherwise. Genesis runs its
@@ -30,6 +31,7 @@ from gpt import GPTConfig, build_gpt  # noqa: E402
 CONFIGS = {
     "small (main job)": dict(block_size=64, n_layer=3, n_head=4, n_embd=128),
     "medium": dict(block_size=256, n_layer=6, n_head=6, n_embd=384),
+    "gpt2 small": dict(block_size=1024, n_layer=12, n_head=12, n_embd=768, vocab_size=50304),
 }
 OPTIMIZERS = {  # name: (constructor arguments, whether PyTorch has a fused CUDA kernel)
     "SGD": (dict(lr=0.01, momentum=0.9, weight_decay=1e-4), True),
@@ -37,11 +39,17 @@ OPTIMIZERS = {  # name: (constructor arguments, whether PyTorch has a fused CUDA
     "AdamW": (dict(lr=1e-3, weight_decay=0.1), True),
     "RMSprop": (dict(lr=1e-3, momentum=0.9), False),
     "Adagrad": (dict(lr=1e-2), False),
+    "NAdam": (dict(lr=2e-3, weight_decay=0.01, decoupled_weight_decay=True), False),
+    "RAdam": (dict(lr=1e-3), False),
+    "Adamax": (dict(lr=2e-3), False),
+    "Adadelta": (dict(lr=1.0), False),
+    "ASGD": (dict(lr=1e-2), False),
+    "Rprop": (dict(lr=1e-2), False),
 }
 
 
 def _shapes(config):
-    model = build_gpt(GPTConfig(vocab_size=96, **config), genesis)
+    model = build_gpt(GPTConfig(**{"vocab_size": 96, **config}), genesis)
     return [tuple(p.shape) for p in model.parameters()]
 
 

@@ -41,6 +41,21 @@ SCHEDULERS = {
                                                           cycle_momentum=False),
     "SequentialLR": _seq,
     "ChainedScheduler": _chained,
+    "CyclicLR-triangular": lambda S, opt: S.CyclicLR(opt, base_lr=0.01, max_lr=[0.1, 0.2],
+                                                     step_size_up=4, step_size_down=3),
+    "CyclicLR-triangular2": lambda S, opt: S.CyclicLR(opt, base_lr=[0.01, 0.02], max_lr=0.1,
+                                                      step_size_up=3, mode="triangular2",
+                                                      base_momentum=0.7, max_momentum=0.95),
+    "CyclicLR-exp_range": lambda S, opt: S.CyclicLR(opt, base_lr=0.01, max_lr=0.1,
+                                                    step_size_up=2, step_size_down=5,
+                                                    mode="exp_range", gamma=0.9),
+    "CyclicLR-scale_fn-iterations": lambda S, opt: S.CyclicLR(
+        opt, base_lr=0.01, max_lr=0.1, step_size_up=3, scale_fn=lambda x: 1 / (1 + 0.1 * x),
+        scale_mode="iterations", cycle_momentum=False),
+    "CosineAnnealingWarmRestarts": lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=4,
+                                                                                eta_min=0.001),
+    "CosineAnnealingWarmRestarts-T_mult": lambda S, opt: S.CosineAnnealingWarmRestarts(
+        opt, T_0=2, T_mult=2),
 }
 OPTIMIZERS = {
     "SGD": lambda O, params: O.SGD([{"params": params[:1]}, {"params": params[1:], "lr": 0.05}],
@@ -85,7 +100,8 @@ def test_matches_torch_20_steps(name, opt_name):
 
 
 @pytest.mark.parametrize("name", ["MultiStepLR", "CosineAnnealingLR", "OneCycleLR-cos",
-                                  "SequentialLR", "ChainedScheduler", "LambdaLR"])
+                                  "SequentialLR", "ChainedScheduler", "LambdaLR",
+                                  "CyclicLR-triangular2", "CosineAnnealingWarmRestarts-T_mult"])
 def test_state_dict_round_trip(name, tmp_path):
     gopt, topt = _pair("Adam")
     gsched = SCHEDULERS[name](lr_scheduler, gopt)
@@ -174,3 +190,41 @@ def test_one_cycle_past_total_steps():
     with pytest.raises(ValueError, match="Tried to step 4 times. The specified number of total "
                                          "steps is 3"):
         sched.step()
+
+
+@pytest.mark.parametrize("T_mult", [1, 3])
+def test_warm_restarts_at_given_epochs(T_mult):
+    """step(epoch) with fractional and out-of-order epochs, as PyTorch's SGDR allows."""
+    gopt, topt = _pair("SGD")
+    gsched = lr_scheduler.CosineAnnealingWarmRestarts(gopt, T_0=3, T_mult=T_mult, eta_min=0.01)
+    tsched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(topt, T_0=3, T_mult=T_mult,
+                                                                  eta_min=0.01)
+    for epoch in [0.5, 1.25, 2.9, 3.0, 7.5, 4.2, 20.0, 13.7]:
+        gsched.step(epoch)
+        tsched.step(epoch)
+        _assert_same_groups(gopt, topt, gsched, tsched)
+
+
+@pytest.mark.parametrize("build,error,message", [
+    (lambda S, opt: S.CyclicLR(opt, 0.01, 0.1, mode="square"), ValueError,
+     "mode is invalid and scale_fn is None"),
+    (lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=0), ValueError,
+     "Expected positive integer T_0, but got 0"),
+    (lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=1.5), ValueError,
+     "Expected integer T_mult >= 1, but got 1.5"),
+    (lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=2).step(-1), ValueError,
+     "Expected non-negative epoch, but got -1"),
+])
+def test_new_schedulers_bad_input_as_torch(build, error, message):
+    gopt, topt = _pair("SGD")
+    for S, opt in ((lr_scheduler, gopt), (torch.optim.lr_scheduler, topt)):
+        with pytest.raises(error, match=message):
+            build(S, opt)
+
+
+def test_cyclic_lr_without_momentum_rejects_cycle_momentum():
+    for S, O, lib in ((lr_scheduler, optim, genesis), (torch.optim.lr_scheduler, torch.optim,
+                                                        torch)):
+        opt = O.Adagrad([lib.zeros(2, requires_grad=True)])
+        with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+            S.CyclicLR(opt, 0.01, 0.1)

@@ -1,5 +1,5 @@
-"""The fused optimizer steps ("adam_step", "sgd_step", "rmsprop_step", "adagrad_step") against
-torch.optim on the CPU, on every device.
+"""The fused optimizer steps ("adam_step", "sgd_step", "rmsprop_step", "adagrad_step" and those of
+NAdam, RAdam, Adamax, Adadelta, ASGD and Rprop) against torch.optim on the CPU, on every device.
 
 float32/float64 are compared with PyTorch's default (for-loop) implementation, float16/bfloat16
 with its CPU fused one (both compute in float32 and round once, as ours does).
@@ -12,7 +12,7 @@ from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close, from_torch
 
 import genesis
 from genesis import dispatch, optim
-from genesis.optim.optimizer import takes_fused
+from genesis.optim.optimizer import HOST_SCALARS, takes_fused
 
 SHAPES = [(3, 4), (20000,), (), (7, 1, 5), (0,)]
 OPTIONS = [
@@ -38,7 +38,22 @@ OPTIONS = [
     ("Adagrad", dict(lr=0.05)),
     ("Adagrad", dict(lr=0.05, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1,
                      maximize=True)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, eps=1e-4, maximize=True)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.9))),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, eps=1e-4, maximize=True)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.01, betas=(0.3, 0.9), weight_decay=0.1, maximize=True)),
+    ("Adadelta", dict(lr=0.5)),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("ASGD", dict(lr=0.05, t0=2)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, weight_decay=0.1, maximize=True)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.02, etas=(0.3, 1.5), step_sizes=(1e-3, 0.05), maximize=True)),
 ]
+NO_FUSED_OPTION = {"RMSprop", "NAdam", "RAdam", "Adamax", "Adadelta", "ASGD", "Rprop"}
 OPTION_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
               for name, kw in OPTIONS]
 HALF = (genesis.float16, genesis.bfloat16)
@@ -84,22 +99,23 @@ def _reference(name, params, kwargs, dtype):
     The other optimizers' half types take torch's float32 loop on the same values
     (`_widened`), rounded at each comparison: torch's loop rounds every op to the half type
     (and alpha = -lr too), and torch 2.13's CPU fused SGD leaves a float16 parameter of 64
-    elements unchanged (its vectorized path)."""
+    elements unchanged (its vectorized path). Rprop's half types take torch's half loop: its
+    step is p - sign(g) s with s stored on the half grid, one rounding each, as ours."""
     fused = dtype in HALF and name in ("Adam", "AdamW")
     return getattr(torch.optim, name)(params, **kwargs, **({"fused": True} if fused else
                                                           {"foreach": False}))
 
 
 def _widened(name, dtype):
-    return dtype in HALF and name not in ("Adam", "AdamW")
+    return dtype in HALF and name not in ("Adam", "AdamW", "Rprop")
 
 
 def _fused(name, params, kwargs, fused=True):
-    """Genesis's optimizer taking its fused kernel (`fused` None: the default). PyTorch's
-    RMSprop has no `fused` option; its group is told directly."""
-    if name != "RMSprop":
+    """Genesis's optimizer taking its fused kernel (`fused` None: the default). Where PyTorch
+    has no `fused` option, the group is told directly."""
+    if name not in NO_FUSED_OPTION:
         return getattr(optim, name)(params, **kwargs, fused=fused)
-    opt = optim.RMSprop(params, **kwargs)
+    opt = getattr(optim, name)(params, **kwargs)
     opt.param_groups[0]["fused"] = fused
     return opt
 
@@ -124,11 +140,12 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
         for g, t in zip(gp, tp):
             gstate, tstate = gopt.state.get(g, {}), topt.state.get(t, {})
             assert gstate.keys() == tstate.keys()
-            if "step" in tstate:
-                assert float(gstate["step"]) == float(tstate["step"])
+            for key in HOST_SCALARS:
+                if key in tstate:
+                    assert float(gstate[key]) == pytest.approx(float(tstate[key]), rel=1e-6)
             with torch.no_grad(), genesis.no_grad():
                 for mine, theirs in [(g, t)] + [(gstate[k], tstate[k]) for k in tstate
-                                                if k != "step"]:
+                                                if k not in HOST_SCALARS]:
                     theirs.copy_(theirs.to(rounded))  # a widened twin back on the half grid
                     assert_close(mine, theirs.to(rounded))
                     mine.copy_(from_torch(theirs.to(rounded), device))
@@ -137,7 +154,13 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
 LOOP_CASES = [("AdamW", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
               ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.1)),
               ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
-              ("Adagrad", dict(lr=0.05, lr_decay=0.1))]
+              ("Adagrad", dict(lr=0.05, lr_decay=0.1)),
+              ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+              ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+              ("Adamax", dict(lr=0.01, weight_decay=0.1)),
+              ("Adadelta", dict(lr=0.5, weight_decay=0.1)),
+              ("ASGD", dict(lr=0.05, t0=1, weight_decay=0.1)),
+              ("Rprop", dict(lr=0.01, maximize=True))]
 
 
 @pytest.mark.parametrize("name,kwargs", LOOP_CASES, ids=[name for name, _ in LOOP_CASES])

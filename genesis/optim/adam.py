@@ -8,8 +8,8 @@ in one pass: one launch on CUDA instead of about eight per parameter.
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
-from .optimizer import (Optimizer, advance_step, check_fused_options, check_non_negative,
-                        new_step, takes_fused)
+from .optimizer import (Optimizer, advance_step, check_betas, check_fused_options,
+                        check_non_negative, new_step, takes_fused)
 
 
 class Adam(Optimizer):
@@ -29,9 +29,7 @@ class Adam(Optimizer):
         for label, value in (("lr", lr), ("betas[0]", betas[0]), ("betas[1]", betas[1])):
             _check_tensor_hyperparameter(label, value, foreach, capturable)
         check_non_negative(lr=lr, eps=eps)
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        check_betas(betas)
         check_non_negative(weight_decay=weight_decay)
         check_fused_options(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps,
@@ -52,18 +50,12 @@ class Adam(Optimizer):
         if takes_fused(group):
             self._fused_update(group)
             return
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
         for p, grad, state in self._with_grads(group):
             step = advance_step(state["step"])
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
-                else:
-                    grad = grad.add(p, alpha=weight_decay)
+            decay_and_update_moments(p, grad, state, group)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if group["amsgrad"]:
@@ -92,6 +84,22 @@ class Adam(Optimizer):
         self._fused_step("adam_step", device, params, keys, float(group["lr"]), beta1, beta2,
                          group["eps"], group["weight_decay"], group["decoupled_weight_decay"],
                          group["maximize"], 1 - beta1 ** step, (1 - beta2 ** step) ** 0.5)
+
+
+def decay_and_update_moments(p, grad, state, group):
+    """Adam's weight decay (decoupled: p *= 1 - lr * weight_decay; else added to the gradient)
+    and its moment updates m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2, in place
+    (shared by Adam, NAdam and RAdam); returns the gradient the moments took."""
+    weight_decay = group["weight_decay"]
+    beta1, beta2 = group["betas"]
+    if weight_decay != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - float(group["lr"]) * weight_decay)
+        else:
+            grad = grad.add(p, alpha=weight_decay)
+    state["exp_avg"].lerp_(grad, 1 - beta1)
+    state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    return grad
 
 
 def _check_tensor_hyperparameter(label, value, foreach, capturable):

@@ -15,7 +15,8 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "SequentialLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "OneCycleLR"]
+           "ChainedScheduler", "ReduceLROnPlateau", "OneCycleLR", "CyclicLR",
+           "CosineAnnealingWarmRestarts"]
 
 
 def _group_values(optimizer, key):
@@ -489,7 +490,32 @@ class ReduceLROnPlateau(LRScheduler):
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
 
-class OneCycleLR(LRScheduler):
+class _MomentumCycling:
+    """Shared by OneCycleLR and CyclicLR: momentum (or Adam's beta1) cycled against the lr."""
+
+    def _init_momentum(self, optimizer, max_momentum, base_momentum, last_epoch):
+        """Check the optimizer has a momentum; on a fresh start set it to `max_momentum` and
+        record both bounds in each group. Returns the per-group (max, base) lists."""
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                             "option enabled")
+        self.use_beta1 = "betas" in optimizer.defaults
+        tops = _per_group("max_momentum", optimizer, max_momentum)
+        bases = _per_group("base_momentum", optimizer, base_momentum)
+        if last_epoch == -1:
+            for top, base, group in zip(tops, bases, optimizer.param_groups):
+                self._set_momentum(group, top)
+                group["max_momentum"], group["base_momentum"] = top, base
+        return tops, bases
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+
+class OneCycleLR(_MomentumCycling, LRScheduler):
     """The 1cycle policy: lr up from max_lr/div_factor to max_lr, then down to a tiny min_lr,
     with momentum (or Adam's beta1) cycling the opposite way."""
 
@@ -517,25 +543,6 @@ class OneCycleLR(LRScheduler):
         if cycle_momentum:
             self._init_momentum(optimizer, max_momentum, base_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
-
-    def _init_momentum(self, optimizer, max_momentum, base_momentum, last_epoch):
-        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-            raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                             "option enabled")
-        self.use_beta1 = "betas" in optimizer.defaults
-        if last_epoch != -1:
-            return
-        for top, base, group in zip(_per_group("max_momentum", optimizer, max_momentum),
-                                    _per_group("base_momentum", optimizer, base_momentum),
-                                    optimizer.param_groups):
-            self._set_momentum(group, top)
-            group["max_momentum"], group["base_momentum"] = top, base
-
-    def _set_momentum(self, group, value):
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
 
     def _anneal(self, start, end, pct):
         if self._anneal_func_type == "cos":
@@ -591,3 +598,138 @@ def _one_cycle_phases(total_steps, pct_start, three_phase):
                 _phase(total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
     return [_phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
             _phase(total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+
+
+class CyclicLR(_MomentumCycling, LRScheduler):
+    """Cyclical learning rates (Smith, 2017): the lr goes base_lr -> max_lr over step_size_up
+    steps and back over step_size_down, the amplitude scaled per cycle ("triangular",
+    "triangular2": halved each cycle) or per step ("exp_range": gamma^step), or by `scale_fn`;
+    momentum cycles the opposite way."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.max_momentums, self.base_momentums = self._init_momentum(
+                optimizer, max_momentum, base_momentum, last_epoch)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        """The built-in modes fix the scale mode: per cycle for the triangular ones, per
+        iteration for exp_range."""
+        if self._scale_fn_custom is None and self.mode in ("triangular", "triangular2"):
+            self.scale_mode = "cycle"
+        elif self._scale_fn_custom is None:
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude's scale at cycle (or iteration) x."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * scale_factor * scale
+               for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, base, top in zip(self.optimizer.param_groups, self.base_momentums,
+                                        self.max_momentums):
+                self._set_momentum(group, top - (top - base) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self):
+        """The attributes but the scale function, which cannot be saved (a callable object's
+        attributes are, as PyTorch saves them)."""
+        fn = self._scale_fn_custom
+        state = _state_with(self, "_scale_fn_custom", None)
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        fn = _load_except(self, state_dict, "_scale_fn_custom")
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the base lr to eta_min over T_i epochs, restarting at the base lr;
+    the period starts at T_0 and is multiplied by T_mult at each restart (SGDR)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur /
+                                                                     self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or jump to `epoch` (fractional epochs allowed, as PyTorch's)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            self._jump(epoch)
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = _group_values(self.optimizer, "lr")
+
+    def _jump(self, epoch):
+        """Set the period T_i and the position T_cur in it for `epoch`."""
+        if epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        if epoch < self.T_0:
+            self.T_i, self.T_cur = self.T_0, epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:
+            n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult ** n

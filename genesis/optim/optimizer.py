@@ -33,8 +33,25 @@ def step_dtype():
 
 def new_step():
     """A fresh `step` counter, a 0-d CPU tensor as PyTorch keeps it."""
-    from ..ops.creation import zeros
-    return zeros((), dtype=step_dtype())
+    return host_scalar(0.0)
+
+
+def host_scalar(value):
+    """A 0-d CPU tensor of step_dtype holding `value`: the per-parameter scalars PyTorch keeps
+    beside `step` (NAdam's mu_product, ASGD's eta and mu), read on the host every step."""
+    from ..ops.creation import tensor
+    return tensor(value, dtype=step_dtype())
+
+
+def set_host_scalar(scalar, value):
+    """Write `value` into a host_scalar in place (rounded to its dtype, as PyTorch's copy_) and
+    return what it now holds."""
+    scalar._data[()] = value
+    scalar._bump_version()
+    return float(scalar._data[()])
+
+
+HOST_SCALARS = ("step", "mu_product", "eta", "mu")
 
 
 def advance_step(step):
@@ -47,6 +64,20 @@ def advance_step(step):
     step._data[()] = value
     step._bump_version()
     return float(value)
+
+
+def check_lr(lr):
+    """PyTorch's errors for a learning rate: a Tensor of one element, not negative."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    check_non_negative(lr=lr)
+
+
+def check_betas(betas):
+    """PyTorch's error for a beta outside [0, 1)."""
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
 
 
 def check_non_negative(**values):
@@ -202,6 +233,17 @@ class Optimizer:
             batches.setdefault((p.device, batch_key(p, self.state[p])), []).append(p)
         return batches
 
+    def _stepping(self, group, by_step=True):
+        """A _fused_batches key for optimizers whose kernel call depends on the step count at
+        most: it creates a parameter's state on first use, advances its step and keys by the
+        new count (`by_step`) or by nothing."""
+        def key(p, state):
+            if not state:
+                self._init_state(p, group)
+            step = advance_step(state["step"])
+            return step if by_step else None
+        return key
+
     def _fused_step(self, name, device, params, keys, *hyperparameters):
         """One call of the multi-tensor kernel `name` on `params`: their arrays, their gradients',
         then the arrays of each state entry named in `keys` (None: an absent list, passed as
@@ -283,13 +325,12 @@ def _split_names(param_group, params):
 
 
 def _cast_state(param, key, value):
-    """A copy of a loaded state value on `param`'s device and dtype; the step counter stays a
-    CPU tensor of its own dtype, read on the host every step."""
-    if key == "step":
+    """A copy of a loaded state value on `param`'s device and dtype; the step counter and the
+    other HOST_SCALARS stay CPU tensors of their own dtype, read on the host every step."""
+    if key in HOST_SCALARS:
         if isinstance(value, Tensor):
             return value.detach().to(device="cpu", copy=True)
-        from ..ops.creation import tensor
-        return tensor(float(value), dtype=step_dtype())
+        return host_scalar(float(value))
     if isinstance(value, Tensor):
         dtype = param.dtype if param.is_floating_point() else value.dtype
         return value.detach().to(device=param.device, dtype=dtype, copy=True)

@@ -13,6 +13,7 @@ from helpers import assert_close, skip_no_cuda
 
 import genesis
 from genesis import nn, optim
+from genesis.optim.optimizer import HOST_SCALARS
 from genesis.backends.cuda import launch
 
 pytestmark = skip_no_cuda
@@ -59,6 +60,12 @@ def _set_grads(params, rng):
 @pytest.mark.parametrize("name,kwargs", [
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("Adam", dict(lr=0.02, amsgrad=True, maximize=True, weight_decay=0.05, eps=1e-4)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.05, eps=1e-4, maximize=True)),
+    ("Adamax", dict(lr=0.01, weight_decay=0.1)),
+    ("Adadelta", dict(lr=0.5, weight_decay=0.1, maximize=True)),
+    ("ASGD", dict(lr=0.05, t0=1, weight_decay=0.1)),
+    ("Rprop", dict(lr=0.01, maximize=True)),
 ])
 def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
     """Three steps, each checked from the same parameters and state: the CPU kernel's values
@@ -68,7 +75,8 @@ def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
     gpu = _params(rng, dtypes, "cuda")
     cpu = [p.detach().cpu().requires_grad_() for p in gpu]
     gpu_opt = getattr(optim, name)(gpu, **kwargs)
-    cpu_opt = getattr(optim, name)(cpu, **kwargs, fused=True)
+    cpu_opt = getattr(optim, name)(cpu, **kwargs)
+    cpu_opt.param_groups[0]["fused"] = True
     for _ in range(3):
         _set_grads(gpu, rng)
         for g, c in zip(gpu, cpu):
@@ -80,7 +88,7 @@ def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
             np.testing.assert_allclose(_f64(g), _f64(c), rtol=tol, atol=tol)
             with genesis.no_grad():
                 g.copy_(c)
-                for key in set(gpu_opt.state[g]) - {"step"}:
+                for key in set(gpu_opt.state[g]) - set(HOST_SCALARS):
                     expected = cpu_opt.state[c][key]
                     np.testing.assert_allclose(_f64(gpu_opt.state[g][key]), _f64(expected),
                                                rtol=tol, atol=tol)
@@ -109,6 +117,17 @@ def test_adamw_takes_one_launch_per_dtype_and_reuses_its_table(rng, launches, mo
     launches.clear()
     opt.step()
     assert launches == ["_adam_kernel"] * 2
+
+
+@pytest.mark.parametrize("name", ["NAdam", "RAdam", "Adamax", "Adadelta", "ASGD", "Rprop"])
+def test_new_optimizers_take_one_launch_per_dtype(name, rng, launches):
+    mixed = _params(rng, [genesis.float32, genesis.bfloat16], "cuda")
+    opt = getattr(optim, name)(mixed)
+    for _ in range(2):
+        _set_grads(mixed, rng)
+        launches.clear()
+        opt.step()
+        assert launches == [f"_{name.lower()}_kernel"] * 2
 
 
 def test_clip_grad_norm_takes_three_launches(rng, launches):

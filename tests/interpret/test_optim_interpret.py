@@ -1,5 +1,6 @@
-"""The multi-tensor optimizer kernels (kernels/optim.py) against their CPU twins, through Triton's
-interpreter: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_optim_interpret.py`.
+"""The multi-tensor optimizer kernels (kernels/optim.py and kernels/optim_extra.py) against their
+CPU twins, through Triton's interpreter:
+`TRITON_INTERPRET=1 python -m pytest tests/interpret/test_optim_interpret.py`.
 
 Arrays of several sizes (empty, odd, longer than one chunk) go through one call, so the table,
 the chunk walk and the per-dtype launches are all exercised.
@@ -13,6 +14,7 @@ import triton_interpret as ti
 import genesis.backends.cpu  # noqa: F401  (registers the CPU twins)
 from genesis import dispatch
 from genesis.backends.cuda.kernels import optim as ko
+from genesis.backends.cuda.kernels import optim_extra as kx
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -25,7 +27,7 @@ SIZES = [(3, 5), (17000,), (0,), (1,), (40,)]
 def gpu():
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    with ti.device(ko):
+    with ti.device(ko, kx):
         yield
 
 
@@ -145,3 +147,79 @@ def test_nan_propagates_through_the_max_norm(gpu, rng):
     host[1][5] = np.nan
     total = ko.total_norm([ti.to_device(a) for a in host], np.inf, np.dtype(np.float32))
     assert np.isnan(ti.to_host(total))
+
+
+def _run_both(name, rng, dtype, count, args, positive=()):
+    """Call the CPU kernel and the CUDA one on the same `count` lists of arrays (those in
+    `positive` non-negative, as running second moments are); return both sets."""
+    state = [_arrays(rng, dtype, positive=k in positive) for k in range(count)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    dispatch.kernel(name, "cpu")(*host, *args)
+    getattr(kx, name)(*dev, *args)
+    return host, dev
+
+
+def _check(host, dev, dtype, lists):
+    for k in lists:
+        _close(dev[k], host[k], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,decoupled,maximize", [
+    (0.0, False, False), (0.1, True, False), (0.05, False, True)])
+def test_nadam_step(gpu, rng, dtype, weight_decay, decoupled, maximize):
+    args = (0.01, 0.9, 0.99, 1e-8, weight_decay, decoupled, maximize, 1 - 0.99 ** 3, -0.002,
+            -0.015)
+    _check(*_run_both("nadam_step", rng, dtype, 4, args, positive=(3,)), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,decoupled,maximize,rect", [
+    (0.0, False, False, None), (0.1, True, False, 0.4), (0.05, False, True, 0.9)])
+def test_radam_step(gpu, rng, dtype, weight_decay, decoupled, maximize, rect):
+    args = (0.01, 0.9, 0.99, 1e-8, weight_decay, decoupled, maximize, 1 - 0.9 ** 7,
+            1 - 0.99 ** 7, rect)
+    _check(*_run_both("radam_step", rng, dtype, 4, args, positive=(3,)), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize,beta1", [(0.0, False, 0.9), (0.1, True, 0.3)])
+def test_adamax_step(gpu, rng, dtype, weight_decay, maximize, beta1):
+    args = (beta1, 0.99, 1e-8, weight_decay, maximize, -0.01 / (1 - beta1 ** 2))
+    _check(*_run_both("adamax_step", rng, dtype, 4, args, positive=(3,)), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize", [(0.0, False), (0.1, True)])
+def test_adadelta_step(gpu, rng, dtype, weight_decay, maximize):
+    args = (0.5, 0.9, 1e-6, weight_decay, maximize)
+    _check(*_run_both("adadelta_step", rng, dtype, 4, args, positive=(2, 3)), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("mu,weight_decay,maximize", [(1.0, 0.0, False), (0.25, 0.1, True)])
+def test_asgd_step(gpu, rng, dtype, mu, weight_decay, maximize):
+    args = (0.05, mu, 1e-2, weight_decay, maximize)
+    _check(*_run_both("asgd_step", rng, dtype, 3, args), dtype, (0, 2))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("maximize,bounds", [(False, (1e-6, 50.0)), (True, (0.3, 0.9))])
+def test_rprop_step(gpu, rng, dtype, maximize, bounds):
+    args = (0.5, 1.2, *bounds, maximize)
+    host, dev = _run_both("rprop_step", rng, dtype, 4, args, positive=(3,))
+    _check(host, dev, dtype, (0, 2, 3))
+
+
+def test_rprop_zero_and_flipped_signs(gpu):
+    """Gradients that flip sign, keep it, or meet a zero previous gradient, element by element."""
+    grads = [np.array([1.0, -2.0, 3.0, 0.0, -1.0], np.float32)]
+    prevs = [np.array([2.0, -1.0, -3.0, 5.0, 0.0], np.float32)]
+    host = [[np.zeros(5, np.float32)], grads, prevs, [np.full(5, 0.1, np.float32)]]
+    dev = [[ti.to_device(a) for a in lst] for lst in host]
+    dispatch.kernel("rprop_step", "cpu")(*host, 0.5, 1.2, 1e-6, 50.0, False)
+    kx.rprop_step(*dev, 0.5, 1.2, 1e-6, 50.0, False)
+    np.testing.assert_allclose(host[3][0], [0.12, 0.12, 0.05, 0.1, 0.1], rtol=1e-6)
+    np.testing.assert_allclose(host[0][0], [-0.12, 0.12, 0.0, 0.0, 0.1], rtol=1e-6)
+    _check(host, dev, np.dtype(np.float32), (0, 2, 3))

@@ -1,0 +1,304 @@
+"""Multi-tensor optimizer kernels for NAdam, RAdam, Adamax, Adadelta, ASGD and Rprop.
+
+Registered as "nadam_step", "radam_step", "adamax_step", "adadelta_step", "asgd_step" and
+"rprop_step" (same contracts as backends/cpu/optim_extra.py). They share kernels/optim.py's
+launch scheme: a table of the arrays and of their CHUNK-element chunks, one program per chunk,
+one launch per (parameter dtype, gradient dtype) for a whole parameter group. Each program walks
+its chunk in BLOCK-element steps (1024: four warps, eight elements a thread; the update is
+memory bound, so larger blocks buy nothing).
+
+The math runs in float32 (float64 for float64) and each stored value is rounded once. Per-step
+scalars (bias corrections, momentum schedule, step sizes) are computed on the host in double and
+passed in.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from .elementwise import div_rn, sqrt_rn
+from .optim import _address, _chunk, _launch, _lerp_coefficient, _param_and_grad, _step
+from .optim import _step_entries
+
+
+@triton.jit
+def _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY: tl.constexpr,
+             DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, CT: tl.constexpr):
+    """A block of parameters and gradients with Adam's weight decay: the parameter times
+    `decay` (1 - lr * weight_decay) when DECOUPLED, else `decay` (weight_decay) * param added
+    to the gradient."""
+    param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay,
+                                  WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
+    if WEIGHT_DECAY and DECOUPLED:
+        param = param * decay
+    return param, grad
+
+
+@triton.jit
+def _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small, one_minus_beta2,
+             PT: tl.constexpr, CT: tl.constexpr):
+    """Adam's moments, updated and stored: m = lerp(m, g, 1 - beta1) (one fma, as PyTorch's
+    lerp), v = beta2 v + (1 - beta2) g^2."""
+    m = tl.load(m_ptr + idx, mask=mask).to(CT)
+    m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
+    tl.store(m_ptr + idx, m.to(PT), mask=mask)
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    return m, v
+
+
+@triton.jit
+def _nadam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
+                  bias_correction2, grad_coef, avg_coef, WEIGHT_DECAY: tl.constexpr,
+                  DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                  GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """NAdam: d = sqrt(v / bias_correction2) + eps; p += grad_coef g / d + avg_coef m / d."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    m_ptr = _address(tensors, chunks, 2, PT)
+    v_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
+                               MAXIMIZE, CT)
+        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
+                        one_minus_beta2, PT, CT)
+        denom = sqrt_rn(div_rn(v, bias_correction2)) + eps
+        param += div_rn(grad_coef * grad, denom)
+        param += div_rn(avg_coef * m, denom)
+        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _radam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
+                  lr, bias_correction1, bc2_sqrt, rect, WEIGHT_DECAY: tl.constexpr,
+                  DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, RECTIFY: tl.constexpr,
+                  PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """RAdam: p -= m / bias_correction1 * lr, times sqrt(1 - beta2^t) / (sqrt(v) + eps) *
+    rect once the variance is tractable (RECTIFY)."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    m_ptr = _address(tensors, chunks, 2, PT)
+    v_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
+                               MAXIMIZE, CT)
+        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
+                        one_minus_beta2, PT, CT)
+        update = div_rn(m, bias_correction1) * lr
+        if RECTIFY:
+            update = update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect
+        tl.store(p_ptr + idx, (param - update).to(PT), mask=mask)
+
+
+@triton.jit
+def _adamax_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, eps, weight_decay, neg_clr,
+                   WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                   GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    m_ptr = _address(tensors, chunks, 2, PT)
+    u_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
+        m = tl.load(m_ptr + idx, mask=mask).to(CT)
+        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+        u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
+        tl.store(m_ptr + idx, m.to(PT), mask=mask)
+        tl.store(u_ptr + idx, u.to(PT), mask=mask)
+        tl.store(p_ptr + idx, (param + div_rn(neg_clr * m, u)).to(PT), mask=mask)
+
+
+@triton.jit
+def _adadelta_kernel(tensors, chunks, neg_lr, rho, one_minus_rho, eps, weight_decay,
+                     WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                     GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """Adadelta: v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) g;
+    u = rho u + (1 - rho) delta^2; p += neg_lr delta."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    v_ptr = _address(tensors, chunks, 2, PT)
+    u_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
+        v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
+        u = tl.load(u_ptr + idx, mask=mask).to(CT)
+        delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
+        tl.store(v_ptr + idx, v.to(PT), mask=mask)
+        tl.store(u_ptr + idx, (u * rho + one_minus_rho * delta * delta).to(PT), mask=mask)
+        tl.store(p_ptr + idx, (param + neg_lr * delta).to(PT), mask=mask)
+
+
+@triton.jit
+def _asgd_kernel(tensors, chunks, decay, neg_eta, mu, weight_decay, WEIGHT_DECAY: tl.constexpr,
+                 AVERAGE: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                 GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """ASGD: p = p decay - eta g (decay = 1 - lambd eta); ax += mu (p - ax) with AVERAGE,
+    else ax = p (mu is 1), from the stored (rounded) parameter."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    ax_ptr = _address(tensors, chunks, 2, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
+                                      MAXIMIZE, CT)
+        stored = (param * decay + neg_eta * grad).to(PT)
+        tl.store(p_ptr + idx, stored, mask=mask)
+        param = stored.to(CT)
+        if AVERAGE:
+            ax = tl.load(ax_ptr + idx, mask=mask).to(CT)
+            param = ax + (param - ax) * mu
+        tl.store(ax_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _sign(x):
+    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype)
+
+
+@triton.jit
+def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_max,
+                  MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """Rprop: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0, etaminus
+    where < 0 (the gradient taken as 0 there), else 1, rounded to PT as PyTorch's; p -= sign(g)
+    s; prev = g."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    prev_ptr = _address(tensors, chunks, 2, PT)
+    s_ptr = _address(tensors, chunks, 3, PT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, False, MAXIMIZE, CT)
+        product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
+        factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
+        factor = factor.to(PT).to(CT)
+        size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
+        size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
+        tl.store(s_ptr + idx, size, mask=mask)
+        grad = tl.where(product < 0, 0.0, grad)
+        tl.store(p_ptr + idx, (param - _sign(grad) * size.to(CT)).to(PT), mask=mask)
+        tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
+
+
+def _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled):
+    """The moment and weight-decay arguments NAdam and RAdam share with Adam's kernel."""
+    weight, small = _lerp_coefficient(1 - beta1)
+    return dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
+                eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay)
+
+
+def _adam_like_flags(weight_decay, decoupled, maximize):
+    return dict(WEIGHT_DECAY=weight_decay != 0, DECOUPLED=bool(decoupled),
+                MAXIMIZE=bool(maximize))
+
+
+@register("nadam_step", "cuda")
+def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
+               decoupled, maximize, bias_correction2, grad_coef, avg_coef):
+    """One NAdam step of every parameter and its moments, in place: one launch per dtype pair."""
+    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
+    hyper.update(bias_correction2=bias_correction2, grad_coef=grad_coef, avg_coef=avg_coef)
+    _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
+          _adam_like_flags(weight_decay, decoupled, maximize))
+
+
+@register("radam_step", "cuda")
+def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
+               decoupled, maximize, bias_correction1, bias_correction2, rect):
+    """One RAdam step of every parameter and its moments, in place: one launch per dtype pair;
+    `rect` None while the variance is not yet tractable."""
+    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
+    hyper.update(lr=lr, bias_correction1=bias_correction1, bc2_sqrt=bias_correction2 ** 0.5,
+                 rect=1.0 if rect is None else rect)
+    flags = _adam_like_flags(weight_decay, decoupled, maximize)
+    _step(_radam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
+          dict(flags, RECTIFY=rect is not None))
+
+
+@register("adamax_step", "cuda")
+def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_decay, maximize,
+                neg_clr):
+    """One Adamax step of every parameter and its state, in place: one launch per dtype pair."""
+    weight, small = _lerp_coefficient(1 - beta1)
+    hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, eps=eps,
+                 weight_decay=weight_decay, neg_clr=neg_clr)
+    _step(_adamax_kernel, [params, grads, exp_avgs, exp_infs], hyper,
+          dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
+
+
+@register("adadelta_step", "cuda")
+def adadelta_step(params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize):
+    """One Adadelta step of every parameter and its state, in place: one launch per dtype
+    pair."""
+    hyper = dict(neg_lr=-lr, rho=rho, one_minus_rho=1 - rho, eps=eps, weight_decay=weight_decay)
+    _step(_adadelta_kernel, [params, grads, square_avgs, acc_deltas], hyper,
+          dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
+
+
+@register("asgd_step", "cuda")
+def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
+    """One ASGD step of every parameter and its average, in place: one launch per dtype pair."""
+    hyper = dict(decay=1 - lambd * eta, neg_eta=-eta, mu=mu, weight_decay=weight_decay)
+    _step(_asgd_kernel, [params, grads, axs], hyper,
+          dict(WEIGHT_DECAY=weight_decay != 0, AVERAGE=mu != 1, MAXIMIZE=bool(maximize)))
+
+
+@register("rprop_step", "cuda")
+def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
+               step_size_max, maximize):
+    """One Rprop step of every parameter and its state, in place: one launch per dtype pair."""
+    hyper = dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_size_min,
+                 step_size_max=step_size_max)
+    _step(_rprop_kernel, [params, grads, prevs, step_sizes], hyper,
+          dict(MAXIMIZE=bool(maximize)))
+
+
+def _samples():
+    """(kernel, hyperparameters, flag sets) of each kernel, for compile_all."""
+    adam_like = _adam_like_hyper(0.9, 0.999, 1e-8, 1e-3, 0.01, False)
+    adam_flags = [dict(WEIGHT_DECAY=True, DECOUPLED=True, MAXIMIZE=False),
+                  dict(WEIGHT_DECAY=True, DECOUPLED=False, MAXIMIZE=True),
+                  dict(WEIGHT_DECAY=False, DECOUPLED=False, MAXIMIZE=False)]
+    plain_flags = [dict(WEIGHT_DECAY=False, MAXIMIZE=False),
+                   dict(WEIGHT_DECAY=True, MAXIMIZE=True)]
+    return [
+        (_nadam_kernel, dict(adam_like, bias_correction2=0.1, grad_coef=-1e-3, avg_coef=-1e-3),
+         adam_flags),
+        (_radam_kernel, dict(adam_like, lr=1e-3, bias_correction1=0.1, bc2_sqrt=0.3, rect=0.5),
+         [dict(f, RECTIFY=r) for f in adam_flags for r in (True, False)]),
+        (_adamax_kernel, dict(beta2=0.999, lerp_coef=0.1, lerp_small=1, eps=1e-8,
+                              weight_decay=0.0, neg_clr=-1e-2), plain_flags),
+        (_adadelta_kernel, dict(neg_lr=-1.0, rho=0.9, one_minus_rho=0.1, eps=1e-6,
+                                weight_decay=0.0), plain_flags),
+        (_asgd_kernel, dict(decay=1.0, neg_eta=-1e-2, mu=1.0, weight_decay=0.0),
+         [dict(f, AVERAGE=a) for f in plain_flags for a in (True, False)]),
+        (_rprop_kernel, dict(etaminus=0.5, etaplus=1.2, step_size_min=1e-6, step_size_max=50.0),
+         [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
+    ]
+
+
+def compile_all(target):
+    """Every kernel with each of its option sets, for float32/float16/bfloat16/float64,
+    compiled for `target`."""
+    import ml_dtypes
+    floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
+              np.dtype(np.float64)]
+    for fn, hyper, flag_sets in _samples():
+        for dt in floats:
+            for flags in flag_sets:
+                _launch(fn, (1,), _step_entries(0, 0, dt, dt, hyper, flags), 0, 0,
+                        target=target)

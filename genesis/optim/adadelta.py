@@ -1,0 +1,55 @@
+"""Adadelta: steps scaled by the ratio of running RMS of updates and of gradients (Zeiler, 2012).
+
+Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
+"adadelta_step" kernel, one call per device; the fused one runs under optimizer.takes_fused
+(PyTorch's Adadelta has no `fused` option).
+"""
+
+from ..ops.creation import zeros_like
+from .optimizer import (Optimizer, advance_step, check_lr, check_non_negative, new_step,
+                        takes_fused)
+
+
+class Adadelta(Optimizer):
+    """PyTorch's Adadelta: v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) g;
+    u = rho u + (1 - rho) delta^2; p -= lr delta."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        check_lr(lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        check_non_negative(eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        state["step"] = new_step()
+        state["square_avg"] = zeros_like(p)
+        state["acc_delta"] = zeros_like(p)
+
+    def _update(self, group):
+        if takes_fused(group):
+            self._fused_update(group)
+            return
+        rho, eps = group["rho"], group["eps"]
+        for p, grad, state in self._with_grads(group):
+            advance_step(state["step"])
+            if group["weight_decay"] != 0:
+                grad = grad.add(p, alpha=group["weight_decay"])
+            square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+            square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+            std = square_avg.add(eps).sqrt_()
+            delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+            acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+            p.add_(delta, alpha=-float(group["lr"]))
+
+    def _fused_update(self, group):
+        """Every parameter with a gradient through the fused kernel, one call per device."""
+        batches = self._fused_batches(group, self._stepping(group, by_step=False))
+        for (device, _), params in batches.items():
+            self._fused_step("adadelta_step", device, params, ["square_avg", "acc_delta"],
+                             float(group["lr"]), group["rho"], group["eps"],
+                             group["weight_decay"], group["maximize"])
