@@ -1,0 +1,260 @@
+"""Checks run inside each rank of an `mpiexec -n N` job by tests/test_distributed.py.
+
+Every rank runs every check; a failed check raises, which makes the job exit non-zero with the
+traceback on stderr. The last line of stdout of rank 0 is "all checks passed".
+"""
+
+import sys
+
+import numpy as np
+
+sys.path.insert(0, ".")
+
+import genesis  # noqa: E402
+import genesis.distributed as dist  # noqa: E402
+from genesis import nn  # noqa: E402
+from genesis.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+OPS = {dist.ReduceOp.SUM: np.sum, dist.ReduceOp.AVG: np.mean, dist.ReduceOp.MAX: np.max,
+       dist.ReduceOp.MIN: np.min, dist.ReduceOp.PRODUCT: np.prod}
+DTYPES = {"float32": (genesis.float32, 1e-6), "float64": (genesis.float64, 1e-12),
+          "int64": (genesis.int64, 0), "bfloat16": (genesis.bfloat16, 1e-2)}
+
+
+def rank_data(shape, rank, dtype="float32"):
+    """The same pseudo-random array on every rank for a given `rank` (so each can check all)."""
+    values = np.random.default_rng(1000 + rank).uniform(-2, 2, shape)
+    return values.round() if dtype == "int64" else values
+
+
+def tensor(values, dtype):
+    return genesis.tensor(values, dtype=DTYPES[dtype][0])
+
+
+def close(actual, expected, dtype):
+    tol = DTYPES[dtype][1]
+    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), expected, rtol=tol,
+                               atol=tol)
+
+
+def check_all_reduce(rank, world):
+    for dtype in DTYPES:
+        for op, fn in OPS.items():
+            if op is dist.ReduceOp.AVG and dtype == "int64":
+                continue
+            every = [rank_data((3, 5), r, dtype) for r in range(world)]
+            t = tensor(every[rank], dtype)
+            dist.all_reduce(t, op)
+            expected = tensor(fn(np.stack(every), axis=0), dtype).to(genesis.float64).numpy()
+            close(t.to(genesis.float64).numpy(), expected, dtype)
+
+
+def check_async_and_views(rank, world):
+    every = [rank_data((4, 6), r) for r in range(world)]
+    t = genesis.tensor(every[rank], dtype=genesis.float32)
+    work = dist.all_reduce(t[1:3], async_op=True)
+    work.wait()
+    assert work.is_completed()
+    expected = np.array(every[rank], dtype=np.float32)
+    expected[1:3] = np.sum(np.stack(every), axis=0)[1:3]
+    close(t.numpy(), expected, "float32")
+    zero_d = genesis.tensor(float(rank + 1))
+    dist.all_reduce(zero_d)
+    close(zero_d.item(), world * (world + 1) / 2, "float32")
+    dist.all_reduce(genesis.empty(0))
+
+
+def check_broadcast_and_reduce(rank, world):
+    for src in range(world):
+        t = genesis.tensor(rank_data((7,), rank), dtype=genesis.float64)
+        dist.broadcast(t, src)
+        close(t.numpy(), rank_data((7,), src), "float64")
+    for dst in range(world):
+        t = genesis.tensor(rank_data((2, 3), rank), dtype=genesis.float64)
+        dist.reduce(t, dst, dist.ReduceOp.MAX)
+        mine = rank_data((2, 3), rank)
+        expected = np.max([rank_data((2, 3), r) for r in range(world)], axis=0) \
+            if rank == dst else mine
+        close(t.numpy(), expected, "float64")
+
+
+def check_gathers(rank, world):
+    every = [rank_data((2, 3), r) for r in range(world)]
+    for dtype in ("float32", "bfloat16"):
+        out = genesis.empty((2 * world, 3), dtype=DTYPES[dtype][0])
+        dist.all_gather_into_tensor(out, tensor(every[rank], dtype))
+        close(out.to(genesis.float64).numpy(),
+              tensor(np.concatenate(every), dtype).to(genesis.float64).numpy(), dtype)
+    parts = [genesis.empty((2, 3)) for _ in range(world)]
+    dist.all_gather(parts, genesis.tensor(every[rank], dtype=genesis.float32))
+    for part, values in zip(parts, every):
+        close(part.numpy(), values, "float32")
+    gathered = [genesis.empty((2, 3)) for _ in range(world)] if rank == world - 1 else None
+    dist.gather(genesis.tensor(every[rank], dtype=genesis.float32), gathered, dst=world - 1)
+    if gathered is not None:
+        for part, values in zip(gathered, every):
+            close(part.numpy(), values, "float32")
+    mine = genesis.empty((2, 3))
+    dist.scatter(mine, [genesis.tensor(v, dtype=genesis.float32) for v in every]
+                 if rank == 0 else None, src=0)
+    close(mine.numpy(), every[rank], "float32")
+    objects = [None] * world
+    dist.all_gather_object(objects, {"rank": rank})
+    assert objects == [{"rank": r} for r in range(world)]
+
+
+def check_reduce_scatter(rank, world):
+    every = [rank_data((3 * world, 2), r) for r in range(world)]
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN):
+        out = genesis.empty((3, 2), dtype=genesis.float64)
+        dist.reduce_scatter_tensor(out, genesis.tensor(every[rank], dtype=genesis.float64), op)
+        close(out.numpy(), OPS[op](np.stack(every), axis=0)[3 * rank:3 * rank + 3], "float64")
+
+
+def check_errors(rank, world):
+    expect_error(ValueError, "Tensors must be contiguous",
+                 lambda: dist.all_reduce(genesis.ones(3, 4).t()))
+    expect_error(ValueError, "AVG needs a floating-point",
+                 lambda: dist.all_reduce(genesis.ones(3, dtype=genesis.int64),
+                                         dist.ReduceOp.AVG))
+    expect_error(ValueError, "world_size",
+                 lambda: dist.all_gather_into_tensor(genesis.empty(5), genesis.empty(3)))
+    expect_error(ValueError, f"is not a rank of a world of {world}",
+                 lambda: dist.broadcast(genesis.empty(1), world))
+
+
+def expect_error(kind, text, fn):
+    try:
+        fn()
+    except kind as e:
+        assert text in str(e), str(e)
+    else:
+        raise AssertionError(f"expected {kind.__name__} containing {text!r}")
+
+
+class Net(nn.Module):
+    """Two layers and a branch that only some inputs take (for find_unused_parameters)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.extra = nn.Linear(5, 8), nn.Linear(8, 3), nn.Linear(8, 3)
+
+    def forward(self, x, use_extra=False):
+        h = self.fc1(x).tanh()
+        return self.fc2(h) + (self.extra(h) if use_extra else 0)
+
+
+def make_batch(world, per_rank):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((world * per_rank, 5)).astype(np.float32)
+    y = rng.standard_normal((world * per_rank, 3)).astype(np.float32)
+    return genesis.tensor(x), genesis.tensor(y)
+
+
+def loss_of(model, x, y, **kwargs):
+    return ((model(x, **kwargs) - y) ** 2).mean()
+
+
+def reference_grads(world, per_rank, steps=1, **kwargs):
+    """Gradients of one process on the whole concatenated batch, from rank 0's weights."""
+    genesis.manual_seed(0)
+    model = Net()
+    x, y = make_batch(world, per_rank)
+    for _ in range(steps):
+        loss_of(model, x, y, **kwargs).backward()
+    return model
+
+
+def ddp_model(rank, **kwargs):
+    genesis.manual_seed(rank)  # rank 0's weights must reach every rank
+    return DDP(Net(), bucket_cap_mb=1e-4, **kwargs)
+
+
+def shard(rank, world, per_rank):
+    x, y = make_batch(world, per_rank)
+    return x[rank * per_rank:(rank + 1) * per_rank], y[rank * per_rank:(rank + 1) * per_rank]
+
+
+def compare_grads(ddp, reference, scale=1.0):
+    for (name, p), q in zip(ddp.module.named_parameters(), reference.parameters()):
+        if q.grad is None:
+            assert p.grad is None, name
+            continue
+        np.testing.assert_allclose(p.grad.numpy() * scale, q.grad.numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+
+
+def check_ddp(rank, world):
+    per_rank = 4
+    ddp = ddp_model(rank)
+    assert len(ddp.reducer.buckets) > 1  # a tiny cap: several buckets in flight
+    reference = reference_grads(world, per_rank, use_extra=True)
+    for p, q in zip(ddp.module.parameters(), reference.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    x, y = shard(rank, world, per_rank)
+    loss_of(ddp, x, y, use_extra=True).backward()
+    compare_grads(ddp, reference)
+    assert set(ddp.state_dict()) == {"module." + k for k in ddp.module.state_dict()}
+
+
+def check_no_sync(rank, world):
+    """Two micro-batches: one inside no_sync, then a synced one; the sum of both is averaged."""
+    per_rank = 4
+    ddp = ddp_model(rank)
+    reference = reference_grads(world, per_rank, steps=2, use_extra=True)
+    x, y = shard(rank, world, per_rank)
+    with ddp.no_sync():
+        loss_of(ddp, x, y, use_extra=True).backward()
+    local = [p.grad.numpy().copy() for p in ddp.module.parameters()]
+    loss_of(ddp, x, y, use_extra=True).backward()
+    compare_grads(ddp, reference)
+    if world > 1:  # the first backward stayed local: its gradient is the shard's own
+        assert not np.allclose(local[0] * 2, ddp.module.fc1.weight.grad.numpy())
+
+
+def check_unused(rank, world):
+    """A branch used by rank 0 only: every rank gets rank 0's gradient over the world size; a
+    branch no rank uses keeps `.grad` None; without find_unused_parameters the next forward
+    says what happened."""
+    per_rank = 4
+    ddp = ddp_model(rank, find_unused_parameters=True)
+    x, y = shard(rank, world, per_rank)
+    loss_of(ddp, x, y, use_extra=rank == 0).backward()
+    genesis.manual_seed(0)
+    alone = Net()
+    loss_of(alone, *shard(0, world, per_rank), use_extra=True).backward()
+    np.testing.assert_allclose(ddp.module.extra.weight.grad.numpy() * world,
+                               alone.extra.weight.grad.numpy(), rtol=1e-5, atol=1e-7)
+    unused_everywhere = ddp_model(rank, find_unused_parameters=True)
+    loss_of(unused_everywhere, x, y).backward()
+    assert unused_everywhere.module.extra.weight.grad is None
+    assert unused_everywhere.module.fc1.weight.grad is not None
+    strict = ddp_model(rank)
+    loss_of(strict, x, y).backward()
+    expect_error(RuntimeError, "find_unused_parameters=True", lambda: strict(x))
+
+
+CHECKS = [check_all_reduce, check_async_and_views, check_broadcast_and_reduce, check_gathers,
+          check_reduce_scatter, check_errors, check_ddp, check_no_sync, check_unused]
+
+
+def check_debug_mismatch(rank, world):
+    """GENESIS_DISTRIBUTED_DEBUG=1: shapes that differ across ranks are an error on every rank."""
+    expect_error(RuntimeError, "rank 0: all_reduce [((1,), 'genesis.float32')]",
+                 lambda: dist.all_reduce(genesis.ones(rank + 1)))
+
+
+def main():
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    checks = [check_debug_mismatch] if sys.argv[1:] == ["debug"] else CHECKS
+    for check in checks:
+        check(rank, world)
+        dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:
+        print("all checks passed", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""genesis.distributed on the CPU: MPI worlds of 2 and 3 processes, the TCP store and its
+rendezvous, and the launcher's watching of its workers. Loopback only."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import genesis.distributed as dist
+from genesis.distributed import TCPStore
+
+pytest.importorskip("mpi4py")
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(command, timeout=60, **env):
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **env})
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
+@pytest.mark.parametrize("world", [2, 3])
+def test_collectives_and_ddp_under_mpi(world):
+    """Every collective against numpy, DDP gradients against one process on the whole batch,
+    no_sync accumulation and unused parameters (tests/distributed_worker.py)."""
+    result = run([MPIEXEC, "-n", str(world), sys.executable, WORKER])
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().endswith("all checks passed")
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
+def test_debug_mode_names_mismatched_shapes():
+    result = run([MPIEXEC, "-n", "2", sys.executable, WORKER, "debug"],
+                 GENESIS_DISTRIBUTED_DEBUG="1")
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_mpi_backend_refuses_a_world_it_was_not_started_with():
+    """Under the launcher each process is its own MPI world: a clear error, not a hang."""
+    with pytest.raises(ValueError, match=r"world_size=2 but MPI_COMM_WORLD gives 1.*mpiexec"):
+        dist.init_process_group("mpi", world_size=2, rank=1)
+    assert not dist.is_initialized()
+
+
+def test_store_set_get_add_wait():
+    master = TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
+    client = TCPStore("127.0.0.1", master.port, timeout=5)
+    client.set("a", "1")
+    assert master.get("a") == b"1"
+    assert client.add("n", 2) == 2 and master.add("n", 3) == 5
+    assert client.check(["a", "n"]) and not client.check(["b"])
+    master.set("b", b"\x00\xff")
+    assert client.wait(["a", "b"]) == [b"1", b"\x00\xff"]
+    start = time.monotonic()
+    with pytest.raises(dist.DistStoreError, match="timed out after 0.2 s waiting for keys"):
+        client.wait(["never"], timeout=0.2)
+    assert time.monotonic() - start < 2
+    client.close()
+    master.close()
+
+
+def test_store_client_without_master_times_out():
+    with pytest.raises(dist.DistStoreError, match="could not connect"):
+        TCPStore("127.0.0.1", _unused_port(), timeout=0.3)
+
+
+def _unused_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_rendezvous_times_out_when_a_rank_never_joins(monkeypatch):
+    """A world of 2 with only rank 0: a clear error within the timeout, never a hang."""
+    from datetime import timedelta
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_unused_port()))
+    start = time.monotonic()
+    with pytest.raises(dist.DistStoreError, match="1 of 2 joined"):
+        dist.init_process_group("nccl", init_method="env://", rank=0, world_size=2,
+                                timeout=timedelta(seconds=1))
+    assert time.monotonic() - start < 5
+    assert not dist.is_initialized()
+
+
+def test_collective_before_init_is_an_error():
+    with pytest.raises(RuntimeError, match="all_reduce: the default process group has not"):
+        import genesis
+        dist.all_reduce(genesis.ones(2))
+
+
+LAUNCHER = [sys.executable, "-m", "genesis.distributed.run"]
+
+
+def write_script(tmp_path, body):
+    path = tmp_path / "worker.py"
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def test_launcher_sets_the_environment(tmp_path):
+    script = write_script(tmp_path, """
+        import os, sys
+        keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+        print(" ".join(os.environ[k] for k in keys), sys.argv[1:], flush=True)
+    """)
+    result = run(LAUNCHER + ["--nproc-per-node", "3", "--nnodes", "1", "--master-port", "29611",
+                             script, "--lr", "1"])
+    assert result.returncode == 0, result.stderr
+    lines = sorted(result.stdout.splitlines())
+    assert lines == [f"{r} {r} 3 127.0.0.1 29611 ['--lr', '1']" for r in range(3)]
+
+
+def test_launcher_stops_the_others_when_a_worker_fails(tmp_path):
+    """Rank 1 exits 3: the launcher exits 3 naming rank 1, and the sleeping ranks are stopped."""
+    script = write_script(tmp_path, """
+        import os, sys, time
+        if os.environ["RANK"] == "1":
+            sys.exit(3)
+        time.sleep(60)
+    """)
+    start = time.monotonic()
+    result = run(LAUNCHER + ["--nproc-per-node", "3", script])
+    assert time.monotonic() - start < 20
+    assert result.returncode == 3
+    assert "worker rank 1 failed with exit code 3" in result.stderr
+
+
+def test_launcher_rejects_several_nodes(tmp_path):
+    result = run(LAUNCHER + ["--nnodes", "2", write_script(tmp_path, "")])
+    assert result.returncode != 0 and "only --nnodes 1" in result.stderr
