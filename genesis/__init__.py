@@ -26,6 +26,7 @@ from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kern
 from .serialization import load, save
 from . import nn, optim, utils
 from . import amp
+from . import distributed
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
                   set_autocast_dtype, set_autocast_enabled)

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import genesis
 import genesis.distributed as dist
 from genesis.distributed import TCPStore
 
@@ -135,3 +136,26 @@ def test_launcher_stops_the_others_when_a_worker_fails(tmp_path):
 def test_launcher_rejects_several_nodes(tmp_path):
     result = run(LAUNCHER + ["--nnodes", "2", write_script(tmp_path, "")])
     assert result.returncode != 0 and "only --nnodes 1" in result.stderr
+
+
+TRAIN_GPT = os.path.join(ROOT, "examples", "train_gpt.py")
+TINY_GPT = ["--device", "cpu", "--batch-size", "4", "--block-size", "16", "--n-layer", "1",
+            "--n-head", "2", "--n-embd", "16", "--eval-interval", "3", "--eval-batches", "1",
+            "--sample-chars", "5", "--warmup", "2"]
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
+def test_train_gpt_data_parallel_then_resumes_on_one_process(tmp_path):
+    """The main job on 2 MPI ranks: rank 0 alone reports and checkpoints; one process resumes."""
+    data = tmp_path / "text.txt"
+    data.write_text("the quick brown fox jumps over the lazy dog. " * 100)
+    args = TINY_GPT + ["--data", str(data), "--out-dir", str(tmp_path / "run")]
+    env = {"PYTHONPATH": ROOT}
+    two = run([MPIEXEC, "-n", "2", sys.executable, TRAIN_GPT] + args + ["--steps", "4"], **env)
+    assert two.returncode == 0, two.stderr[-4000:]
+    assert two.stdout.count("2 processes | device cpu") == 1
+    assert two.stdout.count("validation loss") == 1
+    one = run([sys.executable, TRAIN_GPT] + args + ["--steps", "6", "--resume"], **env)
+    assert one.returncode == 0, one.stderr[-4000:]
+    state = genesis.load(str(tmp_path / "run" / "ckpt.safetensors"))
+    assert state["step"] == 6 and len(state["history"]["train"]) == 6
