@@ -159,3 +159,21 @@ def test_train_gpt_data_parallel_then_resumes_on_one_process(tmp_path):
     assert one.returncode == 0, one.stderr[-4000:]
     state = genesis.load(str(tmp_path / "run" / "ckpt.safetensors"))
     assert state["step"] == 6 and len(state["history"]["train"]) == 6
+
+
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad_as_torch_does():
+    import torch
+    seen = {}
+    for lib in (genesis, torch):
+        w = lib.ones(3, requires_grad=True)
+        calls = []
+        handle = w.register_post_accumulate_grad_hook(lambda p: calls.append(p.grad.tolist()))
+        (w * 2).sum().backward()
+        (w * 3).sum().backward()
+        handle.remove()
+        (w * 4).sum().backward()
+        seen[lib.__name__] = calls
+        with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered "
+                                               "on non-leaf tensors"):
+            (w * 1).register_post_accumulate_grad_hook(lambda p: None)
+    assert seen["genesis"] == seen["torch"] == [[2.0] * 3, [5.0] * 3]
