@@ -8,7 +8,8 @@ and prints a sample of generated text.
 
     python examples/train_gpt.py                 # GPU if available, else CPU (about 3 minutes)
     python examples/train_gpt.py --resume --steps 1200
-    python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py   # data-parallel
+    python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py   # 2 GPUs
+    python -m genesis.distributed.run --mpi --nproc-per-node 2 examples/train_gpt.py  # 2 CPUs
 
 Under the launcher each rank samples its own batches (seeded by its rank) and the model is
 wrapped in DistributedDataParallel; only rank 0 prints, saves the checkpoint and plots. A
@@ -156,7 +157,7 @@ def save_checkpoint(path, model, optimizer, step, history, data, config):
 def setup_distributed(device):
     """(rank, world size): joins the process group in a world of several processes (WORLD_SIZE
     from the launcher, PMI_SIZE from mpiexec): NCCL on the GPU `cuda:LOCAL_RANK`, MPI on the
-    CPU (start CPU runs with `mpiexec -n N`, as MPI needs); else (0, 1)."""
+    CPU (under the launcher with --mpi, or mpiexec); else (0, 1)."""
     world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("PMI_SIZE", 1)))
     if world_size == 1:
         return 0, 1

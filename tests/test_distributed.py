@@ -24,12 +24,18 @@ def run(command, timeout=60, **env):
                           env={**os.environ, **env})
 
 
+LAUNCHER = [sys.executable, "-m", "genesis.distributed.run"]
+
+
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
-@pytest.mark.parametrize("world", [2, 3])
-def test_collectives_and_ddp_under_mpi(world):
+@pytest.mark.parametrize("world, start", [(2, "mpiexec"), (3, "launcher")])
+def test_collectives_and_ddp_under_mpi(world, start):
     """Every collective against numpy, DDP gradients against one process on the whole batch,
-    no_sync accumulation and unused parameters (tests/distributed_worker.py)."""
-    result = run([MPIEXEC, "-n", str(world), sys.executable, WORKER])
+    no_sync accumulation and unused parameters (tests/distributed_worker.py); the world is
+    mpiexec's, or joined from workers the launcher started apart."""
+    command = [MPIEXEC, "-n", str(world), sys.executable] if start == "mpiexec" else \
+        LAUNCHER + ["--mpi", "--nproc-per-node", str(world)]
+    result = run(command + [WORKER])
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip().endswith("all checks passed")
 
@@ -41,9 +47,10 @@ def test_debug_mode_names_mismatched_shapes():
     assert result.returncode == 0, result.stderr[-4000:]
 
 
-def test_mpi_backend_refuses_a_world_it_was_not_started_with():
-    """Under the launcher each process is its own MPI world: a clear error, not a hang."""
-    with pytest.raises(ValueError, match=r"world_size=2 but MPI_COMM_WORLD gives 1.*mpiexec"):
+def test_mpi_backend_refuses_to_join_processes_not_started_by_mpiexec(monkeypatch):
+    """MPICH cannot join processes started alone: a clear error, not a hang."""
+    monkeypatch.delenv("PMI_RANK", raising=False)
+    with pytest.raises(RuntimeError, match=r"not started by mpiexec.*run --mpi"):
         dist.init_process_group("mpi", world_size=2, rank=1)
     assert not dist.is_initialized()
 
@@ -96,9 +103,6 @@ def test_collective_before_init_is_an_error():
         dist.all_reduce(genesis.ones(2))
 
 
-LAUNCHER = [sys.executable, "-m", "genesis.distributed.run"]
-
-
 def write_script(tmp_path, body):
     path = tmp_path / "worker.py"
     path.write_text(textwrap.dedent(body))
@@ -146,12 +150,14 @@ TINY_GPT = ["--device", "cpu", "--batch-size", "4", "--block-size", "16", "--n-l
 
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
 def test_train_gpt_data_parallel_then_resumes_on_one_process(tmp_path):
-    """The main job on 2 MPI ranks: rank 0 alone reports and checkpoints; one process resumes."""
+    """The main job under the launcher, 2 MPI ranks: rank 0 alone reports and checkpoints; one
+    process resumes from its checkpoint."""
     data = tmp_path / "text.txt"
     data.write_text("the quick brown fox jumps over the lazy dog. " * 100)
     args = TINY_GPT + ["--data", str(data), "--out-dir", str(tmp_path / "run")]
     env = {"PYTHONPATH": ROOT}
-    two = run([MPIEXEC, "-n", "2", sys.executable, TRAIN_GPT] + args + ["--steps", "4"], **env)
+    two = run(LAUNCHER + ["--mpi", "--nproc-per-node", "2", TRAIN_GPT] + args +
+              ["--steps", "4"], **env)
     assert two.returncode == 0, two.stderr[-4000:]
     assert two.stdout.count("2 processes | device cpu") == 1
     assert two.stdout.count("validation loss") == 1

@@ -1,9 +1,14 @@
 """The MPI backend: collectives on CPU tensors through mpi4py, in place on their numpy arrays.
 
-As with PyTorch's MPI backend, the ranks are those of MPI_COMM_WORLD: start the workers with
-`mpiexec -n N` (the `mpich` wheel installs one). Half types have no MPI datatype; they are
-reduced in float32 and rounded once.
+As with PyTorch's MPI backend, the ranks can be those of MPI_COMM_WORLD: start the workers with
+`mpiexec -n N` (the `mpich` wheel installs one). Workers started apart, each its own MPI world
+(`python -m genesis.distributed.run --mpi` runs each under `mpiexec -n 1`), are joined into one
+communicator after the env:// rendezvous: rank 0 opens an MPI port and accepts the others one
+at a time, in rank order. Half types have no MPI datatype; they are reduced in float32 and
+rounded once.
 """
+
+import os
 
 import numpy as np
 
@@ -22,24 +27,44 @@ def _mpi():
     return MPI
 
 
+def world_comm_size():
+    """The number of processes mpiexec started together with this one."""
+    return _mpi().COMM_WORLD.Get_size()
+
+
+def require_mpiexec():
+    """MPICH joins only processes that a process manager started (singletons share an id)."""
+    if "PMI_RANK" not in os.environ:
+        raise RuntimeError(
+            "init_process_group(backend='mpi'): this process was not started by mpiexec, so it "
+            "cannot join other MPI processes; start the workers with `mpiexec -n N python "
+            "script.py` or `python -m genesis.distributed.run --mpi --nproc-per-node N "
+            "script.py`")
+
+
 class MPIBackend:
     """The world communicator and the collectives over it; every call returns a Work."""
 
     name = "mpi"
 
-    def __init__(self, rank, world_size):
+    def __init__(self, rank, world_size, comm=None):
         self.MPI = MPI = _mpi()
-        self.comm = MPI.COMM_WORLD
+        self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
         for what, asked, actual in (("world_size", world_size, self.world_size),
                                     ("rank", rank, self.rank)):
             if asked not in (None, -1) and asked != actual:
                 raise ValueError(
                     f"init_process_group(backend='mpi'): {what}={asked} but MPI_COMM_WORLD "
-                    f"gives {actual}; the MPI backend takes its ranks from MPI, so start the "
-                    f"workers with `mpiexec -n N python script.py`")
+                    f"gives {actual}; start the workers with `mpiexec -n N python script.py` "
+                    f"or `python -m genesis.distributed.run --mpi --nproc-per-node N script.py`")
         self.ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
                     ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}
+
+    @classmethod
+    def joined(cls, store, rank, world_size):
+        """The backend over `world_size` separately started MPI processes, met through `store`."""
+        return cls(rank, world_size, _join(_mpi(), store, rank, world_size))
 
     def _start(self, name, start, finish=lambda: None):
         """Run `start()` (an MPI nonblocking call) and wrap its request; errors keep MPI's text."""
@@ -97,6 +122,26 @@ class MPIBackend:
 
     def shutdown(self):
         """Nothing to free: mpi4py finalizes MPI at exit."""
+
+
+def _join(MPI, store, rank, world_size):
+    """One intracommunicator of the ranks in rank order: rank r connects once ranks < r are in,
+    and each member takes part in accepting the later ones."""
+    if rank == 0:
+        port = MPI.Open_port()
+        store.set("mpi/port", port)
+        comm = MPI.COMM_SELF
+    else:
+        port = store.get("mpi/port").decode()
+        if rank > 1:
+            store.wait([f"mpi/joined/{rank - 1}"])
+        comm = MPI.COMM_SELF.Connect(port, root=0).Merge(high=True)
+        store.set(f"mpi/joined/{rank}", b"1")
+    for _ in range(comm.Get_size(), world_size):
+        comm = comm.Accept(port, root=0).Merge(high=False)
+    if rank == 0:
+        MPI.Close_port(port)
+    return comm
 
 
 def _buffer(tensor):

@@ -41,7 +41,7 @@ class NCCLBackend:
         self.device_index, self.cuda = device_index, cuda
         if rank == 0:
             store.set(_UID_KEY, bytes(get_unique_id()))
-        uid = store.get(_UID_KEY)
+        uid = bytearray(store.get(_UID_KEY))
         self.comm = self._call("init", lambda: self.nccl.comm_init_rank_scalable(
             world_size, rank, 1, uid, 0))
         self.stream = cuda.Stream(device_index)

@@ -47,13 +47,29 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     backend = (backend or ("nccl" if cuda.is_available() else "mpi")).lower()
     seconds = (timeout or _DEFAULT_TIMEOUT).total_seconds()
     if backend == "mpi":
-        from .mpi_backend import MPIBackend
-        _world.backend = MPIBackend(None if rank == -1 else rank,
-                                    None if world_size == -1 else world_size)
+        _world.backend = _init_mpi(init_method, rank, world_size, seconds)
     elif backend == "nccl":
         _world.backend = _init_nccl(init_method, rank, world_size, store, seconds, device_id)
     else:
         raise ValueError(f"init_process_group: unknown backend {backend!r} ('nccl' or 'mpi')")
+
+
+def _init_mpi(init_method, rank, world_size, seconds):
+    """MPI_COMM_WORLD when mpiexec started the whole world, else the processes joined through
+    the rendezvous (each started alone, as by the launcher with --mpi)."""
+    from .mpi_backend import MPIBackend, require_mpiexec, world_comm_size
+    wanted = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", 1))
+    if wanted == 1 or world_comm_size() > 1:
+        return MPIBackend(None if rank == -1 else rank, None if world_size == -1 else world_size)
+    require_mpiexec()
+    host, port, rank, world_size = resolve(init_method, rank, world_size)
+    _world.store = rendezvous(host, port, rank, world_size, seconds)
+    try:
+        return MPIBackend.joined(_world.store, rank, world_size)
+    except BaseException:
+        _world.store.close()
+        _world.store = None
+        raise
 
 
 def _init_nccl(init_method, rank, world_size, store, seconds, device_id):

@@ -2,11 +2,13 @@
 
 It starts one worker per rank with MASTER_ADDR, MASTER_PORT, RANK, LOCAL_RANK, WORLD_SIZE (and
 their LOCAL_WORLD_SIZE, GROUP_RANK) set, and watches them. When a worker fails, the others are
-stopped and the launcher exits with that worker's code, naming its rank.
+stopped and the launcher exits with that worker's code, naming its rank. With `--mpi` each
+worker runs under `mpiexec -n 1`, which the MPI backend needs to join workers started apart.
 """
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +27,8 @@ def _parse(argv):
     parser.add_argument("--master-addr", "--master_addr", default="127.0.0.1")
     parser.add_argument("--master-port", "--master_port", type=int, default=None)
     parser.add_argument("--standalone", action="store_true")
+    parser.add_argument("--mpi", action="store_true",
+                        help="run each worker under `mpiexec -n 1` (for the 'mpi' backend)")
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the script argument as a module, as python -m does")
     parser.add_argument("script")
@@ -51,9 +55,19 @@ def _worker_env(args, port, rank):
     return env
 
 
+def _mpiexec():
+    """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = beside if os.path.exists(beside) else shutil.which("mpiexec")
+    if found is None:
+        raise SystemExit("genesis.distributed.run --mpi: no mpiexec found "
+                         "(pip install 'genesis[distributed]' installs MPICH's)")
+    return [found, "-n", "1"]
+
+
 def _start(args):
     port = args.master_port or _free_port(args.master_addr)
-    command = [sys.executable] + (["-m"] if args.module else []) + [args.script] + \
+    command = (_mpiexec() if args.mpi else []) + [sys.executable] + (["-m"] if args.module else []) + [args.script] + \
         args.script_args
     return [subprocess.Popen(command, env=_worker_env(args, port, rank))
             for rank in range(args.nproc_per_node)]
