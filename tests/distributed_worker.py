@@ -234,8 +234,51 @@ def check_unused(rank, world):
     expect_error(RuntimeError, "find_unused_parameters=True", lambda: strict(x))
 
 
+def amp_step(model, x, y, scaler):
+    """One step as the main job takes it: autocast bf16, GradScaler, clipping to norm 1, SGD."""
+    with genesis.autocast("cpu", dtype=genesis.bfloat16):
+        loss = loss_of(model, x, y, use_extra=True)
+    scaler.scale(loss).backward()
+    optimizer = genesis.optim.SGD(model.parameters(), lr=0.1)
+    scaler.unscale_(optimizer)
+    genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+
+
+def check_autocast_grad_scaler_clipping(rank, world):
+    """DDP under autocast with GradScaler and clipping: the step uses the mean of the ranks'
+    unscaled gradients (clipped), and every rank ends with the same weights."""
+    per_rank = 4
+    ddp = ddp_model(rank)
+    amp_step(ddp, *shard(rank, world, per_rank), genesis.amp.GradScaler("cpu"))
+    locals_ = []
+    for r in range(world):
+        genesis.manual_seed(0)
+        alone = Net()
+        with genesis.autocast("cpu", dtype=genesis.bfloat16):
+            loss = loss_of(alone, *shard(r, world, per_rank), use_extra=True)
+        loss.backward()
+        locals_.append([p.grad.numpy() for p in alone.parameters()])
+    genesis.manual_seed(0)
+    reference = Net()
+    with genesis.no_grad():
+        for k, p in enumerate(reference.parameters()):
+            p.grad = genesis.tensor(np.mean([g[k] for g in locals_], axis=0))
+    genesis.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
+    genesis.optim.SGD(reference.parameters(), lr=0.1).step()
+    for p, q in zip(ddp.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    weights = [None] * world
+    dist.all_gather_object(weights, [p.detach().numpy() for p in ddp.module.parameters()])
+    for other in weights:
+        for a, b in zip(other, weights[0]):
+            np.testing.assert_array_equal(a, b)
+
+
 CHECKS = [check_all_reduce, check_async_and_views, check_broadcast_and_reduce, check_gathers,
-          check_reduce_scatter, check_errors, check_ddp, check_no_sync, check_unused]
+          check_reduce_scatter, check_errors, check_ddp, check_no_sync, check_unused,
+          check_autocast_grad_scaler_clipping]
 
 
 def check_debug_mismatch(rank, world):

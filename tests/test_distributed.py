@@ -98,7 +98,8 @@ def test_rendezvous_times_out_when_a_rank_never_joins(monkeypatch):
 
 
 def test_collective_before_init_is_an_error():
-    with pytest.raises(RuntimeError, match="all_reduce: the default process group has not"):
+    with pytest.raises(ValueError, match="all_reduce: Default process group has not been "
+                                         "initialized"):
         import genesis
         dist.all_reduce(genesis.ones(2))
 

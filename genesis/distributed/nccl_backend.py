@@ -19,13 +19,13 @@ _UID_KEY = "nccl/unique_id"
 
 
 def _nccl():
+    """nccl4py's low-level bindings (NCCL's C API on raw pointers and stream handles)."""
     try:
         from nccl.bindings import nccl as bindings
-        from nccl.core import UniqueId, get_unique_id
     except ImportError as e:
         raise RuntimeError("the 'nccl' backend needs nccl4py and NCCL: "
                            "pip install 'genesis[distributed]'") from e
-    return bindings, UniqueId, get_unique_id
+    return bindings
 
 
 class NCCLBackend:
@@ -35,12 +35,12 @@ class NCCLBackend:
 
     def __init__(self, rank, world_size, store, device_index):
         from .. import cuda
-        self.nccl, UniqueId, get_unique_id = _nccl()
+        self.nccl = _nccl()
         self.rank, self.world_size, self.store = rank, world_size, store
         cuda.set_device(device_index)
         self.device_index, self.cuda = device_index, cuda
         if rank == 0:
-            store.set(_UID_KEY, bytes(get_unique_id()))
+            store.set(_UID_KEY, bytes(self._call("get_unique_id", self.nccl.get_unique_id)))
         uid = bytearray(store.get(_UID_KEY))
         self.comm = self._call("init", lambda: self.nccl.comm_init_rank_scalable(
             world_size, rank, 1, uid, 0))

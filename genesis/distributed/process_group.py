@@ -29,8 +29,8 @@ def is_initialized():
 
 def _require_init(name):
     if _world.backend is None:
-        raise RuntimeError(f"{name}: the default process group has not been initialized, "
-                           f"please call init_process_group()")
+        raise ValueError(f"{name}: Default process group has not been initialized, please "
+                         f"make sure to call init_process_group.")
     return _world.backend
 
 

@@ -23,8 +23,8 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view=False, static_graph=False):
         super().__init__()
         if not dist.is_initialized():
-            raise RuntimeError("DistributedDataParallel: the default process group has not been "
-                               "initialized, please call init_process_group()")
+            raise ValueError("DistributedDataParallel: Default process group has not been "
+                             "initialized, please make sure to call init_process_group.")
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
