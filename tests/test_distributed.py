@@ -184,3 +184,15 @@ def test_post_accumulate_grad_hook_sees_the_accumulated_grad_as_torch_does():
                                                "on non-leaf tensors"):
             (w * 1).register_post_accumulate_grad_hook(lambda p: None)
     assert seen["genesis"] == seen["torch"] == [[2.0] * 3, [5.0] * 3]
+
+
+def test_store_on_a_busy_port_is_a_clear_error():
+    master = TCPStore("127.0.0.1", 0, is_master=True, timeout=1)
+    with pytest.raises(dist.DistStoreError, match=f"cannot serve on 127.0.0.1:{master.port}"):
+        TCPStore("127.0.0.1", master.port, is_master=True, timeout=1)
+    master.close()
+
+
+def test_ddp_needs_a_process_group():
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        genesis.nn.parallel.DistributedDataParallel(genesis.nn.Linear(2, 2))

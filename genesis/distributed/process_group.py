@@ -10,7 +10,7 @@ _DEFAULT_TIMEOUT = timedelta(minutes=10)
 
 
 class _World:
-    """The state `init_process_group` sets up: the backend and, for NCCL, the store."""
+    """The state `init_process_group` sets up: the backend and the store it made, if any."""
 
     backend = None
     store = None
@@ -63,23 +63,29 @@ def _init_mpi(init_method, rank, world_size, seconds):
         return MPIBackend(None if rank == -1 else rank, None if world_size == -1 else world_size)
     require_mpiexec()
     host, port, rank, world_size = resolve(init_method, rank, world_size)
-    _world.store = rendezvous(host, port, rank, world_size, seconds)
-    try:
-        return MPIBackend.joined(_world.store, rank, world_size)
-    except BaseException:
-        _world.store.close()
-        _world.store = None
-        raise
+    store = rendezvous(host, port, rank, world_size, seconds)
+    return _owning(store, lambda: MPIBackend.joined(store, rank, world_size))
 
 
 def _init_nccl(init_method, rank, world_size, store, seconds, device_id):
-    if store is None:
-        host, port, rank, world_size = resolve(init_method, rank, world_size)
-        store = rendezvous(host, port, rank, world_size, seconds)
-    _world.store = store
     from .nccl_backend import NCCLBackend
     index = device_id.index if device_id is not None else int(os.environ.get("LOCAL_RANK", 0))
-    return NCCLBackend(rank, world_size, store, index or 0)
+    if store is not None:
+        return NCCLBackend(rank, world_size, store, index or 0)
+    host, port, rank, world_size = resolve(init_method, rank, world_size)
+    store = rendezvous(host, port, rank, world_size, seconds)
+    return _owning(store, lambda: NCCLBackend(rank, world_size, store, index or 0))
+
+
+def _owning(store, make_backend):
+    """`make_backend()`, keeping `store` to close at destroy, or closing it now if that fails."""
+    try:
+        backend = make_backend()
+    except BaseException:
+        store.close()
+        raise
+    _world.store = store
+    return backend
 
 
 def destroy_process_group(group=None):

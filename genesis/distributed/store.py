@@ -56,7 +56,10 @@ class _Server:
 
     def __init__(self, host, port):
         self.data, self.cond = {}, threading.Condition()
-        self.sock = socket.create_server((host, port), reuse_port=False)
+        try:
+            self.sock = socket.create_server((host, port))
+        except OSError as e:
+            raise DistStoreError(f"TCPStore: cannot serve on {host}:{port} ({e})") from None
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
