@@ -9,6 +9,10 @@ both libraries' env:// rendezvous reads):
   tokens, float32 without TF32, 10 steps: the mean losses must agree within 1e-4 relative.
 
     python benchmarks/ddp.py [--json PATH] [--steps N] [--warmup N] [--nproc 2]
+
+Every collective on 2 GPUs (fp32, bf16, int64, float64, each reduce op) and DDP's gradients are
+checked by `python -m genesis.distributed.run --nproc-per-node 2 tests/distributed_worker.py
+cuda`.
 """
 
 import argparse

@@ -1,10 +1,15 @@
-"""Checks run inside each rank of an `mpiexec -n N` job by tests/test_distributed.py.
+"""Checks run inside each rank of a job by tests/test_distributed.py (MPI, CPU tensors) and,
+with the argument `cuda`, on GPUs over NCCL:
+
+    python -m genesis.distributed.run --nproc-per-node 2 tests/distributed_worker.py cuda
 
 Every rank runs every check; a failed check raises, which makes the job exit non-zero with the
 traceback on stderr. The last line of stdout of rank 0 is "all checks passed".
 """
 
+import os
 import sys
+from functools import partial
 
 import numpy as np
 
@@ -14,6 +19,12 @@ import genesis  # noqa: E402
 import genesis.distributed as dist  # noqa: E402
 from genesis import nn  # noqa: E402
 from genesis.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+DEVICE = "cuda" if "cuda" in sys.argv[1:] else "cpu"
+on_device = partial(genesis.tensor, device=DEVICE)
+empty = partial(genesis.empty, device=DEVICE)
+ones = partial(genesis.ones, device=DEVICE)
+full = partial(genesis.full, device=DEVICE)
 
 OPS = {dist.ReduceOp.SUM: np.sum, dist.ReduceOp.AVG: np.mean, dist.ReduceOp.MAX: np.max,
        dist.ReduceOp.MIN: np.min, dist.ReduceOp.PRODUCT: np.prod}
@@ -28,13 +39,20 @@ def rank_data(shape, rank, dtype="float32"):
 
 
 def tensor(values, dtype):
-    return genesis.tensor(values, dtype=DTYPES[dtype][0])
+    return on_device(values, dtype=DTYPES[dtype][0])
 
 
-def close(actual, expected, dtype):
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def close(actual, expected, dtype, world=1):
+    """Within the dtype's tolerance; NCCL reduces bfloat16 in bfloat16, rounding each of its
+    world - 1 partial results (half an ulp of at most 8, 2**-5, each), where MPI rounds once."""
     tol = DTYPES[dtype][1]
+    atol = tol + (world - 1) * 2.0 ** -5 if dtype == "bfloat16" and DEVICE == "cuda" else tol
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), expected, rtol=tol,
-                               atol=tol)
+                               atol=atol)
 
 
 def check_all_reduce(rank, world):
@@ -45,59 +63,59 @@ def check_all_reduce(rank, world):
             every = [rank_data((3, 5), r, dtype) for r in range(world)]
             t = tensor(every[rank], dtype)
             dist.all_reduce(t, op)
-            expected = tensor(fn(np.stack(every), axis=0), dtype).to(genesis.float64).numpy()
-            close(t.to(genesis.float64).numpy(), expected, dtype)
+            expected = host(tensor(fn(np.stack(every), axis=0), dtype).to(genesis.float64))
+            close(host(t.to(genesis.float64)), expected, dtype, world)
 
 
 def check_async_and_views(rank, world):
     every = [rank_data((4, 6), r) for r in range(world)]
-    t = genesis.tensor(every[rank], dtype=genesis.float32)
+    t = on_device(every[rank], dtype=genesis.float32)
     work = dist.all_reduce(t[1:3], async_op=True)
     work.wait()
     assert work.is_completed()
     expected = np.array(every[rank], dtype=np.float32)
     expected[1:3] = np.sum(np.stack(every), axis=0)[1:3]
-    close(t.numpy(), expected, "float32")
-    zero_d = genesis.tensor(float(rank + 1))
+    close(host(t), expected, "float32")
+    zero_d = on_device(float(rank + 1))
     dist.all_reduce(zero_d)
     close(zero_d.item(), world * (world + 1) / 2, "float32")
-    dist.all_reduce(genesis.empty(0))
+    dist.all_reduce(empty(0))
 
 
 def check_broadcast_and_reduce(rank, world):
     for src in range(world):
-        t = genesis.tensor(rank_data((7,), rank), dtype=genesis.float64)
+        t = on_device(rank_data((7,), rank), dtype=genesis.float64)
         dist.broadcast(t, src)
-        close(t.numpy(), rank_data((7,), src), "float64")
+        close(host(t), rank_data((7,), src), "float64")
     for dst in range(world):
-        t = genesis.tensor(rank_data((2, 3), rank), dtype=genesis.float64)
+        t = on_device(rank_data((2, 3), rank), dtype=genesis.float64)
         dist.reduce(t, dst, dist.ReduceOp.MAX)
         mine = rank_data((2, 3), rank)
         expected = np.max([rank_data((2, 3), r) for r in range(world)], axis=0) \
             if rank == dst else mine
-        close(t.numpy(), expected, "float64")
+        close(host(t), expected, "float64")
 
 
 def check_gathers(rank, world):
     every = [rank_data((2, 3), r) for r in range(world)]
     for dtype in ("float32", "bfloat16"):
-        out = genesis.empty((2 * world, 3), dtype=DTYPES[dtype][0])
+        out = empty((2 * world, 3), dtype=DTYPES[dtype][0])
         dist.all_gather_into_tensor(out, tensor(every[rank], dtype))
-        close(out.to(genesis.float64).numpy(),
-              tensor(np.concatenate(every), dtype).to(genesis.float64).numpy(), dtype)
-    parts = [genesis.empty((2, 3)) for _ in range(world)]
-    dist.all_gather(parts, genesis.tensor(every[rank], dtype=genesis.float32))
+        close(host(out.to(genesis.float64)),
+              host(tensor(np.concatenate(every), dtype).to(genesis.float64)), dtype)
+    parts = [empty((2, 3)) for _ in range(world)]
+    dist.all_gather(parts, on_device(every[rank], dtype=genesis.float32))
     for part, values in zip(parts, every):
-        close(part.numpy(), values, "float32")
-    gathered = [genesis.empty((2, 3)) for _ in range(world)] if rank == world - 1 else None
-    dist.gather(genesis.tensor(every[rank], dtype=genesis.float32), gathered, dst=world - 1)
+        close(host(part), values, "float32")
+    gathered = [empty((2, 3)) for _ in range(world)] if rank == world - 1 else None
+    dist.gather(on_device(every[rank], dtype=genesis.float32), gathered, dst=world - 1)
     if gathered is not None:
         for part, values in zip(gathered, every):
-            close(part.numpy(), values, "float32")
-    mine = genesis.empty((2, 3))
-    dist.scatter(mine, [genesis.tensor(v, dtype=genesis.float32) for v in every]
+            close(host(part), values, "float32")
+    mine = empty((2, 3))
+    dist.scatter(mine, [on_device(v, dtype=genesis.float32) for v in every]
                  if rank == 0 else None, src=0)
-    close(mine.numpy(), every[rank], "float32")
+    close(host(mine), every[rank], "float32")
     objects = [None] * world
     dist.all_gather_object(objects, {"rank": rank})
     assert objects == [{"rank": r} for r in range(world)]
@@ -106,21 +124,21 @@ def check_gathers(rank, world):
 def check_reduce_scatter(rank, world):
     every = [rank_data((3 * world, 2), r) for r in range(world)]
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN):
-        out = genesis.empty((3, 2), dtype=genesis.float64)
-        dist.reduce_scatter_tensor(out, genesis.tensor(every[rank], dtype=genesis.float64), op)
-        close(out.numpy(), OPS[op](np.stack(every), axis=0)[3 * rank:3 * rank + 3], "float64")
+        out = empty((3, 2), dtype=genesis.float64)
+        dist.reduce_scatter_tensor(out, on_device(every[rank], dtype=genesis.float64), op)
+        close(host(out), OPS[op](np.stack(every), axis=0)[3 * rank:3 * rank + 3], "float64")
 
 
 def check_errors(rank, world):
     expect_error(ValueError, "Tensors must be contiguous",
-                 lambda: dist.all_reduce(genesis.ones(3, 4).t()))
+                 lambda: dist.all_reduce(ones(3, 4).t()))
     expect_error(ValueError, "AVG needs a floating-point",
-                 lambda: dist.all_reduce(genesis.ones(3, dtype=genesis.int64),
+                 lambda: dist.all_reduce(ones(3, dtype=genesis.int64),
                                          dist.ReduceOp.AVG))
     expect_error(ValueError, "world_size",
-                 lambda: dist.all_gather_into_tensor(genesis.empty(5), genesis.empty(3)))
+                 lambda: dist.all_gather_into_tensor(empty(5), empty(3)))
     expect_error(ValueError, f"is not a rank of a world of {world}",
-                 lambda: dist.broadcast(genesis.empty(1), world))
+                 lambda: dist.broadcast(empty(1), world))
 
 
 def expect_error(kind, text, fn):
@@ -148,7 +166,7 @@ def make_batch(world, per_rank):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((world * per_rank, 5)).astype(np.float32)
     y = rng.standard_normal((world * per_rank, 3)).astype(np.float32)
-    return genesis.tensor(x), genesis.tensor(y)
+    return on_device(x), on_device(y)
 
 
 def loss_of(model, x, y, **kwargs):
@@ -158,7 +176,7 @@ def loss_of(model, x, y, **kwargs):
 def reference_grads(world, per_rank, steps=1, **kwargs):
     """Gradients of one process on the whole concatenated batch, from rank 0's weights."""
     genesis.manual_seed(0)
-    model = Net()
+    model = Net().to(DEVICE)
     x, y = make_batch(world, per_rank)
     for _ in range(steps):
         loss_of(model, x, y, **kwargs).backward()
@@ -167,7 +185,7 @@ def reference_grads(world, per_rank, steps=1, **kwargs):
 
 def ddp_model(rank, **kwargs):
     genesis.manual_seed(rank)  # rank 0's weights must reach every rank
-    return DDP(Net(), bucket_cap_mb=1e-4, **kwargs)
+    return DDP(Net().to(DEVICE), bucket_cap_mb=1e-4, **kwargs)
 
 
 def shard(rank, world, per_rank):
@@ -180,7 +198,7 @@ def compare_grads(ddp, reference, scale=1.0):
         if q.grad is None:
             assert p.grad is None, name
             continue
-        np.testing.assert_allclose(p.grad.numpy() * scale, q.grad.numpy(), rtol=1e-5,
+        np.testing.assert_allclose(host(p.grad) * scale, host(q.grad), rtol=1e-5,
                                    atol=1e-6, err_msg=name)
 
 
@@ -190,7 +208,7 @@ def check_ddp(rank, world):
     assert len(ddp.reducer.buckets) > 1  # a tiny cap: several buckets in flight
     reference = reference_grads(world, per_rank, use_extra=True)
     for p, q in zip(ddp.module.parameters(), reference.parameters()):
-        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+        np.testing.assert_array_equal(host(p), host(q))
     x, y = shard(rank, world, per_rank)
     loss_of(ddp, x, y, use_extra=True).backward()
     compare_grads(ddp, reference)
@@ -205,11 +223,11 @@ def check_no_sync(rank, world):
     x, y = shard(rank, world, per_rank)
     with ddp.no_sync():
         loss_of(ddp, x, y, use_extra=True).backward()
-    local = [p.grad.numpy().copy() for p in ddp.module.parameters()]
+    local = [host(p.grad).copy() for p in ddp.module.parameters()]
     loss_of(ddp, x, y, use_extra=True).backward()
     compare_grads(ddp, reference)
     if world > 1:  # the first backward stayed local: its gradient is the shard's own
-        assert not np.allclose(local[0] * 2, ddp.module.fc1.weight.grad.numpy())
+        assert not np.allclose(local[0] * 2, host(ddp.module.fc1.weight.grad))
 
 
 def check_unused(rank, world):
@@ -221,10 +239,10 @@ def check_unused(rank, world):
     x, y = shard(rank, world, per_rank)
     loss_of(ddp, x, y, use_extra=rank == 0).backward()
     genesis.manual_seed(0)
-    alone = Net()
+    alone = Net().to(DEVICE)
     loss_of(alone, *shard(0, world, per_rank), use_extra=True).backward()
-    np.testing.assert_allclose(ddp.module.extra.weight.grad.numpy() * world,
-                               alone.extra.weight.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(host(ddp.module.extra.weight.grad) * world,
+                               host(alone.extra.weight.grad), rtol=1e-5, atol=1e-7)
     unused_everywhere = ddp_model(rank, find_unused_parameters=True)
     loss_of(unused_everywhere, x, y).backward()
     assert unused_everywhere.module.extra.weight.grad is None
@@ -236,7 +254,7 @@ def check_unused(rank, world):
 
 def amp_step(model, x, y, scaler):
     """One step as the main job takes it: autocast bf16, GradScaler, clipping to norm 1, SGD."""
-    with genesis.autocast("cpu", dtype=genesis.bfloat16):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         loss = loss_of(model, x, y, use_extra=True)
     scaler.scale(loss).backward()
     optimizer = genesis.optim.SGD(model.parameters(), lr=0.1)
@@ -251,26 +269,26 @@ def check_autocast_grad_scaler_clipping(rank, world):
     unscaled gradients (clipped), and every rank ends with the same weights."""
     per_rank = 4
     ddp = ddp_model(rank)
-    amp_step(ddp, *shard(rank, world, per_rank), genesis.amp.GradScaler("cpu"))
+    amp_step(ddp, *shard(rank, world, per_rank), genesis.amp.GradScaler(DEVICE))
     locals_ = []
     for r in range(world):
         genesis.manual_seed(0)
-        alone = Net()
-        with genesis.autocast("cpu", dtype=genesis.bfloat16):
+        alone = Net().to(DEVICE)
+        with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
             loss = loss_of(alone, *shard(r, world, per_rank), use_extra=True)
         loss.backward()
-        locals_.append([p.grad.numpy() for p in alone.parameters()])
+        locals_.append([host(p.grad) for p in alone.parameters()])
     genesis.manual_seed(0)
-    reference = Net()
+    reference = Net().to(DEVICE)
     with genesis.no_grad():
         for k, p in enumerate(reference.parameters()):
-            p.grad = genesis.tensor(np.mean([g[k] for g in locals_], axis=0))
+            p.grad = on_device(np.mean([g[k] for g in locals_], axis=0))
     genesis.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
     genesis.optim.SGD(reference.parameters(), lr=0.1).step()
     for p, q in zip(ddp.module.parameters(), reference.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(host(p), host(q), rtol=1e-5, atol=1e-6)
     weights = [None] * world
-    dist.all_gather_object(weights, [p.detach().numpy() for p in ddp.module.parameters()])
+    dist.all_gather_object(weights, [host(p) for p in ddp.module.parameters()])
     for other in weights:
         for a, b in zip(other, weights[0]):
             np.testing.assert_array_equal(a, b)
@@ -284,13 +302,15 @@ CHECKS = [check_all_reduce, check_async_and_views, check_broadcast_and_reduce, c
 def check_debug_mismatch(rank, world):
     """GENESIS_DISTRIBUTED_DEBUG=1: shapes that differ across ranks are an error on every rank."""
     expect_error(RuntimeError, "rank 0: all_reduce [((1,), 'genesis.float32')]",
-                 lambda: dist.all_reduce(genesis.ones(rank + 1)))
+                 lambda: dist.all_reduce(ones(rank + 1)))
 
 
 def main():
-    dist.init_process_group("mpi")
+    if DEVICE == "cuda":
+        genesis.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    dist.init_process_group("nccl" if DEVICE == "cuda" else "mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    checks = [check_debug_mismatch] if sys.argv[1:] == ["debug"] else CHECKS
+    checks = [check_debug_mismatch] if "debug" in sys.argv[1:] else CHECKS
     for check in checks:
         check(rank, world)
         dist.barrier()

@@ -1,6 +1,9 @@
 """The NCCL backend with a world of one process on one GPU, through the whole API."""
 
+import os
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -87,3 +90,14 @@ def test_ddp_of_one_rank_leaves_gradients_unchanged(nccl_world, rng):
         model(x).float().pow(2).mean().backward()
     for g, p in zip(grads, model.parameters()):
         np.testing.assert_allclose(g, p.grad.cpu().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_worker_checks_on_one_gpu():
+    """tests/distributed_worker.py's collective and DDP checks over NCCL, a world of one
+    (with two GPUs: `--nproc-per-node 2`, see benchmarks/ddp.py's docstring)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node",
+                             "1", os.path.join(root, "tests", "distributed_worker.py"), "cuda"],
+                            cwd=root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().endswith("all checks passed")
