@@ -39,6 +39,7 @@ class NCCLBackend:
         self.rank, self.world_size, self.store = rank, world_size, store
         cuda.set_device(device_index)
         self.device_index, self.cuda = device_index, cuda
+        self.device = f"cuda:{device_index}"
         if rank == 0:
             store.set(_UID_KEY, bytes(self._call("get_unique_id", self.nccl.get_unique_id)))
         uid = bytearray(store.get(_UID_KEY))
@@ -100,7 +101,7 @@ class NCCLBackend:
     def barrier(self):
         """An all_reduce of one byte, then the host waits for it (as PyTorch's NCCL barrier)."""
         from .. import ones
-        flag = ones(1, dtype=_uint8(), device=f"cuda:{self.device_index}")
+        flag = ones(1, dtype=_uint8(), device=self.device)
         work = self.all_reduce(flag, ReduceOp.SUM)
 
         def wait():

@@ -91,11 +91,13 @@ def _owning(store, make_backend):
 def destroy_process_group(group=None):
     """Leave the process group: all ranks meet once more, then the backend and store close."""
     backend = _require_init("destroy_process_group")
-    backend.barrier().wait()
-    backend.shutdown()
-    if _world.store is not None:
-        _world.store.close()
-    _world.backend = _world.store = None
+    try:
+        backend.barrier().wait()
+        backend.shutdown()
+    finally:
+        if _world.store is not None:
+            _world.store.close()
+        _world.backend = _world.store = None
 
 
 def get_rank(group=None):
