@@ -8,6 +8,12 @@ and prints a sample of generated text.
 
     python examples/train_gpt.py                 # GPU if available, else CPU (about 3 minutes)
     python examples/train_gpt.py --resume --steps 1200
+    python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py   # 2 GPUs
+    python -m genesis.distributed.run --mpi --nproc-per-node 2 examples/train_gpt.py  # 2 CPUs
+
+Under the launcher each rank samples its own batches (seeded by its rank) and the model is
+wrapped in DistributedDataParallel; only rank 0 prints, saves the checkpoint and plots. A
+checkpoint holds the bare model, so a run resumes on any number of processes.
 """
 
 import argparse
@@ -158,6 +164,19 @@ def save_checkpoint(path, model, optimizer, step, history, data, config):
                   "config": vars(config)}, path)
 
 
+def setup_distributed(device):
+    """(rank, world size): joins the process group in a world of several processes (WORLD_SIZE
+    from the launcher, PMI_SIZE from mpiexec): NCCL on the GPU `cuda:LOCAL_RANK`, MPI on the
+    CPU (under the launcher with --mpi, or mpiexec); else (0, 1)."""
+    world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("PMI_SIZE", 1)))
+    if world_size == 1:
+        return 0, 1
+    if device == "cuda":
+        genesis.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    genesis.distributed.init_process_group("nccl" if device == "cuda" else "mpi")
+    return genesis.distributed.get_rank(), world_size
+
+
 def plot(history, path):
     try:
         import matplotlib
@@ -191,8 +210,9 @@ def progress(iterable, total, initial):
 def main(argv=None):
     args = parse_args(argv)
     device = args.device or ("cuda" if genesis.cuda.is_available() else "cpu")
+    rank, world_size = setup_distributed(device)
     genesis.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.seed + rank)
     ckpt_path = os.path.join(args.out_dir, "ckpt.safetensors")
     state = genesis.load(ckpt_path, map_location=device) if args.resume else None
     if state is not None:
@@ -212,8 +232,12 @@ def main(argv=None):
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start, history = int(state["step"]), state["history"]
+    ddp_model = model if world_size == 1 else \
+        genesis.nn.parallel.DistributedDataParallel(model)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"device {device} | {n_params / 1e6:.2f}M parameters | vocab {len(data.chars)} | "
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"{world_size} processes | " if world_size > 1 else "", end="")
+    say(f"device {device} | {n_params / 1e6:.2f}M parameters | vocab {len(data.chars)} | "
           f"{len(data.train):,} train / {len(data.val):,} val chars | "
           f"unigram baseline {history['unigram']:.3f} nats")
 
@@ -221,11 +245,12 @@ def main(argv=None):
     # compiled kernels): tens of ms a pass. Frozen, they are left out of those passes.
     gc.freeze()
     dtype = args.dtype or ("bfloat16" if device == "cuda" else "float32")
-    print(f"precision: {dtype if dtype == 'float32' else 'autocast ' + dtype}")
+    say(f"precision: {dtype if dtype == 'float32' else 'autocast ' + dtype}")
     autocast = genesis.autocast(device, dtype=getattr(genesis, dtype) if dtype != "float32"
                                 else None, enabled=dtype != "float32")
     scaler = genesis.amp.GradScaler(device, enabled=dtype == "float16")
-    bar = progress(range(start, args.steps), args.steps, start)
+    bar = progress(range(start, args.steps), args.steps, start) if rank == 0 else \
+        range(start, args.steps)
     tokens_per_step = args.batch_size * config.block_size
     t0 = time.perf_counter()
     for step in bar:
@@ -233,7 +258,7 @@ def main(argv=None):
             group["lr"] = lr_at(step, args)
         x, y = data.batch("train", args.batch_size, rng, device)
         with autocast:
-            _, loss = model(x, y)
+            _, loss = ddp_model(x, y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
@@ -242,7 +267,7 @@ def main(argv=None):
         scaler.update()
         loss_value = loss.item()
         history["train"].append((step + 1, loss_value))
-        rate = tokens_per_step * (step + 1 - start) / (time.perf_counter() - t0)
+        rate = world_size * tokens_per_step * (step + 1 - start) / (time.perf_counter() - t0)
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{rate:,.0f}")
         if (step + 1) % args.eval_interval == 0 or step + 1 == args.steps:
@@ -250,11 +275,15 @@ def main(argv=None):
                 val = evaluate(model, data, args, rng, device)
             history["val"].append((step + 1, val))
             message = f"step {step + 1}: train {loss_value:.3f}, val {val:.3f}"
-            (bar.write if hasattr(bar, "write") else print)(message)
+            (bar.write if hasattr(bar, "write") else say)(message)
 
+    final_val = history["val"][-1][1] if history["val"] else float("nan")
+    if world_size > 1:
+        genesis.distributed.destroy_process_group()
+    if rank != 0:
+        return final_val, history["unigram"]
     os.makedirs(args.out_dir, exist_ok=True)
     save_checkpoint(ckpt_path, model, optimizer, args.steps, history, data, config)
-    final_val = history["val"][-1][1] if history["val"] else float("nan")
     print(f"validation loss {final_val:.3f} nats vs unigram baseline {history['unigram']:.3f} "
           f"nats | checkpoint: {ckpt_path}")
     plot(history, os.path.join(args.out_dir, "loss.png"))

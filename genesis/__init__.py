@@ -40,7 +40,7 @@ from . import nn, optim, utils
 from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
 from . import special
 from . import linalg
-from . import amp, models
+from . import amp, distributed, models
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
                   set_autocast_dtype, set_autocast_enabled)

@@ -63,6 +63,7 @@ class Tensor:
     _output_nr = 0
     _base = None
     _hooks = None
+    _post_accumulate_hooks = None
     _retains_grad = False
     _grad_accumulator = None
     _storage = _LazyField(_find_storage)  # the storage and element offset the array views
@@ -338,6 +339,17 @@ class Tensor:
         else:
             hooks = self.grad_fn.tensor_hooks(self._output_nr)
         return RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call `hook(tensor)` on this leaf after its `.grad` has been accumulated in backward."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not self.is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        return RemovableHandle(self._post_accumulate_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from .autograd.engine import backward

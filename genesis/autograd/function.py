@@ -88,6 +88,9 @@ class AccumulateGrad(Node):
             leaf.grad = leaf.grad + grad
         else:
             leaf.grad.add_(grad)
+        if leaf._post_accumulate_hooks:
+            for hook in list(leaf._post_accumulate_hooks.values()):
+                hook(leaf)
 
 
 _REFS_OF_ARGUMENT = (lambda obj: sys.getrefcount(obj))(object())

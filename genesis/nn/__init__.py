@@ -1,6 +1,7 @@
 """Neural network building blocks: Module, Parameter, layers, losses, init and functional."""
 
 from . import functional, init, utils
+from . import parallel
 from .modules import *
 from .modules import __all__ as _modules_all
 from .parameter import Parameter

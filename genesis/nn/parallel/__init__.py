@@ -1,0 +1,5 @@
+"""Parallel training wrappers: `DistributedDataParallel`."""
+
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]

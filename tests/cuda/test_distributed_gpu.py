@@ -1,0 +1,103 @@
+"""The NCCL backend with a world of one process on one GPU, through the whole API."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import genesis
+import genesis.distributed as dist
+from helpers import skip_no_cuda
+
+pytestmark = skip_no_cuda
+pytest.importorskip("nccl.bindings")
+
+
+@pytest.fixture(scope="module")
+def nccl_world():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def cuda_tensor(rng, shape, dtype):
+    return genesis.tensor(rng.standard_normal(shape).astype(np.float32), device="cuda",
+                          dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+@pytest.mark.parametrize("op", list(dist.ReduceOp), ids=lambda o: o.name)
+def test_all_reduce_of_one_rank_is_the_identity(nccl_world, rng, dtype, op):
+    t = cuda_tensor(rng, (33, 7), dtype)
+    before = t.cpu().numpy().copy()
+    work = dist.all_reduce(t, op, async_op=True)
+    work.wait()
+    np.testing.assert_array_equal(t.cpu().numpy(), before)
+    genesis.cuda.synchronize()
+    assert work.is_completed()
+
+
+def test_every_collective(nccl_world, rng):
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "nccl")
+    t = cuda_tensor(rng, (4, 5), genesis.float32)
+    host = t.cpu().numpy()
+    dist.broadcast(t, 0)
+    dist.reduce(t, 0)
+    np.testing.assert_array_equal(t.cpu().numpy(), host)
+    out = genesis.empty((4, 5), device="cuda")
+    dist.all_gather_into_tensor(out, t)
+    np.testing.assert_array_equal(out.cpu().numpy(), host)
+    dist.reduce_scatter_tensor(out, t, dist.ReduceOp.AVG)
+    np.testing.assert_array_equal(out.cpu().numpy(), host)
+    parts = [genesis.empty((4, 5), device="cuda")]
+    dist.all_gather(parts, t)
+    np.testing.assert_array_equal(parts[0].cpu().numpy(), host)
+    dist.barrier()
+
+
+def test_collective_orders_after_the_compute_stream(nccl_world):
+    """A result still being written on the current stream is what the collective sees."""
+    t = genesis.zeros(1 << 20, device="cuda")
+    t.add_(3.0)
+    dist.all_reduce(t)
+    assert float(t.sum().item()) == 3.0 * (1 << 20)
+
+
+def test_cpu_tensor_is_refused(nccl_world):
+    with pytest.raises(ValueError, match="the nccl backend works on cuda tensors"):
+        dist.all_reduce(genesis.ones(2))
+
+
+def test_ddp_of_one_rank_leaves_gradients_unchanged(nccl_world, rng):
+    genesis.manual_seed(0)
+    model = genesis.nn.Sequential(genesis.nn.Linear(6, 8), genesis.nn.Tanh(),
+                                  genesis.nn.Linear(8, 2)).to("cuda")
+    ddp = genesis.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1e-4)
+    x = cuda_tensor(rng, (5, 6), genesis.float32)
+    with genesis.autocast("cuda", dtype=genesis.bfloat16):
+        ddp(x).float().pow(2).mean().backward()
+    grads = [p.grad.cpu().numpy().copy() for p in model.parameters()]
+    for p in model.parameters():
+        p.grad = None
+    with genesis.autocast("cuda", dtype=genesis.bfloat16):
+        model(x).float().pow(2).mean().backward()
+    for g, p in zip(grads, model.parameters()):
+        np.testing.assert_allclose(g, p.grad.cpu().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_worker_checks_on_one_gpu():
+    """tests/distributed_worker.py's collective and DDP checks over NCCL, a world of one
+    (with two GPUs: `--nproc-per-node 2`, see benchmarks/ddp.py's docstring)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node",
+                             "1", os.path.join(root, "tests", "distributed_worker.py"), "cuda"],
+                            cwd=root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().endswith("all checks passed")
