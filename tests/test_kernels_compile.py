@@ -9,7 +9,6 @@ triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import genesis.backends.cuda.kernels as kernels  # noqa: E402
-from kernel_compile_cases import CASES  # noqa: E402
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(kernels.__path__))
 
@@ -22,6 +21,9 @@ def _kernels(module):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_kernel_module_compiles_for_sm90(name):
+    """The kernel modules are imported here, not at collection: importing one registers its
+    kernels, which would replace a fake "cuda" backend's (tests/fake_cuda.py) for every test."""
+    from kernel_compile_cases import CASES
     module = importlib.import_module(f"genesis.backends.cuda.kernels.{name}")
     cases = CASES.get(name) or getattr(module, "compile_all", None)
     assert cases is not None or not _kernels(module), \

@@ -69,7 +69,6 @@ def fake_kernel(monkeypatch, timer, name="_add_kernel", cost_ns=2_000, consts=((
     bound.name = name
     bound._head = ()
     bound._tail = tuple(v for _, v in consts)
-    bound.n_args = 4  # x, y, out, n: the parameters before the constants
 
     def run(*args):
         timer.gpu_ns += cost_ns

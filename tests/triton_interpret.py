@@ -132,7 +132,7 @@ class _Launcher:
 
     def __call__(self, grid, stream, *args):
         """`args`: the parameters before the trailing constants, as launch.BoundKernel takes
-        them (values at constant positions are ignored)."""
+        them (values at constant positions among them are ignored)."""
         converted = {}
         for name, value in zip(self.fn.arg_names, args):
             ty = self.signature[name]

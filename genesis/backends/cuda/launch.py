@@ -67,10 +67,10 @@ def constant_suffix(signature):
 class BoundKernel:
     """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`.
 
-    `args` are the kernel's parameters in order, at least up to the trailing run of compile-time
-    ones (the first `n_args`); a parameter compiled as a constant is passed as any value
+    `args` are the kernel's parameters in order up to the trailing run of compile-time ones
+    (the first `n_args`); a parameter compiled as a constant before that is passed as any value
     (Triton's launcher ignores it). The launcher takes every parameter, so the trailing
-    constants the caller leaves out are appended from `_tail`.
+    constants are appended from `_tail`.
 
     Kernels that need no scratch memory (all of Genesis's) skip `compiled.run`, a Python frame
     that allocates scratch, and call the C launch function under it directly with its leading
@@ -100,7 +100,7 @@ class BoundKernel:
         self._tail = tuple(constexprs.get(name) for name in list(signature)[self.n_args:])
 
     def __call__(self, grid, stream, *args):
-        args += self._tail[len(args) - self.n_args:]
+        args += self._tail
         if len(grid) == 1:
             gx, gy, gz = grid[0], 1, 1
         else:
@@ -162,7 +162,8 @@ class Launch:
     """One launch of Triton kernel `fn` over `grid`, specialized on its first call.
 
     `launch(stream, *args)` takes the kernel's parameters in order up to its meta-parameters
-    (the ones annotated tl.constexpr, given once in `meta`). The first call derives the
+    (the ones annotated tl.constexpr, given once in `meta`); those of them compiled as
+    constants at the end are left out of the launch (see BoundKernel). The first call derives the
     specialization from them: an array is a pointer of its dtype (the launch passes its
     address), None and a `Const` are compiled in, an int is `int_type` and a float `fp32`
     unless `types` names another type for its parameter. Arrays at 16-byte addresses and ints
@@ -189,7 +190,7 @@ class Launch:
             kernel = self._specialize(args)
             if kernel is None:
                 return
-        args = list(args)
+        args = list(args[:kernel.n_args])
         for i in self.pointers:
             args[i] = args[i].ptr
         kernel(self.grid, stream, *args)

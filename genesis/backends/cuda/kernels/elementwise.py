@@ -634,6 +634,9 @@ def write(op, out, operands, params, dtype, stream):
     args.insert(2, n)  # the kernel takes n after out and x0
     if params:
         args += [None] * (5 - len(args))  # the parameters follow x1 and x2
+    elif args[-1] is None:  # absent last operands are trailing constants: not passed
+        while args[-1] is None:
+            args.pop()
     key.append(aligned)
     key.append(out.storage.device)
     key = tuple(key)
