@@ -9,7 +9,7 @@ pytest.importorskip("triton")
 
 from genesis.backends.cuda import libraries  # noqa: E402
 from genesis.backends.cuda.kernels import matmul as mm  # noqa: E402
-from genesis.backends.cuda.kernels._strided import placeholder  # noqa: E402
+from genesis.backends.cuda.kernels._strided_indexing import placeholder  # noqa: E402
 
 
 def arr(shape, strides=None, dtype=np.float32):

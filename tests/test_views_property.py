@@ -167,7 +167,7 @@ def test_cuda_arrays_count_contiguity_as_numpy(shape, choices):
     """CUDAArray.is_contiguous (what the kernels and Tensor.is_contiguous read off the GPU)
     against numpy's c_contiguous flag: dims of size 1 and empty arrays take any strides. Each
     dim keeps its row-major stride (None) or takes a drawn one."""
-    from genesis.backends.cuda.kernels._strided import placeholder
+    from genesis.backends.cuda.kernels._strided_indexing import placeholder
     row_major = genesis.tensor(np.empty(shape)).stride()
     strides = tuple(r if c is None else c for r, c in zip(row_major, choices))
     arr = placeholder(shape, np.float32, strides)

@@ -21,6 +21,7 @@ from triton.language.extra import libdevice
 from triton.runtime import interpreter
 from triton.runtime.interpreter import TensorHandle
 
+from genesis.backends.cuda.launch import constant_suffix
 from genesis.backends.cuda.runtime.array import CUDAArray, contiguous_byte_strides
 
 ENABLED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -126,17 +127,22 @@ class _Launcher:
 
     def __init__(self, fn, signature, constexprs):
         self.fn, self.constexprs = fn, dict(constexprs or {})
-        self.types = [ty for ty in signature.values() if ty != "constexpr"]
+        self.signature = signature
+        self.n_args = constant_suffix(signature)
 
     def __call__(self, grid, stream, *args):
-        converted = []
-        for value, ty in zip(args, self.types):
+        """`args`: the parameters before the trailing constants, as launch.BoundKernel takes
+        them (values at constant positions among them are ignored)."""
+        converted = {}
+        for name, value in zip(self.fn.arg_names, args):
+            ty = self.signature[name]
+            if ty == "constexpr":
+                continue
             if ty.startswith("*"):
-                converted.append(_HostPointer(value, _TL_TYPES[ty[1:]]))
+                converted[name] = _HostPointer(value, _TL_TYPES[ty[1:]])
             else:
-                converted.append(_scalar(value, ty))
-        names = [n for n in self.fn.arg_names if n not in self.constexprs]
-        self.fn[tuple(grid)](**dict(zip(names, converted)), **self.constexprs)
+                converted[name] = _scalar(value, ty)
+        self.fn[tuple(grid)](**converted, **self.constexprs)
 
 
 def _get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):
@@ -199,7 +205,8 @@ def small_sort_blocks(monkeypatch):
 @contextlib.contextmanager
 def device(*modules):
     """Within: the given kernel modules launch through the interpreter on host memory."""
-    from genesis.backends.cuda.kernels import _strided, copy
+    from genesis.backends.cuda import launch
+    from genesis.backends.cuda.kernels import _recipe, copy
     from genesis.backends.cuda.runtime import driver
     saved = []
 
@@ -218,7 +225,7 @@ def device(*modules):
     for name in ("memcpy_dtod", "memcpy_htod", "memcpy_dtoh"):
         patch(driver, name, copy_bytes)
     patch(driver, "stream_synchronize", lambda stream: None)
-    for module in (_strided, copy) + modules:
+    for module in (launch, _recipe, copy) + modules:
         for name, value in (("get_kernel", _get_kernel), ("activate", lambda index: None),
                             ("current_stream_handle", lambda index: 0)):
             if hasattr(module, name):

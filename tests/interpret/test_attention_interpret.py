@@ -20,7 +20,7 @@ from triton.runtime import interpreter
 import genesis
 from genesis import dispatch
 from genesis.backends.cuda.kernels import attention as at
-from genesis.backends.cuda.kernels._strided import RecipeCache
+from genesis.backends.cuda.kernels._recipe import RecipeCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]

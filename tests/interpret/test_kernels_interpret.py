@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import triton_interpret as ti
+from kernel_compile_cases import reduce_case, softmax_case
 
 import genesis.backends.cpu  # noqa: F401  (registers every CPU kernel, for the twin test)
 from genesis import dispatch
@@ -21,7 +22,7 @@ from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import softmax as sm
-from genesis.backends.cuda.kernels._strided import RowLayout, placeholder
+from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -57,11 +58,11 @@ _SM90_DIVISIONS = {
     "floor_divide": lambda target: ew._compile_case("floor_divide", np.float16, target),
     "remainder": lambda target: ew._compile_case("remainder", np.float32, target),
     "sigmoid": lambda target: ew._compile_case("sigmoid", np.float32, target),
-    "mean": lambda target: red._compile_case("mean", np.float32, (1 << 20,), (0,), target),
-    "var": lambda target: red._compile_case("var", np.float32, (64, 1000), (1,), target),
-    "softmax": lambda target: sm._recipe(placeholder((64, 1000), np.float32), None,
-                                         placeholder((64, 1000), np.float32), (1,), False, False,
-                                         target),
+    "mean": lambda target: reduce_case("mean", np.float32, (1 << 20,), (0,), target),
+    "var": lambda target: reduce_case("var", np.float32, (64, 1000), (1,), target),
+    "softmax": lambda target: softmax_case(placeholder((64, 1000), np.float32), None,
+                                           placeholder((64, 1000), np.float32), (1,), False,
+                                           False, target),
 }
 
 
@@ -73,15 +74,17 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
         pytest.skip("compiles real kernels: run without TRITON_INTERPRET")
     from triton.backends.compiler import GPUTarget
 
-    from genesis.backends.cuda.kernels import _strided
+    from genesis.backends.cuda import launch
+    from genesis.backends.cuda.kernels import _recipe
     ptx = []
-    compile_kernel = _strided.compile_kernel
+    compile_kernel = launch.compile_kernel
 
     def compile_and_keep(*args, **kwargs):
         compiled = compile_kernel(*args, **kwargs)
         ptx.append(compiled.asm["ptx"])
         return compiled
-    monkeypatch.setattr(_strided, "compile_kernel", compile_and_keep)
+    monkeypatch.setattr(launch, "compile_kernel", compile_and_keep)
+    monkeypatch.setattr(_recipe, "compile_kernel", compile_and_keep)
     _SM90_DIVISIONS[case](GPUTarget("cuda", 90, 32))
     assert ptx and not any("div.full" in text for text in ptx)
 
@@ -90,7 +93,7 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
                                      ("mul", ("scalar", "array")), ("where", ("array",) * 3)])
 def test_hot_contiguous_launches_have_only_trailing_constexprs(op, kinds):
     """So launch.BoundKernel appends the constexprs instead of rebuilding the argument tuple."""
-    from genesis.backends.cuda.kernels._strided import specialization
+    from genesis.backends.cuda.kernels._recipe import specialization
     dtype = np.dtype(np.float32)
     operands = [placeholder((8,), np.bool_ if op == "where" and i == 0 else dtype)
                 if kind == "array" else 1.0 for i, kind in enumerate(kinds)]

@@ -17,6 +17,7 @@ from genesis.backends.cuda.kernels import median as median_kernels
 from genesis.backends.cuda.kernels import reduce as reduce_kernels
 from genesis.backends.cuda.kernels import shape as shape_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
+from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -30,9 +31,9 @@ def gpu(monkeypatch):
         pytest.skip("set TRITON_INTERPRET=1 to run")
     ti.small_sort_blocks(monkeypatch)
     monkeypatch.setattr(shape_kernels, "BLOCK", 64)
-    monkeypatch.setattr(shape_kernels, "_recipes", shape_kernels.RecipeCache())
+    monkeypatch.setattr(shape_kernels, "_launches", LaunchCache())
     monkeypatch.setattr(median_kernels, "ROWS", 4)
-    monkeypatch.setattr(median_kernels, "_recipes", median_kernels.RecipeCache())
+    monkeypatch.setattr(median_kernels, "_picks", LaunchCache())
     with ti.device(sort_kernels, shape_kernels, median_kernels, reduce_kernels):
         yield
 

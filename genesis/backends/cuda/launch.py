@@ -4,11 +4,17 @@
 lookups, launch-metadata hooks). Here a specialization is compiled with `triton.compile` on first
 use (cached on disk by Triton, under GENESIS_KERNEL_CACHE_DIR when set), its module loaded once,
 and later calls go straight to Triton's C launcher with plain ints: a dict lookup and one call.
+
+A kernel's launcher writes its call once, positionally, as the Triton tutorials do:
+`Launch(fn, grid, meta, ...)(stream, x, out, n_rows, ...)`. The first call derives the
+specialization from the arguments it is given (see `Launch`); later calls only launch.
 """
 
-import operator
 import threading
 
+import numpy as np
+
+from .runtime.array import CUDAArray
 from .runtime.device import get_context
 
 _cache = {}
@@ -23,10 +29,6 @@ _TRITON_TYPES = {
 def pointer_type(np_dtype):
     """Triton's pointer type for a numpy dtype, e.g. float32 -> "*fp32"."""
     return "*" + _TRITON_TYPES[np_dtype.name]
-
-
-def scalar_type(np_dtype):
-    return _TRITON_TYPES[np_dtype.name]
 
 
 def target(device=None):
@@ -52,12 +54,23 @@ def compile_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_
                           options={"num_warps": num_warps, "num_stages": num_stages})
 
 
+def constant_suffix(signature):
+    """How many parameters come before the trailing run of constexprs in `signature`: the ones
+    a caller of the bound kernel passes."""
+    kinds = list(signature.values())
+    n = len(kinds)
+    while n and kinds[n - 1] == "constexpr":
+        n -= 1
+    return n
+
+
 class BoundKernel:
     """A compiled specialization with its launcher resolved: `bound(grid, stream, *args)`.
 
-    `args` are the runtime arguments in order. Triton's launcher also takes the constexpr
-    values (and ignores them): `_tail` holds them, appended to the arguments; when some come
-    before a runtime argument, `_layout` (an itemgetter) puts every value back in its place.
+    `args` are the kernel's parameters in order up to the trailing run of compile-time ones
+    (the first `n_args`); a parameter compiled as a constant before that is passed as any value
+    (Triton's launcher ignores it). The launcher takes every parameter, so the trailing
+    constants are appended from `_tail`.
 
     Kernels that need no scratch memory (all of Genesis's) skip `compiled.run`, a Python frame
     that allocates scratch, and call the C launch function under it directly with its leading
@@ -66,7 +79,7 @@ class BoundKernel:
     less per launch.
     """
 
-    __slots__ = ("name", "compiled", "_run", "_head", "_tail", "_layout")
+    __slots__ = ("name", "compiled", "n_args", "_run", "_head", "_tail")
 
     def __init__(self, compiled, signature, constexprs):
         compiled._init_handles()
@@ -83,19 +96,11 @@ class BoundKernel:
         else:
             self._run = launcher
             self._head = (compiled.function, compiled.packed_metadata, None, None, None)
-        kinds = [kind == "constexpr" for kind in signature.values()]
-        self._tail = tuple(constexprs.get(name) for name, c in zip(signature, kinds) if c)
-        places, next_arg, next_const = [], 0, len(kinds) - len(self._tail)
-        for is_const in kinds:  # the index in args + _tail of each value of the full list
-            places.append(next_const if is_const else next_arg)
-            next_const += is_const
-            next_arg += not is_const
-        self._layout = None if places == sorted(places) else operator.itemgetter(*places)
+        self.n_args = constant_suffix(signature)
+        self._tail = tuple(constexprs.get(name) for name in list(signature)[self.n_args:])
 
     def __call__(self, grid, stream, *args):
         args += self._tail
-        if self._layout is not None:
-            args = self._layout(args)
         if len(grid) == 1:
             gx, gy, gz = grid[0], 1, 1
         else:
@@ -126,3 +131,130 @@ def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stag
 def is_aligned(*values):
     """True when every pointer/size is a multiple of 16 (the divisibility Triton specializes on)."""
     return all(v % 16 == 0 for v in values)
+
+
+class Const:
+    """A launch argument compiled into the kernel as a constant (an unused dim's size or
+    stride, a stride of 1 that tells Triton an access is contiguous). Its launches pass it on
+    unchanged; Triton's launcher ignores it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"Const({self.value!r})"
+
+
+_POINTER_TYPES = {}
+
+
+def pointer_of(dtype):
+    """Triton's pointer type for a numpy dtype (cached: dtype.name is slow)."""
+    ty = _POINTER_TYPES.get(dtype)
+    if ty is None:
+        ty = _POINTER_TYPES[dtype] = pointer_type(dtype)
+    return ty
+
+
+class Launch:
+    """One launch of Triton kernel `fn` over `grid`, specialized on its first call.
+
+    `launch(stream, *args)` takes the kernel's parameters in order up to its meta-parameters
+    (the ones annotated tl.constexpr, given once in `meta`); those of them compiled as
+    constants at the end are left out of the launch (see BoundKernel). The first call derives the
+    specialization from them: an array is a pointer of its dtype (the launch passes its
+    address), None and a `Const` are compiled in, an int is `int_type` and a float `fp32`
+    unless `types` names another type for its parameter. Arrays at 16-byte addresses and ints
+    that are multiples of 16 are marked divisible by 16 (Triton then emits 16-byte accesses),
+    except the parameters in `per_call`: those whose values change from call to call in ways
+    the caller's cache key does not fix (a stored scalar, an array of unknown alignment).
+    With a `target`, the first call only compiles, for that target (the compile checks).
+    """
+
+    __slots__ = ("fn", "grid", "meta", "num_warps", "num_stages", "int_type", "types",
+                 "per_call", "device", "target", "kernel", "pointers")
+
+    def __init__(self, fn, grid, meta, num_warps=4, num_stages=1, int_type="i32", types=None,
+                 per_call=(), device=0, target=None):
+        self.fn, self.grid, self.meta = fn, tuple(grid), meta
+        self.num_warps, self.num_stages = num_warps, num_stages
+        self.int_type, self.types, self.per_call = int_type, types or {}, per_call
+        self.device, self.target = device, target
+        self.kernel, self.pointers = None, ()
+
+    def __call__(self, stream, *args):
+        kernel = self.kernel
+        if kernel is None:
+            kernel = self._specialize(args)
+            if kernel is None:
+                return
+        args = list(args[:kernel.n_args])
+        for i in self.pointers:
+            args[i] = args[i].ptr
+        kernel(self.grid, stream, *args)
+
+    def _specialize(self, args):
+        """Compile (and, without a target, bind) the specialization for `args`."""
+        signature, constexprs, aligned, pointers = {}, {}, [], []
+        for i, (name, value) in enumerate(zip(self.fn.arg_names, args)):
+            if value is None or value.__class__ is Const:
+                signature[name] = "constexpr"
+                constexprs[name] = None if value is None else value.value
+            elif value.__class__ is CUDAArray:
+                signature[name] = pointer_of(value.dtype)
+                pointers.append(i)
+                if value.ptr % 16 == 0 and name not in self.per_call:
+                    aligned.append(name)
+            elif isinstance(value, (int, np.integer)):
+                signature[name] = self.types.get(name, self.int_type)
+                if value % 16 == 0 and name not in self.per_call:
+                    aligned.append(name)
+            else:
+                signature[name] = self.types.get(name, "fp32")
+        for name in self.fn.arg_names[len(args):]:
+            signature[name] = "constexpr"
+            constexprs[name] = self.meta[name]
+        if self.target is not None:
+            compile_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
+                           self.num_stages, self.target)
+            return None
+        self.pointers = tuple(pointers)
+        self.kernel = get_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
+                                 self.num_stages, self.device)
+        return self.kernel
+
+
+class LaunchCache(dict):
+    """Launches (or plans of several) by geometry key; emptied past `limit` (many shapes)."""
+
+    def __init__(self, limit=4096):
+        super().__init__()
+        self.limit = limit
+
+    def get_or_build(self, key, build):
+        value = self.get(key)
+        if value is None:
+            if len(self) >= self.limit:
+                self.clear()
+            value = self[key] = build()
+        return value
+
+
+_workspaces = {}
+
+
+def stream_workspace(device, stream, nbytes):
+    """At least `nbytes` bytes of scratch (a uint8 CUDAArray) for single launches on (device,
+    stream), kept for the process and grown when a launch needs more.
+
+    Launches on one stream run one after another, so they can all use it, as they would the one
+    block the allocator's cache hands each of them in turn, minus an allocation per launch. The
+    buffer it replaces goes back to the allocator on the same stream, so a launch still reading
+    it finishes before anything else gets that memory."""
+    workspace = _workspaces.get((device, stream))
+    if workspace is None or workspace.storage.nbytes < nbytes:
+        workspace = _workspaces[(device, stream)] = CUDAArray.empty(
+            (max(nbytes, 1 << 16),), np.uint8, device, stream)
+    return workspace

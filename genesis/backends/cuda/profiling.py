@@ -183,7 +183,7 @@ def is_enabled():
 
 def kernel_info(bound):
     """(label, fields) of a BoundKernel: "_add[fp32 BLOCK=1024 w4]" and, per runtime argument,
-    its name, or None for pointers (only sizes and scalars are reported)."""
+    its name, or None for pointers and constants (only sizes and scalars are reported)."""
     entry = _kernel_info.get(id(bound))
     if entry is None or entry[0] is not bound:
         entry = _kernel_info[id(bound)] = (bound, _describe(bound))
@@ -211,8 +211,8 @@ def _label(name, signature, constexprs, aligned, num_warps):
     if aligned:
         parts.append("aligned")
     parts.append(f"w{num_warps}")
-    fields = tuple(None if kind.startswith("*") else n for n, kind in signature
-                   if kind != "constexpr")
+    fields = tuple(None if kind.startswith("*") or kind == "constexpr" else n
+                   for n, kind in signature)
     return f"{name}[{' '.join(parts)}]", fields
 
 

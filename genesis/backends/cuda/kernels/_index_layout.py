@@ -9,7 +9,7 @@ import numpy as np
 from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.stream import current_stream_handle
-from ._strided import MAX_DIMS, coalesce
+from ._strided_indexing import MAX_DIMS, coalesce
 
 INT64 = np.dtype(np.int64)
 
@@ -88,7 +88,3 @@ def read_int64(arr, position):
     driver.memcpy_dtoh(host.ctypes.data, arr.ptr + position * 8, 8, stream)
     driver.stream_synchronize(stream)
     return int(host[0])
-
-
-def compile_all(target):
-    """Nothing to compile: host-side helpers of index.py, index_accumulate.py, index_compact.py."""

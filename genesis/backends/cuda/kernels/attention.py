@@ -47,7 +47,7 @@ from ..array_ops import as_strided
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (
+from ._recipe import (
     Recipe,
     RecipeCache,
     Slot,
@@ -57,7 +57,7 @@ from ._strided import (
     placeholder,
     pointer_of,
 )
-from .elementwise import div_rn
+from ._math import div_rn
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))

@@ -24,7 +24,7 @@ import triton.language as tl
 
 from ..launch import get_kernel, is_aligned, pointer_type
 from ..runtime import driver
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
+from ._recipe import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
                        next_pow2, offsets, placeholder, pointer, program_range, select,
                        size_entries, stride_entries)
 

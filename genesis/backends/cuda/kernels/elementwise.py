@@ -39,7 +39,8 @@ from ..launch import get_kernel
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
+from ._math import div_rn, is_float, sqrt_rn
+from ._recipe import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
                        next_pow2, offsets, placeholder, pointer, program_range, scalar, select,
                        size_entries, specialization, stride_entries)
 
@@ -170,26 +171,6 @@ def _nan_to_num(x, nan, posinf, neginf):
                                            tl.where(x == float("-inf"), neginf, x)))
     else:
         r = x
-    return r
-
-
-@triton.jit
-def div_rn(a, b):
-    """a / b correctly rounded, as PyTorch's CUDA kernels divide: Triton's float32 `/` is an
-    approximate division (div.full.f32, up to 2 ulp off); float64 `/` is already exact."""
-    q = a / b
-    if q.dtype == tl.float32:
-        q = tl.div_rn(tl.cast(a, tl.float32), tl.cast(b, tl.float32))
-    return q
-
-
-@triton.jit
-def sqrt_rn(x):
-    """Correctly rounded square root (tl.sqrt is approximate for float32)."""
-    if x.dtype == tl.float64:
-        r = tl.sqrt(x)
-    else:
-        r = tl.sqrt_rn(x)
     return r
 
 
@@ -579,11 +560,6 @@ def _arity(op):
     return 3 if op in TERNARY_OPS else 2 if op in BINARY_OPS else 1
 
 
-def is_float(dtype):
-    """True for floating numpy dtypes, bfloat16 included (whose numpy kind is "V")."""
-    return _COMPUTE[dtype][1] != "i64"
-
-
 def compute_type(dtype):
     """(Triton compute dtype, kernel scalar type) for data of numpy `dtype`."""
     return _COMPUTE[dtype]
@@ -659,9 +635,13 @@ def write(op, out, operands, params, dtype, stream):
             aligned = aligned and ptr % 16 == 0
         else:
             key.append(x.__class__)
-            if x is not None:  # an absent operand (a clamp bound) is a constexpr None
-                args.append(x)
+            args.append(x)  # an absent operand (a clamp bound) is a constexpr None
     args.insert(2, n)  # the kernel takes n after out and x0
+    if params:
+        args += [None] * (5 - len(args))  # the parameters follow x1 and x2
+    elif args[-1] is None:  # absent last operands are trailing constants: not passed
+        while args[-1] is None:
+            args.pop()
     key.append(aligned)
     key.append(out.storage.device)
     key = tuple(key)

@@ -20,117 +20,176 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..launch import Const, Launch, LaunchCache
 from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64, value_entry
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, next_pow2,
-                       offsets, placeholder, pointer_of, program_range, size_entries,
-                       stride_entries)
+from ._strided_indexing import (MAX_DIMS, cdiv, dim_sizes, dim_strides, index_type, next_pow2,
+                                offsets, program_range)
 from .index_accumulate import accumulate_into, key_dtype
 
+# Index arrays one launch reads (more are folded into one array of offsets first).
 MAX_INDICES = 4
+# 1024 elements (or rows x last-dim lanes) a program over 4 warps: 8 a thread, enough loads in
+# flight to hide a gather's latency. Rows of at least MIN_ROW elements along the last dim get
+# their addresses computed once per row (shorter ones would waste most of a tile's lanes).
 BLOCK = 1024
 MIN_ROW = 16
 NUM_WARPS = 4
 
 
 @triton.jit
-def _indexed(i, e, sizes, strides, scale, mask, NDIM: tl.constexpr):
-    """idx[...] * scale for the iteration elements `e` (0 where masked)."""
-    return tl.load(i + offsets(e, sizes, strides, NDIM), mask=mask, other=0).to(tl.int64) * scale
+def _indexed(index_ptr, e, sizes, strides, scale, mask, NDIM: tl.constexpr):
+    """index[...] * scale for the iteration elements `e` (0 where masked)."""
+    return tl.load(index_ptr + offsets(e, sizes, strides, NDIM), mask=mask,
+                   other=0).to(tl.int64) * scale
 
 
 @triton.jit
-def _address(e, mask, sizes, a_strides, i0, i1, i2, i3, j0, j1, j2, j3,
-             scale0, scale1, scale2, scale3, NDIM: tl.constexpr, NI: tl.constexpr):
+def _address(e, mask, sizes, arr_strides, index0_ptr, index1_ptr, index2_ptr, index3_ptr,
+             index0_strides, index1_strides, index2_strides, index3_strides,
+             scale0, scale1, scale2, scale3, NDIM: tl.constexpr, N_INDICES: tl.constexpr):
     """Addresses in arr of the linear positions `e` over the first NDIM dims."""
-    off = offsets(e, sizes, a_strides, NDIM).to(tl.int64)
-    off += _indexed(i0, e, sizes, j0, scale0, mask, NDIM)
-    if NI > 1:
-        off += _indexed(i1, e, sizes, j1, scale1, mask, NDIM)
-    if NI > 2:
-        off += _indexed(i2, e, sizes, j2, scale2, mask, NDIM)
-    if NI > 3:
-        off += _indexed(i3, e, sizes, j3, scale3, mask, NDIM)
+    off = offsets(e, sizes, arr_strides, NDIM).to(tl.int64)
+    off += _indexed(index0_ptr, e, sizes, index0_strides, scale0, mask, NDIM)
+    if N_INDICES > 1:
+        off += _indexed(index1_ptr, e, sizes, index1_strides, scale1, mask, NDIM)
+    if N_INDICES > 2:
+        off += _indexed(index2_ptr, e, sizes, index2_strides, scale2, mask, NDIM)
+    if N_INDICES > 3:
+        off += _indexed(index3_ptr, e, sizes, index3_strides, scale3, mask, NDIM)
     return off
 
 
 @triton.jit
-def _address_kernel(arr, out, value, i0, i1, i2, i3, n, M, L,
-                    size1, size2, size3, size4, size5,
-                    a_s0, a_s1, a_s2, a_s3, a_s4, a_s5,
-                    j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5,
-                    j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5,
-                    j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5,
-                    j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5,
-                    scale0, scale1, scale2, scale3, a_last,
-                    MODE: tl.constexpr, NDIM: tl.constexpr, NI: tl.constexpr,
-                    TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, ROWS: tl.constexpr,
-                    VEC: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+def _address_kernel(
+        # pointers: the indexed array, the contiguous result, up to MAX_INDICES index arrays
+        arr_ptr, out_ptr, index0_ptr, index1_ptr, index2_ptr, index3_ptr,
+        # the scalar a "store" writes
+        value,
+        # sizes: elements, and for ROWS the rows and their length (the last dim); then the
+        # coalesced iteration dims (size0 is never read)
+        n_elements, n_rows, row_len, size1, size2, size3, size4, size5,
+        # strides, in elements, over the iteration dims: of arr's own coordinates and of each
+        # index array; arr's stride along the last dim (ROWS)
+        arr_stride0, arr_stride1, arr_stride2, arr_stride3, arr_stride4, arr_stride5,
+        index0_stride0, index0_stride1, index0_stride2, index0_stride3, index0_stride4,
+        index0_stride5,
+        index1_stride0, index1_stride1, index1_stride2, index1_stride3, index1_stride4,
+        index1_stride5,
+        index2_stride0, index2_stride1, index2_stride2, index2_stride3, index2_stride4,
+        index2_stride5,
+        index3_stride0, index3_stride1, index3_stride2, index3_stride3, index3_stride4,
+        index3_stride5,
+        arr_row_stride,
+        # the stride in arr of the dim each index array indexes
+        scale0, scale1, scale2, scale3,
+        # meta-parameters
+        MODE: tl.constexpr, NDIM: tl.constexpr, N_INDICES: tl.constexpr,
+        TO_BOOL: tl.constexpr, INDEX64: tl.constexpr, ROWS: tl.constexpr,
+        VEC: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
     """Load from (MODE "load", into `out`, contiguous over the iteration shape), store the
     scalar `value` to ("store") or write into `out` ("offsets") the address in `arr` of
     elements of the iteration shape. Elements pid*BM*BL.. one by one, or (ROWS: no index
-    varies along the last dim, of length L and stride a_last) a tile of BM rows x BL of the
-    last dim, addresses computed once per row (rows of M)."""
+    varies along the last dim, of length row_len and stride arr_row_stride) a tile of BM rows
+    x BL of the last dim, addresses computed once per row."""
     sizes = (1, size1, size2, size3, size4, size5)
-    a_st = (a_s0, a_s1, a_s2, a_s3, a_s4, a_s5)
-    j0 = (j0_s0, j0_s1, j0_s2, j0_s3, j0_s4, j0_s5)
-    j1 = (j1_s0, j1_s1, j1_s2, j1_s3, j1_s4, j1_s5)
-    j2 = (j2_s0, j2_s1, j2_s2, j2_s3, j2_s4, j2_s5)
-    j3 = (j3_s0, j3_s1, j3_s2, j3_s3, j3_s4, j3_s5)
+    arr_strides = (arr_stride0, arr_stride1, arr_stride2, arr_stride3, arr_stride4, arr_stride5)
+    index0_strides = (index0_stride0, index0_stride1, index0_stride2, index0_stride3,
+                      index0_stride4, index0_stride5)
+    index1_strides = (index1_stride0, index1_stride1, index1_stride2, index1_stride3,
+                      index1_stride4, index1_stride5)
+    index2_strides = (index2_stride0, index2_stride1, index2_stride2, index2_stride3,
+                      index2_stride4, index2_stride5)
+    index3_strides = (index3_stride0, index3_stride1, index3_stride2, index3_stride3,
+                      index3_stride4, index3_stride5)
     if ROWS:
         pid = tl.program_id(0)
         if INDEX64:
             pid = pid.to(tl.int64)
-        blocks = tl.cdiv(L, BL)
+        blocks = tl.cdiv(row_len, BL)
         rows = (pid // blocks) * BM + tl.arange(0, BM)
         cols = (pid % blocks) * BL + tl.arange(0, BL)
-        row_mask = rows < M
-        base = _address(rows, row_mask, sizes, a_st, i0, i1, i2, i3, j0, j1, j2, j3,
-                        scale0, scale1, scale2, scale3, NDIM - 1, NI)
+        row_mask = rows < n_rows
+        base = _address(rows, row_mask, sizes, arr_strides, index0_ptr, index1_ptr, index2_ptr,
+                        index3_ptr, index0_strides, index1_strides, index2_strides,
+                        index3_strides, scale0, scale1, scale2, scale3, NDIM - 1, N_INDICES)
         if VEC > 1:
             base = tl.multiple_of(base, VEC)
-        off = base[:, None] + cols[None, :] * a_last
-        lin = rows[:, None] * L + cols[None, :]
-        mask = row_mask[:, None] & (cols < L)[None, :]
+        off = base[:, None] + cols[None, :] * arr_row_stride
+        lin = rows[:, None] * row_len + cols[None, :]
+        mask = row_mask[:, None] & (cols < row_len)[None, :]
     else:
         lin = program_range(BM * BL, INDEX64)
-        mask = lin < n
-        off = _address(lin, mask, sizes, a_st, i0, i1, i2, i3, j0, j1, j2, j3,
-                       scale0, scale1, scale2, scale3, NDIM, NI)
+        mask = lin < n_elements
+        off = _address(lin, mask, sizes, arr_strides, index0_ptr, index1_ptr, index2_ptr,
+                       index3_ptr, index0_strides, index1_strides, index2_strides,
+                       index3_strides, scale0, scale1, scale2, scale3, NDIM, N_INDICES)
     if MODE == "load":
-        tl.store(out + lin, tl.load(arr + off, mask=mask), mask=mask)
+        tl.store(out_ptr + lin, tl.load(arr_ptr + off, mask=mask), mask=mask)
     elif MODE == "offsets":
-        tl.store(out + lin, off, mask=mask)
+        tl.store(out_ptr + lin, off, mask=mask)
     else:
         v = tl.zeros(off.shape, value.dtype) + value
         if TO_BOOL:
             v = v != 0
-        tl.store(arr + off, v.to(arr.dtype.element_ty), mask=mask)
+        tl.store(arr_ptr + off, v.to(arr_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def _check_kernel(idx, out, flag, n, size, size1, size2, size3, size4, size5,
-                  i_s0, i_s1, i_s2, i_s3, i_s4, i_s5, NEG: tl.constexpr, NDIM: tl.constexpr,
-                  INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """out = idx as int64 (negatives wrapped when NEG); flag = max(n - position) over the
+def _check_kernel(
+        # pointers: the index array, its int64 copy, the out-of-range flag
+        index_ptr, out_ptr, flag_ptr,
+        # sizes: elements, the size of the indexed dim, the coalesced index dims
+        n_elements, size, size1, size2, size3, size4, size5,
+        # strides of the index array, in elements
+        index_stride0, index_stride1, index_stride2, index_stride3, index_stride4, index_stride5,
+        # meta-parameters
+        NEG: tl.constexpr, NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """out = index as int64 (negatives wrapped when NEG); flag = max(n - position) over the
     out-of-range elements (0 when none), so the first bad position is n - flag."""
     e = program_range(BLOCK, INDEX64)
-    mask = e < n
+    mask = e < n_elements
     sizes = (1, size1, size2, size3, size4, size5)
-    v = tl.load(idx + offsets(e, sizes, (i_s0, i_s1, i_s2, i_s3, i_s4, i_s5), NDIM), mask=mask,
-                other=0).to(tl.int64)
+    strides = (index_stride0, index_stride1, index_stride2, index_stride3, index_stride4,
+               index_stride5)
+    v = tl.load(index_ptr + offsets(e, sizes, strides, NDIM), mask=mask, other=0).to(tl.int64)
     if NEG:
         bad = (v < -size) | (v >= size)
         v = tl.where((v < 0) & ~bad, v + size, v)
     else:
         bad = (v < 0) | (v >= size)
-    tl.store(out + e, v, mask=mask)
-    first = tl.max(tl.where(bad & mask, n - e.to(tl.int64), 0), 0)
+    tl.store(out_ptr + e, v, mask=mask)
+    first = tl.max(tl.where(bad & mask, n_elements - e.to(tl.int64), 0), 0)
     if first > 0:
-        tl.atomic_max(flag, first)
+        tl.atomic_max(flag_ptr, first)
+
+
+# Pointers and the stored scalar change from call to call of one geometry: never assumed
+# 16-byte aligned (the address kernel gets VEC where rows are known to be).
+_PER_CALL = ("arr_ptr", "out_ptr", "index0_ptr", "index1_ptr", "index2_ptr", "index3_ptr",
+             "value")
+
+
+def _address_launch(launch, dims, stream, arr, out, indices, value):
+    """The call of _address_kernel; `indices` are up to MAX_INDICES index arrays, `dims` as
+    _Address.plan makes them."""
+    sizes, arr_strides, index_strides, arr_row_stride, scales = dims
+    i0, i1, i2, i3 = indices
+    s0, s1, s2, s3 = index_strides
+    launch(stream,
+           # pointers
+           arr, out, i0, i1, i2, i3,
+           # the stored scalar
+           value,
+           # sizes
+           *sizes,
+           # strides
+           *arr_strides, *s0, *s1, *s2, *s3, arr_row_stride,
+           # index scales
+           *scales)
 
 
 class _Address:
@@ -159,38 +218,37 @@ class _Address:
             return None
         return value_entry(self.value, self.arr.dtype)[0]
 
-    def recipe(self, out, target=None):
+    def plan(self, out, target=None):
+        """(launch, the sizes and strides _address_launch passes) of this geometry."""
         st = self.strides
         ity = index_type(self.sizes, *st.values())
         n = numel(self.sizes)
-        entries = [_ptr("arr", self.arr), _ptr("out", out)]
-        vty = self._value_type()
-        entries.append(("value", Slot("value") if vty else None, vty or "constexpr"))
-        for j in range(MAX_INDICES):
-            idx, scale = self.indices[j] if j < len(self.indices) else (None, 0)
-            entries.append(_ptr(f"i{j}", idx))
-            entries += stride_entries(f"j{j}_", st.get(f"j{j}", ()), MAX_DIMS, ity)
-            entries.append((f"scale{j}", scale, "i64" if idx is not None else "constexpr"))
-        entries.append(("n", n, ity))
-        entries += size_entries("", self.sizes, MAX_DIMS, ity)
-        entries += stride_entries("a_", st["a"], MAX_DIMS, ity)
+        index_strides = tuple(dim_strides(st[f"j{j}"], MAX_DIMS) if j < len(self.indices)
+                              else (Const(0),) * MAX_DIMS for j in range(MAX_INDICES))
+        scales = tuple(self.indices[j][1] if j < len(self.indices) else Const(0)
+                       for j in range(MAX_INDICES))
         tile = self._tile()
         if tile is None:
-            entries += const(ROWS=False, VEC=1, BM=1, BL=BLOCK, M=1, L=1, a_last=0)
+            rows, length, bm, bl, vec = Const(1), Const(1), 1, BLOCK, 1
+            arr_row_stride = Const(0)
             grid = cdiv(n, BLOCK)
         else:
             rows, length, bm, bl, vec = tile
             a_last = st["a"][-1]
-            entries += [("M", rows, ity), ("L", length, ity),
-                        ("a_last", a_last, "constexpr" if a_last in (0, 1) else ity)]
-            entries += const(ROWS=True, VEC=vec, BM=bm, BL=bl)
+            arr_row_stride = Const(a_last) if a_last in (0, 1) else a_last
             grid = cdiv(rows, bm) * cdiv(length, bl)
         to_bool = self.mode == "store" and self.arr.dtype.kind == "b"
-        entries += const(MODE=self.mode, NDIM=len(self.sizes), NI=len(self.indices),
-                         TO_BOOL=to_bool, INDEX64=ity == "i64")
-        recipe = Recipe(self._device(out), target)
-        recipe.add(_address_kernel, (grid,), entries, NUM_WARPS)
-        return recipe
+        meta = dict(MODE=self.mode, NDIM=len(self.sizes), N_INDICES=len(self.indices),
+                    TO_BOOL=to_bool, INDEX64=ity == "i64", ROWS=tile is not None, VEC=vec,
+                    BM=bm, BL=bl)
+        types = {f"scale{j}": "i64" for j in range(MAX_INDICES)}
+        if self._value_type():
+            types["value"] = self._value_type()
+        launch = Launch(_address_kernel, (grid,), meta, NUM_WARPS, int_type=ity, types=types,
+                        per_call=_PER_CALL, device=self._device(out), target=target)
+        sizes = (n, rows, length) + dim_sizes(self.sizes, MAX_DIMS)
+        return launch, (sizes, dim_strides(st["a"], MAX_DIMS), index_strides, arr_row_stride,
+                        scales)
 
     def _tile(self):
         """(rows, row length, BM, BL, VEC) of a rows-by-last-dim tile, or None: worth it when no
@@ -211,26 +269,22 @@ class _Address:
                 vec = 1
         return rows, length, bm, bl, vec
 
-    def run(self, out=None):
-        """Launch (nothing for an empty shape); `out` is the contiguous result of load/offsets."""
+    def run(self, out=None, target=None):
+        """Launch (nothing for an empty shape); `out` is the contiguous result of load/offsets.
+        With a `target`, compile only."""
         if not numel(self.shape):
             return
-        stream = current_stream_handle(self._device(out))
-        recipe = _recipes.get_or_build(self.key(out), lambda: self.recipe(out))
-        values = {"arr": self.arr, "out": out}
-        if self._value_type():
-            values["value"] = value_entry(self.value, self.arr.dtype)[1]
-        values.update((f"i{j}", idx) for j, (idx, _) in enumerate(self.indices))
-        recipe.run(stream, values)
+        if target is None:
+            stream = current_stream_handle(self._device(out))
+            launch, dims = _plans.get_or_build(self.key(out), lambda: self.plan(out))
+        else:
+            stream, (launch, dims) = 0, self.plan(out, target)
+        value = value_entry(self.value, self.arr.dtype)[1] if self._value_type() else None
+        indices = [idx for idx, _ in self.indices] + [None] * (MAX_INDICES - len(self.indices))
+        _address_launch(launch, dims, stream, self.arr, out, indices, value)
 
 
-_recipes = RecipeCache()
-
-
-def _ptr(name, arr):
-    if arr is None:
-        return (name, None, "constexpr")
-    return (name, Slot(name), pointer_of(arr.dtype))
+_plans = LaunchCache()
 
 
 def _start(arr):
@@ -274,31 +328,41 @@ def check_index(index, size, allow_negative):
     operand = Operand(index, index.shape)
     sizes, strides = fit(index.shape, {}, {"i": operand})
     index, st = operand.arr, strides["i"]
-    recipe = _check_recipes.get_or_build(
+    launch, dims = _checks.get_or_build(
         (tuple(sizes), tuple(st), index.dtype, bool(allow_negative), index.device),
-        lambda: _check_recipe(index, sizes, st, allow_negative))
-    recipe.run(stream, {"idx": index, "out": out, "flag": flag, "size": size})
+        lambda: _check_plan(index, sizes, st, allow_negative))
+    _check_launch(launch, dims, stream, index, out, flag, size)
     first = read_int64(flag, 0)
     if not first:
         return out, None
     return out, read_int64(out, n - first)
 
 
-_check_recipes = RecipeCache()
+_checks = LaunchCache()
 
 
-def _check_recipe(index, sizes, strides, allow_negative, target=None):
+def _check_launch(launch, dims, stream, index, out, flag, size):
+    """The call of _check_kernel; `dims` as _check_plan makes them."""
+    n, sizes, strides = dims
+    launch(stream,
+           # pointers
+           index, out, flag,
+           # sizes
+           n, size, *sizes,
+           # strides
+           *strides)
+
+
+def _check_plan(index, sizes, strides, allow_negative, target=None):
+    """(launch, the sizes and strides _check_launch passes) of one index geometry."""
     n = numel(sizes)
     ity = index_type(sizes, strides)
-    entries = [("idx", Slot("idx"), pointer_of(index.dtype)), ("out", Slot("out"), "*i64"),
-               ("flag", Slot("flag"), "*i64"), ("n", n, "i64"), ("size", Slot("size"), "i64")]
-    entries += size_entries("", sizes, MAX_DIMS, ity)
-    entries += stride_entries("i_", strides, MAX_DIMS, ity)
-    entries += const(NEG=bool(allow_negative), NDIM=len(sizes), INDEX64=ity == "i64",
-                     BLOCK=BLOCK)
-    recipe = Recipe(index.device, target)
-    recipe.add(_check_kernel, (cdiv(n, BLOCK),), entries, NUM_WARPS)
-    return recipe
+    meta = dict(NEG=bool(allow_negative), NDIM=len(sizes), INDEX64=ity == "i64", BLOCK=BLOCK)
+    launch = Launch(_check_kernel, (cdiv(n, BLOCK),), meta, NUM_WARPS, int_type=ity,
+                    types={"n_elements": "i64", "size": "i64"},
+                    per_call=("index_ptr", "out_ptr", "flag_ptr", "size"), device=index.device,
+                    target=target)
+    return launch, (n, dim_sizes(sizes, MAX_DIMS), dim_strides(strides, MAX_DIMS))
 
 
 @register("index", "cuda")
@@ -361,36 +425,3 @@ def scatter(out, dim, index, src, reduce):
         return
     keys = _offsets(index.shape, a_strides, terms, out.device, key_dtype(out))
     accumulate_into(out, keys, (), (), src, reduce or "last")
-
-
-def compile_all(target):
-    """The address kernel in each mode (rows and element by element, 1-4 index arrays, 1-D to
-    4-D, scalar stores into every kind of array) and the bounds check, compiled for `target`
-    (CI, no GPU needed)."""
-    import ml_dtypes
-    f32 = np.float32
-    idx = placeholder((4096,), INT64)
-    term = [(Operand(idx, (4096,), 1), 768)]
-    for dtype in (f32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
-        arr = placeholder((50257, 768), dtype)
-        out = placeholder((4096, 768), dtype)
-        _Address("load", (4096, 768), arr, (0, 1), term).recipe(out, target)
-        _Address("store", (4096,), arr, (0,), [(Operand(idx, (4096,)), 1)], 1).recipe(None,
-                                                                                   target)
-        _Address("store", (4096, 768), arr, (0, 1), term, 1).recipe(None, target)
-    arr = placeholder((7, 9, 11, 13), f32, (1, 7, 63, 693))
-    index2 = placeholder((5, 6), INT64)
-    for ni in range(1, MAX_INDICES + 1):
-        terms = [(Operand(index2, (5, 6), 2), 3)] * ni
-        _Address("load", (5, 6, 11, 13), arr, (0, 0, 63, 693), terms).recipe(
-            placeholder((5, 6, 11, 13), f32), target)
-        keys = placeholder((5, 6), INT64 if ni > 1 else np.int32)
-        _Address("offsets", (5, 6), None, (0, 0), [(Operand(index2, (5, 6)), 3)] * ni).recipe(
-            keys, target)
-    gather_index = placeholder((64, 100), INT64)
-    _Address("load", (64, 100), placeholder((64, 300), f32), (300, 0),
-             [(Operand(gather_index, (64, 100)), 1)]).recipe(placeholder((64, 100), f32), target)
-    for dtype in (np.int64, np.int32):
-        _check_recipe(placeholder((3, 5, 7), dtype, (1, 3, 15)), (3, 5, 7), (1, 3, 15), True,
-                      target)
-        _check_recipe(placeholder((100,), dtype), (100,), (1,), False, target)

@@ -27,7 +27,7 @@ from ....dispatch import kernel
 from ..runtime.array import CUDAArray
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, numel, strides_over, value_entry
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, coalesce, const, next_pow2,
+from ._recipe import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, coalesce, const, next_pow2,
                        offsets, placeholder, pointer_of, size_entries, stride_entries)
 from .reduce import _mul
 

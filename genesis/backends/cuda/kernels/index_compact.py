@@ -21,7 +21,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
+from ._recipe import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
                        placeholder, pointer_of, program_range, size_entries, stride_entries)
 from .reduce import scan
 

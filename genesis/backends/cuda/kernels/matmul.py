@@ -55,7 +55,7 @@ from ..autotune import AutoTuner
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
+from ._recipe import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
 from .reduce import reduce
 
 ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -484,7 +484,7 @@ def _problems(a, b, c, z, bias, act):
     if sizes == [1]:
         sizes, ba, bb, bc = [], (), (), ()
     if len(sizes) > MAX_BATCH_DIMS:
-        from ._strided import select
+        from ._recipe import select
         return [p for i in range(batch[0])
                 for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
                                    None if z is None else select(z, 0, i), bias, act)]

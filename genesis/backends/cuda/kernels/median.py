@@ -13,54 +13,65 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import Recipe, RecipeCache, cdiv, const, placeholder, pointer
+from ._strided_indexing import cdiv
 from .copy import fill
 from .shape import contiguous_copy
 from .sort import is_nan, key_kind, sort_rows
 
+# One row per thread, 128 a program (4 warps): each row is a few loads, so programs stay short.
 ROWS = 128
 
 
 @triton.jit
-def _pick_kernel(values, indices, vout, iout, M, L, STEPS, INF: tl.constexpr,
-                 BITS: tl.constexpr, BLOCK: tl.constexpr):
-    """Rows pid*BLOCK.. of sorted (values, indices) rows of L: the lower median, or the first
-    NaN of a row that has one."""
+def _pick_kernel(
+        # pointers: sorted rows and the original index of each element, the medians and theirs
+        values_ptr, indices_ptr, out_ptr, out_index_ptr,
+        # sizes: rows, row length, binary search steps over a row
+        n_rows, row_len, n_steps,
+        # meta-parameters
+        INF: tl.constexpr, BITS: tl.constexpr, BLOCK: tl.constexpr):
+    """Rows pid*BLOCK.. of sorted (values, indices) rows: the lower median, or the first NaN of
+    a row that has one."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = rows < M
-    base = rows * L
-    pos = tl.zeros([BLOCK], tl.int64) + (L - 1) // 2
+    mask = rows < n_rows
+    base = rows * row_len
+    pos = tl.zeros([BLOCK], tl.int64) + (row_len - 1) // 2
     if INF:
-        has_nan = is_nan(tl.load(values + base + L - 1, mask=mask), INF, BITS) & mask
+        has_nan = is_nan(tl.load(values_ptr + base + row_len - 1, mask=mask), INF, BITS) & mask
         lo = tl.zeros([BLOCK], tl.int64)
-        hi = tl.zeros([BLOCK], tl.int64) + (L - 1)
-        for _ in range(STEPS):
+        hi = tl.zeros([BLOCK], tl.int64) + (row_len - 1)
+        for _ in range(n_steps):
             active = (lo < hi) & has_nan
             mid = (lo + hi) // 2
-            nan = is_nan(tl.load(values + base + mid, mask=active), INF, BITS)
+            nan = is_nan(tl.load(values_ptr + base + mid, mask=active), INF, BITS)
             hi = tl.where(active & nan, mid, hi)
             lo = tl.where(active & ~nan, mid + 1, lo)
         pos = tl.where(has_nan, lo, pos)
-    tl.store(vout + rows, tl.load(values + base + pos, mask=mask), mask=mask)
-    tl.store(iout + rows, tl.load(indices + base + pos, mask=mask), mask=mask)
+    tl.store(out_ptr + rows, tl.load(values_ptr + base + pos, mask=mask), mask=mask)
+    tl.store(out_index_ptr + rows, tl.load(indices_ptr + base + pos, mask=mask), mask=mask)
 
 
-def _pick_recipe(values, vout, rows, length, target=None):
-    inf, bits = key_kind(values.dtype)
-    entries = [pointer("values", "values", values),
-               pointer("indices", "indices", placeholder((1,), np.int64)),
-               pointer("vout", "vout", vout), pointer("iout", "iout", placeholder((1,), np.int64)),
-               ("M", rows, "i64"), ("L", length, "i64"), ("STEPS", length.bit_length(), "i32")]
-    entries += const(INF=inf, BITS=bits, BLOCK=ROWS)
-    recipe = Recipe(vout.device, target)
-    recipe.add(_pick_kernel, (cdiv(rows, ROWS),), entries, 4)
-    return recipe
+def _pick_launch(launch, stream, values, indices, out, out_index, rows, length):
+    """The call of _pick_kernel."""
+    launch(stream,
+           # pointers
+           values, indices, out, out_index,
+           # sizes
+           rows, length, length.bit_length())
 
 
-_recipes = RecipeCache()
+def _pick(dtype, rows, device, target=None):
+    """The launch of _pick_kernel over `rows` sorted rows of `dtype`."""
+    inf, bits = key_kind(dtype)
+    return Launch(_pick_kernel, (cdiv(rows, ROWS),), dict(INF=inf, BITS=bits, BLOCK=ROWS), 4,
+                  int_type="i64", types={"n_steps": "i32"}, device=device, target=target)
+
+
+_picks = LaunchCache()
 
 
 def _median_rows(x, dim, out_shape):
@@ -77,9 +88,9 @@ def _median_rows(x, dim, out_shape):
     last = CUDAArray(x.storage, tuple(x.shape[d] for d in order),
                      tuple(x.strides[d] for d in order), x.offset, x.dtype)
     values, indices = sort_rows(last, x.ndim - 1, False, length, False)
-    key = (x.dtype, rows, length, x.device)
-    recipe = _recipes.get_or_build(key, lambda: _pick_recipe(values, vout, rows, length))
-    recipe.run(stream, {"values": values, "indices": indices, "vout": vout, "iout": iout})
+    launch = _picks.get_or_build((x.dtype, rows, length, x.device),
+                                 lambda: _pick(x.dtype, rows, x.device))
+    _pick_launch(launch, stream, values, indices, vout, iout, rows, length)
     return vout, iout
 
 
@@ -110,11 +121,3 @@ def median(x):
         x = contiguous_copy(x)
     flat = CUDAArray(x.storage, (x.size,), (x.itemsize,), x.offset, x.dtype)
     return _median_rows(flat, 0, ())[0]
-
-
-def compile_all(target):
-    """The pick kernel for float (NaN search) and integer rows (the sorts: kernels/sort.py)."""
-    import ml_dtypes
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.int32):
-        x = placeholder((64, 1001), dtype)
-        _pick_recipe(x, placeholder((64,), dtype), 64, 1001, target)

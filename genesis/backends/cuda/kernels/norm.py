@@ -30,9 +30,9 @@ from ....dispatch import register
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (Recipe, RecipeCache, cdiv, coalesce, const, next_pow2, placeholder,
+from ._recipe import (Recipe, RecipeCache, cdiv, coalesce, const, next_pow2, placeholder,
                        pointer, scalar)
-from .elementwise import div_rn
+from ._math import div_rn
 from .reduce import _contiguous, _welford, reduce
 
 ONE_PASS_LIMIT = 16384

@@ -45,10 +45,10 @@ from ....dispatch import register
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
+from ._recipe import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
                        placeholder, pointer, scalar, size_entries, stride_entries)
 from .copy import strided_copy
-from .elementwise import sqrt_rn
+from ._math import sqrt_rn
 
 BLOCK = 1024
 NUM_WARPS = 4

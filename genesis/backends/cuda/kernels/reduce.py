@@ -3,11 +3,11 @@
 Any set of dims is reduced by seeing the input as rows x reduced elements without copying: the
 kept dims (in order; the output is contiguous over them) and the reduced dims (reordered by
 stride, so the contiguous one is innermost) are each coalesced and indexed in the kernel
-(kernels/_strided.py). One kernel body serves every reduction: each keeps a state per lane of a
-[BM, BR] tile of rows x reduced elements, folds the tile's elements into it while walking the
-row, then combines the lanes with `tl.reduce`. The states: a single accumulator (sum, prod,
-max, min, any, all, norms, mean), (value, index) for arg reductions, (mean, m2, count) for the
-variance (Welford/Chan merges), (max, scaled sum) for logsumexp.
+(kernels/_strided_indexing.py). One kernel body serves every reduction: each keeps a state per
+lane of a [BM, BR] tile of rows x reduced elements, folds the tile's elements into it while
+walking the row, then combines the lanes with `tl.reduce`. The states: a single accumulator
+(sum, prod, max, min, any, all, norms, mean), (value, index) for arg reductions, (mean, m2,
+count) for the variance (Welford/Chan merges), (max, scaled sum) for logsumexp.
 
 Determinism: no float atomics. Rows too long for their programs alone (few rows, long
 reductions) are split over a second grid axis, each split writing its state to a scratch buffer
@@ -41,22 +41,23 @@ themselves instead of evicting what L2 holds (the next kernel's data, or dirty l
 would otherwise be written back to DRAM inside this reduction's time).
 """
 
-import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
+from ..launch import Const, Launch, LaunchCache, stream_workspace
 from ..runtime import driver
-from ..runtime.array import CUDAArray
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
-                       offsets, placeholder, pointer, program_range, scalar, select, size_entries,
-                       stride_entries)
-from .elementwise import div_rn, is_float, sqrt_rn
+from ._math import div_rn, is_float, sqrt_rn
+from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
+                                next_pow2, offsets, placeholder, program_range, select)
 
+# Why these sizes: see the module docstring (programs in all, elements a tile, tiles of states
+# the last program may merge alone, the input size read with an evict-first policy).
 _SPLIT_TARGET = 4096
 _MAX_TILE = 4096
 _FUSED_MERGE_TILES = 2
@@ -306,27 +307,41 @@ def _fold(KIND: tl.constexpr, FAMILY: tl.constexpr, x, xb, xc, row_off, row_mask
 
 
 @triton.jit
-def _store_result(KIND: tl.constexpr, s, out, out_b, rows, row_mask, p0, p1):
-    """Each row's result (out) and, for arg reductions, its index (out_b)."""
+def _store_result(KIND: tl.constexpr, s, out, out_index, rows, row_mask, p0, p1):
+    """Each row's result (out) and, for arg reductions, its index (out_index)."""
     if out is not None:
         tl.store(out + rows, _finalize(KIND, s, p0, p1).to(out.dtype.element_ty), mask=row_mask)
-    if out_b is not None:
-        tl.store(out_b + rows, s[1], mask=row_mask)
+    if out_index is not None:
+        tl.store(out_index + rows, s[1], mask=row_mask)
 
 
 @triton.jit
-def _reduce_kernel(x, xb, xc, out, out_b, out_c, part, part_b, part_c, counts, M, R, R_SPLIT,
-                   ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
-                   rsize1, rsize2, rsize3, r_s0, r_s1, r_s2, r_s3, p0, p1,
-                   KIND: tl.constexpr, FAMILY: tl.constexpr, STAGE: tl.constexpr,
-                   KDIM: tl.constexpr, RDIM: tl.constexpr, ACC: tl.constexpr,
-                   INDEX64: tl.constexpr, EVICT: tl.constexpr, EVEN_M: tl.constexpr,
-                   BM: tl.constexpr, BR: tl.constexpr, BS: tl.constexpr):
-    """Reduce rows pid_m*BM.. over reduced elements [pid_s*R_SPLIT, +R_SPLIT).
+def _reduce_kernel(
+        # pointers: the input, or for STAGE "merge" the partial states (in up to three parts)
+        x_ptr, x_b_ptr, x_c_ptr,
+        # pointers: the results (values, and the indices of arg reductions)
+        out_ptr, out_index_ptr,
+        # pointers: the partial states of (row, split), in up to three parts; split counters
+        part_ptr, part_b_ptr, part_c_ptr, counts_ptr,
+        # sizes: rows, reduced elements per row and per split, then the coalesced kept dims
+        # (rows) and reduced dims (size0 of each is never read)
+        n_rows, n_reduced, split_len,
+        row_size1, row_size2, row_size3, red_size1, red_size2, red_size3,
+        # strides, in elements, of the kept dims and of the reduced dims
+        row_stride0, row_stride1, row_stride2, row_stride3,
+        red_stride0, red_stride1, red_stride2, red_stride3,
+        # scalars: p0 the count (mean), the correction (var, std) or p (normp); p1 is 1/p
+        p0, p1,
+        # meta-parameters
+        KIND: tl.constexpr, FAMILY: tl.constexpr, STAGE: tl.constexpr,
+        ROW_DIMS: tl.constexpr, RED_DIMS: tl.constexpr, ACC: tl.constexpr,
+        INDEX64: tl.constexpr, EVICT: tl.constexpr, EVEN_M: tl.constexpr,
+        BM: tl.constexpr, BR: tl.constexpr, BS: tl.constexpr):
+    """Reduce rows pid_m*BM.. over reduced elements [pid_s*split_len, +split_len).
 
-    STAGE "full": write the result of each row to out (values) and out_b (indices).
+    STAGE "full": write the result of each row to out (values) and out_index (indices).
     "partial": write each row's state to part/part_b/part_c[row, pid_s].
-    "merge": x/xb/xc hold such partial states (R per row); write the results as "full".
+    "merge": x holds such partial states (n_reduced per row); write the results as "full".
     "split": "partial", then the last program of this row block to finish (counts[pid_m]
     counts them; that program sets it back to 0 for the next launch) merges its rows' partial
     states in split order, [BM, BS] at a time, and writes the results as "full". Which program
@@ -335,56 +350,70 @@ def _reduce_kernel(x, xb, xc, out, out_b, out_c, part, part_b, part_c, counts, M
     """
     pid_s = tl.program_id(1)
     rows = program_range(BM, INDEX64)
-    r_lo = pid_s.to(rows.dtype) * R_SPLIT
-    row_mask = rows < M
-    row_off = offsets(rows, (1, ksize1, ksize2, ksize3), (k_s0, k_s1, k_s2, k_s3), KDIM)
-    s = _fold(KIND, FAMILY, x, xb, xc, row_off, row_mask, r_lo, tl.minimum(r_lo + R_SPLIT, R),
-              (1, rsize1, rsize2, rsize3), (r_s0, r_s1, r_s2, r_s3), RDIM, p0, ACC,
+    r_lo = pid_s.to(rows.dtype) * split_len
+    row_mask = rows < n_rows
+    row_off = offsets(rows, (1, row_size1, row_size2, row_size3),
+                      (row_stride0, row_stride1, row_stride2, row_stride3), ROW_DIMS)
+    s = _fold(KIND, FAMILY, x_ptr, x_b_ptr, x_c_ptr, row_off, row_mask, r_lo,
+              tl.minimum(r_lo + split_len, n_reduced), (1, red_size1, red_size2, red_size3),
+              (red_stride0, red_stride1, red_stride2, red_stride3), RED_DIMS, p0, ACC,
               STAGE == "merge", EVICT, EVEN_M, BM, BR)
     if STAGE == "partial" or STAGE == "split":
         splits = tl.num_programs(1)
         at = rows * splits + pid_s
-        tl.store(part + at, s[0], mask=row_mask)
-        if part_b is not None:
-            tl.store(part_b + at, s[1], mask=row_mask)
-        if part_c is not None:
-            tl.store(part_c + at, s[2], mask=row_mask)
+        tl.store(part_ptr + at, s[0], mask=row_mask)
+        if part_b_ptr is not None:
+            tl.store(part_b_ptr + at, s[1], mask=row_mask)
+        if part_c_ptr is not None:
+            tl.store(part_c_ptr + at, s[2], mask=row_mask)
         if STAGE == "split":
             # Every thread's stores precede the count (CTA barrier); the count releases them to
             # the program that sees it reach `splits` and acquires them (acq_rel, GPU scope).
             tl.debug_barrier()
-            done = tl.atomic_add(counts + tl.program_id(0), 1, sem="acq_rel", scope="gpu")
+            done = tl.atomic_add(counts_ptr + tl.program_id(0), 1, sem="acq_rel", scope="gpu")
             if done == splits - 1:
-                tl.store(counts + tl.program_id(0), 0)
-                s = _fold(KIND, FAMILY, part, part_b, part_c, rows * splits, row_mask, 0,
-                          splits, (1, 1, 1, 1), (1, 0, 0, 0), 1, p0, ACC, True, "", EVEN_M, BM, BS)
-                _store_result(KIND, s, out, out_b, rows, row_mask, p0, p1)
+                tl.store(counts_ptr + tl.program_id(0), 0)
+                s = _fold(KIND, FAMILY, part_ptr, part_b_ptr, part_c_ptr, rows * splits,
+                          row_mask, 0, splits, (1, 1, 1, 1), (1, 0, 0, 0), 1, p0, ACC, True, "",
+                          EVEN_M, BM, BS)
+                _store_result(KIND, s, out_ptr, out_index_ptr, rows, row_mask, p0, p1)
     else:
-        _store_result(KIND, s, out, out_b, rows, row_mask, p0, p1)
+        _store_result(KIND, s, out_ptr, out_index_ptr, rows, row_mask, p0, p1)
 
 
 @triton.jit
-def _scan_kernel(x, out, M, L, ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
-                 o_s0, o_s1, o_s2, o_s3, x_s, o_s,
-                 KIND: tl.constexpr, REVERSE: tl.constexpr, KDIM: tl.constexpr,
-                 ACC: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
-    """Inclusive cumsum/cumprod of rows pid*BM.. along a dim of stride x_s (o_s in `out`),
-    chunk by chunk with a running carry (from the end when REVERSE)."""
+def _scan_kernel(
+        # pointers
+        x_ptr, out_ptr,
+        # sizes: rows, the scanned length, the coalesced kept dims (size0 is never read)
+        n_rows, n_cols, row_size1, row_size2, row_size3,
+        # strides, in elements: of the kept dims in x and in out, of the scanned dim in each
+        x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3,
+        out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3,
+        x_col_stride, out_col_stride,
+        # meta-parameters
+        KIND: tl.constexpr, REVERSE: tl.constexpr, ROW_DIMS: tl.constexpr,
+        ACC: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+    """Inclusive cumsum/cumprod of rows pid*BM.. along the scanned dim, chunk by chunk with a
+    running carry (from the end when REVERSE)."""
     rows = program_range(BM, INDEX64)
-    row_mask = rows < M
-    sizes = (1, ksize1, ksize2, ksize3)
-    x_row = offsets(rows, sizes, (k_s0, k_s1, k_s2, k_s3), KDIM)
-    o_row = offsets(rows, sizes, (o_s0, o_s1, o_s2, o_s3), KDIM)
+    row_mask = rows < n_rows
+    sizes = (1, row_size1, row_size2, row_size3)
+    x_row = offsets(rows, sizes, (x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3),
+                    ROW_DIMS)
+    o_row = offsets(rows, sizes,
+                    (out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3),
+                    ROW_DIMS)
     identity: tl.constexpr = 0 if KIND == "cumsum" else 1
     carry = tl.full((BM,), identity, ACC)
     lane = tl.arange(0, BL)
-    for c in range(tl.cdiv(L, BL)):
+    for c in range(tl.cdiv(n_cols, BL)):
         if REVERSE:
-            j = L - (c + 1) * BL + lane
+            j = n_cols - (c + 1) * BL + lane
         else:
             j = c * BL + lane
-        mask = row_mask[:, None] & ((j >= 0) & (j < L))[None, :]
-        v = tl.load(x + x_row[:, None] + j[None, :] * x_s, mask=mask).to(ACC)
+        mask = row_mask[:, None] & ((j >= 0) & (j < n_cols))[None, :]
+        v = tl.load(x_ptr + x_row[:, None] + j[None, :] * x_col_stride, mask=mask).to(ACC)
         v = tl.where(mask, v, identity)
         if KIND == "cumsum":
             scanned = tl.cumsum(v, 1, reverse=REVERSE) + carry[:, None]
@@ -392,8 +421,9 @@ def _scan_kernel(x, out, M, L, ksize1, ksize2, ksize3, k_s0, k_s1, k_s2, k_s3,
         else:
             scanned = tl.cumprod(v, 1, reverse=REVERSE) * carry[:, None]
             carry = carry * tl.reduce(v, 1, _mul)
-        tl.store(out + o_row[:, None] + j[None, :] * o_s, scanned.to(out.dtype.element_ty),
-                 mask=mask)
+        tl.store(out_ptr + o_row[:, None] + j[None, :] * out_col_stride,
+                 scanned.to(out_ptr.dtype.element_ty), mask=mask)
+
 
 _FAMILIES = {"prod": "mul", "amax": "max", "any": "max", "norminf": "max", "amin": "min",
              "all": "min", "normninf": "min", "argmax": "argmax", "argmin": "argmin",
@@ -450,40 +480,146 @@ def _warps(elements):
     return max(1, min(8, elements // 512))
 
 
-def _layout_entries(layout, ity, merge_splits=None):
-    """Kept and reduced dims of `layout` (or of an [rows, merge_splits] partial buffer)."""
+def _launch_dims(layout, merge_splits=None):
+    """(row sizes, reduced sizes, row strides, reduced strides) of `layout` as kernel arguments,
+    or of an [rows, merge_splits] buffer of partial states."""
     if merge_splits is not None:
         kept, kept_st, red, red_st = [layout.rows], [merge_splits], [merge_splits], [1]
     else:
         kept, kept_st = layout.kept_sizes, layout.kept_strides[0]
         red, red_st = layout.red_sizes, layout.red_strides[0]
-    return (size_entries("k", kept, MAX_ROW_DIMS, ity)
-            + stride_entries("k_", kept_st, MAX_ROW_DIMS, ity)
-            + size_entries("r", red, MAX_ROW_DIMS, ity)
-            + stride_entries("r_", red_st, MAX_ROW_DIMS, ity)
-            + const(KDIM=len(kept), RDIM=len(red), INDEX64=ity == "i64"))
+    return (dim_sizes(kept, MAX_ROW_DIMS), dim_sizes(red, MAX_ROW_DIMS),
+            dim_strides(kept_st, MAX_ROW_DIMS), dim_strides(red_st, MAX_ROW_DIMS))
 
 
-_ARRAY_PARAMS = ("x", "xb", "xc", "out", "out_b", "out_c", "part", "part_b", "part_c", "counts")
+_NO_STATES = (None, None, None)
 
 
-def _reduce_entries(kind, stage, arrays, sizes, layout_entries, ity, params, acc, blocks,
-                    evict=""):
-    """Entries of one launch of _reduce_kernel; `arrays` maps parameters (see _ARRAY_PARAMS) to
-    (role, array) pairs, the others are None; `sizes` is (M, R, R_SPLIT); `blocks` is
-    (BM, BR, BS)."""
-    ty = "fp64" if acc == np.float64 else "fp32"
-    entries = [pointer(name, *arrays[name]) if name in arrays else (name, None, "constexpr")
-               for name in _ARRAY_PARAMS]
-    entries += [(name, value, ity) for name, value in zip(("M", "R", "R_SPLIT"), sizes)]
-    entries += [scalar(f"p{i}", f"p{i}", params[i] if i < len(params) else None, ty)
-                for i in range(2)]
-    return entries + layout_entries + const(
-        KIND=kind, FAMILY=_family(kind), STAGE=stage, ACC=_TL[acc.name], EVICT=evict,
-        EVEN_M=sizes[0] % blocks[0] == 0, BM=blocks[0], BR=blocks[1], BS=blocks[2])
+def _reduce_launch(launch, dims, stream, x, out, out_index, part, counts, p0, p1):
+    """The call of _reduce_kernel. `x` and `part` are (a, b, c) state arrays (b and c None where
+    a state has fewer parts; `x` is the input as a one-part state); `dims` is (n_rows,
+    n_reduced, split_len) followed by _launch_dims."""
+    n_rows, n_reduced, split_len, row_sizes, red_sizes, row_strides, red_strides = dims
+    launch(stream,
+           # pointers
+           *x, out, out_index, *part, counts,
+           # sizes
+           n_rows, n_reduced, split_len, *row_sizes, *red_sizes,
+           # strides
+           *row_strides, *red_strides,
+           # scalars
+           p0, p1)
 
 
-_recipes = RecipeCache()
+class _Reduction:
+    """The launches of one reduction geometry (see the module docstring): one launch ("full",
+    or "split" merging in the same launch), or "partial" then "merge". Built on the first call
+    with its geometry and kept; with a `target`, its launches only compile."""
+
+    def __init__(self, kind, x, dims, reorder, n_params, target=None):
+        self.device, self.target, self.stage = x.device, target, None
+        layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+        self.copy = not layout.fits()
+        if self.copy:
+            x = placeholder(x.shape, x.dtype)
+            layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
+        if not layout.rows:
+            return
+        acc = _acc_dtype(kind, x.dtype)
+        family = _family(kind)
+        states = _STATE_SIZES.get(family, 1)
+        plan = _Plan(layout, states)
+        rows, length = layout.rows, layout.length
+        ity = "i64" if rows * plan.splits >= 2 ** 31 else layout.index_type()
+        scalar_type = "fp64" if acc == np.float64 else "fp32"
+        evict = "evict_first" if x.size * x.itemsize >= _STREAM_BYTES else ""
+
+        def launch(stage, grid, num_warps, n_dims, blocks, evict_=""):
+            meta = dict(KIND=kind, FAMILY=family, STAGE=stage, ROW_DIMS=n_dims[0],
+                        RED_DIMS=n_dims[1], ACC=_TL[acc.name], INDEX64=ity == "i64",
+                        EVICT=evict_, EVEN_M=rows % blocks[0] == 0, BM=blocks[0], BR=blocks[1],
+                        BS=blocks[2])
+            return Launch(_reduce_kernel, grid, meta, num_warps, int_type=ity,
+                          types={"p0": scalar_type, "p1": scalar_type}, per_call=("p0", "p1"),
+                          device=self.device, target=target)
+
+        blocks = (plan.bm, plan.br, plan.bs)
+        split_len = length if plan.splits == 1 else plan.r_split
+        self.stage = "full" if plan.splits == 1 else "split" if plan.fused else "partial"
+        self.dims = (rows, length, split_len) + _launch_dims(layout)
+        self.launch = launch(self.stage, (plan.grid_m, plan.splits), plan.num_warps,
+                             (len(layout.kept_sizes), len(layout.red_sizes)), blocks, evict)
+        self.row_blocks = plan.grid_m if self.stage == "split" else 0
+        index_state = family in ("argmax", "argmin")
+        self.parts = [((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
+                      for i in range(states)]
+        self.scratch_bytes = sum(_scratch_bytes(shape, dtype) for shape, dtype in self.parts)
+        self._workspace = self._views = None
+        if self.stage == "partial":
+            br = min(next_pow2(plan.splits), _tile_elements(states))
+            bm = min(next_pow2(rows), max(1, _tile_elements(states) // br))
+            self.merge_dims = (rows, plan.splits, plan.splits) + _launch_dims(layout, plan.splits)
+            self.merge = launch("merge", (cdiv(rows, bm),), _warps(bm * br), (1, 1),
+                                (bm, br, 1))
+
+    def run(self, stream, x, out, out_index, params):
+        """Launch into `out` (values or None) and `out_index` (indices or None)."""
+        p0, p1 = (tuple(params) + (None, None))[:2]
+        source = (x, None, None)
+        if self.stage == "full":
+            _reduce_launch(self.launch, self.dims, stream, source, out, out_index, _NO_STATES,
+                           None, p0, p1)
+        elif self.stage == "split":
+            counts = (placeholder((self.row_blocks,), np.int32) if self.target else
+                      split_counters(self.device, stream, self.row_blocks))
+            _reduce_launch(self.launch, self.dims, stream, source, out, out_index,
+                           self._workspace_parts(stream), counts, p0, p1)
+        else:
+            part = self._fresh_parts(stream)
+            _reduce_launch(self.launch, self.dims, stream, source, None, None, part, None, p0,
+                           p1)
+            _reduce_launch(self.merge, self.merge_dims, stream, part, out, out_index,
+                           _NO_STATES, None, p0, p1)
+
+    def _workspace_parts(self, stream):
+        """The partial states of a single "split" launch, in the stream's workspace (which
+        that launch alone writes and reads); views kept while the workspace stays."""
+        if self.target:
+            return self._fresh_parts(stream)
+        workspace = stream_workspace(self.device, stream, self.scratch_bytes)
+        if workspace is not self._workspace:
+            views, offset = [], workspace.offset
+            for shape, dtype in self.parts:
+                views.append(CUDAArray(workspace.storage, shape,
+                                       contiguous_byte_strides(shape, dtype.itemsize), offset,
+                                       dtype))
+                offset += _scratch_bytes(shape, dtype)
+            self._workspace, self._views = workspace, _padded(views)
+        return self._views
+
+    def _fresh_parts(self, stream):
+        """Partial states in arrays of their own: a "merge" launch reads what the "partial"
+        launch wrote, and another thread's launches on the stream may come between."""
+        if self.target:
+            return _padded([placeholder(shape, dtype) for shape, dtype in self.parts])
+        return _padded([CUDAArray.empty(shape, dtype, self.device, stream)
+                        for shape, dtype in self.parts])
+
+
+def _padded(states):
+    return tuple(states) + (None,) * (3 - len(states))
+
+
+_SCRATCH_ALIGN = 256
+
+
+def _scratch_bytes(shape, dtype):
+    """Bytes of a partial-state buffer in the workspace, rounded up to keep the next aligned."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return cdiv(nbytes, _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+
+
+_reductions = LaunchCache()
 
 
 def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, reorder=True):
@@ -496,14 +632,11 @@ def reduce(kind, x, dims, out_shape, out_dtype=None, params=(), indices=False, r
     index = CUDAArray.empty(out_shape, _INT64, device, stream) if indices else None
     key = (kind, x.shape, x.strides, x.dtype, x.ptr % 16 == 0, dims, reorder, out_dtype,
            indices, len(params), device)
-    recipe, copy, groups = _recipes.get_or_build(
-        key, lambda: _reduce_recipe(kind, x, dims, reorder, values, index, params))
-    if recipe is not None:
-        slots = {"x": _contiguous(x, stream) if copy else x, "values": values, "index": index,
-                 "counts": split_counters(device, stream, groups) if groups else None}
-        if params:
-            slots.update(zip(("p0", "p1"), params))
-        recipe.run(stream, slots)
+    reduction = _reductions.get_or_build(
+        key, lambda: _Reduction(kind, x, dims, reorder, len(params)))
+    if reduction.stage is not None:
+        reduction.run(stream, _contiguous(x, stream) if reduction.copy else x, values, index,
+                      params)
     return values, index
 
 
@@ -523,57 +656,6 @@ def split_counters(device, stream, groups):
         driver.memset_d8(counts.ptr, 0, counts.size * 4, stream)
         _COUNTS[(device, stream)] = counts
     return counts
-
-
-def _reduce_recipe(kind, x, dims, reorder, values, index, params, target=None):
-    """(recipe or None when nothing is reduced into, whether x must be made contiguous, the
-    counters the recipe needs: its row blocks when it splits rows in one launch, else 0)."""
-    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
-    copy = not layout.fits()
-    if copy:
-        x = placeholder(x.shape, x.dtype)
-        layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
-    if not layout.rows:
-        return None, copy, 0
-    recipe = Recipe(x.device, target)
-    acc = _acc_dtype(kind, x.dtype)
-    family = _family(kind)
-    states = _STATE_SIZES.get(family, 1)
-    plan = _Plan(layout, states)
-    rows, length = layout.rows, layout.length
-    ity = "i64" if rows * plan.splits >= 2 ** 31 else layout.index_type()
-    outs = {"out": ("values", values)} if values is not None else {}
-    if index is not None:
-        outs["out_b"] = ("index", index)
-    source = {"x": ("x", x)}
-    evict = "evict_first" if x.size * x.itemsize >= _STREAM_BYTES else ""
-    blocks = (plan.bm, plan.br, plan.bs)
-    if plan.splits == 1:
-        recipe.add(_reduce_kernel, (plan.grid_m, 1), _reduce_entries(
-            kind, "full", {**source, **outs}, (rows, length, length),
-            _layout_entries(layout, ity), ity, params, acc, blocks, evict), plan.num_warps)
-        return recipe, copy, 0
-    index_state = family in ("argmax", "argmin")
-    partial = [recipe.scratch_array((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
-               for i in range(states)]
-    parts = dict(zip(("part", "part_b", "part_c"), partial))
-    if plan.fused:
-        arrays = {**source, **outs, **parts,
-                  "counts": ("counts", placeholder((plan.grid_m,), np.int32))}
-        recipe.add(_reduce_kernel, (plan.grid_m, plan.splits), _reduce_entries(
-            kind, "split", arrays, (rows, length, plan.r_split), _layout_entries(layout, ity),
-            ity, params, acc, blocks, evict), plan.num_warps)
-        return recipe, copy, plan.grid_m
-    recipe.add(_reduce_kernel, (plan.grid_m, plan.splits), _reduce_entries(
-        kind, "partial", {**source, **parts}, (rows, length, plan.r_split),
-        _layout_entries(layout, ity), ity, params, acc, blocks, evict), plan.num_warps)
-    br = min(next_pow2(plan.splits), _tile_elements(states))
-    bm = min(next_pow2(rows), max(1, _tile_elements(states) // br))
-    recipe.add(_reduce_kernel, (cdiv(rows, bm),), _reduce_entries(
-        kind, "merge", {**dict(zip(("x", "xb", "xc"), partial)), **outs},
-        (rows, plan.splits, plan.splits), _layout_entries(layout, ity, plan.splits), ity,
-        params, acc, (bm, br, 1)), _warps(bm * br))
-    return recipe, copy, 0
 
 
 def _contiguous(x, stream):
@@ -712,7 +794,7 @@ def count_nonzero(x, dims):
     return _values("count_nonzero", x, dims, False, _INT64)
 
 
-_scan_recipes = RecipeCache()
+_scans = LaunchCache()
 
 
 def scan(kind, x, dim, reverse, out_dtype):
@@ -729,9 +811,9 @@ def scan(kind, x, dim, reverse, out_dtype):
 def _write_scan(kind, x, dim, reverse, out, stream):
     key = (kind, x.shape, x.strides, x.dtype, x.ptr % 16 == 0, out.ptr % 16 == 0, dim, reverse,
            out.dtype, x.device)
-    recipe = _scan_recipes.get_or_build(key, lambda: _scan_recipe(kind, x, dim, reverse, out))
-    if recipe is not None:
-        recipe.run(stream, {"x": x, "out": out})
+    plan = _scans.get_or_build(key, lambda: _scan_plan(kind, x, dim, reverse, out))
+    if plan is not None:
+        _scan_launch(*plan, stream, x, out)
         return
     lead = 1 if dim == 0 else 0
     for i in range(x.shape[lead]):
@@ -739,28 +821,38 @@ def _write_scan(kind, x, dim, reverse, out, stream):
                     stream)
 
 
-def _scan_recipe(kind, x, dim, reverse, out, target=None):
-    """The launch, or None when more than MAX_ROW_DIMS kept dims do not merge (rare: the
-    caller then scans one index of the first kept dim at a time)."""
+def _scan_launch(launch, dims, stream, x, out):
+    """The call of _scan_kernel; `dims` as _scan_plan makes them."""
+    n_rows, n_cols, row_sizes, x_row_strides, out_row_strides, x_col_stride, out_col_stride = dims
+    launch(stream,
+           # pointers
+           x, out,
+           # sizes
+           n_rows, n_cols, *row_sizes,
+           # strides
+           *x_row_strides, *out_row_strides, x_col_stride, out_col_stride)
+
+
+def _scan_plan(kind, x, dim, reverse, out, target=None):
+    """(launch, its sizes and strides), or None when more than MAX_ROW_DIMS kept dims do not
+    merge (rare: the caller then scans one index of the first kept dim at a time)."""
     dims = (dim,) if x.ndim else ()
     layout = RowLayout(x.shape, dims, [x.element_strides(), out.element_strides()], False)
     if not layout.fits():
         return None
     plan = _Plan(layout, 1)
     ity = layout.index_type()
-    entries = [pointer("x", "x", x), pointer("out", "out", out), ("M", layout.rows, ity),
-               ("L", layout.length, ity)]
-    entries += size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
-    entries += stride_entries("k_", layout.kept_strides[0], MAX_ROW_DIMS, ity)
-    entries += stride_entries("o_", layout.kept_strides[1], MAX_ROW_DIMS, ity)
-    entries += [(name, v, "constexpr" if v == 1 else ity) for name, v in
-                (("x_s", layout.red_strides[0][0]), ("o_s", layout.red_strides[1][0]))]
     acc = _acc_dtype("sum", out.dtype)
-    entries += const(KIND=kind, REVERSE=reverse, KDIM=len(layout.kept_sizes), ACC=_TL[acc.name],
-                     INDEX64=ity == "i64", BM=plan.bm, BL=plan.br)
-    recipe = Recipe(x.device, target)
-    recipe.add(_scan_kernel, (plan.grid_m,), entries, plan.num_warps)
-    return recipe
+    meta = dict(KIND=kind, REVERSE=reverse, ROW_DIMS=len(layout.kept_sizes), ACC=_TL[acc.name],
+                INDEX64=ity == "i64", BM=plan.bm, BL=plan.br)
+    launch = Launch(_scan_kernel, (plan.grid_m,), meta, plan.num_warps, int_type=ity,
+                    device=x.device, target=target)
+    x_col, out_col = (s if s != 1 else Const(1) for s in
+                      (layout.red_strides[0][0], layout.red_strides[1][0]))
+    dims = (layout.rows, layout.length, dim_sizes(layout.kept_sizes, MAX_ROW_DIMS),
+            dim_strides(layout.kept_strides[0], MAX_ROW_DIMS),
+            dim_strides(layout.kept_strides[1], MAX_ROW_DIMS), x_col, out_col)
+    return launch, dims
 
 
 @register("cumsum", "cuda")
@@ -772,45 +864,3 @@ def cumsum(x, dim, reverse, dtype):
 @register("cumprod", "cuda")
 def cumprod(x, dim, dtype):
     return scan("cumprod", x, dim, False, dtype.numpy_dtype)
-
-
-_COMPILE_PARAMS = {"mean": (8.0,), "var": (1.0,), "std": (1.0,), "normp": (3.0, 1.0 / 3.0)}
-
-
-def _compile_case(kind, dtype, shape, dims, target, indices=False, reorder=True):
-    x = placeholder(shape, dtype)
-    layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
-    out = placeholder((layout.rows,), np.bool_ if kind in ("any", "all") else dtype)
-    index = placeholder((layout.rows,), _INT64) if indices else None
-    _reduce_recipe(kind, x, dims, reorder, out, index, _COMPILE_PARAMS.get(kind, ()), target)
-
-
-def compile_all(target):
-    """Every reduction kind on float32 rows, rows split in one launch (the last program merges;
-    also past the L2 size, where loads evict first, and over half types), columns split over
-    two launches (partial + merge), the integer accumulators and the scans, compiled for
-    `target` (CI, no GPU needed)."""
-    f32 = np.float32
-    kinds = ("sum", "nansum", "prod", "mean", "amax", "amin", "any", "all", "count_nonzero",
-             "norm0", "norm1", "norm2", "normp", "norminf", "normninf", "var", "std", "logsumexp")
-    for kind in kinds:
-        _compile_case(kind, f32, (64, 1000), (1,), target)
-    for kind in ("argmax", "argmin"):
-        _compile_case(kind, f32, (64, 1000), (1,), target, indices=True, reorder=False)
-        _compile_case(kind, f32, (1 << 20,), (0,), target, indices=True, reorder=False)
-    for kind in ("sum", "mean", "var", "logsumexp", "amax"):
-        _compile_case(kind, f32, (1 << 20,), (0,), target)
-        _compile_case(kind, f32, (1 << 26,), (0,), target)
-        _compile_case(kind, f32, (4096, 512), (0,), target)
-    for dtype in (np.float16, ml_dtypes.bfloat16):
-        _compile_case("sum", dtype, (1 << 26,), (0,), target)
-        _compile_case("mean", dtype, (8, 1 << 20), (1,), target)
-    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
-        _compile_case("sum", dtype, (64, 1000), (1,), target)
-    _compile_case("amax", np.int64, (8, 6, 4), (0, 2), target)
-    for kind, dtype, shape, dim in (("cumsum", np.float32, (64, 1000), 1),
-                                    ("cumsum", ml_dtypes.bfloat16, (1000, 64), 0),
-                                    ("cumsum", np.int32, (8, 6, 4), 1),
-                                    ("cumprod", np.float32, (64, 1000), 1)):
-        out = placeholder(shape, np.int64 if dtype == np.int32 else dtype)
-        _scan_recipe(kind, placeholder(shape, dtype), dim, kind == "cumsum", out, target)

@@ -18,29 +18,38 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..launch import Launch, LaunchCache
 from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import MAX_DIMS, Recipe, RecipeCache, cdiv, const, placeholder, pointer
+from ._strided_indexing import MAX_DIMS, cdiv
 from .copy import strided_copy
 
+# 1024 elements a program, 4 warps: 8 a thread, a few independent loads each in flight.
 BLOCK = 1024
 CAT_COPY_LIMIT = 2
 _TABLE_COLUMNS = 5
 
 
 @triton.jit
-def _gather_kernel(x, out, n, size0, size1, size2, size3, size4, size5,
-                   x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
-                   shift0, shift1, shift2, shift3, shift4, shift5, diagonal,
-                   NDIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr):
+def _gather_kernel(
+        # pointers
+        x_ptr, out_ptr,
+        # sizes: elements, then each dim's (up to MAX_DIMS)
+        n_elements, size0, size1, size2, size3, size4, size5,
+        # strides of x, in elements
+        x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5,
+        # each dim's roll shift; the diagonal of tril/triu
+        shift0, shift1, shift2, shift3, shift4, shift5, diagonal,
+        # meta-parameters
+        NDIM: tl.constexpr, TRIANGLE: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = x at i's coordinates, each minus its dim's shift modulo the size; TRIANGLE 1
     (tril) or 2 (triu) zeroes elements off the kept side of `diagonal` in the last two dims."""
     linear = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = linear < n
+    mask = linear < n_elements
     sizes = (size0, size1, size2, size3, size4, size5)
-    strides = (x_s0, x_s1, x_s2, x_s3, x_s4, x_s5)
+    strides = (x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5)
     shifts = (shift0, shift1, shift2, shift3, shift4, shift5)
     rest = linear
     src = tl.zeros_like(linear)
@@ -58,27 +67,33 @@ def _gather_kernel(x, out, n, size0, size1, size2, size3, size4, size5,
             row = c
         s = c - shifts[d]
         src += tl.where(s < 0, s + sizes[d], s) * strides[d]
-    v = tl.load(x + src, mask=mask)
+    v = tl.load(x_ptr + src, mask=mask)
     if TRIANGLE == 1:
         v = tl.where(col - row <= diagonal, v, tl.zeros_like(v))
     if TRIANGLE == 2:
         v = tl.where(col - row >= diagonal, v, tl.zeros_like(v))
-    tl.store(out + linear, v, mask=mask)
+    tl.store(out_ptr + linear, v, mask=mask)
 
 
 @triton.jit
-def _cat_table_kernel(table, out, OUT_WIDTH, BLOCK: tl.constexpr):
+def _cat_table_kernel(
+        # pointers: the table (int64 rows of _TABLE_COLUMNS), the output
+        table_ptr, out_ptr,
+        # the output's row length (its dims from the cat dim on)
+        out_width,
+        # meta-parameters
+        BLOCK: tl.constexpr):
     """Block pid of the table: BLOCK elements of one contiguous input, seen as rows of `width`
-    elements, written at column `column` of the output's rows of OUT_WIDTH elements."""
-    entry = table + tl.program_id(0).to(tl.int64) * 5
-    src = tl.load(entry).to(tl.pointer_type(out.dtype.element_ty))
+    elements, written at column `column` of the output's rows of out_width elements."""
+    entry = table_ptr + tl.program_id(0).to(tl.int64) * 5
+    src = tl.load(entry).to(tl.pointer_type(out_ptr.dtype.element_ty))
     width = tl.load(entry + 1)
     column = tl.load(entry + 2)
     size = tl.load(entry + 3)
     e = tl.load(entry + 4) + tl.arange(0, BLOCK)
     mask = e < size
     v = tl.load(src + e, mask=mask)
-    tl.store(out + (e // width) * OUT_WIDTH + column + e % width, v, mask=mask)
+    tl.store(out_ptr + (e // width) * out_width + column + e % width, v, mask=mask)
 
 
 def _merge_dims(shape, strides, keep_apart):
@@ -100,21 +115,31 @@ def _merge_dims(shape, strides, keep_apart):
     return [d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims]
 
 
-def _gather_recipe(x, out, sizes, strides, shifts, triangle, target=None):
+def _gather_launch(launch, dims, stream, x, out):
+    """The call of _gather_kernel; `dims` as _gather_plan makes them."""
+    n, sizes, strides, shifts, diagonal = dims
+    launch(stream,
+           # pointers
+           x, out,
+           # sizes
+           n, *sizes,
+           # strides
+           *strides,
+           # shifts and diagonal
+           *shifts, diagonal)
+
+
+def _gather_plan(n, sizes, strides, shifts, triangle, device, target=None):
+    """(launch, the sizes, strides and shifts _gather_launch passes) of one geometry."""
     pad = MAX_DIMS - len(sizes)
-    sizes, strides, shifts = sizes + [1] * pad, strides + [0] * pad, shifts + [0] * pad
-    entries = [pointer("x", "x", x), pointer("out", "out", out), ("n", out.size, "i64")]
-    entries += [(f"size{d}", sizes[d], "i64") for d in range(MAX_DIMS)]
-    entries += [(f"x_s{d}", strides[d], "i64") for d in range(MAX_DIMS)]
-    entries += [(f"shift{d}", shifts[d], "i64") for d in range(MAX_DIMS)]
-    entries += [("diagonal", triangle[1], "i64")]
-    entries += const(NDIM=MAX_DIMS - pad, TRIANGLE=triangle[0], BLOCK=BLOCK)
-    recipe = Recipe(out.device, target)
-    recipe.add(_gather_kernel, (cdiv(out.size, BLOCK),), entries, 4)
-    return recipe
+    meta = dict(NDIM=len(sizes), TRIANGLE=triangle[0], BLOCK=BLOCK)
+    launch = Launch(_gather_kernel, (cdiv(n, BLOCK),), meta, 4, int_type="i64", device=device,
+                    target=target)
+    return launch, (n, tuple(sizes) + (1,) * pad, tuple(strides) + (0,) * pad,
+                    tuple(shifts) + (0,) * pad, triangle[1])
 
 
-_recipes = RecipeCache()
+_launches = LaunchCache()
 
 
 def _gather(x, shifts, triangle=(0, 0)):
@@ -134,9 +159,9 @@ def _gather(x, shifts, triangle=(0, 0)):
         return _gather_in_steps(x, shifts, triangle)
     key = (tuple(sizes), tuple(strides), tuple(steps), triangle, x.dtype, x.ptr % 16 == 0,
            x.device)
-    recipe = _recipes.get_or_build(
-        key, lambda: _gather_recipe(x, out, sizes, strides, steps, triangle))
-    recipe.run(stream, {"x": x, "out": out})
+    launch, dims = _launches.get_or_build(
+        key, lambda: _gather_plan(out.size, sizes, strides, steps, triangle, x.device))
+    _gather_launch(launch, dims, stream, x, out)
     return out
 
 
@@ -213,17 +238,21 @@ def _cat_table(parts, out, dim, stream):
         rows.append(np.column_stack([np.broadcast_to(np.array(entry, np.int64),
                                                      (len(blocks), 4)), blocks]))
     table = _upload(np.ascontiguousarray(np.concatenate(rows)), out.device, stream)
-    key = ("cat", out.dtype, out.shape[dim] * inner, table.shape[0], out.device)
-    recipe = _recipes.get_or_build(key, lambda: _cat_recipe(out, key[2], key[3]))
-    recipe.run(stream, {"table": table, "out": out})
+    out_width = out.shape[dim] * inner
+    key = ("cat", out.dtype, out_width, table.shape[0], out.device)
+    launch = _launches.get_or_build(key, lambda: _cat_plan(table.shape[0], out.device))
+    _cat_launch(launch, stream, table, out, out_width)
 
 
-def _cat_recipe(out, out_width, blocks, target=None):
-    recipe = Recipe(out.device, target)
-    entries = [pointer("table", "table", placeholder((1,), np.int64)),
-               pointer("out", "out", out), ("OUT_WIDTH", out_width, "i64")]
-    recipe.add(_cat_table_kernel, (blocks,), entries + const(BLOCK=BLOCK), 4)
-    return recipe
+def _cat_launch(launch, stream, table, out, out_width):
+    """The call of _cat_table_kernel."""
+    launch(stream, table, out, out_width)
+
+
+def _cat_plan(blocks, device, target=None):
+    """The launch of _cat_table_kernel over a table of `blocks` rows."""
+    return Launch(_cat_table_kernel, (blocks,), dict(BLOCK=BLOCK), 4, int_type="i64",
+                  device=device, target=target)
 
 
 @register("cat", "cuda")
@@ -252,14 +281,3 @@ def cat(arrays, dim):
     if table:
         _cat_table(table, out, dim, stream)
     return out
-
-
-def compile_all(target):
-    """The gather kernel (flip/roll, tril/triu) over 1-3 dims and the cat table kernel."""
-    import ml_dtypes
-    for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
-        x = placeholder((64, 32, 16), dtype)
-        _gather_recipe(x, x, [64, 512], [512, 1], [0, 3], (0, 0), target)
-        _gather_recipe(x, x, [64, 32, 16], [512, 16, 1], [0, 0, 0], (1, 2), target)
-        _gather_recipe(x, x, [32768], [-1], [0], (0, 0), target)
-        _cat_recipe(x, 1024, 8, target)

@@ -1,10 +1,11 @@
 """softmax and log_softmax along one dim, forward and backward, on the GPU.
 
-Rows are the input seen as kept dims x the softmax dim (kernels/_strided.py), read where they lie.
-A row that fits in a program's registers (up to ONE_PASS_LIMIT elements) is read once and written
-once: max, exp, sum and the normalization all happen on the registers. Longer rows take an online
-pass (running max, sum rescaled whenever the max grows) and a second pass that writes the result:
-two reads and one write. Half types compute in float32 and round once; float64 in float64.
+Rows are the input seen as kept dims x the softmax dim (kernels/_strided_indexing.py), read
+where they lie. A row that fits in a program's registers (up to ONE_PASS_LIMIT elements) is read
+once and written once: max, exp, sum and the normalization all happen on the registers. Longer
+rows take an online pass (running max, sum rescaled whenever the max grows) and a second pass
+that writes the result: two reads and one write. Half types compute in float32 and round once;
+float64 in float64.
 
 The backward kernels (registered as "softmax_backward" and "log_softmax_backward", taking the
 output gradient, the forward's output and the dim) compute y * (g - sum(g * y)) and
@@ -21,13 +22,17 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
-                       offsets, placeholder, pointer, program_range, size_entries, stride_entries)
-from .elementwise import div_rn
+from ._math import div_rn
+from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
+                                next_pow2, offsets, program_range)
 
+# Tile sizes (see the module docstring): rows up to 16384 elements stay in registers (32 float32
+# a thread at 16 warps); longer ones stream 4096-element chunks; a program gets at least 1024
+# lanes; a column tile spans 64 rows of the contiguous kept dim (coalesced 256-byte reads).
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
 _MIN_TILE = 1024
@@ -70,59 +75,77 @@ def _row_total(g, y, LOG: tl.constexpr):
 
 
 @triton.jit
-def _softmax_kernel(x, y, out, M, L, ksize1, ksize2, ksize3,
-                    a_s0, a_s1, a_s2, a_s3, b_s0, b_s1, b_s2, b_s3, o_s0, o_s1, o_s2, o_s3,
-                    a_l, b_l, o_l, LOG: tl.constexpr, BACKWARD: tl.constexpr,
-                    ONE_PASS: tl.constexpr, KDIM: tl.constexpr, CT: tl.constexpr,
-                    INDEX64: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+def _softmax_kernel(
+        # pointers: the input (BACKWARD: the output gradient), the forward's output (BACKWARD
+        # only), the contiguous result
+        x_ptr, y_ptr, out_ptr,
+        # sizes: rows, the softmax dim's length, the coalesced kept dims (size0 is never read)
+        n_rows, n_cols, row_size1, row_size2, row_size3,
+        # strides, in elements: of the kept dims in x, y and out, of the softmax dim in each
+        x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3,
+        y_row_stride0, y_row_stride1, y_row_stride2, y_row_stride3,
+        out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3,
+        x_col_stride, y_col_stride, out_col_stride,
+        # meta-parameters
+        LOG: tl.constexpr, BACKWARD: tl.constexpr, ONE_PASS: tl.constexpr,
+        ROW_DIMS: tl.constexpr, CT: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
+        BL: tl.constexpr):
     """Rows pid*BM.. of softmax(x) (BACKWARD: the gradient from g = x and the output y)."""
     rows = program_range(BM, INDEX64)
-    row_mask = rows < M
-    sizes = (1, ksize1, ksize2, ksize3)
-    a_row = offsets(rows, sizes, (a_s0, a_s1, a_s2, a_s3), KDIM)
-    b_row = offsets(rows, sizes, (b_s0, b_s1, b_s2, b_s3), KDIM)
-    o_row = offsets(rows, sizes, (o_s0, o_s1, o_s2, o_s3), KDIM)
+    row_mask = rows < n_rows
+    sizes = (1, row_size1, row_size2, row_size3)
+    x_row = offsets(rows, sizes, (x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3),
+                    ROW_DIMS)
+    y_row = offsets(rows, sizes, (y_row_stride0, y_row_stride1, y_row_stride2, y_row_stride3),
+                    ROW_DIMS)
+    out_row = offsets(rows, sizes,
+                      (out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3),
+                      ROW_DIMS)
     lane = tl.arange(0, BL)
-    out_ty = out.dtype.element_ty
+    out_ty = out_ptr.dtype.element_ty
     if ONE_PASS:
-        mask = row_mask[:, None] & (lane < L)[None, :]
+        mask = row_mask[:, None] & (lane < n_cols)[None, :]
         if BACKWARD:
-            g = _load(x, a_row, lane, a_l, mask, 0.0, CT)
-            yv = _load(y, b_row, lane, b_l, mask, 0.0, CT)
+            g = _load(x_ptr, x_row, lane, x_col_stride, mask, 0.0, CT)
+            yv = _load(y_ptr, y_row, lane, y_col_stride, mask, 0.0, CT)
             r = _backward_row(g, yv, _row_total(g, yv, LOG), LOG)
         else:
-            v = _load(x, a_row, lane, a_l, mask, float("-inf"), CT)
+            v = _load(x_ptr, x_row, lane, x_col_stride, mask, float("-inf"), CT)
             m = tl.max(v, 1)
             r = _forward_row(v, m, tl.sum(tl.exp(v - m[:, None]), 1), LOG)
-        tl.store(out + o_row[:, None] + lane[None, :] * o_l, r.to(out_ty), mask=mask)
+        tl.store(out_ptr + out_row[:, None] + lane[None, :] * out_col_stride, r.to(out_ty),
+                 mask=mask)
     else:
         if BACKWARD:
             total = tl.zeros((BM,), CT)
-            for c in range(tl.cdiv(L, BL)):
+            for c in range(tl.cdiv(n_cols, BL)):
                 j = c * BL + lane
-                mask = row_mask[:, None] & (j < L)[None, :]
-                total += _row_total(_load(x, a_row, j, a_l, mask, 0.0, CT),
-                                    _load(y, b_row, j, b_l, mask, 0.0, CT), LOG)
+                mask = row_mask[:, None] & (j < n_cols)[None, :]
+                total += _row_total(_load(x_ptr, x_row, j, x_col_stride, mask, 0.0, CT),
+                                    _load(y_ptr, y_row, j, y_col_stride, mask, 0.0, CT), LOG)
         else:
             m = tl.full((BM,), float("-inf"), CT)
             s = tl.zeros((BM,), CT)
-            for c in range(tl.cdiv(L, BL)):
+            for c in range(tl.cdiv(n_cols, BL)):
                 j = c * BL + lane
-                mask = row_mask[:, None] & (j < L)[None, :]
-                v = _load(x, a_row, j, a_l, mask, float("-inf"), CT)
+                mask = row_mask[:, None] & (j < n_cols)[None, :]
+                v = _load(x_ptr, x_row, j, x_col_stride, mask, float("-inf"), CT)
                 m_new = tl.maximum(m, tl.max(v, 1))
                 e = tl.where(v == float("-inf"), 0.0, tl.exp(v - m_new[:, None]))
                 s = s * tl.where(m == m_new, 1.0, tl.exp(m - m_new)) + tl.sum(e, 1)
                 m = m_new
-        for c in range(tl.cdiv(L, BL)):
+        for c in range(tl.cdiv(n_cols, BL)):
             j = c * BL + lane
-            mask = row_mask[:, None] & (j < L)[None, :]
+            mask = row_mask[:, None] & (j < n_cols)[None, :]
             if BACKWARD:
-                r = _backward_row(_load(x, a_row, j, a_l, mask, 0.0, CT),
-                                  _load(y, b_row, j, b_l, mask, 0.0, CT), total, LOG)
+                r = _backward_row(_load(x_ptr, x_row, j, x_col_stride, mask, 0.0, CT),
+                                  _load(y_ptr, y_row, j, y_col_stride, mask, 0.0, CT), total,
+                                  LOG)
             else:
-                r = _forward_row(_load(x, a_row, j, a_l, mask, float("-inf"), CT), m, s, LOG)
-            tl.store(out + o_row[:, None] + j[None, :] * o_l, r.to(out_ty), mask=mask)
+                v = _load(x_ptr, x_row, j, x_col_stride, mask, float("-inf"), CT)
+                r = _forward_row(v, m, s, LOG)
+            tl.store(out_ptr + out_row[:, None] + j[None, :] * out_col_stride, r.to(out_ty),
+                     mask=mask)
 
 
 class _Plan:
@@ -143,32 +166,44 @@ class _Plan:
         self.num_warps = max(1, min(16, self.bm * self.bl // 512))
 
 
-def _recipe(x, y, out, dims, backward, log, target=None):
-    """The launch for arrays laid out like these (x and y read where they lie, out contiguous)."""
-    roles = [("x", "a_", x), ("y", "b_", y), ("out", "o_", out)]
-    present = [a for _, _, a in roles if a is not None]
+def _softmax_launch(launch, dims, stream, x, y, out):
+    """The call of _softmax_kernel; `dims` as _plan makes them."""
+    n_rows, n_cols, row_sizes, row_strides, col_strides = dims
+    x_rows, y_rows, out_rows = row_strides
+    launch(stream,
+           # pointers
+           x, y, out,
+           # sizes
+           n_rows, n_cols, *row_sizes,
+           # strides
+           *x_rows, *y_rows, *out_rows, *col_strides)
+
+
+def _plan(x, y, out, dims, backward, log, target=None):
+    """(launch, the sizes and strides _softmax_launch passes) for arrays laid out like these
+    (x and y read where they lie, out contiguous)."""
+    arrays = [x, y, out]
+    present = [a for a in arrays if a is not None]
     layout = RowLayout(out.shape, dims, [a.element_strides() for a in present], reorder=False)
     plan = _Plan(layout)
     ity = layout.index_type()
-    entries = [pointer(role, role, a) for role, _, a in roles]
-    entries += [("M", layout.rows, ity), ("L", layout.length, ity)]
-    entries += size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
-    k = 0
-    for _, prefix, a in roles:
+    row_strides, col_strides, k = [], [], 0
+    for a in arrays:
         kept, red = (layout.kept_strides[k], layout.red_strides[k][0]) if a is not None else ((), 0)
         k += a is not None
-        entries += stride_entries(prefix, kept, MAX_ROW_DIMS, ity)
-        entries.append((prefix[0] + "_l", red, "constexpr" if red in (0, 1) else ity))
+        row_strides.append(dim_strides(kept, MAX_ROW_DIMS))
+        col_strides.append(Const(red) if red in (0, 1) else red)
     ct = tl.float64 if out.dtype == np.float64 else tl.float32
-    entries += const(LOG=log, BACKWARD=backward, ONE_PASS=plan.one_pass,
-                     KDIM=len(layout.kept_sizes), CT=ct, INDEX64=ity == "i64", BM=plan.bm,
-                     BL=plan.bl)
-    recipe = Recipe(out.device, target)
-    recipe.add(_softmax_kernel, (cdiv(layout.rows, plan.bm),), entries, plan.num_warps)
-    return recipe
+    meta = dict(LOG=log, BACKWARD=backward, ONE_PASS=plan.one_pass,
+                ROW_DIMS=len(layout.kept_sizes), CT=ct, INDEX64=ity == "i64", BM=plan.bm,
+                BL=plan.bl)
+    launch = Launch(_softmax_kernel, (cdiv(layout.rows, plan.bm),), meta, plan.num_warps,
+                    int_type=ity, device=out.device, target=target)
+    return launch, (layout.rows, layout.length, dim_sizes(layout.kept_sizes, MAX_ROW_DIMS),
+                    tuple(row_strides), tuple(col_strides))
 
 
-_recipes = RecipeCache()
+_plans = LaunchCache()
 
 
 def _geometry(a):
@@ -184,8 +219,9 @@ def _run(x, y, dim, backward, log):
         dims = (dim,) if x.shape else ()
         key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, _geometry(y), dims, backward, log,
                device)
-        recipe = _recipes.get_or_build(key, lambda: _recipe(x, y, out, dims, backward, log))
-        recipe.run(stream, {"x": x, "y": y, "out": out})
+        launch, geometry = _plans.get_or_build(
+            key, lambda: _plan(x, y, out, dims, backward, log))
+        _softmax_launch(launch, geometry, stream, x, y, out)
     return out
 
 
@@ -209,17 +245,3 @@ def softmax_backward(grad, output, dim):
 def log_softmax_backward(grad, output, dim):
     """d log_softmax: grad - exp(output) * sum(grad, dim)."""
     return _run(grad, output, dim, True, True)
-
-
-def compile_all(target):
-    """Forward and backward, one pass and online, rows and columns, float32/float16/bfloat16
-    (and float64), compiled for `target` (CI, no GPU needed)."""
-    import ml_dtypes
-    cases = [((4096, 1000), 1), ((64, 16384), 1), ((8, 50257), 1), ((1000, 64), 0),
-             ((4, 8, 33), 1)]
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        for shape, dim in cases if dtype == np.float32 else cases[:1]:
-            x = placeholder(shape, dtype)
-            for backward in (False, True):
-                for log in (False, True):
-                    _recipe(x, x if backward else None, x, (dim,), backward, log, target)

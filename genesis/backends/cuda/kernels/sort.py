@@ -37,7 +37,7 @@ from ..runtime import driver
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
+from ._recipe import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
                        offsets, placeholder, pointer, size_entries, stride_entries)
 from .copy import fill
 from .reduce import scan
