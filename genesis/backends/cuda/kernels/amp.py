@@ -12,10 +12,10 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import compile_kernel, get_kernel
+from ..launch import compile_kernel, get_kernel, pointer_of
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided import const, pointer_of, specialization
+from ._recipe import const, specialization
 from .optim import _TL, BLOCK, _buckets, _chunk, _list_table
 
 

@@ -25,8 +25,8 @@ from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import const, placeholder, pointer_of, specialization
 from ._math import div_rn, sqrt_rn
+from ._recipe import const, placeholder, pointer_of, specialization
 
 CHUNK = tl.constexpr(16384)
 WIDTH = tl.constexpr(6)  # table columns: up to five addresses, then the element count

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from .elementwise import div_rn, sqrt_rn
+from ._math import div_rn, sqrt_rn
 from .optim import _address, _chunk, _launch, _lerp_coefficient, _param_and_grad, _step
 from .optim import _step_entries
 
