@@ -78,8 +78,6 @@ LEFT_OUT = {
     "init_num_threads": "ATen thread-pool internal",
     "set_flush_denormal": "x86 CPU control register; numpy gives no handle on it",
     "is_storage": "genesis has no storage objects",
-    "register_post_accumulate_grad_hook": "per-parameter optimizer-in-backward hook, not "
-                                          "supported by genesis's engine",
     "grad_dtype": "prototype attribute",
 }
 

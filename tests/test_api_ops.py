@@ -439,7 +439,12 @@ def test_gradient(op, device, rng):
         loss = _scalar(expected, weights)
         if loss is None or not loss.requires_grad:
             continue
-        loss.backward()
+        try:
+            loss.backward()
+        except RuntimeError as e:  # e.g. aminmax, differentiable only from PyTorch 2.13
+            if "is not implemented" not in str(e):
+                raise
+            pytest.skip(f"the oracle, torch {torch.__version__}, cannot differentiate {op.name}")
         mine = [from_torch(t.detach(), device=device).requires_grad_(t.requires_grad)
                 for t in leaves]
         _scalar(op.fn(genesis, *mine), _to_genesis_weights(weights, device)).backward()

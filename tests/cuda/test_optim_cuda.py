@@ -123,6 +123,8 @@ def test_adamw_takes_one_launch_per_dtype_and_reuses_its_table(rng, launches, mo
 def test_new_optimizers_take_one_launch_per_dtype(name, rng, launches):
     mixed = _params(rng, [genesis.float32, genesis.bfloat16], "cuda")
     opt = getattr(optim, name)(mixed)
+    _set_grads(mixed, rng)
+    opt.step()  # the first step also creates the state (Rprop fills its step sizes)
     for _ in range(2):
         _set_grads(mixed, rng)
         launches.clear()

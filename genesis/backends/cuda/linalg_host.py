@@ -6,6 +6,8 @@ which is written with genesis ops) working on CUDA tensors. The copies synchroni
 stream, so these ops are correct but not fast on the GPU.
 """
 
+import functools
+
 import numpy as np
 
 from ...dispatch import register
@@ -16,6 +18,7 @@ from .runtime.array import CUDAArray
 
 def _on_host(fn):
     """`fn` with CUDA array arguments copied to the host and array results copied back."""
+    @functools.wraps(fn)
     def run(*args):
         device = next(a.device for a in args if isinstance(a, CUDAArray))
         host = [to_numpy(a) if isinstance(a, CUDAArray) else a for a in args]
@@ -23,7 +26,6 @@ def _on_host(fn):
         if isinstance(out, tuple):
             return tuple(from_numpy(np.asarray(o), device) for o in out)
         return from_numpy(np.asarray(out), device)
-    run.__doc__ = f"Host round trip of the CPU kernel: {fn.__doc__}"
     return run
 
 
