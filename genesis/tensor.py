@@ -360,6 +360,7 @@ class Tensor:
         """Mark this CUDA tensor's memory as in use on `stream` (the allocator waits for it)."""
         if self.device.type != "cuda":
             raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on {self.device}")
+        stream.retain_handle()
         self._data.storage.record_stream(stream.cuda_stream)
 
     def pin_memory(self):

@@ -40,6 +40,12 @@ class Stream:
     def synchronize(self):
         driver.stream_synchronize(self.cuda_stream)
 
+    def retain_handle(self):
+        """Never destroy this stream: the caching allocator holds its handle (`record_stream`)
+        and records an event on it whenever a block used there is freed, however late; as
+        PyTorch's pooled streams, it lives until the process ends."""
+        self._owned = False
+
     def query(self):
         return driver.stream_query(self.cuda_stream)
 
