@@ -8,7 +8,8 @@ with its CPU fused one (both compute in float32 and round once, as ours does).
 import numpy as np
 import pytest
 import torch
-from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close, from_torch
+from helpers import (FLOAT_DTYPES, TOLERANCES, TORCH_DTYPES, assert_close, from_torch,
+                     ulp_distance)
 
 import genesis
 from genesis import dispatch, optim
@@ -106,6 +107,19 @@ def _reference(name, params, kwargs, dtype):
                                                           {"foreach": False}))
 
 
+def _assert_within_ulps(mine, theirs, ulps):
+    """Each half value within the dtype's tolerance of torch's float32 twin rounded, or within
+    `ulps` of it: the two compute the same float32 step in a different order (Adamax with
+    maximize and decay, seed 2829017516: one element of 20000 two float16 ulps apart), so a
+    value near a rounding boundary can land a step further on the half grid."""
+    rtol, atol = TOLERANCES[mine.dtype]
+    actual = mine.detach().cpu().numpy()
+    expected = theirs.float().numpy().astype(actual.dtype)
+    wide, ref = actual.astype(np.float64), expected.astype(np.float64)
+    close = np.abs(wide - ref) <= atol + rtol * np.abs(ref)
+    assert np.all(close | (ulp_distance(actual, expected) <= ulps))
+
+
 def _widened(name, dtype):
     return dtype in HALF and name not in ("Adam", "AdamW", "Rprop")
 
@@ -147,7 +161,10 @@ def test_fused_step_matches_torch(name, kwargs, dtype, rng, device):
                 for mine, theirs in [(g, t)] + [(gstate[k], tstate[k]) for k in tstate
                                                 if k not in HOST_SCALARS]:
                     theirs.copy_(theirs.to(rounded))  # a widened twin back on the half grid
-                    assert_close(mine, theirs.to(rounded))
+                    if _widened(name, dtype):
+                        _assert_within_ulps(mine, theirs.to(rounded), 2)
+                    else:
+                        assert_close(mine, theirs.to(rounded))
                     mine.copy_(from_torch(theirs.to(rounded), device))
 
 
