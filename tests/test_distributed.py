@@ -114,7 +114,8 @@ def test_launcher_sets_the_environment(tmp_path):
     script = write_script(tmp_path, """
         import os, sys
         keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
-        print(" ".join(os.environ[k] for k in keys), sys.argv[1:], flush=True)
+        line = " ".join(os.environ[k] for k in keys) + " " + str(sys.argv[1:]) + "\\n"
+        os.write(1, line.encode())  # one write: the three workers share the pipe
     """)
     port = _unused_port()
     result = run(LAUNCHER + ["--nproc-per-node", "3", "--nnodes", "1", "--master-port", str(port),

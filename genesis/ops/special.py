@@ -14,8 +14,8 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from .common import sum_to
 from .creation import tensor
-from .elementwise import (_inplace, abs, erf, erfc, exp, floor, log, log1p, logical_and, sigmoid,
-                          sign, sin, sqrt, tan, where, xlogy)
+from .elementwise import (_inplace, abs, cos, erf, erfc, exp, floor, log, log1p, logical_and,
+                          sigmoid, sign, sin, sqrt, tan, where, xlogy)
 from .reduce import amin
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -310,12 +310,28 @@ def logit(input, eps=None):
     return (log(x) - log1p(-x)).to(dtype)
 
 
-def sinc(input):
+def _sinc(x):
     """sin(pi x) / (pi x), with its limit 1 at 0."""
-    x, dtype = _float_input("sinc", input)
     zero = x == 0
     safe = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, sin(safe) / safe).to(dtype)
+    return where(zero, 1.0, sin(safe) / safe)
+
+
+def _sinc_derivative(x, y):
+    """d/dx sinc = pi (s cos s - sin s) / s^2 at s = pi x. Near 0 the two terms cancel (both
+    about s), so |s| < 0.5 takes the series -s/3 + s^3/30 - s^5/840 + s^7/45360 instead
+    (truncation below 1e-9)."""
+    s = x * math.pi
+    s2 = s * s
+    series = s * (-1 / 3 + s2 * (1 / 30 + s2 * (-1 / 840 + s2 / 45360)))
+    small = abs(s) < 0.5
+    safe = where(small, 1.0, s)
+    direct = (safe * cos(safe) - sin(safe)) / (safe * safe)
+    return where(small, series, direct) * math.pi
+
+
+sinc = _special("sinc", _sinc, _sinc_derivative)
+sinc.__doc__ = "sin(pi x) / (pi x), with its limit 1 at 0."
 
 
 class XLog1Py(Function):
