@@ -1,10 +1,12 @@
 """TCPStore: a small key-value store over TCP that the ranks of a job meet at (PyTorch's API).
 
 The master rank serves it from a thread; every rank (the master included) is a client. Values
-are bytes; `get` and `wait` block until the keys exist or the timeout passes.
+are bytes; `get` and `wait` block until the keys exist or the timeout passes. Messages are JSON
+(bytes as base64) naming one of the store's operations, so nothing a peer sends is executed.
 """
 
-import pickle
+import base64
+import json
 import socket
 import struct
 import threading
@@ -30,8 +32,25 @@ def _seconds(timeout):
     return timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
 
 
+def _encode(obj):
+    """`obj` (bytes, str, numbers, None, lists or tuples of them) as JSON-ready data."""
+    if isinstance(obj, (bytes, bytearray)):
+        return {"bytes": base64.b64encode(bytes(obj)).decode("ascii")}
+    if isinstance(obj, (list, tuple)):
+        return [_encode(o) for o in obj]
+    return obj
+
+
+def _decode(obj):
+    if isinstance(obj, dict):
+        return base64.b64decode(obj["bytes"])
+    if isinstance(obj, list):
+        return [_decode(o) for o in obj]
+    return obj
+
+
 def _send(sock, obj):
-    data = pickle.dumps(obj)
+    data = json.dumps(_encode(obj)).encode("utf-8")
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
@@ -48,11 +67,13 @@ def _recv_exact(sock, n):
 
 def _recv(sock):
     (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    return pickle.loads(_recv_exact(sock, n))
+    return _decode(json.loads(_recv_exact(sock, n)))
 
 
 class _Server:
     """The store's data and the thread that answers clients, one handler thread per client."""
+
+    OPERATIONS = ("set", "add", "wait", "check", "delete_key", "num_keys")
 
     def __init__(self, host, port):
         self.data, self.cond = {}, threading.Condition()
@@ -76,8 +97,10 @@ class _Server:
             try:
                 while True:
                     op, args = _recv(conn)
+                    if op not in self.OPERATIONS:
+                        return
                     _send(conn, getattr(self, "_" + op)(*args))
-            except (ConnectionError, OSError, EOFError):
+            except (ConnectionError, OSError, EOFError, ValueError, TypeError):
                 return
 
     def _set(self, key, value):
