@@ -30,6 +30,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT))
 
+from gpt2 import trainer  # noqa: E402  (the same training step as the one-GPU benchmark)
+
 BATCH = 8
 
 
@@ -60,21 +62,6 @@ def _setup(name, tf32):
     return lib, dist, rank, world, ddp
 
 
-def _step_fn(lib, model, autocast):
-    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
-    region = lib.autocast("cuda", dtype=lib.bfloat16, enabled=autocast)
-
-    def step(x, y):
-        with region:
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss
-    return step
-
-
 def _model(lib, ddp, world, config):
     from gpt import build_gpt
     lib.manual_seed(0)
@@ -89,7 +76,7 @@ def worker_throughput(name, steps, warmup, out):
     tokens = _tokens(rank, BATCH, config)
     x = lib.tensor(tokens[:, :-1], device="cuda")
     y = lib.tensor(tokens[:, 1:], device="cuda")
-    step = _step_fn(lib, _model(lib, ddp, world, config), autocast=True)
+    step = trainer(lib, _model(lib, ddp, world, config), "autocast bf16")
     for _ in range(warmup):
         step(x, y)
     lib.cuda.synchronize()
@@ -111,7 +98,7 @@ def worker_fidelity(name, steps, out):
     from gpt import GPTConfig
     config = GPTConfig(vocab_size=50304, block_size=256, n_layer=12, n_head=12, n_embd=768)
     lib, dist, rank, world, ddp = _setup(name, tf32=False)
-    step = _step_fn(lib, _model(lib, ddp, world, config), autocast=False)
+    step = trainer(lib, _model(lib, ddp, world, config), "float32")
     per_rank = BATCH // world
     losses = []
     for s in range(steps):

@@ -50,7 +50,7 @@ def _model(lib, mode, config=GPT2_SMALL, weights=None):
     return model.to(dtype=lib.bfloat16) if mode == "bf16" else model
 
 
-def _trainer(lib, model, mode):
+def trainer(lib, model, mode):
     """step(x, y): forward (under autocast in that mode), backward, clip, AdamW; the loss."""
     opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
     region = lib.autocast("cuda", dtype=lib.bfloat16, enabled=mode == "autocast bf16")
@@ -93,7 +93,7 @@ def _run(lib, mode, tokens, args, compiled=False):
     if compiled:
         model = torch.compile(model)
     x, y = _batch(lib, tokens)
-    step = _trainer(lib, model, mode)
+    step = trainer(lib, model, mode)
     ms, peak = _time(lib, lambda: step(x, y), args.steps, args.warmup)
     del model
     gc.collect()
@@ -128,10 +128,10 @@ def _profile(tokens, top=15):
     out = {}
     for lib, lister in ((genesis, _genesis_top_kernels), (torch, _torch_top_kernels)):
         model = _model(lib, "autocast bf16")
-        trainer, batch = _trainer(lib, model, "autocast bf16"), _batch(lib, tokens)
+        step, batch = trainer(lib, model, "autocast bf16"), _batch(lib, tokens)
         for _ in range(3):
-            trainer(*batch)
-        out[lib.__name__] = lister(lambda: trainer(*batch), top)
+            step(*batch)
+        out[lib.__name__] = lister(lambda: step(*batch), top)
     return out
 
 
@@ -152,7 +152,7 @@ def _fidelity(rng, steps=20, batch=4):
             else:
                 model = build_gpt(config, torch).to("cuda")
                 model.load_state_dict(theirs.state_dict())
-            step = _trainer(lib, model, mode)
+            step = trainer(lib, model, mode)
             losses[lib.__name__] = [float(step(*_batch(lib, tokens)).detach())
                                     for tokens in batches]
         g, t = np.array(losses["genesis"]), np.array(losses["torch"])

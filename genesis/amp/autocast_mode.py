@@ -12,6 +12,8 @@ import warnings
 
 from .. import dtypes
 from ..autograd import autocast_state
+from ..ops.autocast import eligible
+from ..tensor import Tensor
 
 _SUPPORTED = {"cuda": (dtypes.float16, dtypes.bfloat16), "cpu": (dtypes.bfloat16, dtypes.float16)}
 
@@ -106,10 +108,8 @@ class autocast:
 def _cast(value, device_type, dtype):
     """Floating tensors of `device_type` in `value` (nested in lists, tuples, dicts) cast to
     `dtype`."""
-    if hasattr(value, "dtype") and hasattr(value, "device"):
-        eligible = (value.dtype.is_floating_point and value.dtype is not dtypes.float64
-                    and value.device.type == device_type)
-        return value.to(dtype) if eligible else value
+    if isinstance(value, Tensor):
+        return value.to(dtype) if eligible(value) and value.device.type == device_type else value
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, device_type, dtype) for v in value)
     if isinstance(value, dict):

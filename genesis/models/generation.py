@@ -8,7 +8,8 @@ the logits after temperature, top-k and top-p filtering, in transformers' order.
 import math
 
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import ones
+from ..ops.compare import isin
+from ..ops.creation import ones, tensor
 from ..ops.random import multinomial
 from ..ops.index import masked_fill
 from ..ops.reduce import argmax, cumsum, softmax
@@ -32,14 +33,6 @@ def _filter_top_p(logits, top_p):
     drop = cumulative <= 1 - top_p
     drop[..., -1] = False
     return masked_fill(logits, drop.scatter(-1, order, drop), -math.inf)
-
-
-def _is_any(token, ids):
-    """Elementwise: `token` is one of `ids`."""
-    hit = token == ids[0]
-    for i in ids[1:]:
-        hit = hit | (token == i)
-    return hit
 
 
 def next_tokens(logits, do_sample, temperature, top_k, top_p, generator=None):
@@ -89,13 +82,14 @@ class GenerationMixin:
         positions = positions_from_mask(mask) if padded else None
         logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache)
         finished = None
+        eos_ids = tensor(eos, dtype=input_ids.dtype, device=device) if eos else None
         generated = []
         for step in range(max_new_tokens):
             token = next_tokens(logits[:, -1], do_sample, temperature, top_k, top_p, generator)
             if eos:
                 if finished is not None:
                     token = token.masked_fill(finished, pad)
-                done = _is_any(token, eos)
+                done = isin(token, eos_ids)
                 finished = done if finished is None else finished | done
             generated.append(token)
             if streamer is not None:

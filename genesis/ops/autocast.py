@@ -61,7 +61,7 @@ POLICIES = {
 }
 
 
-def _eligible(x):
+def eligible(x):
     """A tensor autocast may cast: floating point, not float64."""
     return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
 
@@ -90,8 +90,8 @@ def _cached_cast(x, dtype, state):
 def _cast_all(args, kwargs, cast):
     def one(a):
         if isinstance(a, (list, tuple)) and any(isinstance(t, Tensor) for t in a):
-            return type(a)(cast(t) if _eligible(t) else t for t in a)
-        return cast(a) if _eligible(a) else a
+            return type(a)(cast(t) if eligible(t) else t for t in a)
+        return cast(a) if eligible(a) else a
     return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
 
 
@@ -103,7 +103,7 @@ def _target(policy, tensors, device_type, state):
         return dtypes.float32
     widest = None
     for t in tensors:
-        if _eligible(t):
+        if eligible(t):
             widest = t.dtype if widest is None else dtypes.promote_types(widest, t.dtype)
     return widest
 
@@ -112,7 +112,7 @@ def cast_arguments(name, args, kwargs):
     """`args`, `kwargs` with the tensors cast as op `name`'s policy asks on their device."""
     state = autocast_state.state()
     tensors = list(_tensors(list(args) + list(kwargs.values())))
-    first = next((t for t in tensors if _eligible(t)), None)
+    first = next((t for t in tensors if eligible(t)), None)
     if first is None:
         return args, kwargs
     device_type = first.device.type
