@@ -37,12 +37,24 @@ def _channel_sum(x, dims, dtype):
 
 
 def _statistics(x, dims, acc, eps):
-    """Per-channel mean, biased variance and 1 / sqrt(var + eps) of x, shaped to broadcast."""
+    """Per-channel mean, its rounding residual, biased variance and 1 / sqrt(var + eps) of x,
+    shaped to broadcast.
+
+    The mean accumulated in `acc` is split into x's dtype as mean + residual, so that
+    `_centered` subtracts it to x's own precision: far from zero (channels near 1000 in
+    float32) the rounded mean alone is off by up to half an ulp of 1000, about 3e-5."""
     count = x.numel() // x.shape[1]
-    mean = _channel_sum(x, dims, acc) / count
-    centered = x - mean
+    exact = x.to(acc).sum(dims, keepdim=True) / count
+    mean = exact.to(x.dtype)
+    residual = (exact - mean.to(acc)).to(x.dtype)
+    centered = _centered(x, mean, residual)
     var = _channel_sum(centered * centered, dims, acc) / count
-    return mean, var, ew.rsqrt(var + eps)
+    return mean, residual, var, ew.rsqrt(var + eps)
+
+
+def _centered(x, mean, residual):
+    """x - (mean + residual): x - mean is exact near the mean, the residual then rounds once."""
+    return (x - mean) - residual
 
 
 class BatchNormTraining(Function):
@@ -54,14 +66,14 @@ class BatchNormTraining(Function):
         dims = (0,) + tuple(range(2, x.ndim))
         wide = _compute_dtype(x.dtype)
         acc = _accumulate_dtype(x.dtype)
-        mean, var, rstd = _statistics(x.to(wide), dims, acc, eps)
+        mean, residual, var, rstd = _statistics(x.to(wide), dims, acc, eps)
         shape = tuple(mean.shape)
-        y = (x.to(wide) - mean) * rstd
+        y = _centered(x.to(wide), mean, residual) * rstd
         if weight is not None:
             y = y * weight.to(wide).reshape(shape)
         if bias is not None:
             y = y + bias.to(wide).reshape(shape)
-        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.save_for_backward(x, weight, mean, residual, rstd)
         ctx.eps, ctx.dims, ctx.bias_dtype = eps, dims, None if bias is None else bias.dtype
         flat_mean, flat_var = mean.reshape(-1), var.reshape(-1)
         ctx.mark_non_differentiable(flat_mean, flat_var)
@@ -69,13 +81,13 @@ class BatchNormTraining(Function):
 
     @staticmethod
     def backward(ctx, g, _g_mean, _g_var):
-        x, weight, mean, rstd = ctx.saved_tensors
+        x, weight, mean, residual, rstd = ctx.saved_tensors
         dims, wide = ctx.dims, mean.dtype
         acc = _accumulate_dtype(x.dtype)
         if is_grad_enabled():  # a differentiable backward: the statistics as functions of x
-            mean, _, rstd = _statistics(x.to(wide), dims, acc, ctx.eps)
+            mean, residual, _, rstd = _statistics(x.to(wide), dims, acc, ctx.eps)
         g = g.to(wide)
-        xhat = (x.to(wide) - mean) * rstd
+        xhat = _centered(x.to(wide), mean, residual) * rstd
         sum_g = _channel_sum(g, dims, acc)
         sum_gx = _channel_sum(g * xhat, dims, acc)
         count = x.numel() // x.shape[1]
