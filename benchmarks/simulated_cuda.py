@@ -3,7 +3,9 @@
 `install()` swaps the driver layer (genesis/backends/cuda/runtime/driver.py) for stand-ins: one
 H200-like device, the caching allocator over the simulated driver of tests/cuda_sim.py, copies,
 fills and synchronization as no-ops; and Triton compilation for a kernel whose launcher does
-nothing. Everything Python does between a user's call and the launch runs as on a GPU: dispatch,
+nothing. Streams can be captured into CUDA graphs (recorded by the simulated driver, which refuses what
+the real one refuses during capture); a replay runs nothing. Everything Python does between a
+user's call and the launch runs as on a GPU: dispatch,
 autograd, tensor creation and teardown, the allocator, recipe lookups, and the BoundKernel's
 argument assembly. What is not counted: Triton's C launcher and the driver's own time
 (cuLaunchKernel, a few microseconds on a real host). Values are never computed: results hold
@@ -12,6 +14,7 @@ whatever the simulated memory holds, so use it for timing and profiling only.
     import simulated_cuda; simulated_cuda.install()   # before the first use of "cuda"
 """
 
+import itertools
 import pathlib
 import sys
 import types
@@ -35,6 +38,29 @@ def _compiled(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stage
                                  function=0, packed_metadata=(), _init_handles=lambda: None)
 
 
+def _refused_during_capture(sim, name, allowed=lambda *args: False):
+    """A no-op stand-in for a driver call that fails while any stream is captured, as the real
+    one does (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED in global capture mode), unless `allowed`
+    says the call's arguments make it capturable."""
+    def call(*args):
+        if sim.captures and not allowed(*args):
+            raise driver_error(f"{name}: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (simulated)")
+    return call
+
+
+def _host_buffer(registry, nbytes):
+    """The address of `nbytes` of host memory kept in `registry`."""
+    import numpy as np
+    buffer = np.empty(nbytes, np.uint8)
+    registry[buffer.ctypes.data] = buffer
+    return buffer.ctypes.data
+
+
+def driver_error(message):
+    from genesis.backends.cuda.runtime.driver import CudaError
+    return CudaError(message)
+
+
 def _sim_driver_class():
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
     from cuda_sim import SimDriver
@@ -48,7 +74,8 @@ def install(total_memory=141 * GiB):
         return
     from genesis.backends.cuda import launch, triton_driver
     from genesis.backends.cuda.runtime import driver
-    sim = _sim_driver_class()
+    sim = _sim_driver_class()(total=total_memory, auto_complete=True)
+    streams = itertools.count(0x1000, 0x10)
     for name, value in vars(driver).items():
         if isinstance(value, types.FunctionType) and value.__module__ == driver.__name__:
             setattr(driver, name, lambda *args, **kwargs: 0)
@@ -63,8 +90,21 @@ def install(total_memory=141 * GiB):
         "event_query": lambda event: True,
         "event_elapsed_ms": lambda start, end: 0.0,
         "stream_priority_range": lambda: (0, -5),
-        "AllocatorDriver": lambda context: sim(total=total_memory, auto_complete=True),
+        "AllocatorDriver": lambda context: sim,
+        "stream_create": lambda non_blocking=True, priority=0: next(streams),
+        "stream_begin_capture": lambda stream, mode="global": sim.begin_capture(stream),
+        "stream_end_capture": lambda stream: sim.end_capture(stream) or 1,
+        "stream_capture_info": sim.stream_capture_info,
+        "graph_instantiate": lambda graph: 1,
+        "graph_node_count": lambda graph: 0,
     }
+    for name in ("stream_synchronize", "context_synchronize", "event_synchronize", "memcpy_dtoh"):
+        stand_ins[name] = _refused_during_capture(sim, name)
+    pinned = {}  # address -> the host memory standing in for a pinned buffer
+    stand_ins["host_alloc_pinned"] = lambda nbytes: _host_buffer(pinned, nbytes)
+    stand_ins["host_free_pinned"] = lambda ptr: pinned.pop(ptr, None)
+    stand_ins["memcpy_htod"] = _refused_during_capture(
+        sim, "memcpy_htod from pageable memory", allowed=lambda dst, src, *rest: src in pinned)
     for name, value in stand_ins.items():
         setattr(driver, name, value)
     launch.compile_kernel = _compiled

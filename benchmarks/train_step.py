@@ -16,7 +16,12 @@ time (the sum of every kernel's and library call's event-timed duration) against
 wall time tells whether a step is host- or device-bound, and the kernels that take the most
 device time are listed.
 
-    python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N] [--profile]
+With --graphs each library also runs the step captured in one CUDA graph (warmed up on a side
+stream, captured with `cuda.graph`, then replayed; AdamW with capturable=True), and the table
+adds the host time per step (the time to enqueue the steps) and the device span per step (CUDA
+events around them).
+
+    python benchmarks/train_step.py [--json PATH] [--steps N] [--warmup N] [--profile] [--graphs]
 """
 
 import argparse
@@ -41,11 +46,12 @@ CONFIGS = {
 }
 
 
-def _step_fn(lib, config, batch, rng):
+def _step_fn(lib, config, batch, rng, capturable=False):
     """A closure running one training step of a fresh model built with `lib` on cuda."""
     lib.manual_seed(0)
     model = build_gpt(GPTConfig(vocab_size=VOCAB, **config), lib).to("cuda")
-    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                          capturable=capturable)
     tokens = rng.integers(0, VOCAB, (batch, config["block_size"] + 1))
     x = lib.tensor(tokens[:, :-1], device="cuda")
     y = lib.tensor(tokens[:, 1:], device="cuda")
@@ -60,9 +66,29 @@ def _step_fn(lib, config, batch, rng):
     return step
 
 
+def _graphed(lib, step):
+    """`step` captured in one CUDA graph (after a warm-up on a side stream): a closure that
+    replays it and returns the captured loss."""
+    side = lib.cuda.Stream()
+    side.wait_stream(lib.cuda.current_stream())
+    with lib.cuda.stream(side):
+        for _ in range(3):
+            step()
+    lib.cuda.current_stream().wait_stream(side)
+    graph = lib.cuda.CUDAGraph()
+    with lib.cuda.graph(graph):
+        loss = step()
+
+    def replay():
+        graph.replay()
+        return loss
+    return replay
+
+
 def _time(lib, step, steps, warmup):
-    """(seconds per step over `steps` steps after `warmup` untimed ones, last loss, cyclic
-    garbage collections during the timed steps)."""
+    """(seconds per step over `steps` steps after `warmup` untimed ones, host seconds per step
+    (enqueueing), device milliseconds per step (events), last loss, cyclic garbage collections
+    during the timed steps)."""
     for _ in range(warmup):
         step()
     lib.cuda.synchronize()
@@ -73,13 +99,18 @@ def _time(lib, step, steps, warmup):
         if phase == "start":
             collections[info["generation"]] += 1
     gc.callbacks.append(count)
+    first, last = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
     start = time.perf_counter()
+    first.record()
     for _ in range(steps):
         loss = step()
+    host = (time.perf_counter() - start) / steps
+    last.record()
     lib.cuda.synchronize()
     elapsed = (time.perf_counter() - start) / steps
     gc.callbacks.remove(count)
-    return elapsed, float(loss.item()), "/".join(map(str, collections))
+    return (elapsed, host, first.elapsed_time(last) / steps, float(loss.item()),
+            "/".join(map(str, collections)))
 
 
 def _device_profile(step, steps=3, top=8):
@@ -101,30 +132,40 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--profile", action="store_true",
                         help="also report Genesis's device time per step and its top kernels")
+    parser.add_argument("--graphs", action="store_true",
+                        help="also time each library's step captured in a CUDA graph")
     args = parser.parse_args()
     rng = np.random.default_rng()
     rows, profiles = [], []
-    print(f"{'config':<18} {'genesis ms':>11} {'torch ms':>9} {'ratio':>6} "
-          f"{'genesis tok/s':>14} {'torch tok/s':>12} {'gc':>8}")
+    modes = ("eager", "graphed") if args.graphs else ("eager",)
+    print(f"{'config':<18} {'mode':<8} {'genesis ms':>11} {'torch ms':>9} {'ratio':>6} "
+          f"{'host g/t ms':>13} {'device g/t ms':>15} {'genesis tok/s':>14} {'gc':>8}")
     for name, (config, batch) in CONFIGS.items():
         tokens = batch * config["block_size"]
-        results = {}
-        for lib in (genesis, torch):
-            step = _step_fn(lib, config, batch, rng)
-            seconds, loss, collections = _time(lib, step, args.steps, args.warmup)
-            results[lib.__name__] = {"ms": seconds * 1e3, "tokens_per_s": tokens / seconds,
-                                     "last_loss": loss, "gc_collections": collections}
-            if args.profile and lib is genesis:
-                device_ms, kernels = _device_profile(step)
-                results["genesis"].update(device_ms=device_ms, top_kernels=kernels)
-                profiles.append((name, seconds * 1e3, device_ms, kernels))
-        g, t = results["genesis"], results["torch"]
-        ratio = g["ms"] / t["ms"]
-        rows.append({"config": name, **config, "batch": batch, "genesis": g, "torch": t,
-                     "ratio": ratio})
-        print(f"{name:<18} {g['ms']:>11.2f} {t['ms']:>9.2f} {ratio:>6.2f} "
-              f"{g['tokens_per_s']:>14,.0f} {t['tokens_per_s']:>12,.0f} "
-              f"{g['gc_collections']:>8}")
+        for mode in modes:
+            results = {}
+            for lib in (genesis, torch):
+                step = _step_fn(lib, config, batch, rng, capturable=mode == "graphed")
+                if mode == "graphed":
+                    step = _graphed(lib, step)
+                seconds, host, device_ms, loss, collections = _time(lib, step, args.steps,
+                                                                     args.warmup)
+                results[lib.__name__] = {"ms": seconds * 1e3, "host_ms": host * 1e3,
+                                         "device_ms": device_ms,
+                                         "tokens_per_s": tokens / seconds, "last_loss": loss,
+                                         "gc_collections": collections}
+                if args.profile and lib is genesis and mode == "eager":
+                    kernel_ms, kernels = _device_profile(step)
+                    results["genesis"].update(kernel_ms=kernel_ms, top_kernels=kernels)
+                    profiles.append((name, seconds * 1e3, kernel_ms, kernels))
+            g, t = results["genesis"], results["torch"]
+            ratio = g["ms"] / t["ms"]
+            rows.append({"config": name, "mode": mode, **config, "batch": batch, "genesis": g,
+                         "torch": t, "ratio": ratio})
+            print(f"{name:<18} {mode:<8} {g['ms']:>11.2f} {t['ms']:>9.2f} {ratio:>6.2f} "
+                  f"{g['host_ms']:>6.2f}/{t['host_ms']:<6.2f} "
+                  f"{g['device_ms']:>7.2f}/{t['device_ms']:<7.2f} {g['tokens_per_s']:>14,.0f} "
+                  f"{g['gc_collections']:>8}")
     for name, wall_ms, device_ms, kernels in profiles:
         print(f"\n{name}: genesis wall {wall_ms:.2f} ms, device {device_ms:.2f} ms per step")
         for kernel, calls, ms in kernels:

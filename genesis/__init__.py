@@ -42,6 +42,7 @@ from . import special
 from . import linalg
 from . import amp, distributed, models
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
+from .compiler import compile  # noqa: A001
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
                   set_autocast_dtype, set_autocast_enabled)
 

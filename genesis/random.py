@@ -64,12 +64,19 @@ class Generator:
 
 
 class PhiloxGenerator(Generator):
-    """A counter-based generator for a CUDA device: state (seed, offset), 16 bytes."""
+    """A counter-based generator for a CUDA device: state (seed, offset), 16 bytes.
+
+    While a CUDA graph is captured, draws cannot take their (seed, offset) from the host: the
+    graph would repeat the same numbers on every replay. Between `graph_capture_begin(state)`
+    and `graph_capture_end()` a draw gets `state`, a device array [seed, base offset] that the
+    graph writes before each replay, and its offset relative to that base; each replay then
+    moves the generator past the counters the graph consumes, as eager execution would."""
 
     def __init__(self, device="cuda"):
         self.device = as_device(device)
         self._seed = DEFAULT_SEED
         self._offset = 0
+        self._graph = None  # [device state array, counters reserved so far] during a capture
 
     def manual_seed(self, seed):
         self._seed = int(seed) & _MASK64
@@ -84,10 +91,27 @@ class PhiloxGenerator(Generator):
         return self
 
     def philox_reserve(self, count):
-        """(seed, offset) for a draw of `count` values, advancing the offset past them."""
+        """(seed, offset) for a draw of `count` values, advancing the offset past them; during a
+        graph capture, (the device state array, the offset from its base)."""
+        graph = self._graph
+        if graph is not None:
+            offset = graph[1]
+            graph[1] = offset + int(count)
+            return graph[0], offset
         offset = self._offset
         self._offset = offset + int(count)
         return self._seed, offset
+
+    def graph_capture_begin(self, state):
+        """Draws read their seed and base offset from `state` until graph_capture_end()."""
+        if self._graph is not None:
+            raise RuntimeError(f"{self.device} generator: already in a CUDA graph capture")
+        self._graph = [state, 0]
+
+    def graph_capture_end(self):
+        """Leave capture mode; returns how many counters each replay of the graph consumes."""
+        graph, self._graph = self._graph, None
+        return 0 if graph is None else graph[1]
 
     def get_state(self):
         """The state as a uint8 CPU tensor: seed then offset, 8 little-endian bytes each."""
@@ -108,6 +132,9 @@ class PhiloxGenerator(Generator):
     def host_rng(self):
         """A numpy Generator for one draw made on the host (ops without a device kernel, such
         as multinomial): seeded from (seed, offset), after which the offset moves past it."""
+        if self._graph is not None:
+            raise RuntimeError(f"a random draw on the host cannot be captured in a CUDA graph "
+                               f"(the {self.device} generator is being captured)")
         seed, offset = self.philox_reserve(1)
         return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, offset])))
 

@@ -1,8 +1,11 @@
 """A simulated CUDA driver for testing the caching allocator without a GPU.
 
 Device memory is a fake address space of a fixed capacity; events complete only when a test says
-so (or at once with auto_complete=True), in record order per stream as on a real device. Misuse
-(double free, unknown pointer, using a destroyed event) raises SimDriverError.
+so (or at once with auto_complete=True), in record order per stream as on a real device. Streams
+can be put in graph capture (begin_capture, join_capture, end_capture); as in "global" capture
+mode, querying or waiting for an event or freeing memory meanwhile is an error. Misuse (double
+free, unknown pointer, using a destroyed event, a call the driver forbids during capture) raises
+SimDriverError.
 """
 
 import itertools
@@ -46,6 +49,28 @@ class SimDriver:
         self._event_ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
+        self.captures = {}  # capturing stream -> capture id
+        self._capture_ids = itertools.count(1)
+
+    def begin_capture(self, stream):
+        self.captures[stream] = next(self._capture_ids)
+
+    def join_capture(self, stream, captured):
+        """`stream` waited on an event of the `captured` stream: it joins that capture."""
+        self.captures[stream] = self.captures[captured]
+
+    def end_capture(self, stream):
+        capture_id = self.captures.pop(stream)
+        for other in [s for s, c in self.captures.items() if c == capture_id]:
+            del self.captures[other]
+
+    def stream_capture_info(self, stream):
+        capture_id = self.captures.get(stream)
+        return capture_id is not None, capture_id or 0
+
+    def _forbidden_during_capture(self, call):
+        if self.captures:
+            raise SimDriverError(f"{call} during stream capture (the driver forbids it)")
 
     def mem_alloc(self, nbytes):
         with self._lock:
@@ -61,6 +86,7 @@ class SimDriver:
             return ptr
 
     def mem_free(self, ptr):
+        self._forbidden_during_capture("mem_free")
         with self._lock:
             if ptr not in self.live:
                 raise SimDriverError(f"mem_free({ptr:#x}): not allocated (double free?)")
@@ -87,11 +113,13 @@ class SimDriver:
             state.stream, state.seq, state.done = stream, next(self._seq), self.auto_complete
 
     def event_query(self, event):
+        self._forbidden_during_capture("event_query")
         with self._lock:
             return self._event(event).done
 
     def event_synchronize(self, event):
         """The host waits: the event's stream runs up to and including it."""
+        self._forbidden_during_capture("event_synchronize")
         with self._lock:
             state = self._event(event)
             self._complete(lambda e: e.stream == state.stream and e.seq <= state.seq)
@@ -116,10 +144,41 @@ class SimDriver:
 
 
 def check_invariants(allocator, driver, live=None):
-    """Assert the allocator's structures are consistent; `live`: the blocks the test holds."""
-    segments = allocator._segments
-    blocks = [b for s in segments.values() for b in _segment_blocks(s)]
+    """Assert the allocator's structures are consistent, its graph pools' too; `live`: the
+    blocks the test holds."""
+    allocators = [allocator] + list(allocator._graph_pools.values())
+    segments = {p: s for a in allocators for p, s in a._segments.items()}
     assert {p: s.size for p, s in segments.items()} == driver.live, "segments != driver memory"
+    allocated = []
+    for a in allocators:
+        assert all(s.owner is a for s in a._segments.values())
+        allocated += _check_structure(a)
+    if live is not None:
+        assert sorted(map(id, allocated)) == sorted(map(id, (b for b in live if b.size)))
+    spans = sorted((b.ptr, b.ptr + b.size) for b in allocated)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), "overlap"
+    stats = allocator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == sum(b.size for b in allocated)
+    assert stats["requested_bytes.all.current"] == sum(b.requested_size for b in allocated)
+    assert stats["allocation.all.current"] == stats["active_blocks"] == len(allocated)
+    assert stats["reserved_bytes.all.current"] == sum(s.size for s in segments.values()) \
+        == driver.used
+    assert stats["segment.all.current"] == len(segments)
+    assert stats["segments"] == len(allocator._segments)
+    for family in ("allocated_bytes", "requested_bytes", "allocation", "reserved_bytes"):
+        for scope in ("all", "small_pool", "large_pool"):
+            key = f"{family}.{scope}."
+            assert stats[key + "peak"] >= stats[key + "current"] >= 0
+            assert stats[key + "allocated"] - stats[key + "freed"] == stats[key + "current"]
+    assert stats["reserved"] <= stats["memory_cap"]
+    assert stats["cached"] == stats["reserved"] - stats["allocated"]
+    assert 0.0 <= stats["fragmentation"] <= 1.0
+
+
+def _check_structure(allocator):
+    """Check one allocator's (the device's or a graph pool's) blocks, index and caches;
+    returns its allocated blocks."""
+    blocks = [b for s in allocator._segments.values() for b in _segment_blocks(s)]
     by_state = {state: [b for b in blocks if b.state == state]
                 for state in (mb.FREE, mb.ALLOCATED, mb.CACHED, mb.PENDING)}
     assert len(blocks) == sum(map(len, by_state.values())), "a merged block is still linked"
@@ -141,28 +200,13 @@ def check_invariants(allocator, driver, live=None):
         assert b.stream == stream and mb.SMALL_SIZE < size <= b.size <= size + mb.SMALL_SIZE
     assert allocator._cached_bytes == sum(b.size for b in cached)
     waiting = [b for queue in allocator._pending.values() for _, b in queue]
-    assert all(b.event_count == waiting.count(b) for b in by_state[mb.PENDING])
-    assert sorted(map(id, set(waiting))) == sorted(map(id, by_state[mb.PENDING]))
-    allocated = by_state[mb.ALLOCATED]
-    if live is not None:
-        assert sorted(map(id, allocated)) == sorted(map(id, (b for b in live if b.size)))
-    spans = sorted((b.ptr, b.ptr + b.size) for b in allocated)
-    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), "overlap"
-    stats = allocator.memory_stats()
-    assert stats["allocated_bytes.all.current"] == sum(b.size for b in allocated)
-    assert stats["requested_bytes.all.current"] == sum(b.requested_size for b in allocated)
-    assert stats["allocation.all.current"] == stats["active_blocks"] == len(allocated)
-    assert stats["reserved_bytes.all.current"] == sum(s.size for s in segments.values()) \
-        == driver.used
-    assert stats["segment.all.current"] == stats["segments"] == len(segments)
-    for family in ("allocated_bytes", "requested_bytes", "allocation", "reserved_bytes"):
-        for scope in ("all", "small_pool", "large_pool"):
-            key = f"{family}.{scope}."
-            assert stats[key + "peak"] >= stats[key + "current"] >= 0
-            assert stats[key + "allocated"] - stats[key + "freed"] == stats[key + "current"]
-    assert stats["reserved"] <= stats["memory_cap"]
-    assert stats["cached"] == stats["reserved"] - stats["allocated"]
-    assert 0.0 <= stats["fragmentation"] <= 1.0
+    waiting_for_capture = allocator._root._wait_for_capture
+    assert all(b.event_count == waiting.count(b) for b in by_state[mb.PENDING]
+               if b not in waiting_for_capture)
+    assert sorted(map(id, set(waiting) | {b for b in waiting_for_capture
+                                          if b.segment.owner is allocator})) \
+        == sorted(map(id, by_state[mb.PENDING]))
+    return by_state[mb.ALLOCATED]
 
 
 def _segment_blocks(segment):

@@ -155,3 +155,14 @@ def lay_out(g, layout):
 
 skip_no_cuda = pytest.mark.skipif(not (hasattr(genesis, "cuda") and genesis.cuda.is_available()),
                                   reason="needs a CUDA GPU")
+
+
+def warm_up_on_side_stream(fn, iters=3):
+    """Run `fn` `iters` times on a side stream, as PyTorch's CUDA graph recipe does before a
+    capture: kernels compile and tune, and lazily made state appears, outside the graph."""
+    side = genesis.cuda.Stream()
+    side.wait_stream(genesis.cuda.current_stream())
+    with genesis.cuda.stream(side):
+        for _ in range(iters):
+            fn()
+    genesis.cuda.current_stream().wait_stream(side)

@@ -8,7 +8,7 @@ Kernel modules not listed here still carry these cases as their own `compile_all
 import ml_dtypes
 import numpy as np
 
-from genesis.backends.cuda.kernels import index, median, shape, softmax
+from genesis.backends.cuda.kernels import arange, index, median, random, shape, softmax
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels._index_layout import Operand
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
@@ -137,5 +137,45 @@ def softmax_cases(target):
                     softmax_case(x, x if backward else None, x, (dim,), backward, log, target)
 
 
-CASES = {"index": index_cases, "median": median_cases, "reduce": reduce_cases,
-         "shape": shape_cases, "softmax": softmax_cases}
+def arange_cases(target):
+    """arange into every kind of dtype: float64, float32 and half accumulations, integers."""
+    for dtype in (np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32,
+                  np.int8):
+        out = placeholder((1000,), dtype)
+        floating = np.dtype(dtype).kind == "f" or dtype is ml_dtypes.bfloat16
+        arange.arange_plan(1000, out.dtype, 0, target)(0, out, 1000, 0.5 if floating else 3,
+                                                       0.25 if floating else 2)
+
+
+def random_case(dist, out, src, target):
+    """Compile the launch of one Philox fill of `out` (reading `src`)."""
+    launch, dims = random._fill_plan(dist, out, src, target)
+    random._fill_launch(launch, dims, 0, out, src, 1, 0, placeholder((2,), np.int64), 0.0, 1.0)
+
+
+def random_cases(target):
+    """Every distribution for float32 (and a strided output), the float64 (two-word) forms,
+    half types, integers and bool."""
+    shape = (1000,)
+    f32 = placeholder(shape, np.float32)
+    for dist in (random.UNIFORM, random.NORMAL, random.EXPONENTIAL, random.BERNOULLI):
+        random_case(dist, f32, None, target)
+    random_case(random.UNIFORM, placeholder((64, 48), np.float32, (1, 64)), None, target)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64):
+        out = placeholder(shape, dtype)
+        dists = (random.UNIFORM, random.NORMAL) + ((random.EXPONENTIAL,) if dtype == np.float64
+                                                   else ())
+        for dist in dists:
+            random_case(dist, out, None, target)
+        random_case(random.BERNOULLI, out, out, target)
+        random_case(random.DROPOUT, out, out, target)
+    random_case(random.DROPOUT, f32, f32, target)
+    for dtype in (np.int64, ml_dtypes.bfloat16):
+        out = placeholder(shape, dtype)
+        launch, dims = random._fill_plan(random.INTEGER, out, None, target)
+        random._fill_launch(launch, dims, 0, out, None, 1, 0, placeholder((2,), np.int64), 0, 10)
+    random_case(random.BERNOULLI, placeholder(shape, np.bool_), None, target)
+
+
+CASES = {"arange": arange_cases, "index": index_cases, "median": median_cases, "reduce": reduce_cases,
+         "random": random_cases, "shape": shape_cases, "softmax": softmax_cases}

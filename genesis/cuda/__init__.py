@@ -16,6 +16,8 @@ from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed
 from .. import device as _device_types
 from ..dispatch import GPU_OPS_REGISTRY, kernel as _kernel, list_gpu_ops
 from ..tensor import Tensor as _Tensor
+from .graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing
+from .graphed_callables import make_graphed_callables
 from .profiler import GPUProfiler, enable_profiling, is_profiling_enabled
 from ..utils.benchmark import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
 
@@ -499,7 +501,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "enable_memory_debugging", "dump_allocation_trace", "GPU_OPS_REGISTRY",
            "dispatch_gpu_op", "list_gpu_ops", "GPUProfiler", "enable_profiling",
            "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
-           "warm_up_kernels", "AutoTuner"]
+           "warm_up_kernels", "AutoTuner", "CUDAGraph", "graph", "graph_pool_handle",
+           "is_current_stream_capturing", "make_graphed_callables"]
 
 
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",

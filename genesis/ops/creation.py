@@ -15,7 +15,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, resolve
 from ..device import device as Device
-from ..dispatch import kernel
+from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, filled, fresh
 from .common import broadcast_shapes, call, wrap
 from .inplace import write_fill, write_result
@@ -245,6 +245,10 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         count = max(0, math.ceil((float(end) - float(start)) / float(step)))
     if not dtype.is_floating_point:
         start, step = int(start), int(step)
+    device = resolve(as_device(device))
+    if has_kernel("arange", device.type):
+        data = kernel("arange", device.type)(count, start, step, dtype.numpy_dtype, device.index)
+        return _finish(fresh(data, device, dtype), requires_grad)
     acc = np.float64 if dtype.is_floating_point and dtype.itemsize > 2 else \
         np.float32 if dtype.is_floating_point else np.int64
     values = acc(start) + np.arange(count, dtype=acc) * acc(step)

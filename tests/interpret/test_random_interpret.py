@@ -261,3 +261,15 @@ def test_dropout_of_a_view_with_more_dims_than_the_kernel_takes(gpu, rng):
     dense = rnd.dropout(ti.to_device(np.ascontiguousarray(ti.to_host(x))), 0.5, seed, offset)
     np.testing.assert_array_equal(ti.to_host(out), ti.to_host(dense))
     assert np.count_nonzero(ti.to_host(out)) not in (0, out.size)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16])
+def test_graph_state_gives_the_eager_draw(gpu, rng, dtype):
+    """In a CUDA graph the seed and a base offset come from device memory ([seed, base]); the
+    draw at relative offset r equals the eager draw at base + r."""
+    seed, base = draw_args(rng)
+    relative = int(rng.integers(0, 5000))
+    state = ti.to_device(np.array([seed, base], dtype=np.uint64).view(np.int64))
+    graphed = rnd.normal_(empty((777,), dtype), 0.5, 2.0, state, relative)
+    eager = rnd.normal_(empty((777,), dtype), 0.5, 2.0, seed, base + relative)
+    np.testing.assert_array_equal(ti.to_host(graphed), ti.to_host(eager))

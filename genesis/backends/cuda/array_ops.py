@@ -12,6 +12,7 @@ from .kernels.copy import fill, strided_copy
 from .runtime import driver
 from .runtime.array import CUDAArray
 from .runtime.device import activate, current_device
+from .runtime.graphs import check_not_capturing
 from .runtime.pinned import PinnedBuffer, staging
 from .runtime.stream import current_stream_handle
 
@@ -61,6 +62,8 @@ def from_numpy(array, device_index=None, non_blocking=False):
     index = _device(device_index)
     host = np.require(array, requirements="C")  # ascontiguousarray makes 0-d arrays 1-d
     stream = current_stream_handle(index)
+    check_not_capturing("a copy from the host to the device (genesis.tensor(..., "
+                        "device='cuda'), .to('cuda') or .cuda() of a CPU tensor)", stream)
     out = CUDAArray.empty(host.shape, host.dtype, index, stream)
     if not host.nbytes:
         return out
@@ -82,8 +85,10 @@ def to_numpy(arr, non_blocking=False):
     asynchronously; the values are valid once the stream is synchronized (as in PyTorch).
     """
     activate(arr.device)
-    src = arr if arr.is_contiguous() else contiguous(arr)
     stream = current_stream_handle(arr.device)
+    check_not_capturing("a copy from the device to the host (Tensor.item(), .tolist(), "
+                        ".numpy(), .cpu(), printing a tensor, a data-dependent shape)", stream)
+    src = arr if arr.is_contiguous() else contiguous(arr)
     if non_blocking:
         host = PinnedBuffer(arr.nbytes).view(arr.shape, arr.dtype)
     else:

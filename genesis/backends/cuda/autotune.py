@@ -42,8 +42,11 @@ def event_timer(run, budget_ms=10.0, max_reps=50):
     around each call queued behind an L2 flush (`timing.time_calls`). One warm-up call first: it
     compiles, and raises if the configuration cannot launch. As many calls as fit in about
     `budget_ms` (3 to `max_reps`)."""
+    from .runtime.graphs import check_not_capturing
     from .runtime.stream import synchronize
     from .timing import time_calls
+    check_not_capturing("autotuning a kernel (run the captured code once before capturing, to "
+                        "tune its kernels)")
     run()
     synchronize()
     first = time_calls(run, 1)[0]

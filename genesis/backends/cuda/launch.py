@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from .runtime import graphs
 from .runtime.array import CUDAArray
 from .runtime.device import get_context
 
@@ -120,6 +121,9 @@ def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stag
         with _lock:
             bound = _cache.get(key)
             if bound is None:
+                graphs.check_not_capturing(
+                    f"compiling the Triton kernel {fn.__name__} for a new specialization (run "
+                    "the captured code once before capturing, to compile its kernels)")
                 from .triton_driver import install
                 install()
                 compiled = compile_kernel(fn, signature, constexprs, aligned, num_warps, num_stages,
@@ -253,6 +257,10 @@ def stream_workspace(device, stream, nbytes):
     block the allocator's cache hands each of them in turn, minus an allocation per launch. The
     buffer it replaces goes back to the allocator on the same stream, so a launch still reading
     it finishes before anything else gets that memory."""
+    if graphs.active_capture(stream) is not None:  # the graph keeps its own, never regrown
+        workspace = CUDAArray.empty((max(nbytes, 1),), np.uint8, device, stream)
+        graphs.keep_alive(stream, workspace)
+        return workspace
     workspace = _workspaces.get((device, stream))
     if workspace is None or workspace.storage.nbytes < nbytes:
         workspace = _workspaces[(device, stream)] = CUDAArray.empty(

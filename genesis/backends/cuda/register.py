@@ -10,3 +10,4 @@ from .kernels import amp, attention  # noqa: F401
 from .kernels import recurrent  # noqa: F401
 from . import linalg_host  # noqa: F401
 from .kernels import optim_extra  # noqa: F401
+from .kernels import arange  # noqa: F401

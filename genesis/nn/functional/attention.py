@@ -9,7 +9,6 @@ and dropout, differentiable to any order.
 import math
 import warnings
 
-import numpy as np
 
 from ... import dtypes
 from ...autograd.function import Function
@@ -27,8 +26,9 @@ from .padding import pad
 
 
 def _causal_mask(query_len, key_len, device):
-    """Bool (L, S) mask allowing position i to attend to keys 0..i (top-left aligned)."""
-    return creation.tensor(np.tri(query_len, key_len, dtype=bool), device=device)
+    """Bool (L, S) mask allowing position i to attend to keys 0..i (top-left aligned), made on
+    the device."""
+    return shape_ops.tril(creation.ones((query_len, key_len), dtype=dtypes.bool_, device=device))
 
 
 def _repeat_heads(x, groups):

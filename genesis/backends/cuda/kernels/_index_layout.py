@@ -8,6 +8,7 @@ import numpy as np
 
 from ..runtime import driver
 from ..runtime.array import CUDAArray
+from ..runtime.graphs import check_not_capturing
 from ..runtime.stream import current_stream_handle
 from ._strided_indexing import MAX_DIMS, coalesce
 
@@ -84,6 +85,8 @@ def read_int64(arr, position):
     """The int64 element at `position` of the contiguous `arr`, on the host (waits for the
     stream: a device-to-host sync)."""
     stream = current_stream_handle(arr.device)
+    check_not_capturing("reading a data-dependent size or value on the host (nonzero, "
+                        "masked_select, unique, boolean-mask indexing...)", stream)
     host = np.zeros(1, INT64)
     driver.memcpy_dtoh(host.ctypes.data, arr.ptr + position * 8, 8, stream)
     driver.stream_synchronize(stream)

@@ -24,6 +24,7 @@ from ..launch import Const, Launch, LaunchCache
 from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
+from ..runtime.graphs import active_capture
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64, value_entry
 from ._strided_indexing import (MAX_DIMS, cdiv, dim_sizes, dim_strides, index_type, next_pow2,
@@ -317,7 +318,9 @@ def _offsets(shape, a_strides, terms, device, dtype=INT64):
 def check_index(index, size, allow_negative):
     """(index as a fresh contiguous int64 array with negatives wrapped, first out-of-range value
     or None). Checked on the device; the host waits once, for an 8-byte flag (and reads the bad
-    value only when there is one): the price of raising IndexError as the CPU path does."""
+    value only when there is one): the price of raising IndexError as the CPU path does. In a
+    CUDA graph being captured the host cannot wait: the flag goes unread there, as PyTorch's
+    device-side check never reaches the host either."""
     stream = _start(index)
     out = CUDAArray.empty(index.shape, INT64, index.device, stream)
     n = out.size
@@ -332,6 +335,8 @@ def check_index(index, size, allow_negative):
         (tuple(sizes), tuple(st), index.dtype, bool(allow_negative), index.device),
         lambda: _check_plan(index, sizes, st, allow_negative))
     _check_launch(launch, dims, stream, index, out, flag, size)
+    if active_capture(stream) is not None:
+        return out, None
     first = read_int64(flag, 0)
     if not first:
         return out, None

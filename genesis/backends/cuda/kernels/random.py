@@ -45,8 +45,9 @@ from ....dispatch import register
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type, offsets,
-                       placeholder, pointer, scalar, size_entries, stride_entries)
+from ..launch import Const, Launch, LaunchCache
+from ._strided_indexing import (MAX_DIMS, cdiv, coalesce, dim_sizes, dim_strides, index_type,
+                                offsets)
 from .copy import strided_copy
 from ._math import sqrt_rn
 
@@ -158,31 +159,51 @@ def _emit(v, e, out, src, N, a, b, sizes, o_strides, x_strides,
 
 
 @triton.jit
-def _philox_kernel(out, src, N, seed, offset, a, b, size1, size2, size3, size4, size5,
-                   o_s0, o_s1, o_s2, o_s3, o_s4, o_s5, x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
-                   DIST: tl.constexpr, WIDE: tl.constexpr, DIGITS: tl.constexpr,
-                   CT: tl.constexpr,
-                   NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Elements pid*BLOCK.. of `out` (see the module docstring for the counter layout)."""
+def _philox_kernel(
+        # pointers: the output, the input of bernoulli (p) and dropout (x), else None
+        out_ptr, src_ptr,
+        # elements, the generator's seed and the first counter; in a CUDA graph (seed_in_memory
+        # 1) the seed and a base offset for the counters are read from state_ptr instead
+        n_elements, seed, offset, state_ptr, seed_in_memory,
+        # the distribution's two parameters (see _emit)
+        a, b,
+        # sizes of dims 1.. (size 0 is never read), strides of out and src, in elements
+        size1, size2, size3, size4, size5,
+        out_stride0, out_stride1, out_stride2, out_stride3, out_stride4, out_stride5,
+        src_stride0, src_stride1, src_stride2, src_stride3, src_stride4, src_stride5,
+        # meta-parameters
+        DIST: tl.constexpr, WIDE: tl.constexpr, DIGITS: tl.constexpr, CT: tl.constexpr,
+        NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Elements pid*BLOCK.. of `out` (see the module docstring for the counter layout). A CUDA
+    graph reads the seed and base offset from memory, so that each replay draws new numbers."""
     V: tl.constexpr = 2 if WIDE else 4
     Q: tl.constexpr = BLOCK // V
+    key = seed
+    start = offset
+    if seed_in_memory != 0:
+        key = tl.load(state_ptr)
+        start += tl.load(state_ptr + 1)
     pid = tl.program_id(0)
     lane = tl.arange(0, Q)
-    counter = offset + pid.to(tl.int64) * Q + lane
-    w0, w1, w2, w3 = tl.randint4x(seed, counter)
+    counter = start + pid.to(tl.int64) * Q + lane
+    w0, w1, w2, w3 = tl.randint4x(key, counter)
     v0, v1, v2, v3 = _variates(w0, w1, w2, w3, b, DIST, WIDE, DIGITS)
     if INDEX64:
         first = pid.to(tl.int64) * BLOCK + lane
     else:
         first = pid * BLOCK + lane
     sizes = (1, size1, size2, size3, size4, size5)
-    o_strides = (o_s0, o_s1, o_s2, o_s3, o_s4, o_s5)
-    x_strides = (x_s0, x_s1, x_s2, x_s3, x_s4, x_s5)
-    _emit(v0, first, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
-    _emit(v1, first + Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+    o_strides = (out_stride0, out_stride1, out_stride2, out_stride3, out_stride4, out_stride5)
+    x_strides = (src_stride0, src_stride1, src_stride2, src_stride3, src_stride4, src_stride5)
+    _emit(v0, first, out_ptr, src_ptr, n_elements, a, b, sizes, o_strides, x_strides, DIST, CT,
+          NDIM)
+    _emit(v1, first + Q, out_ptr, src_ptr, n_elements, a, b, sizes, o_strides, x_strides, DIST,
+          CT, NDIM)
     if not WIDE:
-        _emit(v2, first + 2 * Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
-        _emit(v3, first + 3 * Q, out, src, N, a, b, sizes, o_strides, x_strides, DIST, CT, NDIM)
+        _emit(v2, first + 2 * Q, out_ptr, src_ptr, n_elements, a, b, sizes, o_strides, x_strides,
+              DIST, CT, NDIM)
+        _emit(v3, first + 3 * Q, out_ptr, src_ptr, n_elements, a, b, sizes, o_strides, x_strides,
+              DIST, CT, NDIM)
 
 
 def _wide(dist, dtype):
@@ -201,29 +222,43 @@ def _param_types(dist):
     return ("i64", "i64") if dist == INTEGER else ("fp64", "fp64")
 
 
-def _recipe(dist, out, src, target=None):
-    """The launch filling `out` (read from `src` for bernoulli/dropout), both of one shape."""
+def _fill_plan(dist, out, src, target=None):
+    """(launch, sizes and strides the call passes) filling `out` (read from `src` for
+    bernoulli/dropout), both of one shape."""
     arrays = [out] if src is None else [out, src]
     sizes, strides = coalesce(out.shape, *(arr.element_strides() for arr in arrays))
-    ity = "i64" if out.size + BLOCK > 2 ** 31 - 1 else index_type(sizes, *strides)
+    index64 = out.size + BLOCK > 2 ** 31 - 1 or index_type(sizes, *strides) == "i64"
     precision = out.dtype if src is None or dist == DROPOUT else src.dtype
-    wide = _wide(dist, precision)
-    a_ty, b_ty = _param_types(dist)
-    entries = [pointer("out", "out", out), pointer("src", "src", src), ("N", out.size, ity),
-               scalar("seed", "seed", 0, "i64"), scalar("offset", "offset", 0, "i64"),
-               scalar("a", "a", 0, a_ty), scalar("b", "b", 0, b_ty)]
-    entries += size_entries("", sizes, MAX_DIMS, ity)
-    entries += stride_entries("o_", strides[0], MAX_DIMS, ity)
-    entries += stride_entries("x_", strides[1] if src is not None else (), MAX_DIMS, ity)
-    entries += const(DIST=dist, WIDE=wide, DIGITS=_digits(dist, out.dtype), NDIM=len(sizes),
-                     INDEX64=ity == "i64", BLOCK=BLOCK,
-                     CT=tl.float64 if precision == np.float64 else tl.float32)
-    recipe = Recipe(out.device, target)
-    recipe.add(_philox_kernel, (cdiv(out.size, BLOCK),), entries, NUM_WARPS)
-    return recipe
+    param_type = "i64" if dist == INTEGER else "fp64"
+    meta = dict(DIST=dist, WIDE=_wide(dist, precision), DIGITS=_digits(dist, out.dtype),
+                CT=tl.float64 if precision == np.float64 else tl.float32, NDIM=len(sizes),
+                INDEX64=index64, BLOCK=BLOCK)
+    launch = Launch(_philox_kernel, (cdiv(out.size, BLOCK),), meta, NUM_WARPS,
+                    int_type="i64" if index64 else "i32",
+                    types={"seed": "i64", "offset": "i64", "a": param_type, "b": param_type},
+                    per_call=("seed", "offset", "state_ptr", "a", "b"), device=out.device,
+                    target=target)
+    src_strides = dim_strides(strides[1], MAX_DIMS) if src is not None else (Const(0),) * MAX_DIMS
+    return launch, (dim_sizes(sizes, MAX_DIMS), dim_strides(strides[0], MAX_DIMS), src_strides)
 
 
-_recipes = RecipeCache()
+def _fill_launch(launch, dims, stream, out, src, seed, offset, state, a, b):
+    """The call of _philox_kernel; `dims` as _fill_plan makes them. `state`: the device array
+    [seed, base offset] of a CUDA graph (then `seed` is ignored), or None."""
+    sizes, out_strides, src_strides = dims
+    launch(stream,
+           # pointers
+           out, src,
+           # elements, seed, first counter, graph state
+           out.size, seed, offset, _unused_state(out.device) if state is None else state,
+           int(state is not None),
+           # the distribution's parameters
+           a, b,
+           # sizes and strides
+           *sizes, *out_strides, *src_strides)
+
+
+_launches = LaunchCache()
 
 
 def _geometry(arr):
@@ -242,7 +277,9 @@ def _signed64(value):
 
 
 def _fill(dist, out, src, a, b, seed, offset):
-    """Fill `out` in place with DIST's values from counters offset..; returns `out`."""
+    """Fill `out` in place with DIST's values from counters offset..; returns `out`. `seed` is
+    the generator's seed, or, in a CUDA graph, an int64 array [seed, base offset] on the device
+    that the counters' `offset` is relative to."""
     if out.size == 0:
         return out
     activate(out.device)
@@ -257,10 +294,23 @@ def _fill(dist, out, src, a, b, seed, offset):
         strided_copy(out, dense, stream)
         return out
     key = (dist, out.shape, _geometry(out), _geometry(src), out.device)
-    recipe = _recipes.get_or_build(key, lambda: _recipe(dist, out, src))
-    recipe.run(stream, {"out": out, "src": src, "a": a, "b": b, "seed": _signed64(seed),
-                        "offset": offset})
+    launch, dims = _launches.get_or_build(key, lambda: _fill_plan(dist, out, src))
+    if seed.__class__ is CUDAArray:
+        _fill_launch(launch, dims, stream, out, src, 0, offset, seed, a, b)
+    else:
+        _fill_launch(launch, dims, stream, out, src, _signed64(seed), offset, None, a, b)
     return out
+
+
+_unused_states = {}
+
+
+def _unused_state(device):
+    """A device's placeholder for the graph-state argument, which eager launches never read."""
+    state = _unused_states.get(device)
+    if state is None:
+        state = _unused_states[device] = CUDAArray.empty((2,), np.int64, device)
+    return state
 
 
 @register("uniform_", "cuda")
@@ -304,23 +354,3 @@ def dropout(x, p, seed, offset):
     activate(x.device)
     out = CUDAArray.empty(x.shape, x.dtype, x.device, current_stream_handle(x.device))
     return _fill(DROPOUT, out, x, float(p), 1.0 / (1.0 - p), seed, offset)
-
-
-def compile_all(target):
-    """The main specializations for `target` (CI, no GPU needed): every distribution for
-    float32 (and a strided output), the float64 (two-word) forms, half types, integers, bool."""
-    shape = (1000,)
-    f32 = placeholder(shape, np.float32)
-    for dist in (UNIFORM, NORMAL, EXPONENTIAL, INTEGER, BERNOULLI):
-        _recipe(dist, f32, None, target)
-    _recipe(UNIFORM, placeholder((64, 48), np.float32, (1, 64)), None, target)
-    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64):
-        out = placeholder(shape, dtype)
-        for dist in (UNIFORM, NORMAL) + ((EXPONENTIAL,) if dtype == np.float64 else ()):
-            _recipe(dist, out, None, target)
-        _recipe(BERNOULLI, out, out, target)
-        _recipe(DROPOUT, out, out, target)
-    _recipe(DROPOUT, f32, f32, target)
-    for dtype in (np.int64, ml_dtypes.bfloat16):
-        _recipe(INTEGER, placeholder(shape, dtype), None, target)
-    _recipe(BERNOULLI, placeholder(shape, np.bool_), None, target)

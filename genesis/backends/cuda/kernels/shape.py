@@ -19,9 +19,9 @@ import triton.language as tl
 
 from ....dispatch import register
 from ..launch import Launch, LaunchCache
-from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
+from ..runtime.graphs import upload
 from ..runtime.stream import current_stream_handle
 from ._strided_indexing import MAX_DIMS, cdiv
 from .copy import strided_copy
@@ -222,7 +222,7 @@ def _slice(out, dim, start, size):
 def _upload(host, device, stream):
     """A device copy of the int64 host array `host` (enqueued on `stream`)."""
     out = CUDAArray.empty(host.shape, host.dtype, device, stream)
-    driver.memcpy_htod(out.ptr, host.ctypes.data, host.nbytes, stream)
+    upload(out.ptr, host, stream)
     return out
 
 

@@ -83,7 +83,14 @@ class DeviceContext:
         driver.set_current_context(self.context)
 
     def workspace(self, nbytes, stream=0):
-        """A scratch buffer of at least `nbytes`, grown (never shrunk) on demand."""
+        """A scratch buffer of at least `nbytes`, grown (never shrunk) on demand; a graph being
+        captured gets one of its own, which lives as long as the graph."""
+        from . import graphs
+        if graphs.active_capture(stream) is not None:
+            from .array import CUDAStorage
+            storage = CUDAStorage(nbytes, self.index, stream)
+            graphs.keep_alive(stream, storage)
+            return storage.block
         if self._workspace is None or self._workspace.size < nbytes:
             if self._workspace is not None:
                 self.allocator.free(self._workspace)

@@ -229,6 +229,85 @@ def context_synchronize():
     check(_cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
 
+CAPTURE_MODES = ("global", "thread_local", "relaxed")  # CUstreamCaptureMode's order
+
+
+_capturing = 0  # captures begun and not ended in this process
+
+
+def stream_begin_capture(stream, mode="global"):
+    """Start recording the work given to `stream` into a graph instead of running it."""
+    global _capturing
+    check(_cu.cuStreamBeginCapture(stream, _capture_mode(mode)), "cuStreamBeginCapture")
+    _capturing += 1
+
+
+def stream_end_capture(stream):
+    """Stop recording on `stream`; returns the graph (an int handle)."""
+    global _capturing
+    _capturing -= 1
+    return int(check(_cu.cuStreamEndCapture(stream), "cuStreamEndCapture"))
+
+
+def stream_capture_info(stream):
+    """(capturing, capture id) of `stream`; an invalidated capture counts as capturing."""
+    status, capture_id = check(_cu.cuStreamGetCaptureInfo(stream), "cuStreamGetCaptureInfo")[:2]
+    none = _cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+    return status != none, int(capture_id)
+
+
+def exchange_capture_mode(mode):
+    """Set this thread's capture interaction mode; returns the previous one (a name)."""
+    old = check(_cu.cuThreadExchangeStreamCaptureMode(_capture_mode(mode)),
+                "cuThreadExchangeStreamCaptureMode")
+    return CAPTURE_MODES[int(old)]
+
+
+class relaxed_capture:
+    """`with relaxed_capture():` lets this thread make calls that a capture in "global" or
+    "thread_local" mode refuses as potentially unsafe (allocations), while one is under way."""
+
+    def __enter__(self):
+        self.previous = exchange_capture_mode("relaxed") if _capturing else None
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            exchange_capture_mode(self.previous)
+        return False
+
+
+def _capture_mode(mode):
+    return _cu.CUstreamCaptureMode(CAPTURE_MODES.index(mode))
+
+
+def graph_instantiate(graph):
+    return int(check(_cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate"))
+
+
+def graph_upload(graph_exec, stream):
+    check(_cu.cuGraphUpload(graph_exec, stream), "cuGraphUpload")
+
+
+def graph_launch(graph_exec, stream):
+    check(_cu.cuGraphLaunch(graph_exec, stream), "cuGraphLaunch")
+
+
+def graph_exec_destroy(graph_exec):
+    check(_cu.cuGraphExecDestroy(graph_exec), "cuGraphExecDestroy")
+
+
+def graph_destroy(graph):
+    check(_cu.cuGraphDestroy(graph), "cuGraphDestroy")
+
+
+def graph_node_count(graph):
+    return int(check(_cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")[1])
+
+
+def graph_debug_dot_print(graph, path):
+    check(_cu.cuGraphDebugDotPrint(graph, path.encode(), 0), "cuGraphDebugDotPrint")
+
+
 class AllocatorDriver:
     """The driver operations the caching allocator needs, for one device's context."""
 
@@ -242,7 +321,8 @@ class AllocatorDriver:
 
     def mem_alloc(self, nbytes):
         self._current()
-        return mem_alloc(nbytes)
+        with relaxed_capture():  # cuMemAlloc is safe in a capture: the graph never frees it
+            return mem_alloc(nbytes)
 
     def mem_free(self, ptr):
         self._current()
@@ -266,3 +346,6 @@ class AllocatorDriver:
 
     def event_destroy(self, event):
         event_destroy(event)
+
+    def stream_capture_info(self, stream):
+        return stream_capture_info(stream)

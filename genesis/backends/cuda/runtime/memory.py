@@ -26,8 +26,10 @@ OutOfMemoryError.
 
 The driver object provides mem_alloc(nbytes) -> ptr, mem_free(ptr), mem_get_info() -> (free,
 total), event_create(), event_record(event, stream), event_query(event) -> bool (completed),
-event_synchronize(event), event_destroy(event), and the attribute DriverOutOfMemory: the
-exception type mem_alloc raises when the device is full. Streams are hashable handles (ints).
+event_synchronize(event), event_destroy(event), stream_capture_info(stream) -> (capturing,
+capture id), and the attribute DriverOutOfMemory: the exception type mem_alloc raises when the
+device is full. Streams are hashable handles (ints). CUDA graphs allocate from private pools
+(memory_pools.py).
 Freed or merged Block objects belong to the allocator again: callers drop them after free().
 """
 
@@ -40,6 +42,8 @@ import threading
 from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MIN_BLOCK, PENDING, SMALL_POOL,
                             SMALL_SEGMENT, SMALL_SIZE, Block, GlobalPool, Segment, link_after)
 from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
+from .graphs import CaptureError
+from .memory_pools import GraphPoolsMixin
 from .memory_report import ReportingMixin, synchronized
 from .memory_stats import (BLOCK_POOL_SHIFT, FIELD_BITS, ONE_BLOCK, MemoryEvent, MemoryStats,
                            format_bytes)
@@ -75,13 +79,16 @@ def _groups_up_to(sizes, limit):
     return groups
 
 
-class CachingAllocator(ReportingMixin):
-    """The device memory manager of one GPU; thread-safe."""
+class CachingAllocator(ReportingMixin, GraphPoolsMixin):
+    """The device memory manager of one GPU; thread-safe.
 
-    def __init__(self, driver, device=0, config=None):
+    A graph's private pool (memory_pools.py) is a CachingAllocator too, made with `parent`: it
+    shares the device allocator's lock, statistics and cap, and owns its own segments."""
+
+    def __init__(self, driver, device=0, config=None, parent=None):
         self._driver = driver
         self.device = device
-        self._lock = threading.Lock()
+        self._lock = threading.Lock() if parent is None else parent._lock
         self._segments = {}  # base address -> Segment
         self._pool = GlobalPool()
         self._small_cache = {}  # stream -> {size: [blocks]}: the stream-local level
@@ -90,14 +97,15 @@ class CachingAllocator(ReportingMixin):
         self._cached_bytes = 0
         self._pending = {}  # stream -> deque of (event, block), in record order
         self._idle_events = []
-        self._stats = MemoryStats()
+        self._stats = MemoryStats() if parent is None else parent._stats
         self._block_stats = self._stats.blocks
         self._stats_on = True
         self._notices = []
         self._callback = None
         self._notify_threshold = _UNBOUNDED
         self._executor = None
-        self._total = driver.mem_get_info()[1]
+        self._total = driver.mem_get_info()[1] if parent is None else parent._total
+        self._init_pools(parent)
         self._apply(MemoryConfig.from_env() if config is None else config)
 
     @property
@@ -123,6 +131,10 @@ class CachingAllocator(ReportingMixin):
         """A block of at least `nbytes` bytes for use on `stream` (ptr 0 when nbytes is 0)."""
         if nbytes <= 0:
             return self._empty_block(nbytes, stream)
+        if self._capture_pools:
+            pool = self._capture_pool_for(stream)
+            if pool is not None:
+                return pool.malloc(nbytes, stream)
         size = (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK  # round_size, inlined
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
@@ -142,7 +154,7 @@ class CachingAllocator(ReportingMixin):
                 if block.requested_size != nbytes:  # else its figures are those of last time
                     self._label(block, nbytes)
             else:
-                if self._pending:
+                if self._pending and not self._root._capture_pools:
                     self._process_events()
                 block = self._take(size, nbytes, stream)
                 block.stream = stream
@@ -193,8 +205,11 @@ class CachingAllocator(ReportingMixin):
 
     def free(self, block):
         """Give `block` back; it is reusable on its stream now, elsewhere once its events complete."""
-        if block.segment is None:
+        segment = block.segment
+        if segment is None:
             return
+        if segment.owner is not self:
+            return segment.owner.free(block)
         lock = self._lock
         lock.acquire()
         try:
@@ -205,7 +220,7 @@ class CachingAllocator(ReportingMixin):
                 self._block_stats.current -= block.stat_delta
             block.trace = None
             if block.stream_uses:
-                self._defer(block)
+                self._defer_or_wait_for_capture(block)
             elif self._near_cap:
                 self._pool.release(block)
             else:
@@ -229,6 +244,8 @@ class CachingAllocator(ReportingMixin):
         """Mark `block` as used on `stream` too (torch's Tensor.record_stream)."""
         if block.segment is None:
             return
+        if block.segment.owner is not self:
+            return block.segment.owner.record_stream(block, stream)
         with self._lock:
             if block.state != ALLOCATED:
                 raise RuntimeError(f"record_stream: {block!r} is not allocated")
@@ -334,7 +351,7 @@ class CachingAllocator(ReportingMixin):
                 ptr = self._driver.mem_alloc(seg_size)
             except self._driver.DriverOutOfMemory:
                 continue
-            segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream)
+            segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream, self)
             self._stats.on_segment(pool, seg_size, True)
             self._update_pressure()
             self._notify("segment_alloc", seg_size, stream)
@@ -345,11 +362,14 @@ class CachingAllocator(ReportingMixin):
         """Wait for pending frees, flush the caches, return free segments, retry; else OOM."""
         self._stats.num_alloc_retries += 1
         self._notify("alloc_retry", nbytes, stream)
-        self._synchronize_events()
+        capturing = bool(self._root._capture_pools)  # no event waits or frees during capture
+        if not capturing:
+            self._synchronize_events()
         self._flush_all_caches()
         block = self._pool.take(size, pool, stream)
         if block is None:
-            self._release_free_segments()
+            if not capturing:
+                self._release_free_segments()
             block = self._new_segment(size, pool, stream)
         if block is None:
             self._stats.num_ooms += 1
@@ -419,9 +439,13 @@ class CachingAllocator(ReportingMixin):
     @synchronized
     def empty_cache(self):
         """Return every entirely free segment to the driver (after pending frees complete)."""
+        if self._capture_pools:
+            raise CaptureError("empty_cache is not permitted while a CUDA graph is being "
+                               "captured")
         self._synchronize_events()
         self._flush_all_caches()
         self._release_free_segments()
+        self._release_unused_pools()
 
     @synchronized
     def warmup_cache(self, sizes, counts, stream=0):
@@ -469,7 +493,7 @@ class CachingAllocator(ReportingMixin):
 
     def _carve(self, sizes, stream):
         """Consecutive blocks of the given (rounded) sizes from one block; the last takes the slack."""
-        if self._pending:
+        if self._pending and not self._root._capture_pools:
             self._process_events()
         total = sum(sizes)
         block = self._take(round_size(total), total, stream)

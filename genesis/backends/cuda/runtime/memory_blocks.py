@@ -48,16 +48,18 @@ class Block:
 
 
 class Segment:
-    """One driver allocation, covered exactly by a linked list of blocks starting at `head`."""
+    """One driver allocation, covered exactly by a linked list of blocks starting at `head`;
+    `owner` is the allocator (a device's, or one of its graph pools) that hands them out."""
 
-    __slots__ = ("ptr", "size", "pool", "stream", "head")
+    __slots__ = ("ptr", "size", "pool", "stream", "head", "owner")
 
-    def __init__(self, ptr, size, pool, stream):
+    def __init__(self, ptr, size, pool, stream, owner=None):
         self.ptr = ptr
         self.size = size
         self.pool = pool
         self.stream = stream
         self.head = Block(ptr, size, stream, self)
+        self.owner = owner
 
     def blocks(self):
         block = self.head

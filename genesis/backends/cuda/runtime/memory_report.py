@@ -41,7 +41,7 @@ class ReportingMixin:
     def _recount(self):
         """Set the current block figures from the blocks themselves (statistics were off)."""
         fresh = {SMALL_POOL: [0, 0, 0], LARGE_POOL: [0, 0, 0]}
-        for segment in self._segments.values():
+        for segment in self._all_segments():
             counts = fresh[segment.pool]
             for block in segment.blocks():
                 if block.state == ALLOCATED:
@@ -105,7 +105,10 @@ class ReportingMixin:
             stream_cached_blocks=len(self._lru), stream_cached_bytes=self._cached_bytes,
             cache_hit_rate=hits / lookups if lookups else 0.0,
             fragmentation=1.0 - largest / inactive if inactive else 0.0,
-            efficiency_score=allocated / reserved if reserved else 1.0)
+            efficiency_score=allocated / reserved if reserved else 1.0,
+            graph_pools=len(self._graph_pools),
+            graph_pool_reserved=sum(s.size for p in self._graph_pools.values()
+                                    for s in p._segments.values()))
         out["fragmentation_ratio"] = out["fragmentation"]
         return out
 
@@ -118,11 +121,12 @@ class ReportingMixin:
         """Every segment with its blocks (addresses, sizes, states), as torch.cuda.memory_snapshot."""
         return [{"device": self.device, "address": s.ptr, "total_size": s.size, "stream": s.stream,
                  "segment_type": "small" if s.pool == SMALL_POOL else "large",
+                 "segment_pool_id": s.owner.pool_id,
                  "allocated_size": sum(b.size for b in s.blocks() if b.state == ALLOCATED),
                  "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested_size,
                              "state": STATE_NAMES[b.state], "stream": b.stream}
                             for b in s.blocks()]}
-                for s in sorted(self._segments.values(), key=lambda s: s.ptr)]
+                for s in sorted(self._all_segments(), key=lambda s: s.ptr)]
 
     def _capture_trace(self):
         """The caller's stack (innermost frames outside the allocator), at most debug_max_frames."""
@@ -134,7 +138,7 @@ class ReportingMixin:
     def dump_allocation_trace(self, file=None):
         """List the live blocks, largest first, with their allocation stacks (leak hunting)."""
         with self._lock:
-            live = sorted((b for s in self._segments.values() for b in s.blocks()
+            live = sorted((b for s in self._all_segments() for b in s.blocks()
                            if b.state == ALLOCATED), key=lambda b: (-b.size, b.ptr))
         lines = [f"{len(live)} live blocks on device {self.device}, "
                  f"{format_bytes(sum(b.size for b in live))} allocated"]

@@ -203,6 +203,9 @@ def format_summary(stats, title):
         lines.append(rule)
     cells = [f"{label}: {stats[key]}" for label, key in _RATIOS]
     cells += [f"{label}: {stats[key]:.1%}" for label, key in _PERCENT]
+    if stats.get("graph_pools"):
+        cells.append(f"Graph pools: {stats['graph_pools']}")
+        cells.append(f"Graph pool reserved: {format_bytes(stats['graph_pool_reserved'])}")
     for i in range(0, len(cells), 3):
         lines.append("| " + "  ".join(c.ljust(24) for c in cells[i:i + 3]).ljust(width - 4) + " |")
     lines.append(heavy)

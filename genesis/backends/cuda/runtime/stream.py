@@ -8,6 +8,7 @@ import threading
 
 from . import driver
 from .device import activate, current_device, get_context
+from .graphs import check_not_capturing
 
 
 class _ThreadState(threading.local):
@@ -38,6 +39,7 @@ class Stream:
         return device("cuda", self.device_index)
 
     def synchronize(self):
+        check_not_capturing("Stream.synchronize()", self.cuda_stream)
         driver.stream_synchronize(self.cuda_stream)
 
     def retain_handle(self):
@@ -47,6 +49,7 @@ class Stream:
         self._owned = False
 
     def query(self):
+        check_not_capturing("Stream.query()", self.cuda_stream)
         return driver.stream_query(self.cuda_stream)
 
     def wait_event(self, event):
@@ -94,9 +97,11 @@ class Event:
         (stream or current_stream()).wait_event(self)
 
     def query(self):
+        check_not_capturing("Event.query()")
         return driver.event_query(self.cuda_event)
 
     def synchronize(self):
+        check_not_capturing("Event.synchronize()")
         driver.event_synchronize(self.cuda_event)
 
     def elapsed_time(self, end_event):
@@ -122,6 +127,7 @@ def _device_index(device):
 
 def synchronize(device=None):
     """Wait for all work on `device` (the current one by default) to finish."""
+    check_not_capturing("genesis.cuda.synchronize()")
     activate(current_device() if device is None else _device_index(device))
     driver.context_synchronize()
 

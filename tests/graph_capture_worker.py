@@ -1,0 +1,108 @@
+"""Captures on the simulated CUDA device (benchmarks/simulated_cuda.py), run by
+test_cuda_graphs_sim.py in a process of its own (the simulation replaces the driver layer).
+
+Nothing is computed there; what runs is everything Genesis does on the host, so a capture
+fails exactly where a real one would: a host copy, a synchronization, a compilation, an
+allocation outside the pool, an event query. Prints one line per check, then "all checks passed".
+"""
+
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "examples"), str(ROOT / "tests")]
+
+import simulated_cuda  # noqa: E402
+
+simulated_cuda.install()
+
+import genesis  # noqa: E402
+from genesis.backends.cuda.runtime.graphs import CaptureError  # noqa: E402
+from gpt import GPTConfig, build_gpt  # noqa: E402
+from helpers import warm_up_on_side_stream  # noqa: E402
+
+
+def check_training_step_captures():
+    """The main job's step under autocast, with dropout, clipping and a capturable AdamW."""
+    config = GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64, dropout=0.1)
+    model = build_gpt(config, genesis).cuda()
+    opt = genesis.optim.AdamW(model.parameters(), lr=genesis.tensor(1e-3, device="cuda"),
+                              capturable=True)
+    scaler = genesis.amp.GradScaler("cuda")
+    x = genesis.randint(0, 65, (4, 32), device="cuda")
+    y = genesis.randint(0, 65, (4, 32), device="cuda")
+
+    def step():
+        with genesis.autocast("cuda", dtype=genesis.float16):
+            _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    warm_up_on_side_stream(step)
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        step()
+    graph.replay()
+    stats = genesis.cuda.memory_stats()
+    assert stats["graph_pools"] == 1 and stats["graph_pool_reserved"] > 0, stats
+    print("training step captured")
+
+
+def check_dropout_counters():
+    """Each replay moves the generator past the counters the graph draws, as eager would."""
+    x = genesis.ones(1000, device="cuda")
+    fn = lambda: genesis.nn.functional.dropout(x, 0.5)  # noqa: E731
+    warm_up_on_side_stream(fn)
+    generator = genesis.random.cuda_generator(0)
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        fn()
+    before = generator.get_offset()
+    graph.replay()
+    graph.replay()
+    assert generator.get_offset() - before == 2 * 1000, generator.get_offset() - before
+    print("dropout counters advance per replay")
+
+
+def check_refused(name, fn):
+    x = genesis.ones(100, device="cuda")
+    (x * 2).sum()
+    graph = genesis.cuda.CUDAGraph()
+    try:
+        with genesis.cuda.graph(graph):
+            fn(x * 2)
+    except CaptureError as e:
+        assert "captured" in str(e), e
+    else:
+        raise AssertionError(f"{name} was captured")
+    assert not genesis.cuda.is_current_stream_capturing()
+    allocator = genesis.backends.cuda.runtime.device.get_context(0).allocator
+    assert not allocator._capture_pools
+    (x * 3).sum()
+    print(f"{name} refused, stream usable")
+
+
+def main():
+    check_training_step_captures()
+    check_dropout_counters()
+    check_refused("item", lambda y: y.sum().item())
+    check_refused("synchronize", lambda y: genesis.cuda.synchronize())
+    check_refused("host copy", lambda y: y.cpu())
+    check_refused("copy from host", lambda y: y + genesis.tensor([1.0], device="cuda"))
+    check_refused("compilation", lambda y: genesis.arange(3, dtype=genesis.int16, device="cuda"))
+    check_refused("allocation on another stream", lambda y: _other_stream())
+    print("all checks passed")
+
+
+def _other_stream():
+    with genesis.cuda.stream(genesis.cuda.Stream()):
+        genesis.empty(16, device="cuda")
+
+
+if __name__ == "__main__":
+    main()
