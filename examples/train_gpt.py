@@ -8,10 +8,14 @@ and prints a sample of generated text.
 
     python examples/train_gpt.py                 # GPU if available, else CPU (about 3 minutes)
     python examples/train_gpt.py --resume --steps 1200
+    python examples/train_gpt.py --no-cuda-graphs  # launch every kernel from Python each step
     python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py   # 2 GPUs
     python -m genesis.distributed.run --mpi --nproc-per-node 2 examples/train_gpt.py  # 2 CPUs
 
-Under the launcher each rank samples its own batches (seeded by its rank) and the model is
+On one GPU the whole training step (forward, backward, clipping, the optimizer and, in float16,
+the loss scaler) is captured once into a CUDA graph and replayed every step: the step then costs
+one launch instead of hundreds. Under the launcher each rank samples its own batches (seeded by
+its rank) and the model is
 wrapped in DistributedDataParallel; only rank 0 prints, saves the checkpoint and plots. A
 checkpoint holds the bare model, so a run resumes on any number of processes.
 """
@@ -54,6 +58,9 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.safetensors")
     p.add_argument("--sample-chars", type=int, default=300)
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                   help="capture the training step in a CUDA graph and replay it (default: on "
+                        "a single GPU)")
     return p.parse_args(argv)
 
 
@@ -117,13 +124,62 @@ def lr_at(step, args):
     return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
-def make_optimizer(model, args):
-    """AdamW with weight decay on matrices only (not on biases, norms or embeddings' scale)."""
+def make_optimizer(model, args, capturable=False):
+    """AdamW with weight decay on matrices only (not on biases, norms or embeddings' scale).
+    `capturable`: its step counts and learning rate live on the device, for a CUDA graph."""
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    lr = genesis.tensor(args.lr, device=decay[0].device) if capturable else args.lr
     return genesis.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                 {"params": no_decay, "weight_decay": 0.0}],
-                               lr=args.lr, betas=(0.9, 0.95))
+                               lr=lr, betas=(0.9, 0.95), capturable=capturable)
+
+
+def set_lr(optimizer, lr):
+    """The learning rate of every group, written in place where it is a device tensor (which a
+    captured step reads)."""
+    for group in optimizer.param_groups:
+        if isinstance(group["lr"], genesis.Tensor):
+            group["lr"].fill_(lr)
+        else:
+            group["lr"] = lr
+
+
+def make_step(model, optimizer, scaler, autocast):
+    """step(x, y) -> loss: forward, backward, clipping and the optimizer step."""
+    def step(x, y):
+        with autocast:
+            _, loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+    return step
+
+
+def capture_step(step, x, y, warmup=3):
+    """`step` on the static batch (x, y) captured in a CUDA graph, after `warmup` steps on a side
+    stream (they compile every kernel and create the optimizer's state; they train, too).
+    Returns replay(x, y) -> loss, which copies a batch into the static one and replays."""
+    side = genesis.cuda.Stream()
+    side.wait_stream(genesis.cuda.current_stream())
+    with genesis.cuda.stream(side):
+        for _ in range(warmup):
+            step(x, y)
+    genesis.cuda.current_stream().wait_stream(side)
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        loss = step(x, y)
+
+    def replay(x_batch, y_batch):
+        x.copy_(x_batch)
+        y.copy_(y_batch)
+        graph.replay()
+        return loss
+    return replay
 
 
 def reserve_step_memory(model, device):
@@ -224,8 +280,13 @@ def main(argv=None):
                            n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
                            dropout=args.dropout)
     model = build_gpt(config, genesis).to(device)
-    reserve_step_memory(model, device)
-    optimizer = make_optimizer(model, args)
+    graphs = args.cuda_graphs if args.cuda_graphs is not None else \
+        device == "cuda" and world_size == 1
+    if graphs and (device != "cuda" or world_size > 1):
+        raise SystemExit("train_gpt: --cuda-graphs needs a single GPU")
+    if not graphs:
+        reserve_step_memory(model, device)
+    optimizer = make_optimizer(model, args, capturable=graphs)
     history = {"train": [], "val": [], "unigram": data.unigram_loss()}
     start = 0
     if state is not None:
@@ -249,23 +310,22 @@ def main(argv=None):
     autocast = genesis.autocast(device, dtype=getattr(genesis, dtype) if dtype != "float32"
                                 else None, enabled=dtype != "float32")
     scaler = genesis.amp.GradScaler(device, enabled=dtype == "float16")
+    step_fn = make_step(ddp_model, optimizer, scaler, autocast)
+    if graphs:
+        say("cuda graphs: the training step is captured once and replayed")
+        set_lr(optimizer, lr_at(start, args))
+        step_fn = capture_step(step_fn, *data.batch("train", args.batch_size, rng, device))
     bar = progress(range(start, args.steps), args.steps, start) if rank == 0 else \
         range(start, args.steps)
     tokens_per_step = args.batch_size * config.block_size
+    step_times = []
     t0 = time.perf_counter()
     for step in bar:
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, args)
-        x, y = data.batch("train", args.batch_size, rng, device)
-        with autocast:
-            _, loss = ddp_model(x, y)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(optimizer)
-        scaler.update()
+        begin = time.perf_counter()
+        set_lr(optimizer, lr_at(step, args))
+        loss = step_fn(*data.batch("train", args.batch_size, rng, device))
         loss_value = loss.item()
+        step_times.append(time.perf_counter() - begin)
         history["train"].append((step + 1, loss_value))
         rate = world_size * tokens_per_step * (step + 1 - start) / (time.perf_counter() - t0)
         if hasattr(bar, "set_postfix"):
@@ -278,6 +338,9 @@ def main(argv=None):
             (bar.write if hasattr(bar, "write") else say)(message)
 
     final_val = history["val"][-1][1] if history["val"] else float("nan")
+    if len(step_times) > 10:
+        say(f"steady-state step: {1e3 * float(np.median(step_times[len(step_times) // 2:])):.2f} "
+            f"ms ({'cuda graphs' if graphs else 'eager'})")
     if world_size > 1:
         genesis.distributed.destroy_process_group()
     if rank != 0:
