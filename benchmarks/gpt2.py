@@ -6,7 +6,9 @@ The model is examples/gpt.py's at GPT-2 small's size (12 layers, 12 heads, 768 w
 - "bf16": bfloat16 weights and activations;
 - "autocast bf16": float32 weights, forward under autocast to bfloat16.
 Each row gives ms per step, tokens/s and peak memory, with the Genesis/PyTorch eager ratio;
-the autocast row also times PyTorch under torch.compile.
+the autocast row also times PyTorch under torch.compile. The "graphed" column is Genesis with
+the whole step captured in one CUDA graph (capturable AdamW) and replayed; its ratio to PyTorch
+eager is the last column.
 
 A fidelity run copies PyTorch's initial weights into Genesis and trains both 20 steps on the same
 batches: float32 without TF32 must give losses equal within 1e-5 relative, autocast bf16 within
@@ -14,6 +16,7 @@ batches: float32 without TF32 must give losses equal within 1e-5 relative, autoc
 the autocast mode are listed (torch.profiler for PyTorch, Genesis's GPUProfiler for Genesis).
 
     python benchmarks/gpt2.py [--json PATH] [--steps N] [--warmup N] [--profile] [--no-compile]
+                               [--no-fidelity] [--no-graphs]
 """
 
 import argparse
@@ -30,6 +33,7 @@ import genesis
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from gpt import GPTConfig, build_gpt  # noqa: E402
+from train_step import captured_step  # noqa: E402
 
 GPT2_SMALL = GPTConfig(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768)
 BATCH = 8
@@ -50,9 +54,10 @@ def _model(lib, mode, config=GPT2_SMALL, weights=None):
     return model.to(dtype=lib.bfloat16) if mode == "bf16" else model
 
 
-def trainer(lib, model, mode):
+def trainer(lib, model, mode, capturable=False):
     """step(x, y): forward (under autocast in that mode), backward, clip, AdamW; the loss."""
-    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                          capturable=capturable)
     region = lib.autocast("cuda", dtype=lib.bfloat16, enabled=mode == "autocast bf16")
 
     def step(x, y):
@@ -87,14 +92,15 @@ def _time(lib, step, steps, warmup):
     return ms, lib.cuda.max_memory_allocated() / 1e9
 
 
-def _run(lib, mode, tokens, args, compiled=False):
+def _run(lib, mode, tokens, args, compiled=False, graphed=False):
     _set_tf32(mode == "float32/tf32")
     model = _model(lib, mode)
     if compiled:
         model = torch.compile(model)
     x, y = _batch(lib, tokens)
-    step = trainer(lib, model, mode)
-    ms, peak = _time(lib, lambda: step(x, y), args.steps, args.warmup)
+    step = trainer(lib, model, mode, capturable=graphed)
+    run = captured_step(lib, lambda: step(x, y)) if graphed else lambda: step(x, y)
+    ms, peak = _time(lib, run, args.steps, args.warmup)
     del model
     gc.collect()
     if lib is torch:
@@ -112,7 +118,8 @@ def _torch_top_kernels(step, top):
         torch.cuda.synchronize()
     events = [e for e in prof.key_averages() if e.device_time_total > 0]
     events.sort(key=lambda e: -e.device_time_total)
-    return [(e.key, e.count // 3, e.device_time_total / 1e3 / 3) for e in events[:top]]
+    total = sum(e.device_time_total for e in events) / 1e3 / 3
+    return total, [(e.key, e.count // 3, e.device_time_total / 1e3 / 3) for e in events[:top]]
 
 
 def _genesis_top_kernels(step, top):
@@ -121,7 +128,8 @@ def _genesis_top_kernels(step, top):
             step()
         genesis.cuda.synchronize()
     stats = sorted(prof.get_stats().values(), key=lambda r: -r["total_us"])
-    return [(r["name"], r["calls"] // 3, r["total_us"] / 1e3 / 3) for r in stats[:top]]
+    total = sum(r["total_us"] for r in stats) / 1e3 / 3
+    return total, [(r["name"], r["calls"] // 3, r["total_us"] / 1e3 / 3) for r in stats[:top]]
 
 
 def _profile(tokens, top=15):
@@ -170,24 +178,30 @@ def main():
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--no-fidelity", action="store_true")
+    parser.add_argument("--no-graphs", action="store_true", help="skip Genesis's graphed step")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, GPT2_SMALL.vocab_size, (BATCH, GPT2_SMALL.block_size + 1))
     report = {"config": vars(GPT2_SMALL), "batch": BATCH, "modes": {}}
     print(f"{'mode':<14} {'genesis ms':>11} {'torch ms':>9} {'compile ms':>11} {'ratio':>6} "
-          f"{'genesis tok/s':>14} {'torch tok/s':>12} {'peak GB g/t':>12}")
+          f"{'genesis tok/s':>14} {'torch tok/s':>12} {'peak GB g/t':>12} {'graphed ms':>11} "
+          f"{'ratio':>6}")
     for mode in MODES:
         row = {"genesis": _run(genesis, mode, tokens, args), "torch": _run(torch, mode, tokens,
                                                                            args)}
         if not args.no_compile and mode == "autocast bf16":
             row["torch.compile"] = _run(torch, mode, tokens, args, compiled=True)
+        if not args.no_graphs:
+            row["genesis graphed"] = _run(genesis, mode, tokens, args, graphed=True)
         g, t = row["genesis"], row["torch"]
         row["ratio"] = g["ms"] / t["ms"]
         compiled = row.get("torch.compile", {}).get("ms", float("nan"))
+        graphed = row.get("genesis graphed", {}).get("ms", float("nan"))
         report["modes"][mode] = row
         print(f"{mode:<14} {g['ms']:>11.2f} {t['ms']:>9.2f} {compiled:>11.2f} "
               f"{row['ratio']:>6.2f} {g['tokens_per_s']:>14,.0f} {t['tokens_per_s']:>12,.0f} "
-              f"{g['peak_gb']:>5.1f}/{t['peak_gb']:<5.1f}")
+              f"{g['peak_gb']:>5.1f}/{t['peak_gb']:<5.1f} {graphed:>11.2f} "
+              f"{graphed / t['ms']:>6.2f}")
     if not args.no_fidelity:
         report["fidelity"] = _fidelity(rng)
         for mode, f in report["fidelity"].items():
@@ -195,8 +209,9 @@ def main():
                   f"(bound {f['bound']:.0e}) {'ok' if f['ok'] else 'FAILED'}")
     if args.profile:
         report["profile"] = _profile(tokens)
-        for side, kernels in report["profile"].items():
-            print(f"\n{side}: top kernels of an autocast bf16 step (ms per step)")
+        for side, (total, kernels) in report["profile"].items():
+            print(f"\n{side}: {total:.2f} ms of kernels per autocast bf16 step; the top ones "
+                  "(ms per step)")
             for name, calls, ms in kernels:
                 print(f"  {ms:8.3f} ms  {calls:4d} calls  {name[:100]}")
     if args.json:

@@ -66,7 +66,7 @@ def _step_fn(lib, config, batch, rng, capturable=False):
     return step
 
 
-def _graphed(lib, step):
+def captured_step(lib, step):
     """`step` captured in one CUDA graph (after a warm-up on a side stream): a closure that
     replays it and returns the captured loss."""
     side = lib.cuda.Stream()
@@ -147,7 +147,7 @@ def main():
             for lib in (genesis, torch):
                 step = _step_fn(lib, config, batch, rng, capturable=mode == "graphed")
                 if mode == "graphed":
-                    step = _graphed(lib, step)
+                    step = captured_step(lib, step)
                 seconds, host, device_ms, loss, collections = _time(lib, step, args.steps,
                                                                      args.warmup)
                 results[lib.__name__] = {"ms": seconds * 1e3, "host_ms": host * 1e3,
