@@ -10,6 +10,7 @@ from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
 from ..backends.cuda.autotune import AutoTuner
+from ..backends.cuda.nvrtc import NVRTCError, compile_kernel
 from ..backends.cuda.runtime.memory import OutOfMemoryError
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all,
                      seed, seed_all, set_rng_state, set_rng_state_all)
@@ -499,7 +500,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "enable_memory_debugging", "dump_allocation_trace", "GPU_OPS_REGISTRY",
            "dispatch_gpu_op", "list_gpu_ops", "GPUProfiler", "enable_profiling",
            "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
-           "warm_up_kernels", "AutoTuner"]
+           "warm_up_kernels", "AutoTuner", "compile_kernel", "NVRTCError"]
 
 
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
