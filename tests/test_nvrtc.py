@@ -264,3 +264,68 @@ def test_public_name_and_import_stays_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+class _Launches:
+    """Stand-ins for the driver and device calls of a launch, recording what reaches them."""
+
+    def __init__(self, monkeypatch):
+        from genesis.backends.cuda.runtime import device, driver, stream
+        self.loads, self.launches, self.opt_ins = [], [], []
+        context = type("Context", (), {"properties": type("P", (), {"capability": (9, 0)})})
+        monkeypatch.setattr(device, "get_context", lambda index=None: context)
+        monkeypatch.setattr(device, "current_device", lambda: 0)
+        monkeypatch.setattr(device, "activate", lambda index: None)
+        monkeypatch.setattr(stream, "current_stream_handle", lambda index: 77)
+        monkeypatch.setattr(driver, "driver_version", lambda: 13000)
+        monkeypatch.setattr(driver, "module_load_data", self._load)
+        monkeypatch.setattr(driver, "module_get_function", lambda module, name: (module, name))
+        monkeypatch.setattr(driver, "function_set_max_dynamic_shared",
+                            lambda function, nbytes: self.opt_ins.append(nbytes))
+        monkeypatch.setattr(driver, "launch_kernel", self._launch)
+
+    def _load(self, image):
+        self.loads.append(image)
+        return len(self.loads)
+
+    def _launch(self, function, grid, block, shared_mem, stream, params):
+        """Records the launch with the argument words it points to (read during the call, as
+        the driver reads them)."""
+        import ctypes
+        pointers = (ctypes.c_uint64 * 4).from_address(params)  # vector_add's four arguments
+        words = [ctypes.c_uint64.from_address(p).value for p in pointers]
+        self.launches.append((function, grid, block, shared_mem, stream, words))
+
+
+def test_launch_path(monkeypatch):
+    fake = _Launches(monkeypatch)
+    kernel = nvrtc.compile_kernel(ADD, "vector_add")
+    assert kernel.program().arch_option == "--gpu-architecture=sm_90"
+    x, y, out = (_FakeTensor("cuda", 0, ptr) for ptr in (0x1000, 0x2000, 0x3000))
+    kernel((4,), 128, (x, y, out, 500))
+    kernel(4, (128,), [x, y, out, 500])
+    assert len(fake.loads) == 1 and fake.loads[0].startswith(b"\x7fELF")
+    assert fake.launches[0] == ((1, "vector_add"), (4, 1, 1), (128, 1, 1), 0, 77,
+                                [0x1000, 0x2000, 0x3000, 500])
+    assert fake.launches[1] == fake.launches[0]
+
+
+def test_launch_on_a_given_stream(monkeypatch):
+    fake = _Launches(monkeypatch)
+    kernel = nvrtc.compile_kernel(ADD, "vector_add")
+    side = type("Stream", (), {"cuda_stream": 99, "device_index": 0})()
+    args = (_FakeTensor("cuda", 0, 16),) * 3 + (1,)
+    kernel(1, 32, args, stream=side)
+    kernel(1, 32, args, stream=55)
+    assert [launch[4] for launch in fake.launches] == [99, 55]
+
+
+def test_shared_memory_past_48k_opts_in_once(monkeypatch):
+    fake = _Launches(monkeypatch)
+    kernel = nvrtc.compile_kernel(ADD, "vector_add")
+    args = (_FakeTensor("cuda", 0, 16),) * 3 + (1,)
+    for nbytes in (1024, 64 << 10, 64 << 10, 48 << 10, 100 << 10):
+        kernel(1, 32, args, shared_mem=nbytes)
+    assert fake.opt_ins == [64 << 10, 100 << 10]
+    assert [launch[3] for launch in fake.launches] == [1024, 64 << 10, 64 << 10, 48 << 10,
+                                                       100 << 10]
