@@ -16,10 +16,14 @@ source, name, options, architecture, and the NVRTC and driver versions.
 Arguments are packed as CuPy packs them:
   - a CUDA tensor (or CUDAArray) passes its data pointer (`T*` in the kernel);
   - a Python bool, int, float and complex pass a `bool`, `long long`, `double` and
-    `cuDoubleComplex` (CuPy's rule: declare `long long n`, not `int n`, or pass `numpy.int32(n)`);
+    `cuDoubleComplex`;
   - a numpy scalar, or a numpy array of one element, passes its own type by value.
 Nothing checks the arguments against the kernel's parameters (NVRTC does not report them): the
-caller passes what the kernel declares, as with CuPy.
+caller passes what the kernel declares, as with CuPy. A `float` parameter given a Python float
+reads half of a double: pass `numpy.float32(v)` (and `numpy.int32(n)` for an `int`).
+
+Launches go on the current stream (or `stream=`), so a CUDA graph can capture them; launch once
+before capturing, so that the module is loaded outside the capture.
 """
 
 import hashlib
@@ -120,7 +124,7 @@ def cache_key(source, name, options, arch, driver_version=None):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def compile_program(source, name, options=(), arch=90, driver_version=None):
+def compile_program(source, name, options=(), *, arch, driver_version=None):
     """The compiled image of kernel `name` in `source` for SM version `arch`, from the process's
     cache, the disk cache, or NVRTC (then stored in both). Needs no GPU."""
     options = _as_options(options)
@@ -313,8 +317,8 @@ class RawKernel:
         """The compiled program for `device`'s architecture (the current device by default)."""
         from .runtime.device import get_context
         major, minor = get_context(device).properties.capability
-        return compile_program(self.code, self.name, self.options, major * 10 + minor,
-                               driver.driver_version())
+        return compile_program(self.code, self.name, self.options, arch=major * 10 + minor,
+                               driver_version=driver.driver_version())
 
     def function(self, device):
         """The kernel's CUfunction on `device`, loaded there on first use (device made active)."""
