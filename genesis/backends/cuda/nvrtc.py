@@ -26,9 +26,11 @@ Launches go on the current stream (or `stream=`), so a CUDA graph can capture th
 before capturing, so that the module is loaded outside the capture.
 """
 
+import ctypes
 import hashlib
 import json
 import os
+import struct
 import threading
 from dataclasses import dataclass
 
@@ -38,6 +40,8 @@ from .runtime import driver
 from .runtime.array import CUDAArray
 
 _STATIC_SHARED_LIMIT = 48 << 10  # dynamic shared memory past this needs an opt-in per function
+_DOUBLE = struct.Struct("<d")
+_DOUBLE_COMPLEX = struct.Struct("<dd")
 
 _programs = {}
 _lock = threading.Lock()
@@ -244,31 +248,31 @@ def dim3(value, what):
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
-def argument_value(arg, index, device, kernel):
-    """The numpy scalar launch argument `index` passes by value (see the module docstring)."""
+def argument_bytes(arg, index, device, kernel):
+    """(bytes, alignment) of the value launch argument `index` passes (see the module
+    docstring)."""
     if arg.__class__ is CUDAArray:
-        return _pointer(arg.ptr, arg.device, index, device, kernel)
-    if isinstance(arg, (bool, np.bool_)):
-        return np.bool_(arg)
+        return _pointer(arg.ptr, arg.device, index, device, kernel), 8
+    if isinstance(arg, bool):
+        return (b"\1" if arg else b"\0"), 1
     if isinstance(arg, int):
-        if not -(1 << 63) <= arg < (1 << 63):
+        try:
+            return arg.to_bytes(8, "little", signed=True), 8
+        except OverflowError:
             raise OverflowError(f"RawKernel '{kernel}': argument {index} ({arg}) does not fit a "
-                                f"long long; pass a numpy scalar of the parameter's type")
-        return np.int64(arg)
+                                f"long long; pass a numpy scalar of the parameter's type") from None
     if isinstance(arg, float):
-        return np.float64(arg)
+        return _DOUBLE.pack(arg), 8
     if isinstance(arg, complex):
-        return np.complex128(arg)
-    if isinstance(arg, np.generic):
-        return arg
-    if isinstance(arg, np.ndarray) and arg.size == 1:
-        return arg.reshape(-1)[0]
+        return _DOUBLE_COMPLEX.pack(arg.real, arg.imag), 16
+    if isinstance(arg, np.generic) or isinstance(arg, np.ndarray) and arg.size == 1:
+        return arg.tobytes(), arg.dtype.alignment
     where = getattr(arg, "device", None)
     if where is not None and callable(getattr(arg, "data_ptr", None)):
         if where.type != "cuda":
             raise TypeError(f"RawKernel '{kernel}': argument {index} is a tensor on {where}; "
                             f"kernel arguments must be CUDA tensors")
-        return _pointer(arg.data_ptr(), where.index, index, device, kernel)
+        return _pointer(arg.data_ptr(), where.index, index, device, kernel), 8
     raise TypeError(f"RawKernel '{kernel}': argument {index} has unsupported type "
                     f"{type(arg).__name__} (expected a CUDA tensor, a Python or numpy scalar)")
 
@@ -277,28 +281,26 @@ def _pointer(ptr, on, index, device, kernel):
     if device is not None and on is not None and on != device:
         raise ValueError(f"RawKernel '{kernel}': argument {index} is on cuda:{on} but the kernel "
                          f"launches on cuda:{device}")
-    return np.uint64(ptr)
+    return ptr.to_bytes(8, "little")
 
 
 def pack_arguments(args, device=None, kernel="kernel"):
-    """(params, buffer): the argument values laid out in `buffer` at their natural alignment,
-    and `params`, a uint64 array of their addresses (what cuLaunchKernel's kernelParams points
-    to). Both must live until the launch call returns."""
+    """(params, buffer): the argument values laid out in `buffer` (a ctypes char array) at their
+    natural alignment, and `params`, a ctypes array of their addresses (what cuLaunchKernel's
+    kernelParams points to). Both must live until the launch call returns."""
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"RawKernel '{kernel}': args must be a tuple or list, got "
                         f"{type(args).__name__}")
-    values = [argument_value(a, i, device, kernel) for i, a in enumerate(args)]
-    offsets, end = [], 0
-    for v in values:
-        align = v.dtype.alignment
-        end = (end + align - 1) // align * align
-        offsets.append(end)
-        end += v.dtype.itemsize
-    buffer = np.zeros(max(end, 1), np.uint8)
-    for v, off in zip(values, offsets):
-        buffer[off:off + v.dtype.itemsize] = np.frombuffer(v.tobytes(), np.uint8)
-    base = buffer.ctypes.data
-    params = np.array([base + off for off in offsets] or [0], np.uint64)
+    chunks, offsets, end = [], [], 0
+    for i, arg in enumerate(args):
+        data, align = argument_bytes(arg, i, device, kernel)
+        pad = -end % align
+        chunks += [bytes(pad), data]
+        offsets.append(end + pad)
+        end += pad + len(data)
+    buffer = ctypes.create_string_buffer(b"".join(chunks), max(end, 1))
+    base = ctypes.addressof(buffer)
+    params = (ctypes.c_uint64 * max(len(offsets), 1))(*[base + off for off in offsets])
     return params, buffer
 
 
@@ -344,7 +346,7 @@ class RawKernel:
             getattr(stream, "cuda_stream", stream)
         params, _buffer = pack_arguments(args, device, self.name)
         driver.launch_kernel(function, dim3(grid, "grid"), dim3(block, "block"), shared_mem,
-                             handle, params.ctypes.data)
+                             handle, ctypes.addressof(params))
 
     def __repr__(self):
         return f"RawKernel(name={self.name!r}, options={self.options!r})"
