@@ -131,7 +131,8 @@ def test_compile_error_shows_the_log_and_the_kernel_name():
 
 
 def test_unknown_kernel_name_is_a_compile_error():
-    with pytest.raises(nvrtc.NVRTCError, match="(?s)'missing'.*identifier \"missing\" is undefined"):
+    with pytest.raises(nvrtc.NVRTCError,
+                       match="(?s)'missing'.*identifier \"missing\" is undefined"):
         nvrtc.compile_program(ADD, "missing", arch=90)
 
 

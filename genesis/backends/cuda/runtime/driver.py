@@ -245,11 +245,12 @@ def module_unload(module):
 
 
 def module_get_function(module, name):
-    return int(check(_cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})"))
+    return int(check(_cu.cuModuleGetFunction(module, name.encode()),
+                     f"cuModuleGetFunction({name})"))
 
 
 def function_set_max_dynamic_shared(function, nbytes):
-    """Let `function` take `nbytes` of dynamic shared memory (the driver's default cap is 48 KiB)."""
+    """Let `function` take `nbytes` of dynamic shared memory (past the default cap of 48 KiB)."""
     attr = _cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     check(_cu.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute")
 
