@@ -8,7 +8,9 @@ ones.
 
 With a GPU (genesis.cuda.is_available()) the trace runs at the tensor level:
 genesis.empty(n, dtype=genesis.uint8, device="cuda") against torch.empty(n, dtype=torch.uint8,
-device="cuda"), a free being the last reference dropped. Without one (or with --mode sim) it runs
+device="cuda"), a free being the last reference dropped, and each scenario's time per pair is held
+to its regression guard, at most 2.5x PyTorch's (guards.py): the table shows the ratio with PASS
+or FAIL, and --json writes the guards beside the results. Without one (or with --mode sim) it runs
 on the raw CachingAllocator over the simulated driver of tests/cuda_sim.py: that mode measures
 the allocator's Python bookkeeping only (no device memory, no tensors, no PyTorch). With
 --mode sim-tensor the trace runs at the tensor level (genesis.empty on "cuda") over the simulated
@@ -31,6 +33,7 @@ import time
 import numpy as np
 
 import genesis
+import guards
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 PRESSURE_CAP = GiB
@@ -236,6 +239,9 @@ def run(targets, repeats, seed=0):
             row[target.name] = {"us_per_pair": round(us, 2), "peak_reserved_bytes": reserved,
                                 "reserved_over_live": round(reserved / trace.peak_live, 3),
                                 "ooms": ooms}
+        if "genesis" in row and "torch" in row:
+            row["guard"] = guards.check(name, row["genesis"]["us_per_pair"],
+                                        row["torch"]["us_per_pair"], guards.ALLOC_FREE_PAIR)
         rows.append(row)
     return rows
 
@@ -244,6 +250,9 @@ def print_table(rows, names):
     head = f"{'scenario':<22}{'pairs':>7}{'peak live':>11}"
     for name in names:
         head += f"{name + ' us':>18}{'res/live':>10}"
+    guarded = [row["guard"] for row in rows if "guard" in row]
+    if guarded:
+        head += f"{'genesis/torch':>15}  guard (<= {guards.ALLOC_FREE_PAIR}x)"
     print(head)
     for row in rows:
         line = f"{row['scenario']:<22}{row['pairs']:>7}{row['peak_live_bytes'] / MiB:>9.1f}MB"
@@ -251,7 +260,11 @@ def print_table(rows, names):
             r = row[name]
             oom = f" ({r['ooms']} OOM)" if r["ooms"] else ""
             line += f"{r['us_per_pair']:>18.2f}{r['reserved_over_live']:>10.3f}{oom}"
+        if "guard" in row:
+            line += f"{row['guard']['ratio']:>15.2f}  {guards.verdict(row['guard'])}"
         print(line)
+    if guarded:
+        print(guards.summary(guarded))
 
 
 def main(argv=None):
@@ -283,7 +296,8 @@ def main(argv=None):
         if gpu:
             meta["device"] = genesis.cuda.get_device_name()
         with open(args.json, "w") as f:
-            json.dump({"meta": meta, "results": rows}, f, indent=2)
+            json.dump({"meta": meta, "results": rows,
+                       "guards": [row["guard"] for row in rows if "guard" in row]}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ dirty lines, up to about 14 us of write-back on an H200, that lands inside the t
 read-only op like sum pays it in full, a copy partly hides it behind its own writes. Summing
 leaves clean lines, so each op is charged for its own traffic only. The fractions of copy are
 taken against the copy under the same flush. Host wall time: time.perf_counter over many
-back-to-back calls, median over repeats, the two libraries taking turns. Genesis never imports
-torch; this script imports both to compare them.
+back-to-back calls, median over repeats, the two libraries taking turns. Each small op's host
+wall time is held to its regression guard, at most 2.0x PyTorch's (guards.py): the table shows
+the ratio with PASS or FAIL, and --json writes the guards beside the results. Genesis never
+imports torch; this script imports both to compare them.
 
     python benchmarks/ops.py [--json PATH] [--reps N] [--only NAME ...]
 """
@@ -33,6 +35,7 @@ import torch.nn.functional as TF
 
 import genesis
 import genesis.nn.functional as F
+import guards
 
 MB = 1 << 20
 FLUSH_BYTES = 256 * MB
@@ -203,6 +206,8 @@ def run(reps, only):
             row[f"{label}_device_us"] = round(device_ms(lib, fn, reps) * 1e3, 2)
         for label, us in host_us(calls).items():
             row[f"{label}_host_us"] = round(us, 2)
+        row["guard"] = guards.check(name, row["genesis_host_us"], row["torch_host_us"],
+                                    guards.SMALL_OP_HOST)
         rows.append(row)
     for name, (make, nbytes) in BANDWIDTH.items():
         if only and name not in only and not name.startswith("copy"):
@@ -229,11 +234,15 @@ def run(reps, only):
 
 
 def markdown(rows):
-    lines = ["| case | genesis device us | torch device us | genesis host us | torch host us |",
-             "|---|---:|---:|---:|---:|"]
+    latency = [r for r in rows if r["kind"] == "latency"]
+    lines = ["| case | genesis device us | torch device us | genesis host us | torch host us | "
+             f"host genesis / torch | guard (<= {guards.SMALL_OP_HOST}x) |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {r['case']} | {r['genesis_device_us']} | {r['torch_device_us']} | "
-              f"{r['genesis_host_us']} | {r['torch_host_us']} |"
-              for r in rows if r["kind"] == "latency"]
+              f"{r['genesis_host_us']} | {r['torch_host_us']} | {r['guard']['ratio']} | "
+              f"{guards.verdict(r['guard'])} |" for r in latency]
+    if latency:
+        lines += ["", guards.summary([r["guard"] for r in latency])]
     for flush in FLUSHES:
         lines += ["", f"L2 flush: {flush}", "",
                   "| case | genesis TB/s | torch TB/s | genesis / copy | torch / copy | "
@@ -258,7 +267,8 @@ def main(argv=None):
         meta = {"device": genesis.cuda.get_device_name(), "torch": torch.__version__,
                 "numpy": np.__version__, "python": sys.version.split()[0], "reps": args.reps}
         with open(args.json, "w") as f:
-            json.dump({"meta": meta, "results": rows}, f, indent=2)
+            json.dump({"meta": meta, "results": rows,
+                       "guards": [r["guard"] for r in rows if "guard" in r]}, f, indent=2)
     print(markdown(rows))
 
 

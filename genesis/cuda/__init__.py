@@ -10,6 +10,7 @@ from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
 from ..backends.cuda.autotune import AutoTuner
+from ..backends.cuda.nvrtc import NVRTCError, compile_kernel
 from ..backends.cuda.runtime.memory import OutOfMemoryError
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all,
                      seed, seed_all, set_rng_state, set_rng_state_all)
@@ -502,7 +503,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "dispatch_gpu_op", "list_gpu_ops", "GPUProfiler", "enable_profiling",
            "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
            "warm_up_kernels", "AutoTuner", "CUDAGraph", "graph", "graph_pool_handle",
-           "is_current_stream_capturing", "make_graphed_callables"]
+           "is_current_stream_capturing", "make_graphed_callables", "compile_kernel",
+           "NVRTCError"]
 
 
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",

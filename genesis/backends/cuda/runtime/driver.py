@@ -308,6 +308,39 @@ def graph_debug_dot_print(graph, path):
     check(_cu.cuGraphDebugDotPrint(graph, path.encode(), 0), "cuGraphDebugDotPrint")
 
 
+def driver_version():
+    """The driver's CUDA version as an int (13000 for 13.0)."""
+    cu = load()
+    return check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
+
+
+def module_load_data(image):
+    """Load a CUBIN or NUL-terminated PTX image into the current context; returns the module."""
+    return int(check(_cu.cuModuleLoadData(image), "cuModuleLoadData"))
+
+
+def module_unload(module):
+    check(_cu.cuModuleUnload(module), "cuModuleUnload")
+
+
+def module_get_function(module, name):
+    return int(check(_cu.cuModuleGetFunction(module, name.encode()),
+                     f"cuModuleGetFunction({name})"))
+
+
+def function_set_max_dynamic_shared(function, nbytes):
+    """Let `function` take `nbytes` of dynamic shared memory (past the default cap of 48 KiB)."""
+    attr = _cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(_cu.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute")
+
+
+def launch_kernel(function, grid, block, shared_mem, stream, params):
+    """cuLaunchKernel on `grid` and `block` (3-tuples); `params` is the address of an array of
+    pointers to the argument values (the driver copies them before it returns)."""
+    check(_cu.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0),
+          "cuLaunchKernel")
+
+
 class AllocatorDriver:
     """The driver operations the caching allocator needs, for one device's context."""
 
