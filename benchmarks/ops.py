@@ -4,8 +4,8 @@ Small ops: add 1M, softmax 10K (10 x 1000, softmax over the last dim), sum 1M,
 plus the in-place add_ 1M; per call, the device time (CUDA events) and the host wall time.
 Bandwidth (>= 256 MB moved by each op): add, add_, sum, softmax, LayerNorm, RMSNorm, cast
 float32 -> bfloat16, transpose copy, in TB/s and as a fraction of the device-to-device copy
-bandwidth measured in the same run (the better of Genesis's and PyTorch's copy). Float32 unless
-stated.
+bandwidth measured in the same run (the better of Genesis's and PyTorch's copy); and the column
+sums of GPT-2 small's bias gradients (12 and 50 MB). Float32 unless stated.
 
 Device time: each repetition first flushes L2 with a pass over a 256 MB buffer (which also keeps
 the GPU busy while the host enqueues the timed call), then records an event, runs the op, records
@@ -134,6 +134,15 @@ def _sum(n):
     return make, 4 * n
 
 
+def _column_sum(rows, cols):
+    """A bias gradient: bfloat16 (rows, cols) summed over the rows."""
+    def make(lib, rng):
+        dtype = torch.bfloat16 if lib.is_torch else genesis.bfloat16
+        x = lib.tensor(_rand(rng, rows, cols)).to(dtype)
+        return lambda: x.sum(0)
+    return make, 2 * rows * cols
+
+
 def _softmax(rows, cols):
     def make(lib, rng):
         x = lib.tensor(_rand(rng, rows, cols))
@@ -191,6 +200,8 @@ BANDWIDTH = {
     "RMSNorm 16384 x 4096": _norm(16384, 4096, True),
     "cast to bf16 256 MB": _cast(64 * M),
     "transpose copy 8192^2": _transpose(8192),
+    "bias grad sum(0) 8192 x 768 bf16": _column_sum(8192, 768),
+    "bias grad sum(0) 8192 x 3072 bf16": _column_sum(8192, 3072),
 }
 
 
