@@ -12,14 +12,13 @@ scalars (bias corrections, momentum schedule, step sizes) are computed on the ho
 passed in.
 """
 
-import numpy as np
 import triton
 import triton.language as tl
 
 from ....dispatch import register
 from ._math import div_rn, sqrt_rn
-from .optim import _address, _chunk, _launch, _lerp_coefficient, _param_and_grad, _step
-from .optim import _step_entries
+from .optim import _address, _chunk, _floats, _launch, _lerp_coefficient, _param_and_grad
+from .optim import _step, _step_meta
 
 
 @triton.jit
@@ -28,7 +27,7 @@ def _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY: tl.constexpr,
     """A block of parameters and gradients with Adam's weight decay: the parameter times
     `decay` (1 - lr * weight_decay) when DECOUPLED, else `decay` (weight_decay) * param added
     to the gradient."""
-    param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay,
+    param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay, None,
                                   WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
     if WEIGHT_DECAY and DECOUPLED:
         param = param * decay
@@ -107,8 +106,8 @@ def _adamax_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, eps, weight_de
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
+                                      WEIGHT_DECAY, MAXIMIZE, CT)
         m = tl.load(m_ptr + idx, mask=mask).to(CT)
         m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
         u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
@@ -130,8 +129,8 @@ def _adadelta_kernel(tensors, chunks, neg_lr, rho, one_minus_rho, eps, weight_de
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
+                                      WEIGHT_DECAY, MAXIMIZE, CT)
         v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
         u = tl.load(u_ptr + idx, mask=mask).to(CT)
         delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
@@ -152,8 +151,8 @@ def _asgd_kernel(tensors, chunks, decay, neg_eta, mu, weight_decay, WEIGHT_DECAY
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
+                                      WEIGHT_DECAY, MAXIMIZE, CT)
         stored = (param * decay + neg_eta * grad).to(PT)
         tl.store(p_ptr + idx, stored, mask=mask)
         param = stored.to(CT)
@@ -182,7 +181,8 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, False, MAXIMIZE, CT)
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, None, False, MAXIMIZE,
+                                      CT)
         product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
         factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
         factor = factor.to(PT).to(CT)
@@ -194,11 +194,12 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
         tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
 
 
-def _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled):
-    """The moment and weight-decay arguments NAdam and RAdam share with Adam's kernel."""
+def _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled):
+    """The moment and weight-decay arguments NAdam and RAdam share with Adam's kernel: beta2,
+    lerp's coefficient and flag, 1 - beta2, eps, the decay."""
     weight, small = _lerp_coefficient(1 - beta1)
-    return dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
-                eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay)
+    return (float(beta2), float(weight), small, float(1 - beta2), float(eps),
+            float(1 - lr * weight_decay if decoupled else weight_decay))
 
 
 def _adam_like_flags(weight_decay, decoupled, maximize):
@@ -210,9 +211,9 @@ def _adam_like_flags(weight_decay, decoupled, maximize):
 def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
                decoupled, maximize, bias_correction2, grad_coef, avg_coef):
     """One NAdam step of every parameter and its moments, in place: one launch per dtype pair."""
-    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
-    hyper.update(bias_correction2=bias_correction2, grad_coef=grad_coef, avg_coef=avg_coef)
-    _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
+    scalars = _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled)
+    _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs],
+          scalars + (float(bias_correction2), float(grad_coef), float(avg_coef)),
           _adam_like_flags(weight_decay, decoupled, maximize))
 
 
@@ -221,11 +222,11 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
                decoupled, maximize, bias_correction1, bias_correction2, rect):
     """One RAdam step of every parameter and its moments, in place: one launch per dtype pair;
     `rect` None while the variance is not yet tractable."""
-    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
-    hyper.update(lr=lr, bias_correction1=bias_correction1, bc2_sqrt=bias_correction2 ** 0.5,
-                 rect=1.0 if rect is None else rect)
+    scalars = _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled)
+    scalars += (float(lr), float(bias_correction1), float(bias_correction2 ** 0.5),
+                1.0 if rect is None else float(rect))
     flags = _adam_like_flags(weight_decay, decoupled, maximize)
-    _step(_radam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
+    _step(_radam_kernel, [params, grads, exp_avgs, exp_avg_sqs], scalars,
           dict(flags, RECTIFY=rect is not None))
 
 
@@ -234,9 +235,9 @@ def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_dec
                 neg_clr):
     """One Adamax step of every parameter and its state, in place: one launch per dtype pair."""
     weight, small = _lerp_coefficient(1 - beta1)
-    hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, eps=eps,
-                 weight_decay=weight_decay, neg_clr=neg_clr)
-    _step(_adamax_kernel, [params, grads, exp_avgs, exp_infs], hyper,
+    scalars = (float(beta2), float(weight), small, float(eps), float(weight_decay),
+               float(neg_clr))
+    _step(_adamax_kernel, [params, grads, exp_avgs, exp_infs], scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
 
 
@@ -244,16 +245,16 @@ def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_dec
 def adadelta_step(params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize):
     """One Adadelta step of every parameter and its state, in place: one launch per dtype
     pair."""
-    hyper = dict(neg_lr=-lr, rho=rho, one_minus_rho=1 - rho, eps=eps, weight_decay=weight_decay)
-    _step(_adadelta_kernel, [params, grads, square_avgs, acc_deltas], hyper,
+    scalars = (float(-lr), float(rho), float(1 - rho), float(eps), float(weight_decay))
+    _step(_adadelta_kernel, [params, grads, square_avgs, acc_deltas], scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
 
 
 @register("asgd_step", "cuda")
 def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
     """One ASGD step of every parameter and its average, in place: one launch per dtype pair."""
-    hyper = dict(decay=1 - lambd * eta, neg_eta=-eta, mu=mu, weight_decay=weight_decay)
-    _step(_asgd_kernel, [params, grads, axs], hyper,
+    scalars = (float(1 - lambd * eta), float(-eta), float(mu), float(weight_decay))
+    _step(_asgd_kernel, [params, grads, axs], scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, AVERAGE=mu != 1, MAXIMIZE=bool(maximize)))
 
 
@@ -261,44 +262,35 @@ def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
 def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
                step_size_max, maximize):
     """One Rprop step of every parameter and its state, in place: one launch per dtype pair."""
-    hyper = dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_size_min,
-                 step_size_max=step_size_max)
-    _step(_rprop_kernel, [params, grads, prevs, step_sizes], hyper,
+    scalars = (float(etaminus), float(etaplus), float(step_size_min), float(step_size_max))
+    _step(_rprop_kernel, [params, grads, prevs, step_sizes], scalars,
           dict(MAXIMIZE=bool(maximize)))
 
 
 def _samples():
-    """(kernel, hyperparameters, flag sets) of each kernel, for compile_all."""
-    adam_like = _adam_like_hyper(0.9, 0.999, 1e-8, 1e-3, 0.01, False)
+    """(kernel, scalars, flag sets) of each kernel, for compile_all."""
+    adam_like = _adam_like(0.9, 0.999, 1e-8, 1e-3, 0.01, False)
     adam_flags = [dict(WEIGHT_DECAY=True, DECOUPLED=True, MAXIMIZE=False),
                   dict(WEIGHT_DECAY=True, DECOUPLED=False, MAXIMIZE=True),
                   dict(WEIGHT_DECAY=False, DECOUPLED=False, MAXIMIZE=False)]
     plain_flags = [dict(WEIGHT_DECAY=False, MAXIMIZE=False),
                    dict(WEIGHT_DECAY=True, MAXIMIZE=True)]
     return [
-        (_nadam_kernel, dict(adam_like, bias_correction2=0.1, grad_coef=-1e-3, avg_coef=-1e-3),
-         adam_flags),
-        (_radam_kernel, dict(adam_like, lr=1e-3, bias_correction1=0.1, bc2_sqrt=0.3, rect=0.5),
+        (_nadam_kernel, adam_like + (0.1, -1e-3, -1e-3), adam_flags),
+        (_radam_kernel, adam_like + (1e-3, 0.1, 0.3, 0.5),
          [dict(f, RECTIFY=r) for f in adam_flags for r in (True, False)]),
-        (_adamax_kernel, dict(beta2=0.999, lerp_coef=0.1, lerp_small=1, eps=1e-8,
-                              weight_decay=0.0, neg_clr=-1e-2), plain_flags),
-        (_adadelta_kernel, dict(neg_lr=-1.0, rho=0.9, one_minus_rho=0.1, eps=1e-6,
-                                weight_decay=0.0), plain_flags),
-        (_asgd_kernel, dict(decay=1.0, neg_eta=-1e-2, mu=1.0, weight_decay=0.0),
+        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, -1e-2), plain_flags),
+        (_adadelta_kernel, (-1.0, 0.9, 0.1, 1e-6, 0.0), plain_flags),
+        (_asgd_kernel, (1.0, -1e-2, 1.0, 0.0),
          [dict(f, AVERAGE=a) for f in plain_flags for a in (True, False)]),
-        (_rprop_kernel, dict(etaminus=0.5, etaplus=1.2, step_size_min=1e-6, step_size_max=50.0),
-         [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
+        (_rprop_kernel, (0.5, 1.2, 1e-6, 50.0), [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
     ]
 
 
 def compile_all(target):
     """Every kernel with each of its option sets, for float32/float16/bfloat16/float64,
     compiled for `target`."""
-    import ml_dtypes
-    floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
-              np.dtype(np.float64)]
-    for fn, hyper, flag_sets in _samples():
-        for dt in floats:
+    for fn, scalars, flag_sets in _samples():
+        for dt in _floats():
             for flags in flag_sets:
-                _launch(fn, (1,), _step_entries(0, 0, dt, dt, hyper, flags), 0, 0,
-                        target=target)
+                _launch(fn, (1,), (0, 0, *scalars), _step_meta(dt, dt, flags), 0, 0, target)
