@@ -79,9 +79,10 @@ def advance_step(step):
     itself (numpy's in-place `+= 1` on a 0-d array takes about 1 us, the scalar write 0.07).
     A counter on a device (loaded from a capturable optimizer's state) is advanced there and
     read back."""
-    if step.device.type != "cpu":
+    try:
+        value = step._data[()] + 1
+    except TypeError:  # a device array, not subscriptable
         return float(step.add_(1).item())
-    value = step._data[()] + 1
     step._data[()] = value
     step._bump_version()
     return float(value)

@@ -171,3 +171,29 @@ def test_large_parameter_matches_torch(rng):
         topt.step()
     assert_close(p.detach().cpu(), t.detach())
     assert_close(gopt.state[p]["exp_avg_sq"].cpu(), topt.state[t]["exp_avg_sq"])
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_capturable_adamw_takes_two_launches_per_dtype_and_matches_fused(amsgrad, rng,
+                                                                          launches):
+    """A capturable AdamW step on a mixed-dtype group: per device one launch advancing every
+    counter and one update per dtype pair, reading nothing on the host; the parameters follow
+    the fused (host-counter) step's within the scalars' float32 rounding."""
+    dtypes = [genesis.float32, genesis.bfloat16]
+    a = _params(rng, dtypes, "cuda")
+    b = [p.detach().clone().requires_grad_() for p in a]
+    captured = optim.AdamW(a, lr=0.01, weight_decay=0.1, amsgrad=amsgrad, capturable=True)
+    fused = optim.AdamW(b, lr=0.01, weight_decay=0.1, amsgrad=amsgrad, fused=True)
+    for step in range(3):
+        _set_grads(a, rng)
+        for p, q in zip(a, b):
+            q.grad = p.grad.clone()
+        launches.clear()
+        captured.step()
+        assert sorted(launches) == ["_adam_kernel"] * 2 + ["_advance_kernel"]
+        fused.step()
+    for p, q in zip(a, b):
+        assert captured.state[p]["step"].device == p.device
+        assert float(captured.state[p]["step"]) == 3
+        tol = 1e-5 if p.dtype is genesis.float32 else TOL[p.dtype]
+        np.testing.assert_allclose(_f64(p), _f64(q), rtol=tol, atol=tol)
