@@ -48,10 +48,13 @@ def _params(rng, dtypes, device):
     return [p.detach().requires_grad_() for p in out]
 
 
-def _set_grads(params, rng):
+def _set_grads(params, rng, twins=()):
+    """Random gradients for `params`, copied to `twins` (on their own devices)."""
     for p in params:
         p.grad = genesis.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32),
                                 dtype=p.dtype, device=p.device)
+    for p, twin in zip(params, twins):
+        twin.grad = p.grad.to(twin.device, copy=True)
 
 
 # L2 weight decay with a tiny eps is ill-conditioned where g + wd * p cancels to a few ulps:
@@ -78,9 +81,7 @@ def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
     cpu_opt = getattr(optim, name)(cpu, **kwargs)
     cpu_opt.param_groups[0]["fused"] = True
     for _ in range(3):
-        _set_grads(gpu, rng)
-        for g, c in zip(gpu, cpu):
-            c.grad = g.grad.cpu()
+        _set_grads(gpu, rng, cpu)
         gpu_opt.step()
         cpu_opt.step()
         for g, c in zip(gpu, cpu):
@@ -177,17 +178,15 @@ def test_large_parameter_matches_torch(rng):
 def test_capturable_adamw_takes_two_launches_per_dtype_and_matches_fused(amsgrad, rng,
                                                                           launches):
     """A capturable AdamW step on a mixed-dtype group: per device one launch advancing every
-    counter and one update per dtype pair, reading nothing on the host; the parameters follow
-    the fused (host-counter) step's within the scalars' float32 rounding."""
+    counter and one update per dtype pair; the parameters follow the fused (host-counter)
+    step's within the scalars' float32 rounding."""
     dtypes = [genesis.float32, genesis.bfloat16]
     a = _params(rng, dtypes, "cuda")
     b = [p.detach().clone().requires_grad_() for p in a]
     captured = optim.AdamW(a, lr=0.01, weight_decay=0.1, amsgrad=amsgrad, capturable=True)
     fused = optim.AdamW(b, lr=0.01, weight_decay=0.1, amsgrad=amsgrad, fused=True)
-    for step in range(3):
-        _set_grads(a, rng)
-        for p, q in zip(a, b):
-            q.grad = p.grad.clone()
+    for _ in range(3):
+        _set_grads(a, rng, b)
         launches.clear()
         captured.step()
         assert sorted(launches) == ["_adam_kernel"] * 2 + ["_advance_kernel"]

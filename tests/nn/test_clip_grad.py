@@ -108,7 +108,7 @@ def test_half_total_norm_and_clip_by_a_given_norm(dtype, norm_type, rng, device)
 
 
 def test_mixed_dtypes_promote_the_total(rng, device):
-    gp, tp = _grads(rng, [genesis.float32], device)
+    gp, tp = _grads(rng, [genesis.float32, genesis.float64], device)
     total = nn.utils.clip_grad_norm_(gp, 0.5)
     expected = torch.nn.utils.get_total_norm([p.grad.double() for p in tp if p.grad is not None])
     torch.nn.utils.clip_grads_with_norm_(tp, 0.5, expected)
