@@ -84,11 +84,20 @@ def _build(name, params, kwargs, device, tensor_lr=False, **options):
     return getattr(optim, name)(params, **kwargs)
 
 
+def _no_host_reads(patch):
+    """Make every read of a device value on the host raise, under `patch` (a monkeypatch)."""
+    def host_read(*args):
+        raise AssertionError("a capturable step read a device value on the host")
+    patch.setitem(dispatch._KERNELS, ("to_numpy", "cuda"), host_read)
+    patch.setattr(genesis.Tensor, "item", host_read)
+
+
 @pytest.mark.parametrize("tensor_lr", [False, True], ids=["float-lr", "tensor-lr"])
 @pytest.mark.parametrize("name,kwargs", CASES, ids=CASE_IDS)
-def test_capturable_steps_match_torch(name, kwargs, tensor_lr, rng, cuda):
-    """Six steps (one parameter without a gradient in the third) against torch's loop; the
-    counters and the other per-parameter scalars are float32 0-d tensors on the device."""
+def test_capturable_steps_match_torch(name, kwargs, tensor_lr, rng, cuda, monkeypatch):
+    """Six steps (one parameter without a gradient in the third) against torch's loop, none
+    reading a device value on the host; the counters and the other per-parameter scalars are
+    float32 0-d tensors on the device."""
     gp, tp = _pairs(rng, cuda)
     gopt = _build(name, gp, kwargs, cuda, tensor_lr, capturable=True)
     topt = getattr(torch.optim, name)(tp, **kwargs, foreach=False)
@@ -96,7 +105,9 @@ def test_capturable_steps_match_torch(name, kwargs, tensor_lr, rng, cuda):
         _grads(gp, tp, rng)
         if i == 2:
             gp[1].grad = tp[1].grad = None
-        gopt.step()
+        with monkeypatch.context() as patch:
+            _no_host_reads(patch)
+            gopt.step()
         topt.step()
     for g, t in zip(gp, tp):
         _close(g, t)
@@ -222,12 +233,8 @@ def test_scaler_cycle_matches_torch_and_reads_nothing_on_the_host(unscale, clip,
     gbatches = _batches(np.random.default_rng(seed), genesis, cuda)
     tbatches = _batches(np.random.default_rng(seed), torch, "cpu")
 
-    def host_read(*args):
-        raise AssertionError("a capturable cycle read a device value on the host")
-
     with monkeypatch.context() as patch:
-        patch.setitem(dispatch._KERNELS, ("to_numpy", "cuda"), host_read)
-        patch.setattr(genesis.Tensor, "item", host_read)
+        _no_host_reads(patch)
         gopt, gscales = _cycle(genesis, gp, gbatches, cuda, unscale, clip, capturable=True)
     topt, tscales = _cycle(torch, tp, tbatches, "cpu", unscale, clip, fused=True)
     assert [float(s) for s in gscales] == [float(s) for s in tscales]

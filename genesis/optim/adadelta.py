@@ -3,12 +3,13 @@
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "adadelta_step" kernel, one call per device; the fused one runs under optimizer.takes_fused
 (PyTorch's Adadelta has no `fused` option). A `capturable` group keeps its
-counters on the device and takes PyTorch's capturable loop, reading nothing on the host.
+counters on the device (advanced by one launch per device) and takes the fused kernel where it
+would otherwise, the loop with a Tensor lr; either reads nothing on the host.
 """
 
 from ..ops.creation import zeros_like
 from .optimizer import (Optimizer, addcdiv_scaled_, advance, check_lr, check_non_negative,
-                        new_step, step_lr, takes_fused)
+                        lr_on_device, new_step, step_lr, takes_fused)
 
 
 class Adadelta(Optimizer):
@@ -32,7 +33,7 @@ class Adadelta(Optimizer):
         state["acc_delta"] = zeros_like(p)
 
     def _update(self, group):
-        if takes_fused(group) and not group["capturable"]:
+        if takes_fused(group) and not lr_on_device(group):
             self._fused_update(group)
             return
         rho, eps = group["rho"], group["eps"]
@@ -49,8 +50,7 @@ class Adadelta(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        batches = self._fused_batches(group, self._stepping(group, by_step=False))
-        for (device, _), params in batches.items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("adadelta_step", device, params, ["square_avg", "acc_delta"],
                              float(group["lr"]), group["rho"], group["eps"],
                              group["weight_decay"], group["maximize"])

@@ -124,6 +124,12 @@ def step_lr(group, device):
     return device_lr(group["lr"], device) if group.get("capturable") else float(group["lr"])
 
 
+def lr_on_device(group):
+    """Whether a capturable group's learning rate is a Tensor, read on the device: the fused
+    kernels of the optimizers other than Adam take a float, so such a group takes the loop."""
+    return bool(group.get("capturable")) and isinstance(group["lr"], Tensor)
+
+
 def addcdiv_scaled_(p, x, divisor, value):
     """p += value * x / divisor (divisor None: 1), `value` a float or a 0-d tensor (a
     capturable learning rate, applied on the device)."""
@@ -313,6 +319,17 @@ class Optimizer:
             if not state:
                 self._init_state(p, group)
         return key
+
+    def _counted_batches(self, group):
+        """_fused_batches for a kernel that needs no step count: {(device, None): params}, each
+        parameter's counter advanced on the host, or for a capturable group on the device (one
+        launch per device, nothing read on the host)."""
+        if not group.get("capturable"):
+            return self._fused_batches(group, self._stepping(group, by_step=False))
+        batches = self._fused_batches(group, self._initialized(group))
+        for (device, _), params in batches.items():
+            self._advance_on_device(device, params, None)
+        return batches
 
     def _stepping(self, group, by_step=True):
         """A _fused_batches key for optimizers whose kernel call depends on the step count at

@@ -4,11 +4,12 @@ Two implementations of the step: a loop of in-place genesis ops per parameter, a
 "rmsprop_step" kernel, one call per device for the whole group; the fused one runs by default
 when every parameter is on CUDA (optimizer.takes_fused; PyTorch has no fused RMSprop, so there
 is no `fused` option: `foreach=False` keeps the loop). A `capturable` group keeps its counters
-on the device and takes the loop, reading nothing on the host.
+on the device (advanced by one launch per device) and takes the fused kernel where it would
+otherwise, the loop with a Tensor lr; either reads nothing on the host.
 """
 
 from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, addcdiv_scaled_, advance, advance_step, check_non_negative,
+from .optimizer import (Optimizer, addcdiv_scaled_, advance, check_non_negative, lr_on_device,
                         new_step, step_lr, takes_fused)
 
 
@@ -36,7 +37,7 @@ class RMSprop(Optimizer):
             state["grad_avg"] = zeros_like(p)
 
     def _update(self, group):
-        if takes_fused(group) and not group["capturable"]:
+        if takes_fused(group) and not lr_on_device(group):
             self._fused_update(group)
             return
         alpha, momentum = group["alpha"], group["momentum"]
@@ -63,14 +64,9 @@ class RMSprop(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        def advance(p, state):
-            if not state:
-                self._init_state(p, group)
-            advance_step(state["step"])
-
         keys = ["square_avg", "grad_avg" if group["centered"] else None,
                 "momentum_buffer" if group["momentum"] > 0 else None]
-        for (device, _), params in self._fused_batches(group, advance).items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("rmsprop_step", device, params, keys, float(group["lr"]),
                              group["alpha"], group["eps"], group["weight_decay"],
                              group["momentum"], group["maximize"])

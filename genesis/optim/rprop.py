@@ -4,7 +4,8 @@ flips (Riedmiller and Braun, 1993).
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "rprop_step" kernel, one call per device; the fused one runs under optimizer.takes_fused
 (PyTorch's Rprop has no `fused` option). A `capturable` group keeps its
-counters on the device and takes PyTorch's capturable loop, reading nothing on the host.
+counters on the device (advanced by one launch per device) and takes the fused kernel where it
+would otherwise (the step reads no learning rate), reading nothing on the host.
 """
 
 from ..ops.creation import full_like, zeros_like
@@ -37,7 +38,7 @@ class Rprop(Optimizer):
             state["step_size"] = full_like(p, float(lr))
 
     def _update(self, group):
-        if takes_fused(group) and not group["capturable"]:
+        if takes_fused(group):
             self._fused_update(group)
             return
         etaminus, etaplus = group["etas"]
@@ -56,7 +57,6 @@ class Rprop(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        batches = self._fused_batches(group, self._stepping(group, by_step=False))
-        for (device, _), params in batches.items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("rprop_step", device, params, ["prev", "step_size"],
                              *group["etas"], *group["step_sizes"], group["maximize"])

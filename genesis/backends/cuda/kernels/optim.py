@@ -2,11 +2,18 @@
 counters' advance and the total-norm gradient clip.
 
 Registered as "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "advance_steps",
-"total_norm" and "clip_by_total_norm_" (same contracts as backends/cpu/optim.py). Each launch covers a whole list of contiguous arrays of one dtype: the
-host writes a table of the arrays (addresses and sizes, int64) and of their chunks (CHUNK
-elements of one array each, one program per chunk), uploads it once and keeps it while the same
-arrays come back (an optimizer's parameters, state and, with the caching allocator, usually its
-gradients), so a step of any number of parameters is one launch per dtype.
+"total_norm" and "clip_by_total_norm_" (same contracts as backends/cpu/optim.py). Each launch
+covers a whole list of contiguous arrays of one dtype: the host writes a table of the arrays
+(addresses and sizes, int64) and of their chunks (CHUNK elements of one array each, one program
+per chunk), uploads it once and keeps it while the same arrays come back (an optimizer's
+parameters, state and, with the caching allocator, usually its gradients), so a step of any
+number of parameters is one launch per dtype.
+
+Every step kernel (these and kernels/optim_extra.py's) is `multi_tensor_step`, the chunk walk
+they share, given its per-element update (a jit function taking the block of parameters and
+gradients, the update's scalars as a tuple and its flags) and computing its per-step scalars
+before. Launchers call their kernel positionally through launch.Launch, one per
+specialization and grid (`_launch`).
 
 The math runs in float32 (float64 for float64) and each stored value is rounded once. The total
 norm is deterministic: each chunk writes its partial (sum of |x|^p, or max/min of |x|) to its own
@@ -91,9 +98,80 @@ def _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, grad_scale_ptr, L2: t
 
 
 @triton.jit
+def multi_tensor_step(
+        # the table: parameters (column 0), gradients (1), then the update's state columns
+        tensors, chunks,
+        # the update's scalars (a tuple), the L2 weight decay, GradScaler's inputs (or None)
+        scalars, weight_decay, grad_scale_ptr, found_inf_ptr,
+        # the per-element update and its constexpr flags (a tuple, or None)
+        UPDATE: tl.constexpr, FLAGS: tl.constexpr,
+        L2: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr,
+        CT: tl.constexpr, BLOCK: tl.constexpr):
+    """The body of every step kernel: this program's chunk walked in BLOCK-element blocks, the
+    gradients taken by _param_and_grad, and `UPDATE(tensors, chunks, idx, mask, param, grad,
+    scalars, FLAGS, PT, CT)` (which updates its state columns) giving the new parameters,
+    stored rounded once. A nonzero found_inf makes it a no-op."""
+    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    end = _live_end(start, end, found_inf_ptr)
+    g_ptr = _address(tensors, chunks, 1, GT)
+    for off in range(start, end, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        mask = idx < end
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, grad_scale_ptr,
+                                      L2, MAXIMIZE, CT)
+        param = UPDATE(tensors, chunks, idx, mask, param, grad, scalars, FLAGS, PT, CT)
+        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+
+
+@triton.jit
+def _lerp(m, grad, lerp_coef, lerp_small):
+    """lerp(m, grad, w) as PyTorch computes it, one fma: from m when `lerp_small` (w below
+    0.5), else from grad, `lerp_coef` the matching coefficient."""
+    return tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+
+
+@triton.jit
+def state_columns(tensors, chunks, PT: tl.constexpr):
+    """The addresses of this program's first two state arrays (table columns 2 and 3)."""
+    return _address(tensors, chunks, 2, PT), _address(tensors, chunks, 3, PT)
+
+
+@triton.jit
+def decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2, lerp_coef,
+                    lerp_small, one_minus_beta2, DECOUPLED: tl.constexpr, PT: tl.constexpr,
+                    CT: tl.constexpr):
+    """Adam's decoupled weight decay (param * decay when DECOUPLED) and moments (columns 2 and
+    3), updated and stored: m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2; returns
+    (param, m, v)."""
+    if DECOUPLED:
+        param = param * decay
+    m_ptr, v_ptr = state_columns(tensors, chunks, PT)
+    m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
+    tl.store(m_ptr + idx, m.to(PT), mask=mask)
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    return param, m, v
+
+
+@triton.jit
 def _bias_correction(step, log_beta):
     """1 - beta^step from log(beta), through expm1: accurate where beta^step is near 1."""
     return -libdevice.expm1(step * log_beta)
+
+
+@triton.jit
+def _adam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                 PT: tl.constexpr, CT: tl.constexpr):
+    decay, neg_step_size, bc2_sqrt, beta2, lerp_coef, lerp_small, one_minus_beta2, eps = scalars
+    AMSGRAD: tl.constexpr = FLAGS[1]
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    if AMSGRAD:
+        vmax_ptr = _address(tensors, chunks, 4, PT)
+        v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
+        tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
+    denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
+    return param + div_rn(neg_step_size * m, denom)
 
 
 @triton.jit
@@ -106,8 +184,7 @@ def _adam_kernel(
         # with step counters on the device (None otherwise): the learning rate (a float, or a
         # pointer to it), the weight decay, log(beta1), log(beta2)
         lr, weight_decay, log_beta1, log_beta2,
-        # the moments' coefficients: lerp(m, grad, 1 - beta1) is one fma, from m when
-        # `lerp_small` (the weight is below 0.5), else from grad, `lerp_coef` the coefficient
+        # the moments' coefficients (lerp's as _lerp takes them), eps
         beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
         # GradScaler's scale and inf flag (None without a scaler)
         grad_scale_ptr, found_inf_ptr,
@@ -116,11 +193,6 @@ def _adam_kernel(
         BLOCK: tl.constexpr):
     """PyTorch's fused step, operation for operation; with step counters on the device the
     per-step scalars are computed here from this parameter's counter (already advanced)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    end = _live_end(start, end, found_inf_ptr)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
     if lr is not None:
         step = tl.load(_address(tensors, chunks, 4 + AMSGRAD, tl.float32)).to(CT)
         if lr.dtype.is_ptr():
@@ -131,25 +203,11 @@ def _adam_kernel(
             decay = 1 - lr * weight_decay
         neg_step_size = -div_rn(lr, _bias_correction(step, log_beta1))
         bc2_sqrt = sqrt_rn(_bias_correction(step, log_beta2))
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay, grad_scale_ptr,
-                                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
-        if WEIGHT_DECAY and DECOUPLED:
-            param = param * decay
-        m = tl.load(m_ptr + idx, mask=mask).to(CT)
-        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
-        tl.store(m_ptr + idx, m.to(PT), mask=mask)
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        if AMSGRAD:
-            vmax_ptr = _address(tensors, chunks, 4, PT)
-            v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
-            tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
-        denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
-        param += div_rn(neg_step_size * m, denom)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (decay, neg_step_size, bc2_sqrt, beta2, lerp_coef,
+                                        lerp_small, one_minus_beta2, eps),
+                      decay, grad_scale_ptr, found_inf_ptr, _adam_update,
+                      (WEIGHT_DECAY and DECOUPLED, AMSGRAD), WEIGHT_DECAY and not DECOUPLED,
+                      MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
@@ -163,70 +221,87 @@ def _advance_kernel(tensors, chunks, found_inf_ptr):
 
 
 @triton.jit
+def _sgd_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                PT: tl.constexpr, CT: tl.constexpr):
+    lr, momentum, keep = scalars
+    MOMENTUM: tl.constexpr = FLAGS[0]
+    FIRST: tl.constexpr = FLAGS[1]
+    NESTEROV: tl.constexpr = FLAGS[2]
+    if MOMENTUM:
+        b_ptr = _address(tensors, chunks, 2, PT)
+        if FIRST:
+            buf = grad
+        else:
+            buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + grad * keep
+        tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+        if NESTEROV:
+            grad += buf * momentum
+        else:
+            grad = buf
+    return param - grad * lr
+
+
+@triton.jit
 def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, grad_scale_ptr,
-                found_inf_ptr, WEIGHT_DECAY: tl.constexpr,
-                MOMENTUM: tl.constexpr, FIRST: tl.constexpr, NESTEROV: tl.constexpr,
-                MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
-                BLOCK: tl.constexpr):
+                found_inf_ptr, WEIGHT_DECAY: tl.constexpr, MOMENTUM: tl.constexpr,
+                FIRST: tl.constexpr, NESTEROV: tl.constexpr, MAXIMIZE: tl.constexpr,
+                PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """PyTorch's fused SGD step: grad (+ weight_decay * param); with MOMENTUM the buffer
     becomes momentum * buffer + keep * grad (keep = 1 - dampening; the grad itself on the
     FIRST step) and the step direction the buffer (NESTEROV: grad + momentum * buffer). The
     scaler's inputs as Adam's."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    end = _live_end(start, end, found_inf_ptr)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, grad_scale_ptr,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        if MOMENTUM:
-            b_ptr = _address(tensors, chunks, 2, PT)
-            if FIRST:
-                buf = grad
-            else:
-                buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + grad * keep
-            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
-            if NESTEROV:
-                grad += buf * momentum
-            else:
-                grad = buf
-        tl.store(p_ptr + idx, (param - grad * lr).to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (lr, momentum, keep), weight_decay, grad_scale_ptr,
+                      found_inf_ptr, _sgd_update, (MOMENTUM, FIRST, NESTEROV), WEIGHT_DECAY,
+                      MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _rmsprop_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                    PT: tl.constexpr, CT: tl.constexpr):
+    lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps, momentum = scalars
+    CENTERED: tl.constexpr = FLAGS[0]
+    MOMENTUM: tl.constexpr = FLAGS[1]
+    v_ptr = _address(tensors, chunks, 2, PT)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * alpha + one_minus_alpha * grad * grad
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    if CENTERED:
+        m_ptr = _address(tensors, chunks, 3, PT)
+        m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+        tl.store(m_ptr + idx, m.to(PT), mask=mask)
+        v = v - m * m
+    avg = sqrt_rn(v) + eps
+    if MOMENTUM:
+        b_ptr = _address(tensors, chunks, 3 + CENTERED, PT)
+        buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + div_rn(grad, avg)
+        tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+        param -= lr * buf
+    else:
+        param -= div_rn(lr * grad, avg)
+    return param
 
 
 @triton.jit
 def _rmsprop_kernel(tensors, chunks, lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps,
                     weight_decay, momentum, WEIGHT_DECAY: tl.constexpr, CENTERED: tl.constexpr,
-                    MOMENTUM: tl.constexpr, BUF_COL: tl.constexpr, MAXIMIZE: tl.constexpr,
-                    PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+                    MOMENTUM: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                    GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """PyTorch's RMSprop step: v = alpha v + (1 - alpha) g^2, less m^2 when CENTERED (m =
-    lerp(m, g, 1 - alpha), one fma as in the Adam kernel); p -= lr g / (sqrt(v) + eps), or
-    with MOMENTUM through the buffer b = momentum b + g / (sqrt(v) + eps) (column BUF_COL)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    v_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * alpha + one_minus_alpha * grad * grad
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        if CENTERED:
-            m_ptr = _address(tensors, chunks, 3, PT)
-            m = tl.load(m_ptr + idx, mask=mask).to(CT)
-            m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-            tl.store(m_ptr + idx, m.to(PT), mask=mask)
-            v = v - m * m
-        avg = sqrt_rn(v) + eps
-        if MOMENTUM:
-            b_ptr = _address(tensors, chunks, BUF_COL, PT)
-            buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + div_rn(grad, avg)
-            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
-            param -= lr * buf
-        else:
-            param -= div_rn(lr * grad, avg)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    lerp(m, g, 1 - alpha)); p -= lr g / (sqrt(v) + eps), or with MOMENTUM through the buffer
+    b = momentum b + g / (sqrt(v) + eps) (the column after the centered mean's)."""
+    multi_tensor_step(tensors, chunks, (lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps,
+                                        momentum),
+                      weight_decay, None, None, _rmsprop_update, (CENTERED, MOMENTUM),
+                      WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adagrad_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                    PT: tl.constexpr, CT: tl.constexpr):
+    clr, eps = scalars
+    s_ptr = _address(tensors, chunks, 2, PT)
+    total = tl.load(s_ptr + idx, mask=mask).to(CT) + grad * grad
+    tl.store(s_ptr + idx, total.to(PT), mask=mask)
+    return param - div_rn(clr * grad, sqrt_rn(total) + eps)
 
 
 @triton.jit
@@ -235,18 +310,8 @@ def _adagrad_kernel(tensors, chunks, clr, eps, weight_decay, WEIGHT_DECAY: tl.co
                     BLOCK: tl.constexpr):
     """PyTorch's Adagrad step: s += g^2; p -= clr g / (sqrt(s) + eps), clr being the step's
     decayed learning rate."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    s_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        total = tl.load(s_ptr + idx, mask=mask).to(CT) + grad * grad
-        tl.store(s_ptr + idx, total.to(PT), mask=mask)
-        param -= div_rn(clr * grad, sqrt_rn(total) + eps)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (clr, eps), weight_decay, None, None, _adagrad_update,
+                      None, WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
@@ -581,8 +646,7 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
                float(weight_decay), float(momentum))
     centered = grad_avgs is not None
     flags = dict(WEIGHT_DECAY=weight_decay != 0, CENTERED=centered,
-                 MOMENTUM=momentum_buffers is not None, BUF_COL=3 + centered,
-                 MAXIMIZE=bool(maximize))
+                 MOMENTUM=momentum_buffers is not None, MAXIMIZE=bool(maximize))
     lists = [params, grads, square_avgs] + [x for x in (grad_avgs, momentum_buffers)
                                             if x is not None]
     _step(_rmsprop_kernel, lists, scalars, flags)
@@ -695,7 +759,7 @@ def compile_all(target):
         for centered, momentum in ((True, True), (False, False)):
             step(_rmsprop_kernel, (1e-2, 0.99, 0.01, 0.01, 1, 1e-8, 1e-4, 0.9),
                  dict(WEIGHT_DECAY=True, CENTERED=centered, MOMENTUM=momentum,
-                      BUF_COL=3 + centered, MAXIMIZE=False))
+                      MAXIMIZE=False))
         step(_adagrad_kernel, (1e-2, 1e-10, 0.0), dict(WEIGHT_DECAY=False, MAXIMIZE=False))
         ct, np_ct = _compute(dt)
         for kind in range(_GENERAL_NORM + 1):

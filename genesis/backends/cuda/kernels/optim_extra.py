@@ -2,8 +2,9 @@
 
 Registered as "nadam_step", "radam_step", "adamax_step", "adadelta_step", "asgd_step" and
 "rprop_step" (same contracts as backends/cpu/optim_extra.py). They share kernels/optim.py's
-launch scheme: a table of the arrays and of their CHUNK-element chunks, one program per chunk,
-one launch per (parameter dtype, gradient dtype) for a whole parameter group. Each program walks
+launch scheme (a table of the arrays and of their CHUNK-element chunks, one program per chunk,
+one launch per (parameter dtype, gradient dtype) for a whole parameter group) and its kernel
+body, optim.multi_tensor_step: each kernel here is its per-element update. Each program walks
 its chunk in BLOCK-element steps (1024: four warps, eight elements a thread; the update is
 memory bound, so larger blocks buy nothing).
 
@@ -17,34 +18,20 @@ import triton.language as tl
 
 from ....dispatch import register
 from ._math import div_rn, sqrt_rn
-from .optim import _address, _chunk, _floats, _launch, _lerp_coefficient, _param_and_grad
-from .optim import _step, _step_meta
+from .optim import (_address, _floats, _launch, _lerp, _lerp_coefficient, _step, _step_meta,
+                    decayed_moments, multi_tensor_step, state_columns)
 
 
 @triton.jit
-def _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY: tl.constexpr,
-             DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, CT: tl.constexpr):
-    """A block of parameters and gradients with Adam's weight decay: the parameter times
-    `decay` (1 - lr * weight_decay) when DECOUPLED, else `decay` (weight_decay) * param added
-    to the gradient."""
-    param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay, None,
-                                  WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
-    if WEIGHT_DECAY and DECOUPLED:
-        param = param * decay
-    return param, grad
-
-
-@triton.jit
-def _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small, one_minus_beta2,
-             PT: tl.constexpr, CT: tl.constexpr):
-    """Adam's moments, updated and stored: m = lerp(m, g, 1 - beta1) (one fma, as PyTorch's
-    lerp), v = beta2 v + (1 - beta2) g^2."""
-    m = tl.load(m_ptr + idx, mask=mask).to(CT)
-    m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-    v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
-    tl.store(m_ptr + idx, m.to(PT), mask=mask)
-    tl.store(v_ptr + idx, v.to(PT), mask=mask)
-    return m, v
+def _nadam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    (beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay, bias_correction2, grad_coef,
+     avg_coef) = scalars
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    denom = sqrt_rn(div_rn(v, bias_correction2)) + eps
+    param += div_rn(grad_coef * grad, denom)
+    return param + div_rn(avg_coef * m, denom)
 
 
 @triton.jit
@@ -52,22 +39,27 @@ def _nadam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2
                   bias_correction2, grad_coef, avg_coef, WEIGHT_DECAY: tl.constexpr,
                   DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
                   GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
-    """NAdam: d = sqrt(v / bias_correction2) + eps; p += grad_coef g / d + avg_coef m / d."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
-                               MAXIMIZE, CT)
-        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
-                        one_minus_beta2, PT, CT)
-        denom = sqrt_rn(div_rn(v, bias_correction2)) + eps
-        param += div_rn(grad_coef * grad, denom)
-        param += div_rn(avg_coef * m, denom)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    """NAdam: d = sqrt(v / bias_correction2) + eps; p += grad_coef g / d + avg_coef m / d.
+    Weight decay as Adam's: `decay` is 1 - lr * weight_decay when DECOUPLED, else
+    weight_decay."""
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
+                                        decay, bias_correction2, grad_coef, avg_coef),
+                      decay, None, None, _nadam_update, (WEIGHT_DECAY and DECOUPLED,),
+                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _radam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    (beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay, lr, bias_correction1, bc2_sqrt,
+     rect) = scalars
+    RECTIFY: tl.constexpr = FLAGS[1]
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    update = div_rn(m, bias_correction1) * lr
+    if RECTIFY:
+        update = update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect
+    return param - update
 
 
 @triton.jit
@@ -76,22 +68,23 @@ def _radam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2
                   DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, RECTIFY: tl.constexpr,
                   PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """RAdam: p -= m / bias_correction1 * lr, times sqrt(1 - beta2^t) / (sqrt(v) + eps) *
-    rect once the variance is tractable (RECTIFY)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
-                               MAXIMIZE, CT)
-        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
-                        one_minus_beta2, PT, CT)
-        update = div_rn(m, bias_correction1) * lr
-        if RECTIFY:
-            update = update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect
-        tl.store(p_ptr + idx, (param - update).to(PT), mask=mask)
+    rect once the variance is tractable (RECTIFY). Weight decay as NAdam's."""
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
+                                        decay, lr, bias_correction1, bc2_sqrt, rect),
+                      decay, None, None, _radam_update, (WEIGHT_DECAY and DECOUPLED, RECTIFY),
+                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adamax_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                   PT: tl.constexpr, CT: tl.constexpr):
+    beta2, lerp_coef, lerp_small, eps, neg_clr = scalars
+    m_ptr, u_ptr = state_columns(tensors, chunks, PT)
+    m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+    u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
+    tl.store(m_ptr + idx, m.to(PT), mask=mask)
+    tl.store(u_ptr + idx, u.to(PT), mask=mask)
+    return param + div_rn(neg_clr * m, u)
 
 
 @triton.jit
@@ -99,21 +92,22 @@ def _adamax_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, eps, weight_de
                    WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
                    GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    u_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        m = tl.load(m_ptr + idx, mask=mask).to(CT)
-        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-        u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
-        tl.store(m_ptr + idx, m.to(PT), mask=mask)
-        tl.store(u_ptr + idx, u.to(PT), mask=mask)
-        tl.store(p_ptr + idx, (param + div_rn(neg_clr * m, u)).to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, eps, neg_clr),
+                      weight_decay, None, None, _adamax_update, None, WEIGHT_DECAY, MAXIMIZE,
+                      PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adadelta_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                     PT: tl.constexpr, CT: tl.constexpr):
+    neg_lr, rho, one_minus_rho, eps = scalars
+    v_ptr, u_ptr = state_columns(tensors, chunks, PT)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
+    u = tl.load(u_ptr + idx, mask=mask).to(CT)
+    delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    tl.store(u_ptr + idx, (u * rho + one_minus_rho * delta * delta).to(PT), mask=mask)
+    return param + neg_lr * delta
 
 
 @triton.jit
@@ -122,21 +116,23 @@ def _adadelta_kernel(tensors, chunks, neg_lr, rho, one_minus_rho, eps, weight_de
                      GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """Adadelta: v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) g;
     u = rho u + (1 - rho) delta^2; p += neg_lr delta."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    v_ptr = _address(tensors, chunks, 2, PT)
-    u_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
-        u = tl.load(u_ptr + idx, mask=mask).to(CT)
-        delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        tl.store(u_ptr + idx, (u * rho + one_minus_rho * delta * delta).to(PT), mask=mask)
-        tl.store(p_ptr + idx, (param + neg_lr * delta).to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (neg_lr, rho, one_minus_rho, eps), weight_decay, None,
+                      None, _adadelta_update, None, WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _asgd_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                 PT: tl.constexpr, CT: tl.constexpr):
+    decay, neg_eta, mu = scalars
+    AVERAGE: tl.constexpr = FLAGS[0]
+    stored = (param * decay + neg_eta * grad).to(PT)
+    param = stored.to(CT)
+    ax_ptr = _address(tensors, chunks, 2, PT)
+    if AVERAGE:
+        ax = tl.load(ax_ptr + idx, mask=mask).to(CT)
+        param = ax + (param - ax) * mu
+    tl.store(ax_ptr + idx, param.to(PT), mask=mask)
+    return stored
 
 
 @triton.jit
@@ -145,26 +141,29 @@ def _asgd_kernel(tensors, chunks, decay, neg_eta, mu, weight_decay, WEIGHT_DECAY
                  GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """ASGD: p = p decay - eta g (decay = 1 - lambd eta); ax += mu (p - ax) with AVERAGE,
     else ax = p (mu is 1), from the stored (rounded) parameter."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    ax_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, None,
-                                      WEIGHT_DECAY, MAXIMIZE, CT)
-        stored = (param * decay + neg_eta * grad).to(PT)
-        tl.store(p_ptr + idx, stored, mask=mask)
-        param = stored.to(CT)
-        if AVERAGE:
-            ax = tl.load(ax_ptr + idx, mask=mask).to(CT)
-            param = ax + (param - ax) * mu
-        tl.store(ax_ptr + idx, param.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (decay, neg_eta, mu), weight_decay, None, None,
+                      _asgd_update, (AVERAGE,), WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
 def _sign(x):
     return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype)
+
+
+@triton.jit
+def _rprop_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    etaminus, etaplus, step_size_min, step_size_max = scalars
+    prev_ptr, s_ptr = state_columns(tensors, chunks, PT)
+    product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
+    factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
+    factor = factor.to(PT).to(CT)
+    size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
+    size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
+    tl.store(s_ptr + idx, size, mask=mask)
+    grad = tl.where(product < 0, 0.0, grad)
+    tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
+    return param - _sign(grad) * size.to(CT)
 
 
 @triton.jit
@@ -174,24 +173,8 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
     """Rprop: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0, etaminus
     where < 0 (the gradient taken as 0 there), else 1, rounded to PT as PyTorch's; p -= sign(g)
     s; prev = g."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    prev_ptr = _address(tensors, chunks, 2, PT)
-    s_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, None, False, MAXIMIZE,
-                                      CT)
-        product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
-        factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
-        factor = factor.to(PT).to(CT)
-        size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
-        size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
-        tl.store(s_ptr + idx, size, mask=mask)
-        grad = tl.where(product < 0, 0.0, grad)
-        tl.store(p_ptr + idx, (param - _sign(grad) * size.to(CT)).to(PT), mask=mask)
-        tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (etaminus, etaplus, step_size_min, step_size_max), 0.0,
+                      None, None, _rprop_update, None, False, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 def _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled):
