@@ -14,7 +14,7 @@ from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from .optimizer import (Optimizer, advance_step, amp_inputs, check_betas, check_fused_options,
-                        check_non_negative, device_lr, new_step, takes_fused)
+                        check_non_negative, new_step, takes_fused)
 
 
 class Adam(Optimizer):
@@ -100,11 +100,10 @@ class Adam(Optimizer):
         """Every parameter with a gradient through the fused kernel with its step counter on
         the device: per device, one launch advancing the counters and one updating; nothing is
         read on the host (a nonzero inf flag from GradScaler makes both no-ops)."""
-        for (device, _), params in self._fused_batches(group, self._initialized(group)).items():
+        for device, params, steps, lr in self._device_counter_batches(group):
             grad_scale, found_inf = amp_inputs(self, device)
-            steps = self._advance_on_device(device, params, found_inf)
-            self._fused_call(group, device, params, device_lr(group["lr"], device), None, None,
-                             steps=steps, grad_scale=grad_scale, found_inf=found_inf)
+            self._fused_call(group, device, params, lr, None, None, steps=steps,
+                             grad_scale=grad_scale, found_inf=found_inf)
 
     def _fused_call(self, group, device, params, lr, bias_correction1, bias_correction2_sqrt,
                     **arrays):
@@ -112,8 +111,6 @@ class Adam(Optimizer):
         counters travel in `arrays`)."""
         beta1, beta2 = group["betas"]
         keys = ["exp_avg", "exp_avg_sq", "max_exp_avg_sq" if group["amsgrad"] else None]
-        if isinstance(lr, Tensor):
-            lr = lr._data
         self._fused_step("adam_step", device, params, keys, lr, beta1, beta2, group["eps"],
                          group["weight_decay"], group["decoupled_weight_decay"],
                          group["maximize"], bias_correction1, bias_correction2_sqrt, **arrays)

@@ -3,7 +3,9 @@
 Two implementations of the step, as Adam's: a loop of in-place genesis ops per parameter, and
 the fused "adamax_step" kernel, one call per (device, step count); the fused one runs under
 optimizer.takes_fused (PyTorch's Adamax has no `fused` option). A `capturable` group keeps its
-counters on the device and takes PyTorch's capturable loop, reading nothing on the host.
+counters on the device, advanced by one launch, and takes the fused kernel where it would
+otherwise (computing -lr / (1 - beta1^t) from the counters) or PyTorch's capturable loop;
+neither reads anything on the host.
 """
 
 from ..ops.creation import zeros_like
@@ -33,7 +35,7 @@ class Adamax(Optimizer):
         state["exp_inf"] = zeros_like(p)
 
     def _update(self, group):
-        if takes_fused(group) and not group["capturable"]:
+        if takes_fused(group):
             self._fused_update(group)
             return
         beta1, beta2 = group["betas"]
@@ -51,9 +53,15 @@ class Adamax(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
-        step count)."""
+        step count), or for a capturable group per device with the counters on it."""
         beta1, beta2 = group["betas"]
+        keys = ["exp_avg", "exp_inf"]
+        hyperparameters = (beta1, beta2, group["eps"], group["weight_decay"], group["maximize"])
+        if group["capturable"]:
+            for device, params, steps, lr in self._device_counter_batches(group):
+                self._fused_step("adamax_step", device, params, keys, *hyperparameters, None,
+                                 steps=steps, lr=lr)
+            return
         for (device, step), params in self._fused_batches(group, self._stepping(group)).items():
-            self._fused_step("adamax_step", device, params, ["exp_avg", "exp_inf"], beta1, beta2,
-                             group["eps"], group["weight_decay"], group["maximize"],
+            self._fused_step("adamax_step", device, params, keys, *hyperparameters,
                              -float(group["lr"]) / (1 - beta1 ** step))

@@ -320,6 +320,15 @@ class Optimizer:
                 self._init_state(p, group)
         return key
 
+    def _device_counter_batches(self, group):
+        """(device, params, their counters' arrays, lr) per device of a capturable group: the
+        state created on first use, the counters advanced by one launch (not under GradScaler's
+        inf flag), the lr a float or a 0-d array on the device, for a kernel reading them."""
+        for (device, _), params in self._fused_batches(group, self._initialized(group)).items():
+            steps = self._advance_on_device(device, params, amp_inputs(self, device)[1])
+            lr = device_lr(group["lr"], device)
+            yield device, params, steps, lr._data if isinstance(lr, Tensor) else lr
+
     def _counted_batches(self, group):
         """_fused_batches for a kernel that needs no step count: {(device, None): params}, each
         parameter's counter advanced on the host, or for a capturable group on the device (one

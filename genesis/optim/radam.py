@@ -3,8 +3,9 @@
 Two implementations of the step, as Adam's: a loop of in-place genesis ops per parameter, and
 the fused "radam_step" kernel, one call per (device, step count); the fused one runs under
 optimizer.takes_fused (PyTorch's RAdam has no `fused` option). A `capturable` group keeps its
-counters on the device and takes PyTorch's capturable loop (the rectification chosen there by
-`where`), reading nothing on the host.
+counters on the device, advanced by one launch, and takes the fused kernel where it would
+otherwise (computing the step's scalars from the counters) or PyTorch's capturable loop (the
+rectification chosen there by `where`); neither reads anything on the host.
 """
 
 from ..ops.creation import zeros_like
@@ -52,7 +53,10 @@ class RAdam(Optimizer):
 
     def _update(self, group):
         if group["capturable"]:
-            self._capturable_update(group)
+            if takes_fused(group):
+                self._device_counter_update(group)
+            else:
+                self._capturable_update(group)
             return
         if takes_fused(group):
             self._fused_update(group)
@@ -87,6 +91,15 @@ class RAdam(Optimizer):
             adaptive = bias_correction2 ** 0.5 / state["exp_avg_sq"].sqrt().add_(group["eps"])
             update = where(rho_t > 5.0, rect * adaptive, 1.0)
             p.add_(state["exp_avg"] / (1 - beta1 ** step) * lr * update, alpha=-1.0)
+
+    def _device_counter_update(self, group):
+        """The fused kernel per device, its per-step scalars computed from the counters."""
+        beta1, beta2 = group["betas"]
+        for device, params, steps, lr in self._device_counter_batches(group):
+            self._fused_step("radam_step", device, params, ["exp_avg", "exp_avg_sq"], lr, beta1,
+                             beta2, group["eps"], group["weight_decay"],
+                             group["decoupled_weight_decay"], group["maximize"], None, None,
+                             None, steps=steps)
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,

@@ -254,6 +254,41 @@ def test_adamax_step(gpu, rng, dtype, weight_decay, maximize, beta1):
     _check(*_run_both("adamax_step", rng, dtype, 4, args, positive=(3,)), dtype, (0, 2, 3))
 
 
+def _run_with_counters(name, rng, dtype, args, tensor_lr):
+    """_run_both for a kernel taking the step counters from the device (steps 1 to 40 across
+    the arrays: RAdam's variance is tractable from step 6 with beta2 = 0.99): `args(lr)` gives
+    its arguments after the arrays, positional and keyword, lr a float or a 0-d array."""
+    (steps, lr), (dsteps, dlr) = zip(_scalars([1, 3, 6, 10, 40]), _scalars([0.01]))
+    state = [_arrays(rng, dtype, positive=k == 3) for k in range(4)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    for kernel, lists, counters, lr_array in ((dispatch.kernel(name, "cpu"), host, steps, lr[0]),
+                                              (getattr(kx, name), dev, dsteps, dlr[0])):
+        positional, keywords = args(lr_array if tensor_lr else 0.01)
+        kernel(*lists, *positional, steps=counters, **keywords)
+    return host, dev
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,decoupled,maximize,tensor_lr", [
+    (0.0, False, False, False), (0.1, True, False, True), (0.05, False, True, True)])
+def test_radam_step_with_device_counters(gpu, rng, dtype, weight_decay, decoupled, maximize,
+                                         tensor_lr):
+    def args(lr):
+        return (lr, 0.9, 0.99, 1e-8, weight_decay, decoupled, maximize, None, None, None), {}
+    _check(*_run_with_counters("radam_step", rng, dtype, args, tensor_lr), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize,beta1,tensor_lr", [
+    (0.0, False, 0.9, True), (0.1, True, 0.3, False)])
+def test_adamax_step_with_device_counters(gpu, rng, dtype, weight_decay, maximize, beta1,
+                                          tensor_lr):
+    def args(lr):
+        return (beta1, 0.99, 1e-8, weight_decay, maximize, None), {"lr": lr}
+    _check(*_run_with_counters("adamax_step", rng, dtype, args, tensor_lr), dtype, (0, 2, 3))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("weight_decay,maximize", [(0.0, False), (0.1, True)])
 def test_adadelta_step(gpu, rng, dtype, weight_decay, maximize):

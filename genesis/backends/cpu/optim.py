@@ -45,10 +45,17 @@ def _adam_scalars(ct, lr, beta1, beta2, weight_decay, decoupled, bias_correction
         return (ct.type(1 - lr * weight_decay if decoupled else weight_decay),
                 ct.type(-lr / bias_correction1), ct.type(bias_correction2_sqrt))
     lr, step = ct.type(lr), ct.type(step)
-    with np.errstate(divide="ignore"):
-        bc1, bc2 = (-np.expm1(step * ct.type(np.log(np.float64(beta)))) for beta in (beta1, beta2))
+    bc1, bc2 = bias_correction(step, beta1), bias_correction(step, beta2)
     decay = ct.type(1) - lr * ct.type(weight_decay) if decoupled else ct.type(weight_decay)
     return decay, -(lr / bc1), np.sqrt(bc2)
+
+
+def bias_correction(step, beta):
+    """1 - beta^step in step's dtype, as the CUDA kernels compute it from a device counter:
+    -expm1(step * log(beta)), log(beta) taken in double and rounded."""
+    ct = step.dtype.type
+    with np.errstate(divide="ignore"):
+        return -np.expm1(step * ct(np.log(np.float64(beta))))
 
 
 @register("adam_step", "cpu")

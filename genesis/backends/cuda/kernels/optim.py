@@ -154,9 +154,25 @@ def decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2, lerp_
 
 
 @triton.jit
-def _bias_correction(step, log_beta):
+def bias_correction(step, log_beta):
     """1 - beta^step from log(beta), through expm1: accurate where beta^step is near 1."""
     return -libdevice.expm1(step * log_beta)
+
+
+@triton.jit
+def device_step(tensors, chunks, COL: tl.constexpr, lr, weight_decay, DECOUPLED: tl.constexpr,
+                CT: tl.constexpr):
+    """(this program's step counter, in column COL; the learning rate, a float or read where it
+    points; Adam's weight-decay factor: 1 - lr * weight_decay when DECOUPLED, else
+    weight_decay), for a step whose counters are on the device."""
+    step = tl.load(_address(tensors, chunks, COL, tl.float32)).to(CT)
+    if lr.dtype.is_ptr():
+        lr = tl.load(lr)
+    lr = lr.to(CT)
+    decay = weight_decay
+    if DECOUPLED:
+        decay = 1 - lr * weight_decay
+    return step, lr, decay
 
 
 @triton.jit
@@ -194,15 +210,10 @@ def _adam_kernel(
     """PyTorch's fused step, operation for operation; with step counters on the device the
     per-step scalars are computed here from this parameter's counter (already advanced)."""
     if lr is not None:
-        step = tl.load(_address(tensors, chunks, 4 + AMSGRAD, tl.float32)).to(CT)
-        if lr.dtype.is_ptr():
-            lr = tl.load(lr)
-        lr = lr.to(CT)
-        decay = weight_decay
-        if DECOUPLED:
-            decay = 1 - lr * weight_decay
-        neg_step_size = -div_rn(lr, _bias_correction(step, log_beta1))
-        bc2_sqrt = sqrt_rn(_bias_correction(step, log_beta2))
+        step, lr, decay = device_step(tensors, chunks, 4 + AMSGRAD, lr, weight_decay, DECOUPLED,
+                                      CT)
+        neg_step_size = -div_rn(lr, bias_correction(step, log_beta1))
+        bc2_sqrt = sqrt_rn(bias_correction(step, log_beta2))
     multi_tensor_step(tensors, chunks, (decay, neg_step_size, bc2_sqrt, beta2, lerp_coef,
                                         lerp_small, one_minus_beta2, eps),
                       decay, grad_scale_ptr, found_inf_ptr, _adam_update,
@@ -572,7 +583,12 @@ def _step(fn, lists, scalars, flags):
                     device, stream)
 
 
-def _log(beta):
+def lr_arg(lr):
+    """A learning rate as the step kernels take it: a float, or a 0-d array they read."""
+    return lr if lr.__class__ is CUDAArray else float(lr)
+
+
+def log_beta(beta):
     """log(beta) as a float, -inf for 0 (then beta^step is 0)."""
     return math.log(beta) if beta > 0 else float("-inf")
 
@@ -587,8 +603,8 @@ def _adam_scalars(lr, beta1, beta2, eps, weight_decay, decoupled, bias_correctio
                     float(-lr / bias_correction1), float(bias_correction2_sqrt),
                     None, None, None, None)
     else:
-        per_step = (None, None, None, lr if lr.__class__ is CUDAArray else float(lr),
-                    float(weight_decay), _log(beta1), _log(beta2))
+        per_step = (None, None, None, lr_arg(lr), float(weight_decay), log_beta(beta1),
+                    log_beta(beta2))
     return per_step + (float(beta2), float(weight), small, float(1 - beta2), float(eps),
                        grad_scale, found_inf)
 

@@ -10,7 +10,9 @@ memory bound, so larger blocks buy nothing).
 
 The math runs in float32 (float64 for float64) and each stored value is rounded once. Per-step
 scalars (bias corrections, momentum schedule, step sizes) are computed on the host in double and
-passed in.
+passed in; RAdam's and Adamax's, with the step counters on the device (capturable), are
+computed by the kernel from each parameter's counter (the table's column after the state), the
+learning rate a float or read from device memory, as the Adam kernel does.
 """
 
 import triton
@@ -19,7 +21,8 @@ import triton.language as tl
 from ....dispatch import register
 from ._math import div_rn, sqrt_rn
 from .optim import (_address, _floats, _launch, _lerp, _lerp_coefficient, _step, _step_meta,
-                    decayed_moments, multi_tensor_step, state_columns)
+                    bias_correction, decayed_moments, device_step, log_beta, lr_arg,
+                    multi_tensor_step, state_columns)
 
 
 @triton.jit
@@ -58,17 +61,35 @@ def _radam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.co
                                   lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
     update = div_rn(m, bias_correction1) * lr
     if RECTIFY:
-        update = update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect
+        update = tl.where(rect > 0, update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect, update)
     return param - update
 
 
 @triton.jit
-def _radam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
-                  lr, bias_correction1, bc2_sqrt, rect, WEIGHT_DECAY: tl.constexpr,
-                  DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, RECTIFY: tl.constexpr,
-                  PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+def _radam_kernel(
+        tensors, chunks,
+        # Adam's moment coefficients and eps, the weight-decay factor (as NAdam's)
+        beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
+        # the learning rate (a float, or with counters on the device a pointer to it), then
+        # the per-step scalars from the host (None with counters on the device)
+        lr, bias_correction1, bc2_sqrt, rect,
+        # with counters on the device (None otherwise): weight decay, log(beta1), log(beta2),
+        # the SMA's limit rho_inf
+        weight_decay, log_beta1, log_beta2, rho_inf,
+        WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr,
+        RECTIFY: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+        BLOCK: tl.constexpr):
     """RAdam: p -= m / bias_correction1 * lr, times sqrt(1 - beta2^t) / (sqrt(v) + eps) *
-    rect once the variance is tractable (RECTIFY). Weight decay as NAdam's."""
+    rect where the variance is tractable (RECTIFY and rect > 0: rho_t > 5)."""
+    if log_beta1 is not None:
+        step, lr, decay = device_step(tensors, chunks, 4, lr, weight_decay, DECOUPLED, CT)
+        bias_correction1 = bias_correction(step, log_beta1)
+        bias_correction2 = bias_correction(step, log_beta2)
+        bc2_sqrt = sqrt_rn(bias_correction2)
+        rho_t = rho_inf - div_rn(2 * step * (1 - bias_correction2), bias_correction2)
+        rect = sqrt_rn(div_rn((rho_t - 4) * (rho_t - 2) * rho_inf,
+                              (rho_inf - 4) * (rho_inf - 2) * rho_t))
+        rect = tl.where(rho_t > 5, rect, 0.0)
     multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
                                         decay, lr, bias_correction1, bc2_sqrt, rect),
                       decay, None, None, _radam_update, (WEIGHT_DECAY and DECOUPLED, RECTIFY),
@@ -89,9 +110,14 @@ def _adamax_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.c
 
 @triton.jit
 def _adamax_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, eps, weight_decay, neg_clr,
-                   WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
-                   GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
-    """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u."""
+                   lr, log_beta1, WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr,
+                   PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u.
+    With counters on the device `neg_clr` is None and -lr / (1 - beta1^t) is computed here
+    (`lr` a float or a pointer)."""
+    if log_beta1 is not None:
+        step, lr, _ = device_step(tensors, chunks, 4, lr, weight_decay, False, CT)
+        neg_clr = -div_rn(lr, bias_correction(step, log_beta1))
     multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, eps, neg_clr),
                       weight_decay, None, None, _adamax_update, None, WEIGHT_DECAY, MAXIMIZE,
                       PT, GT, CT, BLOCK)
@@ -177,12 +203,15 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
                       None, None, _rprop_update, None, False, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
-def _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled):
-    """The moment and weight-decay arguments NAdam and RAdam share with Adam's kernel: beta2,
-    lerp's coefficient and flag, 1 - beta2, eps, the decay."""
+def _moment_scalars(beta1, beta2, eps):
+    """The moment arguments NAdam and RAdam share with Adam's kernel: beta2, lerp's coefficient
+    and flag, 1 - beta2, eps."""
     weight, small = _lerp_coefficient(1 - beta1)
-    return (float(beta2), float(weight), small, float(1 - beta2), float(eps),
-            float(1 - lr * weight_decay if decoupled else weight_decay))
+    return float(beta2), float(weight), small, float(1 - beta2), float(eps)
+
+
+def _decay(lr, weight_decay, decoupled):
+    return float(1 - lr * weight_decay if decoupled else weight_decay)
 
 
 def _adam_like_flags(weight_decay, decoupled, maximize):
@@ -194,7 +223,7 @@ def _adam_like_flags(weight_decay, decoupled, maximize):
 def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
                decoupled, maximize, bias_correction2, grad_coef, avg_coef):
     """One NAdam step of every parameter and its moments, in place: one launch per dtype pair."""
-    scalars = _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled)
+    scalars = _moment_scalars(beta1, beta2, eps) + (_decay(lr, weight_decay, decoupled),)
     _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs],
           scalars + (float(bias_correction2), float(grad_coef), float(avg_coef)),
           _adam_like_flags(weight_decay, decoupled, maximize))
@@ -202,25 +231,39 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
 
 @register("radam_step", "cuda")
 def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
-               decoupled, maximize, bias_correction1, bias_correction2, rect):
+               decoupled, maximize, bias_correction1, bias_correction2, rect, steps=None):
     """One RAdam step of every parameter and its moments, in place: one launch per dtype pair;
-    `rect` None while the variance is not yet tractable."""
-    scalars = _adam_like(beta1, beta2, eps, lr, weight_decay, decoupled)
-    scalars += (float(lr), float(bias_correction1), float(bias_correction2 ** 0.5),
-                1.0 if rect is None else float(rect))
+    `rect` None while the variance is not yet tractable. With `steps` (the float32 counters,
+    advanced already) the kernel computes the per-step scalars (the host's are None) and `lr`
+    may be a 0-d array."""
     flags = _adam_like_flags(weight_decay, decoupled, maximize)
-    _step(_radam_kernel, [params, grads, exp_avgs, exp_avg_sqs], scalars,
-          dict(flags, RECTIFY=rect is not None))
+    lists = [params, grads, exp_avgs, exp_avg_sqs]
+    if steps is None:
+        per_step = (_decay(lr, weight_decay, decoupled), float(lr), float(bias_correction1),
+                    float(bias_correction2 ** 0.5), 1.0 if rect is None else float(rect),
+                    None, None, None, None)
+    else:
+        per_step = (None, lr_arg(lr), None, None, None, float(weight_decay), log_beta(beta1),
+                    log_beta(beta2), 2 / (1 - beta2) - 1)
+        lists.append(steps)
+    _step(_radam_kernel, lists, _moment_scalars(beta1, beta2, eps) + per_step,
+          dict(flags, RECTIFY=rect is not None or steps is not None))
 
 
 @register("adamax_step", "cuda")
 def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_decay, maximize,
-                neg_clr):
-    """One Adamax step of every parameter and its state, in place: one launch per dtype pair."""
+                neg_clr, steps=None, lr=None):
+    """One Adamax step of every parameter and its state, in place: one launch per dtype pair.
+    With `steps` (as radam_step's) `neg_clr` is None and the kernel computes it from `lr`."""
     weight, small = _lerp_coefficient(1 - beta1)
-    scalars = (float(beta2), float(weight), small, float(eps), float(weight_decay),
-               float(neg_clr))
-    _step(_adamax_kernel, [params, grads, exp_avgs, exp_infs], scalars,
+    scalars = (float(beta2), float(weight), small, float(eps), float(weight_decay))
+    lists = [params, grads, exp_avgs, exp_infs]
+    if steps is None:
+        scalars += (float(neg_clr), None, None)
+    else:
+        scalars += (None, lr_arg(lr), log_beta(beta1))
+        lists.append(steps)
+    _step(_adamax_kernel, lists, scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
 
 
@@ -252,17 +295,21 @@ def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_mi
 
 def _samples():
     """(kernel, scalars, flag sets) of each kernel, for compile_all."""
-    adam_like = _adam_like(0.9, 0.999, 1e-8, 1e-3, 0.01, False)
+    moment = _moment_scalars(0.9, 0.999, 1e-8)
     adam_flags = [dict(WEIGHT_DECAY=True, DECOUPLED=True, MAXIMIZE=False),
                   dict(WEIGHT_DECAY=True, DECOUPLED=False, MAXIMIZE=True),
                   dict(WEIGHT_DECAY=False, DECOUPLED=False, MAXIMIZE=False)]
     plain_flags = [dict(WEIGHT_DECAY=False, MAXIMIZE=False),
                    dict(WEIGHT_DECAY=True, MAXIMIZE=True)]
+    counters = (log_beta(0.9), log_beta(0.999), 1999.0)
     return [
-        (_nadam_kernel, adam_like + (0.1, -1e-3, -1e-3), adam_flags),
-        (_radam_kernel, adam_like + (1e-3, 0.1, 0.3, 0.5),
+        (_nadam_kernel, moment + (0.99, 0.1, -1e-3, -1e-3), adam_flags),
+        (_radam_kernel, moment + (0.99, 1e-3, 0.1, 0.3, 0.5, None, None, None, None),
          [dict(f, RECTIFY=r) for f in adam_flags for r in (True, False)]),
-        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, -1e-2), plain_flags),
+        (_radam_kernel, moment + (None, 1e-3, None, None, None, 0.01) + counters,
+         [dict(f, RECTIFY=True) for f in adam_flags]),
+        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, -1e-2, None, None), plain_flags),
+        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, None, 1e-3, log_beta(0.9)), plain_flags),
         (_adadelta_kernel, (-1.0, 0.9, 0.1, 1e-6, 0.0), plain_flags),
         (_asgd_kernel, (1.0, -1e-2, 1.0, 0.0),
          [dict(f, AVERAGE=a) for f in plain_flags for a in (True, False)]),
