@@ -125,8 +125,8 @@ def step_lr(group, device):
 
 
 def lr_on_device(group):
-    """Whether a capturable group's learning rate is a Tensor, read on the device: the fused
-    kernels of the optimizers other than Adam take a float, so such a group takes the loop."""
+    """Whether a capturable group's learning rate is a Tensor, read on the device: Adadelta's
+    and RMSprop's fused kernels take a float, so such a group of theirs takes the loop."""
     return bool(group.get("capturable")) and isinstance(group["lr"], Tensor)
 
 
