@@ -4,7 +4,11 @@ float16 gradients underflow: the loss is multiplied by a large scale before back
 gradients are scaled too, and divided by it again (`unscale_`) before the optimizer uses them.
 A step whose gradients hold inf or NaN is skipped and the scale backs off; after
 `growth_interval` clean steps it grows. The scale, the growth counter and the inf flags stay on
-the device: a step costs one multi-tensor kernel per device and one host read.
+the device: a step costs one multi-tensor kernel per device and one host read, the inf flag's,
+to decide whether to step. An optimizer that takes the scale and the flag itself
+(`_step_supports_amp_scaling`: fused or capturable Adam/AdamW, fused SGD) unscales in its own
+kernel and skips the update on the device: then the whole scale/step/update cycle reads nothing
+on the host, and a CUDA graph can replay it.
 """
 
 import enum
@@ -146,6 +150,8 @@ class GradScaler:
         state = self._per_optimizer_states[id(optimizer)]
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            return self._step_in_optimizer(optimizer, state, args, kwargs)
         if state["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if not state["found_inf_per_device"]:
@@ -156,6 +162,35 @@ class GradScaler:
         state["stage"] = OptState.STEPPED
         return retval
 
+    def _step_in_optimizer(self, optimizer, state, args, kwargs):
+        """PyTorch's protocol for optimizers that handle the scale: `optimizer.grad_scale` (the
+        scale, unless unscale_ already ran) and `optimizer.found_inf` (the flags summed on the
+        scale's device) are set for its step and removed after; no host read."""
+        if state["stage"] is OptState.READY:
+            self._check_inf_per_device(optimizer)
+        scale = self._scale
+        found_inf = sum(f.to(scale.device) for f in state["found_inf_per_device"].values())
+        optimizer.grad_scale = (getattr(optimizer, "grad_scale", None)
+                                if state["stage"] is OptState.UNSCALED
+                                else scale * getattr(optimizer, "grad_scale", 1))
+        optimizer.found_inf = found_inf
+        try:
+            retval = optimizer.step(*args, **kwargs)
+        finally:
+            del optimizer.grad_scale
+            del optimizer.found_inf
+        state["stage"] = OptState.STEPPED
+        return retval
+
+    def _check_inf_per_device(self, optimizer):
+        """Record which devices' gradients hold inf or NaN, leaving them scaled (the optimizer
+        unscales them)."""
+        self._check_initialized("_check_inf_per_device")
+        state = self._per_optimizer_states[id(optimizer)]
+        state["found_inf_per_device"] = self._unscale_grads_(
+            optimizer, full((), 1.0, dtype=dtypes.float32, device=self._scale.device), True)
+        return state["found_inf_per_device"]
+
     def update(self, new_scale=None):
         """Back off the scale if any optimizer saw inf/NaN this step, grow it after
         `growth_interval` clean steps, or set `new_scale` (a float or a 0-d tensor)."""
@@ -164,8 +199,10 @@ class GradScaler:
         self._check_initialized("update")
         with no_grad():
             if new_scale is not None:
-                value = new_scale if isinstance(new_scale, float) else new_scale.item()
-                self._scale.fill_(value)
+                if isinstance(new_scale, float):
+                    self._scale.fill_(new_scale)
+                else:
+                    self._scale.copy_(new_scale)
             else:
                 found = [f for state in self._per_optimizer_states.values()
                          for f in state["found_inf_per_device"].values()]

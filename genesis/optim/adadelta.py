@@ -2,12 +2,14 @@
 
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "adadelta_step" kernel, one call per device; the fused one runs under optimizer.takes_fused
-(PyTorch's Adadelta has no `fused` option).
+(PyTorch's Adadelta has no `fused` option). A `capturable` group keeps its
+counters on the device (advanced by one launch per device) and takes the fused kernel where it
+would otherwise, the loop with a Tensor lr; either reads nothing on the host.
 """
 
 from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, advance_step, check_lr, check_non_negative, new_step,
-                        takes_fused)
+from .optimizer import (Optimizer, addcdiv_scaled_, advance, check_lr, check_non_negative,
+                        lr_on_device, new_step, step_lr, takes_fused)
 
 
 class Adadelta(Optimizer):
@@ -26,17 +28,17 @@ class Adadelta(Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        state["step"] = new_step()
+        state["step"] = new_step(p, group)
         state["square_avg"] = zeros_like(p)
         state["acc_delta"] = zeros_like(p)
 
     def _update(self, group):
-        if takes_fused(group):
+        if takes_fused(group) and not lr_on_device(group):
             self._fused_update(group)
             return
         rho, eps = group["rho"], group["eps"]
         for p, grad, state in self._with_grads(group):
-            advance_step(state["step"])
+            advance(state, group)
             if group["weight_decay"] != 0:
                 grad = grad.add(p, alpha=group["weight_decay"])
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
@@ -44,12 +46,11 @@ class Adadelta(Optimizer):
             std = square_avg.add(eps).sqrt_()
             delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
             acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-            p.add_(delta, alpha=-float(group["lr"]))
+            addcdiv_scaled_(p, delta, None, -step_lr(group, p.device))
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        batches = self._fused_batches(group, self._stepping(group, by_step=False))
-        for (device, _), params in batches.items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("adadelta_step", device, params, ["square_avg", "acc_delta"],
                              float(group["lr"]), group["rho"], group["eps"],
                              group["weight_decay"], group["maximize"])

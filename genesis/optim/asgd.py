@@ -2,18 +2,24 @@
 
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "asgd_step" kernel, one call per (device, eta, mu); the fused one runs under
-optimizer.takes_fused (PyTorch's ASGD has no `fused` option).
+optimizer.takes_fused (PyTorch's ASGD has no `fused` option). A `capturable` group keeps its
+counters, eta and mu on the device and takes PyTorch's capturable loop, reading nothing on the
+host.
 """
 
-from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, advance_step, check_lr, check_non_negative, host_scalar,
-                        new_step, set_host_scalar, takes_fused)
+from ..ops.creation import ones_like, zeros_like
+from ..ops.elementwise import maximum
+from ..tensor import Tensor
+from .optimizer import (Optimizer, advance_step, check_lr, check_non_negative, new_step,
+                        set_host_scalar, state_scalar, step_dtype, step_lr, takes_fused)
 
 
 class ASGD(Optimizer):
     """PyTorch's ASGD: p = p (1 - lambd eta) - eta g; ax += mu (p - ax) (ax = p while mu is
     1); then eta = lr / (1 + lambd lr t)^alpha and mu = 1 / max(1, t - t0). The state keeps
     eta and mu as 0-d tensors, as PyTorch's does."""
+
+    _capturable_tensors = "params, mus, etas, and state_steps"
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
@@ -26,9 +32,13 @@ class ASGD(Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        state["step"] = new_step()
-        state["eta"] = host_scalar(float(group["lr"]))
-        state["mu"] = host_scalar(1.0)
+        state["step"] = new_step(p, group)
+        lr = group["lr"]
+        if isinstance(lr, Tensor) and group["capturable"]:
+            state["eta"] = lr.detach().to(device=p.device, dtype=step_dtype(), copy=True)
+        else:
+            state["eta"] = state_scalar(float(lr), p, group)
+        state["mu"] = state_scalar(1.0, p, group)
         state["ax"] = zeros_like(p)
 
     def _advance(self, group, state):
@@ -41,6 +51,9 @@ class ASGD(Optimizer):
         return eta, mu
 
     def _update(self, group):
+        if group["capturable"]:
+            self._capturable_update(group)
+            return
         if takes_fused(group):
             self._fused_update(group)
             return
@@ -55,6 +68,20 @@ class ASGD(Optimizer):
                 ax.add_(p.sub(ax).mul_(mu))
             else:
                 ax.copy_(p)
+
+    def _capturable_update(self, group):
+        """PyTorch's capturable loop: the counter, eta and mu advance on the device."""
+        lambd, t0 = group["lambd"], group["t0"]
+        for p, grad, state in self._with_grads(group):
+            lr = step_lr(group, p.device)
+            step, eta, mu = state["step"].add_(1), state["eta"], state["mu"]
+            if group["weight_decay"] != 0:
+                grad = grad.add(p, alpha=group["weight_decay"])
+            p.mul_(1 - lambd * eta)
+            p.addcmul_(grad, eta, value=-1)
+            state["ax"].add_(p.sub(state["ax"]).mul_(mu))
+            eta.copy_(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+            mu.copy_(1 / maximum(step - t0, ones_like(step)))
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,

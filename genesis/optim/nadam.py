@@ -2,19 +2,23 @@
 
 Two implementations of the step, as Adam's: a loop of in-place genesis ops per parameter, and
 the fused "nadam_step" kernel, one call per (device, step count, mu product); the fused one runs
-under optimizer.takes_fused (PyTorch's NAdam has no `fused` option).
+under optimizer.takes_fused (PyTorch's NAdam has no `fused` option). A `capturable` group keeps
+its counters and mu products on the device and takes PyTorch's capturable loop: the step's
+coefficients are 0-d tensors there, nothing is read on the host.
 """
 
 from ..ops.creation import zeros_like
 from .adam import decay_and_update_moments
 from .optimizer import (Optimizer, advance_step, check_betas, check_lr, check_non_negative,
-                        host_scalar, new_step, set_host_scalar, takes_fused)
+                        new_step, set_host_scalar, state_scalar, step_lr, takes_fused)
 
 
 class NAdam(Optimizer):
     """PyTorch's NAdam: mu_t = beta1 (1 - 0.5 * 0.96^(t momentum_decay)); p -= lr (1 - mu_t) /
     (1 - prod mu) g / d + lr mu_{t+1} / (1 - prod mu * mu_{t+1}) m / d, d = sqrt(v / (1 -
     beta2^t)) + eps. `decoupled_weight_decay=True` decays the parameter as AdamW does."""
+
+    _capturable_tensors = "params, mu_products and state_steps"
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
@@ -31,8 +35,8 @@ class NAdam(Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        state["step"] = new_step()
-        state["mu_product"] = host_scalar(1.0)
+        state["step"] = new_step(p, group)
+        state["mu_product"] = state_scalar(1.0, p, group)
         state["exp_avg"] = zeros_like(p)
         state["exp_avg_sq"] = zeros_like(p)
 
@@ -48,15 +52,33 @@ class NAdam(Optimizer):
                 -lr * mu_next / (1.0 - mu_product * mu_next))
 
     def _update(self, group):
+        if group["capturable"]:
+            self._capturable_update(group)
+            return
         if takes_fused(group):
             self._fused_update(group)
             return
         for p, grad, state in self._with_grads(group):
             bias_correction2, grad_coef, avg_coef = self._advance(group, state)
-            grad = decay_and_update_moments(p, grad, state, group)
+            grad = decay_and_update_moments(p, grad, state, group, float(group["lr"]))
             denom = state["exp_avg_sq"].div(bias_correction2).sqrt().add_(group["eps"])
             p.addcdiv_(grad, denom, value=grad_coef)
             p.addcdiv_(state["exp_avg"], denom, value=avg_coef)
+
+    def _capturable_update(self, group):
+        """PyTorch's capturable loop: counters, mu products and coefficients on the device."""
+        beta1, beta2 = group["betas"]
+        decay = group["momentum_decay"]
+        for p, grad, state in self._with_grads(group):
+            lr = step_lr(group, p.device)
+            step = state["step"].add_(1)
+            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
+            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
+            mu_product = state["mu_product"].mul_(mu)
+            grad = decay_and_update_moments(p, grad, state, group, lr)
+            denom = state["exp_avg_sq"].div(1 - beta2 ** step).sqrt().add_(group["eps"])
+            p.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+            p.addcdiv_(state["exp_avg"] * (-lr * mu_next / (1.0 - mu_product * mu_next)), denom)
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,

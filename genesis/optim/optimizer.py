@@ -31,9 +31,26 @@ def step_dtype():
     return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32
 
 
-def new_step():
-    """A fresh `step` counter, a 0-d CPU tensor as PyTorch keeps it."""
+def new_step(p=None, group=None):
+    """A fresh `step` counter: a 0-d CPU tensor as PyTorch keeps it, or, for a `capturable`
+    group, a float32 0-d tensor on p's device, advanced and read there."""
+    if group is not None and group.get("capturable"):
+        return device_scalar(0.0, p, dtypes.float32)
     return host_scalar(0.0)
+
+
+def state_scalar(value, p, group):
+    """A per-parameter scalar kept beside `step` (NAdam's mu_product, ASGD's eta and mu): a
+    host_scalar, or for a `capturable` group a 0-d tensor on p's device."""
+    if group.get("capturable"):
+        return device_scalar(value, p, step_dtype())
+    return host_scalar(value)
+
+
+def device_scalar(value, p, dtype):
+    """A 0-d tensor of `dtype` holding `value` on p's device."""
+    from ..ops.creation import full
+    return full((), value, dtype=dtype, device=p.device)
 
 
 def host_scalar(value):
@@ -59,11 +76,68 @@ def advance_step(step):
 
     The counter's numpy value is written directly, as a scalar: a fused step advances the
     counter of every parameter, and an `add_` op apiece (~50 us) would cost more than the update
-    itself (numpy's in-place `+= 1` on a 0-d array takes about 1 us, the scalar write 0.07)."""
-    value = step._data[()] + 1
+    itself (numpy's in-place `+= 1` on a 0-d array takes about 1 us, the scalar write 0.07).
+    A counter on a device (loaded from a capturable optimizer's state) is advanced there and
+    read back."""
+    try:
+        value = step._data[()] + 1
+    except TypeError:  # a device array, not subscriptable
+        return float(step.add_(1).item())
     step._data[()] = value
     step._bump_version()
     return float(value)
+
+
+CAPTURABLE_DEVICES = ["cuda"]
+
+
+def check_capturable(tensors, what="params and state_steps"):
+    """PyTorch's error for a capturable step on tensors outside the supported devices."""
+    if any(t.device.type not in CAPTURABLE_DEVICES for t in tensors):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
+                             f"{CAPTURABLE_DEVICES}.")
+
+
+def device_lr(lr, device):
+    """A capturable step's learning rate: a float, or a Tensor lr on `device`, read there."""
+    return lr.to(device) if isinstance(lr, Tensor) else float(lr)
+
+
+def amp_inputs(optimizer, device):
+    """GradScaler's (grad_scale, found_inf) set on `optimizer` for this step (its
+    _step_supports_amp_scaling protocol) as backend arrays on `device`, each None if absent."""
+    return tuple(None if t is None else t.to(device)._data
+                 for t in (getattr(optimizer, "grad_scale", None),
+                           getattr(optimizer, "found_inf", None)))
+
+
+def advance(state, group):
+    """Advance state["step"]: the new count as a float, or for a capturable group the counter
+    itself, advanced on its device (its value is never read on the host)."""
+    if group.get("capturable"):
+        return state["step"].add_(1)
+    return advance_step(state["step"])
+
+
+def step_lr(group, device):
+    """The learning rate a step uses: device_lr for a capturable group, else a float."""
+    return device_lr(group["lr"], device) if group.get("capturable") else float(group["lr"])
+
+
+def lr_on_device(group):
+    """Whether a capturable group's learning rate is a Tensor, read on the device: Adadelta's
+    and RMSprop's fused kernels take a float, so such a group of theirs takes the loop."""
+    return bool(group.get("capturable")) and isinstance(group["lr"], Tensor)
+
+
+def addcdiv_scaled_(p, x, divisor, value):
+    """p += value * x / divisor (divisor None: 1), `value` a float or a 0-d tensor (a
+    capturable learning rate, applied on the device)."""
+    if isinstance(value, Tensor):
+        return p.add_((x if divisor is None else x / divisor) * value)
+    if divisor is None:
+        return p.add_(x, alpha=value)
+    return p.addcdiv_(x, divisor, value=value)
 
 
 def check_lr(lr):
@@ -123,6 +197,8 @@ def takes_fused(group):
 
 class Optimizer:
     """Base class of all optimizers: `Optimizer(params, defaults)`."""
+
+    _capturable_tensors = "params and state_steps"  # named in the capturable device error
 
     def __init__(self, params, defaults):
         if defaults.get("differentiable"):
@@ -220,6 +296,9 @@ class Optimizer:
             state = self.state[p]
             if not state:
                 self._init_state(p, group)
+            if group.get("capturable"):
+                check_capturable([p] + [state[k] for k in HOST_SCALARS if k in state],
+                                 self._capturable_tensors)
             yield p, (-p.grad if group["maximize"] else p.grad), state
 
     def _fused_batches(self, group, batch_key):
@@ -233,6 +312,34 @@ class Optimizer:
             batches.setdefault((p.device, batch_key(p, self.state[p])), []).append(p)
         return batches
 
+    def _initialized(self, group):
+        """A _fused_batches key that creates a parameter's state on first use and keys by
+        nothing (one batch per device)."""
+        def key(p, state):
+            if not state:
+                self._init_state(p, group)
+        return key
+
+    def _device_counter_batches(self, group):
+        """(device, params, their counters' arrays, lr) per device of a capturable group: the
+        state created on first use, the counters advanced by one launch (not under GradScaler's
+        inf flag), the lr a float or a 0-d array on the device, for a kernel reading them."""
+        for (device, _), params in self._fused_batches(group, self._initialized(group)).items():
+            steps = self._advance_on_device(device, params, amp_inputs(self, device)[1])
+            lr = device_lr(group["lr"], device)
+            yield device, params, steps, lr._data if isinstance(lr, Tensor) else lr
+
+    def _counted_batches(self, group):
+        """_fused_batches for a kernel that needs no step count: {(device, None): params}, each
+        parameter's counter advanced on the host, or for a capturable group on the device (one
+        launch per device, nothing read on the host)."""
+        if not group.get("capturable"):
+            return self._fused_batches(group, self._stepping(group, by_step=False))
+        batches = self._fused_batches(group, self._initialized(group))
+        for (device, _), params in batches.items():
+            self._advance_on_device(device, params, None)
+        return batches
+
     def _stepping(self, group, by_step=True):
         """A _fused_batches key for optimizers whose kernel call depends on the step count at
         most: it creates a parameter's state on first use, advances its step and keys by the
@@ -244,20 +351,39 @@ class Optimizer:
             return step if by_step else None
         return key
 
-    def _fused_step(self, name, device, params, keys, *hyperparameters):
+    def _fused_step(self, name, device, params, keys, *hyperparameters, **arrays):
         """One call of the multi-tensor kernel `name` on `params`: their arrays, their gradients',
         then the arrays of each state entry named in `keys` (None: an absent list, passed as
-        None), then `hyperparameters`. Non-contiguous tensors go through contiguous copies
-        written back afterwards (_multi_tensor.Updated)."""
+        None), then `hyperparameters` and the keyword `arrays`. Non-contiguous tensors go
+        through contiguous copies written back afterwards (_multi_tensor.Updated); so do the
+        gradients when GradScaler's `grad_scale` has the kernel store them unscaled."""
         updated = [Updated(params)] + [None if key is None else
                                        Updated([self.state[p][key] for p in params])
                                        for key in keys]
+        if arrays.get("grad_scale") is not None:
+            grads = Updated([p.grad for p in params])
+            updated.append(grads)
+            grad_arrays = grads.arrays
+        else:
+            grad_arrays = [dense(p.grad)._data for p in params]
         kernel(name, device.type)(
-            updated[0].arrays, [dense(p.grad)._data for p in params],
-            *[None if u is None else u.arrays for u in updated[1:]], *hyperparameters)
+            updated[0].arrays, grad_arrays,
+            *[None if u is None else u.arrays for u in updated[1:len(keys) + 1]],
+            *hyperparameters, **arrays)
         for u in updated:
             if u is not None:
                 u.write_back()
+
+    def _advance_on_device(self, device, params, found_inf):
+        """Advance the device step counters of `params` by one launch ("advance_steps"),
+        unless GradScaler's `found_inf` array is nonzero; returns their arrays."""
+        steps = [self.state[p]["step"] for p in params]
+        check_capturable(params + steps, self._capturable_tensors)
+        arrays = [s._data for s in steps]
+        kernel("advance_steps", device.type)(arrays, found_inf)
+        for s in steps:
+            s._bump_version()
+        return arrays
 
     def state_dict(self):
         """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""
@@ -282,10 +408,15 @@ class Optimizer:
                              "size of optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in self.param_groups)))
+        on_device = {id(p): bool(saved.get("capturable"))
+                     for group, saved in zip(self.param_groups, saved_groups)
+                     for p in group["params"]}
         state = defaultdict(dict)
         for key, value in state_dict["state"].items():
             if key in id_map:
-                state[id_map[key]] = {k: _cast_state(id_map[key], k, v) for k, v in value.items()}
+                param = id_map[key]
+                state[param] = {k: _cast_state(param, k, v, on_device[id(param)])
+                                for k, v in value.items()}
             else:
                 state[key] = value
         for group, saved in zip(self.param_groups, saved_groups):
@@ -324,10 +455,17 @@ def _split_names(param_group, params):
     param_group["params"] = params
 
 
-def _cast_state(param, key, value):
-    """A copy of a loaded state value on `param`'s device and dtype; the step counter and the
-    other HOST_SCALARS stay CPU tensors of their own dtype, read on the host every step."""
+def _cast_state(param, key, value, on_device=False):
+    """A copy of a loaded state value on `param`'s device and dtype. The step counter and the
+    other HOST_SCALARS stay CPU tensors of their own dtype, read on the host every step, or
+    with `on_device` (a capturable group) go to param's device: the step as float32 (as
+    PyTorch loads it), the others as step_dtype()."""
     if key in HOST_SCALARS:
+        if on_device:
+            dtype = dtypes.float32 if key == "step" else step_dtype()
+            if isinstance(value, Tensor):
+                return value.detach().to(device=param.device, dtype=dtype, copy=True)
+            return device_scalar(float(value), param, dtype)
         if isinstance(value, Tensor):
             return value.detach().to(device="cpu", copy=True)
         return host_scalar(float(value))
@@ -335,7 +473,7 @@ def _cast_state(param, key, value):
         dtype = param.dtype if param.is_floating_point() else value.dtype
         return value.detach().to(device=param.device, dtype=dtype, copy=True)
     if isinstance(value, dict):
-        return {k: _cast_state(param, k, v) for k, v in value.items()}
+        return {k: _cast_state(param, k, v, on_device) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast_state(param, None, v) for v in value)
     return value

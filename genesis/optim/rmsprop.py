@@ -3,11 +3,14 @@
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "rmsprop_step" kernel, one call per device for the whole group; the fused one runs by default
 when every parameter is on CUDA (optimizer.takes_fused; PyTorch has no fused RMSprop, so there
-is no `fused` option: `foreach=False` keeps the loop).
+is no `fused` option: `foreach=False` keeps the loop). A `capturable` group keeps its counters
+on the device (advanced by one launch per device) and takes the fused kernel where it would
+otherwise, the loop with a Tensor lr; either reads nothing on the host.
 """
 
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, advance_step, check_non_negative, new_step, takes_fused
+from .optimizer import (Optimizer, addcdiv_scaled_, advance, check_non_negative, lr_on_device,
+                        new_step, step_lr, takes_fused)
 
 
 class RMSprop(Optimizer):
@@ -26,7 +29,7 @@ class RMSprop(Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        state["step"] = new_step()
+        state["step"] = new_step(p, group)
         state["square_avg"] = zeros_like(p)
         if group["momentum"] > 0:
             state["momentum_buffer"] = zeros_like(p)
@@ -34,12 +37,13 @@ class RMSprop(Optimizer):
             state["grad_avg"] = zeros_like(p)
 
     def _update(self, group):
-        if takes_fused(group):
+        if takes_fused(group) and not lr_on_device(group):
             self._fused_update(group)
             return
-        lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
+        alpha, momentum = group["alpha"], group["momentum"]
         for p, grad, state in self._with_grads(group):
-            advance_step(state["step"])
+            advance(state, group)
+            lr = step_lr(group, p.device)
             if group["weight_decay"] != 0:
                 grad = grad.add(p, alpha=group["weight_decay"])
             square_avg = state["square_avg"]
@@ -54,20 +58,15 @@ class RMSprop(Optimizer):
             if momentum > 0:
                 buf = state["momentum_buffer"]
                 buf.mul_(momentum).addcdiv_(grad, avg)
-                p.add_(buf, alpha=-lr)
+                addcdiv_scaled_(p, buf, None, -lr)
             else:
-                p.addcdiv_(grad, avg, value=-lr)
+                addcdiv_scaled_(p, grad, avg, -lr)
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        def advance(p, state):
-            if not state:
-                self._init_state(p, group)
-            advance_step(state["step"])
-
         keys = ["square_avg", "grad_avg" if group["centered"] else None,
                 "momentum_buffer" if group["momentum"] > 0 else None]
-        for (device, _), params in self._fused_batches(group, advance).items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("rmsprop_step", device, params, keys, float(group["lr"]),
                              group["alpha"], group["eps"], group["weight_decay"],
                              group["momentum"], group["maximize"])

@@ -3,11 +3,14 @@ flips (Riedmiller and Braun, 1993).
 
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "rprop_step" kernel, one call per device; the fused one runs under optimizer.takes_fused
-(PyTorch's Rprop has no `fused` option).
+(PyTorch's Rprop has no `fused` option). A `capturable` group keeps its
+counters on the device (advanced by one launch per device) and takes the fused kernel where it
+would otherwise (the step reads no learning rate), reading nothing on the host.
 """
 
 from ..ops.creation import full_like, zeros_like
-from .optimizer import Optimizer, advance_step, check_lr, new_step, takes_fused
+from ..tensor import Tensor
+from .optimizer import Optimizer, advance, check_lr, new_step, takes_fused
 
 
 class Rprop(Optimizer):
@@ -26,9 +29,13 @@ class Rprop(Optimizer):
 
     def _init_state(self, p, group):
         state = self.state[p]
-        state["step"] = new_step()
+        state["step"] = new_step(p, group)
         state["prev"] = zeros_like(p)
-        state["step_size"] = full_like(p, float(group["lr"]))
+        lr = group["lr"]
+        if isinstance(lr, Tensor):
+            state["step_size"] = zeros_like(p).add_(lr.to(p.device))
+        else:
+            state["step_size"] = full_like(p, float(lr))
 
     def _update(self, group):
         if takes_fused(group):
@@ -37,7 +44,7 @@ class Rprop(Optimizer):
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
         for p, grad, state in self._with_grads(group):
-            advance_step(state["step"])
+            advance(state, group)
             sign = grad.mul(state["prev"]).sign()
             flipped = sign < 0
             factor = (sign.masked_fill(sign > 0, etaplus).masked_fill_(flipped, etaminus)
@@ -50,7 +57,6 @@ class Rprop(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per device."""
-        batches = self._fused_batches(group, self._stepping(group, by_step=False))
-        for (device, _), params in batches.items():
+        for (device, _), params in self._counted_batches(group).items():
             self._fused_step("rprop_step", device, params, ["prev", "step_size"],
                              *group["etas"], *group["step_sizes"], group["maximize"])

@@ -2,11 +2,13 @@
 
 Two implementations of the step: a loop of in-place genesis ops per parameter, and the fused
 "sgd_step" kernel, which updates every parameter of a group (per device and first step) in one
-pass; which one runs follows the same rule as Adam's (optimizer.takes_fused).
+pass; which one runs follows the same rule as Adam's (optimizer.takes_fused). With `fused=True`
+GradScaler hands the kernel its scale and inf flag (_step_supports_amp_scaling), so a scaled
+step reads nothing on the host.
 """
 
-from ..ops.creation import empty_like
-from .optimizer import Optimizer, check_fused_options, check_non_negative, takes_fused
+from ..ops.creation import empty_like, zeros_like
+from .optimizer import Optimizer, amp_inputs, check_fused_options, check_non_negative, takes_fused
 
 
 class SGD(Optimizer):
@@ -23,6 +25,8 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True
 
     def _update(self, group):
         if takes_fused(group):
@@ -47,15 +51,20 @@ class SGD(Optimizer):
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
-        first step): a parameter's first step writes its momentum buffer without reading it."""
+        first step): a parameter's first step writes its momentum buffer without reading it
+        (under GradScaler the buffer starts at zero: a skipped first step leaves it unwritten)."""
+        scaled = getattr(self, "found_inf", None) is not None
+
         def first_step(p, state):
             first = group["momentum"] != 0 and "momentum_buffer" not in state
             if first:
-                state["momentum_buffer"] = empty_like(p)
+                state["momentum_buffer"] = zeros_like(p) if scaled else empty_like(p)
             return first
 
         keys = ["momentum_buffer" if group["momentum"] != 0 else None]
         for (device, first), params in self._fused_batches(group, first_step).items():
+            grad_scale, found_inf = amp_inputs(self, device)
             self._fused_step("sgd_step", device, params, keys, float(group["lr"]),
                              group["momentum"], group["dampening"], group["weight_decay"],
-                             group["nesterov"], group["maximize"], first)
+                             group["nesterov"], group["maximize"], first, grad_scale=grad_scale,
+                             found_inf=found_inf)

@@ -48,10 +48,13 @@ def _params(rng, dtypes, device):
     return [p.detach().requires_grad_() for p in out]
 
 
-def _set_grads(params, rng):
+def _set_grads(params, rng, twins=()):
+    """Random gradients for `params`, copied to `twins` (on their own devices)."""
     for p in params:
         p.grad = genesis.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32),
                                 dtype=p.dtype, device=p.device)
+    for p, twin in zip(params, twins):
+        twin.grad = p.grad.to(twin.device, copy=True)
 
 
 # L2 weight decay with a tiny eps is ill-conditioned where g + wd * p cancels to a few ulps:
@@ -78,9 +81,7 @@ def test_mixed_dtype_group_matches_the_cpu_kernel(name, kwargs, rng):
     cpu_opt = getattr(optim, name)(cpu, **kwargs)
     cpu_opt.param_groups[0]["fused"] = True
     for _ in range(3):
-        _set_grads(gpu, rng)
-        for g, c in zip(gpu, cpu):
-            c.grad = g.grad.cpu()
+        _set_grads(gpu, rng, cpu)
         gpu_opt.step()
         cpu_opt.step()
         for g, c in zip(gpu, cpu):
@@ -171,3 +172,34 @@ def test_large_parameter_matches_torch(rng):
         topt.step()
     assert_close(p.detach().cpu(), t.detach())
     assert_close(gopt.state[p]["exp_avg_sq"].cpu(), topt.state[t]["exp_avg_sq"])
+
+
+@pytest.mark.parametrize("name,kwargs,kernel", [
+    ("AdamW", dict(lr=0.01, weight_decay=0.1), "_adam_kernel"),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True), "_adam_kernel"),
+    ("RAdam", dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.1, decoupled_weight_decay=True),
+     "_radam_kernel"),
+    ("Adamax", dict(lr=0.01, weight_decay=0.1), "_adamax_kernel"),
+], ids=["AdamW", "AdamW-amsgrad", "RAdam", "Adamax"])
+def test_capturable_step_takes_two_launches_per_dtype_and_matches_fused(name, kwargs, kernel,
+                                                                        rng, launches):
+    """A capturable step on a mixed-dtype group: per device one launch advancing every counter
+    and one update per dtype pair; the parameters follow the default fused step's (counters on
+    the host) within the scalars' float32 rounding. RAdam's beta2 = 0.9 crosses into its
+    rectified regime at the sixth step."""
+    dtypes = [genesis.float32, genesis.bfloat16]
+    a = _params(rng, dtypes, "cuda")
+    b = [p.detach().clone().requires_grad_() for p in a]
+    captured = getattr(optim, name)(a, **kwargs, capturable=True)
+    fused = getattr(optim, name)(b, **kwargs)
+    for _ in range(6):
+        _set_grads(a, rng, b)
+        launches.clear()
+        captured.step()
+        assert sorted(launches) == [kernel] * 2 + ["_advance_kernel"]
+        fused.step()
+    for p, q in zip(a, b):
+        assert captured.state[p]["step"].device == p.device
+        assert float(captured.state[p]["step"]) == 6
+        tol = 1e-5 if p.dtype is genesis.float32 else TOL[p.dtype]
+        np.testing.assert_allclose(_f64(p), _f64(q), rtol=tol, atol=tol)

@@ -61,6 +61,70 @@ def test_adam_step_matches_the_cpu_kernel(gpu, rng, dtype, amsgrad, weight_decay
         _close(dev[k], host[k], dtype)
 
 
+def _scalars(values, dtype=np.float32):
+    """0-d arrays of `values`: (host twins, device arrays)."""
+    host = [np.array(v, dtype=dtype) for v in values]
+    return host, [ti.to_device(h) for h in host]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("amsgrad,weight_decay,decoupled,maximize,beta1,tensor_lr,found", [
+    (False, 0.0, False, False, 0.9, False, 0.0),
+    (True, 0.1, True, False, 0.0, True, 0.0),
+    (True, 0.05, False, True, 0.3, True, 0.0),
+    (False, 0.1, True, False, 0.9, False, 1.0),
+])
+def test_adam_step_with_device_counters_and_scaler_inputs(gpu, rng, dtype, amsgrad,
+                                                          weight_decay, decoupled, maximize,
+                                                          beta1, tensor_lr, found):
+    """Capturable Adam: each array's bias corrections from its own step counter, the lr read
+    from a 0-d array or passed, the gradients divided by grad_scale and stored so; a nonzero
+    found_inf leaves everything as it was."""
+    state = [_arrays(rng, dtype, positive=k >= 3) for k in range(5)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    (steps, scale, flag, lr), (dsteps, dscale, dflag, dlr) = zip(
+        _scalars(range(1, len(SIZES) + 1)), _scalars([8.0]), _scalars([found]),
+        _scalars([0.01]))
+    for kernel, lists, counters, extra in (
+            (dispatch.kernel("adam_step", "cpu"), host, steps, (scale[0], flag[0], lr[0])),
+            (ko.adam_step, dev, dsteps, (dscale[0], dflag[0], dlr[0]))):
+        kernel(*lists[:4], lists[4] if amsgrad else None, extra[2] if tensor_lr else 0.01,
+               beta1, 0.99, 1e-8, weight_decay, decoupled, maximize, None, None, steps=counters,
+               grad_scale=extra[0], found_inf=extra[1])
+    for k in (0, 1, 2, 3, 4):
+        _close(dev[k], host[k], dtype)
+    if found:
+        for k in range(5):
+            _close(dev[k], state[k], dtype)
+
+
+@pytest.mark.parametrize("found", [0.0, 1.0, None])
+def test_advance_steps(gpu, found):
+    host, dev = _scalars([0.0, 3.0, 41.0])
+    flags = (None, None) if found is None else tuple(x[0] for x in _scalars([found]))
+    dispatch.kernel("advance_steps", "cpu")(host, flags[0])
+    ko.advance_steps(dev, flags[1])
+    expected = [0.0, 3.0, 41.0] if found else [1.0, 4.0, 42.0]
+    assert [float(ti.to_host(d)) for d in dev] == [float(h) for h in host] == expected
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("found", [0.0, 1.0])
+def test_sgd_step_with_scaler_inputs(gpu, rng, dtype, found):
+    state = [_arrays(rng, dtype) for _ in range(3)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    (scale, flag), (dscale, dflag) = zip(_scalars([0.25]), _scalars([found]))
+    args = (0.05, 0.9, 0.1, 0.01, False, True, False)
+    dispatch.kernel("sgd_step", "cpu")(*host, *args, grad_scale=scale[0], found_inf=flag[0])
+    ko.sgd_step(*dev, *args, grad_scale=dscale[0], found_inf=dflag[0])
+    for k in (0, 1, 2):
+        _close(dev[k], host[k], dtype)
+        if found:
+            _close(dev[k], state[k], dtype)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("momentum,dampening,weight_decay,nesterov,maximize,first", [
     (0.0, 0.0, 0.0, False, False, False),
@@ -188,6 +252,41 @@ def test_radam_step(gpu, rng, dtype, weight_decay, decoupled, maximize, rect):
 def test_adamax_step(gpu, rng, dtype, weight_decay, maximize, beta1):
     args = (beta1, 0.99, 1e-8, weight_decay, maximize, -0.01 / (1 - beta1 ** 2))
     _check(*_run_both("adamax_step", rng, dtype, 4, args, positive=(3,)), dtype, (0, 2, 3))
+
+
+def _run_with_counters(name, rng, dtype, args, tensor_lr):
+    """_run_both for a kernel taking the step counters from the device (steps 1 to 40 across
+    the arrays: RAdam's variance is tractable from step 6 with beta2 = 0.99): `args(lr)` gives
+    its arguments after the arrays, positional and keyword, lr a float or a 0-d array."""
+    (steps, lr), (dsteps, dlr) = zip(_scalars([1, 3, 6, 10, 40]), _scalars([0.01]))
+    state = [_arrays(rng, dtype, positive=k == 3) for k in range(4)]
+    host = [[a.copy() for a in arrays] for arrays in state]
+    dev = [[ti.to_device(a) for a in arrays] for arrays in state]
+    for kernel, lists, counters, lr_array in ((dispatch.kernel(name, "cpu"), host, steps, lr[0]),
+                                              (getattr(kx, name), dev, dsteps, dlr[0])):
+        positional, keywords = args(lr_array if tensor_lr else 0.01)
+        kernel(*lists, *positional, steps=counters, **keywords)
+    return host, dev
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,decoupled,maximize,tensor_lr", [
+    (0.0, False, False, False), (0.1, True, False, True), (0.05, False, True, True)])
+def test_radam_step_with_device_counters(gpu, rng, dtype, weight_decay, decoupled, maximize,
+                                         tensor_lr):
+    def args(lr):
+        return (lr, 0.9, 0.99, 1e-8, weight_decay, decoupled, maximize, None, None, None), {}
+    _check(*_run_with_counters("radam_step", rng, dtype, args, tensor_lr), dtype, (0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("weight_decay,maximize,beta1,tensor_lr", [
+    (0.0, False, 0.9, True), (0.1, True, 0.3, False)])
+def test_adamax_step_with_device_counters(gpu, rng, dtype, weight_decay, maximize, beta1,
+                                          tensor_lr):
+    def args(lr):
+        return (beta1, 0.99, 1e-8, weight_decay, maximize, None), {"lr": lr}
+    _check(*_run_with_counters("adamax_step", rng, dtype, args, tensor_lr), dtype, (0, 2, 3))
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

@@ -159,3 +159,24 @@ def test_tensors_on_two_devices(rng, device):
     assert total.device.type == genesis.device(device).type
     expected = np.sqrt(np.sum(a.cpu().numpy() ** 2) + np.sum(b.numpy() ** 2))
     np.testing.assert_allclose(float(total), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf, 3.5])
+def test_clip_grad_norm_reads_nothing_on_the_host(norm_type, rng, device, monkeypatch):
+    """The foreach path (the default) keeps the total norm and the coefficient clamp(max_norm /
+    (norm + 1e-6), max=1) on the device, as PyTorch's does, so a CUDA graph can capture it;
+    error_if_nonfinite=True must read the norm."""
+    gp, tp = _grads(rng, [genesis.float32], device)
+
+    def host_read(*args):
+        raise AssertionError("clip_grad_norm_ read a value on the host")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(genesis.Tensor, "_host", host_read)
+        total = nn.utils.clip_grad_norm_(gp, 0.5, norm_type)
+        with pytest.raises(AssertionError, match="on the host"):
+            nn.utils.clip_grad_norm_(gp, 0.5, norm_type, error_if_nonfinite=True)
+    expected = _torch_total(tp, norm_type)
+    torch.nn.utils.clip_grads_with_norm_(tp, 0.5, expected)
+    assert_close(total, expected)
+    _assert_grads(gp, tp)

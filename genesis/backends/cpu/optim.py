@@ -1,5 +1,5 @@
-"""Multi-tensor optimizer kernels (numpy): the fused Adam, SGD, RMSprop and Adagrad steps, and the
-total-norm gradient clip.
+"""Multi-tensor optimizer kernels (numpy): the fused Adam, SGD, RMSprop and Adagrad steps, the step
+counters' advance and the total-norm gradient clip.
 
 Each takes lists of contiguous arrays and updates them in place, computing half types in float32
 (float64 in float64) and rounding each stored result once, as PyTorch's fused kernels do.
@@ -15,32 +15,72 @@ def compute_dtype(dtype):
     return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
 
 
-def _param_and_grad(p, grad, maximize, weight_decay):
-    """(compute dtype, param, grad) of one parameter, widened: the gradient negated under
+def _param_and_grad(p, grad, maximize, weight_decay, grad_scale=None):
+    """(compute dtype, param, grad) of one parameter, widened: the gradient divided by
+    `grad_scale` (GradScaler's scale; the unscaled gradient is stored back), negated under
     `maximize`, plus weight_decay * param (weight decay through the gradient)."""
     ct = compute_dtype(p.dtype)
-    param, grad = p.astype(ct), grad.astype(ct)
+    param, wide = p.astype(ct), grad.astype(ct)
+    if grad_scale is not None:
+        wide = wide / ct.type(grad_scale)
+        grad[...] = wide
     if maximize:
-        grad = -grad
+        wide = -wide
     if weight_decay != 0:
-        grad = grad + param * ct.type(weight_decay)
-    return ct, param, grad
+        wide = wide + param * ct.type(weight_decay)
+    return ct, param, wide
+
+
+def skipped(found_inf):
+    """Whether GradScaler's 0-d `found_inf` (None without a scaler) says to skip the step."""
+    return found_inf is not None and found_inf != 0
+
+
+def _adam_scalars(ct, lr, beta1, beta2, weight_decay, decoupled, bias_correction1,
+                  bias_correction2_sqrt, step):
+    """(decay, -step size, sqrt of bias correction 2) in `ct`: from the host's bias corrections
+    in double, or computed in `ct` from the 0-d step counter `step` (and `lr`, a float or a 0-d
+    array) as the CUDA kernel computes them."""
+    if step is None:
+        return (ct.type(1 - lr * weight_decay if decoupled else weight_decay),
+                ct.type(-lr / bias_correction1), ct.type(bias_correction2_sqrt))
+    lr, step = ct.type(lr), ct.type(step)
+    bc1, bc2 = bias_correction(step, beta1), bias_correction(step, beta2)
+    decay = ct.type(1) - lr * ct.type(weight_decay) if decoupled else ct.type(weight_decay)
+    return decay, -(lr / bc1), np.sqrt(bc2)
+
+
+def bias_correction(step, beta):
+    """1 - beta^step in step's dtype, as the CUDA kernels compute it from a device counter:
+    -expm1(step * log(beta)), log(beta) taken in double and rounded."""
+    ct = step.dtype.type
+    with np.errstate(divide="ignore"):
+        return -np.expm1(step * ct(np.log(np.float64(beta))))
 
 
 @register("adam_step", "cpu")
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
-              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
+              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt,
+              steps=None, grad_scale=None, found_inf=None):
     """One Adam/AdamW step of every (param, grad, moments) quadruple, in place, in the order of
     operations of PyTorch's CPU fused step: coefficients taken in double then rounded, the first
     moment as lerp_ computes it (one fused multiply-add).
 
-    `max_exp_avg_sqs` is None without AMSGrad; the bias corrections come from the step count."""
+    `max_exp_avg_sqs` is None without AMSGrad; the bias corrections come from the step count,
+    or, given the 0-d float32 `steps` (advanced already), from each parameter's counter, with
+    `lr` a float or a 0-d array. GradScaler's 0-d `grad_scale` divides the gradients (stored
+    unscaled) and a nonzero `found_inf` skips the step."""
+    if skipped(found_inf):
+        return
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
             ct, param, grad = _param_and_grad(p, grads[i], maximize,
-                                              0 if decoupled else weight_decay)
+                                              0 if decoupled else weight_decay, grad_scale)
+            decay, neg_step_size, bc2_sqrt = _adam_scalars(
+                ct, lr, beta1, beta2, weight_decay, decoupled, bias_correction1,
+                bias_correction2_sqrt, None if steps is None else steps[i])
             if decoupled and weight_decay != 0:
-                param = param * ct.type(1 - lr * weight_decay)
+                param = param * decay
             m = lerp(exp_avgs[i].astype(ct), grad, ct.type(1 - beta1))
             v = exp_avg_sqs[i].astype(ct) * ct.type(beta2) + ct.type(1 - beta2) * grad * grad
             exp_avgs[i][...] = m
@@ -48,19 +88,30 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, 
             if max_exp_avg_sqs is not None:
                 v = np.maximum(max_exp_avg_sqs[i].astype(ct), v)
                 max_exp_avg_sqs[i][...] = v
-            denom = np.sqrt(v) / ct.type(bias_correction2_sqrt) + ct.type(eps)
-            p[...] = param + ct.type(-lr / bias_correction1) * m / denom
+            denom = np.sqrt(v) / bc2_sqrt + ct.type(eps)
+            p[...] = param + neg_step_size * m / denom
+
+
+@register("advance_steps", "cpu")
+def advance_steps(steps, found_inf=None):
+    """Add 1 to every 0-d step counter in `steps`, unless `found_inf` is nonzero."""
+    if not skipped(found_inf):
+        for step in steps:
+            step[...] = step + 1
 
 
 @register("sgd_step", "cpu")
 def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov,
-             maximize, first_step):
+             maximize, first_step, grad_scale=None, found_inf=None):
     """One SGD step of every (param, grad, momentum buffer) triple, in place, in the order of
     operations of PyTorch's CPU fused step. `momentum_buffers` is None without momentum; on the
-    `first_step` the buffers are written with the gradient, not read."""
+    `first_step` the buffers are written with the gradient, not read. GradScaler's inputs as
+    adam_step's."""
+    if skipped(found_inf):
+        return
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
-            ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay)
+            ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay, grad_scale)
             if momentum_buffers is not None:
                 buf = grad if first_step else (momentum_buffers[i].astype(ct) * ct.type(momentum)
                                                + grad * ct.type(1 - dampening))

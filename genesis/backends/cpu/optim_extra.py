@@ -9,7 +9,7 @@ coefficients) come from the host.
 import numpy as np
 
 from ...dispatch import register
-from .optim import _param_and_grad, lerp
+from .optim import _param_and_grad, bias_correction, compute_dtype, lerp
 
 
 def _moments(exp_avg, exp_avg_sq, grad, beta1, beta2):
@@ -46,35 +46,62 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
             p[...] = param + ct.type(avg_coef) * m / denom
 
 
+def _radam_scalars(ct, lr, beta2, bias_correction1, bias_correction2, rect, step):
+    """(lr, bias correction 1, sqrt of bias correction 2, rect or None) in `ct`: from the host,
+    or computed in `ct` from the 0-d counter `step` as the CUDA kernel computes them."""
+    if step is None:
+        return (ct.type(lr), ct.type(bias_correction1), ct.type(bias_correction2 ** 0.5),
+                None if rect is None else ct.type(rect))
+    step = ct.type(step)
+    bc2 = bias_correction(step, beta2)
+    rho_inf = ct.type(2 / (1 - beta2) - 1)
+    rho_t = rho_inf - ct.type(2) * step * (ct.type(1) - bc2) / bc2
+    rect = np.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+    return ct.type(lr), None, np.sqrt(bc2), rect if rho_t > 5 else None
+
+
 @register("radam_step", "cpu")
 def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
-               decoupled, maximize, bias_correction1, bias_correction2, rect):
+               decoupled, maximize, bias_correction1, bias_correction2, rect, steps=None):
     """One RAdam step: p -= m / bias_correction1 * lr * sqrt(bias_correction2) / (sqrt(v) +
-    eps) * rect, or without the adaptive factor when `rect` is None."""
+    eps) * rect, or without the adaptive factor when `rect` is None. With the 0-d `steps`
+    (advanced already) the per-step scalars come from each counter and `lr` may be a 0-d
+    array, as the CUDA kernel takes them."""
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
-            ct, param, grad = _decayed(p, grads[i], lr, weight_decay, decoupled, maximize)
+            ct = compute_dtype(p.dtype)
+            step = None if steps is None else steps[i]
+            lr_i, bc1, bc2_sqrt, rect_i = _radam_scalars(ct, lr, beta2, bias_correction1,
+                                                         bias_correction2, rect, step)
+            if step is not None:
+                bc1 = bias_correction(ct.type(step), beta1)
+            ct, param, grad = _decayed(p, grads[i], lr if step is None else lr_i, weight_decay,
+                                       decoupled, maximize)
             m, v = _moments(exp_avgs[i], exp_avg_sqs[i], grad, beta1, beta2)
-            update = m / ct.type(bias_correction1) * ct.type(lr)
-            if rect is not None:
-                adaptive = ct.type(bias_correction2 ** 0.5) / (np.sqrt(v) + ct.type(eps))
-                update = update * adaptive * ct.type(rect)
+            update = m / bc1 * lr_i
+            if rect_i is not None:
+                update = update * (bc2_sqrt / (np.sqrt(v) + ct.type(eps))) * rect_i
             p[...] = param - update
 
 
 @register("adamax_step", "cpu")
 def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_decay, maximize,
-                neg_clr):
+                neg_clr, steps=None, lr=None):
     """One Adamax step: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr
-    m / u, neg_clr being -lr / (1 - beta1^t)."""
+    m / u, neg_clr being -lr / (1 - beta1^t): from the host, or (given the 0-d `steps`, and
+    `lr` a float or a 0-d array) computed from each counter as the CUDA kernel does."""
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
             ct, param, grad = _param_and_grad(p, grads[i], maximize, weight_decay)
+            if steps is None:
+                clr = ct.type(neg_clr)
+            else:
+                clr = -(ct.type(lr) / bias_correction(ct.type(steps[i]), beta1))
             m = lerp(exp_avgs[i].astype(ct), grad, ct.type(1 - beta1))
             u = np.maximum(exp_infs[i].astype(ct) * ct.type(beta2), np.abs(grad) + ct.type(eps))
             exp_avgs[i][...] = m
             exp_infs[i][...] = u
-            p[...] = param + ct.type(neg_clr) * m / u
+            p[...] = param + clr * m / u
 
 
 @register("adadelta_step", "cpu")

@@ -12,11 +12,10 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import compile_kernel, get_kernel, pointer_of
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import const, specialization
-from .optim import _TL, BLOCK, _buckets, _chunk, _list_table
+from ._strided_indexing import placeholder
+from .optim import _TL, BLOCK, _buckets, _chunk, _launch, _list_table
 
 
 @triton.jit
@@ -41,24 +40,15 @@ def _unscale_kernel(
         tl.store(found_inf_ptr, 1.0)
 
 
-def _compute_type(grad_dtype):
-    return tl.float64 if grad_dtype == np.float64 else tl.float32
-
-
 def _launch_unscale(tensors, chunks, n_chunks, found_inf, inv_scale, grad_dtype, device, stream,
                     target=None):
     """One launch over `n_chunks` chunks of gradients of `grad_dtype` (or, with `target`, its
     compilation alone)."""
-    entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
-               ("found_inf_ptr", found_inf, pointer_of(np.dtype(np.float32))),
-               ("inv_scale_ptr", inv_scale, pointer_of(np.dtype(np.float32)))]
-    entries += const(GRAD_T=_TL[np.dtype(grad_dtype).name],
-                     COMPUTE_T=_compute_type(grad_dtype), BLOCK=BLOCK)
-    signature, consts, args = specialization(_unscale_kernel, entries)
-    if target is not None:
-        compile_kernel(_unscale_kernel, signature, consts, (), 4, 1, target)
-        return
-    get_kernel(_unscale_kernel, signature, consts, (), 4, 1, device)((n_chunks,), stream, *args)
+    grad_dtype = np.dtype(grad_dtype)
+    compute = tl.float64 if grad_dtype == np.float64 else tl.float32
+    _launch(_unscale_kernel, (n_chunks,), (tensors, chunks, found_inf, inv_scale),
+            dict(GRAD_T=_TL[grad_dtype.name], COMPUTE_T=compute, BLOCK=BLOCK), device, stream,
+            target)
 
 
 @register("amp_unscale_", "cuda")
@@ -73,12 +63,13 @@ def amp_unscale_(grads, found_inf, inv_scale):
     for (grad_dtype,), idx in _buckets(grads).items():
         _, tensors, chunks, n_chunks = _list_table(grads, idx, device, stream)
         if n_chunks:
-            _launch_unscale(tensors, chunks, n_chunks, found_inf.ptr, inv_scale.ptr, grad_dtype,
-                            device, stream)
+            _launch_unscale(tensors, chunks, n_chunks, found_inf, inv_scale, grad_dtype, device,
+                            stream)
 
 
 def compile_all(target):
     """The unscale kernel for float32, float16, bfloat16 and float64 gradients."""
     import ml_dtypes
+    flag = placeholder((), np.float32)
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        _launch_unscale(0, 0, 1, 0, 0, dtype, 0, 0, target=target)
+        _launch_unscale(0, 0, 1, flag, flag, dtype, 0, 0, target=target)

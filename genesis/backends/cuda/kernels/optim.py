@@ -1,18 +1,32 @@
-"""Multi-tensor optimizer kernels: the fused Adam, SGD, RMSprop and Adagrad steps, and the
-total-norm gradient clip.
+"""Multi-tensor optimizer kernels: the fused Adam, SGD, RMSprop and Adagrad steps, the step
+counters' advance and the total-norm gradient clip.
 
-Registered as "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "total_norm" and
-"clip_by_total_norm_" (same contracts as
-backends/cpu/optim.py). Each launch covers a whole list of contiguous arrays of one dtype: the
-host writes a table of the arrays (addresses and sizes, int64) and of their chunks (CHUNK
-elements of one array each, one program per chunk), uploads it once and keeps it while the same
-arrays come back (an optimizer's parameters, state and, with the caching allocator, usually its
-gradients), so a step of any number of parameters is one launch per dtype.
+Registered as "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "advance_steps",
+"total_norm" and "clip_by_total_norm_" (same contracts as backends/cpu/optim.py). Each launch
+covers a whole list of contiguous arrays of one dtype: the host writes a table of the arrays
+(addresses and sizes, int64) and of their chunks (CHUNK elements of one array each, one program
+per chunk), uploads it once and keeps it while the same arrays come back (an optimizer's
+parameters, state and, with the caching allocator, usually its gradients), so a step of any
+number of parameters is one launch per dtype.
+
+Every step kernel (these and kernels/optim_extra.py's) is `multi_tensor_step`, the chunk walk
+they share, given its per-element update (a jit function taking the block of parameters and
+gradients, the update's scalars as a tuple and its flags) and computing its per-step scalars
+before. Launchers call their kernel positionally through launch.Launch, one per
+specialization and grid (`_launch`).
 
 The math runs in float32 (float64 for float64) and each stored value is rounded once. The total
 norm is deterministic: each chunk writes its partial (sum of |x|^p, or max/min of |x|) to its own
 slot, and one program combines the slots in a fixed order; no atomics.
+
+What a CUDA graph replays must read nothing from the host: with step counters on the device
+(capturable Adam), the Adam kernel computes its bias corrections from each parameter's counter
+(a table column) and may read the learning rate from device memory; the Adam and SGD kernels
+take GradScaler's scale (dividing the gradients, which they store unscaled) and its inf flag
+(a nonzero flag makes the launch a no-op) as device pointers.
 """
+
+import math
 
 import numpy as np
 import triton
@@ -20,16 +34,16 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import compile_kernel, get_kernel
+from ..launch import Launch, LaunchCache
 from ..runtime import driver
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn, sqrt_rn
-from ._recipe import const, placeholder, pointer_of, specialization
+from ._strided_indexing import placeholder
 
 CHUNK = tl.constexpr(16384)
-WIDTH = tl.constexpr(6)  # table columns: up to five addresses, then the element count
+WIDTH = tl.constexpr(7)  # table columns: up to six addresses, then the element count
 BLOCK = 1024
 _TABLE_LIMIT = 64
 _NORMS = {2.0: 0, 1.0: 1, float("inf"): 2, float("-inf"): 3}
@@ -57,12 +71,25 @@ def _address(tensors, chunks, COL: tl.constexpr, T: tl.constexpr):
 
 
 @triton.jit
-def _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, L2: tl.constexpr,
+def _live_end(start, end, found_inf_ptr):
+    """The chunk's end, or its start (nothing to do) when GradScaler's flag at found_inf_ptr is
+    nonzero: a step with inf/NaN gradients is skipped without a host read."""
+    if found_inf_ptr is not None:
+        end = tl.where(tl.load(found_inf_ptr) != 0, start, end)
+    return end
+
+
+@triton.jit
+def _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, grad_scale_ptr, L2: tl.constexpr,
                     MAXIMIZE: tl.constexpr, CT: tl.constexpr):
-    """A block of parameters and of their gradients in CT: negated under MAXIMIZE, plus
-    weight_decay * param with L2 (weight decay through the gradient)."""
+    """A block of parameters and of their gradients in CT: divided by the scale at
+    grad_scale_ptr (GradScaler's; the unscaled gradient is stored back), negated under
+    MAXIMIZE, plus weight_decay * param with L2 (weight decay through the gradient)."""
     param = tl.load(p_ptr + idx, mask=mask).to(CT)
     grad = tl.load(g_ptr + idx, mask=mask).to(CT)
+    if grad_scale_ptr is not None:
+        grad = div_rn(grad, tl.load(grad_scale_ptr).to(CT))
+        tl.store(g_ptr + idx, grad.to(g_ptr.dtype.element_ty), mask=mask)
     if MAXIMIZE:
         grad = -grad
     if L2:
@@ -71,101 +98,221 @@ def _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, L2: tl.constexpr,
 
 
 @triton.jit
-def _adam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
-                 neg_step_size, bc2_sqrt, WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr,
-                 MAXIMIZE: tl.constexpr, AMSGRAD: tl.constexpr, PT: tl.constexpr,
-                 GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
-    """PyTorch's CPU fused step, operation for operation. The coefficients come from the host,
-    computed in double: `decay` is 1 - lr * weight_decay when DECOUPLED, else weight_decay;
-    the first moment is lerp(m, grad, 1 - beta1) as one fma, from m when `lerp_small` (the
-    weight is below 0.5), else from grad, with `lerp_coef` the matching coefficient."""
+def multi_tensor_step(
+        # the table: parameters (column 0), gradients (1), then the update's state columns
+        tensors, chunks,
+        # the update's scalars (a tuple), the L2 weight decay, GradScaler's inputs (or None)
+        scalars, weight_decay, grad_scale_ptr, found_inf_ptr,
+        # the per-element update and its constexpr flags (a tuple, or None)
+        UPDATE: tl.constexpr, FLAGS: tl.constexpr,
+        L2: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr,
+        CT: tl.constexpr, BLOCK: tl.constexpr):
+    """The body of every step kernel: this program's chunk walked in BLOCK-element blocks, the
+    gradients taken by _param_and_grad, and `UPDATE(tensors, chunks, idx, mask, param, grad,
+    scalars, FLAGS, PT, CT)` (which updates its state columns) giving the new parameters,
+    stored rounded once. A nonzero found_inf makes it a no-op."""
     p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
+    end = _live_end(start, end, found_inf_ptr)
     g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
     for off in range(start, end, BLOCK):
         idx = off + tl.arange(0, BLOCK)
         mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay,
-                                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
-        if WEIGHT_DECAY and DECOUPLED:
-            param = param * decay
-        m = tl.load(m_ptr + idx, mask=mask).to(CT)
-        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
-        tl.store(m_ptr + idx, m.to(PT), mask=mask)
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        if AMSGRAD:
-            vmax_ptr = _address(tensors, chunks, 4, PT)
-            v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
-            tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
-        denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
-        param += div_rn(neg_step_size * m, denom)
+        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, grad_scale_ptr,
+                                      L2, MAXIMIZE, CT)
+        param = UPDATE(tensors, chunks, idx, mask, param, grad, scalars, FLAGS, PT, CT)
         tl.store(p_ptr + idx, param.to(PT), mask=mask)
 
 
 @triton.jit
-def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, WEIGHT_DECAY: tl.constexpr,
-                MOMENTUM: tl.constexpr, FIRST: tl.constexpr, NESTEROV: tl.constexpr,
-                MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
-                BLOCK: tl.constexpr):
+def _lerp(m, grad, lerp_coef, lerp_small):
+    """lerp(m, grad, w) as PyTorch computes it, one fma: from m when `lerp_small` (w below
+    0.5), else from grad, `lerp_coef` the matching coefficient."""
+    return tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
+
+
+@triton.jit
+def state_columns(tensors, chunks, PT: tl.constexpr):
+    """The addresses of this program's first two state arrays (table columns 2 and 3)."""
+    return _address(tensors, chunks, 2, PT), _address(tensors, chunks, 3, PT)
+
+
+@triton.jit
+def decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2, lerp_coef,
+                    lerp_small, one_minus_beta2, DECOUPLED: tl.constexpr, PT: tl.constexpr,
+                    CT: tl.constexpr):
+    """Adam's decoupled weight decay (param * decay when DECOUPLED) and moments (columns 2 and
+    3), updated and stored: m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2; returns
+    (param, m, v)."""
+    if DECOUPLED:
+        param = param * decay
+    m_ptr, v_ptr = state_columns(tensors, chunks, PT)
+    m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
+    tl.store(m_ptr + idx, m.to(PT), mask=mask)
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    return param, m, v
+
+
+@triton.jit
+def bias_correction(step, log_beta):
+    """1 - beta^step from log(beta), through expm1: accurate where beta^step is near 1."""
+    return -libdevice.expm1(step * log_beta)
+
+
+@triton.jit
+def device_step(tensors, chunks, COL: tl.constexpr, lr, weight_decay, DECOUPLED: tl.constexpr,
+                CT: tl.constexpr):
+    """(this program's step counter, in column COL; the learning rate, a float or read where it
+    points; Adam's weight-decay factor: 1 - lr * weight_decay when DECOUPLED, else
+    weight_decay), for a step whose counters are on the device."""
+    step = tl.load(_address(tensors, chunks, COL, tl.float32)).to(CT)
+    if lr.dtype.is_ptr():
+        lr = tl.load(lr)
+    lr = lr.to(CT)
+    decay = weight_decay
+    if DECOUPLED:
+        decay = 1 - lr * weight_decay
+    return step, lr, decay
+
+
+@triton.jit
+def _adam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                 PT: tl.constexpr, CT: tl.constexpr):
+    decay, neg_step_size, bc2_sqrt, beta2, lerp_coef, lerp_small, one_minus_beta2, eps = scalars
+    AMSGRAD: tl.constexpr = FLAGS[1]
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    if AMSGRAD:
+        vmax_ptr = _address(tensors, chunks, 4, PT)
+        v = tl.maximum(tl.load(vmax_ptr + idx, mask=mask).to(CT), v)
+        tl.store(vmax_ptr + idx, v.to(PT), mask=mask)
+    denom = div_rn(sqrt_rn(v), bc2_sqrt) + eps
+    return param + div_rn(neg_step_size * m, denom)
+
+
+@triton.jit
+def _adam_kernel(
+        # the table of parameters, gradients, moments (then max moments, step counters)
+        tensors, chunks,
+        # per-step scalars from the host (None with step counters on the device): `decay`
+        # is 1 - lr * weight_decay when DECOUPLED, else weight_decay
+        decay, neg_step_size, bc2_sqrt,
+        # with step counters on the device (None otherwise): the learning rate (a float, or a
+        # pointer to it), the weight decay, log(beta1), log(beta2)
+        lr, weight_decay, log_beta1, log_beta2,
+        # the moments' coefficients (lerp's as _lerp takes them), eps
+        beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
+        # GradScaler's scale and inf flag (None without a scaler)
+        grad_scale_ptr, found_inf_ptr,
+        WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr,
+        AMSGRAD: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+        BLOCK: tl.constexpr):
+    """PyTorch's fused step, operation for operation; with step counters on the device the
+    per-step scalars are computed here from this parameter's counter (already advanced)."""
+    if lr is not None:
+        step, lr, decay = device_step(tensors, chunks, 4 + AMSGRAD, lr, weight_decay, DECOUPLED,
+                                      CT)
+        neg_step_size = -div_rn(lr, bias_correction(step, log_beta1))
+        bc2_sqrt = sqrt_rn(bias_correction(step, log_beta2))
+    multi_tensor_step(tensors, chunks, (decay, neg_step_size, bc2_sqrt, beta2, lerp_coef,
+                                        lerp_small, one_minus_beta2, eps),
+                      decay, grad_scale_ptr, found_inf_ptr, _adam_update,
+                      (WEIGHT_DECAY and DECOUPLED, AMSGRAD), WEIGHT_DECAY and not DECOUPLED,
+                      MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _advance_kernel(tensors, chunks, found_inf_ptr):
+    """This program's step counter (float32) plus 1, unless GradScaler's flag is set."""
+    step_ptr = _address(tensors, chunks, 0, tl.float32)
+    increment = 1.0
+    if found_inf_ptr is not None:
+        increment = tl.where(tl.load(found_inf_ptr) != 0, 0.0, 1.0)
+    tl.store(step_ptr, tl.load(step_ptr) + increment)
+
+
+@triton.jit
+def _sgd_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                PT: tl.constexpr, CT: tl.constexpr):
+    lr, momentum, keep = scalars
+    MOMENTUM: tl.constexpr = FLAGS[0]
+    FIRST: tl.constexpr = FLAGS[1]
+    NESTEROV: tl.constexpr = FLAGS[2]
+    if MOMENTUM:
+        b_ptr = _address(tensors, chunks, 2, PT)
+        if FIRST:
+            buf = grad
+        else:
+            buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + grad * keep
+        tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+        if NESTEROV:
+            grad += buf * momentum
+        else:
+            grad = buf
+    return param - grad * lr
+
+
+@triton.jit
+def _sgd_kernel(tensors, chunks, lr, momentum, keep, weight_decay, grad_scale_ptr,
+                found_inf_ptr, WEIGHT_DECAY: tl.constexpr, MOMENTUM: tl.constexpr,
+                FIRST: tl.constexpr, NESTEROV: tl.constexpr, MAXIMIZE: tl.constexpr,
+                PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """PyTorch's fused SGD step: grad (+ weight_decay * param); with MOMENTUM the buffer
     becomes momentum * buffer + keep * grad (keep = 1 - dampening; the grad itself on the
-    FIRST step) and the step direction the buffer (NESTEROV: grad + momentum * buffer)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        if MOMENTUM:
-            b_ptr = _address(tensors, chunks, 2, PT)
-            if FIRST:
-                buf = grad
-            else:
-                buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + grad * keep
-            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
-            if NESTEROV:
-                grad += buf * momentum
-            else:
-                grad = buf
-        tl.store(p_ptr + idx, (param - grad * lr).to(PT), mask=mask)
+    FIRST step) and the step direction the buffer (NESTEROV: grad + momentum * buffer). The
+    scaler's inputs as Adam's."""
+    multi_tensor_step(tensors, chunks, (lr, momentum, keep), weight_decay, grad_scale_ptr,
+                      found_inf_ptr, _sgd_update, (MOMENTUM, FIRST, NESTEROV), WEIGHT_DECAY,
+                      MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _rmsprop_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                    PT: tl.constexpr, CT: tl.constexpr):
+    lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps, momentum = scalars
+    CENTERED: tl.constexpr = FLAGS[0]
+    MOMENTUM: tl.constexpr = FLAGS[1]
+    v_ptr = _address(tensors, chunks, 2, PT)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * alpha + one_minus_alpha * grad * grad
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    if CENTERED:
+        m_ptr = _address(tensors, chunks, 3, PT)
+        m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+        tl.store(m_ptr + idx, m.to(PT), mask=mask)
+        v = v - m * m
+    avg = sqrt_rn(v) + eps
+    if MOMENTUM:
+        b_ptr = _address(tensors, chunks, 3 + CENTERED, PT)
+        buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + div_rn(grad, avg)
+        tl.store(b_ptr + idx, buf.to(PT), mask=mask)
+        param -= lr * buf
+    else:
+        param -= div_rn(lr * grad, avg)
+    return param
 
 
 @triton.jit
 def _rmsprop_kernel(tensors, chunks, lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps,
                     weight_decay, momentum, WEIGHT_DECAY: tl.constexpr, CENTERED: tl.constexpr,
-                    MOMENTUM: tl.constexpr, BUF_COL: tl.constexpr, MAXIMIZE: tl.constexpr,
-                    PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+                    MOMENTUM: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
+                    GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """PyTorch's RMSprop step: v = alpha v + (1 - alpha) g^2, less m^2 when CENTERED (m =
-    lerp(m, g, 1 - alpha), one fma as in the Adam kernel); p -= lr g / (sqrt(v) + eps), or
-    with MOMENTUM through the buffer b = momentum b + g / (sqrt(v) + eps) (column BUF_COL)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    v_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * alpha + one_minus_alpha * grad * grad
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        if CENTERED:
-            m_ptr = _address(tensors, chunks, 3, PT)
-            m = tl.load(m_ptr + idx, mask=mask).to(CT)
-            m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-            tl.store(m_ptr + idx, m.to(PT), mask=mask)
-            v = v - m * m
-        avg = sqrt_rn(v) + eps
-        if MOMENTUM:
-            b_ptr = _address(tensors, chunks, BUF_COL, PT)
-            buf = tl.load(b_ptr + idx, mask=mask).to(CT) * momentum + div_rn(grad, avg)
-            tl.store(b_ptr + idx, buf.to(PT), mask=mask)
-            param -= lr * buf
-        else:
-            param -= div_rn(lr * grad, avg)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    lerp(m, g, 1 - alpha)); p -= lr g / (sqrt(v) + eps), or with MOMENTUM through the buffer
+    b = momentum b + g / (sqrt(v) + eps) (the column after the centered mean's)."""
+    multi_tensor_step(tensors, chunks, (lr, alpha, one_minus_alpha, lerp_coef, lerp_small, eps,
+                                        momentum),
+                      weight_decay, None, None, _rmsprop_update, (CENTERED, MOMENTUM),
+                      WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adagrad_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                    PT: tl.constexpr, CT: tl.constexpr):
+    clr, eps = scalars
+    s_ptr = _address(tensors, chunks, 2, PT)
+    total = tl.load(s_ptr + idx, mask=mask).to(CT) + grad * grad
+    tl.store(s_ptr + idx, total.to(PT), mask=mask)
+    return param - div_rn(clr * grad, sqrt_rn(total) + eps)
 
 
 @triton.jit
@@ -174,18 +321,8 @@ def _adagrad_kernel(tensors, chunks, clr, eps, weight_decay, WEIGHT_DECAY: tl.co
                     BLOCK: tl.constexpr):
     """PyTorch's Adagrad step: s += g^2; p -= clr g / (sqrt(s) + eps), clr being the step's
     decayed learning rate."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    s_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        total = tl.load(s_ptr + idx, mask=mask).to(CT) + grad * grad
-        tl.store(s_ptr + idx, total.to(PT), mask=mask)
-        param -= div_rn(clr * grad, sqrt_rn(total) + eps)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (clr, eps), weight_decay, None, None, _adagrad_update,
+                      None, WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
@@ -358,12 +495,46 @@ def _upload(layout, columns, count, device, stream):
 _tables = _Tables()
 
 
-def _launch(fn, grid, entries, device, stream, num_warps=4, target=None):
-    signature, consts, args = specialization(fn, entries)
+_launches = LaunchCache()
+_TABLE_ARGS = ("tensors", "chunks")
+
+
+def _kind(arg):
+    """What a launch argument specializes on: an array's dtype, else its type (None: absent)."""
+    return arg.dtype if arg.__class__ is CUDAArray else arg.__class__
+
+
+def _launch(fn, grid, args, meta, device, stream, target=None):
+    """Launch `fn` over `grid`, positionally: `args` are its runtime parameters in order (table
+    addresses and counts as ints, hyperparameters as floats, arrays, None where absent), `meta`
+    its constexprs. One launch.Launch per specialization and grid, kept; with a `target`, only
+    the compilation."""
     if target is not None:
-        compile_kernel(fn, signature, consts, (), num_warps, 1, target)
+        _build(fn, grid, args, meta, device, target)(stream, *args)
         return
-    get_kernel(fn, signature, consts, (), num_warps, 1, device)(grid, stream, *args)
+    key = (fn, grid, device, tuple(meta.items()), tuple(map(_kind, args)))
+    launch = _launches.get(key)
+    if launch is None:
+        launch = _launches.get_or_build(key, lambda: _build(fn, grid, args, meta, device))
+    launch(stream, *args)
+
+
+def _build(fn, grid, args, meta, device, target=None):
+    """The Launch of `fn` for arguments like `args`: table addresses are int64 pointers, other
+    ints int64 and floats of the compute type meta["CT"] (float32 without one). Every argument
+    varies per call: the kernels read their arrays through the table, so no divisibility is
+    assumed."""
+    sty = _scalar_type(meta.get("CT", tl.float32))
+    types = {}
+    for name, arg in zip(fn.arg_names, args):
+        if name in _TABLE_ARGS:
+            types[name] = "*i64"
+        elif isinstance(arg, float):
+            types[name] = sty
+        elif isinstance(arg, int):
+            types[name] = "i64"
+    return Launch(fn, grid, meta, types=types, per_call=fn.arg_names, device=device,
+                  target=target)
 
 
 def _buckets(arrays, *others):
@@ -387,20 +558,16 @@ def _lerp_coefficient(weight):
     return (weight if small else weight - 1.0), int(small)
 
 
-def _step_entries(tensors, chunks, pt, gt, hyper, flags):
-    """A step kernel's arguments: the table, the hyperparameters (floats in the compute type;
-    Adam's lerp_small flag an int) and the constexpr flags."""
+def _step_meta(pt, gt, flags):
+    """A step kernel's constexprs: its `flags`, then the dtypes and the block."""
     ct, _ = _compute(pt, gt)
-    sty = _scalar_type(ct)
-    entries = [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64")]
-    entries += [(name, value, "i32") if name == "lerp_small" else (name, float(value), sty)
-                for name, value in hyper.items()]
-    return entries + const(PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK, **flags)
+    return dict(flags, PT=_TL[pt.name], GT=_TL[gt.name], CT=ct, BLOCK=BLOCK)
 
 
-def _step(fn, lists, hyper, flags):
+def _step(fn, lists, scalars, flags):
     """Launch the step kernel `fn` over the parallel `lists` of arrays (parameters, gradients,
-    then their state), one launch per (parameter dtype, gradient dtype)."""
+    then their state), one launch per (parameter dtype, gradient dtype); `scalars` are its
+    arguments after the table."""
     params, grads = lists[0], lists[1]
     if not params:
         return
@@ -412,36 +579,77 @@ def _step(fn, lists, hyper, flags):
         _, tensors, chunks, count = _tables.get(columns, tuple(params[i].size for i in idx),
                                                 device, stream)
         if count:
-            _launch(fn, (count,), _step_entries(tensors, chunks, pt, gt, hyper, flags), device,
-                    stream)
+            _launch(fn, (count,), (tensors, chunks, *scalars), _step_meta(pt, gt, flags),
+                    device, stream)
+
+
+def lr_arg(lr):
+    """A learning rate as the step kernels take it: a float, or a 0-d array they read."""
+    return lr if lr.__class__ is CUDAArray else float(lr)
+
+
+def log_beta(beta):
+    """log(beta) as a float, -inf for 0 (then beta^step is 0)."""
+    return math.log(beta) if beta > 0 else float("-inf")
+
+
+def _adam_scalars(lr, beta1, beta2, eps, weight_decay, decoupled, bias_correction1,
+                  bias_correction2_sqrt, steps, grad_scale, found_inf):
+    """The Adam kernel's arguments after the table: the per-step scalars from the host, or
+    (with step counters on the device) what the kernel computes them from."""
+    weight, small = _lerp_coefficient(1 - beta1)
+    if steps is None:
+        per_step = (float(1 - lr * weight_decay if decoupled else weight_decay),
+                    float(-lr / bias_correction1), float(bias_correction2_sqrt),
+                    None, None, None, None)
+    else:
+        per_step = (None, None, None, lr_arg(lr), float(weight_decay), log_beta(beta1),
+                    log_beta(beta2))
+    return per_step + (float(beta2), float(weight), small, float(1 - beta2), float(eps),
+                       grad_scale, found_inf)
 
 
 @register("adam_step", "cuda")
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, beta1, beta2, eps,
-              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt):
+              weight_decay, decoupled, maximize, bias_correction1, bias_correction2_sqrt,
+              steps=None, grad_scale=None, found_inf=None):
     """One Adam/AdamW step of every (param, grad, moments) quadruple, in place: one launch per
-    (param dtype, grad dtype)."""
-    weight, small = _lerp_coefficient(1 - beta1)
-    hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
-                 eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay,
-                 neg_step_size=-lr / bias_correction1, bc2_sqrt=bias_correction2_sqrt)
+    (param dtype, grad dtype). With `steps` (the float32 step counters, already advanced) the
+    bias corrections are computed on the device and `lr` may be a 0-d array; `grad_scale` and
+    `found_inf` are GradScaler's 0-d float32 arrays (see the module docstring)."""
     flags = dict(WEIGHT_DECAY=weight_decay != 0, DECOUPLED=bool(decoupled),
                  MAXIMIZE=bool(maximize), AMSGRAD=max_exp_avg_sqs is not None)
-    lists = [params, grads, exp_avgs, exp_avg_sqs] + ([max_exp_avg_sqs] if max_exp_avg_sqs
-                                                       else [])
-    _step(_adam_kernel, lists, hyper, flags)
+    lists = [params, grads, exp_avgs, exp_avg_sqs]
+    lists += [x for x in (max_exp_avg_sqs, steps) if x is not None]
+    _step(_adam_kernel, lists, _adam_scalars(lr, beta1, beta2, eps, weight_decay, decoupled,
+                                             bias_correction1, bias_correction2_sqrt, steps,
+                                             grad_scale, found_inf), flags)
+
+
+@register("advance_steps", "cuda")
+def advance_steps(steps, found_inf=None):
+    """Add 1 to every 0-d float32 step counter in `steps`, unless the 0-d `found_inf` is
+    nonzero: one launch, one program per counter."""
+    if not steps:
+        return
+    device = steps[0].device
+    activate(device)
+    stream = current_stream_handle(device)
+    _, tensors, chunks, count = _list_table(steps, range(len(steps)), device, stream)
+    _launch(_advance_kernel, (count,), (tensors, chunks, found_inf), {}, device, stream)
 
 
 @register("sgd_step", "cuda")
 def sgd_step(params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov,
-             maximize, first_step):
+             maximize, first_step, grad_scale=None, found_inf=None):
     """One SGD step of every (param, grad, momentum buffer) triple, in place: one launch per
-    (param dtype, grad dtype)."""
-    hyper = dict(lr=lr, momentum=momentum, keep=1 - dampening, weight_decay=weight_decay)
+    (param dtype, grad dtype); GradScaler's inputs as adam_step's."""
+    scalars = (float(lr), float(momentum), float(1 - dampening), float(weight_decay),
+               grad_scale, found_inf)
     flags = dict(WEIGHT_DECAY=weight_decay != 0, MOMENTUM=momentum_buffers is not None,
                  FIRST=bool(first_step), NESTEROV=bool(nesterov), MAXIMIZE=bool(maximize))
     lists = [params, grads] + ([momentum_buffers] if momentum_buffers is not None else [])
-    _step(_sgd_kernel, lists, hyper, flags)
+    _step(_sgd_kernel, lists, scalars, flags)
 
 
 @register("rmsprop_step", "cuda")
@@ -450,24 +658,23 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
     """One RMSprop step of every parameter and its state, in place: one launch per (param
     dtype, grad dtype)."""
     weight, small = _lerp_coefficient(1 - alpha)
-    hyper = dict(lr=lr, alpha=alpha, one_minus_alpha=1 - alpha, lerp_coef=weight,
-                 lerp_small=small, eps=eps, weight_decay=weight_decay, momentum=momentum)
+    scalars = (float(lr), float(alpha), float(1 - alpha), float(weight), small, float(eps),
+               float(weight_decay), float(momentum))
     centered = grad_avgs is not None
     flags = dict(WEIGHT_DECAY=weight_decay != 0, CENTERED=centered,
-                 MOMENTUM=momentum_buffers is not None, BUF_COL=3 + centered,
-                 MAXIMIZE=bool(maximize))
+                 MOMENTUM=momentum_buffers is not None, MAXIMIZE=bool(maximize))
     lists = [params, grads, square_avgs] + [x for x in (grad_avgs, momentum_buffers)
                                             if x is not None]
-    _step(_rmsprop_kernel, lists, hyper, flags)
+    _step(_rmsprop_kernel, lists, scalars, flags)
 
 
 @register("adagrad_step", "cuda")
 def adagrad_step(params, grads, state_sums, clr, eps, weight_decay, maximize):
     """One Adagrad step of every (param, grad, sum of squares) triple, in place: one launch per
     (param dtype, grad dtype)."""
-    hyper = dict(clr=clr, eps=eps, weight_decay=weight_decay)
     flags = dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize))
-    _step(_adagrad_kernel, [params, grads, state_sums], hyper, flags)
+    _step(_adagrad_kernel, [params, grads, state_sums],
+          (float(clr), float(eps), float(weight_decay)), flags)
 
 
 def _norm_kind(norm_type):
@@ -497,24 +704,12 @@ def total_norm(arrays, norm_type, dtype):
     p = float(norm_type) if kind == _GENERAL_NORM else 1.0
     for xt, (_, tensors, chunks, n), first in buckets:
         if n:
-            _launch(_norm_partials_kernel, (n,), _partials_entries(
-                tensors, chunks, partials.ptr, first, p, kind, xt, ct), device, stream)
+            _launch(_norm_partials_kernel, (n,), (tensors, chunks, partials, first, p),
+                    dict(NORM=kind, XT=_TL[xt.name], CT=ct, BLOCK=BLOCK), device, stream)
     out = CUDAArray.empty((), np.dtype(dtype), device, stream)
-    _launch(_norm_finish_kernel, (1,), _finish_entries(partials.ptr, count, out, 1.0 / p, kind, ct),
-            device, stream)
+    _launch(_norm_finish_kernel, (1,), (partials, count, out, 1.0 / p),
+            dict(NORM=kind, CT=ct, BLOCK=BLOCK), device, stream)
     return out
-
-
-def _partials_entries(tensors, chunks, partials, first, p, kind, xt, ct):
-    return [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
-            ("partials", partials, "*" + _scalar_type(ct)), ("first", first, "i64"),
-            ("p", p, _scalar_type(ct))] + const(NORM=kind, XT=_TL[xt.name], CT=ct, BLOCK=BLOCK)
-
-
-def _finish_entries(partials, count, out, inv_p, kind, ct):
-    return [("partials", partials, "*" + _scalar_type(ct)), ("count", count, "i64"),
-            ("out", out.ptr, pointer_of(out.dtype)), ("inv_p", inv_p, _scalar_type(ct))] + \
-        const(NORM=kind, CT=ct, BLOCK=BLOCK)
 
 
 @register("clip_by_total_norm_", "cuda")
@@ -529,56 +724,64 @@ def clip_by_total_norm_(arrays, max_norm, total_norm):
     for (xt,), idx in _buckets(arrays).items():
         _, tensors, chunks, n = _list_table(arrays, idx, device, stream)
         if n:
-            _launch(_scale_kernel, (n,), _scale_entries(tensors, chunks, total_norm, max_norm, xt),
-                    device, stream)
+            _scale(tensors, chunks, n, total_norm, max_norm, xt, device, stream)
 
 
-def _scale_entries(tensors, chunks, total, max_norm, xt):
+def _scale(tensors, chunks, n, total, max_norm, xt, device, stream, target=None):
     ct, _ = _compute(xt, total.dtype)
-    sty = _scalar_type(ct)
-    return [("tensors", tensors, "*i64"), ("chunks", chunks, "*i64"),
-            ("total", total.ptr, pointer_of(total.dtype)), ("max_norm", float(max_norm), sty),
-            ("shift", 1e-6, sty)] + const(XT=_TL[xt.name], CT=ct, BLOCK=BLOCK)
+    _launch(_scale_kernel, (n,), (tensors, chunks, total, float(max_norm), 1e-6),
+            dict(XT=_TL[xt.name], CT=ct, BLOCK=BLOCK), device, stream, target)
+
+
+def _floats():
+    import ml_dtypes
+    return [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
+            np.dtype(np.float64)]
+
+
+def _scaler_inputs(amp):
+    """(grad_scale, found_inf) placeholders for compile_all, or (None, None)."""
+    return (placeholder((), np.float32), placeholder((), np.float32)) if amp else (None, None)
 
 
 def compile_all(target):
-    """The Adam, SGD, RMSprop and Adagrad steps (several options, float32/float16/bfloat16/
-    float64), the norm partials for each norm kind, the combination and the scale, compiled
-    for `target`."""
-    import ml_dtypes
-    floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
-              np.dtype(np.float64)]
-    hyper = dict(beta2=0.999, lerp_coef=0.1, lerp_small=1, one_minus_beta2=0.001, eps=1e-8,
-                 decay=1e-5, neg_step_size=-1e-3, bc2_sqrt=1.0)
-    for dt in floats:
-        for wd, decoupled, amsgrad in ((True, True, False), (True, False, True),
-                                       (False, False, False)):
-            flags = dict(WEIGHT_DECAY=wd, DECOUPLED=decoupled, MAXIMIZE=False, AMSGRAD=amsgrad)
-            _launch(_adam_kernel, (1,), _step_entries(0, 0, dt, dt, hyper, flags), 0, 0,
-                    target=target)
-        sgd_hyper = dict(lr=1e-3, momentum=0.9, keep=1.0, weight_decay=1e-4)
-        for wd, momentum, first, nesterov in ((True, True, False, True), (False, True, True, False),
+    """Every specialization the steps take (option sets, with and without step counters on the
+    device and GradScaler's inputs, float32/float16/bfloat16/float64), the counters' advance,
+    the norm partials for each norm kind, the combination and the scale, compiled for
+    `target`."""
+    f32 = np.dtype(np.float32)
+    for amp in (False, True):
+        _launch(_advance_kernel, (1,), (0, 0, _scaler_inputs(amp)[1]), {}, 0, 0, target)
+    for dt in _floats():
+        def step(fn, scalars, flags):
+            _launch(fn, (1,), (0, 0, *scalars), _step_meta(dt, dt, flags), 0, 0, target)
+
+        for wd, decoupled, amsgrad, mode in ((True, True, False, "host"),
+                                             (True, False, True, "device"),
+                                             (True, True, True, "tensor lr"),
+                                             (False, False, False, "amp")):
+            steps = None if mode in ("host", "amp") else [placeholder((), f32)]
+            lr = placeholder((), f32) if mode == "tensor lr" else 1e-3
+            scalars = _adam_scalars(lr, 0.9, 0.999, 1e-8, 1e-2 * wd, decoupled, 0.1, 0.5, steps,
+                                    *_scaler_inputs(mode != "host"))
+            step(_adam_kernel, scalars, dict(WEIGHT_DECAY=wd, DECOUPLED=decoupled,
+                                             MAXIMIZE=False, AMSGRAD=amsgrad))
+        for wd, momentum, first, nesterov in ((True, True, False, True),
+                                             (False, True, True, False),
                                              (False, False, False, False)):
-            flags = dict(WEIGHT_DECAY=wd, MOMENTUM=momentum, FIRST=first, NESTEROV=nesterov,
-                         MAXIMIZE=False)
-            _launch(_sgd_kernel, (1,), _step_entries(0, 0, dt, dt, sgd_hyper, flags), 0, 0,
-                    target=target)
-        rms_hyper = dict(lr=1e-2, alpha=0.99, one_minus_alpha=0.01, lerp_coef=0.01,
-                         lerp_small=1, eps=1e-8, weight_decay=1e-4, momentum=0.9)
+            step(_sgd_kernel, (1e-3, 0.9, 1.0, 1e-4, *_scaler_inputs(momentum and not first)),
+                 dict(WEIGHT_DECAY=wd, MOMENTUM=momentum, FIRST=first, NESTEROV=nesterov,
+                      MAXIMIZE=False))
         for centered, momentum in ((True, True), (False, False)):
-            flags = dict(WEIGHT_DECAY=True, CENTERED=centered, MOMENTUM=momentum,
-                         BUF_COL=3 + centered, MAXIMIZE=False)
-            _launch(_rmsprop_kernel, (1,), _step_entries(0, 0, dt, dt, rms_hyper, flags), 0, 0,
-                    target=target)
-        flags = dict(WEIGHT_DECAY=False, MAXIMIZE=False)
-        _launch(_adagrad_kernel, (1,), _step_entries(0, 0, dt, dt, dict(clr=1e-2, eps=1e-10,
-                                                                         weight_decay=0.0),
-                                                     flags), 0, 0, target=target)
-        ct, _ = _compute(dt)
+            step(_rmsprop_kernel, (1e-2, 0.99, 0.01, 0.01, 1, 1e-8, 1e-4, 0.9),
+                 dict(WEIGHT_DECAY=True, CENTERED=centered, MOMENTUM=momentum,
+                      MAXIMIZE=False))
+        step(_adagrad_kernel, (1e-2, 1e-10, 0.0), dict(WEIGHT_DECAY=False, MAXIMIZE=False))
+        ct, np_ct = _compute(dt)
         for kind in range(_GENERAL_NORM + 1):
-            _launch(_norm_partials_kernel, (1,), _partials_entries(0, 0, 0, 0, 2.0, kind, dt, ct),
-                    0, 0, target=target)
-            _launch(_norm_finish_kernel, (1,), _finish_entries(0, 0, placeholder((), dt), 0.5,
-                                                               kind, ct), 0, 0, target=target)
-        _launch(_scale_kernel, (1,), _scale_entries(0, 0, placeholder((), dt), 1.0, dt), 0, 0,
-                target=target)
+            _launch(_norm_partials_kernel, (1,), (0, 0, placeholder((1,), np_ct), 0, 2.0),
+                    dict(NORM=kind, XT=_TL[dt.name], CT=ct, BLOCK=BLOCK), 0, 0, target)
+            _launch(_norm_finish_kernel, (1,), (placeholder((1,), np_ct), 1, placeholder((), dt),
+                                                0.5), dict(NORM=kind, CT=ct, BLOCK=BLOCK), 0, 0,
+                    target)
+        _scale(0, 0, 1, placeholder((), dt), 1.0, dt, 0, 0, target)

@@ -2,50 +2,39 @@
 
 Registered as "nadam_step", "radam_step", "adamax_step", "adadelta_step", "asgd_step" and
 "rprop_step" (same contracts as backends/cpu/optim_extra.py). They share kernels/optim.py's
-launch scheme: a table of the arrays and of their CHUNK-element chunks, one program per chunk,
-one launch per (parameter dtype, gradient dtype) for a whole parameter group. Each program walks
+launch scheme (a table of the arrays and of their CHUNK-element chunks, one program per chunk,
+one launch per (parameter dtype, gradient dtype) for a whole parameter group) and its kernel
+body, optim.multi_tensor_step: each kernel here is its per-element update. Each program walks
 its chunk in BLOCK-element steps (1024: four warps, eight elements a thread; the update is
 memory bound, so larger blocks buy nothing).
 
 The math runs in float32 (float64 for float64) and each stored value is rounded once. Per-step
 scalars (bias corrections, momentum schedule, step sizes) are computed on the host in double and
-passed in.
+passed in; RAdam's and Adamax's, with the step counters on the device (capturable), are
+computed by the kernel from each parameter's counter (the table's column after the state), the
+learning rate a float or read from device memory, as the Adam kernel does.
 """
 
-import numpy as np
 import triton
 import triton.language as tl
 
 from ....dispatch import register
 from ._math import div_rn, sqrt_rn
-from .optim import _address, _chunk, _launch, _lerp_coefficient, _param_and_grad, _step
-from .optim import _step_entries
+from .optim import (_address, _floats, _launch, _lerp, _lerp_coefficient, _step, _step_meta,
+                    bias_correction, decayed_moments, device_step, log_beta, lr_arg,
+                    multi_tensor_step, state_columns)
 
 
 @triton.jit
-def _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY: tl.constexpr,
-             DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, CT: tl.constexpr):
-    """A block of parameters and gradients with Adam's weight decay: the parameter times
-    `decay` (1 - lr * weight_decay) when DECOUPLED, else `decay` (weight_decay) * param added
-    to the gradient."""
-    param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, decay,
-                                  WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, CT)
-    if WEIGHT_DECAY and DECOUPLED:
-        param = param * decay
-    return param, grad
-
-
-@triton.jit
-def _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small, one_minus_beta2,
-             PT: tl.constexpr, CT: tl.constexpr):
-    """Adam's moments, updated and stored: m = lerp(m, g, 1 - beta1) (one fma, as PyTorch's
-    lerp), v = beta2 v + (1 - beta2) g^2."""
-    m = tl.load(m_ptr + idx, mask=mask).to(CT)
-    m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-    v = tl.load(v_ptr + idx, mask=mask).to(CT) * beta2 + one_minus_beta2 * grad * grad
-    tl.store(m_ptr + idx, m.to(PT), mask=mask)
-    tl.store(v_ptr + idx, v.to(PT), mask=mask)
-    return m, v
+def _nadam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    (beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay, bias_correction2, grad_coef,
+     avg_coef) = scalars
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    denom = sqrt_rn(div_rn(v, bias_correction2)) + eps
+    param += div_rn(grad_coef * grad, denom)
+    return param + div_rn(avg_coef * m, denom)
 
 
 @triton.jit
@@ -53,68 +42,98 @@ def _nadam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2
                   bias_correction2, grad_coef, avg_coef, WEIGHT_DECAY: tl.constexpr,
                   DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
                   GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
-    """NAdam: d = sqrt(v / bias_correction2) + eps; p += grad_coef g / d + avg_coef m / d."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
-                               MAXIMIZE, CT)
-        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
-                        one_minus_beta2, PT, CT)
-        denom = sqrt_rn(div_rn(v, bias_correction2)) + eps
-        param += div_rn(grad_coef * grad, denom)
-        param += div_rn(avg_coef * m, denom)
-        tl.store(p_ptr + idx, param.to(PT), mask=mask)
+    """NAdam: d = sqrt(v / bias_correction2) + eps; p += grad_coef g / d + avg_coef m / d.
+    Weight decay as Adam's: `decay` is 1 - lr * weight_decay when DECOUPLED, else
+    weight_decay."""
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
+                                        decay, bias_correction2, grad_coef, avg_coef),
+                      decay, None, None, _nadam_update, (WEIGHT_DECAY and DECOUPLED,),
+                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
-def _radam_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
-                  lr, bias_correction1, bc2_sqrt, rect, WEIGHT_DECAY: tl.constexpr,
-                  DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr, RECTIFY: tl.constexpr,
-                  PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+def _radam_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    (beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay, lr, bias_correction1, bc2_sqrt,
+     rect) = scalars
+    RECTIFY: tl.constexpr = FLAGS[1]
+    param, m, v = decayed_moments(tensors, chunks, idx, mask, param, grad, decay, beta2,
+                                  lerp_coef, lerp_small, one_minus_beta2, FLAGS[0], PT, CT)
+    update = div_rn(m, bias_correction1) * lr
+    if RECTIFY:
+        update = tl.where(rect > 0, update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect, update)
+    return param - update
+
+
+@triton.jit
+def _radam_kernel(
+        tensors, chunks,
+        # Adam's moment coefficients and eps, the weight-decay factor (as NAdam's)
+        beta2, lerp_coef, lerp_small, one_minus_beta2, eps, decay,
+        # the learning rate (a float, or with counters on the device a pointer to it), then
+        # the per-step scalars from the host (None with counters on the device)
+        lr, bias_correction1, bc2_sqrt, rect,
+        # with counters on the device (None otherwise): weight decay, log(beta1), log(beta2),
+        # the SMA's limit rho_inf
+        weight_decay, log_beta1, log_beta2, rho_inf,
+        WEIGHT_DECAY: tl.constexpr, DECOUPLED: tl.constexpr, MAXIMIZE: tl.constexpr,
+        RECTIFY: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
+        BLOCK: tl.constexpr):
     """RAdam: p -= m / bias_correction1 * lr, times sqrt(1 - beta2^t) / (sqrt(v) + eps) *
-    rect once the variance is tractable (RECTIFY)."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    v_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _decayed(p_ptr, g_ptr, idx, mask, decay, WEIGHT_DECAY, DECOUPLED,
-                               MAXIMIZE, CT)
-        m, v = _moments(m_ptr, v_ptr, idx, mask, grad, beta2, lerp_coef, lerp_small,
-                        one_minus_beta2, PT, CT)
-        update = div_rn(m, bias_correction1) * lr
-        if RECTIFY:
-            update = update * div_rn(bc2_sqrt, sqrt_rn(v) + eps) * rect
-        tl.store(p_ptr + idx, (param - update).to(PT), mask=mask)
+    rect where the variance is tractable (RECTIFY and rect > 0: rho_t > 5)."""
+    if log_beta1 is not None:
+        step, lr, decay = device_step(tensors, chunks, 4, lr, weight_decay, DECOUPLED, CT)
+        bias_correction1 = bias_correction(step, log_beta1)
+        bias_correction2 = bias_correction(step, log_beta2)
+        bc2_sqrt = sqrt_rn(bias_correction2)
+        rho_t = rho_inf - div_rn(2 * step * (1 - bias_correction2), bias_correction2)
+        rect = sqrt_rn(div_rn((rho_t - 4) * (rho_t - 2) * rho_inf,
+                              (rho_inf - 4) * (rho_inf - 2) * rho_t))
+        rect = tl.where(rho_t > 5, rect, 0.0)
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, one_minus_beta2, eps,
+                                        decay, lr, bias_correction1, bc2_sqrt, rect),
+                      decay, None, None, _radam_update, (WEIGHT_DECAY and DECOUPLED, RECTIFY),
+                      WEIGHT_DECAY and not DECOUPLED, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adamax_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                   PT: tl.constexpr, CT: tl.constexpr):
+    beta2, lerp_coef, lerp_small, eps, neg_clr = scalars
+    m_ptr, u_ptr = state_columns(tensors, chunks, PT)
+    m = _lerp(tl.load(m_ptr + idx, mask=mask).to(CT), grad, lerp_coef, lerp_small)
+    u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
+    tl.store(m_ptr + idx, m.to(PT), mask=mask)
+    tl.store(u_ptr + idx, u.to(PT), mask=mask)
+    return param + div_rn(neg_clr * m, u)
 
 
 @triton.jit
 def _adamax_kernel(tensors, chunks, beta2, lerp_coef, lerp_small, eps, weight_decay, neg_clr,
-                   WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr, PT: tl.constexpr,
-                   GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
-    """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    m_ptr = _address(tensors, chunks, 2, PT)
-    u_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        m = tl.load(m_ptr + idx, mask=mask).to(CT)
-        m = tl.fma(lerp_coef, grad - m, tl.where(lerp_small != 0, m, grad))
-        u = tl.maximum(tl.load(u_ptr + idx, mask=mask).to(CT) * beta2, tl.abs(grad) + eps)
-        tl.store(m_ptr + idx, m.to(PT), mask=mask)
-        tl.store(u_ptr + idx, u.to(PT), mask=mask)
-        tl.store(p_ptr + idx, (param + div_rn(neg_clr * m, u)).to(PT), mask=mask)
+                   lr, log_beta1, WEIGHT_DECAY: tl.constexpr, MAXIMIZE: tl.constexpr,
+                   PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
+    """Adamax: m = lerp(m, g, 1 - beta1); u = max(beta2 u, |g| + eps); p += neg_clr m / u.
+    With counters on the device `neg_clr` is None and -lr / (1 - beta1^t) is computed here
+    (`lr` a float or a pointer)."""
+    if log_beta1 is not None:
+        step, lr, _ = device_step(tensors, chunks, 4, lr, weight_decay, False, CT)
+        neg_clr = -div_rn(lr, bias_correction(step, log_beta1))
+    multi_tensor_step(tensors, chunks, (beta2, lerp_coef, lerp_small, eps, neg_clr),
+                      weight_decay, None, None, _adamax_update, None, WEIGHT_DECAY, MAXIMIZE,
+                      PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _adadelta_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                     PT: tl.constexpr, CT: tl.constexpr):
+    neg_lr, rho, one_minus_rho, eps = scalars
+    v_ptr, u_ptr = state_columns(tensors, chunks, PT)
+    v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
+    u = tl.load(u_ptr + idx, mask=mask).to(CT)
+    delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
+    tl.store(v_ptr + idx, v.to(PT), mask=mask)
+    tl.store(u_ptr + idx, (u * rho + one_minus_rho * delta * delta).to(PT), mask=mask)
+    return param + neg_lr * delta
 
 
 @triton.jit
@@ -123,21 +142,23 @@ def _adadelta_kernel(tensors, chunks, neg_lr, rho, one_minus_rho, eps, weight_de
                      GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """Adadelta: v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) g;
     u = rho u + (1 - rho) delta^2; p += neg_lr delta."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    v_ptr = _address(tensors, chunks, 2, PT)
-    u_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        v = tl.load(v_ptr + idx, mask=mask).to(CT) * rho + one_minus_rho * grad * grad
-        u = tl.load(u_ptr + idx, mask=mask).to(CT)
-        delta = div_rn(sqrt_rn(u + eps), sqrt_rn(v + eps)) * grad
-        tl.store(v_ptr + idx, v.to(PT), mask=mask)
-        tl.store(u_ptr + idx, (u * rho + one_minus_rho * delta * delta).to(PT), mask=mask)
-        tl.store(p_ptr + idx, (param + neg_lr * delta).to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (neg_lr, rho, one_minus_rho, eps), weight_decay, None,
+                      None, _adadelta_update, None, WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
+
+
+@triton.jit
+def _asgd_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                 PT: tl.constexpr, CT: tl.constexpr):
+    decay, neg_eta, mu = scalars
+    AVERAGE: tl.constexpr = FLAGS[0]
+    stored = (param * decay + neg_eta * grad).to(PT)
+    param = stored.to(CT)
+    ax_ptr = _address(tensors, chunks, 2, PT)
+    if AVERAGE:
+        ax = tl.load(ax_ptr + idx, mask=mask).to(CT)
+        param = ax + (param - ax) * mu
+    tl.store(ax_ptr + idx, param.to(PT), mask=mask)
+    return stored
 
 
 @triton.jit
@@ -146,26 +167,29 @@ def _asgd_kernel(tensors, chunks, decay, neg_eta, mu, weight_decay, WEIGHT_DECAY
                  GT: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr):
     """ASGD: p = p decay - eta g (decay = 1 - lambd eta); ax += mu (p - ax) with AVERAGE,
     else ax = p (mu is 1), from the stored (rounded) parameter."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    ax_ptr = _address(tensors, chunks, 2, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, weight_decay, WEIGHT_DECAY,
-                                      MAXIMIZE, CT)
-        stored = (param * decay + neg_eta * grad).to(PT)
-        tl.store(p_ptr + idx, stored, mask=mask)
-        param = stored.to(CT)
-        if AVERAGE:
-            ax = tl.load(ax_ptr + idx, mask=mask).to(CT)
-            param = ax + (param - ax) * mu
-        tl.store(ax_ptr + idx, param.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (decay, neg_eta, mu), weight_decay, None, None,
+                      _asgd_update, (AVERAGE,), WEIGHT_DECAY, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
 @triton.jit
 def _sign(x):
     return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype)
+
+
+@triton.jit
+def _rprop_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.constexpr,
+                  PT: tl.constexpr, CT: tl.constexpr):
+    etaminus, etaplus, step_size_min, step_size_max = scalars
+    prev_ptr, s_ptr = state_columns(tensors, chunks, PT)
+    product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
+    factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
+    factor = factor.to(PT).to(CT)
+    size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
+    size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
+    tl.store(s_ptr + idx, size, mask=mask)
+    grad = tl.where(product < 0, 0.0, grad)
+    tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
+    return param - _sign(grad) * size.to(CT)
 
 
 @triton.jit
@@ -175,30 +199,19 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
     """Rprop: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0, etaminus
     where < 0 (the gradient taken as 0 there), else 1, rounded to PT as PyTorch's; p -= sign(g)
     s; prev = g."""
-    p_ptr, start, end = _chunk(tensors, chunks, 0, PT)
-    g_ptr = _address(tensors, chunks, 1, GT)
-    prev_ptr = _address(tensors, chunks, 2, PT)
-    s_ptr = _address(tensors, chunks, 3, PT)
-    for off in range(start, end, BLOCK):
-        idx = off + tl.arange(0, BLOCK)
-        mask = idx < end
-        param, grad = _param_and_grad(p_ptr, g_ptr, idx, mask, 0.0, False, MAXIMIZE, CT)
-        product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
-        factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
-        factor = factor.to(PT).to(CT)
-        size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
-        size = tl.minimum(tl.maximum(size, step_size_min), step_size_max).to(PT)
-        tl.store(s_ptr + idx, size, mask=mask)
-        grad = tl.where(product < 0, 0.0, grad)
-        tl.store(p_ptr + idx, (param - _sign(grad) * size.to(CT)).to(PT), mask=mask)
-        tl.store(prev_ptr + idx, grad.to(PT), mask=mask)
+    multi_tensor_step(tensors, chunks, (etaminus, etaplus, step_size_min, step_size_max), 0.0,
+                      None, None, _rprop_update, None, False, MAXIMIZE, PT, GT, CT, BLOCK)
 
 
-def _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled):
-    """The moment and weight-decay arguments NAdam and RAdam share with Adam's kernel."""
+def _moment_scalars(beta1, beta2, eps):
+    """The moment arguments NAdam and RAdam share with Adam's kernel: beta2, lerp's coefficient
+    and flag, 1 - beta2, eps."""
     weight, small = _lerp_coefficient(1 - beta1)
-    return dict(beta2=beta2, lerp_coef=weight, lerp_small=small, one_minus_beta2=1 - beta2,
-                eps=eps, decay=1 - lr * weight_decay if decoupled else weight_decay)
+    return float(beta2), float(weight), small, float(1 - beta2), float(eps)
+
+
+def _decay(lr, weight_decay, decoupled):
+    return float(1 - lr * weight_decay if decoupled else weight_decay)
 
 
 def _adam_like_flags(weight_decay, decoupled, maximize):
@@ -210,33 +223,47 @@ def _adam_like_flags(weight_decay, decoupled, maximize):
 def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
                decoupled, maximize, bias_correction2, grad_coef, avg_coef):
     """One NAdam step of every parameter and its moments, in place: one launch per dtype pair."""
-    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
-    hyper.update(bias_correction2=bias_correction2, grad_coef=grad_coef, avg_coef=avg_coef)
-    _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
+    scalars = _moment_scalars(beta1, beta2, eps) + (_decay(lr, weight_decay, decoupled),)
+    _step(_nadam_kernel, [params, grads, exp_avgs, exp_avg_sqs],
+          scalars + (float(bias_correction2), float(grad_coef), float(avg_coef)),
           _adam_like_flags(weight_decay, decoupled, maximize))
 
 
 @register("radam_step", "cuda")
 def radam_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
-               decoupled, maximize, bias_correction1, bias_correction2, rect):
+               decoupled, maximize, bias_correction1, bias_correction2, rect, steps=None):
     """One RAdam step of every parameter and its moments, in place: one launch per dtype pair;
-    `rect` None while the variance is not yet tractable."""
-    hyper = _adam_like_hyper(beta1, beta2, eps, lr, weight_decay, decoupled)
-    hyper.update(lr=lr, bias_correction1=bias_correction1, bc2_sqrt=bias_correction2 ** 0.5,
-                 rect=1.0 if rect is None else rect)
+    `rect` None while the variance is not yet tractable. With `steps` (the float32 counters,
+    advanced already) the kernel computes the per-step scalars (the host's are None) and `lr`
+    may be a 0-d array."""
     flags = _adam_like_flags(weight_decay, decoupled, maximize)
-    _step(_radam_kernel, [params, grads, exp_avgs, exp_avg_sqs], hyper,
-          dict(flags, RECTIFY=rect is not None))
+    lists = [params, grads, exp_avgs, exp_avg_sqs]
+    if steps is None:
+        per_step = (_decay(lr, weight_decay, decoupled), float(lr), float(bias_correction1),
+                    float(bias_correction2 ** 0.5), 1.0 if rect is None else float(rect),
+                    None, None, None, None)
+    else:
+        per_step = (None, lr_arg(lr), None, None, None, float(weight_decay), log_beta(beta1),
+                    log_beta(beta2), 2 / (1 - beta2) - 1)
+        lists.append(steps)
+    _step(_radam_kernel, lists, _moment_scalars(beta1, beta2, eps) + per_step,
+          dict(flags, RECTIFY=rect is not None or steps is not None))
 
 
 @register("adamax_step", "cuda")
 def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_decay, maximize,
-                neg_clr):
-    """One Adamax step of every parameter and its state, in place: one launch per dtype pair."""
+                neg_clr, steps=None, lr=None):
+    """One Adamax step of every parameter and its state, in place: one launch per dtype pair.
+    With `steps` (as radam_step's) `neg_clr` is None and the kernel computes it from `lr`."""
     weight, small = _lerp_coefficient(1 - beta1)
-    hyper = dict(beta2=beta2, lerp_coef=weight, lerp_small=small, eps=eps,
-                 weight_decay=weight_decay, neg_clr=neg_clr)
-    _step(_adamax_kernel, [params, grads, exp_avgs, exp_infs], hyper,
+    scalars = (float(beta2), float(weight), small, float(eps), float(weight_decay))
+    lists = [params, grads, exp_avgs, exp_infs]
+    if steps is None:
+        scalars += (float(neg_clr), None, None)
+    else:
+        scalars += (None, lr_arg(lr), log_beta(beta1))
+        lists.append(steps)
+    _step(_adamax_kernel, lists, scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
 
 
@@ -244,16 +271,16 @@ def adamax_step(params, grads, exp_avgs, exp_infs, beta1, beta2, eps, weight_dec
 def adadelta_step(params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize):
     """One Adadelta step of every parameter and its state, in place: one launch per dtype
     pair."""
-    hyper = dict(neg_lr=-lr, rho=rho, one_minus_rho=1 - rho, eps=eps, weight_decay=weight_decay)
-    _step(_adadelta_kernel, [params, grads, square_avgs, acc_deltas], hyper,
+    scalars = (float(-lr), float(rho), float(1 - rho), float(eps), float(weight_decay))
+    _step(_adadelta_kernel, [params, grads, square_avgs, acc_deltas], scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, MAXIMIZE=bool(maximize)))
 
 
 @register("asgd_step", "cuda")
 def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
     """One ASGD step of every parameter and its average, in place: one launch per dtype pair."""
-    hyper = dict(decay=1 - lambd * eta, neg_eta=-eta, mu=mu, weight_decay=weight_decay)
-    _step(_asgd_kernel, [params, grads, axs], hyper,
+    scalars = (float(1 - lambd * eta), float(-eta), float(mu), float(weight_decay))
+    _step(_asgd_kernel, [params, grads, axs], scalars,
           dict(WEIGHT_DECAY=weight_decay != 0, AVERAGE=mu != 1, MAXIMIZE=bool(maximize)))
 
 
@@ -261,44 +288,39 @@ def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
 def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
                step_size_max, maximize):
     """One Rprop step of every parameter and its state, in place: one launch per dtype pair."""
-    hyper = dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_size_min,
-                 step_size_max=step_size_max)
-    _step(_rprop_kernel, [params, grads, prevs, step_sizes], hyper,
+    scalars = (float(etaminus), float(etaplus), float(step_size_min), float(step_size_max))
+    _step(_rprop_kernel, [params, grads, prevs, step_sizes], scalars,
           dict(MAXIMIZE=bool(maximize)))
 
 
 def _samples():
-    """(kernel, hyperparameters, flag sets) of each kernel, for compile_all."""
-    adam_like = _adam_like_hyper(0.9, 0.999, 1e-8, 1e-3, 0.01, False)
+    """(kernel, scalars, flag sets) of each kernel, for compile_all."""
+    moment = _moment_scalars(0.9, 0.999, 1e-8)
     adam_flags = [dict(WEIGHT_DECAY=True, DECOUPLED=True, MAXIMIZE=False),
                   dict(WEIGHT_DECAY=True, DECOUPLED=False, MAXIMIZE=True),
                   dict(WEIGHT_DECAY=False, DECOUPLED=False, MAXIMIZE=False)]
     plain_flags = [dict(WEIGHT_DECAY=False, MAXIMIZE=False),
                    dict(WEIGHT_DECAY=True, MAXIMIZE=True)]
+    counters = (log_beta(0.9), log_beta(0.999), 1999.0)
     return [
-        (_nadam_kernel, dict(adam_like, bias_correction2=0.1, grad_coef=-1e-3, avg_coef=-1e-3),
-         adam_flags),
-        (_radam_kernel, dict(adam_like, lr=1e-3, bias_correction1=0.1, bc2_sqrt=0.3, rect=0.5),
+        (_nadam_kernel, moment + (0.99, 0.1, -1e-3, -1e-3), adam_flags),
+        (_radam_kernel, moment + (0.99, 1e-3, 0.1, 0.3, 0.5, None, None, None, None),
          [dict(f, RECTIFY=r) for f in adam_flags for r in (True, False)]),
-        (_adamax_kernel, dict(beta2=0.999, lerp_coef=0.1, lerp_small=1, eps=1e-8,
-                              weight_decay=0.0, neg_clr=-1e-2), plain_flags),
-        (_adadelta_kernel, dict(neg_lr=-1.0, rho=0.9, one_minus_rho=0.1, eps=1e-6,
-                                weight_decay=0.0), plain_flags),
-        (_asgd_kernel, dict(decay=1.0, neg_eta=-1e-2, mu=1.0, weight_decay=0.0),
+        (_radam_kernel, moment + (None, 1e-3, None, None, None, 0.01) + counters,
+         [dict(f, RECTIFY=True) for f in adam_flags]),
+        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, -1e-2, None, None), plain_flags),
+        (_adamax_kernel, (0.999, 0.1, 1, 1e-8, 0.0, None, 1e-3, log_beta(0.9)), plain_flags),
+        (_adadelta_kernel, (-1.0, 0.9, 0.1, 1e-6, 0.0), plain_flags),
+        (_asgd_kernel, (1.0, -1e-2, 1.0, 0.0),
          [dict(f, AVERAGE=a) for f in plain_flags for a in (True, False)]),
-        (_rprop_kernel, dict(etaminus=0.5, etaplus=1.2, step_size_min=1e-6, step_size_max=50.0),
-         [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
+        (_rprop_kernel, (0.5, 1.2, 1e-6, 50.0), [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
     ]
 
 
 def compile_all(target):
     """Every kernel with each of its option sets, for float32/float16/bfloat16/float64,
     compiled for `target`."""
-    import ml_dtypes
-    floats = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
-              np.dtype(np.float64)]
-    for fn, hyper, flag_sets in _samples():
-        for dt in floats:
+    for fn, scalars, flag_sets in _samples():
+        for dt in _floats():
             for flags in flag_sets:
-                _launch(fn, (1,), _step_entries(0, 0, dt, dt, hyper, flags), 0, 0,
-                        target=target)
+                _launch(fn, (1,), (0, 0, *scalars), _step_meta(dt, dt, flags), 0, 0, target)
