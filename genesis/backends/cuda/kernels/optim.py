@@ -35,7 +35,7 @@ from triton.language.extra import libdevice
 
 from ....dispatch import register
 from ..launch import Launch, LaunchCache
-from ..runtime import driver
+from ..runtime.graphs import active_capture, keep_alive, upload
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -450,6 +450,8 @@ class _Tables:
                 self.uploaded.clear()
             table = self.uploaded[key] = _upload(self._layout(sizes), columns, len(sizes),
                                                  device, stream)
+        if active_capture(stream) is not None:  # a graph's table must outlive this cache
+            keep_alive(stream, table[0])
         return table
 
     def clear(self):
@@ -488,7 +490,7 @@ def _upload(layout, columns, count, device, stream):
     for c, addresses in enumerate(columns):
         host[c:count * width:width] = addresses
     arr = CUDAArray.empty(host.shape, host.dtype, device, stream)
-    driver.memcpy_htod(arr.ptr, host.ctypes.data, host.nbytes, stream)
+    upload(arr.ptr, host, stream)
     return arr, arr.ptr, arr.ptr + count * width * 8, (host.size - count * width) // 2
 
 
