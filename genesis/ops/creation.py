@@ -467,12 +467,6 @@ class CreationMethods:
             device = Device("cuda", device if isinstance(device, int) else Device(device).index)
         return self.to("cuda" if device is None else device, non_blocking=non_blocking)
 
-    def type(self, dtype=None):
-        """The type name ("genesis.float32") without an argument, else a copy in `dtype`."""
-        if dtype is None:
-            return f"genesis.{self.dtype.name}"
-        return self.to(dtypes.as_dtype(dtype))
-
     def float(self):
         """`self.to(genesis.float32)`."""
         return self.to(dtypes.float32)

@@ -236,14 +236,17 @@ def logdet(input):
 
 
 def slogdet(input):
+    """(sign, log|det|) of square matrices."""
     return SlogdetResult(*dec.slogdet(input))
 
 
 def inverse(input):
+    """The inverse of square matrices (`linalg.inv`)."""
     return dec.inv(input)
 
 
 def cholesky(input, upper=False):
+    """The Cholesky factor of symmetric positive-definite matrices (lower unless `upper`)."""
     return dec.cholesky(input, upper=upper)
 
 
@@ -293,17 +296,29 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     return TriangularSolveResult(X, A.clone())
 
 
-def _svd_method(self, some=True, compute_uv=True):
-    return svd(self, some, compute_uv)
+class MatrixFunctionsMethods:
+    """Tensor methods of this family."""
 
+    det = dec.det
+    logdet = logdet
+    slogdet = slogdet
+    inverse = inverse
+    cholesky = cholesky
+    qr = qr
+    pinverse = pinverse
+    matrix_power = matrix_power
+    cholesky_solve = cholesky_solve
+    cholesky_inverse = cholesky_inverse
+    triangular_solve = triangular_solve
+    cross = cross
+    matrix_exp = matrix_exp
+    lu = lu
+    lu_solve = lu_solve
 
-TENSOR_METHODS = {
-    "det": dec.det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse,
-    "cholesky": cholesky, "svd": _svd_method, "qr": qr, "pinverse": pinverse,
-    "matrix_power": matrix_power, "cholesky_solve": cholesky_solve,
-    "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve, "cross": cross,
-    "matrix_exp": matrix_exp, "lu": lu, "lu_solve": lu_solve,
-}
+    def svd(self, some=True, compute_uv=True):
+        """`torch.svd` of this tensor: (U, S, V), reduced unless some=False."""
+        return svd(self, some, compute_uv)
+
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
