@@ -13,7 +13,7 @@ from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_
 from .dtypes import bool_ as bool  # noqa: A001  (genesis.bool, as torch.bool)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
-from .dlpack import from_dlpack
+from .dlpack import from_dlpack, to_dlpack
 from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
@@ -36,8 +36,10 @@ from .ops.numeric import *  # noqa: F401,F403
 from .ops.matrix_functions import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
+from .settings import *  # noqa: F401,F403
 from . import nn, optim, utils
 from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
+from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import amp, distributed, models

@@ -7,7 +7,7 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 """
 
 from ..tensor import Tensor
-from . import creation, elementwise, index, linalg, random, reduce, shape
+from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, matrix_functions, statistics, windows
 
@@ -21,7 +21,7 @@ METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.Shape
            compare.CompareMethods, counting.CountingMethods, products.ProductsMethods,
            rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
            legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,
-           matrix_functions.MatrixFunctionsMethods)
+           matrix_functions.MatrixFunctionsMethods, activation.ActivationMethods)
 
 
 def bind(methods):

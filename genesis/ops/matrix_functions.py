@@ -57,6 +57,23 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return out
 
 
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm over one or two dimensions `dim` (`torch.frobenius_norm`)."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
+                           f"instead.")
+    return vector_norm(input, 2, dims, keepdim)
+
+
+def nuclear_norm(input, dim=(0, 1), keepdim=False):
+    """The sum of the singular values of the matrices over `dim` (the first two dims by
+    default); `nuclear_norm(input, keepdim)` as in PyTorch also works."""
+    if isinstance(dim, bool):
+        dim, keepdim = (0, 1), dim
+    return matrix_norm(input, "nuc", tuple(dim), keepdim)
+
+
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """`linalg.norm`: a vector norm (one dim, or a 1-D input) or a matrix norm (two dims, or a
     2-D input when `ord` is given); ord None over no dim is the 2-norm of the flattened input."""
@@ -322,6 +339,6 @@ class MatrixFunctionsMethods:
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
-           "matrix_exp", "lu", "lu_unpack", "lu_solve"]
+           "matrix_exp", "lu", "lu_unpack", "lu_solve", "frobenius_norm", "nuclear_norm"]
 
 det = dec.det

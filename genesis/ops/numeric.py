@@ -17,8 +17,8 @@ from .linalg import tensordot
 from .products import ProductsMethods
 from .random import multinomial
 from .reduce import cumprod, cumsum, sum, vector_norm
-from .shape import (ShapeMethods, broadcast_to, chunk, diag, diagonal, flatten, narrow, split,
-                    stack, tensor_split)
+from .shape import (ShapeMethods, broadcast_to, cat, chunk, diag, diagonal, flatten, narrow,
+                    split, stack, tensor_split)
 from .special import SpecialMethods
 
 _LN2 = math.log(2.0)
@@ -155,6 +155,86 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal rule along `dim` (one element fewer than `y`)."""
     pieces, dim = _trapezoids(y, x, 1 if dx is None else dx, dim)
     return y if pieces is None else cumsum(pieces, dim)
+
+
+def _check_spacing(spacing, dims, input):
+    """One step (a number) or one 1-D coordinate tensor per dimension in `dims`."""
+    if isinstance(spacing, (int, float)):
+        return [spacing] * len(dims)
+    spacing = list(spacing)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a "
+                           f"spacing argument of length {len(spacing)} and a dim argument of "
+                           f"length {len(dims)}.")
+    for h, d in zip(spacing, dims):
+        if isinstance(h, Tensor) and h.ndim != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
+                               f"dimension, but got an element with {h.ndim} dimensions!")
+        if isinstance(h, Tensor) and h.shape[0] != input.shape[d]:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"and of size {input.shape[d]} along dimension {d}, got "
+                               f"{h.shape[0]}")
+    return spacing
+
+
+def _slicer(f, dim):
+    """at(start, length=1): the slice of `f` along `dim` (a view)."""
+    return lambda start, length=1: narrow(f, dim, start, length)
+
+
+def _uniform_gradient(f, dim, h, edge_order):
+    """Central differences with step h inside; one-sided of order `edge_order` at the ends."""
+    n = f.shape[dim]
+    at = _slicer(f, dim)
+    inside = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h, (at(n - 1) - at(n - 2)) / h
+    else:
+        first = (-1.5 * at(0) + 2 * at(1) - 0.5 * at(2)) / h
+        last = (0.5 * at(n - 3) - 2 * at(n - 2) + 1.5 * at(n - 1)) / h
+    return cat([first, inside, last], dim)
+
+
+def _coordinate_gradient(f, dim, x, edge_order):
+    """numpy.gradient's second-order differences over the sample coordinates `x`."""
+    n = f.shape[dim]
+    at = _slicer(f, dim)
+    shape = [1] * f.ndim
+    shape[dim] = -1
+    dx = (x[1:] - x[:-1]).to(f.dtype)
+    h1, h2 = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+    inside = (-h2 / (h1 * (h1 + h2)) * at(0, n - 2) + (h2 - h1) / (h1 * h2) * at(1, n - 2)
+              + h1 / (h2 * (h1 + h2)) * at(2, n - 2))
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / dx[0], (at(n - 1) - at(n - 2)) / dx[-1]
+    else:
+        a, b = dx[0], dx[1]
+        first = (-(2 * a + b) / (a * (a + b)) * at(0) + (a + b) / (a * b) * at(1)
+                 - a / (b * (a + b)) * at(2))
+        a, b = dx[-2], dx[-1]
+        last = (b / (a * (a + b)) * at(n - 3) - (a + b) / (a * b) * at(n - 2)
+                + (2 * b + a) / (b * (a + b)) * at(n - 1))
+    return cat([first, inside, last], dim)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of `input` estimated along each of `dim` (all dimensions by default), one
+    tensor per dimension: central differences inside, one-sided differences of order
+    `edge_order` at the ends. `spacing` is one step for every dimension, one step per dimension,
+    or one 1-D tensor of sample coordinates per dimension (as numpy.gradient)."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = builtins.range(input.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
+    dims = [wrap_dim(d, input.ndim, "gradient") for d in dims]
+    spacing = _check_spacing(spacing, dims, input)
+    if any(input.shape[d] < edge_order + 1 for d in dims):
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    return tuple(_coordinate_gradient(input, d, h, edge_order) if isinstance(h, Tensor) else
+                 _uniform_gradient(input, d, h, edge_order) for d, h in zip(dims, spacing))
 
 
 def vander(x, N=None, increasing=False):
@@ -294,6 +374,29 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return out.requires_grad_(True) if requires_grad else out
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` whose dimensions lie in memory in the order
+    `physical_layout` (outermost first): empty_permuted((2, 3, 4), (0, 2, 1)) has strides
+    (12, 1, 3)."""
+    size, layout = tuple(size), tuple(physical_layout)
+    if len(size) != len(layout):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(layout)}")
+    if sorted(layout) != list(builtins.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(layout)} is not a permutation "
+                           f"of the dimensions of size {list(size)}")
+    out = empty(tuple(size[d] for d in layout), dtype=dtype, device=device)
+    out = out.permute(*(layout.index(d) for d in builtins.range(len(size))))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def get_device(input):
+    """The CUDA device index of a CUDA tensor, -1 for a CPU tensor."""
+    return input.get_device()
+
+
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     return sub(other, input, alpha=alpha)
@@ -405,6 +508,12 @@ class NumericMethods:
                                f"{{{', '.join(map(str, self.shape))}}}.")
         return sum_to(self, size)
 
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                          pin_memory=False):
+        """empty_strided with this tensor's dtype and device unless given."""
+        return empty_strided(size, stride, dtype=dtype or self.dtype,
+                             device=device or self.device, requires_grad=requires_grad)
+
     def fill_diagonal_(self, fill_value, wrap=False):
         """Write `fill_value` on the main diagonal (of a matrix, or of an equal-sided tensor)."""
         if self.ndim < 2:
@@ -501,4 +610,5 @@ __all__ = [
     "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
     "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "trapezoid", "trapz",
     "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes", "broadcast_tensors",
-    "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range", "empty_strided"]
+    "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range", "empty_strided",
+    "gradient", "empty_permuted", "get_device"]
