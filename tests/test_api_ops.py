@@ -443,7 +443,8 @@ OPS = [
         lib.convolution(y, wt, None, [2], [1], [1], True, [1], 1),
         lib.convolution(y, w[..., 0, :], b, [1], [0], [1], False, [0], 1)),
        lambda rng, d: [[rand(rng, (2, 2, 5, 6), d), rand(rng, (4, 2, 3, 3), d), rand(rng, (4,), d),
-                        rand(rng, (1, 2, 5), d), rand(rng, (2, 3, 3), d)]], FLOATS, (0, 1, 2, 3, 4)),
+                        rand(rng, (1, 2, 5), d), rand(rng, (2, 3, 3), d)]],
+       FLOATS, (0, 1, 2, 3, 4)),
     Op("nn_grid_sampler", lambda lib, x, theta, g: (
         lib.affine_grid_generator(theta, (2, 3, 4, 5), False),
         lib.grid_sampler(x, lib.affine_grid_generator(theta, (2, 3, 4, 5), True), 0, 0, True),

@@ -306,7 +306,8 @@ __all__ = [
     "rrelu", "rrelu_", "kl_div", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
     "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss", "poisson_nll_loss",
     "ctc_loss", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
-    "affine_grid_generator", "norm_except_dim", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell",
+    "affine_grid_generator", "norm_except_dim", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell",
+    "gru_cell",
     "bilinear", "celu_", "channel_shuffle", "conv3d", "conv_transpose1d", "conv_transpose2d",
     "conv_transpose3d", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
     "pixel_unshuffle", "selu_", "threshold", "threshold_"]
