@@ -46,6 +46,7 @@ class HostArray:
         return out
 
     size = property(lambda self: math.prod(self.shape))
+    ndim = property(lambda self: len(self.shape))
     itemsize = property(lambda self: self.dtype.itemsize)
 
     def numpy(self):
@@ -158,6 +159,7 @@ def fake(monkeypatch):
                  "triu": lambda a, k: HostArray.of(np.triu(a.numpy(), k)),
                  "to_numpy": lambda a: a.numpy().copy()}
     monkeypatch.setattr(lc, "CUDAArray", HostArray)
+    monkeypatch.setattr(lc, "from_numpy", lambda values, device: HostArray.of(values))
     monkeypatch.setattr(lc, "strided_copy", lambda dst, src, stream: np.copyto(dst.numpy(),
                                                                                src.numpy()))
     monkeypatch.setattr(lc, "kernel", lambda name, device_type: triangles[name])
@@ -211,6 +213,16 @@ def test_solve(fake, rng, dtype, shape, k, layout):
                                atol=TOL[dtype])
     assert x.numpy().shape == b.shape and not info.numpy().any()
     assert lib.calls.count("getrf") == lib.calls.count("getrs") == math.prod(shape[:-2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5)])
+def test_inv(fake, rng, dtype, shape):
+    fake.use(dtype)
+    a = _general(rng, shape, dtype) + 3 * np.eye(shape[-1], dtype=dtype)
+    out, info = lc.inv_ex(_device(a, "transposed"))
+    np.testing.assert_allclose(out.numpy(), np.linalg.inv(a), rtol=TOL[dtype], atol=TOL[dtype])
+    assert not info.numpy().any()
 
 
 def test_solve_reports_the_singular_pivot(fake, rng):

@@ -2,8 +2,8 @@
 differentiable.
 
 Decompositions run in the backend's kernels: numpy.linalg on the CPU; on CUDA, cuSOLVER for
-solve, cholesky, eigh and svd (genesis/backends/cuda/linalg_cusolver.py) and a host round trip
-for the rest (linalg_host.py); their gradients are genesis ops.
+solve, inv, cholesky, eigh and svd (genesis/backends/cuda/linalg_cusolver.py) and a host round
+trip for the rest (linalg_host.py); their gradients are genesis ops.
 """
 
 from ..ops.decompositions import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv,

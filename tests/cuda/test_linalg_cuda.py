@@ -1,4 +1,4 @@
-"""genesis.linalg's solve, cholesky, eigh and svd on "cuda" through cuSOLVER, against PyTorch
+"""genesis.linalg's solve, inv, cholesky, eigh and svd on "cuda" through cuSOLVER, against PyTorch
 on the CPU: float32 and float64, batches, transposed inputs, info of singular and indefinite
 matrices, gradients, and the host round trip they fall back to. Skipped without a GPU.
 """
@@ -46,6 +46,14 @@ def test_solve(dtype, shape, layout, rng):
                  atol=atol * 10)
     assert_close(genesis.linalg.solve(ga, gb[..., 0]), torch.linalg.solve(ta, tb[..., 0]),
                  rtol=rtol * 10, atol=atol * 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_inv(dtype, layout, rng):
+    ga, ta = _pair(rng.standard_normal((3, 24, 24)) + 3 * np.eye(24), dtype, layout)
+    rtol, atol = TOL[dtype]
+    assert_close(genesis.linalg.inv(ga), torch.linalg.inv(ta), rtol=rtol * 10, atol=atol * 10)
 
 
 def test_solve_singular_raises_with_the_pivot(rng):

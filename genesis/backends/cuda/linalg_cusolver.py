@@ -1,5 +1,5 @@
-"""linalg.solve, cholesky, eigh and svd on CUDA through cuSOLVER's dense routines: getrf and
-getrs, potrf, syevd, gesvdj, in float32 and float64.
+"""linalg.solve, inv, cholesky, eigh and svd on CUDA through cuSOLVER's dense routines: getrf
+and getrs, potrf, syevd, gesvdj, in float32 and float64.
 
 The library is libcusolver (the nvidia-cusolver wheel, which PyTorch's CUDA wheels also install),
 reached through nvmath-python's bindings and loaded by nvmath's loader when the device's handle is
@@ -17,8 +17,11 @@ straight into the `info` array the op returns.
 import functools
 import warnings
 
+import numpy as np
+
 from ...dispatch import kernel, register
 from ..cpu.decompositions import KERNELS
+from .array_ops import from_numpy
 from .kernels.copy import strided_copy
 from .linalg_host import on_host
 from .runtime.array import CUDAArray
@@ -70,9 +73,9 @@ def available(device):
     except Exception as e:  # ImportError, or nvmath's loader failing to find libcusolver
         _failure = e
         warnings.warn(f"genesis.linalg on CUDA: cuSOLVER is unavailable ({type(e).__name__}: "
-                      f"{e}); solve, cholesky, eigh and svd run as a host round trip through "
-                      f"numpy.linalg. Install nvmath-python and the nvidia-cusolver wheel to run "
-                      f"them on the GPU.", RuntimeWarning, stacklevel=3)
+                      f"{e}); solve, inv, cholesky, eigh and svd run as a host round trip "
+                      f"through numpy.linalg. Install nvmath-python and the nvidia-cusolver wheel "
+                      f"to run them on the GPU.", RuntimeWarning, stacklevel=3)
         return False
     return True
 
@@ -141,6 +144,15 @@ def solve_ex(a, b):
         getrf(handle, n, n, m, n, work.ptr, _rows(pivots, i), info.ptr + 4 * i)
         getrs(handle, OP_T, n, k, m, n, _rows(pivots, i), rhs, n, status.ptr)
     return _copy(x, stream, transpose=True), info
+
+
+def inv_ex(a):
+    """(inverse, info): solve_ex against the identity, broadcast over the batch."""
+    n = a.shape[-1]
+    eye = from_numpy(np.eye(n, dtype=a.dtype), a.device)
+    identity = CUDAArray(eye.storage, a.shape, (0,) * (a.ndim - 2) + eye.strides, eye.offset,
+                         eye.dtype)
+    return solve_ex(a, identity)
 
 
 def cholesky_plan(upper):
@@ -247,8 +259,8 @@ def _dispatching(name, solver):
     return register(name, "cuda")(run)
 
 
-SOLVERS = {"linalg_solve_ex": solve_ex, "linalg_cholesky_ex": cholesky_ex, "linalg_eigh": eigh,
-           "linalg_svd": svd}
+SOLVERS = {"linalg_solve_ex": solve_ex, "linalg_inv_ex": inv_ex,
+           "linalg_cholesky_ex": cholesky_ex, "linalg_eigh": eigh, "linalg_svd": svd}
 
 for _name, _solver in SOLVERS.items():
     _dispatching(_name, _solver)

@@ -3,7 +3,7 @@ the CPU backend's numpy.linalg kernel, copy the results back to the operands' de
 
 This keeps every `genesis.linalg` op (and its gradient, which is written with genesis ops)
 working on CUDA tensors. The copies synchronize the current stream, so these ops are correct but
-not fast on the GPU: solve, cholesky, eigh and svd run through cuSOLVER instead where it is
+not fast on the GPU: solve, inv, cholesky, eigh and svd run through cuSOLVER instead where it is
 available (linalg_cusolver.py), and come back here where it is not.
 """
 
