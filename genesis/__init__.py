@@ -6,14 +6,14 @@ Public names only; see the subpackages for the layers (tensor, autograd, ops, di
 from . import autograd, cuda, dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
-from .device import device
+from .device import device, get_default_device, set_default_device
 from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, promote_types, result_type as _result_type,
                      set_default_dtype, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (genesis.bool, as torch.bool)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
-from .dlpack import from_dlpack
+from .dlpack import from_dlpack, to_dlpack
 from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
@@ -36,8 +36,10 @@ from .ops.numeric import *  # noqa: F401,F403
 from .ops.matrix_functions import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
+from .settings import *  # noqa: F401,F403
 from . import nn, optim, utils
 from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
+from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import amp, distributed, models

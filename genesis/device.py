@@ -73,6 +73,27 @@ def as_device(value):
     return device(value)
 
 
+_default_device = None  # set_default_device's device; None is the CPU
+
+
+def set_default_device(device):
+    """Make `device` the one factory functions (tensor, zeros, arange, randn...) use when they
+    are given none; None restores the CPU."""
+    global _default_device
+    _default_device = None if device is None else as_device(device)
+
+
+def get_default_device():
+    """The device factory functions use when they are given none ("cuda" as the current CUDA
+    device)."""
+    return resolve(_default_device)
+
+
+def factory_device(device):
+    """A factory function's `device` argument, the default device when None."""
+    return as_device(_default_device if device is None else device)
+
+
 def resolve(dev):
     """A concrete device: "cuda" without an index becomes the current CUDA device."""
     dev = as_device(dev)

@@ -310,6 +310,7 @@ class Tensor:
                             version=self._version_counter)
 
     def detach_(self):
+        """Make this tensor a leaf that requires no gradient, in place."""
         if self._base is not None and self._base.requires_grad:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None

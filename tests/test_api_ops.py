@@ -346,6 +346,120 @@ OPS = [
        lambda rng, d: [[rand(rng, (3, 4), d, 0.5, 3), rand(rng, (2, 4), d)]], FLOATS),
     Op("fill_diagonal_wrap", lambda lib, x: x.clone().fill_diagonal_(5, wrap=True),
        lambda rng, d: [[rand(rng, (7, 3), d)]], FLOATS + INTS),
+    Op("gradient", lambda lib, x, c: (
+        lib.gradient(x), lib.gradient(x, spacing=2.0, dim=1, edge_order=2),
+        lib.gradient(x, spacing=[0.5, 3.0]), lib.gradient(x, spacing=(c,), dim=-1),
+        lib.gradient(x, spacing=(c,), dim=1, edge_order=2)),
+       lambda rng, d: [[rand(rng, (4, 5), d), torch.cumsum(rand(rng, (5,), d, 0.5, 1.5), 0)],
+                       [rand(rng, (3, 5), d), torch.cumsum(rand(rng, (5,), d, 0.5, 1.5), 0)]],
+       FLOATS, (0, 1)),
+    Op("gradient_int", lambda lib, x: (lib.gradient(x), lib.gradient(x, dim=0, edge_order=2)),
+       lambda rng, d: [[rand(rng, (3, 4), d)]], (torch.int64, torch.int32)),
+    Op("frobenius_nuclear_norm", lambda lib, x, y: (
+        lib.frobenius_norm(x, (0, 1)), lib.frobenius_norm(x, 1, True), lib.nuclear_norm(x),
+        lib.nuclear_norm(x, True), lib.nuclear_norm(y, (1, 2))),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (2, 3, 4), d)]], FLOATS, (0, 1)),
+    Op("norm_except_dim", lambda lib, v: (lib.norm_except_dim(v, 2, 0),
+                                          lib.norm_except_dim(v, 3, 1),
+                                          lib.norm_except_dim(v, 2, -1),
+                                          lib.norm_except_dim(v, 2, 2)),
+       lambda rng, d: [[rand(rng, (3, 4, 5), d)]], FLOATS, (0,)),
+    # the torch-namespace forms of nn.functional's ops (ATen's argument orders)
+    Op("nn_dropout_eval", lambda lib, x: (
+        lib.dropout(x, 0.5, False), lib.dropout(x, 0.0, True), lib.dropout(x, 1.0, True),
+        lib.alpha_dropout(x, 0.3, False), lib.feature_alpha_dropout(x, 0.3, False),
+        lib.feature_dropout(x, 0.3, False), lib.feature_dropout(x, 1.0, True)),
+       lambda rng, d: [[rand(rng, (2, 3, 4), d)]], FLOATS, (0,)),
+    Op("nn_embedding", lambda lib, w, i: (lib.embedding(w, i), lib.embedding(w, i, -1)),
+       lambda rng, d: [[rand(rng, (6, 3), d), rand(rng, (2, 4), torch.int64, 0, 1)]],
+       FLOATS, (0,)),
+    Op("nn_embedding_padding", lambda lib, w, i: lib.embedding(w, i, 2),
+       lambda rng, d: [[rand(rng, (6, 3), d), rand(rng, (2, 4), torch.int64, 0, 1)]], FLOATS),
+    Op("nn_embedding_renorm_", lambda lib, w, i: lib.embedding_renorm_(w.clone(), i, 1.0, 2.0),
+       lambda rng, d: [[rand(rng, (6, 3), d), rand(rng, (2, 4), torch.int64, 0, 1)]], FLOATS),
+    Op("nn_batch_instance_norm", lambda lib, x, w, b, m, v: (
+        lib.batch_norm(x, w, b, m, v, False, 0.1, 1e-5, False),
+        lib.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, True),
+        lib.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, False)),
+       lambda rng, d: [[rand(rng, (4, 3, 5), d), rand(rng, (3,), d), rand(rng, (3,), d),
+                        rand(rng, (3,), d), rand(rng, (3,), d, 0.5, 2.0)]], FLOATS, (0, 1, 2)),
+    Op("nn_pad_pool1d", lambda lib, x: (
+        lib.constant_pad_nd(x, (1, 2, 0, 1), 3.0), lib.max_pool1d(x, 3),
+        lib.max_pool1d(x, 2, 1, 1), lib.avg_pool1d(x, 3, [], 1),
+        lib.avg_pool1d(x, 2, 2, 0, True, False), lib.adaptive_avg_pool1d(x, 4),
+        lib.adaptive_max_pool1d(x, 4)),
+       lambda rng, d: [[rand(rng, (2, 3, 9), d)]], FLOATS, (0,)),
+    Op("nn_pool2d_3d", lambda lib, x, y: (lib.max_pool2d(x, 2), lib.max_pool2d(x, 3, 2, 1, 1, True),
+                                          lib.max_pool3d(y, 2), lib.max_pool3d(y, 2, [])),
+       lambda rng, d: [[rand(rng, (1, 2, 6, 7), d), rand(rng, (1, 2, 4, 4, 4), d)]],
+       FLOATS, (0, 1)),
+    Op("nn_losses", lambda lib, x, y, z: (
+        lib.kl_div(x, y.abs(), 1), lib.kl_div(x, y, log_target=True), lib.kl_div(x, y.abs(), 2),
+        lib.binary_cross_entropy_with_logits(x, lib.sigmoid(y), None, None, 2),
+        lib.binary_cross_entropy_with_logits(x, lib.sigmoid(y), lib.sigmoid(z),
+                                             lib.sigmoid(z[0]), 0),
+        lib.hinge_embedding_loss(x, lib.sign(y), 0.5, 1),
+        lib.margin_ranking_loss(x, y, lib.sign(z), 0.2, 2),
+        lib.poisson_nll_loss(x, y.abs(), True, False, 1e-8, 1),
+        lib.poisson_nll_loss(x.abs(), y.abs() * 3, False, True, 1e-8, 0)),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (3, 4), d), rand(rng, (3, 4), d)]],
+       FLOATS, (0, 1)),
+    Op("nn_embedding_losses", lambda lib, a, b, c: (
+        lib.cosine_embedding_loss(a, b, lib.sign(c[:, 0]), 0.1, 1),
+        lib.triplet_margin_loss(a, b, c),
+        lib.triplet_margin_loss(a, b, c, 0.5, 1.0, 1e-6, True, 1)),
+       lambda rng, d: [[rand(rng, (4, 5), d), rand(rng, (4, 5), d), rand(rng, (4, 5), d)]],
+       FLOATS, (0, 1, 2)),
+    Op("nn_ctc_loss", lambda lib, lp, tg: (
+        lib.ctc_loss(lp.log_softmax(2), tg % 3 + 1, [6, 6], [3, 3]),
+        lib.ctc_loss(lp.log_softmax(2), tg % 3 + 1, [6, 5], [3, 2], 0, 2, True),
+        lib.ctc_loss(lp.log_softmax(2), tg % 3 + 1, [6, 5], [3, 2], 0, 1)),
+       lambda rng, d: [[rand(rng, (6, 2, 4), d), rand(rng, (2, 3), torch.int64, 0, 1)]],
+       FLOATS, (0,)),
+    Op("nn_activations", lambda lib, x, w: (
+        lib.threshold(x, 0.1, 20.0), lib.threshold_(x.clone(), 0.0, -1.0), lib.selu_(x.clone()),
+        lib.celu_(x.clone(), 0.5), lib.rrelu(x, 0.1, 0.3), lib.rrelu_(x.clone()),
+        lib.prelu(x, w), x.prelu(w), x.hardshrink(0.3)),
+       lambda rng, d: [[rand(rng, (2, 3, 4), d), rand(rng, (3,), d)]], FLOATS, (0, 1)),
+    Op("nn_distances", lambda lib, a, b: (
+        lib.cosine_similarity(a, b), lib.cosine_similarity(a, b, 0, 1e-6),
+        lib.pairwise_distance(a, b), lib.pairwise_distance(a, b, 1.0, 1e-6, True),
+        lib.pdist(a), lib.pdist(a, 3.0)),
+       lambda rng, d: [[rand(rng, (4, 5), d), rand(rng, (4, 5), d)]], FLOATS, (0, 1)),
+    Op("nn_bilinear_shuffles", lambda lib, a, b, w, bias, x: (
+        lib.bilinear(a, b, w, bias), lib.pixel_shuffle(x, 2), lib.pixel_unshuffle(x, 2),
+        lib.channel_shuffle(x, 2)),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (3, 5), d), rand(rng, (2, 4, 5), d),
+                        rand(rng, (2,), d), rand(rng, (1, 8, 2, 4), d)]], FLOATS, (0, 1, 2, 3, 4)),
+    Op("nn_convs", lambda lib, x, w, y, wt: (
+        lib.conv3d(x, w), lib.conv3d(x, w, None, 1, 1), lib.conv_transpose1d(y, wt),
+        lib.conv_transpose2d(y.unsqueeze(-1), wt.unsqueeze(-1), None, 2),
+        lib.conv_transpose3d(y[..., None, None], wt[..., None, None])),
+       lambda rng, d: [[rand(rng, (1, 2, 4, 4, 4), d), rand(rng, (3, 2, 2, 2, 2), d),
+                        rand(rng, (1, 2, 5), d), rand(rng, (2, 3, 3), d)]], FLOATS, (0, 1, 2, 3)),
+    Op("nn_convolution", lambda lib, x, w, b, y, wt: (
+        lib.convolution(x, w, b, [1, 2], [1, 0], [1, 1], False, [0, 0], 1),
+        lib.convolution(x, w[:, :1], None, [1, 1], [0, 0], [2, 1], False, [0, 0], 2),
+        lib.convolution(y, wt, None, [2], [1], [1], True, [1], 1),
+        lib.convolution(y, w[..., 0, :], b, [1], [0], [1], False, [0], 1)),
+       lambda rng, d: [[rand(rng, (2, 2, 5, 6), d), rand(rng, (4, 2, 3, 3), d), rand(rng, (4,), d),
+                        rand(rng, (1, 2, 5), d), rand(rng, (2, 3, 3), d)]],
+       FLOATS, (0, 1, 2, 3, 4)),
+    Op("nn_grid_sampler", lambda lib, x, theta, g: (
+        lib.affine_grid_generator(theta, (2, 3, 4, 5), False),
+        lib.grid_sampler(x, lib.affine_grid_generator(theta, (2, 3, 4, 5), True), 0, 0, True),
+        lib.grid_sampler_2d(x, g, 1, 1, False), lib.grid_sampler(x, g, 2, 2, False)),
+       lambda rng, d: [[rand(rng, (2, 3, 6, 5), d), rand(rng, (2, 2, 3), d, -0.6, 0.6),
+                        rand(rng, (2, 4, 5, 2), d, -1.2, 1.2)]], FLOATS, (0, 1)),
+    Op("new_empty_strided", lambda lib, x: x.new_empty_strided((2, 3), (1, 2)).fill_(1.5),
+       lambda rng, d: [[rand(rng, (3, 4), d)]], FLOATS),
+    Op("nn_cells", lambda lib, x, h, c, w4, u4, b4, w3, u3, b3, w1, u1, b1: (
+        lib.rnn_tanh_cell(x, h, w1, u1, b1, b1), lib.rnn_relu_cell(x, h, w1, u1),
+        lib.lstm_cell(x, (h, c), w4, u4, b4, b4), lib.gru_cell(x, h, w3, u3, b3, b3),
+        lib.gru_cell(x, h, w3, u3)),
+       lambda rng, d: [[rand(rng, s, d) for s in ((2, 3), (2, 4), (2, 4), (16, 3), (16, 4), (16,),
+                                                  (12, 3), (12, 4), (12,), (4, 3), (4, 4), (4,))]],
+       FLOATS, tuple(range(12))),
 ]
 
 WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
@@ -554,6 +668,31 @@ def test_scalar_helpers():
         genesis.ones(2, 3).sum_to_size(2)
 
 
+def test_empty_permuted_get_device_to_dlpack(device):
+    for size, layout in (((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 0, 1)), ((5,), (0,)), ((), ())):
+        got = genesis.empty_permuted(size, layout, dtype=genesis.float64, device=device)
+        want = torch.empty_permuted(size, layout, dtype=torch.float64)
+        assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride()
+        assert got.dtype is genesis.float64 and got.device.type == device
+    assert genesis.empty_permuted((2, 3), (1, 0), requires_grad=True).requires_grad
+    x = genesis.arange(6, device=device).reshape(2, 3)
+    assert genesis.get_device(x) == x.get_device() == (-1 if device == "cpu" else 0)
+    assert_close(genesis.from_dlpack(genesis.to_dlpack(x)), torch.arange(6).reshape(2, 3))
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_feature_dropout_drops_whole_channels(inplace, device):
+    """Training-mode feature dropout: each (N, C) channel is all zeros or all x / (1 - p), and
+    about p of them are zeros."""
+    genesis.manual_seed(0)
+    x = genesis.ones(64, 32, 3, 2, device=device)
+    fn = genesis.feature_dropout_ if inplace else genesis.feature_dropout
+    out = fn(x.clone(), 0.25, True).cpu().numpy().reshape(64, 32, 6)
+    assert set(np.unique(out)) <= {0.0, np.float32(1 / 0.75)}
+    assert (out.min(axis=2) == out.max(axis=2)).all()
+    assert abs((out[..., 0] == 0).mean() - 0.25) < 0.05
+
+
 def test_tensor_methods_bound():
     x = genesis.ones(2, 3)
     for name in ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "kron", "addr",
@@ -623,6 +762,22 @@ ERRORS = [
     (lambda lib: lib.block_diag(lib.ones(2, 2, 2)), RuntimeError,
      "Input tensors must have 2 or fewer dimensions"),
     (lambda lib: lib.ones(3).put(lib.tensor([5]), lib.ones(1)), IndexError, "out of range"),
+    (lambda lib: lib.gradient(lib.ones(1, 4)), RuntimeError,
+     r"expected each dimension size to be at least edge_order\+1"),
+    (lambda lib: lib.gradient(lib.ones(3), edge_order=3), RuntimeError,
+     "only supports edge_order=1 and edge_order=2"),
+    (lambda lib: lib.gradient(lib.ones(3, 3), spacing=[1.0, 2.0], dim=1), RuntimeError,
+     "a spacing argument of length 2 and a dim argument of length 1"),
+    (lambda lib: lib.gradient(lib.ones(3, 3), spacing=[lib.tensor(2.0)], dim=1), RuntimeError,
+     "expected each element of spacing to have one dimension"),
+    (lambda lib: lib.frobenius_norm(lib.ones(2, 2, 2), (0, 1, 2)), RuntimeError,
+     "Expected at most 2 dimensions, but got 3 dimensions instead"),
+    (lambda lib: lib.empty_permuted((2, 3, 4), (0, 2)), RuntimeError,
+     "does not match the length of the physical_layout"),
+    (lambda lib: lib.kl_div(lib.ones(2), lib.ones(2), "mean"), TypeError,
+     "argument 'reduction' .*must be int, not str"),
+    (lambda lib: lib.feature_dropout(lib.ones(3), 0.5, True), RuntimeError,
+     "Feature dropout requires at least 2 dimensions in the input"),
 ]
 
 

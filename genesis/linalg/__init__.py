@@ -1,8 +1,9 @@
 """genesis.linalg: linear algebra as `torch.linalg`, batched over leading dims and
 differentiable.
 
-Decompositions run in the backend's kernels (numpy.linalg on the CPU; on CUDA a host round trip
-for now, see genesis/backends/cuda/linalg_host.py); their gradients are genesis ops.
+Decompositions run in the backend's kernels: numpy.linalg on the CPU; on CUDA, cuSOLVER for
+solve, inv, cholesky, eigh and svd (genesis/backends/cuda/linalg_cusolver.py) and a host round
+trip for the rest (linalg_host.py); their gradients are genesis ops.
 """
 
 from ..ops.decompositions import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv,

@@ -7,7 +7,7 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 """
 
 from ..tensor import Tensor
-from . import creation, elementwise, index, linalg, random, reduce, shape
+from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, matrix_functions, statistics, windows
 
@@ -16,26 +16,20 @@ from . import decompositions, matrix_functions, statistics, windows
 _CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
                      "__firstlineno__", "__static_attributes__", "__hash__"}
 
+METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
+           index.IndexMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods,
+           compare.CompareMethods, counting.CountingMethods, products.ProductsMethods,
+           rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
+           legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,
+           matrix_functions.MatrixFunctionsMethods, activation.ActivationMethods)
+
 
 def bind(methods):
-    """Put `methods` on Tensor: a mixin class's own methods and properties, or a {name: function}
-    dict (the TENSOR_METHODS table a family module may export instead of a class)."""
-    if isinstance(methods, type):
-        methods = {name: value for name, value in vars(methods).items()
-                   if name not in _CLASS_ATTRIBUTES}
-    for name, value in methods.items():
-        setattr(Tensor, name, value)
+    """Put a mixin class's own methods and properties on Tensor."""
+    for name, value in vars(methods).items():
+        if name not in _CLASS_ATTRIBUTES:
+            setattr(Tensor, name, value)
 
-
-METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
-           index.IndexMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods)
 
 for _methods in METHODS:
     bind(_methods)
-
-# families that list their methods in a {name: function} table
-TABLES = (compare, counting, products, rearrange, statistics, special, legacy, numeric,
-          random_fills, matrix_functions)
-
-for _family in TABLES:
-    bind(_family.TENSOR_METHODS)

@@ -181,10 +181,36 @@ def softshrink(input, lambd=0.5):
     return _SPECS["softshrink"](input, lambd=lambd)
 
 
+@autocast_policy("prelu")
+def prelu(input, weight):
+    """x for x > 0, weight * x otherwise; a weight of C values applies per channel (dim 1)."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    count = weight.numel()
+    if count != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.ndim != 1 or count != channels:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
+                               f"Found parameter numbers = {count} and channel size = "
+                               f"{channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((1, count) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return where(input > 0, input, weight * input)
+
+
 def softsign(input):
     """x / (1 + |x|)."""
     return input / (1 + abs(input))
 
 
+class ActivationMethods:
+    """Tensor methods of this family."""
+
+    hardshrink = hardshrink
+    prelu = prelu
+
+
 __all__ = ["gelu", "silu", "mish", "softplus", "logsigmoid", "elu", "selu", "celu", "leaky_relu",
-           "hardtanh", "relu6", "hardsigmoid", "hardswish", "hardshrink", "softsign"]
+           "hardtanh", "relu6", "hardsigmoid", "hardswish", "hardshrink", "softsign", "prelu"]

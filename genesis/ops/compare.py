@@ -64,6 +64,11 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return logical_not(found) if invert else found
 
 
-TENSOR_METHODS = {"isclose": isclose, "allclose": allclose, "equal": equal}
+class CompareMethods:
+    """Tensor methods of this family."""
+
+    isclose = isclose
+    allclose = allclose
+    equal = equal
 
 __all__ = ["isclose", "allclose", "equal", "isin"]

@@ -209,7 +209,12 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out
 
 
-TENSOR_METHODS = {"bincount": bincount, "histc": histc, "histogram": histogram,
-                  "unique_consecutive": unique_consecutive}
+class CountingMethods:
+    """Tensor methods of this family."""
+
+    bincount = bincount
+    histc = histc
+    histogram = histogram
+    unique_consecutive = unique_consecutive
 
 __all__ = ["bincount", "histc", "histogram", "searchsorted", "bucketize", "unique_consecutive"]

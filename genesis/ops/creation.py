@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from ..device import as_device, resolve
+from ..device import as_device, factory_device, resolve
 from ..device import device as Device
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, filled, fresh
@@ -116,7 +116,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         array = np.array(array, dtype=dtype.numpy_dtype, copy=True, order="C")
     if device is None and isinstance(data, Tensor):
         device = data.device
-    return _from_host(array, as_device(device), dtype, requires_grad)
+    return _from_host(array, factory_device(device), dtype, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -147,7 +147,7 @@ def from_numpy(array):
 def _fill(shape, value, dtype, device, requires_grad):
     """A new tensor of `shape` filled with `value` (None: left uninitialized), in `dtype`
     (None: the default dtype, or the dtype of a Python scalar `value`)."""
-    device = resolve(device)
+    device = resolve(factory_device(device))
     if dtype is None:
         dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
     else:
@@ -219,7 +219,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = np.eye(n, m, dtype=dtype.numpy_dtype)
-    return _from_host(values, as_device(device), dtype, requires_grad)
+    return _from_host(values, factory_device(device), dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -252,7 +252,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     acc = np.float64 if dtype.is_floating_point and dtype.itemsize > 2 else \
         np.float32 if dtype.is_floating_point else np.int64
     values = acc(start) + np.arange(count, dtype=acc) * acc(step)
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
+                      requires_grad)
 
 
 def _check_arange(start, end, step):
@@ -307,7 +308,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """`steps` values evenly spaced from `start` to `end`, both included."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = _linear_steps(start, end, steps, dtype, "linspace")
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
+                      requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
@@ -319,7 +321,8 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     exponent_dtype = dtypes.float64 if dtype.is_floating_point else dtype
     exponents = _linear_steps(start, end, steps, exponent_dtype, "logspace")
     values = np.power(np.float64(base), exponents)
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
+                      requires_grad)
 
 
 class ToCopy(Function):
@@ -470,12 +473,6 @@ class CreationMethods:
         if device is not None:
             device = Device("cuda", device if isinstance(device, int) else Device(device).index)
         return self.to("cuda" if device is None else device, non_blocking=non_blocking)
-
-    def type(self, dtype=None):
-        """The type name ("genesis.float32") without an argument, else a copy in `dtype`."""
-        if dtype is None:
-            return f"genesis.{self.dtype.name}"
-        return self.to(dtypes.as_dtype(dtype))
 
     def float(self):
         """`self.to(genesis.float32)`."""

@@ -358,6 +358,7 @@ def setitem(self, index, value):
 
 
 def index_put_(self, indices, values, accumulate=False):
+    """Write (or with `accumulate`, add) `values` at the positions `indices` select, in place."""
     return _index_put_(self, tuple(indices), values, accumulate, "index_put_")
 
 

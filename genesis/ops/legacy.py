@@ -105,8 +105,22 @@ def new(self, *args):
     return types[_NAMES[self.dtype]](*args, device=self.device)
 
 
-TENSOR_METHODS = {"type": tensor_type, "new": new}
+class LegacyMethods:
+    """Tensor methods of this family."""
 
-globals().update(CPU_LEGACY_TYPES)
+    type = tensor_type
+    new = new
+
+
+FloatTensor = CPU_LEGACY_TYPES["FloatTensor"]
+DoubleTensor = CPU_LEGACY_TYPES["DoubleTensor"]
+HalfTensor = CPU_LEGACY_TYPES["HalfTensor"]
+BFloat16Tensor = CPU_LEGACY_TYPES["BFloat16Tensor"]
+LongTensor = CPU_LEGACY_TYPES["LongTensor"]
+IntTensor = CPU_LEGACY_TYPES["IntTensor"]
+ShortTensor = CPU_LEGACY_TYPES["ShortTensor"]
+CharTensor = CPU_LEGACY_TYPES["CharTensor"]
+ByteTensor = CPU_LEGACY_TYPES["ByteTensor"]
+BoolTensor = CPU_LEGACY_TYPES["BoolTensor"]
 
 __all__ = list(CPU_LEGACY_TYPES)

@@ -57,6 +57,23 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return out
 
 
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm over one or two dimensions `dim` (`torch.frobenius_norm`)."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
+                           f"instead.")
+    return vector_norm(input, 2, dims, keepdim)
+
+
+def nuclear_norm(input, dim=(0, 1), keepdim=False):
+    """The sum of the singular values of the matrices over `dim` (the first two dims by
+    default); `nuclear_norm(input, keepdim)` as in PyTorch also works."""
+    if isinstance(dim, bool):
+        dim, keepdim = (0, 1), dim
+    return matrix_norm(input, "nuc", tuple(dim), keepdim)
+
+
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """`linalg.norm`: a vector norm (one dim, or a 1-D input) or a matrix norm (two dims, or a
     2-D input when `ord` is given); ord None over no dim is the 2-norm of the flattened input."""
@@ -236,14 +253,17 @@ def logdet(input):
 
 
 def slogdet(input):
+    """(sign, log|det|) of square matrices."""
     return SlogdetResult(*dec.slogdet(input))
 
 
 def inverse(input):
+    """The inverse of square matrices (`linalg.inv`)."""
     return dec.inv(input)
 
 
 def cholesky(input, upper=False):
+    """The Cholesky factor of symmetric positive-definite matrices (lower unless `upper`)."""
     return dec.cholesky(input, upper=upper)
 
 
@@ -293,20 +313,32 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     return TriangularSolveResult(X, A.clone())
 
 
-def _svd_method(self, some=True, compute_uv=True):
-    return svd(self, some, compute_uv)
+class MatrixFunctionsMethods:
+    """Tensor methods of this family."""
 
+    det = dec.det
+    logdet = logdet
+    slogdet = slogdet
+    inverse = inverse
+    cholesky = cholesky
+    qr = qr
+    pinverse = pinverse
+    matrix_power = matrix_power
+    cholesky_solve = cholesky_solve
+    cholesky_inverse = cholesky_inverse
+    triangular_solve = triangular_solve
+    cross = cross
+    matrix_exp = matrix_exp
+    lu = lu
+    lu_solve = lu_solve
 
-TENSOR_METHODS = {
-    "det": dec.det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse,
-    "cholesky": cholesky, "svd": _svd_method, "qr": qr, "pinverse": pinverse,
-    "matrix_power": matrix_power, "cholesky_solve": cholesky_solve,
-    "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve, "cross": cross,
-    "matrix_exp": matrix_exp, "lu": lu, "lu_solve": lu_solve,
-}
+    def svd(self, some=True, compute_uv=True):
+        """`torch.svd` of this tensor: (U, S, V), reduced unless some=False."""
+        return svd(self, some, compute_uv)
+
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
-           "matrix_exp", "lu", "lu_unpack", "lu_solve"]
+           "matrix_exp", "lu", "lu_unpack", "lu_solve", "frobenius_norm", "nuclear_norm"]
 
 det = dec.det

@@ -9,16 +9,17 @@ import math
 from .. import dtypes
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
-from .creation import arange, as_tensor, empty, full_like, tensor, zeros
-from .elementwise import (_inplace, abs, acosh, asinh, atanh, exp2, isinf, logaddexp,
-                          logical_and, remainder, sub, trunc, where)
-from .index import index_select
+from .creation import CreationMethods, arange, as_tensor, empty, full_like, tensor, zeros
+from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isinf,
+                          logaddexp, logical_and, remainder, sub, trunc, where)
+from .index import IndexMethods, index_select
 from .linalg import tensordot
-from .reduce import cumprod, cumsum, sum, vector_norm
+from .products import ProductsMethods
 from .random import multinomial
-from .shape import ShapeMethods
-from .shape import (broadcast_to, chunk, diag, diagonal, flatten, narrow, split, stack,
-                    tensor_split)
+from .reduce import cumprod, cumsum, sum, vector_norm
+from .shape import (ShapeMethods, broadcast_to, cat, chunk, diag, diagonal, flatten, narrow,
+                    split, stack, tensor_split)
+from .special import SpecialMethods
 
 _LN2 = math.log(2.0)
 
@@ -41,10 +42,12 @@ def positive(input):
 
 
 def isposinf(input):
+    """Whether each element is +inf."""
     return logical_and(isinf(input), input > 0)
 
 
 def isneginf(input):
+    """Whether each element is -inf."""
     return logical_and(isinf(input), input < 0)
 
 
@@ -144,6 +147,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
+    """The older name of trapezoid."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
@@ -151,6 +155,86 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal rule along `dim` (one element fewer than `y`)."""
     pieces, dim = _trapezoids(y, x, 1 if dx is None else dx, dim)
     return y if pieces is None else cumsum(pieces, dim)
+
+
+def _check_spacing(spacing, dims, input):
+    """One step (a number) or one 1-D coordinate tensor per dimension in `dims`."""
+    if isinstance(spacing, (int, float)):
+        return [spacing] * len(dims)
+    spacing = list(spacing)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a "
+                           f"spacing argument of length {len(spacing)} and a dim argument of "
+                           f"length {len(dims)}.")
+    for h, d in zip(spacing, dims):
+        if isinstance(h, Tensor) and h.ndim != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
+                               f"dimension, but got an element with {h.ndim} dimensions!")
+        if isinstance(h, Tensor) and h.shape[0] != input.shape[d]:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"and of size {input.shape[d]} along dimension {d}, got "
+                               f"{h.shape[0]}")
+    return spacing
+
+
+def _slicer(f, dim):
+    """at(start, length=1): the slice of `f` along `dim` (a view)."""
+    return lambda start, length=1: narrow(f, dim, start, length)
+
+
+def _uniform_gradient(f, dim, h, edge_order):
+    """Central differences with step h inside; one-sided of order `edge_order` at the ends."""
+    n = f.shape[dim]
+    at = _slicer(f, dim)
+    inside = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h, (at(n - 1) - at(n - 2)) / h
+    else:
+        first = (-1.5 * at(0) + 2 * at(1) - 0.5 * at(2)) / h
+        last = (0.5 * at(n - 3) - 2 * at(n - 2) + 1.5 * at(n - 1)) / h
+    return cat([first, inside, last], dim)
+
+
+def _coordinate_gradient(f, dim, x, edge_order):
+    """numpy.gradient's second-order differences over the sample coordinates `x`."""
+    n = f.shape[dim]
+    at = _slicer(f, dim)
+    shape = [1] * f.ndim
+    shape[dim] = -1
+    dx = (x[1:] - x[:-1]).to(f.dtype)
+    h1, h2 = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+    inside = (-h2 / (h1 * (h1 + h2)) * at(0, n - 2) + (h2 - h1) / (h1 * h2) * at(1, n - 2)
+              + h1 / (h2 * (h1 + h2)) * at(2, n - 2))
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / dx[0], (at(n - 1) - at(n - 2)) / dx[-1]
+    else:
+        a, b = dx[0], dx[1]
+        first = (-(2 * a + b) / (a * (a + b)) * at(0) + (a + b) / (a * b) * at(1)
+                 - a / (b * (a + b)) * at(2))
+        a, b = dx[-2], dx[-1]
+        last = (b / (a * (a + b)) * at(n - 3) - (a + b) / (a * b) * at(n - 2)
+                + (2 * b + a) / (b * (a + b)) * at(n - 1))
+    return cat([first, inside, last], dim)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of `input` estimated along each of `dim` (all dimensions by default), one
+    tensor per dimension: central differences inside, one-sided differences of order
+    `edge_order` at the ends. `spacing` is one step for every dimension, one step per dimension,
+    or one 1-D tensor of sample coordinates per dimension (as numpy.gradient)."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = builtins.range(input.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
+    dims = [wrap_dim(d, input.ndim, "gradient") for d in dims]
+    spacing = _check_spacing(spacing, dims, input)
+    if any(input.shape[d] < edge_order + 1 for d in dims):
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    return tuple(_coordinate_gradient(input, d, h, edge_order) if isinstance(h, Tensor) else
+                 _uniform_gradient(input, d, h, edge_order) for d, h in zip(dims, spacing))
 
 
 def vander(x, N=None, increasing=False):
@@ -184,14 +268,17 @@ def _split_along(op, input, sections, dim, min_ndim):
 
 
 def hsplit(input, indices_or_sections):
+    """tensor_split along the columns (dimension 1; 0 for a 1-D tensor)."""
     return _split_along("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
 
 
 def vsplit(input, indices_or_sections):
+    """tensor_split along the rows (dimension 0) of a tensor of 2 or more dimensions."""
     return _split_along("vsplit", input, indices_or_sections, 0, 2)
 
 
 def dsplit(input, indices_or_sections):
+    """tensor_split along the depth (dimension 2) of a tensor of 3 or more dimensions."""
     return _split_along("dsplit", input, indices_or_sections, 2, 3)
 
 
@@ -287,6 +374,29 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return out.requires_grad_(True) if requires_grad else out
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` whose dimensions lie in memory in the order
+    `physical_layout` (outermost first): empty_permuted((2, 3, 4), (0, 2, 1)) has strides
+    (12, 1, 3)."""
+    size, layout = tuple(size), tuple(physical_layout)
+    if len(size) != len(layout):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(layout)}")
+    if sorted(layout) != list(builtins.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(layout)} is not a permutation "
+                           f"of the dimensions of size {list(size)}")
+    out = empty(tuple(size[d] for d in layout), dtype=dtype, device=device)
+    out = out.permute(*(layout.index(d) for d in builtins.range(len(size))))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def get_device(input):
+    """The CUDA device index of a CUDA tensor, -1 for a CPU tensor."""
+    return input.get_device()
+
+
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     return sub(other, input, alpha=alpha)
@@ -299,46 +409,11 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return out.requires_grad_(True) if requires_grad else out
 
 
-def type_as(self, other):
-    return self.to(other.dtype)
-
-
-def where_method(self, condition, y):
-    return where(condition, self, y)
-
-
 def _expandable(size, shape):
     """Whether `size` broadcasts to exactly `shape`."""
     if len(size) > len(shape):
         return False
     return all(s == t or s == 1 for s, t in zip(reversed(size), reversed(shape)))
-
-
-def sum_to_size(self, *size):
-    """`self` summed down to `size`, which it must broadcast from."""
-    size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
-    if not _expandable(size, tuple(self.shape)):
-        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
-                           f"{{{', '.join(map(str, self.shape))}}}.")
-    return sum_to(self, size)
-
-
-def fill_diagonal_(self, fill_value, wrap=False):
-    """Write `fill_value` on the main diagonal (of a matrix, or of an all-equal-sides tensor)."""
-    if self.ndim < 2:
-        raise RuntimeError("dimensions must larger than 1")
-    if self.ndim > 2 and len(set(self.shape)) != 1:
-        raise RuntimeError("all dimensions of input must be of equal length")
-    rows = self.shape[0]
-    if wrap and self.ndim == 2 and rows > self.shape[1] + 1:
-        step = self.shape[1] + 1
-        positions = arange(0, rows * self.shape[1], step, device=self.device)
-        self.view(-1)[positions] = fill_value
-        return self
-    stride = builtins.sum(self.stride())
-    count = builtins.min(self.shape)
-    self.as_strided((count,), (stride,), self.storage_offset()).fill_(fill_value)
-    return self
 
 
 def is_nonzero(input):
@@ -351,10 +426,12 @@ def is_nonzero(input):
 
 
 def is_same_size(input, other):
+    """Whether the two tensors have the same shape."""
     return tuple(input.shape) == tuple(other.shape)
 
 
 def is_signed(input):
+    """Whether the tensor's dtype is a signed type."""
     return input.dtype.is_signed
 
 
@@ -366,48 +443,172 @@ def ravel(input):
 fix, arccosh, arcsinh, arctanh = trunc, acosh, asinh, atanh
 unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes
 
-_FUNCTIONS = {
-    "deg2rad": deg2rad, "rad2deg": rad2deg, "fix": fix, "positive": positive,
-    "isposinf": isposinf, "isneginf": isneginf, "logaddexp2": logaddexp2, "ldexp": ldexp,
-    "gcd": gcd, "lcm": lcm, "trace": trace, "inner": inner, "dist": dist, "renorm": renorm,
-    "diagflat": diagflat, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
-    "split_with_sizes": split_with_sizes, "ravel": ravel, "arccosh": arccosh,
-    "arcsinh": arcsinh, "arctanh": arctanh, "is_nonzero": is_nonzero,
-    "is_same_size": is_same_size, "is_signed": is_signed, "unsafe_chunk": unsafe_chunk,
-    "unsafe_split": unsafe_split, "unsafe_split_with_sizes": unsafe_split_with_sizes,
-}
 
-def _method_as_function(name):
-    """torch's function form `torch.name(input, ...)` of the Tensor method `name`."""
-    def fn(input, *args, **kwargs):
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__, fn.__doc__ = name, f"`input.{name}(...)`, as a function."
-    return fn
+class NumericMethods:
+    """Tensor methods of this family and their in-place forms."""
+
+    deg2rad = deg2rad
+    rad2deg = rad2deg
+    fix = fix
+    positive = positive
+    isposinf = isposinf
+    isneginf = isneginf
+    logaddexp2 = logaddexp2
+    ldexp = ldexp
+    gcd = gcd
+    lcm = lcm
+    trace = trace
+    inner = inner
+    dist = dist
+    renorm = renorm
+    diagflat = diagflat
+    hsplit = hsplit
+    vsplit = vsplit
+    dsplit = dsplit
+    split_with_sizes = split_with_sizes
+    ravel = ravel
+    arccosh = arccosh
+    arcsinh = arcsinh
+    arctanh = arctanh
+    is_nonzero = is_nonzero
+    is_same_size = is_same_size
+    is_signed = is_signed
+    unsafe_chunk = unsafe_chunk
+    unsafe_split = unsafe_split
+    unsafe_split_with_sizes = unsafe_split_with_sizes
+    deg2rad_ = _inplace(deg2rad, "deg2rad_")
+    rad2deg_ = _inplace(rad2deg, "rad2deg_")
+    fix_ = _inplace(fix, "fix_")
+    ldexp_ = _inplace(ldexp, "ldexp_")
+    gcd_ = _inplace(gcd, "gcd_")
+    lcm_ = _inplace(lcm, "lcm_")
+    renorm_ = _inplace(renorm, "renorm_")
+    arccosh_ = _inplace(arccosh, "arccosh_")
+    arcsinh_ = _inplace(arcsinh, "arcsinh_")
+    arctanh_ = _inplace(arctanh, "arctanh_")
+    cumsum_ = _inplace(cumsum, "cumsum_")
+    cumprod_ = _inplace(cumprod, "cumprod_")
+    multinomial = multinomial
+    swapaxes_ = ShapeMethods.transpose_
+    swapdims_ = ShapeMethods.transpose_
+
+    def type_as(self, other):
+        """This tensor converted to `other`'s dtype."""
+        return self.to(other.dtype)
+
+    def where(self, condition, y):
+        """`where(condition, self, y)`."""
+        return where(condition, self, y)
+
+    def sum_to_size(self, *size):
+        """`self` summed down to `size`, which it must broadcast from."""
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        if not _expandable(size, tuple(self.shape)):
+            raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                               f"{{{', '.join(map(str, self.shape))}}}.")
+        return sum_to(self, size)
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                          pin_memory=False):
+        """empty_strided with this tensor's dtype and device unless given."""
+        return empty_strided(size, stride, dtype=dtype or self.dtype,
+                             device=device or self.device, requires_grad=requires_grad)
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Write `fill_value` on the main diagonal (of a matrix, or of an equal-sided tensor)."""
+        if self.ndim < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if self.ndim > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        rows = self.shape[0]
+        if wrap and self.ndim == 2 and rows > self.shape[1] + 1:
+            step = self.shape[1] + 1
+            positions = arange(0, rows * self.shape[1], step, device=self.device)
+            self.view(-1)[positions] = fill_value
+            return self
+        stride = builtins.sum(self.stride())
+        count = builtins.min(self.shape)
+        self.as_strided((count,), (stride,), self.storage_offset()).fill_(fill_value)
+        return self
 
 
-# The in-place ops that PyTorch also exposes as functions of the torch namespace.
-_METHOD_FUNCTIONS = (
-    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
-    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
-    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach", "detach_", "erf_", "erfc_",
-    "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_",
-    "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
-    "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_",
-    "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_")
-globals().update({name: _method_as_function(name) for name in _METHOD_FUNCTIONS})
+# The in-place ops (and detach) that PyTorch also exposes in the torch namespace: the Tensor
+# methods themselves, so `genesis.abs_(x)` is `x.abs_()`.
+abs_ = ElementwiseMethods.abs_
+acos_ = ElementwiseMethods.acos_
+acosh_ = ElementwiseMethods.acosh_
+addmv_ = ProductsMethods.addmv_
+arccos_ = ElementwiseMethods.arccos_
+arccosh_ = NumericMethods.arccosh_
+arcsin_ = ElementwiseMethods.arcsin_
+arcsinh_ = NumericMethods.arcsinh_
+arctan_ = ElementwiseMethods.arctan_
+arctanh_ = NumericMethods.arctanh_
+asin_ = ElementwiseMethods.asin_
+asinh_ = ElementwiseMethods.asinh_
+atan_ = ElementwiseMethods.atan_
+atanh_ = ElementwiseMethods.atanh_
+ceil_ = ElementwiseMethods.ceil_
+clamp_ = ElementwiseMethods.clamp_
+clamp_max_ = ElementwiseMethods.clamp_max_
+clamp_min_ = ElementwiseMethods.clamp_min_
+clip_ = ElementwiseMethods.clip_
+cos_ = ElementwiseMethods.cos_
+cosh_ = ElementwiseMethods.cosh_
+deg2rad_ = NumericMethods.deg2rad_
+detach = Tensor.detach
+detach_ = Tensor.detach_
+erf_ = ElementwiseMethods.erf_
+erfc_ = ElementwiseMethods.erfc_
+exp2_ = ElementwiseMethods.exp2_
+exp_ = ElementwiseMethods.exp_
+expm1_ = ElementwiseMethods.expm1_
+fill_ = CreationMethods.fill_
+fix_ = NumericMethods.fix_
+floor_ = ElementwiseMethods.floor_
+frac_ = ElementwiseMethods.frac_
+gcd_ = NumericMethods.gcd_
+i0_ = SpecialMethods.i0_
+index_put_ = IndexMethods.index_put_
+lcm_ = NumericMethods.lcm_
+ldexp_ = NumericMethods.ldexp_
+log10_ = ElementwiseMethods.log10_
+log1p_ = ElementwiseMethods.log1p_
+log2_ = ElementwiseMethods.log2_
+log_ = ElementwiseMethods.log_
+logit_ = SpecialMethods.logit_
+nan_to_num_ = ElementwiseMethods.nan_to_num_
+neg_ = ElementwiseMethods.neg_
+negative_ = ElementwiseMethods.negative_
+rad2deg_ = NumericMethods.rad2deg_
+reciprocal_ = ElementwiseMethods.reciprocal_
+relu_ = ElementwiseMethods.relu_
+round_ = ElementwiseMethods.round_
+rsqrt_ = ElementwiseMethods.rsqrt_
+sigmoid_ = ElementwiseMethods.sigmoid_
+sin_ = ElementwiseMethods.sin_
+sinc_ = SpecialMethods.sinc_
+sinh_ = ElementwiseMethods.sinh_
+sqrt_ = ElementwiseMethods.sqrt_
+square_ = ElementwiseMethods.square_
+tan_ = ElementwiseMethods.tan_
+tanh_ = ElementwiseMethods.tanh_
+trunc_ = ElementwiseMethods.trunc_
+xlogy_ = ElementwiseMethods.xlogy_
+zero_ = CreationMethods.zero_
 
-TENSOR_METHODS = dict(_FUNCTIONS)
-TENSOR_METHODS.update({name + "_": _inplace(_FUNCTIONS[name], name + "_") for name in (
-    "deg2rad", "rad2deg", "fix", "ldexp", "gcd", "lcm", "renorm", "arccosh", "arcsinh",
-    "arctanh")})
-TENSOR_METHODS.update({"cumsum_": _inplace(cumsum, "cumsum_"),
-                       "cumprod_": _inplace(cumprod, "cumprod_")})
-TENSOR_METHODS.update({"type_as": type_as, "where": where_method, "sum_to_size": sum_to_size,
-                       "fill_diagonal_": fill_diagonal_, "multinomial": multinomial,
-                       "swapaxes_": ShapeMethods.transpose_,
-                       "swapdims_": ShapeMethods.transpose_})
-
-__all__ = list(_FUNCTIONS) + list(_METHOD_FUNCTIONS) + [
-    "trapezoid", "trapz", "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes",
-    "broadcast_tensors", "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range",
-    "empty_strided"]
+__all__ = [
+    "deg2rad", "rad2deg", "fix", "positive", "isposinf", "isneginf", "logaddexp2", "ldexp", "gcd",
+    "lcm", "trace", "inner", "dist", "renorm", "diagflat", "hsplit", "vsplit", "dsplit",
+    "split_with_sizes", "ravel", "arccosh", "arcsinh", "arctanh", "is_nonzero", "is_same_size",
+    "is_signed", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "abs_", "acos_",
+    "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_",
+    "cos_", "cosh_", "deg2rad_", "detach", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_",
+    "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_",
+    "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
+    "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
+    "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "trapezoid", "trapz",
+    "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes", "broadcast_tensors",
+    "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range", "empty_strided",
+    "gradient", "empty_permuted", "get_device"]

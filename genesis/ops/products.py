@@ -104,9 +104,16 @@ def chain_matmul(*matrices):
     return out
 
 
-TENSOR_METHODS = {"kron": kron, "addr": addr, "addbmm": addbmm}
-TENSOR_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in (
-    ("addr", addr), ("addbmm", addbmm), ("addmm", addmm), ("addmv", addmv),
-    ("baddbmm", baddbmm))})
+class ProductsMethods:
+    """Tensor methods of this family, with the in-place forms of linalg's scaled products."""
+
+    kron = kron
+    addr = addr
+    addbmm = addbmm
+    addr_ = _inplace(addr, "addr_")
+    addbmm_ = _inplace(addbmm, "addbmm_")
+    addmm_ = _inplace(addmm, "addmm_")
+    addmv_ = _inplace(addmv, "addmv_")
+    baddbmm_ = _inplace(baddbmm, "baddbmm_")
 
 __all__ = ["cdist", "kron", "cartesian_prod", "block_diag", "addr", "addbmm", "chain_matmul"]

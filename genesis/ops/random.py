@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.views import rebase_history
-from ..device import as_device, resolve
+from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
@@ -146,7 +146,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def draw(op, shape, dtype, device, generator, requires_grad, *params):
     """A new tensor of `shape` filled by `op` where `device`'s backend has `op`'s kernel; None
     elsewhere (the caller then draws on the host)."""
-    device = resolve(as_device(device))
+    device = resolve(factory_device(device))
     if not has_kernel(op, device.type):
         return None
     out = empty(shape, dtype=dtype, device=device)
@@ -175,7 +175,7 @@ def _device_randperm(n, generator, dtype, device, requires_grad):
     """A random permutation of 0..n-1 where `device` draws its own numbers (None elsewhere):
     the order that sorts n random 63-bit keys (sorted on the device when it has a "sort"
     kernel, else on the host)."""
-    device = resolve(as_device(device))
+    device = resolve(factory_device(device))
     if n == 0:
         return draw("random_", (0,), dtype or dtypes.int64, device, generator, requires_grad, 0, 1)
     keys = draw("random_", (n,), dtypes.int64, device, generator, False, 0, 2 ** 63)
@@ -194,7 +194,8 @@ def _random(shape, dtype, device, requires_grad, draw):
     """Draw `shape` values on the host with numpy and place them on `device`."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = np.asarray(draw(shape))
-    return _from_host(values.astype(dtype.numpy_dtype), as_device(device), dtype, requires_grad)
+    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
+                      requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):

@@ -52,4 +52,9 @@ def _draw_dtype(self):
     return self.dtype if self.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
 
 
-TENSOR_METHODS = {"log_normal_": log_normal_, "cauchy_": cauchy_, "geometric_": geometric_}
+class RandomFillsMethods:
+    """Tensor methods of this family."""
+
+    log_normal_ = log_normal_
+    cauchy_ = cauchy_
+    geometric_ = geometric_

@@ -277,14 +277,23 @@ def put(input, index, source, accumulate=False):
     return reshape(flat, tuple(input.shape))
 
 
-TENSOR_METHODS = {
-    "diff": diff, "rot90": rot90, "unfold": unfold, "slice_scatter": slice_scatter,
-    "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
-    "as_strided_scatter": as_strided_scatter, "index_reduce": index_reduce,
-    "index_reduce_": _inplace(index_reduce, "index_reduce_"), "put": put,
-    "put_": _inplace(put, "put_"), "scatter_reduce": scatter_reduce,
-    "scatter_reduce_": _inplace(scatter_reduce, "scatter_reduce_"),
-}
+class RearrangeMethods:
+    """Tensor methods of this family, with the in-place forms of the reducing writes."""
+
+    diff = diff
+    rot90 = rot90
+    unfold = unfold
+    slice_scatter = slice_scatter
+    select_scatter = select_scatter
+    diagonal_scatter = diagonal_scatter
+    as_strided_scatter = as_strided_scatter
+    index_reduce = index_reduce
+    index_reduce_ = _inplace(index_reduce, "index_reduce_")
+    put = put
+    put_ = _inplace(put, "put_")
+    scatter_reduce = scatter_reduce
+    scatter_reduce_ = _inplace(scatter_reduce, "scatter_reduce_")
+
 
 __all__ = ["diff", "rot90", "tril_indices", "triu_indices", "slice_scatter", "select_scatter",
            "diagonal_scatter", "as_strided_scatter", "index_reduce", "put", "scatter_reduce"]

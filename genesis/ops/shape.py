@@ -277,10 +277,12 @@ def reshape(input, shape):
 
 
 def view_as(self, other):
+    """A view of this tensor with `other`'s shape."""
     return view(self, tuple(other.shape))
 
 
 def reshape_as(self, other):
+    """This tensor reshaped to `other`'s shape."""
     return reshape(self, tuple(other.shape))
 
 
@@ -318,10 +320,12 @@ def t(input):
 
 
 def _reversed_dims(self):
+    """`.T`: the dimensions in reverse order (a view)."""
     return Permute.apply(self, tuple(reversed(range(self.ndim))))
 
 
 def _matrix_transpose(self):
+    """`.mT` (and `.mH` of a real tensor): the last two dimensions swapped (a view)."""
     if self.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")
@@ -329,6 +333,7 @@ def _matrix_transpose(self):
 
 
 def _conj_transpose(self):
+    """`.H` (of a real matrix): its transpose (a view)."""
     if self.ndim > 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor. For batches of matrices, consider using "
@@ -367,6 +372,7 @@ def expand(self, *sizes):
 
 
 def expand_as(self, other):
+    """This tensor expanded (a view) to `other`'s shape."""
     return expand(self, tuple(other.shape))
 
 

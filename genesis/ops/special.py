@@ -47,11 +47,13 @@ class Special(Function):
         return g.to(x.dtype) * ctx.derivative(x, y), None, None, None
 
 
-def _special(op, evaluate, derivative):
+def _special(op, evaluate, derivative, doc):
+    """The public function `op`: `evaluate` as a differentiable op whose derivative(x, y) is
+    dy/dx, on floating input (integers and bools promote to the default float type)."""
     def fn(input):
         x, dtype = _float_input(op, input)
         return Special.apply(x, evaluate, derivative, dtype)
-    fn.__name__ = op
+    fn.__name__, fn.__doc__ = op, doc
     return fn
 
 
@@ -149,15 +151,18 @@ def _polygamma(n):
     return lambda x: scale * _hurwitz_zeta(n + 1, x)
 
 
-lgamma = _special("lgamma", _lgamma, lambda x, y: _digamma(x))
-digamma = _special("digamma", _digamma, lambda x, y: _polygamma(1)(x))
+lgamma = _special("lgamma", _lgamma, lambda x, y: _digamma(x),
+                  "log|Gamma(x)|, elementwise.")
+digamma = _special("digamma", _digamma, lambda x, y: _polygamma(1)(x),
+                   "The logarithmic derivative of Gamma, elementwise.")
 
 
 def polygamma(n, input):
     """The n-th derivative of digamma."""
     if not isinstance(n, int) or n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    return _special("polygamma", _polygamma(n), lambda x, y: _polygamma(n + 1)(x))(input)
+    return _special("polygamma", _polygamma(n), lambda x, y: _polygamma(n + 1)(x),
+                    polygamma.__doc__)(input)
 
 
 def mvlgamma(input, p):
@@ -212,9 +217,10 @@ def _ndtri(p):
     return where(logical_and(p >= 0, p <= 1), out, math.nan)
 
 
-erfinv = _special("erfinv", _erfinv,
-                  lambda x, y: math.sqrt(math.pi) / 2 * exp(y * y))
-ndtri = _special("ndtri", _ndtri, lambda x, y: math.sqrt(2 * math.pi) * exp(y * y / 2))
+erfinv = _special("erfinv", _erfinv, lambda x, y: math.sqrt(math.pi) / 2 * exp(y * y),
+                  "The inverse of erf on (-1, 1), elementwise.")
+ndtri = _special("ndtri", _ndtri, lambda x, y: math.sqrt(2 * math.pi) * exp(y * y / 2),
+                 "The inverse of the standard normal CDF.")
 
 
 def ndtr(input):
@@ -294,10 +300,14 @@ def _i1_over_x(x, i1):
     return where(x == 0, 0.5, i1 / where(x == 0, 1.0, x))
 
 
-i0 = _special("i0", _i0, lambda x, y: _i1(x))
-i0e = _special("i0e", _i0e, lambda x, y: _i1e(x) - sign(x) * y)
-i1 = _special("i1", _i1, lambda x, y: _i0(x) - _i1_over_x(x, y))
-i1e = _special("i1e", _i1e, lambda x, y: _i0e(x) - sign(x) * y - _i1_over_x(x, y))
+i0 = _special("i0", _i0, lambda x, y: _i1(x),
+              "The modified Bessel function of the first kind, order 0.")
+i0e = _special("i0e", _i0e, lambda x, y: _i1e(x) - sign(x) * y,
+               "exp(-|x|) i0(x), the exponentially scaled i0.")
+i1 = _special("i1", _i1, lambda x, y: _i0(x) - _i1_over_x(x, y),
+              "The modified Bessel function of the first kind, order 1.")
+i1e = _special("i1e", _i1e, lambda x, y: _i0e(x) - sign(x) * y - _i1_over_x(x, y),
+               "exp(-|x|) i1(x), the exponentially scaled i1.")
 
 
 # Elementary compositions: their gradients come from the ops they are made of.
@@ -330,7 +340,7 @@ def _sinc_derivative(x, y):
     return where(small, series, direct) * math.pi
 
 
-sinc = _special("sinc", _sinc, _sinc_derivative)
+sinc = _special("sinc", _sinc, _sinc_derivative, "sin(pi x) / (pi x), 1 at 0.")
 sinc.__doc__ = "sin(pi x) / (pi x), with its limit 1 at 0."
 
 
@@ -372,15 +382,29 @@ def expit(input):
     return sigmoid(input)
 
 
-def _polygamma_method(self, n):
-    return polygamma(n, self)
+class SpecialMethods:
+    """Tensor methods of this family and their in-place forms."""
 
+    lgamma = lgamma
+    digamma = digamma
+    mvlgamma = mvlgamma
+    erfinv = erfinv
+    i0 = i0
+    logit = logit
+    sinc = sinc
+    lgamma_ = _inplace(lgamma, "lgamma_")
+    digamma_ = _inplace(digamma, "digamma_")
+    mvlgamma_ = _inplace(mvlgamma, "mvlgamma_")
+    erfinv_ = _inplace(erfinv, "erfinv_")
+    i0_ = _inplace(i0, "i0_")
+    logit_ = _inplace(logit, "logit_")
+    sinc_ = _inplace(sinc, "sinc_")
 
-TENSOR_METHODS = {
-    "lgamma": lgamma, "digamma": digamma, "polygamma": _polygamma_method, "mvlgamma": mvlgamma,
-    "erfinv": erfinv, "i0": i0, "logit": logit, "sinc": sinc,
-}
-TENSOR_METHODS.update({name + "_": _inplace(fn, name + "_")
-                       for name, fn in list(TENSOR_METHODS.items())})
+    def polygamma(self, n):
+        """The n-th derivative of digamma at this tensor (`polygamma(n, self)`)."""
+        return polygamma(n, self)
+
+    polygamma_ = _inplace(polygamma, "polygamma_")  # of the method just above
+
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "logit", "sinc"]

@@ -264,12 +264,20 @@ def cummin(input, dim):
                                 lambda a, b: logical_or(isnan(b), b <= a), _CUMMIN)
 
 
-_FUNCTIONS = {
-    "cov": cov, "corrcoef": corrcoef, "quantile": quantile, "nanquantile": nanquantile,
-    "nanmean": nanmean, "nanmedian": nanmedian, "mode": mode, "logcumsumexp": logcumsumexp,
-    "cummax": cummax, "cummin": cummin,
-}
+class StatisticsMethods:
+    """Tensor methods of this family: every function above."""
 
-TENSOR_METHODS = dict(_FUNCTIONS)
+    cov = cov
+    corrcoef = corrcoef
+    quantile = quantile
+    nanquantile = nanquantile
+    nanmean = nanmean
+    nanmedian = nanmedian
+    mode = mode
+    logcumsumexp = logcumsumexp
+    cummax = cummax
+    cummin = cummin
 
-__all__ = list(_FUNCTIONS)
+
+__all__ = ["cov", "corrcoef", "quantile", "nanquantile", "nanmean", "nanmedian", "mode",
+           "logcumsumexp", "cummax", "cummin"]

@@ -1,9 +1,10 @@
 """The linear-algebra kernels on CUDA as a host round trip: copy the operands to the host, run
 the CPU backend's numpy.linalg kernel, copy the results back to the operands' device.
 
-cuSOLVER is not reached from here yet; this keeps every `genesis.linalg` op (and its gradient,
-which is written with genesis ops) working on CUDA tensors. The copies synchronize the current
-stream, so these ops are correct but not fast on the GPU.
+This keeps every `genesis.linalg` op (and its gradient, which is written with genesis ops)
+working on CUDA tensors. The copies synchronize the current stream, so these ops are correct but
+not fast on the GPU: solve, inv, cholesky, eigh and svd run through cuSOLVER instead where it is
+available (linalg_cusolver.py), and come back here where it is not.
 """
 
 import functools
@@ -16,7 +17,7 @@ from .array_ops import from_numpy, to_numpy
 from .runtime.array import CUDAArray
 
 
-def _on_host(fn):
+def on_host(fn):
     """`fn` with CUDA array arguments copied to the host and array results copied back."""
     @functools.wraps(fn)
     def run(*args):
@@ -30,4 +31,4 @@ def _on_host(fn):
 
 
 for _name, _fn in KERNELS.items():
-    register(_name, "cuda")(_on_host(_fn))
+    register(_name, "cuda")(on_host(_fn))

@@ -9,9 +9,7 @@ from ... import ops
 from ...ops import activation as act
 from ...ops import creation
 from ...ops import elementwise as ew
-from ...ops.autocast import autocast_policy
 from ...ops.inplace import snapshot_for_graph, write_result
-from ...tensor import Tensor
 from ._utils import softmax_dim
 
 
@@ -136,23 +134,7 @@ def softshrink(input, lambd=0.5):
     return act.softshrink(input, lambd)
 
 
-@autocast_policy("prelu")
-def prelu(input, weight):
-    """x for x > 0, weight * x otherwise; a weight of C values applies per channel (dim 1)."""
-    if not isinstance(weight, Tensor):
-        raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
-    count = weight.numel()
-    if count != 1:
-        channels = input.shape[1] if input.ndim >= 2 else 1
-        if weight.ndim != 1 or count != channels:
-            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
-                               f"Found parameter numbers = {count} and channel size = "
-                               f"{channels}.")
-        if input.ndim >= 2:
-            weight = weight.reshape((1, count) + (1,) * (input.ndim - 2))
-    elif weight.ndim:
-        weight = weight.reshape(())
-    return ew.where(input > 0, input, weight * input)
+prelu = act.prelu
 
 
 def _rrelu(input, lower, upper, training):

@@ -347,8 +347,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:
-        loss = ew.where(target > 0, target * ew.log(ew.where(target > 0, target, 1.0)), 0.0) \
-            - target * input
+        loss = ew.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
     return reduce_loss(loss, reduction)

@@ -1,0 +1,144 @@
+"""The runner of every elementwise op: operands (tensors and Python scalars) checked, put on one
+device, promoted to one dtype and broadcast to one shape once, for every device, then one kernel;
+and the helpers the ops' Functions share (dtype categories and rejections, gradients summed back
+to an operand's shape, operands saved with their scalars)."""
+
+from ... import dtypes
+from ...dispatch import kernel
+from ...tensor import Tensor
+from ..common import SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to, wrap
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, Tensor) else ()
+
+
+def _device(op, operands):
+    """The device of the operands; 0-d CPU tensors ride along with GPU ones, as in PyTorch."""
+    devices = {x.device for x in operands if isinstance(x, Tensor)
+               and not (x.ndim == 0 and x.device.type == "cpu")}
+    if not devices:
+        return next(x.device for x in operands if isinstance(x, Tensor))
+    if len(devices) > 1:
+        raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found at "
+                           f"least two devices, {' and '.join(sorted(map(str, devices)))}!")
+    return devices.pop()
+
+
+def _operand(x, dtype, shape, device):
+    """A kernel argument: a Python scalar, or a backend array cast to `dtype` viewed as `shape`."""
+    if not isinstance(x, Tensor):
+        return scalar_for(dtype, x)
+    if x.device != device:
+        return scalar_for(dtype, x.item())
+    return broadcast_data(cast(x, dtype), shape)
+
+
+def _check_operands(op, operands):
+    if not any(isinstance(x, Tensor) for x in operands):
+        raise TypeError(f"{op}(): expected at least one Tensor operand")
+    for x in operands:
+        if not isinstance(x, (Tensor,) + SCALAR_TYPES):
+            raise TypeError(f"{op}(): expected Tensor or Number operands, got {type(x).__name__}")
+
+
+def _uniform(operands):
+    """(first tensor, kernel arguments) when the operands are tensors of one shape, dtype and
+    device, and Python scalars that keep that dtype (a float with a floating tensor, an int with
+    a non-bool one, a bool); else (None, None).
+
+    Such operands need no promotion, cast or broadcast: the fast path of the hot small ops. The
+    arguments are the tensors' arrays and the scalars as a kernel of that dtype reads them.
+    """
+    first, args = None, []
+    floats = ints = bools = False
+    for x in operands:
+        if isinstance(x, Tensor):
+            if first is None:
+                first = x
+            elif not (x.dtype is first.dtype
+                      and (x.device is first.device or x.device == first.device)
+                      and x._data.shape == first._data.shape):
+                return None, None
+            args.append(x._data)
+            continue
+        kind = x.__class__
+        if kind is float:
+            floats = True
+        elif kind is int:
+            ints = True
+        elif kind is bool:
+            bools = True
+        else:
+            return None, None
+        args.append(x)
+    if first is None:
+        return None, None
+    dtype = first.dtype
+    if floats and not dtype.is_floating_point or ints and dtype is dtypes.bool_:
+        return None, None
+    if bools or ints and dtype.is_floating_point:
+        args = [scalar_for(dtype, x) if type(x) in SCALAR_TYPES else a
+                for x, a in zip(operands, args)]
+    return first, args
+
+
+def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
+    """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
+    first, args = _uniform(operands)
+    if first is not None and (dtype is None or dtype is first.dtype):
+        device = first.device
+        return wrap(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
+    _check_operands(op, operands)
+    device = _device(op, operands)
+    dtype = dtype or dtypes.result_type(*operands)
+    shape = broadcast_shapes(*(_shape(x) for x in operands), op=op)
+    args = [_operand(x, dtype, shape, device) for x in operands]
+    data = kernel(kernel_op or op, device.type)(*args, **kwargs)
+    return wrap(data, device)
+
+
+def category(dtype):
+    """"b" for bool, "i" for integers, "f" for floating point."""
+    return "b" if dtype is dtypes.bool_ else ("f" if dtype.is_floating_point else "i")
+
+
+def reject(op, dtype, categories):
+    """NotImplementedError, as PyTorch raises, when `dtype`'s category is in `categories`."""
+    if category(dtype) in categories:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtype.name}'")
+
+
+def _float_dtype(*operands):
+    """Promoted dtype, made floating (integers and bools compute in the default float)."""
+    dtype = dtypes.result_type(*operands)
+    return dtype if dtype.is_floating_point else dtypes.get_default_dtype()
+
+
+def _grad(ctx, i, g):
+    """Input i's gradient `g` summed to the input's shape, or None when input i needs none."""
+    shape = ctx.input_shape(i)
+    return None if shape is None else sum_to(g, shape)
+
+
+def _save_operands(ctx, *operands):
+    """Save tensor operands for backward and remember the Python scalars beside them."""
+    ctx.save_for_backward(*(x if isinstance(x, Tensor) else None for x in operands))
+    ctx.scalars = operands
+
+
+def _restore(ctx):
+    """The saved operands, with Python scalars put back in place of missing tensors."""
+    saved = ctx.saved_tensors
+    return tuple([s if s is not None else scalar for s, scalar in zip(saved, ctx.scalars)])
+
+
+def _is_bool(x):
+    return (isinstance(x, Tensor) and x.dtype is dtypes.bool_) or isinstance(x, bool)
+
+
+
+def _check_tensors(op, *xs):
+    for x in xs:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
