@@ -105,3 +105,19 @@ def test_unsupported_operands_are_clear_errors(gpu, rng):
     k = ti.to_device(np.zeros((1, 2, 8, 16), np.float32))
     with pytest.raises(RuntimeError, match="decode_attention: unsupported operands"):
         dispatch.kernel("decode_attention", "cuda")(q, k, k, None, None, 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32)] + HALF, ids=str)
+def test_kv_cache_write_at_a_device_position(gpu, rng, dtype):
+    """Two tokens of (2, 3, T, 24) keys and values, from a transposed (B, T, H, D) projection,
+    land at slots 5 and 6 of a 9-slot cache; nothing else changes."""
+    caches = [rng.standard_normal((2, 3, 9, 24)).astype(dtype) for _ in range(2)]
+    step = [rng.standard_normal((2, 2, 3, 24)).astype(dtype) for _ in range(2)]
+    dev_caches = [ti.to_device(c) for c in caches]
+    dev_step = [ti.view(ti.to_device(s), (2, 3, 2, 24), (144, 24, 72, 1)) for s in step]
+    dispatch.kernel("kv_cache_write", "cuda")(*dev_caches, *dev_step,
+                                              ti.to_device(np.array([5], np.int64)))
+    for cache, dev, new in zip(caches, dev_caches, step):
+        expected = cache.copy()
+        expected[:, :, 5:7] = new.transpose(0, 2, 1, 3)
+        np.testing.assert_array_equal(ti.to_host(dev), expected)

@@ -14,6 +14,9 @@ weighs the splits and rounds once to the output dtype. The grid depends only on 
 a CUDA graph can replay it: the number of valid keys is read from device memory (`length`, one
 int64) and splits past it write an empty partial.
 
+"kv_cache_write" writes a step's keys and values (B, KVH, T, D) into the cache at the slot read
+from device memory, so a decode step's cache writes, too, need no host-side position.
+
 Numerics: Q K^T of half inputs is exact products summed in float32; the float32 probabilities
 enter P V as high and low half-precision parts (two tensor-core products), as the fused
 attention kernels do; float32 inputs take IEEE float32 products. A query row whose keys are all
@@ -40,13 +43,15 @@ _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 # of shared memory) so that the next blocks' loads overlap this block's products; the query
 # group padded to at least 16 rows (the smallest tensor-core product). TARGET_PROGRAMS: two
 # programs for each of an H100's or H200's 132 SMs; splits stop at MAX_SPLITS so the combine
-# kernel's (splits, D) float32 tile stays at most 64 registers a thread.
+# kernel's (splits, D) float32 tile stays at most 64 registers a thread. The cache write copies
+# one (token, head) row of at most 128 elements a program: one warp, four elements a thread.
 BLOCK_N = 64
 MIN_GROUP_ROWS = 16
 TARGET_PROGRAMS = 264
 MAX_SPLITS = 64
 NUM_WARPS = 4
 NUM_STAGES = 3
+WRITE_WARPS = 1
 
 
 @triton.jit
@@ -142,6 +147,40 @@ def _decode_combine_kernel(
     o = tl.sum(part * w[:, None], 0) * tl.where(total > 0, div_rn(1.0, tl.maximum(total, 1e-30)),
                                                 0.0)
     tl.store(out_ptr + row * HEAD + d, o.to(out_ptr.dtype.element_ty), mask=d < HEAD)
+
+
+@triton.jit
+def _kv_cache_write_kernel(
+        # pointers: the key and value caches (B, KVH, S, D); this step's keys and values
+        # (B, KVH, T, D); the slot of its first token (one int64)
+        key_cache_ptr, value_cache_ptr, key_ptr, value_ptr, position_ptr,
+        # sizes: key/value heads, tokens of this step
+        kv_heads, tokens,
+        # strides, in elements: batch, head and row of each operand
+        kc_batch_stride, kc_head_stride, kc_row_stride,
+        vc_batch_stride, vc_head_stride, vc_row_stride,
+        k_batch_stride, k_head_stride, k_row_stride,
+        v_batch_stride, v_head_stride, v_row_stride,
+        # meta-parameters
+        HEAD: tl.constexpr, BD: tl.constexpr):
+    """Token pid0 % tokens of head (pid0 // tokens) % kv_heads of batch row
+    pid0 // (tokens * kv_heads): its key and value rows into slot position + token."""
+    pid = tl.program_id(0)
+    t = pid % tokens
+    plane = pid // tokens
+    b = plane // kv_heads
+    h = plane % kv_heads
+    slot = tl.load(position_ptr) + t
+    d = tl.arange(0, BD)
+    ok = d < HEAD
+    key = tl.load(key_ptr + b * k_batch_stride + h * k_head_stride + t * k_row_stride + d,
+                  mask=ok)
+    value = tl.load(value_ptr + b * v_batch_stride + h * v_head_stride + t * v_row_stride + d,
+                    mask=ok)
+    tl.store(key_cache_ptr + b * kc_batch_stride + h * kc_head_stride + slot * kc_row_stride
+             + d, key, mask=ok)
+    tl.store(value_cache_ptr + b * vc_batch_stride + h * vc_head_stride + slot * vc_row_stride
+             + d, value, mask=ok)
 
 
 def supports(dtype, head_dim):
@@ -256,6 +295,50 @@ def decode_attention(query, key, value, mask, length, scale):
     return out
 
 
+def _write_launch(launch, stream, key_cache, value_cache, key, value, position):
+    """The call of _kv_cache_write_kernel."""
+    strides = [a.element_strides()[:3] for a in (key_cache, value_cache, key, value)]
+    launch(stream,
+           # pointers
+           key_cache, value_cache, key, value, position,
+           # sizes
+           key.shape[1], key.shape[2],
+           # strides
+           *strides[0], *strides[1], *strides[2], *strides[3])
+
+
+def _write_plan(key_cache, key, target=None):
+    batch, kv_heads, tokens, head = key.shape
+    ity = "i64" if _reach(key_cache) >= 2 ** 31 else "i32"
+    return Launch(_kv_cache_write_kernel, (batch * kv_heads * tokens,),
+                  dict(HEAD=head, BD=next_pow2(head)), WRITE_WARPS, int_type=ity,
+                  per_call=("position_ptr",), device=key.device, target=target)
+
+
+@register("kv_cache_write", "cuda")
+def kv_cache_write(key_cache, value_cache, key, value, position):
+    """key_cache[:, :, p:p+T] = key and value_cache[:, :, p:p+T] = value in place, for (B, KVH,
+    T, D) keys and values and p the int64 at `position` (on the device; the caller keeps
+    p + T within the cache)."""
+    if not (key_cache.ndim == 4 and key.shape == value.shape and key_cache.shape == value_cache.shape
+            and key.shape[:2] == key_cache.shape[:2] and key.shape[3] == key_cache.shape[3]
+            and key.dtype == key_cache.dtype == value.dtype == value_cache.dtype
+            and all(a.element_strides()[-1] == 1 for a in (key_cache, value_cache, key, value))
+            and position.size == 1 and position.dtype == np.int64):
+        raise RuntimeError(f"kv_cache_write: unsupported operands: caches {key_cache.shape}, "
+                           f"{value_cache.shape} of {key_cache.dtype}, keys/values {key.shape}, "
+                           f"{value.shape} of {key.dtype}, position of {position.dtype}")
+    device = key.device
+    activate(device)
+    stream = current_stream_handle(device)
+    if key.size:
+        key_ = ("write", key.shape, key.strides, value.strides, key_cache.shape,
+                key_cache.strides, value_cache.strides, key.dtype,
+                tuple(a.ptr % 16 == 0 for a in (key_cache, value_cache, key, value)), device)
+        launch = _plans.get_or_build(key_, lambda: _write_plan(key_cache, key))
+        _write_launch(launch, stream, key_cache, value_cache, key, value, position)
+
+
 def compile_all(target):
     """The main specializations, compiled for `target` (CI, no GPU needed): a Llama-3-shaped
     bfloat16 cache (32 query heads on 8 key/value heads, D=64) at batch 1 (split, with a mask
@@ -274,3 +357,6 @@ def compile_all(target):
         part_out = placeholder((rows, plan.splits, head), np.float32)
         part_lse = placeholder((rows, plan.splits), np.float32)
         _decode_launch(plan, 0, q, k, k, mask, length, q, part_out, part_lse, 0.125)
+        step = placeholder((batch, kv_heads, 1, head), dtype, (kv_heads * head * 3, head, head, 1))
+        _write_launch(_write_plan(k, step, target), 0, k, k, step, step, placeholder((1,),
+                                                                                      np.int64))

@@ -1,0 +1,78 @@
+"""Projections that read one input fused into one matrix: a layer's query, key and value
+projections, or the gate and up projections of a SwiGLU MLP, are one (sum of outputs, inputs)
+weight and one matmul (a decode step reads the input once and launches one kernel instead of
+three or two).
+
+State dicts keep Hugging Face's names: the module holding the fused projection
+(`FusedParent`) writes each part under its own name (`q_proj.weight`, ...) as a view of the
+fused weight, and reads those names back into it, so checkpoints load and save both ways and
+an optimizer trains the fused parameter itself.
+"""
+
+from .. import nn
+from ..nn import functional as F
+
+
+class FusedLinear(nn.Linear):
+    """nn.Linear whose output features are the parts' outputs, concatenated in order;
+    `parts` maps each part's name to its number of output features."""
+
+    def __init__(self, in_features, parts, bias=True, device=None, dtype=None):
+        super().__init__(in_features, sum(parts.values()), bias=bias, device=device, dtype=dtype)
+        self.parts = dict(parts)
+
+    def forward(self, input):
+        """The parts' outputs, one tensor each (views of one matmul's result)."""
+        return F.linear(input, self.weight, self.bias).split(list(self.parts.values()), -1)
+
+    def part_views(self):
+        """{(part, parameter name): the rows of that parameter that part owns}."""
+        views = {}
+        for pname, param in self._parameters.items():
+            if param is None:
+                continue
+            start = 0
+            for part, size in self.parts.items():
+                views[part, pname] = param.narrow(0, start, size)
+                start += size
+        return views
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """Nothing under the fused name: the parent writes the parts."""
+
+    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
+                              error_msgs, plan):
+        """Nothing under the fused name: the parent reads the parts."""
+        unexpected_keys.extend(state_dict)
+
+
+class FusedParent(nn.Module):
+    """A module with FusedLinear children, whose state dicts name the parts."""
+
+    def _fused(self):
+        return [(name, m) for name, m in self._modules.items() if isinstance(m, FusedLinear)]
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        for _, module in self._fused():
+            for (part, pname), view in module.part_views().items():
+                destination[f"{prefix}{part}.{pname}"] = view if keep_vars else view.detach()
+
+    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
+                              error_msgs, plan):
+        parts = {}
+        for _, module in self._fused():
+            for (part, pname), view in module.part_views().items():
+                parts[f"{prefix}{part}.{pname}"] = (module, pname, view)
+        own = {k: v for k, v in state_dict.items() if k not in parts}
+        super()._load_from_state_dict(own, prefix, missing_keys, unexpected_keys, error_msgs,
+                                      plan)
+        for key, (module, pname, view) in parts.items():
+            if key not in state_dict:
+                missing_keys.append(key)
+            elif tuple(state_dict[key].shape) != tuple(view.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{state_dict[key].shape} from checkpoint, the shape in "
+                                  f"current model is {view.shape}.")
+            else:
+                plan.append((module, pname, view.detach(), state_dict[key]))
