@@ -103,9 +103,8 @@ class DecodeStep:
 
     @no_grad()
     def __call__(self):
-        logits = self.model(self.input_ids, position_ids=self.position_ids,
-                            cache=self.cache)[:, -1]
-        self.logits.copy_(logits)
+        logits = self.model(self.input_ids, position_ids=self.position_ids, cache=self.cache)
+        self.logits.copy_(logits[:, -1])
         token = next_tokens(self.logits, *self.sampling, self.generator)
         token = mark_stops(token, self.finished, self.eos_ids, self.pad)
         self.input_ids.copy_(token.unsqueeze(1))
@@ -133,7 +132,7 @@ def _stop_length(tokens, eos):
 
 class GenerationMixin:
     """`generate` for a causal language model whose forward takes
-    (input_ids, attention_mask, position_ids, cache) and returns logits."""
+    (input_ids, attention_mask, position_ids, cache, logits_to_keep) and returns logits."""
 
     @no_grad()
     def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0,
@@ -164,7 +163,8 @@ class GenerationMixin:
         mask = attention_mask if padded else None
         cache = self.make_cache(batch, length + max_new_tokens, device)
         positions = positions_from_mask(mask) if padded else None
-        logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache)
+        logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+                      logits_to_keep=1)
         sampling = (do_sample, temperature, top_k, top_p)
         eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
         finished = full((batch,), False, dtype=dtypes.bool_, device=device)

@@ -140,8 +140,11 @@ class LlamaForCausalLM(PreTrainedModel):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
-        return self.lm_head(self.model(input_ids, attention_mask, position_ids, cache))
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None,
+                logits_to_keep=0):
+        """Logits of every position, or of the last `logits_to_keep` (as transformers)."""
+        hidden = self.model(input_ids, attention_mask, position_ids, cache)
+        return self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
 
     def cache_geometry(self):
         """(layers, key/value heads, head size) of this model's key/value cache."""

@@ -1,7 +1,7 @@
 """Decoding on the GPU: scaled_dot_product_attention of one query row (the decode kernel) and
 cached_attention with a device valid length against torch, the key/value cache write, and
 generation with DecodeSteps: equal to transformers' greedy tokens (float32), no device-to-host
-copy or stream sync inside a step."""
+copy or stream sync inside a step; the fused rotary kernel and its gradient."""
 
 import math
 
@@ -129,3 +129,25 @@ def test_decode_steps_copy_nothing_to_the_host(tmp_path, monkeypatch, sampling):
     model.generate(genesis.tensor(ids, device="cuda"), **kwargs)
     assert calls
 
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
+def test_fused_rotary_and_its_gradient_match_the_composed_ops(dtype):
+    """apply_rotary through the fused kernel (queries and keys cut from one projection) equals
+    the composed ops on the CPU in float32 on the same values, rounded once, forward and
+    backward (a linear loss: the output gradients are exact in every dtype)."""
+    from genesis.models.rotary import apply_rotary
+    torch.manual_seed(2)
+    qkv = torch.randn(2, 9, (4 + 2 * 2) * 32).to(TORCH[dtype])
+    angles = torch.rand(2, 9, 32) * 8
+    cos, sin = angles.cos().to(TORCH[dtype]), angles.sin().to(TORCH[dtype])
+    weights = [torch.randn(2, heads, 9, 32).to(TORCH[dtype]) for heads in (4, 2)]
+    results = []
+    for device, ct in (("cpu", genesis.float32), ("cuda", dtype)):
+        fused = from_torch(qkv, device).to(ct).requires_grad_()
+        q, k, _ = fused.view(2, 9, 8, 32).transpose(1, 2).split([4, 2, 2], dim=1)
+        outs = apply_rotary(q, k, *(from_torch(t, device).to(ct) for t in (cos, sin)))
+        sum((o * from_torch(w, device).to(ct)).sum() for o, w in zip(outs, weights)).backward()
+        results.append((*outs, fused.grad))
+    for cpu, gpu in zip(*results):
+        assert_close(gpu, cpu.to(dtype), rtol=TOLERANCES[dtype][0], atol=1e-5)
