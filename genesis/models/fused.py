@@ -3,6 +3,9 @@ projections, or the gate and up projections of a SwiGLU MLP, are one (sum of out
 weight and one matmul (a decode step reads the input once and launches one kernel instead of
 three or two).
 
+Where the backend has the kernel (CUDA), SwiGLU's silu(gate) * up reads the fused gate/up output
+once and writes once (`silu_gate`).
+
 State dicts keep Hugging Face's names: the module holding the fused projection
 (`FusedParent`) writes each part under its own name (`q_proj.weight`, ...) as a view of the
 fused weight, and reads those names back into it, so checkpoints load and save both ways and
@@ -10,7 +13,11 @@ an optimizer trains the fused parameter itself.
 """
 
 from .. import nn
+from ..autograd.function import Function
+from ..dispatch import has_kernel
 from ..nn import functional as F
+from ..ops.common import call, wrap
+from ..ops.shape import cat
 
 
 class FusedLinear(nn.Linear):
@@ -23,7 +30,11 @@ class FusedLinear(nn.Linear):
 
     def forward(self, input):
         """The parts' outputs, one tensor each (views of one matmul's result)."""
-        return F.linear(input, self.weight, self.bias).split(list(self.parts.values()), -1)
+        return self.fused(input).split(list(self.parts.values()), -1)
+
+    def fused(self, input):
+        """The parts' outputs side by side, as one tensor."""
+        return F.linear(input, self.weight, self.bias)
 
     def part_views(self):
         """{(part, parameter name): the rows of that parameter that part owns}."""
@@ -76,3 +87,33 @@ class FusedParent(nn.Module):
                                   f"current model is {view.shape}.")
             else:
                 plan.append((module, pname, view.detach(), state_dict[key]))
+
+
+def silu_gate(gate_up):
+    """silu(gate) * up of a (..., 2 * N) fused gate/up output (gate first)."""
+    if has_kernel("silu_mul", gate_up.device.type) and gate_up.stride(-1) == 1:
+        return _SiluMul.apply(gate_up)
+    gate, up = gate_up.chunk(2, -1)
+    return F.silu(gate) * up
+
+
+class _SiluMul(Function):
+    """silu(gate) * up through the backend's kernel; the gradient with genesis ops (in
+    float32: differentiable again)."""
+
+    @staticmethod
+    def forward(ctx, gate_up):
+        ctx.save_for_backward(gate_up)
+        width = gate_up.shape[-1]
+        out = call("silu_mul", gate_up.reshape(-1, width))
+        return wrap(out, gate_up.device, gate_up.dtype).reshape(*gate_up.shape[:-1], width // 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """In float32, rounded once to the input's dtype."""
+        (gate_up,) = ctx.saved_tensors
+        gate, up = gate_up.float().chunk(2, -1)
+        grad = grad.float()
+        sig = gate.sigmoid()
+        d_gate = grad * up * sig * (1 + gate * (1 - sig))
+        return cat([d_gate, grad * gate * sig], -1).to(gate_up.dtype)

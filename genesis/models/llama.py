@@ -14,7 +14,7 @@ from ..nn import functional as F
 from .attention_mask import attend, step_inputs
 from .cache import embedding_rows
 from .config import ModelConfig
-from .fused import FusedLinear, FusedParent
+from .fused import FusedLinear, FusedParent, silu_gate
 from .pretrained import PreTrainedModel
 from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
 
@@ -83,6 +83,8 @@ class MLP(FusedParent):
         self.act = ACTIVATIONS[config.hidden_act]
 
     def forward(self, x):
+        if self.act is F.silu:
+            return self.down_proj(silu_gate(self.gate_up_proj.fused(x)))
         gate, up = self.gate_up_proj(x)
         return self.down_proj(self.act(gate) * up)
 
