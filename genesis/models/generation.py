@@ -81,10 +81,14 @@ class DecodeStep:
     a CUDA graph and replayed:
 
         step = DecodeStep(model, cache, first_tokens, positions, ...)
+        step()            # eagerly first: kernels compile and their launch plans are cached
         g = genesis.cuda.CUDAGraph()
         with genesis.cuda.graph(g):
-            step()
+            step()        # recorded, not run: the buffers still hold the eager step's state
         g.replay()        # one more token: read step.input_ids / step.finished after it
+
+    `GenerationMixin.decode_runner` is where generate asks for the callable that runs a step:
+    the step itself, or a graph replaying it.
 
     Sampling draws from `generator` (or the device's default one) on each call; under a
     captured graph the generator's state must be graph-safe for replays to draw fresh numbers.
@@ -191,16 +195,22 @@ class GenerationMixin:
         if streamer is not None:
             streamer.put(token)
         every = 1 if streamer is not None else CHECK_EVERY
+        run = self.decode_runner(step)
         for made in range(1, max_new_tokens):
             if eos_ids is not None and made % every == 0 and bool(step.finished.all()):
                 break
-            step()
+            run()
             generated.append(step.input_ids[:, 0].clone())
             if streamer is not None:
                 streamer.put(generated[-1])
         if streamer is not None:
             streamer.end()
         return generated
+
+    def decode_runner(self, step):
+        """The callable generate calls once per new token to run the DecodeStep `step`: the
+        step itself (eager launches)."""
+        return step
 
     def _eos_ids(self, eos_token_id):
         if eos_token_id is None:
