@@ -170,3 +170,22 @@ def test_fused_swiglu_gate_and_its_gradient_match_the_composed_ops(dtype):
     (cpu_out, cpu_grad), (gpu_out, gpu_grad) = results
     for gpu, cpu in ((gpu_out, cpu_out), (gpu_grad, cpu_grad)):
         assert_close(gpu, cpu.to(dtype), rtol=TOLERANCES[dtype][0], atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
+def test_grouped_query_prefill_reads_keys_in_place(dtype, causal):
+    """SDPA with enable_gqa and no gradient runs the fused forward on the grouped keys and
+    values (no repeated copies) and matches torch."""
+    torch.manual_seed(4)
+    q = torch.randn(2, 32, 300, 64).to(TORCH[dtype])
+    k, v = (torch.randn(2, 8, 300, 64).to(TORCH[dtype]) for _ in range(2))
+    with genesis.no_grad():
+        out = F.scaled_dot_product_attention(*(from_torch(t, "cuda") for t in (q, k, v)),
+                                             is_causal=causal, enable_gqa=True)
+    ct = torch.float64 if dtype is genesis.float32 else torch.float32
+    expected = TF.scaled_dot_product_attention(
+        q.to(ct), *(t.repeat_interleave(4, 1).to(ct) for t in (k, v)),
+        is_causal=causal).to(TORCH[dtype])
+    rtol, atol = TOLERANCES[dtype]
+    assert_close(out, expected, rtol=rtol, atol=atol)

@@ -2,7 +2,8 @@
 
 On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
 runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
-three backward, no (L, S) scores in memory). One query row per head (decoding against a cache),
+three backward, no (L, S) scores in memory); without gradients, grouped-query heads (enable_gqa)
+are read in place instead of repeated. One query row per head (decoding against a cache),
 without gradients and with at most a bool mask over the keys, runs as the decode kernel
 (backends/cuda/kernels/decode_attention.py), grouped-query heads read in place.
 `cached_attention` is that path with the valid length of a static cache read on the device.
@@ -81,11 +82,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                                          enable_gqa):
         return _decode(query, key, value, attn_mask, None, scale)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        if attn_mask is None and dropout_p == 0.0 and not _needs_grad(query, key, value) \
+                and _fusable(query, key, value, grouped=True):
+            return _flash(query, key, value, is_causal, scale)
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
-        return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
-                                     is_causal, scale)
+        return _flash(query, key, value, is_causal, scale)
     scores = linalg.matmul(query * scale, key.transpose(-2, -1))
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
@@ -119,7 +122,7 @@ def _decodable(query, key, value, attn_mask, enable_gqa):
     device = query.device
     if device.type != "cuda" or key.device != device or value.device != device:
         return False
-    if is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
+    if _needs_grad(query, key, value):
         return False
     if not (query.ndim == key.ndim == value.ndim == 4 and query.shape[2] == 1
             and query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
@@ -153,10 +156,15 @@ def _decode(query, key, value, attn_mask, valid_length, scale):
     return wrap(out, query.device)
 
 
-def _fusable(query, key, value):
+def _needs_grad(*tensors):
+    return is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _fusable(query, key, value, grouped=False):
     """The fused kernels compute this: CUDA, one dtype (float32/16, bfloat16), (B, H, L, D)
-    operands of equal leading dims (at most two), head dim 16..128 shared by values, nothing
-    empty."""
+    operands of equal leading dims (at most two; `grouped`: keys and values may have fewer
+    heads, dividing the query's, which the forward kernel alone takes), head dim 16..128
+    shared by values, nothing empty."""
     device = query.device
     if device.type != "cuda" or key.device != device or value.device != device:
         return False
@@ -164,11 +172,19 @@ def _fusable(query, key, value):
             and value.dtype is query.dtype):
         return False
     head = query.shape[-1]
+    lead = query.shape[:-2] == key.shape[:-2]
+    if grouped and query.ndim >= 3 and key.ndim == query.ndim and key.shape[-3]:
+        lead = query.shape[:-3] == key.shape[:-3] and query.shape[-3] % key.shape[-3] == 0
     return (query.ndim <= 4 and key.ndim == query.ndim and value.ndim == query.ndim
-            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and lead and key.shape[:-2] == value.shape[:-2]
             and value.shape[-1] == head and 16 <= head <= 128
             and query.numel() > 0 and key.numel() > 0
             and has_kernel("flash_attention", device.type))
+
+
+def _flash(query, key, value, is_causal, scale):
+    return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
+                                 is_causal, scale)
 
 
 def _unit_last_stride(t):
