@@ -212,7 +212,8 @@ class _Plan:
                     PRECISION="tf32" if half else "ieee", SPLIT_DOT=half)
         ity = "i64" if max(_reach(a) for a in (q, k)) >= 2 ** 31 else "i32"
         self.split = Launch(_decode_split_kernel, (self.splits, batch * kv_heads), meta,
-                            NUM_WARPS, NUM_STAGES, int_type=ity, per_call=("length_ptr",),
+                            NUM_WARPS, NUM_STAGES, int_type=ity,
+                            per_call=("mask_ptr", "length_ptr"),
                             device=q.device, target=target)
         self.combine = None
         if self.splits > 1:
