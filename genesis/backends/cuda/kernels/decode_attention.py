@@ -200,7 +200,7 @@ def split_plan(batch, kv_heads, n_keys):
 class _Plan:
     """The launches of one geometry: the split kernel and, with several splits, the combine."""
 
-    def __init__(self, q, k, mask, length, target=None):
+    def __init__(self, q, k, v, mask, length, target=None):
         batch, heads, _, head = q.shape
         kv_heads, n_keys = k.shape[1], k.shape[2]
         self.group = heads // kv_heads
@@ -210,7 +210,7 @@ class _Plan:
         meta = dict(GROUP=self.group, BG=max(MIN_GROUP_ROWS, next_pow2(self.group)), HEAD=head,
                     BD=bd, BN=BLOCK_N, SPLITS=self.splits,
                     PRECISION="tf32" if half else "ieee", SPLIT_DOT=half)
-        ity = "i64" if max(_reach(a) for a in (q, k)) >= 2 ** 31 else "i32"
+        ity = "i64" if max(_reach(a) for a in (q, k, v)) >= 2 ** 31 else "i32"
         self.split = Launch(_decode_split_kernel, (self.splits, batch * kv_heads), meta,
                             NUM_WARPS, NUM_STAGES, int_type=ity,
                             per_call=("mask_ptr", "length_ptr"),
@@ -284,7 +284,7 @@ def decode_attention(query, key, value, mask, length, scale):
     key_ = (query.shape, query.strides, key.shape, key.strides, value.strides, query.dtype,
             None if mask is None else mask.strides, length is None,
             tuple(a.ptr % 16 == 0 for a in (query, key, value)), device)
-    plan = _plans.get_or_build(key_, lambda: _Plan(query, key, mask, length))
+    plan = _plans.get_or_build(key_, lambda: _Plan(query, key, value, mask, length))
     part_out = part_lse = None
     if plan.splits > 1:
         rows = query.shape[0] * query.shape[1]
@@ -353,7 +353,7 @@ def compile_all(target):
         k = placeholder((batch, kv_heads, 384, head), dtype)
         mask = placeholder((batch, 384), np.uint8) if masked else None
         length = placeholder((1,), np.int64) if masked else None
-        plan = _Plan(q, k, mask, length, target)
+        plan = _Plan(q, k, k, mask, length, target)
         rows = batch * heads
         part_out = placeholder((rows, plan.splits, head), np.float32)
         part_lse = placeholder((rows, plan.splits), np.float32)
