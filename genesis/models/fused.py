@@ -3,8 +3,9 @@ projections, or the gate and up projections of a SwiGLU MLP, are one (sum of out
 weight and one matmul (a decode step reads the input once and launches one kernel instead of
 three or two).
 
-Where the backend has the kernel (CUDA), SwiGLU's silu(gate) * up reads the fused gate/up output
-once and writes once (`silu_gate`).
+Where the backend has the kernels (CUDA), SwiGLU's silu(gate) * up reads the fused gate/up output
+once and writes once (`silu_gate`), and, without gradients, a residual add and the RMSNorm
+after it are one kernel (`add_norm`).
 
 State dicts keep Hugging Face's names: the module holding the fused projection
 (`FusedParent`) writes each part under its own name (`q_proj.weight`, ...) as a view of the
@@ -14,6 +15,7 @@ an optimizer trains the fused parameter itself.
 
 from .. import nn
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
 from ..ops.common import call, wrap
@@ -117,3 +119,26 @@ class _SiluMul(Function):
         sig = gate.sigmoid()
         d_gate = grad * up * sig * (1 + gate * (1 - sig))
         return cat([d_gate, grad * gate * sig], -1).to(gate_up.dtype)
+
+
+FUSED_NORM_WIDTH = 16384
+"""The widest rows the fused add + RMSNorm kernel holds in registers."""
+
+
+def add_norm(x, y, norm):
+    """(x + y, norm(x + y)) for the nn.RMSNorm `norm` over the last dim."""
+    weight = norm.weight
+    if (has_kernel("add_rms_norm", x.device.type) and weight is not None
+            and norm.eps is not None and len(norm.normalized_shape) == 1
+            and not (is_grad_enabled() and (x.requires_grad or y.requires_grad
+                                            or weight.requires_grad))
+            and x.shape == y.shape and x.dtype is y.dtype is weight.dtype
+            and y.device == x.device == weight.device
+            and 0 < x.shape[-1] <= FUSED_NORM_WIDTH and x.stride(-1) == y.stride(-1) == 1):
+        width = x.shape[-1]
+        h, out = call("add_rms_norm", x.reshape(-1, width), y.reshape(-1, width), weight,
+                      norm.eps)
+        return (wrap(h, x.device, x.dtype).reshape(x.shape),
+                wrap(out, x.device, x.dtype).reshape(x.shape))
+    h = x + y
+    return h, norm(h)

@@ -14,7 +14,7 @@ from ..nn import functional as F
 from .attention_mask import attend, step_inputs
 from .cache import embedding_rows
 from .config import ModelConfig
-from .fused import FusedLinear, FusedParent, silu_gate
+from .fused import FusedLinear, FusedParent, add_norm, silu_gate
 from .pretrained import PreTrainedModel
 from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
 
@@ -100,8 +100,9 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(config, **kw)
 
     def forward(self, x, cos, sin, mask, cache=None):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        attended = self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+        x, normed = add_norm(x, attended, self.post_attention_layernorm)
+        return x + self.mlp(normed)
 
 
 class LlamaModel(nn.Module):

@@ -189,3 +189,20 @@ def test_grouped_query_prefill_reads_keys_in_place(dtype, causal):
         is_causal=causal).to(TORCH[dtype])
     rtol, atol = TOLERANCES[dtype]
     assert_close(out, expected, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
+def test_fused_residual_norm_equals_add_then_norm(dtype):
+    """add_norm without gradients (one kernel) gives the sum and the norm that x + y and
+    nn.RMSNorm give on the GPU (the same float32 formula, rounded once)."""
+    from genesis.models.fused import add_norm
+    torch.manual_seed(5)
+    x, y = (from_torch(torch.randn(2, 7, 2048).to(TORCH[dtype]), "cuda") for _ in range(2))
+    norm = genesis.nn.RMSNorm(2048, eps=1e-5, device="cuda", dtype=dtype)
+    with genesis.no_grad():
+        genesis.nn.init.normal_(norm.weight)
+        h, out = add_norm(x, y, norm)
+        expected_h = x + y
+        expected = norm(expected_h)
+    assert_close(h, expected_h.cpu(), rtol=0, atol=0)
+    assert_close(out, expected.cpu(), rtol=TOLERANCES[dtype][0], atol=1e-5)
