@@ -99,10 +99,13 @@ class DecoderLayer(nn.Module):
                                                    **kw)
         self.mlp = MLP(config, **kw)
 
-    def forward(self, x, cos, sin, mask, cache=None):
-        attended = self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+    def forward(self, x, normed, cos, sin, mask, cache, next_norm):
+        """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
+        this layer's input_layernorm of it, `normed`: each residual add and the norm after it
+        are one kernel where they can be (models/fused.py)."""
+        attended = self.self_attn(normed, cos, sin, mask, cache)
         x, normed = add_norm(x, attended, self.post_attention_layernorm)
-        return x + self.mlp(normed)
+        return add_norm(x, self.mlp(normed), next_norm)
 
 
 class LlamaModel(nn.Module):
@@ -121,11 +124,14 @@ class LlamaModel(nn.Module):
         position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
         x = embedding_rows(self.embed_tokens, input_ids, cache)
         cos, sin = self.rotary(position_ids, x.dtype)
-        for layer in self.layers:
-            x = layer(x, cos, sin, mask, cache)
+        layers = list(self.layers)
+        normed = layers[0].input_layernorm(x) if layers else self.norm(x)
+        for layer, after in zip(layers, layers[1:] + [None]):
+            x, normed = layer(x, normed, cos, sin, mask, cache,
+                              self.norm if after is None else after.input_layernorm)
         if cache is not None:
             cache.advance(input_ids.shape[1])
-        return self.norm(x)
+        return normed
 
 
 class LlamaForCausalLM(PreTrainedModel):
