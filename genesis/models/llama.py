@@ -6,7 +6,8 @@ A decoder-only transformer: token embeddings, then per layer
 then a final RMSNorm and the vocabulary projection (`lm_head`, tied to the embeddings where the
 config says so). Qwen2 is this model with biases on the query, key and value projections.
 The query, key and value projections are one matrix, and so are gate and up (models/fused.py);
-state dicts still name them as the checkpoints do.
+state dicts still name them as the checkpoints do. Without gradients, each residual add and the
+RMSNorm after it run as one kernel on the GPU.
 """
 
 from .. import nn
