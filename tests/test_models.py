@@ -312,3 +312,99 @@ def test_generate_and_finetune_examples(tmp_path, capsys):
         assert_close(tuned(genesis.tensor(ids)), _hf_logits(reloaded, ids), atol=1e-5,
                      rtol=1e-5)
     assert (out / "tokenizer.json").exists()
+
+
+def _decode_setup(model, ids, mask):
+    """(cache, first tokens, positions) after the prompt of `ids` (left padding in `mask`)."""
+    from genesis.models.attention_mask import position_ids
+    batch, length = ids.shape
+    padded = genesis.tensor(mask)
+    positions = position_ids(padded)
+    cache = model.make_cache(batch, length + 8, None)
+    logits = model(genesis.tensor(ids), attention_mask=padded, position_ids=positions,
+                   cache=cache)
+    return cache, logits[:, -1].argmax(-1), positions
+
+
+def test_decode_step_equals_the_host_counted_path(saved, rng):
+    """DecodeStep's logits, step by step, equal those of the model run on a cache whose
+    positions and mask the host computes (fed the same tokens)."""
+    from genesis.models.generation import DecodeStep
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, mask = _prompts(rng, 3, 7, padded=True)
+    with genesis.no_grad():
+        host_cache, token, positions = _decode_setup(model, ids, mask)
+        device_cache, _, _ = _decode_setup(model, ids, mask)
+        device_cache.start_decoding(genesis.tensor(mask))
+        step = DecodeStep(model, device_cache, token, positions[:, -1:] + 1,
+                          genesis.zeros(3, dtype=genesis.bool), None, 0)
+        grown, pos = genesis.tensor(mask), positions[:, -1:]
+        for _ in range(6):
+            grown = genesis.cat([grown, genesis.ones(3, 1, dtype=grown.dtype)], dim=1)
+            pos = pos + 1
+            expected = model(step.input_ids.clone(), attention_mask=grown, position_ids=pos,
+                             cache=host_cache)[:, -1]
+            step()
+            assert_close(step.logits, expected, atol=1e-5, rtol=1e-5)
+            assert step.input_ids[:, 0].tolist() == expected.argmax(-1).tolist()
+
+
+HOST_READS = ("to_numpy", "check_index", "nonzero", "repeat_interleave", "unique")
+"""The kernels that read device memory back to the host on CUDA (the values themselves, an
+index bounds check, an output size): on the CPU they stand in for those reads."""
+
+
+@pytest.mark.parametrize("sampling", [dict(), dict(do_sample=True, top_k=5, top_p=0.9,
+                                                   temperature=0.7)])
+def test_decode_steps_make_no_host_read(saved, rng, monkeypatch, sampling):
+    """Every DecodeStep of a batched, left-padded generation with a stop token runs with the
+    host-read kernels refusing to run."""
+    from genesis import dispatch
+    from genesis.models.generation import DecodeStep
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, mask = _prompts(rng, 3, 6, padded=True)
+    calls, original = [], DecodeStep.__call__
+
+    def refuse(name):
+        def kernel(*args, **kwargs):
+            raise AssertionError(f"a decode step read the device back to the host ({name})")
+        return kernel
+
+    def guarded(self):
+        with monkeypatch.context() as m:
+            for name in HOST_READS:
+                m.setitem(dispatch._KERNELS, (name, "cpu"), refuse(name))
+            original(self)
+        calls.append(1)
+
+    monkeypatch.setattr(DecodeStep, "__call__", guarded)
+    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+                         max_new_tokens=12, eos_token_id=[VOCAB - 1, VOCAB - 2], pad_token_id=0,
+                         generator=genesis.Generator().manual_seed(1), **sampling)
+    assert len(calls) >= out.shape[1] - 6 - 1 > 0
+
+
+def test_fused_projections_keep_hugging_face_names_and_train(saved, rng):
+    """The fused QKV and gate/up weights appear in state dicts under the checkpoint's names,
+    load back from them, and get gradients."""
+    family, hf, path = saved
+    if family == "gpt2":
+        pytest.skip("GPT-2's checkpoints fuse QKV themselves (c_attn)")
+    model = genesis.models.from_pretrained(path)
+    state = model.state_dict()
+    expected = {k: v.numpy() for k, v in hf.state_dict().items()
+                if not k.endswith("rotary_emb.inv_freq")}
+    assert set(state) == set(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(state[name].numpy(), value)
+    fresh = type(model)(model.config)
+    fresh.load_state_dict(state)
+    ids = genesis.tensor(_prompts(rng, 2, 5, False)[0])
+    with genesis.no_grad():
+        assert_close(fresh(ids), model(ids), atol=0, rtol=0)
+    fresh(ids).sum().backward()
+    attn = fresh.model.layers[0].self_attn.qkv_proj.weight
+    assert attn.grad is not None and float(attn.grad.abs().sum()) > 0
+    assert fresh.model.layers[0].mlp.gate_up_proj.weight.grad is not None

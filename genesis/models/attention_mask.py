@@ -3,23 +3,28 @@
 Query t of this step sits at cache position `start + t` and may see keys at positions up to its
 own, except the padding that `attention_mask` (1 for tokens, 0 for left padding) marks. Where
 nothing is padded, the mask is left out: a prompt from an empty cache is plainly causal (the
-fused attention kernel's case) and a single decoded token sees every cached key.
+fused attention kernel's case) and a single decoded token sees every cached key. A decode step
+of a cache that counts its positions on the device (StaticCache.start_decoding) takes the
+cache's device mask and valid length instead: nothing about it is computed on the host.
 """
 
+from ..nn import functional as F
+from ..nn.functional.attention import cached_attention
 from ..ops.creation import arange
 
 
 def causal_mask(attention_mask, start, tokens, device):
-    """(attn_mask, is_causal) for `scaled_dot_product_attention`: a bool (batch, 1, tokens,
-    start + tokens) mask, or None with is_causal for unpadded steps."""
+    """(attn_mask, is_causal, valid length) for the attention of a step: a bool (batch, 1,
+    tokens, start + tokens) mask, or None with is_causal for unpadded steps; the valid length
+    is None (every key given is valid)."""
     if attention_mask is None:
-        return None, start == 0 and tokens > 1
+        return None, start == 0 and tokens > 1, None
     end = start + tokens
     keys = arange(end, device=device)
     queries = arange(start, end, device=device)
     visible = keys.unsqueeze(0) <= queries.unsqueeze(1)
     padding = attention_mask[:, :end].bool()
-    return visible.unsqueeze(0).unsqueeze(0) & padding.unsqueeze(1).unsqueeze(1), False
+    return visible.unsqueeze(0).unsqueeze(0) & padding.unsqueeze(1).unsqueeze(1), False, None
 
 
 def position_ids(attention_mask):
@@ -29,10 +34,27 @@ def position_ids(attention_mask):
 
 
 def step_inputs(input_ids, attention_mask, position_ids, cache):
-    """(position ids, (attn_mask, is_causal)) of a forward step over `input_ids` that follows
-    the `cache`'s positions (positions count up from the cache's length by default)."""
+    """(position ids, (attn_mask, is_causal, valid length)) of a forward step over `input_ids`
+    that follows the `cache`'s positions (positions count up from the cache's length by
+    default; a decoding cache's steps give their position ids)."""
     B, T = input_ids.shape
+    if cache is not None and cache.decoding:
+        if position_ids is None:
+            raise ValueError("a decode step over a device-counted cache needs its position_ids")
+        mask, length = cache.decode_mask()
+        return position_ids, (mask, False, length)
     start = cache.length if cache is not None else 0
     if position_ids is None:
         position_ids = arange(start, start + T, device=input_ids.device).expand(B, T)
     return position_ids, causal_mask(attention_mask, start, T, input_ids.device)
+
+
+def attend(query, key, value, mask, scale=None):
+    """Attention of a step's (batch, heads, tokens, head_dim) queries over the keys and values
+    its cache gave (fewer key/value heads than query heads: grouped-query attention), under
+    the step's (attn_mask, is_causal, valid length)."""
+    attn_mask, is_causal, length = mask
+    if is_causal:
+        return F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scale,
+                                              enable_gqa=True)
+    return cached_attention(query, key, value, attn_mask, length, scale)

@@ -1,8 +1,18 @@
 """A static key/value cache: per layer, keys and values of every position generated so far,
 in buffers allocated once for the whole generation (prompt plus new tokens), so decoding a
-token allocates nothing and writes one slot per layer."""
+token allocates no cache memory and writes one slot per layer.
 
-from ..ops.creation import zeros
+The prompt (prefill) is written where the host says (`length` counts the cached positions).
+After `start_decoding`, the count lives on the device (`position`, one int64): each decode step
+writes its keys and values at that slot, attends over the whole buffer with a mask computed on
+the device, and advances it in place. A decode step then has fixed shapes and reads nothing
+back to the host, which is what a CUDA graph needs to capture and replay it.
+"""
+
+from .. import dtypes
+from ..dispatch import kernel
+from ..ops.common import wrap
+from ..ops.creation import arange, full, ones, zeros
 
 
 class StaticCache:
@@ -15,10 +25,42 @@ class StaticCache:
         self.values = [zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.max_length = max_length
         self.length = 0
+        self.position = None
+        self.key_padding = None
+        self.key_positions = None
+
+    @property
+    def decoding(self):
+        return self.position is not None
+
+    def start_decoding(self, attention_mask=None):
+        """Keep the count of cached positions on the device from here on. `attention_mask`
+        (batch, cached positions), 1 for tokens and 0 for padding, marks the keys no query
+        may see."""
+        device = self.keys[0].device
+        batch = self.keys[0].shape[0]
+        self.position = full((1,), self.length, dtype=dtypes.int64, device=device)
+        self.key_positions = arange(self.max_length, device=device)
+        self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_, device=device)
+        if attention_mask is not None:
+            self.key_padding[:, :self.length] = attention_mask[:, :self.length].bool()
+
+    def decode_mask(self):
+        """(bool attn_mask (batch, 1, 1, max_length), valid length) of a decode step, on the
+        device: the keys up to this step's slot, less the padding."""
+        visible = self.key_positions <= self.position
+        mask = (self.key_padding & visible).unsqueeze(1).unsqueeze(1)
+        return mask, self.position + 1
 
     def update(self, layer, key, value):
         """Write this step's (batch, kv heads, tokens, head_dim) keys and values after the
-        cached ones; returns every position's keys and values so far."""
+        cached ones; returns the keys and values attention reads (the written prefix, or the
+        whole buffers when decoding)."""
+        if self.decoding:
+            keys, values = self.keys[layer], self.values[layer]
+            kernel("kv_cache_write", key.device.type)(keys._data, values._data, key._data,
+                                                      value._data, self.position._data)
+            return keys, values
         start, end = self.length, self.length + key.shape[2]
         if end > self.max_length:
             raise RuntimeError(f"StaticCache: {end} positions do not fit the cache's "
@@ -29,4 +71,17 @@ class StaticCache:
 
     def advance(self, tokens):
         """Count `tokens` more cached positions (after every layer has written them)."""
-        self.length += tokens
+        if self.decoding:
+            self.position.add_(tokens)
+        else:
+            self.length += tokens
+
+
+def embedding_rows(embedding, ids, cache):
+    """`embedding(ids)`; in a decode step the ids are the model's own samples, looked up
+    without nn.Embedding's bounds check (which reads the ids back to the host)."""
+    if cache is None or not cache.decoding:
+        return embedding(ids)
+    weight = embedding.weight
+    rows = kernel("index", weight.device.type)(weight._data, [ids._data])
+    return wrap(rows, weight.device, weight.dtype)

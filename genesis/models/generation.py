@@ -1,21 +1,30 @@
 """Text generation with a static key/value cache, as transformers' `generate`.
 
 The prompt runs once (prefill) and fills the cache; each new token then runs alone (decode)
-against it. Greedy decoding takes the most likely token; sampling draws from the softmax of
-the logits after temperature, top-k and top-p filtering, in transformers' order.
+against it, as a `DecodeStep`: fixed shapes, static buffers, positions counted on the device,
+sampling on the device, nothing read back to the host. The host looks at the tokens only every
+`CHECK_EVERY` steps (or at each step when streaming) to stop once every sequence has produced a
+stop token. Greedy decoding takes the most likely token; sampling draws from the softmax of the
+logits after temperature, top-k and top-p filtering, in transformers' order.
 """
 
 import math
 
+import numpy as np
+
+from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops.compare import isin
-from ..ops.creation import ones, tensor
-from ..ops.random import multinomial
+from ..ops.creation import empty, empty_like, full, tensor
+from ..ops.elementwise import where
 from ..ops.index import masked_fill
 from ..ops.reduce import argmax, cumsum, softmax
 from ..ops.shape import cat, stack
 from .attention_mask import position_ids as positions_from_mask
 from .cache import StaticCache
+
+CHECK_EVERY = 16
+"""Decode steps between two host reads of the stop flags (each read waits for the device)."""
 
 
 def _filter_top_k(logits, top_k):
@@ -27,16 +36,21 @@ def _filter_top_k(logits, top_k):
 
 def _filter_top_p(logits, top_p):
     """Logits outside the smallest set whose probabilities reach `top_p` set to -inf (the most
-    likely token always stays)."""
-    ascending, order = logits.sort(dim=-1)
+    likely token always stays). The kept set is every logit at or above the smallest kept one
+    of the sorted row: no scatter back through the sort's order (whose index check reads the
+    device)."""
+    ascending = logits.sort(dim=-1).values
     cumulative = cumsum(softmax(ascending, -1), -1)
     drop = cumulative <= 1 - top_p
     drop[..., -1] = False
-    return masked_fill(logits, drop.scatter(-1, order, drop), -math.inf)
+    threshold = masked_fill(ascending, drop, math.inf).amin(-1, keepdim=True)
+    return masked_fill(logits, logits < threshold, -math.inf)
 
 
 def next_tokens(logits, do_sample, temperature, top_k, top_p, generator=None):
-    """The (batch,) next tokens from (batch, vocab) logits."""
+    """The (batch,) next tokens from (batch, vocab) logits, on the logits' device. A sample is
+    the argmax of the probabilities over Exponential(1) noise, which picks token i with
+    probability p_i (torch's multinomial draws one sample so on the GPU)."""
     if not do_sample:
         return argmax(logits, -1)
     logits = logits.float()
@@ -46,12 +60,83 @@ def next_tokens(logits, do_sample, temperature, top_k, top_p, generator=None):
         logits = _filter_top_k(logits, top_k)
     if top_p < 1.0:
         logits = _filter_top_p(logits, top_p)
-    return multinomial(softmax(logits, -1), 1, generator=generator).squeeze(-1)
+    probs = softmax(logits, -1)
+    noise = empty_like(probs).exponential_(generator=generator)
+    return argmax(probs / noise, -1)
+
+
+class DecodeStep:
+    """One decode step of a causal language model on static buffers.
+
+    Buffers, allocated once and updated in place by each call:
+        input_ids      (batch, 1) int64   the tokens this step feeds; it writes the next ones
+        position_ids   (batch, 1) int64   their positions (rotary or learned)
+        cache          StaticCache        keys/values; `cache.position` (1,) int64, the slot
+                                          written, and its device mask of the visible keys
+        logits         (batch, vocab)     this step's last-position logits
+        finished       (batch,) bool      which sequences produced a stop token
+    A call runs the model on `input_ids`, writes `logits`, samples the next tokens on the
+    device (stopped sequences get `pad`), marks `finished`, and advances the positions. It
+    reads nothing back to the host and its shapes never change, so it can be captured once as
+    a CUDA graph and replayed:
+
+        step = DecodeStep(model, cache, first_tokens, positions, ...)
+        step()            # eagerly first: kernels compile and their launch plans are cached
+        g = genesis.cuda.CUDAGraph()
+        with genesis.cuda.graph(g):
+            step()        # recorded, not run: the buffers still hold the eager step's state
+        g.replay()        # one more token: read step.input_ids / step.finished after it
+
+    `GenerationMixin.decode_runner` is where generate asks for the callable that runs a step:
+    the step itself, or a graph replaying it.
+
+    Sampling draws from `generator` (or the device's default one) on each call; under a
+    captured graph the generator's state must be graph-safe for replays to draw fresh numbers.
+    """
+
+    def __init__(self, model, cache, tokens, position_ids, finished, eos_ids, pad,
+                 sampling=(False, 1.0, 0, 1.0), generator=None):
+        self.model, self.cache = model, cache
+        self.input_ids = tokens.reshape(-1, 1).to(dtypes.int64).clone()
+        self.position_ids = position_ids.clone()
+        self.finished = finished.clone()
+        self.eos_ids, self.pad = eos_ids, pad
+        self.sampling, self.generator = sampling, generator
+        self.logits = empty((tokens.shape[0], model.lm_head.out_features), dtype=model.dtype,
+                            device=tokens.device)
+
+    @no_grad()
+    def __call__(self):
+        logits = self.model(self.input_ids, position_ids=self.position_ids, cache=self.cache)
+        self.logits.copy_(logits[:, -1])
+        token = next_tokens(self.logits, *self.sampling, self.generator)
+        token = mark_stops(token, self.finished, self.eos_ids, self.pad)
+        self.input_ids.copy_(token.unsqueeze(1))
+        self.position_ids.add_(1)
+
+
+def mark_stops(token, finished, eos_ids, pad):
+    """`token` with `pad` where a sequence had already stopped; `finished` (in place) also
+    marks the sequences that stop at this token."""
+    if eos_ids is None:
+        return token
+    token = where(finished, pad, token)
+    finished.logical_or_(isin(token, eos_ids))
+    return token
+
+
+def _stop_length(tokens, eos):
+    """The number of new tokens transformers keeps: up to the step at which every sequence had
+    produced a stop token (all of them if one never did). `tokens` (batch, steps) on the host."""
+    hits = np.isin(tokens, eos)
+    if not eos or not hits.any(axis=1).all():
+        return tokens.shape[1]
+    return int(hits.argmax(axis=1).max()) + 1
 
 
 class GenerationMixin:
     """`generate` for a causal language model whose forward takes
-    (input_ids, attention_mask, position_ids, cache) and returns logits."""
+    (input_ids, attention_mask, position_ids, cache, logits_to_keep) and returns logits."""
 
     @no_grad()
     def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0,
@@ -76,36 +161,56 @@ class GenerationMixin:
         if pad_token_id is None:
             pad_token_id = defaults.get("pad_token_id")
         pad = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
+        if max_new_tokens <= 0:
+            return input_ids
         padded = attention_mask is not None and not bool(attention_mask.all())
         mask = attention_mask if padded else None
         cache = self.make_cache(batch, length + max_new_tokens, device)
         positions = positions_from_mask(mask) if padded else None
-        logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache)
-        finished = None
-        eos_ids = tensor(eos, dtype=input_ids.dtype, device=device) if eos else None
-        generated = []
-        for step in range(max_new_tokens):
-            token = next_tokens(logits[:, -1], do_sample, temperature, top_k, top_p, generator)
-            if eos:
-                if finished is not None:
-                    token = token.masked_fill(finished, pad)
-                done = isin(token, eos_ids)
-                finished = done if finished is None else finished | done
-            generated.append(token)
-            if streamer is not None:
-                streamer.put(token)
-            if step + 1 == max_new_tokens or (eos and bool(finished.all())):
+        logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+                      logits_to_keep=1)
+        sampling = (do_sample, temperature, top_k, top_p)
+        eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
+        finished = full((batch,), False, dtype=dtypes.bool_, device=device)
+        token = mark_stops(next_tokens(logits[:, -1], *sampling, generator), finished, eos_ids,
+                           pad)
+        generated = self._decode(cache, token, mask, positions, finished, eos_ids, pad,
+                                 sampling, generator, max_new_tokens, streamer)
+        new = stack(generated, dim=1)
+        keep = _stop_length(new.cpu().numpy(), eos) if eos else new.shape[1]
+        return cat([input_ids, new[:, :keep].to(input_ids.dtype)], dim=1)
+
+    def _decode(self, cache, token, mask, positions, finished, eos_ids, pad, sampling,
+                generator, max_new_tokens, streamer):
+        """The new tokens, (batch,) each: `token`, then DecodeSteps until `max_new_tokens` or
+        until the stop flags, read every CHECK_EVERY steps (each step when streaming), show
+        that every sequence has stopped."""
+        batch, length = token.shape[0], cache.length
+        cache.start_decoding(mask)
+        start = positions[:, -1:] + 1 if positions is not None else full(
+            (batch, 1), length, dtype=dtypes.int64, device=token.device)
+        step = DecodeStep(self, cache, token, start, finished, eos_ids, pad, sampling,
+                          generator)
+        generated = [token]
+        if streamer is not None:
+            streamer.put(token)
+        every = 1 if streamer is not None else CHECK_EVERY
+        run = self.decode_runner(step)
+        for made in range(1, max_new_tokens):
+            if eos_ids is not None and made % every == 0 and bool(step.finished.all()):
                 break
-            if padded:
-                mask = cat([mask, ones((batch, 1), dtype=mask.dtype, device=device)], dim=1)
-                positions = positions[:, -1:] + 1
-            logits = self(token.unsqueeze(1), attention_mask=mask, position_ids=positions,
-                          cache=cache)
+            run()
+            generated.append(step.input_ids[:, 0].clone())
+            if streamer is not None:
+                streamer.put(generated[-1])
         if streamer is not None:
             streamer.end()
-        if not generated:
-            return input_ids
-        return cat([input_ids, stack(generated, dim=1).to(input_ids.dtype)], dim=1)
+        return generated
+
+    def decode_runner(self, step):
+        """The callable generate calls once per new token to run the DecodeStep `step`: the
+        step itself (eager launches)."""
+        return step
 
     def _eos_ids(self, eos_token_id):
         if eos_token_id is None:

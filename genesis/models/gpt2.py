@@ -12,7 +12,8 @@ from .. import nn
 from ..nn import functional as F
 from ..ops.creation import empty
 from ..ops.linalg import addmm
-from .attention_mask import step_inputs
+from .attention_mask import attend, step_inputs
+from .cache import embedding_rows
 from .config import ModelConfig
 from .pretrained import PreTrainedModel
 
@@ -57,9 +58,7 @@ class Attention(nn.Module):
                    for t in self.c_attn(x).split(C, dim=2))
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)
-        attn_mask, is_causal = mask
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
-                                           scale=self.scale)
+        y = attend(q, k, v, mask, self.scale)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
 
@@ -100,7 +99,8 @@ class GPT2Model(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
         position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
-        x = self.wte(input_ids) + self.wpe(position_ids)
+        x = embedding_rows(self.wte, input_ids, cache) + embedding_rows(self.wpe, position_ids,
+                                                                         cache)
         for block in self.h:
             x = block(x, mask, cache)
         if cache is not None:
@@ -122,8 +122,11 @@ class GPT2LMHeadModel(PreTrainedModel):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.transformer.wte.weight
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
-        return self.lm_head(self.transformer(input_ids, attention_mask, position_ids, cache))
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None,
+                logits_to_keep=0):
+        """Logits of every position, or of the last `logits_to_keep` (as transformers)."""
+        hidden = self.transformer(input_ids, attention_mask, position_ids, cache)
+        return self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
 
     def cache_geometry(self):
         c = self.config

@@ -5,12 +5,17 @@ A decoder-only transformer: token embeddings, then per layer
     x = x + MLP(RMSNorm(x))                SwiGLU: down(silu(gate(x)) * up(x))
 then a final RMSNorm and the vocabulary projection (`lm_head`, tied to the embeddings where the
 config says so). Qwen2 is this model with biases on the query, key and value projections.
+The query, key and value projections are one matrix, and so are gate and up (models/fused.py);
+state dicts still name them as the checkpoints do. Without gradients, each residual add and the
+RMSNorm after it run as one kernel on the GPU.
 """
 
 from .. import nn
 from ..nn import functional as F
-from .attention_mask import step_inputs
+from .attention_mask import attend, step_inputs
+from .cache import embedding_rows
 from .config import ModelConfig
+from .fused import FusedLinear, FusedParent, add_norm, silu_gate
 from .pretrained import PreTrainedModel
 from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
 
@@ -35,7 +40,7 @@ class LlamaConfig(ModelConfig):
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
 
-class Attention(nn.Module):
+class Attention(FusedParent):
     """Grouped-query self-attention: `num_key_value_heads` key/value heads shared by groups of
     query heads, rotary positions on queries and keys, a key/value cache when generating."""
 
@@ -46,39 +51,43 @@ class Attention(nn.Module):
                                                     config.head_size)
         kw = dict(device=device, dtype=dtype)
         width = config.hidden_size
-        self.q_proj = nn.Linear(width, self.heads * self.head_dim, bias=qkv_bias, **kw)
-        self.k_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=qkv_bias, **kw)
-        self.v_proj = nn.Linear(width, self.kv_heads * self.head_dim, bias=qkv_bias, **kw)
+        kv_width = self.kv_heads * self.head_dim
+        self.qkv_proj = FusedLinear(width, {"q_proj": self.heads * self.head_dim,
+                                            "k_proj": kv_width, "v_proj": kv_width},
+                                    bias=qkv_bias, **kw)
         self.o_proj = nn.Linear(self.heads * self.head_dim, width, bias=config.attention_bias,
                                 **kw)
 
     def forward(self, x, cos, sin, mask, cache=None):
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.qkv_proj(x)
+        q = q.view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)
-        attn_mask, is_causal = mask
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
-                                           enable_gqa=True)
+        y = attend(q, k, v, mask)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 
 
-class MLP(nn.Module):
-    """SwiGLU feed-forward: down(act(gate(x)) * up(x))."""
+class MLP(FusedParent):
+    """SwiGLU feed-forward: down(act(gate(x)) * up(x)), gate and up one matrix."""
 
     def __init__(self, config, device=None, dtype=None):
         super().__init__()
         kw = dict(bias=config.mlp_bias, device=device, dtype=dtype)
-        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, **kw)
-        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, **kw)
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, **kw)
+        inner = config.intermediate_size
+        self.gate_up_proj = FusedLinear(config.hidden_size, {"gate_proj": inner,
+                                                             "up_proj": inner}, **kw)
+        self.down_proj = nn.Linear(inner, config.hidden_size, **kw)
         self.act = ACTIVATIONS[config.hidden_act]
 
     def forward(self, x):
-        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+        if self.act is F.silu:
+            return self.down_proj(silu_gate(self.gate_up_proj.fused(x)))
+        gate, up = self.gate_up_proj(x)
+        return self.down_proj(self.act(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -91,9 +100,13 @@ class DecoderLayer(nn.Module):
                                                    **kw)
         self.mlp = MLP(config, **kw)
 
-    def forward(self, x, cos, sin, mask, cache=None):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, normed, cos, sin, mask, cache, next_norm):
+        """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
+        this layer's input_layernorm of it, `normed`: each residual add and the norm after it
+        are one kernel where they can be (models/fused.py)."""
+        attended = self.self_attn(normed, cos, sin, mask, cache)
+        x, normed = add_norm(x, attended, self.post_attention_layernorm)
+        return add_norm(x, self.mlp(normed), next_norm)
 
 
 class LlamaModel(nn.Module):
@@ -110,13 +123,16 @@ class LlamaModel(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
         position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
-        x = self.embed_tokens(input_ids)
+        x = embedding_rows(self.embed_tokens, input_ids, cache)
         cos, sin = self.rotary(position_ids, x.dtype)
-        for layer in self.layers:
-            x = layer(x, cos, sin, mask, cache)
+        layers = list(self.layers)
+        normed = layers[0].input_layernorm(x) if layers else self.norm(x)
+        for layer, after in zip(layers, layers[1:] + [None]):
+            x, normed = layer(x, normed, cos, sin, mask, cache,
+                              self.norm if after is None else after.input_layernorm)
         if cache is not None:
             cache.advance(input_ids.shape[1])
-        return self.norm(x)
+        return normed
 
 
 class LlamaForCausalLM(PreTrainedModel):
@@ -134,8 +150,11 @@ class LlamaForCausalLM(PreTrainedModel):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
-        return self.lm_head(self.model(input_ids, attention_mask, position_ids, cache))
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None,
+                logits_to_keep=0):
+        """Logits of every position, or of the last `logits_to_keep` (as transformers)."""
+        hidden = self.model(input_ids, attention_mask, position_ids, cache)
+        return self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
 
     def cache_geometry(self):
         """(layers, key/value heads, head size) of this model's key/value cache."""

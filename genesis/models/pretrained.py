@@ -57,11 +57,10 @@ def checkpoint_files(path):
 
 def load_weights(model, path):
     """Copy every tensor of the directory's checkpoint into `model`, shard by shard."""
-    params = dict(model.named_parameters(remove_duplicate=False))
-    params.update(model.named_buffers())
     tied = model.tied_weights()
     filled = set()
     with no_grad():
+        params = model.state_dict(keep_vars=True)
         for name in checkpoint_files(path):
             file = os.path.join(path, name)
             for key, tensor in load(file).items():

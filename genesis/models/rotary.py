@@ -4,6 +4,8 @@ Each pair of channels (i, i + D/2) of a query or key is rotated by the angle
 position * inv_freq[i], inv_freq[i] = theta^(-2i/D): attention scores then depend on the
 distance between two positions, not on where they are. Llama 3 stretches the low frequencies
 for long contexts ("llama3" scaling); "linear" scaling divides every frequency by a factor.
+Where the backend has the fused kernel (CUDA), queries and keys rotate in one launch instead of
+ten ops, and come out laid out as a (batch, tokens, heads * head_dim) projection.
 """
 
 import math
@@ -11,6 +13,9 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..autograd.function import Function
+from ..dispatch import has_kernel
+from ..ops.common import call, wrap
 from ..ops.creation import tensor
 from ..ops.shape import cat
 
@@ -78,5 +83,46 @@ def rotate_half(x):
 def apply_rotary(q, k, cos, sin):
     """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
     angles."""
+    if _fusable(q, k, cos, sin):
+        return _Rotary.apply(q, k, cos, sin)
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+MAX_FUSED_HEADS = 64
+"""The most heads (query or key) the fused kernel rotates in one program."""
+
+
+def _fusable(q, k, cos, sin):
+    """The fused kernel computes this: its backend has it, one device and float dtype for q
+    and k, (B, H, T, D) operands of an even D with unit last strides, (B, T, D) angles that
+    need no gradient."""
+    device = q.device
+    tensors = (q, k, cos, sin)
+    return (has_kernel("rotary", device.type) and all(t.device == device for t in tensors)
+            and q.dtype is k.dtype and q.dtype.is_floating_point
+            and q.ndim == k.ndim == 4 and cos.ndim == sin.ndim == 3
+            and q.shape[-1] % 2 == 0 and q.shape[0] == k.shape[0]
+            and q.shape[2:] == k.shape[2:]
+            and tuple(cos.shape) == tuple(sin.shape) == (q.shape[0], q.shape[2], q.shape[3])
+            and max(q.shape[1], k.shape[1]) <= MAX_FUSED_HEADS
+            and all(t.stride(-1) == 1 for t in tensors)
+            and not (cos.requires_grad or sin.requires_grad))
+
+
+class _Rotary(Function):
+    """Queries and keys rotated by the backend's fused kernel; the gradient rotates back (the
+    same kernel with the angles negated)."""
+
+    @staticmethod
+    def forward(ctx, q, k, cos, sin):
+        ctx.save_for_backward(cos, sin)
+        q_out, k_out = call("rotary", q, k, cos, sin, False)
+        return wrap(q_out, q.device, q.dtype), wrap(k_out, k.device, k.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_q, grad_k):
+        cos, sin = ctx.saved_tensors
+        grad_q, grad_k = (g if g.stride(-1) == 1 else g.contiguous() for g in (grad_q, grad_k))
+        gq, gk = call("rotary", grad_q, grad_k, cos, sin, True)
+        return wrap(gq, cos.device, grad_q.dtype), wrap(gk, cos.device, grad_k.dtype), None, None

@@ -108,3 +108,19 @@ def test_strided_operands_and_scale(gpu, rng, dtype):
 
 def test_padded_head_dim(gpu, rng):
     _run(rng, (1, 2, 20, 24), (1, 2, 20, 24), np.dtype(np.float16), True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_grouped_query_forward(gpu, rng, dtype, causal):
+    """Six query heads over two key/value heads (query head h reads key/value head h // 3),
+    without repeating the keys and values."""
+    q = rng.standard_normal((2, 6, 37, 32)).astype(dtype)
+    k, v = (rng.standard_normal((2, 2, 37, 32)).astype(dtype) for _ in range(2))
+    scale = 1.0 / math.sqrt(32)
+    repeated = [np.repeat(a, 3, axis=1) for a in (k, v)]
+    g = np.zeros(q.shape, dtype)
+    expected = _reference(q, *repeated, g, causal, scale)[0]
+    out, _, _ = dispatch.kernel("flash_attention", "cuda")(
+        ti.to_device(q), ti.to_device(k), ti.to_device(v), causal, scale, False)
+    _check(out, expected)

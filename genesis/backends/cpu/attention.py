@@ -56,3 +56,13 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
         dq = np.matmul(ds, k) * scale
         dk = np.matmul(np.swapaxes(ds, -1, -2), q) * scale
     return dq.astype(query.dtype), dk.astype(key.dtype), dv.astype(value.dtype)
+
+
+@register("kv_cache_write", "cpu")
+def kv_cache_write(key_cache, value_cache, key, value, position):
+    """key_cache[:, :, p:p+T] = key and value_cache[:, :, p:p+T] = value in place, p the int64
+    in `position` (the CUDA kernel's contract: a static cache written at a device position)."""
+    start = int(position.reshape(-1)[0])
+    end = start + key.shape[2]
+    key_cache[:, :, start:end] = key
+    value_cache[:, :, start:end] = value

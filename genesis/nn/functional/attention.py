@@ -2,8 +2,12 @@
 
 On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
 runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
-three backward, no (L, S) scores in memory). Everything else composes matmul, softmax, where
-and dropout, differentiable to any order.
+three backward, no (L, S) scores in memory); without gradients, grouped-query heads (enable_gqa)
+are read in place instead of repeated. One query row per head (decoding against a cache),
+without gradients and with at most a bool mask over the keys, runs as the decode kernel
+(backends/cuda/kernels/decode_attention.py), grouped-query heads read in place.
+`cached_attention` is that path with the valid length of a static cache read on the device.
+Everything else composes matmul, softmax, where and dropout, differentiable to any order.
 """
 
 import math
@@ -73,13 +77,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: expected query (..., L, E), key "
                            f"(..., S, E) and value (..., S, Ev), got {list(query.shape)}, "
                            f"{list(key.shape)} and {list(value.shape)}")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if not is_causal and dropout_p == 0.0 and _decodable(query, key, value, attn_mask,
+                                                         enable_gqa):
+        return _decode(query, key, value, attn_mask, None, scale)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        if attn_mask is None and dropout_p == 0.0 and not _needs_grad(query, key, value) \
+                and _fusable(query, key, value, grouped=True):
+            return _flash(query, key, value, is_causal, scale)
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
-        return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
-                                     is_causal, scale)
+        return _flash(query, key, value, is_causal, scale)
     scores = linalg.matmul(query * scale, key.transpose(-2, -1))
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
@@ -90,10 +99,72 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
-def _fusable(query, key, value):
+def cached_attention(query, key, value, attn_mask=None, valid_length=None, scale=None):
+    """softmax(Q K^T * scale + mask) V of (B, H, L, D) queries against a (B, KVH, S, D)
+    key/value cache, query head h reading cache head h // (H / KVH).
+
+    One query row on CUDA runs the decode kernel, which skips the keys at and past
+    `valid_length` (an int64 tensor of one element, read on the device: no host sync); the bool
+    `attn_mask` must hide those keys too, as it does on every other path
+    (scaled_dot_product_attention with enable_gqa).
+    """
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if _decodable(query, key, value, attn_mask, True):
+        return _decode(query, key, value, attn_mask, valid_length, scale)
+    return scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, scale=scale,
+                                        enable_gqa=True)
+
+
+def _decodable(query, key, value, attn_mask, enable_gqa):
+    """The decode kernel computes this: CUDA, no gradient, (B, H, 1, D) queries against
+    (B, KVH, S, D) keys and values of one dtype with H a multiple of KVH (KVH == H without
+    enable_gqa), head dim 16..128, a bool mask that varies at most over batch and keys."""
+    device = query.device
+    if device.type != "cuda" or key.device != device or value.device != device:
+        return False
+    if _needs_grad(query, key, value):
+        return False
+    if not (query.ndim == key.ndim == value.ndim == 4 and query.shape[2] == 1
+            and query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
+            and value.dtype is query.dtype and key.shape == value.shape
+            and key.shape[0] == query.shape[0] and key.shape[-1] == query.shape[-1]
+            and 16 <= query.shape[-1] <= 128 and key.shape[2] > 0 and query.numel() > 0):
+        return False
+    heads, kv_heads = query.shape[1], key.shape[1]
+    if not (heads == kv_heads or (enable_gqa and heads % kv_heads == 0)):
+        return False
+    return (_key_mask(attn_mask, query.shape[0], key.shape[2]) is not False
+            and has_kernel("decode_attention", device.type))
+
+
+def _key_mask(attn_mask, batch, keys):
+    """A bool `attn_mask` broadcastable to (batch, 1, 1, keys) as a (batch, keys) view; None
+    for no mask; False for a mask the decode kernel cannot read."""
+    if attn_mask is None:
+        return None
+    shape = (1,) * (4 - attn_mask.ndim) + tuple(attn_mask.shape)
+    if attn_mask.dtype is not dtypes.bool_ or attn_mask.ndim > 4 or shape[1:3] != (1, 1) \
+            or shape[0] not in (1, batch) or shape[3] != keys:
+        return False
+    return attn_mask.reshape(shape).expand(batch, 1, 1, keys)[:, 0, 0, :]
+
+
+def _decode(query, key, value, attn_mask, valid_length, scale):
+    mask = _key_mask(attn_mask, query.shape[0], key.shape[2])
+    out = call("decode_attention", _unit_last_stride(query), _unit_last_stride(key),
+               _unit_last_stride(value), mask, valid_length, scale, device=query.device)
+    return wrap(out, query.device)
+
+
+def _needs_grad(*tensors):
+    return is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _fusable(query, key, value, grouped=False):
     """The fused kernels compute this: CUDA, one dtype (float32/16, bfloat16), (B, H, L, D)
-    operands of equal leading dims (at most two), head dim 16..128 shared by values, nothing
-    empty."""
+    operands of equal leading dims (at most two; `grouped`: keys and values may have fewer
+    heads, dividing the query's, which the forward kernel alone takes), head dim 16..128
+    shared by values, nothing empty."""
     device = query.device
     if device.type != "cuda" or key.device != device or value.device != device:
         return False
@@ -101,11 +172,19 @@ def _fusable(query, key, value):
             and value.dtype is query.dtype):
         return False
     head = query.shape[-1]
+    lead = query.shape[:-2] == key.shape[:-2]
+    if grouped and query.ndim >= 3 and key.ndim == query.ndim and key.shape[-3]:
+        lead = query.shape[:-3] == key.shape[:-3] and query.shape[-3] % key.shape[-3] == 0
     return (query.ndim <= 4 and key.ndim == query.ndim and value.ndim == query.ndim
-            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and lead and key.shape[:-2] == value.shape[:-2]
             and value.shape[-1] == head and 16 <= head <= 128
             and query.numel() > 0 and key.numel() > 0
             and has_kernel("flash_attention", device.type))
+
+
+def _flash(query, key, value, is_causal, scale):
+    return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
+                                 is_causal, scale)
 
 
 def _unit_last_stride(t):

@@ -24,7 +24,9 @@ operand split into a TF32 high part and a TF32 remainder, the remainders' produc
 genesis.backends.cuda.matmul.allow_tf32 they are single TF32 products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
-place through their strides (the last stride must be 1). O and dQ are laid out like q, dK like
+place through their strides (the last stride must be 1). The forward also takes grouped-query
+attention, H query heads over H / G key/value heads (query head h reads key/value head
+h // G), without repeating the keys and values; the backward takes G = 1. O and dQ are laid out like q, dK like
 k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`), as torch
 lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed to
 (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims 16..128
@@ -149,15 +151,15 @@ def _attn_fwd_kernel(q, k, v, out, lse, out_f, scale, H, L, S,
                      q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn, o_sb, o_sh, o_sm,
                      CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
                      PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
-                     BN: tl.constexpr):
+                     BN: tl.constexpr, GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
-    pid0*BM.. of plane pid1."""
+    pid0*BM.. of plane pid1; GROUP query heads share each key/value head."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
     d = tl.arange(0, BD)
-    kp = _head(k, bh, H, k_sb, k_sh)
-    vp = _head(v, bh, H, v_sb, v_sh)
+    kp = _head(k, bh // GROUP, H // GROUP, k_sb, k_sh)
+    vp = _head(v, bh // GROUP, H // GROUP, v_sb, v_sh)
     qt = _load_rows(_head(q, bh, H, q_sb, q_sh), rows, q_sm, L, d, HEAD, BD, True)
     qk_scale = scale * 1.4426950408889634
     m_i = tl.full([BM], -1.0e38, tl.float32)
@@ -398,14 +400,15 @@ def _ptr(dtype):
 
 def _forward_recipe(q, k, v, causal, tf32, keep_float, device=0, target=None):
     """The forward launch for operands laid out like these."""
-    (lead, qs), (_, ks), (_, vs) = (_Geometry.of(a) for a in (q, k, v))
+    (lead, qs), (kv_lead, ks), (_, vs) = (_Geometry.of(a) for a in (q, k, v))
     bd, (bm, bn, warps, stages), _, precision, split = _tiles(q.dtype, q.shape[-1], tf32)
     ity = _index_type(q, k, v)
     entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split, (qs, ks, vs))
     entries += [("out", Slot("out", True), _ptr(q.dtype)), ("lse", Slot("lse", True), "*fp32"),
                 ("out_f", Slot("out_f", True), "*fp32") if keep_float else ("out_f", None,
                                                                              "constexpr"),
-                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
+                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn,
+                                                          GROUP=lead[1] // kv_lead[1])
     entries += _stride_entries("o", _geometry_like(q)[1], ity)
     recipe = Recipe(device, target)
     recipe.add(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]), entries, warps,
@@ -451,10 +454,14 @@ def _key(*arrays):
     return tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays)
 
 
-def _check(q, k, v):
+def _check(q, k, v, grouped=False):
+    """Operands the kernels take (`grouped`: k and v may have fewer heads, dividing q's)."""
+    lead_ok = q.shape[:-2] == k.shape[:-2]
+    if grouped and not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
+        lead_ok = (q.shape[:-3] == k.shape[:-3] and q.shape[-3] % k.shape[-3] == 0)
     if not (q.dtype == k.dtype == v.dtype and supports(q.dtype, q.shape[-1])
             and k.shape[-1] == v.shape[-1] == q.shape[-1]
-            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and k.shape[-2] == v.shape[-2]
+            and lead_ok and k.shape[:-2] == v.shape[:-2] and k.shape[-2] == v.shape[-2]
             and all(_Geometry.of(a) is not None for a in (q, k, v))):
         raise RuntimeError(f"flash_attention: unsupported operands {q.shape}, {k.shape}, "
                            f"{v.shape} of {q.dtype}, {k.dtype}, {v.dtype}")
@@ -465,8 +472,8 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
     """(softmax(Q K^T * scale, causal) V laid out like the query, row logsumexp of the scaled
     scores as float32, the output in float32 for half types when `keep_float` (what the
     backward's Delta = rowsum(dO * O) needs to match attention computed in float32), else
-    None)."""
-    _check(query, key, value)
+    None). Key and value may have fewer heads than the query (grouped-query attention)."""
+    _check(query, key, value, grouped=True)
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
@@ -507,7 +514,7 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
 def compile_all(target):
     """The main specializations, compiled for `target` (CI, no GPU needed): float16 D=64 causal
     and not, bfloat16 D=128 causal, float16 D=80 (padded to 128), float32 D=64 causal (TF32 x3)
-    and float32 D=128 with TF32."""
+    and float32 D=128 with TF32; the forward of Llama-3-shaped grouped heads (32 over 8)."""
     import ml_dtypes
     cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
              (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
@@ -517,3 +524,6 @@ def compile_all(target):
         out = placeholder(x.shape, np.float32)
         _forward_recipe(x, x, x, causal, tf32, True, target=target)
         _backward_recipe(x, x, x, x, out, causal, tf32, target=target)
+    q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
+    kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
+    _forward_recipe(q, kv, kv, True, False, False, target=target)

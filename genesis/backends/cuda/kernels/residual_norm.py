@@ -1,0 +1,106 @@
+"""A residual add followed by RMSNorm in one kernel, on the GPU (inference: no gradient).
+
+("add_rms_norm": x and y (rows, N) with unit last strides, the norm's weight (N,), eps.)
+Returns h = x + y, rounded to the dtype as the add alone would round it, and
+h * rsqrt(mean(h^2) + eps) * weight computed from that rounded h in float32 and rounded once,
+as kernels/norm.py's RMSNorm computes it: the two results of `h = x + y; norm(h)`, with one
+launch and one read of each input where the two ops take two launches and read h again.
+"""
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ....dispatch import register
+from ..launch import Launch, LaunchCache
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._math import div_rn
+from ._strided_indexing import next_pow2
+
+# A row a program, whole in registers: next_pow2(N) lanes, 1024 lanes per 2 warps up to 16
+# warps (16384 float32 values, 32 a thread, as kernels/norm.py's one-pass rows); wider rows
+# take the two ops.
+MAX_WIDTH = 16384
+
+
+@triton.jit
+def _add_rms_norm_kernel(
+        # pointers: the inputs, the weight (N,), the sum h and the normalized output (rows, N)
+        x_ptr, y_ptr, w_ptr, h_ptr, out_ptr,
+        # sizes: the row length
+        n_cols,
+        # strides, in elements: of the rows of x and y (h and out are contiguous)
+        x_row_stride, y_row_stride,
+        # the norm's epsilon
+        eps,
+        # meta-parameters
+        BN: tl.constexpr):
+    """Row pid0."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BN)
+    ok = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=ok, other=0.0)
+    y = tl.load(y_ptr + row * y_row_stride + cols, mask=ok, other=0.0)
+    h = (x.to(tl.float32) + y.to(tl.float32)).to(h_ptr.dtype.element_ty)
+    tl.store(h_ptr + row * n_cols + cols, h, mask=ok)
+    v = h.to(tl.float32)
+    rstd = libdevice.rsqrt(div_rn(tl.sum(v * v, 0), n_cols) + eps)
+    w = tl.load(w_ptr + cols, mask=ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n_cols + cols, (v * rstd * w).to(out_ptr.dtype.element_ty),
+             mask=ok)
+
+
+def supports(x, y, weight):
+    """The kernel takes these: (rows, N) inputs of one dtype with unit last strides, N at most
+    MAX_WIDTH, a contiguous (N,) weight of that dtype."""
+    return (x.ndim == y.ndim == 2 and x.shape == y.shape and weight.shape == x.shape[1:]
+            and x.dtype == y.dtype == weight.dtype and 0 < x.shape[1] <= MAX_WIDTH
+            and all(a.element_strides()[-1] == 1 for a in (x, y, weight)))
+
+
+def _plan(x, target=None):
+    bn = next_pow2(x.shape[1])
+    return Launch(_add_rms_norm_kernel, (x.shape[0],), dict(BN=bn),
+                  max(1, min(16, bn // 512)), device=x.device, target=target)
+
+
+def _launch(launch, stream, x, y, weight, h, out, eps):
+    """The call of _add_rms_norm_kernel."""
+    launch(stream, x, y, weight, h, out, x.shape[1], x.element_strides()[0],
+           y.element_strides()[0], float(eps))
+
+
+_plans = LaunchCache()
+
+
+@register("add_rms_norm", "cuda")
+def add_rms_norm(x, y, weight, eps):
+    """(x + y, rms_norm(x + y) * weight), new contiguous (rows, N) arrays."""
+    if not supports(x, y, weight):
+        raise RuntimeError(f"add_rms_norm: unsupported operands {x.shape}, {y.shape} of "
+                           f"{x.dtype}, {y.dtype}, weight {weight.shape} of {weight.dtype}")
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    h = CUDAArray.empty(x.shape, x.dtype, device, stream)
+    out = CUDAArray.empty(x.shape, x.dtype, device, stream)
+    if x.size:
+        key = (x.shape, x.strides, y.strides, x.dtype,
+               tuple(a.ptr % 16 == 0 for a in (x, y, weight)), device)
+        launch = _plans.get_or_build(key, lambda: _plan(x))
+        _launch(launch, stream, x, y, weight, h, out, eps)
+    return h, out
+
+
+def compile_all(target):
+    """bfloat16 rows of a Llama-3-shaped model (2048 wide) for a prompt and a decode step, and
+    float32 rows of an odd width."""
+    import ml_dtypes
+    import numpy as np
+    from ._strided_indexing import placeholder
+    for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 2048), (ml_dtypes.bfloat16, 1, 2048),
+                               (np.float32, 3, 333)):
+        x = placeholder((rows, width), dtype)
+        _launch(_plan(x, target), 0, x, x, placeholder((width,), dtype), x, x, 1e-5)
