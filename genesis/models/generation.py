@@ -207,10 +207,30 @@ class GenerationMixin:
             streamer.end()
         return generated
 
+    decode_with_cuda_graphs = True
+
     def decode_runner(self, step):
-        """The callable generate calls once per new token to run the DecodeStep `step`: the
-        step itself (eager launches)."""
-        return step
+        """The callable generate calls once per new token to run the DecodeStep `step`. On
+        CUDA (unless `decode_with_cuda_graphs` is False) the first call runs it eagerly, which
+        compiles its kernels, then captures it in a CUDA graph that every later call replays:
+        one launch per token instead of hundreds. Elsewhere, the step itself."""
+        if step.input_ids.device.type != "cuda" or not self.decode_with_cuda_graphs:
+            return step
+        from .. import cuda
+        graph = None
+
+        def run():
+            nonlocal graph
+            if graph is None:
+                step()
+                graph = cuda.CUDAGraph()
+                if step.generator is not None:
+                    graph.register_generator_state(step.generator)
+                with cuda.graph(graph):
+                    step()
+            else:
+                graph.replay()
+        return run
 
     def _eos_ids(self, eos_token_id):
         if eos_token_id is None:
