@@ -54,6 +54,13 @@ def test_user_architecture_option_wins():
     assert b".target sm_80" in program.image
 
 
+def test_compiling_leaves_python_bytes_alone():
+    """NVRTC writes its log and image into buffers Genesis hands it; a one-byte bytes object
+    there would be CPython's shared b" " (or b"\\0"), and every b" " in the process would change."""
+    nvrtc.compile_program(ADD, "vector_add", arch=90)
+    assert b" " * 3 == bytes([32, 32, 32])
+
+
 def test_template_instance_by_name_expression():
     program = nvrtc.compile_program(AXPY, "axpy<float>", arch=90)
     assert program.format == "cubin"

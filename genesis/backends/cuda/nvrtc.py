@@ -180,7 +180,7 @@ def _compile(source, name, options, arch):
 
 def _program_log(nvrtc, prog):
     size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-    log = b" " * size
+    log = bytearray(size)  # NVRTC writes into it: never a bytes object (CPython shares those)
     _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
     return log.rstrip(b"\0").decode(errors="replace").strip()
 
@@ -189,9 +189,9 @@ def _image(nvrtc, prog, fmt):
     get_size, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if fmt == "cubin" else
                      (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
     size = _check(nvrtc, get_size(prog), get_size.__name__)
-    image = b" " * size
+    image = bytearray(size)
     _check(nvrtc, get(prog, image), get.__name__)
-    return image
+    return bytes(image)
 
 
 def _paths(key):
