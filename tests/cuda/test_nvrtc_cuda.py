@@ -23,7 +23,7 @@ def test_vector_add(rng, n):
     out = genesis.empty(n, device="cuda")
     kernel = genesis.cuda.compile_kernel(ADD, "vector_add")
     kernel(((n + 255) // 256,), (256,), (_cuda(x), _cuda(y), out, n))
-    np.testing.assert_array_equal(out.numpy(), x + y)
+    np.testing.assert_array_equal(out.cpu().numpy(), x + y)
 
 
 def test_program_matches_the_device():
@@ -46,7 +46,7 @@ def test_template_instance(rng, dtype):
     exact = wide(a) * x.astype(wide) + y.astype(wide)
     # a multiply and an add round at most twice (once when fused): within eps (|a x| + |y|)
     bound = np.finfo(dtype).eps * (np.abs(wide(a) * x) + np.abs(y))
-    assert np.all(np.abs(gy.numpy().astype(wide) - exact) <= bound)
+    assert np.all(np.abs(gy.cpu().numpy().astype(wide) - exact) <= bound)
 
 
 @pytest.mark.parametrize("n_cols", [100, 20000])
@@ -58,7 +58,8 @@ def test_dynamic_shared_memory(rng, n_cols):
     kernel = genesis.cuda.compile_kernel(ROW_SUM, "row_sum")
     kernel(rows, 128, [_cuda(x), out, np.int32(n_cols)], shared_mem=n_cols * 4)
     # one thread adds the row left to right in float32, as numpy's cumulative sum does
-    np.testing.assert_array_equal(out.numpy(), np.cumsum(x, axis=1, dtype=np.float32)[:, -1])
+    np.testing.assert_array_equal(out.cpu().numpy(),
+                                  np.cumsum(x, axis=1, dtype=np.float32)[:, -1])
 
 
 def test_non_default_stream(rng):
@@ -73,8 +74,8 @@ def test_non_default_stream(rng):
     with genesis.cuda.stream(side):
         kernel(n // 256, 256, (gx, out, out2, n))
     side.synchronize()
-    np.testing.assert_array_equal(out.numpy(), x + y)
-    np.testing.assert_array_equal(out2.numpy(), x + (x + y))
+    np.testing.assert_array_equal(out.cpu().numpy(), x + y)
+    np.testing.assert_array_equal(out2.cpu().numpy(), x + (x + y))
 
 
 def test_disk_cache_reloads(rng, tmp_path):
@@ -85,7 +86,7 @@ def test_disk_cache_reloads(rng, tmp_path):
     x = rng.standard_normal(300).astype(np.float32)
     out = genesis.empty(300, device="cuda")
     kernel(2, 256, (_cuda(x), _cuda(x), out, 300))
-    np.testing.assert_array_equal(out.numpy(), x + x)
+    np.testing.assert_array_equal(out.cpu().numpy(), x + x)
 
 
 def test_compile_error_names_the_kernel():

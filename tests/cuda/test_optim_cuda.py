@@ -196,7 +196,7 @@ def test_capturable_step_takes_two_launches_per_dtype_and_matches_fused(name, kw
         _set_grads(a, rng, b)
         launches.clear()
         captured.step()
-        assert sorted(launches) == [kernel] * 2 + ["_advance_kernel"]
+        assert sorted(launches) == sorted([kernel] * 2 + ["_advance_kernel"])
         fused.step()
     for p, q in zip(a, b):
         assert captured.state[p]["step"].device == p.device
