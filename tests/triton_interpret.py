@@ -199,7 +199,7 @@ def small_sort_blocks(monkeypatch):
     monkeypatch.setattr(sort, "SORT_BLOCK", 16)
     monkeypatch.setattr(sort, "MERGE_BLOCK", 8)
     monkeypatch.setattr(sort, "_MIN_TILE", 32)
-    monkeypatch.setattr(sort, "_recipes", sort.RecipeCache())
+    monkeypatch.setattr(sort, "_plans", sort.LaunchCache())
 
 
 @contextlib.contextmanager
