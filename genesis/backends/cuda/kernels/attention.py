@@ -151,7 +151,7 @@ def _attn_fwd_kernel(
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
         SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
-    """O and logsumexp (and O in float32 when `out_f_ptr` is given, laid out_ptr as O) for queries
+    """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
     pid0*BM.. of plane pid1."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)

@@ -200,20 +200,20 @@ def _block_sort_kernel(
     else:
         word = tl.sort(word, 1)
         index = _unpack_index(word)
-    keep = row_ok[:, None] & (lane < keep)[None, :]
+    kept = row_ok[:, None] & (lane < keep)[None, :]
     if FINAL:
         o_row = offsets(rows.to(tl.int64), sizes,
                         (out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3),
                         KEPT_DIMS)
         _write_final(x_ptr, values_ptr, indices_ptr, x_row[:, None], o_row[:, None], x_col_stride,
-                     out_col_stride, lane[None, :], index, keep & (lane < length)[None, :])
+                     out_col_stride, lane[None, :], index, kept & (lane < length)[None, :])
     else:
         s_out = rows.to(tl.int64)[:, None] * (n_chunks * keep) + (chunk * keep + lane)[None, :]
         if PAIR:
-            tl.store(keys_out_ptr + s_out, key, mask=keep)
-            tl.store(index_out_ptr + s_out, index, mask=keep)
+            tl.store(keys_out_ptr + s_out, key, mask=kept)
+            tl.store(index_out_ptr + s_out, index, mask=kept)
         else:
-            tl.store(keys_out_ptr + s_out, word, mask=keep)
+            tl.store(keys_out_ptr + s_out, word, mask=kept)
 
 
 @triton.jit
@@ -246,7 +246,8 @@ def _merge_kernel(
     start = (run // 2) * 2 * width
     in_b = (run % 2) == 1
     other = tl.where(in_b, start, start + width)
-    other_len = tl.where(in_b, width, tl.maximum(tl.minimum(start + 2 * width, length) - other, 0))
+    other_len = tl.where(in_b, width,
+                         tl.maximum(tl.minimum(start + 2 * width, length) - other, 0))
     lo = tl.zeros([BLOCK], tl.int32)
     hi = other_len
     for _ in range(steps):
@@ -254,7 +255,8 @@ def _merge_kernel(
         mid = (lo + hi) // 2
         probe = tl.load(keys_in_ptr + base + other + mid, mask=active)
         if PAIR:
-            less = _pair_less(probe, tl.load(index_in_ptr + base + other + mid, mask=active), w, ix)
+            probe_index = tl.load(index_in_ptr + base + other + mid, mask=active)
+            less = _pair_less(probe, probe_index, w, ix)
         else:
             less = probe < w
         lo = tl.where(active & less, mid + 1, lo)
