@@ -45,6 +45,9 @@ from .copy import fill
 from .reduce import scan
 from .shape import contiguous_copy
 
+# Tiles: a row of up to 2048 keys is sorted in one program's registers (8 int64 words a thread
+# at 8 warps); shorter rows are packed to at least 1024 lanes a program, 256 lanes a warp. A
+# merge program places 1024 words (4 warps).
 SORT_BLOCK = 2048
 MERGE_BLOCK = 1024
 _MIN_TILE = 1024
