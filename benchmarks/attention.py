@@ -92,7 +92,7 @@ def sweep_tiles(reps, dtype_name):
                 bd, f, b, precision, split = chosen(dtype, head_dim, tf32)
                 return bd, forward or f, backward or b, precision, split
             attention._tiles = tiles
-            attention._recipes.clear()
+            attention._plans.clear()
             label = (f"{','.join(map(str, shape)):<18}forward {str(forward or '-'):<18}backward "
                      f"{str(backward or '-'):<14}")
             try:
@@ -102,7 +102,7 @@ def sweep_tiles(reps, dtype_name):
                 continue
             print(f"{label}forward {f_ms:.3f} ms, both {s_ms:.3f} ms")
     attention._tiles = chosen
-    attention._recipes.clear()
+    attention._plans.clear()
 
 
 def main():

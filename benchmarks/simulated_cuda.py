@@ -3,10 +3,10 @@
 `install()` swaps the driver layer (genesis/backends/cuda/runtime/driver.py) for stand-ins: one
 H200-like device, the caching allocator over the simulated driver of tests/cuda_sim.py, copies,
 fills and synchronization as no-ops; and Triton compilation for a kernel whose launcher does
-nothing. Streams can be captured into CUDA graphs (recorded by the simulated driver, which refuses what
-the real one refuses during capture); a replay runs nothing. Everything Python does between a
-user's call and the launch runs as on a GPU: dispatch,
-autograd, tensor creation and teardown, the allocator, recipe lookups, and the BoundKernel's
+nothing. Streams can be captured into CUDA graphs (recorded by the simulated driver, which
+refuses what the real one refuses during capture); a replay runs nothing. Everything Python does
+between a user's call and the launch runs as on a GPU: dispatch, autograd, tensor creation and
+teardown, the allocator, launch cache lookups, and the BoundKernel's
 argument assembly. What is not counted: Triton's C launcher and the driver's own time
 (cuLaunchKernel, a few microseconds on a real host). Values are never computed: results hold
 whatever the simulated memory holds, so use it for timing and profiling only.

@@ -8,8 +8,14 @@ Kernel modules not listed here still carry these cases as their own `compile_all
 import ml_dtypes
 import numpy as np
 
-from genesis.backends.cuda.kernels import arange, index, median, random, shape, softmax
+from genesis.backends.cuda.kernels import (arange, attention, copy, index, loss, median, norm,
+                                           random, shape, softmax)
+from genesis.backends.cuda.kernels import elementwise as ew
+from genesis.backends.cuda.kernels import index_accumulate as accumulate
+from genesis.backends.cuda.kernels import index_compact as compact
+from genesis.backends.cuda.kernels import matmul as mm
 from genesis.backends.cuda.kernels import reduce as red
+from genesis.backends.cuda.kernels import sort
 from genesis.backends.cuda.kernels._index_layout import Operand
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
 
@@ -63,6 +69,99 @@ def reduce_cases(target):
         scan_case(kind, dtype, np.int64 if dtype == np.int32 else dtype, shape, dim, target)
 
 
+def attention_cases(target):
+    """float16 D=64 causal and not, bfloat16 D=128 causal, float16 D=80 (padded to 128),
+    float32 D=64 causal (TF32 x3) and float32 D=128 with TF32, forward and backward; the forward
+    of Llama-3-shaped grouped heads (32 over 8)."""
+    cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
+             (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
+             (np.float32, 64, False, True), (np.float32, 128, True, False)]
+    for dtype, head, tf32, causal in cases:
+        x = placeholder((4, 8, 1024, head), dtype)
+        out = placeholder(x.shape, np.float32)
+        lse = placeholder(x.shape[:-1], np.float32)
+        launch, dims = attention._forward_plan(x, x, x, causal, tf32, True, target=target)
+        attention._forward_launch(launch, dims, 0, x, x, x, x, lse, out, 0.125)
+        plan = attention._BackwardPlan(x, x, x, x, out, causal, tf32, target=target)
+        plan.run(0, x, x, x, x, out, lse, 0.125, x, x, x)
+    q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
+    kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
+    launch, dims = attention._forward_plan(q, kv, kv, True, False, False, target=target)
+    attention._forward_launch(launch, dims, 0, q, kv, kv, q, placeholder(q.shape[:-1], np.float32),
+                              None, 0.125)
+
+
+def copy_cases(target):
+    """The 1-D, row and transposing copies (with casts) and the fills."""
+    f32, bf16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)
+    layouts = [((4096,), None, None), ((64, 1000), (1, 64), None), ((64, 1000), (2000, 2), None),
+               ((8, 64, 1000), (64000, 1, 64), None),
+               ((3, 5, 7, 9, 11, 13), None, (1, 3, 15, 105, 945, 10395))]
+    for src_dtype, dst_dtype in ((f32, bf16), (np.dtype(np.float16), f32), (f32, f32),
+                                 (np.dtype(np.int64), np.dtype(np.bool_))):
+        for shape_, src_strides, dst_strides in layouts:
+            dst = placeholder(shape_, dst_dtype, dst_strides)
+            src = placeholder(shape_, src_dtype, src_strides)
+            launch, dims = copy._copy_plan(dst, src, target)
+            if dims is None:
+                copy._copy_contiguous_launch(launch, 0, src, dst)
+            else:
+                copy._copy_tile_launch(launch, dims, 0, src, dst)
+    for dtype, value in ((f32, 1.5), (bf16, 1.5), (np.int64, 3), (np.bool_, 1)):
+        dst = placeholder((4096,), dtype)
+        copy._fill_launch(copy._fill_plan(4096, isinstance(value, float), 0, target), 0, dst,
+                          4096, value)
+
+
+_INT_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+             "bitwise_right_shift", "bitwise_not")
+_ELEMENTWISE_PARAMS = {"elu": (1.0, 1.0, 1.0), "leaky_relu": (0.01,), "softplus": (1.0, 20.0),
+                       "hardshrink": (0.5,), "softshrink": (0.5,), "round": (1.0, 0.0),
+                       "nan_to_num": (0.0, 1.0, -1.0), "addcmul": (1.0,), "addcdiv": (1.0,)}
+
+
+def elementwise_case(op, dtype, target, kinds=None, strides=None, shape=None):
+    """Compile `op` on `dtype` operands (contiguous, or with `strides` for every operand);
+    `kinds` marks operands given as "scalar" or None instead of arrays."""
+    dtype = np.dtype(dtype)
+    shape = shape or (8,) * (len(strides[0]) if strides else 1)
+    kinds = kinds or ("array",) * ew._arity(op)
+    cond = np.dtype(np.bool_)
+    operands = [placeholder(shape, cond if op == "where" and i == 0 else dtype,
+                            strides[i] if strides else None) if kind == "array" else
+                (None if kind is None else 1) for i, kind in enumerate(kinds)]
+    operands = ew._padded(operands)
+    out = placeholder(shape, cond if op in ew.PREDICATES else dtype)
+    params = ew._padded(ew._typed(_ELEMENTWISE_PARAMS.get(op, ()), dtype))
+    launcher, launch, dims = ew._strided_plan(op, out, operands, dtype, target)
+    launcher(launch, dims, 0, out, operands, params)
+
+
+def elementwise_cases(target):
+    """Every op once (float32, or int32 for bitwise ops), the main dtypes, scalar operands and
+    strided layouts."""
+    for op in ew.UNARY_OPS + ew.BINARY_OPS + ew.TERNARY_OPS + ew.PARAMETRIC_OPS:
+        elementwise_case(op, np.int32 if op in _INT_ONLY else np.float32, target)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.uint8, np.bool_):
+        elementwise_case("add", dtype, target)
+        elementwise_case("lt", dtype, target, ("array", "scalar"))
+    for op in ("pow", "floor_divide", "remainder"):
+        elementwise_case(op, np.int64, target)
+    elementwise_case("pow", np.int64, target, ("scalar", "array"))
+    elementwise_case("pow", np.int8, target, ("array", "scalar"))
+    elementwise_case("clamp", np.float16, target, ("array", None, "scalar"))
+    transposed = (1, 8), (8, 1)
+    elementwise_case("add", np.float32, target, strides=[(8, 1), (0, 1)])
+    elementwise_case("mul", ml_dtypes.bfloat16, target, strides=[(768, 1), (0, 1)],
+                     shape=(8, 768))
+    elementwise_case("where", np.float16, target, strides=[(0, 0, 1), (64, 0, 1), (8, 1, 0)],
+                     shape=(8, 8, 64))
+    elementwise_case("mul", ml_dtypes.bfloat16, target, strides=transposed)
+    elementwise_case("where", np.float32, target, strides=[(1, 8), (8, 1), (0, 0)])
+    elementwise_case("add", np.float32, target,
+                     strides=[tuple(3 * 2 ** (12 - d) for d in range(6)), (1, 0, 0, 0, 0, 0)])
+
+
 def index_cases(target):
     """The address kernel in each mode (rows and element by element, 1-4 index arrays, 1-D to
     4-D, scalar stores into every kind of array) and the bounds check."""
@@ -97,6 +196,126 @@ def index_cases(target):
                                 placeholder((1,), i64), 10)
 
 
+def segment_case(out, batch, rest, out_strides, values, value, op, target):
+    """Compile the segment launch writing `values` (or the scalar `value`) into `out`."""
+    plan = accumulate._Plan(out, batch, rest, out_strides, values, value, op)
+    launch, dims = plan.plan(target)
+    keys = placeholder(batch, accumulate.key_dtype(out))
+    scalar = None if values is not None else value
+    accumulate._segment_launch(launch, dims, 0, keys, placeholder(batch, np.int64), out,
+                               plan.val, scalar)
+
+
+def index_accumulate_cases(target):
+    """The segment kernel for embedding-like rows and scalar scatters, add and multiply, every
+    accumulator type, int32 and int64 keys."""
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.int8,
+                  np.bool_):
+        out = placeholder((50257, 768), dtype)
+        rows = placeholder((4096, 768), dtype)
+        segment_case(out, (4096,), (768,), (1,), rows, None, "add", target)
+        flat = placeholder((1000,), dtype)
+        for op in ("add", "multiply"):
+            segment_case(flat, (300,), (), (), placeholder((300,), dtype), None, op, target)
+        segment_case(out, (4096,), (768,), (1,), None, 1, "add", target)
+        segment_case(out, (4096,), (768,), (1,), rows, None, "last", target)
+    huge = placeholder((1 << 31,), np.float32)
+    segment_case(huge, (300,), (), (), placeholder((300,), np.float32), None, "add", target)
+
+
+def index_compact_cases(target):
+    """Counting and emitting for each element type and up to 8 and 9 coordinates, and the
+    repeat search."""
+    i64 = np.int64
+    for dtype in (np.bool_, np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8,
+                  np.uint8, np.int16, np.int32, i64):
+        x = placeholder((300, 70), dtype, (1, 300))
+        launch, dims = compact._count_plan(x, (300, 70), (1, 300), target)
+        compact._count_launch(launch, dims, 0, x, placeholder((21,), i64))
+        for launch, dims in compact._emit_plans(x, (300, 70), (1, 300), (300, 70), target):
+            compact._emit_launch(launch, dims, 0, x, placeholder((21,), i64),
+                                 placeholder((100, 2), i64))
+    x = placeholder((2,) * 9, np.bool_)
+    for launch, dims in compact._emit_plans(x, (512,), (1,), (2,) * 9, target):
+        compact._emit_launch(launch, dims, 0, x, placeholder((1,), i64),
+                             placeholder((100, 9), i64))
+    compact._repeat_launch(compact._repeat_plan(4096, 0, target), 0, placeholder((100,), i64),
+                           placeholder((4096,), i64), 100, 4096)
+
+
+def loss_cases(target):
+    """Forward (each reduction) and backward: float32 in one chunk and online (C = 50257), with
+    class weights, and the GPT case (C = 50257, mean) in the other dtypes."""
+    t = placeholder((4096,), np.int64)
+    cases = [(np.float32, c, False, r) for c in (1000, 50257) for r in ("none", "sum", "mean")]
+    cases += [(np.float32, 1000, True, "mean")]
+    cases += [(d, 50257, False, "mean") for d in (np.float16, ml_dtypes.bfloat16, np.float64)]
+    for dtype, c, weighted, reduction in cases:
+        x = placeholder((4096, c), dtype)
+        w = placeholder((c,), dtype) if weighted else None
+        ct = loss._compute_dtype(x.dtype)
+        reduce = reduction != "none"
+        rows = placeholder((2 * 4096 if reduction == "mean" else 4096,), ct if reduce else dtype)
+        out = placeholder((), dtype) if reduce else None
+        total = placeholder((), ct) if reduction == "mean" else None
+        counts = placeholder((1,), np.int32) if reduce else None
+        lse = placeholder((4096,), ct)
+        launch, dims = loss._forward_plan(x, t, w, reduction, target)
+        loss._forward_launch(launch, dims, 0, x, t, w, rows, lse, out, total, counts, -100)
+        g = placeholder((4096,) if reduction == "none" else (), dtype)
+        launch, dims = loss._backward_plan(g, x, t, w, reduction, target)
+        loss._backward_launch(launch, dims, 0, g, x, t, w, lse, total, x, -100)
+
+
+def matmul_case(problem, config, target):
+    """Compile the launch of one matmul Problem with one config."""
+    launch, dims = mm._matmul_plan(problem, config, target)
+    mm._matmul_launch(launch, dims, 0, problem.arrays)
+
+
+def matmul_cases(target):
+    """float16 over its whole config space (row-major 4096^2), bfloat16, float32 (TF32 and
+    IEEE), float64 and integers with their first config; float16 also in transposed, batched
+    and broadcast layouts and with every epilogue."""
+    cases = [(np.float16, None), (ml_dtypes.bfloat16, None), (np.float32, "tf32"),
+             (np.float32, "ieee"), (np.float64, None), (np.int32, None), (np.int64, None),
+             (np.int8, None)]
+    for dtype, precision in cases:
+        dtype = np.dtype(dtype)
+        space = mm.config_space(dtype, precision)
+        for i, config in enumerate(space if dtype == np.float16 else space[:1]):
+            full = i == 0 and dtype == np.float16
+            for problem in _matmul_problems(dtype, precision, full):
+                matmul_case(problem, config, target)
+
+
+def _matmul_problems(dtype, precision, full):
+    """Placeholder problems: row-major 4096^2 products, and with `full` the other layouts and
+    epilogues."""
+    def arrays(bias=False, z=False):
+        vec = placeholder((4096,), dtype)
+        mat = placeholder((4096, 4096), dtype)
+        return {"a": mat, "b": mat, "c": mat, "bias": vec if bias else None,
+                "z": mat if z else None}
+
+    def make(strides, batch=(), act=0, **kw):
+        problem = mm.Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act)
+        problem.precision = precision or problem.precision
+        return problem
+
+    row = {"a": (4096, 1), "b": (4096, 1), "c": (4096, 1)}
+    problems = [make(row)]
+    if full:
+        problems += [make({"a": (1, 4096), "b": (1, 4096), "c": (4096, 1)}),
+                     make({"a": (4096 * 64, 64, 1), "b": (4096 * 64, 1, 64),
+                           "c": (4096 * 4096, 4096, 1)}, batch=(8,)),
+                     make({"a": (0, 4096, 1), "b": (1 << 24, 4096, 1), "c": (1 << 24, 4096, 1)},
+                          batch=(4,))]
+        problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
+                     for a in range(len(mm.ACTIVATIONS))]
+    return problems
+
+
 def median_cases(target):
     """The pick kernel for float (NaN search) and integer rows (the sorts: sort's cases)."""
     i64 = np.int64
@@ -104,6 +323,27 @@ def median_cases(target):
         launch = median._pick(np.dtype(dtype), 64, 0, target)
         median._pick_launch(launch, 0, placeholder((64, 1001), dtype), placeholder((1,), i64),
                             placeholder((64,), dtype), placeholder((1,), i64), 64, 1001)
+
+
+def norm_cases(target):
+    """Forward and backward, LayerNorm and RMSNorm, one pass and chunked, float32/float16/
+    bfloat16/float64, with and without the affine parameters."""
+    cases = [(np.float32, (512, 4096)), (np.float32, (64, 65536)), (np.float16, (512, 768)),
+             (ml_dtypes.bfloat16, (512, 4096)), (np.float64, (64, 100))]
+    for dtype, shape_ in cases:
+        rows = norm._Rows(placeholder(shape_, dtype), 1, 0)
+        _, stats = norm._compute_type(np.dtype(dtype))
+        w = placeholder(shape_[1:], dtype)
+        vec = placeholder(shape_[:1], stats)
+        part = placeholder((64, shape_[1]), stats)
+        for rms in (False, True):
+            mean = None if rms else vec
+            for affine in (w, None):
+                norm._forward_launch(norm._forward_plan(rows, rms, target), 0, rows, affine,
+                                     None if rms else affine, rows.array, mean, vec, 1e-5)
+                norm._backward_launch(norm._backward_plan(rows, 64, 8, rms, target), 0, rows,
+                                      rows, affine, mean, vec, rows.array, part,
+                                      None if rms else part, 8)
 
 
 def shape_cases(target):
@@ -116,6 +356,32 @@ def shape_cases(target):
             launch, dims = shape._gather_plan(x.size, sizes, strides, shifts, triangle, 0, target)
             shape._gather_launch(launch, dims, 0, x, x)
         shape._cat_launch(shape._cat_plan(8, 0, target), 0, placeholder((1,), np.int64), x, 1024)
+
+
+def sort_case(x, out, dim, descending, k, topk, target):
+    """Compile the launches of one sort (or topk) of `x` along `dim` into `out`."""
+    plan = sort._sort_plan(x, out, dim, descending, k, topk, target)
+    plan.run(0, x, out, placeholder(out.shape, np.int64))
+
+
+def sort_cases(target):
+    """Block sorts (one block, chunked, topk candidates) and merges for packed and pair keys,
+    and unique's kernels."""
+    cases = [((4096, 100), 1, False), ((8, 5000), 1, False), ((5000, 3), 0, True)]
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.float64, np.int32,
+                  np.bool_):
+        for shape_, dim, descending in cases[:{np.float32: 3, np.int64: 2}.get(dtype, 1)]:
+            x = placeholder(shape_, dtype)
+            sort_case(x, x, dim, descending, shape_[dim], False, target)
+    sort_case(placeholder((4, 100003), np.float32), placeholder((4, 10), np.float32), 1, True,
+              10, True, target)
+    index = placeholder((1024,), np.int64)
+    for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
+        mat = placeholder((1024, 8), dtype)
+        sort._flags_launch(0, mat, index, index, target)
+        sort._rows_gather_launch(0, mat, index, mat, 8, 1, target)
+    sort._groups_launch(0, index, index, index, index, index, index, target)
+    sort._counts_launch(0, index, index, 1024, target)
 
 
 def softmax_case(x, y, out, dims, backward, log, target):
@@ -177,5 +443,9 @@ def random_cases(target):
     random_case(random.BERNOULLI, placeholder(shape, np.bool_), None, target)
 
 
-CASES = {"arange": arange_cases, "index": index_cases, "median": median_cases, "reduce": reduce_cases,
-         "random": random_cases, "shape": shape_cases, "softmax": softmax_cases}
+CASES = {"arange": arange_cases, "attention": attention_cases, "copy": copy_cases,
+         "elementwise": elementwise_cases, "index": index_cases,
+         "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
+         "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
+         "random": random_cases, "reduce": reduce_cases, "shape": shape_cases,
+         "softmax": softmax_cases, "sort": sort_cases}

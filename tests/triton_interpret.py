@@ -199,14 +199,14 @@ def small_sort_blocks(monkeypatch):
     monkeypatch.setattr(sort, "SORT_BLOCK", 16)
     monkeypatch.setattr(sort, "MERGE_BLOCK", 8)
     monkeypatch.setattr(sort, "_MIN_TILE", 32)
-    monkeypatch.setattr(sort, "_recipes", sort.RecipeCache())
+    monkeypatch.setattr(sort, "_plans", sort.LaunchCache())
 
 
 @contextlib.contextmanager
 def device(*modules):
     """Within: the given kernel modules launch through the interpreter on host memory."""
     from genesis.backends.cuda import launch
-    from genesis.backends.cuda.kernels import _recipe, copy
+    from genesis.backends.cuda.kernels import copy
     from genesis.backends.cuda.runtime import driver
     saved = []
 
@@ -225,7 +225,7 @@ def device(*modules):
     for name in ("memcpy_dtod", "memcpy_htod", "memcpy_dtoh"):
         patch(driver, name, copy_bytes)
     patch(driver, "stream_synchronize", lambda stream: None)
-    for module in (launch, _recipe, copy) + modules:
+    for module in (launch, copy) + modules:
         for name, value in (("get_kernel", _get_kernel), ("activate", lambda index: None),
                             ("current_stream_handle", lambda index: 0)):
             if hasattr(module, name):

@@ -20,7 +20,7 @@ from triton.runtime import interpreter
 import genesis
 from genesis import dispatch
 from genesis.backends.cuda.kernels import attention as at
-from genesis.backends.cuda.kernels._recipe import RecipeCache
+from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
@@ -39,7 +39,7 @@ def gpu(monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(at, "_tiles", _small_tiles)
-    monkeypatch.setattr(at, "_recipes", RecipeCache())
+    monkeypatch.setattr(at, "_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
     with ti.device(at):
         yield

@@ -34,8 +34,8 @@ def gpu(monkeypatch):
     monkeypatch.setattr(acc, "_TILE", 16)
     monkeypatch.setattr(acc, "_MAX_BR", 4)
     ti.small_sort_blocks(monkeypatch)
-    for cache in (idx._plans, idx._checks, acc._recipes, compact._count_recipes,
-                  compact._emit_recipes):
+    for cache in (idx._plans, idx._checks, acc._plans, compact._count_plans, compact._emits,
+                  compact._repeat_plans):
         monkeypatch.setattr(cache, "limit", 0)
     with ti.device(idx, acc, compact, red, sort_kernels, array_ops):
         yield

@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import triton_interpret as ti
-from kernel_compile_cases import reduce_case, softmax_case
+from kernel_compile_cases import elementwise_case, reduce_case, softmax_case
 
 import genesis.backends.cpu  # noqa: F401  (registers every CPU kernel, for the twin test)
 from genesis import dispatch
@@ -54,10 +54,10 @@ def test_every_cpu_kernel_has_a_cuda_twin_with_its_signature(op):
 
 
 _SM90_DIVISIONS = {
-    "div": lambda target: ew._compile_case("div", np.float32, target),
-    "floor_divide": lambda target: ew._compile_case("floor_divide", np.float16, target),
-    "remainder": lambda target: ew._compile_case("remainder", np.float32, target),
-    "sigmoid": lambda target: ew._compile_case("sigmoid", np.float32, target),
+    "div": lambda target: elementwise_case("div", np.float32, target),
+    "floor_divide": lambda target: elementwise_case("floor_divide", np.float16, target),
+    "remainder": lambda target: elementwise_case("remainder", np.float32, target),
+    "sigmoid": lambda target: elementwise_case("sigmoid", np.float32, target),
     "mean": lambda target: reduce_case("mean", np.float32, (1 << 20,), (0,), target),
     "var": lambda target: reduce_case("var", np.float32, (64, 1000), (1,), target),
     "softmax": lambda target: softmax_case(placeholder((64, 1000), np.float32), None,
@@ -75,7 +75,6 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
     from triton.backends.compiler import GPUTarget
 
     from genesis.backends.cuda import launch
-    from genesis.backends.cuda.kernels import _recipe
     ptx = []
     compile_kernel = launch.compile_kernel
 
@@ -84,7 +83,6 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
         ptx.append(compiled.asm["ptx"])
         return compiled
     monkeypatch.setattr(launch, "compile_kernel", compile_and_keep)
-    monkeypatch.setattr(_recipe, "compile_kernel", compile_and_keep)
     _SM90_DIVISIONS[case](GPUTarget("cuda", 90, 32))
     assert ptx and not any("div.full" in text for text in ptx)
 
@@ -93,13 +91,13 @@ def test_float32_divisions_are_correctly_rounded(case, monkeypatch):
                                      ("mul", ("scalar", "array")), ("where", ("array",) * 3)])
 def test_hot_contiguous_launches_have_only_trailing_constexprs(op, kinds):
     """So launch.BoundKernel appends the constexprs instead of rebuilding the argument tuple."""
-    from genesis.backends.cuda.kernels._recipe import specialization
     dtype = np.dtype(np.float32)
     operands = [placeholder((8,), np.bool_ if op == "where" and i == 0 else dtype)
                 if kind == "array" else 1.0 for i, kind in enumerate(kinds)]
     operands += [None] * (3 - len(operands))
-    entries = ew._contiguous_entries(op, placeholder((8,), dtype), operands, (), dtype)
-    signature, _, _ = specialization(ew._contiguous_kernel, entries)
+    out = placeholder((8,), dtype)
+    launch = ew._contiguous_plan(op, out, operands, dtype)
+    signature = launch.specialization(ew._contiguous_args(out, operands, (None,) * 3))[0]
     consts = [ty == "constexpr" for ty in signature.values()]
     assert consts == sorted(consts)
 

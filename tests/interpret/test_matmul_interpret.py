@@ -174,14 +174,14 @@ BROKEN = mm._config(64, 64, 64, 4, 2)
 @pytest.fixture
 def broken_config(monkeypatch):
     """BROKEN fails to build, as a config needing too much shared memory fails to launch."""
-    build = mm._recipe
+    build = mm._matmul_plan
 
-    def recipe(problem, config, target=None):
+    def plan(problem, config, target=None):
         if config == BROKEN:
             raise RuntimeError("out of resource: shared memory")
         return build(problem, config, target)
 
-    monkeypatch.setattr(mm, "_recipe", recipe)
+    monkeypatch.setattr(mm, "_matmul_plan", plan)
 
 
 def test_failing_config_falls_back_to_the_next(gpu, broken_config, monkeypatch, rng):

@@ -191,7 +191,7 @@ class Launch:
     def __call__(self, stream, *args):
         kernel = self.kernel
         if kernel is None:
-            kernel = self._specialize(args)
+            kernel = self.bind(args)
             if kernel is None:
                 return
         args = list(args[:kernel.n_args])
@@ -199,8 +199,23 @@ class Launch:
             args[i] = args[i].ptr
         kernel(self.grid, stream, *args)
 
-    def _specialize(self, args):
-        """Compile (and, without a target, bind) the specialization for `args`."""
+    def bind(self, args):
+        """Compile (and, without a target, bind and keep) the specialization for `args`: the
+        BoundKernel, for callers that launch it themselves over grids of their own (None with
+        a target)."""
+        signature, constexprs, aligned, pointers = self.specialization(args)
+        if self.target is not None:
+            compile_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
+                           self.num_stages, self.target)
+            return None
+        self.pointers = tuple(pointers)
+        self.kernel = get_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
+                                 self.num_stages, self.device)
+        return self.kernel
+
+    def specialization(self, args):
+        """(signature, constexprs, aligned names, positions of the array arguments) for
+        `args`, the kernel's parameters in order up to its meta-parameters."""
         signature, constexprs, aligned, pointers = {}, {}, [], []
         for i, (name, value) in enumerate(zip(self.fn.arg_names, args)):
             if value is None or value.__class__ is Const:
@@ -220,14 +235,7 @@ class Launch:
         for name in self.fn.arg_names[len(args):]:
             signature[name] = "constexpr"
             constexprs[name] = self.meta[name]
-        if self.target is not None:
-            compile_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
-                           self.num_stages, self.target)
-            return None
-        self.pointers = tuple(pointers)
-        self.kernel = get_kernel(self.fn, signature, constexprs, aligned, self.num_warps,
-                                 self.num_stages, self.device)
-        return self.kernel
+        return signature, constexprs, aligned, pointers
 
 
 class LaunchCache(dict):

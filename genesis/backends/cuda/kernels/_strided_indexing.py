@@ -131,6 +131,12 @@ def dim_strides(strides, max_dims):
                  else Const(0) for d in range(max_dims))
 
 
+def stride_arg(stride, constants=(0, 1)):
+    """A stride as a kernel argument: compiled in as a constant when it is one of `constants`
+    (1 tells Triton the access is contiguous, 0 that it is broadcast)."""
+    return Const(stride) if stride in constants else stride
+
+
 def cdiv(a, b):
     return -(-a // b)
 

@@ -26,7 +26,8 @@ genesis.backends.cuda.matmul.allow_tf32 they are single TF32 products (10-bit ma
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
 place through their strides (the last stride must be 1). The forward also takes grouped-query
 attention, H query heads over H / G key/value heads (query head h reads key/value head
-h // G), without repeating the keys and values; the backward takes G = 1. O and dQ are laid out like q, dK like
+h // G), without repeating the keys and values; the backward takes G = 1. O and dQ are laid
+out like q, dK like
 k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`), as torch
 lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed to
 (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims 16..128
@@ -46,20 +47,12 @@ import triton.language as tl
 from ....dispatch import register
 from .. import matmul as flags
 from ..array_ops import as_strided
+from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import (
-    Recipe,
-    RecipeCache,
-    Slot,
-    cdiv,
-    const,
-    next_pow2,
-    placeholder,
-    pointer_of,
-)
 from ._math import div_rn
+from ._strided_indexing import cdiv, next_pow2, placeholder
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -147,53 +140,77 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale,
 
 
 @triton.jit
-def _attn_fwd_kernel(q, k, v, out, lse, out_f, scale, H, L, S,
-                     q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn, o_sb, o_sh, o_sm,
-                     CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-                     PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
-                     BN: tl.constexpr, GROUP: tl.constexpr):
+def _attn_fwd_kernel(
+        # pointers: queries, keys, values; the output, the row logsumexp, the float32 output
+        # (or None)
+        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, out_f_ptr,
+        # the score scale
+        scale,
+        # sizes: heads, query rows, key rows
+        n_heads, q_len, k_len,
+        # strides, in elements, of each operand's batch, head and row dims
+        q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride, k_row_stride,
+        v_batch_stride, v_head_stride, v_row_stride, o_batch_stride, o_head_stride, o_row_stride,
+        # meta-parameters
+        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
+        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
     pid0*BM.. of plane pid1; GROUP query heads share each key/value head."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
     d = tl.arange(0, BD)
-    kp = _head(k, bh // GROUP, H // GROUP, k_sb, k_sh)
-    vp = _head(v, bh // GROUP, H // GROUP, v_sb, v_sh)
-    qt = _load_rows(_head(q, bh, H, q_sb, q_sh), rows, q_sm, L, d, HEAD, BD, True)
+    kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
+    vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
+    qt = _load_rows(_head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride), rows, q_row_stride,
+                    q_len, d, HEAD, BD, True)
     qk_scale = scale * 1.4426950408889634
     m_i = tl.full([BM], -1.0e38, tl.float32)
     l_i = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, BD], tl.float32)
-    full = (S // BN) * BN
-    end = S
+    full = (k_len // BN) * BN
+    end = k_len
     if CAUSAL:
         full = tl.minimum(full, start)
-        end = tl.minimum(S, start + BM)
-    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_sn, v_sn, rows, 0, full, S,
-                                qk_scale, d, HEAD, BD, BN, CAUSAL, False, PRECISION, SPLIT)
-    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_sn, v_sn, rows, full, end, S,
-                                qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION, SPLIT)
+        end = tl.minimum(k_len, start + BM)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, 0,
+                                full, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, False,
+                                PRECISION, SPLIT)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, full,
+                                end, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION,
+                                SPLIT)
     o = acc * div_rn(1.0, l_i)[:, None]
-    plane = bh.to(tl.int64) * L
-    tl.store(lse + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rows < L)
-    _store_rows(_head(out, bh, H, o_sb, o_sh), rows, o_sm, L, d, o, HEAD, BD)
-    if out_f is not None:
-        _store_rows(_head(out_f, bh, H, o_sb, o_sh), rows, o_sm, L, d, o, HEAD, BD)
+    plane = bh.to(tl.int64) * q_len
+    tl.store(lse_ptr + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rows < q_len)
+    _store_rows(_head(out_ptr, bh, n_heads, o_batch_stride, o_head_stride), rows, o_row_stride,
+                q_len, d, o, HEAD, BD)
+    if out_f_ptr is not None:
+        _store_rows(_head(out_f_ptr, bh, n_heads, o_batch_stride, o_head_stride), rows,
+                    o_row_stride, q_len, d, o, HEAD, BD)
 
 
 @triton.jit
-def _attn_delta_kernel(do, o, delta, H, L, do_sb, do_sh, do_sm, o_sb, o_sh, o_sm,
-                       HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr):
+def _attn_delta_kernel(
+        # pointers: the output gradient, the output, Delta
+        do_ptr, o_ptr, delta_ptr,
+        # sizes: heads, query rows
+        n_heads, q_len,
+        # strides, in elements, of each operand's batch, head and row dims
+        do_batch_stride, do_head_stride, do_row_stride, o_batch_stride, o_head_stride,
+        o_row_stride,
+        # meta-parameters
+        HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr):
     """Delta = rowsum(dO * O) (float32) for rows pid0*BM.. of plane pid1."""
     bh = tl.program_id(1)
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     d = tl.arange(0, BD)
-    plane = bh.to(tl.int64) * L
-    g = _load_rows(_head(do, bh, H, do_sb, do_sh), rows, do_sm, L, d, HEAD, BD, True)
-    y = _load_rows(_head(o, bh, H, o_sb, o_sh), rows, o_sm, L, d, HEAD, BD, True)
+    plane = bh.to(tl.int64) * q_len
+    g = _load_rows(_head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride), rows,
+                   do_row_stride, q_len, d, HEAD, BD, True)
+    y = _load_rows(_head(o_ptr, bh, n_heads, o_batch_stride, o_head_stride), rows, o_row_stride,
+                   q_len, d, HEAD, BD, True)
     total = tl.sum(g.to(tl.float32) * y.to(tl.float32), 1)
-    tl.store(delta + plane + rows, total, mask=rows < L)
+    tl.store(delta_ptr + plane + rows, total, mask=rows < q_len)
 
 
 @triton.jit
@@ -220,36 +237,51 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L,
 
 
 @triton.jit
-def _attn_dkdv_kernel(q, k, v, do, lse, delta, dk, dv, scale, H, L, S,
-                      q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
-                      do_sb, do_sh, do_sm, dk_sb, dk_sh, dk_sn, dv_sb, dv_sh, dv_sn,
-                      CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-                      PRECISION: tl.constexpr, SPLIT: tl.constexpr, BM: tl.constexpr,
-                      BN: tl.constexpr):
+def _attn_dkdv_kernel(
+        # pointers: queries, keys, values, the output gradient, the forward's logsumexp, Delta;
+        # the key and value gradients
+        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+        # the score scale
+        scale,
+        # sizes: heads, query rows, key rows
+        n_heads, q_len, k_len,
+        # strides, in elements, of each operand's batch, head and row dims
+        q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride, k_row_stride,
+        v_batch_stride, v_head_stride, v_row_stride, do_batch_stride, do_head_stride,
+        do_row_stride, dk_batch_stride, dk_head_stride, dk_row_stride, dv_batch_stride,
+        dv_head_stride, dv_row_stride,
+        # meta-parameters
+        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
+        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them."""
     start = tl.program_id(0) * BN
     bh = tl.program_id(1)
     n = start + tl.arange(0, BN)
     d = tl.arange(0, BD)
-    kt = _load_rows(_head(k, bh, H, k_sb, k_sh), n, k_sn, S, d, HEAD, BD, True)
-    vt = _load_rows(_head(v, bh, H, v_sb, v_sh), n, v_sn, S, d, HEAD, BD, True)
-    qp = _head(q, bh, H, q_sb, q_sh)
-    dop = _head(do, bh, H, do_sb, do_sh)
-    plane = bh.to(tl.int64) * L
+    kt = _load_rows(_head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride), n, k_row_stride,
+                    k_len, d, HEAD, BD, True)
+    vt = _load_rows(_head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride), n, v_row_stride,
+                    k_len, d, HEAD, BD, True)
+    qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
+    dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
+    plane = bh.to(tl.int64) * q_len
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
     qk_scale = scale * 1.4426950408889634
     lo = 0
     if CAUSAL:
-        lo = tl.minimum(start + BN, L)
-        dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse + plane,
-                                      delta + plane, q_sm, do_sm, n, start, lo, L, qk_scale, d,
-                                      HEAD, BD, BM, True, PRECISION, SPLIT)
-    dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse + plane, delta + plane,
-                                  q_sm, do_sm, n, lo, L, L, qk_scale, d, HEAD, BD, BM, False,
-                                  PRECISION, SPLIT)
-    _store_rows(_head(dk, bh, H, dk_sb, dk_sh), n, dk_sn, S, d, dk_acc * scale, HEAD, BD)
-    _store_rows(_head(dv, bh, H, dv_sb, dv_sh), n, dv_sn, S, d, dv_acc, HEAD, BD)
+        lo = tl.minimum(start + BN, q_len)
+        dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
+                                      delta_ptr + plane, q_row_stride, do_row_stride, n, start,
+                                      lo, q_len, qk_scale, d, HEAD, BD, BM, True, PRECISION,
+                                      SPLIT)
+    dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
+                                  delta_ptr + plane, q_row_stride, do_row_stride, n, lo, q_len,
+                                  q_len, qk_scale, d, HEAD, BD, BM, False, PRECISION, SPLIT)
+    _store_rows(_head(dk_ptr, bh, n_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
+                k_len, d, dk_acc * scale, HEAD, BD)
+    _store_rows(_head(dv_ptr, bh, n_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
+                k_len, d, dv_acc, HEAD, BD)
 
 
 @triton.jit
@@ -273,35 +305,48 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_sc
 
 
 @triton.jit
-def _attn_dq_kernel(q, k, v, do, lse, delta, dq, scale, H, L, S,
-                    q_sb, q_sh, q_sm, k_sb, k_sh, k_sn, v_sb, v_sh, v_sn,
-                    do_sb, do_sh, do_sm, dq_sb, dq_sh, dq_sm, CAUSAL: tl.constexpr,
-                    HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-                    SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+def _attn_dq_kernel(
+        # pointers: queries, keys, values, the output gradient, the forward's logsumexp, Delta;
+        # the query gradient
+        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+        # the score scale
+        scale,
+        # sizes: heads, query rows, key rows
+        n_heads, q_len, k_len,
+        # strides, in elements, of each operand's batch, head and row dims
+        q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride, k_row_stride,
+        v_batch_stride, v_head_stride, v_row_stride, do_batch_stride, do_head_stride,
+        do_row_stride, dq_batch_stride, dq_head_stride, dq_row_stride,
+        # meta-parameters
+        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
+        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
     d = tl.arange(0, BD)
-    plane = bh.to(tl.int64) * L
-    qt = _load_rows(_head(q, bh, H, q_sb, q_sh), rows, q_sm, L, d, HEAD, BD, True)
-    g = _load_rows(_head(do, bh, H, do_sb, do_sh), rows, do_sm, L, d, HEAD, BD, True)
-    lse2 = tl.load(lse + plane + rows, mask=rows < L, other=0.0) * 1.4426950408889634
-    delta = tl.load(delta + plane + rows, mask=rows < L, other=0.0)
-    kp = _head(k, bh, H, k_sb, k_sh)
-    vp = _head(v, bh, H, v_sb, v_sh)
+    plane = bh.to(tl.int64) * q_len
+    qt = _load_rows(_head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride), rows, q_row_stride,
+                    q_len, d, HEAD, BD, True)
+    g = _load_rows(_head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride), rows,
+                   do_row_stride, q_len, d, HEAD, BD, True)
+    lse2 = tl.load(lse_ptr + plane + rows, mask=rows < q_len, other=0.0) * 1.4426950408889634
+    delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
+    kp = _head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride)
+    vp = _head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride)
     qk_scale = scale * 1.4426950408889634
     acc = tl.zeros([BM, BD], tl.float32)
-    end = S
+    end = k_len
     if CAUSAL:
-        end = tl.minimum(start, S)
-    acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_sn, v_sn, rows, 0, end, S, qk_scale, d,
-                     HEAD, BD, BN, False, PRECISION, SPLIT)
+        end = tl.minimum(start, k_len)
+    acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, 0, end,
+                     k_len, qk_scale, d, HEAD, BD, BN, False, PRECISION, SPLIT)
     if CAUSAL:
-        acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_sn, v_sn, rows, end,
-                         tl.minimum(start + BM, S), S, qk_scale, d, HEAD, BD, BN, True,
+        acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, end,
+                         tl.minimum(start + BM, k_len), k_len, qk_scale, d, HEAD, BD, BN, True,
                          PRECISION, SPLIT)
-    _store_rows(_head(dq, bh, H, dq_sb, dq_sh), rows, dq_sm, L, d, acc * scale, HEAD, BD)
+    _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
+                q_len, d, acc * scale, HEAD, BD)
 
 
 def supports(dtype, head_dim):
@@ -376,78 +421,96 @@ def _index_type(*arrays):
     return "i32" if reach < 2 ** 31 else "i64"
 
 
-def _stride_entries(prefix, strides, ity):
-    """The (batch, head, row) stride parameters of operand `prefix` (rows: m for queries and
-    what is laid out like them, n for keys and values)."""
-    row = "m" if prefix in ("q", "do", "o", "dq") else "n"
-    return [(f"{prefix}_s{axis}", s, ity) for axis, s in zip(("b", "h", row), strides)]
+def _attention_launch(kernel, grid, meta, warps, stages, ity, device, target):
+    """A Launch of one of the attention kernels (the score scale changes from call to call)."""
+    return Launch(kernel, grid, meta, warps, stages, int_type=ity, per_call=("scale",),
+                  device=device, target=target)
 
 
-def _common_entries(q, k, v, heads, causal, ity, bd, precision, split, strides):
-    entries = [("q", Slot("q", q.ptr % 16 == 0), _ptr(q.dtype)),
-               ("k", Slot("k", k.ptr % 16 == 0), _ptr(k.dtype)),
-               ("v", Slot("v", v.ptr % 16 == 0), _ptr(v.dtype)),
-               ("H", heads, ity), ("L", q.shape[-2], ity), ("S", k.shape[-2], ity)]
-    for prefix, s in zip(("q", "k", "v"), strides):
-        entries += _stride_entries(prefix, s, ity)
-    return entries + const(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision,
-                           SPLIT=split)
-
-
-def _ptr(dtype):
-    return pointer_of(np.dtype(dtype))
-
-
-def _forward_recipe(q, k, v, causal, tf32, keep_float, device=0, target=None):
-    """The forward launch for operands laid out like these."""
-    (lead, qs), (kv_lead, ks), (_, vs) = (_Geometry.of(a) for a in (q, k, v))
+def _forward_plan(q, k, v, causal, tf32, keep_float, device=0, target=None):
+    """(the forward launch for operands laid out like these, the sizes and strides
+    _forward_launch passes)."""
+    (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
     bd, (bm, bn, warps, stages), _, precision, split = _tiles(q.dtype, q.shape[-1], tf32)
-    ity = _index_type(q, k, v)
-    entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split, (qs, ks, vs))
-    entries += [("out", Slot("out", True), _ptr(q.dtype)), ("lse", Slot("lse", True), "*fp32"),
-                ("out_f", Slot("out_f", True), "*fp32") if keep_float else ("out_f", None,
-                                                                             "constexpr"),
-                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn,
-                                                          GROUP=lead[1] // kv_lead[1])
-    entries += _stride_entries("o", _geometry_like(q)[1], ity)
-    recipe = Recipe(device, target)
-    recipe.add(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]), entries, warps,
-               stages)
-    return recipe
+    meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, SPLIT=split, BM=bm,
+                BN=bn, GROUP=lead[1] // kv_lead[1])
+    launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
+                               meta, warps, stages, _index_type(q, k, v), device, target)
+    sizes = (lead[1], q.shape[-2], k.shape[-2])
+    return launch, (sizes, q_strides, k_strides, v_strides, _geometry_like(q)[1])
 
 
-def _backward_recipe(g, q, k, v, out, causal, tf32, device=0, target=None):
-    """Delta, dK/dV and dQ launches for operands laid out like these."""
-    geos = [_Geometry.of(a) for a in (q, k, v, g)]
-    lead = geos[0][0]
-    bd, _, (bm, bn, warps), precision, split = _tiles(q.dtype, q.shape[-1], tf32)
-    ity = _index_type(q, k, v, g)
-    planes, length = lead[0] * lead[1], q.shape[-2]
-    recipe = Recipe(device, target)
-    delta_role, _ = recipe.scratch_array(q.shape[:-1], np.float32)
-    g_entries = [("do", Slot("g", g.ptr % 16 == 0), _ptr(g.dtype))]
-    g_entries += _stride_entries("do", geos[3][1], ity)
-    recipe.add(_attn_delta_kernel, (cdiv(length, bm), planes),
-               g_entries + _stride_entries("o", _Geometry.of(out)[1], ity)
-               + [("o", Slot("out", True), _ptr(out.dtype)),
-                  ("delta", Slot(delta_role, True), "*fp32"), ("H", lead[1], ity),
-                  ("L", length, ity)] + const(HEAD=q.shape[-1], BD=bd, BM=bm), warps)
-    entries = _common_entries(q, k, v, lead[1], causal, ity, bd, precision, split,
-                              [geo[1] for geo in geos[:3]]) + g_entries
-    entries += [("lse", Slot("lse", True), "*fp32"), ("delta", Slot(delta_role, True), "*fp32"),
-                ("scale", Slot("scale"), "fp32")] + const(BM=bm, BN=bn)
-    recipe.add(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes),
-               entries + [("dk", Slot("dk", True), _ptr(k.dtype)),
-                          ("dv", Slot("dv", True), _ptr(v.dtype))]
-               + _stride_entries("dk", _geometry_like(k)[1], ity)
-               + _stride_entries("dv", _geometry_like(v)[1], ity), warps, 2)
-    recipe.add(_attn_dq_kernel, (cdiv(length, bm), planes),
-               entries + [("dq", Slot("dq", True), _ptr(q.dtype))]
-               + _stride_entries("dq", _geometry_like(q)[1], ity), warps, 2)
-    return recipe
+def _forward_launch(launch, dims, stream, q, k, v, out, lse, out_f, scale):
+    """The call of _attn_fwd_kernel; `dims` as _forward_plan makes them."""
+    sizes, q_strides, k_strides, v_strides, o_strides = dims
+    launch(stream,
+           # pointers
+           q, k, v, out, lse, out_f,
+           # the score scale
+           scale,
+           # sizes
+           *sizes,
+           # strides
+           *q_strides, *k_strides, *v_strides, *o_strides)
 
 
-_recipes = RecipeCache()
+class _BackwardPlan:
+    """The Delta, dK/dV and dQ launches for operands laid out like these (Delta in a float32
+    buffer of the query rows, fresh per run: the later launches read it)."""
+
+    def __init__(self, g, q, k, v, out, causal, tf32, device=0, target=None):
+        geos = [_Geometry.of(a) for a in (q, k, v, g)]
+        lead = geos[0][0]
+        bd, _, (bm, bn, warps), precision, split = _tiles(q.dtype, q.shape[-1], tf32)
+        ity = _index_type(q, k, v, g)
+        planes, length = lead[0] * lead[1], q.shape[-2]
+        self.device, self.target, self.delta_shape = device, target, q.shape[:-1]
+        self.delta = _attention_launch(
+            _attn_delta_kernel, (cdiv(length, bm), planes), dict(HEAD=q.shape[-1], BD=bd, BM=bm),
+            warps, 1, ity, device, target)
+        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, SPLIT=split,
+                    BM=bm, BN=bn)
+        self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes), meta,
+                                      warps, 2, ity, device, target)
+        self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, bm), planes), meta, warps, 2,
+                                    ity, device, target)
+        self.sizes = (lead[1], length, k.shape[-2])
+        self.strides = tuple(geo[1] for geo in geos) + (_Geometry.of(out)[1],) + tuple(
+            _geometry_like(a)[1] for a in (q, k, v))
+
+    def run(self, stream, g, q, k, v, out, lse, scale, dq, dk, dv):
+        q_st, k_st, v_st, g_st, o_st, dq_st, dk_st, dv_st = self.strides
+        n_heads, q_len, k_len = self.sizes
+        delta = (placeholder(self.delta_shape, np.float32) if self.target else
+                 CUDAArray.empty(self.delta_shape, np.float32, self.device, stream))
+        self.delta(stream,
+                   # pointers
+                   g, out, delta,
+                   # sizes
+                   n_heads, q_len,
+                   # strides
+                   *g_st, *o_st)
+        self.dkdv(stream,
+                  # pointers
+                  q, k, v, g, lse, delta, dk, dv,
+                  # the score scale
+                  scale,
+                  # sizes
+                  *self.sizes,
+                  # strides
+                  *q_st, *k_st, *v_st, *g_st, *dk_st, *dv_st)
+        self.dq(stream,
+                # pointers
+                q, k, v, g, lse, delta, dq,
+                # the score scale
+                scale,
+                # sizes
+                *self.sizes,
+                # strides
+                *q_st, *k_st, *v_st, *g_st, *dq_st)
+
+
+_plans = LaunchCache()
 
 
 def _key(*arrays):
@@ -484,10 +547,9 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
     if out.size:
         tf32 = flags.allow_tf32
         key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
-        recipe = _recipes.get_or_build(key_, lambda: _forward_recipe(
+        launch, dims = _plans.get_or_build(key_, lambda: _forward_plan(
             query, key, value, is_causal, tf32, keep_float, device))
-        recipe.run(stream, {"q": query, "k": key, "v": value, "out": out, "lse": lse,
-                            "out_f": out_f, "scale": float(scale)})
+        _forward_launch(launch, dims, stream, query, key, value, out, lse, out_f, float(scale))
     return out, lse, out_f
 
 
@@ -503,27 +565,7 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
     if all(a.size for a in grads):
         tf32 = flags.allow_tf32
         key_ = ("bwd", _key(grad, query, key, value, out), is_causal, tf32, device)
-        recipe = _recipes.get_or_build(key_, lambda: _backward_recipe(
+        plan = _plans.get_or_build(key_, lambda: _BackwardPlan(
             grad, query, key, value, out, is_causal, tf32, device))
-        recipe.run(stream, {"g": grad, "q": query, "k": key, "v": value, "out": out,
-                            "lse": lse, "scale": float(scale), "dq": grads[0], "dk": grads[1],
-                            "dv": grads[2]})
+        plan.run(stream, grad, query, key, value, out, lse, float(scale), *grads)
     return grads
-
-
-def compile_all(target):
-    """The main specializations, compiled for `target` (CI, no GPU needed): float16 D=64 causal
-    and not, bfloat16 D=128 causal, float16 D=80 (padded to 128), float32 D=64 causal (TF32 x3)
-    and float32 D=128 with TF32; the forward of Llama-3-shaped grouped heads (32 over 8)."""
-    import ml_dtypes
-    cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
-             (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
-             (np.float32, 64, False, True), (np.float32, 128, True, False)]
-    for dtype, head, tf32, causal in cases:
-        x = placeholder((4, 8, 1024, head), dtype)
-        out = placeholder(x.shape, np.float32)
-        _forward_recipe(x, x, x, causal, tf32, True, target=target)
-        _backward_recipe(x, x, x, x, out, causal, tf32, target=target)
-    q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
-    kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
-    _forward_recipe(q, kv, kv, True, False, False, target=target)

@@ -2,13 +2,14 @@
 
 `strided_copy` writes any strided view into any other of the same shape, converting the dtype on
 the way (a cast is a copy into another dtype). Dimensions contiguous in both views are merged
-first (kernels/_strided.py), so most copies become 1-D and run with 16-byte vector accesses.
+first (kernels/_strided_indexing.py), so most copies become 1-D and run with 16-byte vector
+accesses.
 Other layouts take the tile kernel: a [BJ, BI] tile over two dims, I (the destination's
 contiguous dim) and J (the source's contiguous dim when it has another one: a transpose; else
 the next dim in), the remaining dims (at most MAX_DIMS - 2) indexed once per program. A
 transposing tile is read along J and written along I, both coalesced (Triton exchanges the tile
 through shared memory in between); a row tile (I contiguous in both) is read and written along
-I. Launches are kept per geometry as recipes (_strided.Recipe).
+I. Launches are kept per geometry (launch.LaunchCache).
 
 Block sizes: the 1-D kernel moves BLOCK=1024 elements per program with 4 warps (8 a thread: two
 16-byte float32 vectors). Row tiles hold 4096 elements (up to 1024 along I) and transposing
@@ -22,13 +23,15 @@ import math
 import triton
 import triton.language as tl
 
-from ..launch import get_kernel, is_aligned, pointer_type
+from ..launch import Launch, LaunchCache
 from ..runtime import driver
-from ._recipe import (MAX_DIMS, Recipe, RecipeCache, cdiv, coalesce, const, index_type,
-                       next_pow2, offsets, placeholder, pointer, program_range, select,
-                       size_entries, stride_entries)
+from ._strided_indexing import (MAX_DIMS, cdiv, coalesce, dim_sizes, dim_strides, index_type,
+                                next_pow2, offsets, program_range, select, stride_arg)
 
 _FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
+# Block sizes (see the module docstring): 1024 elements per 1-D program over 4 warps (8 a thread,
+# two 16-byte float32 vectors); tiles of 4096 elements (row tiles up to 1024 along I) over 8
+# warps; the dims other than I and J are indexed once per program.
 BLOCK = 1024
 NUM_WARPS = 4
 _TILE_WARPS = 8
@@ -46,18 +49,33 @@ def _converted(x, dst, TO_BOOL: tl.constexpr):
 
 
 @triton.jit
-def _copy_contiguous_kernel(src, dst, n, BLOCK: tl.constexpr, TO_BOOL: tl.constexpr):
+def _copy_contiguous_kernel(
+        # pointers
+        src_ptr, dst_ptr,
+        # sizes
+        n_elements,
+        # meta-parameters
+        TO_BOOL: tl.constexpr, BLOCK: tl.constexpr):
+    """dst[pid*BLOCK..] = src[pid*BLOCK..] in dst's dtype; both contiguous."""
     offs = program_range(BLOCK, True)
-    mask = offs < n
-    tl.store(dst + offs, _converted(tl.load(src + offs, mask=mask), dst, TO_BOOL), mask=mask)
+    mask = offs < n_elements
+    x = tl.load(src_ptr + offs, mask=mask)
+    tl.store(dst_ptr + offs, _converted(x, dst_ptr, TO_BOOL), mask=mask)
 
 
 @triton.jit
-def _copy_tile_kernel(src, dst, n_i, n_j, osize1, osize2, osize3,
-                      src_s0, src_s1, src_s2, src_s3, dst_s0, dst_s1, dst_s2, dst_s3,
-                      src_si, src_sj, dst_si, dst_sj,
-                      ODIM: tl.constexpr, TO_BOOL: tl.constexpr, INDEX64: tl.constexpr,
-                      BI: tl.constexpr, BJ: tl.constexpr):
+def _copy_tile_kernel(
+        # pointers
+        src_ptr, dst_ptr,
+        # sizes: the tile dims I and J, the outer dims (outer_size0 is never read)
+        n_i, n_j, outer_size1, outer_size2, outer_size3,
+        # strides, in elements: of the outer dims in src and dst, of I and J in each
+        src_outer_stride0, src_outer_stride1, src_outer_stride2, src_outer_stride3,
+        dst_outer_stride0, dst_outer_stride1, dst_outer_stride2, dst_outer_stride3,
+        src_i_stride, src_j_stride, dst_i_stride, dst_j_stride,
+        # meta-parameters
+        OUTER_DIMS: tl.constexpr, TO_BOOL: tl.constexpr, INDEX64: tl.constexpr,
+        BI: tl.constexpr, BJ: tl.constexpr):
     """One [BJ, BI] tile of dims J x I at one index of the outer dims; the grid is 1-D with
     I blocks fastest, then J blocks, then the outer index."""
     pid = tl.program_id(0)
@@ -69,23 +87,34 @@ def _copy_tile_kernel(src, dst, n_i, n_j, osize1, osize2, osize3,
     rest = pid // blocks_i
     j = (rest % blocks_j) * BJ + tl.arange(0, BJ)
     outer = rest // blocks_j
-    sizes = (1, osize1, osize2, osize3)
-    src_base = offsets(outer, sizes, (src_s0, src_s1, src_s2, src_s3), ODIM)
-    dst_base = offsets(outer, sizes, (dst_s0, dst_s1, dst_s2, dst_s3), ODIM)
+    sizes = (1, outer_size1, outer_size2, outer_size3)
+    src_base = offsets(outer, sizes, (src_outer_stride0, src_outer_stride1, src_outer_stride2,
+                                      src_outer_stride3), OUTER_DIMS)
+    dst_base = offsets(outer, sizes, (dst_outer_stride0, dst_outer_stride1, dst_outer_stride2,
+                                      dst_outer_stride3), OUTER_DIMS)
     mask = (j < n_j)[:, None] & (i < n_i)[None, :]
-    x = tl.load(src + src_base + j[:, None] * src_sj + i[None, :] * src_si, mask=mask)
-    tl.store(dst + dst_base + j[:, None] * dst_sj + i[None, :] * dst_si,
-             _converted(x, dst, TO_BOOL), mask=mask)
+    x = tl.load(src_ptr + src_base + j[:, None] * src_j_stride + i[None, :] * src_i_stride,
+                mask=mask)
+    tl.store(dst_ptr + dst_base + j[:, None] * dst_j_stride + i[None, :] * dst_i_stride,
+             _converted(x, dst_ptr, TO_BOOL), mask=mask)
 
 
 @triton.jit
-def _fill_kernel(dst, n, value, BLOCK: tl.constexpr):
+def _fill_kernel(
+        # pointers
+        dst_ptr,
+        # sizes
+        n_elements,
+        # the value written, as fp64 or i64
+        value,
+        # meta-parameters
+        BLOCK: tl.constexpr):
     offs = program_range(BLOCK, True)
     x = tl.zeros([BLOCK], dtype=value.dtype) + value
-    tl.store(dst + offs, x.to(dst.dtype.element_ty), mask=offs < n)
+    tl.store(dst_ptr + offs, x.to(dst_ptr.dtype.element_ty), mask=offs < n_elements)
 
 
-_recipes = RecipeCache()
+_plans = LaunchCache()
 
 
 def strided_copy(dst, src, stream):
@@ -97,45 +126,69 @@ def strided_copy(dst, src, stream):
         return
     key = (dst.shape, dst.strides, src.strides, dst.dtype, src.dtype, dst.ptr % 16 == 0,
            src.ptr % 16 == 0, dst.device)
-    recipe = _recipes.get_or_build(key, lambda: _recipe(dst, src))
-    if recipe is None:
+    launch, dims = _plans.get_or_build(key, lambda: _copy_plan(dst, src))
+    if launch is None:
         for i in range(dst.shape[0]):
             strided_copy(select(dst, 0, i), select(src, 0, i), stream)
         return
-    recipe.run(stream, {"src": src, "dst": dst})
+    if dims is None:
+        _copy_contiguous_launch(launch, stream, src, dst)
+    else:
+        _copy_tile_launch(launch, dims, stream, src, dst)
 
 
-def _recipe(dst, src, target=None):
-    """The launch copying `src` into `dst` laid out like these (None: more than MAX_DIMS dims
-    remain after merging; the caller loops over the leading one)."""
+def _copy_contiguous_launch(launch, stream, src, dst):
+    """The call of _copy_contiguous_kernel."""
+    launch(stream,
+           # pointers
+           src, dst,
+           # sizes
+           dst.size)
+
+
+def _copy_tile_launch(launch, dims, stream, src, dst):
+    """The call of _copy_tile_kernel; `dims` as _copy_plan makes them."""
+    n_i, n_j, outer_sizes, outer_strides, tile_strides = dims
+    src_outer, dst_outer = outer_strides
+    launch(stream,
+           # pointers
+           src, dst,
+           # sizes
+           n_i, n_j, *outer_sizes,
+           # strides
+           *src_outer, *dst_outer, *tile_strides)
+
+
+def _copy_plan(dst, src, target=None):
+    """(launch, the sizes and strides its launcher passes: None for the contiguous kernel)
+    copying `src` into `dst` laid out like these; (None, None) when more than MAX_DIMS dims
+    remain after merging (the caller loops over the leading one)."""
     sizes, (src_st, dst_st) = coalesce(dst.shape, src.element_strides(), dst.element_strides())
-    recipe = Recipe(dst.device, target)
-    entries = [pointer("src", "src", src), pointer("dst", "dst", dst)]
     to_bool = dst.dtype.kind == "b" and src.dtype.kind != "b"
     if len(sizes) == 1 and src_st == dst_st == (1,):
-        recipe.add(_copy_contiguous_kernel, (cdiv(dst.size, BLOCK),),
-                   entries + [("n", dst.size, "i64")] + const(BLOCK=BLOCK, TO_BOOL=to_bool),
-                   NUM_WARPS)
-        return recipe
+        launch = Launch(_copy_contiguous_kernel, (cdiv(dst.size, BLOCK),),
+                        dict(TO_BOOL=to_bool, BLOCK=BLOCK), NUM_WARPS, int_type="i64",
+                        device=dst.device, target=target)
+        return launch, None
     if len(sizes) > MAX_DIMS:
-        return None
+        return None, None
     i, j = _tile_dims(sizes, src_st, dst_st)
     outer = [d for d in range(len(sizes)) if d not in (i, j)]
     bi, bj = _tile(sizes, i, j, src_st, max(src.itemsize, dst.itemsize))
     ity = index_type(sizes, src_st, dst_st)
     n_j = sizes[j] if j is not None else 1
     outer_sizes = [sizes[d] for d in outer] or [1]
-    entries += [("n_i", sizes[i], ity), ("n_j", n_j, ity)]
-    entries += size_entries("o", outer_sizes, _OUTER_DIMS, ity)
-    for name, st in (("src_", src_st), ("dst_", dst_st)):
-        entries += stride_entries(name, [st[d] for d in outer] or [0], _OUTER_DIMS, ity)
-        entries += [(name + "si", st[i], "constexpr" if st[i] in (0, 1) else ity),
-                    (name + "sj", st[j] if j is not None else 0,
-                     "constexpr" if j is None or st[j] in (0, 1) else ity)]
-    entries += const(ODIM=len(outer_sizes), TO_BOOL=to_bool, INDEX64=ity == "i64", BI=bi, BJ=bj)
+    outer_strides = tuple(dim_strides([st[d] for d in outer] or [0], _OUTER_DIMS)
+                          for st in (src_st, dst_st))
+    tile_strides = tuple(stride_arg(st[d] if d is not None else 0)
+                         for st in (src_st, dst_st) for d in (i, j))
+    meta = dict(OUTER_DIMS=len(outer_sizes), TO_BOOL=to_bool, INDEX64=ity == "i64", BI=bi,
+                BJ=bj)
     programs = cdiv(sizes[i], bi) * cdiv(n_j, bj) * math.prod(outer_sizes)
-    recipe.add(_copy_tile_kernel, (programs,), entries, _TILE_WARPS)
-    return recipe
+    launch = Launch(_copy_tile_kernel, (programs,), meta, _TILE_WARPS, int_type=ity,
+                    device=dst.device, target=target)
+    return launch, (sizes[i], n_j, dim_sizes(outer_sizes, _OUTER_DIMS), outer_strides,
+                    tile_strides)
 
 
 def _tile_dims(sizes, src_st, dst_st):
@@ -186,29 +239,27 @@ def fill(dst, value, stream):
     scalar = float(value) if is_float else int(value)
     if dst.dtype.kind == "b":
         scalar = int(bool(value))
-    signature = {"dst": pointer_type(dst.dtype), "n": "i64", "value": "fp64" if is_float else "i64",
-                 "BLOCK": "constexpr"}
-    aligned = [name for name, v in (("dst", dst.ptr), ("n", n)) if is_aligned(v)]
-    kernel = get_kernel(_fill_kernel, signature, {"BLOCK": BLOCK}, aligned, NUM_WARPS,
-                        device=dst.device)
-    kernel((cdiv(n, BLOCK),), stream, dst.ptr, n, scalar)
+    key = (n, dst.dtype, is_float, dst.ptr % 16 == 0, dst.device)
+    launch = _fills.get_or_build(key, lambda: _fill_plan(n, is_float, dst.device))
+    _fill_launch(launch, stream, dst, n, scalar)
 
 
-def compile_all(target):
-    """The 1-D, row and transposing copies (with casts) and fills, compiled for `target` (CI
-    does this without a GPU)."""
-    import ml_dtypes
-    import numpy as np
-    from ..launch import compile_kernel
-    f32, bf16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)
-    layouts = [((4096,), None, None), ((64, 1000), (1, 64), None), ((64, 1000), (2000, 2), None),
-               ((8, 64, 1000), (64000, 1, 64), None), ((3, 5, 7, 9, 11, 13), None,
-                                                        (1, 3, 15, 105, 945, 10395))]
-    for src_dtype, dst_dtype in ((f32, bf16), (np.dtype(np.float16), f32), (f32, f32),
-                                 (np.dtype(np.int64), np.dtype(np.bool_))):
-        for shape, src_strides, dst_strides in layouts:
-            _recipe(placeholder(shape, dst_dtype, dst_strides),
-                    placeholder(shape, src_dtype, src_strides), target)
-    for dst, value in (("*fp32", "fp64"), ("*bf16", "fp64"), ("*i64", "i64"), ("*i1", "i64")):
-        compile_kernel(_fill_kernel, {"dst": dst, "n": "i64", "value": value, "BLOCK": "constexpr"},
-                       {"BLOCK": BLOCK}, ("dst", "n"), NUM_WARPS, target_=target)
+_fills = LaunchCache()
+
+
+def _fill_launch(launch, stream, dst, n, value):
+    """The call of _fill_kernel."""
+    launch(stream,
+           # pointers
+           dst,
+           # sizes
+           n,
+           # the value
+           value)
+
+
+def _fill_plan(n, is_float, device=0, target=None):
+    """The fill launch over `n` elements of a value given as fp64 (`is_float`) or i64."""
+    return Launch(_fill_kernel, (cdiv(n, BLOCK),), dict(BLOCK=BLOCK), NUM_WARPS, int_type="i64",
+                  types={"value": "fp64" if is_float else "i64"}, per_call=("value",),
+                  device=device, target=target)

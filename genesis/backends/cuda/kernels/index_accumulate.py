@@ -24,13 +24,16 @@ import triton
 import triton.language as tl
 
 from ....dispatch import kernel
+from ..launch import Const, Launch, LaunchCache, pointer_of
 from ..runtime.array import CUDAArray
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, numel, strides_over, value_entry
-from ._recipe import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, coalesce, const, next_pow2,
-                       offsets, placeholder, pointer_of, size_entries, stride_entries)
+from ._strided_indexing import (MAX_DIMS, cdiv, coalesce, dim_sizes, dim_strides, next_pow2,
+                                offsets)
 from .reduce import _mul
 
+# Tiles (see the module docstring): a chunk of BS keys x BR rest elements holds up to 4096
+# values; BR up to 1024, BS up to 128.
 _TILE = 4096
 _MAX_BR = 1024
 _MAX_BS = 128
@@ -47,17 +50,18 @@ def _combine(a, b, OP: tl.constexpr):
 
 
 @triton.jit
-def _chunk(acc, val, value, perm, p, m, r_mask, vr, bsizes, vb_strides, OP: tl.constexpr,
-           ACC: tl.constexpr, BDIM: tl.constexpr):
+def _chunk(acc, values_ptr, value, perm_ptr, p, m, rest_mask, values_rest, key_sizes,
+           values_key_strides, OP: tl.constexpr, ACC: tl.constexpr, KEY_DIMS: tl.constexpr):
     """`acc` combined with the values of the chunk positions `p` where `m` holds."""
     identity: tl.constexpr = 0 if OP == "add" else 1
-    tile_mask = m[:, None] & r_mask[None, :]
-    if val is None:
+    tile_mask = m[:, None] & rest_mask[None, :]
+    if values_ptr is None:
         v = tl.where(tile_mask, value.to(ACC), identity)
     else:
-        b = tl.load(perm + p, mask=m, other=0)
-        vb = offsets(b, bsizes, vb_strides, BDIM)
-        v = tl.load(val + vb[:, None] + vr[None, :], mask=tile_mask, other=0)
+        b = tl.load(perm_ptr + p, mask=m, other=0)
+        values_key = offsets(b, key_sizes, values_key_strides, KEY_DIMS)
+        v = tl.load(values_ptr + values_key[:, None] + values_rest[None, :], mask=tile_mask,
+                    other=0)
         v = tl.where(tile_mask, v.to(ACC), identity)
     if OP == "add":
         acc += tl.sum(v, 0)
@@ -67,54 +71,75 @@ def _chunk(acc, val, value, perm, p, m, r_mask, vr, bsizes, vb_strides, OP: tl.c
 
 
 @triton.jit
-def _segment_kernel(keys, perm, out, val, value, B, R, NR,
-                    bsize1, bsize2, bsize3, bsize4, bsize5,
-                    vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5,
-                    rsize1, rsize2, rsize3, rsize4, rsize5,
-                    vr_s0, vr_s1, vr_s2, vr_s3, vr_s4, vr_s5,
-                    or_s0, or_s1, or_s2, or_s3, or_s4, or_s5,
-                    OP: tl.constexpr, ACC: tl.constexpr, BDIM: tl.constexpr, RDIM: tl.constexpr,
-                    TO_BOOL: tl.constexpr, BS: tl.constexpr, BR: tl.constexpr):
-    """Program s*NR + c: if sorted position s starts a run of equal keys, combine the run's
-    values for the rest elements c*BR.. and write them into out at that key (OP "last": write
-    the run's last value, the one a sequential assignment leaves)."""
+def _segment_kernel(
+        # pointers: the sorted keys (element offsets into out), the sorting permutation, the
+        # target, the values (None when a scalar `value` is written)
+        keys_ptr, perm_ptr, out_ptr, values_ptr,
+        # the scalar written or combined (or None)
+        value,
+        # sizes: keys, rest elements each key reaches, rest blocks per key; the coalesced key
+        # dims and rest dims (size0 of each is never read)
+        n_keys, n_rest, rest_blocks,
+        key_size1, key_size2, key_size3, key_size4, key_size5,
+        rest_size1, rest_size2, rest_size3, rest_size4, rest_size5,
+        # strides, in elements: of the values over the key dims and the rest dims, of out over
+        # the rest dims
+        values_key_stride0, values_key_stride1, values_key_stride2, values_key_stride3,
+        values_key_stride4, values_key_stride5,
+        values_rest_stride0, values_rest_stride1, values_rest_stride2, values_rest_stride3,
+        values_rest_stride4, values_rest_stride5,
+        out_rest_stride0, out_rest_stride1, out_rest_stride2, out_rest_stride3,
+        out_rest_stride4, out_rest_stride5,
+        # meta-parameters
+        OP: tl.constexpr, ACC: tl.constexpr, KEY_DIMS: tl.constexpr, REST_DIMS: tl.constexpr,
+        TO_BOOL: tl.constexpr, BS: tl.constexpr, BR: tl.constexpr):
+    """Program s*rest_blocks + c: if sorted position s starts a run of equal keys, combine the
+    run's values for the rest elements c*BR.. and write them into out at that key (OP "last":
+    write the run's last value, the one a sequential assignment leaves)."""
     pid = tl.program_id(0).to(tl.int64)
-    s = pid // NR
-    k0 = tl.load(keys + s)
+    s = pid // rest_blocks
+    k0 = tl.load(keys_ptr + s)
     head = s == 0
     if s > 0:
-        head = tl.load(keys + s - 1) != k0
+        head = tl.load(keys_ptr + s - 1) != k0
     if head:
         identity: tl.constexpr = 0 if OP == "add" else 1
-        r = (pid % NR) * BR + tl.arange(0, BR)
-        r_mask = r < R
-        rsizes = (1, rsize1, rsize2, rsize3, rsize4, rsize5)
-        vr = offsets(r, rsizes, (vr_s0, vr_s1, vr_s2, vr_s3, vr_s4, vr_s5), RDIM)
-        orow = offsets(r, rsizes, (or_s0, or_s1, or_s2, or_s3, or_s4, or_s5), RDIM)
-        bsizes = (1, bsize1, bsize2, bsize3, bsize4, bsize5)
+        r = (pid % rest_blocks) * BR + tl.arange(0, BR)
+        rest_mask = r < n_rest
+        rest_sizes = (1, rest_size1, rest_size2, rest_size3, rest_size4, rest_size5)
+        values_rest = offsets(r, rest_sizes, (values_rest_stride0, values_rest_stride1,
+                                              values_rest_stride2, values_rest_stride3,
+                                              values_rest_stride4, values_rest_stride5),
+                              REST_DIMS)
+        out_rest = offsets(r, rest_sizes, (out_rest_stride0, out_rest_stride1, out_rest_stride2,
+                                           out_rest_stride3, out_rest_stride4, out_rest_stride5),
+                           REST_DIMS)
+        key_sizes = (1, key_size1, key_size2, key_size3, key_size4, key_size5)
+        values_key_strides = (values_key_stride0, values_key_stride1, values_key_stride2,
+                              values_key_stride3, values_key_stride4, values_key_stride5)
         acc = tl.full((BR,), identity, ACC)
         start = s
         last = s
         more = head
         while more:
             p = start + tl.arange(0, BS)
-            m = (p < B) & (tl.load(keys + p, mask=p < B, other=-1) == k0)
+            m = (p < n_keys) & (tl.load(keys_ptr + p, mask=p < n_keys, other=-1) == k0)
             if OP == "last":
                 last = tl.maximum(last, tl.max(tl.where(m, p, -1), 0))
             else:
-                acc = _chunk(acc, val, value, perm, p, m, r_mask, vr, bsizes,
-                             (vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5), OP, ACC, BDIM)
+                acc = _chunk(acc, values_ptr, value, perm_ptr, p, m, rest_mask, values_rest,
+                             key_sizes, values_key_strides, OP, ACC, KEY_DIMS)
             more = tl.sum(m.to(tl.int32), 0) == BS
             start += BS
         if OP == "last":
-            vb = offsets(tl.load(perm + last), bsizes, (vb_s0, vb_s1, vb_s2, vb_s3, vb_s4, vb_s5),
-                         BDIM)
-            res = tl.load(val + vb + vr, mask=r_mask)
+            values_key = offsets(tl.load(perm_ptr + last), key_sizes, values_key_strides,
+                                 KEY_DIMS)
+            res = tl.load(values_ptr + values_key + values_rest, mask=rest_mask)
         else:
-            res = _combine(tl.load(out + k0 + orow, mask=r_mask).to(ACC), acc, OP)
+            res = _combine(tl.load(out_ptr + k0 + out_rest, mask=rest_mask).to(ACC), acc, OP)
         if TO_BOOL:
             res = res != 0
-        tl.store(out + k0 + orow, res.to(out.dtype.element_ty), mask=r_mask)
+        tl.store(out_ptr + k0 + out_rest, res.to(out_ptr.dtype.element_ty), mask=rest_mask)
 
 
 _TL_ACC = {"float64": tl.float64, "float32": tl.float32, "float16": tl.float32,
@@ -170,36 +195,48 @@ class _Plan:
 
     def key(self):
         return (tuple(self.bsizes), self.vb, tuple(self.rsizes), self.vr, self.orow,
-                numel(self.batch), self.key_type, self.out.dtype, None if self.val is None else self.val.dtype,
-                self._value_type(), self.op, self.out.device)
+                numel(self.batch), self.key_type, self.out.dtype,
+                None if self.val is None else self.val.dtype, self._value_type(), self.op,
+                self.out.device)
 
-    def recipe(self, target=None):
+    def plan(self, target=None):
+        """(launch, the sizes and strides _segment_launch passes)."""
         br = min(next_pow2(numel(self.rest)), _MAX_BR)
-        nr = cdiv(numel(self.rest), br)
+        rest_blocks = cdiv(numel(self.rest), br)
         vty = self._value_type()
-        ity = "i64"
-        entries = [("keys", Slot("keys"), self.key_type), ("perm", Slot("perm"), "*i64"),
-                   ("out", Slot("out"), pointer_of(self.out.dtype)),
-                   ("val", None, "constexpr") if vty else
-                   ("val", Slot("val"), pointer_of(self.val.dtype)),
-                   ("value", Slot("value"), vty) if vty else ("value", None, "constexpr"),
-                   ("B", numel(self.batch), ity), ("R", numel(self.rest), ity),
-                   ("NR", nr, "constexpr" if nr == 1 else ity)]
-        entries += size_entries("b", self.bsizes, MAX_DIMS, ity)
-        entries += stride_entries("vb_", self.vb, MAX_DIMS, ity)
-        entries += size_entries("r", self.rsizes, MAX_DIMS, ity)
-        entries += stride_entries("vr_", self.vr, MAX_DIMS, ity)
-        entries += stride_entries("or_", self.orow, MAX_DIMS, ity)
-        entries += const(OP=self.op, ACC=_acc(self.out.dtype), BDIM=len(self.bsizes),
-                         RDIM=len(self.rsizes), TO_BOOL=self.out.dtype.kind == "b",
-                         BS=max(1, min(_TILE // br, _MAX_BS)), BR=br)
-        recipe = Recipe(self.out.device, target)
-        grid = (numel(self.batch) * nr,)
-        recipe.add(_segment_kernel, grid, entries, NUM_WARPS)
-        return recipe
+        meta = dict(OP=self.op, ACC=_acc(self.out.dtype), KEY_DIMS=len(self.bsizes),
+                    REST_DIMS=len(self.rsizes), TO_BOOL=self.out.dtype.kind == "b",
+                    BS=max(1, min(_TILE // br, _MAX_BS)), BR=br)
+        launch = Launch(_segment_kernel, (numel(self.batch) * rest_blocks,), meta, NUM_WARPS,
+                        int_type="i64", types={"value": vty} if vty else None,
+                        per_call=_PER_CALL, device=self.out.device, target=target)
+        sizes = (numel(self.batch), numel(self.rest), Const(1) if rest_blocks == 1 else
+                 rest_blocks) + dim_sizes(self.bsizes, MAX_DIMS) + dim_sizes(self.rsizes,
+                                                                             MAX_DIMS)
+        strides = (dim_strides(self.vb, MAX_DIMS) + dim_strides(self.vr, MAX_DIMS) +
+                   dim_strides(self.orow, MAX_DIMS))
+        return launch, (sizes, strides)
 
 
-_recipes = RecipeCache()
+# Pointers and the scalar change from call to call of one geometry: never assumed aligned.
+_PER_CALL = ("keys_ptr", "perm_ptr", "out_ptr", "values_ptr", "value")
+
+
+def _segment_launch(launch, dims, stream, keys, perm, out, values, value):
+    """The call of _segment_kernel; `dims` as _Plan.plan makes them."""
+    sizes, strides = dims
+    launch(stream,
+           # pointers
+           keys, perm, out, values,
+           # the scalar
+           value,
+           # sizes
+           *sizes,
+           # strides
+           *strides)
+
+
+_plans = LaunchCache()
 
 
 def accumulate_into(out, keys, rest, out_strides, values, op):
@@ -216,26 +253,7 @@ def accumulate_into(out, keys, rest, out_strides, values, op):
     plan = _Plan(out, batch, rest, out_strides, val, values, op)
     flat = CUDAArray(keys.storage, (keys.size,), (keys.itemsize,), keys.offset, keys.dtype)
     sorted_keys, perm = sort_keys(flat)
-    recipe = _recipes.get_or_build(plan.key(), plan.recipe)
-    args = {"keys": sorted_keys, "perm": perm, "out": out, "val": plan.val}
-    if val is None:
-        args["value"] = value_entry(values, out.dtype)[1]
-    recipe.run(current_stream_handle(out.device), args)
-
-
-def compile_all(target):
-    """The segment kernel for embedding-like rows and scalar scatters, add and multiply, every
-    accumulator type, int32 and int64 keys, compiled for `target` (CI, no GPU needed)."""
-    import ml_dtypes
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int64, np.int8,
-                  np.bool_):
-        out = placeholder((50257, 768), dtype)
-        rows = placeholder((4096, 768), dtype)
-        _Plan(out, (4096,), (768,), (1,), rows, None, "add").recipe(target)
-        flat = placeholder((1000,), dtype)
-        for op in ("add", "multiply"):
-            _Plan(flat, (300,), (), (), placeholder((300,), dtype), None, op).recipe(target)
-        _Plan(out, (4096,), (768,), (1,), None, 1, "add").recipe(target)
-        _Plan(out, (4096,), (768,), (1,), rows, None, "last").recipe(target)
-    huge = placeholder((1 << 31,), np.float32)
-    _Plan(huge, (300,), (), (), placeholder((300,), np.float32), None, "add").recipe(target)
+    launch, dims = _plans.get_or_build(plan.key(), plan.plan)
+    value = value_entry(values, out.dtype)[1] if val is None else None
+    _segment_launch(launch, dims, current_stream_handle(out.device), sorted_keys, perm, out,
+                    plan.val, value)

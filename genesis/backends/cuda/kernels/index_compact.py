@@ -11,70 +11,93 @@ sync, as in PyTorch), then fill the output in parallel:
   holds the first i whose running total exceeds p (a binary search per element).
 """
 
-import numpy as np
 import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import compile_kernel, get_kernel
+from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64
-from ._recipe import (MAX_DIMS, Recipe, RecipeCache, Slot, cdiv, const, index_type, offsets,
-                       placeholder, pointer_of, program_range, size_entries, stride_entries)
+from ._strided_indexing import (MAX_DIMS, cdiv, dim_sizes, dim_strides, index_type, offsets,
+                                program_range)
 from .reduce import scan
 
+# 1024 elements a program over 4 warps (8 a thread); one launch writes up to 8 coordinates.
 BLOCK = 1024
 NUM_WARPS = 4
 MAX_COORDS = 8
 
 
 @triton.jit
-def _nonzero_mask(x, e, n, size1, size2, size3, size4, size5,
-                  x_s0, x_s1, x_s2, x_s3, x_s4, x_s5, NDIM: tl.constexpr):
-    mask = e < n
-    sizes = (1, size1, size2, size3, size4, size5)
-    v = tl.load(x + offsets(e, sizes, (x_s0, x_s1, x_s2, x_s3, x_s4, x_s5), NDIM), mask=mask,
-                other=0)
+def _nonzero_mask(x_ptr, e, n_elements, sizes, strides, NDIM: tl.constexpr):
+    """Which of the elements `e` (linear indices over `sizes`) are non-zero."""
+    mask = e < n_elements
+    v = tl.load(x_ptr + offsets(e, sizes, strides, NDIM), mask=mask, other=0)
     return (v != 0) & mask
 
 
 @triton.jit
-def _count_kernel(x, counts, n, size1, size2, size3, size4, size5,
-                  x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
-                  NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+def _count_kernel(
+        # pointers: the input, the per-block counts
+        x_ptr, counts_ptr,
+        # sizes: elements, the coalesced dims (size0 is never read)
+        n_elements, size1, size2, size3, size4, size5,
+        # strides of the input, in elements
+        x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5,
+        # meta-parameters
+        NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """counts[pid] = the number of non-zeros among elements pid*BLOCK.."""
     e = program_range(BLOCK, INDEX64)
-    nz = _nonzero_mask(x, e, n, size1, size2, size3, size4, size5,
-                       x_s0, x_s1, x_s2, x_s3, x_s4, x_s5, NDIM)
-    tl.store(counts + tl.program_id(0), tl.sum(nz.to(tl.int64), 0))
+    nz = _nonzero_mask(x_ptr, e, n_elements, (1, size1, size2, size3, size4, size5),
+                       (x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5), NDIM)
+    tl.store(counts_ptr + tl.program_id(0), tl.sum(nz.to(tl.int64), 0))
 
 
 @triton.jit
-def _emit_kernel(x, ends, out, n, size1, size2, size3, size4, size5,
-                 x_s0, x_s1, x_s2, x_s3, x_s4, x_s5,
-                 c0, c1, c2, c3, c4, c5, c6, c7, d0, d1, d2, d3, d4, d5, d6, d7, first, ncols,
-                 NC: tl.constexpr, NDIM: tl.constexpr, INDEX64: tl.constexpr,
-                 BLOCK: tl.constexpr):
-    """Coordinates first..first+NC of the non-zeros among elements pid*BLOCK.. into their rows
-    of `out` (coordinate c is (linear // d_c) % c_c); ends[pid] is the inclusive cumsum of the
-    block counts."""
+def _emit_kernel(
+        # pointers: the input, the inclusive cumsum of the block counts, the coordinates
+        x_ptr, ends_ptr, out_ptr,
+        # sizes: elements, the coalesced dims (size0 is never read)
+        n_elements, size1, size2, size3, size4, size5,
+        # strides of the input, in elements
+        x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5,
+        # the coordinates written: each one's dim size and the elements inside that dim
+        coord_size0, coord_size1, coord_size2, coord_size3, coord_size4, coord_size5,
+        coord_size6, coord_size7,
+        coord_inner0, coord_inner1, coord_inner2, coord_inner3, coord_inner4, coord_inner5,
+        coord_inner6, coord_inner7,
+        # the first coordinate written, and the coordinates per output row
+        first_coord, n_coords,
+        # meta-parameters
+        NC: tl.constexpr, NDIM: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Coordinates first_coord..+NC of the non-zeros among elements pid*BLOCK.. into their rows
+    of `out` (coordinate c is (linear // coord_inner_c) % coord_size_c); ends[pid] is the
+    inclusive cumsum of the block counts."""
     e = program_range(BLOCK, INDEX64)
-    nz = _nonzero_mask(x, e, n, size1, size2, size3, size4, size5,
-                       x_s0, x_s1, x_s2, x_s3, x_s4, x_s5, NDIM)
+    nz = _nonzero_mask(x_ptr, e, n_elements, (1, size1, size2, size3, size4, size5),
+                       (x_stride0, x_stride1, x_stride2, x_stride3, x_stride4, x_stride5), NDIM)
     ones = nz.to(tl.int64)
-    row = tl.load(ends + tl.program_id(0)) - tl.sum(ones, 0) + tl.cumsum(ones, 0) - 1
-    base = out + row * ncols + first
+    row = tl.load(ends_ptr + tl.program_id(0)) - tl.sum(ones, 0) + tl.cumsum(ones, 0) - 1
+    base = out_ptr + row * n_coords + first_coord
     linear = e.to(tl.int64)
-    sizes = (c0, c1, c2, c3, c4, c5, c6, c7)
-    inner = (d0, d1, d2, d3, d4, d5, d6, d7)
+    sizes = (coord_size0, coord_size1, coord_size2, coord_size3, coord_size4, coord_size5,
+             coord_size6, coord_size7)
+    inner = (coord_inner0, coord_inner1, coord_inner2, coord_inner3, coord_inner4, coord_inner5,
+             coord_inner6, coord_inner7)
     for c in tl.static_range(NC):
         tl.store(base + c, (linear // inner[c]) % sizes[c], mask=nz)
 
 
 @triton.jit
-def _repeat_kernel(ends, out, count, total, steps, BLOCK: tl.constexpr):
+def _repeat_kernel(
+        # pointers: the inclusive cumsum of the repeats, the result
+        ends_ptr, out_ptr,
+        # sizes: repeats, result elements, binary search steps
+        count, total, steps,
+        # meta-parameters
+        BLOCK: tl.constexpr):
     """out[p] = the first i with ends[i] > p (ends: inclusive cumsum of the repeats)."""
     p = program_range(BLOCK, True)
     mask = p < total
@@ -83,10 +106,10 @@ def _repeat_kernel(ends, out, count, total, steps, BLOCK: tl.constexpr):
     for _ in range(steps):
         active = lo < hi
         mid = (lo + hi) // 2
-        right = tl.load(ends + mid, mask=mask & active, other=0) <= p
+        right = tl.load(ends_ptr + mid, mask=mask & active, other=0) <= p
         lo = tl.where(active & right, mid + 1, lo)
         hi = tl.where(active & ~right, mid, hi)
-    tl.store(out + p, lo, mask=mask)
+    tl.store(out_ptr + p, lo, mask=mask)
 
 
 def _start(arr):
@@ -94,41 +117,72 @@ def _start(arr):
     return current_stream_handle(arr.device)
 
 
-def _scan_entries(x, sizes, strides):
+# Pointers change from call to call of one geometry: never assumed 16-byte aligned.
+_PER_CALL = ("x_ptr", "counts_ptr", "ends_ptr", "out_ptr")
+
+
+def _count_plan(x, sizes, strides, target=None):
+    """(launch, the sizes and strides _count_launch passes) of one input geometry."""
+    n = numel(sizes)
     ity = index_type(sizes, strides)
-    entries = [("x", Slot("x"), pointer_of(x.dtype)), ("n", numel(sizes), ity)]
-    entries += size_entries("", sizes, MAX_DIMS, ity)
-    entries += stride_entries("x_", strides, MAX_DIMS, ity)
-    return entries + const(NDIM=len(sizes), INDEX64=ity == "i64", BLOCK=BLOCK)
+    meta = dict(NDIM=len(sizes), INDEX64=ity == "i64", BLOCK=BLOCK)
+    launch = Launch(_count_kernel, (cdiv(n, BLOCK),), meta, NUM_WARPS, int_type=ity,
+                    per_call=_PER_CALL, device=x.device, target=target)
+    return launch, (n, dim_sizes(sizes, MAX_DIMS), dim_strides(strides, MAX_DIMS))
 
 
-def _count_recipe(x, sizes, strides, target=None):
-    entries = _scan_entries(x, sizes, strides) + [("counts", Slot("counts"), "*i64")]
-    recipe = Recipe(x.device, target)
-    recipe.add(_count_kernel, (cdiv(numel(sizes), BLOCK),), entries, NUM_WARPS)
-    return recipe
+def _count_launch(launch, dims, stream, x, counts):
+    """The call of _count_kernel."""
+    n, sizes, strides = dims
+    launch(stream,
+           # pointers
+           x, counts,
+           # sizes
+           n, *sizes,
+           # strides
+           *strides)
 
 
-def _emit_recipe(x, sizes, strides, shape, target=None):
-    """One launch per MAX_COORDS coordinates of `shape`."""
-    recipe = Recipe(x.device, target)
+def _emit_plans(x, sizes, strides, shape, target=None):
+    """[(launch, the sizes, strides and coordinates _emit_launch passes)]: one launch per
+    MAX_COORDS coordinates of `shape`."""
+    n = numel(sizes)
+    ity = index_type(sizes, strides)
     inner = [numel(shape[d + 1:]) for d in range(len(shape))]
+    coord_types = {f"coord_{kind}{c}": "i64" for kind in ("size", "inner")
+                   for c in range(MAX_COORDS)}
+    plans = []
     for first in range(0, len(shape), MAX_COORDS):
         group = range(first, min(first + MAX_COORDS, len(shape)))
-        entries = _scan_entries(x, sizes, strides)
-        entries += [("ends", Slot("ends"), "*i64"), ("out", Slot("out"), "*i64"),
-                    ("first", first, "i64"), ("ncols", len(shape), "i64")]
-        for c in range(MAX_COORDS):
-            used = c < len(group)
-            entries += [(f"c{c}", shape[first + c] if used else 1, "i64" if used else "constexpr"),
-                        (f"d{c}", inner[first + c] if used else 1, "i64" if used else "constexpr")]
-        entries += const(NC=len(group))
-        recipe.add(_emit_kernel, (cdiv(numel(sizes), BLOCK),), entries, NUM_WARPS)
-    return recipe
+        meta = dict(NC=len(group), NDIM=len(sizes), INDEX64=ity == "i64", BLOCK=BLOCK)
+        launch = Launch(_emit_kernel, (cdiv(n, BLOCK),), meta, NUM_WARPS, int_type=ity,
+                        types=dict(coord_types, first_coord="i64", n_coords="i64"),
+                        per_call=_PER_CALL, device=x.device, target=target)
+        coords = range(first, first + MAX_COORDS)
+        coord_sizes = tuple(shape[d] if d in group else Const(1) for d in coords)
+        coord_inner = tuple(inner[d] if d in group else Const(1) for d in coords)
+        plans.append((launch, (n, dim_sizes(sizes, MAX_DIMS), dim_strides(strides, MAX_DIMS),
+                               coord_sizes, coord_inner, first, len(shape))))
+    return plans
 
 
-_count_recipes = RecipeCache()
-_emit_recipes = RecipeCache()
+def _emit_launch(launch, dims, stream, x, ends, out):
+    """The call of _emit_kernel."""
+    n, sizes, strides, coord_sizes, coord_inner, first, n_coords = dims
+    launch(stream,
+           # pointers
+           x, ends, out,
+           # sizes
+           n, *sizes,
+           # strides
+           *strides,
+           # coordinates
+           *coord_sizes, *coord_inner, first, n_coords)
+
+
+_count_plans = LaunchCache()
+_emits = LaunchCache()
+
 
 
 @register("nonzero", "cuda")
@@ -144,16 +198,37 @@ def nonzero(arr):
     x, st = operand.arr, strides["x"]
     key = (tuple(sizes), st, x.dtype, x.device)
     counts = CUDAArray.empty((cdiv(n, BLOCK),), INT64, arr.device, stream)
-    _count_recipes.get_or_build(key, lambda: _count_recipe(x, sizes, st)).run(
-        stream, {"x": x, "counts": counts})
+    launch, dims = _count_plans.get_or_build(key, lambda: _count_plan(x, sizes, st))
+    _count_launch(launch, dims, stream, x, counts)
     ends = scan("cumsum", counts, 0, False, INT64)
     total = read_int64(ends, counts.size - 1)
     out = CUDAArray.empty((total, arr.ndim), INT64, arr.device, stream)
     if total and arr.ndim:
-        recipe = _emit_recipes.get_or_build(key + (arr.shape,),
-                                            lambda: _emit_recipe(x, sizes, st, arr.shape))
-        recipe.run(stream, {"x": x, "ends": ends, "out": out})
+        plans = _emits.get_or_build(key + (arr.shape,),
+                                               lambda: _emit_plans(x, sizes, st, arr.shape))
+        for launch, dims in plans:
+            _emit_launch(launch, dims, stream, x, ends, out)
     return out
+
+
+def _repeat_plan(total, device=0, target=None):
+    """The search launch over `total` result elements (one specialization for every size)."""
+    return Launch(_repeat_kernel, (cdiv(total, BLOCK),), dict(BLOCK=BLOCK), NUM_WARPS,
+                  int_type="i64", types={"steps": "i32"},
+                  per_call=("ends_ptr", "out_ptr", "count", "total", "steps"), device=device,
+                  target=target)
+
+
+def _repeat_launch(launch, stream, ends, out, count, total):
+    """The call of _repeat_kernel."""
+    launch(stream,
+           # pointers
+           ends, out,
+           # sizes
+           count, total, count.bit_length() + 1)
+
+
+_repeat_plans = LaunchCache()
 
 
 @register("repeat_interleave", "cuda")
@@ -167,27 +242,7 @@ def repeat_interleave(repeats):
         total = read_int64(ends, count - 1)
     out = CUDAArray.empty((total,), INT64, repeats.device, stream)
     if total:
-        kern = get_kernel(_repeat_kernel, _REPEAT_SIGNATURE, {"BLOCK": BLOCK}, (), NUM_WARPS,
-                          device=repeats.device)
-        kern((cdiv(total, BLOCK),), stream, ends.ptr, out.ptr, count, total,
-             count.bit_length() + 1)
+        launch = _repeat_plans.get_or_build((cdiv(total, BLOCK), repeats.device),
+                                            lambda: _repeat_plan(total, repeats.device))
+        _repeat_launch(launch, stream, ends, out, count, total)
     return out
-
-
-_REPEAT_SIGNATURE = {"ends": "*i64", "out": "*i64", "count": "i64", "total": "i64",
-                     "steps": "i32", "BLOCK": "constexpr"}
-
-
-def compile_all(target):
-    """Counting and emitting for each element type and up to 8 and 9 coordinates, and the
-    repeat search, compiled for `target` (CI, no GPU needed)."""
-    import ml_dtypes
-    for dtype in (np.bool_, np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8,
-                  np.uint8, np.int16, np.int32, np.int64):
-        x = placeholder((300, 70), dtype, (1, 300))
-        _count_recipe(x, (300, 70), (1, 300), target)
-        _emit_recipe(x, (300, 70), (1, 300), (300, 70), target)
-    x = placeholder((2,) * 9, np.bool_)
-    _emit_recipe(x, (512,), (1,), (2,) * 9, target)
-    compile_kernel(_repeat_kernel, _REPEAT_SIGNATURE, {"BLOCK": BLOCK}, (), NUM_WARPS,
-                   target_=target)

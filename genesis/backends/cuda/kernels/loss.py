@@ -23,14 +23,17 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..launch import Launch, LaunchCache, stream_workspace
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import (Recipe, RecipeCache, cdiv, const, index_type, next_pow2, placeholder,
-                       pointer, program_range, scalar)
 from ._math import div_rn
+from ._strided_indexing import cdiv, index_type, next_pow2, program_range, stride_arg
 from .reduce import split_counters
 
+# Tiles (see _tile): rows of up to 16384 classes are one chunk held in registers, wider ones
+# stream 4096-class chunks; a program gets at least 1024 lanes; the last program sums the row
+# losses 1024 at a time.
 ONE_PASS_LIMIT = 16384
 CHUNK = 4096
 _MIN_TILE = 1024
@@ -38,58 +41,72 @@ _REDUCE_BLOCK = 1024
 
 
 @triton.jit
-def _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W: tl.constexpr,
-             CT: tl.constexpr):
+def _targets(target_ptr, rows, row_mask, target_stride, ignore_index, weight_ptr, n_classes,
+             HAS_W: tl.constexpr, CT: tl.constexpr):
     """Each row's class index, whether it counts, and its weight (weight[t] or 1; 0 if not)."""
-    tgt = tl.load(t + rows * t_s, mask=row_mask, other=0).to(tl.int64)
+    tgt = tl.load(target_ptr + rows * target_stride, mask=row_mask, other=0).to(tl.int64)
     valid = row_mask & (tgt != ignore_index)
     if HAS_W:
-        wt = tl.load(w + tgt, mask=valid & (tgt >= 0) & (tgt < C), other=0.0).to(CT)
+        wt = tl.load(weight_ptr + tgt, mask=valid & (tgt >= 0) & (tgt < n_classes),
+                     other=0.0).to(CT)
     else:
         wt = valid.to(CT)
     return tgt, valid, wt
 
 
 @triton.jit
-def _sum_rows(row_loss, out, total, N, MEAN: tl.constexpr, CT: tl.constexpr,
+def _sum_rows(row_loss_ptr, out_ptr, total_ptr, n_rows, MEAN: tl.constexpr, CT: tl.constexpr,
               BLOCK: tl.constexpr):
     """The sum of the row losses in a fixed order (for the mean divided by the
-    summed weights, row_loss[N:], which go to `total`)."""
+    summed weights, row_loss[n_rows:], which go to `total`)."""
     lane = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), CT)
     w_acc = tl.zeros((BLOCK,), CT)
-    for start in range(0, N, BLOCK):
+    for start in range(0, n_rows, BLOCK):
         i = start + lane
-        acc += tl.load(row_loss + i, mask=i < N, other=0.0)
+        acc += tl.load(row_loss_ptr + i, mask=i < n_rows, other=0.0)
         if MEAN:
-            w_acc += tl.load(row_loss + N + i, mask=i < N, other=0.0)
+            w_acc += tl.load(row_loss_ptr + n_rows + i, mask=i < n_rows, other=0.0)
     result = tl.sum(acc, 0)
     if MEAN:
         weights = tl.sum(w_acc, 0)
-        tl.store(total, weights)
+        tl.store(total_ptr, weights)
         result = div_rn(result, weights)
-    tl.store(out, result.to(out.dtype.element_ty))
+    tl.store(out_ptr, result.to(out_ptr.dtype.element_ty))
 
 
 @triton.jit
-def _forward_kernel(x, t, w, loss, lse, out, total, counts, N, C, x_sr, x_sc, t_s,
-                    ignore_index, HAS_W: tl.constexpr, REDUCE: tl.constexpr, MEAN: tl.constexpr,
-                    CT: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
-                    BC: tl.constexpr, BLOCK: tl.constexpr):
+def _forward_kernel(
+        # pointers: logits, class indices, class weights (or None); the row losses (REDUCE: a
+        # scratch buffer, with the row weights after them for MEAN), each row's logsumexp; the
+        # reduced loss, the summed weights (MEAN) and the finish counter (REDUCE)
+        x_ptr, target_ptr, weight_ptr, loss_ptr, lse_ptr, out_ptr, total_ptr, counts_ptr,
+        # sizes
+        n_rows, n_classes,
+        # strides, in elements
+        x_row_stride, x_col_stride, target_stride,
+        # scalars
+        ignore_index,
+        # meta-parameters
+        HAS_W: tl.constexpr, REDUCE: tl.constexpr, MEAN: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr, BLOCK: tl.constexpr):
     """Rows pid*BM..: logsumexp into `lse`, weighted loss into `loss` (MEAN: the weights into
-    loss[N:]); REDUCE: the last program to finish reduces `loss` into `out` (and `total`)."""
+    loss[n_rows:]); REDUCE: the last program to finish reduces `loss` into `out` (and
+    `total`)."""
     rows = program_range(BM, INDEX64)
-    row_mask = rows < N
-    tgt, valid, wt = _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W, CT)
-    x_row = x + rows * x_sr
+    row_mask = rows < n_rows
+    tgt, valid, wt = _targets(target_ptr, rows, row_mask, target_stride, ignore_index,
+                              weight_ptr, n_classes, HAS_W, CT)
+    x_row = x_ptr + rows * x_row_stride
     lane = tl.arange(0, BC)
     m = tl.full((BM,), float("-inf"), CT)
     s = tl.zeros((BM,), CT)
     picked = tl.zeros((BM,), CT)
-    for c in range(tl.cdiv(C, BC)):
+    for c in range(tl.cdiv(n_classes, BC)):
         j = c * BC + lane
-        mask = row_mask[:, None] & (j < C)[None, :]
-        v = tl.load(x_row[:, None] + j[None, :] * x_sc, mask=mask, other=float("-inf")).to(CT)
+        mask = row_mask[:, None] & (j < n_classes)[None, :]
+        v = tl.load(x_row[:, None] + j[None, :] * x_col_stride, mask=mask,
+                    other=float("-inf")).to(CT)
         m_new = tl.maximum(m, tl.max(v, 1))
         e = tl.where(v == float("-inf"), 0.0, tl.exp(v - m_new[:, None]))
         s = s * tl.where(m == m_new, 1.0, tl.exp(m - m_new)) + tl.sum(e, 1)
@@ -98,49 +115,59 @@ def _forward_kernel(x, t, w, loss, lse, out, total, counts, N, C, x_sr, x_sc, t_
         picked += tl.sum(tl.where(hit, v, 0.0), 1)
     row_lse = m + tl.log(s)
     row_loss = tl.where(valid, (row_lse - picked) * wt, 0.0)
-    tl.store(loss + rows, row_loss.to(loss.dtype.element_ty), mask=row_mask)
-    tl.store(lse + rows, row_lse, mask=row_mask)
+    tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=row_mask)
+    tl.store(lse_ptr + rows, row_lse, mask=row_mask)
     if MEAN:
-        tl.store(loss + N + rows, wt, mask=row_mask)
+        tl.store(loss_ptr + n_rows + rows, wt, mask=row_mask)
     if REDUCE:
         # Every thread's stores precede the count (CTA barrier); the count releases them to the
         # program that sees it reach the grid size and acquires them (acq_rel, GPU scope).
         tl.debug_barrier()
-        done = tl.atomic_add(counts, 1, sem="acq_rel", scope="gpu")
+        done = tl.atomic_add(counts_ptr, 1, sem="acq_rel", scope="gpu")
         if done == tl.num_programs(0) - 1:
-            tl.store(counts, 0)
-            _sum_rows(loss, out, total, N, MEAN, CT, BLOCK)
+            tl.store(counts_ptr, 0)
+            _sum_rows(loss_ptr, out_ptr, total_ptr, n_rows, MEAN, CT, BLOCK)
 
 
 @triton.jit
-def _backward_kernel(g, x, t, w, lse, total, dx, N, C, x_sr, x_sc, t_s, g_s, ignore_index,
-                     HAS_W: tl.constexpr, MEAN: tl.constexpr, ROW_GRAD: tl.constexpr,
-                     CT: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
-                     BC: tl.constexpr):
-    """Rows pid*BM.. of dx = (softmax(x) - onehot(t)) * scale, scale = g[n] (or g) * weight[t]
-    (/ total for the mean), 0 where ignored; dx contiguous."""
+def _backward_kernel(
+        # pointers: the loss gradient, logits, class indices, class weights (or None), the
+        # forward's logsumexp and summed weights (MEAN), the contiguous logit gradient
+        grad_ptr, x_ptr, target_ptr, weight_ptr, lse_ptr, total_ptr, dx_ptr,
+        # sizes
+        n_rows, n_classes,
+        # strides, in elements
+        x_row_stride, x_col_stride, target_stride, grad_stride,
+        # scalars
+        ignore_index,
+        # meta-parameters
+        HAS_W: tl.constexpr, MEAN: tl.constexpr, ROW_GRAD: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
+    """Rows pid*BM.. of dx = (softmax(x) - onehot(t)) * scale, scale = grad[n] (or grad) *
+    weight[t] (/ total for the mean), 0 where ignored; dx contiguous."""
     rows = program_range(BM, INDEX64)
-    row_mask = rows < N
-    tgt, valid, wt = _targets(t, rows, row_mask, t_s, ignore_index, w, C, HAS_W, CT)
+    row_mask = rows < n_rows
+    tgt, valid, wt = _targets(target_ptr, rows, row_mask, target_stride, ignore_index,
+                              weight_ptr, n_classes, HAS_W, CT)
     if ROW_GRAD:
-        gv = tl.load(g + rows * g_s, mask=row_mask, other=0.0).to(CT)
+        gv = tl.load(grad_ptr + rows * grad_stride, mask=row_mask, other=0.0).to(CT)
     else:
-        gv = tl.load(g).to(CT)
+        gv = tl.load(grad_ptr).to(CT)
     if MEAN:
-        gv = div_rn(gv, tl.load(total))
+        gv = div_rn(gv, tl.load(total_ptr))
     scale = tl.where(valid, wt * gv, 0.0)
-    row_lse = tl.load(lse + rows, mask=row_mask, other=0.0)
-    x_row = x + rows * x_sr
-    o_row = dx + rows * C
+    row_lse = tl.load(lse_ptr + rows, mask=row_mask, other=0.0)
+    x_row = x_ptr + rows * x_row_stride
+    o_row = dx_ptr + rows * n_classes
     lane = tl.arange(0, BC)
-    for c in range(tl.cdiv(C, BC)):
+    for c in range(tl.cdiv(n_classes, BC)):
         j = c * BC + lane
-        mask = row_mask[:, None] & (j < C)[None, :]
-        v = tl.load(x_row[:, None] + j[None, :] * x_sc, mask=mask, other=0.0).to(CT)
+        mask = row_mask[:, None] & (j < n_classes)[None, :]
+        v = tl.load(x_row[:, None] + j[None, :] * x_col_stride, mask=mask, other=0.0).to(CT)
         onehot = tl.where(j[None, :] == tgt[:, None], 1.0, 0.0)
         d = (tl.exp(v - row_lse[:, None]) - onehot) * scale[:, None]
         d = tl.where(valid[:, None], d, 0.0)
-        tl.store(o_row[:, None] + j[None, :], d.to(dx.dtype.element_ty), mask=mask)
+        tl.store(o_row[:, None] + j[None, :], d.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 def _compute_dtype(dtype):
@@ -155,63 +182,70 @@ def _tile(n, c):
     return bm, bc, max(1, min(16, bm * bc // 512))
 
 
-def _row_entries(x, t, w):
-    """Entries shared by both kernels: sizes, strides, the target/weight pointers and tile."""
-    n, c = x.shape
-    x_sr, x_sc = x.element_strides()
-    (t_s,) = t.element_strides()
-    ity = index_type([n, c], [x_sr, x_sc], [c, 1])
-    bm, bc, warps = _tile(n, c)
-    entries = [pointer("x", "x", x), pointer("t", "t", t), pointer("w", "w", w),
-               ("N", n, ity), ("C", c, ity), ("x_sr", x_sr, ity),
-               ("x_sc", x_sc, "constexpr" if x_sc == 1 else ity), ("t_s", t_s, ity),
-               scalar("ignore_index", "ignore_index", 0, "i64")]
-    entries += const(HAS_W=w is not None, CT=_triton_type(_compute_dtype(x.dtype)),
-                     INDEX64=ity == "i64", BM=bm, BC=bc)
-    return entries, cdiv(n, bm), warps
-
-
 def _triton_type(dtype):
     return tl.float64 if dtype == np.float64 else tl.float32
 
 
-def _forward_recipe(x, t, w, reduction, target=None):
-    n = x.shape[0]
-    ct = _compute_dtype(x.dtype)
-    recipe = Recipe(x.device, target)
-    entries, grid, warps = _row_entries(x, t, w)
-    mean, reduce = reduction == "mean", reduction != "none"
-    if reduce:
-        rows = recipe.scratch_array((2 * n if mean else n,), ct)
-        out = pointer("out", "loss", placeholder((), x.dtype))
-    else:
-        rows, out = ("loss", placeholder((n,), x.dtype)), pointer("out", None, None)
-    entries += [pointer("loss", rows[0], rows[1]), pointer("lse", "lse", placeholder((n,), ct)),
-                out, pointer("total", "total", placeholder((), ct) if mean else None),
-                pointer("counts", "counts", placeholder((1,), np.int32) if reduce else None)]
-    entries += const(REDUCE=reduce, MEAN=mean, BLOCK=_REDUCE_BLOCK)
-    recipe.add(_forward_kernel, (grid,), entries, warps)
-    return recipe
+def _plan(kernel, x, t, meta, target=None, types=None):
+    """(launch of `kernel` over x's rows, the sizes and strides of x and t its launcher
+    passes)."""
+    n, c = x.shape
+    x_row_stride, x_col_stride = x.element_strides()
+    ity = index_type([n, c], [x_row_stride, x_col_stride], [c, 1])
+    bm, bc, warps = _tile(n, c)
+    meta = dict(meta, CT=_triton_type(_compute_dtype(x.dtype)), INDEX64=ity == "i64", BM=bm,
+                BC=bc)
+    launch = Launch(kernel, (cdiv(n, bm),), meta, warps, int_type=ity,
+                    types=dict(types or {}, ignore_index="i64"), per_call=("ignore_index",),
+                    device=x.device, target=target)
+    return launch, (n, c, x_row_stride, stride_arg(x_col_stride, (1,)), t.element_strides()[0])
 
 
-def _backward_recipe(g, x, t, w, reduction, target=None):
-    n = x.shape[0]
-    ct = _compute_dtype(x.dtype)
-    entries, grid, warps = _row_entries(x, t, w)
+def _forward_plan(x, t, w, reduction, target=None):
+    meta = dict(HAS_W=w is not None, REDUCE=reduction != "none", MEAN=reduction == "mean",
+                BLOCK=_REDUCE_BLOCK)
+    return _plan(_forward_kernel, x, t, meta, target)
+
+
+def _forward_launch(launch, dims, stream, x, t, w, loss, lse, out, total, counts,
+                    ignore_index):
+    """The call of _forward_kernel; `dims` as _plan makes them."""
+    n_rows, n_classes, x_row_stride, x_col_stride, target_stride = dims
+    launch(stream,
+           # pointers
+           x, t, w, loss, lse, out, total, counts,
+           # sizes
+           n_rows, n_classes,
+           # strides
+           x_row_stride, x_col_stride, target_stride,
+           # scalars
+           ignore_index)
+
+
+def _backward_plan(g, x, t, w, reduction, target=None):
+    """(launch, dims): _plan's dims and the gradient's stride (0 for a reduced loss)."""
     row_grad = reduction == "none"
-    g_s = g.element_strides()[0] if row_grad else 0
-    mean = reduction == "mean"
-    entries += [pointer("g", "g", g), pointer("lse", "lse", placeholder((n,), ct)),
-                pointer("total", "total", placeholder((), ct) if mean else None),
-                pointer("dx", "dx", placeholder(x.shape, x.dtype)),
-                ("g_s", g_s, "constexpr" if g_s in (0, 1) else "i64")]
-    entries += const(MEAN=mean, ROW_GRAD=row_grad)
-    recipe = Recipe(x.device, target)
-    recipe.add(_backward_kernel, (grid,), entries, warps)
-    return recipe
+    meta = dict(HAS_W=w is not None, MEAN=reduction == "mean", ROW_GRAD=row_grad)
+    launch, dims = _plan(_backward_kernel, x, t, meta, target, {"grad_stride": "i64"})
+    g_stride = g.element_strides()[0] if row_grad else 0
+    return launch, dims + (stride_arg(g_stride),)
 
 
-_recipes = RecipeCache()
+def _backward_launch(launch, dims, stream, g, x, t, w, lse, total, dx, ignore_index):
+    """The call of _backward_kernel; `dims` as _backward_plan makes them."""
+    n_rows, n_classes, x_row_stride, x_col_stride, target_stride, grad_stride = dims
+    launch(stream,
+           # pointers
+           g, x, t, w, lse, total, dx,
+           # sizes
+           n_rows, n_classes,
+           # strides
+           x_row_stride, x_col_stride, target_stride, grad_stride,
+           # scalars
+           ignore_index)
+
+
+_plans = LaunchCache()
 
 
 def _geometry(a):
@@ -223,6 +257,17 @@ def _start(x):
     return current_stream_handle(x.device)
 
 
+def _row_losses(x, reduction, stream):
+    """Where the forward writes its row losses (and, for the mean, the row weights after them):
+    the loss itself for "none", else scratch in the stream's workspace (the one launch writes
+    and reads it)."""
+    n = x.shape[0]
+    ct = _compute_dtype(x.dtype)
+    length = 2 * n if reduction == "mean" else n
+    workspace = stream_workspace(x.device, stream, length * ct.itemsize)
+    return CUDAArray(workspace.storage, (length,), (ct.itemsize,), workspace.offset, ct)
+
+
 @register("cross_entropy_fwd", "cuda")
 def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
     stream = _start(x)
@@ -232,10 +277,15 @@ def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
     lse = CUDAArray.empty((n,), ct, x.device, stream)
     total = CUDAArray.empty((), ct, x.device, stream) if reduction == "mean" else None
     key = ("fwd", _geometry(x), _geometry(target), _geometry(weight), reduction, x.device)
-    recipe = _recipes.get_or_build(key, lambda: _forward_recipe(x, target, weight, reduction))
-    counts = None if reduction == "none" else split_counters(x.device, stream, 1)
-    recipe.run(stream, {"x": x, "t": target, "w": weight, "loss": loss, "lse": lse,
-                        "total": total, "counts": counts, "ignore_index": ignore_index})
+    launch, dims = _plans.get_or_build(
+        key, lambda: _forward_plan(x, target, weight, reduction))
+    if reduction == "none":
+        rows, out, counts = loss, None, None
+    else:
+        rows, out = _row_losses(x, reduction, stream), loss
+        counts = split_counters(x.device, stream, 1)
+    _forward_launch(launch, dims, stream, x, target, weight, rows, lse, out, total, counts,
+                    ignore_index)
     return loss, lse, total
 
 
@@ -245,24 +295,8 @@ def cross_entropy_bwd(grad, x, target, weight, lse, total, ignore_index, reducti
     dx = CUDAArray.empty(x.shape, x.dtype, x.device, stream)
     key = ("bwd", _geometry(grad), _geometry(x), _geometry(target), _geometry(weight),
            reduction, x.device)
-    recipe = _recipes.get_or_build(
-        key, lambda: _backward_recipe(grad, x, target, weight, reduction))
-    recipe.run(stream, {"g": grad, "x": x, "t": target, "w": weight, "lse": lse,
-                        "total": total, "dx": dx, "ignore_index": ignore_index})
+    launch, dims = _plans.get_or_build(
+        key, lambda: _backward_plan(grad, x, target, weight, reduction))
+    _backward_launch(launch, dims, stream, grad, x, target, weight, lse, total, dx,
+                     ignore_index)
     return dx
-
-
-def compile_all(target):
-    """Forward (each reduction) and backward for `target`: float32 in one chunk and online
-    (C = 50257), with class weights, and the GPT case (C = 50257, mean) in the other dtypes."""
-    import ml_dtypes
-    t = placeholder((4096,), np.int64)
-    cases = [(np.float32, c, False, r) for c in (1000, 50257) for r in ("none", "sum", "mean")]
-    cases += [(np.float32, 1000, True, "mean")]
-    cases += [(d, 50257, False, "mean") for d in (np.float16, ml_dtypes.bfloat16, np.float64)]
-    for dtype, c, weighted, reduction in cases:
-        x = placeholder((4096, c), dtype)
-        w = placeholder((c,), dtype) if weighted else None
-        _forward_recipe(x, t, w, reduction, target)
-        g = placeholder((4096,) if reduction == "none" else (), dtype)
-        _backward_recipe(g, x, t, w, reduction, target)

@@ -55,7 +55,8 @@ from ..autotune import AutoTuner
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import Recipe, RecipeCache, cdiv, coalesce, const, placeholder, pointer
+from ..launch import Const, Launch, LaunchCache
+from ._strided_indexing import cdiv, coalesce, select, stride_arg
 from .reduce import reduce
 
 ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -93,13 +94,25 @@ def _activate(x, ACT: tl.constexpr):
 
 
 @triton.jit
-def _matmul_kernel(a, b, c, bias, z, M, N, K, bsize1, bsize2,
-                   a_b0, a_b1, a_b2, b_b0, b_b1, b_b2, c_b0, c_b1, c_b2,
-                   a_m, a_k, b_k, b_n, c_m, c_n, bias_n,
-                   BDIM: tl.constexpr, HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr,
-                   ACT: tl.constexpr, DOT: tl.constexpr, PRECISION: tl.constexpr,
-                   ACC: tl.constexpr, EVEN_K: tl.constexpr, INDEX64: tl.constexpr,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+def _matmul_kernel(
+        # pointers: the operands, the result, the bias (or None), the pre-activation result
+        # (or None)
+        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr,
+        # sizes: c is M x N, the products run over K; the coalesced batch dims (size0 is never
+        # read)
+        M, N, K, batch_size1, batch_size2,
+        # strides, in elements: over the batch dims, then of the rows and columns of each
+        # matrix, and along the bias
+        a_batch_stride0, a_batch_stride1, a_batch_stride2,
+        b_batch_stride0, b_batch_stride1, b_batch_stride2,
+        c_batch_stride0, c_batch_stride1, c_batch_stride2,
+        a_row_stride, a_col_stride, b_row_stride, b_col_stride, c_row_stride, c_col_stride,
+        bias_stride,
+        # meta-parameters
+        BDIM: tl.constexpr, HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, ACT: tl.constexpr,
+        DOT: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
+        INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+        GROUP_M: tl.constexpr):
     """One BM x BN tile of c[batch] = act(a[batch] @ b[batch] + bias) (z: the value before the
     activation, when KEEP_Z)."""
     pid = tl.program_id(0)
@@ -121,34 +134,37 @@ def _matmul_kernel(a, b, c, bias, z, M, N, K, bsize1, bsize2,
         rn = rn.to(tl.int64)
     m_mask = rm < M
     n_mask = rn < N
-    a_ptr = (a + _batch_offset(batch, bsize1, bsize2, a_b0, a_b1, a_b2, BDIM)
-             + rm[:, None] * a_m + rk[None, :] * a_k)
-    b_ptr = (b + _batch_offset(batch, bsize1, bsize2, b_b0, b_b1, b_b2, BDIM)
-             + rk[:, None] * b_k + rn[None, :] * b_n)
+    a_ptrs = (a_ptr + _batch_offset(batch, batch_size1, batch_size2, a_batch_stride0,
+                                    a_batch_stride1, a_batch_stride2, BDIM)
+              + rm[:, None] * a_row_stride + rk[None, :] * a_col_stride)
+    b_ptrs = (b_ptr + _batch_offset(batch, batch_size1, batch_size2, b_batch_stride0,
+                                    b_batch_stride1, b_batch_stride2, BDIM)
+              + rk[:, None] * b_row_stride + rn[None, :] * b_col_stride)
     acc = tl.zeros((BM, BN), ACC)
     for k in range(0, tl.cdiv(K, BK)):
         if EVEN_K:
-            av = tl.load(a_ptr, mask=m_mask[:, None], other=0)
-            bv = tl.load(b_ptr, mask=n_mask[None, :], other=0)
+            av = tl.load(a_ptrs, mask=m_mask[:, None], other=0)
+            bv = tl.load(b_ptrs, mask=n_mask[None, :], other=0)
         else:
             left = K - k * BK
-            av = tl.load(a_ptr, mask=m_mask[:, None] & (rk[None, :] < left), other=0)
-            bv = tl.load(b_ptr, mask=(rk[:, None] < left) & n_mask[None, :], other=0)
+            av = tl.load(a_ptrs, mask=m_mask[:, None] & (rk[None, :] < left), other=0)
+            bv = tl.load(b_ptrs, mask=(rk[:, None] < left) & n_mask[None, :], other=0)
         if DOT:
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
         else:
             acc += tl.sum(av.to(ACC)[:, :, None] * bv.to(ACC)[None, :, :], axis=1)
-        a_ptr += BK * a_k
-        b_ptr += BK * b_k
+        a_ptrs += BK * a_col_stride
+        b_ptrs += BK * b_row_stride
     if HAS_BIAS:
-        acc += tl.load(bias + rn * bias_n, mask=n_mask, other=0).to(ACC)[None, :]
-    c_off = (_batch_offset(batch, bsize1, bsize2, c_b0, c_b1, c_b2, BDIM)
-             + rm[:, None] * c_m + rn[None, :] * c_n)
+        acc += tl.load(bias_ptr + rn * bias_stride, mask=n_mask, other=0).to(ACC)[None, :]
+    c_off = (_batch_offset(batch, batch_size1, batch_size2, c_batch_stride0, c_batch_stride1,
+                           c_batch_stride2, BDIM)
+             + rm[:, None] * c_row_stride + rn[None, :] * c_col_stride)
     mask = m_mask[:, None] & n_mask[None, :]
     if KEEP_Z:
-        tl.store(z + c_off, acc.to(z.dtype.element_ty), mask=mask)
+        tl.store(z_ptr + c_off, acc.to(z_ptr.dtype.element_ty), mask=mask)
     acc = _activate(acc, ACT)
-    tl.store(c + c_off, acc.to(c.dtype.element_ty), mask=mask)
+    tl.store(c_ptr + c_off, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 def _config(bm, bn, bk, warps, stages, group=8):
@@ -226,7 +242,7 @@ class Problem:
         return n
 
     def geometry(self):
-        """Everything a compiled launch depends on (the recipe key, with the config)."""
+        """Everything a compiled launch depends on (its cache key, with the config)."""
         arrays = self.arrays
         aligned = tuple(None if arrays.get(r) is None else arrays[r].ptr % 16 == 0
                         for r in ("a", "b", "c", "bias", "z"))
@@ -258,42 +274,50 @@ def _index_type(problem):
     return "i32"
 
 
-def _stride(name, value, ity):
-    """A stride entry: constexpr when 0 or 1 (broadcast dims vanish, unit strides vectorize)."""
-    return (name, value, "constexpr" if value in (0, 1) else ity)
-
-
-def _recipe(problem, config, target=None):
-    """The launch of `problem` with `config` (compiled on first use)."""
+def _matmul_plan(problem, config, target=None):
+    """(launch of `problem` with `config`, the sizes and strides _matmul_launch passes)."""
     ity = _index_type(problem)
     dot = problem.dtype in _TENSOR_CORE
     arrays, st = problem.arrays, problem.strides
     bdim = len(problem.batch_sizes)
     sizes = list(problem.batch_sizes) + [1] * (MAX_BATCH_DIMS - bdim)
-    entries = [pointer(role, role, arrays.get(role)) for role in ("a", "b", "c", "bias", "z")]
-    entries += [("M", problem.M, ity), ("N", problem.N, ity), ("K", problem.K, ity)]
-    entries += [(f"bsize{d}", sizes[d], "i64" if d < bdim else "constexpr") for d in (1, 2)]
-    for role in ("a", "b", "c"):
-        batch = list(st[role][:-2]) + [0] * (MAX_BATCH_DIMS - bdim)
-        entries += [_stride(f"{role}_b{d}", batch[d], "i64") for d in range(MAX_BATCH_DIMS)]
-    entries += [_stride("a_m", st["a"][-2], ity), _stride("a_k", st["a"][-1], ity),
-                _stride("b_k", st["b"][-2], ity), _stride("b_n", st["b"][-1], ity),
-                _stride("c_m", st["c"][-2], ity), _stride("c_n", st["c"][-1], ity),
-                _stride("bias_n", st.get("bias", 0), ity)]
+    batch_sizes = tuple(sizes[d] if d < bdim else Const(1) for d in (1, 2))
+    batch_strides = tuple(stride_arg(s) for role in ("a", "b", "c")
+                          for s in list(st[role][:-2]) + [0] * (MAX_BATCH_DIMS - bdim))
+    strides = tuple(stride_arg(s) for s in (st["a"][-2], st["a"][-1], st["b"][-2], st["b"][-1],
+                                            st["c"][-2], st["c"][-1], st.get("bias", 0)))
     acc = {np.dtype(np.float64): tl.float64, np.dtype(np.int64): tl.int64}.get(
         problem.dtype, tl.float32 if problem.dtype.kind == "f" or dot else tl.int32)
-    entries += const(BDIM=bdim, HAS_BIAS=arrays.get("bias") is not None,
-                     KEEP_Z=arrays.get("z") is not None, ACT=problem.act, DOT=dot,
-                     PRECISION=problem.precision, ACC=acc, EVEN_K=problem.K % config["BK"] == 0,
-                     INDEX64=ity == "i64", BM=config["BM"], BN=config["BN"], BK=config["BK"],
-                     GROUP_M=config["GROUP_M"])
+    meta = dict(BDIM=bdim, HAS_BIAS=arrays.get("bias") is not None,
+                KEEP_Z=arrays.get("z") is not None, ACT=problem.act, DOT=dot,
+                PRECISION=problem.precision, ACC=acc, EVEN_K=problem.K % config["BK"] == 0,
+                INDEX64=ity == "i64", BM=config["BM"], BN=config["BN"], BK=config["BK"],
+                GROUP_M=config["GROUP_M"])
     grid = (problem.batch * cdiv(problem.M, config["BM"]) * cdiv(problem.N, config["BN"]),)
-    recipe = Recipe(problem.device, target)
-    recipe.add(_matmul_kernel, grid, entries, config["num_warps"], config["num_stages"])
-    return recipe
+    launch = Launch(_matmul_kernel, grid, meta, config["num_warps"], config["num_stages"],
+                    int_type=ity, types=_BATCH_TYPES, device=problem.device, target=target)
+    return launch, ((problem.M, problem.N, problem.K) + batch_sizes, batch_strides + strides)
 
 
-_recipes = RecipeCache()
+# Batch sizes and strides are int64 (a batch may span more than 2^31 elements).
+_BATCH_TYPES = {"batch_size1": "i64", "batch_size2": "i64",
+                **{f"{x}_batch_stride{d}": "i64" for x in "abc" for d in range(MAX_BATCH_DIMS)}}
+
+
+def _matmul_launch(launch, dims, stream, arrays):
+    """The call of _matmul_kernel on the arrays of a Problem; `dims` as _matmul_plan makes
+    them."""
+    sizes, strides = dims
+    launch(stream,
+           # pointers
+           arrays["a"], arrays["b"], arrays["c"], arrays.get("bias"), arrays.get("z"),
+           # sizes
+           *sizes,
+           # strides
+           *strides)
+
+
+_plans = LaunchCache()
 
 
 _tuner = AutoTuner("matmul")
@@ -341,14 +365,14 @@ def _plan(problem, choice):
 
 def _launcher(problem, backend="triton", **config):
     """A callable(problem, stream) running problems of this geometry with `config` (a Triton
-    launch recipe, compiled on first use, or cuBLASLt)."""
+    launch, compiled on first use, or cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
         algo = config.get("algo", 0)
         return lambda p, stream: libraries.cublaslt_matmul(p, stream, algo)
     key = (problem.geometry(), tuple(sorted(config.items())))
-    recipe = _recipes.get_or_build(key, lambda: _recipe(problem, config))
-    return lambda p, stream: recipe.run(stream, p.arrays)
+    launch, dims = _plans.get_or_build(key, lambda: _matmul_plan(problem, config))
+    return lambda p, stream: _matmul_launch(launch, dims, stream, p.arrays)
 
 
 def _launch(problem, stream, **config):
@@ -484,7 +508,6 @@ def _problems(a, b, c, z, bias, act):
     if sizes == [1]:
         sizes, ba, bb, bc = [], (), (), ()
     if len(sizes) > MAX_BATCH_DIMS:
-        from ._recipe import select
         return [p for i in range(batch[0])
                 for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
                                    None if z is None else select(z, 0, i), bias, act)]
@@ -540,45 +563,3 @@ def _as_matrix(arr):
 
 def _transposed(arr):
     return CUDAArray(arr.storage, arr.shape[::-1], arr.strides[::-1], arr.offset, arr.dtype)
-
-
-def compile_all(target):
-    """The main specializations for `target`: float16 over its whole config space (row-major
-    4096^2), bfloat16, float32 (TF32 and IEEE), float64 and integers with their first config;
-    float16 also in transposed, batched and broadcast layouts and with every epilogue."""
-    cases = [(np.float16, None), (ml_dtypes.bfloat16, None), (np.float32, "tf32"),
-             (np.float32, "ieee"), (np.float64, None), (np.int32, None), (np.int64, None),
-             (np.int8, None)]
-    for dtype, precision in cases:
-        dtype = np.dtype(dtype)
-        space = config_space(dtype, precision)
-        for i, config in enumerate(space if dtype == np.float16 else space[:1]):
-            for problem in _sample_problems(dtype, precision, full=i == 0 and dtype == np.float16):
-                _recipe(problem, config, target)
-
-
-def _sample_problems(dtype, precision, full):
-    """Placeholder problems (no memory) for compile_all: row-major 4096^2 products, and with
-    `full` the other layouts and epilogues."""
-    def arrays(bias=False, z=False):
-        vec = placeholder((4096,), dtype)
-        mat = placeholder((4096, 4096), dtype)
-        return {"a": mat, "b": mat, "c": mat, "bias": vec if bias else None,
-                "z": mat if z else None}
-
-    def make(strides, batch=(), act=0, **kw):
-        problem = Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act)
-        problem.precision = precision or problem.precision
-        return problem
-
-    row = {"a": (4096, 1), "b": (4096, 1), "c": (4096, 1)}
-    problems = [make(row)]
-    if full:
-        problems += [make({"a": (1, 4096), "b": (1, 4096), "c": (4096, 1)}),
-                     make({"a": (4096 * 64, 64, 1), "b": (4096 * 64, 1, 64),
-                           "c": (4096 * 4096, 4096, 1)}, batch=(8,)),
-                     make({"a": (0, 4096, 1), "b": (1 << 24, 4096, 1), "c": (1 << 24, 4096, 1)},
-                          batch=(4,))]
-        problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
-                     for a in range(len(ACTIVATIONS))]
-    return problems

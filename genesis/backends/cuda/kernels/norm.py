@@ -27,14 +27,17 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
+from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import (Recipe, RecipeCache, cdiv, coalesce, const, next_pow2, placeholder,
-                       pointer, scalar)
 from ._math import div_rn
+from ._strided_indexing import cdiv, coalesce, next_pow2
 from .reduce import _contiguous, _welford, reduce
 
+# Tiles (see the module docstring and _tile): rows of up to 16384 elements stay in registers,
+# longer ones stream 4096-element chunks; a program gets at least 1024 lanes. The backward runs
+# on a fixed 1024 programs, so its partial sums (and bits) are the same on every GPU.
 ONE_PASS_LIMIT = 16384
 _CHUNK = 4096
 _MIN_TILE = 1024
@@ -75,61 +78,74 @@ def _rstd(var, eps):
 
 
 @triton.jit
-def _forward_kernel(x, w, b, y, mean_out, rstd_out, M, N, x_stride, y_stride, eps,
-                    RMS: tl.constexpr, ONE_PASS: tl.constexpr, CT: tl.constexpr,
-                    BM: tl.constexpr, BN: tl.constexpr):
+def _forward_kernel(
+        # pointers: the input rows, the affine weight and bias (or None), the contiguous output,
+        # each row's mean (None for RMSNorm) and reciprocal standard deviation
+        x_ptr, weight_ptr, bias_ptr, y_ptr, mean_ptr, rstd_ptr,
+        # sizes: rows, normalized elements per row
+        n_rows, n_cols,
+        # strides, in elements, between rows
+        x_row_stride, y_row_stride,
+        # scalars
+        eps,
+        # meta-parameters
+        RMS: tl.constexpr, ONE_PASS: tl.constexpr, CT: tl.constexpr, BM: tl.constexpr,
+        BN: tl.constexpr):
+    """Rows pid*BM.. normalized (see the module docstring)."""
     rows = _rows(tl.program_id(0), BM)
-    row_mask = rows < M
+    row_mask = rows < n_rows
     cols = tl.arange(0, BN)
     if ONE_PASS:
-        col_mask = cols < N
+        col_mask = cols < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
-        v = _load(x, rows, cols, x_stride, mask, CT)
+        v = _load(x_ptr, rows, cols, x_row_stride, mask, CT)
         if RMS:
             mean = tl.zeros((BM,), CT)
-            var = div_rn(tl.sum(v * v, 1), N)
+            var = div_rn(tl.sum(v * v, 1), n_cols)
         else:
-            mean = div_rn(tl.sum(v, 1), N)
+            mean = div_rn(tl.sum(v, 1), n_cols)
             centered = tl.where(mask, v - mean[:, None], 0.0)
-            var = div_rn(tl.sum(centered * centered, 1), N)
+            var = div_rn(tl.sum(centered * centered, 1), n_cols)
         rstd = _rstd(var, eps)
-        out = (v - mean[:, None]) * rstd[:, None] * _load_vector(w, cols, col_mask, CT)
-        if b is not None:
-            out += _load_vector(b, cols, col_mask, CT)
-        tl.store(y + rows[:, None] * y_stride + cols[None, :], out.to(y.dtype.element_ty),
-                 mask=mask)
+        out = (v - mean[:, None]) * rstd[:, None] * _load_vector(weight_ptr, cols, col_mask, CT)
+        if bias_ptr is not None:
+            out += _load_vector(bias_ptr, cols, col_mask, CT)
+        tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :],
+                 out.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         avg = tl.zeros((BM, BN), CT)
         m2 = tl.zeros((BM, BN), CT)
         count = tl.zeros((BM, BN), CT)
-        for start in range(0, N, BN):
-            c, _, mask = _columns(start, cols, N, row_mask)
-            v = _load(x, rows, c, x_stride, mask, CT)
+        for start in range(0, n_cols, BN):
+            c, _, mask = _columns(start, cols, n_cols, row_mask)
+            v = _load(x_ptr, rows, c, x_row_stride, mask, CT)
             if RMS:
                 avg += v * v
             else:
-                a2, s2, n2 = _welford(avg, m2, count, v, tl.zeros_like(v), tl.full(v.shape, 1.0, CT))
+                a2, s2, n2 = _welford(avg, m2, count, v, tl.zeros_like(v),
+                                      tl.full(v.shape, 1.0, CT))
                 avg = tl.where(mask, a2, avg)
                 m2 = tl.where(mask, s2, m2)
                 count = tl.where(mask, n2, count)
         if RMS:
             mean = tl.zeros((BM,), CT)
-            var = div_rn(tl.sum(avg, 1), N)
+            var = div_rn(tl.sum(avg, 1), n_cols)
         else:
             mean, m2_row, _ = tl.reduce((avg, m2, count), 1, _welford)
-            var = div_rn(m2_row, N)
+            var = div_rn(m2_row, n_cols)
         rstd = _rstd(var, eps)
-        for start in range(0, N, BN):
-            c, col_mask, mask = _columns(start, cols, N, row_mask)
-            out = (_load(x, rows, c, x_stride, mask, CT) - mean[:, None]) * rstd[:, None]
-            out = out * _load_vector(w, c, col_mask, CT)
-            if b is not None:
-                out += _load_vector(b, c, col_mask, CT)
-            tl.store(y + rows[:, None] * y_stride + c[None, :], out.to(y.dtype.element_ty),
-                     mask=mask)
-    if mean_out is not None:
-        tl.store(mean_out + rows, mean, mask=row_mask)
-    tl.store(rstd_out + rows, rstd, mask=row_mask)
+        for start in range(0, n_cols, BN):
+            c, col_mask, mask = _columns(start, cols, n_cols, row_mask)
+            out = (_load(x_ptr, rows, c, x_row_stride, mask, CT) - mean[:, None]) \
+                * rstd[:, None]
+            out = out * _load_vector(weight_ptr, c, col_mask, CT)
+            if bias_ptr is not None:
+                out += _load_vector(bias_ptr, c, col_mask, CT)
+            tl.store(y_ptr + rows[:, None] * y_row_stride + c[None, :],
+                     out.to(y_ptr.dtype.element_ty), mask=mask)
+    if mean_ptr is not None:
+        tl.store(mean_ptr + rows, mean, mask=row_mask)
+    tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
 
 @triton.jit
@@ -152,68 +168,77 @@ def _mean_term(wdy, RMS: tl.constexpr):
 
 
 @triton.jit
-def _backward_kernel(dy, x, w, mean_in, rstd_in, dx, dw_part, db_part, M, N, rows_per_program,
-                     dy_stride, x_stride, dx_stride, RMS: tl.constexpr, ONE_PASS: tl.constexpr,
-                     CT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+def _backward_kernel(
+        # pointers: the output gradient, the input, the weight (or None), the forward's mean
+        # (None for RMSNorm) and rstd, the input gradient, the programs' partial sums of the
+        # weight and bias gradients (or None)
+        dy_ptr, x_ptr, weight_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
+        # sizes: rows, normalized elements per row, rows per program
+        n_rows, n_cols, rows_per_program,
+        # strides, in elements, between rows
+        dy_row_stride, x_row_stride, dx_row_stride,
+        # meta-parameters
+        RMS: tl.constexpr, ONE_PASS: tl.constexpr, CT: tl.constexpr, BM: tl.constexpr,
+        BN: tl.constexpr):
     """Rows [pid * rows_per_program, +rows_per_program): dx, and this program's dw/db sums in
     row pid of dw_part/db_part."""
     pid = tl.program_id(0)
     first = pid.to(tl.int64) * rows_per_program
-    last = tl.minimum(first + rows_per_program, M)
+    last = tl.minimum(first + rows_per_program, n_rows)
     cols = tl.arange(0, BN)
-    part = pid.to(tl.int64) * N
+    part = pid.to(tl.int64) * n_cols
     dw_acc = tl.zeros((BN,), CT)
     db_acc = tl.zeros((BN,), CT)
     for r0 in range(first, last, BM):
         rows = r0 + tl.arange(0, BM)
         row_mask = rows < last
-        rstd = tl.load(rstd_in + rows, mask=row_mask, other=0.0).to(CT)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0).to(CT)
         if RMS:
             mean = tl.zeros((BM,), CT)
         else:
-            mean = tl.load(mean_in + rows, mask=row_mask, other=0.0).to(CT)
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0).to(CT)
         if ONE_PASS:
-            col_mask = cols < N
+            col_mask = cols < n_cols
             mask = row_mask[:, None] & col_mask[None, :]
-            xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, cols, col_mask, mask, N,
-                                     dy_stride, x_stride, RMS, CT)
-            c1 = div_rn(tl.sum(xhat * wdy, 1), N)
-            c2 = div_rn(_mean_term(wdy, RMS), N)
+            xhat, wdy, g = _row_grad(dy_ptr, x_ptr, weight_ptr, mean, rstd, rows, cols, col_mask,
+                                     mask, n_cols, dy_row_stride, x_row_stride, RMS, CT)
+            c1 = div_rn(tl.sum(xhat * wdy, 1), n_cols)
+            c2 = div_rn(_mean_term(wdy, RMS), n_cols)
             grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
-            tl.store(dx + rows[:, None] * dx_stride + cols[None, :],
-                     grad.to(dx.dtype.element_ty), mask=mask)
+            tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :],
+                     grad.to(dx_ptr.dtype.element_ty), mask=mask)
             dw_acc += tl.sum(g * xhat, 0)
             db_acc += tl.sum(g, 0)
         else:
             c1 = tl.zeros((BM,), CT)
             c2 = tl.zeros((BM,), CT)
-            for start in range(0, N, BN):
-                c, col_mask, mask = _columns(start, cols, N, row_mask)
-                xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
-                                         dy_stride, x_stride, RMS, CT)
+            for start in range(0, n_cols, BN):
+                c, col_mask, mask = _columns(start, cols, n_cols, row_mask)
+                xhat, wdy, g = _row_grad(dy_ptr, x_ptr, weight_ptr, mean, rstd, rows, c, col_mask,
+                                         mask, n_cols, dy_row_stride, x_row_stride, RMS, CT)
                 c1 += tl.sum(xhat * wdy, 1)
                 c2 += _mean_term(wdy, RMS)
-            c1 = div_rn(c1, N)
-            c2 = div_rn(c2, N)
-            for start in range(0, N, BN):
-                c, col_mask, mask = _columns(start, cols, N, row_mask)
-                xhat, wdy, g = _row_grad(dy, x, w, mean, rstd, rows, c, col_mask, mask, N,
-                                         dy_stride, x_stride, RMS, CT)
+            c1 = div_rn(c1, n_cols)
+            c2 = div_rn(c2, n_cols)
+            for start in range(0, n_cols, BN):
+                c, col_mask, mask = _columns(start, cols, n_cols, row_mask)
+                xhat, wdy, g = _row_grad(dy_ptr, x_ptr, weight_ptr, mean, rstd, rows, c, col_mask,
+                                         mask, n_cols, dy_row_stride, x_row_stride, RMS, CT)
                 grad = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
-                tl.store(dx + rows[:, None] * dx_stride + c[None, :],
-                         grad.to(dx.dtype.element_ty), mask=mask)
-                if dw_part is not None:
-                    at = dw_part + part + c
+                tl.store(dx_ptr + rows[:, None] * dx_row_stride + c[None, :],
+                         grad.to(dx_ptr.dtype.element_ty), mask=mask)
+                if dw_part_ptr is not None:
+                    at = dw_part_ptr + part + c
                     tl.store(at, tl.load(at, mask=col_mask) + tl.sum(g * xhat, 0), mask=col_mask)
-                if db_part is not None:
-                    at = db_part + part + c
+                if db_part_ptr is not None:
+                    at = db_part_ptr + part + c
                     tl.store(at, tl.load(at, mask=col_mask) + tl.sum(g, 0), mask=col_mask)
     if ONE_PASS:
-        col_mask = cols < N
-        if dw_part is not None:
-            tl.store(dw_part + part + cols, dw_acc, mask=col_mask)
-        if db_part is not None:
-            tl.store(db_part + part + cols, db_acc, mask=col_mask)
+        col_mask = cols < n_cols
+        if dw_part_ptr is not None:
+            tl.store(dw_part_ptr + part + cols, dw_acc, mask=col_mask)
+        if db_part_ptr is not None:
+            tl.store(db_part_ptr + part + cols, db_acc, mask=col_mask)
 
 
 class _Rows:
@@ -279,22 +304,30 @@ def _geometry(arr):
     return None if arr is None else (arr.dtype, arr.ptr % 16 == 0)
 
 
-_recipes = RecipeCache()
+_plans = LaunchCache()
 
 
-def _forward_recipe(x, weight, bias, y, mean, rstd, rms, target=None):
+def _forward_plan(x, rms, target=None):
+    """The forward launch over the rows `x` (a _Rows)."""
     ct, _ = _compute_type(x.array.dtype)
     one_pass, bm, bn, warps = _tile(x.rows, x.n, ct)
-    entries = [pointer(name, name, a) for name, a in (("x", x.array), ("w", weight), ("b", bias),
-                                                       ("y", y), ("mean_out", mean),
-                                                       ("rstd_out", rstd))]
-    entries += [("M", x.rows, "i64"), ("N", x.n, "i64"), ("x_stride", x.stride, "i64"),
-                ("y_stride", x.n, "i64"),
-                scalar("eps", "eps", 0.0, "fp64" if ct == tl.float64 else "fp32")]
-    entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm, BN=bn)
-    recipe = Recipe(x.array.device, target)
-    recipe.add(_forward_kernel, (cdiv(x.rows, bm),), entries, warps)
-    return recipe
+    meta = dict(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm, BN=bn)
+    return Launch(_forward_kernel, (cdiv(x.rows, bm),), meta, warps, int_type="i64",
+                  types={"eps": "fp64" if ct == tl.float64 else "fp32"}, per_call=("eps",),
+                  device=x.array.device, target=target)
+
+
+def _forward_launch(launch, stream, x, weight, bias, y, mean, rstd, eps):
+    """The call of _forward_kernel; `x` a _Rows, `y` contiguous like it."""
+    launch(stream,
+           # pointers
+           x.array, weight, bias, y, mean, rstd,
+           # sizes
+           x.rows, x.n,
+           # strides
+           x.stride, x.n,
+           # scalars
+           eps)
 
 
 def forward(x, weight, bias, normalized_ndim, eps, rms):
@@ -310,27 +343,30 @@ def forward(x, weight, bias, normalized_ndim, eps, rms):
     rstd = CUDAArray.empty((rows.rows,), stats, device, stream)
     if rows.rows:
         key = ("forward", rows.key(), _geometry(weight), _geometry(bias), rms, device)
-        recipe = _recipes.get_or_build(
-            key, lambda: _forward_recipe(rows, weight, bias, y, mean, rstd, rms))
-        recipe.run(stream, {"x": rows.array, "w": weight, "b": bias, "y": y, "mean_out": mean,
-                            "rstd_out": rstd, "eps": float(eps)})
+        launch = _plans.get_or_build(key, lambda: _forward_plan(rows, rms))
+        _forward_launch(launch, stream, rows, weight, bias, y, mean, rstd, float(eps))
     return y, mean, rstd
 
 
-def _backward_recipe(dy, x, weight, mean, rstd, dx, dw_part, db_part, programs, per_program,
-                     rms, target=None):
+def _backward_plan(x, programs, per_program, rms, target=None):
+    """The backward launch over the rows `x` (a _Rows): `programs` of `per_program` rows."""
     ct, _ = _compute_type(x.array.dtype)
     one_pass, bm, bn, warps = _tile(per_program, x.n, ct)
-    entries = [pointer(name, name, a) for name, a in (
-        ("dy", dy.array), ("x", x.array), ("w", weight), ("mean_in", mean), ("rstd_in", rstd),
-        ("dx", dx), ("dw_part", dw_part), ("db_part", db_part))]
-    entries += [("M", x.rows, "i64"), ("N", x.n, "i64"), ("rows_per_program", per_program, "i64"),
-                ("dy_stride", dy.stride, "i64"), ("x_stride", x.stride, "i64"),
-                ("dx_stride", x.n, "i64")]
-    entries += const(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm if one_pass else 1, BN=bn)
-    recipe = Recipe(x.array.device, target)
-    recipe.add(_backward_kernel, (programs,), entries, warps)
-    return recipe
+    meta = dict(RMS=rms, ONE_PASS=one_pass, CT=ct, BM=bm if one_pass else 1, BN=bn)
+    return Launch(_backward_kernel, (programs,), meta, warps, int_type="i64",
+                  device=x.array.device, target=target)
+
+
+def _backward_launch(launch, stream, dy, x, weight, mean, rstd, dx, dw_part, db_part,
+                     per_program):
+    """The call of _backward_kernel; `dy` and `x` are _Rows, `dx` contiguous like x."""
+    launch(stream,
+           # pointers
+           dy.array, x.array, weight, mean, rstd, dx, dw_part, db_part,
+           # sizes
+           x.rows, x.n, per_program,
+           # strides
+           dy.stride, x.stride, x.n)
 
 
 def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad, rms):
@@ -350,10 +386,10 @@ def backward(dy, x, weight, mean, rstd, normalized_ndim, weight_grad, bias_grad,
     if xr.rows:
         key = ("backward", xr.key(), dyr.key(), _geometry(weight), weight_grad, bias_grad, rms,
                device)
-        recipe = _recipes.get_or_build(key, lambda: _backward_recipe(
-            dyr, xr, weight, mean, rstd, dx, dw_part, db_part, programs, per_program, rms))
-        recipe.run(stream, {"dy": dyr.array, "x": xr.array, "w": weight, "mean_in": mean,
-                            "rstd_in": rstd, "dx": dx, "dw_part": dw_part, "db_part": db_part})
+        launch = _plans.get_or_build(
+            key, lambda: _backward_plan(xr, programs, per_program, rms))
+        _backward_launch(launch, stream, dyr, xr, weight, mean, rstd, dx, dw_part, db_part,
+                         per_program)
     shape = x.shape[x.ndim - normalized_ndim:]
     dw = _column_sum(dw_part, shape, weight.dtype if weight is not None else x.dtype)
     db = _column_sum(db_part, shape, x.dtype)
@@ -401,23 +437,3 @@ def rms_norm_bwd(dy, x, weight, rstd, normalized_ndim, weight_grad):
     """(dx, dweight or None) of RMSNorm."""
     dx, dw, _ = backward(dy, x, weight, None, rstd, normalized_ndim, weight_grad, False, True)
     return dx, dw
-
-
-def compile_all(target):
-    """Forward and backward, LayerNorm and RMSNorm, one pass and chunked, float32/float16/
-    bfloat16/float64, with and without the affine parameters, compiled for `target`."""
-    import ml_dtypes
-    cases = [(np.float32, (512, 4096)), (np.float32, (64, 65536)), (np.float16, (512, 768)),
-             (ml_dtypes.bfloat16, (512, 4096)), (np.float64, (64, 100))]
-    for dtype, shape in cases:
-        rows = _Rows(placeholder(shape, dtype), 1, 0)
-        _, stats = _compute_type(np.dtype(dtype))
-        w = placeholder(shape[1:], dtype)
-        vec = placeholder(shape[:1], stats)
-        part = placeholder((64, shape[1]), stats)
-        for rms in (False, True):
-            for affine in (w, None):
-                _forward_recipe(rows, affine, None if rms else affine, rows.array,
-                                None if rms else vec, vec, rms, target)
-                _backward_recipe(rows, rows, affine, None if rms else vec, vec, rows.array, part,
-                                 None if rms else part, 64, 8, rms, target)

@@ -9,7 +9,8 @@ For dtypes up to 32 bits key and index are packed into one int64 word (key << 32
 comparison is one integer compare and Triton's bitonic `tl.sort` sorts them; 64-bit dtypes carry
 (key, index) pairs through a bitonic network of the same shape written here.
 
-Rows are the input seen as kept dims x the sorted dim (kernels/_strided.py), read where they lie.
+Rows are the input seen as kept dims x the sorted dim (kernels/_strided_indexing.py), read where
+they lie.
 A row of up to SORT_BLOCK elements is sorted in registers by one program (short rows packed
 several to a program) and written out directly: values are read back from the input at the
 sorted indices, so they come out bit for bit. Longer rows are sorted in SORT_BLOCK chunks into a
@@ -33,16 +34,20 @@ import triton.language as tl
 from triton.language.standard import _indicator, _log2, xor_sum
 
 from ....dispatch import register
+from ..launch import Launch, LaunchCache
 from ..runtime import driver
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._recipe import (MAX_ROW_DIMS, Recipe, RecipeCache, RowLayout, cdiv, const, next_pow2,
-                       offsets, placeholder, pointer, size_entries, stride_entries)
+from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
+                                next_pow2, offsets, placeholder, stride_arg)
 from .copy import fill
 from .reduce import scan
 from .shape import contiguous_copy
 
+# Tiles: a row of up to 2048 keys is sorted in one program's registers (8 int64 words a thread
+# at 8 warps); shorter rows are packed to at least 1024 lanes a program, 256 lanes a warp. A
+# merge program places 1024 words (4 warps).
 SORT_BLOCK = 2048
 MERGE_BLOCK = 1024
 _MIN_TILE = 1024
@@ -147,28 +152,41 @@ def _write_final(x, vout, jout, x_row, o_row, x_l, o_l, pos, index, mask):
 
 
 @triton.jit
-def _block_sort_kernel(x, kin, iin, kout, iout, vout, jout, M, L, NC, KEEP,
-                       ksize1, ksize2, ksize3, x_s0, x_s1, x_s2, x_s3, o_s0, o_s1, o_s2, o_s3,
-                       x_l, o_l, DIRECTION, KDIM: tl.constexpr, INF: tl.constexpr,
-                       BITS: tl.constexpr, PAIR: tl.constexpr, FROM_X: tl.constexpr,
-                       FINAL: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
-    """Sort chunk pid % NC of rows (pid // NC)*BM.. in registers and keep its first KEEP lanes:
-    from x (FROM_X; DIRECTION 1 ascending, -1 descending: a runtime value, so both directions
-    share one compiled kernel) or scratch words of rows of length L; to the outputs (FINAL) or
-    to scratch rows of NC * KEEP words."""
+def _block_sort_kernel(
+        # pointers: the input; scratch words (and, for PAIR, indices) read and written (None
+        # where unused); the sorted values and int64 indices (FINAL)
+        x_ptr, keys_in_ptr, index_in_ptr, keys_out_ptr, index_out_ptr, values_ptr, indices_ptr,
+        # sizes: rows, the row length read, chunks per row, lanes kept per chunk; the coalesced
+        # kept dims (size0 is never read)
+        n_rows, length, n_chunks, keep, kept_size1, kept_size2, kept_size3,
+        # strides, in elements: of the kept dims in x and in the outputs, of the sorted dim in
+        # each
+        x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3,
+        out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3,
+        x_col_stride, out_col_stride,
+        # 1 ascending, -1 descending
+        direction,
+        # meta-parameters
+        KEPT_DIMS: tl.constexpr, INF: tl.constexpr, BITS: tl.constexpr, PAIR: tl.constexpr,
+        FROM_X: tl.constexpr, FINAL: tl.constexpr, BM: tl.constexpr, BL: tl.constexpr):
+    """Sort chunk pid % n_chunks of rows (pid // n_chunks)*BM.. in registers and keep its first
+    `keep` lanes: from x (FROM_X; `direction` is a runtime value, so both directions share one
+    compiled kernel) or scratch words of rows of `length`; to the outputs (FINAL) or to scratch
+    rows of n_chunks * keep words."""
     pid = tl.program_id(0)
-    rows = (pid // NC) * BM + tl.arange(0, BM)
-    chunk = pid % NC
+    rows = (pid // n_chunks) * BM + tl.arange(0, BM)
+    chunk = pid % n_chunks
     lane = tl.arange(0, BL)
     j = chunk * BL + lane
-    row_ok = rows < M
-    mask = row_ok[:, None] & (j < L)[None, :]
-    sizes = (1, ksize1, ksize2, ksize3)
-    x_row = offsets(rows.to(tl.int64), sizes, (x_s0, x_s1, x_s2, x_s3), KDIM)
-    s_in = rows.to(tl.int64)[:, None] * L + j[None, :]
+    row_ok = rows < n_rows
+    mask = row_ok[:, None] & (j < length)[None, :]
+    sizes = (1, kept_size1, kept_size2, kept_size3)
+    x_row = offsets(rows.to(tl.int64), sizes,
+                    (x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3), KEPT_DIMS)
+    s_in = rows.to(tl.int64)[:, None] * length + j[None, :]
     if FROM_X:
-        v = tl.load(x + x_row[:, None] + j[None, :] * x_l, mask=mask)
-        key = _sort_key(v, INF, BITS, DIRECTION >> 1)
+        v = tl.load(x_ptr + x_row[:, None] + j[None, :] * x_col_stride, mask=mask)
+        key = _sort_key(v, INF, BITS, direction >> 1)
         index = j[None, :] + tl.zeros([BM, BL], tl.int32)
         if PAIR:
             key = tl.where(mask, key, _INT64_MAX)
@@ -176,75 +194,92 @@ def _block_sort_kernel(x, kin, iin, kout, iout, vout, jout, M, L, NC, KEEP,
         else:
             word = tl.where(mask, _pack(key, index), _INT64_MAX)
     elif PAIR:
-        key = tl.load(kin + s_in, mask=mask, other=_INT64_MAX)
-        index = tl.load(iin + s_in, mask=mask, other=_INT32_MAX)
+        key = tl.load(keys_in_ptr + s_in, mask=mask, other=_INT64_MAX)
+        index = tl.load(index_in_ptr + s_in, mask=mask, other=_INT32_MAX)
     else:
-        word = tl.load(kin + s_in, mask=mask, other=_INT64_MAX)
+        word = tl.load(keys_in_ptr + s_in, mask=mask, other=_INT64_MAX)
     if PAIR:
         key, index = _pair_sort(key, index)
     else:
         word = tl.sort(word, 1)
         index = _unpack_index(word)
-    keep = row_ok[:, None] & (lane < KEEP)[None, :]
+    kept = row_ok[:, None] & (lane < keep)[None, :]
     if FINAL:
-        o_row = offsets(rows.to(tl.int64), sizes, (o_s0, o_s1, o_s2, o_s3), KDIM)
-        _write_final(x, vout, jout, x_row[:, None], o_row[:, None], x_l, o_l, lane[None, :],
-                     index, keep & (lane < L)[None, :])
+        o_row = offsets(rows.to(tl.int64), sizes,
+                        (out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3),
+                        KEPT_DIMS)
+        _write_final(x_ptr, values_ptr, indices_ptr, x_row[:, None], o_row[:, None], x_col_stride,
+                     out_col_stride, lane[None, :], index, kept & (lane < length)[None, :])
     else:
-        s_out = rows.to(tl.int64)[:, None] * (NC * KEEP) + (chunk * KEEP + lane)[None, :]
+        s_out = rows.to(tl.int64)[:, None] * (n_chunks * keep) + (chunk * keep + lane)[None, :]
         if PAIR:
-            tl.store(kout + s_out, key, mask=keep)
-            tl.store(iout + s_out, index, mask=keep)
+            tl.store(keys_out_ptr + s_out, key, mask=kept)
+            tl.store(index_out_ptr + s_out, index, mask=kept)
         else:
-            tl.store(kout + s_out, word, mask=keep)
+            tl.store(keys_out_ptr + s_out, word, mask=kept)
 
 
 @triton.jit
-def _merge_kernel(x, kin, iin, kout, iout, vout, jout, L, NB, W, STEPS, KOUT,
-                  ksize1, ksize2, ksize3, x_s0, x_s1, x_s2, x_s3, o_s0, o_s1, o_s2, o_s3,
-                  x_l, o_l, KDIM: tl.constexpr, PAIR: tl.constexpr, FINAL: tl.constexpr,
-                  BLOCK: tl.constexpr):
-    """Merge sorted runs of width W pairwise (scratch rows of L words): each element's new place
-    is its place in its run plus the number of smaller words in the other run (binary search).
-    FINAL: write values and indices of the first KOUT places instead of words."""
+def _merge_kernel(
+        # pointers: the input; scratch words (and, for PAIR, indices) read, and written unless
+        # FINAL; the sorted values and int64 indices (FINAL)
+        x_ptr, keys_in_ptr, index_in_ptr, keys_out_ptr, index_out_ptr, values_ptr, indices_ptr,
+        # sizes: the row length, blocks per row, the run width, binary search steps, the places
+        # written (FINAL); the coalesced kept dims (size0 is never read)
+        length, n_blocks, width, steps, keep, kept_size1, kept_size2, kept_size3,
+        # strides, in elements: of the kept dims in x and in the outputs, of the sorted dim in
+        # each
+        x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3,
+        out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3,
+        x_col_stride, out_col_stride,
+        # meta-parameters
+        KEPT_DIMS: tl.constexpr, PAIR: tl.constexpr, FINAL: tl.constexpr, BLOCK: tl.constexpr):
+    """Merge sorted runs of `width` pairwise (scratch rows of `length` words): each element's new
+    place is its place in its run plus the number of smaller words in the other run (binary
+    search). FINAL: write values and indices of the first `keep` places instead of words."""
     pid = tl.program_id(0)
-    row = (pid // NB).to(tl.int64)
-    p = (pid % NB) * BLOCK + tl.arange(0, BLOCK)
-    mask = p < L
-    base = row * L
-    w = tl.load(kin + base + p, mask=mask)
+    row = (pid // n_blocks).to(tl.int64)
+    p = (pid % n_blocks) * BLOCK + tl.arange(0, BLOCK)
+    mask = p < length
+    base = row * length
+    w = tl.load(keys_in_ptr + base + p, mask=mask)
     if PAIR:
-        ix = tl.load(iin + base + p, mask=mask)
-    run = p // W
-    start = (run // 2) * 2 * W
+        ix = tl.load(index_in_ptr + base + p, mask=mask)
+    run = p // width
+    start = (run // 2) * 2 * width
     in_b = (run % 2) == 1
-    other = tl.where(in_b, start, start + W)
-    other_len = tl.where(in_b, W, tl.maximum(tl.minimum(start + 2 * W, L) - other, 0))
+    other = tl.where(in_b, start, start + width)
+    other_len = tl.where(in_b, width,
+                         tl.maximum(tl.minimum(start + 2 * width, length) - other, 0))
     lo = tl.zeros([BLOCK], tl.int32)
     hi = other_len
-    for _ in range(STEPS):
+    for _ in range(steps):
         active = (lo < hi) & mask
         mid = (lo + hi) // 2
-        probe = tl.load(kin + base + other + mid, mask=active)
+        probe = tl.load(keys_in_ptr + base + other + mid, mask=active)
         if PAIR:
-            less = _pair_less(probe, tl.load(iin + base + other + mid, mask=active), w, ix)
+            probe_index = tl.load(index_in_ptr + base + other + mid, mask=active)
+            less = _pair_less(probe, probe_index, w, ix)
         else:
             less = probe < w
         lo = tl.where(active & less, mid + 1, lo)
         hi = tl.where(active & ~less, mid, hi)
-    dest = p - tl.where(in_b, W, 0) + lo
+    dest = p - tl.where(in_b, width, 0) + lo
     if FINAL:
         if not PAIR:
             ix = _unpack_index(w)
         rows = row + tl.zeros([BLOCK], tl.int64)
-        sizes = (1, ksize1, ksize2, ksize3)
-        x_row = offsets(rows, sizes, (x_s0, x_s1, x_s2, x_s3), KDIM)
-        o_row = offsets(rows, sizes, (o_s0, o_s1, o_s2, o_s3), KDIM)
-        _write_final(x, vout, jout, x_row, o_row, x_l, o_l, dest, ix, mask & (dest < KOUT))
+        sizes = (1, kept_size1, kept_size2, kept_size3)
+        x_strides = (x_row_stride0, x_row_stride1, x_row_stride2, x_row_stride3)
+        out_strides = (out_row_stride0, out_row_stride1, out_row_stride2, out_row_stride3)
+        x_row = offsets(rows, sizes, x_strides, KEPT_DIMS)
+        o_row = offsets(rows, sizes, out_strides, KEPT_DIMS)
+        _write_final(x_ptr, values_ptr, indices_ptr, x_row, o_row, x_col_stride, out_col_stride,
+                     dest, ix, mask & (dest < keep))
     else:
-        tl.store(kout + base + dest, w, mask=mask)
+        tl.store(keys_out_ptr + base + dest, w, mask=mask)
         if PAIR:
-            tl.store(iout + base + dest, ix, mask=mask)
+            tl.store(index_out_ptr + base + dest, ix, mask=mask)
 
 
 _INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80, "float32": 0x7F800000,
@@ -263,57 +298,39 @@ def _tile(length, rows):
     return bm, bl, max(1, min(8, bm * bl // 256))
 
 
-class _Sorter:
-    """Builds the launches of one sort/topk geometry into a Recipe."""
+class _SortPlan:
+    """The launches of one sort/topk geometry: block sorts and merge passes, reading and writing
+    two scratch buffers in turn (words, and indices for PAIR keys), sized by the first and
+    longest request. With a `target`, `run` only compiles."""
 
-    def __init__(self, x, out, dim, descending, recipe):
+    def __init__(self, x, out, dim, descending, target=None):
         self.layout = _layout(x, out, dim)
-        self.recipe = recipe
-        self.x, self.out = x, out
-        self.buffers, self.turn = [None, None], 0
+        self.device, self.target = x.device, target
         self.rows, self.length = self.layout.rows, self.layout.length
         self.inf, self.bits = key_kind(x.dtype)
         self.pair = self.bits == 64
-        self.descending = descending
+        self.direction = -1 if descending else 1
+        self.steps, self.scratch, self.turn = [], [None, None], 0
+        self.row_dims = self._row_dims()
 
-    def _row_entries(self):
+    def _row_dims(self):
+        """The kept sizes and the row and column strides of x and the outputs."""
         layout = self.layout
-        ity = "i64"
-        entries = size_entries("k", layout.kept_sizes, MAX_ROW_DIMS, ity)
-        for prefix, k in (("x_", 0), ("o_", 1)):
-            entries += stride_entries(prefix, layout.kept_strides[k], MAX_ROW_DIMS, ity)
-            red = layout.red_strides[k][0]
-            entries.append((prefix + "l", red, "constexpr" if red in (0, 1) else ity))
-        return entries + const(KDIM=len(layout.kept_sizes))
-
-    def _buffers(self, src, dst, final):
-        """Pointer entries: x, scratch in (src) and out (dst) as (keys role, index role)."""
-        x = self.x
-        words = placeholder((1,), np.int64)
-        index = placeholder((1,), np.int32) if self.pair else None
-        entries = [pointer("x", "x", x)]
-        for names, roles in ((("kin", "iin"), src), (("kout", "iout"), dst)):
-            roles = roles or (None, None)
-            entries.append(pointer(names[0], roles[0], words if roles[0] else None))
-            entries.append(pointer(names[1], roles[1], index if roles[1] else None))
-        entries.append(pointer("vout", "values", self.out if final else None))
-        entries.append(pointer("jout", "indices", placeholder((1,), np.int64) if final else None))
-        return entries
+        col_strides = tuple(stride_arg(layout.red_strides[k][0]) for k in (0, 1))
+        return (dim_sizes(layout.kept_sizes, MAX_ROW_DIMS),
+                dim_strides(layout.kept_strides[0], MAX_ROW_DIMS),
+                dim_strides(layout.kept_strides[1], MAX_ROW_DIMS), col_strides)
 
     def _scratch(self, length):
-        """(words role, index role) of the scratch buffer not being read (two, in turn, sized by
-        the first and longest request)."""
+        """The slot of the scratch buffer not being read."""
         slot, self.turn = self.turn, self.turn ^ 1
-        if self.buffers[slot] is None:
-            size = (self.rows * length,)
-            words = self.recipe.scratch_array(size, np.int64)[0]
-            index = self.recipe.scratch_array(size, np.int32)[0] if self.pair else None
-            self.buffers[slot] = (words, index)
-        return self.buffers[slot]
+        if self.scratch[slot] is None:
+            self.scratch[slot] = self.rows * length
+        return slot
 
     def block(self, src, src_len, keep, final):
-        """A block-sort launch over rows of `src_len` (from x when src is None); returns the
-        scratch (roles, row length) it writes, or None when final."""
+        """A block-sort step over rows of `src_len` (from x when src is None); returns the
+        scratch (slot, row length) it writes, or None when final."""
         if src_len <= SORT_BLOCK:
             bm, bl, warps = _tile(src_len, self.rows)
             chunks = 1
@@ -321,14 +338,13 @@ class _Sorter:
             bm, bl, warps = _tile(SORT_BLOCK, 1)
             chunks = cdiv(src_len, SORT_BLOCK)
         dst = None if final else self._scratch(chunks * keep)
-        entries = self._buffers(src, dst, final)
-        entries += [("M", self.rows, "i32"), ("L", src_len, "i32"), ("NC", chunks, "i32"),
-                    ("KEEP", keep, "i32")]
-        entries += self._row_entries()
-        entries.append(("DIRECTION", -1 if self.descending else 1, "i32"))
-        entries += const(INF=self.inf, BITS=self.bits,
-                         PAIR=self.pair, FROM_X=src is None, FINAL=final, BM=bm, BL=bl)
-        self.recipe.add(_block_sort_kernel, (cdiv(self.rows, bm) * chunks,), entries, warps)
+        meta = dict(KEPT_DIMS=len(self.layout.kept_sizes), INF=self.inf, BITS=self.bits,
+                    PAIR=self.pair, FROM_X=src is None, FINAL=final, BM=bm, BL=bl)
+        launch = Launch(_block_sort_kernel, (cdiv(self.rows, bm) * chunks,), meta, warps,
+                        int_type="i64", types=_BLOCK_TYPES, device=self.device,
+                        target=self.target)
+        dims = (self.rows, src_len, chunks, keep) + self.row_dims + (self.direction,)
+        self.steps.append((_block_sort_launch, launch, dims, src, dst, final))
         return None if final else (dst, chunks * keep)
 
     def merges(self, src, length, width, keep):
@@ -338,12 +354,12 @@ class _Sorter:
         while True:
             last = width * 2 >= length
             dst = None if last else self._scratch(length)
-            entries = self._buffers(src, dst, last)
-            entries += [("L", length, "i32"), ("NB", blocks, "i32"), ("W", width, "i32"),
-                        ("STEPS", width.bit_length(), "i32"), ("KOUT", keep, "i32")]
-            entries += self._row_entries()
-            entries += const(PAIR=self.pair, FINAL=last, BLOCK=MERGE_BLOCK)
-            self.recipe.add(_merge_kernel, (self.rows * blocks,), entries, 4)
+            meta = dict(KEPT_DIMS=len(self.layout.kept_sizes), PAIR=self.pair, FINAL=last,
+                        BLOCK=MERGE_BLOCK)
+            launch = Launch(_merge_kernel, (self.rows * blocks,), meta, 4, int_type="i64",
+                            types=_MERGE_TYPES, device=self.device, target=self.target)
+            dims = (length, blocks, width, width.bit_length(), keep) + self.row_dims
+            self.steps.append((_merge_launch, launch, dims, src, dst, last))
             if last:
                 return
             src, width = dst, width * 2
@@ -366,6 +382,60 @@ class _Sorter:
             src, length = self.block(src, length, k, False)
         self.block(src, length, k, True)
 
+    def run(self, stream, x, values, indices):
+        """Every step, in order, with fresh scratch (a later step reads what an earlier one
+        wrote, and another thread's launches on the stream may come between)."""
+        buffers = [None if n is None else self._buffer(n, stream) for n in self.scratch]
+        for launcher, launch, dims, src, dst, final in self.steps:
+            src = (None, None) if src is None else buffers[src]
+            dst = (None, None) if dst is None else buffers[dst]
+            outputs = (values, indices) if final else (None, None)
+            launcher(launch, dims, stream, x, src, dst, outputs)
+
+    def _buffer(self, n, stream):
+        """(words, indices or None) of one scratch buffer of `n` entries."""
+        empty = ((lambda shape, dtype: placeholder(shape, dtype)) if self.target else
+                 (lambda shape, dtype: CUDAArray.empty(shape, dtype, self.device, stream)))
+        return empty((n,), np.int64), empty((n,), np.int32) if self.pair else None
+
+
+# Row counts, lengths and steps are int32; sizes and strides int64.
+_BLOCK_TYPES = {"n_rows": "i32", "length": "i32", "n_chunks": "i32", "keep": "i32",
+                "direction": "i32"}
+_MERGE_TYPES = {"length": "i32", "n_blocks": "i32", "width": "i32", "steps": "i32",
+                "keep": "i32"}
+
+
+def _block_sort_launch(launch, dims, stream, x, src, dst, outputs):
+    """The call of _block_sort_kernel: `src` and `dst` are (words, indices) scratch (None
+    where unused), `outputs` (values, indices) or Nones; `dims` as _SortPlan.block makes
+    them."""
+    (n_rows, length, n_chunks, keep, kept_sizes, x_row_strides, out_row_strides, col_strides,
+     direction) = dims
+    launch(stream,
+           # pointers
+           x, *src, *dst, *outputs,
+           # sizes
+           n_rows, length, n_chunks, keep, *kept_sizes,
+           # strides
+           *x_row_strides, *out_row_strides, *col_strides,
+           # the direction
+           direction)
+
+
+def _merge_launch(launch, dims, stream, x, src, dst, outputs):
+    """The call of _merge_kernel (arguments as _block_sort_launch's); `dims` as
+    _SortPlan.merges makes them."""
+    (length, n_blocks, width, steps, keep, kept_sizes, x_row_strides, out_row_strides,
+     col_strides) = dims
+    launch(stream,
+           # pointers
+           x, *src, *dst, *outputs,
+           # sizes
+           length, n_blocks, width, steps, keep, *kept_sizes,
+           # strides
+           *x_row_strides, *out_row_strides, *col_strides)
+
 
 def _layout(x, out, dim):
     return RowLayout(x.shape, (dim,), [x.element_strides(), out.element_strides()], reorder=False)
@@ -378,17 +448,16 @@ def _prepare(arr, out, dim):
     return contiguous_copy(arr)
 
 
-def _recipe(x, out, dim, descending, k, topk, target=None):
-    recipe = Recipe(x.device, target)
-    sorter = _Sorter(x, out, dim, descending, recipe)
+def _sort_plan(x, out, dim, descending, k, topk, target=None):
+    plan = _SortPlan(x, out, dim, descending, target)
     if topk:
-        sorter.topk(k)
+        plan.topk(k)
     else:
-        sorter.sort(k)
-    return recipe
+        plan.sort(k)
+    return plan
 
 
-_recipes = RecipeCache()
+_plans = LaunchCache()
 
 
 def sort_rows(arr, dim, descending, k, topk):
@@ -402,8 +471,8 @@ def sort_rows(arr, dim, descending, k, topk):
         return values, indices
     x = _prepare(arr, values, dim)
     key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, dim, descending, k, topk, x.device)
-    recipe = _recipes.get_or_build(key, lambda: _recipe(x, values, dim, descending, k, topk))
-    recipe.run(stream, {"x": x, "values": values, "indices": indices})
+    plan = _plans.get_or_build(key, lambda: _sort_plan(x, values, dim, descending, k, topk))
+    plan.run(stream, x, values, indices)
     return values, indices
 
 
@@ -420,13 +489,23 @@ def topk(arr, dim, k, largest, sorted_):
 
 
 @triton.jit
-def _rows_gather_kernel(src, rows, out, R, C, s0, s1, BLOCK: tl.constexpr):
-    """out[r, j] = src[rows[r] * s0 + j * s1] for an [R, C] contiguous out."""
+def _rows_gather_kernel(
+        # pointers: the source, the rows taken, the contiguous result
+        src_ptr, rows_ptr, out_ptr,
+        # sizes of the result
+        n_rows, n_cols,
+        # strides of the source, in elements
+        src_row_stride, src_col_stride,
+        # meta-parameters
+        BLOCK: tl.constexpr):
+    """out[r, j] = src[rows[r] * src_row_stride + j * src_col_stride] for an [n_rows, n_cols]
+    contiguous out."""
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = e < R * C
-    r = e // C
-    row = tl.load(rows + r, mask=mask)
-    tl.store(out + e, tl.load(src + row * s0 + (e - r * C) * s1, mask=mask), mask=mask)
+    mask = e < n_rows * n_cols
+    r = e // n_cols
+    row = tl.load(rows_ptr + r, mask=mask)
+    v = tl.load(src_ptr + row * src_row_stride + (e - r * n_cols) * src_col_stride, mask=mask)
+    tl.store(out_ptr + e, v, mask=mask)
 
 
 @triton.jit
@@ -439,71 +518,129 @@ def _differ(a, b, INF: tl.constexpr, BITS: tl.constexpr):
 
 
 @triton.jit
-def _flags_kernel(mat, perm, flags, S, C, INF: tl.constexpr, BITS: tl.constexpr,
-                  BS: tl.constexpr, BC: tl.constexpr):
-    """flags[i] = 1 where row perm[i] of the [S, C] matrix differs from row perm[i - 1]."""
+def _flags_kernel(
+        # pointers: the contiguous matrix, the sorted order of its rows, the flags
+        mat_ptr, perm_ptr, flags_ptr,
+        # sizes of the matrix
+        n_rows, n_cols,
+        # meta-parameters
+        INF: tl.constexpr, BITS: tl.constexpr, BS: tl.constexpr, BC: tl.constexpr):
+    """flags[i] = 1 where row perm[i] of the [n_rows, n_cols] matrix differs from row
+    perm[i - 1]."""
     i = tl.program_id(0).to(tl.int64) * BS + tl.arange(0, BS)
-    mask = i < S
+    mask = i < n_rows
     prev = tl.maximum(i - 1, 0)
-    a = tl.load(perm + i, mask=mask)
-    b = tl.load(perm + prev, mask=mask)
+    a = tl.load(perm_ptr + i, mask=mask)
+    b = tl.load(perm_ptr + prev, mask=mask)
     differ = i == 0
-    for c in range(0, C, BC):
+    for c in range(0, n_cols, BC):
         cols = c + tl.arange(0, BC)
-        m = mask[:, None] & (cols < C)[None, :]
-        va = tl.load(mat + a[:, None] * C + cols[None, :], mask=m)
-        vb = tl.load(mat + b[:, None] * C + cols[None, :], mask=m)
+        m = mask[:, None] & (cols < n_cols)[None, :]
+        va = tl.load(mat_ptr + a[:, None] * n_cols + cols[None, :], mask=m)
+        vb = tl.load(mat_ptr + b[:, None] * n_cols + cols[None, :], mask=m)
         differ = differ | (tl.max((_differ(va, vb, INF, BITS) & m).to(tl.int32), 1) > 0)
-    tl.store(flags + i, differ.to(tl.int64), mask=mask)
+    tl.store(flags_ptr + i, differ.to(tl.int64), mask=mask)
 
 
 @triton.jit
-def _groups_kernel(perm, flags, ids, first, starts, inverse, S, BLOCK: tl.constexpr):
+def _groups_kernel(
+        # pointers: the sorted order, the flags and their cumsum (group ids); each group's first
+        # row and start, each row's group
+        perm_ptr, flags_ptr, ids_ptr, first_ptr, starts_ptr, inverse_ptr,
+        # sizes
+        n_rows,
+        # meta-parameters
+        BLOCK: tl.constexpr):
     """Group g = ids[i] - 1 of sorted position i: its first row and start where the group
     begins, and the inverse index of row perm[i]."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < S
-    row = tl.load(perm + i, mask=mask)
-    g = tl.load(ids + i, mask=mask) - 1
-    head = mask & (tl.load(flags + i, mask=mask) != 0)
-    tl.store(first + g, row, mask=head)
-    tl.store(starts + g, i, mask=head)
-    tl.store(inverse + row, g, mask=mask)
+    mask = i < n_rows
+    row = tl.load(perm_ptr + i, mask=mask)
+    g = tl.load(ids_ptr + i, mask=mask) - 1
+    head = mask & (tl.load(flags_ptr + i, mask=mask) != 0)
+    tl.store(first_ptr + g, row, mask=head)
+    tl.store(starts_ptr + g, i, mask=head)
+    tl.store(inverse_ptr + row, g, mask=mask)
 
 
 @triton.jit
-def _counts_kernel(starts, counts, U, S, BLOCK: tl.constexpr):
+def _counts_kernel(
+        # pointers: each group's start in the sorted order, the counts
+        starts_ptr, counts_ptr,
+        # sizes
+        n_groups, n_rows,
+        # meta-parameters
+        BLOCK: tl.constexpr):
+    """counts[g] = the rows in group g: the next group's start (n_rows after the last) minus
+    its own."""
     g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = g < U
-    nxt = tl.load(starts + g + 1, mask=mask & (g + 1 < U), other=S)
-    tl.store(counts + g, nxt - tl.load(starts + g, mask=mask), mask=mask)
+    mask = g < n_groups
+    nxt = tl.load(starts_ptr + g + 1, mask=mask & (g + 1 < n_groups), other=n_rows)
+    tl.store(counts_ptr + g, nxt - tl.load(starts_ptr + g, mask=mask), mask=mask)
 
 
-def _launch(fn, grid, stream, device, entries, target=None):
-    """One launch of `fn` from (name, value, type) entries (CUDAArrays as pointers); with a
-    `target`, only compiled."""
-    recipe = Recipe(device, target)
-    roles = {}
-    resolved = []
-    for name, value, ty in entries:
-        if isinstance(value, CUDAArray):
-            roles[name] = value
-            resolved.append(pointer(name, name, value))
-        else:
-            resolved.append((name, value, ty))
-    recipe.add(fn, grid, resolved, 4)
-    if target is None:
-        recipe.run(stream, roles)
+def _unique_launch(fn, grid, meta, device, target):
+    """A Launch of one of unique's kernels (built per call: unique syncs with the host anyway)."""
+    return Launch(fn, grid, meta, 4, int_type="i64", device=device, target=target)
+
+
+def _rows_gather_launch(stream, src, rows, out, row_stride, col_stride, target=None):
+    """The call of _rows_gather_kernel: out[r, j] = src[rows[r] * row_stride + j * col_stride]."""
+    n_rows, n_cols = out.shape
+    launch = _unique_launch(_rows_gather_kernel, (cdiv(out.size, MERGE_BLOCK),),
+                            dict(BLOCK=MERGE_BLOCK), src.device, target)
+    launch(stream,
+           # pointers
+           src, rows, out,
+           # sizes
+           n_rows, n_cols,
+           # strides
+           row_stride, col_stride)
+
+
+def _flags_launch(stream, mat, perm, flags, target=None):
+    """The call of _flags_kernel over the rows of the contiguous matrix `mat`."""
+    n_rows, n_cols = mat.shape
+    inf, bits = key_kind(mat.dtype)
+    bc = min(next_pow2(n_cols), 64)
+    launch = _unique_launch(_flags_kernel, (cdiv(n_rows, 1024 // bc),),
+                            dict(INF=inf, BITS=bits, BS=1024 // bc, BC=bc), mat.device, target)
+    launch(stream,
+           # pointers
+           mat, perm, flags,
+           # sizes
+           n_rows, n_cols)
+
+
+def _groups_launch(stream, perm, flags, ids, first, starts, inverse, target=None):
+    """The call of _groups_kernel."""
+    n_rows = perm.size
+    launch = _unique_launch(_groups_kernel, (cdiv(n_rows, MERGE_BLOCK),),
+                            dict(BLOCK=MERGE_BLOCK), perm.device, target)
+    launch(stream,
+           # pointers
+           perm, flags, ids, first, starts, inverse,
+           # sizes
+           n_rows)
+
+
+def _counts_launch(stream, starts, counts, n_rows, target=None):
+    """The call of _counts_kernel."""
+    n_groups = starts.size
+    launch = _unique_launch(_counts_kernel, (cdiv(n_groups, MERGE_BLOCK),),
+                            dict(BLOCK=MERGE_BLOCK), starts.device, target)
+    launch(stream,
+           # pointers
+           starts, counts,
+           # sizes
+           n_groups, n_rows)
 
 
 def _gather_rows(src, rows, count, columns, s0, s1, stream):
     """[count, columns] contiguous: src rows `rows` (element strides s0 per row, s1 per column)."""
     out = CUDAArray.empty((count, columns), src.dtype, src.device, stream)
     if out.size:
-        _launch(_rows_gather_kernel, (cdiv(out.size, MERGE_BLOCK),), stream, src.device,
-                [("src", src, None), ("rows", rows, None), ("out", out, None),
-                 ("R", count, "i64"), ("C", columns, "i64"), ("s0", s0, "i64"), ("s1", s1, "i64"),
-                 ("BLOCK", MERGE_BLOCK, "constexpr")])
+        _rows_gather_launch(stream, src, rows, out, s0, s1)
     return out
 
 
@@ -575,23 +712,13 @@ def _groups(mat, stream):
         return count, first, inverse, counts
     perm = _lexicographic_order(mat, stream)
     flags = empty(rows)
-    inf, bits = key_kind(mat.dtype)
-    bc = min(next_pow2(columns), 64)
-    _launch(_flags_kernel, (cdiv(rows, 1024 // bc),), stream, device,
-            [("mat", mat, None), ("perm", perm, None), ("flags", flags, None),
-             ("S", rows, "i64"), ("C", columns, "i64")] + const(INF=inf, BITS=bits,
-                                                                BS=1024 // bc, BC=bc))
+    _flags_launch(stream, mat, perm, flags)
     ids = scan("cumsum", flags, 0, False, np.dtype(np.int64))
     count = _read_last(ids, stream)
     first, starts, counts, inverse = empty(count), empty(count), empty(count), empty(rows)
-    _launch(_groups_kernel, (cdiv(rows, MERGE_BLOCK),), stream, device,
-            [("perm", perm, None), ("flags", flags, None), ("ids", ids, None),
-             ("first", first, None), ("starts", starts, None), ("inverse", inverse, None),
-             ("S", rows, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")])
+    _groups_launch(stream, perm, flags, ids, first, starts, inverse)
     if count:
-        _launch(_counts_kernel, (cdiv(count, MERGE_BLOCK),), stream, device,
-                [("starts", starts, None), ("counts", counts, None), ("U", count, "i64"),
-                 ("S", rows, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")])
+        _counts_launch(stream, starts, counts, rows)
     return count, first, inverse, counts
 
 
@@ -605,35 +732,3 @@ def _move_from_front(arr, dim):
     order = list(range(1, dim + 1)) + [0] + list(range(dim + 1, arr.ndim))
     return CUDAArray(arr.storage, tuple(arr.shape[d] for d in order),
                      tuple(arr.strides[d] for d in order), arr.offset, arr.dtype)
-
-
-def compile_all(target):
-    """Block sorts (one block, chunked, topk candidates) and merges for packed and pair keys."""
-    import ml_dtypes
-    cases = [((4096, 100), 1, False), ((8, 5000), 1, False), ((5000, 3), 0, True)]
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.float64, np.int32,
-                  np.bool_):
-        for shape, dim, descending in cases[:{np.float32: 3, np.int64: 2}.get(dtype, 1)]:
-            x = placeholder(shape, dtype)
-            _recipe(x, x, dim, descending, shape[dim], False, target)
-    x = placeholder((4, 100003), np.float32)
-    _recipe(x, placeholder((4, 10), np.float32), 1, True, 10, True, target)
-    index = placeholder((1024,), np.int64)
-    for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
-        mat = placeholder((1024, 8), dtype)
-        _launch(_flags_kernel, (1,), 0, 0, [("mat", mat, None), ("perm", index, None),
-                                            ("flags", index, None), ("S", 1024, "i64"),
-                                            ("C", 8, "i64")]
-                + const(INF=key_kind(mat.dtype)[0], BITS=mat.dtype.itemsize * 8, BS=128, BC=8),
-                target)
-        _launch(_rows_gather_kernel, (1,), 0, 0, [("src", mat, None), ("rows", index, None),
-                                                  ("out", mat, None), ("R", 1024, "i64"),
-                                                  ("C", 8, "i64"), ("s0", 8, "i64"),
-                                                  ("s1", 1, "i64"),
-                                                  ("BLOCK", MERGE_BLOCK, "constexpr")], target)
-    _launch(_groups_kernel, (1,), 0, 0, [(name, index, None) for name in
-                                         ("perm", "flags", "ids", "first", "starts", "inverse")]
-            + [("S", 1024, "i64"), ("BLOCK", MERGE_BLOCK, "constexpr")], target)
-    _launch(_counts_kernel, (1,), 0, 0, [("starts", index, None), ("counts", index, None),
-                                         ("U", 1024, "i64"), ("S", 1024, "i64"),
-                                         ("BLOCK", MERGE_BLOCK, "constexpr")], target)
