@@ -245,15 +245,14 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         count = max(0, math.ceil((float(end) - float(start)) / float(step)))
     if not dtype.is_floating_point:
         start, step = int(start), int(step)
-    device = resolve(as_device(device))
+    device = resolve(factory_device(device))
     if has_kernel("arange", device.type):
         data = kernel("arange", device.type)(count, start, step, dtype.numpy_dtype, device.index)
         return _finish(fresh(data, device, dtype), requires_grad)
     acc = np.float64 if dtype.is_floating_point and dtype.itemsize > 2 else \
         np.float32 if dtype.is_floating_point else np.int64
     values = acc(start) + np.arange(count, dtype=acc) * acc(step)
-    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
-                      requires_grad)
+    return _from_host(values.astype(dtype.numpy_dtype), device, dtype, requires_grad)
 
 
 def _check_arange(start, end, step):
