@@ -1,15 +1,16 @@
 """The compile checks of the CUDA kernels: for each kernel module, a function that compiles its
 kernels in every specialization worth checking for `target` (no GPU needed), through the
-module's own launch code with placeholder arrays (addresses 0) of the right layouts.
-
-Kernel modules not listed here still carry these cases as their own `compile_all(target)`.
+module's own launch code with placeholder arrays (addresses 0) of the right layouts. Every
+kernel module is listed in CASES (tests/test_kernels_compile.py checks that).
 """
 
 import ml_dtypes
 import numpy as np
 
-from genesis.backends.cuda.kernels import (arange, attention, copy, index, loss, median, norm,
-                                           random, shape, softmax)
+from genesis.backends.cuda.kernels import (amp, arange, attention, copy, index, loss, median,
+                                           norm, optim, optim_extra, random, recurrent,
+                                           residual_norm, rotary, shape, softmax, swiglu)
+from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import index_accumulate as accumulate
 from genesis.backends.cuda.kernels import index_compact as compact
@@ -18,6 +19,7 @@ from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import sort
 from genesis.backends.cuda.kernels._index_layout import Operand
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
+from genesis.backends.cuda.launch import compile_kernel
 
 _REDUCE_PARAMS = {"mean": (8.0,), "var": (1.0,), "std": (1.0,), "normp": (3.0, 1.0 / 3.0)}
 
@@ -443,9 +445,146 @@ def random_cases(target):
     random_case(random.BERNOULLI, placeholder(shape, np.bool_), None, target)
 
 
-CASES = {"arange": arange_cases, "attention": attention_cases, "copy": copy_cases,
+def amp_cases(target):
+    """The unscale kernel for float32, float16, bfloat16 and float64 gradients."""
+    flag = placeholder((), np.float32)
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        amp._launch_unscale(0, 0, 1, flag, flag, dtype, 0, 0, target=target)
+
+
+def decode_attention_cases(target):
+    """A Llama-3-shaped bfloat16 cache (32 query heads on 8 key/value heads, D=64) at batch 1
+    (split, with a mask and a valid length) and batch 16, float16 D=128 without grouping,
+    float32 D=80 (padded); the cache write."""
+    cases = [(ml_dtypes.bfloat16, 1, 32, 8, 64, True), (ml_dtypes.bfloat16, 16, 32, 8, 64, True),
+             (np.float16, 2, 8, 8, 128, False), (np.float32, 1, 4, 2, 80, False)]
+    for dtype, batch, heads, kv_heads, head, masked in cases:
+        q = placeholder((batch, heads, 1, head), dtype)
+        k = placeholder((batch, kv_heads, 384, head), dtype)
+        mask = placeholder((batch, 384), np.uint8) if masked else None
+        length = placeholder((1,), np.int64) if masked else None
+        plan = decode._Plan(q, k, k, mask, length, target)
+        rows = batch * heads
+        part_out = placeholder((rows, plan.splits, head), np.float32)
+        part_lse = placeholder((rows, plan.splits), np.float32)
+        decode._decode_launch(plan, 0, q, k, k, mask, length, q, part_out, part_lse, 0.125)
+        step = placeholder((batch, kv_heads, 1, head), dtype, (kv_heads * head * 3, head, head, 1))
+        decode._write_launch(decode._write_plan(k, step, target), 0, k, k, step, step,
+                             placeholder((1,), np.int64))
+
+
+def optim_cases(target):
+    """Every specialization the steps take (option sets, with and without step counters on the
+    device and GradScaler's inputs, float32/float16/bfloat16/float64), the counters' advance,
+    the norm partials for each norm kind, the combination and the scale."""
+    f32 = np.dtype(np.float32)
+    for scaled in (False, True):
+        optim._launch(optim._advance_kernel, (1,), (0, 0, optim._scaler_inputs(scaled)[1]), {}, 0,
+                      0, target)
+    for dt in optim._floats():
+        def step(fn, scalars, flags):
+            optim._launch(fn, (1,), (0, 0, *scalars), optim._step_meta(dt, dt, flags), 0, 0,
+                          target)
+
+        for wd, decoupled, amsgrad, mode in ((True, True, False, "host"),
+                                             (True, False, True, "device"),
+                                             (True, True, True, "tensor lr"),
+                                             (False, False, False, "amp")):
+            steps = None if mode in ("host", "amp") else [placeholder((), f32)]
+            lr = placeholder((), f32) if mode == "tensor lr" else 1e-3
+            scalars = optim._adam_scalars(lr, 0.9, 0.999, 1e-8, 1e-2 * wd, decoupled, 0.1, 0.5,
+                                          steps, *optim._scaler_inputs(mode != "host"))
+            step(optim._adam_kernel, scalars, dict(WEIGHT_DECAY=wd, DECOUPLED=decoupled,
+                                                   MAXIMIZE=False, AMSGRAD=amsgrad))
+        for wd, momentum, first, nesterov in ((True, True, False, True),
+                                             (False, True, True, False),
+                                             (False, False, False, False)):
+            step(optim._sgd_kernel,
+                 (1e-3, 0.9, 1.0, 1e-4, *optim._scaler_inputs(momentum and not first)),
+                 dict(WEIGHT_DECAY=wd, MOMENTUM=momentum, FIRST=first, NESTEROV=nesterov,
+                      MAXIMIZE=False))
+        for centered, momentum in ((True, True), (False, False)):
+            step(optim._rmsprop_kernel, (1e-2, 0.99, 0.01, 0.01, 1, 1e-8, 1e-4, 0.9),
+                 dict(WEIGHT_DECAY=True, CENTERED=centered, MOMENTUM=momentum,
+                      MAXIMIZE=False))
+        step(optim._adagrad_kernel, (1e-2, 1e-10, 0.0), dict(WEIGHT_DECAY=False, MAXIMIZE=False))
+        ct, np_ct = optim._compute(dt)
+        for kind in range(optim._GENERAL_NORM + 1):
+            optim._launch(optim._norm_partials_kernel, (1,),
+                          (0, 0, placeholder((1,), np_ct), 0, 2.0),
+                          dict(NORM=kind, XT=optim._TL[dt.name], CT=ct, BLOCK=optim.BLOCK), 0, 0,
+                          target)
+            optim._launch(optim._norm_finish_kernel, (1,),
+                          (placeholder((1,), np_ct), 1, placeholder((), dt), 0.5),
+                          dict(NORM=kind, CT=ct, BLOCK=optim.BLOCK), 0, 0, target)
+        optim._scale(0, 0, 1, placeholder((), dt), 1.0, dt, 0, 0, target)
+
+
+def optim_extra_cases(target):
+    """Every kernel with each of its option sets, for float32/float16/bfloat16/float64."""
+    for fn, scalars, flag_sets in optim_extra._samples():
+        for dt in optim._floats():
+            for flags in flag_sets:
+                optim._launch(fn, (1,), (0, 0, *scalars), optim._step_meta(dt, dt, flags), 0, 0,
+                              target)
+
+
+def recurrent_cases(target):
+    """Forward and backward of both cells in float32/float16/bfloat16/float64, with 32-bit
+    and 64-bit indexing."""
+    kernels = (recurrent._lstm_forward_kernel, recurrent._lstm_backward_kernel,
+               recurrent._gru_forward_kernel, recurrent._gru_backward_kernel)
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        for rows in (64, 2 ** 20):
+            for fn in kernels:
+                signature, constexprs = recurrent._specialization(fn, np.dtype(dtype), rows, 1024)
+                compile_kernel(fn, signature, constexprs, (), recurrent.NUM_WARPS, 1, target)
+
+
+def residual_norm_cases(target):
+    """bfloat16 rows of a Llama-3-shaped model (2048 wide) for a prompt and a decode step, and
+    float32 rows of an odd width."""
+    for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 2048), (ml_dtypes.bfloat16, 1, 2048),
+                               (np.float32, 3, 333)):
+        x = placeholder((rows, width), dtype)
+        residual_norm._launch(residual_norm._plan(x, target), 0, x, x,
+                              placeholder((width,), dtype), x, x, 1e-5)
+
+
+def rotary_cases(target):
+    """Llama-3-shaped bfloat16 heads (32 query and 8 key heads of 64) from a fused QKV
+    projection, for a 2048-token prompt and a decode step, and float32 heads of 128 (backward)."""
+    for dtype, batch, tokens, heads, kv_heads, head, inverse in (
+            (ml_dtypes.bfloat16, 1, 2048, 32, 8, 64, False),
+            (ml_dtypes.bfloat16, 16, 1, 32, 8, 64, False),
+            (np.float32, 2, 33, 12, 4, 128, True)):
+        width = (heads + 2 * kv_heads) * head
+        qkv = (tokens * width, head, width, 1)
+        q = placeholder((batch, heads, tokens, head), dtype, qkv)
+        k = placeholder((batch, kv_heads, tokens, head), dtype, qkv)
+        cos = placeholder((batch, tokens, head), dtype)
+        out_q = placeholder(q.shape, dtype, (tokens * heads * head, head, heads * head, 1))
+        out_k = placeholder(k.shape, dtype,
+                            (tokens * kv_heads * head, head, kv_heads * head, 1))
+        rotary._rotary_launch(rotary._plan(q, k, inverse, target), 0, q, k, cos, cos, out_q,
+                              out_k)
+
+
+def swiglu_cases(target):
+    """bfloat16 rows of Llama-3-shaped MLPs (intermediate 8192) for a prompt and a decode
+    step, and float32 rows of an odd width."""
+    for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 16384), (ml_dtypes.bfloat16, 1, 16384),
+                               (np.float32, 7, 2 * 333)):
+        x = placeholder((rows, width), dtype)
+        swiglu._plan(x, target)(0, x, placeholder((rows, width // 2), dtype), width // 2, width)
+
+
+CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
+         "copy": copy_cases, "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
-         "random": random_cases, "reduce": reduce_cases, "shape": shape_cases,
-         "softmax": softmax_cases, "sort": sort_cases}
+         "optim": optim_cases, "optim_extra": optim_extra_cases, "random": random_cases,
+         "recurrent": recurrent_cases, "reduce": reduce_cases,
+         "residual_norm": residual_norm_cases, "rotary": rotary_cases, "shape": shape_cases,
+         "softmax": softmax_cases, "sort": sort_cases, "swiglu": swiglu_cases}

@@ -25,7 +25,7 @@ def test_kernel_module_compiles_for_sm90(name):
     kernels, which would replace a fake "cuda" backend's (tests/fake_cuda.py) for every test."""
     from kernel_compile_cases import CASES
     module = importlib.import_module(f"genesis.backends.cuda.kernels.{name}")
-    cases = CASES.get(name) or getattr(module, "compile_all", None)
+    cases = CASES.get(name)
     assert cases is not None or not _kernels(module), \
         f"kernels/{name}.py has kernels but no compile cases in tests/kernel_compile_cases.py"
     if cases is not None:

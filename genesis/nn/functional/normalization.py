@@ -101,7 +101,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     In training the running statistics, when given, move towards the batch mean and the unbiased
     batch variance by `momentum`; the gradient is batch_stats' stable form.
     """
-    dims = (0,) + tuple(range(2, input.ndim))
     count = input.numel() // max(input.shape[1], 1) if input.ndim > 1 else 0
     if training and count <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "

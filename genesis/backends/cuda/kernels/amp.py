@@ -14,7 +14,6 @@ import triton.language as tl
 from ....dispatch import register
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._strided_indexing import placeholder
 from .optim import _TL, BLOCK, _buckets, _chunk, _launch, _list_table
 
 
@@ -65,11 +64,3 @@ def amp_unscale_(grads, found_inf, inv_scale):
         if n_chunks:
             _launch_unscale(tensors, chunks, n_chunks, found_inf, inv_scale, grad_dtype, device,
                             stream)
-
-
-def compile_all(target):
-    """The unscale kernel for float32, float16, bfloat16 and float64 gradients."""
-    import ml_dtypes
-    flag = placeholder((), np.float32)
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        _launch_unscale(0, 0, 1, flag, flag, dtype, 0, 0, target=target)

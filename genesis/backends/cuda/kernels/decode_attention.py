@@ -338,26 +338,3 @@ def kv_cache_write(key_cache, value_cache, key, value, position):
                 tuple(a.ptr % 16 == 0 for a in (key_cache, value_cache, key, value)), device)
         launch = _plans.get_or_build(key_, lambda: _write_plan(key_cache, key))
         _write_launch(launch, stream, key_cache, value_cache, key, value, position)
-
-
-def compile_all(target):
-    """The main specializations, compiled for `target` (CI, no GPU needed): a Llama-3-shaped
-    bfloat16 cache (32 query heads on 8 key/value heads, D=64) at batch 1 (split, with a mask
-    and a valid length) and batch 16, float16 D=128 without grouping, float32 D=80 (padded)."""
-    import ml_dtypes
-    from ._strided_indexing import placeholder
-    cases = [(ml_dtypes.bfloat16, 1, 32, 8, 64, True), (ml_dtypes.bfloat16, 16, 32, 8, 64, True),
-             (np.float16, 2, 8, 8, 128, False), (np.float32, 1, 4, 2, 80, False)]
-    for dtype, batch, heads, kv_heads, head, masked in cases:
-        q = placeholder((batch, heads, 1, head), dtype)
-        k = placeholder((batch, kv_heads, 384, head), dtype)
-        mask = placeholder((batch, 384), np.uint8) if masked else None
-        length = placeholder((1,), np.int64) if masked else None
-        plan = _Plan(q, k, k, mask, length, target)
-        rows = batch * heads
-        part_out = placeholder((rows, plan.splits, head), np.float32)
-        part_lse = placeholder((rows, plan.splits), np.float32)
-        _decode_launch(plan, 0, q, k, k, mask, length, q, part_out, part_lse, 0.125)
-        step = placeholder((batch, kv_heads, 1, head), dtype, (kv_heads * head * 3, head, head, 1))
-        _write_launch(_write_plan(k, step, target), 0, k, k, step, step, placeholder((1,),
-                                                                                      np.int64))

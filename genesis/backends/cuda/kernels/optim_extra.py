@@ -20,8 +20,7 @@ import triton.language as tl
 
 from ....dispatch import register
 from ._math import div_rn, sqrt_rn
-from .optim import (_address, _floats, _launch, _lerp, _lerp_coefficient, _step, _step_meta,
-                    bias_correction, decayed_moments, device_step, log_beta, lr_arg,
+from .optim import (_address, _lerp, _lerp_coefficient, _step, bias_correction, decayed_moments, device_step, log_beta, lr_arg,
                     multi_tensor_step, state_columns)
 
 
@@ -315,12 +314,3 @@ def _samples():
          [dict(f, AVERAGE=a) for f in plain_flags for a in (True, False)]),
         (_rprop_kernel, (0.5, 1.2, 1e-6, 50.0), [dict(MAXIMIZE=False), dict(MAXIMIZE=True)]),
     ]
-
-
-def compile_all(target):
-    """Every kernel with each of its option sets, for float32/float16/bfloat16/float64,
-    compiled for `target`."""
-    for fn, scalars, flag_sets in _samples():
-        for dt in _floats():
-            for flags in flag_sets:
-                _launch(fn, (1,), (0, 0, *scalars), _step_meta(dt, dt, flags), 0, 0, target)

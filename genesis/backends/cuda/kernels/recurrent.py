@@ -17,7 +17,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import compile_kernel, get_kernel, pointer_type
+from ..launch import get_kernel, pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -200,16 +200,3 @@ def gru_cell_bwd(dh, gi, gh, h):
     d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi)
     _launch(_gru_backward_kernel, [dh, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
     return d_gi, d_gh, dh_out
-
-
-def compile_all(target):
-    """Forward and backward of both cells in float32/float16/bfloat16/float64, with 32-bit
-    and 64-bit indexing, compiled for `target`."""
-    import ml_dtypes
-    kernels = (_lstm_forward_kernel, _lstm_backward_kernel, _gru_forward_kernel,
-               _gru_backward_kernel)
-    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        for rows in (64, 2 ** 20):
-            for fn in kernels:
-                signature, constexprs = _specialization(fn, np.dtype(dtype), rows, 1024)
-                compile_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, target)

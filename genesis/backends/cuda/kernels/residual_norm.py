@@ -92,15 +92,3 @@ def add_rms_norm(x, y, weight, eps):
         launch = _plans.get_or_build(key, lambda: _plan(x))
         _launch(launch, stream, x, y, weight, h, out, eps)
     return h, out
-
-
-def compile_all(target):
-    """bfloat16 rows of a Llama-3-shaped model (2048 wide) for a prompt and a decode step, and
-    float32 rows of an odd width."""
-    import ml_dtypes
-    import numpy as np
-    from ._strided_indexing import placeholder
-    for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 2048), (ml_dtypes.bfloat16, 1, 2048),
-                               (np.float32, 3, 333)):
-        x = placeholder((rows, width), dtype)
-        _launch(_plan(x, target), 0, x, x, placeholder((width,), dtype), x, x, 1e-5)

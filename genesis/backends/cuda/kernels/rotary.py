@@ -14,7 +14,6 @@ layout of a (B, T, H * D) projection, so attention's output, laid out like the q
 back to (B, T, H * D) as a view.
 """
 
-import numpy as np
 import triton
 import triton.language as tl
 
@@ -149,23 +148,3 @@ def rotary(q, k, cos, sin, inverse):
         launch = _plans.get_or_build(key, lambda: _plan(q, k, bool(inverse)))
         _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out)
     return q_out, k_out
-
-
-def compile_all(target):
-    """Llama-3-shaped bfloat16 heads (32 query and 8 key heads of 64) from a fused QKV
-    projection, for a 2048-token prompt and a decode step, and float32 heads of 128 (backward)."""
-    import ml_dtypes
-    from ._strided_indexing import placeholder
-    for dtype, batch, tokens, heads, kv_heads, head, inverse in (
-            (ml_dtypes.bfloat16, 1, 2048, 32, 8, 64, False),
-            (ml_dtypes.bfloat16, 16, 1, 32, 8, 64, False),
-            (np.float32, 2, 33, 12, 4, 128, True)):
-        width = (heads + 2 * kv_heads) * head
-        qkv = (tokens * width, head, width, 1)
-        q = placeholder((batch, heads, tokens, head), dtype, qkv)
-        k = placeholder((batch, kv_heads, tokens, head), dtype, qkv)
-        cos = placeholder((batch, tokens, head), dtype)
-        out_q = placeholder(q.shape, dtype, (tokens * heads * head, head, heads * head, 1))
-        out_k = placeholder(k.shape, dtype,
-                            (tokens * kv_heads * head, head, kv_heads * head, 1))
-        _rotary_launch(_plan(q, k, inverse, target), 0, q, k, cos, cos, out_q, out_k)

@@ -69,15 +69,3 @@ def silu_mul(x):
         launch = _plans.get_or_build(key, lambda: _plan(x))
         launch(stream, x, out, x.shape[1] // 2, x.element_strides()[0])
     return out
-
-
-def compile_all(target):
-    """bfloat16 rows of Llama-3-shaped MLPs (intermediate 8192) for a prompt and a decode
-    step, and float32 rows of an odd width."""
-    import ml_dtypes
-    import numpy as np
-    from ._strided_indexing import placeholder
-    for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 16384), (ml_dtypes.bfloat16, 1, 16384),
-                               (np.float32, 7, 2 * 333)):
-        x = placeholder((rows, width), dtype)
-        _plan(x, target)(0, x, placeholder((rows, width // 2), dtype), width // 2, width)
