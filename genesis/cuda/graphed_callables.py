@@ -175,8 +175,11 @@ def _graphed_function(fwd_graph, surface, outputs, bwd_graph, grad_outputs, grad
         @autograd.once_differentiable
         def backward(ctx, *grads):
             for static, given in zip(grad_outputs, grads):
-                if static is not None and given is not None \
-                        and static.data_ptr() != given.data_ptr():
+                if static is None:
+                    continue
+                if given is None:  # an output that got no gradient
+                    static.zero_()
+                elif static.data_ptr() != given.data_ptr():
                     static.copy_(given)
             bwd_graph.replay()
             return tuple(g.detach() if g is not None else None for g in grad_inputs)
