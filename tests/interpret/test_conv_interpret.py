@@ -3,7 +3,7 @@ CPU, through Triton's interpreter.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_conv_interpret.py`.
 16 x 16 x 16 tiles make small odd shapes walk several tiles, channel blocks and ragged tails;
-the weight gradient runs both split (float32 partials summed by a second kernel) and direct.
+the weight gradient runs split (float32 partials summed by a second kernel) and direct.
 The reference is torch in float64 on the same values, rounded once to the dtype: float32 within
 its tolerances, half types within 1 ulp (or float32 accumulation error near zero).
 
@@ -51,15 +51,15 @@ def _small_wgrad_tiles(c_out, c_in, dtype):
     return 16, 16, 16, 4, 1
 
 
-@pytest.fixture(params=["split", "direct"])
-def gpu(request, monkeypatch):
+@pytest.fixture
+def gpu(monkeypatch):
     """Interpreted kernels in 16-wide tiles; the weight gradient split into partial sums of 8
-    or more positions, or written directly."""
+    or more positions."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(conv, "_tiles", _small_tiles)
     monkeypatch.setattr(conv, "_wgrad_tiles", _small_wgrad_tiles)
-    monkeypatch.setattr(conv, "_MIN_SPLIT", 8 if request.param == "split" else 1 << 40)
+    monkeypatch.setattr(conv, "_MIN_SPLIT", 8)
     monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
     monkeypatch.setattr(conv, "_wgrad_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
@@ -124,6 +124,21 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     _check(ti.to_host(dx), tx.grad.numpy())
     dw = conv.conv2d_igemm_weight_grad(_on_device(x, layout), _on_device(grad, layout),
                                        weight.shape, *args)
+    _check(ti.to_host(dw), tw.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_weight_gradient_written_directly(gpu, rng, monkeypatch, dtype):
+    """One split: the kernel writes the gradient in its dtype, no partial sums."""
+    monkeypatch.setattr(conv, "_MIN_SPLIT", 1 << 40)
+    n, c, h, w, k, kernel, stride, padding, dilation, groups = CASES[2]
+    x, weight = _values(rng, dtype, (n, c, h, w), (k, c // groups, *kernel))
+    tw = _f64(weight).requires_grad_()
+    expected = TF.conv2d(_f64(x), tw, None, stride, padding, dilation, groups)
+    (grad,) = _values(rng, dtype, expected.shape)
+    expected.backward(_f64(grad))
+    dw = conv.conv2d_igemm_weight_grad(ti.to_device(x), ti.to_device(grad), weight.shape,
+                                       stride, padding, dilation, groups)
     _check(ti.to_host(dw), tw.grad.numpy())
 
 

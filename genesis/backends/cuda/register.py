@@ -8,5 +8,6 @@ from .kernels import median, shape, sort  # noqa: F401
 from .kernels import loss, optim  # noqa: F401
 from .kernels import amp, attention  # noqa: F401
 from .kernels import recurrent  # noqa: F401
+from .kernels import conv  # noqa: F401
 from . import linalg_host  # noqa: F401
 from .kernels import optim_extra  # noqa: F401

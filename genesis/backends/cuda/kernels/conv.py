@@ -24,11 +24,16 @@ fixed order by `_split_sum_kernel` and rounded once: deterministic, no atomics. 
 gradient is a column sum (a reduction, at the caller).
 
 Groups: grid axis 1 (forward, transposed) or 2 (weight gradient) also runs over groups.
-Layouts: inputs are read where they lie through their strides (contiguous NCHW, channels-last,
-any view); a tile is loaded with its contiguous dimension fastest (`_load_tile`) so the loads
-coalesce either way. The output is channels-last when the input is, else contiguous NCHW. The
-weight is repacked as (groups, R, S, C_in/g, C_out/g), out channels contiguous, so its tiles
-load as 16-byte vectors.
+Layouts: the kernels read their operands through strides, and the inputs they gather from
+(x forward, the output gradient transposed, both for the weight gradient) are read along their
+channels: channels-last inputs are read where they lie, others are first copied to
+channels-last (one pass over the input), so that a tile's loads are 16-byte vectors that
+Triton pipelines into shared memory (gathered along the spatial rows they would be scalar
+loads). The output is channels-last when the input is, else contiguous NCHW: then a program's
+rows are positions of one image (PER_IMAGE), contiguous in the output, so its stores are
+vectors too (a strided transposed convolution, whose rows are phases, writes channels-last and
+copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g),
+out channels contiguous.
 
 Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a float32
 accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
@@ -56,6 +61,7 @@ from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
+from .copy import strided_copy
 from ._strided_indexing import cdiv, next_pow2
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -69,17 +75,10 @@ _SUM_BLOCK = 1024
 
 
 @triton.jit
-def _load_tile(ptr, rows, cols, row_mask, col_mask, COLS_FAST: tl.constexpr):
-    """The (rows x cols) tile at ptr + rows[:, None] + cols[None, :], zero where masked. Loaded
-    with threads along `cols` when COLS_FAST (the unit-stride side), else along `rows` and
-    transposed in registers, so either layout coalesces."""
-    if COLS_FAST:
-        tile = tl.load(ptr + rows[:, None] + cols[None, :],
-                       mask=row_mask[:, None] & col_mask[None, :], other=0.0)
-    else:
-        tile = tl.trans(tl.load(ptr + rows[None, :] + cols[:, None],
-                                mask=row_mask[None, :] & col_mask[:, None], other=0.0))
-    return tile
+def _load_tile(ptr, rows, cols, row_mask, col_mask):
+    """The (rows x cols) tile at ptr + rows[:, None] + cols[None, :], zero where masked."""
+    return tl.load(ptr + rows[:, None] + cols[None, :],
+                   mask=row_mask[:, None] & col_mask[None, :], other=0.0)
 
 
 @triton.jit
@@ -98,19 +97,21 @@ def _conv_kernel(
         # pointers: input (N, C_in, H, W), packed weight (G, R, S, C_in/G, C_out/G), bias
         # (C_out) or None, output (N, C_out, OH, OW)
         x_ptr, w_ptr, bias_ptr, out_ptr,
-        # sizes: rows (N x row_h x row_w: the output positions of a phase), the input's and the
-        # output's height and width, channels per group in and out, the kernel's size
-        n_rows, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w,
+        # sizes: images, the output positions of a phase (row_h x row_w per image), the input's
+        # and the output's height and width, channels per group in and out, the kernel's size
+        n_images, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w,
         # geometry; taps of a phase step by tap_step (stride / gcd(stride, dil), TRANSPOSED)
         stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, tap_step_h, tap_step_w,
         # strides, in elements
         x_sn, x_sc, x_sh, x_sw, w_sg, w_sr, w_ss, w_sci, w_sco,
         out_sn, out_sc, out_sh, out_sw,
         # meta-parameters
-        TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, X_CHANNELS_FAST: tl.constexpr,
-        OUT_CHANNELS_FAST: tl.constexpr, PRECISION: tl.constexpr, INDEX64: tl.constexpr,
+        TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, PER_IMAGE: tl.constexpr,
+        PRECISION: tl.constexpr, INDEX64: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """One BM x BN tile of (output positions, out channels) of one group (and phase)."""
+    """One BM x BN tile of (output positions, out channels) of one group (and phase). Rows
+    run over all images (channels-last output: stores along the channels), or with PER_IMAGE
+    over one image's positions, which are then the NCHW output's contiguous offsets."""
     tiles_n = tl.cdiv(c_out, BN)
     pid_m = tl.program_id(0) // tiles_n
     pid_n = tl.program_id(0) % tiles_n
@@ -121,14 +122,25 @@ def _conv_kernel(
         phase_w = tl.program_id(1) % stride_w
     else:
         group = tl.program_id(1)
-    rm = pid_m * BM + tl.arange(0, BM)
-    if INDEX64:
-        rm = rm.to(tl.int64)
+    positions = row_h * row_w
+    if PER_IMAGE:
+        tiles_m = tl.cdiv(positions, BM)
+        n = pid_m // tiles_m
+        p = (pid_m % tiles_m) * BM + tl.arange(0, BM)
+        row_mask = p < positions
+        if INDEX64:
+            n = n.to(tl.int64)
+    else:
+        rm = pid_m * BM + tl.arange(0, BM)
+        if INDEX64:
+            rm = rm.to(tl.int64)
+        n = rm // positions
+        p = rm % positions
+        row_mask = rm < n_images * positions
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
-    n = rm // (row_h * row_w)
-    i = (rm // row_w) % row_h
-    j = rm % row_w
+    i = p // row_w
+    j = p % row_w
     # where each row is stored, and the first source position of its window
     if TRANSPOSED:
         oh = phase_h + i * stride_h
@@ -142,7 +154,7 @@ def _conv_kernel(
         src_w = j * stride_w - pad_w
         first_h, first_w = 0, 0
         tap_step_h, tap_step_w = 1, 1
-    row_mask = (rm < n_rows) & (oh < out_h) & (ow < out_w)
+    row_mask = row_mask & (oh < out_h) & (ow < out_w)
     taps_w = tl.cdiv(kernel_w - first_w, tap_step_w)
     taps = tl.cdiv(kernel_h - first_h, tap_step_h) * taps_w
     c_blocks = tl.cdiv(c_in, BK)
@@ -164,29 +176,26 @@ def _conv_kernel(
             w = src_w + s * dil_w
         in_bounds = row_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
         c_mask = c < c_in
-        a = _load_tile(x_group, x_image + h * x_sh + w * x_sw, c * x_sc, in_bounds, c_mask,
-                       X_CHANNELS_FAST)
+        a = _load_tile(x_group, x_image + h * x_sh + w * x_sw, c * x_sc, in_bounds, c_mask)
         b = tl.load(w_group + r * w_sr + s * w_ss + c[:, None] * w_sci + rn[None, :] * w_sco,
                     mask=c_mask[:, None] & n_mask[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     channel = group * c_out + rn
     if HAS_BIAS:
         acc += tl.load(bias_ptr + channel, mask=n_mask, other=0.0).to(tl.float32)[None, :]
-    out_rows = n * out_sn + oh * out_sh + ow * out_sw
-    _store_tile(out_ptr, out_rows, channel * out_sc, row_mask, n_mask, acc, OUT_CHANNELS_FAST)
+    if PER_IMAGE:
+        out_rows = n * out_sn + p * out_sw
+    else:
+        out_rows = n * out_sn + oh * out_sh + ow * out_sw
+    _store_tile(out_ptr, out_rows, channel * out_sc, row_mask, n_mask, acc)
 
 
 @triton.jit
-def _store_tile(ptr, rows, cols, row_mask, col_mask, value, COLS_FAST: tl.constexpr):
-    """Store the (rows x cols) tile `value` rounded to the output type, with threads along the
-    unit-stride side (see _load_tile)."""
-    value = value.to(ptr.dtype.element_ty)
-    if COLS_FAST:
-        tl.store(ptr + rows[:, None] + cols[None, :], value,
-                 mask=row_mask[:, None] & col_mask[None, :])
-    else:
-        tl.store(ptr + rows[None, :] + cols[:, None], tl.trans(value),
-                 mask=row_mask[None, :] & col_mask[:, None])
+def _store_tile(ptr, rows, cols, row_mask, col_mask, value):
+    """Store the (rows x cols) tile `value` at ptr + rows[:, None] + cols[None, :], rounded
+    to the output type."""
+    tl.store(ptr + rows[:, None] + cols[None, :], value.to(ptr.dtype.element_ty),
+             mask=row_mask[:, None] & col_mask[None, :])
 
 
 @triton.jit
@@ -203,7 +212,6 @@ def _conv_wgrad_kernel(
         dy_sn, dy_sc, dy_sh, dy_sw, x_sn, x_sc, x_sh, x_sw,
         out_split, out_sk, out_sc, out_sr, out_ss,
         # meta-parameters
-        DY_CHANNELS_FAST: tl.constexpr, X_CHANNELS_FAST: tl.constexpr,
         PRECISION: tl.constexpr, INDEX64: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """One BM x BN tile of (out channels, in channels) of one tap, group and split."""
@@ -236,13 +244,11 @@ def _conv_wgrad_kernel(
         w = ow * stride_w - pad_w + s * dil_w
         q_mask = q < end
         in_bounds = q_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
-        a = _load_tile(dy_ptr, dy_channels, n * dy_sn + oh * dy_sh + ow * dy_sw, m_mask, q_mask,
-                       not DY_CHANNELS_FAST)
-        b = _load_tile(x_ptr, n * x_sn + h * x_sh + w * x_sw, x_channels, in_bounds, n_mask,
-                       X_CHANNELS_FAST)
+        a = _load_tile(dy_ptr, dy_channels, n * dy_sn + oh * dy_sh + ow * dy_sw, m_mask, q_mask)
+        b = _load_tile(x_ptr, n * x_sn + h * x_sh + w * x_sw, x_channels, in_bounds, n_mask)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     out = out_ptr + split * out_split + r * out_sr + s * out_ss
-    _store_tile(out, (group * c_out + rm) * out_sk, rn * out_sc, m_mask, n_mask, acc, False)
+    _store_tile(out, (group * c_out + rm) * out_sk, rn * out_sc, m_mask, n_mask, acc)
 
 
 @triton.jit
@@ -347,15 +353,16 @@ def _conv_plan(x, w, bias, out, conv, transposed, target=None):
     row_h, row_w = (cdiv(out_h, stride_h), cdiv(out_w, stride_w)) if transposed else (out_h, out_w)
     n_rows = n * row_h * row_w
     bm, bn, bk, warps, stages = _tiles(n_rows, c_out, c_in, x.dtype, groups * phases)
+    per_image = phases == 1 and not _channels_fast(out)
+    tiles_m = n * cdiv(row_h * row_w, bm) if per_image else cdiv(n_rows, bm)
     ity = _index_type(x, out)
-    meta = dict(TRANSPOSED=transposed, HAS_BIAS=bias is not None,
-                X_CHANNELS_FAST=_channels_fast(x), OUT_CHANNELS_FAST=_channels_fast(out),
+    meta = dict(TRANSPOSED=transposed, HAS_BIAS=bias is not None, PER_IMAGE=per_image,
                 PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm, BN=bn, BK=bk)
-    grid = (cdiv(n_rows, bm) * cdiv(c_out, bn), groups * phases)
+    grid = (tiles_m * cdiv(c_out, bn), groups * phases)
     launch = Launch(_conv_kernel, grid, meta, warps, stages, int_type=ity, device=out.device,
                     target=target)
     tap_steps = (stride_h // math.gcd(stride_h, dil_h), stride_w // math.gcd(stride_w, dil_w))
-    sizes = (n_rows, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w)
+    sizes = (n, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w)
     geometry = (stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, *tap_steps)
     strides = (_stride_args(x), _stride_args(w), _stride_args(out))
     return launch, (sizes, geometry, strides)
@@ -385,8 +392,7 @@ def _wgrad_plan(dy, x, out, conv, kernel_size, splits, split_len, target=None):
     c_out, c_in = c_total // groups, x.shape[1] // groups
     bm, bn, bk, warps, stages = _wgrad_tiles(c_out, c_in, x.dtype)
     ity = _index_type(dy, x, out)
-    meta = dict(DY_CHANNELS_FAST=_channels_fast(dy), X_CHANNELS_FAST=_channels_fast(x),
-                PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm, BN=bn, BK=bk)
+    meta = dict(PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm, BN=bn, BK=bk)
     grid = (cdiv(c_out, bm) * cdiv(c_in, bn), kernel_h * kernel_w, groups * splits)
     launch = Launch(_conv_wgrad_kernel, grid, meta, warps, stages, int_type=ity,
                     device=out.device, target=target)
@@ -439,6 +445,16 @@ def _packed_weight(weight, groups, transposed):
     return view if view.is_contiguous() else contiguous(view)
 
 
+def _channels_last(arr, stream):
+    """`arr` itself when its channels are contiguous (or single), else a channels-last copy:
+    the kernels read tiles along the channels, 16 bytes at a time."""
+    if arr.shape[1] == 1 or _channels_fast(arr):
+        return arr
+    out = _empty_output(arr.shape, arr.dtype, True, arr.device, stream)
+    strided_copy(out, arr, stream)
+    return out
+
+
 def _empty_output(shape, dtype, channels_last, device, stream):
     """An (N, C, H, W) array, channels-last when `channels_last`, else contiguous."""
     if not channels_last:
@@ -453,19 +469,28 @@ _wgrad_plans = LaunchCache()
 
 
 def _run_conv(x, weight, bias, conv, transposed, out_size):
+    """The (transposed) convolution into an output laid out as `x` (channels-last or NCHW).
+    An NCHW output of a strided transposed convolution, whose rows are phases, not runs of
+    the output, is written channels-last and copied."""
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
     w = _packed_weight(weight, conv.groups, transposed)
-    out_c = w.shape[0] * w.shape[4]
-    out = _empty_output((x.shape[0], out_c, *out_size), x.dtype, _channels_fast(x), device,
-                        stream)
+    shape = (x.shape[0], w.shape[0] * w.shape[4], *out_size)
+    channels_last = _channels_fast(x)
+    by_rows = not channels_last and transposed and conv.stride != (1, 1)
+    out = _empty_output(shape, x.dtype, channels_last or by_rows, device, stream)
     key = (x.shape, x.strides, weight.shape, x.dtype, x.ptr % 16 == 0,
            None if bias is None else bias.ptr % 16 == 0, conv.key(), transposed, out_size,
            flags.allow_tf32, device)
+    x = _channels_last(x, stream)
     launch, dims = _conv_plans.get_or_build(
         key, lambda: _conv_plan(x, w, bias, out, conv, transposed))
     _conv_launch(launch, dims, stream, x, w, bias, out)
+    if by_rows:
+        nchw = CUDAArray.empty(shape, x.dtype, device, stream)
+        strided_copy(nchw, out, stream)
+        return nchw
     return out
 
 
@@ -511,6 +536,7 @@ def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, g
                                                    device, stream)
     key = (x.shape, x.strides, grad.shape, grad.strides, weight_shape, x.dtype,
            x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), flags.allow_tf32, device)
+    x, grad = _channels_last(x, stream), _channels_last(grad, stream)
 
     def plan():
         return (_wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
