@@ -39,6 +39,7 @@ CASES = [
     (2, 6, 9, 8, 4, (3, 3), (2, 3), (2, 1), (2, 1), 2),
     (3, 20, 6, 5, 18, (1, 1), (1, 1), (0, 0), (1, 1), 1),
     (1, 5, 11, 4, 5, (5, 1), (3, 1), (2, 0), (1, 1), 5),
+    (2, 3, 9, 11, 4, (3, 7), (2, 2), (1, 3), (1, 1), 1),
 ]
 LAYOUTS = ["contiguous", "channels_last", "strided"]
 
@@ -162,13 +163,14 @@ TRANSPOSED = [
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_conv_transpose2d(gpu, rng, dtype, case):
     """ConvTranspose2d's forward, output padding up to past the stride (when under the
-    dilation) included."""
+    dilation) included; the bias a strided view."""
     c_in, c_out, kernel, stride, padding, output_padding, dilation, groups = case
     x, weight, bias = _values(rng, dtype, (2, c_in, 5, 4), (c_in, c_out, *kernel),
                               (c_out * groups,))
     expected = TF.conv_transpose2d(_f64(x), _f64(weight), _f64(bias), stride, padding,
                                    output_padding, groups, dilation).numpy()
-    out = conv.conv_transpose2d_igemm(ti.to_device(x), ti.to_device(weight), ti.to_device(bias),
+    strided_bias = ti.view(ti.to_device(np.repeat(bias, 2)), bias.shape, (2,))
+    out = conv.conv_transpose2d_igemm(ti.to_device(x), ti.to_device(weight), strided_bias,
                                       stride, padding, dilation, groups, expected.shape[2:])
     _check(ti.to_host(out), expected)
 

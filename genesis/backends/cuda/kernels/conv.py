@@ -39,12 +39,17 @@ Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a flo
 accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
 tensor-core products when genesis.backends.cuda.matmul.allow_tf32 is set, else IEEE float32.
 
-Block sizes (`_tiles`): 128 x 128 x 64 (half types; BK 32 for float32) with 8 warps and 3
-stages keeps (128 + 128) * 64 * 2 bytes * 3 = 96 KB of operands in flight per SM (228 KB on
-Hopper) and reuses each loaded element 128 times. Out-channel tiles shrink to the channel count
-(64 for ResNet's narrow layers, 4 warps then), BK to the channels per group (16 at least, as
-tl.dot needs), and BM to 64 when 128-row tiles would leave SMs idle. The rule depends on the
-shape only, so a CUDA graph capture never tunes.
+Few channels (the RGB stem): the inner tile is at least 16 wide, so with 3 channels it would
+idle 13 of 16 lanes; an undilated single-group forward then walks whole kernel rows, the (s, c)
+pairs of which lie contiguous in a channels-last input (ROW_RUNS).
+
+Block sizes (`_tiles`): 128 x 128 x 64 (half types; BK 32 for TF32, 16 for IEEE float32) with
+8 warps and 3 stages keeps (128 + 128) * 64 * 2 bytes * 3 = 96 KB of operands in flight per SM
+(228 KB on Hopper) and reuses each loaded element 128 times; ptxas fits it in about 120
+registers a thread, no spills. Out-channel tiles shrink to the channel count (64 for ResNet's
+narrow layers, 4 warps then), BK to the channels per group (16 at least, as tl.dot needs), and
+BM to 64 (then BN to 64) when bigger tiles would leave SMs idle. The rule depends on the shape
+only, so a CUDA graph capture never tunes; `benchmarks/conv.py --tiles` times the others.
 """
 
 import math
@@ -72,6 +77,9 @@ _TARGET_PROGRAMS = 264
 # The weight gradient's split length never drops under this many (n, oh, ow) positions.
 _MIN_SPLIT = 512
 _SUM_BLOCK = 1024
+# Under this many channels per group (tl.dot's least inner tile), the forward's inner loop runs
+# over whole kernel rows (ROW_RUNS): (s, c) pairs, the 7x7 stem's 21 in one 32-wide tile.
+_MIN_RUN_CHANNELS = 16
 
 
 @triton.jit
@@ -107,11 +115,13 @@ def _conv_kernel(
         out_sn, out_sc, out_sh, out_sw,
         # meta-parameters
         TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, PER_IMAGE: tl.constexpr,
-        PRECISION: tl.constexpr, INDEX64: tl.constexpr,
+        ROW_RUNS: tl.constexpr, PRECISION: tl.constexpr, INDEX64: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """One BM x BN tile of (output positions, out channels) of one group (and phase). Rows
     run over all images (channels-last output: stores along the channels), or with PER_IMAGE
-    over one image's positions, which are then the NCHW output's contiguous offsets."""
+    over one image's positions, which are then the NCHW output's contiguous offsets. With
+    ROW_RUNS (few channels), the inner loop runs over a kernel row's (s, c) pairs at once: one
+    contiguous run of the channels-last input (undilated, one group)."""
     tiles_n = tl.cdiv(c_out, BN)
     pid_m = tl.program_id(0) // tiles_n
     pid_n = tl.program_id(0) % tiles_n
@@ -155,9 +165,14 @@ def _conv_kernel(
         first_h, first_w = 0, 0
         tap_step_h, tap_step_w = 1, 1
     row_mask = row_mask & (oh < out_h) & (ow < out_w)
-    taps_w = tl.cdiv(kernel_w - first_w, tap_step_w)
+    if ROW_RUNS:
+        taps_w = 1
+        k_run = kernel_w * c_in
+    else:
+        taps_w = tl.cdiv(kernel_w - first_w, tap_step_w)
+        k_run = c_in
     taps = tl.cdiv(kernel_h - first_h, tap_step_h) * taps_w
-    c_blocks = tl.cdiv(c_in, BK)
+    c_blocks = tl.cdiv(k_run, BK)
     x_group = x_ptr + group * c_in * x_sc
     x_image = n * x_sn
     w_group = w_ptr + group * w_sg
@@ -174,9 +189,16 @@ def _conv_kernel(
         else:
             h = src_h + r * dil_h
             w = src_w + s * dil_w
-        in_bounds = row_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
-        c_mask = c < c_in
-        a = _load_tile(x_group, x_image + h * x_sh + w * x_sw, c * x_sc, in_bounds, c_mask)
+        c_mask = c < k_run
+        if ROW_RUNS:
+            w = w[:, None] + (c // c_in)[None, :]
+            run = x_image + h * x_sh + src_w * x_sw
+            in_bounds = (row_mask & (h >= 0) & (h < in_h))[:, None] & (w >= 0) & (w < in_w)
+            a = tl.load(x_group + run[:, None] + c[None, :] * x_sc,
+                        mask=in_bounds & c_mask[None, :], other=0.0)
+        else:
+            in_bounds = row_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
+            a = _load_tile(x_group, x_image + h * x_sh + w * x_sw, c * x_sc, in_bounds, c_mask)
         b = tl.load(w_group + r * w_sr + s * w_ss + c[:, None] * w_sci + rn[None, :] * w_sco,
                     mask=c_mask[:, None] & n_mask[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
@@ -300,6 +322,8 @@ def _tiles(rows, c_out, c_in, dtype, programs):
     bm = 128
     if cdiv(rows, bm) * cdiv(c_out, bn) * programs < _TARGET_PROGRAMS:
         bm = 64
+        if bn > 64 and cdiv(rows, bm) * cdiv(c_out, bn) * programs < _TARGET_PROGRAMS:
+            bn = 64
     warps = 8 if bm * bn >= 128 * 128 else 4
     return bm, bn, bk, warps, 3
 
@@ -352,12 +376,17 @@ def _conv_plan(x, w, bias, out, conv, transposed, target=None):
     phases = stride_h * stride_w if transposed else 1
     row_h, row_w = (cdiv(out_h, stride_h), cdiv(out_w, stride_w)) if transposed else (out_h, out_w)
     n_rows = n * row_h * row_w
-    bm, bn, bk, warps, stages = _tiles(n_rows, c_out, c_in, x.dtype, groups * phases)
+    row_runs = (not transposed and groups == 1 and dil_w == 1 and 1 < kernel_w
+                and c_in < _MIN_RUN_CHANNELS and x.element_strides()[1] == 1
+                and x.element_strides()[3] == c_in)
+    bm, bn, bk, warps, stages = _tiles(n_rows, c_out, kernel_w * c_in if row_runs else c_in,
+                                       x.dtype, groups * phases)
     per_image = phases == 1 and not _channels_fast(out)
     tiles_m = n * cdiv(row_h * row_w, bm) if per_image else cdiv(n_rows, bm)
     ity = _index_type(x, out)
     meta = dict(TRANSPOSED=transposed, HAS_BIAS=bias is not None, PER_IMAGE=per_image,
-                PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm, BN=bn, BK=bk)
+                ROW_RUNS=row_runs, PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm,
+                BN=bn, BK=bk)
     grid = (tiles_m * cdiv(c_out, bn), groups * phases)
     launch = Launch(_conv_kernel, grid, meta, warps, stages, int_type=ity, device=out.device,
                     target=target)
@@ -476,6 +505,8 @@ def _run_conv(x, weight, bias, conv, transposed, out_size):
     activate(device)
     stream = current_stream_handle(device)
     w = _packed_weight(weight, conv.groups, transposed)
+    if bias is not None and bias.element_strides() != (1,):
+        bias = contiguous(bias)
     shape = (x.shape[0], w.shape[0] * w.shape[4], *out_size)
     channels_last = _channels_fast(x)
     by_rows = not channels_last and transposed and conv.stride != (1, 1)
