@@ -32,8 +32,7 @@ Triton pipelines into shared memory (gathered along the spatial rows they would 
 loads). The output is channels-last when the input is, else contiguous NCHW: then a program's
 rows are positions of one image (PER_IMAGE), contiguous in the output, so its stores are
 vectors too (a strided transposed convolution, whose rows are phases, writes channels-last and
-copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g),
-out channels contiguous.
+copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g), out channels contiguous.
 
 Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a float32
 accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
@@ -70,7 +69,6 @@ from .copy import strided_copy
 from ._strided_indexing import cdiv, next_pow2
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
-DTYPES = _HALF + (np.dtype(np.float32),)
 # Programs that fill an H100/H200 (132 SMs) about twice: below it, tiles shrink (forward) or the
 # weight gradient's inner dimension splits further.
 _TARGET_PROGRAMS = 264
