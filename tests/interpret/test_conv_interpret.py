@@ -180,7 +180,7 @@ def _host_kernel(fn):
     kept), a numpy array out."""
     def run(*args):
         converted = [_dense_on_device(a) if isinstance(a, np.ndarray) else a for a in args]
-        return ti.to_host(fn(*converted)).copy()
+        return ti.to_host(fn(*converted)).copy(order="K")
     return run
 
 
