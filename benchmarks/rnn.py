@@ -63,7 +63,8 @@ def run(reps):
             sample = genesis.randn(*shape, device="cuda", dtype=dtypes[0], requires_grad=True)
             graphed = genesis.cuda.make_graphed_callables(modules["genesis"], (sample,))
             ms["graphed"] = ops.device_ms(libs["genesis"],
-                                          _step(genesis, graphed, shape, dtypes[0], rng), reps)
+                                          _step(libs["genesis"], graphed, shape, dtypes[0], rng),
+                                          reps)
             rows.append({"layer": name, "shape": [sequence, batch, hidden, layers],
                          "dtype": dtype_name, "genesis_ms": ms["genesis"],
                          "torch_ms": ms["torch"], "speed": ms["torch"] / ms["genesis"],

@@ -7,7 +7,8 @@ kernel module is listed in CASES (tests/test_kernels_compile.py checks that).
 import ml_dtypes
 import numpy as np
 
-from genesis.backends.cuda.kernels import (amp, arange, attention, copy, index, loss, median,
+from genesis.backends.cuda import matmul as matmul_flags
+from genesis.backends.cuda.kernels import (amp, arange, attention, conv, copy, index, loss, median,
                                            norm, optim, optim_extra, random, recurrent,
                                            residual_norm, rotary, shape, softmax, swiglu)
 from genesis.backends.cuda.kernels import decode_attention as decode
@@ -579,8 +580,92 @@ def swiglu_cases(target):
         swiglu._plan(x, target)(0, x, placeholder((rows, width // 2), dtype), width // 2, width)
 
 
+
+def conv_case(dtype, x_shape, w_shape, conv_args, target, transposed=False, bias=False,
+              channels_last=False):
+    """Compile the forward (or transposed) launch of one convolution of a channels-last input
+    (as the kernels read it) into a channels-last or NCHW output."""
+    n, c, h, w = x_shape
+    x = placeholder(x_shape, dtype, (h * w * c, 1, w * c, c))
+    geometry = conv.Conv(*conv_args)
+    groups = geometry.groups
+    packed = placeholder((groups, *w_shape[2:], w_shape[0] // groups, w_shape[1])
+                         if transposed else (groups, *w_shape[2:], w_shape[1],
+                                             w_shape[0] // groups), dtype)
+    out_c = packed.shape[0] * packed.shape[4]
+    size = (tuple((s - 1) * st + k for s, st, k in zip((h, w), geometry.stride, w_shape[2:]))
+            if transposed else conv._out_size((h, w), w_shape[2:], geometry))
+    out_strides = ((size[0] * size[1] * out_c, 1, size[1] * out_c, out_c)
+                   if channels_last or transposed and geometry.stride != (1, 1) else None)
+    out = placeholder((n, out_c, *size), dtype, out_strides)
+    b = placeholder((out_c,), dtype) if bias else None
+    launch, dims = conv._conv_plan(x, packed, b, out, geometry, transposed, target)
+    conv._conv_launch(launch, dims, 0, x, packed, b, out)
+
+
+def wgrad_case(dtype, x_shape, w_shape, conv_args, target):
+    """Compile the weight gradient's launches (split into float32 partials and the sum, or
+    direct) of one convolution of channels-last operands."""
+    geometry = conv.Conv(*conv_args)
+    size = conv._out_size(x_shape[2:], w_shape[2:], geometry)
+    dy_shape = (x_shape[0], w_shape[0], *size)
+
+    def array(shape):
+        n, c, h, w = shape
+        return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
+
+    x, dy = array(x_shape), array(dy_shape)
+    bm, bn, bk, _, _ = conv._wgrad_tiles(w_shape[0] // geometry.groups, w_shape[1], dtype)
+    programs = (-(-w_shape[0] // geometry.groups // bm) * -(-w_shape[1] // bn) * w_shape[2]
+                * w_shape[3] * geometry.groups)
+    splits, split_len = conv._splits(programs, dy_shape[0] * size[0] * size[1], bk)
+    out = placeholder((splits, *w_shape), np.float32 if splits > 1 else dtype)
+    launch, dims = conv._wgrad_plan(dy, x, out, geometry, w_shape[2:], splits, split_len, target)
+    conv._wgrad_launch(launch, dims, 0, dy, x, out)
+    if splits > 1:
+        total = placeholder(w_shape, dtype)
+        conv._sum_launch(conv._sum_plan(total.size, 0, target), 0, out, total, total.size,
+                         splits)
+
+
+def conv_cases(target):
+    """ResNet-50's convolutions in every dtype (float32 with and without TF32): the 7x7 stem
+    (3 channels: the smallest inner tile), 3x3 and 1x1 layers of 64 to 512 channels (the tile
+    rule's widths), stride 2, NCHW and channels-last, with bias; transposed at stride 1 and 2
+    (phases), grouped and depthwise; the weight gradient split and direct; 64-bit offsets."""
+    one, two = ((1, 1), (0, 0), (1, 1), 1), ((2, 2), (1, 1), (1, 1), 1)
+    layers = [((32, 3, 224, 224), (64, 3, 7, 7), ((2, 2), (3, 3), (1, 1), 1)),
+              ((32, 64, 56, 56), (64, 64, 3, 3), ((1, 1), (1, 1), (1, 1), 1)),
+              ((32, 256, 56, 56), (64, 256, 1, 1), one),
+              ((32, 128, 56, 56), (128, 128, 3, 3), two),
+              ((32, 512, 7, 7), (512, 512, 3, 3), ((1, 1), (1, 1), (1, 1), 1))]
+    for dtype, tf32 in ((np.float16, False), (ml_dtypes.bfloat16, False), (np.float32, True),
+                        (np.float32, False)):
+        saved, matmul_flags.allow_tf32 = matmul_flags.allow_tf32, tf32
+        try:
+            for x_shape, w_shape, args in layers if dtype == ml_dtypes.bfloat16 else layers[1:2]:
+                conv_case(dtype, x_shape, w_shape, args, target, bias=True)
+                conv_case(dtype, x_shape, w_shape, args, target, channels_last=True)
+                conv_case(dtype, x_shape, w_shape[1::-1] + w_shape[2:], args, target,
+                          transposed=True)
+                wgrad_case(dtype, x_shape, w_shape, args, target)
+        finally:
+            matmul_flags.allow_tf32 = saved
+    bf16 = ml_dtypes.bfloat16
+    conv_case(bf16, (32, 128, 56, 56), (128, 64, 3, 3), two, target, transposed=True,
+              channels_last=True)
+    conv_case(bf16, (8, 64, 28, 28), (64, 8, 3, 3), ((1, 1), (1, 1), (1, 1), 8), target)
+    conv_case(bf16, (8, 64, 28, 28), (64, 1, 3, 3), ((1, 1), (1, 1), (1, 1), 64), target)
+    wgrad_case(bf16, (2, 64, 8, 8), (64, 64, 1, 1), one, target)
+    conv_case(bf16, (1024, 256, 112, 112), (256, 256, 3, 3), ((1, 1), (1, 1), (1, 1), 1),
+              target)
+    wgrad_case(bf16, (1024, 256, 112, 112), (256, 256, 3, 3), ((1, 1), (1, 1), (1, 1), 1),
+               target)
+
+
+
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
-         "copy": copy_cases, "decode_attention": decode_attention_cases,
+         "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,

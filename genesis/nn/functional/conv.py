@@ -4,6 +4,11 @@
 order) from autograd over unfold, reshape and matmul; a transposed convolution is a matmul
 followed by `Fold` (the adjoint of a convolution). Both are built from strided views of one
 storage, so one implementation serves every device and every number of spatial dimensions.
+
+On a device whose backend has implicit-GEMM convolution kernels (CUDA), 1-D and 2-D
+convolutions in float32, float16 and bfloat16 run through them instead, forward and backward
+(`_ImplicitConv`, `_ImplicitConvTranspose`, `_ImplicitWeightGrad`: each one's backward is made
+of the others, so gradients of any order stay on the kernels). 3-D ones keep im2col.
 """
 
 import itertools
@@ -11,9 +16,10 @@ import math
 
 from ... import dtypes
 from ...autograd.function import Function
+from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops.autocast import autocast_policy
-from ...ops.common import make_view
+from ...ops.common import call, make_view, wrap
 from ._utils import ntuple
 from .padding import pad
 
@@ -240,27 +246,34 @@ def _window_matmul(weight, cols):
     return out.transpose(1, 2).unsqueeze(1)
 
 
-def _conv(x, weight, bias, stride, padding, dilation, groups, op):
-    """N-d convolution of a batched `x`: im2col, then one (grouped) matmul."""
+def _conv_geometry(x, weight, stride, padding, dilation, op):
+    """(`x` padded on the high side if padding="same" needs it, the window geometry), checked."""
     dims = weight.ndim - 2
-    n, out_c, kernel = x.shape[0], weight.shape[0], tuple(weight.shape[2:])
+    kernel = tuple(weight.shape[2:])
     stride, dilation = ntuple(stride, dims, "stride"), ntuple(dilation, dims, "dilation")
     x, padding = _resolve_padding(x, padding, kernel, dilation, stride, op)
     geometry = _Geometry(kernel, dilation, padding, stride, dims)
     _check_geometry(geometry, op)
     _check_blocks(geometry, x.shape[2:], op)
+    return x, geometry
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, op):
+    """N-d convolution of a batched `x`: im2col, then one (grouped) matmul."""
+    n, out_c = x.shape[0], weight.shape[0]
+    x, geometry = _conv_geometry(x, weight, stride, padding, dilation, op)
     blocks = geometry.blocks(*x.shape[2:])
     cols = Unfold.apply(x, geometry, blocks)
-    k = weight.shape[1] * math.prod(kernel)
+    k = weight.shape[1] * math.prod(geometry.kernel)
     cols = cols.reshape(n, groups, k, math.prod(blocks))
     out = _window_matmul(weight.reshape(groups, out_c // groups, k), cols)
     return _add_bias(out.reshape(n, out_c, *blocks), bias)
 
 
-def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, op):
-    """N-d transposed convolution of a batched `x`: a matmul to columns, then col2im."""
+def _transpose_geometry(x, weight, stride, padding, output_padding, dilation, op):
+    """(the window geometry, the output's spatial size) of a transposed convolution, checked."""
     dims = weight.ndim - 2
-    n, c_in, kernel = x.shape[0], x.shape[1], tuple(weight.shape[2:])
+    kernel = tuple(weight.shape[2:])
     geometry = _Geometry(kernel, dilation, padding, stride, dims)
     _check_geometry(geometry, op)
     output_padding = ntuple(output_padding, dims, "output_padding")
@@ -276,11 +289,140 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     if any(s < 0 for s in size):
         raise RuntimeError(f"{op}: Given input size per channel: {list(blocks)}. Calculated "
                            f"output size per channel: {list(size)}. Output size is too small")
-    k = weight.shape[1] * math.prod(kernel)
+    return geometry, size
+
+
+def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, op):
+    """N-d transposed convolution of a batched `x`: a matmul to columns, then col2im."""
+    n, c_in = x.shape[0], x.shape[1]
+    geometry, size = _transpose_geometry(x, weight, stride, padding, output_padding, dilation,
+                                         op)
+    blocks = tuple(x.shape[2:])
+    k = weight.shape[1] * math.prod(geometry.kernel)
     w = weight.reshape(groups, c_in // groups, k).transpose(1, 2)
     cols = _window_matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
     out = Fold.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
     return _add_bias(out, bias)
+
+
+_IMPLICIT_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _implicit(x, weight):
+    """True when the backend's implicit-GEMM kernels run this convolution: 1-D or 2-D, float32
+    or a half type, nothing empty, on a device whose backend has them."""
+    return (weight.ndim in (3, 4) and x.dtype in _IMPLICIT_DTYPES and x.numel() > 0
+            and weight.numel() > 0 and has_kernel("conv2d_igemm", x.device.type))
+
+
+def _as_2d(x, weight, geometry):
+    """A 1-D convolution's input, weight and geometry as a 2-D one's of height 1."""
+    if geometry.dims == 2:
+        return x, weight, geometry
+    flat = _Geometry((1, *geometry.kernel), (1, *geometry.dilation), (0, *geometry.padding),
+                     (1, *geometry.stride))
+    return x.unsqueeze(2), weight.unsqueeze(2), flat
+
+
+def _conv_implicit(x, weight, bias, stride, padding, dilation, groups, op):
+    """A 1-D or 2-D convolution of a batched `x` through the implicit-GEMM kernels."""
+    x, geometry = _conv_geometry(x, weight, stride, padding, dilation, op)
+    dims = geometry.dims
+    x, weight, geometry = _as_2d(x, weight, geometry)
+    out = _ImplicitConv.apply(x, weight, bias, geometry, groups, geometry.blocks(*x.shape[2:]))
+    return out.squeeze(2) if dims == 1 else out
+
+
+def _conv_transpose_implicit(x, weight, bias, stride, padding, output_padding, groups, dilation,
+                             op):
+    """A 1-D or 2-D transposed convolution of a batched `x` through the implicit-GEMM kernels."""
+    geometry, size = _transpose_geometry(x, weight, stride, padding, output_padding, dilation,
+                                         op)
+    dims = geometry.dims
+    x, weight, geometry = _as_2d(x, weight, geometry)
+    size = tuple(size) if dims == 2 else (1, *size)
+    out = _ImplicitConvTranspose.apply(x, weight, bias, geometry, groups, size)
+    return out.squeeze(2) if dims == 1 else out
+
+
+def _kernel_args(geometry, groups):
+    return geometry.stride, geometry.padding, geometry.dilation, groups
+
+
+def _implicit_forward(ctx, op, x, weight, bias, geometry, groups, size):
+    """The forward of _ImplicitConv (`op` "conv2d_igemm") or _ImplicitConvTranspose."""
+    ctx.geometry, ctx.groups = geometry, groups
+    ctx.save_for_backward(x, weight)
+    out = call(op, x, weight, bias, *_kernel_args(geometry, groups), size, device=x.device)
+    return wrap(out, x.device)
+
+
+def _implicit_backward(ctx, grad, adjoint, transposed):
+    """The gradients of _ImplicitConv or (`transposed`) _ImplicitConvTranspose: the input's by
+    the `adjoint` Function, the weight's by _ImplicitWeightGrad of the convolution's input and
+    output gradient (for a transposed one: `grad` and `x`), the bias's as a column sum."""
+    x, weight = ctx.saved_tensors
+    need_x, need_weight, need_bias = ctx.needs_input_grad[:3]
+    geometry, groups = ctx.geometry, ctx.groups
+    dx = adjoint.apply(grad, weight, None, geometry, groups,
+                       tuple(x.shape[2:])) if need_x else None
+    conv_input, conv_grad = (grad, x) if transposed else (x, grad)
+    dw = _ImplicitWeightGrad.apply(conv_input, conv_grad, tuple(weight.shape), geometry,
+                                   groups) if need_weight else None
+    db = grad.sum((0, 2, 3)) if need_bias else None
+    return dx, dw, db, None, None, None
+
+
+class _ImplicitConv(Function):
+    """2-D convolution of (N, C, H, W) `x` into an (N, C_out, *size) result (`size` may cut the
+    full output short: a transposed convolution's input gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geometry, groups, size):
+        return _implicit_forward(ctx, "conv2d_igemm", x, weight, bias, geometry, groups, size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _implicit_backward(ctx, grad, _ImplicitConvTranspose, False)
+
+
+class _ImplicitConvTranspose(Function):
+    """2-D transposed convolution of (N, C_in, H, W) `x` into an (N, C_out, *size) result: the
+    adjoint of _ImplicitConv in `x`."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geometry, groups, size):
+        return _implicit_forward(ctx, "conv_transpose2d_igemm", x, weight, bias, geometry,
+                                 groups, size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _implicit_backward(ctx, grad, _ImplicitConv, True)
+
+
+class _ImplicitWeightGrad(Function):
+    """The weight gradient of a convolution of `x` given its output gradient `grad`. Bilinear
+    in the two: <A, dw(x, grad)> = <grad, conv(x, A)>, so its own gradients are a transposed
+    convolution and a convolution with A as the weight."""
+
+    @staticmethod
+    def forward(ctx, x, grad, weight_shape, geometry, groups):
+        ctx.geometry, ctx.groups = geometry, groups
+        ctx.save_for_backward(x, grad)
+        out = call("conv2d_igemm_weight_grad", x, grad, weight_shape,
+                   *_kernel_args(geometry, groups), device=x.device)
+        return wrap(out, x.device)
+
+    @staticmethod
+    def backward(ctx, a):
+        x, grad = ctx.saved_tensors
+        need_x, need_grad = ctx.needs_input_grad[:2]
+        geometry, groups = ctx.geometry, ctx.groups
+        dx = _ImplicitConvTranspose.apply(grad, a, None, geometry, groups,
+                                          tuple(x.shape[2:])) if need_x else None
+        dgrad = _ImplicitConv.apply(x, a, None, geometry, groups,
+                                    tuple(grad.shape[2:])) if need_grad else None
+        return dx, dgrad, None, None, None
 
 
 def _check_weight(weight, dims, op):
@@ -293,7 +435,10 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, dims, o
     _check_weight(weight, dims, op)
     x, unbatched = batched(input, op, dims)
     _check_conv(x, weight, bias, groups, False, op)
-    out = _in_float32(_conv, x, weight, bias, stride, padding, dilation, groups, op)
+    if _implicit(x, weight):
+        out = _conv_implicit(x, weight, bias, stride, padding, dilation, groups, op)
+    else:
+        out = _in_float32(_conv, x, weight, bias, stride, padding, dilation, groups, op)
     return unbatch(out, unbatched)
 
 
@@ -304,8 +449,12 @@ def _transposed(input, weight, bias, stride, padding, output_padding, groups, di
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
     x, unbatched = batched(input, op, dims)
     _check_conv(x, weight, bias, groups, True, op)
-    out = _in_float32(_conv_transpose, x, weight, bias, stride, padding, output_padding, groups,
-                      dilation, op)
+    if _implicit(x, weight):
+        out = _conv_transpose_implicit(x, weight, bias, stride, padding, output_padding, groups,
+                                       dilation, op)
+    else:
+        out = _in_float32(_conv_transpose, x, weight, bias, stride, padding, output_padding,
+                          groups, dilation, op)
     return unbatch(out, unbatched)
 
 
@@ -315,7 +464,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-@autocast_policy("conv2d")
 @autocast_policy("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) input."""

@@ -1,0 +1,178 @@
+"""Convolutions, bilinear upsampling and max pooling on the GPU, Genesis beside PyTorch (cuDNN)
+in one run.
+
+Conv2d at ResNet-50's layer shapes (batch 32: the 7x7 stride-2 stem, 3x3 and 1x1 layers of
+each stage, the stride-2 3x3) and U-Net's (batch 8, 3x3 at 256^2 to 32^2), ConvTranspose2d at
+U-Net's 2x2 stride-2 upsamplers, all bf16 without bias, in NCHW and channels-last inputs
+(PyTorch's channels_last: the same strides in both frameworks); F.interpolate bilinear
+(scale 2, NCHW 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at ResNet's stem
+(32x64x112x112), bf16 and float32. Each case times the forward and the forward + backward
+(input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
+TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with backward) and the
+torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above is faster).
+
+    python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
+    python benchmarks/conv.py --tiles [--only TEXT ...]   # Genesis's conv under other tiles
+"""
+
+import argparse
+import json
+
+import numpy as np
+import ops
+import torch
+
+import genesis
+from genesis.backends.cuda.kernels import conv as conv_kernels
+
+# (name, batch, C_in, H, W, C_out, kernel, stride, padding)
+CONV = [
+    ("resnet stem 7x7/2", 32, 3, 224, 224, 64, 7, 2, 3),
+    ("resnet 56^2 64->64 3x3", 32, 64, 56, 56, 64, 3, 1, 1),
+    ("resnet 56^2 256->64 1x1", 32, 256, 56, 56, 64, 1, 1, 0),
+    ("resnet 56^2 64->256 1x1", 32, 64, 56, 56, 256, 1, 1, 0),
+    ("resnet 56^2 128->128 3x3/2", 32, 128, 56, 56, 128, 3, 2, 1),
+    ("resnet 28^2 128->128 3x3", 32, 128, 28, 28, 128, 3, 1, 1),
+    ("resnet 14^2 256->256 3x3", 32, 256, 14, 14, 256, 3, 1, 1),
+    ("resnet 7^2 512->512 3x3", 32, 512, 7, 7, 512, 3, 1, 1),
+    ("unet 256^2 64->64 3x3", 8, 64, 256, 256, 64, 3, 1, 1),
+    ("unet 128^2 128->128 3x3", 8, 128, 128, 128, 128, 3, 1, 1),
+    ("unet 32^2 512->512 3x3", 8, 512, 32, 32, 512, 3, 1, 1),
+]
+# (name, batch, C_in, H, W, C_out): 2x2 stride-2 upsampling
+CONV_TRANSPOSE = [
+    ("unet up 16^2 1024->512", 8, 1024, 16, 16, 512),
+    ("unet up 32^2 512->256", 8, 512, 32, 32, 256),
+    ("unet up 128^2 128->64", 8, 128, 128, 128, 64),
+]
+INTERPOLATE = (32, 64, 128, 128)
+MAXPOOL = (32, 64, 112, 112)
+DTYPES = {"bf16": (genesis.bfloat16, torch.bfloat16), "fp32": (genesis.float32, torch.float32)}
+
+
+def _input(lib, rng, shape, dtype, channels_last):
+    """A (N, C, H, W) tensor requiring grad, channels-last strides when asked."""
+    n, c, h, w = shape
+    if channels_last:
+        array = rng.standard_normal((n, h, w, c), dtype=np.float32)
+        t = lib.tensor(array).to(dtype).permute(0, 3, 1, 2)
+    else:
+        t = lib.tensor(rng.standard_normal(shape, dtype=np.float32)).to(dtype)
+    return t.detach().requires_grad_(True)
+
+
+def _step(lib, rng, make, x_shape, dtype, channels_last, backward):
+    """A closure running `make(module)(x)` (and its backward) on fresh inputs."""
+    x = _input(lib, rng, x_shape, dtype, channels_last)
+    fn = make(lib.module)
+    if hasattr(fn, "to"):
+        fn = fn.to(device="cuda", dtype=dtype)
+    out = fn(x)
+    grad = lib.tensor(rng.standard_normal(tuple(out.shape), dtype=np.float32)).to(dtype)
+
+    def step():
+        y = fn(x)
+        if backward:
+            y.backward(grad)
+    return step
+
+
+def cases(only):
+    """(name, kind, make(module) -> callable, input shape, dtype name, channels_last, flops)."""
+    rows = []
+    for name, n, c, h, w, k, r, s, p in CONV:
+        o = (h + 2 * p - r) // s + 1
+        flops = 2 * n * o * o * k * c * r * r
+        for cl in (False, True):
+            rows.append((name, "conv2d", lambda m, c=c, k=k, r=r, s=s, p=p: m.nn.Conv2d(
+                c, k, r, s, p, bias=False), (n, c, h, w), "bf16", cl, flops))
+    for name, n, c, h, w, k in CONV_TRANSPOSE:
+        flops = 2 * n * h * w * k * c * 4
+        for cl in (False, True):
+            rows.append((name, "conv_transpose2d", lambda m, c=c, k=k: m.nn.ConvTranspose2d(
+                c, k, 2, 2, bias=False), (n, c, h, w), "bf16", cl, flops))
+    for dtype in DTYPES:
+        rows.append(("bilinear x2", "interpolate", lambda m: lambda x: m.nn.functional.interpolate(
+            x, scale_factor=2, mode="bilinear"), INTERPOLATE, dtype, False, 0))
+        rows.append(("maxpool 3x3/2", "max_pool2d", lambda m: m.nn.MaxPool2d(3, 2, 1), MAXPOOL,
+                     dtype, False, 0))
+    return [r for r in rows if not only or any(t in f"{r[0]} {r[1]}" for t in only)]
+
+
+def run(reps, only):
+    libs = {"genesis": ops.Lib(genesis), "torch": ops.Lib(torch)}
+    rng = np.random.default_rng()
+    rows = []
+    for name, kind, make, shape, dtype_name, cl, flops in cases(only):
+        for backward in (False, True):
+            ms = {lib_name: ops.device_ms(lib, _step(lib, rng, make, shape, dtype, cl, backward),
+                                          reps)
+                  for (lib_name, lib), dtype in zip(libs.items(), DTYPES[dtype_name])}
+            total = flops * (3 if backward else 1)
+            rows.append({"name": name, "op": kind, "shape": list(shape), "dtype": dtype_name,
+                         "layout": "channels_last" if cl else "nchw",
+                         "pass": "fwd+bwd" if backward else "fwd",
+                         "genesis_ms": ms["genesis"], "torch_ms": ms["torch"],
+                         "genesis_tflops": total / ms["genesis"] / 1e9 if flops else None,
+                         "torch_tflops": total / ms["torch"] / 1e9 if flops else None,
+                         "speed_vs_torch": ms["torch"] / ms["genesis"]})
+    return rows
+
+
+# Forward/transposed tiles to compare: (BM, BN, BK, warps, stages).
+TILES = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 64, 64, 4, 3), (128, 64, 64, 4, 4),
+         (64, 64, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 3),
+         (128, 128, 32, 8, 4)]
+
+
+def sweep_tiles(reps, only):
+    """Forward and forward+backward ms of Genesis's bf16 convolutions under each tile (the
+    weight gradient's as chosen)."""
+    chosen, rng, lib = conv_kernels._tiles, np.random.default_rng(), ops.Lib(genesis)
+    for name, kind, make, shape, dtype_name, cl, _ in cases(only):
+        if not kind.startswith("conv"):
+            continue
+        dtype = DTYPES[dtype_name][0]
+        for tile in TILES:
+            conv_kernels._tiles = lambda *args, tile=tile: tile
+            conv_kernels._conv_plans.clear()
+            label = f"{name:<28}{'cl' if cl else 'nchw':<6}{str(tile):<24}"
+            try:
+                f_ms, s_ms = (ops.device_ms(lib, _step(lib, rng, make, shape, dtype, cl, b), reps)
+                              for b in (False, True))
+            except Exception as e:  # e.g. more shared memory than the GPU has (OutOfResources)
+                print(f"{label}does not run: {str(e).splitlines()[0][:80]}")
+                continue
+            print(f"{label}forward {f_ms:.3f} ms, both {s_ms:.3f} ms")
+    conv_kernels._tiles = chosen
+    conv_kernels._conv_plans.clear()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--only", nargs="*", default=[], help="cases whose name contains one")
+    parser.add_argument("--cudnn-benchmark", action="store_true",
+                        help="let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
+    parser.add_argument("--tiles", action="store_true", help="sweep the conv kernels' tiles")
+    args = parser.parse_args()
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    if args.tiles:
+        sweep_tiles(args.reps, args.only)
+        return
+    rows = run(args.reps, args.only)
+    print(f"{'case':<28}{'layout':>14}{'dtype':>6}{'pass':>9}{'genesis ms':>12}{'torch ms':>10}"
+          f"{'genesis TF/s':>14}{'torch TF/s':>12}{'speed vs torch':>16}")
+    for r in rows:
+        tf = (f"{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}"
+              if r["genesis_tflops"] else f"{'':>14}{'':>12}")
+        print(f"{r['name']:<28}{r['layout']:>14}{r['dtype']:>6}{r['pass']:>9}"
+              f"{r['genesis_ms']:>12.3f}{r['torch_ms']:>10.3f}{tf}{r['speed_vs_torch']:>16.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

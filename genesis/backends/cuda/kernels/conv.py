@@ -1,0 +1,586 @@
+"""2-D convolutions on the GPU as implicit GEMMs: no im2col buffer, the input's windows are
+gathered tile by tile straight from the input (1-D convolutions run as 2-D ones of height 1).
+
+Forward ("conv2d_igemm"): out[n, k, oh, ow] = sum over (r, s, c) of
+x[n, c, oh*stride - pad + r*dil, ow*stride - pad + s*dil] * w[k, c, r, s], a GEMM with
+M = N*OH*OW rows, K_out columns and C*R*S as its inner dimension. A program computes a BM x BN
+tile of (rows, out channels) and walks the inner dimension tap by tap (r, s) and BK channels at
+a time, in one flat loop so that Triton pipelines the loads across taps; window positions that
+fall into the padding are masked loads (zeros), never materialized.
+
+Transposed ("conv_transpose2d_igemm"): the same kernel with TRANSPOSED, computing
+out[n, c, ih, iw] = sum over (r, s, k) of x[n, k, oh, ow] * w[k, c, r, s] where
+oh*stride - pad + r*dil = ih: ConvTranspose2d's forward and the input gradient of Conv2d. With a
+stride, the output positions split into stride_h x stride_w phases (ih mod stride); every
+position of a phase meets the same taps (those with (ih + pad - r*dil) divisible by the stride),
+so a program works on one phase (grid axis 1) and loops over its valid taps only: no product
+with structural zeros.
+
+Weight gradient ("conv2d_igemm_weight_grad"): dw[k, c, r, s] = sum over (n, oh, ow) of
+dy[n, k, oh, ow] * x[n, c, oh*stride - pad + r*dil, ...]: a GEMM per tap (grid axis 1) of
+K_out x C with N*OH*OW as its inner dimension. That dimension is long and the result small, so
+it is split over SPLITS programs (grid axis 2) that write float32 partial sums, added in a
+fixed order by `_split_sum_kernel` and rounded once: deterministic, no atomics. The bias
+gradient is a column sum (a reduction, at the caller).
+
+Groups: grid axis 1 (forward, transposed) or 2 (weight gradient) also runs over groups.
+Layouts: the kernels read their operands through strides, and the inputs they gather from
+(x forward, the output gradient transposed, both for the weight gradient) are read along their
+channels: channels-last inputs are read where they lie, others are first copied to
+channels-last (one pass over the input), so that a tile's loads are 16-byte vectors that
+Triton pipelines into shared memory (gathered along the spatial rows they would be scalar
+loads). The output is channels-last when the input is, else contiguous NCHW: then a program's
+rows are positions of one image (PER_IMAGE), contiguous in the output, so its stores are
+vectors too (a strided transposed convolution, whose rows are phases, writes channels-last and
+copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g), out channels contiguous.
+
+Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a float32
+accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
+tensor-core products when genesis.backends.cuda.matmul.allow_tf32 is set, else IEEE float32.
+
+Few channels (the RGB stem): the inner tile is at least 16 wide, so with 3 channels it would
+idle 13 of 16 lanes; an undilated single-group forward then walks whole kernel rows, the (s, c)
+pairs of which lie contiguous in a channels-last input (ROW_RUNS).
+
+Block sizes (`_tiles`): 128 x 128 x 64 (half types; BK 32 for TF32, 16 for IEEE float32) with
+8 warps and 3 stages keeps (128 + 128) * 64 * 2 bytes * 3 = 96 KB of operands in flight per SM
+(228 KB on Hopper) and reuses each loaded element 128 times; ptxas fits it in about 120
+registers a thread, no spills. Out-channel tiles shrink to the channel count (64 for ResNet's
+narrow layers, 4 warps then), BK to the channels per group (16 at least, as tl.dot needs), and
+BM to 64 (then BN to 64) when bigger tiles would leave SMs idle. The rule depends on the shape
+only, so a CUDA graph capture never tunes; `benchmarks/conv.py --tiles` times the others.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from .. import matmul as flags
+from ..array_ops import as_strided, contiguous
+from ..launch import Const, Launch, LaunchCache
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from .copy import strided_copy
+from ._strided_indexing import cdiv, next_pow2
+
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+# Programs that fill an H100/H200 (132 SMs) about twice: below it, tiles shrink (forward) or the
+# weight gradient's inner dimension splits further.
+_TARGET_PROGRAMS = 264
+# The weight gradient's split length never drops under this many (n, oh, ow) positions.
+_MIN_SPLIT = 512
+_SUM_BLOCK = 1024
+# Under this many channels per group (tl.dot's least inner tile), the forward's inner loop runs
+# over whole kernel rows (ROW_RUNS): (s, c) pairs, the 7x7 stem's 21 in one 32-wide tile.
+_MIN_RUN_CHANNELS = 16
+
+
+@triton.jit
+def _load_tile(ptr, rows, cols, row_mask, col_mask):
+    """The (rows x cols) tile at ptr + rows[:, None] + cols[None, :], zero where masked."""
+    return tl.load(ptr + rows[:, None] + cols[None, :],
+                   mask=row_mask[:, None] & col_mask[None, :], other=0.0)
+
+
+@triton.jit
+def _first_tap(base, dil, stride, size):
+    """The smallest tap r < stride with (base - r*dil) divisible by `stride` (`size` if none):
+    the first tap that reaches an output phase of a transposed convolution."""
+    first = size
+    for t in range(stride):
+        r = stride - 1 - t
+        first = tl.where((base - r * dil) % stride == 0, r, first)
+    return tl.minimum(first, size)
+
+
+@triton.jit
+def _conv_kernel(
+        # pointers: input (N, C_in, H, W), packed weight (G, R, S, C_in/G, C_out/G), bias
+        # (C_out) or None, output (N, C_out, OH, OW)
+        x_ptr, w_ptr, bias_ptr, out_ptr,
+        # sizes: images, the output positions of a phase (row_h x row_w per image), the input's
+        # and the output's height and width, channels per group in and out, the kernel's size
+        n_images, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w,
+        # geometry; taps of a phase step by tap_step (stride / gcd(stride, dil), TRANSPOSED)
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, tap_step_h, tap_step_w,
+        # strides, in elements
+        x_sn, x_sc, x_sh, x_sw, w_sg, w_sr, w_ss, w_sci, w_sco,
+        out_sn, out_sc, out_sh, out_sw,
+        # meta-parameters
+        TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, PER_IMAGE: tl.constexpr,
+        ROW_RUNS: tl.constexpr, PRECISION: tl.constexpr, INDEX64: tl.constexpr,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One BM x BN tile of (output positions, out channels) of one group (and phase). Rows
+    run over all images (channels-last output: stores along the channels), or with PER_IMAGE
+    over one image's positions, which are then the NCHW output's contiguous offsets. With
+    ROW_RUNS (few channels), the inner loop runs over a kernel row's (s, c) pairs at once: one
+    contiguous run of the channels-last input (undilated, one group)."""
+    tiles_n = tl.cdiv(c_out, BN)
+    pid_m = tl.program_id(0) // tiles_n
+    pid_n = tl.program_id(0) % tiles_n
+    if TRANSPOSED:
+        phases = stride_h * stride_w
+        group = tl.program_id(1) // phases
+        phase_h = (tl.program_id(1) % phases) // stride_w
+        phase_w = tl.program_id(1) % stride_w
+    else:
+        group = tl.program_id(1)
+    positions = row_h * row_w
+    if PER_IMAGE:
+        tiles_m = tl.cdiv(positions, BM)
+        n = pid_m // tiles_m
+        p = (pid_m % tiles_m) * BM + tl.arange(0, BM)
+        row_mask = p < positions
+        if INDEX64:
+            n = n.to(tl.int64)
+    else:
+        rm = pid_m * BM + tl.arange(0, BM)
+        if INDEX64:
+            rm = rm.to(tl.int64)
+        n = rm // positions
+        p = rm % positions
+        row_mask = rm < n_images * positions
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    i = p // row_w
+    j = p % row_w
+    # where each row is stored, and the first source position of its window
+    if TRANSPOSED:
+        oh = phase_h + i * stride_h
+        ow = phase_w + j * stride_w
+        src_h, src_w = i, j
+        first_h = _first_tap(phase_h + pad_h, dil_h, stride_h, kernel_h)
+        first_w = _first_tap(phase_w + pad_w, dil_w, stride_w, kernel_w)
+    else:
+        oh, ow = i, j
+        src_h = i * stride_h - pad_h
+        src_w = j * stride_w - pad_w
+        first_h, first_w = 0, 0
+        tap_step_h, tap_step_w = 1, 1
+    row_mask = row_mask & (oh < out_h) & (ow < out_w)
+    if ROW_RUNS:
+        taps_w = 1
+        k_run = kernel_w * c_in
+    else:
+        taps_w = tl.cdiv(kernel_w - first_w, tap_step_w)
+        k_run = c_in
+    taps = tl.cdiv(kernel_h - first_h, tap_step_h) * taps_w
+    c_blocks = tl.cdiv(k_run, BK)
+    x_group = x_ptr + group * c_in * x_sc
+    x_image = n * x_sn
+    w_group = w_ptr + group * w_sg
+    n_mask = rn < c_out
+    acc = tl.zeros((BM, BN), tl.float32)
+    for it in range(taps * c_blocks):
+        tap = it // c_blocks
+        c = (it % c_blocks) * BK + rk
+        r = first_h + (tap // taps_w) * tap_step_h
+        s = first_w + (tap % taps_w) * tap_step_w
+        if TRANSPOSED:
+            h = src_h + (phase_h + pad_h - r * dil_h) // stride_h
+            w = src_w + (phase_w + pad_w - s * dil_w) // stride_w
+        else:
+            h = src_h + r * dil_h
+            w = src_w + s * dil_w
+        c_mask = c < k_run
+        if ROW_RUNS:
+            w = w[:, None] + (c // c_in)[None, :]
+            run = x_image + h * x_sh + src_w * x_sw
+            in_bounds = (row_mask & (h >= 0) & (h < in_h))[:, None] & (w >= 0) & (w < in_w)
+            a = tl.load(x_group + run[:, None] + c[None, :] * x_sc,
+                        mask=in_bounds & c_mask[None, :], other=0.0)
+        else:
+            in_bounds = row_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
+            a = _load_tile(x_group, x_image + h * x_sh + w * x_sw, c * x_sc, in_bounds, c_mask)
+        b = tl.load(w_group + r * w_sr + s * w_ss + c[:, None] * w_sci + rn[None, :] * w_sco,
+                    mask=c_mask[:, None] & n_mask[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    channel = group * c_out + rn
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + channel, mask=n_mask, other=0.0).to(tl.float32)[None, :]
+    if PER_IMAGE:
+        out_rows = n * out_sn + p * out_sw
+    else:
+        out_rows = n * out_sn + oh * out_sh + ow * out_sw
+    _store_tile(out_ptr, out_rows, channel * out_sc, row_mask, n_mask, acc)
+
+
+@triton.jit
+def _store_tile(ptr, rows, cols, row_mask, col_mask, value):
+    """Store the (rows x cols) tile `value` at ptr + rows[:, None] + cols[None, :], rounded
+    to the output type."""
+    tl.store(ptr + rows[:, None] + cols[None, :], value.to(ptr.dtype.element_ty),
+             mask=row_mask[:, None] & col_mask[None, :])
+
+
+@triton.jit
+def _conv_wgrad_kernel(
+        # pointers: output gradient (N, C_out, OH, OW), input (N, C_in, H, W), result: the
+        # weight gradient (C_out, C_in/G, R, S), or float32 partials (SPLITS, ...) of it
+        dy_ptr, x_ptr, out_ptr,
+        # sizes: (n, oh, ow) positions and the split's share of them, output and input height
+        # and width, channels per group out and in, the kernel's width, splits
+        n_red, split_len, out_h, out_w, in_h, in_w, c_out, c_in, kernel_w, splits,
+        # geometry
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+        # strides, in elements
+        dy_sn, dy_sc, dy_sh, dy_sw, x_sn, x_sc, x_sh, x_sw,
+        out_split, out_sk, out_sc, out_sr, out_ss,
+        # meta-parameters
+        PRECISION: tl.constexpr, INDEX64: tl.constexpr,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One BM x BN tile of (out channels, in channels) of one tap, group and split."""
+    tiles_n = tl.cdiv(c_in, BN)
+    pid_m = tl.program_id(0) // tiles_n
+    pid_n = tl.program_id(0) % tiles_n
+    r = tl.program_id(1) // kernel_w
+    s = tl.program_id(1) % kernel_w
+    group = tl.program_id(2) // splits
+    split = tl.program_id(2) % splits
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    m_mask = rm < c_out
+    n_mask = rn < c_in
+    if INDEX64:
+        start = split.to(tl.int64) * split_len
+    else:
+        start = split * split_len
+    end = tl.minimum(start + split_len, n_red)
+    dy_channels = (group * c_out + rm) * dy_sc
+    x_channels = (group * c_in + rn) * x_sc
+    acc = tl.zeros((BM, BN), tl.float32)
+    for q0 in range(start, end, BK):
+        q = q0 + rk
+        n = q // (out_h * out_w)
+        oh = (q // out_w) % out_h
+        ow = q % out_w
+        h = oh * stride_h - pad_h + r * dil_h
+        w = ow * stride_w - pad_w + s * dil_w
+        q_mask = q < end
+        in_bounds = q_mask & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
+        a = _load_tile(dy_ptr, dy_channels, n * dy_sn + oh * dy_sh + ow * dy_sw, m_mask, q_mask)
+        b = _load_tile(x_ptr, n * x_sn + h * x_sh + w * x_sw, x_channels, in_bounds, n_mask)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    out = out_ptr + split * out_split + r * out_sr + s * out_ss
+    _store_tile(out, (group * c_out + rm) * out_sk, rn * out_sc, m_mask, n_mask, acc)
+
+
+@triton.jit
+def _split_sum_kernel(
+        # pointers: float32 partials (splits, n), the result (n)
+        part_ptr, out_ptr,
+        # sizes
+        n, splits,
+        # meta-parameters
+        BLOCK: tl.constexpr):
+    """out[i] = sum over splits of part[split, i], added in split order, rounded once."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for split in range(splits):
+        acc += tl.load(part_ptr + split * n + i, mask=mask, other=0.0)
+    tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class Conv:
+    """A 2-D convolution's geometry: (h, w) stride, padding and dilation, and groups."""
+
+    __slots__ = ("stride", "padding", "dilation", "groups")
+
+    def __init__(self, stride, padding, dilation, groups):
+        self.stride, self.padding = tuple(stride), tuple(padding)
+        self.dilation, self.groups = tuple(dilation), groups
+
+    def key(self):
+        return self.stride, self.padding, self.dilation, self.groups
+
+
+def _precision(dtype):
+    """tl.dot's precision: tensor cores for half types, for float32 only with allow_tf32."""
+    return "tf32" if dtype in _HALF or flags.allow_tf32 else "ieee"
+
+
+def _max_bk(dtype):
+    """The inner tile: 64 half-type elements (128 bytes), 32 for TF32, 16 for IEEE float32."""
+    return 64 if dtype in _HALF else 32 if flags.allow_tf32 else 16
+
+
+def _tiles(rows, c_out, c_in, dtype, programs):
+    """(BM, BN, BK, num_warps, num_stages) of the forward and transposed kernels for `rows`
+    output positions, `c_out` and `c_in` channels per group and `programs` groups x phases
+    (see the module docstring)."""
+    bn = min(128, max(16, next_pow2(c_out)))
+    bk = min(_max_bk(dtype), max(16, next_pow2(c_in)))
+    bm = 128
+    if cdiv(rows, bm) * cdiv(c_out, bn) * programs < _TARGET_PROGRAMS:
+        bm = 64
+        if bn > 64 and cdiv(rows, bm) * cdiv(c_out, bn) * programs < _TARGET_PROGRAMS:
+            bn = 64
+    warps = 8 if bm * bn >= 128 * 128 else 4
+    return bm, bn, bk, warps, 3
+
+
+def _wgrad_tiles(c_out, c_in, dtype):
+    """(BM, BN, BK, num_warps, num_stages) of the weight gradient: channel tiles up to 128 x
+    128, the inner dimension as the forward's."""
+    bm = min(128, max(16, next_pow2(c_out)))
+    bn = min(128, max(16, next_pow2(c_in)))
+    warps = 8 if bm * bn >= 128 * 128 else 4
+    return bm, bn, _max_bk(dtype), warps, 3
+
+
+def _splits(programs, n_red, bk):
+    """(splits, positions per split) of the weight gradient's inner dimension: enough splits to
+    give _TARGET_PROGRAMS programs, none shorter than _MIN_SPLIT positions."""
+    splits = max(1, min(cdiv(_TARGET_PROGRAMS, programs), n_red // _MIN_SPLIT))
+    split_len = cdiv(cdiv(n_red, splits), bk) * bk
+    return cdiv(n_red, split_len), split_len
+
+
+def _index_type(*arrays):
+    """i64 when an offset into one of `arrays` may pass 2**31 (with a tile's slack), else i32."""
+    for a in arrays:
+        if a is not None and sum((n - 1) * abs(s) for n, s in
+                                 zip(a.shape, a.element_strides())) >= 2 ** 31 - 2 ** 20:
+            return "i64"
+    return "i32"
+
+
+def _stride_args(arr):
+    """`arr`'s element strides as launch arguments, 0 and 1 compiled in (a unit stride gives
+    vector loads)."""
+    return tuple(Const(s) if s in (0, 1) else s for s in arr.element_strides())
+
+
+def _channels_fast(arr):
+    """True when `arr`'s channels (dim 1) are its unit-stride dim: a channels-last layout."""
+    return arr.shape[1] > 1 and arr.element_strides()[1] == 1
+
+
+def _conv_plan(x, w, bias, out, conv, transposed, target=None):
+    """(launch, the sizes, geometry and strides _conv_launch passes) for input `x`, packed
+    weight `w` (G, R, S, C_in/G, C_out/G) and output `out` laid out as these are."""
+    n, _, in_h, in_w = x.shape
+    groups, kernel_h, kernel_w, c_in, c_out = w.shape
+    out_h, out_w = out.shape[2:]
+    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = conv.stride, conv.padding, \
+        conv.dilation
+    phases = stride_h * stride_w if transposed else 1
+    row_h, row_w = (cdiv(out_h, stride_h), cdiv(out_w, stride_w)) if transposed else (out_h, out_w)
+    n_rows = n * row_h * row_w
+    row_runs = (not transposed and groups == 1 and dil_w == 1 and 1 < kernel_w
+                and c_in < _MIN_RUN_CHANNELS and x.element_strides()[1] == 1
+                and x.element_strides()[3] == c_in)
+    bm, bn, bk, warps, stages = _tiles(n_rows, c_out, kernel_w * c_in if row_runs else c_in,
+                                       x.dtype, groups * phases)
+    per_image = phases == 1 and not _channels_fast(out)
+    tiles_m = n * cdiv(row_h * row_w, bm) if per_image else cdiv(n_rows, bm)
+    ity = _index_type(x, out)
+    meta = dict(TRANSPOSED=transposed, HAS_BIAS=bias is not None, PER_IMAGE=per_image,
+                ROW_RUNS=row_runs, PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm,
+                BN=bn, BK=bk)
+    grid = (tiles_m * cdiv(c_out, bn), groups * phases)
+    launch = Launch(_conv_kernel, grid, meta, warps, stages, int_type=ity, device=out.device,
+                    target=target)
+    tap_steps = (stride_h // math.gcd(stride_h, dil_h), stride_w // math.gcd(stride_w, dil_w))
+    sizes = (n, row_h, row_w, in_h, in_w, out_h, out_w, c_in, c_out, kernel_h, kernel_w)
+    geometry = (stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, *tap_steps)
+    strides = (_stride_args(x), _stride_args(w), _stride_args(out))
+    return launch, (sizes, geometry, strides)
+
+
+def _conv_launch(launch, dims, stream, x, w, bias, out):
+    """The call of _conv_kernel; `dims` as _conv_plan makes them."""
+    sizes, geometry, (x_strides, w_strides, out_strides) = dims
+    launch(stream,
+           # pointers
+           x, w, bias, out,
+           # sizes
+           *sizes,
+           # geometry
+           *geometry,
+           # strides
+           *x_strides, *w_strides, *out_strides)
+
+
+def _wgrad_plan(dy, x, out, conv, kernel_size, splits, split_len, target=None):
+    """(launch, the sizes, geometry and strides _wgrad_launch passes): the weight gradient of
+    output gradient `dy` and input `x` into `out` ((splits,) + the weight's shape)."""
+    n, c_total, out_h, out_w = dy.shape
+    in_h, in_w = x.shape[2:]
+    kernel_h, kernel_w = kernel_size
+    groups = conv.groups
+    c_out, c_in = c_total // groups, x.shape[1] // groups
+    bm, bn, bk, warps, stages = _wgrad_tiles(c_out, c_in, x.dtype)
+    ity = _index_type(dy, x, out)
+    meta = dict(PRECISION=_precision(x.dtype), INDEX64=ity == "i64", BM=bm, BN=bn, BK=bk)
+    grid = (cdiv(c_out, bm) * cdiv(c_in, bn), kernel_h * kernel_w, groups * splits)
+    launch = Launch(_conv_wgrad_kernel, grid, meta, warps, stages, int_type=ity,
+                    device=out.device, target=target)
+    sizes = (n * out_h * out_w, split_len, out_h, out_w, in_h, in_w, c_out, c_in, kernel_w,
+             splits)
+    geometry = conv.stride + conv.padding + conv.dilation
+    return launch, (sizes, geometry, (_stride_args(dy), _stride_args(x), _stride_args(out)))
+
+
+def _wgrad_launch(launch, dims, stream, dy, x, out):
+    """The call of _conv_wgrad_kernel; `dims` as _wgrad_plan makes them."""
+    sizes, geometry, (dy_strides, x_strides, out_strides) = dims
+    launch(stream,
+           # pointers
+           dy, x, out,
+           # sizes
+           *sizes,
+           # geometry
+           *geometry,
+           # strides
+           *dy_strides, *x_strides, *out_strides)
+
+
+def _sum_plan(n, device, target=None):
+    return Launch(_split_sum_kernel, (cdiv(n, _SUM_BLOCK),), dict(BLOCK=_SUM_BLOCK), 4,
+                  device=device, target=target)
+
+
+def _sum_launch(launch, stream, part, out, n, splits):
+    """The call of _split_sum_kernel."""
+    launch(stream,
+           # pointers
+           part, out,
+           # sizes
+           n, splits)
+
+
+def _packed_weight(weight, groups, transposed):
+    """`weight` as (G, R, S, C_in/G, C_out/G), out channels contiguous (a copy unless it is
+    laid out so already). A convolution's weight is (C_out, C_in/G, R, S), a transposed
+    one's (C_in, C_out/G, R, S)."""
+    s0, s1, s2, s3 = weight.element_strides()
+    rows = weight.shape[0] // groups
+    kernel = weight.shape[2:]
+    if transposed:
+        shape, strides = (groups, *kernel, rows, weight.shape[1]), (rows * s0, s2, s3, s0, s1)
+    else:
+        shape, strides = (groups, *kernel, weight.shape[1], rows), (rows * s0, s2, s3, s1, s0)
+    view = as_strided(weight, shape, strides, 0)
+    return view if view.is_contiguous() else contiguous(view)
+
+
+def _channels_last(arr, stream):
+    """`arr` itself when its channels are contiguous (or single), else a channels-last copy:
+    the kernels read tiles along the channels, 16 bytes at a time."""
+    if arr.shape[1] == 1 or _channels_fast(arr):
+        return arr
+    out = _empty_output(arr.shape, arr.dtype, True, arr.device, stream)
+    strided_copy(out, arr, stream)
+    return out
+
+
+def _empty_output(shape, dtype, channels_last, device, stream):
+    """An (N, C, H, W) array, channels-last when `channels_last`, else contiguous."""
+    if not channels_last:
+        return CUDAArray.empty(shape, dtype, device, stream)
+    n, c, h, w = shape
+    flat = CUDAArray.empty((n, h, w, c), dtype, device, stream)
+    return as_strided(flat, shape, (h * w * c, 1, w * c, c), 0)
+
+
+_conv_plans = LaunchCache()
+_wgrad_plans = LaunchCache()
+
+
+def _run_conv(x, weight, bias, conv, transposed, out_size):
+    """The (transposed) convolution into an output laid out as `x` (channels-last or NCHW).
+    An NCHW output of a strided transposed convolution, whose rows are phases, not runs of
+    the output, is written channels-last and copied."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    w = _packed_weight(weight, conv.groups, transposed)
+    if bias is not None and bias.element_strides() != (1,):
+        bias = contiguous(bias)
+    shape = (x.shape[0], w.shape[0] * w.shape[4], *out_size)
+    channels_last = _channels_fast(x)
+    by_rows = not channels_last and transposed and conv.stride != (1, 1)
+    out = _empty_output(shape, x.dtype, channels_last or by_rows, device, stream)
+    key = (x.shape, x.strides, weight.shape, x.dtype, x.ptr % 16 == 0,
+           None if bias is None else bias.ptr % 16 == 0, conv.key(), transposed, out_size,
+           flags.allow_tf32, device)
+    x = _channels_last(x, stream)
+    launch, dims = _conv_plans.get_or_build(
+        key, lambda: _conv_plan(x, w, bias, out, conv, transposed))
+    _conv_launch(launch, dims, stream, x, w, bias, out)
+    if by_rows:
+        nchw = CUDAArray.empty(shape, x.dtype, device, stream)
+        strided_copy(nchw, out, stream)
+        return nchw
+    return out
+
+
+def _out_size(size, kernel, conv):
+    return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, p, d, st in
+                 zip(size, kernel, conv.padding, conv.dilation, conv.stride))
+
+
+@register("conv2d_igemm", "cuda")
+def conv2d_igemm(x, weight, bias, stride, padding, dilation, groups, out_size=None):
+    """The convolution of (N, C, H, W) `x` with (C_out, C/groups, R, S) `weight` (+ bias),
+    symmetric zero padding; `out_size` (H, W) may cut the output short of its full size."""
+    conv = Conv(stride, padding, dilation, groups)
+    full = _out_size(x.shape[2:], weight.shape[2:], conv)
+    return _run_conv(x, weight, bias, conv, False, tuple(out_size or full))
+
+
+@register("conv_transpose2d_igemm", "cuda")
+def conv_transpose2d_igemm(x, weight, bias, stride, padding, dilation, groups, out_size):
+    """The transposed convolution of (N, C_in, H, W) `x` with (C_in, C_out/groups, R, S)
+    `weight` (+ bias) into an (N, C_out, *out_size) result: ConvTranspose2d's forward, and the
+    input gradient of a convolution of that weight."""
+    return _run_conv(x, weight, bias, Conv(stride, padding, dilation, groups), True,
+                     tuple(out_size))
+
+
+@register("conv2d_igemm_weight_grad", "cuda")
+def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups):
+    """The gradient of the convolution's (C_out, C/groups, R, S) weight, from its input `x`
+    and output gradient `grad`."""
+    device = x.device
+    activate(device)
+    stream = current_stream_handle(device)
+    conv = Conv(stride, padding, dilation, groups)
+    weight_shape = tuple(weight_shape)
+    bm, bn, bk, _, _ = _wgrad_tiles(weight_shape[0] // groups, weight_shape[1], x.dtype)
+    programs = (cdiv(weight_shape[0] // groups, bm) * cdiv(weight_shape[1], bn)
+                * weight_shape[2] * weight_shape[3] * groups)
+    n_red = grad.shape[0] * grad.shape[2] * grad.shape[3]
+    splits, split_len = _splits(programs, n_red, bk)
+    out = CUDAArray.empty(weight_shape, x.dtype, device, stream)
+    part = out if splits == 1 else CUDAArray.empty((splits,) + weight_shape, np.float32,
+                                                   device, stream)
+    key = (x.shape, x.strides, grad.shape, grad.strides, weight_shape, x.dtype,
+           x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), flags.allow_tf32, device)
+    x, grad = _channels_last(x, stream), _channels_last(grad, stream)
+
+    def plan():
+        return (_wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
+                            split_len), _sum_plan(out.size, device) if splits > 1 else None)
+
+    (launch, dims), total = _wgrad_plans.get_or_build(key, plan)
+    _wgrad_launch(launch, dims, stream, grad, x, _as_splits(part, splits))
+    if total is not None:
+        _sum_launch(total, stream, part, out, out.size, splits)
+    return out
+
+
+def _as_splits(part, splits):
+    """The weight gradient's destination with a leading splits dim (of stride 0 when the
+    kernel writes the result directly)."""
+    if splits > 1:
+        return part
+    return as_strided(part, (1,) + part.shape, (0,) + part.element_strides(), 0)
