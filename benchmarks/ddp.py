@@ -117,8 +117,8 @@ def _launch(nproc, *worker_args):
         out = f.name
     command = [sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node", str(nproc),
                __file__, "--worker", *worker_args, "--out", out]
-    subprocess.run(command, check=True, cwd=ROOT,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    subprocess.run(command, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=path))
     return json.loads(pathlib.Path(out).read_text())
 
 
