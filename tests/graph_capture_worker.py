@@ -87,6 +87,15 @@ def check_refused(name, fn):
     print(f"{name} refused, stream usable")
 
 
+def check_relaxed_capture_allows_other_streams():
+    """In "relaxed" mode an allocation on a stream outside the capture comes from the device's
+    own memory instead of raising."""
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph, capture_error_mode="relaxed"):
+        _other_stream()
+    print("relaxed capture allows other streams")
+
+
 def main():
     check_training_step_captures()
     check_dropout_counters()
@@ -96,6 +105,7 @@ def main():
     check_refused("copy from host", lambda y: y + genesis.tensor([1.0], device="cuda"))
     check_refused("compilation", lambda y: genesis.arange(3, dtype=genesis.int16, device="cuda"))
     check_refused("allocation on another stream", lambda y: _other_stream())
+    check_relaxed_capture_allows_other_streams()
     print("all checks passed")
 
 

@@ -114,7 +114,7 @@ class Graph:
                                "a side stream (genesis.cuda.graph does)")
         if stream in _active:
             raise RuntimeError(f"CUDAGraph: stream {stream:#x} is already being captured")
-        allocator.begin_allocate_to_pool(pool, stream)
+        allocator.begin_allocate_to_pool(pool, stream, strict=mode != "relaxed")
         self._allocator, self._pool = allocator, pool
         capture = Capture(stream, device, pool, mode)
         try:
