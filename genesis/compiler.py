@@ -43,14 +43,15 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     graphs = mode in ("reduce-overhead", "max-autotune")
     if isinstance(model, Module):
         return OptimizedModule(model, graphs)
-    return functools.wraps(model)(_GraphedCalls(model, (), graphs))
+    return functools.wraps(model)(_GraphedCalls(model, graphs))
 
 
 class _GraphedCalls:
-    """Calls of `fn` replayed from CUDA graphs, one set per input signature."""
+    """Calls of `fn` (`module`'s forward, when given) replayed from CUDA graphs, one set per
+    input signature."""
 
-    def __init__(self, fn, parameters, graphs, module=None):
-        self.fn, self.parameters, self.graphs, self.module = fn, parameters, graphs, module
+    def __init__(self, fn, graphs, module=None):
+        self.fn, self.graphs, self.module = fn, graphs, module
         self._graphed = {}
 
     def __call__(self, *args, **kwargs):
@@ -59,10 +60,9 @@ class _GraphedCalls:
             return self.fn(*args, **kwargs)
         graphed = self._graphed.get(key)
         if graphed is None:
-            from .cuda.graphed_callables import graph_functions
-            params = tuple(p for p in self.parameters() if p.requires_grad) \
-                if self.parameters else ()
-            graphed = self._graphed[key] = graph_functions([self.fn], [args], [params])[0]
+            from .cuda.graphed_callables import graph_functions, trainable_parameters
+            graphed = self._graphed[key] = graph_functions(
+                [self.fn], [args], [trainable_parameters(self.module)])[0]
         return graphed(*args)
 
     def _signature(self, args, kwargs):
@@ -86,7 +86,7 @@ class OptimizedModule(Module):
     def __init__(self, mod, graphs):
         super().__init__()
         self._orig_mod = mod
-        self._calls = _GraphedCalls(mod.forward, mod.parameters, graphs, mod)
+        self._calls = _GraphedCalls(mod.forward, graphs, mod)
 
     def forward(self, *args, **kwargs):
         return self._calls(*args, **kwargs)

@@ -37,7 +37,8 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
         _check_callable(fn)
     functions = graph_functions(
         [fn.forward if isinstance(fn, Module) else fn for fn in callables], sample_args,
-        [_trainable(fn) for fn in callables], num_warmup_iters, allow_unused_input, pool)
+        [trainable_parameters(fn) for fn in callables], num_warmup_iters, allow_unused_input,
+        pool)
     graphed = [_as_module_forward(fn, function) if isinstance(fn, Module) else function
                for fn, function in zip(callables, functions)]
     return graphed[0] if just_one else tuple(graphed)
@@ -72,7 +73,8 @@ def graph_functions(functions, sample_args, parameters, num_warmup_iters=3,
     return graphed
 
 
-def _trainable(fn):
+def trainable_parameters(fn):
+    """The parameters of a module that need gradients (none for a plain function)."""
     return tuple(p for p in fn.parameters() if p.requires_grad) if isinstance(fn, Module) else ()
 
 

@@ -31,7 +31,6 @@ import gc
 import numpy as np
 
 from ..backends.cuda.runtime import device as _devices
-from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime import graphs as _graphs
 from ..backends.cuda.runtime import stream as _streams
 from ..backends.cuda.runtime.array import CUDAArray
@@ -109,7 +108,7 @@ class CUDAGraph:
             if used:
                 seed, offset = generator.philox_reserve(used)
                 values = np.array([seed, offset], dtype=np.uint64).view(np.int64)
-                _driver.memcpy_htod(state.ptr, values.ctypes.data, values.nbytes, stream)
+                _graphs.upload(state.ptr, values, stream)
         self._graph.launch(stream)
 
     def instantiate(self):
@@ -137,10 +136,6 @@ class CUDAGraph:
 
     def raw_cuda_graph_exec(self):
         return self._graph.exec
-
-    def num_nodes(self):
-        """How many nodes (kernels, copies, memsets) the captured graph holds."""
-        return self._graph.node_count()
 
     def __del__(self):
         try:

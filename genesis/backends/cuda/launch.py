@@ -265,10 +265,8 @@ def stream_workspace(device, stream, nbytes):
     block the allocator's cache hands each of them in turn, minus an allocation per launch. The
     buffer it replaces goes back to the allocator on the same stream, so a launch still reading
     it finishes before anything else gets that memory."""
-    if graphs.active_capture(stream) is not None:  # the graph keeps its own, never regrown
-        workspace = CUDAArray.empty((max(nbytes, 1),), np.uint8, device, stream)
-        graphs.keep_alive(stream, workspace)
-        return workspace
+    if graphs.active_capture(stream) is not None:
+        return graphs.scratch(nbytes, device, stream)
     workspace = _workspaces.get((device, stream))
     if workspace is None or workspace.storage.nbytes < nbytes:
         workspace = _workspaces[(device, stream)] = CUDAArray.empty(

@@ -87,10 +87,7 @@ class DeviceContext:
         captured gets one of its own, which lives as long as the graph."""
         from . import graphs
         if graphs.active_capture(stream) is not None:
-            from .array import CUDAStorage
-            storage = CUDAStorage(nbytes, self.index, stream)
-            graphs.keep_alive(stream, storage)
-            return storage.block
+            return graphs.scratch(nbytes, self.index, stream).storage.block
         if self._workspace is None or self._workspace.size < nbytes:
             if self._workspace is not None:
                 self.allocator.free(self._workspace)

@@ -284,10 +284,6 @@ def graph_instantiate(graph):
     return int(check(_cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate"))
 
 
-def graph_upload(graph_exec, stream):
-    check(_cu.cuGraphUpload(graph_exec, stream), "cuGraphUpload")
-
-
 def graph_launch(graph_exec, stream):
     check(_cu.cuGraphLaunch(graph_exec, stream), "cuGraphLaunch")
 
@@ -298,10 +294,6 @@ def graph_exec_destroy(graph_exec):
 
 def graph_destroy(graph):
     check(_cu.cuGraphDestroy(graph), "cuGraphDestroy")
-
-
-def graph_node_count(graph):
-    return int(check(_cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")[1])
 
 
 def graph_debug_dot_print(graph, path):

@@ -47,11 +47,6 @@ def active_capture(stream):
     return _active.get(stream) if _active else None
 
 
-def any_capture():
-    """True while any capture is under way in this process."""
-    return bool(_active)
-
-
 def check_not_capturing(op, stream=None):
     """Raise CaptureError when `op` would break a capture under way: any capture in "global"
     mode, one of this thread in "thread_local" mode, or one on `stream` itself."""
@@ -70,6 +65,17 @@ def check_not_capturing(op, stream=None):
 def keep_alive(stream, buffer):
     """Hold `buffer` for as long as the graph being captured on `stream` lives."""
     _active[stream].keepalive.append(buffer)
+
+
+def scratch(nbytes, device, stream):
+    """A uint8 CUDAArray of `nbytes` from the pool of the graph captured on `stream`, which
+    holds it as long as it lives: scratch that a graph's kernels use must never be regrown or
+    handed to eager code, as the shared per-stream workspaces are."""
+    import numpy as np
+    from .array import CUDAArray
+    buffer = CUDAArray.empty((max(nbytes, 1),), np.uint8, device, stream)
+    keep_alive(stream, buffer)
+    return buffer
 
 
 def upload(ptr, host, stream):
@@ -153,12 +159,6 @@ class Graph:
         if self.exec is None:
             raise RuntimeError("CUDAGraph: replay() before a successful capture")
         driver.graph_launch(self.exec, stream)
-
-    def upload(self, stream):
-        driver.graph_upload(self.exec, stream)
-
-    def node_count(self):
-        return driver.graph_node_count(self.graph)
 
     def debug_dump(self, path):
         driver.graph_debug_dot_print(self.graph, path)

@@ -23,7 +23,6 @@ class GraphPoolsMixin:
     """The private pools of a CachingAllocator (the device's; pools have none of their own)."""
 
     def _init_pools(self, parent):
-        self._parent = parent
         self._root = self if parent is None else parent
         self.pool_id = (0, 0) if parent is None else None
         self.use_count = 0
