@@ -20,28 +20,21 @@ import genesis  # noqa: E402
 from genesis.backends.cuda.runtime.graphs import CaptureError  # noqa: E402
 from gpt import GPTConfig, build_gpt  # noqa: E402
 from helpers import warm_up_on_side_stream  # noqa: E402
+from train_gpt import make_step  # noqa: E402
 
 
 def check_training_step_captures():
-    """The main job's step under autocast, with dropout, clipping and a capturable AdamW."""
+    """The main job's step (train_gpt.make_step) under float16 autocast and GradScaler, with
+    dropout, clipping and a capturable AdamW."""
     config = GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64, dropout=0.1)
     model = build_gpt(config, genesis).cuda()
     opt = genesis.optim.AdamW(model.parameters(), lr=genesis.tensor(1e-3, device="cuda"),
                               capturable=True)
-    scaler = genesis.amp.GradScaler("cuda")
     x = genesis.randint(0, 65, (4, 32), device="cuda")
     y = genesis.randint(0, 65, (4, 32), device="cuda")
-
-    def step():
-        with genesis.autocast("cuda", dtype=genesis.float16):
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(opt)
-        scaler.update()
-        return loss
+    train_step = make_step(model, opt, genesis.amp.GradScaler("cuda"),
+                           genesis.autocast("cuda", dtype=genesis.float16))
+    step = lambda: train_step(x, y)  # noqa: E731
 
     warm_up_on_side_stream(step)
     graph = genesis.cuda.CUDAGraph()

@@ -108,29 +108,26 @@ def test_shared_pool_and_make_graphed_callables(rng):
         x_ref = x.detach().requires_grad_(True)
         graphed(x).square().sum().backward()
         reference(x_ref).square().sum().backward()
-        np.testing.assert_allclose(x.grad.cpu().numpy(), x_ref.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(x.grad.cpu().numpy(), x_ref.grad.cpu().numpy(), rtol=1e-5,
+                                   atol=1e-6)
         for p, q in zip(model.parameters(), reference.parameters()):
-            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-5,
+                                       atol=1e-6)
 
 
 def _gpt_step(capturable, dropout):
+    """A fresh model and the main job's step on a fixed batch, under bfloat16 autocast."""
     from gpt import GPTConfig, build_gpt
+    from train_gpt import make_step
     genesis.manual_seed(0)
     model = build_gpt(GPTConfig(vocab_size=64, block_size=32, n_layer=2, n_head=4, n_embd=64,
                                 dropout=dropout), genesis).cuda()
     opt = genesis.optim.AdamW(model.parameters(), lr=1e-3, capturable=capturable)
     x = genesis.randint(0, 64, (4, 32), device="cuda")
     y = genesis.randint(0, 64, (4, 32), device="cuda")
-
-    def step():
-        with genesis.autocast("cuda", dtype=genesis.bfloat16):
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        genesis.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss
-    return model, step
+    train_step = make_step(model, opt, genesis.amp.GradScaler("cuda", enabled=False),
+                           genesis.autocast("cuda", dtype=genesis.bfloat16))
+    return model, lambda: train_step(x, y)
 
 
 def test_graphed_training_step_equals_eager():
