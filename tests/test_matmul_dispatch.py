@@ -86,6 +86,10 @@ def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
     assert timed[:2] == lt and len(timed) == 2 + len(mm._HALF_SPACE)
     assert fallback[-1] == lt[0] and fallback[0] == mm.heuristic_config(big)
     assert mm._plan(small, "auto") == ([], mm._triton_space(small) + lt[:1])
+    (mid,), _ = problems(arr((1024, 128), dtype=np.float32), arr((128, 384), dtype=np.float32))
+    timed, fallback = mm._plan(mid, "auto")
+    assert timed == lt + [mm.heuristic_config(mid)]
+    assert fallback == mm._triton_space(mid) + lt[:1]
     assert mm._plan(big, "cublaslt") == ([], lt[:1] + mm._triton_space(big))
     assert not any("backend" in c for c in mm._plan(big, "triton")[0] + mm._plan(big, "triton")[1])
     monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "3")

@@ -89,6 +89,26 @@ def test_greedy_generation_matches_transformers(saved, rng, batch, padded):
     np.testing.assert_array_equal(out.numpy(), expected.numpy())
 
 
+def test_repeated_generate_reuses_its_cache_but_not_the_last_prompt(saved, rng):
+    """A second call of the same shapes keeps the first's cache (and, on CUDA, its decode graph)
+    yet sees only its own prompt; a weight that moved starts a new cache."""
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    (first, mask), (second, _) = _prompts(rng, 3, 7, True), _prompts(rng, 3, 7, False)
+    second = second * mask
+    kwargs = dict(max_new_tokens=12, pad_token_id=0)
+    model.generate(genesis.tensor(first), attention_mask=genesis.tensor(mask), **kwargs)
+    session = model._last_decode
+    out = model.generate(genesis.tensor(second), attention_mask=genesis.tensor(mask), **kwargs)
+    expected = hf.generate(torch.tensor(second), attention_mask=torch.tensor(mask),
+                           do_sample=False, **kwargs)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    assert model._last_decode is session
+    model.double()
+    model.generate(genesis.tensor(second), attention_mask=genesis.tensor(mask), **kwargs)
+    assert model._last_decode is not session
+
+
 def test_eos_stops_each_sequence_as_transformers(saved, rng):
     family, hf, path = saved
     model = genesis.models.from_pretrained(path)

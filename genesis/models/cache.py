@@ -25,25 +25,35 @@ class StaticCache:
         self.values = [zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.max_length = max_length
         self.length = 0
+        self.decoding = False
         self.position = None
         self.key_padding = None
         self.key_positions = None
 
-    @property
-    def decoding(self):
-        return self.position is not None
+    def reset(self):
+        """Empty the cache for a new prompt. The buffers stay where they are (a captured decode
+        step keeps reading them); the stale keys and values are never visible, since a step
+        attends only to the positions written since."""
+        self.length = 0
+        self.decoding = False
 
     def start_decoding(self, attention_mask=None):
         """Keep the count of cached positions on the device from here on. `attention_mask`
         (batch, cached positions), 1 for tokens and 0 for padding, marks the keys no query
-        may see."""
+        may see. The device buffers are made on the first call and rewritten in place after a
+        `reset`."""
         device = self.keys[0].device
         batch = self.keys[0].shape[0]
-        self.position = full((1,), self.length, dtype=dtypes.int64, device=device)
-        self.key_positions = arange(self.max_length, device=device)
-        self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_, device=device)
+        if self.position is None:
+            self.position = full((1,), self.length, dtype=dtypes.int64, device=device)
+            self.key_positions = arange(self.max_length, device=device)
+            self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_, device=device)
+        else:
+            self.position.fill_(self.length)
+            self.key_padding.fill_(True)
         if attention_mask is not None:
             self.key_padding[:, :self.length] = attention_mask[:, :self.length].bool()
+        self.decoding = True
 
     def decode_mask(self):
         """(bool attn_mask (batch, 1, 1, max_length), valid length) of a decode step, on the

@@ -105,6 +105,13 @@ class DecodeStep:
         self.logits = empty((tokens.shape[0], model.lm_head.out_features), dtype=model.dtype,
                             device=tokens.device)
 
+    def restart(self, tokens, position_ids, finished):
+        """Begin another generation on the same buffers (so a captured graph of this step
+        stays valid): the first tokens, their positions and the stop flags are copied in."""
+        self.input_ids.copy_(tokens.reshape(-1, 1))
+        self.position_ids.copy_(position_ids)
+        self.finished.copy_(finished)
+
     @no_grad()
     def __call__(self):
         logits = self.model(self.input_ids, position_ids=self.position_ids, cache=self.cache)
@@ -132,6 +139,15 @@ def _stop_length(tokens, eos):
     if not eos or not hits.any(axis=1).all():
         return tokens.shape[1]
     return int(hits.argmax(axis=1).max()) + 1
+
+
+class _DecodeSession:
+    """What a generate call leaves for the next one with the same `key`: its cache, stop ids,
+    and (once made) its DecodeStep and the runner replaying it."""
+
+    def __init__(self, key, cache, eos_ids):
+        self.key, self.cache, self.eos_ids = key, cache, eos_ids
+        self.step = self.run = None
 
 
 class GenerationMixin:
@@ -165,37 +181,68 @@ class GenerationMixin:
             return input_ids
         padded = attention_mask is not None and not bool(attention_mask.all())
         mask = attention_mask if padded else None
-        cache = self.make_cache(batch, length + max_new_tokens, device)
+        sampling = (do_sample, temperature, top_k, top_p)
+        key = (batch, length + max_new_tokens, str(device), sampling, tuple(eos), pad,
+               generator, self.training, self._state_addresses())
+        session = self._decode_session(key, device)
+        cache = session.cache
         positions = positions_from_mask(mask) if padded else None
         logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache,
                       logits_to_keep=1)
-        sampling = (do_sample, temperature, top_k, top_p)
-        eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
+        eos_ids = session.eos_ids
         finished = full((batch,), False, dtype=dtypes.bool_, device=device)
         token = mark_stops(next_tokens(logits[:, -1], *sampling, generator), finished, eos_ids,
                            pad)
-        generated = self._decode(cache, token, mask, positions, finished, eos_ids, pad,
-                                 sampling, generator, max_new_tokens, streamer)
+        generated = self._decode(session, token, mask, positions, finished, pad, sampling,
+                                 generator, max_new_tokens, streamer)
         new = stack(generated, dim=1)
         keep = _stop_length(new.cpu().numpy(), eos) if eos else new.shape[1]
         return cat([input_ids, new[:, :keep].to(input_ids.dtype)], dim=1)
 
-    def _decode(self, cache, token, mask, positions, finished, eos_ids, pad, sampling,
-                generator, max_new_tokens, streamer):
+    def _state_addresses(self):
+        """Where each parameter and buffer lies (address, shape, dtype): a captured decode
+        step reads them there, so it may be replayed only while none has moved."""
+        return tuple((t.data_ptr(), t.shape, t.dtype)
+                     for t in (*self.parameters(), *self.buffers()))
+
+    def _decode_session(self, key, device):
+        """The cache, stop ids and decode step of the last generate call when `key` (shapes,
+        sampling, stop tokens, generator, where the weights lie) is the same, emptied for a
+        new prompt: a repeated call replays the decode graph the first one captured. A
+        different key replaces them."""
+        session = getattr(self, "_last_decode", None)
+        if session is not None and session.key == key:
+            session.cache.reset()
+            return session
+        self._last_decode = None  # free the old cache and graph before allocating new ones
+        batch, max_length, eos = key[0], key[1], key[4]
+        eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
+        self._last_decode = _DecodeSession(key, self.make_cache(batch, max_length, device),
+                                           eos_ids)
+        return self._last_decode
+
+    def _decode(self, session, token, mask, positions, finished, pad, sampling, generator,
+                max_new_tokens, streamer):
         """The new tokens, (batch,) each: `token`, then DecodeSteps until `max_new_tokens` or
         until the stop flags, read every CHECK_EVERY steps (each step when streaming), show
         that every sequence has stopped."""
+        cache = session.cache
         batch, length = token.shape[0], cache.length
         cache.start_decoding(mask)
         start = positions[:, -1:] + 1 if positions is not None else full(
             (batch, 1), length, dtype=dtypes.int64, device=token.device)
-        step = DecodeStep(self, cache, token, start, finished, eos_ids, pad, sampling,
-                          generator)
+        if session.step is None:
+            session.step = DecodeStep(self, cache, token, start, finished, session.eos_ids,
+                                      pad, sampling, generator)
+            session.run = self.decode_runner(session.step)
+        else:
+            session.step.restart(token, start, finished)
+        step, run = session.step, session.run
         generated = [token]
         if streamer is not None:
             streamer.put(token)
         every = 1 if streamer is not None else CHECK_EVERY
-        run = self.decode_runner(step)
+        eos_ids = session.eos_ids
         for made in range(1, max_new_tokens):
             if eos_ids is not None and made % every == 0 and bool(step.finished.all()):
                 break

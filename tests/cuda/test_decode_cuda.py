@@ -126,8 +126,31 @@ def test_decode_steps_copy_nothing_to_the_host(tmp_path, monkeypatch, sampling):
         calls.append(1)
 
     monkeypatch.setattr(DecodeStep, "__call__", guarded)
+    kwargs["max_new_tokens"] += 1  # a new decode session: its step runs eagerly, then captured
     model.generate(genesis.tensor(ids, device="cuda"), **kwargs)
     assert calls
+
+
+def test_a_repeated_generate_replays_the_captured_step(tmp_path, monkeypatch):
+    """The second call with the same shapes replays the first call's graph (the step never runs
+    eagerly again) and gives transformers' tokens for its own prompt."""
+    from genesis.models.generation import DecodeStep
+    hf = _hf_llama(tmp_path)
+    model = genesis.models.from_pretrained(str(tmp_path), device="cuda")
+    first, mask = _prompts(3, 9)
+    second = (first * 7 + 3) % 97 * mask
+    kwargs = dict(max_new_tokens=24, pad_token_id=0)
+    model.generate(genesis.tensor(first, device="cuda"),
+                   attention_mask=genesis.tensor(mask, device="cuda"), **kwargs)
+    calls = []
+    original = DecodeStep.__call__
+    monkeypatch.setattr(DecodeStep, "__call__", lambda self: calls.append(1) or original(self))
+    out = model.generate(genesis.tensor(second, device="cuda"),
+                         attention_mask=genesis.tensor(mask, device="cuda"), **kwargs)
+    expected = hf.generate(torch.tensor(second), attention_mask=torch.tensor(mask),
+                           do_sample=False, **kwargs)
+    assert not calls
+    np.testing.assert_array_equal(out.cpu().numpy(), expected.numpy())
 
 
 

@@ -32,7 +32,9 @@ Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
 (backends/cuda/libraries.py). Per shape key (sizes rounded up to powers of two, dtype,
 precision, layouts, GPU) it times the Triton configurations and cuBLASLt once, keeps the winner
 on disk (backends/cuda/autotune.py) and, per exact geometry, the chosen launch in memory.
-Products under TUNE_MIN_WORK multiply-adds are not timed: the heuristic config runs.
+Products under TUNE_MIN_WORK multiply-adds time only the heuristic Triton config against
+cuBLASLt's algorithms (no extra compiles; a graphed small model's step is made of such products),
+and those under SMALL_TUNE_MIN_WORK are not timed at all: the heuristic config runs.
 Environment: GENESIS_MATMUL_BACKEND=auto|triton|cublaslt (cublaslt: used wherever it can run
 the product), GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only
 the heuristic's pick and the next configs, n in all).
@@ -323,6 +325,7 @@ _plans = LaunchCache()
 _tuner = AutoTuner("matmul")
 _chosen = {}
 TUNE_MIN_WORK = 1 << 27
+SMALL_TUNE_MIN_WORK = 1 << 20
 
 
 def backend_choice():
@@ -346,8 +349,9 @@ def _plan(problem, choice):
     """(configs to time, configs to fall back on, in order). cuBLASLt joins when it can run the
     problem and is not excluded, each of the heuristic's best algorithms (libraries.ALGORITHMS)
     timed; forced, its first algorithm runs untimed (Triton only where it fails). Problems
-    below TUNE_MIN_WORK (or GENESIS_MATMUL_AUTOTUNE=0) are not timed: the heuristic config
-    runs."""
+    below TUNE_MIN_WORK time only the heuristic Triton config against cuBLASLt; below
+    SMALL_TUNE_MIN_WORK (or with GENESIS_MATMUL_AUTOTUNE=0) nothing is timed: the heuristic
+    config runs."""
     from .. import libraries
     triton_configs = _triton_space(problem)
     lt = (choice != "triton" and libraries.cublaslt_usable()
@@ -356,11 +360,14 @@ def _plan(problem, choice):
     if choice == "cublaslt" and lt:
         return [], lt_first + triton_configs
     work = problem.M * problem.N * problem.K * problem.batch
-    if work < TUNE_MIN_WORK or os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
+    small = work < TUNE_MIN_WORK
+    if (small and not lt) or work < SMALL_TUNE_MIN_WORK \
+            or os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
         return [], triton_configs + lt_first
     count = libraries.cublaslt_algorithm_count(problem) if lt else 0
     lt_timed = [{"backend": "cublaslt", "algo": i} for i in range(count)]
-    return lt_timed + triton_configs, triton_configs + lt_timed[:1]
+    timed_triton = triton_configs[:1] if small else triton_configs
+    return lt_timed + timed_triton, triton_configs + lt_timed[:1]
 
 
 def _launcher(problem, backend="triton", **config):
