@@ -70,7 +70,8 @@ def run(reps):
 
 # Tile choices to compare: forward (BM, BN, warps, stages), backward (BM = BN, warps).
 TILES = {
-    "bf16": ([(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3)],
+    "bf16": ([(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (64, 64, 4, 4),
+              (128, 32, 4, 3), (64, 32, 4, 3)],
              [(64, 64, 4), (64, 64, 8), (32, 32, 4), (128, 128, 8)]),
     "fp32": ([(64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 32, 8, 2),
               (128, 64, 8, 3), (32, 32, 4, 2)],
@@ -89,8 +90,8 @@ def sweep_tiles(reps, dtype_name):
         for forward, backward in ([(f, None) for f in forward_tiles]
                                   + [(None, b) for b in backward_tiles]):
             def tiles(dtype, head_dim, tf32, forward=forward, backward=backward):
-                bd, f, b, precision, split = chosen(dtype, head_dim, tf32)
-                return bd, forward or f, backward or b, precision, split
+                bd, f, b, precision = chosen(dtype, head_dim, tf32)
+                return bd, forward or f, backward or b, precision
             attention._tiles = tiles
             attention._plans.clear()
             label = (f"{','.join(map(str, shape)):<18}forward {str(forward or '-'):<18}backward "

@@ -2,8 +2,9 @@
 torch on the CPU in float64 rounded once for float32 (attention's gradients subtract nearly equal
 sums, so two float32 orders of summation can differ beyond float32 tolerance, as for the float
 reductions of test_ops_cuda), and in float32 rounded once for half types (on the same half values,
-as the kernels accumulate in float32); dQ and dK may also differ by float32's rounding of the terms
-that cancel in them (`_cancellation_bounds`): long sequences, head dims 64/128 (and 80, padded), many
+as the kernels accumulate in float32), within the rounding of P and dS to the half type that the
+kernels do as torch's (tests/attention_bounds.py); dQ and dK may also differ by float32's rounding of the terms
+that cancel in them (`cancellation_bounds`): long sequences, head dims 64/128 (and 80, padded), many
 (batch, head) planes, causal or not, strided operands, gradients, determinism, the TF32 flag,
 create_graph and the paths that stay composed."""
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from attention_bounds import cancellation_bounds, half_rounding_bounds
 from helpers import TOLERANCES, assert_close, from_torch, skip_no_cuda
 
 import genesis
@@ -52,34 +54,18 @@ def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None):
     grad = torch.randn(expected.shape).to(TORCH[dtype])
     expected.backward(grad.to(expected.dtype))
     out.backward(from_torch(grad, "cuda"))
-    assert_close(out, expected.detach().to(TORCH[dtype]))
-    dq_bound, dk_bound = _cancellation_bounds(tq, tk, tv, grad, causal, scale)
-    for actual, ref, bound in ((q, tq, dq_bound), (k, tk, dk_bound), (v, tv, 0)):
+    o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, tk, tv, grad, causal, scale,
+                                                             dtype.name)
+    _assert_grad_close(out, expected, o_half, dtype)
+    dq_bound, dk_bound = cancellation_bounds(tq, tk, tv, grad, causal, scale)
+    for actual, ref, bound in ((q, tq, dq_bound + dq_half), (k, tk, dk_bound + dk_half),
+                               (v, tv, dv_half)):
         _assert_grad_close(actual.grad, ref.grad, bound, dtype)
 
 
-def _cancellation_bounds(tq, tk, tv, grad, causal, scale):
-    """Float32 rounding bounds for dQ and dK (float64 tensors of their shapes).
-
-    Both sum dS = P (dP - Delta) times K or Q, where dP = dO V^T and Delta = rowsum(dO O) are
-    float32 dot products that cancel exactly wherever a query sees one key (P one-hot). There
-    the gradient is rounding, kernel's and reference's alike: up to a unit roundoff of float32
-    (2^-24) times the sum of the absolute terms, which the dtype's tolerance does not cover
-    when the exact value is zero."""
-    q, k, v, g = (t.detach().double() for t in (tq, tk, tv, grad))
-    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.mT * s
-    if causal:
-        keep = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    p = scores.softmax(-1)
-    terms = p * (g.abs() @ v.abs().mT + (g.abs() * (p @ v).abs()).sum(-1, keepdim=True))
-    eps = 2.0 ** -24
-    return eps * s * (terms @ k.abs()), eps * s * (terms.mT @ q.abs())
-
-
 def _assert_grad_close(actual, ref, bound, dtype):
-    """|actual - ref| within the dtype's tolerance plus the rounding `bound` (elementwise)."""
+    """|actual - ref| within the dtype's tolerance plus the rounding `bound` (elementwise): for
+    the output and the gradients alike."""
     rtol, atol = TOLERANCES[dtype]
     expected = ref.detach().to(TORCH[dtype]).double().numpy()
     got = actual.detach().cpu().to(genesis.float64).numpy()
@@ -134,15 +120,17 @@ def test_heads_of_one_projection_transpose_back_without_copies(dtype):
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     expected = TF.scaled_dot_product_attention(*heads(tqkv), is_causal=True)
     assert out.transpose(1, 2).is_contiguous()
-    assert_close(out, expected.detach().to(TORCH[dtype]))
     grads = []
     for view in (q, k, v):
         view.register_hook(grads.append)
     grad = torch.randn(expected.shape).to(TORCH[dtype])
+    o_bound, *bounds = half_rounding_bounds(*heads(tqkv), grad, True, None, dtype.name)
+    _assert_grad_close(out, expected, o_bound, dtype)
     expected.backward(grad.to(expected.dtype))
     out.backward(from_torch(grad, "cuda"))
     assert len(grads) == 3 and all(g.transpose(1, 2).is_contiguous() for g in grads)
-    assert_close(qkv.grad, tqkv.grad.to(TORCH[dtype]))
+    qkv_bound = torch.cat([b.transpose(1, 2).reshape(B, T, H * D) for b in bounds], 2)
+    _assert_grad_close(qkv.grad, tqkv.grad, qkv_bound.numpy(), dtype)
 
 
 def test_tf32_flag(monkeypatch):
@@ -190,8 +178,9 @@ def test_no_grad_forward():
     with genesis.no_grad():
         out = F.scaled_dot_product_attention(q, q, q)
     tq = torch.from_numpy(q.cpu().numpy().astype(np.float32))
-    expected = TF.scaled_dot_product_attention(tq, tq, tq).to(torch.float16)
-    assert_close(out, expected)
+    expected = TF.scaled_dot_product_attention(tq, tq, tq)
+    bound = half_rounding_bounds(tq, tq, tq, torch.zeros_like(tq), False, None, "float16")[0]
+    _assert_grad_close(out, expected, bound.numpy(), genesis.float16)
 
 
 @pytest.mark.parametrize("case", ["mask", "dropout", "float64", "head8", "head256"])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from attention_bounds import half_rounding_bounds
 from helpers import TOLERANCES, assert_close, from_torch, skip_no_cuda
 
 import genesis
@@ -199,7 +200,8 @@ def test_fused_swiglu_gate_and_its_gradient_match_the_composed_ops(dtype):
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
 def test_grouped_query_prefill_reads_keys_in_place(dtype, causal):
     """SDPA with enable_gqa and no gradient runs the fused forward on the grouped keys and
-    values (no repeated copies) and matches torch."""
+    values (no repeated copies) and matches torch, within the rounding of P to bfloat16
+    (tests/attention_bounds.py)."""
     torch.manual_seed(4)
     q = torch.randn(2, 32, 300, 64).to(TORCH[dtype])
     k, v = (torch.randn(2, 8, 300, 64).to(TORCH[dtype]) for _ in range(2))
@@ -207,11 +209,13 @@ def test_grouped_query_prefill_reads_keys_in_place(dtype, causal):
         out = F.scaled_dot_product_attention(*(from_torch(t, "cuda") for t in (q, k, v)),
                                              is_causal=causal, enable_gqa=True)
     ct = torch.float64 if dtype is genesis.float32 else torch.float32
-    expected = TF.scaled_dot_product_attention(
-        q.to(ct), *(t.repeat_interleave(4, 1).to(ct) for t in (k, v)),
-        is_causal=causal).to(TORCH[dtype])
+    wide = [q.to(ct)] + [t.repeat_interleave(4, 1).to(ct) for t in (k, v)]
+    expected = TF.scaled_dot_product_attention(*wide, is_causal=causal).to(TORCH[dtype])
+    bound = half_rounding_bounds(*wide, torch.zeros_like(wide[0]), causal, None, dtype.name)[0]
     rtol, atol = TOLERANCES[dtype]
-    assert_close(out, expected, rtol=rtol, atol=atol)
+    got = out.cpu().to(genesis.float64).numpy()
+    wanted = expected.double().numpy()
+    assert (np.abs(got - wanted) <= atol + rtol * np.abs(wanted) + bound.numpy()).all()
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])

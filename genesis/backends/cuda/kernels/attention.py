@@ -13,15 +13,15 @@ kernel over key blocks (dK, dV: walks the query blocks) and one over query block
 key blocks), each recomputing P from the saved logsumexp. Every gradient element is summed by
 one program in a fixed order: deterministic, no atomics.
 
-Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities (and
-dS) that enter a second product are split into a high and a low half-precision part and
-multiplied as two tensor-core products, so P V, P^T dO, dS K and dS^T Q keep about 16 (bf16) to
-22 (fp16) bits of P instead of 8 or 11: results match attention computed in float32 and rounded
-once. float32 products run on tensor cores as three TF32 products (Triton's "tf32x3": each
-operand split into a TF32 high part and a TF32 remainder, the remainders' product dropped), about
-21 bits of each product against IEEE float32's 24; this is what torch's float32 SDPA does
-(CUTLASS's OpMultiplyAddFastF32 in its memory-efficient kernel). With
-genesis.backends.cuda.matmul.allow_tf32 they are single TF32 products (10-bit mantissas).
+Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities P (and
+dS) are rounded to the input dtype before they enter their second product, as FlashAttention and
+torch's fused kernels do: one tensor-core product each, and an error of one half-precision
+rounding of P (or dS) per term, which the GPU tests bound. float32 products run on tensor cores
+as three TF32 products (Triton's "tf32x3": each operand split into a TF32 high part and a TF32
+remainder, the remainders' product dropped), about 21 bits of each product against IEEE
+float32's 24; this is what torch's float32 SDPA does (CUTLASS's OpMultiplyAddFastF32 in its
+memory-efficient kernel). With genesis.backends.cuda.matmul.allow_tf32 they are single TF32
+products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
 place through their strides (the last stride must be 1). The forward also takes grouped-query
@@ -101,23 +101,16 @@ def _store_rows(base, r, stride, n_rows, d, x, HEAD: tl.constexpr, BD: tl.conste
 
 
 @triton.jit
-def _dot_f32(a, b, acc, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
-    """acc + a @ b for a float32 `a` and a `b` in the input dtype; SPLIT (half types): `a` as
-    high + low half-precision parts, two tensor-core products (see the module docstring)."""
-    if SPLIT:
-        hi = a.to(b.dtype)
-        lo = (a - hi.to(tl.float32)).to(b.dtype)
-        acc = tl.dot(hi, b, acc)
-        acc = tl.dot(lo, b, acc)
-    else:
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    return acc
+def _dot_f32(a, b, acc, PRECISION: tl.constexpr):
+    """acc + a @ b for a float32 `a` rounded to `b`'s dtype (half types: as FlashAttention
+    and torch's fused kernels round P and dS; see the module docstring)."""
+    return tl.dot(a.to(b.dtype), b, acc, input_precision=PRECISION)
 
 
 @triton.jit
 def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
                 HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr,
-                MASKED: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+                MASKED: tl.constexpr, PRECISION: tl.constexpr):
     """The online softmax over key blocks lo..hi; MASKED: blocks with the key tail or the
     diagonal in them."""
     for n0 in range(lo, hi, BN):
@@ -134,7 +127,7 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale,
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = _load_rows(vp, n, v_sn, S, d, HEAD, BD, MASKED)
-        acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION, SPLIT)
+        acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION)
         m_i = m_new
     return acc, m_i, l_i
 
@@ -153,7 +146,7 @@ def _attn_fwd_kernel(
         v_batch_stride, v_head_stride, v_row_stride, o_batch_stride, o_head_stride, o_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
     pid0*BM.. of plane pid1; GROUP query heads share each key/value head."""
     start = tl.program_id(0) * BM
@@ -175,10 +168,9 @@ def _attn_fwd_kernel(
         end = tl.minimum(k_len, start + BM)
     acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, 0,
                                 full, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, False,
-                                PRECISION, SPLIT)
+                                PRECISION)
     acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, full,
-                                end, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION,
-                                SPLIT)
+                                end, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION)
     o = acc * div_rn(1.0, l_i)[:, None]
     plane = bh.to(tl.int64) * q_len
     tl.store(lse_ptr + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rows < q_len)
@@ -216,7 +208,7 @@ def _attn_delta_kernel(
 @triton.jit
 def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L, qk_scale, d,
                  HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
-                 MASKED: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+                 MASKED: tl.constexpr, PRECISION: tl.constexpr):
     """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal).
 
     Query rows past L load zeros and an infinite logsumexp, so their P is 0."""
@@ -228,11 +220,11 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L,
         if MASKED:
             pT = tl.where(m[None, :] >= n[:, None], pT, 0.0)
         g = _load_rows(dop, m, do_sm, L, d, HEAD, BD, True)
-        dv = _dot_f32(pT, g, dv, PRECISION, SPLIT)
+        dv = _dot_f32(pT, g, dv, PRECISION)
         dpT = tl.dot(v, tl.trans(g), input_precision=PRECISION)
         delta = tl.load(deltap + m, mask=m < L, other=0.0)
         dsT = pT * (dpT - delta[None, :])
-        dk = _dot_f32(dsT, tl.trans(qT), dk, PRECISION, SPLIT)
+        dk = _dot_f32(dsT, tl.trans(qT), dk, PRECISION)
     return dk, dv
 
 
@@ -252,7 +244,7 @@ def _attn_dkdv_kernel(
         dv_head_stride, dv_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        BM: tl.constexpr, BN: tl.constexpr):
     """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them."""
     start = tl.program_id(0) * BN
     bh = tl.program_id(1)
@@ -273,11 +265,10 @@ def _attn_dkdv_kernel(
         lo = tl.minimum(start + BN, q_len)
         dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
                                       delta_ptr + plane, q_row_stride, do_row_stride, n, start,
-                                      lo, q_len, qk_scale, d, HEAD, BD, BM, True, PRECISION,
-                                      SPLIT)
+                                      lo, q_len, qk_scale, d, HEAD, BD, BM, True, PRECISION)
     dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
                                   delta_ptr + plane, q_row_stride, do_row_stride, n, lo, q_len,
-                                  q_len, qk_scale, d, HEAD, BD, BM, False, PRECISION, SPLIT)
+                                  q_len, qk_scale, d, HEAD, BD, BM, False, PRECISION)
     _store_rows(_head(dk_ptr, bh, n_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
                 k_len, d, dk_acc * scale, HEAD, BD)
     _store_rows(_head(dv_ptr, bh, n_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
@@ -287,7 +278,7 @@ def _attn_dkdv_kernel(
 @triton.jit
 def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
                HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
-               PRECISION: tl.constexpr, SPLIT: tl.constexpr):
+               PRECISION: tl.constexpr):
     """dQ of queries `rows` from key blocks lo..hi (MASKED: on the causal diagonal).
 
     Keys past S load zeros, so they add nothing to dQ = dS K."""
@@ -300,7 +291,7 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_sc
         vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
         dp = tl.dot(g, vT, input_precision=PRECISION)
         ds = p * (dp - delta[:, None])
-        dq = _dot_f32(ds, tl.trans(kT), dq, PRECISION, SPLIT)
+        dq = _dot_f32(ds, tl.trans(kT), dq, PRECISION)
     return dq
 
 
@@ -319,7 +310,7 @@ def _attn_dq_kernel(
         do_row_stride, dq_batch_stride, dq_head_stride, dq_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        SPLIT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        BM: tl.constexpr, BN: tl.constexpr):
     """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
@@ -340,11 +331,11 @@ def _attn_dq_kernel(
     if CAUSAL:
         end = tl.minimum(start, k_len)
     acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, 0, end,
-                     k_len, qk_scale, d, HEAD, BD, BN, False, PRECISION, SPLIT)
+                     k_len, qk_scale, d, HEAD, BD, BN, False, PRECISION)
     if CAUSAL:
         acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, end,
                          tl.minimum(start + BM, k_len), k_len, qk_scale, d, HEAD, BD, BN, True,
-                         PRECISION, SPLIT)
+                         PRECISION)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
 
@@ -405,13 +396,13 @@ than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
 
 
 def _tiles(dtype, head_dim, tf32):
-    """(head tile, (forward BM, BN, warps, stages), (backward BM, BN, warps), precision,
-    split); see the module docstring. The forward needs BN | BM, the backward BM == BN."""
+    """(head tile, (forward BM, BN, warps, stages), (backward BM, BN, warps), precision); see
+    the module docstring. The forward needs BN | BM, the backward BM == BN."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, (64, 64, 4, 3), (64, 64, 4), "tf32", True
+        return bd, (64, 64, 4, 3), (64, 64, 4), "tf32"
     forward, backward = FP32_TILES[max(bd, 32)]
-    return bd, forward, backward, "tf32" if tf32 else "tf32x3", False
+    return bd, forward, backward, "tf32" if tf32 else "tf32x3"
 
 
 def _index_type(*arrays):
@@ -431,8 +422,8 @@ def _forward_plan(q, k, v, causal, tf32, keep_float, device=0, target=None):
     """(the forward launch for operands laid out like these, the sizes and strides
     _forward_launch passes)."""
     (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
-    bd, (bm, bn, warps, stages), _, precision, split = _tiles(q.dtype, q.shape[-1], tf32)
-    meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, SPLIT=split, BM=bm,
+    bd, (bm, bn, warps, stages), _, precision = _tiles(q.dtype, q.shape[-1], tf32)
+    meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm,
                 BN=bn, GROUP=lead[1] // kv_lead[1])
     launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
                                meta, warps, stages, _index_type(q, k, v), device, target)
@@ -461,14 +452,14 @@ class _BackwardPlan:
     def __init__(self, g, q, k, v, out, causal, tf32, device=0, target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead = geos[0][0]
-        bd, _, (bm, bn, warps), precision, split = _tiles(q.dtype, q.shape[-1], tf32)
+        bd, _, (bm, bn, warps), precision = _tiles(q.dtype, q.shape[-1], tf32)
         ity = _index_type(q, k, v, g)
         planes, length = lead[0] * lead[1], q.shape[-2]
         self.device, self.target, self.delta_shape = device, target, q.shape[:-1]
         self.delta = _attention_launch(
             _attn_delta_kernel, (cdiv(length, bm), planes), dict(HEAD=q.shape[-1], BD=bd, BM=bm),
             warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, SPLIT=split,
+        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision,
                     BM=bm, BN=bn)
         self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes), meta,
                                       warps, 2, ity, device, target)

@@ -18,9 +18,9 @@ int64) and splits past it write an empty partial.
 from device memory, so a decode step's cache writes, too, need no host-side position.
 
 Numerics: Q K^T of half inputs is exact products summed in float32; the float32 probabilities
-enter P V as high and low half-precision parts (two tensor-core products), as the fused
-attention kernels do; float32 inputs take IEEE float32 products. A query row whose keys are all
-masked gives zeros, as F.scaled_dot_product_attention's composite path does.
+enter P V as high and low half-precision parts (two tensor-core products, `_dot_p`); float32
+inputs take IEEE float32 products. A query row whose keys are all masked gives zeros, as
+F.scaled_dot_product_attention's composite path does.
 """
 
 import numpy as np
@@ -34,7 +34,6 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
 from ._strided_indexing import cdiv, next_pow2
-from .attention import _dot_f32
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -52,6 +51,20 @@ MAX_SPLITS = 64
 NUM_WARPS = 4
 NUM_STAGES = 3
 WRITE_WARPS = 1
+
+
+@triton.jit
+def _dot_p(p, v, acc, PRECISION: tl.constexpr, SPLIT_DOT: tl.constexpr):
+    """acc + p @ v for float32 probabilities `p`; SPLIT_DOT (half types): `p` as high + low
+    half-precision parts, two tensor-core products, so P keeps about 16 (bf16) to 22 (fp16)
+    bits. Decoding is bound by reading the cache, so the second product costs nothing."""
+    if SPLIT_DOT:
+        hi = p.to(v.dtype)
+        acc = tl.dot(hi, v, acc)
+        acc = tl.dot((p - hi.to(tl.float32)).to(v.dtype), v, acc)
+    else:
+        acc = tl.dot(p, v, acc, input_precision=PRECISION)
+    return acc
 
 
 @triton.jit
@@ -110,7 +123,7 @@ def _decode_split_kernel(
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(vp + n[:, None] * v_row_stride + d[None, :], mask=tile, other=0.0)
-        acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION, SPLIT_DOT)
+        acc = _dot_p(p, v, acc * alpha[:, None], PRECISION, SPLIT_DOT)
         m_i = m_new
     seen = l_i > 0
     o = acc * tl.where(seen, div_rn(1.0, tl.where(seen, l_i, 1.0)), 0.0)[:, None]
