@@ -4,9 +4,9 @@ gather and scatter pair each element of an int64 `index` of the input's rank wit
 along `dim`; their backward is the other one (the gradient of gather scatters, adding). The
 index_* ops take a 1-D index of slices along `dim`: they move `dim` to the front and use
 index.py's advanced-indexing primitives (`Index`, `IndexPut`). take reads the input as 1-D,
-take_along_dim is a gather of broadcast operands, and repeat_interleave an index_select (or an
-expanded view when every repeat is the same). The backends implement "gather", "scatter",
-"check_index" and "repeat_interleave".
+take_along_dim is a gather of broadcast operands, and repeat_interleave an index_select (or,
+when every repeat is the same, an expanded view flattened). The backends implement "gather",
+"scatter", "check_index" and "repeat_interleave".
 """
 
 from .. import dtypes

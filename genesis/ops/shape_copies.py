@@ -3,8 +3,9 @@ triangles (tril, triu), repeating (repeat, tile) and diagonal matrices (diag, di
 
 Each makes a new tensor. cat, flip, roll, tril and triu call one kernel each and have their own
 backward (narrowing, flipping or rolling back, the same triangle); stack and the *stack forms
-are a cat of views; repeat is an expanded view made contiguous; diag and diag_embed scatter
-into zeros the region a diagonal view covers. The views these ops are built on are in shape.py.
+are a cat of views; repeat is an expanded view made contiguous; diag_embed (and diag of a
+vector) scatters into zeros the region a diagonal view covers, diag of a matrix copies its
+diagonal view. The views these ops are built on are in shape.py.
 """
 
 import operator
