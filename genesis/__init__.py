@@ -20,9 +20,12 @@ from .ops.creation import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.activation import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
+from .ops.gather_scatter import *  # noqa: F401,F403
+from .ops.sorting import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
+from .ops.shape_copies import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.compare import *  # noqa: F401,F403
 from .ops.counting import *  # noqa: F401,F403

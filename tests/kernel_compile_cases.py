@@ -17,7 +17,7 @@ from genesis.backends.cuda.kernels import index_accumulate as accumulate
 from genesis.backends.cuda.kernels import index_compact as compact
 from genesis.backends.cuda.kernels import matmul as mm
 from genesis.backends.cuda.kernels import reduce as red
-from genesis.backends.cuda.kernels import sort
+from genesis.backends.cuda.kernels import scan, sort
 from genesis.backends.cuda.kernels._index_layout import Operand
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
 from genesis.backends.cuda.launch import compile_kernel
@@ -35,18 +35,10 @@ def reduce_case(kind, dtype, shape, dims, target, indices=False, reorder=True):
     red._Reduction(kind, x, dims, reorder, len(params), target).run(0, x, out, index, params)
 
 
-def scan_case(kind, dtype, out_dtype, shape, dim, target):
-    """Compile the launch of one scan of a contiguous `shape` along `dim`."""
-    out = placeholder(shape, out_dtype)
-    launch, dims = red._scan_plan(kind, placeholder(shape, dtype), dim, kind == "cumsum", out,
-                                  target)
-    red._scan_launch(launch, dims, 0, placeholder(shape, dtype), out)
-
-
 def reduce_cases(target):
     """Every reduction kind on float32 rows, rows split in one launch (the last program merges;
     also past the L2 size, where loads evict first, and over half types), columns split over
-    two launches (partial + merge), the integer accumulators and the scans."""
+    two launches (partial + merge) and the integer accumulators."""
     f32 = np.float32
     kinds = ("sum", "nansum", "prod", "mean", "amax", "amin", "any", "all", "count_nonzero",
              "norm0", "norm1", "norm2", "normp", "norminf", "normninf", "var", "std", "logsumexp")
@@ -65,6 +57,19 @@ def reduce_cases(target):
     for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
         reduce_case("sum", dtype, (64, 1000), (1,), target)
     reduce_case("amax", np.int64, (8, 6, 4), (0, 2), target)
+
+
+def scan_case(kind, dtype, out_dtype, shape, dim, target):
+    """Compile the launch of one scan of a contiguous `shape` along `dim`."""
+    out = placeholder(shape, out_dtype)
+    launch, dims = scan._scan_plan(kind, placeholder(shape, dtype), dim, kind == "cumsum", out,
+                                   target)
+    scan._scan_launch(launch, dims, 0, placeholder(shape, dtype), out)
+
+
+def scan_cases(target):
+    """cumsum along the contiguous dim and across rows, over float32, bfloat16 and int32 (int64
+    out); cumprod of float32."""
     for kind, dtype, shape, dim in (("cumsum", np.float32, (64, 1000), 1),
                                     ("cumsum", ml_dtypes.bfloat16, (1000, 64), 0),
                                     ("cumsum", np.int32, (8, 6, 4), 1),
@@ -671,5 +676,6 @@ CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
          "optim": optim_cases, "optim_extra": optim_extra_cases, "random": random_cases,
          "recurrent": recurrent_cases, "reduce": reduce_cases,
-         "residual_norm": residual_norm_cases, "rotary": rotary_cases, "shape": shape_cases,
-         "softmax": softmax_cases, "sort": sort_cases, "swiglu": swiglu_cases}
+         "residual_norm": residual_norm_cases, "rotary": rotary_cases, "scan": scan_cases,
+         "shape": shape_cases, "softmax": softmax_cases, "sort": sort_cases,
+         "swiglu": swiglu_cases}

@@ -19,7 +19,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
 from ..ops.common import call, wrap
-from ..ops.shape import cat
+from ..ops.shape_copies import cat
 
 
 class FusedLinear(nn.Linear):

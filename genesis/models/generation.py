@@ -19,7 +19,7 @@ from ..ops.creation import empty, empty_like, full, tensor
 from ..ops.elementwise import where
 from ..ops.index import masked_fill
 from ..ops.reduce import argmax, cumsum, softmax
-from ..ops.shape import cat, stack
+from ..ops.shape_copies import cat, stack
 from .attention_mask import position_ids as positions_from_mask
 from .cache import StaticCache
 

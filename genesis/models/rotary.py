@@ -17,7 +17,7 @@ from ..autograd.function import Function
 from ..dispatch import has_kernel
 from ..ops.common import call, wrap
 from ..ops.creation import tensor
-from ..ops.shape import cat
+from ..ops.shape_copies import cat
 
 
 def rope_parameters(config):

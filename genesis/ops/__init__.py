@@ -9,7 +9,8 @@ one's methods onto it: `x.sum()` and `genesis.sum(x)` are then the same function
 from ..tensor import Tensor
 from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
-from . import decompositions, matrix_functions, statistics, windows
+from . import decompositions, gather_scatter, matrix_functions, shape_copies, sorting, statistics
+from . import windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
@@ -17,7 +18,8 @@ _CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__wea
                      "__firstlineno__", "__static_attributes__", "__hash__"}
 
 METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
-           index.IndexMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods,
+           shape_copies.ShapeCopyMethods, index.IndexMethods, gather_scatter.GatherScatterMethods,
+           sorting.SortingMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods,
            compare.CompareMethods, counting.CountingMethods, products.ProductsMethods,
            rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
            legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,

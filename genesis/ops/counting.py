@@ -13,9 +13,11 @@ from .. import dtypes
 from ..tensor import Tensor, wrap_dim
 from .creation import full, linspace, tensor, zeros
 from .elementwise import clamp, logical_and, logical_not, ne, where
-from .index import gather, index_add, nonzero, take
+from .gather_scatter import gather, index_add, take
+from .index import nonzero
 from .reduce import amax, amin, any as any_, cumsum
-from .shape import cat, flatten, movedim, narrow, reshape
+from .shape import flatten, movedim, narrow, reshape
+from .shape_copies import cat
 
 _INTEGRAL = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 

@@ -13,7 +13,7 @@ from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
 from .linalg import matmul
 from .reduce import amax, amin, cumprod, sum, vector_norm
-from .shape import cat
+from .shape_copies import cat
 from .solvers import lu, lu_unpack, torch_lu_solve as lu_solve
 
 _INF = math.inf

@@ -12,13 +12,14 @@ from .common import broadcast_shapes as _broadcast_shapes, sum_to
 from .creation import CreationMethods, arange, as_tensor, empty, full_like, tensor, zeros
 from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isinf,
                           logaddexp, logical_and, remainder, sub, trunc, where)
-from .index import IndexMethods, index_select
+from .gather_scatter import index_select
+from .index import IndexMethods
 from .linalg import tensordot
 from .products import ProductsMethods
 from .random import multinomial
 from .reduce import cumprod, cumsum, sum, vector_norm
-from .shape import (ShapeMethods, broadcast_to, cat, chunk, diag, diagonal, flatten, narrow,
-                    split, stack, tensor_split)
+from .shape import ShapeMethods, broadcast_to, chunk, diagonal, flatten, narrow, split, tensor_split
+from .shape_copies import cat, diag, stack
 from .special import SpecialMethods
 
 _LN2 = math.log(2.0)

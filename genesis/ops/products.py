@@ -10,7 +10,8 @@ from .creation import zeros
 from .elementwise import _inplace
 from .linalg import _in_float32, _scaled_sum, addmm, addmv, baddbmm, matmul, outer
 from .reduce import sum, vector_norm
-from .shape import cat, meshgrid, reshape, stack
+from .shape import meshgrid, reshape
+from .shape_copies import cat, stack
 
 
 @autocast_policy("cdist")

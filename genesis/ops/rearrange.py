@@ -10,10 +10,11 @@ from ..tensor import Tensor, wrap_dim
 from .common import make_view
 from .creation import arange, clone, zeros
 from .elementwise import _inplace, logical_xor, maximum, minimum, where
-from .index import index_add, index_put, nonzero
+from .gather_scatter import index_add
+from .index import index_put, nonzero
 from .reduce import amax, amin, prod, sum
-from .shape import (as_strided, cat, diagonal, flatten, flip, movedim, narrow, reshape, select,
-                    transpose)
+from .shape import as_strided, diagonal, flatten, movedim, narrow, reshape, select, transpose
+from .shape_copies import cat, flip
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):

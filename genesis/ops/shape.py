@@ -1,27 +1,23 @@
-"""Shape and view ops: reshaping, permuting, broadcasting, slicing, splitting, joining, flipping.
+"""Shape ops that make views: reshaping, permuting, broadcasting, slicing and splitting.
 
 Views (view, reshape when possible, permute, expand, squeeze, narrow, select, split, ...) compute
 their shape, strides and offset here, once for every device, and call `make_view`: the result
 shares the input's storage and version counter. Their backward is written with genesis ops: the
-inverse permutation, `sum_to`, or a scatter into zeros of the region the view covers. Ops that
-must copy (cat, flip, roll, tril/triu) call one kernel each; repeat, tile and meshgrid are made
-of views and reshapes.
+inverse permutation, `sum_to`, or a scatter into zeros of the region the view covers. meshgrid
+and atleast_*d are made of views too. The shape ops that copy (cat, flip, roll, tril/triu,
+repeat, diag) are in shape_copies.py.
 """
 
 import math
 import operator
 
-from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.views import AsStrided, AsStridedScatter
-from ..dispatch import kernel
-from ..tensor import Tensor, wrap_dim
-from .autocast import autocast_policy
-from .common import (call, cast, check_devices, contiguous_strides, expand_strides, make_view,
-                     normalize_dims, sum_to, wrap)
-from .creation import clone, zeros
-from .elementwise import _inplace
+from ..tensor import wrap_dim
+from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
+                     wrap)
+from .creation import zeros
 
 
 def _geometry(t):
@@ -252,6 +248,7 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        from .shape_copies import cat, stack  # (that module imports this one)
         joined = stack(grads, ctx.dim) if ctx.drop else cat(grads, ctx.dim)
         return joined, None, None, None
 
@@ -583,230 +580,6 @@ def _atleast(tensors, lift):
     return tuple(lift(x) for x in tensors)
 
 
-def _is_legacy_empty(t):
-    """PyTorch's cat skips 1-D empty tensors whatever the other shapes are."""
-    return t.ndim == 1 and t.shape[0] == 0
-
-
-class Cat(Function):
-    """Tensors joined along `dim` in their promoted dtype; backward narrows the gradient."""
-
-    @staticmethod
-    def forward(ctx, dim, *tensors):
-        dtype = tensors[0].dtype
-        for x in tensors[1:]:
-            dtype = dtypes.promote_types(dtype, x.dtype)
-        parts = [x for x in tensors if not _is_legacy_empty(x)]
-        ctx.dim = dim
-        ctx.sizes = tuple(None if _is_legacy_empty(x) else x.shape[dim] for x in tensors)
-        device = tensors[0].device
-        if not parts:
-            return zeros((0,), dtype=dtype, device=device)
-        data = kernel("cat", device.type)([cast(x, dtype)._data for x in parts], dim)
-        return wrap(data, device, dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        grads, start = [], 0
-        for size, needed in zip(ctx.sizes, ctx.needs_input_grad[1:]):
-            if size is None:
-                grads.append(None)
-                continue
-            grads.append(narrow(g, ctx.dim, start, size) if needed else None)
-            start += size
-        return (None, *grads)
-
-
-def _check_cat(tensors, dim, op):
-    """The wrapped dim for cat; errors for empty lists, 0-d tensors and mismatched shapes."""
-    if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
-    for i, x in enumerate(tensors):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(x).__name__} at "
-                            f"position {i}")
-        if x.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    check_devices(op, *tensors)
-    shaped = [(i, x) for i, x in enumerate(tensors) if not _is_legacy_empty(x)]
-    if not shaped:
-        return 0
-    first_i, first = shaped[0]
-    dim = wrap_dim(dim, first.ndim, op)
-    for i, x in shaped[1:]:
-        if x.ndim != first.ndim:
-            raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got "
-                               f"{first.ndim} and {x.ndim}")
-        for d in range(first.ndim):
-            if d != dim and x.shape[d] != first.shape[d]:
-                raise RuntimeError(
-                    f"{op}(): Sizes of tensors must match except in dimension {dim}. Expected size "
-                    f"{first.shape[d]} but got size {x.shape[d]} for tensor number {i} in the list "
-                    f"(shapes {list(first.shape)} and {list(x.shape)}).")
-    return dim
-
-
-@autocast_policy("cat")
-def cat(tensors, dim=0):
-    """Join tensors along an existing dim; dtypes promote as in PyTorch."""
-    tensors = tuple(tensors)
-    dim = _check_cat(tensors, dim, "cat")
-    return Cat.apply(dim, *tensors)
-
-
-concat = cat
-
-
-def concatenate(tensors, axis=0):
-    """`cat` under numpy's name."""
-    return cat(tensors, axis)
-
-
-@autocast_policy("stack")
-def stack(tensors, dim=0):
-    """Join equally shaped tensors along a new dim."""
-    tensors = tuple(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    for i, x in enumerate(tensors[1:], 1):
-        if tuple(x.shape) != tuple(tensors[0].shape):
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry "
-                               f"{i}")
-    dim = wrap_dim(dim, tensors[0].ndim + 1, "stack")
-    return cat([unsqueeze(x, dim) for x in tensors], dim)
-
-
-def hstack(tensors):
-    """Tensors joined column-wise (along dim 1, or dim 0 for 1-d ones)."""
-    tensors = atleast_1d(tuple(tensors))
-    return cat(tensors, 0 if all(x.ndim == 1 for x in tensors) else 1)
-
-
-def vstack(tensors):
-    """Tensors joined row-wise, 1-d ones as rows."""
-    return cat(atleast_2d(tuple(tensors)), 0)
-
-
-row_stack = vstack
-
-
-def dstack(tensors):
-    """Tensors joined depth-wise (along dim 2), each made at least 3-d."""
-    return cat(atleast_3d(tuple(tensors)), 2)
-
-
-def column_stack(tensors):
-    """Tensors joined as columns, 0-d and 1-d ones as single columns."""
-    return hstack([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in tensors])
-
-
-class Flip(Function):
-    """A reversed copy along `dims`; its own backward."""
-
-    @staticmethod
-    def forward(ctx, x, dims):
-        ctx.dims = dims
-        return wrap(call("flip", x, dims), x.device, x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Flip.apply(g, ctx.dims), None
-
-
-def flip(input, dims):
-    """A copy with the order of `dims` reversed."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return Flip.apply(input, normalize_dims(dims, input.ndim, "flip"))
-
-
-def fliplr(input):
-    """A copy with the order of columns (dim 1) reversed."""
-    if input.ndim < 2:
-        raise RuntimeError("Input must be >= 2-d.")
-    return flip(input, (1,))
-
-
-def flipud(input):
-    """A copy with the order of rows (dim 0) reversed."""
-    if input.ndim < 1:
-        raise RuntimeError("Input must be >= 1-d.")
-    return flip(input, (0,))
-
-
-class Roll(Function):
-    """A rotated copy along `dims`; backward rolls back."""
-
-    @staticmethod
-    def forward(ctx, x, shifts, dims):
-        ctx.shifts, ctx.dims = shifts, dims
-        return wrap(call("roll", x, shifts, dims), x.device, x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.dims), None, None
-
-
-def roll(input, shifts, dims=None):
-    """Rotate elements along `dims` by `shifts` (over the flattened tensor when dims is None)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if dims is None:
-        if len(shifts) != 1:
-            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        return reshape(Roll.apply(flatten(input), shifts, (0,)), tuple(input.shape))
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
-                           f"dims:{len(dims)}")
-    return Roll.apply(input, shifts, tuple(wrap_dim(d, input.ndim, "roll") for d in dims))
-
-
-class Triangle(Function):
-    """tril / triu of the last two dims; the gradient keeps the same triangle."""
-
-    @staticmethod
-    def forward(ctx, x, diagonal, op):
-        ctx.diagonal, ctx.op = diagonal, op
-        return wrap(call(op, x, diagonal), x.device, x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Triangle.apply(g, ctx.diagonal, ctx.op), None, None
-
-
-def _triangle(op):
-    def fn(input, diagonal=0):
-        if input.ndim < 2:
-            raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
-        return Triangle.apply(input, operator.index(diagonal), op)
-    fn.__name__ = op
-    fn.__doc__ = f"The {'lower' if op == 'tril' else 'upper'} triangle of the last two dims " \
-                 "(on and past `diagonal`), the rest zero."
-    return fn
-
-
-tril, triu = _triangle("tril"), _triangle("triu")
-
-
-def repeat(self, *sizes):
-    """Tile the tensor `sizes` times along each dim (leading sizes add dims); a copy."""
-    sizes = sizes_arg(sizes)
-    if len(sizes) < self.ndim:
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
-                           "dimensions of tensor")
-    shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
-    spread = tuple(x for s in shape for x in (1, s))
-    tiled = tuple(x for r, s in zip(sizes, shape) for x in (r, s))
-    out = expand(reshape(self, spread), tiled)
-    return ReshapeCopy.apply(out, tuple(r * s for r, s in zip(sizes, shape)))
-
-
-def tile(input, dims):
-    """`repeat` with `dims` padded by leading ones to the tensor's rank."""
-    dims = sizes_arg((dims,))
-    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
-
-
 def meshgrid(*tensors, indexing="ij"):
     """Coordinate grids (views) from 1-D tensors; "xy" swaps the first two output dims."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -826,33 +599,6 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(grids)
 
 
-def diag(input, diagonal=0):
-    """1-D: a square matrix with `input` on the given diagonal; 2-D: a copy of that diagonal."""
-    if input.ndim == 1:
-        n = input.shape[0] + abs(diagonal)
-        region = diagonal_geometry((n, n), (n, 1), 0, diagonal, 0, 1)
-        return scatter_region(input, (n, n), region)
-    if input.ndim == 2:
-        return clone(SubView.apply(input, diagonal_geometry, (diagonal, 0, 1), "Diagonal"))
-    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-
-
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    """Matrices whose (dim1, dim2) diagonals hold the last dim of `input`."""
-    n = input.shape[-1] + abs(offset)
-    ndim = input.ndim + 1
-    dim1, dim2 = wrap_dim(dim1, ndim, "diag_embed"), wrap_dim(dim2, ndim, "diag_embed")
-    if dim1 == dim2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    shape = list(input.shape[:-1])
-    for d in sorted((dim1, dim2)):
-        shape.insert(d, n)
-    shape = tuple(shape)
-    region = diagonal_geometry(shape, contiguous_strides(shape), 0, offset, dim1, dim2)
-    return scatter_region(input, shape, region)
-
-
-
 def _metadata_inplace(fn, name):
     """`squeeze_`, `unsqueeze_`, `t_`, `transpose_`: `self` takes the geometry of `fn(self)`."""
     def method(self, *args, **kwargs):
@@ -870,7 +616,7 @@ def _metadata_inplace(fn, name):
 
 
 class ShapeMethods:
-    """Tensor methods of this family: views, reshapes, joins and splits, flips and triangles."""
+    """Tensor methods of this family: views, reshapes, splits, in-place geometry changes."""
 
     view = view
     view_as = view_as
@@ -912,25 +658,6 @@ class ShapeMethods:
     movedim = movedim
     moveaxis = movedim
 
-    def flip(self, *dims):
-        """A copy with the order of elements reversed along `dims`."""
-        return flip(self, sizes_arg(dims))
-
-    fliplr = fliplr
-    flipud = flipud
-    roll = roll
-    tril = tril
-    triu = triu
-    repeat = repeat
-
-    def tile(self, *dims):
-        """This tensor repeated `dims` times along each dimension."""
-        return tile(self, sizes_arg(dims))
-
-    diag = diag
-    diag_embed = diag_embed
-    tril_ = _inplace(tril, "tril_")
-    triu_ = _inplace(triu, "triu_")
     squeeze_ = _metadata_inplace(squeeze, "squeeze_")
     unsqueeze_ = _metadata_inplace(unsqueeze, "unsqueeze_")
     t_ = _metadata_inplace(t, "t_")
@@ -941,6 +668,4 @@ __all__ = [
     "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "broadcast_to",
     "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "diagonal", "as_strided",
     "unbind", "split", "chunk", "tensor_split", "movedim", "moveaxis", "atleast_1d", "atleast_2d",
-    "atleast_3d", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack", "flip", "fliplr", "flipud", "roll", "tril", "triu", "tile",
-    "meshgrid", "diag", "diag_embed"]
+    "atleast_3d", "meshgrid"]

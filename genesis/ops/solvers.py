@@ -9,7 +9,7 @@ from . import decompositions as dec
 from .common import call, wrap
 from .creation import eye, zeros
 from .linalg import matmul
-from .shape import tril, triu
+from .shape_copies import tril, triu
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):

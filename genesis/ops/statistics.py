@@ -15,10 +15,12 @@ from .. import dtypes
 from ..tensor import Tensor, wrap_dim
 from .creation import arange, full, tensor
 from .elementwise import isnan, lerp, logaddexp, logical_not, logical_or, where
-from .index import gather, sort
+from .gather_scatter import gather
 from .linalg import mm
 from .reduce import _return_type, amax, amin, any as any_, nansum, sum
-from .shape import cat, diag, flatten, movedim, narrow, reshape
+from .shape import flatten, movedim, narrow, reshape
+from .shape_copies import cat, diag
+from .sorting import sort
 
 _CUMMAX = _return_type("cummax", ("values", "indices"))
 _CUMMIN = _return_type("cummin", ("values", "indices"))

@@ -5,7 +5,7 @@ the two-loop recursion stay 0-d tensors where PyTorch's do, so the arithmetic ro
 """
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..ops.shape import cat
+from ..ops.shape_copies import cat
 from ..tensor import Tensor
 from .optimizer import Optimizer
 

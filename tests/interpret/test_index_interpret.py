@@ -17,7 +17,7 @@ from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import index as idx
 from genesis.backends.cuda.kernels import index_accumulate as acc
 from genesis.backends.cuda.kernels import index_compact as compact
-from genesis.backends.cuda.kernels import reduce as red
+from genesis.backends.cuda.kernels import scan as scan_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -37,7 +37,7 @@ def gpu(monkeypatch):
     for cache in (idx._plans, idx._checks, acc._plans, compact._count_plans, compact._emits,
                   compact._repeat_plans):
         monkeypatch.setattr(cache, "limit", 0)
-    with ti.device(idx, acc, compact, red, sort_kernels, array_ops):
+    with ti.device(idx, acc, compact, scan_kernels, sort_kernels, array_ops):
         yield
 
 

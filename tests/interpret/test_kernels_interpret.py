@@ -21,6 +21,7 @@ from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
 from genesis.backends.cuda.kernels import reduce as red
+from genesis.backends.cuda.kernels import scan
 from genesis.backends.cuda.kernels import softmax as sm
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
 
@@ -114,7 +115,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(red, "_COUNTS", {})
     monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
     monkeypatch.setattr(sm, "_CHUNK", 64)
-    with ti.device(ew, red, sm, norm, array_ops):
+    with ti.device(ew, red, scan, sm, norm, array_ops):
         yield
 
 

@@ -14,7 +14,7 @@ import triton_interpret as ti
 
 from genesis import dispatch
 from genesis.backends.cuda.kernels import median as median_kernels
-from genesis.backends.cuda.kernels import reduce as reduce_kernels
+from genesis.backends.cuda.kernels import scan as scan_kernels
 from genesis.backends.cuda.kernels import shape as shape_kernels
 from genesis.backends.cuda.kernels import sort as sort_kernels
 from genesis.backends.cuda.launch import LaunchCache
@@ -34,7 +34,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(shape_kernels, "_launches", LaunchCache())
     monkeypatch.setattr(median_kernels, "ROWS", 4)
     monkeypatch.setattr(median_kernels, "_picks", LaunchCache())
-    with ti.device(sort_kernels, shape_kernels, median_kernels, reduce_kernels):
+    with ti.device(sort_kernels, shape_kernels, median_kernels, scan_kernels):
         yield
 
 

@@ -1,7 +1,7 @@
 """Import every kernel family of the CUDA backend, registering them with the dispatcher."""
 
 from . import array_ops, dlpack  # noqa: F401
-from .kernels import elementwise, index, index_compact, norm, reduce, softmax  # noqa: F401
+from .kernels import elementwise, index, index_compact, norm, reduce, scan, softmax  # noqa: F401
 from .kernels import random  # noqa: F401
 from .kernels import matmul  # noqa: F401
 from .kernels import median, shape, sort  # noqa: F401

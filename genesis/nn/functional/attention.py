@@ -20,7 +20,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops import elementwise as ew
-from ...ops import shape as shape_ops
+from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from .activation import softmax
@@ -32,7 +32,7 @@ from .padding import pad
 def _causal_mask(query_len, key_len, device):
     """Bool (L, S) mask allowing position i to attend to keys 0..i (top-left aligned), made on
     the device."""
-    return shape_ops.tril(creation.ones((query_len, key_len), dtype=dtypes.bool_, device=device))
+    return shape_copies.tril(creation.ones((query_len, key_len), dtype=dtypes.bool_, device=device))
 
 
 def _repeat_heads(x, groups):
@@ -270,7 +270,7 @@ def _check_attn_mask(attn_mask, shape):
 
 def _append_keys(k, v, extra_k, extra_v, attn_mask, key_padding_mask):
     """Keys/values with one more position appended, and the masks padded to match."""
-    k, v = shape_ops.cat([k, extra_k]), shape_ops.cat([v, extra_v])
+    k, v = shape_copies.cat([k, extra_k]), shape_copies.cat([v, extra_v])
     if attn_mask is not None:
         attn_mask = pad(attn_mask, (0, 1))
     if key_padding_mask is not None:

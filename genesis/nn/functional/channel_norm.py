@@ -3,7 +3,7 @@ channels."""
 
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
-from ...ops.shape import cat
+from ...ops.shape_copies import cat
 from .batch_stats import BatchNormTraining
 from .normalization import batch_norm
 

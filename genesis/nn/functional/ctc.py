@@ -15,7 +15,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
 from ...ops.creation import arange, full, tensor
-from ...ops.shape import cat
+from ...ops.shape_copies import cat
 from ...tensor import Tensor
 
 

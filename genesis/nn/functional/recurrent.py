@@ -11,7 +11,7 @@ so every order is exact.
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...ops import elementwise as ew
-from ...ops import shape as shape_ops
+from ...ops import shape_copies
 from ...ops.common import call, wrap
 from .activation import relu, sigmoid, tanh
 from .linear import linear
@@ -51,8 +51,8 @@ def _lstm_grads(dh, dc, gi, gh, c):
     i, f, g, o, c_new = _lstm_gates(gi, gh, c)
     tanh_c = tanh(c_new)
     dc = dc + dh * o * (1 - tanh_c * tanh_c)
-    d_gates = shape_ops.cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g),
-                             dh * tanh_c * o * (1 - o)], -1)
+    d_gates = shape_copies.cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g),
+                                dh * tanh_c * o * (1 - o)], -1)
     return d_gates, dc * f
 
 
@@ -65,7 +65,8 @@ def _gru_grads(dh, gi, gh, h):
     d_n = dh * (1 - z) * (1 - n * n)
     d_r = d_n * h_n * r * (1 - r)
     d_z = dh * (h - n) * z * (1 - z)
-    return (shape_ops.cat([d_r, d_z, d_n], -1), shape_ops.cat([d_r, d_z, d_n * r], -1), dh * z)
+    return (shape_copies.cat([d_r, d_z, d_n], -1), shape_copies.cat([d_r, d_z, d_n * r], -1),
+            dh * z)
 
 
 def _kernel_grads(op, grads, saved):
@@ -129,9 +130,9 @@ def scan_forward(step, gates, batch_sizes, state):
             finished.append(done)
         state = step(rows, state)
         outputs.append(state[0])
-    final = tuple(shape_ops.cat([s] + [done[k] for done in reversed(finished)], 0)
+    final = tuple(shape_copies.cat([s] + [done[k] for done in reversed(finished)], 0)
                   if finished else s for k, s in enumerate(state))
-    return shape_ops.cat(outputs, 0), final
+    return shape_copies.cat(outputs, 0), final
 
 
 def scan_reverse(step, gates, batch_sizes, initial):
@@ -143,11 +144,11 @@ def scan_reverse(step, gates, batch_sizes, initial):
     for t in reversed(range(len(batch_sizes))):
         size, have = batch_sizes[t], state[0].shape[0]
         if size > have:
-            state = tuple(shape_ops.cat([s, init[have:size]], 0)
+            state = tuple(shape_copies.cat([s, init[have:size]], 0)
                           for s, init in zip(state, initial))
         state = step(pieces[t], state)
         outputs[t] = state[0]
-    return shape_ops.cat(outputs, 0), state
+    return shape_copies.cat(outputs, 0), state
 
 
 def input_gates(x, w_ih, b_ih, b_hh, fold_hidden_bias):

@@ -11,7 +11,7 @@ import math
 import warnings
 
 from ... import dtypes
-from ...ops import creation, elementwise, linalg, shape
+from ...ops import creation, elementwise, linalg, shape_copies
 from ...ops.autocast import autocast_policy
 from .conv import HALF_TYPES
 
@@ -122,7 +122,7 @@ def affine_grid(theta, size, align_corners=None):
         view[dims - 1 - d] = spatial[dims - 1 - d]
         columns.append(line.reshape(*view).expand(*spatial))
     columns.append(creation.ones(*spatial, dtype=theta.dtype, device=theta.device))
-    base = shape.stack(columns, -1).reshape(1, math.prod(spatial), dims + 1)
+    base = shape_copies.stack(columns, -1).reshape(1, math.prod(spatial), dims + 1)
     grid = linalg.matmul(base, theta.transpose(1, 2))
     return grid.reshape(size[0], *spatial, dims)
 

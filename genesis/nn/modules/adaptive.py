@@ -6,7 +6,7 @@ from collections import namedtuple
 
 from ...ops import creation
 from ...ops import elementwise as ew
-from ...ops.shape import cat
+from ...ops.shape_copies import cat
 from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear

@@ -12,7 +12,7 @@ import numbers
 import warnings
 
 from ...ops import creation
-from ...ops import shape as shape_ops
+from ...ops import shape_copies
 from .. import functional as F
 from .. import init
 from ..functional import recurrent as R
@@ -282,10 +282,10 @@ class RNNBase(Module):
                                   tuple(s[index] for s in initial))
                 outputs.append(out)
                 finals.append(final)
-            x = shape_ops.cat(outputs, -1) if len(outputs) > 1 else outputs[0]
+            x = shape_copies.cat(outputs, -1) if len(outputs) > 1 else outputs[0]
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        return x, tuple(shape_ops.stack([f[k] for f in finals], 0) for k in range(len(states)))
+        return x, tuple(shape_copies.stack([f[k] for f in finals], 0) for k in range(len(states)))
 
 
 class RNN(RNNBase):

@@ -12,7 +12,7 @@ from functools import reduce as fold
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...dispatch import kernel
-from ...ops import creation, reduce, shape
+from ...ops import creation, reduce, shape_copies
 from ...ops.common import wrap
 from ...optim._multi_tensor import Updated, by_device, dense
 from ...tensor import Tensor
@@ -49,7 +49,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if len(norms) == 1 and not per_tensor:
         total = norms[0]
     else:
-        total = reduce.vector_norm(shape.stack([n.to(first) for n in norms]), norm_type)
+        total = reduce.vector_norm(shape_copies.stack([n.to(first) for n in norms]), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "

@@ -1,12 +1,12 @@
 """Flatten parameters into one vector and back (for second-order methods and line searches)."""
 
 from ...autograd.grad_mode import no_grad
-from ...ops import shape
+from ...ops import shape_copies
 
 
 def parameters_to_vector(parameters):
     """All parameters flattened and concatenated into one 1-D tensor (in the graph)."""
-    return shape.cat([p.reshape(-1) for p in parameters])
+    return shape_copies.cat([p.reshape(-1) for p in parameters])
 
 
 def vector_to_parameters(vec, parameters):

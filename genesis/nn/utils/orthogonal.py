@@ -11,7 +11,7 @@ import math
 
 from ...autograd.grad_mode import no_grad
 from ...ops import creation, random
-from ...ops.shape import cat, stack
+from ...ops.shape_copies import cat, stack
 from ..modules.module import Module
 from . import parametrize
 

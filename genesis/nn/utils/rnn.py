@@ -11,7 +11,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ops import creation
-from ...ops import shape as shape_ops
+from ...ops import shape_copies
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
            "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -159,7 +159,7 @@ def _gather_rows(data, rows, padding_value):
     index len(data) selects a row of `padding_value`."""
     pad = creation.full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
     index = np.asarray(rows, dtype=np.int64)
-    source = shape_ops.cat([data, pad], 0)
+    source = shape_copies.cat([data, pad], 0)
     picked = source.index_select(0, _index_tensor(index.reshape(-1)).to(data.device))
     return picked.reshape(*index.shape, *data.shape[1:])
 
@@ -185,7 +185,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         first = 0 if padding_side == "right" else longest - length
         rows.append([int(starts[j]) + t - first if first <= t < first + length else pad_row
                      for t in range(longest)])
-    data = shape_ops.cat([seq.reshape(seq.shape[0], *trailing) for seq in sequences], 0)
+    data = shape_copies.cat([seq.reshape(seq.shape[0], *trailing) for seq in sequences], 0)
     padded = _gather_rows(data, rows, padding_value)
     return padded if batch_first else padded.transpose(0, 1)
 

@@ -44,7 +44,7 @@ def default_collate(batch):
     into dicts, tuples and lists sample-wise (tuples become lists, as in PyTorch)."""
     elem = batch[0]
     if isinstance(elem, Tensor):
-        from ...ops.shape import stack
+        from ...ops.shape_copies import stack
         return stack(batch, 0)
     if _is_numpy(elem):
         if isinstance(elem, np.ndarray):

@@ -4,7 +4,7 @@ Both find their output length on the device and read it on the host once (a devi
 sync, as in PyTorch), then fill the output in parallel:
 
 - nonzero: each block of BLOCK elements counts its non-zeros; an inclusive cumsum of the counts
-  (reduce.py's scan) gives each block its first output row and, at the end, the total; a second
+  (scan.py's scan) gives each block its first output row and, at the end, the total; a second
   pass re-reads the block, ranks its non-zeros with a block-local cumsum and writes their
   coordinates (row-major order, as numpy's argwhere).
 - repeat_interleave: the inclusive cumsum of the repeats gives the total; output position p
@@ -22,7 +22,7 @@ from ..runtime.stream import current_stream_handle
 from ._index_layout import INT64, Operand, fit, numel, read_int64
 from ._strided_indexing import (MAX_DIMS, cdiv, dim_sizes, dim_strides, index_type, offsets,
                                 program_range)
-from .reduce import scan
+from .scan import scan
 
 # 1024 elements a program over 4 warps (8 a thread); one launch writes up to 8 coordinates.
 BLOCK = 1024

@@ -42,7 +42,7 @@ from ..runtime.stream import current_stream_handle
 from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
                                 next_pow2, offsets, placeholder, stride_arg)
 from .copy import fill
-from .reduce import scan
+from .scan import scan
 from .shape import contiguous_copy
 
 # Tiles: a row of up to 2048 keys is sorted in one program's registers (8 int64 words a thread
