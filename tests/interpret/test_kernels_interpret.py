@@ -105,13 +105,14 @@ def test_hot_contiguous_launches_have_only_trailing_constexprs(op, kinds):
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """Kernels run interpreted; reductions use 64-element tiles and split rows over at most 8
-    programs, so small inputs walk every path (several chunks, tails, split and merge), with
+    """Kernels run interpreted; reductions use 64-element tiles and split rows (or columns) over
+    at most 8 programs, so small inputs walk every path (several chunks, tails, split and merge), with
     split counters of their own (host memory)."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(red, "_MAX_TILE", 64)
     monkeypatch.setattr(red, "_SPLIT_TARGET", 8)
+    monkeypatch.setattr(red, "_COLUMN_SPLIT_TARGET", 8)
     monkeypatch.setattr(red, "_COUNTS", {})
     monkeypatch.setattr(sm, "ONE_PASS_LIMIT", 256)
     monkeypatch.setattr(sm, "_CHUNK", 64)
@@ -629,7 +630,7 @@ def test_split_reductions_repeat_bit_for_bit(gpu, rng):
 def test_column_splits_merge_in_a_second_launch(gpu, monkeypatch, rng):
     """32 rows x 100 splits of states is more than one program should merge alone: the states
     go to a second launch (two merge tiles per row)."""
-    monkeypatch.setattr(red, "_SPLIT_TARGET", 100)
+    monkeypatch.setattr(red, "_COLUMN_SPLIT_TARGET", 100)
     plan = split_plan((3000, 20), (0,))
     assert plan.splits == 100 and not plan.fused
     x, gx = strided_input((3000, 20), np.dtype(np.float64), "contiguous", rng, 0.5, 1.5)
