@@ -2,8 +2,8 @@
 through Triton's interpreter.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_attention_interpret.py`.
-Small tiles (forward 32 queries x 16 keys, backward 16 x 16) make short sequences walk several
-blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
+Small tiles (forward 32 queries x 16 keys, backward blocks of 32 walked 16 at a time) make short
+sequences walk several blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
 on the same half values, rounded once at the end, as the kernels accumulate in float32, within
 the rounding of P and dS to the half type and float32's where dQ and dK cancel:
 tests/attention_bounds.py).
@@ -31,7 +31,7 @@ DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
 
 def _small_tiles(dtype, head_dim, tf32):
     bd, _, _, precision = _tiles(dtype, head_dim, tf32)
-    return bd, (32, 16, 4, 1), (16, 16, 4), precision
+    return bd, (32, 16, 4, 1), (32, 16, 4, 1), precision
 
 
 _tiles = at._tiles

@@ -384,10 +384,10 @@ def _geometry_like(arr):
     return _Geometry.of(placeholder(arr.shape, arr.dtype, _dense_like(arr)))
 
 
-FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4)), 64: ((64, 64, 4, 2), (32, 32, 4)),
-              128: ((32, 32, 4, 2), (32, 32, 4))}
-"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward BM,
-BN, warps). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward and
+FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2)), 64: ((64, 64, 4, 2), (32, 32, 4, 2)),
+              128: ((32, 32, 4, 2), (32, 32, 4, 2))}
+"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward
+BLOCK, STEP, warps, stages). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward and
 forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256
 D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms
 with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
@@ -396,11 +396,13 @@ than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
 
 
 def _tiles(dtype, head_dim, tf32):
-    """(head tile, (forward BM, BN, warps, stages), (backward BM, BN, warps), precision); see
-    the module docstring. The forward needs BN | BM, the backward BM == BN."""
+    """(head tile, (forward BM, BN, warps, stages), (backward BLOCK, STEP, warps, stages),
+    precision); see the module docstring. The forward needs BN | BM, the backward STEP | BLOCK:
+    the dK/dV kernel holds BLOCK keys and walks the queries STEP at a time, the dQ kernel
+    holds BLOCK queries and walks the keys STEP at a time."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, (64, 64, 4, 3), (64, 64, 4), "tf32"
+        return bd, (64, 64, 4, 3), (64, 64, 4, 2), "tf32"
     forward, backward = FP32_TILES[max(bd, 32)]
     return bd, forward, backward, "tf32" if tf32 else "tf32x3"
 
@@ -452,19 +454,20 @@ class _BackwardPlan:
     def __init__(self, g, q, k, v, out, causal, tf32, device=0, target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead = geos[0][0]
-        bd, _, (bm, bn, warps), precision = _tiles(q.dtype, q.shape[-1], tf32)
+        bd, _, (block, step, warps, stages), precision = _tiles(q.dtype, q.shape[-1], tf32)
         ity = _index_type(q, k, v, g)
         planes, length = lead[0] * lead[1], q.shape[-2]
         self.device, self.target, self.delta_shape = device, target, q.shape[:-1]
         self.delta = _attention_launch(
-            _attn_delta_kernel, (cdiv(length, bm), planes), dict(HEAD=q.shape[-1], BD=bd, BM=bm),
-            warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision,
-                    BM=bm, BN=bn)
-        self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], bn), planes), meta,
-                                      warps, 2, ity, device, target)
-        self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, bm), planes), meta, warps, 2,
-                                    ity, device, target)
+            _attn_delta_kernel, (cdiv(length, block), planes),
+            dict(HEAD=q.shape[-1], BD=bd, BM=block), warps, 1, ity, device, target)
+        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision)
+        self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], block), planes),
+                                      dict(meta, BM=step, BN=block), warps, stages, ity, device,
+                                      target)
+        self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, block), planes),
+                                    dict(meta, BM=block, BN=step), warps, stages, ity, device,
+                                    target)
         self.sizes = (lead[1], length, k.shape[-2])
         self.strides = tuple(geo[1] for geo in geos) + (_Geometry.of(out)[1],) + tuple(
             _geometry_like(a)[1] for a in (q, k, v))
