@@ -60,10 +60,8 @@ class Attention(FusedParent):
 
     def forward(self, x, cos, sin, mask, cache=None):
         B, T, _ = x.shape
-        q, k, v = self.qkv_proj(x)
-        q = q.view(B, T, self.heads, self.head_dim).transpose(1, 2)
-        k = k.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = v.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        heads = self.qkv_proj.fused(x).view(B, T, -1, self.head_dim).transpose(1, 2)
+        q, k, v = heads.split([self.heads, self.kv_heads, self.kv_heads], dim=1)
         q, k = apply_rotary(q, k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)
