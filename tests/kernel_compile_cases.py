@@ -559,7 +559,8 @@ def residual_norm_cases(target):
 
 def rotary_cases(target):
     """Llama-3-shaped bfloat16 heads (32 query and 8 key heads of 64) from a fused QKV
-    projection, for a 2048-token prompt and a decode step, and float32 heads of 128 (backward)."""
+    projection, for a 2048-token prompt and a decode step (also written into a cache), and
+    float32 heads of 128 (backward)."""
     for dtype, batch, tokens, heads, kv_heads, head, inverse in (
             (ml_dtypes.bfloat16, 1, 2048, 32, 8, 64, False),
             (ml_dtypes.bfloat16, 16, 1, 32, 8, 64, False),
@@ -574,6 +575,10 @@ def rotary_cases(target):
                             (tokens * kv_heads * head, head, kv_heads * head, 1))
         rotary._rotary_launch(rotary._plan(q, k, inverse, target), 0, q, k, cos, cos, out_q,
                               out_k)
+        if tokens == 1:  # a decode step: rotated keys and the values into a static cache
+            cache = placeholder((batch, kv_heads, 4096, head), dtype)
+            rotary._cache_launch(rotary._cache_plan(q, k, target), 0, q, k, k, cos, cos, out_q,
+                                 cache, cache, placeholder((1,), np.int64))
 
 
 def swiglu_cases(target):

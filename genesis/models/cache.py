@@ -10,9 +10,11 @@ back to the host, which is what a CUDA graph needs to capture and replay it.
 """
 
 from .. import dtypes
-from ..dispatch import kernel
+from ..dispatch import has_kernel, kernel
 from ..ops.common import wrap
 from ..ops.creation import arange, full, ones, zeros
+from .rotary import apply_rotary
+from .rotary import fusable as rotary_fusable
 
 
 class StaticCache:
@@ -78,6 +80,19 @@ class StaticCache:
         self.keys[layer][:, :, start:end] = key
         self.values[layer][:, :, start:end] = value
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def rotate_and_update(self, layer, query, key, value, cos, sin):
+        """(rotated queries, keys, values attention reads): `update` with the keys rotated by
+        `apply_rotary`, as the queries are. A decode step on a backend with the fused kernel
+        rotates both and writes the cache in one launch."""
+        if self.decoding and has_kernel("rotary_cache_write", key.device.type) \
+                and rotary_fusable(query, key, cos, sin) and value.dtype is key.dtype:
+            rotated = kernel("rotary_cache_write", key.device.type)(
+                query._data, key._data, value._data, cos._data, sin._data,
+                self.keys[layer]._data, self.values[layer]._data, self.position._data)
+            return wrap(rotated, query.device, query.dtype), self.keys[layer], self.values[layer]
+        query, key = apply_rotary(query, key, cos, sin)
+        return (query, *self.update(layer, key, value))
 
     def advance(self, tokens):
         """Count `tokens` more cached positions (after every layer has written them)."""

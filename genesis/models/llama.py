@@ -62,9 +62,10 @@ class Attention(FusedParent):
         B, T, _ = x.shape
         heads = self.qkv_proj.fused(x).view(B, T, -1, self.head_dim).transpose(1, 2)
         q, k, v = heads.split([self.heads, self.kv_heads, self.kv_heads], dim=1)
-        q, k = apply_rotary(q, k, cos, sin)
-        if cache is not None:
-            k, v = cache.update(self.layer_idx, k, v)
+        if cache is None:
+            q, k = apply_rotary(q, k, cos, sin)
+        else:
+            q, k, v = cache.rotate_and_update(self.layer_idx, q, k, v, cos, sin)
         y = attend(q, k, v, mask)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 

@@ -83,7 +83,7 @@ def rotate_half(x):
 def apply_rotary(q, k, cos, sin):
     """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
     angles."""
-    if _fusable(q, k, cos, sin):
+    if fusable(q, k, cos, sin):
         return _Rotary.apply(q, k, cos, sin)
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
@@ -93,7 +93,7 @@ MAX_FUSED_HEADS = 64
 """The most heads (query or key) the fused kernel rotates in one program."""
 
 
-def _fusable(q, k, cos, sin):
+def fusable(q, k, cos, sin):
     """The fused kernel computes this: its backend has it, one device and float dtype for q
     and k, (B, H, T, D) operands of an even D with unit last strides, (B, T, D) angles that
     need no gradient."""

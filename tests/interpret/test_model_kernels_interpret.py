@@ -75,6 +75,34 @@ def test_rotary_matches_torch(gpu, rng, dtype, inverse, batch, tokens, heads, kv
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("batch,heads,kv_heads,head,slot", [(1, 4, 2, 16, 0), (3, 6, 3, 24, 6)])
+def test_rotary_cache_write_rotates_into_the_slot(gpu, rng, dtype, batch, heads, kv_heads, head,
+                                                  slot):
+    """A decode step's queries come back rotated; its rotated keys and its values land in the
+    caches at the slot read from the device, and no other slot changes."""
+    width = (heads + 2 * kv_heads) * head
+    fused = rng.standard_normal((batch, 1, width)).astype(dtype)
+    angles = rng.uniform(-4, 4, (batch, 1, head))
+    cos, sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    dev = ti.to_device(fused)
+    strides = (width, head, width, 1)
+    q, k, v = (ti.view(dev, (batch, n, 1, head), strides, offset * head) for n, offset in
+               ((heads, 0), (kv_heads, heads), (kv_heads, heads + kv_heads)))
+    keys, values = (rng.standard_normal((batch, kv_heads, 9, head)).astype(dtype)
+                    for _ in range(2))
+    dev_keys, dev_values = ti.to_device(keys), ti.to_device(values)
+    q_out = dispatch.kernel("rotary_cache_write", "cuda")(
+        q, k, v, ti.to_device(cos), ti.to_device(sin), dev_keys, dev_values,
+        ti.to_device(np.array([slot], np.int64)))
+    host = fused.reshape(batch, 1, -1, head).transpose(0, 2, 1, 3)
+    _check(ti.to_host(q_out), _reference(host[:, :heads], cos, sin, False))
+    keys[:, :, slot:slot + 1] = _reference(host[:, heads:heads + kv_heads], cos, sin, False)
+    values[:, :, slot:slot + 1] = host[:, heads + kv_heads:]
+    _check(ti.to_host(dev_keys), keys)
+    np.testing.assert_array_equal(ti.to_host(dev_values), values)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("rows,width", [(1, 2), (3, 2 * 97), (5, 2 * 128)])
 def test_silu_mul_matches_torch(gpu, rng, dtype, rows, width):
     x = (rng.standard_normal((rows, width + 6)) * 4).astype(dtype)  # rows strided past width

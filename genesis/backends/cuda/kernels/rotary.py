@@ -5,7 +5,9 @@ cos and sin (B, T, D).) Each channel pair (i, i + D/2) of a head is rotated:
     out[i]       = x[i] * cos[i]       - x[i + D/2] * sin[i]
     out[i + D/2] = x[i + D/2] * cos[i + D/2] + x[i] * sin[i + D/2]
 which is x * cos + rotate_half(x) * sin, as Llama computes it in five ops per tensor. With
-`inverse` the angles are negated (sin's sign flipped): the backward of the rotation. One program
+`inverse` the angles are negated (sin's sign flipped): the backward of the rotation.
+("rotary_cache_write", for a decode step: the same rotation of the queries, while the rotated
+keys and the values go straight into a static cache at a slot read from device memory.) One program
 rotates every query and key head of one token, loading its cos and sin once; half types compute
 in float32 and round once.
 
@@ -53,6 +55,24 @@ def _rotate(x_ptr, out_ptr, b, t, heads, x_batch_stride, x_head_stride, x_row_st
 
 
 @triton.jit
+def _angles(cos_ptr, sin_ptr, b, t, cos_batch_stride, cos_row_stride, sin_batch_stride,
+            sin_row_stride, HALF: tl.constexpr, BHALF: tl.constexpr, INVERSE: tl.constexpr):
+    """(c1, c2, s1, s2): token t's cos and sin over each half of the head, in float32 (negated
+    angles when INVERSE)."""
+    j = tl.arange(0, BHALF)
+    ok = j < HALF
+    cp = cos_ptr + b * cos_batch_stride + t * cos_row_stride + j
+    sp = sin_ptr + b * sin_batch_stride + t * sin_row_stride + j
+    c1 = tl.load(cp, mask=ok, other=0.0).to(tl.float32)
+    c2 = tl.load(cp + HALF, mask=ok, other=0.0).to(tl.float32)
+    s1 = tl.load(sp, mask=ok, other=0.0).to(tl.float32)
+    s2 = tl.load(sp + HALF, mask=ok, other=0.0).to(tl.float32)
+    if INVERSE:
+        s1, s2 = -s2, -s1
+    return c1, c2, s1, s2
+
+
+@triton.jit
 def _rotary_kernel(
         # pointers: queries, keys, cos, sin, the rotated queries and keys
         q_ptr, k_ptr, cos_ptr, sin_ptr, q_out_ptr, k_out_ptr,
@@ -71,20 +91,50 @@ def _rotary_kernel(
     pid = tl.program_id(0)
     b = pid // tokens
     t = pid % tokens
-    j = tl.arange(0, BHALF)
-    ok = j < HALF
-    cp = cos_ptr + b * cos_batch_stride + t * cos_row_stride + j
-    sp = sin_ptr + b * sin_batch_stride + t * sin_row_stride + j
-    c1 = tl.load(cp, mask=ok, other=0.0).to(tl.float32)
-    c2 = tl.load(cp + HALF, mask=ok, other=0.0).to(tl.float32)
-    s1 = tl.load(sp, mask=ok, other=0.0).to(tl.float32)
-    s2 = tl.load(sp + HALF, mask=ok, other=0.0).to(tl.float32)
-    if INVERSE:
-        s1, s2 = -s2, -s1
+    c1, c2, s1, s2 = _angles(cos_ptr, sin_ptr, b, t, cos_batch_stride, cos_row_stride,
+                             sin_batch_stride, sin_row_stride, HALF, BHALF, INVERSE)
     _rotate(q_ptr, q_out_ptr, b, t, heads, q_batch_stride, q_head_stride, q_row_stride,
             qo_batch_stride, qo_head_stride, qo_row_stride, c1, c2, s1, s2, HALF, BQ, BHALF)
     _rotate(k_ptr, k_out_ptr, b, t, kv_heads, k_batch_stride, k_head_stride, k_row_stride,
             ko_batch_stride, ko_head_stride, ko_row_stride, c1, c2, s1, s2, HALF, BK, BHALF)
+
+
+@triton.jit
+def _rotary_cache_kernel(
+        # pointers: queries, keys, values, cos, sin, the rotated queries, the key and value
+        # caches (B, KVH, S, D), the cache slot of the first token (one int64)
+        q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, q_out_ptr, kc_ptr, vc_ptr, position_ptr,
+        # sizes: tokens, query heads, key heads
+        tokens, heads, kv_heads,
+        # strides, in elements: (batch, head, token) of q, k, v, the rotated queries and the
+        # caches, (batch, token) of cos and sin
+        q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride,
+        k_row_stride, v_batch_stride, v_head_stride, v_row_stride, qo_batch_stride,
+        qo_head_stride, qo_row_stride, kc_batch_stride, kc_head_stride, kc_row_stride,
+        vc_batch_stride, vc_head_stride, vc_row_stride, cos_batch_stride, cos_row_stride,
+        sin_batch_stride, sin_row_stride,
+        # meta-parameters
+        HALF: tl.constexpr, BHALF: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr):
+    """Token pid0 % tokens of batch row pid0 // tokens: its rotated queries, and its rotated
+    keys and its values written into the caches at slot position + token."""
+    pid = tl.program_id(0)
+    b = pid // tokens
+    t = pid % tokens
+    slot = tl.load(position_ptr)
+    c1, c2, s1, s2 = _angles(cos_ptr, sin_ptr, b, t, cos_batch_stride, cos_row_stride,
+                             sin_batch_stride, sin_row_stride, HALF, BHALF, False)
+    _rotate(q_ptr, q_out_ptr, b, t, heads, q_batch_stride, q_head_stride, q_row_stride,
+            qo_batch_stride, qo_head_stride, qo_row_stride, c1, c2, s1, s2, HALF, BQ, BHALF)
+    _rotate(k_ptr, kc_ptr + slot * kc_row_stride, b, t, kv_heads, k_batch_stride,
+            k_head_stride, k_row_stride, kc_batch_stride, kc_head_stride, kc_row_stride, c1, c2,
+            s1, s2, HALF, BK, BHALF)
+    h = tl.arange(0, BK)
+    d = tl.arange(0, 2 * BHALF)
+    ok = (h < kv_heads)[:, None] & (d < 2 * HALF)[None, :]
+    rows = tl.load(v_ptr + b * v_batch_stride + t * v_row_stride + h[:, None] * v_head_stride
+                   + d[None, :], mask=ok)
+    tl.store(vc_ptr + b * vc_batch_stride + (slot + t) * vc_row_stride
+             + h[:, None] * vc_head_stride + d[None, :], rows, mask=ok)
 
 
 def supports(q, k, cos, sin):
@@ -112,6 +162,28 @@ def _plan(q, k, inverse, target=None):
     return Launch(_rotary_kernel, (q.shape[0] * q.shape[2],), meta, NUM_WARPS,
                   int_type="i64" if max(q.size, k.size) >= 2 ** 31 else "i32",
                   device=q.device, target=target)
+
+
+def _cache_plan(q, k, target=None):
+    half = q.shape[-1] // 2
+    meta = dict(HALF=half, BHALF=next_pow2(half), BQ=next_pow2(q.shape[1]),
+                BK=next_pow2(k.shape[1]))
+    return Launch(_rotary_cache_kernel, (q.shape[0] * q.shape[2],), meta, NUM_WARPS,
+                  int_type="i64" if max(q.size, k.size) >= 2 ** 31 else "i32",
+                  device=q.device, target=target)
+
+
+def _cache_launch(launch, stream, q, k, v, cos, sin, q_out, key_cache, value_cache, position):
+    """The call of _rotary_cache_kernel."""
+    strides = [a.element_strides()[:3] for a in (q, k, v, q_out, key_cache, value_cache)]
+    launch(stream,
+           # pointers
+           q, k, v, cos, sin, q_out, key_cache, value_cache, position,
+           # sizes
+           q.shape[2], q.shape[1], k.shape[1],
+           # strides
+           *(s for three in strides for s in three), *cos.element_strides()[:2],
+           *sin.element_strides()[:2])
 
 
 def _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out):
@@ -148,3 +220,28 @@ def rotary(q, k, cos, sin, inverse):
         launch = _plans.get_or_build(key, lambda: _plan(q, k, bool(inverse)))
         _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out)
     return q_out, k_out
+
+
+@register("rotary_cache_write", "cuda")
+def rotary_cache_write(q, k, v, cos, sin, key_cache, value_cache, position):
+    """The rotated queries (a new array laid out (B, T, heads, D)); the rotated keys and the
+    values of this step go into the (B, KVH, S, D) caches at the slot read from `position`
+    (one int64 on the device): a decode step's rotary and cache write in one launch."""
+    if not (supports(q, k, cos, sin) and q.dtype == k.dtype == v.dtype == key_cache.dtype
+            == value_cache.dtype and v.shape == k.shape
+            and key_cache.shape[:2] == value_cache.shape[:2] == k.shape[:2]
+            and key_cache.shape[3] == value_cache.shape[3] == k.shape[3]
+            and v.element_strides()[-1] == 1):
+        raise RuntimeError(f"rotary_cache_write: unsupported operands {q.shape}, {k.shape}, "
+                           f"{v.shape}, caches {key_cache.shape}, {value_cache.shape}")
+    device = q.device
+    activate(device)
+    stream = current_stream_handle(device)
+    q_out = _token_major(q, stream)
+    if q.size and k.size:
+        arrays = (q, k, v, cos, sin, key_cache, value_cache)
+        key = (tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays), device)
+        launch = _plans.get_or_build(("cache",) + key, lambda: _cache_plan(q, k))
+        _cache_launch(launch, stream, q, k, v, cos, sin, q_out, key_cache, value_cache,
+                      position)
+    return q_out
