@@ -27,7 +27,7 @@ class StaticCache:
         self.values = [zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.max_length = max_length
         self.length = 0
-        self.decoding = False
+        self.decoding = self.padded = False
         self.position = None
         self.key_padding = None
         self.key_positions = None
@@ -48,21 +48,28 @@ class StaticCache:
         batch = self.keys[0].shape[0]
         if self.position is None:
             self.position = full((1,), self.length, dtype=dtypes.int64, device=device)
-            self.key_positions = arange(self.max_length, device=device)
-            self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_, device=device)
         else:
             self.position.fill_(self.length)
-            self.key_padding.fill_(True)
-        if attention_mask is not None:
+        self.padded = attention_mask is not None
+        if self.padded:
+            if self.key_padding is None:
+                self.key_positions = arange(self.max_length, device=device)
+                self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_,
+                                        device=device)
+            else:
+                self.key_padding.fill_(True)
             self.key_padding[:, :self.length] = attention_mask[:, :self.length].bool()
         self.decoding = True
 
     def decode_mask(self):
-        """(bool attn_mask (batch, 1, 1, max_length), valid length) of a decode step, on the
-        device: the keys up to this step's slot, less the padding."""
+        """(bool attn_mask (batch, 1, 1, max_length) or None, valid length) of a decode step, on
+        the device: the keys up to this step's slot, less the padding. Without padding the
+        valid length alone says which keys are seen."""
+        length = self.position + 1
+        if not self.padded:
+            return None, length
         visible = self.key_positions <= self.position
-        mask = (self.key_padding & visible).unsqueeze(1).unsqueeze(1)
-        return mask, self.position + 1
+        return (self.key_padding & visible).unsqueeze(1).unsqueeze(1), length
 
     def update(self, layer, key, value):
         """Write this step's (batch, kv heads, tokens, head_dim) keys and values after the

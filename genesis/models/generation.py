@@ -182,7 +182,7 @@ class GenerationMixin:
         padded = attention_mask is not None and not bool(attention_mask.all())
         mask = attention_mask if padded else None
         sampling = (do_sample, temperature, top_k, top_p)
-        key = (batch, length + max_new_tokens, str(device), sampling, tuple(eos), pad,
+        key = (batch, length + max_new_tokens, padded, str(device), sampling, tuple(eos), pad,
                generator, self.training, self._state_addresses())
         session = self._decode_session(key, device)
         cache = session.cache
@@ -215,7 +215,7 @@ class GenerationMixin:
             session.cache.reset()
             return session
         self._last_decode = None  # free the old cache and graph before allocating new ones
-        batch, max_length, eos = key[0], key[1], key[4]
+        batch, max_length, eos = key[0], key[1], key[5]
         eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
         self._last_decode = _DecodeSession(key, self.make_cache(batch, max_length, device),
                                            eos_ids)

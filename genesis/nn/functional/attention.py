@@ -104,13 +104,15 @@ def cached_attention(query, key, value, attn_mask=None, valid_length=None, scale
     key/value cache, query head h reading cache head h // (H / KVH).
 
     One query row on CUDA runs the decode kernel, which skips the keys at and past
-    `valid_length` (an int64 tensor of one element, read on the device: no host sync); the bool
-    `attn_mask` must hide those keys too, as it does on every other path
-    (scaled_dot_product_attention with enable_gqa).
+    `valid_length` (an int64 tensor of one element, read on the device: no host sync). Every
+    other path is scaled_dot_product_attention with enable_gqa, where a given bool `attn_mask`
+    must hide those keys too; without one, the mask is made from `valid_length`.
     """
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if _decodable(query, key, value, attn_mask, True):
         return _decode(query, key, value, attn_mask, valid_length, scale)
+    if attn_mask is None and valid_length is not None:
+        attn_mask = creation.arange(key.shape[2], device=key.device) < valid_length
     return scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, scale=scale,
                                         enable_gqa=True)
 
