@@ -473,7 +473,9 @@ def decode_attention_cases(target):
         rows = batch * heads
         part_out = placeholder((rows, plan.splits, head), np.float32)
         part_lse = placeholder((rows, plan.splits), np.float32)
-        decode._decode_launch(plan, 0, q, k, k, mask, length, q, part_out, part_lse, 0.125)
+        counts = placeholder((plan.planes,), np.int32)
+        decode._decode_launch(plan, 0, q, k, k, mask, length, q, part_out, part_lse, counts,
+                              0.125)
         step = placeholder((batch, kv_heads, 1, head), dtype, (kv_heads * head * 3, head, head, 1))
         decode._write_launch(decode._write_plan(k, step, target), 0, k, k, step, step,
                              placeholder((1,), np.int64))

@@ -9,8 +9,10 @@ base 2, as in kernels/attention.py.
 
 When batch x KVH programs would leave most of the GPU idle (batch 1: 8 programs for a
 Llama-3-shaped model), the keys are split along their length (flash-decoding): each split
-writes its normalized partial output and its log-sum-exp in float32, and a combine kernel
-weighs the splits and rounds once to the output dtype. The grid depends only on the shapes, so
+writes its normalized partial output and its log-sum-exp in float32 and bumps its plane's
+counter (reduce.py's per-stream split counters); the split that brings the count to the number
+of splits weighs them all and rounds once to the output dtype, in the same launch, and sets the
+counter back to 0. The grid depends only on the shapes, so
 a CUDA graph can replay it: the number of valid keys is read from device memory (`length`, one
 int64) and splits past it write an empty partial.
 
@@ -34,6 +36,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
 from ._strided_indexing import cdiv, next_pow2
+from .reduce import split_counters
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -41,8 +44,8 @@ _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 # Tiles: BN = 64 keys a block, a (64, D <= 128) half tile of 16 KB, three stages in flight (48 KB
 # of shared memory) so that the next blocks' loads overlap this block's products; the query
 # group padded to at least 16 rows (the smallest tensor-core product). TARGET_PROGRAMS: two
-# programs for each of an H100's or H200's 132 SMs; splits stop at MAX_SPLITS so the combine
-# kernel's (splits, D) float32 tile stays at most 64 registers a thread. The cache write copies
+# programs for each of an H100's or H200's 132 SMs; splits stop at MAX_SPLITS so the combining
+# program's (splits, D) float32 tile stays at most 64 registers a thread. The cache write copies
 # one (token, head) row of at most 128 elements a program: one warp, four elements a thread.
 BLOCK_N = 64
 MIN_GROUP_ROWS = 16
@@ -71,9 +74,10 @@ def _dot_p(p, v, acc, PRECISION: tl.constexpr, SPLIT_DOT: tl.constexpr):
 def _decode_split_kernel(
         # pointers: the query (B, H, 1, D); the cached keys and values (B, KVH, S, D); the key
         # mask (B, S) as bytes, or None; the number of valid keys (one int64), or None; the
-        # output (B, H, 1, D) contiguous (SPLITS == 1), else the partial outputs (B*H, SPLITS,
-        # D) and log2-sum-exps (B*H, SPLITS) in float32
+        # output (B, H, 1, D) contiguous; with SPLITS > 1 the partial outputs (B*H, SPLITS, D)
+        # and log2-sum-exps (B*H, SPLITS) in float32 and the planes' split counters (int32)
         q_ptr, k_ptr, v_ptr, mask_ptr, length_ptr, out_ptr, part_out_ptr, part_lse_ptr,
+        counts_ptr,
         # sizes: key/value heads, cached keys, keys per split
         kv_heads, n_keys, split_len,
         # strides, in elements
@@ -83,10 +87,10 @@ def _decode_split_kernel(
         qk_scale,
         # meta-parameters
         GROUP: tl.constexpr, BG: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-        BN: tl.constexpr, SPLITS: tl.constexpr, PRECISION: tl.constexpr,
+        BN: tl.constexpr, SPLITS: tl.constexpr, BS: tl.constexpr, PRECISION: tl.constexpr,
         SPLIT_DOT: tl.constexpr):
     """Keys pid0*split_len.. of key/value head pid1 % kv_heads of batch row pid1 // kv_heads,
-    for its GROUP query heads."""
+    for its GROUP query heads; the plane's last split to finish combines them all."""
     split = tl.program_id(0)
     plane = tl.program_id(1)
     b = plane // kv_heads
@@ -137,25 +141,33 @@ def _decode_split_kernel(
         tl.store(part_lse_ptr + slot, lse, mask=row_ok)
         tl.store(part_out_ptr + slot[:, None] * HEAD + d[None, :], o,
                  mask=row_ok[:, None] & d_ok[None, :])
+        # Every thread's stores precede the count (CTA barrier); the count releases them to the
+        # program that sees it reach SPLITS and acquires them (acq_rel, GPU scope).
+        tl.debug_barrier()
+        done = tl.atomic_add(counts_ptr + plane, 1, sem="acq_rel", scope="gpu")
+        if done == SPLITS - 1:
+            tl.store(counts_ptr + plane, 0)
+            first = b * (kv_heads * GROUP) + kv_head * GROUP
+            for g_row in range(GROUP):
+                _combine_row(part_out_ptr, part_lse_ptr, out_ptr, first + g_row, SPLITS,
+                             BS, HEAD, BD)
 
 
 @triton.jit
-def _decode_combine_kernel(
-        # pointers: the partial outputs (rows, SPLITS, D) and log2-sum-exps (rows, SPLITS) in
-        # float32; the output (rows, D) contiguous
-        part_out_ptr, part_lse_ptr, out_ptr,
-        # meta-parameters
-        SPLITS: tl.constexpr, BS: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr):
-    """Row pid0 of the output: its splits weighed by their share of the softmax's sum."""
-    row = tl.program_id(0)
+def _combine_row(part_out_ptr, part_lse_ptr, out_ptr, row, SPLITS: tl.constexpr,
+                 BS: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr):
+    """Output row `row`: its splits' partial outputs weighed by their share of the softmax's
+    sum, read past L1 (other programs wrote them)."""
     s = tl.arange(0, BS)
     d = tl.arange(0, BD)
-    lse = tl.load(part_lse_ptr + row * SPLITS + s, mask=s < SPLITS, other=float("-inf"))
+    lse = tl.load(part_lse_ptr + row * SPLITS + s, mask=s < SPLITS, other=float("-inf"),
+                  cache_modifier=".cg")
     top = tl.max(lse, 0)
     top = tl.where(top == float("-inf"), 0.0, top)
     w = tl.exp2(lse - top)
     part = tl.load(part_out_ptr + (row * SPLITS + s[:, None]) * HEAD + d[None, :],
-                   mask=(s < SPLITS)[:, None] & (d < HEAD)[None, :], other=0.0)
+                   mask=(s < SPLITS)[:, None] & (d < HEAD)[None, :], other=0.0,
+                   cache_modifier=".cg")
     total = tl.sum(w, 0)
     o = tl.sum(part * w[:, None], 0) * tl.where(total > 0, div_rn(1.0, tl.maximum(total, 1e-30)),
                                                 0.0)
@@ -211,7 +223,7 @@ def split_plan(batch, kv_heads, n_keys):
 
 
 class _Plan:
-    """The launches of one geometry: the split kernel and, with several splits, the combine."""
+    """The launch of one geometry: how many splits, and the split kernel."""
 
     def __init__(self, q, k, v, mask, length, target=None):
         batch, heads, _, head = q.shape
@@ -221,40 +233,34 @@ class _Plan:
         half = q.dtype in _HALF
         bd = next_pow2(head)
         meta = dict(GROUP=self.group, BG=max(MIN_GROUP_ROWS, next_pow2(self.group)), HEAD=head,
-                    BD=bd, BN=BLOCK_N, SPLITS=self.splits,
+                    BD=bd, BN=BLOCK_N, SPLITS=self.splits, BS=next_pow2(self.splits),
                     PRECISION="tf32" if half else "ieee", SPLIT_DOT=half)
         ity = "i64" if max(_reach(a) for a in (q, k, v)) >= 2 ** 31 else "i32"
         self.split = Launch(_decode_split_kernel, (self.splits, batch * kv_heads), meta,
                             NUM_WARPS, NUM_STAGES, int_type=ity,
                             per_call=("mask_ptr", "length_ptr"),
                             device=q.device, target=target)
-        self.combine = None
-        if self.splits > 1:
-            self.combine = Launch(_decode_combine_kernel, (batch * heads,),
-                                  dict(SPLITS=self.splits, BS=next_pow2(self.splits),
-                                       HEAD=head, BD=bd), NUM_WARPS, device=q.device,
-                                  target=target)
+        self.planes = batch * kv_heads
 
 
 def _reach(arr):
     return sum((n - 1) * abs(s) for n, s in zip(arr.shape, arr.element_strides())) + 1
 
 
-def _decode_launch(plan, stream, q, k, v, mask, length, out, part_out, part_lse, scale):
-    """The calls of the two kernels; `plan` as _Plan makes it."""
+def _decode_launch(plan, stream, q, k, v, mask, length, out, part_out, part_lse, counts,
+                   scale):
+    """The call of the split kernel; `plan` as _Plan makes it."""
     qs, ks, vs = q.element_strides(), k.element_strides(), v.element_strides()
     ms = mask.element_strides() if mask is not None else (0, 0)
     plan.split(stream,
                # pointers
-               q, k, v, mask, length, out, part_out, part_lse,
+               q, k, v, mask, length, out, part_out, part_lse, counts,
                # sizes
                k.shape[1], k.shape[2], plan.split_len,
                # strides
                qs[0], qs[1], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], ms[0], ms[1],
                # scale
                scale * 1.4426950408889634)
-    if plan.combine is not None:
-        plan.combine(stream, part_out, part_lse, out)
 
 
 _plans = LaunchCache()
@@ -298,14 +304,15 @@ def decode_attention(query, key, value, mask, length, scale):
             None if mask is None else mask.strides, length is None,
             tuple(a.ptr % 16 == 0 for a in (query, key, value)), device)
     plan = _plans.get_or_build(key_, lambda: _Plan(query, key, value, mask, length))
-    part_out = part_lse = None
+    part_out = part_lse = counts = None
     if plan.splits > 1:
         rows = query.shape[0] * query.shape[1]
         part_out = CUDAArray.empty((rows, plan.splits, query.shape[-1]), np.float32, device,
                                    stream)
         part_lse = CUDAArray.empty((rows, plan.splits), np.float32, device, stream)
+        counts = split_counters(device, stream, plan.planes)
     _decode_launch(plan, stream, query, key, value, mask, length, out, part_out, part_lse,
-                   float(scale))
+                   counts, float(scale))
     return out
 
 
