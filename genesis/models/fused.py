@@ -93,7 +93,7 @@ class FusedParent(nn.Module):
 
 def silu_gate(gate_up):
     """silu(gate) * up of a (..., 2 * N) fused gate/up output (gate first)."""
-    if has_kernel("silu_mul", gate_up.device.type) and gate_up.stride(-1) == 1:
+    if has_kernel("silu_mul", gate_up.device.type) and gate_up.is_contiguous():
         return _SiluMul.apply(gate_up)
     gate, up = gate_up.chunk(2, -1)
     return F.silu(gate) * up
@@ -106,9 +106,7 @@ class _SiluMul(Function):
     @staticmethod
     def forward(ctx, gate_up):
         ctx.save_for_backward(gate_up)
-        width = gate_up.shape[-1]
-        out = call("silu_mul", gate_up.reshape(-1, width))
-        return wrap(out, gate_up.device, gate_up.dtype).reshape(*gate_up.shape[:-1], width // 2)
+        return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -134,11 +132,8 @@ def add_norm(x, y, norm):
                                             or weight.requires_grad))
             and x.shape == y.shape and x.dtype is y.dtype is weight.dtype
             and y.device == x.device == weight.device
-            and 0 < x.shape[-1] <= FUSED_NORM_WIDTH and x.stride(-1) == y.stride(-1) == 1):
-        width = x.shape[-1]
-        h, out = call("add_rms_norm", x.reshape(-1, width), y.reshape(-1, width), weight,
-                      norm.eps)
-        return (wrap(h, x.device, x.dtype).reshape(x.shape),
-                wrap(out, x.device, x.dtype).reshape(x.shape))
+            and 0 < x.shape[-1] <= FUSED_NORM_WIDTH and x.is_contiguous() and y.is_contiguous()):
+        h, out = call("add_rms_norm", x, y, weight, norm.eps)
+        return wrap(h, x.device, x.dtype), wrap(out, x.device, x.dtype)
     h = x + y
     return h, norm(h)

@@ -155,6 +155,22 @@ def select(arr, dim, index):
                      arr.offset + index * arr.strides[dim], arr.dtype)
 
 
+def as_rows(arr):
+    """`arr` (..., N) seen as a (rows, N) matrix, or None when its leading dims do not collapse
+    to one row stride: what row kernels take for any batch shape without a reshape."""
+    width = arr.shape[-1] if arr.ndim else 1
+    leading = [(n, s) for n, s in zip(arr.shape[:-1], arr.strides[:-1]) if n != 1]
+    row_stride = leading[-1][1] if leading else width * arr.dtype.itemsize
+    expected = row_stride
+    for n, s in reversed(leading):
+        if s != expected:
+            return None
+        expected *= n
+    rows = arr.size // width if width else _prod(arr.shape[:-1])
+    last = arr.strides[-1] if arr.ndim else arr.dtype.itemsize
+    return CUDAArray(arr.storage, (rows, width), (row_stride, last), arr.offset, arr.dtype)
+
+
 class _NoStorage:
     ptr = 0
     device = 0

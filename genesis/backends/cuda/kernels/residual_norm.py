@@ -1,6 +1,7 @@
 """A residual add followed by RMSNorm in one kernel, on the GPU (inference: no gradient).
 
-("add_rms_norm": x and y (rows, N) with unit last strides, the norm's weight (N,), eps.)
+("add_rms_norm": x and y (..., N) with unit last strides, rows of one stride, the norm's weight
+(N,), eps.)
 Returns h = x + y, rounded to the dtype as the add alone would round it, and
 h * rsqrt(mean(h^2) + eps) * weight computed from that rounded h in float32 and rounded once,
 as kernels/norm.py's RMSNorm computes it: the two results of `h = x + y; norm(h)`, with one
@@ -17,7 +18,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
-from ._strided_indexing import next_pow2
+from ._strided_indexing import as_rows, next_pow2
 
 # A row a program, whole in registers: next_pow2(N) lanes, 1024 lanes per 2 warps up to 16
 # warps (16384 float32 values, 32 a thread, as kernels/norm.py's one-pass rows); wider rows
@@ -53,11 +54,12 @@ def _add_rms_norm_kernel(
 
 
 def supports(x, y, weight):
-    """The kernel takes these: (rows, N) inputs of one dtype with unit last strides, N at most
-    MAX_WIDTH, a contiguous (N,) weight of that dtype."""
-    return (x.ndim == y.ndim == 2 and x.shape == y.shape and weight.shape == x.shape[1:]
-            and x.dtype == y.dtype == weight.dtype and 0 < x.shape[1] <= MAX_WIDTH
-            and all(a.element_strides()[-1] == 1 for a in (x, y, weight)))
+    """The kernel takes these: (..., N) inputs of one shape and dtype whose rows have one
+    stride and a unit last one, N at most MAX_WIDTH, a contiguous (N,) weight of that dtype."""
+    return (x.ndim >= 1 and x.shape == y.shape and weight.shape == x.shape[-1:]
+            and x.dtype == y.dtype == weight.dtype and 0 < x.shape[-1] <= MAX_WIDTH
+            and all(a.element_strides()[-1] == 1 for a in (x, y, weight))
+            and as_rows(x) is not None and as_rows(y) is not None)
 
 
 def _plan(x, target=None):
@@ -77,7 +79,7 @@ _plans = LaunchCache()
 
 @register("add_rms_norm", "cuda")
 def add_rms_norm(x, y, weight, eps):
-    """(x + y, rms_norm(x + y) * weight), new contiguous (rows, N) arrays."""
+    """(x + y, rms_norm(x + y) * weight), new contiguous arrays of x's shape."""
     if not supports(x, y, weight):
         raise RuntimeError(f"add_rms_norm: unsupported operands {x.shape}, {y.shape} of "
                            f"{x.dtype}, {y.dtype}, weight {weight.shape} of {weight.dtype}")
@@ -87,8 +89,9 @@ def add_rms_norm(x, y, weight, eps):
     h = CUDAArray.empty(x.shape, x.dtype, device, stream)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
     if x.size:
-        key = (x.shape, x.strides, y.strides, x.dtype,
+        x2, y2 = as_rows(x), as_rows(y)
+        key = (x2.shape, x2.strides, y2.strides, x.dtype,
                tuple(a.ptr % 16 == 0 for a in (x, y, weight)), device)
-        launch = _plans.get_or_build(key, lambda: _plan(x))
-        _launch(launch, stream, x, y, weight, h, out, eps)
+        launch = _plans.get_or_build(key, lambda: _plan(x2))
+        _launch(launch, stream, x2, y2, weight, as_rows(h), as_rows(out), eps)
     return h, out

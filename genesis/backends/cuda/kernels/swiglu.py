@@ -1,7 +1,8 @@
 """SwiGLU's gate, silu(gate) * up, in one kernel, on the GPU.
 
-("silu_mul": x (rows, 2 * N) with unit last stride, gate in the first N columns and up in the
-last N, as a fused gate/up projection gives them; the result (rows, N) contiguous.) One read of
+("silu_mul": x (..., 2 * N) with unit last stride and rows of one stride, gate in the first N
+columns and up in the last N, as a fused gate/up projection gives them; the result (..., N)
+contiguous.) One read of
 each input and one write, where silu and the product as two ops read and write twice; half
 types compute in float32 and round once. silu(g) = g / (1 + exp(-g)) with the division
 correctly rounded, as PyTorch's CUDA kernel computes it.
@@ -16,7 +17,7 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
-from ._strided_indexing import cdiv
+from ._strided_indexing import as_rows, cdiv
 
 # 1024 columns a program at 4 warps: 8 elements (16 bytes of a half type) a thread for each
 # of gate, up and the output, so loads and stores are 16-byte vectors.
@@ -56,16 +57,18 @@ _plans = LaunchCache()
 
 @register("silu_mul", "cuda")
 def silu_mul(x):
-    """silu(x[:, :N]) * x[:, N:] of a (rows, 2 * N) array with unit last stride."""
-    if x.ndim != 2 or x.shape[1] % 2 or (x.shape[1] and x.element_strides()[1] != 1):
-        raise RuntimeError(f"silu_mul: expected (rows, 2 * N) with unit last stride, got "
-                           f"{x.shape} with strides {x.element_strides()}")
+    """silu(x[..., :N]) * x[..., N:] of a (..., 2 * N) array with unit last stride and rows of
+    one stride: a new (..., N) array."""
+    rows = as_rows(x) if x.ndim else None
+    if rows is None or x.shape[-1] % 2 or (x.shape[-1] and x.element_strides()[-1] != 1):
+        raise RuntimeError(f"silu_mul: expected (..., 2 * N) with unit last stride and rows of "
+                           f"one stride, got {x.shape} with strides {x.element_strides()}")
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
-    out = CUDAArray.empty((x.shape[0], x.shape[1] // 2), x.dtype, device, stream)
+    out = CUDAArray.empty(x.shape[:-1] + (x.shape[-1] // 2,), x.dtype, device, stream)
     if out.size:
-        key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, device)
-        launch = _plans.get_or_build(key, lambda: _plan(x))
-        launch(stream, x, out, x.shape[1] // 2, x.element_strides()[0])
+        key = (rows.shape, rows.strides, x.dtype, x.ptr % 16 == 0, device)
+        launch = _plans.get_or_build(key, lambda: _plan(rows))
+        launch(stream, rows, as_rows(out), rows.shape[1] // 2, rows.element_strides()[0])
     return out
