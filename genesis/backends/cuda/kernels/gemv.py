@@ -218,7 +218,8 @@ def split(n_blocks, k_steps, programs):
 class Plan:
     """The launch of one problem geometry with one config, and the scratch it needs."""
 
-    __slots__ = ("launch", "dims", "splits", "n_blocks", "part_elements", "device")
+    __slots__ = ("launch", "dims", "splits", "n_blocks", "part_elements", "device", "_workspace",
+                 "_part")
 
     def __init__(self, problem, config, target=None):
         M, N, K = problem.M, problem.N, problem.K
@@ -230,6 +231,7 @@ class Plan:
         self.splits, steps = split(self.n_blocks, cdiv(K, bk), config["programs"])
         self.part_elements = self.splits * M * N if self.splits > 1 else 0
         self.device = problem.device
+        self._workspace = self._part = None
         ity = _index_type(problem, self.part_elements)
         meta = dict(HAS_BIAS=problem.arrays.get("bias") is not None,
                     KEEP_Z=problem.arrays.get("z") is not None, ACT=problem.act,
@@ -246,17 +248,19 @@ class Plan:
                                                    st.get("bias", 0))))
 
     def scratch(self, stream):
-        """(partial sums, counters): views of the stream's workspace and split counters, or
-        placeholders when only compiling."""
+        """(partial sums, counters): a view of the stream's workspace (kept while the workspace
+        stays) and its split counters, or placeholders when only compiling."""
         if not self.part_elements:
             return None, None
         if self.launch.target is not None:
             return (placeholder((self.part_elements,), np.float32),
                     placeholder((self.n_blocks,), np.int32))
         workspace = stream_workspace(self.device, stream, self.part_elements * 4)
-        part = CUDAArray(workspace.storage, (self.part_elements,), (4,), workspace.offset,
-                         np.dtype(np.float32))
-        return part, split_counters(self.device, stream, self.n_blocks)
+        if workspace is not self._workspace:
+            self._part = CUDAArray(workspace.storage, (self.part_elements,), (4,),
+                                   workspace.offset, np.dtype(np.float32))
+            self._workspace = workspace
+        return self._part, split_counters(self.device, stream, self.n_blocks)
 
 
 def _index_type(problem, part_elements):
