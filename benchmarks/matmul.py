@@ -138,6 +138,17 @@ def genesis_path(fn):
             f" w{warps.group(1) if warps else '?'}")
 
 
+def time_case(lib, fn, row):
+    """ms per call of `fn` (ms_per_call); for Genesis, what it ran and the seconds its calls
+    took, tuning included, go into `row`."""
+    started = time.perf_counter()
+    ms = ms_per_call(lib, fn)
+    if lib.module is genesis:
+        row["genesis_path"] = genesis_path(fn)
+        row["genesis_seconds"] = round(time.perf_counter() - started, 2)
+    return ms
+
+
 def run(only):
     libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
     rng = np.random.default_rng(0)
@@ -156,12 +167,8 @@ def run(only):
                 lib.set_tf32(tf32)
                 x, w = (lib.cast(t, dtype) for t in host[label])
                 fn = (lambda x=x, w=w: x @ w.t()) if weight else (lambda x=x, w=w: x @ w)
-                started = time.perf_counter()
-                ms = ms_per_call(lib, fn)
+                ms = time_case(lib, fn, row)
                 row[f"{label}_tflops"] = round(2 * M * N * K / ms / 1e9, 1)
-                if label == "genesis":
-                    row["genesis_path"] = genesis_path(fn)
-                    row["genesis_seconds"] = round(time.perf_counter() - started, 2)
                 del x, w, fn
             row["ratio"] = round(row["genesis_tflops"] / row["torch_tflops"], 3)
             rows.append(row)
@@ -203,14 +210,10 @@ def run_decode(only):
                 xd, wd = (lib.cast(lib.upload(t), "bfloat16") for t in (x, w))
                 linear = lib.module.nn.functional.linear
                 fn = lambda xd=xd, wd=wd, linear=linear: linear(xd, wd)  # noqa: E731
-                started = time.perf_counter()
-                ms = ms_per_call(lib, fn)
+                ms = time_case(lib, fn, row)
                 row[f"{label}_us"] = round(ms * 1e3, 2)
                 row[f"{label}_gbs"] = round(nbytes / ms / 1e6, 1)
                 row[f"{label}_of_copy"] = round(nbytes / ms / 1e6 / rate, 3)
-                if label == "genesis":
-                    row["genesis_path"] = genesis_path(fn)
-                    row["genesis_seconds"] = round(time.perf_counter() - started, 2)
                 del xd, wd, fn
             row["ratio"] = round(row["torch_us"] / row["genesis_us"], 3)
             rows.append(row)
