@@ -2,9 +2,9 @@
 products of a decoding step (x (M, K) @ W^T with W (N, K) row-major, M the batch's rows).
 
 Such a product reads b (the weight, N*K elements) once and does M multiply-adds per element:
-at M = 16 in bfloat16 that is 16 flops a byte, a twentieth of what an H100's tensor cores do per
-byte of HBM bandwidth, so its time is the time to stream b. The goal is HBM's copy rate, which
-needs every SM busy with many loads in flight, each a 16-byte vector.
+at M = 16 in bfloat16 that is 16 flops a byte, about a twentieth of what an H100's tensor cores
+do per byte of HBM bandwidth, so its time is the time to stream b. The goal is HBM's copy
+rate, which needs every SM busy with many loads in flight, each a 16-byte vector.
 
 The kernel, tutorial style
 --------------------------
@@ -15,7 +15,7 @@ activation and rounds once to the output dtype (the epilogue of kernels/matmul.p
 
 - The tile of b is long along b's contiguous axis: 256 x 16 (BK x BN) when b has unit stride
   along K (W^T, the Linear layout), 16 x 256 when along N (x @ W); either way a thread loads
-  whole 16-byte vectors and a warp whole 128-byte lines of a row of W.
+  whole 16-byte vectors and a warp a whole 512-byte run of a row of W.
 - One row (M = 1, DOT off): plain FMAs, acc[k, n] += a[k] * b[k, n] in a BK x BN float32 tile;
   the sum over K, across the threads, happens once after the loop. Exact float32 arithmetic, so
   float32 products honour the strict (ieee) precision flag as well as tf32.
@@ -33,12 +33,12 @@ activation and rounds once to the output dtype (the epilogue of kernels/matmul.p
   launch, no host sync, scratch from the workspace: capturable in a CUDA graph.
 - Block sizes: the FMA tiles load 4096 or 8192 elements of b a step at 4 warps, 32 or 64 a
   thread: four or eight 16-byte vectors (bfloat16) in flight per thread. Triton does not
-  pipeline loads that feed no dot, so those, and the several programs resident per SM (a few
-  dozen registers each), are what keeps HBM busy. The DOT tiles load 8192 elements of b a step
-  into shared memory with cp.async, num_stages steps in flight while the tensor cores work;
-  BN >= 32 so the 4 warps' mma columns are not duplicated. Which tile, DOT or not and how many
-  splits win depends on the shape, so kernels/matmul.py times them per shape bucket beside
-  cuBLASLt's algorithms and its own tiles (`config_space`).
+  pipeline loads that feed no dot, so those, and the several programs resident per SM, are
+  what keeps HBM busy. The DOT tiles load 4096 or 8192 elements of b a step into shared
+  memory with cp.async, num_stages steps in flight while the tensor cores work; BN >= 32 so
+  the 4 warps' mma columns are not duplicated. Which tile, DOT or not and how many splits win
+  depends on the shape, so kernels/matmul.py times them per shape bucket beside cuBLASLt's
+  algorithms and its own tiles (`config_space`).
 """
 
 import ml_dtypes
