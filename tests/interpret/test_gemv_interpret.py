@@ -148,6 +148,22 @@ def test_b_contiguous_along_n(gpu, dtype, m, dot, split, rng):
     assert gpu["launches"] == 1
 
 
+@pytest.mark.parametrize("dot", [False, True], ids=["fma", "dot"])
+def test_transposed_weight_and_strided_bias(gpu, dot, rng):
+    """A Linear whose weight is a transposed view (b contiguous along N) and whose bias is
+    every other element of a vector."""
+    gpu["value"] = config(dot, True, k_major=False)
+    m = 1 if not dot else 3
+    x, w, b = values((m, 29), F32, rng), values((19, 29), F32, rng), values((38,), F32, rng)
+    y, z = mm.linear_act(ti.to_device(x), ti.to_device(w, transpose=True),
+                         ti.view(ti.to_device(b), (19,), (2,)), "relu", True)
+    zr = wide(x) @ wide(w).T + wide(b[::2])
+    scale = wide(np.abs(x)) @ wide(np.abs(w)).T + wide(np.abs(b[::2]))
+    check(z, zr, F32, scale)
+    check(y, TF.relu(zr), F32, scale)
+    assert gpu["launches"] == 1
+
+
 def test_vector_and_folded_batch(gpu, rng):
     """A 1-D input (one row) and a (2, 3, k) input folded into 6 rows both run gemv."""
     gpu["value"] = config(True, True)
