@@ -186,6 +186,14 @@ def test_empty_k(gpu, dot, rng):
     np.testing.assert_array_equal(ti.to_host(y), np.broadcast_to(np.maximum(b, 0), (m, 9)))
 
 
+@pytest.mark.parametrize("dot", [False, True], ids=["fma", "dot"])
+def test_split_sums_in_blocks(gpu, monkeypatch, dot, rng):
+    """The last program sums the partials two splits a load (the last block partial)."""
+    monkeypatch.setattr(gemv, "_SUM_TILE", 2 * (16 * 16 if dot else 4))
+    gpu["value"] = config(dot, True)
+    linear_case(gpu, rng, F32, 4 if dot else 1, 30, 90)
+
+
 def test_split_is_reproducible_and_resets_its_counters(gpu, rng):
     """Two runs of a split product give the same bits; the counters are back at 0."""
     gpu["value"] = config(False, True)

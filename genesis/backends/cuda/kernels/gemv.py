@@ -28,8 +28,9 @@ activation and rounds once to the output dtype (the epilogue of kernels/matmul.p
   programs in all (a config value; 0: no split). Each split stores its M x BN float32 partial sum
   in scratch from the stream workspace and bumps an int32 counter of its column block
   (reduce.py's per-stream counters); the program that brings the count to the split count sums
-  the partials in split order, runs the epilogue and sets the counter back to 0. Which program
-  is last varies; the order of the sum does not, so the bits do not (no float atomics). One
+  the partials, runs the epilogue and sets the counter back to 0. Which program is last varies;
+  the order of the sum does not (blocks of up to SB splits loaded at once, each summed as a
+  tree fixed at compile time, the blocks in order), so the bits do not: no float atomics. One
   launch, no host sync, scratch from the workspace: capturable in a CUDA graph.
 - Block sizes: the FMA tiles load 4096 or 8192 elements of b a step at 4 warps, 32 or 64 a
   thread: four or eight 16-byte vectors (bfloat16) in flight per thread. Triton does not
@@ -49,11 +50,13 @@ import triton.language as tl
 from ..launch import Launch, stream_workspace
 from ..runtime.array import CUDAArray
 from ._math import apply_activation
-from ._strided_indexing import cdiv, placeholder, program_range, stride_arg
+from ._strided_indexing import cdiv, next_pow2, placeholder, program_range, stride_arg
 from .reduce import split_counters
 
 MAX_ROWS = 16
 _DOT_ROWS = 16
+# Partial sums the last program of a column block loads at once (32 a thread at 4 warps).
+_SUM_TILE = 4096
 _TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32))
 
 
@@ -119,6 +122,23 @@ def _epilogue(acc, c_ptr, bias_ptr, z_ptr, rm, rn, m_mask, n_mask, c_row_stride,
 
 
 @triton.jit
+def _sum_splits(part_ptr, at, mask, splits, split_stride, BM: tl.constexpr, BN: tl.constexpr,
+                SB: tl.constexpr):
+    """The sum over the splits of the partial sums at `at` (BM x BN offsets), SB splits a load:
+    all of a block's loads in flight at once (one at a time, each would wait for L2), each
+    block summed as a tree fixed at compile time, the blocks in order."""
+    rs = tl.arange(0, SB)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for s0 in range(0, splits, SB):
+        s = s0 + rs
+        tile = tl.load(part_ptr + (s * split_stride)[:, None, None] + at[None, :, :],
+                       mask=(s < splits)[:, None, None] & mask[None, :, :], other=0,
+                       cache_modifier=".cg")
+        acc += tl.sum(tile, axis=0)
+    return acc
+
+
+@triton.jit
 def _gemv_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result (or
         # None); the splits' float32 partial sums (splits x M x N) and the column blocks' split
@@ -133,7 +153,7 @@ def _gemv_kernel(
         HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, ACT: tl.constexpr, DOT: tl.constexpr,
         PRECISION: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
         EVEN_N: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-        BK: tl.constexpr):
+        BK: tl.constexpr, SB: tl.constexpr):
     """Columns pid_n*BN.. of c = act(a @ b + bias) for every row, from K split pid_k (see the
     module docstring); with SPLIT the last split of the column block to finish writes them."""
     pid_k = tl.program_id(1)
@@ -157,10 +177,7 @@ def _gemv_kernel(
         done = tl.atomic_add(counts_ptr + tl.program_id(0), 1, sem="acq_rel", scope="gpu")
         if done == splits - 1:
             tl.store(counts_ptr + tl.program_id(0), 0)
-            acc = tl.zeros((BM, BN), tl.float32)
-            for s in range(0, splits):
-                acc += tl.load(part_ptr + s * M * N + at, mask=mask, other=0,
-                               cache_modifier=".cg")
+            acc = _sum_splits(part_ptr, at, mask, splits, M * N, BM, BN, SB)
             _epilogue(acc, c_ptr, bias_ptr, z_ptr, rm, rn, m_mask, n_mask, c_row_stride,
                       c_col_stride, bias_stride, HAS_BIAS, KEEP_Z, ACT)
     else:
@@ -237,7 +254,7 @@ class Plan:
                     KEEP_Z=problem.arrays.get("z") is not None, ACT=problem.act,
                     DOT=config["DOT"], PRECISION=problem.precision, SPLIT=self.splits > 1,
                     EVEN_K=K % bk == 0, EVEN_N=N % bn == 0, INDEX64=ity == "i64", BM=bm,
-                    BN=bn, BK=bk)
+                    BN=bn, BK=bk, SB=min(next_pow2(self.splits), max(1, _SUM_TILE // bm // bn)))
         self.launch = Launch(_gemv_kernel, (self.n_blocks, self.splits), meta,
                              config["num_warps"], config["num_stages"], int_type=ity,
                              device=problem.device, target=target)
