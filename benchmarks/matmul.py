@@ -18,8 +18,9 @@ heads of 32, intermediate 8192, vocabulary 32000; gate and up fused), x @ W^T at
 through F.linear in both frameworks. These read the weight once and do little else, so the
 figure is bandwidth: bytes of x, W and the result per second, and its fraction of the
 device-to-device copy rate measured in the same run (bytes read plus written per second of a
-1 GB copy), the most a kernel streaming memory can reach. Genesis times every candidate by
-default here (--tune-limit 0): the gemv configs, cuBLASLt and the short Triton tiles.
+1 GB copy), the most a kernel streaming memory can reach; "genesis / torch" is PyTorch's time
+over Genesis's (above 1: Genesis is faster). Genesis times every candidate by default here
+(--tune-limit 0): the gemv configs, cuBLASLt and the short Triton tiles.
 
     python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N] [--decode]
 """
