@@ -340,9 +340,9 @@ def gemv_case(dtype, M, N, K, target, k_major=True, configs=1, precision=None, b
 
 def gemv_cases(target):
     """bfloat16 decode shapes over the whole space at one and 16 rows (o_proj: split, lm_head:
-    not), with bias and activation epilogues; float16, float32 (IEEE and TF32) and b contiguous
-    along N with their first configs; odd sizes (K tails, partial column blocks); 64-bit
-    offsets."""
+    not; b contiguous along K, and along N), with bias and activation epilogues; strict float32
+    over the whole space (its dot is FMA-based), float16 and TF32 with their first configs; odd
+    sizes (K tails, partial column blocks); 64-bit offsets."""
     bf16, f32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
     for M in (1, 16):
         gemv_case(bf16, M, 2048, 2048, target, configs=None)
@@ -350,7 +350,7 @@ def gemv_cases(target):
         gemv_case(bf16, M, 3072, 2048, target, bias=True, act=4)
         gemv_case(bf16, M, 2048, 8192, target, k_major=False, configs=None)
         gemv_case(np.dtype(np.float16), M, 16384, 2048, target)
-        gemv_case(f32, M, 2048, 2048, target, precision="ieee", configs=2)
+        gemv_case(f32, M, 2048, 2048, target, precision="ieee", configs=None)
         gemv_case(f32, M, 2048, 2048, target, precision="tf32", configs=2)
         gemv_case(bf16, M, 1001, 333, target, configs=2, bias=True)
         gemv_case(bf16, M, 1 << 20, 4096, target)
