@@ -13,7 +13,16 @@ the Triton space is cut to the heuristic's pick plus the next configs, --tune-li
 "path" column is what Genesis ran, as its profiler saw it: cuBLASLt or the Triton kernel
 (tile BM x BN x BK, warps).
 
-    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N]
+Decode (--decode): the projections of a 1.1B Llama's decoding step (bf16, hidden 2048, 8 KV
+heads of 32, intermediate 8192, vocabulary 32000; gate and up fused), x @ W^T at 1 and 16 rows,
+through F.linear in both frameworks. These read the weight once and do little else, so the
+figure is bandwidth: bytes of x, W and the result per second, and its fraction of the
+device-to-device copy rate measured in the same run (bytes read plus written per second of a
+1 GB copy), the most a kernel streaming memory can reach; "genesis / torch" is PyTorch's time
+over Genesis's (above 1: Genesis is faster). Genesis times every candidate by default here
+(--tune-limit 0): the gemv configs, cuBLASLt and the short Triton tiles.
+
+    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N] [--decode]
 """
 
 import argparse
@@ -32,6 +41,11 @@ import genesis
 SQUARES = [1024, 2048, 4096, 8192]
 LAYERS = [("GPT-2 fc", 8192, 768, 3072), ("GPT-2 proj", 8192, 3072, 768),
           ("LLaMA-7B up", 4096, 4096, 11008), ("LLaMA-7B down", 4096, 11008, 4096)]
+# (name, N, K) of the decode step's products; rows of x per product.
+DECODE = [("qkv", 3072, 2048), ("o_proj", 2048, 2048), ("gate_up", 16384, 2048),
+          ("down", 2048, 8192), ("lm_head", 32000, 2048)]
+DECODE_ROWS = [1, 16]
+COPY_BYTES = 1 << 30
 MODES = {"bf16": ("bfloat16", False), "fp16": ("float16", False), "tf32": ("float32", True),
          "fp32": ("float32", False)}
 
@@ -101,13 +115,21 @@ def ms_per_call(lib, fn, budget_ms=150.0):
 
 
 def genesis_path(fn):
-    """What Genesis ran for `fn`: "cublaslt" or the Triton kernel's label."""
+    """What Genesis ran for `fn`: "cublaslt", gemv's kernel ("gemv fma|dot BKxBN[ split]
+    wN") or the Triton tile's label."""
     from genesis.cuda.profiler import GPUProfiler
     with GPUProfiler() as prof:
         fn()
     names = list(prof.get_stats())
     if "cublaslt.matmul" in names:
         return "cublaslt"
+    gemv = next((n for n in names if "_gemv_kernel" in n), None)
+    if gemv is not None:
+        meta = dict(re.findall(r"\b(BN|BK|DOT|SPLIT)=(\w+)", gemv))
+        warps = re.search(r"\bw(\d+)\]", gemv)
+        return (f"gemv {'dot' if meta.get('DOT') == 'True' else 'fma'} {meta.get('BK')}x"
+                f"{meta.get('BN')}{' split' if meta.get('SPLIT') == 'True' else ''}"
+                f" w{warps.group(1) if warps else '?'}")
     label = next((n for n in names if "matmul" in n), None)
     if label is None:
         return ",".join(names) or "?"
@@ -115,6 +137,17 @@ def genesis_path(fn):
     warps = re.search(r"\bw(\d+)\]", label)
     return (f"triton {tile.get('BM')}x{tile.get('BN')}x{tile.get('BK')}"
             f" w{warps.group(1) if warps else '?'}")
+
+
+def time_case(lib, fn, row):
+    """ms per call of `fn` (ms_per_call); for Genesis, what it ran and the seconds its calls
+    took, tuning included, go into `row`."""
+    started = time.perf_counter()
+    ms = ms_per_call(lib, fn)
+    if lib.module is genesis:
+        row["genesis_path"] = genesis_path(fn)
+        row["genesis_seconds"] = round(time.perf_counter() - started, 2)
+    return ms
 
 
 def run(only):
@@ -135,12 +168,8 @@ def run(only):
                 lib.set_tf32(tf32)
                 x, w = (lib.cast(t, dtype) for t in host[label])
                 fn = (lambda x=x, w=w: x @ w.t()) if weight else (lambda x=x, w=w: x @ w)
-                started = time.perf_counter()
-                ms = ms_per_call(lib, fn)
+                ms = time_case(lib, fn, row)
                 row[f"{label}_tflops"] = round(2 * M * N * K / ms / 1e9, 1)
-                if label == "genesis":
-                    row["genesis_path"] = genesis_path(fn)
-                    row["genesis_seconds"] = round(time.perf_counter() - started, 2)
                 del x, w, fn
             row["ratio"] = round(row["genesis_tflops"] / row["torch_tflops"], 3)
             rows.append(row)
@@ -151,6 +180,61 @@ def run(only):
     for lib in libs.values():
         lib.set_tf32(False)
     return rows
+
+
+def copy_rate(lib):
+    """GB/s of a COPY_BYTES device-to-device copy, bytes read plus written."""
+    src = lib.module.empty(COPY_BYTES // 4, dtype=lib.module.int32, device="cuda")
+    dst = lib.module.empty_like(src)
+    ms = ms_per_call(lib, lambda: dst.copy_(src))
+    return 2 * COPY_BYTES / ms / 1e6
+
+
+def run_decode(only):
+    """The decode products beside PyTorch: microseconds, GB/s and its fraction of the copy
+    rate per framework, and Genesis's speed relative to PyTorch's."""
+    libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
+    rate = copy_rate(libs["torch"])
+    print(f"device-to-device copy: {rate:.0f} GB/s (read + write)", flush=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, N, K in DECODE:
+        for M in DECODE_ROWS:
+            case = f"decode {name} {M}x{K}->{N}"
+            if only and not any(o in case for o in only):
+                continue
+            x = rng.standard_normal((M, K), dtype=np.float32)
+            w = rng.standard_normal((N, K), dtype=np.float32) / np.sqrt(K)
+            nbytes = (N * K + M * K + M * N) * 2
+            row = {"case": case, "mode": "bf16", "M": M, "N": N, "K": K, "bytes": nbytes}
+            for label, lib in libs.items():
+                xd, wd = (lib.cast(lib.upload(t), "bfloat16") for t in (x, w))
+                linear = lib.module.nn.functional.linear
+                fn = lambda xd=xd, wd=wd, linear=linear: linear(xd, wd)  # noqa: E731
+                ms = time_case(lib, fn, row)
+                row[f"{label}_us"] = round(ms * 1e3, 2)
+                row[f"{label}_gbs"] = round(nbytes / ms / 1e6, 1)
+                row[f"{label}_of_copy"] = round(nbytes / ms / 1e6 / rate, 3)
+                del xd, wd, fn
+            row["ratio"] = round(row["torch_us"] / row["genesis_us"], 3)
+            rows.append(row)
+            print(f"{case:<30} genesis {row['genesis_us']:>8.2f} us {row['genesis_gbs']:>7.1f} "
+                  f"GB/s ({row['genesis_of_copy']:.2f} of copy)  torch {row['torch_us']:>8.2f} "
+                  f"us {row['torch_gbs']:>7.1f} GB/s ({row['torch_of_copy']:.2f})  genesis/torch "
+                  f"{row['ratio']:.3f}  ({row['genesis_path']}, {row['genesis_seconds']} s with "
+                  "tuning)", flush=True)
+    return rows, rate
+
+
+def decode_markdown(rows):
+    lines = ["| case | genesis us | genesis GB/s | of copy | torch us | torch GB/s | of copy "
+             "| genesis / torch | genesis path |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['genesis_us']} | {r['genesis_gbs']} | "
+                     f"{r['genesis_of_copy']} | {r['torch_us']} | {r['torch_gbs']} | "
+                     f"{r['torch_of_copy']} | {r['ratio']} | {r['genesis_path']} |")
+    return "\n".join(lines)
 
 
 def markdown(rows):
@@ -166,22 +250,29 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--only", nargs="*", default=[], help="cases or modes containing these")
-    parser.add_argument("--tune-limit", type=int, default=4,
-                        help="Triton configs timed per shape key (0: the whole space)")
+    parser.add_argument("--tune-limit", type=int, default=None,
+                        help="Triton configs timed per shape key (0: the whole space; default 4, "
+                             "with --decode 0)")
+    parser.add_argument("--decode", action="store_true",
+                        help="the decode step's products (1 and 16 rows, bf16) instead")
     args = parser.parse_args(argv)
-    os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(args.tune_limit)
+    tune_limit = args.tune_limit if args.tune_limit is not None else 0 if args.decode else 4
+    os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(tune_limit)
     started = time.perf_counter()
-    rows = run(args.only)
+    rows, rate = run_decode(args.only) if args.decode else (run(args.only), None)
     total = time.perf_counter() - started
     device = genesis.cuda.get_device_name()
     backend = os.environ.get("GENESIS_MATMUL_BACKEND", "auto")
     print(f"\n{device}, torch {torch.__version__}, {total:.0f} s in all; Triton configs timed per "
-          f"shape key: {args.tune_limit or 'all'}; backend {backend}\n")
-    print(markdown(rows))
+          f"shape key: {tune_limit or 'all'}; backend {backend}\n")
+    print(decode_markdown(rows) if args.decode else markdown(rows))
     if args.json:
+        result = {"device": device, "torch": torch.__version__, "seconds": round(total, 1),
+                  "tune_limit": tune_limit, "rows": rows}
+        if args.decode:
+            result["copy_gbs"] = round(rate, 1)
         with open(args.json, "w") as f:
-            json.dump({"device": device, "torch": torch.__version__, "seconds": round(total, 1),
-                       "tune_limit": args.tune_limit, "rows": rows}, f, indent=1)
+            json.dump(result, f, indent=1)
     return 0
 
 

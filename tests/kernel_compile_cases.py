@@ -13,6 +13,7 @@ from genesis.backends.cuda.kernels import (amp, arange, attention, conv, copy, i
                                            residual_norm, rotary, shape, softmax, swiglu)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
+from genesis.backends.cuda.kernels import gemv
 from genesis.backends.cuda.kernels import index_accumulate as accumulate
 from genesis.backends.cuda.kernels import index_compact as compact
 from genesis.backends.cuda.kernels import matmul as mm
@@ -322,6 +323,42 @@ def _matmul_problems(dtype, precision, full):
         problems += [make({**row, "bias": 1}, act=a, bias=True, z=a > 0)
                      for a in range(len(mm.ACTIVATIONS))]
     return problems
+
+
+def gemv_case(dtype, M, N, K, target, k_major=True, configs=1, precision=None, bias=False,
+              act=0):
+    """Compile the first `configs` gemv configs (all: None) of one skinny product, b (K, N)
+    with a unit stride along K (W^T) or N."""
+    b_strides = (1, K) if k_major else (N, 1)
+    strides = {"a": (K, 1), "b": b_strides, "c": (N, 1)}
+    arrays = {"a": placeholder((M, K), dtype), "b": placeholder((K, N), dtype, b_strides),
+              "c": placeholder((M, N), dtype), "bias": None, "z": None}
+    if bias:
+        arrays["bias"], strides["bias"] = placeholder((N,), dtype), 1
+    if act:
+        arrays["z"] = placeholder((M, N), dtype)
+    problem = mm.Problem(M, N, K, (), strides, arrays, act)
+    problem.precision = precision or problem.precision
+    for config in gemv.config_space(problem)[:configs]:
+        gemv.gemv_launch(gemv.Plan(problem, config, target), 0, arrays)
+
+
+def gemv_cases(target):
+    """bfloat16 decode shapes over the whole space at one and 16 rows (o_proj: split, lm_head:
+    not; b contiguous along K, and along N), with bias and activation epilogues; strict float32
+    over the whole space (its dot is FMA-based), float16 and TF32 with their first configs; odd
+    sizes (K tails, partial column blocks); 64-bit offsets."""
+    bf16, f32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
+    for M in (1, 16):
+        gemv_case(bf16, M, 2048, 2048, target, configs=None)
+        gemv_case(bf16, M, 32000, 2048, target, configs=None)
+        gemv_case(bf16, M, 3072, 2048, target, bias=True, act=4)
+        gemv_case(bf16, M, 2048, 8192, target, k_major=False, configs=None)
+        gemv_case(np.dtype(np.float16), M, 16384, 2048, target)
+        gemv_case(f32, M, 2048, 2048, target, precision="ieee", configs=None)
+        gemv_case(f32, M, 2048, 2048, target, precision="tf32", configs=2)
+        gemv_case(bf16, M, 1001, 333, target, configs=2, bias=True)
+        gemv_case(bf16, M, 1 << 20, 4096, target)
 
 
 def median_cases(target):
@@ -678,7 +715,7 @@ def conv_cases(target):
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
-         "elementwise": elementwise_cases, "index": index_cases,
+         "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
          "optim": optim_cases, "optim_extra": optim_extra_cases, "random": random_cases,

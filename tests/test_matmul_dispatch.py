@@ -2,12 +2,14 @@
 problems (1-D operands, broadcast batches folded or coalesced), which ones cuBLASLt can take and
 in what column-major terms, which configurations are timed or tried, and the tuning key."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 pytest.importorskip("triton")
 
 from genesis.backends.cuda import libraries  # noqa: E402
+from genesis.backends.cuda.kernels import gemv  # noqa: E402
 from genesis.backends.cuda.kernels import matmul as mm  # noqa: E402
 from genesis.backends.cuda.kernels._strided_indexing import placeholder  # noqa: E402
 
@@ -85,7 +87,8 @@ def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
     timed, fallback = mm._plan(big, "auto")
     assert timed[:2] == lt and len(timed) == 2 + len(mm._HALF_SPACE)
     assert fallback[-1] == lt[0] and fallback[0] == mm.heuristic_config(big)
-    assert mm._plan(small, "auto") == ([], mm._triton_space(small) + lt[:1])
+    assert mm._plan(small, "auto") == ([], [gemv.heuristic_config(small)]
+                                       + mm._triton_space(small) + lt[:1])
     (mid,), _ = problems(arr((1024, 128), dtype=np.float32), arr((128, 384), dtype=np.float32))
     timed, fallback = mm._plan(mid, "auto")
     assert timed == lt + [mm.heuristic_config(mid)]
@@ -121,3 +124,59 @@ def test_heuristic_prefers_big_tiles_that_fill_the_gpu():
     assert mm.heuristic_config(big) == mm._HALF_SPACE[0]
     (small,), _ = problems(arr((8, 16), dtype=np.float16), arr((16, 4), dtype=np.float16))
     assert mm.heuristic_config(small) == mm._HALF_SPACE[-1]
+
+
+def test_skinny_products_go_to_gemv():
+    """At most MAX_ROWS rows, no batch dims (a folded batch is fine), b with a unit stride,
+    float16/bfloat16/float32."""
+    f16 = np.float16
+    for a, b, b_strides in [((1, 64), (64, 32), None), ((16, 64), (64, 32), None),
+                            ((2, 4, 64), (64, 32), None), ((64,), (64, 32), None),
+                            ((3, 64), (64, 32), (1, 64))]:
+        (p,), _ = problems(arr(a, dtype=f16), arr(b, b_strides, dtype=f16))
+        assert gemv.supports(p), (a, b, b_strides)
+    for a, b, dtype, b_strides in [((17, 64), (64, 32), f16, None),
+                                   ((4, 64), (64, 32), np.float64, None),
+                                   ((4, 64), (64, 32), np.int32, None),
+                                   ((4, 64), (64, 32), f16, (64, 2)),
+                                   ((2, 4, 64), (2, 64, 32), f16, None)]:
+        (p,), _ = problems(arr(a, dtype=dtype), arr(b, b_strides, dtype=dtype))
+        assert not gemv.supports(p), (a, b, dtype, b_strides)
+
+
+def skinny_plan_setup(monkeypatch):
+    monkeypatch.setattr(libraries, "cublaslt_usable", lambda: True)
+    monkeypatch.setattr(libraries, "cublaslt_algorithm_count", lambda problem: 2)
+    return [{"backend": "cublaslt", "algo": 0}, {"backend": "cublaslt", "algo": 1}]
+
+
+def test_skinny_products_are_timed_by_the_bytes_of_b(monkeypatch):
+    """A 2 MB weight is timed (gemv configs, cuBLASLt, the short Triton tiles) even at one row;
+    a smaller one runs gemv's heuristic untimed, the tiles and cuBLASLt behind it."""
+    lt = skinny_plan_setup(monkeypatch)
+    bf16 = ml_dtypes.bfloat16
+    (big,), _ = problems(arr((1, 1024), dtype=bf16), arr((1024, 1024), (1, 1024), dtype=bf16))
+    (small,), _ = problems(arr((1, 512), dtype=bf16), arr((512, 1024), (1, 512), dtype=bf16))
+    assert big.N * big.K * big.dtype.itemsize == mm.TUNE_MIN_BYTES
+    assert big.M * big.N * big.K < mm.TUNE_MIN_WORK
+    tiles = mm._triton_space(big)
+    assert tiles and all(c["BM"] <= mm.SKINNY_TILE_ROWS for c in tiles)
+    space = gemv.config_space(big)
+    assert mm._plan(big, "auto") == (space + lt + tiles, space[:1] + tiles + lt[:1])
+    assert mm._plan(small, "auto") == ([], [gemv.heuristic_config(small)]
+                                       + mm._triton_space(small) + lt[:1])
+    assert mm._plan(big, "triton") == (space + tiles, space[:1] + tiles)
+    assert mm._plan(big, "cublaslt") == ([], lt[:1] + space[:1] + tiles)
+    monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "2")
+    assert mm._plan(big, "auto")[0] == space[:2] + lt + tiles[:2]
+    monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
+    assert mm._plan(big, "auto") == ([], space[:1] + tiles[:2] + lt[:1])
+
+
+def test_gemv_heuristic_takes_fma_for_one_row_and_dot_for_more():
+    f16 = np.float16
+    for rows, dot in [(1, False), (2, True), (16, True)]:
+        (p,), _ = problems(arr((rows, 2048), dtype=f16), arr((2048, 2048), (1, 2048), dtype=f16))
+        config = gemv.heuristic_config(p)
+        assert config["DOT"] == dot and config["backend"] == "gemv"
+        assert config["BK"] > config["BN"]  # long along K, b's contiguous axis

@@ -27,13 +27,15 @@ ODD = mm._config(32, 16, 32, 4, 1, group=3)
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """Kernels run interpreted, with the SMALL config unless a test sets `config`."""
+    """Kernels run interpreted, with the SMALL config unless a test sets `config`; skinny
+    products too (the gemv kernel has tests of its own: test_gemv_interpret.py)."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "triton")
     monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
     config = {"value": SMALL}
     monkeypatch.setattr(mm, "heuristic_config", lambda problem: config["value"])
+    monkeypatch.setattr(mm, "_gemv_space", lambda problem: [])
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
     monkeypatch.setattr(mm, "_chosen", {})
     monkeypatch.setattr(mm, "_fast", {})

@@ -1,10 +1,12 @@
 """Device math shared by the kernel modules: correctly rounded division and square root (as
-PyTorch's CUDA kernels compute them), and which dtypes are floating."""
+PyTorch's CUDA kernels compute them), the matmul epilogues' activations, and which dtypes are
+floating."""
 
 import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
 
@@ -27,6 +29,21 @@ def sqrt_rn(x):
     else:
         r = tl.sqrt_rn(x)
     return r
+
+
+@triton.jit
+def apply_activation(x, ACT: tl.constexpr):
+    """A matmul epilogue's activation (kernels/matmul.py ACTIVATIONS): none, relu, exact gelu,
+    tanh gelu, silu."""
+    if ACT == 1:
+        x = tl.maximum(x, 0.0)
+    elif ACT == 2:
+        x = 0.5 * x * (1.0 + libdevice.erf(x * 0.7071067811865476))
+    elif ACT == 3:
+        x = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    elif ACT == 4:
+        x = x / (1.0 + libdevice.exp(-x))
+    return x
 
 
 def is_float(dtype):

@@ -29,15 +29,21 @@ activation and rounds once to the output dtype (the "epilogue").
   broadcast-multiply-sum tile loop (float64 / wrapping integer arithmetic, as PyTorch).
 
 Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
-(backends/cuda/libraries.py). Per shape key (sizes rounded up to powers of two, dtype,
-precision, layouts, GPU) it times the Triton configurations and cuBLASLt once, keeps the winner
+(backends/cuda/libraries.py) and, for skinny products (at most gemv.MAX_ROWS rows, no batch
+dims, a weight with a unit stride: a decoding step's projections), the bandwidth-bound kernel
+of kernels/gemv.py. Per shape key (sizes rounded up to powers of two, dtype, precision,
+layouts, GPU) it times the candidates once (the gemv configs, cuBLASLt's algorithms, the
+Triton tiles; for skinny products only tiles at most SKINNY_TILE_ROWS tall), keeps the winner
 on disk (backends/cuda/autotune.py) and, per exact geometry, the chosen launch in memory.
-Products under TUNE_MIN_WORK multiply-adds time only the heuristic Triton config against
-cuBLASLt's algorithms (no extra compiles; a graphed small model's step is made of such products),
-and those under SMALL_TUNE_MIN_WORK are not timed at all: the heuristic config runs.
-Environment: GENESIS_MATMUL_BACKEND=auto|triton|cublaslt (cublaslt: used wherever it can run
-the product), GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only
-the heuristic's pick and the next configs, n in all).
+Whether a product is worth timing: a skinny product's time is the read of b, so it is timed
+from TUNE_MIN_BYTES of b; any other from TUNE_MIN_WORK multiply-adds, and from
+SMALL_TUNE_MIN_WORK its heuristic Triton tile alone against cuBLASLt's algorithms (no extra
+compiles; a graphed small model's step is made of such products). Untimed, the heuristic config
+runs: gemv's for skinny products, else the Triton tile's.
+Environment: GENESIS_MATMUL_BACKEND=auto|triton|cublaslt (triton: the Triton kernels, gemv
+included; cublaslt: used wherever it can run the product), GENESIS_MATMUL_AUTOTUNE=0 (no
+timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only the heuristic's pick and the next configs, n
+in all of the Triton tiles and n of the gemv configs).
 """
 
 import math
@@ -48,7 +54,6 @@ import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 
 from ....dispatch import register
 from .. import matmul as flags
@@ -58,6 +63,8 @@ from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ..launch import Const, Launch, LaunchCache
+from . import gemv
+from ._math import apply_activation
 from ._strided_indexing import cdiv, coalesce, select, stride_arg
 from .reduce import reduce
 
@@ -79,20 +86,6 @@ def _batch_offset(batch, size1, size2, s0, s1, s2, BDIM: tl.constexpr):
         off += (rest % size1) * s1
         rest = rest // size1
     return off + rest * s0
-
-
-@triton.jit
-def _activate(x, ACT: tl.constexpr):
-    """The epilogue's activation (ACTIVATIONS): none, relu, exact gelu, tanh gelu, silu."""
-    if ACT == 1:
-        x = tl.maximum(x, 0.0)
-    elif ACT == 2:
-        x = 0.5 * x * (1.0 + libdevice.erf(x * 0.7071067811865476))
-    elif ACT == 3:
-        x = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-    elif ACT == 4:
-        x = x / (1.0 + libdevice.exp(-x))
-    return x
 
 
 @triton.jit
@@ -165,7 +158,7 @@ def _matmul_kernel(
     mask = m_mask[:, None] & n_mask[None, :]
     if KEEP_Z:
         tl.store(z_ptr + c_off, acc.to(z_ptr.dtype.element_ty), mask=mask)
-    acc = _activate(acc, ACT)
+    acc = apply_activation(acc, ACT)
     tl.store(c_ptr + c_off, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
@@ -204,12 +197,25 @@ def config_space(dtype, precision):
 
 def heuristic_config(problem):
     """A reasonable config without timing: the largest tile that still gives every SM work."""
-    space = config_space(problem.dtype, problem.precision)
+    space = _tile_space(problem)
     for config in space:
         tiles = cdiv(problem.M, config["BM"]) * cdiv(problem.N, config["BN"]) * problem.batch
         if tiles >= 132 and config["BK"] <= max(problem.K, 16):
             return config
     return space[-1]
+
+
+# Skinny products (gemv.supports) pad every row tile taller than their rows: only tiles this
+# tall are worth timing for them.
+SKINNY_TILE_ROWS = 32
+
+
+def _tile_space(problem):
+    """config_space, for skinny products its tiles at most SKINNY_TILE_ROWS tall."""
+    space = config_space(problem.dtype, problem.precision)
+    if gemv.supports(problem):
+        space = [c for c in space if c["BM"] <= SKINNY_TILE_ROWS] or space[-1:]
+    return space
 
 
 class Problem:
@@ -258,8 +264,9 @@ class Problem:
         s = self.strides
         layout = "".join("r" if s[x][-1] == 1 else "c" if s[x][-2] == 1 else "s"
                          for x in ("a", "b"))
-        return (get_context(self.device).properties.name, self.dtype.name, self.precision,
-                layout, _bucket(self.batch), _bucket(self.M), _bucket(self.N), _bucket(self.K))
+        key = (get_context(self.device).properties.name, self.dtype.name, self.precision,
+               layout, _bucket(self.batch), _bucket(self.M), _bucket(self.N), _bucket(self.K))
+        return key + ("gemv",) if gemv.supports(self) else key
 
 
 def _bucket(n):
@@ -326,6 +333,9 @@ _tuner = AutoTuner("matmul")
 _chosen = {}
 TUNE_MIN_WORK = 1 << 27
 SMALL_TUNE_MIN_WORK = 1 << 20
+# 2 MB of b, 0.6 us of an H100's HBM time: below it a product's time is mostly the launch's and
+# any config does. GPT-2 small's decode projections (bf16) are timed from 768 x 2304 (3.5 MB).
+TUNE_MIN_BYTES = 1 << 21
 
 
 def backend_choice():
@@ -336,48 +346,74 @@ def backend_choice():
     return choice
 
 
-def _triton_space(problem):
-    """The Triton configs to time, the heuristic's pick first; GENESIS_MATMUL_TUNE_LIMIT=n keeps
-    the first n (benchmarks use it to bound tuning time)."""
-    first = heuristic_config(problem)
-    space = [first] + [c for c in config_space(problem.dtype, problem.precision) if c != first]
+def _limited(space):
+    """The first GENESIS_MATMUL_TUNE_LIMIT configs of `space` (all when unset or 0)."""
     limit = int(os.environ.get("GENESIS_MATMUL_TUNE_LIMIT", "0"))
     return space[:limit] if limit > 0 else space
 
 
+def _triton_space(problem):
+    """The Triton tiles to time, the heuristic's pick first; GENESIS_MATMUL_TUNE_LIMIT=n keeps
+    the first n (benchmarks use it to bound tuning time)."""
+    first = heuristic_config(problem)
+    return _limited([first] + [c for c in _tile_space(problem) if c != first])
+
+
+def _gemv_space(problem):
+    """gemv's configs to time for a skinny product, its heuristic's pick first (none for other
+    products); limited as _triton_space."""
+    return _limited(gemv.config_space(problem)) if gemv.supports(problem) else []
+
+
+def _timing(problem, lt):
+    """What of the space a product is worth timing: "all"; "tile" (the heuristic Triton tile
+    against cuBLASLt's algorithms, `lt`: they need no compiling); or None. Skinny products from
+    TUNE_MIN_BYTES of b, others from TUNE_MIN_WORK multiply-adds ("tile" from
+    SMALL_TUNE_MIN_WORK); nothing with GENESIS_MATMUL_AUTOTUNE=0."""
+    if os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
+        return None
+    if gemv.supports(problem):
+        return "all" if problem.N * problem.K * problem.dtype.itemsize >= TUNE_MIN_BYTES else None
+    work = problem.M * problem.N * problem.K * problem.batch
+    if work >= TUNE_MIN_WORK:
+        return "all"
+    return "tile" if lt and work >= SMALL_TUNE_MIN_WORK else None
+
+
 def _plan(problem, choice):
-    """(configs to time, configs to fall back on, in order). cuBLASLt joins when it can run the
-    problem and is not excluded, each of the heuristic's best algorithms (libraries.ALGORITHMS)
-    timed; forced, its first algorithm runs untimed (Triton only where it fails). Problems
-    below TUNE_MIN_WORK time only the heuristic Triton config against cuBLASLt; below
-    SMALL_TUNE_MIN_WORK (or with GENESIS_MATMUL_AUTOTUNE=0) nothing is timed: the heuristic
-    config runs."""
+    """(configs to time, configs to fall back on, in order). gemv's configs lead for skinny
+    products; cuBLASLt joins when it can run the problem and is not excluded, each of the
+    heuristic's best algorithms (libraries.ALGORITHMS) timed; forced, its first algorithm runs
+    untimed (gemv and Triton only where it fails). What is timed follows `_timing`; products not
+    worth timing run the first config that works, the heuristic's."""
     from .. import libraries
-    triton_configs = _triton_space(problem)
+    gemv_configs, triton_configs = _gemv_space(problem), _triton_space(problem)
+    kernels = gemv_configs[:1] + triton_configs
     lt = (choice != "triton" and libraries.cublaslt_usable()
           and libraries.cublaslt_supports(problem))
     lt_first = [{"backend": "cublaslt", "algo": 0}] if lt else []
     if choice == "cublaslt" and lt:
-        return [], lt_first + triton_configs
-    work = problem.M * problem.N * problem.K * problem.batch
-    small = work < TUNE_MIN_WORK
-    if (small and not lt) or work < SMALL_TUNE_MIN_WORK \
-            or os.environ.get("GENESIS_MATMUL_AUTOTUNE", "1") == "0":
-        return [], triton_configs + lt_first
+        return [], lt_first + kernels
+    timing = _timing(problem, lt)
+    if timing is None:
+        return [], kernels + lt_first
     count = libraries.cublaslt_algorithm_count(problem) if lt else 0
     lt_timed = [{"backend": "cublaslt", "algo": i} for i in range(count)]
-    timed_triton = triton_configs[:1] if small else triton_configs
-    return lt_timed + timed_triton, triton_configs + lt_timed[:1]
+    tiles = triton_configs if timing == "all" else triton_configs[:1]
+    return gemv_configs + lt_timed + tiles, kernels + lt_timed[:1]
 
 
 def _launcher(problem, backend="triton", **config):
     """A callable(problem, stream) running problems of this geometry with `config` (a Triton
-    launch, compiled on first use, or cuBLASLt)."""
+    launch, compiled on first use: the tiled kernel or gemv's; or cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
         algo = config.get("algo", 0)
         return lambda p, stream: libraries.cublaslt_matmul(p, stream, algo)
-    key = (problem.geometry(), tuple(sorted(config.items())))
+    key = (problem.geometry(), backend, tuple(sorted(config.items())))
+    if backend == "gemv":
+        plan = _plans.get_or_build(key, lambda: gemv.Plan(problem, config))
+        return lambda p, stream: gemv.gemv_launch(plan, stream, p.arrays)
     launch, dims = _plans.get_or_build(key, lambda: _matmul_plan(problem, config))
     return lambda p, stream: _matmul_launch(launch, dims, stream, p.arrays)
 
