@@ -13,7 +13,8 @@ eager is the last column.
 A fidelity run copies PyTorch's initial weights into Genesis and trains both 20 steps on the same
 batches: float32 without TF32 must give losses equal within 1e-5 relative, autocast bf16 within
 2e-2. With --profile, each side's 15 kernels that take the most device time over three steps of
-the autocast mode are listed (torch.profiler for PyTorch, Genesis's GPUProfiler for Genesis).
+the autocast mode are listed, both from torch.profiler's CUPTI trace (it sees Genesis's kernels
+too).
 
     python benchmarks/gpt2.py [--json PATH] [--steps N] [--warmup N] [--profile] [--no-compile]
                                [--no-fidelity] [--no-graphs]
@@ -110,36 +111,31 @@ def _run(lib, mode, tokens, args, compiled=False, graphed=False):
     return {"ms": ms, "tokens_per_s": BATCH * GPT2_SMALL.block_size / ms * 1e3, "peak_gb": peak}
 
 
-def _torch_top_kernels(step, top):
+def _top_kernels(step, top):
+    """(ms of kernels per step, the `top` kernels as (name, calls, ms) per step) over three
+    steps, from torch.profiler's CUPTI trace: it records every kernel of the process, Genesis's
+    Triton and cuBLASLt launches too, without the per-kernel events that inflate Genesis's own
+    profiler's figures for short kernels."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(3):
             step()
         torch.cuda.synchronize()
+        genesis.cuda.synchronize()
     events = [e for e in prof.key_averages() if e.device_time_total > 0]
     events.sort(key=lambda e: -e.device_time_total)
     total = sum(e.device_time_total for e in events) / 1e3 / 3
     return total, [(e.key, e.count // 3, e.device_time_total / 1e3 / 3) for e in events[:top]]
 
 
-def _genesis_top_kernels(step, top):
-    with genesis.cuda.GPUProfiler() as prof:
-        for _ in range(3):
-            step()
-        genesis.cuda.synchronize()
-    stats = sorted(prof.get_stats().values(), key=lambda r: -r["total_us"])
-    total = sum(r["total_us"] for r in stats) / 1e3 / 3
-    return total, [(r["name"], r["calls"] // 3, r["total_us"] / 1e3 / 3) for r in stats[:top]]
-
-
 def _profile(tokens, top=15):
     out = {}
-    for lib, lister in ((genesis, _genesis_top_kernels), (torch, _torch_top_kernels)):
+    for lib in (genesis, torch):
         model = _model(lib, "autocast bf16")
         step, batch = trainer(lib, model, "autocast bf16"), _batch(lib, tokens)
         for _ in range(3):
             step(*batch)
-        out[lib.__name__] = lister(lambda: step(*batch), top)
+        out[lib.__name__] = _top_kernels(lambda: step(*batch), top)
     return out
 
 
