@@ -11,6 +11,7 @@ import triton_interpret as ti
 import genesis.backends.cpu  # noqa: F401  (registers the CPU kernels)
 from genesis import dispatch
 from genesis.backends.cuda.kernels import recurrent
+from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -26,6 +27,7 @@ def gpu(request, monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(recurrent, "BLOCK", 16)
+    monkeypatch.setattr(recurrent, "_plans", LaunchCache())
     if request.param:
         monkeypatch.setattr(recurrent, "INDEX32_LIMIT", 1)
     with ti.device(recurrent):

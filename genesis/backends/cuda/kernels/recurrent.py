@@ -8,7 +8,8 @@ one launch over the (B, H) state elements: each program reads the G gate pre-act
 its elements from gi and gh (contiguous (B, G * H) rows, so neighbouring lanes read neighbouring
 addresses), and writes the new state. The backward recomputes the gates from gi, gh and the
 previous state instead of saving them. Half types compute in float32 and round once; float64
-computes in float64.
+computes in float64. With `out` the results go into the given contiguous arrays (slices of a
+sequence-level scan's buffers) instead of new ones.
 """
 
 import numpy as np
@@ -17,7 +18,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import get_kernel, pointer_type
+from ..launch import LaunchCache, get_kernel, pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -151,52 +152,64 @@ def _specialization(fn, dtype, rows, hidden):
     return signature, {"CT": ct, "INDEX64": ity == "i64", "BLOCK": BLOCK}
 
 
+def _plan(fn, dtype, rows, hidden, device):
+    """(bound kernel, grid) of `fn` over (rows, hidden) states of `dtype`."""
+    signature, constexprs = _specialization(fn, dtype, rows, hidden)
+    kernel = get_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, device)
+    return kernel, (triton.cdiv(rows * hidden, BLOCK),)
+
+
+# A recurrent layer launches the same kernel at every time step: its plan is looked up once.
+_plans = LaunchCache()
+
+
 def _launch(fn, arrays, rows, hidden):
     """Run `fn` over the (rows, hidden) state elements with the array arguments `arrays`."""
     n = rows * hidden
     if n == 0:
         return
-    device = arrays[0].device
-    signature, constexprs = _specialization(fn, arrays[0].dtype, rows, hidden)
-    kernel = get_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, device)
-    kernel((triton.cdiv(n, BLOCK),), current_stream_handle(device),
-           *(a.ptr for a in arrays), n, hidden)
+    device, dtype = arrays[0].device, arrays[0].dtype
+    kernel, grid = _plans.get_or_build((fn, dtype, rows, hidden, device),
+                                       lambda: _plan(fn, dtype, rows, hidden, device))
+    kernel(grid, current_stream_handle(device), *[a.ptr for a in arrays], n, hidden)
 
 
-def _empty(shapes, like):
-    """New contiguous arrays of `shapes` with `like`'s dtype on its device."""
+def _empty(shapes, like, out):
+    """`out`, or new contiguous arrays of `shapes` with `like`'s dtype on its device."""
     activate(like.device)
+    if out is not None:
+        return out
     stream = current_stream_handle(like.device)
     return [CUDAArray.empty(shape, like.dtype, like.device, stream) for shape in shapes]
 
 
 @register("lstm_cell_fwd", "cuda")
-def lstm_cell_fwd(gi, gh, c):
+def lstm_cell_fwd(gi, gh, c, out=None):
     """(h', c') of one LSTM step; operands contiguous."""
-    h_out, c_out = _empty([c.shape, c.shape], gi)
+    h_out, c_out = _empty([c.shape, c.shape], gi, out)
     _launch(_lstm_forward_kernel, [gi, gh, c, h_out, c_out], *c.shape)
     return h_out, c_out
 
 
 @register("lstm_cell_bwd", "cuda")
-def lstm_cell_bwd(dh, dc, gi, gh, c):
+def lstm_cell_bwd(dh, dc, gi, gh, c, out=None):
     """(d gates, d c) of one LSTM step; operands contiguous."""
-    d_gates, dc_out = _empty([gi.shape, c.shape], gi)
+    d_gates, dc_out = _empty([gi.shape, c.shape], gi, out)
     _launch(_lstm_backward_kernel, [dh, dc, gi, gh, c, d_gates, dc_out], *c.shape)
     return d_gates, dc_out
 
 
 @register("gru_cell_fwd", "cuda")
-def gru_cell_fwd(gi, gh, h):
-    """h' of one GRU step; operands contiguous."""
-    (h_out,) = _empty([h.shape], gi)
+def gru_cell_fwd(gi, gh, h, out=None):
+    """h' of one GRU step; operands contiguous; `out` is a 1-tuple."""
+    (h_out,) = _empty([h.shape], gi, out)
     _launch(_gru_forward_kernel, [gi, gh, h, h_out], *h.shape)
     return h_out
 
 
 @register("gru_cell_bwd", "cuda")
-def gru_cell_bwd(dh, gi, gh, h):
+def gru_cell_bwd(dh, gi, gh, h, out=None):
     """(d gi, d gh, d h) of one GRU step; operands contiguous."""
-    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi)
+    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi, out)
     _launch(_gru_backward_kernel, [dh, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
     return d_gi, d_gh, dh_out
