@@ -413,16 +413,25 @@ def test_lstm_language_model_trains_like_torch(rng, scan_path):
     assert t_losses[-1] < t_losses[0]
 
 
-@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])
-def test_cell_double_backward_matches_torch(name, rng, device):
+DOUBLE_BACKWARD_CASES = [("LSTMCell", {}, (2, 3), (2, 4)), ("GRUCell", {}, (2, 3), (2, 4)),
+                         ("LSTM", {"num_layers": 2, "bidirectional": True}, (4, 2, 3), (4, 2, 4)),
+                         ("GRU", {"num_layers": 2, "bidirectional": True}, (4, 2, 3), (4, 2, 4))]
+
+
+@pytest.mark.parametrize("name, kwargs, x_shape, h_shape", DOUBLE_BACKWARD_CASES,
+                         ids=[c[0] for c in DOUBLE_BACKWARD_CASES])
+def test_double_backward_matches_torch(name, kwargs, x_shape, h_shape, rng, device, scan_path):
     """Gradients of a function of the first gradients (create_graph), which run the gate
-    math's backward through genesis ops instead of the backward kernel."""
-    gl, tl = layer_pair(name, 3, 4, device=device)
-    gx, tx = random_pair((2, 3), rng, device)
-    gh, th = random_pair((2, 4), rng, device)
+    math's backward through genesis ops instead of the backward kernel (a layer's
+    sequence-level path replays the per-step path for it)."""
+    gl, tl = layer_pair(name, 3, 4, device=device, **kwargs)
+    gx, tx = random_pair(x_shape, rng, device)
+    gh, th = random_pair(h_shape, rng, device)
     results = []
     for lib, layer, x, h in ((genesis, gl, gx, gh), (torch, tl, tx, th)):
-        out = layer(x, (h, h * 0.5) if name == "LSTMCell" else h)
+        out = layer(x, (h, h * 0.5) if name.startswith("LSTM") else h)
+        if not name.endswith("Cell"):
+            out = (out[0],) + as_tuple(out[1])
         loss = sum((o * o).sum() for o in as_tuple(out))
         first = lib.autograd.grad(loss, [x, h], create_graph=True)
         (first[0].square().sum() + first[1].sum()).backward()
@@ -566,26 +575,6 @@ def test_sequence_path_gradgradcheck_float64(case, rng, monkeypatch):
     run, inputs = _gradcheck_inputs(*case, rng)
     assert genesis.autograd.gradgradcheck(lambda x, h: run(x, h, *inputs[2:]), inputs[:2])
     assert calls
-
-
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
-def test_layer_double_backward_matches_torch(name, rng, scan_path):
-    kwargs = {"num_layers": 2, "bidirectional": True}
-    gl, tl = layer_pair(name, 3, 4, **kwargs)
-    gx, tx = random_pair((4, 2, 3), rng, "cpu")
-    (gh, th), = [random_pair(s, rng, "cpu") for s in state_shapes(name, kwargs, 4, 2)[:1]]
-    results = []
-    for lib, layer, x, h in ((genesis, gl, gx, gh), (torch, tl, tx, th)):
-        out, hidden = layer(x, (h, h * 0.5) if name == "LSTM" else h)
-        loss = (out * out).sum() + sum(s.sum() for s in as_tuple(hidden))
-        first = lib.autograd.grad(loss, [x, h], create_graph=True)
-        (first[0].square().sum() + first[1].sum()).backward()
-        results.append(first)
-    for g, t in zip(*results):
-        assert_close(g, t)
-    assert_close(gx.grad, tx.grad)
-    assert_close(gh.grad, th.grad)
-    compare_param_grads(gl, tl)
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
