@@ -38,10 +38,12 @@ def _arrays(rng, dtype, *shapes):
     return [rng.uniform(-3.0, 3.0, shape).astype(dtype) for shape in shapes]
 
 
-def _check(op, host_args, rng_dtype):
-    """The CUDA kernel `op` on device copies of `host_args` equals the CPU kernel's result."""
-    expected = dispatch.kernel(op, "cpu")(*host_args)
-    actual = dispatch.kernel(op, "cuda")(*(ti.to_device(a) for a in host_args))
+def _check(op, host_args, rng_dtype, **host_kwargs):
+    """The CUDA kernel `op` on device copies of `host_args` (and `host_kwargs`) equals the CPU
+    kernel's result."""
+    expected = dispatch.kernel(op, "cpu")(*host_args, **host_kwargs)
+    actual = dispatch.kernel(op, "cuda")(*(ti.to_device(a) for a in host_args),
+                                         **{k: ti.to_device(a) for k, a in host_kwargs.items()})
     expected = expected if isinstance(expected, tuple) else (expected,)
     actual = actual if isinstance(actual, tuple) else (actual,)
     tol = TOL[rng_dtype]
@@ -61,6 +63,7 @@ def test_lstm_cell_kernels(gpu, dtype, shape):
                                 (rows, hidden), (rows, hidden), (rows, hidden))
     _check("lstm_cell_fwd", (gi, gh, c), dtype)
     _check("lstm_cell_bwd", (dh, dc, gi, gh, c), dtype)
+    _check("lstm_cell_bwd", (dh, dc, gi, gh, c), dtype, dh2=dc)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -72,6 +75,7 @@ def test_gru_cell_kernels(gpu, dtype, shape):
                             (rows, hidden))
     _check("gru_cell_fwd", (gi, gh, h), dtype)
     _check("gru_cell_bwd", (dh, gi, gh, h), dtype)
+    _check("gru_cell_bwd", (dh, gi, gh, h), dtype, dh2=h)
 
 
 def test_empty_state_launches_nothing(gpu):

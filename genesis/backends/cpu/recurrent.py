@@ -8,7 +8,8 @@ GRU; states are (B, H). The backward recomputes the gates from its inputs instea
 them. Half types compute in float32 and round once; float64 stays float64. With `out` (a tuple
 of arrays of the results' shapes and dtype, which a sequence-level scan passes as slices of its
 buffers) the results are written there and those arrays returned; `out` may not overlap an
-operand.
+operand. The backward kernels take the new state's gradient as dh, plus dh2 when given (what a
+scan carries from the next step, summed in the compute type).
 """
 
 import numpy as np
@@ -28,6 +29,11 @@ def _results(results, dtype, out):
     for r, o in zip(results, out):
         np.copyto(o, r, casting="unsafe")
     return tuple(out)
+
+
+def _state_grad(dh, dh2):
+    """dh (+ dh2) in the compute type."""
+    return dh if dh2 is None else dh + _compute(dh2)[0]
 
 
 def _sigmoid(x):
@@ -50,11 +56,12 @@ def lstm_cell_fwd(gi, gh, c, out=None):
 
 
 @register("lstm_cell_bwd", "cpu")
-def lstm_cell_bwd(dh, dc, gi, gh, c, out=None):
+def lstm_cell_bwd(dh, dc, gi, gh, c, out=None, dh2=None):
     """(d gates, d c): the gradient of the pre-activation gates (of gi and gh alike) and of
     the previous cell state, given those of h' and c'."""
     dtype = gi.dtype
     dh, dc, gi, gh, c = _compute(dh, dc, gi, gh, c)
+    dh = _state_grad(dh, dh2)
     with np.errstate(over="ignore"):
         i, f, g, o, c_new = _lstm_gates(gi, gh, c)
     tanh_c = np.tanh(c_new)
@@ -82,10 +89,11 @@ def gru_cell_fwd(gi, gh, h, out=None):
 
 
 @register("gru_cell_bwd", "cpu")
-def gru_cell_bwd(dh, gi, gh, h, out=None):
+def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None):
     """(d gi, d gh, d h): d gh differs from d gi in the new gate, which r scales."""
     dtype = gi.dtype
     dh, gi, gh, h = _compute(dh, gi, gh, h)
+    dh = _state_grad(dh, dh2)
     with np.errstate(over="ignore"):
         r, z, n, h_n = _gru_gates(gi, gh)
     d_n = dh * (1.0 - z) * (1.0 - n * n)

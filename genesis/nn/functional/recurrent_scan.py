@@ -199,21 +199,27 @@ def _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh, w_hr):
 
 
 def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
-    """(d gates, d h_0, d c_0, d W_hh, d W_hr, None, None). Per step: dh_t = d out_t + the
-    carried gradient, (through W_hr,) the gate-backward kernel, carry = d gates_t W_hh."""
+    """(d gates, d h_0, d c_0, d W_hh, d W_hr, None, None). Per step: the gate-backward kernel
+    on dh_t = d out_t + the carried gradient (which it adds itself, unless W_hr projects h_t:
+    then dh_t is kept for d W_hr and goes through W_hr first), carry = d gates_t W_hh."""
     d_out, carry, dc = grads
     gi, gh, hs, cs, raw = buffers
     matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
     size, hidden = hs.shape[-1], cs.shape[-1]
-    d_gates, d_hs = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, size)
-    G, GH, C, DG, DH, D_OUT = (lay.slots(b) for b in (gi, gh, cs, d_gates, d_hs, d_out))
+    d_gates = lay.empty(lay.steps, gi.shape[-1])
+    d_hs = None if raw is None else lay.empty(lay.steps, size)
+    G, GH, C, DG, D_OUT = (lay.slots(b) for b in (gi, gh, cs, d_gates, d_out))
+    DH = None if raw is None else lay.slots(d_hs)
     dc_pair = [lay.empty(1, hidden) for _ in range(2)]
     carry_out = lay.empty(1, size)
     d_raw = None if raw is None else lay.empty(1, hidden)
     for k, t in enumerate(lay.order(backward=True)):
-        into("add", DH[t], (D_OUT[t], carry))
-        dh = DH[t] if raw is None else matmul(DH[t], w_hr, None, d_raw)
-        cell(dh, dc, G[t], GH[t], C[t + prev], (DG[t], dc_pair[k & 1]))
+        if raw is None:
+            cell(D_OUT[t], dc, G[t], GH[t], C[t + prev], (DG[t], dc_pair[k & 1]), carry)
+        else:
+            into("add", DH[t], (D_OUT[t], carry))
+            cell(matmul(DH[t], w_hr, None, d_raw), dc, G[t], GH[t], C[t + prev],
+                 (DG[t], dc_pair[k & 1]))
         dc = dc_pair[k & 1]
         carry = matmul(DG[t], w_hh, None, carry_out)
     d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, prev)) if needs[3] else None
@@ -252,8 +258,8 @@ class _GRUScan(Function):
 
 
 def _gru_backward(lay, needs, grads, buffers, w_hh):
-    """(d gates, d h_0, d W_hh, d b_hh, None, None). Per step: dh_t = d out_t + the carried
-    gradient, the gate-backward kernel (d gi_t, d gh_t, dh_t z_t), carry = d gh_t W_hh +
+    """(d gates, d h_0, d W_hh, d b_hh, None, None). Per step: the gate-backward kernel on
+    dh_t = d out_t + the carried gradient (d gi_t, d gh_t, dh_t z_t), carry = d gh_t W_hh +
     dh_t z_t."""
     d_out, carry = grads
     gi, gh, hs = buffers
@@ -261,10 +267,9 @@ def _gru_backward(lay, needs, grads, buffers, w_hh):
     size = hs.shape[-1]
     d_gi, d_gh = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, gi.shape[-1])
     G, GH, H, DGI, DGH, D_OUT = (lay.slots(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
-    dh, dz, carry_out = (lay.empty(1, size) for _ in range(3))
+    dz, carry_out = lay.empty(1, size), lay.empty(1, size)
     for t in lay.order(backward=True):
-        into("add", dh, (D_OUT[t], carry))
-        cell(dh, G[t], GH[t], H[t + prev], (DGI[t], DGH[t], dz))
+        cell(D_OUT[t], G[t], GH[t], H[t + prev], (DGI[t], DGH[t], dz), carry)
         carry = matmul(DGH[t], w_hh, None, carry_out)
         into("add", carry, (carry, dz))
     d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, prev)) if needs[2] else None
