@@ -90,8 +90,12 @@ class _Layout:
         width = buffer.shape[-1]
         return self.as_strided(buffer, (self.batch, width), (width, 1), k * self.batch * width)
 
-    def slots(self, buffer):
-        return [self.slot(buffer, k) for k in range(buffer.shape[0] // self.batch)]
+    def slot_of(self, buffer):
+        """A function k -> slot k of `buffer`. The loops make each view when they use it and
+        drop it: T views per buffer made up front would set the garbage collector off."""
+        width, as_strided = buffer.shape[-1], self.as_strided
+        shape, strides, size = (self.batch, width), (width, 1), self.batch * width
+        return lambda k: as_strided(buffer, shape, strides, k * size)
 
     def rows(self, buffer, first):
         """Slots first .. first + T - 1 of a buffer as one (T * B, width) array."""
@@ -183,19 +187,22 @@ class _LSTMScan(Function):
 def _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh, w_hr):
     """The time loop: gh_t = h_prev W_hh^T, then the gate kernel writes h_t (or its
     unprojected value, which W_hr^T then projects) and c_t into their slots."""
-    matmul, cell, prev, new = lay.matmul, lay.cell_fwd, lay.prev, lay.new
-    G, GH, H, C = lay.slots(gi), lay.slots(gh), lay.slots(hs), lay.slots(cs)
+    matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
+    G, GH, H, C = (lay.slot_of(b) for b in (gi, gh, hs, cs))
+    RAW = None if raw is None else lay.slot_of(raw)
     w_hh_t = lay.transposed(w_hh)
-    if raw is None:
-        for t in lay.order():
-            matmul(H[t + prev], w_hh_t, None, GH[t])
-            cell(G[t], GH[t], C[t + prev], (H[t + new], C[t + new]))
-        return
-    RAW, w_hr_t = lay.slots(raw), lay.transposed(w_hr)
+    w_hr_t = None if raw is None else lay.transposed(w_hr)
+    h, c = H(lay.first), C(lay.first)
     for t in lay.order():
-        matmul(H[t + prev], w_hh_t, None, GH[t])
-        cell(G[t], GH[t], C[t + prev], (RAW[t], C[t + new]))
-        matmul(RAW[t], w_hr_t, None, H[t + new])
+        gh_t, h_new, c_new = GH(t), H(t + new), C(t + new)
+        matmul(h, w_hh_t, None, gh_t)
+        if raw is None:
+            cell(G(t), gh_t, c, (h_new, c_new))
+        else:
+            raw_t = RAW(t)
+            cell(G(t), gh_t, c, (raw_t, c_new))
+            matmul(raw_t, w_hr_t, None, h_new)
+        h, c = h_new, c_new
 
 
 def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
@@ -208,20 +215,22 @@ def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
     size, hidden = hs.shape[-1], cs.shape[-1]
     d_gates = lay.empty(lay.steps, gi.shape[-1])
     d_hs = None if raw is None else lay.empty(lay.steps, size)
-    G, GH, C, DG, D_OUT = (lay.slots(b) for b in (gi, gh, cs, d_gates, d_out))
-    DH = None if raw is None else lay.slots(d_hs)
+    G, GH, C, DG, D_OUT = (lay.slot_of(b) for b in (gi, gh, cs, d_gates, d_out))
+    DH = None if raw is None else lay.slot_of(d_hs)
     dc_pair = [lay.empty(1, hidden) for _ in range(2)]
     carry_out = lay.empty(1, size)
     d_raw = None if raw is None else lay.empty(1, hidden)
     for k, t in enumerate(lay.order(backward=True)):
+        dg_t, dc_new = DG(t), dc_pair[k & 1]
         if raw is None:
-            cell(D_OUT[t], dc, G[t], GH[t], C[t + prev], (DG[t], dc_pair[k & 1]), carry)
+            cell(D_OUT(t), dc, G(t), GH(t), C(t + prev), (dg_t, dc_new), carry)
         else:
-            into("add", DH[t], (D_OUT[t], carry))
-            cell(matmul(DH[t], w_hr, None, d_raw), dc, G[t], GH[t], C[t + prev],
-                 (DG[t], dc_pair[k & 1]))
-        dc = dc_pair[k & 1]
-        carry = matmul(DG[t], w_hh, None, carry_out)
+            dh_t = DH(t)
+            into("add", dh_t, (D_OUT(t), carry))
+            cell(matmul(dh_t, w_hr, None, d_raw), dc, G(t), GH(t), C(t + prev),
+                 (dg_t, dc_new))
+        dc = dc_new
+        carry = matmul(dg_t, w_hh, None, carry_out)
     d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, prev)) if needs[3] else None
     d_w_hr = lay.weight_grad(d_hs, raw) if raw is not None and needs[4] else None
     return (lay.tensor(d_gates) if needs[0] else None, lay.tensor(carry) if needs[1] else None,
@@ -238,12 +247,15 @@ class _GRUScan(Function):
         gi, w_hh_a, bias = _arrays(gates, w_hh, b_hh)
         gh = lay.empty(steps, gi.shape[-1])
         hs = lay.states(h0)
-        matmul, cell, prev, new = lay.matmul, lay.cell_fwd, lay.prev, lay.new
-        G, GH, H = lay.slots(gi), lay.slots(gh), lay.slots(hs)
+        matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
+        G, GH, H = (lay.slot_of(b) for b in (gi, gh, hs))
         w_hh_t = lay.transposed(w_hh_a)
+        h = H(lay.first)
         for t in lay.order():
-            matmul(H[t + prev], w_hh_t, bias, GH[t])
-            cell(G[t], GH[t], H[t + prev], (H[t + new],))
+            gh_t, h_new = GH(t), H(t + new)
+            matmul(h, w_hh_t, bias, gh_t)
+            cell(G(t), gh_t, h, (h_new,))
+            h = h_new
         out = lay.tensor(lay.rows(hs, new))
         _save(ctx, lay, (gates, h0, w_hh, b_hh), out, (gi, gh, hs))
         return out, lay.tensor(lay.slot(hs, lay.last))
@@ -266,11 +278,12 @@ def _gru_backward(lay, needs, grads, buffers, w_hh):
     matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
     size = hs.shape[-1]
     d_gi, d_gh = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, gi.shape[-1])
-    G, GH, H, DGI, DGH, D_OUT = (lay.slots(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
+    G, GH, H, DGI, DGH, D_OUT = (lay.slot_of(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
     dz, carry_out = lay.empty(1, size), lay.empty(1, size)
     for t in lay.order(backward=True):
-        cell(D_OUT[t], G[t], GH[t], H[t + prev], (DGI[t], DGH[t], dz), carry)
-        carry = matmul(DGH[t], w_hh, None, carry_out)
+        d_gh_t = DGH(t)
+        cell(D_OUT(t), G(t), GH(t), H(t + prev), (DGI(t), d_gh_t, dz), carry)
+        carry = matmul(d_gh_t, w_hh, None, carry_out)
         into("add", carry, (carry, dz))
     d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, prev)) if needs[2] else None
     d_b_hh = lay.tensor(d_gh).sum(0) if needs[3] else None
