@@ -266,7 +266,7 @@ class _GRUScan(Function):
         if is_grad_enabled():
             return _replay(ctx, _per_step_gru, saved[:4], (d_out, d_h))
         return _gru_backward(ctx.layout, ctx.needs_input_grad, _arrays(d_out, d_h),
-                             _arrays(*saved[5:]), saved[2]._data)
+                             _arrays(*saved[5:]), *_arrays(saved[2]))
 
 
 def _gru_backward(lay, needs, grads, buffers, w_hh):
