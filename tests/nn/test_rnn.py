@@ -523,19 +523,22 @@ def _run_layer(layer, x, states):
     results = [out] + list(as_tuple(hidden))
     loss = sum(((r * r).sum() * (k + 1) for k, r in enumerate(results)), out.sum())
     loss.backward()
-    return [r.detach().numpy() for r in results] + [t.grad.numpy() for t in leaves] \
-        + [p.grad.numpy() for p in layer.parameters()]
+    tensors = results + [t.grad for t in leaves] + [p.grad for p in layer.parameters()]
+    return [t.detach().cpu().numpy() for t in tensors]
 
 
 @pytest.mark.parametrize("case", SCAN_CASES, ids=_case_id)
 @pytest.mark.parametrize("reverse_batch_first", [False, True])
-def test_sequence_path_matches_per_step_path_float64(case, reverse_batch_first, rng,
+def test_sequence_path_matches_per_step_path_float64(case, reverse_batch_first, rng, device,
                                                      monkeypatch):
     """Both paths agree to float64 rounding: outputs, final states and every gradient."""
     name, kwargs = case
     layer = getattr(nn, name)(3, 4, batch_first=reverse_batch_first, **kwargs).double()
-    x = genesis.tensor(rng.standard_normal((2, 5, 3) if reverse_batch_first else (5, 2, 3)))
-    states = [genesis.tensor(rng.standard_normal(s)) for s in state_shapes(name, kwargs, 4, 2)]
+    layer.to(device)
+    x = genesis.tensor(rng.standard_normal((2, 5, 3) if reverse_batch_first else (5, 2, 3)),
+                       device=device)
+    states = [genesis.tensor(rng.standard_normal(s), device=device)
+              for s in state_shapes(name, kwargs, 4, 2)]
     fast = _run_layer(layer, x, states)
     monkeypatch.setattr(S, "ENABLED", False)
     slow = _run_layer(layer, x, states)
@@ -579,13 +582,13 @@ def test_sequence_path_gradgradcheck_float64(case, rng, monkeypatch):
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=lambda d: d.name)
-def test_layer_half_types_within_tolerance(name, dtype, rng, scan_path):
+def test_layer_half_types_within_tolerance(name, dtype, rng, device, scan_path):
     """float16/bfloat16 layers against torch's float32 layer on the same rounded weights and
     inputs: outputs, final states and gradients."""
-    gl, tl = layer_pair(name, 8, 16, num_layers=2, bidirectional=True)
+    gl, tl = layer_pair(name, 8, 16, num_layers=2, bidirectional=True, device=device)
     gl.to(dtype=dtype)
     tl.load_state_dict({k: to_torch(v.float()) for k, v in gl.state_dict().items()})
-    gx, _ = random_pair((6, 4, 8), rng, "cpu")
+    gx, _ = random_pair((6, 4, 8), rng, device)
     gx = gx.detach().to(dtype).requires_grad_(True)
     tx = to_torch(gx.detach().float(), requires_grad=True)
     (g_out, g_hidden), (t_out, t_hidden) = gl(gx), tl(tx)

@@ -3,15 +3,17 @@ runs the whole time loop on backend arrays.
 
 The per-step path (recurrent.scan_forward / scan_reverse) records several autograd ops per time
 step, and its backward replays them one by one: on the GPU the host time of those ops, not the
-device work, sets the layer's speed. Here a step costs what the device must do. Forward: one
-matmul of the hidden state written into its step's slice of a (T, B, G * H) buffer, and the fused
-gate kernel writing the new state into its slice of a (T + 1, B, *) state buffer, whose extra
-slot holds the initial state (an LSTM projection adds one matmul). Backward: the output's
-gradient added to the carried one, the gate-backward kernel, and one matmul for the previous
-state's gradient. The recurrent weights' gradients are one matmul each over all steps after the
-loop; the input gates' gradient flows on into the input projection's autograd. A backward that
-must itself be differentiable (create_graph) recomputes the layer direction through the
-per-step path and differentiates that.
+device work, sets the layer's speed. Here a step costs what the device must do, with no tensor
+or graph node made in the loop. Forward: one matmul of the hidden state written into its step's
+slice of a (T, B, G * H) buffer, and the fused gate kernel writing the new state into its slice
+of a (T + 1, B, *) state buffer, whose extra slot holds the initial state (an LSTM projection
+adds one matmul). Backward: the gate-backward kernel, which adds the output's gradient to the
+one carried from the next step itself, and one matmul for the previous state's gradient (GRU
+adds one add for its direct path from h to h'; an LSTM projection, an add and a matmul). The
+recurrent weights' gradients are one matmul each over all steps after the loop; the input
+gates' gradient flows on into the input projection's autograd. A backward that must itself be
+differentiable (create_graph) recomputes the layer direction through the per-step path and
+differentiates that.
 """
 
 import functools
@@ -87,8 +89,7 @@ class _Layout:
         return buffer
 
     def slot(self, buffer, k):
-        width = buffer.shape[-1]
-        return self.as_strided(buffer, (self.batch, width), (width, 1), k * self.batch * width)
+        return self.slot_of(buffer)(k)
 
     def slot_of(self, buffer):
         """A function k -> slot k of `buffer`. The loops make each view when they use it and
@@ -143,6 +144,7 @@ def _replay(ctx, per_step, inputs, grads):
 
 
 def _per_step(step, gates, state, steps, reverse):
+    """(output rows, *final states) of the per-step path over the same operands."""
     scan_fn = R.scan_reverse if reverse else R.scan_forward
     out, final = scan_fn(step, gates, [gates.shape[0] // steps] * steps, state)
     return (out, *final)
