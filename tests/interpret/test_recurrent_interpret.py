@@ -76,6 +76,7 @@ def test_gru_cell_kernels(gpu, dtype, shape):
     _check("gru_cell_fwd", (gi, gh, h), dtype)
     _check("gru_cell_bwd", (dh, gi, gh, h), dtype)
     _check("gru_cell_bwd", (dh, gi, gh, h), dtype, dh2=h)
+    _check("gru_cell_bwd", (dh, gi, gh, h), dtype, dh2=h, dh3=dh)
 
 
 def test_empty_state_launches_nothing(gpu):

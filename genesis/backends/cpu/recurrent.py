@@ -8,8 +8,8 @@ GRU; states are (B, H). The backward recomputes the gates from its inputs instea
 them. Half types compute in float32 and round once; float64 stays float64. With `out` (a tuple
 of arrays of the results' shapes and dtype, which a sequence-level scan passes as slices of its
 buffers) the results are written there and those arrays returned; `out` may not overlap an
-operand. The backward kernels take the new state's gradient as dh, plus dh2 when given (what a
-scan carries from the next step, summed in the compute type).
+operand. The backward kernels take the new state's gradient as dh, plus dh2 (and, for GRU,
+dh3) when given: the parts a scan carries from the next step, summed in the compute type.
 """
 
 import numpy as np
@@ -31,9 +31,12 @@ def _results(results, dtype, out):
     return tuple(out)
 
 
-def _state_grad(dh, dh2):
-    """dh (+ dh2) in the compute type."""
-    return dh if dh2 is None else dh + _compute(dh2)[0]
+def _state_grad(dh, *more):
+    """dh plus those of `more` that are given, in the compute type."""
+    for extra in more:
+        if extra is not None:
+            dh = dh + _compute(extra)[0]
+    return dh
 
 
 def _sigmoid(x):
@@ -89,11 +92,11 @@ def gru_cell_fwd(gi, gh, h, out=None):
 
 
 @register("gru_cell_bwd", "cpu")
-def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None):
+def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None, dh3=None):
     """(d gi, d gh, d h): d gh differs from d gi in the new gate, which r scales."""
     dtype = gi.dtype
     dh, gi, gh, h = _compute(dh, gi, gh, h)
-    dh = _state_grad(dh, dh2)
+    dh = _state_grad(dh, dh2, dh3)
     with np.errstate(over="ignore"):
         r, z, n, h_n = _gru_gates(gi, gh)
     d_n = dh * (1.0 - z) * (1.0 - n * n)

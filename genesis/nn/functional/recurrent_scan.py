@@ -7,13 +7,12 @@ device work, sets the layer's speed. Here a step costs what the device must do, 
 or graph node made in the loop. Forward: one matmul of the hidden state written into its step's
 slice of a (T, B, G * H) buffer, and the fused gate kernel writing the new state into its slice
 of a (T + 1, B, *) state buffer, whose extra slot holds the initial state (an LSTM projection
-adds one matmul). Backward: the gate-backward kernel, which adds the output's gradient to the
-one carried from the next step itself, and one matmul for the previous state's gradient (GRU
-adds one add for its direct path from h to h'; an LSTM projection, an add and a matmul). The
-recurrent weights' gradients are one matmul each over all steps after the loop; the input
-gates' gradient flows on into the input projection's autograd. A backward that must itself be
-differentiable (create_graph) recomputes the layer direction through the per-step path and
-differentiates that.
+adds one matmul). Backward: the gate-backward kernel, which adds the output's gradient and the
+parts carried from the next step itself, and one matmul for the previous state's gradient (an
+LSTM projection adds an add and a matmul). The recurrent weights' gradients are one matmul each
+over all steps after the loop; the input gates' gradient flows on into the input projection's
+autograd. A backward that must itself be differentiable (create_graph) recomputes the layer
+direction through the per-step path and differentiates that.
 """
 
 import functools
@@ -273,20 +272,20 @@ class _GRUScan(Function):
 
 def _gru_backward(lay, needs, grads, buffers, w_hh):
     """(d gates, d h_0, d W_hh, d b_hh, None, None). Per step: the gate-backward kernel on
-    dh_t = d out_t + the carried gradient (d gi_t, d gh_t, dh_t z_t), carry = d gh_t W_hh +
-    dh_t z_t."""
+    dh_t = d out_t + the two carried parts, d gh_{t+1} W_hh and dh_{t+1} z_{t+1} (it writes
+    d gi_t, d gh_t and dh_t z_t), then carry = d gh_t W_hh."""
     d_out, carry = grads
     gi, gh, hs = buffers
     matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
     size = hs.shape[-1]
     d_gi, d_gh = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, gi.shape[-1])
     G, GH, H, DGI, DGH, D_OUT = (lay.slot_of(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
-    dz, carry_out = lay.empty(1, size), lay.empty(1, size)
-    for t in lay.order(backward=True):
-        d_gh_t = DGH(t)
-        cell(D_OUT(t), G(t), GH(t), H(t + prev), (DGI(t), d_gh_t, dz), carry)
-        carry = matmul(d_gh_t, w_hh, None, carry_out)
-        into("add", carry, (carry, dz))
+    dz_pair, carry_out, dz = [lay.empty(1, size) for _ in range(2)], lay.empty(1, size), None
+    for k, t in enumerate(lay.order(backward=True)):
+        d_gh_t, dz_new = DGH(t), dz_pair[k & 1]
+        cell(D_OUT(t), G(t), GH(t), H(t + prev), (DGI(t), d_gh_t, dz_new), carry, dz)
+        carry, dz = matmul(d_gh_t, w_hh, None, carry_out), dz_new
+    into("add", carry, (carry, dz))
     d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, prev)) if needs[2] else None
     d_b_hh = lay.tensor(d_gh).sum(0) if needs[3] else None
     return (lay.tensor(d_gi) if needs[0] else None, lay.tensor(carry) if needs[1] else None,

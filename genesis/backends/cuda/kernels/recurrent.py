@@ -129,13 +129,16 @@ def _gru_forward_kernel(gi_ptr, gh_ptr, h_ptr, h_out_ptr, n_elements, hidden,
 
 
 @triton.jit
-def _gru_backward_kernel(dh_ptr, dh2_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr,
+def _gru_backward_kernel(dh_ptr, dh2_ptr, dh3_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr,
                          dh_out_ptr, n_elements, hidden, CT: tl.constexpr,
                          INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """d gi, d gh (which r scales in the new gate) and the previous hidden state's d h."""
+    """d gi, d gh (which r scales in the new gate) and the previous hidden state's d h (the
+    part through h' = ... + z h; dh3 is that part from the next step, when a scan carries it)."""
     offs, mask, gate = _elements(n_elements, hidden, 3, INDEX64, BLOCK)
     r, z, n, h_n = _gru_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
     dh = _dh(dh_ptr, dh2_ptr, offs, mask, CT)
+    if dh3_ptr is not None:
+        dh += _load(dh3_ptr, offs, mask, CT)
     d_n = dh * (1.0 - z) * (1.0 - n * n)
     d_r = d_n * h_n * r * (1.0 - r)
     d_z = dh * (_load(h_ptr, offs, mask, CT) - n) * z * (1.0 - z)
@@ -149,7 +152,7 @@ def _gru_backward_kernel(dh_ptr, dh2_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_
     tl.store(dh_out_ptr + offs, (dh * z).to(dh_out_ptr.dtype.element_ty), mask=mask)
 
 
-def _specialization(fn, dtype, rows, hidden, absent=("dh2_ptr",)):
+def _specialization(fn, dtype, rows, hidden, absent=("dh2_ptr", "dh3_ptr")):
     """(signature, constexprs) of `fn` for (rows, hidden) states of `dtype`; every pointer
     argument has that dtype but those named in `absent`, compiled in as None."""
     ity = "i64" if rows * 4 * hidden >= INDEX32_LIMIT else "i32"
@@ -184,7 +187,7 @@ def _launch(fn, arrays, rows, hidden):
     if n == 0:
         return
     device = arrays[0].device
-    key = (fn, arrays[0].dtype, rows, hidden, device, None in arrays)
+    key = (fn, arrays[0].dtype, rows, hidden, device, tuple([a is None for a in arrays]))
     kernel, grid = _plans.get_or_build(key, lambda: _plan(fn, arrays, rows, hidden, device))
     kernel(grid, current_stream_handle(device), *[None if a is None else a.ptr for a in arrays],
            n, hidden)
@@ -225,9 +228,9 @@ def gru_cell_fwd(gi, gh, h, out=None):
 
 
 @register("gru_cell_bwd", "cuda")
-def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None):
-    """(d gi, d gh, d h) of one GRU step, the new hidden state's gradient dh (+ dh2); operands
-    contiguous."""
+def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None, dh3=None):
+    """(d gi, d gh, d h) of one GRU step, the new hidden state's gradient dh (+ dh2 + dh3);
+    operands contiguous."""
     d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi, out)
-    _launch(_gru_backward_kernel, [dh, dh2, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
+    _launch(_gru_backward_kernel, [dh, dh2, dh3, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
     return d_gi, d_gh, dh_out
