@@ -8,17 +8,27 @@ is 0.5 or more). The "graphed" columns time Genesis's layer made with
 genesis.cuda.make_graphed_callables: its forward and backward replayed as two CUDA graphs, so the
 per-time-step launches cost no host time.
 
-    python benchmarks/rnn.py [--json PATH] [--reps N]
+With --simulated-cuda nothing runs on a GPU: Genesis's layers run on a simulated device
+(benchmarks/simulated_cuda.py, kernel launches are no-ops) and the table gives the host time of
+one forward and backward per layer and time step, in microseconds of CPU time, on the
+sequence-level path (one autograd Function per layer direction, functional/recurrent_scan.py)
+and on the per-step path. On the GPU, eager speed is bound by whichever is larger: this host
+time times the steps, or the device time.
+
+    python benchmarks/rnn.py [--json PATH] [--reps N] [--simulated-cuda]
 """
 
 import argparse
 import json
+import time
 
 import numpy as np
 import ops
+import simulated_cuda
 import torch
 
 import genesis
+from genesis.nn.functional import recurrent_scan
 
 CASES = [  # (layer, sequence, batch, hidden, layers)
     ("LSTM", 256, 64, 1024, 2),
@@ -73,11 +83,58 @@ def run(reps):
     return rows
 
 
+def _host_us_per_step(layer, shape, reps):
+    """Best CPU time of one forward + backward, in microseconds per time step and layer."""
+    step = _step(ops.Lib(genesis), layer, shape, genesis.float32, np.random.default_rng())
+    step()
+    best = float("inf")
+    for _ in range(reps):
+        start = time.thread_time()
+        step()
+        best = min(best, time.thread_time() - start)
+    return best * 1e6 / (shape[0] * layer.num_layers)
+
+
+def run_simulated(reps):
+    """One row per case: host microseconds per layer-step on both paths, simulated device."""
+    rows = []
+    for name, sequence, batch, hidden, layers in CASES:
+        layer = getattr(genesis.nn, name)(hidden, hidden, layers).to("cuda")
+        us = {}
+        for path, enabled in (("sequence", True), ("per_step", False)):
+            recurrent_scan.ENABLED = enabled
+            us[path] = _host_us_per_step(layer, (sequence, batch, hidden), reps)
+        recurrent_scan.ENABLED = True
+        rows.append({"layer": name, "shape": [sequence, batch, hidden, layers],
+                     "sequence_us_per_step": us["sequence"],
+                     "per_step_us_per_step": us["per_step"]})
+    return rows
+
+
+def print_simulated(rows):
+    print(f"{'layer':<6}{'T,B,H,layers':<18}{'sequence path us':>18}{'per-step path us':>18}"
+          f"{'ratio':>7}   (host time per layer-step, forward + backward, simulated cuda)")
+    for r in rows:
+        seq, per = r["sequence_us_per_step"], r["per_step_us_per_step"]
+        print(f"{r['layer']:<6}{','.join(map(str, r['shape'])):<18}{seq:>18.1f}{per:>18.1f}"
+              f"{per / seq:>7.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--simulated-cuda", action="store_true",
+                        help="host time per step on a simulated device (no GPU needed)")
     args = parser.parse_args()
+    if args.simulated_cuda:
+        simulated_cuda.install()
+        rows = run_simulated(min(args.reps, 3))
+        print_simulated(rows)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return
     rows = run(args.reps)
     print(f"{'layer':<6}{'T,B,H,layers':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}"
           f"{'speed vs torch':>16}{'graphed ms':>12}{'speed':>7}")

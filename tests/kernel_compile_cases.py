@@ -4,6 +4,8 @@ module's own launch code with placeholder arrays (addresses 0) of the right layo
 kernel module is listed in CASES (tests/test_kernels_compile.py checks that).
 """
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 
@@ -576,13 +578,14 @@ def optim_extra_cases(target):
 
 def recurrent_cases(target):
     """Forward and backward of both cells in float32/float16/bfloat16/float64, with 32-bit
-    and 64-bit indexing."""
+    and 64-bit indexing; the backward without and with the carried gradients (dh2, dh3)."""
     kernels = (recurrent._lstm_forward_kernel, recurrent._lstm_backward_kernel,
                recurrent._gru_forward_kernel, recurrent._gru_backward_kernel)
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
         for rows in (64, 2 ** 20):
-            for fn in kernels:
-                signature, constexprs = recurrent._specialization(fn, np.dtype(dtype), rows, 1024)
+            for fn, absent in itertools.product(kernels, (("dh2_ptr", "dh3_ptr"), ())):
+                signature, constexprs = recurrent._specialization(fn, np.dtype(dtype), rows, 1024,
+                                                                  absent)
                 compile_kernel(fn, signature, constexprs, (), recurrent.NUM_WARPS, 1, target)
 
 

@@ -188,6 +188,26 @@ def test_grad_with_grad_outputs_leaves_grad_untouched(rng, device):
     assert not gx.requires_grad
 
 
+@pytest.mark.parametrize("order", ["outer first", "inner first"])
+def test_outputs_of_which_one_feeds_another(order, rng, device):
+    """grad and backward of outputs where one is computed from another (a layer's output
+    sequence and its final state): the inner output's node waits for the outer's gradient,
+    whatever the outputs' order."""
+    (x, w), (tx, tw) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
+    results = []
+    for lib, a, b in ((genesis, x, w), (torch, tx, tw)):
+        inner = a * b
+        outputs = [inner.exp() * b, inner]
+        if order == "inner first":
+            outputs.reverse()
+        grads = [o.detach() * 0 + k + 1 for k, o in enumerate(outputs)]
+        results.append(lib.autograd.grad(outputs, [a, b], grads, retain_graph=True))
+        lib.autograd.backward(outputs, grads)
+        results.append((a.grad, b.grad))
+    for g, t in zip(results[0] + results[1], results[2] + results[3]):
+        assert_close(g, t)
+
+
 def test_grad_unused_inputs(device):
     x = genesis.ones(3, requires_grad=True, device=device)
     unused = genesis.ones(2, requires_grad=True, device=device)

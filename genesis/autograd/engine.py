@@ -35,8 +35,11 @@ def _make_root_grads(tensors, grad_tensors, op):
 
 def _post_order(roots):
     """Every node reachable from `roots`, each after all the nodes it sends gradients to."""
-    order, seen = [], set(roots)
+    order, seen = [], set()
     for root in roots:
+        if root in seen:  # reached from an earlier root: placed already, after its senders
+            continue
+        seen.add(root)
         stack = [(root, iter(root.next_functions))]
         while stack:
             node, edges = stack[-1]

@@ -276,3 +276,19 @@ def test_linear_act_backward(gpu, layout, needs, rng):
             check(got, want, dtype, k)
         else:
             assert got is None
+
+
+def test_matmul_into_a_slot_with_bias(gpu, rng):
+    """`out` (a slot of a larger buffer, as a recurrent step's) receives a @ b + bias, the
+    rest of the buffer keeps its values, and the fast path writes each new slot."""
+    dtype = np.dtype(np.float32)
+    buffer = ti.to_device(np.full((3, 4, 10), 5.0, dtype))
+    b, bias = values((30, 10), dtype, rng), values((10,), dtype, rng)
+    for k in (1, 2):
+        a = values((4, 30), dtype, rng)
+        slot = ti.view(buffer, (4, 10), (10, 1), k * 40)
+        assert mm.matmul(ti.to_device(a), ti.to_device(b), ti.to_device(bias), slot) is slot
+        check(slot, reference(a, b) + bias, dtype, 30)
+    assert (ti.to_host(buffer)[0] == 5).all()
+    with pytest.raises(ValueError, match="cannot hold"):
+        mm.matmul(ti.to_device(a), ti.to_device(b), out=ti.to_device(np.zeros((4, 9), dtype)))

@@ -12,6 +12,7 @@ import torch
 import genesis
 import genesis.nn as nn
 from genesis.nn.functional import recurrent as R
+from genesis.nn.functional import recurrent_scan as S
 from genesis.nn.utils import rnn as rnn_utils
 from helpers import TOLERANCES, assert_close, from_torch, to_torch
 
@@ -27,6 +28,14 @@ LAYER_CASES = [
     ("GRU", {"num_layers": 3, "bidirectional": True}),
     ("GRU", {"bias": False, "num_layers": 2}),
 ]
+
+
+@pytest.fixture(params=["sequence", "per_step"])
+def scan_path(request, monkeypatch):
+    """A layer test runs on both paths: LSTM and GRU over equal lengths take the sequence-level
+    Function (functional/recurrent_scan.py) unless it is switched off."""
+    monkeypatch.setattr(S, "ENABLED", request.param == "sequence")
+    return request.param
 
 
 def _case_id(case):
@@ -100,7 +109,7 @@ def compare_run(gl, tl, outputs, inputs, rng):
 @pytest.mark.parametrize("case", LAYER_CASES, ids=_case_id)
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("with_state", [False, True])
-def test_layer_matches_torch(case, batch_first, with_state, rng, device):
+def test_layer_matches_torch(case, batch_first, with_state, rng, device, scan_path):
     name, kwargs = case
     steps, batch, features, hidden = 5, 3, 4, 6
     gl, tl = layer_pair(name, features, hidden, batch_first=batch_first, device=device, **kwargs)
@@ -148,7 +157,7 @@ def test_packed_input_matches_torch(name, enforce_sorted, rng, device):
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
 @pytest.mark.parametrize("batch_first", [False, True])
-def test_unbatched_input(name, batch_first, rng, device):
+def test_unbatched_input(name, batch_first, rng, device, scan_path):
     gl, tl = layer_pair(name, 3, 4, num_layers=2, bidirectional=True, batch_first=batch_first,
                         device=device)
     gx, tx = random_pair((5, 3), rng, device)
@@ -163,7 +172,7 @@ def test_unbatched_input(name, batch_first, rng, device):
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
-def test_dropout_between_layers(name, rng, device):
+def test_dropout_between_layers(name, rng, device, scan_path):
     """In eval mode dropout is off; in training, p=1 zeroes every layer's input but the
     first's, which both frameworks then agree on exactly."""
     for p, train in ((0.5, False), (1.0, True)):
@@ -287,7 +296,7 @@ def test_all_weights_and_flatten_parameters():
     assert gl.all_weights[1][0] is gl.weight_ih_l0_reverse
 
 
-def test_bfloat16_forward_within_bf16_tolerance(rng):
+def test_bfloat16_forward_within_bf16_tolerance(rng, scan_path):
     gl, tl = layer_pair("LSTM", 8, 16, num_layers=2, bidirectional=True)
     gl, tl = gl.bfloat16(), tl.bfloat16()
     gx, tx = random_pair((6, 3, 8), rng, "cpu", requires_grad=False)
@@ -363,7 +372,7 @@ def test_cell_errors_match_torch(name, x_shape, h_shape):
     _same_error(lambda: gl(from_torch(x), g_hx), lambda: tl(x, t_hx))
 
 
-def test_lstm_language_model_trains_like_torch(rng):
+def test_lstm_language_model_trains_like_torch(rng, scan_path):
     """A ported script: embedding, two-layer LSTM and decoder trained with Adam for a few
     steps from torch's initial weights; every loss within 2e-4 relative of torch's."""
     vocab, embed, hidden, steps, batch = 20, 8, 16, 12, 4
@@ -404,16 +413,25 @@ def test_lstm_language_model_trains_like_torch(rng):
     assert t_losses[-1] < t_losses[0]
 
 
-@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])
-def test_cell_double_backward_matches_torch(name, rng, device):
+DOUBLE_BACKWARD_CASES = [("LSTMCell", {}, (2, 3), (2, 4)), ("GRUCell", {}, (2, 3), (2, 4)),
+                         ("LSTM", {"num_layers": 2, "bidirectional": True}, (4, 2, 3), (4, 2, 4)),
+                         ("GRU", {"num_layers": 2, "bidirectional": True}, (4, 2, 3), (4, 2, 4))]
+
+
+@pytest.mark.parametrize("name, kwargs, x_shape, h_shape", DOUBLE_BACKWARD_CASES,
+                         ids=[c[0] for c in DOUBLE_BACKWARD_CASES])
+def test_double_backward_matches_torch(name, kwargs, x_shape, h_shape, rng, device, scan_path):
     """Gradients of a function of the first gradients (create_graph), which run the gate
-    math's backward through genesis ops instead of the backward kernel."""
-    gl, tl = layer_pair(name, 3, 4, device=device)
-    gx, tx = random_pair((2, 3), rng, device)
-    gh, th = random_pair((2, 4), rng, device)
+    math's backward through genesis ops instead of the backward kernel (a layer's
+    sequence-level path replays the per-step path for it)."""
+    gl, tl = layer_pair(name, 3, 4, device=device, **kwargs)
+    gx, tx = random_pair(x_shape, rng, device)
+    gh, th = random_pair(h_shape, rng, device)
     results = []
     for lib, layer, x, h in ((genesis, gl, gx, gh), (torch, tl, tx, th)):
-        out = layer(x, (h, h * 0.5) if name == "LSTMCell" else h)
+        out = layer(x, (h, h * 0.5) if name.startswith("LSTM") else h)
+        if not name.endswith("Cell"):
+            out = (out[0],) + as_tuple(out[1])
         loss = sum((o * o).sum() for o in as_tuple(out))
         first = lib.autograd.grad(loss, [x, h], create_graph=True)
         (first[0].square().sum() + first[1].sum()).backward()
@@ -458,7 +476,7 @@ def test_cell_half_types_within_tolerance(name, dtype, rng):
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
-def test_empty_batch_and_empty_sequence(name, device):
+def test_empty_batch_and_empty_sequence(name, device, scan_path):
     gl, tl = layer_pair(name, 3, 4, num_layers=2, bidirectional=True, device=device)
     g_out, g_hidden = gl(genesis.zeros(5, 0, 3, device=device))
     t_out, t_hidden = tl(torch.zeros(5, 0, 3))
@@ -467,3 +485,144 @@ def test_empty_batch_and_empty_sequence(name, device):
         assert tuple(g.shape) == tuple(t.shape)
     _same_error(lambda: gl(genesis.zeros(0, 2, 3, device=device)),
                 lambda: tl(torch.zeros(0, 2, 3)))
+
+
+SCAN_CASES = [("LSTM", {}), ("LSTM", {"num_layers": 2, "bidirectional": True, "proj_size": 2}),
+              ("GRU", {"num_layers": 2, "bidirectional": True}), ("GRU", {"bias": False})]
+
+
+def _spy_scans(monkeypatch):
+    """The modes of the sequence-level scans the layers run from now on."""
+    calls, scan = [], S.scan
+    monkeypatch.setattr(S, "scan", lambda mode, *args: calls.append(mode) or scan(mode, *args))
+    return calls
+
+
+def test_sequence_path_runs_where_it_applies(monkeypatch, rng):
+    """Padded and equal-length packed LSTM/GRU input take one Function per layer direction;
+    variable lengths, RNN, an empty batch and mixed dtypes take the per-step path."""
+    calls = _spy_scans(monkeypatch)
+    x = genesis.tensor(rng.standard_normal((4, 3, 2)).astype(np.float32))
+    nn.LSTM(2, 3, num_layers=2, bidirectional=True)(x)
+    nn.GRU(2, 3, batch_first=True)(x)
+    nn.GRU(2, 3)(rnn_utils.pack_padded_sequence(x, [4, 4, 4]))
+    assert calls == ["LSTM"] * 4 + ["GRU"] * 2
+    nn.LSTM(2, 3)(rnn_utils.pack_padded_sequence(x, [4, 3, 3]))
+    nn.RNN(2, 3)(x)
+    nn.GRU(2, 3)(x[:, :0])
+    nn.LSTM(2, 3)(x, (genesis.zeros(1, 3, 3), genesis.zeros(1, 3, 3, dtype=genesis.float64)))
+    assert len(calls) == 6
+
+
+def _run_layer(layer, x, states):
+    """Output, final states and the gradients of x, the states and every parameter after one
+    backward of a weighted sum of the outputs, as float64 arrays."""
+    layer.zero_grad()
+    leaves = [t.detach().requires_grad_(True) for t in (x, *states)]
+    out, hidden = layer(leaves[0], pack_hidden(type(layer).__name__, tuple(leaves[1:])))
+    results = [out] + list(as_tuple(hidden))
+    loss = sum(((r * r).sum() * (k + 1) for k, r in enumerate(results)), out.sum())
+    loss.backward()
+    tensors = results + [t.grad for t in leaves] + [p.grad for p in layer.parameters()]
+    return [t.detach().cpu().numpy() for t in tensors]
+
+
+@pytest.mark.parametrize("case", SCAN_CASES, ids=_case_id)
+@pytest.mark.parametrize("reverse_batch_first", [False, True])
+def test_sequence_path_matches_per_step_path_float64(case, reverse_batch_first, rng, device,
+                                                     monkeypatch):
+    """Both paths agree to float64 rounding: outputs, final states and every gradient."""
+    name, kwargs = case
+    layer = getattr(nn, name)(3, 4, batch_first=reverse_batch_first, **kwargs).double()
+    layer.to(device)
+    x = genesis.tensor(rng.standard_normal((2, 5, 3) if reverse_batch_first else (5, 2, 3)),
+                       device=device)
+    states = [genesis.tensor(rng.standard_normal(s), device=device)
+              for s in state_shapes(name, kwargs, 4, 2)]
+    fast = _run_layer(layer, x, states)
+    monkeypatch.setattr(S, "ENABLED", False)
+    slow = _run_layer(layer, x, states)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def _gradcheck_inputs(name, kwargs, rng):
+    """A float64 layer and the inputs of a gradient check through it: x, the initial states and
+    some recurrent weights of every role (the rest are left out to keep the check short)."""
+    layer = getattr(nn, name)(2, 3, **kwargs).double()
+    x = genesis.tensor(rng.standard_normal((3, 2, 2)), requires_grad=True)
+    states = [genesis.tensor(rng.standard_normal(s), requires_grad=True)
+              for s in state_shapes(name, kwargs, 3, 2)]
+    roles = ("weight_hh_l0", "weight_hr_l0_reverse", "bias_hh_l1", "bias_hh_l0_reverse")
+    weights = [getattr(layer, n) for n in roles if hasattr(layer, n)]
+
+    def run(x, *rest):
+        out, hidden = layer(x, pack_hidden(name, tuple(rest[:len(states)])))
+        return (out,) + as_tuple(hidden)
+    return run, (x, *states, *weights)
+
+
+@pytest.mark.parametrize("case", SCAN_CASES[1:], ids=_case_id)
+def test_sequence_path_gradcheck_float64(case, rng, monkeypatch):
+    calls = _spy_scans(monkeypatch)
+    run, inputs = _gradcheck_inputs(*case, rng)
+    assert genesis.autograd.gradcheck(run, inputs)
+    assert calls
+
+
+@pytest.mark.parametrize("case", SCAN_CASES[1:3], ids=_case_id)
+def test_sequence_path_gradgradcheck_float64(case, rng, monkeypatch):
+    """A backward with create_graph recomputes through the per-step path: second derivatives
+    are exact too."""
+    calls = _spy_scans(monkeypatch)
+    run, inputs = _gradcheck_inputs(*case, rng)
+    assert genesis.autograd.gradgradcheck(lambda x, h: run(x, h, *inputs[2:]), inputs[:2])
+    assert calls
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=lambda d: d.name)
+def test_layer_half_types_within_tolerance(name, dtype, rng, device, scan_path):
+    """float16/bfloat16 layers against torch's float32 layer on the same rounded weights and
+    inputs: outputs, final states and gradients. A few steps of one direction: every step's
+    rounding feeds the next, so a long chain's error outgrows the half type's tolerance (the
+    float32 and float64 tests cover layers and directions)."""
+    gl, tl = layer_pair(name, 8, 16, device=device)
+    gl.to(dtype=dtype)
+    tl.load_state_dict({k: to_torch(v.float()) for k, v in gl.state_dict().items()})
+    gx, _ = random_pair((3, 4, 8), rng, device)
+    gx = gx.detach().to(dtype).requires_grad_(True)
+    tx = to_torch(gx.detach().float(), requires_grad=True)
+    (g_out, g_hidden), (t_out, t_hidden) = gl(gx), tl(tx)
+    g_all, t_all = (g_out,) + as_tuple(g_hidden), (t_out,) + as_tuple(t_hidden)
+    for g, t in zip(g_all, t_all):
+        assert_close_in_scale(g, t, dtype)
+    sum(o.float().sum() for o in g_all).backward()
+    sum(o.sum() for o in t_all).backward()
+    assert_close_in_scale(gx.grad, tx.grad, dtype)
+    g_params = dict(gl.named_parameters())
+    for param_name, tp in tl.named_parameters():
+        assert_close_in_scale(g_params[param_name].grad, tp.grad, dtype)
+
+
+def test_sequence_path_catches_an_output_changed_in_place(rng):
+    """The saved states are the output's memory: writing into the output before backward is
+    the error torch raises, not a wrong gradient."""
+    layer = nn.LSTM(2, 3)
+    x = genesis.tensor(rng.standard_normal((4, 2, 2)).astype(np.float32), requires_grad=True)
+    out, _ = layer(x)
+    out.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_sequence_path_backward_twice_with_retain_graph(rng):
+    layer = nn.GRU(2, 3, num_layers=2)
+    x = genesis.tensor(rng.standard_normal((4, 2, 2)).astype(np.float32), requires_grad=True)
+    out, h = layer(x)
+    (out.sum() + h.sum()).backward(retain_graph=True)
+    first = [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in layer.parameters()]
+    (out.sum() + h.sum()).backward()
+    second = [x.grad.numpy()] + [p.grad.numpy() for p in layer.parameters()]
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(b, 2 * a, rtol=1e-6, atol=1e-6)

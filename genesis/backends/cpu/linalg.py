@@ -11,17 +11,27 @@ from .elementwise import float32_for_half
 
 
 @register("matmul", "cpu")
-@float32_for_half
-def matmul(a, b):
-    """numpy's matmul, whose 1-D and batch-broadcasting rules are PyTorch's.
+def matmul(a, b, bias=None, out=None):
+    """numpy's matmul, whose 1-D and batch-broadcasting rules are PyTorch's; plus `bias` along
+    the last dim (added before the one rounding of a half type), and written into `out`, when
+    given."""
+    result = _product(a, b, bias)
+    if out is None:
+        return result
+    np.copyto(out, result, casting="unsafe")
+    return out
 
-    A batch of matrices times one matrix (every Linear layer on a 3-D input) is folded into a
-    single 2-D product: numpy would otherwise run one small BLAS call per batch entry.
-    """
+
+@float32_for_half
+def _product(a, b, bias):
+    """a @ b (+ bias). A batch of matrices times one matrix (every Linear layer on a 3-D input)
+    is folded into a single 2-D product: numpy would otherwise run one small BLAS call per batch
+    entry."""
     if a.ndim > 2 and b.ndim == 2:
-        out = np.matmul(a.reshape(-1, a.shape[-1]), b)
-        return out.reshape(*a.shape[:-1], b.shape[-1])
-    return np.asarray(np.matmul(a, b))
+        out = np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
+    else:
+        out = np.asarray(np.matmul(a, b))
+    return out if bias is None else out + bias
 
 
 @register("einsum", "cpu")

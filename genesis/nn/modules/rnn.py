@@ -16,6 +16,7 @@ from ...ops import shape_copies
 from .. import functional as F
 from .. import init
 from ..functional import recurrent as R
+from ..functional import recurrent_scan as S
 from ..utils.rnn import PackedSequence
 from ._utils import new_parameter
 from .module import Module
@@ -266,6 +267,16 @@ class RNNBase(Module):
         """The step function of one layer/direction, called as step(input_gates, states)."""
         raise NotImplementedError
 
+    def _scan(self, weights, gates, batch_sizes, state, reverse):
+        """One layer direction over its input gates: the sequence-level Function where it
+        applies (LSTM and GRU over equal lengths), else the per-step path."""
+        extra = weights["weight_hr"] if self.mode == "LSTM" else weights["bias_hh"]
+        if S.applies(self.mode, gates, state, weights["weight_hh"], extra, batch_sizes):
+            return S.scan(self.mode, gates, len(batch_sizes), state, weights["weight_hh"],
+                          extra, reverse)
+        scan = R.scan_reverse if reverse else R.scan_forward
+        return scan(self._step(weights), gates, batch_sizes, state)
+
     def _run(self, x, batch_sizes, states):
         """All layers and directions over time-major rows `x`; returns the last layer's output
         rows and the final states stacked as (num_layers * num_directions, batch, *)."""
@@ -277,9 +288,8 @@ class RNNBase(Module):
                 weights = self._layer_weights(index)
                 gates = R.input_gates(x, weights["weight_ih"], weights["bias_ih"],
                                       weights["bias_hh"], self._folds_hidden_bias)
-                scan = R.scan_reverse if direction else R.scan_forward
-                out, final = scan(self._step(weights), gates, batch_sizes,
-                                  tuple(s[index] for s in initial))
+                out, final = self._scan(weights, gates, batch_sizes,
+                                        tuple(s[index] for s in initial), direction == 1)
                 outputs.append(out)
                 finals.append(final)
             x = shape_copies.cat(outputs, -1) if len(outputs) > 1 else outputs[0]

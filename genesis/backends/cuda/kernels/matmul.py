@@ -498,9 +498,11 @@ def _batch_strides(arr, batch):
 _fast = {}
 
 
-def matmul_arrays(a, b, bias=None, activation=None, keep_z=False):
+def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None):
     """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
-    pre-activation value too when `keep_z`.
+    pre-activation value too when `keep_z`; written into `out` when given (an array of the
+    result's shape and dtype, any strides: a recurrent layer's step writes into its slice of a
+    sequence buffer).
 
     After the first call with a geometry (shapes, strides, dtype, alignment, flags), later ones
     skip the shape logic: the product's Problem is kept with its launcher, and only the
@@ -511,17 +513,20 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False):
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, a.ptr % 16 == 0, b.ptr % 16 == 0,
            None if bias is None else (bias.shape, bias.strides, bias.ptr % 16 == 0),
            activation, keep_z, flags.allow_tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
-           device)
+           device, None if out is None else (out.shape, out.strides, out.ptr % 16 == 0))
     fast = _fast.get(key)
     if fast is not None:
         c_shape, out_shape, problem, launcher = fast
-        c = CUDAArray.empty(c_shape, a.dtype, device, stream)
+        c = CUDAArray.empty(c_shape, a.dtype, device, stream) if out is None else out
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
         launcher(problem.with_arrays({"a": a, "b": b, "c": c, "bias": bias, "z": z}), stream)
     else:
         a2, b2, out_shape = _as_batched(a, b)
         c_shape = a2.shape[:-1] + b2.shape[-1:]
-        c = CUDAArray.empty(c_shape, a.dtype, device, stream)
+        if out is not None and (out.shape != c_shape or out.dtype != a.dtype):
+            raise ValueError(f"matmul: out of shape {out.shape} ({out.dtype}) cannot hold the "
+                             f"{c_shape} ({a.dtype}) product")
+        c = CUDAArray.empty(c_shape, a.dtype, device, stream) if out is None else out
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
         problems = _problems(a2, b2, c, z, bias, ACTIVATIONS[activation]) if c.size else []
         launchers = [run(problem) for problem in problems]
@@ -562,9 +567,10 @@ def _problems(a, b, c, z, bias, act):
 
 
 @register("matmul", "cuda")
-def matmul(a, b):
-    """numpy's matmul (1-D operands, batch broadcasting) on the GPU."""
-    return matmul_arrays(a, b)
+def matmul(a, b, bias=None, out=None):
+    """numpy's matmul (1-D operands, batch broadcasting) on the GPU; plus `bias` along the last
+    dim, and into `out`, when given."""
+    return matmul_arrays(a, b, bias, out=out)
 
 
 @register("linear_act", "cuda")

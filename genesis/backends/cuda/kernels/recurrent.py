@@ -8,7 +8,8 @@ one launch over the (B, H) state elements: each program reads the G gate pre-act
 its elements from gi and gh (contiguous (B, G * H) rows, so neighbouring lanes read neighbouring
 addresses), and writes the new state. The backward recomputes the gates from gi, gh and the
 previous state instead of saving them. Half types compute in float32 and round once; float64
-computes in float64.
+computes in float64. With `out` the results go into the given contiguous arrays (slices of a
+sequence-level scan's buffers) instead of new ones.
 """
 
 import numpy as np
@@ -17,7 +18,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import get_kernel, pointer_type
+from ..launch import LaunchCache, get_kernel, pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -79,15 +80,25 @@ def _lstm_forward_kernel(gi_ptr, gh_ptr, c_ptr, h_out_ptr, c_out_ptr, n_elements
 
 
 @triton.jit
-def _lstm_backward_kernel(dh_ptr, dc_ptr, gi_ptr, gh_ptr, c_ptr, d_gates_ptr, dc_out_ptr,
-                          n_elements, hidden, CT: tl.constexpr, INDEX64: tl.constexpr,
-                          BLOCK: tl.constexpr):
+def _dh(dh_ptr, dh2_ptr, offs, mask, CT: tl.constexpr):
+    """The new hidden state's gradient: dh, plus dh2 when given (the gradient a sequence-level
+    scan carries from the next step, added here instead of by a launch of its own)."""
+    dh = _load(dh_ptr, offs, mask, CT)
+    if dh2_ptr is not None:
+        dh += _load(dh2_ptr, offs, mask, CT)
+    return dh
+
+
+@triton.jit
+def _lstm_backward_kernel(dh_ptr, dh2_ptr, dc_ptr, gi_ptr, gh_ptr, c_ptr, d_gates_ptr,
+                          dc_out_ptr, n_elements, hidden, CT: tl.constexpr,
+                          INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """The pre-activation gates' gradient (d gates) and the previous cell state's (d c)."""
     offs, mask, gate = _elements(n_elements, hidden, 4, INDEX64, BLOCK)
     i, f, g, o = _lstm_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
     c = _load(c_ptr, offs, mask, CT)
     tanh_c = libdevice.tanh(f * c + i * g)
-    dh = _load(dh_ptr, offs, mask, CT)
+    dh = _dh(dh_ptr, dh2_ptr, offs, mask, CT)
     dc = _load(dc_ptr, offs, mask, CT) + dh * o * (1.0 - tanh_c * tanh_c)
     out = d_gates_ptr.dtype.element_ty
     tl.store(d_gates_ptr + gate, (dc * g * i * (1.0 - i)).to(out), mask=mask)
@@ -118,13 +129,16 @@ def _gru_forward_kernel(gi_ptr, gh_ptr, h_ptr, h_out_ptr, n_elements, hidden,
 
 
 @triton.jit
-def _gru_backward_kernel(dh_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr, dh_out_ptr,
-                         n_elements, hidden, CT: tl.constexpr, INDEX64: tl.constexpr,
-                         BLOCK: tl.constexpr):
-    """d gi, d gh (which r scales in the new gate) and the previous hidden state's d h."""
+def _gru_backward_kernel(dh_ptr, dh2_ptr, dh3_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr,
+                         dh_out_ptr, n_elements, hidden, CT: tl.constexpr,
+                         INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """d gi, d gh (which r scales in the new gate) and the previous hidden state's d h (the
+    part through h' = ... + z h; dh3 is that part from the next step, when a scan carries it)."""
     offs, mask, gate = _elements(n_elements, hidden, 3, INDEX64, BLOCK)
     r, z, n, h_n = _gru_gates(gi_ptr, gh_ptr, gate, mask, hidden, CT)
-    dh = _load(dh_ptr, offs, mask, CT)
+    dh = _dh(dh_ptr, dh2_ptr, offs, mask, CT)
+    if dh3_ptr is not None:
+        dh += _load(dh3_ptr, offs, mask, CT)
     d_n = dh * (1.0 - z) * (1.0 - n * n)
     d_r = d_n * h_n * r * (1.0 - r)
     d_z = dh * (_load(h_ptr, offs, mask, CT) - n) * z * (1.0 - z)
@@ -138,65 +152,85 @@ def _gru_backward_kernel(dh_ptr, gi_ptr, gh_ptr, h_ptr, d_gi_ptr, d_gh_ptr, dh_o
     tl.store(dh_out_ptr + offs, (dh * z).to(dh_out_ptr.dtype.element_ty), mask=mask)
 
 
-def _specialization(fn, dtype, rows, hidden):
+def _specialization(fn, dtype, rows, hidden, absent=("dh2_ptr", "dh3_ptr")):
     """(signature, constexprs) of `fn` for (rows, hidden) states of `dtype`; every pointer
-    argument has that dtype."""
+    argument has that dtype but those named in `absent`, compiled in as None."""
     ity = "i64" if rows * 4 * hidden >= INDEX32_LIMIT else "i32"
     names = fn.arg_names
     pointers = names[:names.index("n_elements")]
-    signature = {name: pointer_type(dtype) for name in pointers}
+    signature = {name: "constexpr" if name in absent else pointer_type(dtype)
+                 for name in pointers}
     signature.update(n_elements=ity, hidden=ity, CT="constexpr", INDEX64="constexpr",
                      BLOCK="constexpr")
     ct = tl.float64 if dtype == np.float64 else tl.float32
-    return signature, {"CT": ct, "INDEX64": ity == "i64", "BLOCK": BLOCK}
+    constexprs = {name: None for name in absent if name in pointers}
+    constexprs.update(CT=ct, INDEX64=ity == "i64", BLOCK=BLOCK)
+    return signature, constexprs
+
+
+def _plan(fn, arrays, rows, hidden, device):
+    """(bound kernel, grid) of `fn` over (rows, hidden) states with the arguments `arrays`."""
+    absent = [name for name, a in zip(fn.arg_names, arrays) if a is None]
+    signature, constexprs = _specialization(fn, arrays[0].dtype, rows, hidden, absent)
+    kernel = get_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, device)
+    return kernel, (triton.cdiv(rows * hidden, BLOCK),)
+
+
+# A recurrent layer launches the same kernel at every time step: its plan is looked up once.
+_plans = LaunchCache()
 
 
 def _launch(fn, arrays, rows, hidden):
-    """Run `fn` over the (rows, hidden) state elements with the array arguments `arrays`."""
+    """Run `fn` over the (rows, hidden) state elements with the array arguments `arrays`
+    (None for an absent optional one)."""
     n = rows * hidden
     if n == 0:
         return
     device = arrays[0].device
-    signature, constexprs = _specialization(fn, arrays[0].dtype, rows, hidden)
-    kernel = get_kernel(fn, signature, constexprs, (), NUM_WARPS, 1, device)
-    kernel((triton.cdiv(n, BLOCK),), current_stream_handle(device),
-           *(a.ptr for a in arrays), n, hidden)
+    key = (fn, arrays[0].dtype, rows, hidden, device, tuple([a is None for a in arrays]))
+    kernel, grid = _plans.get_or_build(key, lambda: _plan(fn, arrays, rows, hidden, device))
+    kernel(grid, current_stream_handle(device), *[None if a is None else a.ptr for a in arrays],
+           n, hidden)
 
 
-def _empty(shapes, like):
-    """New contiguous arrays of `shapes` with `like`'s dtype on its device."""
+def _empty(shapes, like, out):
+    """`out`, or new contiguous arrays of `shapes` with `like`'s dtype on its device."""
     activate(like.device)
+    if out is not None:
+        return out
     stream = current_stream_handle(like.device)
     return [CUDAArray.empty(shape, like.dtype, like.device, stream) for shape in shapes]
 
 
 @register("lstm_cell_fwd", "cuda")
-def lstm_cell_fwd(gi, gh, c):
+def lstm_cell_fwd(gi, gh, c, out=None):
     """(h', c') of one LSTM step; operands contiguous."""
-    h_out, c_out = _empty([c.shape, c.shape], gi)
+    h_out, c_out = _empty([c.shape, c.shape], gi, out)
     _launch(_lstm_forward_kernel, [gi, gh, c, h_out, c_out], *c.shape)
     return h_out, c_out
 
 
 @register("lstm_cell_bwd", "cuda")
-def lstm_cell_bwd(dh, dc, gi, gh, c):
-    """(d gates, d c) of one LSTM step; operands contiguous."""
-    d_gates, dc_out = _empty([gi.shape, c.shape], gi)
-    _launch(_lstm_backward_kernel, [dh, dc, gi, gh, c, d_gates, dc_out], *c.shape)
+def lstm_cell_bwd(dh, dc, gi, gh, c, out=None, dh2=None):
+    """(d gates, d c) of one LSTM step, the new hidden state's gradient dh (+ dh2); operands
+    contiguous."""
+    d_gates, dc_out = _empty([gi.shape, c.shape], gi, out)
+    _launch(_lstm_backward_kernel, [dh, dh2, dc, gi, gh, c, d_gates, dc_out], *c.shape)
     return d_gates, dc_out
 
 
 @register("gru_cell_fwd", "cuda")
-def gru_cell_fwd(gi, gh, h):
-    """h' of one GRU step; operands contiguous."""
-    (h_out,) = _empty([h.shape], gi)
+def gru_cell_fwd(gi, gh, h, out=None):
+    """h' of one GRU step; operands contiguous; `out` is a 1-tuple."""
+    (h_out,) = _empty([h.shape], gi, out)
     _launch(_gru_forward_kernel, [gi, gh, h, h_out], *h.shape)
     return h_out
 
 
 @register("gru_cell_bwd", "cuda")
-def gru_cell_bwd(dh, gi, gh, h):
-    """(d gi, d gh, d h) of one GRU step; operands contiguous."""
-    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi)
-    _launch(_gru_backward_kernel, [dh, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
+def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None, dh3=None):
+    """(d gi, d gh, d h) of one GRU step, the new hidden state's gradient dh (+ dh2 + dh3);
+    operands contiguous."""
+    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi, out)
+    _launch(_gru_backward_kernel, [dh, dh2, dh3, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
     return d_gi, d_gh, dh_out

@@ -1,0 +1,292 @@
+"""The sequence-level path of the LSTM and GRU layers: one autograd Function per layer direction
+runs the whole time loop on backend arrays.
+
+The per-step path (recurrent.scan_forward / scan_reverse) records several autograd ops per time
+step, and its backward replays them one by one: on the GPU the host time of those ops, not the
+device work, sets the layer's speed. Here a step costs what the device must do, with no tensor
+or graph node made in the loop. Forward: one matmul of the hidden state written into its step's
+slice of a (T, B, G * H) buffer, and the fused gate kernel writing the new state into its slice
+of a (T + 1, B, *) state buffer, whose extra slot holds the initial state (an LSTM projection
+adds one matmul). Backward: the gate-backward kernel, which adds the output's gradient and the
+parts carried from the next step itself, and one matmul for the previous state's gradient (an
+LSTM projection adds an add and a matmul). The recurrent weights' gradients are one matmul each
+over all steps after the loop; the input gates' gradient flows on into the input projection's
+autograd. A backward that must itself be differentiable (create_graph) recomputes the layer
+direction through the per-step path and differentiates that.
+"""
+
+import functools
+
+from ...autograd import engine
+from ...autograd.function import Function
+from ...autograd.grad_mode import enable_grad, is_grad_enabled
+from ...dispatch import has_kernel, kernel
+from ...ops import creation
+from ...ops.common import wrap
+from . import recurrent as R
+
+# Whether layers take this path where it applies (tests switch it off to run the per-step path).
+ENABLED = True
+_CELLS = {"LSTM": ("lstm_cell_fwd", "lstm_cell_bwd"), "GRU": ("gru_cell_fwd", "gru_cell_bwd")}
+
+
+def applies(mode, gates, state, w_hh, extra, batch_sizes):
+    """Whether `scan` can run this layer direction: an LSTM or GRU over equal-length steps of a
+    non-empty batch, its operands of one floating dtype on one device with the gate kernels."""
+    if not ENABLED or mode not in _CELLS or batch_sizes[0] == 0:
+        return False
+    if any(size != batch_sizes[0] for size in batch_sizes):
+        return False
+    dtype, device = gates.dtype, gates.device
+    tensors = (*state, w_hh) if extra is None else (*state, w_hh, extra)
+    return (dtype.is_floating_point
+            and all(t.dtype is dtype and t.device == device for t in tensors)
+            and has_kernel(_CELLS[mode][0], device.type))
+
+
+def scan(mode, gates, steps, state, w_hh, extra, reverse):
+    """(output rows, final states) of one layer direction, as recurrent.scan_forward (or
+    scan_reverse when `reverse`) returns them; `extra` is the LSTM's W_hr or the GRU's b_hh."""
+    if mode == "LSTM":
+        out, h, c = _LSTMScan.apply(gates, *state, w_hh, extra, steps, reverse)
+        return out, (h, c)
+    out, h = _GRUScan.apply(gates, *state, w_hh, extra, steps, reverse)
+    return out, (h,)
+
+
+class _Layout:
+    """The kernels of one call, looked up once, and the time-major buffers they work on: a
+    buffer is a contiguous (slots * B, width) array; its slots are (B, width) views."""
+
+    def __init__(self, mode, like, steps, reverse):
+        device_type = like.device.type
+        self.matmul = kernel("matmul", device_type)
+        self.as_strided = kernel("as_strided", device_type)
+        self.into = kernel("elementwise_into", device_type)
+        self.copy = kernel("copy_", device_type)
+        self.cell_fwd, self.cell_bwd = (kernel(name, device_type) for name in _CELLS[mode])
+        self.dtype, self.device = like.dtype, like.device
+        self.steps, self.batch, self.reverse = steps, like.shape[0] // steps, reverse
+        # A state buffer's slot t + `prev` holds the state step t reads, t + `new` the one it
+        # writes; the initial state sits in slot T (reverse) or 0, the final one in 0 or T.
+        self.prev, self.new = (1, 0) if reverse else (0, 1)
+        self.first, self.last = (steps, 0) if reverse else (0, steps)
+
+    def order(self, backward=False):
+        """The time steps in the order the forward (or the backward) visits them."""
+        ascending = self.reverse == backward
+        return range(self.steps) if ascending else range(self.steps - 1, -1, -1)
+
+    def empty(self, slots, width):
+        return creation.empty(slots * self.batch, width, dtype=self.dtype,
+                              device=self.device)._data
+
+    def states(self, initial):
+        """A state buffer of T + 1 slots, the initial state copied into its slot."""
+        buffer = self.empty(self.steps + 1, initial.shape[-1])
+        self.copy(self.slot(buffer, self.first), initial._data)
+        return buffer
+
+    def slot(self, buffer, k):
+        return self.slot_of(buffer)(k)
+
+    def slot_of(self, buffer):
+        """A function k -> slot k of `buffer`. The loops make each view when they use it and
+        drop it: T views per buffer made up front would set the garbage collector off."""
+        width, as_strided = buffer.shape[-1], self.as_strided
+        shape, strides, size = (self.batch, width), (width, 1), self.batch * width
+        return lambda k: as_strided(buffer, shape, strides, k * size)
+
+    def rows(self, buffer, first):
+        """Slots first .. first + T - 1 of a buffer as one (T * B, width) array."""
+        width = buffer.shape[-1]
+        return self.as_strided(buffer, (self.steps * self.batch, width), (width, 1),
+                               first * self.batch * width)
+
+    def transposed(self, array):
+        """The (m, n) view of a contiguous (n, m) array."""
+        n, m = array.shape
+        return self.as_strided(array, (m, n), (1, m), 0)
+
+    def tensor(self, array):
+        return wrap(array, self.device, self.dtype)
+
+    def weight_grad(self, grads, inputs):
+        """The sum over steps of grads_t^T inputs_t, as one (G, T * B) @ (T * B, W) product."""
+        return self.tensor(self.matmul(self.transposed(grads), inputs))
+
+
+def _arrays(*tensors):
+    """The backend arrays of `tensors` made contiguous (None stays None)."""
+    return [None if t is None else t.contiguous()._data for t in tensors]
+
+
+def _save(ctx, lay, inputs, out, buffers):
+    """Keep the inputs (for a create_graph replay), the output (so that an in-place change of
+    it, which would change the saved states, is caught) and the buffers the backward reads."""
+    ctx.save_for_backward(*inputs, out, *(None if b is None else lay.tensor(b) for b in buffers))
+    ctx.layout = lay
+
+
+def _replay(ctx, per_step, inputs, grads):
+    """The input gradients through the per-step path, recomputed from the saved inputs with
+    grad mode on, so that they are themselves differentiable (create_graph)."""
+    wanted = [i for i, need in enumerate(ctx.needs_input_grad) if need]
+    with enable_grad():
+        outputs = per_step(*inputs, ctx.layout.steps, ctx.layout.reverse)
+        found = engine.grad(outputs, [inputs[i] for i in wanted], grads, create_graph=True,
+                            allow_unused=True)
+    result = [None] * len(ctx.needs_input_grad)
+    for i, g in zip(wanted, found):
+        result[i] = g
+    return tuple(result)
+
+
+def _per_step(step, gates, state, steps, reverse):
+    """(output rows, *final states) of the per-step path over the same operands."""
+    scan_fn = R.scan_reverse if reverse else R.scan_forward
+    out, final = scan_fn(step, gates, [gates.shape[0] // steps] * steps, state)
+    return (out, *final)
+
+
+def _per_step_lstm(gates, h0, c0, w_hh, w_hr, steps, reverse):
+    step = functools.partial(R.lstm_step, w_hh=w_hh, b_hh=None, w_hr=w_hr)
+    return _per_step(step, gates, (h0, c0), steps, reverse)
+
+
+def _per_step_gru(gates, h0, w_hh, b_hh, steps, reverse):
+    return _per_step(functools.partial(R.gru_step, w_hh=w_hh, b_hh=b_hh), gates, (h0,), steps,
+                     reverse)
+
+
+class _LSTMScan(Function):
+    """(output rows, h_T, c_T) of an LSTM layer direction from its input gates (T * B, 4H)
+    (both biases in), h_0, c_0, W_hh and W_hr (None without projection)."""
+
+    @staticmethod
+    def forward(ctx, gates, h0, c0, w_hh, w_hr, steps, reverse):
+        lay = _Layout("LSTM", gates, steps, reverse)
+        gi, w_hh_a, w_hr_a = _arrays(gates, w_hh, w_hr)
+        gh = lay.empty(steps, gi.shape[-1])
+        hs, cs = lay.states(h0), lay.states(c0)
+        raw = None if w_hr is None else lay.empty(steps, c0.shape[-1])
+        _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh_a, w_hr_a)
+        out = lay.tensor(lay.rows(hs, lay.new))
+        _save(ctx, lay, (gates, h0, c0, w_hh, w_hr), out, (gi, gh, hs, cs, raw))
+        return out, lay.tensor(lay.slot(hs, lay.last)), lay.tensor(lay.slot(cs, lay.last))
+
+    @staticmethod
+    def backward(ctx, d_out, d_h, d_c):
+        saved = ctx.saved_tensors
+        if is_grad_enabled():
+            return _replay(ctx, _per_step_lstm, saved[:5], (d_out, d_h, d_c))
+        buffers = _arrays(*saved[6:])
+        return _lstm_backward(ctx.layout, ctx.needs_input_grad, _arrays(d_out, d_h, d_c),
+                              buffers, *_arrays(saved[3], saved[4]))
+
+
+def _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh, w_hr):
+    """The time loop: gh_t = h_prev W_hh^T, then the gate kernel writes h_t (or its
+    unprojected value, which W_hr^T then projects) and c_t into their slots."""
+    matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
+    G, GH, H, C = (lay.slot_of(b) for b in (gi, gh, hs, cs))
+    RAW = None if raw is None else lay.slot_of(raw)
+    w_hh_t = lay.transposed(w_hh)
+    w_hr_t = None if raw is None else lay.transposed(w_hr)
+    h, c = H(lay.first), C(lay.first)
+    for t in lay.order():
+        gh_t, h_new, c_new = GH(t), H(t + new), C(t + new)
+        matmul(h, w_hh_t, None, gh_t)
+        if raw is None:
+            cell(G(t), gh_t, c, (h_new, c_new))
+        else:
+            raw_t = RAW(t)
+            cell(G(t), gh_t, c, (raw_t, c_new))
+            matmul(raw_t, w_hr_t, None, h_new)
+        h, c = h_new, c_new
+
+
+def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
+    """(d gates, d h_0, d c_0, d W_hh, d W_hr, None, None). Per step: the gate-backward kernel
+    on dh_t = d out_t + the carried gradient (which it adds itself, unless W_hr projects h_t:
+    then dh_t is kept for d W_hr and goes through W_hr first), carry = d gates_t W_hh."""
+    d_out, carry, dc = grads
+    gi, gh, hs, cs, raw = buffers
+    matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
+    size, hidden = hs.shape[-1], cs.shape[-1]
+    d_gates = lay.empty(lay.steps, gi.shape[-1])
+    d_hs = None if raw is None else lay.empty(lay.steps, size)
+    G, GH, C, DG, D_OUT = (lay.slot_of(b) for b in (gi, gh, cs, d_gates, d_out))
+    DH = None if raw is None else lay.slot_of(d_hs)
+    dc_pair = [lay.empty(1, hidden) for _ in range(2)]
+    carry_out = lay.empty(1, size)
+    d_raw = None if raw is None else lay.empty(1, hidden)
+    for k, t in enumerate(lay.order(backward=True)):
+        dg_t, dc_new = DG(t), dc_pair[k & 1]
+        if raw is None:
+            cell(D_OUT(t), dc, G(t), GH(t), C(t + prev), (dg_t, dc_new), carry)
+        else:
+            dh_t = DH(t)
+            into("add", dh_t, (D_OUT(t), carry))
+            cell(matmul(dh_t, w_hr, None, d_raw), dc, G(t), GH(t), C(t + prev),
+                 (dg_t, dc_new))
+        dc = dc_new
+        carry = matmul(dg_t, w_hh, None, carry_out)
+    d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, prev)) if needs[3] else None
+    d_w_hr = lay.weight_grad(d_hs, raw) if raw is not None and needs[4] else None
+    return (lay.tensor(d_gates) if needs[0] else None, lay.tensor(carry) if needs[1] else None,
+            lay.tensor(dc) if needs[2] else None, d_w_hh, d_w_hr, None, None)
+
+
+class _GRUScan(Function):
+    """(output rows, h_T) of a GRU layer direction from its input gates (T * B, 3H) (b_ih in),
+    h_0, W_hh and b_hh (None without biases)."""
+
+    @staticmethod
+    def forward(ctx, gates, h0, w_hh, b_hh, steps, reverse):
+        lay = _Layout("GRU", gates, steps, reverse)
+        gi, w_hh_a, bias = _arrays(gates, w_hh, b_hh)
+        gh = lay.empty(steps, gi.shape[-1])
+        hs = lay.states(h0)
+        matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
+        G, GH, H = (lay.slot_of(b) for b in (gi, gh, hs))
+        w_hh_t = lay.transposed(w_hh_a)
+        h = H(lay.first)
+        for t in lay.order():
+            gh_t, h_new = GH(t), H(t + new)
+            matmul(h, w_hh_t, bias, gh_t)
+            cell(G(t), gh_t, h, (h_new,))
+            h = h_new
+        out = lay.tensor(lay.rows(hs, new))
+        _save(ctx, lay, (gates, h0, w_hh, b_hh), out, (gi, gh, hs))
+        return out, lay.tensor(lay.slot(hs, lay.last))
+
+    @staticmethod
+    def backward(ctx, d_out, d_h):
+        saved = ctx.saved_tensors
+        if is_grad_enabled():
+            return _replay(ctx, _per_step_gru, saved[:4], (d_out, d_h))
+        return _gru_backward(ctx.layout, ctx.needs_input_grad, _arrays(d_out, d_h),
+                             _arrays(*saved[5:]), *_arrays(saved[2]))
+
+
+def _gru_backward(lay, needs, grads, buffers, w_hh):
+    """(d gates, d h_0, d W_hh, d b_hh, None, None). Per step: the gate-backward kernel on
+    dh_t = d out_t + the two carried parts, d gh_{t+1} W_hh and dh_{t+1} z_{t+1} (it writes
+    d gi_t, d gh_t and dh_t z_t), then carry = d gh_t W_hh."""
+    d_out, carry = grads
+    gi, gh, hs = buffers
+    matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
+    size = hs.shape[-1]
+    d_gi, d_gh = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, gi.shape[-1])
+    G, GH, H, DGI, DGH, D_OUT = (lay.slot_of(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
+    dz_pair, carry_out, dz = [lay.empty(1, size) for _ in range(2)], lay.empty(1, size), None
+    for k, t in enumerate(lay.order(backward=True)):
+        d_gh_t, dz_new = DGH(t), dz_pair[k & 1]
+        cell(D_OUT(t), G(t), GH(t), H(t + prev), (DGI(t), d_gh_t, dz_new), carry, dz)
+        carry, dz = matmul(d_gh_t, w_hh, None, carry_out), dz_new
+    into("add", carry, (carry, dz))
+    d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, prev)) if needs[2] else None
+    d_b_hh = lay.tensor(d_gh).sum(0) if needs[3] else None
+    return (lay.tensor(d_gi) if needs[0] else None, lay.tensor(carry) if needs[1] else None,
+            d_w_hh, d_b_hh, None, None)
