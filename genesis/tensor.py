@@ -105,10 +105,13 @@ class Tensor:
         return self._data.shape[self._wrap_dim(dim, "size")]
 
     def stride(self, dim=None):
+        data = self._data
+        if dim is not None and 0 not in data.shape:  # one dim: no tuple of them all
+            return data.strides[self._wrap_dim(dim, "stride")] // self.dtype.itemsize
         itemsize = self.dtype.itemsize
-        strides = tuple([s // itemsize for s in self._data.strides])
-        if 0 in self._data.shape and strides and not any(strides):
-            strides = contiguous_strides(self._data.shape)  # numpy's fresh empty results
+        strides = tuple([s // itemsize for s in data.strides])
+        if 0 in data.shape and strides and not any(strides):
+            strides = contiguous_strides(data.shape)  # numpy's fresh empty results
         return strides if dim is None else strides[self._wrap_dim(dim, "stride")]
 
     def storage_offset(self):
