@@ -35,7 +35,7 @@ from ....dispatch import register
 from ..launch import Launch, LaunchCache
 from . import _spatial
 from ._spatial import position
-from ._strided_indexing import cdiv, program_range
+from ._strided_indexing import cdiv, next_pow2, program_range
 
 BLOCK = 512
 _WARPS = 4
@@ -127,49 +127,79 @@ def _first_reader(i, inv_scale, ALIGN: tl.constexpr, CT: tl.constexpr):
 
 
 @triton.jit
+def _tile_rows(rows, channels, in_d, in_h, in_w, CHANNELS_LAST: tl.constexpr):
+    """(n, c, d, h, w) of a backward tile's rows: (n, d, h, w) positions with CHANNELS_LAST
+    (c is 0: the columns are the channels), else (n, c, d, h) image rows (w is 0: the columns
+    are the width)."""
+    if CHANNELS_LAST:
+        n, c, d, h, w = position(rows * channels, channels, in_d, in_h, in_w, True)
+    else:
+        n, c, d, h, w = position(rows * in_w, channels, in_d, in_h, in_w, False)
+    return n, c, d, h, w
+
+
+@triton.jit
 def _linear_backward_kernel(
         # pointers: output gradient (N, C, OD, OH, OW), the dense input gradient
         grad_ptr, out_ptr,
-        # sizes: input elements, channels, the input's and the output's spatial sizes
-        n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # sizes: the tile's rows and columns (see _tile_rows), channels, the input's and the
+        # output's spatial sizes
+        n_rows, n_cols, channels, in_d, in_h, in_w, out_d, out_h, out_w,
         # input pixels per output pixel along each dim and their reciprocals (0 for scale 0)
         scale_d, scale_h, scale_w, inv_d, inv_h, inv_w,
         # strides of the output gradient, in elements
         g_sn, g_sc, g_sd, g_sh, g_sw,
         # meta-parameters: interpolated dims, align_corners, candidates per dim, the result's
-        # layout, compute type
+        # layout, compute type, the tile
         DIMS: tl.constexpr, ALIGN: tl.constexpr, TAPS_D: tl.constexpr, TAPS_H: tl.constexpr,
         TAPS_W: tl.constexpr, CHANNELS_LAST: tl.constexpr, CT: tl.constexpr,
-        INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Input gradient of elements pid*BLOCK..: the weighted sum of the output gradients of the
-    outputs that read each."""
-    i = program_range(BLOCK, INDEX64)
-    mask = i < n_in
-    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
-    base = grad_ptr + n * g_sn + c * g_sc
+        INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """A BM x BN tile of the input gradient: the weighted sum of the output gradients of the
+    outputs that read each element. The candidates along d and h (and w, channels-last) are
+    worked out once per row, along w (NCHW) once per column."""
+    rows = program_range(BM, INDEX64)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    row_mask = rows < n_rows
+    col_mask = cols < n_cols
+    n, c, i_d, i_h, i_w = _tile_rows(rows, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    if CHANNELS_LAST:
+        row_base = n * g_sn
+        col_off = cols * g_sc
+    else:
+        row_base = n * g_sn + c * g_sc
+        i_w = cols
     first_w = _first_reader(i_w, inv_w, ALIGN, CT)
     first_h = _first_reader(i_h, inv_h, ALIGN, CT)
     first_d = _first_reader(i_d, inv_d, ALIGN, CT)
-    acc = tl.zeros((BLOCK,), CT)
+    acc = tl.zeros((BM, BN), CT)
     for td in range(TAPS_D):
         if DIMS == 3:
             od, ok_d, wd = _reader(first_d, td, i_d, scale_d, in_d, out_d, ALIGN, CT)
         else:
-            od, ok_d, wd = i_d, i_d >= 0, 1.0
-        ok_d = ok_d & mask
+            od, ok_d, wd = i_d, row_mask, tl.full((BM,), 1.0, CT)
+        ok_d = ok_d & row_mask
         for th in range(TAPS_H):
             if DIMS >= 2:
                 oh, ok_h, wh = _reader(first_h, th, i_h, scale_h, in_h, out_h, ALIGN, CT)
                 wh = wd * wh
             else:
-                oh, ok_h, wh = i_h, i_h >= 0, wd
+                oh, ok_h, wh = i_h, ok_d, wd
             ok_h = ok_h & ok_d
+            base = row_base + od * g_sd + oh * g_sh
             for tw in range(TAPS_W):
-                ow, ok, ww = _reader(first_w, tw, i_w, scale_w, in_w, out_w, ALIGN, CT)
-                ok = ok & ok_h
-                g = tl.load(base + od * g_sd + oh * g_sh + ow * g_sw, mask=ok, other=0.0)
-                acc += (wh * ww) * g.to(CT)
-    tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
+                ow, ok_w, ww = _reader(first_w, tw, i_w, scale_w, in_w, out_w, ALIGN, CT)
+                if CHANNELS_LAST:
+                    ok = (ok_h & ok_w)[:, None] & col_mask[None, :]
+                    offsets = (base + ow * g_sw)[:, None] + col_off[None, :]
+                    weight = (wh * ww)[:, None]
+                else:
+                    ok = ok_h[:, None] & (ok_w & col_mask)[None, :]
+                    offsets = base[:, None] + (ow * g_sw)[None, :]
+                    weight = wh[:, None] * ww[None, :]
+                g = tl.load(grad_ptr + offsets, mask=ok, other=0.0)
+                acc += weight * g.to(CT)
+    out = out_ptr + rows[:, None] * n_cols + cols[None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & col_mask[None, :])
 
 
 def _compute_type(dtype):
@@ -197,15 +227,26 @@ def _forward_plan(x, out, dims, align, last, target=None):
                   device=out.device, target=target)
 
 
+def _backward_tile(out, last):
+    """(rows, columns, BM, BN) of the backward's tiles over the dense input gradient `out`:
+    positions x channels (channels-last), or image rows x width; the columns up to 64 wide,
+    rows to make 512-element tiles."""
+    n, c, d, h, w = out.shape
+    rows, cols = (n * d * h * w, c) if last else (n * c * d * h, w)
+    bn = min(64, next_pow2(cols))
+    return rows, cols, max(1, BLOCK // bn), bn
+
+
 def _backward_plan(grad, out, dims, align, last, scales, target=None):
     ity = _spatial.index_width(grad, out)
     counts = [taps(s, n) for s, n in zip(scales, grad.shape[2:])]
     counts = [1] * (3 - dims) + counts[3 - dims:]
+    rows, cols, bm, bn = _backward_tile(out, last)
     meta = dict(DIMS=dims, ALIGN=align, TAPS_D=counts[0], TAPS_H=counts[1], TAPS_W=counts[2],
-                CHANNELS_LAST=last, CT=_compute_type(out.dtype), INDEX64=ity == "i64",
-                BLOCK=BLOCK)
+                CHANNELS_LAST=last, CT=_compute_type(out.dtype), INDEX64=ity == "i64", BM=bm,
+                BN=bn)
     names = ("scale_d", "scale_h", "scale_w", "inv_d", "inv_h", "inv_w")
-    return Launch(_linear_backward_kernel, (cdiv(out.size, BLOCK),), meta, _WARPS,
+    return Launch(_linear_backward_kernel, (cdiv(rows, bm), cdiv(cols, bn)), meta, _WARPS,
                   int_type=ity, types=_scalar_types(out.dtype, names), device=out.device,
                   target=target)
 
@@ -229,7 +270,8 @@ def _backward_launch(launch, stream, grad, out, scales):
            # pointers
            grad, out,
            # sizes
-           out.size, out.shape[1], *out.shape[2:], *grad.shape[2:],
+           *_backward_tile(out, launch.meta["CHANNELS_LAST"])[:2], out.shape[1], *out.shape[2:],
+           *grad.shape[2:],
            # scales and their reciprocals
            *scales, *(1.0 / s if s else 0.0 for s in scales),
            # strides
