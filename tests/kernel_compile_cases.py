@@ -8,17 +8,17 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends.cuda import matmul as matmul_flags
-from genesis.backends.cuda.kernels import (amp, arange, attention, conv, copy, index, loss, median,
-                                           norm, optim, optim_extra, pool, random, recurrent,
-                                           residual_norm, rotary, shape, softmax, swiglu,
-                                           upsample)
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, copy, index,
+                                           loss, median, norm, optim, optim_extra, pool, random,
+                                           recurrent, residual_norm, rotary, shape, softmax,
+                                           swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import index_accumulate as accumulate
 from genesis.backends.cuda.kernels import index_compact as compact
 from genesis.backends.cuda.kernels import matmul as mm
 from genesis.backends.cuda.kernels import reduce as red
-from genesis.backends.cuda.kernels import _spatial, sort
+from genesis.backends.cuda.kernels import sort
 from genesis.backends.cuda.kernels._index_layout import Operand
 from genesis.backends.cuda.kernels._strided_indexing import RowLayout, placeholder
 from genesis.backends.cuda.launch import compile_kernel
@@ -676,15 +676,16 @@ def _spatial_array(shape, dtype, channels_last):
 
 def pool_cases(target):
     """ResNet's stem max pool (3x3 stride 2 padding 1) in every float dtype, NCHW and
-    channels-last, forward and backward; a dilated 1-D pool and a 3-D one."""
+    channels-last, forward and backward; a dilated 1-D pool and a 3-D one; average pools of
+    the same windows (undilated)."""
     cases = [((32, 64, 112, 112), (56, 56), (3, 3), (2, 2), (1, 1), (1, 1)),
              ((8, 16, 1000), (497,), (5,), (2,), (2,), (2,)),
              ((2, 32, 16, 32, 32), (8, 16, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1))]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        for shape, out_size, kernel, stride, padding, dilation in cases:
-            for last in (False, True) if len(shape) > 3 else (False,):
-                x = _spatial_array(shape, dtype, last)
-                out_shape = (*shape[:2], *out_size)
+        for x_shape, out_size, kernel, stride, padding, dilation in cases:
+            for last in (False, True) if len(x_shape) > 3 else (False,):
+                x = _spatial_array(x_shape, dtype, last)
+                out_shape = (*x_shape[:2], *out_size)
                 out = _spatial_array(out_shape, dtype, last)
                 index = _spatial_array(out_shape, np.int64, last)
                 geometry = pool._geometry(stride, padding, dilation)
@@ -695,6 +696,20 @@ def pool_cases(target):
                 launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
                                          window, last, target)
                 pool._backward_launch(launch, 0, out, index, x, geometry)
+                avg_pool_case(x, out, window, geometry[:6], last, target)
+
+
+def avg_pool_case(x, out, window, geometry, last, target):
+    """Compile the average pool's forward and backward launches (both divisor rules, and
+    divisor_override in the forward) of 3-D views `x` and `out`."""
+    for count_pad, override, adjoint in ((True, False, False), (False, False, False),
+                                         (False, True, False), (True, False, True),
+                                         (False, False, True)):
+        source, result = (out, x) if adjoint else (x, out)
+        launch = pool._pool_plan(pool._avg_pool_kernel, result.size, (source,), result, window,
+                                 last, target, COUNT_PAD=count_pad, OVERRIDE=override,
+                                 ADJOINT=adjoint)
+        pool._avg_launch(launch, 0, source, result, geometry, 3 if override else 0, adjoint)
 
 
 def upsample_cases(target):
@@ -704,10 +719,10 @@ def upsample_cases(target):
              ((8, 16, 100), (250,), (0.4,)),
              ((2, 8, 8, 16, 16), (16, 32, 32), (0.5, 0.5, 0.5))]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        for shape, out_size, scales in cases:
-            for last in (False, True) if len(shape) > 3 else (False,):
-                x = _spatial_array(shape, dtype, last)
-                out = _spatial_array((*shape[:2], *out_size), dtype, last)
+        for x_shape, out_size, scales in cases:
+            for last in (False, True) if len(x_shape) > 3 else (False,):
+                x = _spatial_array(x_shape, dtype, last)
+                out = _spatial_array((*x_shape[:2], *out_size), dtype, last)
                 padded = upsample._scales(scales)
                 for align in (False, True):
                     launch = upsample._forward_plan(x, out, len(out_size), align, last, target)

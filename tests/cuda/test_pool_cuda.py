@@ -1,7 +1,8 @@
-"""F.max_pool*d and F.interpolate (linear modes) on "cuda" through kernels/pool.py and
-kernels/upsample.py, against torch on the CPU: ResNet's stem pool and U-Net's 2x bilinear at
-reduced batch, odd sizes, NCHW, channels-last and sliced inputs, each float dtype, forward and
-input gradients; the results' memory format, NaN propagation, determinism of the backward.
+"""F.max_pool*d, F.avg_pool*d and F.interpolate (linear modes) on "cuda" through
+kernels/pool.py and kernels/upsample.py, against torch on the CPU: ResNet's stem pool and
+U-Net's 2x bilinear at reduced batch, odd sizes, NCHW, channels-last and sliced inputs, each
+float dtype, forward and input gradients; the results' memory format, NaN propagation,
+determinism of the backward.
 
 Maxima and indices are exact. Results and gradients are compared with torch on the same
 values in float64 for pooling, for interpolation in float32 (float64 for float64). Source
@@ -19,8 +20,8 @@ from helpers import (TORCH_DTYPES, assert_close, from_torch, lay_out, skip_no_cu
                      ulp_distance)
 
 import genesis
-import genesis.nn as nn
 import genesis.nn.functional as F
+from genesis import nn
 
 pytestmark = [skip_no_cuda]
 
@@ -34,6 +35,13 @@ POOLS = [
     ("max_pool1d", (4, 16, 1001), {"kernel_size": 5, "stride": 3, "padding": 2}),
     ("max_pool3d", (2, 8, 9, 20, 21), {"kernel_size": 3, "stride": 2, "padding": 1,
                                        "ceil_mode": True}),
+]
+AVERAGES = [
+    ("avg_pool2d", (4, 64, 56, 56), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                     "ceil_mode": True, "count_include_pad": False}),
+    ("avg_pool2d", (3, 5, 17, 19), {"kernel_size": (2, 3), "divisor_override": 5}),
+    ("avg_pool1d", (4, 16, 1001), {"kernel_size": 4, "stride": 3, "padding": 2}),
+    ("avg_pool3d", (2, 8, 9, 20, 21), {"kernel_size": 3, "stride": 2, "padding": 1}),
 ]
 INTERPOLATIONS = [
     ((4, 64, 64, 64), {"scale_factor": 2, "mode": "bilinear"}),
@@ -77,8 +85,9 @@ def _run(g_fn, t_fn, shape, dtype, layout, rng, reference=torch.float64):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("name, shape, kwargs", POOLS, ids=[p[0] for p in POOLS])
-def test_max_pool(name, shape, kwargs, dtype, layout, rng):
+@pytest.mark.parametrize("name, shape, kwargs", POOLS + AVERAGES,
+                         ids=[p[0] for p in POOLS + AVERAGES])
+def test_pool(name, shape, kwargs, dtype, layout, rng):
     if layout == "channels_last" and len(shape) < 4:
         pytest.skip("no channels-last format below 4-D")
     _run(lambda x: getattr(F, name)(x, **kwargs), lambda x: getattr(TF, name)(x, **kwargs),

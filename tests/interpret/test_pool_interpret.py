@@ -1,11 +1,11 @@
-"""The max pooling kernels (kernels/pool.py) against torch's pooling, on the CPU, through Triton's
-interpreter.
+"""The max and average pooling kernels (kernels/pool.py) against torch's pooling, on the CPU,
+through Triton's interpreter.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_pool_interpret.py`.
 The `kernels` fixture registers them as the CPU backend's max pooling kernels for the test's
-duration, so genesis's F.max_pool*d on CPU tensors takes the path the GPU takes (the autograd
-Functions, 1-D and 2-D as 3-D, gradients of gradients) with the kernels interpreted. Maxima and
-indices are exact; gradients (sums of output gradients) within the dtype's tolerance.
+duration, so genesis's F.max_pool*d and F.avg_pool*d on CPU tensors take the path the GPU takes
+(the autograd Functions, 1-D and 2-D as 3-D, gradients of gradients) with the kernels
+interpreted. Maxima and indices are exact; averages and gradients within the dtype's tolerance.
 """
 
 import math
@@ -19,8 +19,8 @@ from helpers import TORCH_DTYPES, assert_close, lay_out, make_pair
 from nn_compare import compare
 
 import genesis
-import genesis.nn as nn
 import genesis.nn.functional as F
+from genesis import nn
 from genesis.autograd import gradcheck, gradgradcheck
 from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import _spatial, pool
@@ -41,6 +41,21 @@ POOLS = [
     ("max_pool3d", (2, 3, 4, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
 ]
 IDS = [f"{c[0]}-{i}" for i, c in enumerate(POOLS)]
+# (functional name, input shape, kwargs): the divisor rules with ceil_mode windows past the end
+AVERAGES = [
+    ("avg_pool1d", (2, 3, 10), {"kernel_size": 4, "stride": 3, "padding": 2, "ceil_mode": True,
+                                "count_include_pad": False}),
+    ("avg_pool2d", (2, 3, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                  "ceil_mode": True}),
+    ("avg_pool2d", (2, 3, 5, 6), {"kernel_size": (2, 3), "divisor_override": 5}),
+    ("avg_pool2d", (3, 9, 8), {"kernel_size": 3, "stride": (2, 3), "padding": 1,
+                               "ceil_mode": True, "count_include_pad": False}),
+    ("avg_pool3d", (1, 2, 5, 6, 5), {"kernel_size": (2, 3, 2), "stride": 2, "padding": 1,
+                                     "count_include_pad": False}),
+    ("avg_pool3d", (2, 3, 4, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                     "ceil_mode": True, "divisor_override": 7}),
+    ("lp_pool2d", (2, 3, 7, 6), {"norm_type": 3.0, "kernel_size": (3, 2), "ceil_mode": True}),
+]
 
 
 @pytest.fixture
@@ -51,7 +66,7 @@ def kernels(monkeypatch):
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(pool, "BLOCK", 64)
     monkeypatch.setattr(pool, "_plans", LaunchCache())
-    ti.on_cpu(monkeypatch, pool, "max_pool_fwd", "max_pool_bwd")
+    ti.on_cpu(monkeypatch, pool, "max_pool_fwd", "max_pool_bwd", "avg_pool")
     with ti.device(pool, _spatial, array_ops):
         yield
 
@@ -65,6 +80,21 @@ def test_max_pool_matches_torch(kernels, name, shape, kwargs, dtype, layout, rng
         pytest.skip("no channels-last format below 4-D")
     compare(lambda x: getattr(F, name)(x, **kwargs), lambda x: getattr(TF, name)(x, **kwargs),
             [shape], dtype, "cpu", rng, layout=layout)
+
+
+@pytest.mark.parametrize("name, shape, kwargs", AVERAGES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(AVERAGES)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_avg_pool_matches_torch(kernels, name, shape, kwargs, dtype, layout, rng):
+    """Averages (count_include_pad, divisor_override, ceil_mode) and their input gradients."""
+    if layout == "channels_last" and len(shape) < 4:
+        pytest.skip("no channels-last format below 4-D")
+    if name.startswith("lp_pool") and dtype in (genesis.bfloat16, genesis.float16):
+        pytest.skip("x ** p of a half type rounds before the pool; compared in float")
+    compare(lambda x: getattr(F, name)(x, **kwargs), lambda x: getattr(TF, name)(x, **kwargs),
+            [shape], dtype, "cpu", rng, layout=layout,
+            low=0.1 if name.startswith("lp_pool") else -1.0)
 
 
 @pytest.mark.parametrize("name, shape, kwargs", POOLS, ids=IDS)
@@ -115,15 +145,18 @@ def test_nan_and_infinities(kernels, dtype):
 
 
 def test_gradcheck_and_gradgradcheck(kernels, rng):
-    """float64 gradients of the kernels' Functions, and of their backward (a gather), on
-    inputs small enough for the interpreter."""
+    """float64 gradients of the kernels' Functions, and of their backward (a gather, or the
+    average pool's adjoint), on inputs small enough for the interpreter."""
     cases = [(F.max_pool1d, (1, 1, 7), {"kernel_size": 3, "stride": 2, "padding": 1}),
              (F.max_pool2d, (1, 1, 4, 5), {"kernel_size": 2, "stride": 1, "dilation": (1, 2)}),
              (F.max_pool3d, (1, 1, 3, 3, 2), {"kernel_size": 2, "ceil_mode": True})]
+    cases += [(F.avg_pool2d, (1, 1, 4, 5), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                            "ceil_mode": True, "count_include_pad": False})]
     for fn, shape, kwargs in cases:
         x = genesis.tensor(rng.uniform(-1, 1, shape), dtype=genesis.float64, requires_grad=True)
-        assert gradcheck(lambda x: fn(x, **kwargs), [x])
-    assert gradgradcheck(lambda x: fn(x, **kwargs), [x])
+        assert gradcheck(lambda x, fn=fn, kwargs=kwargs: fn(x, **kwargs), [x])
+        if len(shape) < 5:
+            assert gradgradcheck(lambda x, fn=fn, kwargs=kwargs: fn(x, **kwargs), [x])
 
 
 def test_overlapping_windows_add_up(kernels):

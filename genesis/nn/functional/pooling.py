@@ -6,9 +6,10 @@ for max, 0 for average); adaptive and fractional windows are gathered through in
 gradients come from autograd over max/sum, unfold, gather and pad. Indices of a max are found by
 running the same windows over a tensor of flat positions.
 
-On a device whose backend has max pooling kernels (CUDA), floating-point max pooling runs
-through them instead (`_MaxPool`): one pass for the values and indices, one for the gradient
-(`_MaxPoolBackward`, whose own gradient gathers through the indices).
+On a device whose backend has pooling kernels (CUDA), floating-point max and average pooling
+run through them instead: `_MaxPool`, one pass for the values and indices, one for the gradient
+(`_MaxPoolBackward`, whose own gradient gathers through the indices); `_AvgPool`, whose
+backward is its adjoint and the other way round.
 """
 
 import math
@@ -141,10 +142,25 @@ class _MaxPoolBackward(Function):
         return picked.reshape(indices.shape), None, None
 
 
-def _pool_kernels(x):
-    """True when the backend's max pooling kernels take `x`: floating point, nothing empty."""
-    return (x.dtype.is_floating_point and x.numel() > 0
-            and has_kernel("max_pool_fwd", x.device.type))
+class _AvgPool(Function):
+    """Average pooling through the backend's kernels, or with `adjoint` its input gradient
+    (from an output gradient): each is the other's backward."""
+
+    @staticmethod
+    def forward(ctx, x, pool, count_include_pad, divisor, adjoint):
+        ctx.args = (pool, count_include_pad, divisor, not adjoint)
+        size = pool.size if adjoint else pool.out
+        return wrap(call("avg_pool", x, pool.kernel, pool.stride, pool.padding,
+                         count_include_pad, divisor, size, adjoint, device=x.device), x.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _AvgPool.apply(grad, *ctx.args), None, None, None, None
+
+
+def _pool_kernels(x, op):
+    """True when the backend's pooling kernel `op` takes `x`: floating point, nothing empty."""
+    return x.dtype.is_floating_point and x.numel() > 0 and has_kernel(op, x.device.type)
 
 
 def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -152,7 +168,7 @@ def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, re
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, dilation, ceil_mode, op)
     pool.check_padding(op, effective=True)
-    if _pool_kernels(x):
+    if _pool_kernels(x, "max_pool_fwd"):
         values, indices = _MaxPool.apply(x, pool)
         if not return_indices:
             return unbatch(values, unbatched)
@@ -204,6 +220,9 @@ def _avg_pool(input, dims, kernel_size, stride, padding, ceil_mode, count_includ
     pool.check_padding(op, effective=False)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{op}: divisor must be not zero")
+    if _pool_kernels(x, "avg_pool"):
+        return unbatch(_AvgPool.apply(x, pool, count_include_pad, divisor_override or 0, False),
+                       unbatched)
     sums = pool.windows(_in_float32(x), 0.0).sum(2)
     if divisor_override:
         return unbatch((sums / divisor_override).to(x.dtype), unbatched)

@@ -22,8 +22,8 @@ from ... import dtypes
 from ...autograd.function import Function
 from ...dispatch import has_kernel
 from ...ops import creation
-from ...ops.common import call, wrap
 from ...ops.autocast import autocast_policy
+from ...ops.common import call, wrap
 from .conv import HALF_TYPES
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, along
 

@@ -1,4 +1,4 @@
-"""Max pooling over 1 to 3 spatial dims on the GPU, forward and backward.
+"""Max and average pooling over 1 to 3 spatial dims on the GPU, forward and backward.
 
 Forward ("max_pool_fwd"): a lane per output element walks its window (kernel, stride,
 padding, dilation; ceil_mode is in the output size the caller gives) and keeps the maximum and
@@ -11,6 +11,11 @@ Backward ("max_pool_bwd"): a gather, deterministic with no atomics. A lane per i
 visits the outputs whose windows can contain it (tap k of output o lands on input
 o*stride - pad + k*dil, so each tap gives at most one o) and adds the output gradient of those
 whose index is this element, in a fixed order, in float32 for half types, rounded once.
+
+Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
+float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
+size counting padding up to size + pad (count_include_pad), or its elements inside the input;
+the backward gathers as max pooling's does, adding each output gradient over its divisor.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
 (through strides); results are dense, channels-last when the input's channels are its
@@ -28,6 +33,7 @@ import triton.language as tl
 from ....dispatch import register
 from ..launch import Launch, LaunchCache
 from . import _spatial
+from ._math import div_rn
 from ._spatial import position
 from ._strided_indexing import cdiv, program_range
 
@@ -119,19 +125,111 @@ def _max_pool_backward_kernel(
     tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _window(o, stride, pad, k, size):
+    """(start, end, span) of output `o`'s window along one dim: clipped to the input, and its
+    length with the padding (PyTorch's avg_pool rule: never past size + pad)."""
+    start = o * stride - pad
+    end = tl.minimum(start + k, size + pad)
+    return tl.maximum(start, 0), tl.minimum(end, size), end - start
+
+
+@triton.jit
+def _divisor(od, oh, ow, in_d, in_h, in_w, stride_d, stride_h, stride_w, pad_d, pad_h, pad_w,
+             divisor, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+             COUNT_PAD: tl.constexpr, OVERRIDE: tl.constexpr, CT: tl.constexpr):
+    """What the sum over output (od, oh, ow)'s window is divided by: `divisor` (OVERRIDE), the
+    window's size with its padding (COUNT_PAD), or its elements inside the input."""
+    start_d, end_d, span_d = _window(od, stride_d, pad_d, KD, in_d)
+    start_h, end_h, span_h = _window(oh, stride_h, pad_h, KH, in_h)
+    start_w, end_w, span_w = _window(ow, stride_w, pad_w, KW, in_w)
+    if OVERRIDE:
+        count = (od * 0 + divisor).to(CT)
+    elif COUNT_PAD:
+        count = (span_d * span_h * span_w).to(CT)
+    else:
+        count = ((end_d - start_d) * (end_h - start_h) * (end_w - start_w)).to(CT)
+    return count
+
+
+@triton.jit
+def _tap(p, k, stride, pad, size, out_size, ADJOINT: tl.constexpr):
+    """Along one dim, for output position `p`: its window's tap k and whether it lies in the
+    input; with ADJOINT, for input position `p`: the output whose tap k lands on it, and
+    whether there is one."""
+    if ADJOINT:
+        q, ok = _reader(p, pad, k, 1, stride, out_size)
+    else:
+        q = p * stride - pad + k
+        ok = (q >= 0) & (q < size)
+    return q, ok
+
+
+@triton.jit
+def _avg_pool_kernel(
+        # pointers: input (N, C, D, H, W) and the dense result; with ADJOINT the output
+        # gradient (N, C, OD, OH, OW) and the dense input gradient
+        x_ptr, out_ptr,
+        # sizes: result elements, channels, the input's and the output's spatial sizes
+        n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # geometry and divisor_override (read with OVERRIDE)
+        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, divisor,
+        # strides of x, in elements
+        x_sn, x_sc, x_sd, x_sh, x_sw,
+        # meta-parameters: the window's size, count_include_pad, divisor_override given,
+        # backward, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, COUNT_PAD: tl.constexpr,
+        OVERRIDE: tl.constexpr, ADJOINT: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Result elements pid*BLOCK..: each output's window sum over its divisor, or (ADJOINT)
+    each input's sum of the output gradients of the windows holding it over their divisors.
+    p_* is the result element's position, q_* that of an element of x it reads."""
+    e = program_range(BLOCK, INDEX64)
+    mask = e < n_out
+    if ADJOINT:
+        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    else:
+        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
+    base = x_ptr + n * x_sn + c * x_sc
+    acc = tl.zeros((BLOCK,), CT)
+    for kd in range(KD):
+        q_d, ok_d = _tap(p_d, kd, stride_d, pad_d, in_d, out_d, ADJOINT)
+        ok_d = ok_d & mask
+        for kh in range(KH):
+            q_h, ok_h = _tap(p_h, kh, stride_h, pad_h, in_h, out_h, ADJOINT)
+            ok_h = ok_h & ok_d
+            for kw in range(KW):
+                q_w, ok = _tap(p_w, kw, stride_w, pad_w, in_w, out_w, ADJOINT)
+                ok = ok & ok_h
+                v = tl.load(base + q_d * x_sd + q_h * x_sh + q_w * x_sw, mask=ok,
+                            other=0.0).to(CT)
+                if ADJOINT:
+                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, stride_d, stride_h,
+                                     stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
+                                     COUNT_PAD, OVERRIDE, CT)
+                    acc += tl.where(ok, div_rn(v, count), 0.0)
+                else:
+                    acc += v
+    if not ADJOINT:
+        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, stride_d, stride_h,
+                                   stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
+                                   COUNT_PAD, OVERRIDE, CT))
+    tl.store(out_ptr + e, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def _compute_type(dtype):
     return tl.float64 if dtype == np.float64 else tl.float32
 
 
-def _pool_plan(fn, n, arrays, out, window, last, target=None):
+def _pool_plan(fn, n, arrays, out, window, last, target=None, **flags):
     """The launch of `fn` over `n` elements of the dense `out`; `arrays` are the operands whose
-    offsets it computes."""
+    offsets it computes; `flags` its other meta-parameters."""
     ity = _spatial.index_width(out, *arrays)
     kd, kh, kw = window
-    meta = dict(KD=kd, KH=kh, KW=kw, CHANNELS_LAST=last, CT=_compute_type(out.dtype),
+    meta = dict(KD=kd, KH=kh, KW=kw, **flags, CHANNELS_LAST=last, CT=_compute_type(out.dtype),
                 INDEX64=ity == "i64", BLOCK=BLOCK)
-    return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, device=out.device,
-                  target=target)
+    return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
+                  device=out.device, target=target)
 
 
 def _geometry(stride, padding, dilation):
@@ -206,4 +304,40 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
             lambda: _pool_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
                                window, last))
         _backward_launch(launch, stream, grad3, index3, out3, geometry)
+    return out
+
+
+def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
+    """The call of _avg_pool_kernel on 3-D views `x` and `out` (the output gradient and the
+    input gradient with `adjoint`)."""
+    pooled, pools = (out, x) if adjoint else (x, out)
+    launch(stream,
+           # pointers
+           x, out,
+           # sizes
+           out.size, x.shape[1], *pooled.shape[2:], *pools.shape[2:],
+           # geometry
+           *geometry, divisor,
+           # strides
+           *x.element_strides())
+
+
+@register("avg_pool", "cuda")
+def avg_pool(x, kernel_size, stride, padding, count_include_pad, divisor, size, adjoint):
+    """Average pooling of (N, C, *S) `x` (1 to 3 spatial dims) into (N, C, *size), dividing by
+    `divisor` when it is not 0; with `adjoint`, its input gradient (of spatial size `size`)
+    from the output gradient `x`. The result is laid out as `x`."""
+    device = x.device
+    out, stream, last = _spatial.result((*x.shape[:2], *size), x.dtype, x)
+    if out.size:
+        geometry = (*_spatial.padded(stride, 1), *_spatial.padded(padding, 0))
+        window = _spatial.padded(kernel_size, 1)
+        x3, out3 = _spatial.as_3d(x), _spatial.as_3d(out)
+        flags = dict(COUNT_PAD=bool(count_include_pad), OVERRIDE=bool(divisor),
+                     ADJOINT=bool(adjoint))
+        launch = _plans.get_or_build(
+            ("avg", _key(x3, out3), window, geometry, tuple(flags.values()), device),
+            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, last,
+                               **flags))
+        _avg_launch(launch, stream, x3, out3, geometry, int(divisor), adjoint)
     return out
