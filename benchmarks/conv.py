@@ -5,8 +5,8 @@ Conv2d at ResNet-50's layer shapes (batch 32: the 7x7 stride-2 stem, 3x3 and 1x1
 each stage, the stride-2 3x3) and U-Net's (batch 8, 3x3 at 256^2 to 32^2), ConvTranspose2d at
 U-Net's 2x2 stride-2 upsamplers, all bf16 without bias, in NCHW and channels-last inputs
 (PyTorch's channels_last: the same strides in both frameworks); F.interpolate bilinear
-(scale 2, NCHW 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at ResNet's stem
-(32x64x112x112), bf16 and float32. Each case times the forward and the forward + backward
+(scale 2, 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at ResNet's stem
+(32x64x112x112), bf16 and float32, NCHW and channels-last. Each case times the forward and the forward + backward
 (input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with backward) and the
 torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above is faster).
@@ -92,10 +92,12 @@ def cases(only):
             rows.append((name, "conv_transpose2d", lambda m, c=c, k=k: m.nn.ConvTranspose2d(
                 c, k, 2, 2, bias=False), (n, c, h, w), "bf16", cl, flops))
     for dtype in DTYPES:
-        rows.append(("bilinear x2", "interpolate", lambda m: lambda x: m.nn.functional.interpolate(
-            x, scale_factor=2, mode="bilinear"), INTERPOLATE, dtype, False, 0))
-        rows.append(("maxpool 3x3/2", "max_pool2d", lambda m: m.nn.MaxPool2d(3, 2, 1), MAXPOOL,
-                     dtype, False, 0))
+        for cl in (False, True):
+            rows.append(("bilinear x2", "interpolate", lambda m: lambda x: m.nn.functional.
+                         interpolate(x, scale_factor=2, mode="bilinear"), INTERPOLATE, dtype, cl,
+                         0))
+            rows.append(("maxpool 3x3/2", "max_pool2d", lambda m: m.nn.MaxPool2d(3, 2, 1),
+                         MAXPOOL, dtype, cl, 0))
     return [r for r in rows if not only or any(t in f"{r[0]} {r[1]}" for t in only)]
 
 

@@ -137,9 +137,13 @@ def torch_act(z, activation):
 def lay_out(g, layout):
     """`g`'s values in a non-contiguous layout on g's device: "transposed" (a copy in reversed
     dim order, permuted back), "stepped" (every other element of a zero buffer) or "expanded"
-    (g's first row broadcast over its shape: the values become that row's); "contiguous" is g."""
+    (g's first row broadcast over its shape: the values become that row's), "channels_last" (a
+    copy with dim 1 innermost, permuted back); "contiguous" is g."""
     if layout == "contiguous" or g.ndim == 0:
         return g
+    if layout == "channels_last":
+        order = [0, *range(2, g.ndim), 1]
+        return g.permute(*order).contiguous().permute(0, g.ndim - 1, *range(1, g.ndim - 1))
     if layout == "transposed":
         order = list(reversed(range(g.ndim)))
         return g.permute(*order).contiguous().permute(*order)

@@ -10,9 +10,10 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends.cuda import matmul as matmul_flags
-from genesis.backends.cuda.kernels import (amp, arange, attention, conv, copy, index, loss, median,
-                                           norm, optim, optim_extra, random, recurrent,
-                                           residual_norm, rotary, shape, softmax, swiglu)
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, copy, index,
+                                           loss, median, norm, optim, optim_extra, pool, random,
+                                           recurrent, residual_norm, rotary, shape, softmax,
+                                           swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import gemv
@@ -716,13 +717,81 @@ def conv_cases(target):
 
 
 
+def _spatial_array(shape, dtype, channels_last):
+    """A placeholder (N, C, *spatial) array, channels-last or contiguous, as a 3-D view."""
+    n, c, *spatial = shape
+    if not channels_last:
+        return _spatial.as_3d(placeholder(shape, dtype))
+    flat = placeholder((n, *spatial, c), dtype).element_strides()
+    return _spatial.as_3d(placeholder(shape, dtype, (flat[0], flat[-1], *flat[1:-1])))
+
+
+def pool_cases(target):
+    """ResNet's stem max pool (3x3 stride 2 padding 1) in every float dtype, NCHW and
+    channels-last, forward and backward; a dilated 1-D pool and a 3-D one; average pools of
+    the same windows (undilated)."""
+    cases = [((32, 64, 112, 112), (56, 56), (3, 3), (2, 2), (1, 1), (1, 1)),
+             ((8, 16, 1000), (497,), (5,), (2,), (2,), (2,)),
+             ((2, 32, 16, 32, 32), (8, 16, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1))]
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        for x_shape, out_size, kernel, stride, padding, dilation in cases:
+            for last in (False, True) if len(x_shape) > 3 else (False,):
+                x = _spatial_array(x_shape, dtype, last)
+                out_shape = (*x_shape[:2], *out_size)
+                out = _spatial_array(out_shape, dtype, last)
+                index = _spatial_array(out_shape, np.int64, last)
+                geometry = pool._geometry(stride, padding, dilation)
+                window = _spatial.padded(kernel, 1)
+                launch = pool._pool_plan(pool._max_pool_kernel, out.size, (x,), out, window,
+                                         last, target)
+                pool._forward_launch(launch, 0, x, out, index, geometry)
+                launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
+                                         window, last, target)
+                pool._backward_launch(launch, 0, out, index, x, geometry)
+                avg_pool_case(x, out, window, geometry[:6], last, target)
+
+
+def avg_pool_case(x, out, window, geometry, last, target):
+    """Compile the average pool's forward and backward launches (both divisor rules, and
+    divisor_override in the forward) of 3-D views `x` and `out`."""
+    for count_pad, override, adjoint in ((True, False, False), (False, False, False),
+                                         (False, True, False), (True, False, True),
+                                         (False, False, True)):
+        source, result = (out, x) if adjoint else (x, out)
+        launch = pool._pool_plan(pool._avg_pool_kernel, result.size, (source,), result, window,
+                                 last, target, COUNT_PAD=count_pad, OVERRIDE=override,
+                                 ADJOINT=adjoint)
+        pool._avg_launch(launch, 0, source, result, geometry, 3 if override else 0, adjoint)
+
+
+def upsample_cases(target):
+    """U-Net's 2x bilinear upsampling in every float dtype, NCHW and channels-last, with and
+    without align_corners, forward and backward; linear and trilinear."""
+    cases = [((32, 64, 128, 128), (256, 256), (0.5, 0.5)),
+             ((8, 16, 100), (250,), (0.4,)),
+             ((2, 8, 8, 16, 16), (16, 32, 32), (0.5, 0.5, 0.5))]
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
+        for x_shape, out_size, scales in cases:
+            for last in (False, True) if len(x_shape) > 3 else (False,):
+                x = _spatial_array(x_shape, dtype, last)
+                out = _spatial_array((*x_shape[:2], *out_size), dtype, last)
+                padded = upsample._scales(scales)
+                for align in (False, True):
+                    launch = upsample._forward_plan(x, out, len(out_size), align, last, target)
+                    upsample._forward_launch(launch, 0, x, out, padded)
+                    launch = upsample._backward_plan(out, x, len(out_size), align, last, padded,
+                                                     target)
+                    upsample._backward_launch(launch, 0, out, x, padded)
+
+
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
-         "optim": optim_cases, "optim_extra": optim_extra_cases, "random": random_cases,
+         "optim": optim_cases, "optim_extra": optim_extra_cases, "pool": pool_cases,
+         "random": random_cases,
          "recurrent": recurrent_cases, "reduce": reduce_cases,
          "residual_norm": residual_norm_cases, "rotary": rotary_cases, "scan": scan_cases,
          "shape": shape_cases, "softmax": softmax_cases, "sort": sort_cases,
-         "swiglu": swiglu_cases}
+         "swiglu": swiglu_cases, "upsample": upsample_cases}

@@ -193,6 +193,37 @@ def _convert_float(data, src, dst, rounding_mode, original=interpreter._convert_
     return original(data, src, dst, rounding_mode)
 
 
+def dense_on_device(array):
+    """A device array holding `array` in its own dense layout (channels-last stays so)."""
+    order = np.argsort([-s for s in array.strides], kind="stable")
+    dev = to_device(np.ascontiguousarray(array.transpose(order)))
+    strides = [0] * array.ndim
+    for axis, stride in zip(order, dev.element_strides()):
+        strides[axis] = stride
+    return view(dev, array.shape, strides)
+
+
+def host_kernel(fn):
+    """`fn` (a CUDA kernel entry point) as a CPU kernel: numpy arrays in (their dense layout
+    kept), numpy arrays out (a tuple stays a tuple), laid out as the device results are."""
+    def result(arr):
+        return to_host(arr).copy(order="K") if isinstance(arr, CUDAArray) else arr
+
+    def run(*args):
+        converted = [dense_on_device(a) if isinstance(a, np.ndarray) else a for a in args]
+        out = fn(*converted)
+        return tuple(result(a) for a in out) if isinstance(out, tuple) else result(out)
+    return run
+
+
+def on_cpu(monkeypatch, module, *ops):
+    """Register `module`'s CUDA entry points named `ops` as the CPU backend's kernels of those
+    names (through `host_kernel`) until the test ends."""
+    from genesis import dispatch
+    for op in ops:
+        monkeypatch.setitem(dispatch._KERNELS, (op, "cpu"), host_kernel(getattr(module, op)))
+
+
 def small_sort_blocks(monkeypatch):
     """Shrink the CUDA sort's blocks so small inputs walk its chunked and merge paths."""
     from genesis.backends.cuda.kernels import sort

@@ -175,32 +175,13 @@ def test_conv_transpose2d(gpu, rng, dtype, case):
     _check(ti.to_host(out), expected)
 
 
-def _host_kernel(fn):
-    """`fn` (an implicit-GEMM kernel) as a CPU kernel: numpy arrays in (their dense layout
-    kept), a numpy array out."""
-    def run(*args):
-        converted = [_dense_on_device(a) if isinstance(a, np.ndarray) else a for a in args]
-        return ti.to_host(fn(*converted)).copy(order="K")
-    return run
-
-
-def _dense_on_device(array):
-    """A device array holding `array` in its own dense layout (channels-last stays so)."""
-    order = np.argsort([-s for s in array.strides], kind="stable")
-    dev = ti.to_device(np.ascontiguousarray(array.transpose(order)))
-    strides = [0] * array.ndim
-    for axis, stride in zip(order, dev.element_strides()):
-        strides[axis] = stride
-    return ti.view(dev, array.shape, strides)
-
-
 @pytest.fixture
 def cpu_implicit(gpu, monkeypatch):
     """genesis's CPU tensors convolve through the interpreted kernels."""
     for op, fn in (("conv2d_igemm", conv.conv2d_igemm),
                    ("conv_transpose2d_igemm", conv.conv_transpose2d_igemm),
                    ("conv2d_igemm_weight_grad", conv.conv2d_igemm_weight_grad)):
-        monkeypatch.setitem(dispatch._KERNELS, (op, "cpu"), _host_kernel(fn))
+        monkeypatch.setitem(dispatch._KERNELS, (op, "cpu"), ti.host_kernel(fn))
 
 
 def _pair(array, requires_grad=True):

@@ -5,6 +5,11 @@ Fixed windows come from `Unfold` over the input padded with the pooling's neutra
 for max, 0 for average); adaptive and fractional windows are gathered through index tables. The
 gradients come from autograd over max/sum, unfold, gather and pad. Indices of a max are found by
 running the same windows over a tensor of flat positions.
+
+On a device whose backend has pooling kernels (CUDA), floating-point max and average pooling
+run through them instead: `_MaxPool`, one pass for the values and indices, one for the gradient
+(`_MaxPoolBackward`, whose own gradient gathers through the indices); `_AvgPool`, whose
+backward is its adjoint and the other way round.
 """
 
 import math
@@ -12,7 +17,10 @@ import math
 import numpy as np
 
 from ... import dtypes
+from ...autograd.function import Function
+from ...dispatch import has_kernel
 from ...ops import creation, elementwise, linalg, random
+from ...ops.common import call, wrap
 from ._utils import ntuple
 from .conv import HALF_TYPES, Unfold, _Geometry, batched, unbatch
 from .padding import pad
@@ -97,11 +105,74 @@ def _in_float32(x):
     return x.float() if x.dtype in HALF_TYPES else x
 
 
+class _MaxPool(Function):
+    """(values, indices) of max pooling through the backend's kernels."""
+
+    @staticmethod
+    def forward(ctx, x, pool):
+        values, indices = call("max_pool_fwd", x, pool.kernel, pool.stride, pool.padding,
+                               pool.dilation, pool.out, device=x.device)
+        values, indices = wrap(values, x.device), wrap(indices, x.device)
+        ctx.pool = pool
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        (indices,) = ctx.saved_tensors
+        return _MaxPoolBackward.apply(grad, indices, ctx.pool), None
+
+
+class _MaxPoolBackward(Function):
+    """The input gradient of max pooling: each output gradient added at its index. Linear in
+    the output gradient, so its own gradient gathers the incoming one at the indices."""
+
+    @staticmethod
+    def forward(ctx, grad, indices, pool):
+        ctx.save_for_backward(indices)
+        return wrap(call("max_pool_bwd", grad, indices, pool.size, pool.kernel, pool.stride,
+                         pool.padding, pool.dilation, device=grad.device), grad.device)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (indices,) = ctx.saved_tensors
+        flat = indices.reshape(*indices.shape[:2], -1)
+        picked = gg.reshape(*gg.shape[:2], -1).gather(2, flat)
+        return picked.reshape(indices.shape), None, None
+
+
+class _AvgPool(Function):
+    """Average pooling through the backend's kernels, or with `adjoint` its input gradient
+    (from an output gradient): each is the other's backward."""
+
+    @staticmethod
+    def forward(ctx, x, pool, count_include_pad, divisor, adjoint):
+        ctx.args = (pool, count_include_pad, divisor, not adjoint)
+        size = pool.size if adjoint else pool.out
+        return wrap(call("avg_pool", x, pool.kernel, pool.stride, pool.padding,
+                         count_include_pad, divisor, size, adjoint, device=x.device), x.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _AvgPool.apply(grad, *ctx.args), None, None, None, None
+
+
+def _pool_kernels(x, op):
+    """True when the backend's pooling kernel `op` takes `x`: floating point, nothing empty."""
+    return x.dtype.is_floating_point and x.numel() > 0 and has_kernel(op, x.device.type)
+
+
 def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     op = f"max_pool{dims}d"
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, dilation, ceil_mode, op)
     pool.check_padding(op, effective=True)
+    if _pool_kernels(x, "max_pool_fwd"):
+        values, indices = _MaxPool.apply(x, pool)
+        if not return_indices:
+            return unbatch(values, unbatched)
+        return unbatch(values, unbatched), unbatch(indices, unbatched)
     lowest = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.numpy_dtype).min)
     values, argmax = pool.windows(_in_float32(x), lowest).max(2)
     values = values.to(x.dtype)
@@ -149,6 +220,9 @@ def _avg_pool(input, dims, kernel_size, stride, padding, ceil_mode, count_includ
     pool.check_padding(op, effective=False)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{op}: divisor must be not zero")
+    if _pool_kernels(x, "avg_pool"):
+        return unbatch(_AvgPool.apply(x, pool, count_include_pad, divisor_override or 0, False),
+                       unbatched)
     sums = pool.windows(_in_float32(x), 0.0).sum(2)
     if divisor_override:
         return unbatch((sums / divisor_override).to(x.dtype), unbatched)

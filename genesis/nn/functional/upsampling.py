@@ -7,6 +7,10 @@ Linear, cubic and antialiased resampling are separable: the output along one dim
 (in float32 for float32 and half inputs, as PyTorch's kernels). The product is a matmul, or for
 long dimensions a sum of a few weighted index_selects (`along`); the backward is autograd over
 them and needs no kernel of its own.
+
+On a device whose backend has interpolation kernels (CUDA), linear, bilinear and trilinear
+resampling without antialiasing run through them instead (`_Linear`, whose backward is its
+adjoint, and the other way round).
 """
 
 import math
@@ -15,8 +19,11 @@ import warnings
 import numpy as np
 
 from ... import dtypes
+from ...autograd.function import Function
+from ...dispatch import has_kernel
 from ...ops import creation
 from ...ops.autocast import autocast_policy
+from ...ops.common import call, wrap
 from .conv import HALF_TYPES
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, along
 
@@ -201,6 +208,35 @@ def _separable(x, mode, sizes, scales, align_corners, antialias, ftype):
     return x
 
 
+class _Linear(Function):
+    """Linear interpolation of the spatial dims to `size` through the backend's kernels, or
+    with `adjoint` its input gradient (from an output gradient to the input's size `size`):
+    each is the other's backward. `scales`: input pixels per output pixel along each dim."""
+
+    @staticmethod
+    def forward(ctx, x, size, scales, align_corners, adjoint):
+        ctx.args = (tuple(x.shape[2:]), scales, align_corners, not adjoint)
+        op = "upsample_linear_bwd" if adjoint else "upsample_linear_fwd"
+        return wrap(call(op, x, tuple(size), scales, align_corners, device=x.device), x.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _Linear.apply(grad, *ctx.args), None, None, None, None
+
+
+def _linear_kernels(x, mode, antialias):
+    """True when the backend's interpolation kernels take this resampling."""
+    return (mode in ("linear", "bilinear", "trilinear") and not antialias and x.numel() > 0
+            and has_kernel("upsample_linear_fwd", x.device.type))
+
+
+def _linear(x, sizes, scales, align_corners):
+    ftype = _scalar_type(x)
+    steps = tuple(float(_area_scale(size, out, align_corners, scale, ftype))
+                  for size, out, scale in zip(x.shape[2:], sizes, scales))
+    return _Linear.apply(x, sizes, steps, align_corners, False)
+
+
 _AREA = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}
 
 
@@ -213,6 +249,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(s <= 0 for s in sizes):
         raise RuntimeError(f"interpolate: input and output sizes should be greater than 0, but "
                            f"got input {list(input.shape[2:])} and output {sizes}")
+    if _linear_kernels(input, mode, antialias):
+        return _linear(input, sizes, scales, bool(align_corners))
     x = input.float() if input.dtype in HALF_TYPES else input  # sums round once, at the end
     if mode in ("nearest", "nearest-exact"):
         out = _nearest(x, sizes, scales, mode == "nearest-exact")

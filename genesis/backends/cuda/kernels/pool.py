@@ -1,0 +1,343 @@
+"""Max and average pooling over 1 to 3 spatial dims on the GPU, forward and backward.
+
+Forward ("max_pool_fwd"): a lane per output element walks its window (kernel, stride,
+padding, dilation; ceil_mode is in the output size the caller gives) and keeps the maximum and
+its flat position in the input's spatial dims, PyTorch's indices. As PyTorch, a NaN wins (each
+later NaN takes over) and a window of -inf points at its first element inside the input;
+padding is never read. A max needs no rounding: half types are compared in float32 and stored
+back exactly.
+
+Backward ("max_pool_bwd"): a gather, deterministic with no atomics. A lane per input element
+visits the outputs whose windows can contain it (tap k of output o lands on input
+o*stride - pad + k*dil, so each tap gives at most one o) and adds the output gradient of those
+whose index is this element, in a fixed order, in float32 for half types, rounded once.
+
+Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
+float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
+size counting padding up to size + pad (count_include_pad), or its elements inside the input;
+the backward gathers as max pooling's does, adding each output gradient over its divisor.
+
+1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
+(through strides); results are dense, channels-last when the input's channels are its
+unit-stride dim (PyTorch's channels_last and channels_last_3d), else contiguous: consecutive
+lanes then write consecutive elements, and in channels-last read along the channels.
+
+Tiles: 512 elements a program, 4 warps (4 per thread): the windows are short, each lane's
+loads independent, so many elements in flight per SM hide the latency of the strided reads.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..launch import Launch, LaunchCache
+from . import _spatial
+from ._math import div_rn
+from ._spatial import position
+from ._strided_indexing import cdiv, program_range
+
+BLOCK = 512
+_WARPS = 4
+
+
+@triton.jit
+def _max_pool_kernel(
+        # pointers: input (N, C, D, H, W); the result and its int64 indices, dense alike
+        x_ptr, out_ptr, index_ptr,
+        # sizes: output elements, channels, the input's and the output's spatial sizes
+        n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # geometry
+        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+        # strides of the input, in elements
+        x_sn, x_sc, x_sd, x_sh, x_sw,
+        # meta-parameters: the window's size, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Maximum and flat position of the windows of output elements pid*BLOCK.."""
+    o = program_range(BLOCK, INDEX64)
+    mask = o < n_out
+    n, c, od, oh, ow = position(o, channels, out_d, out_h, out_w, CHANNELS_LAST)
+    base = x_ptr + n * x_sn + c * x_sc
+    best = tl.full((BLOCK,), float("-inf"), CT)
+    where = tl.full((BLOCK,), -1, o.dtype)
+    for kd in range(KD):
+        i_d = od * stride_d - pad_d + kd * dil_d
+        ok_d = mask & (i_d >= 0) & (i_d < in_d)
+        for kh in range(KH):
+            i_h = oh * stride_h - pad_h + kh * dil_h
+            ok_h = ok_d & (i_h >= 0) & (i_h < in_h)
+            for kw in range(KW):
+                i_w = ow * stride_w - pad_w + kw * dil_w
+                ok = ok_h & (i_w >= 0) & (i_w < in_w)
+                v = tl.load(base + i_d * x_sd + i_h * x_sh + i_w * x_sw, mask=ok,
+                            other=float("-inf")).to(CT)
+                take = ok & ((v > best) | (v != v) | (where < 0))
+                best = tl.where(take, v, best)
+                where = tl.where(take, (i_d * in_h + i_h) * in_w + i_w, where)
+    tl.store(out_ptr + o, best.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(index_ptr + o, where.to(tl.int64), mask=mask)
+
+
+@triton.jit
+def _reader(i, pad, k, dil, stride, size):
+    """The output whose tap k lands on input position `i` along one dim, and whether one does."""
+    num = i + pad - k * dil
+    o = num // stride
+    return o, (num >= 0) & (num % stride == 0) & (o < size)
+
+
+@triton.jit
+def _max_pool_backward_kernel(
+        # pointers: the output gradient and the forward's indices (N, C, OD, OH, OW); the
+        # input gradient, dense
+        grad_ptr, index_ptr, out_ptr,
+        # sizes: input elements, channels, the input's and the output's spatial sizes
+        n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # geometry
+        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+        # strides of the output gradient and of the indices, in elements
+        g_sn, g_sc, g_sd, g_sh, g_sw, i_sn, i_sc, i_sd, i_sh, i_sw,
+        # meta-parameters: the window's size, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Input gradient of elements pid*BLOCK..: the sum of the output gradients that chose it."""
+    i = program_range(BLOCK, INDEX64)
+    mask = i < n_in
+    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    target = (i_d * in_h + i_h) * in_w + i_w
+    g_base = grad_ptr + n * g_sn + c * g_sc
+    i_base = index_ptr + n * i_sn + c * i_sc
+    acc = tl.zeros((BLOCK,), CT)
+    for kd in range(KD):
+        od, ok_d = _reader(i_d, pad_d, kd, dil_d, stride_d, out_d)
+        ok_d = ok_d & mask
+        for kh in range(KH):
+            oh, ok_h = _reader(i_h, pad_h, kh, dil_h, stride_h, out_h)
+            ok_h = ok_h & ok_d
+            for kw in range(KW):
+                ow, ok = _reader(i_w, pad_w, kw, dil_w, stride_w, out_w)
+                ok = ok & ok_h
+                chosen = tl.load(i_base + od * i_sd + oh * i_sh + ow * i_sw, mask=ok, other=-1)
+                hit = ok & (chosen == target)
+                acc += tl.load(g_base + od * g_sd + oh * g_sh + ow * g_sw, mask=hit,
+                               other=0.0).to(CT)
+    tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _window(o, stride, pad, k, size):
+    """(start, end, span) of output `o`'s window along one dim: clipped to the input, and its
+    length with the padding (PyTorch's avg_pool rule: never past size + pad)."""
+    start = o * stride - pad
+    end = tl.minimum(start + k, size + pad)
+    return tl.maximum(start, 0), tl.minimum(end, size), end - start
+
+
+@triton.jit
+def _divisor(od, oh, ow, in_d, in_h, in_w, stride_d, stride_h, stride_w, pad_d, pad_h, pad_w,
+             divisor, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+             COUNT_PAD: tl.constexpr, OVERRIDE: tl.constexpr, CT: tl.constexpr):
+    """What the sum over output (od, oh, ow)'s window is divided by: `divisor` (OVERRIDE), the
+    window's size with its padding (COUNT_PAD), or its elements inside the input."""
+    start_d, end_d, span_d = _window(od, stride_d, pad_d, KD, in_d)
+    start_h, end_h, span_h = _window(oh, stride_h, pad_h, KH, in_h)
+    start_w, end_w, span_w = _window(ow, stride_w, pad_w, KW, in_w)
+    if OVERRIDE:
+        count = (od * 0 + divisor).to(CT)
+    elif COUNT_PAD:
+        count = (span_d * span_h * span_w).to(CT)
+    else:
+        count = ((end_d - start_d) * (end_h - start_h) * (end_w - start_w)).to(CT)
+    return count
+
+
+@triton.jit
+def _tap(p, k, stride, pad, size, out_size, ADJOINT: tl.constexpr):
+    """Along one dim, for output position `p`: its window's tap k and whether it lies in the
+    input; with ADJOINT, for input position `p`: the output whose tap k lands on it, and
+    whether there is one."""
+    if ADJOINT:
+        q, ok = _reader(p, pad, k, 1, stride, out_size)
+    else:
+        q = p * stride - pad + k
+        ok = (q >= 0) & (q < size)
+    return q, ok
+
+
+@triton.jit
+def _avg_pool_kernel(
+        # pointers: input (N, C, D, H, W) and the dense result; with ADJOINT the output
+        # gradient (N, C, OD, OH, OW) and the dense input gradient
+        x_ptr, out_ptr,
+        # sizes: result elements, channels, the input's and the output's spatial sizes
+        n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # geometry and divisor_override (read with OVERRIDE)
+        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, divisor,
+        # strides of x, in elements
+        x_sn, x_sc, x_sd, x_sh, x_sw,
+        # meta-parameters: the window's size, count_include_pad, divisor_override given,
+        # backward, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, COUNT_PAD: tl.constexpr,
+        OVERRIDE: tl.constexpr, ADJOINT: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Result elements pid*BLOCK..: each output's window sum over its divisor, or (ADJOINT)
+    each input's sum of the output gradients of the windows holding it over their divisors.
+    p_* is the result element's position, q_* that of an element of x it reads."""
+    e = program_range(BLOCK, INDEX64)
+    mask = e < n_out
+    if ADJOINT:
+        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    else:
+        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
+    base = x_ptr + n * x_sn + c * x_sc
+    acc = tl.zeros((BLOCK,), CT)
+    for kd in range(KD):
+        q_d, ok_d = _tap(p_d, kd, stride_d, pad_d, in_d, out_d, ADJOINT)
+        ok_d = ok_d & mask
+        for kh in range(KH):
+            q_h, ok_h = _tap(p_h, kh, stride_h, pad_h, in_h, out_h, ADJOINT)
+            ok_h = ok_h & ok_d
+            for kw in range(KW):
+                q_w, ok = _tap(p_w, kw, stride_w, pad_w, in_w, out_w, ADJOINT)
+                ok = ok & ok_h
+                v = tl.load(base + q_d * x_sd + q_h * x_sh + q_w * x_sw, mask=ok,
+                            other=0.0).to(CT)
+                if ADJOINT:
+                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, stride_d, stride_h,
+                                     stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
+                                     COUNT_PAD, OVERRIDE, CT)
+                    acc += tl.where(ok, div_rn(v, count), 0.0)
+                else:
+                    acc += v
+    if not ADJOINT:
+        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, stride_d, stride_h,
+                                   stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
+                                   COUNT_PAD, OVERRIDE, CT))
+    tl.store(out_ptr + e, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _compute_type(dtype):
+    return tl.float64 if dtype == np.float64 else tl.float32
+
+
+def _pool_plan(fn, n, arrays, out, window, last, target=None, **flags):
+    """The launch of `fn` over `n` elements of the dense `out`; `arrays` are the operands whose
+    offsets it computes; `flags` its other meta-parameters."""
+    ity = _spatial.index_width(out, *arrays)
+    kd, kh, kw = window
+    meta = dict(KD=kd, KH=kh, KW=kw, **flags, CHANNELS_LAST=last, CT=_compute_type(out.dtype),
+                INDEX64=ity == "i64", BLOCK=BLOCK)
+    return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
+                  device=out.device, target=target)
+
+
+def _geometry(stride, padding, dilation):
+    return (*_spatial.padded(stride, 1), *_spatial.padded(padding, 0),
+            *_spatial.padded(dilation, 1))
+
+
+def _forward_launch(launch, stream, x, out, index, geometry):
+    """The call of _max_pool_kernel on 3-D views `x`, `out`, `index`."""
+    launch(stream,
+           # pointers
+           x, out, index,
+           # sizes
+           out.size, x.shape[1], *x.shape[2:], *out.shape[2:],
+           # geometry
+           *geometry,
+           # strides
+           *x.element_strides())
+
+
+def _backward_launch(launch, stream, grad, index, out, geometry):
+    """The call of _max_pool_backward_kernel on 3-D views `grad`, `index`, `out`."""
+    launch(stream,
+           # pointers
+           grad, index, out,
+           # sizes
+           out.size, out.shape[1], *out.shape[2:], *grad.shape[2:],
+           # geometry
+           *geometry,
+           # strides
+           *grad.element_strides(), *index.element_strides())
+
+
+_plans = LaunchCache()
+
+
+def _key(*arrays):
+    return tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays)
+
+
+@register("max_pool_fwd", "cuda")
+def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
+    """(values, int64 indices) of max pooling (N, C, *S) `x` (1 to 3 spatial dims) into
+    (N, C, *out_size); the window's geometry as tuples over the spatial dims."""
+    device = x.device
+    shape = (*x.shape[:2], *out_size)
+    out, stream, last = _spatial.result(shape, x.dtype, x)
+    index = _spatial.empty(shape, np.int64, last, device, stream)
+    if out.size:
+        geometry = _geometry(stride, padding, dilation)
+        window = _spatial.padded(kernel_size, 1)
+        x3, out3, index3 = (_spatial.as_3d(a) for a in (x, out, index))
+        launch = _plans.get_or_build(
+            ("fwd", _key(x3, out3), window, geometry, device),
+            lambda: _pool_plan(_max_pool_kernel, out3.size, (x3,), out3, window, last))
+        _forward_launch(launch, stream, x3, out3, index3, geometry)
+    return out, index
+
+
+@register("max_pool_bwd", "cuda")
+def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
+    """The input gradient (N, C, *in_size) of max pooling, from the output gradient and the
+    forward's indices, laid out as the indices are (as the forward's input was)."""
+    device = grad.device
+    out, stream, last = _spatial.result((*grad.shape[:2], *in_size), grad.dtype, index)
+    if out.size:
+        geometry = _geometry(stride, padding, dilation)
+        window = _spatial.padded(kernel_size, 1)
+        grad3, index3, out3 = (_spatial.as_3d(a) for a in (grad, index, out))
+        launch = _plans.get_or_build(
+            ("bwd", _key(grad3, index3, out3), window, geometry, device),
+            lambda: _pool_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
+                               window, last))
+        _backward_launch(launch, stream, grad3, index3, out3, geometry)
+    return out
+
+
+def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
+    """The call of _avg_pool_kernel on 3-D views `x` and `out` (the output gradient and the
+    input gradient with `adjoint`)."""
+    pooled, pools = (out, x) if adjoint else (x, out)
+    launch(stream,
+           # pointers
+           x, out,
+           # sizes
+           out.size, x.shape[1], *pooled.shape[2:], *pools.shape[2:],
+           # geometry
+           *geometry, divisor,
+           # strides
+           *x.element_strides())
+
+
+@register("avg_pool", "cuda")
+def avg_pool(x, kernel_size, stride, padding, count_include_pad, divisor, size, adjoint):
+    """Average pooling of (N, C, *S) `x` (1 to 3 spatial dims) into (N, C, *size), dividing by
+    `divisor` when it is not 0; with `adjoint`, its input gradient (of spatial size `size`)
+    from the output gradient `x`. The result is laid out as `x`."""
+    device = x.device
+    out, stream, last = _spatial.result((*x.shape[:2], *size), x.dtype, x)
+    if out.size:
+        geometry = (*_spatial.padded(stride, 1), *_spatial.padded(padding, 0))
+        window = _spatial.padded(kernel_size, 1)
+        x3, out3 = _spatial.as_3d(x), _spatial.as_3d(out)
+        flags = dict(COUNT_PAD=bool(count_include_pad), OVERRIDE=bool(divisor),
+                     ADJOINT=bool(adjoint))
+        launch = _plans.get_or_build(
+            ("avg", _key(x3, out3), window, geometry, tuple(flags.values()), device),
+            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, last,
+                               **flags))
+        _avg_launch(launch, stream, x3, out3, geometry, int(divisor), adjoint)
+    return out
