@@ -180,6 +180,23 @@ LOOP_CASES = [("AdamW", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
               ("Rprop", dict(lr=0.01, maximize=True))]
 
 
+def test_rprop_half_product_underflows_as_torchs(device):
+    """Rprop's sign of g * prev is taken in the parameter's dtype, as PyTorch's: float16
+    products below its smallest subnormal are 0 (step size kept), not a tiny sign."""
+    values = np.array([1e-4, -1e-4, 0.5, 1e-4], np.float16)
+    prev = np.array([1e-4, 1e-4, 0.5, -0.5], np.float16)
+    g = genesis.zeros(4, dtype=genesis.float16, device=device, requires_grad=True)
+    t = torch.zeros(4, dtype=torch.float16, requires_grad=True)
+    gopt, topt = _fused("Rprop", [g], {}), torch.optim.Rprop([t], foreach=False)
+    for grad in (prev, values):
+        g.grad = genesis.tensor(grad, device=device)
+        t.grad = torch.tensor(grad)
+        gopt.step()
+        topt.step()
+    assert_close(g, t)
+    assert_close(gopt.state[g]["step_size"], topt.state[t]["step_size"])
+
+
 @pytest.mark.parametrize("name,kwargs", LOOP_CASES, ids=[name for name, _ in LOOP_CASES])
 @pytest.mark.parametrize("fused", [True, None])
 def test_default_and_fused_agree_with_the_loop(name, kwargs, fused, rng, device):

@@ -138,12 +138,13 @@ def asgd_step(params, grads, axs, eta, mu, lambd, weight_decay, maximize):
 def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
                step_size_max, maximize):
     """One Rprop step: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0,
-    etaminus where < 0 (and g taken as 0 there), else 1, rounded to the parameter's dtype as
-    PyTorch's; p -= sign(g) s; prev = g."""
+    etaminus where < 0 (and g taken as 0 there), else 1, the product g prev and the factor in
+    the parameter's dtype as PyTorch's (a half product may underflow to 0); p -= sign(g) s;
+    prev = g."""
     with np.errstate(all="ignore"):
         for i, p in enumerate(params):
             ct, param, grad = _param_and_grad(p, grads[i], maximize, 0)
-            sign = np.sign(grad * prevs[i].astype(ct))
+            sign = np.sign((grad * prevs[i].astype(ct)).astype(p.dtype))
             factor = np.where(sign > 0, ct.type(etaplus),
                               np.where(sign < 0, ct.type(etaminus), ct.type(1)))
             factor = factor.astype(p.dtype).astype(ct)  # PyTorch's factors: p's dtype

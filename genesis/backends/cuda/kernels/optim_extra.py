@@ -180,7 +180,8 @@ def _rprop_update(tensors, chunks, idx, mask, param, grad, scalars, FLAGS: tl.co
                   PT: tl.constexpr, CT: tl.constexpr):
     etaminus, etaplus, step_size_min, step_size_max = scalars
     prev_ptr, s_ptr = state_columns(tensors, chunks, PT)
-    product = grad * tl.load(prev_ptr + idx, mask=mask).to(CT)
+    # the product in the parameter's dtype, as PyTorch's: a half product may underflow to 0
+    product = (grad * tl.load(prev_ptr + idx, mask=mask).to(CT)).to(PT).to(CT)
     factor = tl.where(product > 0, etaplus, tl.where(product < 0, etaminus, 1.0))
     factor = factor.to(PT).to(CT)
     size = tl.load(s_ptr + idx, mask=mask).to(CT) * factor
@@ -196,8 +197,8 @@ def _rprop_kernel(tensors, chunks, etaminus, etaplus, step_size_min, step_size_m
                   MAXIMIZE: tl.constexpr, PT: tl.constexpr, GT: tl.constexpr, CT: tl.constexpr,
                   BLOCK: tl.constexpr):
     """Rprop: s = clamp(s * factor, min, max), the factor etaplus where g prev > 0, etaminus
-    where < 0 (the gradient taken as 0 there), else 1, rounded to PT as PyTorch's; p -= sign(g)
-    s; prev = g."""
+    where < 0 (the gradient taken as 0 there), else 1, the product and the factor rounded to PT
+    as PyTorch's; p -= sign(g) s; prev = g."""
     multi_tensor_step(tensors, chunks, (etaminus, etaplus, step_size_min, step_size_max), 0.0,
                       None, None, _rprop_update, None, False, MAXIMIZE, PT, GT, CT, BLOCK)
 
