@@ -428,3 +428,18 @@ def test_fused_projections_keep_hugging_face_names_and_train(saved, rng):
     attn = fresh.model.layers[0].self_attn.qkv_proj.weight
     assert attn.grad is not None and float(attn.grad.abs().sum()) > 0
     assert fresh.model.layers[0].mlp.gate_up_proj.weight.grad is not None
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
+def test_rotary_table_gives_the_computed_angles(dtype):
+    """Positions under a bound are looked up in a table made by the same ops: the same bits;
+    a larger bound grows the table, and the outgrown one stays alive for graphs reading it."""
+    rotary = genesis.models.RotaryEmbedding(64, {"rope_type": "default", "rope_theta": 5e5})
+    positions = genesis.tensor([[0], [37], [299]])
+    computed = rotary(positions, dtype)
+    for bound in (300, 301, 1000):
+        looked_up = rotary(positions, dtype, bound)
+        for a, b in zip(looked_up, computed):
+            assert tuple(a.shape) == (3, 1, 64) and a.dtype is dtype
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+    assert len(rotary._outgrown) == 2  # grown for 301 and for 1000

@@ -123,7 +123,8 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
         position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
         x = embedding_rows(self.embed_tokens, input_ids, cache)
-        cos, sin = self.rotary(position_ids, x.dtype)
+        bound = cache.max_length if cache is not None and cache.decoding else None
+        cos, sin = self.rotary(position_ids, x.dtype, bound)
         layers = list(self.layers)
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
         for layer, after in zip(layers, layers[1:] + [None]):

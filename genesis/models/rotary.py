@@ -14,10 +14,10 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Function
-from ..dispatch import has_kernel
+from ..dispatch import has_kernel, kernel
 from ..ops.common import call, wrap
-from ..ops.creation import tensor
-from ..ops.shape_copies import cat
+from ..ops.creation import arange, tensor
+from ..ops.shape_copies import cat, stack
 
 
 def rope_parameters(config):
@@ -61,17 +61,47 @@ def _llama3(inv_freq, params):
 
 
 class RotaryEmbedding:
-    """cos and sin of position * inv_freq for given positions, in float32, then cast."""
+    """cos and sin of position * inv_freq for given positions, in float32, then cast. Positions
+    known to lie below a bound (a decoding cache's) are looked up in a table of every position
+    up to it, made once per dtype and device with the same ops: one gather a decode step
+    instead of six ops."""
 
     def __init__(self, head_dim, params, device=None):
         self.inv_freq = tensor(inverse_frequencies(head_dim, params), device=device)
+        self._tables, self._outgrown = {}, []
 
-    def __call__(self, position_ids, dtype):
-        """(cos, sin), each (batch, tokens, head_dim), for (batch, tokens) integer positions."""
-        inv_freq = self.inv_freq.to(position_ids.device)
-        freqs = position_ids.to(dtypes.float32).unsqueeze(-1) * inv_freq
+    def __call__(self, position_ids, dtype, bound=None):
+        """(cos, sin), each (batch, tokens, head_dim), for (batch, tokens) integer positions;
+        `bound`, when given, exceeds every one of them."""
+        table = None if bound is None else self._table(bound, dtype, position_ids.device)
+        if table is None:
+            return self._angles(position_ids, dtype)
+        device = position_ids.device
+        rows = wrap(kernel("index", device.type)(table._data, [position_ids._data]), device,
+                    dtype)
+        return rows[:, :, 0], rows[:, :, 1]
+
+    def _angles(self, positions, dtype):
+        inv_freq = self.inv_freq.to(positions.device)
+        freqs = positions.to(dtypes.float32).unsqueeze(-1) * inv_freq
         angles = cat([freqs, freqs], dim=-1)
         return angles.cos().to(dtype), angles.sin().to(dtype)
+
+    def _table(self, bound, dtype, device):
+        """(positions, 2, head_dim): cos and sin of positions 0.. (at least `bound` of them), or
+        None while a CUDA graph is being captured and the table would have to grow."""
+        key = (dtype, str(device))
+        table = self._tables.get(key)
+        if table is None or table.shape[0] < bound:
+            if device.type == "cuda":
+                from .. import cuda
+                if cuda.is_current_stream_capturing():
+                    return None
+            if table is not None:  # a captured decode step may still read it: kept alive
+                self._outgrown.append(table)
+            cos, sin = self._angles(arange(bound, device=device), dtype)
+            table = self._tables[key] = stack([cos, sin], 1)
+        return table
 
 
 def rotate_half(x):
