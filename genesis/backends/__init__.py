@@ -5,6 +5,7 @@ package tells the dispatcher which modules those are, so each loads on first use
 """
 
 from ..dispatch import register_backend
+from . import cudnn, mps  # noqa: F401  (settings modules, as torch.backends.cudnn and .mps)
 
 register_backend("cpu", "genesis.backends.cpu")
 register_backend("cuda", "genesis.backends.cuda.register")
