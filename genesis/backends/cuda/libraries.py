@@ -195,7 +195,7 @@ def _handle_and_plan(problem):
     try:
         handle = cublaslt_handle(problem.device)
     except Exception as e:
-        _failure = e
+        _failure = repr(e)  # not the exception: its traceback would keep the callers' frames
         raise
     key = _plan_key(problem)
     plan = _plans.get(key)

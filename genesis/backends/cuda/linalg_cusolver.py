@@ -71,7 +71,7 @@ def available(device):
     try:
         _handle(device)
     except Exception as e:  # ImportError, or nvmath's loader failing to find libcusolver
-        _failure = e
+        _failure = repr(e)  # not the exception: its traceback would keep the callers' frames
         warnings.warn(f"genesis.linalg on CUDA: cuSOLVER is unavailable ({type(e).__name__}: "
                       f"{e}); solve, inv, cholesky, eigh and svd run as a host round trip "
                       f"through numpy.linalg. Install nvmath-python and the nvidia-cusolver wheel "
