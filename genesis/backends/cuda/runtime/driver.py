@@ -10,7 +10,7 @@ import threading
 
 _lock = threading.Lock()
 _cu = None
-_init_error = None
+_init_error = None  # why cuInit failed, once it has
 
 
 class CudaUnavailable(RuntimeError):
@@ -32,8 +32,8 @@ def load():
         return _cu
     with _lock:
         if _cu is None:
-            if _init_error is not None:
-                raise _init_error
+            if _init_error is not None:  # a fresh error: a kept one would keep its raisers'
+                raise CudaUnavailable(_init_error)  # frames alive through its traceback
             _cu = _initialise()
     return _cu
 
@@ -43,17 +43,17 @@ def _initialise():
     try:
         from cuda.bindings import driver as cu
     except ImportError as e:
-        _init_error = CudaUnavailable(
-            f"genesis: CUDA support needs the 'cuda' extra (pip install 'genesis[cuda]'): {e}")
-        raise _init_error from None
+        _init_error = (f"genesis: CUDA support needs the 'cuda' extra (pip install "
+                       f"'genesis[cuda]'): {e}")
+        raise CudaUnavailable(_init_error) from None
     try:
         (err,) = cu.cuInit(0)
     except Exception as e:  # the bindings raise when libcuda.so itself cannot be loaded
-        _init_error = CudaUnavailable(f"genesis: no NVIDIA driver found (libcuda): {e}")
-        raise _init_error from None
+        _init_error = f"genesis: no NVIDIA driver found (libcuda): {e}"
+        raise CudaUnavailable(_init_error) from None
     if err != cu.CUresult.CUDA_SUCCESS:
-        _init_error = CudaUnavailable(f"genesis: cuInit failed: {_error_text(cu, err)}")
-        raise _init_error
+        _init_error = f"genesis: cuInit failed: {_error_text(cu, err)}"
+        raise CudaUnavailable(_init_error)
     return cu
 
 
