@@ -181,10 +181,10 @@ class GenerationMixin:
             return input_ids
         padded = attention_mask is not None and not bool(attention_mask.all())
         mask = attention_mask if padded else None
-        sampling = (do_sample, temperature, top_k, top_p)
-        key = (batch, length + max_new_tokens, padded, str(device), sampling, tuple(eos), pad,
-               generator, self.training, self._state_addresses())
-        session = self._decode_session(key, device)
+        sampling, max_length = (do_sample, temperature, top_k, top_p), length + max_new_tokens
+        key = (batch, max_length, padded, str(device), sampling, tuple(eos), pad, generator,
+               self.training, self._state_addresses())
+        session = self._decode_session(key, batch, max_length, eos, device)
         cache = session.cache
         positions = positions_from_mask(mask) if padded else None
         logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache,
@@ -205,7 +205,7 @@ class GenerationMixin:
         return tuple((t.data_ptr(), t.shape, t.dtype)
                      for t in (*self.parameters(), *self.buffers()))
 
-    def _decode_session(self, key, device):
+    def _decode_session(self, key, batch, max_length, eos, device):
         """The cache, stop ids and decode step of the last generate call when `key` (shapes,
         sampling, stop tokens, generator, where the weights lie) is the same, emptied for a
         new prompt: a repeated call replays the decode graph the first one captured. A
@@ -215,7 +215,6 @@ class GenerationMixin:
             session.cache.reset()
             return session
         self._last_decode = None  # free the old cache and graph before allocating new ones
-        batch, max_length, eos = key[0], key[1], key[5]
         eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
         self._last_decode = _DecodeSession(key, self.make_cache(batch, max_length, device),
                                            eos_ids)

@@ -54,12 +54,12 @@ def _add_rms_norm_kernel(
 
 
 def supports(x, y, weight):
-    """The kernel takes these: (..., N) inputs of one shape and dtype whose rows have one
-    stride and a unit last one, N at most MAX_WIDTH, a contiguous (N,) weight of that dtype."""
+    """The kernel takes these: (..., N) inputs of one shape and dtype with a unit last stride,
+    N at most MAX_WIDTH, a contiguous (N,) weight of that dtype (and rows of one stride:
+    `as_rows`)."""
     return (x.ndim >= 1 and x.shape == y.shape and weight.shape == x.shape[-1:]
             and x.dtype == y.dtype == weight.dtype and 0 < x.shape[-1] <= MAX_WIDTH
-            and all(a.element_strides()[-1] == 1 for a in (x, y, weight))
-            and as_rows(x) is not None and as_rows(y) is not None)
+            and all(a.element_strides()[-1] == 1 for a in (x, y, weight)))
 
 
 def _plan(x, target=None):
@@ -80,7 +80,8 @@ _plans = LaunchCache()
 @register("add_rms_norm", "cuda")
 def add_rms_norm(x, y, weight, eps):
     """(x + y, rms_norm(x + y) * weight), new contiguous arrays of x's shape."""
-    if not supports(x, y, weight):
+    x2, y2 = as_rows(x), as_rows(y)
+    if not supports(x, y, weight) or x2 is None or y2 is None:
         raise RuntimeError(f"add_rms_norm: unsupported operands {x.shape}, {y.shape} of "
                            f"{x.dtype}, {y.dtype}, weight {weight.shape} of {weight.dtype}")
     device = x.device
@@ -89,7 +90,6 @@ def add_rms_norm(x, y, weight, eps):
     h = CUDAArray.empty(x.shape, x.dtype, device, stream)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
     if x.size:
-        x2, y2 = as_rows(x), as_rows(y)
         key = (x2.shape, x2.strides, y2.strides, x.dtype,
                tuple(a.ptr % 16 == 0 for a in (x, y, weight)), device)
         launch = _plans.get_or_build(key, lambda: _plan(x2))

@@ -5,11 +5,12 @@ cos and sin (B, T, D).) Each channel pair (i, i + D/2) of a head is rotated:
     out[i]       = x[i] * cos[i]       - x[i + D/2] * sin[i]
     out[i + D/2] = x[i + D/2] * cos[i + D/2] + x[i] * sin[i + D/2]
 which is x * cos + rotate_half(x) * sin, as Llama computes it in five ops per tensor. With
-`inverse` the angles are negated (sin's sign flipped): the backward of the rotation.
-("rotary_cache_write", for a decode step: the same rotation of the queries, while the rotated
-keys and the values go straight into a static cache at a slot read from device memory.) One program
+`inverse` the angles are negated (sin's sign flipped): the backward of the rotation. One program
 rotates every query and key head of one token, loading its cos and sin once; half types compute
 in float32 and round once.
+
+("rotary_cache_write", for a decode step: the same rotation of the queries, while the rotated
+keys and the values go straight into a static cache at a slot read from device memory.)
 
 The results are new arrays of the inputs' shapes laid out (B, T, heads, D) in memory: the
 layout of a (B, T, H * D) projection, so attention's output, laid out like the queries, goes
