@@ -4,6 +4,7 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 
 import genesis
 
@@ -33,10 +34,13 @@ def pytest_addoption(parser):
 def rng(request):
     """A numpy Generator seeded from the run's seed and the test's id: fresh inputs every run,
     and the same ones for a test whenever the run's seed is the same (`--seed N`), whatever
-    other tests run. A failure's report names the seed."""
+    other tests run. torch's generator is seeded from them too, so that torch's default
+    initialisations replay as well. A failure's report names the seed."""
     seed = request.config.rng_seed
     request.node.rng_seed = seed
-    return np.random.default_rng([seed, zlib.crc32(request.node.nodeid.encode())])
+    entropy = [seed, zlib.crc32(request.node.nodeid.encode())]
+    torch.manual_seed(int(np.random.SeedSequence(entropy).generate_state(1)[0]))  # its inits too
+    return np.random.default_rng(entropy)
 
 
 @pytest.hookimpl(hookwrapper=True)
