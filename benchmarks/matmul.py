@@ -22,7 +22,14 @@ device-to-device copy rate measured in the same run (bytes read plus written per
 over Genesis's (above 1: Genesis is faster). Genesis times every candidate by default here
 (--tune-limit 0): the gemv configs, cuBLASLt and the short Triton tiles.
 
-    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N] [--decode]
+Weight gradients (--weight-grad): the backward of a GPT-2 small Linear layer (8192 tokens) for
+its weight and bias, in bf16: autograd.grad of F.linear(x, W, b) with respect to (W, b) over a
+kept graph, so each timed call is dW = g^T x and db = g summed over the tokens. Genesis computes
+db in dW's kernel (cuBLASLt's BGRADB epilogue, or the Triton tile's row sums); PyTorch runs a
+product and a column sum.
+
+    python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N]
+                                [--decode | --weight-grad]
 """
 
 import argparse
@@ -226,6 +233,43 @@ def run_decode(only):
     return rows, rate
 
 
+def run_weight_grad(only):
+    """dW and db of GPT-2 small's Linear layers beside PyTorch: microseconds per backward and
+    Genesis's speed relative to PyTorch's."""
+    libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, tokens, k, n in LAYERS[:2]:
+        case = f"weight grad {name} {tokens}x{k}->{n}"
+        if only and not any(o in case for o in only):
+            continue
+        arrays = [rng.standard_normal(shape, dtype=np.float32)
+                  for shape in ((tokens, k), (n, k), (n,), (tokens, n))]
+        row = {"case": case, "mode": "bf16", "M": tokens, "N": n, "K": k}
+        for label, lib in libs.items():
+            x, w, b, g = (lib.cast(lib.upload(a), "bfloat16") for a in arrays)
+            w.requires_grad_(True)
+            b.requires_grad_(True)
+            y = lib.module.nn.functional.linear(x, w, b)
+            grad = lib.module.autograd.grad
+            fn = lambda y=y, w=w, b=b, g=g, grad=grad: grad(y, (w, b), g, retain_graph=True)  # noqa: E731
+            row[f"{label}_us"] = round(time_case(lib, fn, row) * 1e3, 2)
+            del x, w, b, g, y, fn
+        row["ratio"] = round(row["torch_us"] / row["genesis_us"], 3)
+        rows.append(row)
+        print(f"{case:<36} genesis {row['genesis_us']:>8.2f} us  torch {row['torch_us']:>8.2f} us"
+              f"  genesis/torch {row['ratio']:.3f}  ({row['genesis_path']})", flush=True)
+    return rows
+
+
+def weight_grad_markdown(rows):
+    lines = ["| case | genesis us | torch us | genesis / torch | genesis path |",
+             "|---|---:|---:|---:|---|"]
+    lines += [f"| {r['case']} | {r['genesis_us']} | {r['torch_us']} | {r['ratio']} | "
+              f"{r['genesis_path']} |" for r in rows]
+    return "\n".join(lines)
+
+
 def decode_markdown(rows):
     lines = ["| case | genesis us | genesis GB/s | of copy | torch us | torch GB/s | of copy "
              "| genesis / torch | genesis path |",
@@ -253,23 +297,33 @@ def main(argv=None):
     parser.add_argument("--tune-limit", type=int, default=None,
                         help="Triton configs timed per shape key (0: the whole space; default 4, "
                              "with --decode 0)")
-    parser.add_argument("--decode", action="store_true",
-                        help="the decode step's products (1 and 16 rows, bf16) instead")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--decode", action="store_true",
+                       help="the decode step's products (1 and 16 rows, bf16) instead")
+    modes.add_argument("--weight-grad", action="store_true",
+                       help="GPT-2 small's Linear weight and bias gradients (bf16) instead")
     args = parser.parse_args(argv)
     tune_limit = args.tune_limit if args.tune_limit is not None else 0 if args.decode else 4
     os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(tune_limit)
     started = time.perf_counter()
-    rows, rate = run_decode(args.only) if args.decode else (run(args.only), None)
+    rate = None
+    if args.decode:
+        rows, rate = run_decode(args.only)
+        table = decode_markdown
+    elif args.weight_grad:
+        rows, table = run_weight_grad(args.only), weight_grad_markdown
+    else:
+        rows, table = run(args.only), markdown
     total = time.perf_counter() - started
     device = genesis.cuda.get_device_name()
     backend = os.environ.get("GENESIS_MATMUL_BACKEND", "auto")
     print(f"\n{device}, torch {torch.__version__}, {total:.0f} s in all; Triton configs timed per "
           f"shape key: {tune_limit or 'all'}; backend {backend}\n")
-    print(decode_markdown(rows) if args.decode else markdown(rows))
+    print(table(rows))
     if args.json:
         result = {"device": device, "torch": torch.__version__, "seconds": round(total, 1),
                   "tune_limit": tune_limit, "rows": rows}
-        if args.decode:
+        if rate is not None:
             result["copy_gbs"] = round(rate, 1)
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

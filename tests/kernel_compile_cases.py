@@ -286,9 +286,10 @@ def matmul_case(problem, config, target):
 
 
 def matmul_cases(target):
-    """float16 over its whole config space (row-major 4096^2), bfloat16, float32 (TF32 and
-    IEEE), float64 and integers with their first config; float16 also in transposed, batched
-    and broadcast layouts and with every epilogue."""
+    """float16 over its whole config space (row-major 4096^2, and a weight gradient's layout
+    with its row sums), bfloat16, float32 (TF32 and IEEE), float64 and integers with their first
+    config; float16 also in transposed, batched and broadcast layouts and with every
+    epilogue."""
     cases = [(np.float16, None), (ml_dtypes.bfloat16, None), (np.float32, "tf32"),
              (np.float32, "ieee"), (np.float64, None), (np.int32, None), (np.int64, None),
              (np.int8, None)]
@@ -302,13 +303,13 @@ def matmul_cases(target):
 
 
 def _matmul_problems(dtype, precision, full):
-    """Placeholder problems: row-major 4096^2 products, and with `full` the other layouts and
-    epilogues."""
-    def arrays(bias=False, z=False):
+    """Placeholder problems: row-major 4096^2 products and weight gradients with row sums, and
+    with `full` the other layouts and epilogues."""
+    def arrays(bias=False, z=False, row_sum=False):
         vec = placeholder((4096,), dtype)
         mat = placeholder((4096, 4096), dtype)
         return {"a": mat, "b": mat, "c": mat, "bias": vec if bias else None,
-                "z": mat if z else None}
+                "z": mat if z else None, "row_sum": vec if row_sum else None}
 
     def make(strides, batch=(), act=0, **kw):
         problem = mm.Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act)
@@ -316,7 +317,8 @@ def _matmul_problems(dtype, precision, full):
         return problem
 
     row = {"a": (4096, 1), "b": (4096, 1), "c": (4096, 1)}
-    problems = [make(row)]
+    weight_grad = {"a": (1, 4096), "b": (4096, 1), "c": (4096, 1)}
+    problems = [make(row), make(weight_grad, row_sum=True)]
     if full:
         problems += [make({"a": (1, 4096), "b": (1, 4096), "c": (4096, 1)}),
                      make({"a": (4096 * 64, 64, 1), "b": (4096 * 64, 1, 64),

@@ -158,6 +158,26 @@ def test_forced_backends(monkeypatch, backend, shapes, layout, dtype, rng):
     check_product(a @ b, *reference(ra, rb), dtype)
 
 
+@pytest.mark.parametrize("backend", ["auto", "cublaslt", "triton"])
+@pytest.mark.parametrize("rows", [384, 37])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float16, genesis.bfloat16], ids=str)
+def test_weight_gradient_with_fused_bias_gradient(monkeypatch, backend, rows, dtype, rng):
+    """linear's backward without a graph: dW = g^T x and db = g summed over rows from one
+    product (cuBLASLt's BGRADB epilogue, or the Triton kernel's row sums)."""
+    if backend == "cublaslt" and not _has_cublaslt():
+        pytest.skip("needs nvmath-python (cublas)")
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", backend)
+    (g, rg), (x, rx) = (operand(values((rows, n), dtype, rng), dtype) for n in (320, 256))
+    w, _ = operand(values((320, 256), dtype, rng), dtype)
+    from genesis.backends.cuda.kernels import matmul as mm
+    from genesis.ops.common import wrap
+    dx, dw, db = mm.linear_act_backward(g._data, x._data, w._data, False, True, True)
+    dw, db = wrap(dw, g.device), wrap(db, g.device)
+    assert dx is None
+    check_product(dw, *reference(rg.mT, rx), dtype)
+    check_product(db, rg.sum(0), rg.abs().sum(0), dtype)
+
+
 @needs_cublaslt
 @pytest.mark.parametrize("backend", ["cublaslt", "triton"])
 def test_backend_visible_in_profiler(monkeypatch, backend, rng):

@@ -170,6 +170,43 @@ def test_linear_act_strided_weight_and_1d_input(gpu, rng):
     check(y, np.maximum(reference(x, w.T) + bias[::2], 0), dtype, 10)
 
 
+@pytest.mark.parametrize("config", [SMALL, ODD], ids=["16x16x16", "32x16x32"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_row_sums_beside_the_product(gpu, config, dtype, rng):
+    """a's rows summed over k by the product's own kernel: the first tile column writes them,
+    over every k tile, for a transposed a (a weight gradient's dY^T) and a contiguous one."""
+    gpu["value"] = config
+    for layout in ("transposed", "contiguous"):
+        a, da = strided(values((37, 45), dtype, rng), layout)
+        b = values((45, 50), dtype, rng)
+        sums = ti.to_device(np.zeros(37, dtype))
+        out = mm.matmul_arrays(da, ti.to_device(b), row_sum=sums)
+        check(out, reference(a, b), dtype, 45)
+        check(sums, a.astype(np.float64).sum(1), dtype, 45)
+
+
+def test_row_sums_reject_what_they_cannot_hold(gpu, rng):
+    a, b = values((6, 5), np.dtype(np.float32), rng), values((5, 4), np.dtype(np.float32), rng)
+    for bad in (np.zeros(5, np.float32), np.zeros(6, np.float16), np.zeros((6, 1), np.float32)):
+        with pytest.raises(ValueError, match="row_sum"):
+            mm.matmul_arrays(ti.to_device(a), ti.to_device(b), row_sum=ti.to_device(bad))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("need_x", [True, False])
+def test_linear_backward_fuses_the_bias_gradient(gpu, dtype, need_x, rng):
+    g, x, w = values((2, 9, 23), dtype, rng), values((2, 9, 37), dtype, rng), values((23, 37), dtype, rng)
+    dx, dw, db = mm.linear_act_backward(ti.to_device(g), ti.to_device(x), ti.to_device(w),
+                                        need_x, True, True)
+    g2, x2 = g.reshape(-1, 23), x.reshape(-1, 37)
+    check(dw, reference(g2.T, x2), dtype, 18)
+    check(db, g2.astype(np.float64).sum(0), dtype, 18)
+    if need_x:
+        check(dx, reference(g, w), dtype, 23)
+    else:
+        assert dx is None
+
+
 BROKEN = mm._config(64, 64, 64, 4, 2)
 
 

@@ -72,7 +72,8 @@ def _matrix_layout(rows, cols, row_stride, col_stride):
 def cublaslt_supports(problem):
     """True when cuBLASLt can run this matmul Problem (kernels/matmul.py): float16, bfloat16 or
     float32, no activation, at most one batch dim, matrices with a unit stride, a contiguous
-    bias."""
+    bias. Row sums of a (its BGRADB epilogue) take a with a unit row stride (a = dY^T, the
+    layout of a weight gradient), no batch and no bias."""
     if problem.act or len(problem.batch_sizes) > 1 or problem.arrays.get("z") is not None:
         return False
     if problem.dtype.name not in _LT_TYPES:
@@ -81,7 +82,10 @@ def cublaslt_supports(problem):
     shapes = {"a": (problem.M, problem.K), "b": (problem.K, problem.N), "c": (problem.M, problem.N)}
     if any(_matrix_layout(*shapes[r], *st[r][-2:]) is None for r in shapes):
         return False
-    bias = problem.arrays.get("bias")
+    bias, row_sum = problem.arrays.get("bias"), problem.arrays.get("row_sum")
+    if row_sum is not None:
+        return (bias is None and not problem.batch_sizes and st["a"][-2] == 1
+                and row_sum.ptr % 16 == 0)
     return bias is None or (st.get("bias") == 1 and bias.ptr % 16 == 0)
 
 
@@ -121,10 +125,14 @@ class _LtPlan:
                                             value)
         set_desc(lt.MatmulDescAttribute.TRANSA, int(getattr(cublas.Operation, op_b)))
         set_desc(lt.MatmulDescAttribute.TRANSB, int(getattr(cublas.Operation, op_a)))
-        self.has_bias = problem.arrays.get("bias") is not None
-        self.bias_ptr = None  # the bias address the descriptor holds
-        if self.has_bias:
-            set_desc(lt.MatmulDescAttribute.EPILOGUE, int(lt.Epilogue.BIAS))
+        # The epilogue's vector: the bias added to c, or (BGRADB) the sum over k of cuBLASLt's
+        # B, our a.
+        self.vector = next((role for role in ("bias", "row_sum")
+                            if problem.arrays.get(role) is not None), None)
+        self.vector_ptr = None  # the vector's address the descriptor holds
+        if self.vector:
+            epilogue = lt.Epilogue.BIAS if self.vector == "bias" else lt.Epilogue.BGRADB
+            set_desc(lt.MatmulDescAttribute.EPILOGUE, int(epilogue))
         batch = problem.batch_sizes[0] if problem.batch_sizes else 1
         for lay, role in ((lay_b, "b"), (lay_a, "a"), (lay_c, "c")):
             layout = lt.matrix_layout_create(dtype, *lay)
@@ -185,7 +193,7 @@ def _plan_key(problem):
     aligned = tuple(_alignment(arrays[r].ptr) for r in ("a", "b", "c"))
     return (problem.M, problem.N, problem.K, problem.batch_sizes,
             tuple(sorted(problem.strides.items())), problem.dtype, problem.precision, aligned,
-            arrays.get("bias") is not None, problem.device)
+            arrays.get("bias") is not None, arrays.get("row_sum") is not None, problem.device)
 
 
 def _handle_and_plan(problem):
@@ -218,14 +226,15 @@ def cublaslt_algorithm_count(problem):
 
 
 def cublaslt_matmul(problem, stream, algo=0):
-    """c = a @ b (+ bias) of a matmul Problem (kernels/matmul.py) through cuBLASLt with the
-    heuristic's `algo`-th algorithm, on `stream`; shown as "cublaslt.matmul" by the profiler."""
+    """c = a @ b (+ bias; or with a's row sums) of a matmul Problem (kernels/matmul.py) through
+    cuBLASLt with the heuristic's `algo`-th algorithm, on `stream`; shown as "cublaslt.matmul"
+    by the profiler."""
     from . import profiling
     handle, plan = _handle_and_plan(problem)
     arrays = problem.arrays
-    if plan.has_bias and plan.bias_ptr != arrays["bias"].ptr:
-        plan.bias_ptr = arrays["bias"].ptr
-        plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, plan.bias_ptr)
+    if plan.vector and plan.vector_ptr != arrays[plan.vector].ptr:
+        plan.vector_ptr = arrays[plan.vector].ptr
+        plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, plan.vector_ptr)
     workspace = get_context(problem.device).workspace(plan.workspace, stream) \
         if plan.workspace else None
     b_l, a_l, c_l = plan.layouts

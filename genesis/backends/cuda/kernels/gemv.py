@@ -187,10 +187,10 @@ def _gemv_kernel(
 
 def supports(problem):
     """True for the products this kernel takes: float16, bfloat16 or float32, no batch dims
-    (a folded batch is fine), at most MAX_ROWS rows, b with a unit stride."""
+    (a folded batch is fine), at most MAX_ROWS rows, b with a unit stride, no row sums of a."""
     st = problem.strides["b"]
     return (problem.dtype in _TYPES and not problem.batch_sizes and problem.M <= MAX_ROWS
-            and (st[-2] == 1 or st[-1] == 1))
+            and (st[-2] == 1 or st[-1] == 1) and problem.arrays.get("row_sum") is None)
 
 
 # Tiles: (extent along b's contiguous axis, extent across it, warps[, stages]). FMA: 4096 or 8192

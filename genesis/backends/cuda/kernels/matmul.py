@@ -91,8 +91,8 @@ def _batch_offset(batch, size1, size2, s0, s1, s2, BDIM: tl.constexpr):
 @triton.jit
 def _matmul_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result
-        # (or None)
-        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr,
+        # (or None), a summed over k (or None)
+        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr, row_sum_ptr,
         # sizes: c is M x N, the products run over K; the coalesced batch dims (size0 is never
         # read)
         M, N, K, batch_size1, batch_size2,
@@ -109,7 +109,8 @@ def _matmul_kernel(
         INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
         GROUP_M: tl.constexpr):
     """One BM x BN tile of c[batch] = act(a[batch] @ b[batch] + bias) (z: the value before the
-    activation, when KEEP_Z)."""
+    activation, when KEEP_Z). With a row_sum_ptr (no batch), the programs of the first tile
+    column also sum the rows of a they load: a bias gradient when a is dY^T."""
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
@@ -136,6 +137,7 @@ def _matmul_kernel(
                                     b_batch_stride1, b_batch_stride2, BDIM)
               + rk[:, None] * b_row_stride + rn[None, :] * b_col_stride)
     acc = tl.zeros((BM, BN), ACC)
+    a_total = tl.zeros((BM,), ACC)
     for k in range(0, tl.cdiv(K, BK)):
         if EVEN_K:
             av = tl.load(a_ptrs, mask=m_mask[:, None], other=0)
@@ -148,8 +150,14 @@ def _matmul_kernel(
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
         else:
             acc += tl.sum(av.to(ACC)[:, :, None] * bv.to(ACC)[None, :, :], axis=1)
+        if row_sum_ptr is not None:
+            if pid_n == 0:
+                a_total += tl.sum(av.to(ACC), axis=1)
         a_ptrs += BK * a_col_stride
         b_ptrs += BK * b_row_stride
+    if row_sum_ptr is not None:
+        if pid_n == 0:
+            tl.store(row_sum_ptr + rm, a_total.to(row_sum_ptr.dtype.element_ty), mask=m_mask)
     if HAS_BIAS:
         acc += tl.load(bias_ptr + rn * bias_stride, mask=n_mask, other=0).to(ACC)[None, :]
     c_off = (_batch_offset(batch, batch_size1, batch_size2, c_batch_stride0, c_batch_stride1,
@@ -220,7 +228,9 @@ def _tile_space(problem):
 
 class Problem:
     """A product c = act(a @ b + bias) in kernel terms: M, N, K, up to MAX_BATCH_DIMS batch dims
-    and each operand's element strides (batch strides, then row and column); arrays by role."""
+    and each operand's element strides (batch strides, then row and column); arrays by role
+    ("a", "b", "c", "bias", "z", and "row_sum": where given, a's rows summed over k, written
+    beside c)."""
 
     __slots__ = ("M", "N", "K", "batch_sizes", "strides", "arrays", "dtype", "act", "precision",
                  "device")
@@ -253,7 +263,7 @@ class Problem:
         """Everything a compiled launch depends on (its cache key, with the config)."""
         arrays = self.arrays
         aligned = tuple(None if arrays.get(r) is None else arrays[r].ptr % 16 == 0
-                        for r in ("a", "b", "c", "bias", "z"))
+                        for r in ("a", "b", "c", "bias", "z", "row_sum"))
         return (self.M, self.N, self.K, self.batch_sizes, tuple(sorted(self.strides.items())),
                 self.dtype, self.act, self.precision, aligned, self.device)
 
@@ -266,6 +276,8 @@ class Problem:
                          for x in ("a", "b"))
         key = (get_context(self.device).properties.name, self.dtype.name, self.precision,
                layout, _bucket(self.batch), _bucket(self.M), _bucket(self.N), _bucket(self.K))
+        if self.arrays.get("row_sum") is not None:
+            key += ("row_sum",)
         return key + ("gemv",) if gemv.supports(self) else key
 
 
@@ -320,6 +332,7 @@ def _matmul_launch(launch, dims, stream, arrays):
     launch(stream,
            # pointers
            arrays["a"], arrays["b"], arrays["c"], arrays.get("bias"), arrays.get("z"),
+           arrays.get("row_sum"),
            # sizes
            *sizes,
            # strides
@@ -498,11 +511,13 @@ def _batch_strides(arr, batch):
 _fast = {}
 
 
-def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None):
+def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_sum=None):
     """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
     pre-activation value too when `keep_z`; written into `out` when given (an array of the
     result's shape and dtype, any strides: a recurrent layer's step writes into its slice of a
-    sequence buffer).
+    sequence buffer). `row_sum`, for matrices a and b: a contiguous array of a's rows that
+    receives a summed over its columns, by the same kernel (a linear layer's bias gradient
+    beside its weight gradient).
 
     After the first call with a geometry (shapes, strides, dtype, alignment, flags), later ones
     skip the shape logic: the product's Problem is kept with its launcher, and only the
@@ -513,13 +528,15 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None):
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, a.ptr % 16 == 0, b.ptr % 16 == 0,
            None if bias is None else (bias.shape, bias.strides, bias.ptr % 16 == 0),
            activation, keep_z, flags.allow_tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
-           device, None if out is None else (out.shape, out.strides, out.ptr % 16 == 0))
+           device, None if out is None else (out.shape, out.strides, out.ptr % 16 == 0),
+           None if row_sum is None else (row_sum.shape, row_sum.ptr % 16 == 0))
     fast = _fast.get(key)
     if fast is not None:
         c_shape, out_shape, problem, launcher = fast
         c = CUDAArray.empty(c_shape, a.dtype, device, stream) if out is None else out
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
-        launcher(problem.with_arrays({"a": a, "b": b, "c": c, "bias": bias, "z": z}), stream)
+        launcher(problem.with_arrays({"a": a, "b": b, "c": c, "bias": bias, "z": z,
+                                      "row_sum": row_sum}), stream)
     else:
         a2, b2, out_shape = _as_batched(a, b)
         c_shape = a2.shape[:-1] + b2.shape[-1:]
@@ -528,7 +545,11 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None):
                              f"{c_shape} ({a.dtype}) product")
         c = CUDAArray.empty(c_shape, a.dtype, device, stream) if out is None else out
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
+        if row_sum is not None:
+            _check_row_sum(a, b, row_sum)
         problems = _problems(a2, b2, c, z, bias, ACTIVATIONS[activation]) if c.size else []
+        if row_sum is not None:
+            problems[0].arrays["row_sum"] = row_sum
         launchers = [run(problem) for problem in problems]
         if len(problems) == 1:
             if len(_fast) > 4096:
@@ -538,6 +559,14 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None):
               CUDAArray(x.storage, out_shape, contiguous_byte_strides(out_shape, x.itemsize), 0,
                         x.dtype) for x in (c, z)]
     return shaped if keep_z else shaped[0]
+
+
+def _check_row_sum(a, b, row_sum):
+    if (a.ndim != 2 or b.ndim != 2 or row_sum.shape != a.shape[:1] or row_sum.dtype != a.dtype
+            or row_sum.strides != (a.itemsize,) or not a.size or not b.shape[1]):
+        raise ValueError(f"matmul: row_sum {row_sum.shape} ({row_sum.dtype}) must be a contiguous "
+                         f"array of the {a.shape[:1]} rows of a nonempty matrix a ({a.dtype}) "
+                         f"times a matrix b {b.shape}")
 
 
 def _problems(a, b, c, z, bias, act):
@@ -586,12 +615,20 @@ def linear_act(x, weight, bias, activation, keep_preactivation):
 def linear_act_backward(g, x, weight, need_x, need_weight, need_bias):
     """(dx, dW, db) of y = x @ W^T + b given dy = `g` (already through the activation's
     derivative), each None where not needed: dx = g @ W, dW = g^T x with the batch folded into
-    the product's inner dimension, db = g summed over its rows. The same kernels as the composed
-    ops, called on arrays: a backward that records no graph skips six tensor-level ops."""
+    the product's inner dimension, db = g summed over its rows, by dW's kernel when both are
+    needed (its row sums of g^T). The same kernels as the composed ops, called on arrays: a
+    backward that records no graph skips six tensor-level ops."""
     g_rows = _as_matrix(g) if need_weight or need_bias else None
     dx = matmul_arrays(g, weight) if need_x else None
-    dw = matmul_arrays(_transposed(g_rows), _as_matrix(x)) if need_weight else None
-    db = reduce("sum", g_rows, (0,), g_rows.shape[1:], g.dtype)[0] if need_bias else None
+    dw = db = None
+    if need_weight:
+        fused = need_bias and g_rows.size and x.shape[-1]
+        if fused:
+            db = CUDAArray.empty(g_rows.shape[1:], g.dtype, g.device,
+                                 current_stream_handle(g.device))
+        dw = matmul_arrays(_transposed(g_rows), _as_matrix(x), row_sum=db if fused else None)
+    if need_bias and db is None:
+        db = reduce("sum", g_rows, (0,), g_rows.shape[1:], g.dtype)[0]
     return dx, dw, db
 
 
