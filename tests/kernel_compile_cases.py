@@ -311,14 +311,15 @@ def _matmul_problems(dtype, precision, full):
         return {"a": mat, "b": mat, "c": mat, "bias": vec if bias else None,
                 "z": mat if z else None, "row_sum": vec if row_sum else None}
 
-    def make(strides, batch=(), act=0, **kw):
-        problem = mm.Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act)
+    def make(strides, batch=(), act=0, gated=False, **kw):
+        problem = mm.Problem(4096, 4096, 4096, batch, strides, arrays(**kw), act, gated)
         problem.precision = precision or problem.precision
         return problem
 
     row = {"a": (4096, 1), "b": (4096, 1), "c": (4096, 1)}
     weight_grad = {"a": (1, 4096), "b": (4096, 1), "c": (4096, 1)}
-    problems = [make(row), make(weight_grad, row_sum=True)]
+    problems = [make(row), make(weight_grad, row_sum=True),
+                make({**row, "a": (8192, 1)}, gated=True)]
     if full:
         problems += [make({"a": (1, 4096), "b": (1, 4096), "c": (4096, 1)}),
                      make({"a": (4096 * 64, 64, 1), "b": (4096 * 64, 1, 64),
@@ -331,18 +332,19 @@ def _matmul_problems(dtype, precision, full):
 
 
 def gemv_case(dtype, M, N, K, target, k_major=True, configs=1, precision=None, bias=False,
-              act=0):
+              act=0, gated=False):
     """Compile the first `configs` gemv configs (all: None) of one skinny product, b (K, N)
-    with a unit stride along K (W^T) or N."""
+    with a unit stride along K (W^T) or N; `gated`: a is (M, 2K) gate/up."""
     b_strides = (1, K) if k_major else (N, 1)
-    strides = {"a": (K, 1), "b": b_strides, "c": (N, 1)}
-    arrays = {"a": placeholder((M, K), dtype), "b": placeholder((K, N), dtype, b_strides),
+    a_cols = 2 * K if gated else K
+    strides = {"a": (a_cols, 1), "b": b_strides, "c": (N, 1)}
+    arrays = {"a": placeholder((M, a_cols), dtype), "b": placeholder((K, N), dtype, b_strides),
               "c": placeholder((M, N), dtype), "bias": None, "z": None}
     if bias:
         arrays["bias"], strides["bias"] = placeholder((N,), dtype), 1
     if act:
         arrays["z"] = placeholder((M, N), dtype)
-    problem = mm.Problem(M, N, K, (), strides, arrays, act)
+    problem = mm.Problem(M, N, K, (), strides, arrays, act, gated)
     problem.precision = precision or problem.precision
     for config in gemv.config_space(problem)[:configs]:
         gemv.gemv_launch(gemv.Plan(problem, config, target), 0, arrays)
@@ -352,13 +354,15 @@ def gemv_cases(target):
     """bfloat16 decode shapes over the whole space at one and 16 rows (o_proj: split, lm_head:
     not; b contiguous along K, and along N), with bias and activation epilogues; strict float32
     over the whole space (its dot is FMA-based), float16 and TF32 with their first configs; odd
-    sizes (K tails, partial column blocks); 64-bit offsets."""
+    sizes (K tails, partial column blocks); 64-bit offsets; the gated down projection over the
+    whole space."""
     bf16, f32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
     for M in (1, 16):
         gemv_case(bf16, M, 2048, 2048, target, configs=None)
         gemv_case(bf16, M, 32000, 2048, target, configs=None)
         gemv_case(bf16, M, 3072, 2048, target, bias=True, act=4)
         gemv_case(bf16, M, 2048, 8192, target, k_major=False, configs=None)
+        gemv_case(bf16, M, 2048, 5632, target, configs=None, gated=True)
         gemv_case(np.dtype(np.float16), M, 16384, 2048, target)
         gemv_case(f32, M, 2048, 2048, target, precision="ieee", configs=None)
         gemv_case(f32, M, 2048, 2048, target, precision="tf32", configs=2)

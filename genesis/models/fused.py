@@ -4,8 +4,9 @@ weight and one matmul (a decode step reads the input once and launches one kerne
 three or two).
 
 Where the backend has the kernels (CUDA), SwiGLU's silu(gate) * up reads the fused gate/up output
-once and writes once (`silu_gate`), and, without gradients, a residual add and the RMSNorm
-after it are one kernel (`add_norm`).
+once and writes once (`silu_gate`); without gradients, a decoding step's gate runs inside the
+down projection's kernel (`silu_gate_down`), and a residual add and the RMSNorm after it are one
+kernel (`add_norm`).
 
 State dicts keep Hugging Face's names: the module holding the fused projection
 (`FusedParent`) writes each part under its own name (`q_proj.weight`, ...) as a view of the
@@ -117,6 +118,29 @@ class _SiluMul(Function):
         sig = gate.sigmoid()
         d_gate = grad * up * sig * (1 + gate * (1 - sig))
         return cat([d_gate, grad * gate * sig], -1).to(gate_up.dtype)
+
+
+FUSED_GATE_ROWS = 16
+"""Rows up to which SwiGLU's gate runs inside the down projection: that product recomputes the
+gate for every block of its output columns, which costs nothing beside the weight's read only
+when the rows are few (a decoding step's)."""
+
+
+def silu_gate_down(gate_up, down):
+    """down(silu(gate) * up) of a fused gate/up output and the plain nn.Linear `down`: one kernel
+    without gradients where the backend has it and the rows are few, else silu_gate then
+    down."""
+    weight, bias = down.weight, down.bias
+    tensors = (gate_up, weight) if bias is None else (gate_up, weight, bias)
+    if (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear
+            and not (down._forward_pre_hooks or down._forward_hooks)
+            and not (is_grad_enabled() and any(t.requires_grad for t in tensors))
+            and all(t.dtype is gate_up.dtype and t.device == gate_up.device for t in tensors)
+            and gate_up.ndim >= 1 and gate_up.shape[-1] == 2 * weight.shape[1]
+            and gate_up.numel() <= FUSED_GATE_ROWS * gate_up.shape[-1]):
+        out = call("linear_silu_gate", gate_up, weight, bias)
+        return wrap(out, gate_up.device, gate_up.dtype)
+    return down(silu_gate(gate_up))
 
 
 FUSED_NORM_WIDTH = 16384

@@ -15,7 +15,7 @@ from ..nn import functional as F
 from .attention_mask import attend, step_inputs
 from .cache import embedding_rows
 from .config import ModelConfig
-from .fused import FusedLinear, FusedParent, add_norm, silu_gate
+from .fused import FusedLinear, FusedParent, add_norm, silu_gate_down
 from .pretrained import PreTrainedModel
 from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
 
@@ -84,7 +84,7 @@ class MLP(FusedParent):
 
     def forward(self, x):
         if self.act is F.silu:
-            return self.down_proj(silu_gate(self.gate_up_proj.fused(x)))
+            return silu_gate_down(self.gate_up_proj.fused(x), self.down_proj)
         gate, up = self.gate_up_proj(x)
         return self.down_proj(self.act(gate) * up)
 

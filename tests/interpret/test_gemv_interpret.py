@@ -233,3 +233,24 @@ def test_config_space_lays_tiles_along_the_contiguous_axis():
     assert {c["DOT"] for c in k_major} == {False, True}
     assert k_major[0]["BK"] * 2 >= 512  # whole 512-byte runs of a row of W
     assert math.prod(k_major[0][x] for x in ("BK", "BN")) >= 4096
+
+
+def swiglu_reference(gate_up, dtype):
+    """silu(gate) * up of a (..., 2K) array, rounded to `dtype` as silu_mul's output is."""
+    gate, up = np.split(gate_up.astype(np.float64), 2, axis=-1)
+    return (gate / (1 + np.exp(-gate)) * up).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("m,dot", [(1, False), (1, True), (6, True)], ids=str)
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "split"])
+def test_gated_down_projection(gpu, dtype, m, dot, split, rng):
+    """linear_silu_gate: the gate computed as the product loads a, over K tails and splits."""
+    gpu["value"] = config(dot, split)
+    gate_up, w, b = values((m, 2 * 37), dtype, rng), values((21, 37), dtype, rng), \
+        values((21,), dtype, rng)
+    y = mm.linear_silu_gate(ti.to_device(gate_up), ti.to_device(w), ti.to_device(b))
+    a = swiglu_reference(gate_up, dtype)
+    expected = TF.linear(wide(a), wide(w), wide(b))
+    check(y, expected, dtype, wide(np.abs(a)) @ wide(np.abs(w)).T + wide(np.abs(b)))
+    assert gpu["launches"] == 1

@@ -132,7 +132,7 @@ def test_matmul_tf32_flag_changes_precision(gpu, monkeypatch, rng):
     for flag in (False, True):
         monkeypatch.setattr(mm.flags, "allow_tf32", flag)
         check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), a.dtype, 32)
-    assert {geometry[0][7] for geometry in mm._chosen} == {"ieee", "tf32"}
+    assert {geometry[0][8] for geometry in mm._chosen} == {"ieee", "tf32"}
 
 
 _erf = np.vectorize(math.erf)
@@ -205,6 +205,25 @@ def test_linear_backward_fuses_the_bias_gradient(gpu, dtype, need_x, rng):
         check(dx, reference(g, w), dtype, 23)
     else:
         assert dx is None
+
+
+@pytest.mark.parametrize("config", [SMALL, ODD], ids=["16x16x16", "32x16x32"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_gated_operand(gpu, config, dtype, rng):
+    """matmul_arrays(gated=True) of the tiled kernel: silu(gate) * up as a, rounded to its dtype,
+    for a batch of (rows, 2K) gate/up arrays and a strided one."""
+    gpu["value"] = config
+    gate_up, b = values((2, 19, 2 * 35), dtype, rng), values((35, 24), dtype, rng)
+    gate, up = np.split(gate_up.astype(np.float64), 2, axis=-1)
+    a = (gate / (1 + np.exp(-gate)) * up).astype(dtype)
+    check(mm.matmul_arrays(ti.to_device(gate_up), ti.to_device(b), gated=True),
+          reference(a, b), dtype, 35)
+    wide_rows = ti.view(ti.to_device(np.concatenate([gate_up[0], gate_up[0]], 1)), (19, 70),
+                        (140, 1))
+    check(mm.matmul_arrays(wide_rows, ti.to_device(b), gated=True), reference(a[0], b), dtype,
+          35)
+    with pytest.raises(ValueError, match="gated"):
+        mm.matmul_arrays(ti.to_device(gate_up[..., 1:]), ti.to_device(b), gated=True)
 
 
 BROKEN = mm._config(64, 64, 64, 4, 2)

@@ -71,10 +71,11 @@ def _matrix_layout(rows, cols, row_stride, col_stride):
 
 def cublaslt_supports(problem):
     """True when cuBLASLt can run this matmul Problem (kernels/matmul.py): float16, bfloat16 or
-    float32, no activation, at most one batch dim, matrices with a unit stride, a contiguous
-    bias. Row sums of a (its BGRADB epilogue) take a with a unit row stride (a = dY^T, the
-    layout of a weight gradient), no batch and no bias."""
-    if problem.act or len(problem.batch_sizes) > 1 or problem.arrays.get("z") is not None:
+    float32, no activation or gate, at most one batch dim, matrices with a unit stride, a
+    contiguous bias. Row sums of a (its BGRADB epilogue) take a with a unit row stride (a = dY^T,
+    the layout of a weight gradient), no batch and no bias."""
+    if (problem.act or problem.gated or len(problem.batch_sizes) > 1
+            or problem.arrays.get("z") is not None):
         return False
     if problem.dtype.name not in _LT_TYPES:
         return False

@@ -1,6 +1,6 @@
 """Device math shared by the kernel modules: correctly rounded division and square root (as
-PyTorch's CUDA kernels compute them), the matmul epilogues' activations, and which dtypes are
-floating."""
+PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, and
+which dtypes are floating."""
 
 import ml_dtypes
 import numpy as np
@@ -29,6 +29,16 @@ def sqrt_rn(x):
     else:
         r = tl.sqrt_rn(x)
     return r
+
+
+@triton.jit
+def swiglu_gate(gate, up):
+    """silu(gate) * up (SwiGLU's gate) in float32, float64 in float64, the division correctly
+    rounded as PyTorch's CUDA silu divides."""
+    if gate.dtype != tl.float64:
+        gate = gate.to(tl.float32)
+        up = up.to(tl.float32)
+    return div_rn(gate, 1.0 + tl.exp(-gate)) * up
 
 
 @triton.jit

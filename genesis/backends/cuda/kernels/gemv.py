@@ -32,6 +32,10 @@ activation and rounds once to the output dtype (the epilogue of kernels/matmul.p
   the order of the sum does not (blocks of up to SB splits loaded at once, each summed as a
   tree fixed at compile time, the blocks in order), so the bits do not: no float atomics. One
   launch, no host sync, scratch from the workspace: capturable in a CUDA graph.
+- Gated a (GATED, SwiGLU's down projection): a's rows hold K gate then K up columns, and the
+  program computes silu(gate) * up as it loads a, rounded to a's dtype as the separate gate
+  kernel would write it. Each column block recomputes it (M x K exps: a few thousand while
+  decoding, beside a weight of millions of elements), and the step saves that kernel's launch.
 - Block sizes: the FMA tiles load 4096 or 8192 elements of b a step at 4 warps, 32 or 64 a
   thread: four or eight 16-byte vectors (bfloat16) in flight per thread. Triton does not
   pipeline loads that feed no dot, so those, and the several programs resident per SM, are
@@ -49,7 +53,7 @@ import triton.language as tl
 
 from ..launch import Launch, stream_workspace
 from ..runtime.array import CUDAArray
-from ._math import apply_activation
+from ._math import apply_activation, swiglu_gate
 from ._strided_indexing import cdiv, next_pow2, placeholder, program_range, stride_arg
 from .reduce import split_counters
 
@@ -76,11 +80,30 @@ def _load(ptrs, row_mask, col_mask, EVEN_ROWS: tl.constexpr, EVEN_COLS: tl.const
 
 
 @triton.jit
-def _partial_product(a_ptr, b_ptr, rm, rn, m_mask, n_mask, k_lo, k_len,
+def _load_a(ptrs, mask, up_offset, MASKED: tl.constexpr, GATED: tl.constexpr):
+    """A tile of a, or with GATED silu(gate) * up of the gate tile at `ptrs` and the up tile
+    `up_offset` elements on, rounded to a's dtype as silu_mul's output is."""
+    if MASKED:
+        av = tl.load(ptrs, mask=mask, other=0)
+    else:
+        av = tl.load(ptrs)
+    if GATED:
+        if MASKED:
+            up = tl.load(ptrs + up_offset, mask=mask, other=0)
+        else:
+            up = tl.load(ptrs + up_offset)
+        av = swiglu_gate(av, up).to(av.dtype)
+    return av
+
+
+@triton.jit
+def _partial_product(a_ptr, b_ptr, rm, rn, m_mask, n_mask, k_lo, k_len, up_offset,
                      a_row_stride, a_col_stride, b_row_stride, b_col_stride,
-                     DOT: tl.constexpr, PRECISION: tl.constexpr, EVEN_K: tl.constexpr,
-                     EVEN_N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """The BM x BN float32 sum of a[rm, k] * b[k, rn] over k in [k_lo, k_lo + k_len)."""
+                     DOT: tl.constexpr, PRECISION: tl.constexpr, GATED: tl.constexpr,
+                     EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr, BK: tl.constexpr):
+    """The BM x BN float32 sum of a[rm, k] * b[k, rn] over k in [k_lo, k_lo + k_len) (a[rm, k]:
+    see _load_a)."""
     rk = tl.arange(0, BK)
     b_ptrs = b_ptr + (k_lo + rk)[:, None] * b_row_stride + rn[None, :] * b_col_stride
     if DOT:
@@ -93,12 +116,14 @@ def _partial_product(a_ptr, b_ptr, rm, rn, m_mask, n_mask, k_lo, k_len,
         k_mask = rk < k_len - k * BK
         bv = _load(b_ptrs, k_mask, n_mask, EVEN_K, EVEN_N)
         if DOT:
-            av = _load(a_ptrs, m_mask, k_mask, False, EVEN_K)
+            if EVEN_K:
+                a_mask = m_mask[:, None]
+            else:
+                a_mask = m_mask[:, None] & k_mask[None, :]
+            av = _load_a(a_ptrs, a_mask, up_offset, True, GATED)
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
-        elif EVEN_K:
-            acc += tl.load(a_ptrs).to(tl.float32)[:, None] * bv.to(tl.float32)
         else:
-            av = tl.load(a_ptrs, mask=k_mask, other=0)
+            av = _load_a(a_ptrs, k_mask, up_offset, not EVEN_K, GATED)
             acc += av.to(tl.float32)[:, None] * bv.to(tl.float32)
         a_ptrs += BK * a_col_stride
         b_ptrs += BK * b_row_stride
@@ -151,11 +176,12 @@ def _gemv_kernel(
         bias_stride,
         # meta-parameters
         HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, ACT: tl.constexpr, DOT: tl.constexpr,
-        PRECISION: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
-        EVEN_N: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-        BK: tl.constexpr, SB: tl.constexpr):
+        PRECISION: tl.constexpr, GATED: tl.constexpr, SPLIT: tl.constexpr,
+        EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
+        BN: tl.constexpr, BK: tl.constexpr, SB: tl.constexpr):
     """Columns pid_n*BN.. of c = act(a @ b + bias) for every row, from K split pid_k (see the
-    module docstring); with SPLIT the last split of the column block to finish writes them."""
+    module docstring); with SPLIT the last split of the column block to finish writes them.
+    GATED: a's rows hold K gate then K up columns, and the product takes silu(gate) * up."""
     pid_k = tl.program_id(1)
     rm = tl.arange(0, BM)
     rn = program_range(BN, INDEX64)
@@ -163,9 +189,9 @@ def _gemv_kernel(
     n_mask = rn < N
     k_lo = pid_k * split_len
     acc = _partial_product(a_ptr, b_ptr, rm, rn, m_mask, n_mask, k_lo,
-                           tl.minimum(split_len, K - k_lo), a_row_stride, a_col_stride,
-                           b_row_stride, b_col_stride, DOT, PRECISION, EVEN_K, EVEN_N, BM, BN,
-                           BK)
+                           tl.minimum(split_len, K - k_lo), K * a_col_stride, a_row_stride,
+                           a_col_stride, b_row_stride, b_col_stride, DOT, PRECISION, GATED,
+                           EVEN_K, EVEN_N, BM, BN, BK)
     if SPLIT:
         splits = tl.num_programs(1)
         at = rm[:, None] * N + rn[None, :]
@@ -252,7 +278,8 @@ class Plan:
         ity = _index_type(problem, self.part_elements)
         meta = dict(HAS_BIAS=problem.arrays.get("bias") is not None,
                     KEEP_Z=problem.arrays.get("z") is not None, ACT=problem.act,
-                    DOT=config["DOT"], PRECISION=problem.precision, SPLIT=self.splits > 1,
+                    DOT=config["DOT"], PRECISION=problem.precision, GATED=problem.gated,
+                    SPLIT=self.splits > 1,
                     EVEN_K=K % bk == 0, EVEN_N=N % bn == 0, INDEX64=ity == "i64", BM=bm,
                     BN=bn, BK=bk, SB=min(next_pow2(self.splits), max(1, _SUM_TILE // bm // bn)))
         self.launch = Launch(_gemv_kernel, (self.n_blocks, self.splits), meta,
@@ -283,7 +310,8 @@ class Plan:
 def _index_type(problem, part_elements):
     """"i64" when an element offset of an operand or of the partial sums passes int32."""
     limit = 2 ** 31 - 1
-    extents = {"a": (problem.M, problem.K), "b": (problem.K, problem.N),
+    a_cols = problem.K * (2 if problem.gated else 1)
+    extents = {"a": (problem.M, a_cols), "b": (problem.K, problem.N),
                "c": (problem.M, problem.N)}
     for role, (rows, cols) in extents.items():
         st = problem.strides[role]

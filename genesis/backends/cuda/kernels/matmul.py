@@ -64,7 +64,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ..launch import Const, Launch, LaunchCache
 from . import gemv
-from ._math import apply_activation
+from ._math import apply_activation, swiglu_gate
 from ._strided_indexing import cdiv, coalesce, select, stride_arg
 from .reduce import reduce
 
@@ -105,12 +105,14 @@ def _matmul_kernel(
         bias_stride,
         # meta-parameters
         BDIM: tl.constexpr, HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, ACT: tl.constexpr,
-        DOT: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
-        INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-        GROUP_M: tl.constexpr):
+        DOT: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, GATED: tl.constexpr,
+        EVEN_K: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+        BK: tl.constexpr, GROUP_M: tl.constexpr):
     """One BM x BN tile of c[batch] = act(a[batch] @ b[batch] + bias) (z: the value before the
     activation, when KEEP_Z). With a row_sum_ptr (no batch), the programs of the first tile
-    column also sum the rows of a they load: a bias gradient when a is dY^T."""
+    column also sum the rows of a they load: a bias gradient when a is dY^T. GATED: a's rows
+    hold K gate then K up columns, and the product takes silu(gate) * up (SwiGLU's down
+    projection), rounded to a's dtype as silu_mul's output is."""
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
@@ -140,12 +142,16 @@ def _matmul_kernel(
     a_total = tl.zeros((BM,), ACC)
     for k in range(0, tl.cdiv(K, BK)):
         if EVEN_K:
-            av = tl.load(a_ptrs, mask=m_mask[:, None], other=0)
+            a_mask = m_mask[:, None]
             bv = tl.load(b_ptrs, mask=n_mask[None, :], other=0)
         else:
             left = K - k * BK
-            av = tl.load(a_ptrs, mask=m_mask[:, None] & (rk[None, :] < left), other=0)
+            a_mask = m_mask[:, None] & (rk[None, :] < left)
             bv = tl.load(b_ptrs, mask=(rk[:, None] < left) & n_mask[None, :], other=0)
+        av = tl.load(a_ptrs, mask=a_mask, other=0)
+        if GATED:
+            up = tl.load(a_ptrs + K * a_col_stride, mask=a_mask, other=0)
+            av = swiglu_gate(av, up).to(av.dtype)
         if DOT:
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
         else:
@@ -230,16 +236,17 @@ class Problem:
     """A product c = act(a @ b + bias) in kernel terms: M, N, K, up to MAX_BATCH_DIMS batch dims
     and each operand's element strides (batch strides, then row and column); arrays by role
     ("a", "b", "c", "bias", "z", and "row_sum": where given, a's rows summed over k, written
-    beside c)."""
+    beside c). `gated`: a's rows hold K gate then K up columns and the product takes
+    silu(gate) * up for a (a's strides are the gate half's)."""
 
-    __slots__ = ("M", "N", "K", "batch_sizes", "strides", "arrays", "dtype", "act", "precision",
-                 "device")
+    __slots__ = ("M", "N", "K", "batch_sizes", "strides", "arrays", "dtype", "act", "gated",
+                 "precision", "device")
 
-    def __init__(self, M, N, K, batch_sizes, strides, arrays, act=0):
+    def __init__(self, M, N, K, batch_sizes, strides, arrays, act=0, gated=False):
         self.M, self.N, self.K = M, N, K
         self.batch_sizes, self.strides, self.arrays = tuple(batch_sizes), strides, arrays
         self.dtype = arrays["a"].dtype
-        self.act = act
+        self.act, self.gated = act, gated
         self.device = arrays["c"].device
         tf32 = flags.allow_tf32 and self.dtype == np.float32
         self.precision = "tf32" if tf32 or self.dtype in _HALF else "ieee"
@@ -265,7 +272,7 @@ class Problem:
         aligned = tuple(None if arrays.get(r) is None else arrays[r].ptr % 16 == 0
                         for r in ("a", "b", "c", "bias", "z", "row_sum"))
         return (self.M, self.N, self.K, self.batch_sizes, tuple(sorted(self.strides.items())),
-                self.dtype, self.act, self.precision, aligned, self.device)
+                self.dtype, self.act, self.gated, self.precision, aligned, self.device)
 
     def tuning_key(self):
         """The autotuning bucket: sizes rounded up to powers of two, the dtype, precision,
@@ -278,6 +285,8 @@ class Problem:
                layout, _bucket(self.batch), _bucket(self.M), _bucket(self.N), _bucket(self.K))
         if self.arrays.get("row_sum") is not None:
             key += ("row_sum",)
+        if self.gated:
+            key += ("gated",)
         return key + ("gemv",) if gemv.supports(self) else key
 
 
@@ -287,7 +296,8 @@ def _bucket(n):
 
 def _index_type(problem):
     limit = 2 ** 31 - 1
-    for role, (rows, cols) in (("a", (problem.M, problem.K)), ("b", (problem.K, problem.N)),
+    a_cols = problem.K * (2 if problem.gated else 1)
+    for role, (rows, cols) in (("a", (problem.M, a_cols)), ("b", (problem.K, problem.N)),
                                ("c", (problem.M, problem.N))):
         st = problem.strides[role]
         if abs(st[-2]) * rows + abs(st[-1]) * cols > limit:
@@ -311,7 +321,8 @@ def _matmul_plan(problem, config, target=None):
         problem.dtype, tl.float32 if problem.dtype.kind == "f" or dot else tl.int32)
     meta = dict(BDIM=bdim, HAS_BIAS=arrays.get("bias") is not None,
                 KEEP_Z=arrays.get("z") is not None, ACT=problem.act, DOT=dot,
-                PRECISION=problem.precision, ACC=acc, EVEN_K=problem.K % config["BK"] == 0,
+                PRECISION=problem.precision, ACC=acc, GATED=problem.gated,
+                EVEN_K=problem.K % config["BK"] == 0,
                 INDEX64=ity == "i64", BM=config["BM"], BN=config["BN"], BK=config["BK"],
                 GROUP_M=config["GROUP_M"])
     grid = (problem.batch * cdiv(problem.M, config["BM"]) * cdiv(problem.N, config["BN"]),)
@@ -511,13 +522,16 @@ def _batch_strides(arr, batch):
 _fast = {}
 
 
-def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_sum=None):
+def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_sum=None,
+                  gated=False):
     """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
     pre-activation value too when `keep_z`; written into `out` when given (an array of the
     result's shape and dtype, any strides: a recurrent layer's step writes into its slice of a
     sequence buffer). `row_sum`, for matrices a and b: a contiguous array of a's rows that
     receives a summed over its columns, by the same kernel (a linear layer's bias gradient
-    beside its weight gradient).
+    beside its weight gradient). `gated`: a (..., 2 * K) holds gate then up columns and the
+    product takes silu(gate) * up for a, as the operand is loaded (SwiGLU's down projection
+    without its separate gate kernel).
 
     After the first call with a geometry (shapes, strides, dtype, alignment, flags), later ones
     skip the shape logic: the product's Problem is kept with its launcher, and only the
@@ -525,11 +539,13 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
     device = a.device
     activate(device)
     stream = current_stream_handle(device)
+    if gated:
+        a = _gate_half(a)
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, a.ptr % 16 == 0, b.ptr % 16 == 0,
            None if bias is None else (bias.shape, bias.strides, bias.ptr % 16 == 0),
            activation, keep_z, flags.allow_tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
            device, None if out is None else (out.shape, out.strides, out.ptr % 16 == 0),
-           None if row_sum is None else (row_sum.shape, row_sum.ptr % 16 == 0))
+           None if row_sum is None else (row_sum.shape, row_sum.ptr % 16 == 0), gated)
     fast = _fast.get(key)
     if fast is not None:
         c_shape, out_shape, problem, launcher = fast
@@ -547,7 +563,8 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
         if row_sum is not None:
             _check_row_sum(a, b, row_sum)
-        problems = _problems(a2, b2, c, z, bias, ACTIVATIONS[activation]) if c.size else []
+        problems = (_problems(a2, b2, c, z, bias, ACTIVATIONS[activation], gated) if c.size
+                    else [])
         if row_sum is not None:
             problems[0].arrays["row_sum"] = row_sum
         launchers = [run(problem) for problem in problems]
@@ -561,6 +578,14 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
     return shaped if keep_z else shaped[0]
 
 
+def _gate_half(a):
+    """The gate half, (..., K), of a (..., 2 * K) gate/up array (its up half lies K columns
+    on)."""
+    if a.ndim == 0 or a.shape[-1] % 2:
+        raise ValueError(f"matmul: a gated operand is (..., 2 * K), got {a.shape}")
+    return as_strided(a, a.shape[:-1] + (a.shape[-1] // 2,), a.element_strides(), 0)
+
+
 def _check_row_sum(a, b, row_sum):
     if (a.ndim != 2 or b.ndim != 2 or row_sum.shape != a.shape[:1] or row_sum.dtype != a.dtype
             or row_sum.strides != (a.itemsize,) or not a.size or not b.shape[1]):
@@ -569,7 +594,7 @@ def _check_row_sum(a, b, row_sum):
                          f"times a matrix b {b.shape}")
 
 
-def _problems(a, b, c, z, bias, act):
+def _problems(a, b, c, z, bias, act, gated=False):
     """The Problems computing act(a @ b + bias) into `c` (and `z`) for matrices over one batch
     shape: the batch is folded into M when b is shared by every entry and a and c stack into
     one tall matrix, then coalesced; beyond MAX_BATCH_DIMS batch dims, one per leading index.
@@ -587,12 +612,12 @@ def _problems(a, b, c, z, bias, act):
     if len(sizes) > MAX_BATCH_DIMS:
         return [p for i in range(batch[0])
                 for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
-                                   None if z is None else select(z, 0, i), bias, act)]
+                                   None if z is None else select(z, 0, i), bias, act, gated)]
     arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z}
     strides = {"a": (*ba, am, ak), "b": (*bb, bk, bn), "c": (*bc, cm, cn)}
     if bias is not None:
         strides["bias"] = bias.element_strides()[-1] if bias.ndim else 0
-    return [Problem(M, N, K, sizes, strides, arrays, act)]
+    return [Problem(M, N, K, sizes, strides, arrays, act, gated)]
 
 
 @register("matmul", "cuda")
@@ -609,6 +634,13 @@ def linear_act(x, weight, bias, activation, keep_preactivation):
     keep = keep_preactivation and activation is not None
     out = matmul_arrays(x, _transposed(weight), bias, activation, keep)
     return tuple(out) if keep else (out, None)
+
+
+@register("linear_silu_gate", "cuda")
+def linear_silu_gate(gate_up, weight, bias):
+    """silu(gate) * up @ weight^T + bias of a (..., 2 * K) gate/up array, the gate computed as
+    the product loads its operand: SwiGLU's down projection and its gate in one kernel."""
+    return matmul_arrays(gate_up, _transposed(weight), bias, gated=True)
 
 
 @register("linear_act_backward", "cuda")
