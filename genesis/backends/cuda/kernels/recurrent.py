@@ -9,7 +9,8 @@ its elements from gi and gh (contiguous (B, G * H) rows, so neighbouring lanes r
 addresses), and writes the new state. The backward recomputes the gates from gi, gh and the
 previous state instead of saving them. Half types compute in float32 and round once; float64
 computes in float64. With `out` the results go into the given contiguous arrays (slices of a
-sequence-level scan's buffers) instead of new ones.
+sequence-level scan's buffers) instead of new ones; "scan_step" binds one of these launches,
+or a matmul, once for a scan's whole loop, whose steps then move only its addresses.
 """
 
 import numpy as np
