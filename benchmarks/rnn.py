@@ -83,9 +83,9 @@ def run(reps):
     return rows
 
 
-def _host_us_per_step(layer, shape, reps):
+def _host_us_per_step(layer, shape, dtype, reps):
     """Best CPU time of one forward + backward, in microseconds per time step and layer."""
-    step = _step(ops.Lib(genesis), layer, shape, genesis.float32, np.random.default_rng())
+    step = _step(ops.Lib(genesis), layer, shape, dtype, np.random.default_rng())
     step()
     best = float("inf")
     for _ in range(reps):
@@ -96,28 +96,31 @@ def _host_us_per_step(layer, shape, reps):
 
 
 def run_simulated(reps):
-    """One row per case: host microseconds per layer-step on both paths, simulated device."""
+    """One row per case and dtype: host microseconds per layer-step on both paths, simulated
+    device."""
     rows = []
     for name, sequence, batch, hidden, layers in CASES:
-        layer = getattr(genesis.nn, name)(hidden, hidden, layers).to("cuda")
-        us = {}
-        for path, enabled in (("sequence", True), ("per_step", False)):
-            recurrent_scan.ENABLED = enabled
-            us[path] = _host_us_per_step(layer, (sequence, batch, hidden), reps)
-        recurrent_scan.ENABLED = True
-        rows.append({"layer": name, "shape": [sequence, batch, hidden, layers],
-                     "sequence_us_per_step": us["sequence"],
-                     "per_step_us_per_step": us["per_step"]})
+        for dtype_name, (dtype, _) in DTYPES.items():
+            layer = getattr(genesis.nn, name)(hidden, hidden, layers).to("cuda", dtype)
+            us = {}
+            for path, enabled in (("sequence", True), ("per_step", False)):
+                recurrent_scan.ENABLED = enabled
+                us[path] = _host_us_per_step(layer, (sequence, batch, hidden), dtype, reps)
+            recurrent_scan.ENABLED = True
+            rows.append({"layer": name, "shape": [sequence, batch, hidden, layers],
+                         "dtype": dtype_name, "sequence_us_per_step": us["sequence"],
+                         "per_step_us_per_step": us["per_step"]})
     return rows
 
 
 def print_simulated(rows):
-    print(f"{'layer':<6}{'T,B,H,layers':<18}{'sequence path us':>18}{'per-step path us':>18}"
-          f"{'ratio':>7}   (host time per layer-step, forward + backward, simulated cuda)")
+    print(f"{'layer':<6}{'T,B,H,layers':<18}{'dtype':>6}{'sequence path us':>18}"
+          f"{'per-step path us':>18}{'ratio':>7}   (host time per layer-step, forward + "
+          "backward, simulated cuda)")
     for r in rows:
         seq, per = r["sequence_us_per_step"], r["per_step_us_per_step"]
-        print(f"{r['layer']:<6}{','.join(map(str, r['shape'])):<18}{seq:>18.1f}{per:>18.1f}"
-              f"{per / seq:>7.2f}")
+        print(f"{r['layer']:<6}{','.join(map(str, r['shape'])):<18}{r['dtype']:>6}"
+              f"{seq:>18.1f}{per:>18.1f}{per / seq:>7.2f}")
 
 
 def main():

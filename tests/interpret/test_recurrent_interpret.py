@@ -7,9 +7,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 import triton_interpret as ti
+from triton.runtime import interpreter
 
 import genesis.backends.cpu  # noqa: F401  (registers the CPU kernels)
 from genesis import dispatch
+from genesis.backends.cuda.kernels import matmul as mm
 from genesis.backends.cuda.kernels import recurrent
 from genesis.backends.cuda.launch import LaunchCache
 
@@ -132,3 +134,99 @@ def test_kernels_write_into_slots_of_sequence_buffers(gpu, dtype):
                           ti.to_host(dh_prev)), expected):
         np.testing.assert_allclose(actual.astype(np.float64), e.astype(np.float64), rtol=tol,
                                    atol=tol)
+
+
+@pytest.fixture
+def scan_gpu(gpu, monkeypatch):
+    """As `gpu`, with the matmul kernel interpreted too (16 x 16 x 16 tiles, no gemv)."""
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "triton")
+    monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
+    monkeypatch.setattr(mm, "heuristic_config", lambda problem: mm._config(16, 16, 16, 4, 1))
+    monkeypatch.setattr(mm, "_gemv_space", lambda problem: [])
+    monkeypatch.setattr(mm, "_chosen", {})
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
+    with ti.device(mm):
+        yield
+
+
+class _At:
+    """Slot t + k of the named buffer at step t."""
+
+    def __init__(self, name, k=0):
+        self.name, self.k = name, k
+
+
+def _resolve(spec, buffers, t):
+    """The arguments `spec` stands for at step t (`out` a tuple)."""
+    if isinstance(spec, tuple):
+        return tuple(_resolve(s, buffers, t) for s in spec)
+    if isinstance(spec, _At):
+        return _slot(buffers[spec.name], t + spec.k)
+    return buffers.get(spec) if isinstance(spec, str) else spec
+
+
+def _advance(spec, buffers):
+    if isinstance(spec, tuple):
+        return tuple(_advance(s, buffers) for s in spec)
+    if isinstance(spec, _At):
+        rows, width = buffers[spec.name].shape[1:]
+        return rows * width
+    return 0
+
+
+_LSTM_WIDTHS = {"gi": 4, "gh": 4, "h": 1, "c": 1, "dg": 4, "dc": 1, "dh2": 1}
+_GRU_WIDTHS = {"gi": 3, "gh": 3, "h": 1, "dgi": 3, "dgh": 3, "dz": 1, "dh2": 1, "dh3": 1}
+# (op, its arguments, the widths of the buffers, in hidden sizes) of each step a
+# sequence-level scan runs: _At a slot of a buffer, a name one fixed array (the first slot of
+# its buffer, or W (4H, H), its transpose w_t, the bias).
+_SCAN_CASES = [
+    ("matmul", (_At("h", 1), "w_t", None, _At("gh")), _LSTM_WIDTHS),
+    ("matmul", (_At("dg"), "w", "bias", "dh2"), _LSTM_WIDTHS),
+    ("lstm_cell_fwd", (_At("gi"), _At("gh"), _At("c", 1), (_At("h"), _At("c"))), _LSTM_WIDTHS),
+    ("lstm_cell_bwd", (_At("h"), "dc", _At("gi"), _At("gh"), _At("c", 1), (_At("dg"), "dh2"),
+                       "dh2"), _LSTM_WIDTHS),
+    ("gru_cell_fwd", (_At("gi"), _At("gh"), _At("h"), (_At("h", 1),)), _GRU_WIDTHS),
+    ("gru_cell_bwd", (_At("h"), _At("gi"), _At("gh"), _At("h", 1), (_At("dgi"), _At("dgh"), "dz"),
+                      "dh2", "dh3"), _GRU_WIDTHS),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=str)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5)], ids=str)
+@pytest.mark.parametrize("case", _SCAN_CASES, ids=lambda case: case[0])
+def test_scan_step_matches_the_kernels_on_each_steps_views(scan_gpu, dtype, shape, case):
+    """scan_step's launches, bound once with only their addresses moving, write what the
+    registered op writes given each step's views, over steps taken in reverse (as a backward
+    loop) so that reads see earlier steps' writes. A product whose slots would move off
+    16-byte alignment has no such form (None: the scan makes views)."""
+    rng = np.random.default_rng()
+    rows, hidden = shape
+    steps = 3
+    op, spec, widths = case
+    host = {name: rng.uniform(-1, 1, (steps + 1, rows, width * hidden)).astype(dtype)
+            for name, width in widths.items()}
+    fixed = {"w": rng.uniform(-1, 1, (4 * hidden, hidden)).astype(dtype),
+             "bias": rng.uniform(-1, 1, (hidden,)).astype(dtype)}
+    runs = []
+    for bound in (True, False):
+        buffers = {name: ti.to_device(a) for name, a in host.items()}
+        buffers.update({name: _slot(buffers[name], 0) for name in ("dc", "dh2", "dh3", "dz")
+                        if name in buffers})
+        buffers.update({name: ti.to_device(a) for name, a in fixed.items()})
+        buffers["w_t"] = ti.view(buffers["w"], (hidden, 4 * hidden), (1, hidden))
+        advances = _advance(spec, buffers)
+        step = dispatch.kernel("scan_step", "cuda")(op, _resolve(spec, buffers, 0),
+                                                    advances) if bound else None
+        unaligned = op == "matmul" and any(a * dtype.itemsize % 16 for a in advances)
+        if bound and unaligned:
+            assert step is None
+            return
+        kernel = dispatch.kernel(op, "cuda")
+        for t in reversed(range(steps)):
+            if bound:
+                step(t)
+            else:
+                kernel(*_resolve(spec, buffers, t))
+        runs.append({name: ti.to_host(buffers[name]).copy() for name in host})
+    for name in host:
+        np.testing.assert_array_equal(runs[0][name], runs[1][name], err_msg=name)

@@ -13,6 +13,11 @@ LSTM projection adds an add and a matmul). The recurrent weights' gradients are 
 over all steps after the loop; the input gates' gradient flows on into the input projection's
 autograd. A backward that must itself be differentiable (create_graph) recomputes the layer
 direction through the per-step path and differentiates that.
+
+A loop's launches are planned once (the backend's "scan_step"): the kernel looked up, its
+arguments assembled, the matmul's configuration chosen; a step then moves only the addresses
+of its slots, so its host time is a few Python calls per launch (about a third of what views
+and a full dispatch per launch cost). A backend without scan_step gets views made each step.
 """
 
 import functools
@@ -64,7 +69,9 @@ class _Layout:
         self.as_strided = kernel("as_strided", device_type)
         self.into = kernel("elementwise_into", device_type)
         self.copy = kernel("copy_", device_type)
-        self.cell_fwd, self.cell_bwd = (kernel(name, device_type) for name in _CELLS[mode])
+        self.cell_fwd, self.cell_bwd = _CELLS[mode]
+        self.scan_step = kernel("scan_step", device_type) if has_kernel("scan_step",
+                                                                        device_type) else None
         self.dtype, self.device = like.dtype, like.device
         self.steps, self.batch, self.reverse = steps, like.shape[0] // steps, reverse
         # A state buffer's slot t + `prev` holds the state step t reads, t + `new` the one it
@@ -88,14 +95,30 @@ class _Layout:
         return buffer
 
     def slot(self, buffer, k):
-        return self.slot_of(buffer)(k)
+        width = buffer.shape[-1]
+        return self.as_strided(buffer, (self.batch, width), (width, 1), k * self.batch * width)
 
-    def slot_of(self, buffer):
-        """A function k -> slot k of `buffer`. The loops make each view when they use it and
-        drop it: T views per buffer made up front would set the garbage collector off."""
-        width, as_strided = buffer.shape[-1], self.as_strided
-        shape, strides, size = (self.batch, width), (width, 1), self.batch * width
-        return lambda k: as_strided(buffer, shape, strides, k * size)
+    def stepper(self, op, *args):
+        """A function t -> `op`'s kernel on `args` at step t, where an argument `_Slot(buffer,
+        k)` stands for slot t + k of a buffer (`out` a tuple of arguments). The backend's
+        scan_step binds the launch once and moves only addresses; without it each step makes
+        its views (and drops them: T views per buffer made up front would set the garbage
+        collector off)."""
+        fast = None
+        if self.scan_step is not None:
+            fast = self.scan_step(op, self._at(args, 0), self._advances(args))
+        if fast is not None:
+            return fast
+        fn = kernel(op, self.device.type)
+        return lambda t: fn(*self._at(args, t))
+
+    def _at(self, args, t):
+        return tuple([self.slot(a.buffer, t + a.k) if a.__class__ is _Slot
+                      else self._at(a, t) if a.__class__ is tuple else a for a in args])
+
+    def _advances(self, args):
+        return tuple([self.batch * a.buffer.shape[-1] if a.__class__ is _Slot
+                      else self._advances(a) if a.__class__ is tuple else 0 for a in args])
 
     def rows(self, buffer, first):
         """Slots first .. first + T - 1 of a buffer as one (T * B, width) array."""
@@ -114,6 +137,15 @@ class _Layout:
     def weight_grad(self, grads, inputs):
         """The sum over steps of grads_t^T inputs_t, as one (G, T * B) @ (T * B, W) product."""
         return self.tensor(self.matmul(self.transposed(grads), inputs))
+
+
+class _Slot:
+    """Slot t + k of a time-major buffer, as an argument of a loop's step t (_Layout.stepper)."""
+
+    __slots__ = ("buffer", "k")
+
+    def __init__(self, buffer, k=0):
+        self.buffer, self.k = buffer, k
 
 
 def _arrays(*tensors):
@@ -188,22 +220,16 @@ class _LSTMScan(Function):
 def _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh, w_hr):
     """The time loop: gh_t = h_prev W_hh^T, then the gate kernel writes h_t (or its
     unprojected value, which W_hr^T then projects) and c_t into their slots."""
-    matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
-    G, GH, H, C = (lay.slot_of(b) for b in (gi, gh, hs, cs))
-    RAW = None if raw is None else lay.slot_of(raw)
-    w_hh_t = lay.transposed(w_hh)
-    w_hr_t = None if raw is None else lay.transposed(w_hr)
-    h, c = H(lay.first), C(lay.first)
+    prev, new = lay.prev, lay.new
+    h_out = _Slot(hs, new) if raw is None else _Slot(raw)
+    steps = [lay.stepper("matmul", _Slot(hs, prev), lay.transposed(w_hh), None, _Slot(gh)),
+             lay.stepper(lay.cell_fwd, _Slot(gi), _Slot(gh), _Slot(cs, prev),
+                         (h_out, _Slot(cs, new)))]
+    if raw is not None:
+        steps.append(lay.stepper("matmul", h_out, lay.transposed(w_hr), None, _Slot(hs, new)))
     for t in lay.order():
-        gh_t, h_new, c_new = GH(t), H(t + new), C(t + new)
-        matmul(h, w_hh_t, None, gh_t)
-        if raw is None:
-            cell(G(t), gh_t, c, (h_new, c_new))
-        else:
-            raw_t = RAW(t)
-            cell(G(t), gh_t, c, (raw_t, c_new))
-            matmul(raw_t, w_hr_t, None, h_new)
-        h, c = h_new, c_new
+        for step in steps:
+            step(t)
 
 
 def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
@@ -212,30 +238,52 @@ def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
     then dh_t is kept for d W_hr and goes through W_hr first), carry = d gates_t W_hh."""
     d_out, carry, dc = grads
     gi, gh, hs, cs, raw = buffers
-    matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
     size, hidden = hs.shape[-1], cs.shape[-1]
     d_gates = lay.empty(lay.steps, gi.shape[-1])
     d_hs = None if raw is None else lay.empty(lay.steps, size)
-    G, GH, C, DG, D_OUT = (lay.slot_of(b) for b in (gi, gh, cs, d_gates, d_out))
-    DH = None if raw is None else lay.slot_of(d_hs)
-    dc_pair = [lay.empty(1, hidden) for _ in range(2)]
     carry_out = lay.empty(1, size)
+    dc_pair = [lay.empty(1, hidden) for _ in range(2)]
     d_raw = None if raw is None else lay.empty(1, hidden)
-    for k, t in enumerate(lay.order(backward=True)):
-        dg_t, dc_new = DG(t), dc_pair[k & 1]
+    reads = (_Slot(gi), _Slot(gh), _Slot(cs, lay.prev))
+
+    def cell(dc_in, dc_new, carried):
+        """The gate-backward step reading d c from dc_in and the carried gradient."""
         if raw is None:
-            cell(D_OUT(t), dc, G(t), GH(t), C(t + prev), (dg_t, dc_new), carry)
-        else:
-            dh_t = DH(t)
-            into("add", dh_t, (D_OUT(t), carry))
-            cell(matmul(dh_t, w_hr, None, d_raw), dc, G(t), GH(t), C(t + prev),
-                 (dg_t, dc_new))
-        dc = dc_new
-        carry = matmul(dg_t, w_hh, None, carry_out)
-    d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, prev)) if needs[3] else None
+            return lay.stepper(lay.cell_bwd, _Slot(d_out), dc_in, *reads,
+                               (_Slot(d_gates), dc_new), carried)
+        add = lay.stepper("elementwise_into", "add", _Slot(d_hs), (_Slot(d_out), carried))
+        project = lay.stepper("matmul", _Slot(d_hs), w_hr, None, d_raw)
+        gates = lay.stepper(lay.cell_bwd, d_raw, dc_in, *reads, (_Slot(d_gates), dc_new))
+        return _chain(add, project, gates)
+    back = lay.stepper("matmul", _Slot(d_gates), w_hh, None, carry_out)
+    dc = _backward_loop(lay, cell, (dc, carry), dc_pair, carry_out, back)
+    d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, lay.prev)) if needs[3] else None
     d_w_hr = lay.weight_grad(d_hs, raw) if raw is not None and needs[4] else None
-    return (lay.tensor(d_gates) if needs[0] else None, lay.tensor(carry) if needs[1] else None,
+    return (lay.tensor(d_gates) if needs[0] else None,
+            lay.tensor(carry_out) if needs[1] else None,
             lay.tensor(dc) if needs[2] else None, d_w_hh, d_w_hr, None, None)
+
+
+def _backward_loop(lay, cell, first, pair, carry_out, back):
+    """The backward time loop; returns the buffer of `pair` its last step wrote. Each step
+    runs the step cell(state read, state written, carried gradient) makes, then `back`, which
+    writes the next step's carried gradient into `carry_out`. The first step reads `first`
+    (the incoming state and carried gradients); later ones read `carry_out` and go back and
+    forth between the two buffers of `pair` for their state."""
+    steps = (cell(first[0], pair[0], first[1]), cell(pair[1], pair[0], carry_out),
+             cell(pair[0], pair[1], carry_out))
+    for k, t in enumerate(lay.order(backward=True)):
+        steps[0 if k == 0 else 1 + (k & 1)](t)
+        back(t)
+    return pair[(lay.steps - 1) & 1]
+
+
+def _chain(*steps):
+    """One step running `steps` in order."""
+    def step(t):
+        for s in steps:
+            s(t)
+    return step
 
 
 class _GRUScan(Function):
@@ -248,15 +296,12 @@ class _GRUScan(Function):
         gi, w_hh_a, bias = _arrays(gates, w_hh, b_hh)
         gh = lay.empty(steps, gi.shape[-1])
         hs = lay.states(h0)
-        matmul, cell, new = lay.matmul, lay.cell_fwd, lay.new
-        G, GH, H = (lay.slot_of(b) for b in (gi, gh, hs))
-        w_hh_t = lay.transposed(w_hh_a)
-        h = H(lay.first)
+        prev, new = lay.prev, lay.new
+        product = lay.stepper("matmul", _Slot(hs, prev), lay.transposed(w_hh_a), bias, _Slot(gh))
+        cell = lay.stepper(lay.cell_fwd, _Slot(gi), _Slot(gh), _Slot(hs, prev), (_Slot(hs, new),))
         for t in lay.order():
-            gh_t, h_new = GH(t), H(t + new)
-            matmul(h, w_hh_t, bias, gh_t)
-            cell(G(t), gh_t, h, (h_new,))
-            h = h_new
+            product(t)
+            cell(t)
         out = lay.tensor(lay.rows(hs, new))
         _save(ctx, lay, (gates, h0, w_hh, b_hh), out, (gi, gh, hs))
         return out, lay.tensor(lay.slot(hs, lay.last))
@@ -276,17 +321,18 @@ def _gru_backward(lay, needs, grads, buffers, w_hh):
     d gi_t, d gh_t and dh_t z_t), then carry = d gh_t W_hh."""
     d_out, carry = grads
     gi, gh, hs = buffers
-    matmul, cell, into, prev = lay.matmul, lay.cell_bwd, lay.into, lay.prev
     size = hs.shape[-1]
     d_gi, d_gh = lay.empty(lay.steps, gi.shape[-1]), lay.empty(lay.steps, gi.shape[-1])
-    G, GH, H, DGI, DGH, D_OUT = (lay.slot_of(b) for b in (gi, gh, hs, d_gi, d_gh, d_out))
-    dz_pair, carry_out, dz = [lay.empty(1, size) for _ in range(2)], lay.empty(1, size), None
-    for k, t in enumerate(lay.order(backward=True)):
-        d_gh_t, dz_new = DGH(t), dz_pair[k & 1]
-        cell(D_OUT(t), G(t), GH(t), H(t + prev), (DGI(t), d_gh_t, dz_new), carry, dz)
-        carry, dz = matmul(d_gh_t, w_hh, None, carry_out), dz_new
-    into("add", carry, (carry, dz))
-    d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, prev)) if needs[2] else None
+    dz_pair, carry_out = [lay.empty(1, size) for _ in range(2)], lay.empty(1, size)
+
+    def cell(dz_in, dz_new, carried):
+        """The gate-backward step reading the carried gradient and dh z from dz_in."""
+        return lay.stepper(lay.cell_bwd, _Slot(d_out), _Slot(gi), _Slot(gh), _Slot(hs, lay.prev),
+                           (_Slot(d_gi), _Slot(d_gh), dz_new), carried, dz_in)
+    back = lay.stepper("matmul", _Slot(d_gh), w_hh, None, carry_out)
+    dz = _backward_loop(lay, cell, (None, carry), dz_pair, carry_out, back)
+    lay.into("add", carry_out, (carry_out, dz))
+    d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, lay.prev)) if needs[2] else None
     d_b_hh = lay.tensor(d_gh).sum(0) if needs[3] else None
-    return (lay.tensor(d_gi) if needs[0] else None, lay.tensor(carry) if needs[1] else None,
+    return (lay.tensor(d_gi) if needs[0] else None, lay.tensor(carry_out) if needs[1] else None,
             d_w_hh, d_b_hh, None, None)

@@ -594,6 +594,37 @@ def _check_row_sum(a, b, row_sum):
                          f"times a matrix b {b.shape}")
 
 
+class _Address:
+    """An operand given by its address alone: a planned product's launchers read only `ptr`."""
+
+    __slots__ = ("ptr",)
+
+
+def matmul_plan(a, b, out, bias=None):
+    """Compute out = a @ b (+ bias) now and return again(a_ptr, b_ptr, c_ptr), which computes
+    it over other arrays of the same geometry (shapes, strides, dtype, 16-byte alignment) given
+    by their addresses, on this call's stream: a loop launching one product per step (a
+    recurrent layer's) skips matmul_arrays's per-call key and views. None, computing nothing,
+    where the product is empty or not one launch."""
+    a2, b2, _ = _as_batched(a, b)
+    if out.shape != a2.shape[:-1] + b2.shape[-1:] or out.dtype != a.dtype:
+        raise ValueError(f"matmul: out of shape {out.shape} ({out.dtype}) cannot hold the "
+                         f"{a2.shape[:-1] + b2.shape[-1:]} ({a.dtype}) product")
+    activate(a.device)
+    problems = _problems(a2, b2, out, None, bias, 0) if out.size else []
+    if len(problems) != 1:
+        return None
+    launcher = run(problems[0])
+    a_at, b_at, c_at = _Address(), _Address(), _Address()
+    problem = problems[0].with_arrays({"a": a_at, "b": b_at, "c": c_at, "bias": bias, "z": None})
+    stream = current_stream_handle(a.device)
+
+    def again(a_ptr, b_ptr, c_ptr):
+        a_at.ptr, b_at.ptr, c_at.ptr = a_ptr, b_ptr, c_ptr
+        launcher(problem, stream)
+    return again
+
+
 def _problems(a, b, c, z, bias, act, gated=False):
     """The Problems computing act(a @ b + bias) into `c` (and `z`) for matrices over one batch
     shape: the batch is folded into M when b is shared by every entry and a and c stack into

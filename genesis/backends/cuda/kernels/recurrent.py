@@ -9,7 +9,8 @@ its elements from gi and gh (contiguous (B, G * H) rows, so neighbouring lanes r
 addresses), and writes the new state. The backward recomputes the gates from gi, gh and the
 previous state instead of saving them. Half types compute in float32 and round once; float64
 computes in float64. With `out` the results go into the given contiguous arrays (slices of a
-sequence-level scan's buffers) instead of new ones.
+sequence-level scan's buffers) instead of new ones; "scan_step" binds one of these launches,
+or a matmul, once for a scan's whole loop, whose steps then move only its addresses.
 """
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..launch import LaunchCache, get_kernel, pointer_type
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
+from .matmul import matmul_plan
 
 # State elements per program: 1024 over 4 warps is 8 per thread, enough independent loads in
 # flight to cover memory latency while a (64, 1024) state still spreads over 64 programs.
@@ -180,17 +182,23 @@ def _plan(fn, arrays, rows, hidden, device):
 _plans = LaunchCache()
 
 
-def _launch(fn, arrays, rows, hidden):
-    """Run `fn` over the (rows, hidden) state elements with the array arguments `arrays`
-    (None for an absent optional one)."""
-    n = rows * hidden
-    if n == 0:
-        return
+def _bound(fn, arrays, rows, hidden):
+    """(bound kernel, grid) of `fn` over the (rows, hidden) state elements with the array
+    arguments `arrays` (None for an absent optional one)."""
     device = arrays[0].device
     key = (fn, arrays[0].dtype, rows, hidden, device, tuple([a is None for a in arrays]))
-    kernel, grid = _plans.get_or_build(key, lambda: _plan(fn, arrays, rows, hidden, device))
-    kernel(grid, current_stream_handle(device), *[None if a is None else a.ptr for a in arrays],
-           n, hidden)
+    return _plans.get_or_build(key, lambda: _plan(fn, arrays, rows, hidden, device))
+
+
+def _launch(fn, arrays, state):
+    """Run `fn` over the elements of the (rows, hidden) array `state` with the array arguments
+    `arrays`."""
+    rows, hidden = state.shape
+    if rows * hidden == 0:
+        return
+    kernel, grid = _bound(fn, arrays, rows, hidden)
+    kernel(grid, current_stream_handle(state.device),
+           *[None if a is None else a.ptr for a in arrays], rows * hidden, hidden)
 
 
 def _empty(shapes, like, out):
@@ -202,35 +210,119 @@ def _empty(shapes, like, out):
     return [CUDAArray.empty(shape, like.dtype, like.device, stream) for shape in shapes]
 
 
+# Each op's call: its kernel, the kernel's array arguments in order and the state array whose
+# elements it runs over, from the op's positional arguments (`out` a tuple).
+def _lstm_fwd_call(gi, gh, c, out):
+    return _lstm_forward_kernel, [gi, gh, c, *out], c
+
+
+def _lstm_bwd_call(dh, dc, gi, gh, c, out, dh2=None):
+    return _lstm_backward_kernel, [dh, dh2, dc, gi, gh, c, *out], c
+
+
+def _gru_fwd_call(gi, gh, h, out):
+    return _gru_forward_kernel, [gi, gh, h, *out], h
+
+
+def _gru_bwd_call(dh, gi, gh, h, out, dh2=None, dh3=None):
+    return _gru_backward_kernel, [dh, dh2, dh3, gi, gh, h, *out], h
+
+
+_CALLS = {"lstm_cell_fwd": _lstm_fwd_call, "lstm_cell_bwd": _lstm_bwd_call,
+          "gru_cell_fwd": _gru_fwd_call, "gru_cell_bwd": _gru_bwd_call}
+
+
 @register("lstm_cell_fwd", "cuda")
 def lstm_cell_fwd(gi, gh, c, out=None):
     """(h', c') of one LSTM step; operands contiguous."""
-    h_out, c_out = _empty([c.shape, c.shape], gi, out)
-    _launch(_lstm_forward_kernel, [gi, gh, c, h_out, c_out], *c.shape)
-    return h_out, c_out
+    out = _empty([c.shape, c.shape], gi, out)
+    _launch(*_lstm_fwd_call(gi, gh, c, out))
+    return tuple(out)
 
 
 @register("lstm_cell_bwd", "cuda")
 def lstm_cell_bwd(dh, dc, gi, gh, c, out=None, dh2=None):
     """(d gates, d c) of one LSTM step, the new hidden state's gradient dh (+ dh2); operands
     contiguous."""
-    d_gates, dc_out = _empty([gi.shape, c.shape], gi, out)
-    _launch(_lstm_backward_kernel, [dh, dh2, dc, gi, gh, c, d_gates, dc_out], *c.shape)
-    return d_gates, dc_out
+    out = _empty([gi.shape, c.shape], gi, out)
+    _launch(*_lstm_bwd_call(dh, dc, gi, gh, c, out, dh2))
+    return tuple(out)
 
 
 @register("gru_cell_fwd", "cuda")
 def gru_cell_fwd(gi, gh, h, out=None):
     """h' of one GRU step; operands contiguous; `out` is a 1-tuple."""
-    (h_out,) = _empty([h.shape], gi, out)
-    _launch(_gru_forward_kernel, [gi, gh, h, h_out], *h.shape)
-    return h_out
+    out = _empty([h.shape], gi, out)
+    _launch(*_gru_fwd_call(gi, gh, h, out))
+    return out[0]
 
 
 @register("gru_cell_bwd", "cuda")
 def gru_cell_bwd(dh, gi, gh, h, out=None, dh2=None, dh3=None):
     """(d gi, d gh, d h) of one GRU step, the new hidden state's gradient dh (+ dh2 + dh3);
     operands contiguous."""
-    d_gi, d_gh, dh_out = _empty([gi.shape, gi.shape, h.shape], gi, out)
-    _launch(_gru_backward_kernel, [dh, dh2, dh3, gi, gh, h, d_gi, d_gh, dh_out], *h.shape)
-    return d_gi, d_gh, dh_out
+    out = _empty([gi.shape, gi.shape, h.shape], gi, out)
+    _launch(*_gru_bwd_call(dh, gi, gh, h, out, dh2, dh3))
+    return tuple(out)
+
+
+@register("scan_step", "cuda")
+def scan_step(op, args, advances):
+    """A sequence-level scan's step, bound once: a function t -> `op` on `args` with each array
+    among them moved t times its advance (elements; 0 for one every step uses), whose launch
+    arguments were assembled here and of which a step only moves the addresses. None where
+    `op` has no such form (the caller then makes its views each step). `args` are the op's
+    positional arguments at t = 0 (`out` a tuple), `advances` mirror them; the arrays must
+    outlive the function."""
+    if op == "matmul":
+        return _matmul_steps(args, advances)
+    call = _CALLS.get(op)
+    if call is None:
+        return None
+    fn, arrays, state = call(*args)
+    return _cell_steps(fn, arrays, call(*advances)[1], state)
+
+
+def _cell_steps(fn, arrays, advances, state):
+    """scan_step of a gate kernel: its bound kernel and arguments made once."""
+    rows, hidden = state.shape
+    if rows * hidden == 0:
+        return None
+    activate(state.device)
+    kernel, grid = _bound(fn, arrays, rows, hidden)
+    stream = current_stream_handle(state.device)
+    args = [None if a is None else a.ptr for a in arrays] + [rows * hidden, hidden]
+    moving = [(i, args[i], step * arrays[i].itemsize) for i, step in enumerate(advances) if step]
+
+    def at(t):
+        for i, base, step in moving:
+            args[i] = base + t * step
+        kernel(grid, stream, *args)
+    return at
+
+
+def _matmul_steps(args, advances):
+    """scan_step of a product of matrices whose moves keep their 16-byte alignment: its first
+    step plans it (kernels/matmul.py's matmul_plan), later ones give the plan addresses."""
+    a, b, bias, out = args
+    if advances[2] or a.ndim != 2 or b.ndim != 2 or out.size == 0:
+        return None
+    a_step, b_step, _, out_step = (step * a.itemsize for step in advances)
+    if (a_step | b_step | out_step) % 16:
+        return None
+    plan = None
+
+    def at(t):
+        nonlocal plan
+        if plan is None:
+            plan = matmul_plan(_moved(a, t * a_step), _moved(b, t * b_step),
+                               _moved(out, t * out_step), bias)
+        else:
+            plan(a.ptr + t * a_step, b.ptr + t * b_step, out.ptr + t * out_step)
+    return at
+
+
+def _moved(array, nbytes):
+    """The view of `array`'s shape and strides `nbytes` further on in its storage."""
+    return CUDAArray(array.storage, array.shape, array.strides, array.offset + nbytes,
+                     array.dtype)
