@@ -180,3 +180,49 @@ def test_gemv_heuristic_takes_fma_for_one_row_and_dot_for_more():
         config = gemv.heuristic_config(p)
         assert config["DOT"] == dot and config["backend"] == "gemv"
         assert config["BK"] > config["BN"]  # long along K, b's contiguous axis
+
+
+def test_row_sums_and_gates_choose_their_kernels(monkeypatch):
+    """A weight gradient's row sums (a = dY^T, unit row stride) go to cuBLASLt's BGRADB epilogue
+    or the tiles, never to gemv; a gated operand (SwiGLU's down projection) to gemv or the
+    tiles, never to cuBLASLt; each tunes under a key of its own."""
+    from types import SimpleNamespace
+
+    from genesis.backends.cuda.runtime import device
+    gpu = SimpleNamespace(properties=SimpleNamespace(name="NVIDIA H100"))
+    monkeypatch.setattr(device, "get_context", lambda index=None: gpu)
+    bf16 = ml_dtypes.bfloat16
+    (grad,), _ = problems(arr((8, 1024), (1, 8), dtype=bf16), arr((1024, 64), dtype=bf16))
+    plain_key = grad.tuning_key()
+    grad.arrays["row_sum"] = arr((8,), dtype=bf16)
+    assert libraries.cublaslt_supports(grad) and not gemv.supports(grad)
+    assert plain_key[-1] == "gemv" and grad.tuning_key() == plain_key[:-1] + ("row_sum",)
+    (rows,), _ = problems(arr((8, 1024), dtype=bf16), arr((1024, 64), dtype=bf16))
+    rows.arrays["row_sum"] = arr((8,), dtype=bf16)
+    assert not libraries.cublaslt_supports(rows)  # BGRADB is offered for dY^T's layout only
+    a, b = arr((1, 2 * 512), dtype=bf16), arr((512, 1024), (1, 512), dtype=bf16)
+    (gated,), _ = problems(mm._gate_half(a), b)
+    gated.gated = True
+    assert gemv.supports(gated) and not libraries.cublaslt_supports(gated)
+    assert gated.tuning_key()[-2:] == ("gated", "gemv")
+    assert gated.strides["a"] == (1024, 1) and gated.K == 512
+
+
+def test_cublaslt_launcher_finds_its_plan_once_and_rechecks_alignment(monkeypatch):
+    """The kept launcher runs with the plan found at its creation; addresses less aligned than
+    that problem's look the plan up again (its algorithm may need the alignment)."""
+    from types import SimpleNamespace
+    looked_up, ran = [], []
+    monkeypatch.setattr(libraries, "_handle_and_plan",
+                        lambda p: looked_up.append(p) or ("handle", "plan"))
+    monkeypatch.setattr(libraries, "_run", lambda h, plan, p, stream, algo: ran.append(algo))
+
+    def at(address):
+        return {role: SimpleNamespace(ptr=address) for role in ("a", "b", "c")}
+
+    launch = libraries.cublaslt_launcher(SimpleNamespace(arrays=at(1 << 12)), algo=2)
+    assert len(looked_up) == 1
+    launch(SimpleNamespace(arrays=at(3 << 12)), 0)
+    assert len(looked_up) == 1 and ran == [2]
+    launch(SimpleNamespace(arrays=at(16 * 5)), 0)
+    assert len(looked_up) == 2 and ran == [2, 2]

@@ -5,6 +5,7 @@ dispatcher can measure it against Triton per shape. Each device context creates 
 handle on first request and destroys it at exit, newest first (runtime/device.py).
 """
 
+import contextlib
 import functools
 import warnings
 
@@ -187,6 +188,7 @@ class _LtPlan:
 _ONE = np.ones(1, np.float32)  # alpha and beta, passed by host address
 _ZERO = np.zeros(1, np.float32)
 _ONE_PTR, _ZERO_PTR = _ONE.ctypes.data, _ZERO.ctypes.data
+_NO_REGION = contextlib.nullcontext()
 
 
 def _plan_key(problem):
@@ -230,8 +232,31 @@ def cublaslt_matmul(problem, stream, algo=0):
     """c = a @ b (+ bias; or with a's row sums) of a matmul Problem (kernels/matmul.py) through
     cuBLASLt with the heuristic's `algo`-th algorithm, on `stream`; shown as "cublaslt.matmul"
     by the profiler."""
-    from . import profiling
     handle, plan = _handle_and_plan(problem)
+    _run(handle, plan, problem, stream, algo)
+
+
+def cublaslt_launcher(problem, algo=0):
+    """A callable(problem, stream) for problems of this one's geometry (kernels/matmul.py keeps
+    it per geometry): cublaslt_matmul with the handle and plan found once, so a call only reads
+    the addresses. Addresses less aligned than this problem's (the plan's algorithm may need
+    its alignment) go through cublaslt_matmul."""
+    handle, plan = _handle_and_plan(problem)
+    arrays = problem.arrays
+    need_a, need_b, need_c = (_alignment(arrays[r].ptr) for r in ("a", "b", "c"))
+
+    def launch(p, stream):
+        arrays = p.arrays
+        if (_alignment(arrays["a"].ptr) < need_a or _alignment(arrays["b"].ptr) < need_b
+                or _alignment(arrays["c"].ptr) < need_c):
+            cublaslt_matmul(p, stream, algo)
+        else:
+            _run(handle, plan, p, stream, algo)
+    return launch
+
+
+def _run(handle, plan, problem, stream, algo):
+    from . import profiling
     arrays = problem.arrays
     if plan.vector and plan.vector_ptr != arrays[plan.vector].ptr:
         plan.vector_ptr = arrays[plan.vector].ptr
@@ -240,8 +265,9 @@ def cublaslt_matmul(problem, stream, algo=0):
         if plan.workspace else None
     b_l, a_l, c_l = plan.layouts
     c = arrays["c"].ptr
-    with profiling.region("cublaslt.matmul", m=problem.M, n=problem.N, k=problem.K,
-                          batch=problem.batch):
+    region = profiling.region("cublaslt.matmul", m=problem.M, n=problem.N, k=problem.K,
+                              batch=problem.batch) if profiling.is_enabled() else _NO_REGION
+    with region:
         plan.lt.matmul(handle, plan.desc, _ONE_PTR, arrays["b"].ptr, b_l,
                        arrays["a"].ptr, a_l, _ZERO_PTR, c, c_l, c, c_l,
                        plan.algos[algo], 0 if workspace is None else workspace.ptr,

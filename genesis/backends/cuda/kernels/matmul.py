@@ -432,8 +432,7 @@ def _launcher(problem, backend="triton", **config):
     launch, compiled on first use: the tiled kernel or gemv's; or cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
-        algo = config.get("algo", 0)
-        return lambda p, stream: libraries.cublaslt_matmul(p, stream, algo)
+        return libraries.cublaslt_launcher(problem, config.get("algo", 0))
     key = (problem.geometry(), backend, tuple(sorted(config.items())))
     if backend == "gemv":
         plan = _plans.get_or_build(key, lambda: gemv.Plan(problem, config))
