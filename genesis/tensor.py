@@ -424,7 +424,7 @@ class Size(tuple):
 
     def __getitem__(self, item):
         out = tuple.__getitem__(self, item)
-        return Size(out) if isinstance(item, slice) else out
+        return Size(out) if type(out) is tuple else out
 
 
 class RemovableHandle:

@@ -116,7 +116,8 @@ class CUDAArray:
         return True
 
     def element_strides(self):
-        return tuple(s // self.itemsize for s in self.strides)
+        itemsize = self.dtype.itemsize
+        return tuple([s // itemsize for s in self.strides])
 
     def __repr__(self):
         return (f"CUDAArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
