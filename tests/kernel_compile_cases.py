@@ -728,10 +728,11 @@ def _spatial_array(shape, dtype, channels_last):
 
 def pool_cases(target):
     """ResNet's stem max pool (3x3 stride 2 padding 1) in every float dtype, NCHW and
-    channels-last, forward and backward; a dilated 1-D pool and a 3-D one; average pools of
-    the same windows (undilated)."""
+    channels-last, forward and backward; a dilated 1-D pool, a 2-D one of more taps than
+    pool.MAX_UNROLLED (loops) and a 3-D one; average pools of the same windows (undilated)."""
     cases = [((32, 64, 112, 112), (56, 56), (3, 3), (2, 2), (1, 1), (1, 1)),
              ((8, 16, 1000), (497,), (5,), (2,), (2,), (2,)),
+             ((4, 8, 30, 30), (24, 24), (7, 7), (1, 1), (0, 0), (1, 1)),
              ((2, 32, 16, 32, 32), (8, 16, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1))]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
         for x_shape, out_size, kernel, stride, padding, dilation in cases:
@@ -742,12 +743,12 @@ def pool_cases(target):
                 index = _spatial_array(out_shape, np.int64, last)
                 geometry = pool._geometry(stride, padding, dilation)
                 window = _spatial.padded(kernel, 1)
-                launch = pool._pool_plan(pool._max_pool_kernel, out.size, (x,), out, window,
-                                         last, target)
-                pool._forward_launch(launch, 0, x, out, index, geometry)
-                launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
-                                         window, last, target)
-                pool._backward_launch(launch, 0, out, index, x, geometry)
+                launch = pool._max_plan(pool._max_pool_kernel, out.size, (x,), out, window,
+                                        geometry, last, target)
+                pool._forward_launch(launch, 0, x, out, index)
+                launch = pool._max_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
+                                        window, geometry, last, target)
+                pool._backward_launch(launch, 0, out, index, x)
                 avg_pool_case(x, out, window, geometry[:6], last, target)
 
 

@@ -181,8 +181,11 @@ def test_module_and_empty(kernels, rng):
     assert F.max_pool2d(genesis.zeros(0, 3, 5, 5), 2).shape == (0, 3, 2, 2)
 
 
-def test_large_window_loops(kernels, rng):
-    """A window of many taps (a loop, not unrolled) over a long 1-D input."""
+@pytest.mark.parametrize("kernel_size, stride, padding", [(40, 7, 19), (20, 7, 9)])
+def test_large_window_loops(kernels, rng, kernel_size, stride, padding):
+    """A window of more taps than pool.MAX_UNROLLED (loops, not unrolled) and one of fewer
+    (unrolled, six candidate outputs an input) over a long 1-D input."""
     shape = (1, 2, 3 * math.prod((5, 7)))
-    compare(lambda x: F.max_pool1d(x, 20, 7, 9), lambda x: TF.max_pool1d(x, 20, 7, 9), [shape],
+    compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding),
+            lambda x: TF.max_pool1d(x, kernel_size, stride, padding), [shape],
             genesis.float32, "cpu", rng)

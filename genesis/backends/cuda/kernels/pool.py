@@ -8,9 +8,17 @@ padding is never read. A max needs no rounding: half types are compared in float
 back exactly.
 
 Backward ("max_pool_bwd"): a gather, deterministic with no atomics. A lane per input element
-visits the outputs whose windows can contain it (tap k of output o lands on input
-o*stride - pad + k*dil, so each tap gives at most one o) and adds the output gradient of those
-whose index is this element, in a fixed order, in float32 for half types, rounded once.
+visits the outputs whose windows can contain it and adds the output gradient of those whose
+index is this element, in the outputs' order, in float32 for half types, rounded once. Along a
+dim, output o's window spans o*stride - pad .. o*stride - pad + (kernel-1)*dil, so the outputs
+holding input i are the at most (kernel-1)*dil // stride + 1 ending at (i + pad) // stride (2
+per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps).
+
+The max pool's geometry is compiled in: divisions by the stride become multiplications, the
+loops over taps and candidates have constant bounds and unroll for windows of up to
+MAX_UNROLLED taps (more would make long programs for little gain), and sizes and strides of 0
+and 1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away
+and channels-last reads along the channels become vector loads.
 
 Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
 float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
@@ -31,7 +39,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import Launch, LaunchCache
+from ..launch import Const, Launch, LaunchCache
 from . import _spatial
 from ._math import div_rn
 from ._spatial import position
@@ -39,6 +47,7 @@ from ._strided_indexing import cdiv, program_range
 
 BLOCK = 512
 _WARPS = 4
+MAX_UNROLLED = 32
 
 
 @triton.jit
@@ -47,13 +56,15 @@ def _max_pool_kernel(
         x_ptr, out_ptr, index_ptr,
         # sizes: output elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
         # strides of the input, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
-        # meta-parameters: the window's size, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+        # meta-parameters: the window's size, stride, padding and dilation, whether its loops
+        # unroll, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+        UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """Maximum and flat position of the windows of output elements pid*BLOCK.."""
     o = program_range(BLOCK, INDEX64)
     mask = o < n_out
@@ -61,14 +72,14 @@ def _max_pool_kernel(
     base = x_ptr + n * x_sn + c * x_sc
     best = tl.full((BLOCK,), float("-inf"), CT)
     where = tl.full((BLOCK,), -1, o.dtype)
-    for kd in range(KD):
-        i_d = od * stride_d - pad_d + kd * dil_d
+    for kd in tl.range(KD, loop_unroll_factor=KD if UNROLL else 1):
+        i_d = od * SD - PD + kd * DD
         ok_d = mask & (i_d >= 0) & (i_d < in_d)
-        for kh in range(KH):
-            i_h = oh * stride_h - pad_h + kh * dil_h
+        for kh in tl.range(KH, loop_unroll_factor=KH if UNROLL else 1):
+            i_h = oh * SH - PH + kh * DH
             ok_h = ok_d & (i_h >= 0) & (i_h < in_h)
-            for kw in range(KW):
-                i_w = ow * stride_w - pad_w + kw * dil_w
+            for kw in tl.range(KW, loop_unroll_factor=KW if UNROLL else 1):
+                i_w = ow * SW - PW + kw * DW
                 ok = ok_h & (i_w >= 0) & (i_w < in_w)
                 v = tl.load(base + i_d * x_sd + i_h * x_sh + i_w * x_sw, mask=ok,
                             other=float("-inf")).to(CT)
@@ -80,11 +91,14 @@ def _max_pool_kernel(
 
 
 @triton.jit
-def _reader(i, pad, k, dil, stride, size):
-    """The output whose tap k lands on input position `i` along one dim, and whether one does."""
-    num = i + pad - k * dil
-    o = num // stride
-    return o, (num >= 0) & (num % stride == 0) & (o < size)
+def _candidate(i, j, size, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr,
+               DIL: tl.constexpr):
+    """Along one dim, the j-th of the outputs whose windows can hold input position `i`
+    (output o's spans o*S - P .. o*S - P + (K-1)*DIL, so at most (K-1)*DIL // S + 1 of them,
+    the last at (i + P) // S), and whether one of its taps lands on i."""
+    o = (i + P) // S - (K - 1) * DIL // S + j
+    gap = i + P - o * S
+    return o, (o >= 0) & (o < size) & (gap <= (K - 1) * DIL) & (gap % DIL == 0)
 
 
 @triton.jit
@@ -94,14 +108,17 @@ def _max_pool_backward_kernel(
         grad_ptr, index_ptr, out_ptr,
         # sizes: input elements, channels, the input's and the output's spatial sizes
         n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
         # strides of the output gradient and of the indices, in elements
         g_sn, g_sc, g_sd, g_sh, g_sw, i_sn, i_sc, i_sd, i_sh, i_sw,
-        # meta-parameters: the window's size, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Input gradient of elements pid*BLOCK..: the sum of the output gradients that chose it."""
+        # meta-parameters: the window's size, stride, padding and dilation, whether its loops
+        # unroll, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+        UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Input gradient of elements pid*BLOCK..: the sum of the output gradients that chose it,
+    in the order of the outputs."""
     i = program_range(BLOCK, INDEX64)
     mask = i < n_in
     n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
@@ -109,20 +126,31 @@ def _max_pool_backward_kernel(
     g_base = grad_ptr + n * g_sn + c * g_sc
     i_base = index_ptr + n * i_sn + c * i_sc
     acc = tl.zeros((BLOCK,), CT)
-    for kd in range(KD):
-        od, ok_d = _reader(i_d, pad_d, kd, dil_d, stride_d, out_d)
+    CD: tl.constexpr = (KD - 1) * DD // SD + 1
+    CH: tl.constexpr = (KH - 1) * DH // SH + 1
+    CW: tl.constexpr = (KW - 1) * DW // SW + 1
+    for jd in tl.range(CD, loop_unroll_factor=CD if UNROLL else 1):
+        od, ok_d = _candidate(i_d, jd, out_d, KD, SD, PD, DD)
         ok_d = ok_d & mask
-        for kh in range(KH):
-            oh, ok_h = _reader(i_h, pad_h, kh, dil_h, stride_h, out_h)
+        for jh in tl.range(CH, loop_unroll_factor=CH if UNROLL else 1):
+            oh, ok_h = _candidate(i_h, jh, out_h, KH, SH, PH, DH)
             ok_h = ok_h & ok_d
-            for kw in range(KW):
-                ow, ok = _reader(i_w, pad_w, kw, dil_w, stride_w, out_w)
+            for jw in tl.range(CW, loop_unroll_factor=CW if UNROLL else 1):
+                ow, ok = _candidate(i_w, jw, out_w, KW, SW, PW, DW)
                 ok = ok & ok_h
                 chosen = tl.load(i_base + od * i_sd + oh * i_sh + ow * i_sw, mask=ok, other=-1)
                 hit = ok & (chosen == target)
                 acc += tl.load(g_base + od * g_sd + oh * g_sh + ow * g_sw, mask=hit,
                                other=0.0).to(CT)
     tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _reader(i, pad, k, dil, stride, size):
+    """The output whose tap k lands on input position `i` along one dim, and whether one does."""
+    num = i + pad - k * dil
+    o = num // stride
+    return o, (num >= 0) & (num % stride == 0) & (o < size)
 
 
 @triton.jit
@@ -237,30 +265,41 @@ def _geometry(stride, padding, dilation):
             *_spatial.padded(dilation, 1))
 
 
-def _forward_launch(launch, stream, x, out, index, geometry):
+def _max_plan(fn, n, arrays, out, window, geometry, last, target=None):
+    """The launch of a max pool kernel `fn` over `n` elements of `out`: the geometry compiled
+    in (divisions by the stride become multiplications, the loops' bounds constants), the
+    window's loops unrolled up to MAX_UNROLLED taps."""
+    names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
+    return _pool_plan(fn, n, arrays, out, window, last, target, **dict(zip(names, geometry)),
+                      UNROLL=int(np.prod(window)) <= MAX_UNROLLED)
+
+
+def _fixed(values):
+    """Sizes and strides with those of 0 and 1 compiled in (a 2-D pool's depth, a unit
+    stride): their products and divisions fold away."""
+    return [Const(v) if v in (0, 1) else v for v in values]
+
+
+def _forward_launch(launch, stream, x, out, index):
     """The call of _max_pool_kernel on 3-D views `x`, `out`, `index`."""
     launch(stream,
            # pointers
            x, out, index,
            # sizes
-           out.size, x.shape[1], *x.shape[2:], *out.shape[2:],
-           # geometry
-           *geometry,
+           out.size, *_fixed((x.shape[1], *x.shape[2:], *out.shape[2:])),
            # strides
-           *x.element_strides())
+           *_fixed(x.element_strides()))
 
 
-def _backward_launch(launch, stream, grad, index, out, geometry):
+def _backward_launch(launch, stream, grad, index, out):
     """The call of _max_pool_backward_kernel on 3-D views `grad`, `index`, `out`."""
     launch(stream,
            # pointers
            grad, index, out,
            # sizes
-           out.size, out.shape[1], *out.shape[2:], *grad.shape[2:],
-           # geometry
-           *geometry,
+           out.size, *_fixed((out.shape[1], *out.shape[2:], *grad.shape[2:])),
            # strides
-           *grad.element_strides(), *index.element_strides())
+           *_fixed((*grad.element_strides(), *index.element_strides())))
 
 
 _plans = LaunchCache()
@@ -284,8 +323,9 @@ def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
         x3, out3, index3 = (_spatial.as_3d(a) for a in (x, out, index))
         launch = _plans.get_or_build(
             ("fwd", _key(x3, out3), window, geometry, device),
-            lambda: _pool_plan(_max_pool_kernel, out3.size, (x3,), out3, window, last))
-        _forward_launch(launch, stream, x3, out3, index3, geometry)
+            lambda: _max_plan(_max_pool_kernel, out3.size, (x3,), out3, window, geometry,
+                              last))
+        _forward_launch(launch, stream, x3, out3, index3)
     return out, index
 
 
@@ -301,9 +341,9 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
         grad3, index3, out3 = (_spatial.as_3d(a) for a in (grad, index, out))
         launch = _plans.get_or_build(
             ("bwd", _key(grad3, index3, out3), window, geometry, device),
-            lambda: _pool_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
-                               window, last))
-        _backward_launch(launch, stream, grad3, index3, out3, geometry)
+            lambda: _max_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
+                              window, geometry, last))
+        _backward_launch(launch, stream, grad3, index3, out3)
     return out
 
 
