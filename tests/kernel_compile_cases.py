@@ -743,11 +743,11 @@ def pool_cases(target):
                 index = _spatial_array(out_shape, np.int64, last)
                 geometry = pool._geometry(stride, padding, dilation)
                 window = _spatial.padded(kernel, 1)
-                launch = pool._max_plan(pool._max_pool_kernel, out.size, (x,), out, window,
-                                        geometry, last, target)
+                launch = pool._pool_plan(pool._max_pool_kernel, out.size, (x,), out, window,
+                                         geometry, last, target)
                 pool._forward_launch(launch, 0, x, out, index)
-                launch = pool._max_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
-                                        window, geometry, last, target)
+                launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
+                                         window, geometry, last, target)
                 pool._backward_launch(launch, 0, out, index, x)
                 avg_pool_case(x, out, window, geometry[:6], last, target)
 
@@ -760,9 +760,9 @@ def avg_pool_case(x, out, window, geometry, last, target):
                                          (False, False, True)):
         source, result = (out, x) if adjoint else (x, out)
         launch = pool._pool_plan(pool._avg_pool_kernel, result.size, (source,), result, window,
-                                 last, target, COUNT_PAD=count_pad, OVERRIDE=override,
+                                 geometry, last, target, COUNT_PAD=count_pad, OVERRIDE=override,
                                  ADJOINT=adjoint)
-        pool._avg_launch(launch, 0, source, result, geometry, 3 if override else 0, adjoint)
+        pool._avg_launch(launch, 0, source, result, 3 if override else 0, adjoint)
 
 
 def upsample_cases(target):

@@ -14,16 +14,16 @@ dim, output o's window spans o*stride - pad .. o*stride - pad + (kernel-1)*dil, 
 holding input i are the at most (kernel-1)*dil // stride + 1 ending at (i + pad) // stride (2
 per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps).
 
-The max pool's geometry is compiled in: divisions by the stride become multiplications, the
-loops over taps and candidates have constant bounds and unroll for windows of up to
-MAX_UNROLLED taps (more would make long programs for little gain), and sizes and strides of 0
-and 1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away
-and channels-last reads along the channels become vector loads.
-
 Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
 float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
 size counting padding up to size + pad (count_include_pad), or its elements inside the input;
 the backward gathers as max pooling's does, adding each output gradient over its divisor.
+
+Both compile the geometry in: divisions by the stride become multiplications, the loops over
+taps and candidates have constant bounds and unroll for windows of up to MAX_UNROLLED taps
+(more would make long programs for little gain), and sizes and strides of 0 and 1 (a 2-D
+pool's depth, a unit stride) are constants too, so their arithmetic folds away and
+channels-last reads along the channels become vector loads.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
 (through strides); results are dense, channels-last when the input's channels are its
@@ -146,14 +146,6 @@ def _max_pool_backward_kernel(
 
 
 @triton.jit
-def _reader(i, pad, k, dil, stride, size):
-    """The output whose tap k lands on input position `i` along one dim, and whether one does."""
-    num = i + pad - k * dil
-    o = num // stride
-    return o, (num >= 0) & (num % stride == 0) & (o < size)
-
-
-@triton.jit
 def _window(o, stride, pad, k, size):
     """(start, end, span) of output `o`'s window along one dim: clipped to the input, and its
     length with the padding (PyTorch's avg_pool rule: never past size + pad)."""
@@ -181,14 +173,15 @@ def _divisor(od, oh, ow, in_d, in_h, in_w, stride_d, stride_h, stride_w, pad_d, 
 
 
 @triton.jit
-def _tap(p, k, stride, pad, size, out_size, ADJOINT: tl.constexpr):
+def _tap(p, k, size, out_size, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr,
+         ADJOINT: tl.constexpr):
     """Along one dim, for output position `p`: its window's tap k and whether it lies in the
-    input; with ADJOINT, for input position `p`: the output whose tap k lands on it, and
-    whether there is one."""
+    input; with ADJOINT, for input position `p`: the k-th output whose window may hold it (see
+    `_candidate`), and whether it does."""
     if ADJOINT:
-        q, ok = _reader(p, pad, k, 1, stride, out_size)
+        q, ok = _candidate(p, k, out_size, K, S, P, 1)
     else:
-        q = p * stride - pad + k
+        q = p * S - P + k
         ok = (q >= 0) & (q < size)
     return q, ok
 
@@ -200,14 +193,17 @@ def _avg_pool_kernel(
         x_ptr, out_ptr,
         # sizes: result elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry and divisor_override (read with OVERRIDE)
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, divisor,
+        # divisor_override (read with OVERRIDE)
+        divisor,
         # strides of x, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
-        # meta-parameters: the window's size, count_include_pad, divisor_override given,
-        # backward, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, COUNT_PAD: tl.constexpr,
-        OVERRIDE: tl.constexpr, ADJOINT: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        # meta-parameters: the window's size, stride and padding, count_include_pad,
+        # divisor_override given, backward, whether the loops unroll, the result's layout,
+        # compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, COUNT_PAD: tl.constexpr, OVERRIDE: tl.constexpr,
+        ADJOINT: tl.constexpr, UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr,
         CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """Result elements pid*BLOCK..: each output's window sum over its divisor, or (ADJOINT)
     each input's sum of the output gradients of the windows holding it over their divisors.
@@ -220,28 +216,29 @@ def _avg_pool_kernel(
         n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
     base = x_ptr + n * x_sn + c * x_sc
     acc = tl.zeros((BLOCK,), CT)
-    for kd in range(KD):
-        q_d, ok_d = _tap(p_d, kd, stride_d, pad_d, in_d, out_d, ADJOINT)
+    TD: tl.constexpr = (KD - 1) // SD + 1 if ADJOINT else KD
+    TH: tl.constexpr = (KH - 1) // SH + 1 if ADJOINT else KH
+    TW: tl.constexpr = (KW - 1) // SW + 1 if ADJOINT else KW
+    for kd in tl.range(TD, loop_unroll_factor=TD if UNROLL else 1):
+        q_d, ok_d = _tap(p_d, kd, in_d, out_d, KD, SD, PD, ADJOINT)
         ok_d = ok_d & mask
-        for kh in range(KH):
-            q_h, ok_h = _tap(p_h, kh, stride_h, pad_h, in_h, out_h, ADJOINT)
+        for kh in tl.range(TH, loop_unroll_factor=TH if UNROLL else 1):
+            q_h, ok_h = _tap(p_h, kh, in_h, out_h, KH, SH, PH, ADJOINT)
             ok_h = ok_h & ok_d
-            for kw in range(KW):
-                q_w, ok = _tap(p_w, kw, stride_w, pad_w, in_w, out_w, ADJOINT)
+            for kw in tl.range(TW, loop_unroll_factor=TW if UNROLL else 1):
+                q_w, ok = _tap(p_w, kw, in_w, out_w, KW, SW, PW, ADJOINT)
                 ok = ok & ok_h
                 v = tl.load(base + q_d * x_sd + q_h * x_sh + q_w * x_sw, mask=ok,
                             other=0.0).to(CT)
                 if ADJOINT:
-                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, stride_d, stride_h,
-                                     stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
-                                     COUNT_PAD, OVERRIDE, CT)
+                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, SD, SH, SW, PD, PH, PW,
+                                     divisor, KD, KH, KW, COUNT_PAD, OVERRIDE, CT)
                     acc += tl.where(ok, div_rn(v, count), 0.0)
                 else:
                     acc += v
     if not ADJOINT:
-        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, stride_d, stride_h,
-                                   stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
-                                   COUNT_PAD, OVERRIDE, CT))
+        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, SD, SH, SW, PD, PH, PW,
+                                   divisor, KD, KH, KW, COUNT_PAD, OVERRIDE, CT))
     tl.store(out_ptr + e, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -249,13 +246,17 @@ def _compute_type(dtype):
     return tl.float64 if dtype == np.float64 else tl.float32
 
 
-def _pool_plan(fn, n, arrays, out, window, last, target=None, **flags):
+def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags):
     """The launch of `fn` over `n` elements of the dense `out`; `arrays` are the operands whose
-    offsets it computes; `flags` its other meta-parameters."""
+    offsets it computes; `flags` its other meta-parameters. The geometry (stride, padding and,
+    for max pooling, dilation) is compiled in: divisions by the stride become multiplications,
+    the loops' bounds constants, unrolled for windows of up to MAX_UNROLLED taps."""
     ity = _spatial.index_width(out, *arrays)
     kd, kh, kw = window
-    meta = dict(KD=kd, KH=kh, KW=kw, **flags, CHANNELS_LAST=last, CT=_compute_type(out.dtype),
-                INDEX64=ity == "i64", BLOCK=BLOCK)
+    names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
+    meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
+                UNROLL=kd * kh * kw <= MAX_UNROLLED, CHANNELS_LAST=last,
+                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=BLOCK)
     return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
                   device=out.device, target=target)
 
@@ -263,15 +264,6 @@ def _pool_plan(fn, n, arrays, out, window, last, target=None, **flags):
 def _geometry(stride, padding, dilation):
     return (*_spatial.padded(stride, 1), *_spatial.padded(padding, 0),
             *_spatial.padded(dilation, 1))
-
-
-def _max_plan(fn, n, arrays, out, window, geometry, last, target=None):
-    """The launch of a max pool kernel `fn` over `n` elements of `out`: the geometry compiled
-    in (divisions by the stride become multiplications, the loops' bounds constants), the
-    window's loops unrolled up to MAX_UNROLLED taps."""
-    names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
-    return _pool_plan(fn, n, arrays, out, window, last, target, **dict(zip(names, geometry)),
-                      UNROLL=int(np.prod(window)) <= MAX_UNROLLED)
 
 
 def _fixed(values):
@@ -323,8 +315,8 @@ def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
         x3, out3, index3 = (_spatial.as_3d(a) for a in (x, out, index))
         launch = _plans.get_or_build(
             ("fwd", _key(x3, out3), window, geometry, device),
-            lambda: _max_plan(_max_pool_kernel, out3.size, (x3,), out3, window, geometry,
-                              last))
+            lambda: _pool_plan(_max_pool_kernel, out3.size, (x3,), out3, window, geometry,
+                               last))
         _forward_launch(launch, stream, x3, out3, index3)
     return out, index
 
@@ -341,13 +333,13 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
         grad3, index3, out3 = (_spatial.as_3d(a) for a in (grad, index, out))
         launch = _plans.get_or_build(
             ("bwd", _key(grad3, index3, out3), window, geometry, device),
-            lambda: _max_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
-                              window, geometry, last))
+            lambda: _pool_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
+                               window, geometry, last))
         _backward_launch(launch, stream, grad3, index3, out3)
     return out
 
 
-def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
+def _avg_launch(launch, stream, x, out, divisor, adjoint):
     """The call of _avg_pool_kernel on 3-D views `x` and `out` (the output gradient and the
     input gradient with `adjoint`)."""
     pooled, pools = (out, x) if adjoint else (x, out)
@@ -355,11 +347,11 @@ def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
            # pointers
            x, out,
            # sizes
-           out.size, x.shape[1], *pooled.shape[2:], *pools.shape[2:],
-           # geometry
-           *geometry, divisor,
+           out.size, *_fixed((x.shape[1], *pooled.shape[2:], *pools.shape[2:])),
+           # divisor_override
+           divisor,
            # strides
-           *x.element_strides())
+           *_fixed(x.element_strides()))
 
 
 @register("avg_pool", "cuda")
@@ -377,7 +369,7 @@ def avg_pool(x, kernel_size, stride, padding, count_include_pad, divisor, size, 
                      ADJOINT=bool(adjoint))
         launch = _plans.get_or_build(
             ("avg", _key(x3, out3), window, geometry, tuple(flags.values()), device),
-            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, last,
-                               **flags))
-        _avg_launch(launch, stream, x3, out3, geometry, int(divisor), adjoint)
+            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, geometry,
+                               last, **flags))
+        _avg_launch(launch, stream, x3, out3, int(divisor), adjoint)
     return out
