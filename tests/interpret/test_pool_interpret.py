@@ -159,18 +159,22 @@ def test_gradcheck_and_gradgradcheck(kernels, rng):
             assert gradgradcheck(lambda x, fn=fn, kwargs=kwargs: fn(x, **kwargs), [x])
 
 
-def test_overlapping_windows_add_up(kernels):
-    """An element that is the maximum of several windows gets the sum of their gradients."""
-    x = genesis.zeros(1, 1, 5, 5)
-    x[0, 0, 2, 2] = 1.0
+@pytest.mark.parametrize("size, peak, stride, total", [(5, 2, 1, 108), (7, 3, 2, 30)])
+def test_overlapping_windows_add_up(kernels, size, peak, stride, total):
+    """An element that is the maximum of several windows (9 at stride 1, the 4 candidates of
+    stride 2) gets the sum of their gradients."""
+    x = genesis.zeros(1, 1, size, size)
+    x[0, 0, peak, peak] = 1.0
     x.requires_grad_()
-    out = F.max_pool2d(x, 3, 1, 1)
-    out.backward(genesis.arange(25, dtype=genesis.float32).reshape(1, 1, 5, 5))
-    t = torch.zeros(1, 1, 5, 5)
-    t[0, 0, 2, 2] = 1.0
+    out = F.max_pool2d(x, 3, stride, 1)
+    out.backward(genesis.arange(out.numel(), dtype=genesis.float32).reshape(out.shape))
+    t = torch.zeros(1, 1, size, size)
+    t[0, 0, peak, peak] = 1.0
     t.requires_grad_()
-    TF.max_pool2d(t, 3, 1, 1).backward(torch.arange(25.0).reshape(1, 1, 5, 5))
+    t_out = TF.max_pool2d(t, 3, stride, 1)
+    t_out.backward(torch.arange(float(t_out.numel())).reshape(t_out.shape))
     assert_close(x.grad, t.grad, rtol=0, atol=0)
+    assert x.grad[0, 0, peak, peak].item() == total
 
 
 def test_module_and_empty(kernels, rng):
