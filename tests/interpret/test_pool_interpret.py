@@ -185,11 +185,13 @@ def test_module_and_empty(kernels, rng):
     assert F.max_pool2d(genesis.zeros(0, 3, 5, 5), 2).shape == (0, 3, 2, 2)
 
 
-@pytest.mark.parametrize("kernel_size, stride, padding", [(40, 7, 19), (20, 7, 9)])
-def test_large_window_loops(kernels, rng, kernel_size, stride, padding):
-    """A window of more taps than pool.MAX_UNROLLED (loops, not unrolled) and one of fewer
-    (unrolled, six candidate outputs an input) over a long 1-D input."""
+@pytest.mark.parametrize("kernel_size, stride, padding, dilation",
+                         [(40, 7, 19, 1), (20, 7, 9, 1), (3, 1, 1, 20)])
+def test_large_window_loops(kernels, rng, kernel_size, stride, padding, dilation):
+    """Windows of more taps or backward candidates than pool.MAX_UNROLLED (loops, not
+    unrolled: 40 taps; 41 candidates of a dilated window of 3) and one of fewer (unrolled, six
+    candidates an input) over a long 1-D input."""
     shape = (1, 2, 3 * math.prod((5, 7)))
-    compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding),
-            lambda x: TF.max_pool1d(x, kernel_size, stride, padding), [shape],
+    compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding, dilation),
+            lambda x: TF.max_pool1d(x, kernel_size, stride, padding, dilation), [shape],
             genesis.float32, "cpu", rng)

@@ -250,12 +250,15 @@ def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags)
     """The launch of `fn` over `n` elements of the dense `out`; `arrays` are the operands whose
     offsets it computes; `flags` its other meta-parameters. The geometry (stride, padding and,
     for max pooling, dilation) is compiled in: divisions by the stride become multiplications,
-    the loops' bounds constants, unrolled for windows of up to MAX_UNROLLED taps."""
+    the loops' bounds constants, unrolled when neither the window's taps nor the backward's
+    candidate outputs number more than MAX_UNROLLED."""
     ity = _spatial.index_width(out, *arrays)
     kd, kh, kw = window
     names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
+    strides, dilations = geometry[:3], geometry[6:] or (1, 1, 1)
+    candidates = np.prod([(k - 1) * d // s + 1 for k, s, d in zip(window, strides, dilations)])
     meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
-                UNROLL=kd * kh * kw <= MAX_UNROLLED, CHANNELS_LAST=last,
+                UNROLL=bool(max(kd * kh * kw, candidates) <= MAX_UNROLLED), CHANNELS_LAST=last,
                 CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=BLOCK)
     return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
                   device=out.device, target=target)
