@@ -27,7 +27,8 @@ from genesis.backends.cuda.kernels import _spatial, pool
 from genesis.backends.cuda.launch import LaunchCache
 
 DTYPES = [genesis.float32, genesis.float64, genesis.float16, genesis.bfloat16]
-# (functional name, input shape, kwargs): odd sizes, padding, dilation, ceil_mode, unbatched
+# (functional name, input shape, kwargs): odd sizes, padding, dilation, ceil_mode, unbatched,
+# a window of more taps than pool.MAX_UNROLLED (loops)
 POOLS = [
     ("max_pool1d", (2, 3, 11), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2,
                                 "ceil_mode": True}),
@@ -36,6 +37,7 @@ POOLS = [
     ("max_pool2d", (3, 8, 7), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
     ("max_pool2d", (2, 5, 9, 11), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2}),
     ("max_pool2d", (1, 2, 8, 8), {"kernel_size": 2, "stride": 3, "ceil_mode": True}),
+    ("max_pool2d", (1, 3, 9, 10), {"kernel_size": (7, 6), "padding": 3}),
     ("max_pool3d", (1, 2, 5, 6, 5), {"kernel_size": 2, "stride": (1, 2, 2), "dilation": (2, 1, 1),
                                      "ceil_mode": True}),
     ("max_pool3d", (2, 3, 4, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
