@@ -20,9 +20,9 @@ size counting padding up to size + pad (count_include_pad), or its elements insi
 the backward gathers as max pooling's does, adding each output gradient over its divisor.
 
 Both compile the geometry in: divisions by the stride become multiplications, the loops over
-taps and candidates have constant bounds and unroll for windows of up to MAX_UNROLLED taps
-(more would make long programs for little gain), and sizes and strides of 0 and 1 (a 2-D
-pool's depth, a unit stride) are constants too, so their arithmetic folds away and
+taps and candidates have constant bounds and unroll where neither number more than
+MAX_UNROLLED (more would make long programs for little gain), and sizes and strides of 0 and
+1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away and
 channels-last reads along the channels become vector loads.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
