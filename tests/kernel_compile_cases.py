@@ -734,27 +734,37 @@ def _spatial_array(shape, dtype, channels_last):
 
 def pool_cases(target):
     """ResNet's stem max pool (3x3 stride 2 padding 1) in every float dtype, NCHW and
-    channels-last, forward and backward; a dilated 1-D pool and a 3-D one; average pools of
-    the same windows (undilated)."""
+    channels-last, forward and backward; a dilated 1-D pool, a 2-D one of more taps than
+    pool.MAX_UNROLLED (loops) and a 3-D one; average pools of the same windows (undilated);
+    the stem pool in float32 over an input past int32 offsets (int64 indexing)."""
     cases = [((32, 64, 112, 112), (56, 56), (3, 3), (2, 2), (1, 1), (1, 1)),
              ((8, 16, 1000), (497,), (5,), (2,), (2,), (2,)),
+             ((4, 8, 30, 30), (24, 24), (7, 7), (1, 1), (0, 0), (1, 1)),
              ((2, 32, 16, 32, 32), (8, 16, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1))]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, np.float64):
-        for x_shape, out_size, kernel, stride, padding, dilation in cases:
-            for last in (False, True) if len(x_shape) > 3 else (False,):
-                x = _spatial_array(x_shape, dtype, last)
-                out_shape = (*x_shape[:2], *out_size)
-                out = _spatial_array(out_shape, dtype, last)
-                index = _spatial_array(out_shape, np.int64, last)
-                geometry = pool._geometry(stride, padding, dilation)
-                window = _spatial.padded(kernel, 1)
-                launch = pool._pool_plan(pool._max_pool_kernel, out.size, (x,), out, window,
-                                         last, target)
-                pool._forward_launch(launch, 0, x, out, index, geometry)
-                launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
-                                         window, last, target)
-                pool._backward_launch(launch, 0, out, index, x, geometry)
-                avg_pool_case(x, out, window, geometry[:6], last, target)
+        for case in cases:
+            pool_case(dtype, *case, target)
+    pool_case(np.float32, (2, 64, 2048, 16384), (1024, 8192), (3, 3), (2, 2), (1, 1), (1, 1),
+              target)
+
+
+def pool_case(dtype, x_shape, out_size, kernel, stride, padding, dilation, target):
+    """Compile the max pool's forward and backward and the average pool's launches of one
+    geometry, NCHW and (4-D and 5-D inputs) channels-last."""
+    for last in (False, True) if len(x_shape) > 3 else (False,):
+        x = _spatial_array(x_shape, dtype, last)
+        out_shape = (*x_shape[:2], *out_size)
+        out = _spatial_array(out_shape, dtype, last)
+        index = _spatial_array(out_shape, np.int64, last)
+        geometry = pool._geometry(stride, padding, dilation)
+        window = _spatial.padded(kernel, 1)
+        launch = pool._pool_plan(pool._max_pool_kernel, out.size, (x,), out, window, geometry,
+                                 last, target)
+        pool._forward_launch(launch, 0, x, out, index)
+        launch = pool._pool_plan(pool._max_pool_backward_kernel, x.size, (out, index), x,
+                                 window, geometry, last, target)
+        pool._backward_launch(launch, 0, out, index, x)
+        avg_pool_case(x, out, window, geometry[:6], last, target)
 
 
 def avg_pool_case(x, out, window, geometry, last, target):
@@ -765,9 +775,9 @@ def avg_pool_case(x, out, window, geometry, last, target):
                                          (False, False, True)):
         source, result = (out, x) if adjoint else (x, out)
         launch = pool._pool_plan(pool._avg_pool_kernel, result.size, (source,), result, window,
-                                 last, target, COUNT_PAD=count_pad, OVERRIDE=override,
+                                 geometry, last, target, COUNT_PAD=count_pad, OVERRIDE=override,
                                  ADJOINT=adjoint)
-        pool._avg_launch(launch, 0, source, result, geometry, 3 if override else 0, adjoint)
+        pool._avg_launch(launch, 0, source, result, 3 if override else 0, adjoint)
 
 
 def upsample_cases(target):

@@ -27,7 +27,8 @@ pytestmark = [skip_no_cuda]
 
 DTYPES = [genesis.float32, genesis.float16, genesis.bfloat16, genesis.float64]
 LAYOUTS = ["contiguous", "channels_last", "stepped"]
-# (functional name, input shape, kwargs)
+# (functional name, input shape, kwargs): the last two loop over their windows (more taps or
+# backward candidates than kernels/pool.py's MAX_UNROLLED), the others unroll
 POOLS = [
     ("max_pool2d", (4, 64, 112, 112), {"kernel_size": 3, "stride": 2, "padding": 1}),
     ("max_pool2d", (3, 5, 17, 19), {"kernel_size": (3, 2), "stride": (2, 3), "padding": 1,
@@ -35,6 +36,8 @@ POOLS = [
     ("max_pool1d", (4, 16, 1001), {"kernel_size": 5, "stride": 3, "padding": 2}),
     ("max_pool3d", (2, 8, 9, 20, 21), {"kernel_size": 3, "stride": 2, "padding": 1,
                                        "ceil_mode": True}),
+    ("max_pool2d", (2, 8, 30, 31), {"kernel_size": 7, "stride": 1, "padding": 3}),
+    ("max_pool1d", (2, 4, 301), {"kernel_size": 3, "stride": 1, "padding": 1, "dilation": 20}),
 ]
 AVERAGES = [
     ("avg_pool2d", (4, 64, 56, 56), {"kernel_size": 3, "stride": 2, "padding": 1,

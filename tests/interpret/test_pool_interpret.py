@@ -27,7 +27,8 @@ from genesis.backends.cuda.kernels import _spatial, pool
 from genesis.backends.cuda.launch import LaunchCache
 
 DTYPES = [genesis.float32, genesis.float64, genesis.float16, genesis.bfloat16]
-# (functional name, input shape, kwargs): odd sizes, padding, dilation, ceil_mode, unbatched
+# (functional name, input shape, kwargs): odd sizes, padding, dilation, ceil_mode, unbatched,
+# a window of more taps than pool.MAX_UNROLLED (loops)
 POOLS = [
     ("max_pool1d", (2, 3, 11), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2,
                                 "ceil_mode": True}),
@@ -36,6 +37,7 @@ POOLS = [
     ("max_pool2d", (3, 8, 7), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
     ("max_pool2d", (2, 5, 9, 11), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2}),
     ("max_pool2d", (1, 2, 8, 8), {"kernel_size": 2, "stride": 3, "ceil_mode": True}),
+    ("max_pool2d", (1, 3, 9, 10), {"kernel_size": (7, 6), "padding": 3}),
     ("max_pool3d", (1, 2, 5, 6, 5), {"kernel_size": 2, "stride": (1, 2, 2), "dilation": (2, 1, 1),
                                      "ceil_mode": True}),
     ("max_pool3d", (2, 3, 4, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
@@ -159,18 +161,22 @@ def test_gradcheck_and_gradgradcheck(kernels, rng):
             assert gradgradcheck(lambda x, fn=fn, kwargs=kwargs: fn(x, **kwargs), [x])
 
 
-def test_overlapping_windows_add_up(kernels):
-    """An element that is the maximum of several windows gets the sum of their gradients."""
-    x = genesis.zeros(1, 1, 5, 5)
-    x[0, 0, 2, 2] = 1.0
+@pytest.mark.parametrize("size, peak, stride, total", [(5, 2, 1, 108), (7, 3, 2, 30)])
+def test_overlapping_windows_add_up(kernels, size, peak, stride, total):
+    """An element that is the maximum of several windows (9 at stride 1, the 4 candidates of
+    stride 2) gets the sum of their gradients."""
+    x = genesis.zeros(1, 1, size, size)
+    x[0, 0, peak, peak] = 1.0
     x.requires_grad_()
-    out = F.max_pool2d(x, 3, 1, 1)
-    out.backward(genesis.arange(25, dtype=genesis.float32).reshape(1, 1, 5, 5))
-    t = torch.zeros(1, 1, 5, 5)
-    t[0, 0, 2, 2] = 1.0
+    out = F.max_pool2d(x, 3, stride, 1)
+    out.backward(genesis.arange(out.numel(), dtype=genesis.float32).reshape(out.shape))
+    t = torch.zeros(1, 1, size, size)
+    t[0, 0, peak, peak] = 1.0
     t.requires_grad_()
-    TF.max_pool2d(t, 3, 1, 1).backward(torch.arange(25.0).reshape(1, 1, 5, 5))
+    t_out = TF.max_pool2d(t, 3, stride, 1)
+    t_out.backward(torch.arange(float(t_out.numel())).reshape(t_out.shape))
     assert_close(x.grad, t.grad, rtol=0, atol=0)
+    assert x.grad[0, 0, peak, peak].item() == total
 
 
 def test_module_and_empty(kernels, rng):
@@ -181,8 +187,13 @@ def test_module_and_empty(kernels, rng):
     assert F.max_pool2d(genesis.zeros(0, 3, 5, 5), 2).shape == (0, 3, 2, 2)
 
 
-def test_large_window_loops(kernels, rng):
-    """A window of many taps (a loop, not unrolled) over a long 1-D input."""
+@pytest.mark.parametrize("kernel_size, stride, padding, dilation",
+                         [(40, 7, 19, 1), (20, 7, 9, 1), (3, 1, 1, 20)])
+def test_large_window_loops(kernels, rng, kernel_size, stride, padding, dilation):
+    """Windows of more taps or backward candidates than pool.MAX_UNROLLED (loops, not
+    unrolled: 40 taps; 41 candidates of a dilated window of 3) and one of fewer (unrolled, six
+    candidates an input) over a long 1-D input."""
     shape = (1, 2, 3 * math.prod((5, 7)))
-    compare(lambda x: F.max_pool1d(x, 20, 7, 9), lambda x: TF.max_pool1d(x, 20, 7, 9), [shape],
+    compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding, dilation),
+            lambda x: TF.max_pool1d(x, kernel_size, stride, padding, dilation), [shape],
             genesis.float32, "cpu", rng)

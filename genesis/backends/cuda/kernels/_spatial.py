@@ -15,23 +15,30 @@ from ._strided_indexing import index_type
 
 
 @triton.jit
+def divide(n, d):
+    """(n // d, n % d) of non-negative `n`: unsigned for int32 `n` and a `d` given at run time,
+    some instructions fewer than signed, a constant `d` or int64 `n` as they are."""
+    if n.dtype == tl.int64 or not isinstance(d, tl.tensor):
+        q = n // d
+    else:
+        q = (n.to(tl.uint32, bitcast=True) // d.to(tl.uint32, bitcast=True)).to(tl.int32,
+                                                                                 bitcast=True)
+    return q, n - q * d
+
+
+@triton.jit
 def position(linear, channels, size_d, size_h, size_w, CHANNELS_LAST: tl.constexpr):
     """(n, c, d, h, w) of the `linear` indices of a dense (N, C, D, H, W) array: (N, D, H, W, C)
     in memory with CHANNELS_LAST, else (N, C, D, H, W)."""
     if CHANNELS_LAST:
-        c = linear % channels
-        rest = linear // channels
+        rest, c = divide(linear, channels)
     else:
         rest = linear
-    w = rest % size_w
-    rest = rest // size_w
-    h = rest % size_h
-    rest = rest // size_h
-    d = rest % size_d
-    rest = rest // size_d
+    rest, w = divide(rest, size_w)
+    rest, h = divide(rest, size_h)
+    rest, d = divide(rest, size_d)
     if not CHANNELS_LAST:
-        c = rest % channels
-        rest = rest // channels
+        rest, c = divide(rest, channels)
     return rest, c, d, h, w
 
 

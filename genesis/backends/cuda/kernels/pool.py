@@ -8,14 +8,22 @@ padding is never read. A max needs no rounding: half types are compared in float
 back exactly.
 
 Backward ("max_pool_bwd"): a gather, deterministic with no atomics. A lane per input element
-visits the outputs whose windows can contain it (tap k of output o lands on input
-o*stride - pad + k*dil, so each tap gives at most one o) and adds the output gradient of those
-whose index is this element, in a fixed order, in float32 for half types, rounded once.
+visits the outputs whose windows can contain it and adds the output gradient of those whose
+index is this element, in the outputs' order, in float32 for half types, rounded once. Along a
+dim, output o's window spans o*stride - pad .. o*stride - pad + (kernel-1)*dil, so the outputs
+holding input i are the at most (kernel-1)*dil // stride + 1 ending at (i + pad) // stride (2
+per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps).
 
 Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
 float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
 size counting padding up to size + pad (count_include_pad), or its elements inside the input;
 the backward gathers as max pooling's does, adding each output gradient over its divisor.
+
+Both compile the geometry in: divisions by the stride become multiplications, the loops over
+taps and candidates have constant bounds and unroll where neither number more than
+MAX_UNROLLED (more would make long programs for little gain), and sizes and strides of 0 and
+1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away and
+channels-last reads along the channels become vector loads.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
 (through strides); results are dense, channels-last when the input's channels are its
@@ -31,7 +39,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ..launch import Launch, LaunchCache
+from ..launch import Const, Launch, LaunchCache
 from . import _spatial
 from ._math import div_rn
 from ._spatial import position
@@ -39,6 +47,7 @@ from ._strided_indexing import cdiv, program_range
 
 BLOCK = 512
 _WARPS = 4
+MAX_UNROLLED = 32
 
 
 @triton.jit
@@ -47,13 +56,15 @@ def _max_pool_kernel(
         x_ptr, out_ptr, index_ptr,
         # sizes: output elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
         # strides of the input, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
-        # meta-parameters: the window's size, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+        # meta-parameters: the window's size, stride, padding and dilation, whether its loops
+        # unroll, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+        UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """Maximum and flat position of the windows of output elements pid*BLOCK.."""
     o = program_range(BLOCK, INDEX64)
     mask = o < n_out
@@ -61,14 +72,14 @@ def _max_pool_kernel(
     base = x_ptr + n * x_sn + c * x_sc
     best = tl.full((BLOCK,), float("-inf"), CT)
     where = tl.full((BLOCK,), -1, o.dtype)
-    for kd in range(KD):
-        i_d = od * stride_d - pad_d + kd * dil_d
+    for kd in tl.range(KD, loop_unroll_factor=KD if UNROLL else 1):
+        i_d = od * SD - PD + kd * DD
         ok_d = mask & (i_d >= 0) & (i_d < in_d)
-        for kh in range(KH):
-            i_h = oh * stride_h - pad_h + kh * dil_h
+        for kh in tl.range(KH, loop_unroll_factor=KH if UNROLL else 1):
+            i_h = oh * SH - PH + kh * DH
             ok_h = ok_d & (i_h >= 0) & (i_h < in_h)
-            for kw in range(KW):
-                i_w = ow * stride_w - pad_w + kw * dil_w
+            for kw in tl.range(KW, loop_unroll_factor=KW if UNROLL else 1):
+                i_w = ow * SW - PW + kw * DW
                 ok = ok_h & (i_w >= 0) & (i_w < in_w)
                 v = tl.load(base + i_d * x_sd + i_h * x_sh + i_w * x_sw, mask=ok,
                             other=float("-inf")).to(CT)
@@ -80,11 +91,14 @@ def _max_pool_kernel(
 
 
 @triton.jit
-def _reader(i, pad, k, dil, stride, size):
-    """The output whose tap k lands on input position `i` along one dim, and whether one does."""
-    num = i + pad - k * dil
-    o = num // stride
-    return o, (num >= 0) & (num % stride == 0) & (o < size)
+def _candidate(i, j, size, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr,
+               DIL: tl.constexpr):
+    """Along one dim, the j-th of the outputs whose windows can hold input position `i`
+    (output o's spans o*S - P .. o*S - P + (K-1)*DIL, so at most (K-1)*DIL // S + 1 of them,
+    the last at (i + P) // S), and whether one of its taps lands on i."""
+    o = (i + P) // S - (K - 1) * DIL // S + j
+    gap = i + P - o * S
+    return o, (o >= 0) & (o < size) & (gap <= (K - 1) * DIL) & (gap % DIL == 0)
 
 
 @triton.jit
@@ -94,14 +108,17 @@ def _max_pool_backward_kernel(
         grad_ptr, index_ptr, out_ptr,
         # sizes: input elements, channels, the input's and the output's spatial sizes
         n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
         # strides of the output gradient and of the indices, in elements
         g_sn, g_sc, g_sd, g_sh, g_sw, i_sn, i_sc, i_sd, i_sh, i_sw,
-        # meta-parameters: the window's size, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, CHANNELS_LAST: tl.constexpr,
-        CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Input gradient of elements pid*BLOCK..: the sum of the output gradients that chose it."""
+        # meta-parameters: the window's size, stride, padding and dilation, whether its loops
+        # unroll, the result's layout, compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+        UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr, CT: tl.constexpr,
+        INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    """Input gradient of elements pid*BLOCK..: the sum of the output gradients that chose it,
+    in the order of the outputs."""
     i = program_range(BLOCK, INDEX64)
     mask = i < n_in
     n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
@@ -109,14 +126,17 @@ def _max_pool_backward_kernel(
     g_base = grad_ptr + n * g_sn + c * g_sc
     i_base = index_ptr + n * i_sn + c * i_sc
     acc = tl.zeros((BLOCK,), CT)
-    for kd in range(KD):
-        od, ok_d = _reader(i_d, pad_d, kd, dil_d, stride_d, out_d)
+    CD: tl.constexpr = (KD - 1) * DD // SD + 1
+    CH: tl.constexpr = (KH - 1) * DH // SH + 1
+    CW: tl.constexpr = (KW - 1) * DW // SW + 1
+    for jd in tl.range(CD, loop_unroll_factor=CD if UNROLL else 1):
+        od, ok_d = _candidate(i_d, jd, out_d, KD, SD, PD, DD)
         ok_d = ok_d & mask
-        for kh in range(KH):
-            oh, ok_h = _reader(i_h, pad_h, kh, dil_h, stride_h, out_h)
+        for jh in tl.range(CH, loop_unroll_factor=CH if UNROLL else 1):
+            oh, ok_h = _candidate(i_h, jh, out_h, KH, SH, PH, DH)
             ok_h = ok_h & ok_d
-            for kw in range(KW):
-                ow, ok = _reader(i_w, pad_w, kw, dil_w, stride_w, out_w)
+            for jw in tl.range(CW, loop_unroll_factor=CW if UNROLL else 1):
+                ow, ok = _candidate(i_w, jw, out_w, KW, SW, PW, DW)
                 ok = ok & ok_h
                 chosen = tl.load(i_base + od * i_sd + oh * i_sh + ow * i_sw, mask=ok, other=-1)
                 hit = ok & (chosen == target)
@@ -153,14 +173,15 @@ def _divisor(od, oh, ow, in_d, in_h, in_w, stride_d, stride_h, stride_w, pad_d, 
 
 
 @triton.jit
-def _tap(p, k, stride, pad, size, out_size, ADJOINT: tl.constexpr):
+def _tap(p, k, size, out_size, K: tl.constexpr, S: tl.constexpr, P: tl.constexpr,
+         ADJOINT: tl.constexpr):
     """Along one dim, for output position `p`: its window's tap k and whether it lies in the
-    input; with ADJOINT, for input position `p`: the output whose tap k lands on it, and
-    whether there is one."""
+    input; with ADJOINT, for input position `p`: the k-th output whose window may hold it (see
+    `_candidate`), and whether it does."""
     if ADJOINT:
-        q, ok = _reader(p, pad, k, 1, stride, out_size)
+        q, ok = _candidate(p, k, out_size, K, S, P, 1)
     else:
-        q = p * stride - pad + k
+        q = p * S - P + k
         ok = (q >= 0) & (q < size)
     return q, ok
 
@@ -172,14 +193,17 @@ def _avg_pool_kernel(
         x_ptr, out_ptr,
         # sizes: result elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
-        # geometry and divisor_override (read with OVERRIDE)
-        stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, divisor,
+        # divisor_override (read with OVERRIDE)
+        divisor,
         # strides of x, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
-        # meta-parameters: the window's size, count_include_pad, divisor_override given,
-        # backward, the result's layout, compute type
-        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, COUNT_PAD: tl.constexpr,
-        OVERRIDE: tl.constexpr, ADJOINT: tl.constexpr, CHANNELS_LAST: tl.constexpr,
+        # meta-parameters: the window's size, stride and padding, count_include_pad,
+        # divisor_override given, backward, whether the loops unroll, the result's layout,
+        # compute type
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+        SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+        PW: tl.constexpr, COUNT_PAD: tl.constexpr, OVERRIDE: tl.constexpr,
+        ADJOINT: tl.constexpr, UNROLL: tl.constexpr, CHANNELS_LAST: tl.constexpr,
         CT: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
     """Result elements pid*BLOCK..: each output's window sum over its divisor, or (ADJOINT)
     each input's sum of the output gradients of the windows holding it over their divisors.
@@ -192,28 +216,29 @@ def _avg_pool_kernel(
         n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
     base = x_ptr + n * x_sn + c * x_sc
     acc = tl.zeros((BLOCK,), CT)
-    for kd in range(KD):
-        q_d, ok_d = _tap(p_d, kd, stride_d, pad_d, in_d, out_d, ADJOINT)
+    TD: tl.constexpr = (KD - 1) // SD + 1 if ADJOINT else KD
+    TH: tl.constexpr = (KH - 1) // SH + 1 if ADJOINT else KH
+    TW: tl.constexpr = (KW - 1) // SW + 1 if ADJOINT else KW
+    for kd in tl.range(TD, loop_unroll_factor=TD if UNROLL else 1):
+        q_d, ok_d = _tap(p_d, kd, in_d, out_d, KD, SD, PD, ADJOINT)
         ok_d = ok_d & mask
-        for kh in range(KH):
-            q_h, ok_h = _tap(p_h, kh, stride_h, pad_h, in_h, out_h, ADJOINT)
+        for kh in tl.range(TH, loop_unroll_factor=TH if UNROLL else 1):
+            q_h, ok_h = _tap(p_h, kh, in_h, out_h, KH, SH, PH, ADJOINT)
             ok_h = ok_h & ok_d
-            for kw in range(KW):
-                q_w, ok = _tap(p_w, kw, stride_w, pad_w, in_w, out_w, ADJOINT)
+            for kw in tl.range(TW, loop_unroll_factor=TW if UNROLL else 1):
+                q_w, ok = _tap(p_w, kw, in_w, out_w, KW, SW, PW, ADJOINT)
                 ok = ok & ok_h
                 v = tl.load(base + q_d * x_sd + q_h * x_sh + q_w * x_sw, mask=ok,
                             other=0.0).to(CT)
                 if ADJOINT:
-                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, stride_d, stride_h,
-                                     stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
-                                     COUNT_PAD, OVERRIDE, CT)
+                    count = _divisor(q_d, q_h, q_w, in_d, in_h, in_w, SD, SH, SW, PD, PH, PW,
+                                     divisor, KD, KH, KW, COUNT_PAD, OVERRIDE, CT)
                     acc += tl.where(ok, div_rn(v, count), 0.0)
                 else:
                     acc += v
     if not ADJOINT:
-        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, stride_d, stride_h,
-                                   stride_w, pad_d, pad_h, pad_w, divisor, KD, KH, KW,
-                                   COUNT_PAD, OVERRIDE, CT))
+        acc = div_rn(acc, _divisor(p_d, p_h, p_w, in_d, in_h, in_w, SD, SH, SW, PD, PH, PW,
+                                   divisor, KD, KH, KW, COUNT_PAD, OVERRIDE, CT))
     tl.store(out_ptr + e, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -221,13 +246,20 @@ def _compute_type(dtype):
     return tl.float64 if dtype == np.float64 else tl.float32
 
 
-def _pool_plan(fn, n, arrays, out, window, last, target=None, **flags):
+def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags):
     """The launch of `fn` over `n` elements of the dense `out`; `arrays` are the operands whose
-    offsets it computes; `flags` its other meta-parameters."""
+    offsets it computes; `flags` its other meta-parameters. The geometry (stride, padding and,
+    for max pooling, dilation) is compiled in: divisions by the stride become multiplications,
+    the loops' bounds constants, unrolled when neither the window's taps nor the backward's
+    candidate outputs number more than MAX_UNROLLED."""
     ity = _spatial.index_width(out, *arrays)
     kd, kh, kw = window
-    meta = dict(KD=kd, KH=kh, KW=kw, **flags, CHANNELS_LAST=last, CT=_compute_type(out.dtype),
-                INDEX64=ity == "i64", BLOCK=BLOCK)
+    names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
+    strides, dilations = geometry[:3], geometry[6:] or (1, 1, 1)
+    candidates = np.prod([(k - 1) * d // s + 1 for k, s, d in zip(window, strides, dilations)])
+    meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
+                UNROLL=bool(max(kd * kh * kw, candidates) <= MAX_UNROLLED), CHANNELS_LAST=last,
+                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=BLOCK)
     return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
                   device=out.device, target=target)
 
@@ -237,30 +269,32 @@ def _geometry(stride, padding, dilation):
             *_spatial.padded(dilation, 1))
 
 
-def _forward_launch(launch, stream, x, out, index, geometry):
+def _fixed(values):
+    """Sizes and strides with those of 0 and 1 compiled in (a 2-D pool's depth, a unit
+    stride): their products and divisions fold away."""
+    return [Const(v) if v in (0, 1) else v for v in values]
+
+
+def _forward_launch(launch, stream, x, out, index):
     """The call of _max_pool_kernel on 3-D views `x`, `out`, `index`."""
     launch(stream,
            # pointers
            x, out, index,
            # sizes
-           out.size, x.shape[1], *x.shape[2:], *out.shape[2:],
-           # geometry
-           *geometry,
+           out.size, *_fixed((x.shape[1], *x.shape[2:], *out.shape[2:])),
            # strides
-           *x.element_strides())
+           *_fixed(x.element_strides()))
 
 
-def _backward_launch(launch, stream, grad, index, out, geometry):
+def _backward_launch(launch, stream, grad, index, out):
     """The call of _max_pool_backward_kernel on 3-D views `grad`, `index`, `out`."""
     launch(stream,
            # pointers
            grad, index, out,
            # sizes
-           out.size, out.shape[1], *out.shape[2:], *grad.shape[2:],
-           # geometry
-           *geometry,
+           out.size, *_fixed((out.shape[1], *out.shape[2:], *grad.shape[2:])),
            # strides
-           *grad.element_strides(), *index.element_strides())
+           *_fixed((*grad.element_strides(), *index.element_strides())))
 
 
 _plans = LaunchCache()
@@ -284,8 +318,9 @@ def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
         x3, out3, index3 = (_spatial.as_3d(a) for a in (x, out, index))
         launch = _plans.get_or_build(
             ("fwd", _key(x3, out3), window, geometry, device),
-            lambda: _pool_plan(_max_pool_kernel, out3.size, (x3,), out3, window, last))
-        _forward_launch(launch, stream, x3, out3, index3, geometry)
+            lambda: _pool_plan(_max_pool_kernel, out3.size, (x3,), out3, window, geometry,
+                               last))
+        _forward_launch(launch, stream, x3, out3, index3)
     return out, index
 
 
@@ -302,12 +337,12 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
         launch = _plans.get_or_build(
             ("bwd", _key(grad3, index3, out3), window, geometry, device),
             lambda: _pool_plan(_max_pool_backward_kernel, out3.size, (grad3, index3), out3,
-                               window, last))
-        _backward_launch(launch, stream, grad3, index3, out3, geometry)
+                               window, geometry, last))
+        _backward_launch(launch, stream, grad3, index3, out3)
     return out
 
 
-def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
+def _avg_launch(launch, stream, x, out, divisor, adjoint):
     """The call of _avg_pool_kernel on 3-D views `x` and `out` (the output gradient and the
     input gradient with `adjoint`)."""
     pooled, pools = (out, x) if adjoint else (x, out)
@@ -315,11 +350,11 @@ def _avg_launch(launch, stream, x, out, geometry, divisor, adjoint):
            # pointers
            x, out,
            # sizes
-           out.size, x.shape[1], *pooled.shape[2:], *pools.shape[2:],
-           # geometry
-           *geometry, divisor,
+           out.size, *_fixed((x.shape[1], *pooled.shape[2:], *pools.shape[2:])),
+           # divisor_override
+           divisor,
            # strides
-           *x.element_strides())
+           *_fixed(x.element_strides()))
 
 
 @register("avg_pool", "cuda")
@@ -337,7 +372,7 @@ def avg_pool(x, kernel_size, stride, padding, count_include_pad, divisor, size, 
                      ADJOINT=bool(adjoint))
         launch = _plans.get_or_build(
             ("avg", _key(x3, out3), window, geometry, tuple(flags.values()), device),
-            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, last,
-                               **flags))
-        _avg_launch(launch, stream, x3, out3, geometry, int(divisor), adjoint)
+            lambda: _pool_plan(_avg_pool_kernel, out3.size, (x3,), out3, window, geometry,
+                               last, **flags))
+        _avg_launch(launch, stream, x3, out3, int(divisor), adjoint)
     return out
