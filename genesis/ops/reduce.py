@@ -540,8 +540,8 @@ def count_nonzero(input, dim=None):
 def _softmax_values(x, dim, log):
     """softmax (or log_softmax) of `x` along `dim`, from one kernel, outside any graph."""
     device = x.device
-    data = kernel("log_softmax" if log else "softmax", device.type)(x._data, dim)
-    return Tensor._make(data, device, x.dtype)
+    return wrap(kernel("log_softmax" if log else "softmax", device.type)(x._data, dim), device,
+                x.dtype)
 
 
 class Softmax(Function):
