@@ -416,6 +416,8 @@ def test_empty_without_identity_raises(op, args, exc, message, device):
     (lambda x: x.long().var(), RuntimeError, "std and var only support floating point"),
     (lambda x: x.long().norm(), RuntimeError, "vector_norm"),
     (lambda x: x.long().softmax(0), NotImplementedError, "softmax"),
+    (lambda x: x[0, 0].softmax(1), IndexError, "softmax: Dimension out of range"),
+    (lambda x: x[0, 0].log_softmax(-2), IndexError, "log_softmax: Dimension out of range"),
     (lambda x: x.bool().argmax(), RuntimeError, "argmax\\(\\): does not support bool"),
     (lambda x: x.max(2), IndexError, "max"),
     (lambda x: x.cumsum(-3), IndexError, "cumsum"),

@@ -580,8 +580,7 @@ def _softmax(input, dim, dtype, log):
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
-    ndim = len(x._data.shape)
-    dim = wrap_dim(dim, ndim, op) if ndim else 0
+    dim = wrap_dim(dim, len(x._data.shape), op)
     if is_grad_enabled() and (x._requires_grad or x._base is not None):
         return Softmax.apply(x, dim, log)
     return _softmax_values(x, dim, log)
