@@ -312,6 +312,26 @@ def test_softmax_backward(op, rng, device):
     assert_close(gg, tg)
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_records_a_graph_exactly_when_pytorch_does(op, rng, device):
+    """Untracked calls skip the autograd Function: grad mode off, an input needing no gradient,
+    and a view whose base gained a history by an in-place write after it was made (which must
+    be recorded) each agree with PyTorch."""
+    g, t = make_pair(SHAPE, rng=rng, device=device)
+    gw, tw = make_pair(SHAPE, requires_grad=True, rng=rng, device=device)
+    for x, w, lib in ((g, gw, genesis), (t, tw, torch)):
+        with lib.no_grad():
+            assert call(w, op, 1).grad_fn is None
+        assert not call(x, op, -1).requires_grad
+        base = x.clone()
+        view = base[1:]
+        base.mul_(w)
+        out = call(view, op, 1)
+        assert out.requires_grad and out.grad_fn is not None
+        out.sum().backward()
+    assert_close(gw.grad, tw.grad)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("dim", [None, 1, (0, 2)])
 def test_count_nonzero(dtype, dim, rng, device):
@@ -396,6 +416,8 @@ def test_empty_without_identity_raises(op, args, exc, message, device):
     (lambda x: x.long().var(), RuntimeError, "std and var only support floating point"),
     (lambda x: x.long().norm(), RuntimeError, "vector_norm"),
     (lambda x: x.long().softmax(0), NotImplementedError, "softmax"),
+    (lambda x: x[0, 0].softmax(1), IndexError, "softmax: Dimension out of range"),
+    (lambda x: x[0, 0].log_softmax(-2), IndexError, "log_softmax: Dimension out of range"),
     (lambda x: x.bool().argmax(), RuntimeError, "argmax\\(\\): does not support bool"),
     (lambda x: x.max(2), IndexError, "max"),
     (lambda x: x.cumsum(-3), IndexError, "cumsum"),

@@ -12,9 +12,9 @@ from ..tensor import Tensor, contiguous_strides, wrap_dim  # noqa: F401  (re-exp
 SCALAR_TYPES = (bool, int, float)
 
 
-def wrap(data, device, dtype=None):
-    """A new tensor owning the kernel result `data`."""
-    return Tensor._make(data, device, dtype)
+# wrap(data, device, dtype=None): a new tensor owning the kernel result `data`; Tensor._make
+# itself, so that every op's result costs no extra call.
+wrap = Tensor._make
 
 
 def call(op, *tensors_and_args, device=None, **kwargs):
@@ -26,7 +26,8 @@ def call(op, *tensors_and_args, device=None, **kwargs):
                 device = a.device
             a = a._data
         args.append(a)
-    return kernel(op, device.type)(*args, **kwargs)
+    fn = kernel(op, device.type)
+    return fn(*args, **kwargs) if kwargs else fn(*args)
 
 
 def broadcast_shapes(*shapes, op="broadcast"):
@@ -64,7 +65,7 @@ def expand_strides(t, shape):
 
 def broadcast_data(t, shape):
     """`t`'s backend array viewed as `shape` without copying."""
-    if tuple(t.shape) == tuple(shape):
+    if t._data.shape == tuple(shape):
         return t._data
     return kernel("as_strided", t.device.type)(t._storage, tuple(shape), expand_strides(t, shape),
                                               t._offset)

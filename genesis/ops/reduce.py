@@ -12,7 +12,7 @@ import math
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from ..dispatch import has_kernel
+from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
@@ -537,14 +537,19 @@ def count_nonzero(input, dim=None):
                 input.device)
 
 
+def _softmax_values(x, dim, log):
+    """softmax (or log_softmax) of `x` along `dim`, from one kernel, outside any graph."""
+    device = x.device
+    return wrap(kernel("log_softmax" if log else "softmax", device.type)(x._data, dim), device,
+                x.dtype)
+
+
 class Softmax(Function):
     """softmax / log_softmax along `dim` (stable: shifted by the max)."""
 
     @staticmethod
     def forward(ctx, x, dim, log):
-        device = x.device
-        out = wrap(call("log_softmax" if log else "softmax", x, dim, device=device), device,
-                   x.dtype)
+        out = _softmax_values(x, dim, log)
         ctx.dim, ctx.log = dim, log
         ctx.save_for_backward(out)
         return out
@@ -569,11 +574,16 @@ def _softmax_grad(g, y, dim, log):
 
 
 def _softmax(input, dim, dtype, log):
+    """softmax or log_softmax; a call no graph records (grad mode off, or an input that needs no
+    gradient and is no view, whose history could change) runs the kernel directly."""
     op = "log_softmax" if log else "softmax"
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
-    return Softmax.apply(x, wrap_dim(dim, x.ndim, op) if x.ndim else 0, log)
+    dim = wrap_dim(dim, len(x._data.shape), op)
+    if is_grad_enabled() and (x._requires_grad or x._base is not None):
+        return Softmax.apply(x, dim, log)
+    return _softmax_values(x, dim, log)
 
 
 @autocast_policy("softmax")

@@ -101,12 +101,11 @@ class BoundKernel:
         self._tail = tuple(constexprs.get(name) for name in list(signature)[self.n_args:])
 
     def __call__(self, grid, stream, *args):
-        args += self._tail
         if len(grid) == 1:
-            gx, gy, gz = grid[0], 1, 1
+            self._run(grid[0], 1, 1, stream, *self._head, *args, *self._tail)
         else:
             gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        self._run(gx, gy, gz, stream, *self._head, *args)
+            self._run(gx, gy, gz, stream, *self._head, *args, *self._tail)
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):

@@ -166,17 +166,22 @@ class _Plan:
         self.num_warps = max(1, min(16, self.bm * self.bl // 512))
 
 
-def _softmax_launch(launch, dims, stream, x, y, out):
-    """The call of _softmax_kernel; `dims` as _plan makes them."""
+def _softmax_args(dims, x, y, out):
+    """_softmax_kernel's arguments before its meta-parameters; `dims` as _plan makes them."""
     n_rows, n_cols, row_sizes, row_strides, col_strides = dims
     x_rows, y_rows, out_rows = row_strides
-    launch(stream,
-           # pointers
-           x, y, out,
-           # sizes
-           n_rows, n_cols, *row_sizes,
-           # strides
-           *x_rows, *y_rows, *out_rows, *col_strides)
+    return (
+        # pointers
+        x, y, out,
+        # sizes
+        n_rows, n_cols, *row_sizes,
+        # strides
+        *x_rows, *y_rows, *out_rows, *col_strides)
+
+
+def _softmax_launch(launch, dims, stream, x, y, out):
+    """The call of _softmax_kernel; `dims` as _plan makes them."""
+    launch(stream, *_softmax_args(dims, x, y, out))
 
 
 def _plan(x, y, out, dims, backward, log, target=None):
@@ -203,25 +208,35 @@ def _plan(x, y, out, dims, backward, log, target=None):
                     tuple(row_strides), tuple(col_strides))
 
 
-_plans = LaunchCache()
+def _bound(x, y, out, dims, backward, log):
+    """(bound kernel, grid, the arguments after the three pointers) of the launch for arrays
+    laid out like these: all a later call of the same geometry needs besides the addresses."""
+    launch, geometry = _plan(x, y, out, dims, backward, log)
+    args = _softmax_args(geometry, x, y, out)
+    kernel = launch.bind(args)
+    return kernel, launch.grid, args[3:kernel.n_args]
 
 
-def _geometry(a):
-    return None if a is None else (a.strides, a.dtype, a.ptr % 16 == 0)
+_launches = LaunchCache()
 
 
 def _run(x, y, dim, backward, log):
+    """A new contiguous array: softmax (or its gradient, from g = x and the output y) along
+    `dim`. A geometry seen before launches with one dict lookup and its kept arguments."""
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
     if out.storage.nbytes:
-        dims = (dim,) if x.shape else ()
-        key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0, _geometry(y), dims, backward, log,
+        key = (x.shape, x.strides, x.dtype, x.ptr % 16 == 0,
+               None if y is None else (y.strides, y.dtype, y.ptr % 16 == 0), dim, backward, log,
                device)
-        launch, geometry = _plans.get_or_build(
-            key, lambda: _plan(x, y, out, dims, backward, log))
-        _softmax_launch(launch, geometry, stream, x, y, out)
+        bound = _launches.get(key)
+        if bound is None:
+            dims = (dim,) if x.shape else ()
+            bound = _launches.get_or_build(key, lambda: _bound(x, y, out, dims, backward, log))
+        kernel, grid, args = bound
+        kernel(grid, stream, x.ptr, None if y is None else y.ptr, out.ptr, *args)
     return out
 
 
