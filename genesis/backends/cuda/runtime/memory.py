@@ -223,20 +223,26 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 self._defer_or_wait_for_capture(block)
             elif self._near_cap:
                 self._pool.release(block)
-            else:
-                size = block.size
-                by_size = self._small_cache.get(block.stream) if size <= SMALL_SIZE else None
-                blocks = by_size.get(size) if by_size else None
-                if blocks is not None and len(self._lru) < self._max_cached_blocks:
-                    blocks.append(block)  # _cache_block's usual case, inlined
-                    block.state = CACHED
-                    self._lru[block] = size
-                    self._cached_bytes += size
-                    if self._cached_bytes > self._max_cached_bytes:
-                        self._shrink_cache()
+            elif block.size <= SMALL_SIZE and len(self._lru) < self._max_cached_blocks:
+                size = block.size  # _cache_block's usual case, inlined
+                by_size = self._small_cache.get(block.stream)
+                if by_size is None:
+                    by_size = self._small_cache[block.stream] = {}
+                blocks = by_size.get(size)
+                if blocks is None:
+                    by_size[size] = [block]
                 else:
-                    self._cache_block(block, size if size <= SMALL_SIZE else
-                                      (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
+                    blocks.append(block)
+                block.state = CACHED
+                self._lru[block] = size
+                self._cached_bytes += size
+                if self._cached_bytes > self._max_cached_bytes:
+                    self._shrink_cache()
+            elif block.size <= SMALL_SIZE:
+                self._cache_block(block, block.size)  # the cache is full: the oldest leaves
+            else:  # it serves the next request of its own rounded size
+                self._cache_block(block, (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK
+                                  * MIN_BLOCK)
         finally:
             lock.release()
 
@@ -292,10 +298,14 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             self._pool.release(block)
 
     def _flush_cache(self, stream):
-        """Move `stream`'s cached small blocks to the global pool."""
+        """Move `stream`'s cached small blocks to the global pool (_uncache, inlined)."""
+        lru, release, flushed = self._lru, self._pool.release, 0
         for blocks in self._small_cache.pop(stream, {}).values():
             for block in blocks:
-                self._uncache(block)
+                del lru[block]
+                flushed += block.size
+                release(block)
+        self._cached_bytes -= flushed
 
     def _flush_large(self, stream):
         """Move `stream`'s cached large block to the global pool."""
@@ -315,34 +325,42 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
     # Level 2: the global pool, new segments, reclaiming.
 
     def _take(self, size, nbytes, stream):
-        """A block of at least `size` bytes usable on `stream`, from the pool or a new segment.
+        """A block of `size` bytes (split off the best fit) usable on `stream`, from the pool or
+        a new segment.
 
         A large request first returns the stream's cached large block to the pool, so the pool
         holds them coalesced (as if never cached) for the best fit and before any new segment;
         a small one does so only when the small pool has no fit."""
         if size <= SMALL_SIZE:
-            pool = SMALL_POOL
-            block = self._pool.take(size, pool, stream)
-            if block is None and self._small_cache.get(stream):
-                self._flush_cache(stream)
-                block = self._pool.take(size, pool, stream)
+            block = self._pool.take(size, SMALL_POOL, stream)
         else:
-            pool = LARGE_POOL
             if stream in self._large_cache:
                 self._flush_large(stream)
-            block = self._pool.take(size, pool, stream)
-        if block is not None:
-            self._stats.pool_hits += 1
-        else:
-            block = (self._new_segment(size, pool, stream, smallest=False)
-                     or self._reclaim(size, nbytes, pool, stream))
-            self._stats.cache_misses += 1
-        self._pool.split(block, size)
+            block = self._pool.take(size, LARGE_POOL, stream)
+        if block is None:
+            return self._take_on_miss(size, nbytes, stream)
+        self._stats.pool_hits += 1
         return block
 
+    def _take_on_miss(self, size, nbytes, stream):
+        """_take when the pool has no fit: the stream's cached small blocks, else a new segment,
+        else whatever reclaiming frees."""
+        pool = SMALL_POOL if size <= SMALL_SIZE else LARGE_POOL
+        if pool == SMALL_POOL and self._small_cache.get(stream):
+            self._flush_cache(stream)
+            block = self._pool.take(size, pool, stream)
+            if block is not None:
+                self._stats.pool_hits += 1
+                return block
+        self._stats.cache_misses += 1
+        if self._new_segment(size, pool, stream, smallest=False):
+            return self._pool.take(size, pool, stream)
+        return self._reclaim(size, nbytes, pool, stream)
+
     def _new_segment(self, size, pool, stream, smallest=True):
-        """The head block of a new segment of the pool's usual size (or, with `smallest`, of the
-        smallest size that holds `size`), or None when the cap or the driver refuses."""
+        """Add a new segment of the pool's usual size (or, with `smallest`, of the smallest size
+        that holds `size`) to the pool as one free block; False when the cap or the driver
+        refuses."""
         sizes = segment_sizes(size, pool, self._config.segment_size)
         for seg_size in sizes if smallest else sizes[:1]:
             if self._stats.reserved() + seg_size > self._cap:
@@ -352,11 +370,12 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             except self._driver.DriverOutOfMemory:
                 continue
             segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream, self)
+            self._pool.add(segment.head)
             self._stats.on_segment(pool, seg_size, True)
             self._update_pressure()
             self._notify("segment_alloc", seg_size, stream)
-            return segment.head
-        return None
+            return True
+        return False
 
     def _reclaim(self, size, nbytes, pool, stream):
         """Wait for pending frees, flush the caches, return free segments, retry; else OOM."""
@@ -370,7 +389,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         if block is None:
             if not capturing:
                 self._release_free_segments()
-            block = self._new_segment(size, pool, stream)
+            if self._new_segment(size, pool, stream):
+                block = self._pool.take(size, pool, stream)
         if block is None:
             self._stats.num_ooms += 1
             error = OutOfMemoryError(self._oom_message(nbytes))
