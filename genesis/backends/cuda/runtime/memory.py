@@ -147,27 +147,30 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 block = self._large_cache.pop(stream)
             else:
                 block = None
-            if block is not None:
+            if block is None:
+                if self._pending and not self._root._capture_pools:
+                    self._process_events()
+                block = self._take(size, nbytes, stream)
+                block.stream = stream
+                block.requested_size = nbytes  # _label, inlined
+                change = block.size | nbytes << FIELD_BITS | ONE_BLOCK
+                block.stat_delta = change = change | change << BLOCK_POOL_SHIFT[block.segment.pool]
+            else:
                 del self._lru[block]
                 self._cached_bytes -= block.size
                 self._stats.stream_cache_hits += 1
                 if block.requested_size != nbytes:  # else its figures are those of last time
                     self._label(block, nbytes)
-            else:
-                if self._pending and not self._root._capture_pools:
-                    self._process_events()
-                block = self._take(size, nbytes, stream)
-                block.stream = stream
-                self._label(block, nbytes)
-            block.state = ALLOCATED
+                block.state = ALLOCATED
+                change = block.stat_delta
             if self._debug:
                 block.trace = self._capture_trace()
-            if self._stats_on:  # self._block_stats.add(block.stat_delta), inlined
-                stats, change = self._block_stats, block.stat_delta
+            if self._stats_on:  # self._block_stats.add(change), inlined
+                stats = self._block_stats
                 current = stats.current = stats.current + change
                 stats.allocated += change
                 guard = stats.guard
-                if ((stats.peak | guard) - current) & guard != guard:
+                if (stats.peak - current) & guard != guard:
                     stats.raise_peak()
             if nbytes >= self._notify_threshold:
                 self._notify("large_alloc", nbytes, stream)

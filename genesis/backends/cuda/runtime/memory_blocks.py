@@ -89,6 +89,7 @@ def link_after(block, size):
 
 
 KEY_SHIFT = 64  # a free block's index key: size << KEY_SHIFT | address
+ADDRESS_MASK = (1 << KEY_SHIFT) - 1
 
 
 class FreeIndex:
@@ -110,11 +111,32 @@ class FreeIndex:
         self.blocks.insert(i, block)
 
     def remove(self, block):
+        i = self.position(block.size << KEY_SHIFT | block.ptr)
+        del self.keys[i], self.blocks[i]
+
+    def replace(self, old_key, block):
+        """Put `block`, whose key is larger, in place of the entry at `old_key` (moved up only
+        if the new key passes the next one)."""
+        keys, blocks = self.keys, self.blocks
+        i = self.position(old_key)
+        key = block.size << KEY_SHIFT | block.ptr
+        if i + 1 < len(keys) and keys[i + 1] < key:
+            del keys[i], blocks[i]
+            i = bisect_left(keys, key, i)
+            keys.insert(i, key)
+            blocks.insert(i, block)
+        else:
+            keys[i] = key
+            blocks[i] = block
+
+    def position(self, key):
+        """Where `key` is; RuntimeError if no block has it (the pool is corrupt)."""
         keys = self.keys
-        i = bisect_left(keys, block.size << KEY_SHIFT | block.ptr)
-        if i == len(keys) or self.blocks[i] is not block:
-            raise RuntimeError(f"caching allocator: {block!r} is not in its free index")
-        del keys[i], self.blocks[i]
+        i = bisect_left(keys, key)
+        if i == len(keys) or keys[i] != key:
+            raise RuntimeError(f"caching allocator: no free block of {key >> KEY_SHIFT} B at "
+                               f"{key & ADDRESS_MASK:#x} in its index")
+        return i
 
     def entries(self):
         """[(size, address, block)] in index order."""
@@ -165,34 +187,43 @@ class GlobalPool:
                 index, keys, i = shared, shared.keys, j
         if i == len(keys):
             return None
-        del keys[i]
-        block = index.blocks.pop(i)
+        blocks = index.blocks
+        block = blocks[i]
         block.state = ALLOCATED
         rest = block.size - size
-        if rest >= SPLIT_MIN[pool]:  # link_after and index.insert(tail), inlined
-            nxt = block.next
-            tail = Block(block.ptr + size, rest, block.stream, block.segment, block, nxt)
-            if nxt is not None:
-                nxt.prev = tail
-            block.next = tail
-            block.size = size
-            key = rest << KEY_SHIFT | tail.ptr
-            i = bisect_left(keys, key)
+        if rest < SPLIT_MIN[pool]:
+            del keys[i], blocks[i]
+            return block
+        nxt = block.next  # link_after, inlined
+        tail = Block(block.ptr + size, rest, block.stream, block.segment, block, nxt)
+        if nxt is not None:
+            nxt.prev = tail
+        block.next = tail
+        block.size = size
+        key = rest << KEY_SHIFT | tail.ptr  # the tail keeps the block's tag
+        if i and keys[i - 1] > key:  # it sorts lower than the block did
+            del keys[i], blocks[i]
+            i = bisect_left(keys, key, 0, i)
             keys.insert(i, key)
-            index.blocks.insert(i, tail)  # the tail keeps the block's tag
+            blocks.insert(i, tail)
+        else:  # in the block's place: when the tail is the larger part, always
+            keys[i] = key
+            blocks[i] = tail
         return block
 
     def release(self, block):
         """Add `block`, merged with the free neighbours it may share a stream with (a merged
-        neighbour's Block is left MERGED, a stale handle)."""
+        neighbour's Block is left MERGED, a stale handle). The result takes over the index entry
+        of the neighbour it merged first, where that has its tag."""
         tag = block.stream
         by_tag = self.by_pool[block.segment.pool]
         prev, nxt = block.prev, block.next
+        index = None  # the index of the first merged neighbour, its tag and its key then
         if prev is not None and prev.state == FREE and (
                 tag is None or prev.stream is None or prev.stream == tag):
-            by_tag[prev.stream].remove(prev)
             if tag is None:
                 tag = prev.stream
+            index, old_tag, old_key = by_tag[prev.stream], prev.stream, prev.size << KEY_SHIFT | prev.ptr
             prev.size += block.size
             prev.next = nxt
             if nxt is not None:
@@ -201,9 +232,12 @@ class GlobalPool:
             block = prev
         if nxt is not None and nxt.state == FREE and (
                 tag is None or nxt.stream is None or nxt.stream == tag):
-            by_tag[nxt.stream].remove(nxt)
             if tag is None:
                 tag = nxt.stream
+            if index is None:
+                index, old_tag, old_key = by_tag[nxt.stream], nxt.stream, nxt.size << KEY_SHIFT | nxt.ptr
+            else:
+                by_tag[nxt.stream].remove(nxt)
             block.size += nxt.size
             after = block.next = nxt.next
             if after is not None:
@@ -211,6 +245,12 @@ class GlobalPool:
             nxt.state = MERGED
         block.stream = tag
         block.state = FREE
+        if index is not None:
+            if old_tag == tag:
+                index.replace(old_key, block)
+                return
+            i = index.position(old_key)
+            del index.keys[i], index.blocks[i]
         index = by_tag.get(tag)
         if index is None:
             index = by_tag[tag] = FreeIndex()
