@@ -39,7 +39,7 @@ import dataclasses
 import sys
 import threading
 
-from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MIN_BLOCK, PENDING, SMALL_POOL,
+from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MERGED, MIN_BLOCK, PENDING, SMALL_POOL,
                             SMALL_SEGMENT, SMALL_SIZE, Block, GlobalPool, Segment, link_after)
 from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
 from .graphs import CaptureError
@@ -301,14 +301,34 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             self._pool.release(block)
 
     def _flush_cache(self, stream):
-        """Move `stream`'s cached small blocks to the global pool (_uncache, inlined)."""
-        lru, release, flushed = self._lru, self._pool.release, 0
-        for blocks in self._small_cache.pop(stream, {}).values():
+        """Move `stream`'s cached small blocks to the global pool. Neighbours among them merge
+        here, each run of them going to the pool as one block: as releasing them one by one
+        would leave them, for a fraction of the work (a stream caches every small block it
+        frees, and with varying sizes most are flushed, often next to each other)."""
+        by_size = self._small_cache.pop(stream, None)
+        if not by_size:
+            return
+        lru, runs, flushed = self._lru, [], 0
+        for blocks in by_size.values():
             for block in blocks:
                 del lru[block]
                 flushed += block.size
-                release(block)
+                prev = block.prev
+                if not (prev is not None and prev.state == CACHED and prev.stream == stream
+                        and prev.size <= SMALL_SIZE):
+                    runs.append(block)  # the first of its run: the next ones of it are too
         self._cached_bytes -= flushed
+        for block in runs:
+            nxt = block.next
+            while (nxt is not None and nxt.state == CACHED and nxt.stream == stream
+                   and nxt.size <= SMALL_SIZE):  # not a large cached block of a carved region
+                block.size += nxt.size
+                nxt.state = MERGED
+                nxt = nxt.next
+            block.next = nxt
+            if nxt is not None:
+                nxt.prev = block
+            self._pool.release(block)
 
     def _flush_large(self, stream):
         """Move `stream`'s cached large block to the global pool."""
