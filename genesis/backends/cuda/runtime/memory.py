@@ -49,6 +49,7 @@ from .memory_stats import (BLOCK_POOL_SHIFT, FIELD_BITS, ONE_BLOCK, MemoryEvent,
                            format_bytes)
 
 _UNBOUNDED = sys.maxsize
+_ROUND_UP, _ROUND_MASK = MIN_BLOCK - 1, -MIN_BLOCK  # round_size(n) = (n + _ROUND_UP) & _ROUND_MASK
 
 
 class OutOfMemoryError(RuntimeError):
@@ -57,7 +58,7 @@ class OutOfMemoryError(RuntimeError):
 
 def round_size(nbytes):
     """Bytes a request occupies: the next multiple of 512."""
-    return (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK
+    return (nbytes + _ROUND_UP) & _ROUND_MASK
 
 
 def segment_sizes(size, pool, segment_size):
@@ -135,7 +136,7 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             pool = self._capture_pool_for(stream)
             if pool is not None:
                 return pool.malloc(nbytes, stream)
-        size = (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK  # round_size, inlined
+        size = (nbytes + _ROUND_UP) & _ROUND_MASK  # round_size, inlined
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
         try:
@@ -244,8 +245,7 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             elif block.size <= SMALL_SIZE:
                 self._cache_block(block, block.size)  # the cache is full: the oldest leaves
             else:  # it serves the next request of its own rounded size
-                self._cache_block(block, (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK
-                                  * MIN_BLOCK)
+                self._cache_block(block, (block.requested_size + _ROUND_UP) & _ROUND_MASK)
         finally:
             lock.release()
 

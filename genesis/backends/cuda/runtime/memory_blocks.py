@@ -179,8 +179,8 @@ class GlobalPool:
         index = by_tag.get(stream)
         keys = index.keys if index is not None else ()
         i = bisect_left(keys, probe)
-        shared = by_tag.get(None) if stream is not None else None
-        if shared is not None and shared.keys:
+        shared = by_tag.get(None)
+        if shared is not None and shared is not index and shared.keys:
             j = bisect_left(shared.keys, probe)
             if j < len(shared.keys) and (
                     i == len(keys) or shared.keys[j] >> KEY_SHIFT < keys[i] >> KEY_SHIFT):
