@@ -9,13 +9,16 @@ is split; a freed block coalesces with its free neighbours. In front of that glo
 stream-local cache of recently freed blocks by exact size (bounded by GENESIS_CUDA_CACHE_SIZE,
 least recently freed out first), so the usual malloc/free of a repeated size is a few dict and
 list operations. When the small pool has no fit, the stream's cached small blocks are merged into
-it before a new segment is requested. Of large blocks the cache keeps one per stream, the last
-freed, and hands it out only to the next large request if that has the same size: any other
-large request or free first returns it to the pool. Keeping more, or keeping it past a miss,
-changes which free space later requests get (reused old positions instead of best fit in the
-coalesced pool) and cost memory: a transformer step's peak reserved memory was 7-14% higher.
-While reserved memory is within a segment of the cap nothing is cached (there, every merge
-counts: 10x fewer OOMs in the benchmark's memory-pressure traces).
+it before a new segment is requested. With varying sizes most small blocks go this way, and
+holding them back until then keeps the small pool less fragmented than returning each at once
+(the benchmark's varying trace: 4 MiB of small segments, not 6), so the flush merges neighbouring
+cached blocks itself and releases each run as one block. Of large blocks the cache keeps one per
+stream, the last freed, and hands it out only to the next large request if that has the same
+size: any other large request or free first returns it to the pool. Keeping more, or keeping it
+past a miss, changes which free space later requests get (reused old positions instead of best
+fit in the coalesced pool) and cost memory: a transformer step's peak reserved memory was 7-14%
+higher. While reserved memory is within a segment of the cap nothing is cached (there, every
+merge counts: 10x fewer OOMs in the benchmark's memory-pressure traces).
 
 Stream safety follows torch's caching allocator. A free block carries the stream that last used
 it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other

@@ -1,11 +1,13 @@
 """The caching allocator's structures: segments, blocks, and the global pool of free blocks.
 
 The pool keeps the free blocks of each (pool, stream tag) sorted by (size, address), so best fit
-is a bisection. A free block's tag is the one stream that may reuse it
-without an event, or None for any stream; neighbours merge when one tag allows the other.
+is a bisection; a split's tail, and a block merged with a free neighbour, take over the entry of
+the block they come from where the order allows, so that most allocations and frees move no
+entries. A free block's tag is the one stream that may reuse it without an event, or None for
+any stream; neighbours merge when one tag allows the other.
 """
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 
 SMALL_POOL, LARGE_POOL = 1, 2
 SMALL_SIZE = 1 << 20  # requests up to this many bytes use the small pool
@@ -111,7 +113,10 @@ class FreeIndex:
         self.blocks.insert(i, block)
 
     def remove(self, block):
-        i = self.position(block.size << KEY_SHIFT | block.ptr)
+        self.remove_key(block.size << KEY_SHIFT | block.ptr)
+
+    def remove_key(self, key):
+        i = self.position(key)
         del self.keys[i], self.blocks[i]
 
     def replace(self, old_key, block):
@@ -223,7 +228,8 @@ class GlobalPool:
                 tag is None or prev.stream is None or prev.stream == tag):
             if tag is None:
                 tag = prev.stream
-            index, old_tag, old_key = by_tag[prev.stream], prev.stream, prev.size << KEY_SHIFT | prev.ptr
+            index, old_tag = by_tag[prev.stream], prev.stream
+            old_key = prev.size << KEY_SHIFT | prev.ptr
             prev.size += block.size
             prev.next = nxt
             if nxt is not None:
@@ -235,7 +241,8 @@ class GlobalPool:
             if tag is None:
                 tag = nxt.stream
             if index is None:
-                index, old_tag, old_key = by_tag[nxt.stream], nxt.stream, nxt.size << KEY_SHIFT | nxt.ptr
+                index, old_tag = by_tag[nxt.stream], nxt.stream
+                old_key = nxt.size << KEY_SHIFT | nxt.ptr
             else:
                 by_tag[nxt.stream].remove(nxt)
             block.size += nxt.size
@@ -249,8 +256,7 @@ class GlobalPool:
             if old_tag == tag:
                 index.replace(old_key, block)
                 return
-            i = index.position(old_key)
-            del index.keys[i], index.blocks[i]
+            index.remove_key(old_key)
         index = by_tag.get(tag)
         if index is None:
             index = by_tag[tag] = FreeIndex()
