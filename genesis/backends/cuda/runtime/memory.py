@@ -378,10 +378,12 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if block is not None:
                 self._stats.pool_hits += 1
                 return block
-        self._stats.cache_misses += 1
         if self._new_segment(size, pool, stream, smallest=False):
-            return self._pool.take(size, pool, stream)
-        return self._reclaim(size, nbytes, pool, stream)
+            block = self._pool.take(size, pool, stream)
+        else:
+            block = self._reclaim(size, nbytes, pool, stream)
+        self._stats.cache_misses += 1  # (not counted when it raised OutOfMemoryError)
+        return block
 
     def _new_segment(self, size, pool, stream, smallest=True):
         """Add a new segment of the pool's usual size (or, with `smallest`, of the smallest size
