@@ -182,11 +182,12 @@ def _check_structure(allocator):
     by_state = {state: [b for b in blocks if b.state == state]
                 for state in (mb.FREE, mb.ALLOCATED, mb.CACHED, mb.PENDING)}
     assert len(blocks) == sum(map(len, by_state.values())), "a merged block is still linked"
-    indexed = [(key, e[2]) for key, entries in allocator._pool.indexes.items() for e in entries]
+    indexes = allocator._pool.indexes()
+    indexed = [(key, e[2]) for key, entries in indexes for e in entries]
     assert sorted(b.ptr for _, b in indexed) == sorted(b.ptr for b in by_state[mb.FREE])
     for (pool, tag), b in indexed:
         assert b.state == mb.FREE and b.segment.pool == pool and b.stream == tag
-        assert _ordered(allocator._pool.indexes[(pool, tag)])
+    assert all(_ordered(entries) for _, entries in indexes)
     small = allocator._small_cache
     cached = [b for by_size in small.values() for bs in by_size.values() for b in bs]
     cached += list(allocator._large_cache.values())

@@ -2,6 +2,8 @@
 
 import concurrent.futures
 import io
+import pathlib
+import sys
 import threading
 
 import numpy as np
@@ -106,6 +108,69 @@ def test_best_fit_picks_the_smallest_hole(make, sim):
     assert a.malloc(5 * MiB).ptr == holes[6].ptr
     assert a.malloc(7 * MiB).ptr == holes[8].ptr
     assert sim.alloc_calls == 1
+    check_invariants(a, sim)
+
+
+def test_every_request_gets_the_best_fit(make, sim, rng):
+    """Random allocations and frees with the stream cache off: each request gets the smallest
+    free block of its pool that holds it (the lowest address among equal sizes), split to the
+    request unless the rest is below the pool's split minimum; the free-block indexes stay
+    sorted as split tails and merged blocks take over entries (check_invariants)."""
+    a = make(cache_size=(0, None), segment_size=8 * MiB)
+    live = []
+    for _ in range(300):
+        if live and rng.random() < 0.45:
+            a.free(live.pop(int(rng.integers(len(live)))))
+            check_invariants(a, sim, live)
+            continue
+        nbytes = int(rng.integers(1, 3 * MiB) if rng.random() < 0.5 else rng.integers(1, 8192))
+        size = round_size(nbytes)
+        kind, split_min = ("small", 512) if size <= MiB else ("large", MiB + 1)
+        free = sorted((b["size"], b["address"]) for s in a.memory_snapshot()
+                      if s["segment_type"] == kind for b in s["blocks"] if b["state"] == "free")
+        fits = [(n, ptr) for n, ptr in free if n >= size]
+        block = a.malloc(nbytes)
+        if fits:
+            assert block.ptr == fits[0][1]
+        assert size <= block.size < size + split_min
+        live.append(block)
+        check_invariants(a, sim, live)
+
+
+def test_split_tails_and_merged_blocks_move_in_the_index(make, sim):
+    a = make(cache_size=(0, None), segment_size=64 * MiB)
+    blocks = [a.malloc(n * MiB) for n in (3, 2, 8, 2, 2, 2, 3, 2)]
+    for i in (0, 2, 4, 6):
+        a.free(blocks[i])  # free: 3, 8, 2 and 3 MiB, and the segment's tail
+    x = a.malloc(6 * MiB)  # best fit: the 8 MiB hole; its 2 MiB tail sorts below the 3s
+    assert x.ptr == blocks[2].ptr
+    check_invariants(a, sim, [x] + [blocks[i] for i in (1, 3, 5, 7)])
+    a.free(blocks[5])  # 2 + 2 + 3 MiB merge: the 2 MiB entry grows past both 3 MiB ones
+    check_invariants(a, sim, [x] + [blocks[i] for i in (1, 3, 7)])
+    assert a.malloc(7 * MiB).ptr == blocks[4].ptr
+
+
+def test_a_cache_flush_merges_neighbouring_cached_blocks(make, sim):
+    a = make()
+    x = a.malloc(MiB)
+    quarters = [a.malloc(MiB // 4) for _ in range(4)]  # the rest of x's 2 MiB segment
+    for b in (x, quarters[0], quarters[1], quarters[3]):
+        a.free(b)
+    assert all(states(a)[b.ptr] == "cached" for b in (x, quarters[0], quarters[3]))
+    y = a.malloc(MiB // 2)  # no pool fit: the cache is flushed, x and two quarters merged
+    assert y.ptr == x.ptr and sim.alloc_calls == 1
+    assert list(states(a).values()) == ["allocated", "free", "allocated", "free"]
+    check_invariants(a, sim, [y, quarters[2]])
+
+
+def test_a_cache_flush_keeps_a_cached_large_neighbour(make, sim):
+    a = make()
+    small, large = a.allocate_batch([1, MiB + 1])  # one region: neighbours in a large segment
+    a.free(small)
+    a.free(large)
+    assert states(a)[small.ptr] == states(a)[large.ptr] == "cached"
+    a.malloc(4096)  # a small-pool miss flushes the small cache, not the large block after it
+    assert states(a)[small.ptr] == "free" and states(a)[large.ptr] == "cached"
     check_invariants(a, sim)
 
 
@@ -368,6 +433,21 @@ def test_memory_summary_is_a_table(make):
     assert "Allocated memory" in text and "5.00 MiB" in text and "from large pool" in text
     assert "Cache hit rate" in text and "Fragmentation" in text
     assert len({len(line) for line in text.splitlines()}) == 1
+
+
+def test_varying_sizes_reserve_at_most_1_65x_their_peak(make, sim):
+    """The benchmark's varying trace (benchmarks/allocator.py, seed 0): peak reserved over peak
+    live bytes stays at its figure before the free-block index was rebuilt (1.643)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+    import allocator as bench
+    rng = np.random.default_rng(0)
+    trace = [make_trace(rng) for make_trace, _ in bench.SCENARIOS.values()][-1]  # as drawn there
+    a = make()
+    target = bench.Target("sim", a.malloc, a.free, OutOfMemoryError, a, a.set_memory_fraction,
+                          sim.total, None)
+    assert target.replay(trace) == 0 and target.replay(trace) == 0
+    assert a.max_memory_reserved() / trace.peak_live <= 1.65
+    check_invariants(a, sim)
 
 
 def test_fragmentation(make, sim):

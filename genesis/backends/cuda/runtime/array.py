@@ -128,7 +128,11 @@ _layouts = {}
 
 
 def contiguous_layout(shape, itemsize):
-    """(row-major byte strides, bytes) of a contiguous array; cached, `shape` a tuple."""
+    """(row-major byte strides, bytes) of a contiguous array, `shape` a tuple; cached, but for
+    one dimension, whose layout is quicker to build than to look up (and whose sizes vary the
+    most: every byte count of a buffer would be an entry)."""
+    if len(shape) == 1:
+        return (itemsize,), shape[0] * itemsize
     key = (shape, itemsize)
     layout = _layouts.get(key)
     if layout is None:

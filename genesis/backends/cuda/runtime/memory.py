@@ -9,13 +9,16 @@ is split; a freed block coalesces with its free neighbours. In front of that glo
 stream-local cache of recently freed blocks by exact size (bounded by GENESIS_CUDA_CACHE_SIZE,
 least recently freed out first), so the usual malloc/free of a repeated size is a few dict and
 list operations. When the small pool has no fit, the stream's cached small blocks are merged into
-it before a new segment is requested. Of large blocks the cache keeps one per stream, the last
-freed, and hands it out only to the next large request if that has the same size: any other
-large request or free first returns it to the pool. Keeping more, or keeping it past a miss,
-changes which free space later requests get (reused old positions instead of best fit in the
-coalesced pool) and cost memory: a transformer step's peak reserved memory was 7-14% higher.
-While reserved memory is within a segment of the cap nothing is cached (there, every merge
-counts: 10x fewer OOMs in the benchmark's memory-pressure traces).
+it before a new segment is requested. With varying sizes most small blocks go this way, and
+holding them back until then keeps the small pool less fragmented than returning each at once
+(the benchmark's varying trace: 4 MiB of small segments, not 6), so the flush merges neighbouring
+cached blocks itself and releases each run as one block. Of large blocks the cache keeps one per
+stream, the last freed, and hands it out only to the next large request if that has the same
+size: any other large request or free first returns it to the pool. Keeping more, or keeping it
+past a miss, changes which free space later requests get (reused old positions instead of best
+fit in the coalesced pool) and cost memory: a transformer step's peak reserved memory was 7-14%
+higher. While reserved memory is within a segment of the cap nothing is cached (there, every
+merge counts: 10x fewer OOMs in the benchmark's memory-pressure traces).
 
 Stream safety follows torch's caching allocator. A free block carries the stream that last used
 it and is reused only on that stream, whose ordering makes reuse safe. A block also used on other
@@ -39,7 +42,7 @@ import dataclasses
 import sys
 import threading
 
-from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MIN_BLOCK, PENDING, SMALL_POOL,
+from .memory_blocks import (ALLOCATED, CACHED, LARGE_POOL, MERGED, MIN_BLOCK, PENDING, SMALL_POOL,
                             SMALL_SEGMENT, SMALL_SIZE, Block, GlobalPool, Segment, link_after)
 from .memory_config import LARGE_ROUND, MemoryConfig, parse_option, parse_size
 from .graphs import CaptureError
@@ -49,6 +52,7 @@ from .memory_stats import (BLOCK_POOL_SHIFT, FIELD_BITS, ONE_BLOCK, MemoryEvent,
                            format_bytes)
 
 _UNBOUNDED = sys.maxsize
+_ROUND_UP, _ROUND_MASK = MIN_BLOCK - 1, -MIN_BLOCK  # round_size(n) = (n + _ROUND_UP) & _ROUND_MASK
 
 
 class OutOfMemoryError(RuntimeError):
@@ -57,7 +61,7 @@ class OutOfMemoryError(RuntimeError):
 
 def round_size(nbytes):
     """Bytes a request occupies: the next multiple of 512."""
-    return (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK
+    return (nbytes + _ROUND_UP) & _ROUND_MASK
 
 
 def segment_sizes(size, pool, segment_size):
@@ -135,7 +139,7 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             pool = self._capture_pool_for(stream)
             if pool is not None:
                 return pool.malloc(nbytes, stream)
-        size = (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK  # round_size, inlined
+        size = (nbytes + _ROUND_UP) & _ROUND_MASK  # round_size, inlined
         lock = self._lock
         lock.acquire()  # not `with`: acquire/release cost half as much
         try:
@@ -147,27 +151,30 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 block = self._large_cache.pop(stream)
             else:
                 block = None
-            if block is not None:
+            if block is None:
+                if self._pending and not self._root._capture_pools:
+                    self._process_events()
+                block = self._take(size, nbytes, stream)
+                block.stream = stream
+                block.requested_size = nbytes  # _label, inlined
+                change = block.size | nbytes << FIELD_BITS | ONE_BLOCK
+                block.stat_delta = change = change | change << BLOCK_POOL_SHIFT[block.segment.pool]
+            else:
                 del self._lru[block]
                 self._cached_bytes -= block.size
                 self._stats.stream_cache_hits += 1
                 if block.requested_size != nbytes:  # else its figures are those of last time
                     self._label(block, nbytes)
-            else:
-                if self._pending and not self._root._capture_pools:
-                    self._process_events()
-                block = self._take(size, nbytes, stream)
-                block.stream = stream
-                self._label(block, nbytes)
-            block.state = ALLOCATED
+                block.state = ALLOCATED
+                change = block.stat_delta
             if self._debug:
                 block.trace = self._capture_trace()
-            if self._stats_on:  # self._block_stats.add(block.stat_delta), inlined
-                stats, change = self._block_stats, block.stat_delta
+            if self._stats_on:  # self._block_stats.add(change), inlined
+                stats = self._block_stats
                 current = stats.current = stats.current + change
                 stats.allocated += change
                 guard = stats.guard
-                if ((stats.peak | guard) - current) & guard != guard:
+                if (stats.peak - current) & guard != guard:
                     stats.raise_peak()
             if nbytes >= self._notify_threshold:
                 self._notify("large_alloc", nbytes, stream)
@@ -223,20 +230,25 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 self._defer_or_wait_for_capture(block)
             elif self._near_cap:
                 self._pool.release(block)
-            else:
-                size = block.size
-                by_size = self._small_cache.get(block.stream) if size <= SMALL_SIZE else None
-                blocks = by_size.get(size) if by_size else None
-                if blocks is not None and len(self._lru) < self._max_cached_blocks:
-                    blocks.append(block)  # _cache_block's usual case, inlined
-                    block.state = CACHED
-                    self._lru[block] = size
-                    self._cached_bytes += size
-                    if self._cached_bytes > self._max_cached_bytes:
-                        self._shrink_cache()
+            elif block.size <= SMALL_SIZE and len(self._lru) < self._max_cached_blocks:
+                size = block.size  # _cache_block's usual case, inlined
+                by_size = self._small_cache.get(block.stream)
+                if by_size is None:
+                    by_size = self._small_cache[block.stream] = {}
+                blocks = by_size.get(size)
+                if blocks is None:
+                    by_size[size] = [block]
                 else:
-                    self._cache_block(block, size if size <= SMALL_SIZE else
-                                      (block.requested_size + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
+                    blocks.append(block)
+                block.state = CACHED
+                self._lru[block] = size
+                self._cached_bytes += size
+                if self._cached_bytes > self._max_cached_bytes:
+                    self._shrink_cache()
+            elif block.size <= SMALL_SIZE:
+                self._cache_block(block, block.size)  # the cache is full: the oldest leaves
+            else:  # it serves the next request of its own rounded size
+                self._cache_block(block, (block.requested_size + _ROUND_UP) & _ROUND_MASK)
         finally:
             lock.release()
 
@@ -292,10 +304,34 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             self._pool.release(block)
 
     def _flush_cache(self, stream):
-        """Move `stream`'s cached small blocks to the global pool."""
-        for blocks in self._small_cache.pop(stream, {}).values():
+        """Move `stream`'s cached small blocks to the global pool. Neighbours among them merge
+        here, each run of them going to the pool as one block: as releasing them one by one
+        would leave them, for a fraction of the work (a stream caches every small block it
+        frees, and with varying sizes most are flushed, often next to each other)."""
+        by_size = self._small_cache.pop(stream, None)
+        if not by_size:
+            return
+        lru, runs, flushed = self._lru, [], 0
+        for blocks in by_size.values():
             for block in blocks:
-                self._uncache(block)
+                del lru[block]
+                flushed += block.size
+                prev = block.prev
+                if not (prev is not None and prev.state == CACHED and prev.stream == stream
+                        and prev.size <= SMALL_SIZE):
+                    runs.append(block)  # the first of its run: the next ones of it are too
+        self._cached_bytes -= flushed
+        for block in runs:
+            nxt = block.next
+            while (nxt is not None and nxt.state == CACHED and nxt.stream == stream
+                   and nxt.size <= SMALL_SIZE):  # not a large cached block of a carved region
+                block.size += nxt.size
+                nxt.state = MERGED
+                nxt = nxt.next
+            block.next = nxt
+            if nxt is not None:
+                nxt.prev = block
+            self._pool.release(block)
 
     def _flush_large(self, stream):
         """Move `stream`'s cached large block to the global pool."""
@@ -315,34 +351,44 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
     # Level 2: the global pool, new segments, reclaiming.
 
     def _take(self, size, nbytes, stream):
-        """A block of at least `size` bytes usable on `stream`, from the pool or a new segment.
+        """A block of `size` bytes (split off the best fit) usable on `stream`, from the pool or
+        a new segment.
 
         A large request first returns the stream's cached large block to the pool, so the pool
         holds them coalesced (as if never cached) for the best fit and before any new segment;
         a small one does so only when the small pool has no fit."""
         if size <= SMALL_SIZE:
-            pool = SMALL_POOL
-            block = self._pool.take(size, pool, stream)
-            if block is None and self._small_cache.get(stream):
-                self._flush_cache(stream)
-                block = self._pool.take(size, pool, stream)
+            block = self._pool.take(size, SMALL_POOL, stream)
         else:
-            pool = LARGE_POOL
             if stream in self._large_cache:
                 self._flush_large(stream)
+            block = self._pool.take(size, LARGE_POOL, stream)
+        if block is None:
+            return self._take_on_miss(size, nbytes, stream)
+        self._stats.pool_hits += 1
+        return block
+
+    def _take_on_miss(self, size, nbytes, stream):
+        """_take when the pool has no fit: the stream's cached small blocks, else a new segment,
+        else whatever reclaiming frees."""
+        pool = SMALL_POOL if size <= SMALL_SIZE else LARGE_POOL
+        if pool == SMALL_POOL and self._small_cache.get(stream):
+            self._flush_cache(stream)
             block = self._pool.take(size, pool, stream)
-        if block is not None:
-            self._stats.pool_hits += 1
+            if block is not None:
+                self._stats.pool_hits += 1
+                return block
+        if self._new_segment(size, pool, stream, smallest=False):
+            block = self._pool.take(size, pool, stream)
         else:
-            block = (self._new_segment(size, pool, stream, smallest=False)
-                     or self._reclaim(size, nbytes, pool, stream))
-            self._stats.cache_misses += 1
-        self._pool.split(block, size)
+            block = self._reclaim(size, nbytes, pool, stream)
+        self._stats.cache_misses += 1  # (not counted when it raised OutOfMemoryError)
         return block
 
     def _new_segment(self, size, pool, stream, smallest=True):
-        """The head block of a new segment of the pool's usual size (or, with `smallest`, of the
-        smallest size that holds `size`), or None when the cap or the driver refuses."""
+        """Add a new segment of the pool's usual size (or, with `smallest`, of the smallest size
+        that holds `size`) to the pool as one free block; False when the cap or the driver
+        refuses."""
         sizes = segment_sizes(size, pool, self._config.segment_size)
         for seg_size in sizes if smallest else sizes[:1]:
             if self._stats.reserved() + seg_size > self._cap:
@@ -352,11 +398,12 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             except self._driver.DriverOutOfMemory:
                 continue
             segment = self._segments[ptr] = Segment(ptr, seg_size, pool, stream, self)
+            self._pool.add(segment.head)
             self._stats.on_segment(pool, seg_size, True)
             self._update_pressure()
             self._notify("segment_alloc", seg_size, stream)
-            return segment.head
-        return None
+            return True
+        return False
 
     def _reclaim(self, size, nbytes, pool, stream):
         """Wait for pending frees, flush the caches, return free segments, retry; else OOM."""
@@ -370,7 +417,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         if block is None:
             if not capturing:
                 self._release_free_segments()
-            block = self._new_segment(size, pool, stream)
+            if self._new_segment(size, pool, stream):
+                block = self._pool.take(size, pool, stream)
         if block is None:
             self._stats.num_ooms += 1
             error = OutOfMemoryError(self._oom_message(nbytes))

@@ -33,8 +33,10 @@ class Stat:
     Each of current, peak and allocated (summed increases) is one int packing a FIELD_BITS-wide
     field per (scope, quantity), field scope * len(names) + q, so that the allocator's hot path
     changes a pool's quantities and their "all" sums with one addition (`delta`) and finds out
-    whether any peak was passed with one subtraction (`passed_peak`). freed is allocated - current
-    (+ current at the last reset of the accumulated figures).
+    whether any peak was passed with one subtraction (`passed_peak`): `peak` keeps the top bit of
+    every field set (`guard`, never reached by a figure), and where current <= peak the field of
+    peak - current keeps it. freed is allocated - current (+ current at the last reset of the
+    accumulated figures).
     """
 
     __slots__ = ("names", "current", "peak", "allocated", "_freed_base", "guard", "_shifts")
@@ -44,7 +46,8 @@ class Stat:
         fields = len(SCOPES) * len(names)
         self.guard = sum(1 << (FIELD_BITS * (i + 1) - 1) for i in range(fields))
         self._shifts = [FIELD_BITS * len(names) * pool for pool in range(len(SCOPES))]
-        self.current = self.peak = self.allocated = self._freed_base = 0
+        self.current = self.allocated = self._freed_base = 0
+        self.peak = self.guard
 
     def delta(self, pool, values):
         """The packed change of `values` (one per quantity, >= 0) in `pool` and in "all"."""
@@ -54,16 +57,15 @@ class Stat:
         return change | change << self._shifts[pool]
 
     def passed_peak(self):
-        """True when some current field is above its peak (the guard bit of each field of
-        (peak + guard) - current stays set exactly where current <= peak)."""
-        return ((self.peak | self.guard) - self.current) & self.guard != self.guard
+        """True when some current field is above its peak."""
+        return (self.peak - self.current) & self.guard != self.guard
 
     def raise_peak(self):
         """Set every peak field below its current one to the current one."""
         guard = self.guard
-        below = (((self.peak | guard) - self.current) & guard) ^ guard
+        below = ((self.peak - self.current) & guard) ^ guard
         mask = (below >> (FIELD_BITS - 1)) * FIELD
-        self.peak = (self.peak & ~mask) | (self.current & mask)
+        self.peak = (self.peak & ~mask) | (self.current & mask) | guard
 
     def add(self, change):
         """Apply a packed increase (`delta`), raising the peaks it passes."""
@@ -90,6 +92,8 @@ class Stat:
             field = self._field
             return (field(self.allocated, scope, q) - field(self.current, scope, q)
                     + field(self._freed_base, scope, q))
+        if metric == "peak":
+            return self._field(self.peak, scope, q) & FIELD >> 1  # without the guard bit
         return self._field(getattr(self, metric), scope, q)
 
     def set_current(self, pool, values):
@@ -102,7 +106,7 @@ class Stat:
         self.raise_peak()
 
     def reset_peak(self):
-        self.peak = self.current
+        self.peak = self.current | self.guard
 
     def reset_accumulated(self):
         self.allocated = 0
