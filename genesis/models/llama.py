@@ -103,8 +103,16 @@ class DecoderLayer(nn.Module):
         """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
         this layer's input_layernorm of it, `normed`: each residual add and the norm after it
         are one kernel where they can be (models/fused.py)."""
-        attended = self.self_attn(normed, cos, sin, mask, cache)
-        x, normed = add_norm(x, attended, self.post_attention_layernorm)
+        x, normed = self.attention_block(x, normed, cos, sin, mask, cache)
+        return self.mlp_block(x, normed, next_norm)
+
+    def attention_block(self, x, normed, cos, sin, mask, cache):
+        """(x + attention(normed), post_attention_layernorm of it)."""
+        return add_norm(x, self.self_attn(normed, cos, sin, mask, cache),
+                        self.post_attention_layernorm)
+
+    def mlp_block(self, x, normed, next_norm):
+        """(x + mlp(normed), `next_norm` of it)."""
         return add_norm(x, self.mlp(normed), next_norm)
 
 
@@ -128,8 +136,12 @@ class LlamaModel(nn.Module):
         layers = list(self.layers)
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
         for layer, after in zip(layers, layers[1:] + [None]):
-            x, normed = layer(x, normed, cos, sin, mask, cache,
-                              self.norm if after is None else after.input_layernorm)
+            # The halves one by one, not layer(...): a call holds its inputs to its end, and
+            # the layer's input stream and norm would outlive the attention into the MLP,
+            # whose prefill intermediates are the forward's peak.
+            x, normed = layer.attention_block(x, normed, cos, sin, mask, cache)
+            x, normed = layer.mlp_block(x, normed,
+                                        self.norm if after is None else after.input_layernorm)
         if cache is not None:
             cache.advance(input_ids.shape[1])
         return normed
