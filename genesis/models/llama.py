@@ -158,7 +158,7 @@ class LlamaModel(nn.Module):
         layers = list(self.layers)
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
         prefill = layers and cache is not None and not cache.decoding
-        rows = layers[0].mlp.block_rows(x) if prefill else None  # blocks only in generate's
+        rows = layers[0].mlp.block_rows(x) if prefill else None
         for layer, after in zip(layers, layers[1:] + [None]):
             # The halves one by one, not layer(...): a call holds its inputs to its end, and
             # the layer's input stream and norm would outlive the attention into the MLP,
