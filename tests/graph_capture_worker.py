@@ -10,7 +10,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "examples"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "examples"), str(ROOT / "tests")]
 
 import simulated_cuda  # noqa: E402
 
@@ -62,6 +62,25 @@ def check_dropout_counters():
     print("dropout counters advance per replay")
 
 
+def check_capture_scratch_is_shared():
+    """The launches of a capture share one scratch buffer, as eager launches share their
+    stream's workspace; one that needs more gets a larger one, and the graph keeps both."""
+    from genesis.backends.cuda.launch import stream_workspace
+    MiB = 1 << 20
+    before = genesis.cuda.memory_allocated()
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        stream = genesis.cuda.current_stream().cuda_stream
+        buffers = [stream_workspace(0, stream, n) for n in (MiB, MiB // 2, MiB, 2 * MiB, MiB)]
+    assert [len({id(b) for b in buffers[:i]}) for i in range(1, 6)] == [1, 1, 1, 2, 2]
+    del buffers
+    held = genesis.cuda.memory_allocated() - before
+    assert 3 * MiB <= held < 3 * MiB + 64 * 1024, held
+    graph.reset()
+    assert genesis.cuda.memory_allocated() - before < 64 * 1024
+    print("capture scratch shared")
+
+
 def check_refused(name, fn):
     x = genesis.ones(100, device="cuda")
     (x * 2).sum()
@@ -92,6 +111,7 @@ def check_relaxed_capture_allows_other_streams():
 def main():
     check_training_step_captures()
     check_dropout_counters()
+    check_capture_scratch_is_shared()
     check_refused("item", lambda y: y.sum().item())
     check_refused("synchronize", lambda y: genesis.cuda.synchronize())
     check_refused("host copy", lambda y: y.cpu())

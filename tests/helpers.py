@@ -170,3 +170,14 @@ def warm_up_on_side_stream(fn, iters=3):
         for _ in range(iters):
             fn()
     genesis.cuda.current_stream().wait_stream(side)
+
+
+def run_checks_worker(script, timeout=600):
+    """Run the checks script `script` in a process of its own (one that replaces the driver
+    layer, say): it must exit cleanly with "all checks passed" as its last line."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().endswith("all checks passed"), result.stdout

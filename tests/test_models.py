@@ -89,6 +89,25 @@ def test_greedy_generation_matches_transformers(saved, rng, batch, padded):
     np.testing.assert_array_equal(out.numpy(), expected.numpy())
 
 
+def test_prefill_mlp_in_row_blocks_generates_the_same_tokens(rng, tmp_path, monkeypatch):
+    """generate's prefill runs the MLP over blocks of rows (the last one shorter) once the
+    whole prompt's intermediates pass PREFILL_MLP_BYTES: same tokens as all rows at once."""
+    from genesis.models import llama
+    _hf_model("llama").save_pretrained(tmp_path)
+    model = genesis.models.from_pretrained(str(tmp_path))
+    ids, mask = (genesis.tensor(a) for a in _prompts(rng, 3, 7, True))
+    expected = model.generate(ids, attention_mask=mask, max_new_tokens=12, pad_token_id=0)
+    blocks = []
+    blockwise = llama.MLP.blockwise
+    monkeypatch.setattr(llama.MLP, "blockwise",
+                        lambda mlp, x, rows: blocks.append(rows) or blockwise(mlp, x, rows))
+    row_bytes = model.model.layers[0].mlp.gate_up_proj.out_features * 4
+    monkeypatch.setattr(llama, "PREFILL_MLP_BYTES", 5 * row_bytes)
+    out = model.generate(ids, attention_mask=mask, max_new_tokens=12, pad_token_id=0)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    assert blocks == [5] * len(model.model.layers)  # 21 rows: 5, 5, 5, 5 and 1
+
+
 def test_repeated_generate_reuses_its_cache_but_not_the_last_prompt(saved, rng):
     """A second call of the same shapes keeps the first's cache (and, on CUDA, its decode graph)
     yet sees only its own prompt; a weight that moved starts a new cache."""

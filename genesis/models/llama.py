@@ -12,12 +12,18 @@ RMSNorm after it run as one kernel on the GPU.
 
 from .. import nn
 from ..nn import functional as F
+from ..ops.shape_copies import cat
 from .attention_mask import attend, step_inputs
 from .cache import embedding_rows
 from .config import ModelConfig
 from .fused import FusedLinear, FusedParent, add_norm, silu_gate_down
 from .pretrained import PreTrainedModel
 from .rotary import RotaryEmbedding, apply_rotary, rope_parameters
+
+PREFILL_MLP_BYTES = 32 << 20
+"""generate's prefill runs each MLP over blocks of rows whose fused gate/up output stays within
+this: with all the prompt's rows at once, the MLP intermediates (three times the intermediate
+size a row) are generate's peak beyond its weights and cache."""
 
 ACTIVATIONS = {"silu": F.silu, "swish": F.silu, "relu": F.relu, "gelu": F.gelu,
                "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}
@@ -88,6 +94,21 @@ class MLP(FusedParent):
         gate, up = self.gate_up_proj(x)
         return self.down_proj(self.act(gate) * up)
 
+    def blockwise(self, x, rows):
+        """forward(x), computed over blocks of `rows` rows (positions): the same values, with
+        one block's intermediates alive at a time."""
+        flat = x.reshape(-1, x.shape[-1])
+        blocks = [self(flat[start:start + rows]) for start in range(0, flat.shape[0], rows)]
+        return cat(blocks).view(*x.shape[:-1], -1)
+
+    def block_rows(self, x):
+        """Rows per block for `blockwise` in generate's prefill, as even as they can be; None
+        when the rows of `x` fit PREFILL_MLP_BYTES at once."""
+        total = x.numel() // x.shape[-1]
+        per_row = self.gate_up_proj.out_features * x.element_size()
+        blocks = -(-total * per_row // PREFILL_MLP_BYTES)
+        return -(-total // blocks) if blocks > 1 else None
+
 
 class DecoderLayer(nn.Module):
     def __init__(self, config, layer_idx, qkv_bias, device=None, dtype=None):
@@ -103,9 +124,18 @@ class DecoderLayer(nn.Module):
         """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
         this layer's input_layernorm of it, `normed`: each residual add and the norm after it
         are one kernel where they can be (models/fused.py)."""
-        attended = self.self_attn(normed, cos, sin, mask, cache)
-        x, normed = add_norm(x, attended, self.post_attention_layernorm)
-        return add_norm(x, self.mlp(normed), next_norm)
+        x, normed = self.attention_block(x, normed, cos, sin, mask, cache)
+        return self.mlp_block(x, normed, next_norm)
+
+    def attention_block(self, x, normed, cos, sin, mask, cache):
+        """(x + attention(normed), post_attention_layernorm of it)."""
+        return add_norm(x, self.self_attn(normed, cos, sin, mask, cache),
+                        self.post_attention_layernorm)
+
+    def mlp_block(self, x, normed, next_norm, rows=None):
+        """(x + mlp(normed), `next_norm` of it); the MLP over blocks of `rows` rows if given."""
+        return add_norm(x, self.mlp(normed) if rows is None else
+                        self.mlp.blockwise(normed, rows), next_norm)
 
 
 class LlamaModel(nn.Module):
@@ -127,9 +157,16 @@ class LlamaModel(nn.Module):
         cos, sin = self.rotary(position_ids, x.dtype, bound)
         layers = list(self.layers)
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
+        prefill = layers and cache is not None and not cache.decoding
+        rows = layers[0].mlp.block_rows(x) if prefill else None
         for layer, after in zip(layers, layers[1:] + [None]):
-            x, normed = layer(x, normed, cos, sin, mask, cache,
-                              self.norm if after is None else after.input_layernorm)
+            # The halves one by one, not layer(...): a call holds its inputs to its end, and
+            # the layer's input stream and norm would outlive the attention into the MLP,
+            # whose prefill intermediates are the forward's peak.
+            x, normed = layer.attention_block(x, normed, cos, sin, mask, cache)
+            x, normed = layer.mlp_block(x, normed,
+                                        self.norm if after is None else after.input_layernorm,
+                                        rows)
         if cache is not None:
             cache.advance(input_ids.shape[1])
         return normed

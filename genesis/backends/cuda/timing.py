@@ -3,8 +3,9 @@
 Zeroing a buffer larger than the L2 cache before each timed call evicts what earlier calls left
 there (a training step rarely finds its inputs in L2), and keeps the GPU busy while the host
 enqueues the call, so the events time the kernels rather than the host's launch overhead. The
-autotuner and `genesis.utils.benchmark` both time this way; they share one flush buffer per
-device.
+autotuner and `genesis.utils.benchmark` both time this way, through one flush buffer per device
+that a timing holds only while it runs: after it the allocator's cache keeps the memory, so a
+process that tuned its kernels has none of it allocated.
 """
 
 from .runtime import driver
@@ -29,10 +30,13 @@ def time_calls(run, reps, flush_bytes=L2_FLUSH_BYTES):
     """Milliseconds of each of `reps` calls of `run()`, sorted; each call is timed by a pair of
     events on the current stream, behind a flush of `flush_bytes`."""
     pairs = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in range(reps)]
-    for start, end in pairs:
-        flush_l2(flush_bytes)
-        start.record()
-        run()
-        end.record()
-    pairs[-1][1].synchronize()
+    try:
+        for start, end in pairs:
+            flush_l2(flush_bytes)
+            start.record()
+            run()
+            end.record()
+        pairs[-1][1].synchronize()
+    finally:
+        _flush_buffers.pop(current_device(), None)  # freed in stream order
     return sorted(start.elapsed_time(end) for start, end in pairs)

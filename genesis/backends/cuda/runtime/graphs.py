@@ -34,12 +34,13 @@ def new_pool_id():
 class Capture:
     """One capture under way: its stream, device, private pool, mode and thread."""
 
-    __slots__ = ("stream", "device", "pool", "mode", "thread", "keepalive")
+    __slots__ = ("stream", "device", "pool", "mode", "thread", "keepalive", "scratch")
 
     def __init__(self, stream, device, pool, mode):
         self.stream, self.device, self.pool, self.mode = stream, device, pool, mode
         self.thread = threading.get_ident()
         self.keepalive = []  # buffers that the recorded kernels use and nothing else owns
+        self.scratch = None  # the largest scratch handed out so far (see `scratch`)
 
 
 def active_capture(stream):
@@ -68,13 +69,19 @@ def keep_alive(stream, buffer):
 
 
 def scratch(nbytes, device, stream):
-    """A uint8 CUDAArray of `nbytes` from the pool of the graph captured on `stream`, which
-    holds it as long as it lives: scratch that a graph's kernels use must never be regrown or
-    handed to eager code, as the shared per-stream workspaces are."""
+    """A uint8 CUDAArray of at least `nbytes` from the pool of the graph captured on `stream`,
+    which holds it as long as it lives: scratch that a graph's kernels use must never be
+    regrown or handed to eager code, as the shared per-stream workspaces are. The capture's
+    launches share one buffer, as eager launches share their stream's workspace (a replay runs
+    them one after another); one too small is kept for the launches recorded on it and a
+    larger one made."""
     import numpy as np
     from .array import CUDAArray
-    buffer = CUDAArray.empty((max(nbytes, 1),), np.uint8, device, stream)
-    keep_alive(stream, buffer)
+    capture = _active[stream]
+    buffer = capture.scratch
+    if buffer is None or buffer.storage.nbytes < nbytes:
+        buffer = capture.scratch = CUDAArray.empty((max(nbytes, 1),), np.uint8, device, stream)
+        keep_alive(stream, buffer)
     return buffer
 
 
