@@ -108,6 +108,25 @@ def test_prefill_mlp_in_row_blocks_generates_the_same_tokens(rng, tmp_path, monk
     assert blocks == [5] * len(model.model.layers)  # 21 rows: 5, 5, 5, 5 and 1
 
 
+def test_decoder_layer_hooks_run(saved, rng):
+    """The model runs a layer's halves itself (so that its inputs die before the MLP), but a
+    layer with forward hooks is called, and its hooks see its output: the same logits."""
+    family, hf, path = saved
+    if family == "gpt2":
+        pytest.skip("GPT-2's blocks are always called as modules")
+    model = genesis.models.from_pretrained(path)
+    ids = genesis.tensor(_prompts(rng, 2, 5, padded=False)[0])
+    seen = []
+    with genesis.no_grad():
+        expected = model(ids)
+        layer = model.model.layers[-1]
+        handle = layer.register_forward_hook(lambda module, args, out: seen.append(out[0]))
+        logits = model(ids)
+        handle.remove()
+    assert len(seen) == 1 and tuple(seen[0].shape) == (2, 5, hf.config.hidden_size)
+    np.testing.assert_array_equal(logits.numpy(), expected.numpy())
+
+
 def test_repeated_generate_reuses_its_cache_but_not_the_last_prompt(saved, rng):
     """A second call of the same shapes keeps the first's cache (and, on CUDA, its decode graph)
     yet sees only its own prompt; a weight that moved starts a new cache."""

@@ -120,12 +120,13 @@ class DecoderLayer(nn.Module):
                                                    **kw)
         self.mlp = MLP(config, **kw)
 
-    def forward(self, x, normed, cos, sin, mask, cache, next_norm):
+    def forward(self, x, normed, cos, sin, mask, cache, next_norm, rows=None):
         """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
         this layer's input_layernorm of it, `normed`: each residual add and the norm after it
-        are one kernel where they can be (models/fused.py)."""
+        are one kernel where they can be (models/fused.py); the MLP over blocks of `rows` rows
+        if given."""
         x, normed = self.attention_block(x, normed, cos, sin, mask, cache)
-        return self.mlp_block(x, normed, next_norm)
+        return self.mlp_block(x, normed, next_norm, rows)
 
     def attention_block(self, x, normed, cos, sin, mask, cache):
         """(x + attention(normed), post_attention_layernorm of it)."""
@@ -160,13 +161,16 @@ class LlamaModel(nn.Module):
         prefill = layers and cache is not None and not cache.decoding
         rows = layers[0].mlp.block_rows(x) if prefill else None
         for layer, after in zip(layers, layers[1:] + [None]):
+            next_norm = self.norm if after is None else after.input_layernorm
+            if layer._forward_pre_hooks or layer._forward_hooks:
+                x, normed = layer(x, normed, cos, sin, mask, cache, next_norm, rows)
+                continue
             # The halves one by one, not layer(...): a call holds its inputs to its end, and
             # the layer's input stream and norm would outlive the attention into the MLP,
-            # whose prefill intermediates are the forward's peak.
+            # whose prefill intermediates are the forward's peak. A layer with hooks is
+            # called, so that they run.
             x, normed = layer.attention_block(x, normed, cos, sin, mask, cache)
-            x, normed = layer.mlp_block(x, normed,
-                                        self.norm if after is None else after.input_layernorm,
-                                        rows)
+            x, normed = layer.mlp_block(x, normed, next_norm, rows)
         if cache is not None:
             cache.advance(input_ids.shape[1])
         return normed
