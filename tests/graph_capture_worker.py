@@ -81,6 +81,35 @@ def check_capture_scratch_is_shared():
     print("capture scratch shared")
 
 
+def check_workspace_views_follow_the_workspace():
+    """Views kept by workspace_views live as long as the stream's workspace: one that grows
+    drops the views of the old, which goes back to the allocator; a capture's views are made
+    on its scratch, not kept."""
+    from genesis.backends.cuda.launch import workspace_views
+    MiB = 1 << 20
+    stream = genesis.cuda.current_stream().cuda_stream
+    made = []
+
+    def make(workspace):
+        made.append(workspace)
+        return workspace.ptr
+
+    first = workspace_views(0, stream, MiB, "a", make)
+    assert workspace_views(0, stream, MiB, "a", make) == first and len(made) == 1
+    held = genesis.cuda.memory_allocated()
+    workspace_views(0, stream, 64 * MiB, "b", make)
+    del made[:]
+    grown = genesis.cuda.memory_allocated() - held
+    assert 63 * MiB <= grown <= 64 * MiB, grown  # the 1 MiB workspace went back
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        capturing = genesis.cuda.current_stream().cuda_stream
+        workspace_views(0, capturing, MiB, "b", make)
+        workspace_views(0, capturing, MiB, "b", make)
+    assert len(made) == 2
+    print("workspace views follow the workspace")
+
+
 def check_refused(name, fn):
     x = genesis.ones(100, device="cuda")
     (x * 2).sum()
@@ -112,6 +141,7 @@ def main():
     check_training_step_captures()
     check_dropout_counters()
     check_capture_scratch_is_shared()
+    check_workspace_views_follow_the_workspace()
     check_refused("item", lambda y: y.sum().item())
     check_refused("synchronize", lambda y: genesis.cuda.synchronize())
     check_refused("host copy", lambda y: y.cpu())

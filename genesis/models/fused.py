@@ -130,17 +130,23 @@ def silu_gate_down(gate_up, down):
     """down(silu(gate) * up) of a fused gate/up output and the plain nn.Linear `down`: one kernel
     without gradients where the backend has it and the rows are few, else silu_gate then
     down."""
+    if _gate_fusable(gate_up, down):
+        out = call("linear_silu_gate", gate_up, down.weight, down.bias)
+        return wrap(out, gate_up.device, gate_up.dtype)
+    gated = silu_gate(gate_up)
+    del gate_up  # freed before the down projection runs, as in down(silu_gate(gate_up))
+    return down(gated)
+
+
+def _gate_fusable(gate_up, down):
     weight, bias = down.weight, down.bias
     tensors = (gate_up, weight) if bias is None else (gate_up, weight, bias)
-    if (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear
+    return (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear
             and not (down._forward_pre_hooks or down._forward_hooks)
             and not (is_grad_enabled() and any(t.requires_grad for t in tensors))
             and all(t.dtype is gate_up.dtype and t.device == gate_up.device for t in tensors)
             and gate_up.ndim >= 1 and gate_up.shape[-1] == 2 * weight.shape[1]
-            and gate_up.numel() <= FUSED_GATE_ROWS * gate_up.shape[-1]):
-        out = call("linear_silu_gate", gate_up, weight, bias)
-        return wrap(out, gate_up.device, gate_up.dtype)
-    return down(silu_gate(gate_up))
+            and gate_up.numel() <= FUSED_GATE_ROWS * gate_up.shape[-1])
 
 
 FUSED_NORM_WIDTH = 16384

@@ -266,8 +266,33 @@ def stream_workspace(device, stream, nbytes):
     it finishes before anything else gets that memory."""
     if graphs.active_capture(stream) is not None:
         return graphs.scratch(nbytes, device, stream)
+    return _stream_buffer(device, stream, nbytes)
+
+
+def _stream_buffer(device, stream, nbytes):
     workspace = _workspaces.get((device, stream))
     if workspace is None or workspace.storage.nbytes < nbytes:
         workspace = _workspaces[(device, stream)] = CUDAArray.empty(
             (max(nbytes, 1 << 16),), np.uint8, device, stream)
     return workspace
+
+
+_views = {}
+
+
+def workspace_views(device, stream, nbytes, key, make):
+    """make(workspace) for the stream's workspace of at least `nbytes` (stream_workspace): views
+    kept under `key` while that workspace is the stream's, so that a launch reusing them builds
+    no arrays. A grown workspace drops the views of the one it replaces, which then goes back
+    to the allocator (views kept by the launches themselves would hold every workspace they
+    ever saw). During a capture they are made on the capture's scratch and not kept."""
+    if graphs.active_capture(stream) is not None:
+        return make(graphs.scratch(nbytes, device, stream))
+    workspace = _stream_buffer(device, stream, nbytes)
+    kept = _views.get((device, stream))
+    if kept is None or kept[0] is not workspace:
+        kept = _views[(device, stream)] = (workspace, {})
+    views = kept[1].get(key)
+    if views is None:
+        views = kept[1][key] = make(workspace)
+    return views

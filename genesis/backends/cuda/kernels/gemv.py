@@ -51,7 +51,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ..launch import Launch, stream_workspace
+from ..launch import Launch, workspace_views
 from ..runtime.array import CUDAArray
 from ._math import apply_activation, swiglu_gate
 from ._strided_indexing import cdiv, next_pow2, placeholder, program_range, stride_arg
@@ -261,8 +261,7 @@ def split(n_blocks, k_steps, programs):
 class Plan:
     """The launch of one problem geometry with one config, and the scratch it needs."""
 
-    __slots__ = ("launch", "dims", "splits", "n_blocks", "part_elements", "device", "_workspace",
-                 "_part")
+    __slots__ = ("launch", "dims", "splits", "n_blocks", "part_elements", "device")
 
     def __init__(self, problem, config, target=None):
         M, N, K = problem.M, problem.N, problem.K
@@ -274,7 +273,6 @@ class Plan:
         self.splits, steps = split(self.n_blocks, cdiv(K, bk), config["programs"])
         self.part_elements = self.splits * M * N if self.splits > 1 else 0
         self.device = problem.device
-        self._workspace = self._part = None
         ity = _index_type(problem, self.part_elements)
         meta = dict(HAS_BIAS=problem.arrays.get("bias") is not None,
                     KEEP_Z=problem.arrays.get("z") is not None, ACT=problem.act,
@@ -292,19 +290,22 @@ class Plan:
                                                    st.get("bias", 0))))
 
     def scratch(self, stream):
-        """(partial sums, counters): a view of the stream's workspace (kept while the workspace
-        stays) and its split counters, or placeholders when only compiling."""
+        """(partial sums, counters): a view of the stream's workspace (launch.workspace_views)
+        and its split counters, or placeholders when only compiling."""
         if not self.part_elements:
             return None, None
         if self.launch.target is not None:
             return (placeholder((self.part_elements,), np.float32),
                     placeholder((self.n_blocks,), np.int32))
-        workspace = stream_workspace(self.device, stream, self.part_elements * 4)
-        if workspace is not self._workspace:
-            self._part = CUDAArray(workspace.storage, (self.part_elements,), (4,),
-                                   workspace.offset, np.dtype(np.float32))
-            self._workspace = workspace
-        return self._part, split_counters(self.device, stream, self.n_blocks)
+        n = self.part_elements
+        part = workspace_views(self.device, stream, n * 4, ("gemv", n),
+                               lambda workspace: _float32_view(workspace, n))
+        return part, split_counters(self.device, stream, self.n_blocks)
+
+
+def _float32_view(workspace, n):
+    """The first n float32 elements of a (uint8) workspace array."""
+    return CUDAArray(workspace.storage, (n,), (4,), workspace.offset, np.dtype(np.float32))
 
 
 def _index_type(problem, part_elements):

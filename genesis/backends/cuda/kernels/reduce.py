@@ -51,7 +51,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ....dispatch import register
-from ..launch import Launch, LaunchCache, stream_workspace
+from ..launch import Launch, LaunchCache, workspace_views
 from ..runtime import driver
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
@@ -518,7 +518,6 @@ class _Reduction:
         self.parts = [((rows, plan.splits), _INT64 if i == 1 and index_state else acc)
                       for i in range(states)]
         self.scratch_bytes = sum(_scratch_bytes(shape, dtype) for shape, dtype in self.parts)
-        self._workspace = self._views = None
         if self.stage == "partial":
             br = min(next_pow2(plan.splits), _tile_elements(states))
             bm = min(next_pow2(rows), max(1, _tile_elements(states) // br))
@@ -547,19 +546,19 @@ class _Reduction:
 
     def _workspace_parts(self, stream):
         """The partial states of a single "split" launch, in the stream's workspace (which
-        that launch alone writes and reads); views kept while the workspace stays."""
+        that launch alone writes and reads), made once per workspace."""
         if self.target:
             return self._fresh_parts(stream)
-        workspace = stream_workspace(self.device, stream, self.scratch_bytes)
-        if workspace is not self._workspace:
-            views, offset = [], workspace.offset
-            for shape, dtype in self.parts:
-                views.append(CUDAArray(workspace.storage, shape,
-                                       contiguous_byte_strides(shape, dtype.itemsize), offset,
-                                       dtype))
-                offset += _scratch_bytes(shape, dtype)
-            self._workspace, self._views = workspace, _padded(views)
-        return self._views
+        return workspace_views(self.device, stream, self.scratch_bytes, self, self._views_of)
+
+    def _views_of(self, workspace):
+        """The partial-state arrays laid out one after another in `workspace`."""
+        views, offset = [], workspace.offset
+        for shape, dtype in self.parts:
+            views.append(CUDAArray(workspace.storage, shape,
+                                   contiguous_byte_strides(shape, dtype.itemsize), offset, dtype))
+            offset += _scratch_bytes(shape, dtype)
+        return _padded(views)
 
     def _fresh_parts(self, stream):
         """Partial states in arrays of their own: a "merge" launch reads what the "partial"
