@@ -140,6 +140,18 @@ def activate(index):
         _local.active = index
 
 
+def activated(index=None):
+    """`index` (None: the current device) with its context made current on this thread, as
+    `activate` does: the allocation path's one look at the thread's state."""
+    local = _local
+    if index is None:
+        index = local.device
+    if local.active != index:
+        get_context(index).make_current()
+        local.active = index
+    return index
+
+
 def set_device(index):
     count = driver.device_count()
     if not 0 <= index < count:
