@@ -8,7 +8,7 @@ device.
 """
 
 from .runtime import driver
-from .runtime.array import allocate
+from .runtime.array import CUDAArray
 from .runtime.device import current_device
 from .runtime.stream import Event, current_stream_handle
 
@@ -21,7 +21,7 @@ def flush_l2(nbytes=L2_FLUSH_BYTES):
     device = current_device()
     buf = _flush_buffers.get(device)
     if buf is None or buf.nbytes < nbytes:
-        buf = _flush_buffers[device] = allocate(nbytes, device)
+        buf = _flush_buffers[device] = CUDAArray.empty((nbytes,), "uint8", device).storage
     driver.memset_d8(buf.ptr, 0, nbytes, current_stream_handle(device))
 
 

@@ -30,7 +30,7 @@ def _allocator_of(device):
 
 class CUDAStorage:
     """One allocation on one device; freed (to the allocator's cache) when garbage. Made by
-    `allocate` (a class without __init__ is the quickest to instantiate)."""
+    `CUDAArray.empty` (a class without __init__ is the quickest to instantiate)."""
 
     __slots__ = ("block", "ptr", "device", "nbytes", "_allocator", "__weakref__")
 
@@ -43,17 +43,6 @@ class CUDAStorage:
             self._allocator.free(self.block)
         except Exception:  # the allocation itself failed, or interpreter shutdown
             pass
-
-
-def allocate(nbytes, device, stream=None):
-    """A new CUDAStorage of `nbytes` on device index `device`, for use on `stream` (None: the
-    device's current stream)."""
-    allocator = _allocators.get(device) or _allocator_of(device)
-    block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None else stream)
-    storage = CUDAStorage()
-    storage._allocator, storage.block, storage.ptr = allocator, block, block.ptr
-    storage.device, storage.nbytes = device, nbytes
-    return storage
 
 
 class CUDAArray:
@@ -75,8 +64,8 @@ class CUDAArray:
 
     @classmethod
     def empty(cls, shape, dtype, device, stream=None):
-        """A new contiguous array of `shape` on device index `device`, allocated for `stream`
-        (None: the device's current stream)."""
+        """A new contiguous array of `shape` over a new CUDAStorage on device index `device`,
+        allocated for `stream` (None: the device's current stream)."""
         if dtype.__class__ not in NUMPY_DTYPE_TYPES:  # as_numpy_dtype, inlined
             dtype = np.dtype(dtype)
         if shape.__class__ is not tuple:
@@ -86,10 +75,15 @@ class CUDAArray:
             nbytes = shape[0] * strides[0]
         else:
             strides, nbytes = contiguous_layout(shape, dtype.itemsize)
-        storage = allocate(nbytes, device, stream)
+        allocator = _allocators.get(device) or _allocator_of(device)
+        block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None
+                                 else stream)
+        storage = CUDAStorage()
+        storage._allocator, storage.block, storage.ptr = allocator, block, block.ptr
+        storage.device, storage.nbytes = device, nbytes
         arr = _new(cls)  # the fields as __init__ would set them, without re-checking them
         arr.storage, arr.shape, arr.strides, arr.offset, arr.dtype = storage, shape, strides, 0, dtype
-        arr.ptr, arr.device = storage.ptr, device
+        arr.ptr, arr.device = block.ptr, device
         return arr
 
     @property
