@@ -94,6 +94,19 @@ def factory_device(device):
     return as_device(_default_device if device is None else device)
 
 
+def factory_resolve(value):
+    """`resolve(factory_device(value))`: a factory function's `device` argument as a concrete
+    device, in one step (every new tensor asks)."""
+    if value is None:
+        value = _default_device
+    dev = _parsed.get(value) if value.__class__ is str else None
+    if dev is None:
+        dev = as_device(value)
+    if dev.index is None and dev.type == "cuda":
+        return _cuda_devices[_current_cuda_device()]
+    return dev
+
+
 def resolve(dev):
     """A concrete device: "cuda" without an index becomes the current CUDA device."""
     dev = as_device(dev)

@@ -11,6 +11,8 @@ from . import dtypes
 from .device import device as Device
 from .dispatch import kernel
 
+_new = object.__new__
+
 
 class _VersionCounter:
     """Shared by a tensor and all its views; bumped by every in-place write."""
@@ -78,7 +80,7 @@ class Tensor:
         That default, like the version counter, is made only when first read (`_LazyField`),
         since most op results are never viewed or written in place.
         """
-        t = object.__new__(cls)
+        t = _new(cls)
         t._data = data
         t.device = device
         t.dtype = dtype if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
@@ -389,7 +391,8 @@ class Tensor:
 def fresh(data, device, dtype):
     """A tensor owning the new array `data`; empty ones get PyTorch's contiguous strides
     (numpy gives them zero strides)."""
-    t = Tensor._make(data, device, dtype)
+    t = _new(Tensor)  # Tensor._make(data, device, dtype), inlined: every new tensor comes here
+    t._data, t.device, t.dtype = data, device, dtype
     if 0 in data.shape:
         t._data = kernel("as_strided", device.type)(t._storage, t.shape,
                                                     contiguous_strides(t.shape), 0)

@@ -13,8 +13,9 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from ..device import as_device, factory_device, resolve
+from ..device import as_device, factory_device, factory_resolve, resolve
 from ..device import device as Device
+from ..dtypes import dtype as Dtype
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, filled, fresh
 from .common import broadcast_shapes, call, wrap
@@ -145,23 +146,29 @@ def from_numpy(array):
 
 
 def _fill(shape, value, dtype, device, requires_grad):
-    """A new tensor of `shape` filled with `value` (None: left uninitialized), in `dtype`
-    (None: the default dtype, or the dtype of a Python scalar `value`)."""
-    device = resolve(factory_device(device))
-    if dtype is None:
-        dtype = dtypes.get_default_dtype() if value is None else dtypes.scalar_dtype(value)
-    else:
-        dtype = dtypes.as_dtype(dtype)
-    if value is None:
-        return _finish(fresh(kernel("empty", device.type)(shape, dtype, device.index), device,
-                             dtype), requires_grad)
+    """A new tensor of `shape` filled with `value`, in `dtype` (None: the dtype of the Python
+    scalar `value`)."""
+    device = factory_resolve(device)
+    dtype = dtypes.scalar_dtype(value) if dtype is None else dtypes.as_dtype(dtype)
     return _finish(filled(shape, value, dtype, device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialized tensor of the given size."""
-    return _fill(_shape_arg(size, "empty"), None, dtype, device, requires_grad)
+    if len(size) == 1 and size[0].__class__ is int and size[0] >= 0:  # empty(n): nothing to parse
+        shape = size
+    else:
+        shape = _shape_arg(size, "empty")
+    device = factory_resolve(device)
+    if dtype is None:
+        dtype = dtypes.get_default_dtype()
+    elif dtype.__class__ is not Dtype:
+        dtype = dtypes.as_dtype(dtype)
+    t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -245,7 +252,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         count = max(0, math.ceil((float(end) - float(start)) / float(step)))
     if not dtype.is_floating_point:
         start, step = int(start), int(step)
-    device = resolve(factory_device(device))
+    device = factory_resolve(device)
     if has_kernel("arange", device.type):
         data = kernel("arange", device.type)(count, start, step, dtype.numpy_dtype, device.index)
         return _finish(fresh(data, device, dtype), requires_grad)

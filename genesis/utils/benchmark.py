@@ -18,8 +18,8 @@ def _cuda():
 
 
 def _raw_buffer(nbytes):
-    from ..backends.cuda.runtime.array import CUDAStorage
-    return CUDAStorage(nbytes, _cuda().current_device())
+    from ..backends.cuda.runtime.array import CUDAArray
+    return CUDAArray.empty((nbytes,), "uint8", _cuda().current_device()).storage
 
 
 def time_device_us(fn, warmup=3, reps=10):

@@ -121,6 +121,25 @@ def test_threads_allocate_concurrently(rng):
     assert not errors, errors
 
 
+def test_current_stream_and_device_are_per_thread():
+    """A stream made current in one thread is not another thread's current stream, and new
+    tensors there are allocated for that thread's own (default) stream."""
+    s = genesis.cuda.Stream()
+    seen = {}
+
+    def work():
+        seen["stream"] = genesis.cuda.current_stream()
+        seen["device"] = genesis.cuda.current_device()
+        seen["allocated for"] = genesis.empty(16, device="cuda")._data.storage.block.stream
+
+    with genesis.cuda.stream(s):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        assert genesis.empty(16, device="cuda")._data.storage.block.stream == s.cuda_stream
+    assert seen == {"stream": genesis.cuda.default_stream(), "device": 0, "allocated for": 0}
+
+
 def test_library_handles_are_made_once_and_released_in_reverse_order():
     from genesis.backends.cuda import libraries
     from genesis.backends.cuda.runtime.device import DeviceContext

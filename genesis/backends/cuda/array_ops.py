@@ -11,16 +11,10 @@ from ...dispatch import register
 from .kernels.copy import fill, strided_copy
 from .runtime import driver
 from .runtime.array import CUDAArray
-from .runtime.device import activate, current_device
+from .runtime.device import activate, activated
 from .runtime.graphs import check_not_capturing
 from .runtime.pinned import PinnedBuffer, staging
 from .runtime.stream import current_stream_handle
-
-
-def _device(device_index):
-    index = current_device() if device_index is None else device_index
-    activate(index)
-    return index
 
 
 @register("storage_of", "cuda")
@@ -41,8 +35,7 @@ def as_strided(storage, shape, strides, offset):
 
 @register("empty", "cuda")
 def empty(shape, dtype, device_index=None):
-    index = _device(device_index)
-    return CUDAArray.empty(shape, dtype.numpy_dtype, index, current_stream_handle(index))
+    return CUDAArray.empty(shape, dtype.numpy_dtype, activated(device_index))
 
 
 @register("full", "cuda")
@@ -59,7 +52,7 @@ def from_numpy(array, device_index=None, non_blocking=False):
     Blocking: straight from pageable memory (the call returns once the driver has staged it).
     Non-blocking: through a pinned staging buffer, so the call returns at once.
     """
-    index = _device(device_index)
+    index = activated(device_index)
     host = np.require(array, requirements="C")  # ascontiguousarray makes 0-d arrays 1-d
     stream = current_stream_handle(index)
     check_not_capturing("a copy from the host to the device (genesis.tensor(..., "
@@ -166,7 +159,7 @@ def data_ptr(arr):
 @register("pin_memory", "cuda")
 def pin_memory(host):
     """A copy of the host array in page-locked memory."""
-    activate(current_device())
+    activated()
     out = PinnedBuffer(host.nbytes).view(host.shape, host.dtype)
     np.copyto(out, host)
     return out

@@ -9,7 +9,7 @@ process that tuned its kernels has none of it allocated.
 """
 
 from .runtime import driver
-from .runtime.array import CUDAStorage
+from .runtime.array import CUDAArray
 from .runtime.device import current_device
 from .runtime.stream import Event, current_stream_handle
 
@@ -22,7 +22,7 @@ def flush_l2(nbytes=L2_FLUSH_BYTES):
     device = current_device()
     buf = _flush_buffers.get(device)
     if buf is None or buf.nbytes < nbytes:
-        buf = _flush_buffers[device] = CUDAStorage(nbytes, device)
+        buf = _flush_buffers[device] = CUDAArray.empty((nbytes,), "uint8", device).storage
     driver.memset_d8(buf.ptr, 0, nbytes, current_stream_handle(device))
 
 

@@ -29,19 +29,10 @@ def _allocator_of(device):
 
 
 class CUDAStorage:
-    """One allocation on one device; freed (to the allocator's cache) when garbage."""
+    """One allocation on one device; freed (to the allocator's cache) when garbage. Made by
+    `CUDAArray.empty` (a class without __init__ is the quickest to instantiate)."""
 
     __slots__ = ("block", "ptr", "device", "nbytes", "_allocator", "__weakref__")
-
-    def __init__(self, nbytes, device, stream=None):
-        allocator = _allocators.get(device) or _allocator_of(device)
-        block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None
-                                 else stream)
-        self._allocator = allocator
-        self.block = block
-        self.ptr = block.ptr
-        self.device = device
-        self.nbytes = nbytes
 
     def record_stream(self, stream_handle):
         """Tell the allocator this memory is used on another stream (Tensor.record_stream)."""
@@ -73,14 +64,26 @@ class CUDAArray:
 
     @classmethod
     def empty(cls, shape, dtype, device, stream=None):
-        dtype = as_numpy_dtype(dtype)
+        """A new contiguous array of `shape` over a new CUDAStorage on device index `device`,
+        allocated for `stream` (None: the device's current stream)."""
+        if dtype.__class__ not in NUMPY_DTYPE_TYPES:  # as_numpy_dtype, inlined
+            dtype = np.dtype(dtype)
         if shape.__class__ is not tuple:
             shape = tuple(shape)
-        strides, nbytes = contiguous_layout(shape, dtype.itemsize)
-        storage = CUDAStorage(nbytes, device, stream)
+        if len(shape) == 1:  # contiguous_layout's first case, inlined
+            strides = (dtype.itemsize,)
+            nbytes = shape[0] * strides[0]
+        else:
+            strides, nbytes = contiguous_layout(shape, dtype.itemsize)
+        allocator = _allocators.get(device) or _allocator_of(device)
+        block = allocator.malloc(nbytes, current_stream_handle(device) if stream is None
+                                 else stream)
+        storage = CUDAStorage()
+        storage._allocator, storage.block, storage.ptr = allocator, block, block.ptr
+        storage.device, storage.nbytes = device, nbytes
         arr = _new(cls)  # the fields as __init__ would set them, without re-checking them
         arr.storage, arr.shape, arr.strides, arr.offset, arr.dtype = storage, shape, strides, 0, dtype
-        arr.ptr, arr.device = storage.ptr, device
+        arr.ptr, arr.device = block.ptr, device
         return arr
 
     @property

@@ -24,6 +24,7 @@ class _ThreadState(threading.local):
 
 
 _local = _ThreadState()
+_device_set = False  # whether any thread has called set_device: until then every thread's is 0
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def get_context(index=None):
 
 
 def current_device():
-    return _local.device
+    return _local.device if _device_set else 0  # no thread-local read in a one-device program
 
 
 def activate(index):
@@ -140,10 +141,23 @@ def activate(index):
         _local.active = index
 
 
+def activated(index=None):
+    """`index` (None: the current device) with its context made current on this thread, as
+    `activate` does (one call on the allocation path)."""
+    if index is None:
+        index = _local.device if _device_set else 0
+    if _local.active != index:
+        get_context(index).make_current()
+        _local.active = index
+    return index
+
+
 def set_device(index):
     count = driver.device_count()
     if not 0 <= index < count:
         raise RuntimeError(f"set_device: invalid device ordinal {index} ({count} device(s) visible)")
+    global _device_set
+    _device_set = True  # before this thread's own value changes, so no reader misses it
     _local.device = index
     activate(index)
 

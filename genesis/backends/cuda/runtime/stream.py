@@ -19,6 +19,7 @@ class _ThreadState(threading.local):
 
 
 _local = _ThreadState()
+_streams_set = False  # whether any thread has set a current stream: until then all are default
 
 
 class Stream:
@@ -151,7 +152,10 @@ def current_stream(device=None):
 
 
 def current_stream_handle(index):
-    """The raw handle of the current stream on device `index` (the launch path's fast lookup)."""
+    """The raw handle of the current stream on device `index` (the launch path's fast lookup:
+    no thread-local read until some thread sets a stream)."""
+    if not _streams_set:
+        return 0
     streams = _local.streams
     if streams and index in streams:
         return streams[index].cuda_stream
@@ -159,6 +163,8 @@ def current_stream_handle(index):
 
 
 def set_stream(stream):
+    global _streams_set
+    _streams_set = True  # before this thread's own streams change, so no reader misses them
     if _local.streams is None:
         _local.streams = {}
     _local.streams[stream.device_index] = stream
