@@ -319,19 +319,12 @@ def _implicit(x, weight):
             and weight.numel() > 0 and has_kernel("conv2d_igemm", x.device.type))
 
 
-def _is_pointwise(x, weight, bias, stride, padding, groups):
-    """A convolution that only mixes channels (every window 1 wide, so dilation changes
-    nothing; stride 1; no padding, which "same" and "valid" add none of) and that one matmul
-    computes with its bias rounded in once: a channels-last input's (F.linear adds it in the
-    product's epilogue) or one without bias."""
+def _is_pointwise(weight, stride, padding, dilation, groups):
+    """A convolution that only mixes channels: every window 1 wide (dilation then changes
+    nothing), stride 1, no padding ("same" and "valid" add none to such windows)."""
     dims = weight.ndim - 2
     return (groups == 1 and all(k == 1 for k in weight.shape[2:]) and _each(stride, dims, 1)
-            and (padding in ("same", "valid") or _each(padding, dims, 0))
-            and (bias is None or _channels_last(x)))
-
-
-def _channels_last(x):
-    return x.shape[1] > 1 and x.stride(1) == 1
+            and (padding in ("same", "valid") or _each(padding, dims, 0)))
 
 
 def _each(arg, dims, value):
@@ -344,15 +337,16 @@ def _each(arg, dims, value):
 
 def _pointwise(x, weight, bias):
     """A pointwise convolution as one matmul over the channels: a channels-last input as
-    (positions, C_in) rows through F.linear (its output channels-last too), any other (without
-    bias) per image as (C_out, C_in) times (C_in, positions)."""
+    (positions, C_in) rows through F.linear (its output channels-last too), any other per
+    image as (C_out, C_in) times (C_in, positions)."""
     n, c = x.shape[:2]
     spatial = tuple(x.shape[2:])
     w = weight.reshape(weight.shape[0], c)
-    if _channels_last(x):
+    if c > 1 and x.stride(1) == 1:
         rows = x.movedim(1, -1).reshape(-1, c)
         return linear(rows, w, bias).reshape(n, *spatial, -1).movedim(-1, 1)
-    return linalg.matmul(w, x.reshape(n, c, -1)).reshape(n, -1, *spatial)
+    out = linalg.matmul(w, x.reshape(n, c, -1)).reshape(n, -1, *spatial)
+    return _add_bias(out, bias)
 
 
 def _as_2d(x, weight, geometry):
@@ -475,7 +469,7 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, dims, o
     _check_weight(weight, dims, op)
     x, unbatched = batched(input, op, dims)
     _check_conv(x, weight, bias, groups, False, op)
-    if _implicit(x, weight) and _is_pointwise(x, weight, bias, stride, padding, groups):
+    if _implicit(x, weight) and _is_pointwise(weight, stride, padding, dilation, groups):
         out = _pointwise(x, weight, bias)
     elif _implicit(x, weight):
         out = _conv_implicit(x, weight, bias, stride, padding, dilation, groups, op)
