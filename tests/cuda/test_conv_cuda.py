@@ -86,12 +86,10 @@ def _graph_names(out, depth=2):
 
 
 def _compare(fn, torch_fn, shapes, dtype, layout="nchw", path="_ImplicitConvBackward0"):
-    """Forward and every gradient of `fn` against `torch_fn`, and the sums of magnitudes;
-    `fn`'s graph goes through the backward node `path` (or one of several)."""
+    """Forward and every gradient of `fn` against `torch_fn`, and the sums of magnitudes."""
     pairs = _tensors(shapes, dtype, layout)
     out = fn(*(g for g, _ in pairs))
-    names = _graph_names(out, depth=4)
-    assert any(p in names for p in ((path,) if isinstance(path, str) else path)), names
+    assert path in _graph_names(out)
     expected = torch_fn(*(t for _, t in pairs))
     grad = torch.randn(expected.shape).to(TORCH[dtype])
     out.backward(from_torch(grad, "cuda"))
@@ -108,31 +106,18 @@ def _compare(fn, torch_fn, shapes, dtype, layout="nchw", path="_ImplicitConvBack
 @pytest.mark.parametrize("name", CONV2D)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_conv2d(dtype, name, layout):
-    """Every case through the implicit-GEMM kernels, but the pointwise one (1x1, stride 1),
-    which is a matmul over the channels (F.linear's kernel for channels-last input)."""
     x_shape, w_shape, stride, padding, dilation, groups = CONV2D[name]
     args = (stride, padding, dilation, groups)
-    pointwise = w_shape[2:] == (1, 1) and stride == 1
     _compare(lambda x, w, b: F.conv2d(x, w, b, *args),
              lambda x, w, b: TF.conv2d(x, w, b, *args),
-             (x_shape, w_shape, (w_shape[0],)), dtype, layout,
-             ("MatMulBackward0", "_LinearActBackward0") if pointwise
-             else "_ImplicitConvBackward0")
+             (x_shape, w_shape, (w_shape[0],)), dtype, layout)
 
 
-@pytest.mark.parametrize("kernel", [3, 1])
-def test_channels_last_in_channels_last_out(kernel):
-    (x, _), (w, _) = _tensors(((2, 32, 9, 9), (16, 32, kernel, kernel)), genesis.bfloat16,
+def test_channels_last_in_channels_last_out():
+    (x, _), (w, _) = _tensors(((2, 32, 9, 9), (16, 32, 3, 3)), genesis.bfloat16,
                               "channels_last")
-    out = F.conv2d(x, w, padding=kernel // 2)
+    out = F.conv2d(x, w, padding=1)
     assert out.stride() == (81 * 16, 1, 9 * 16, 16)
-
-
-@pytest.mark.parametrize("padding", [0, "same", "valid", (0,)], ids=str)
-def test_pointwise_conv1d_and_padding_spellings(padding):
-    _compare(lambda x, w, b: F.conv1d(x, w, b, padding=padding),
-             lambda x, w, b: TF.conv1d(x, w, b, padding=padding),
-             ((3, 40, 77), (24, 40, 1), (24,)), genesis.float32, "nchw", "MatMulBackward0")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

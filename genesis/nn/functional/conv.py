@@ -8,10 +8,7 @@ storage, so one implementation serves every device and every number of spatial d
 On a device whose backend has implicit-GEMM convolution kernels (CUDA), 1-D and 2-D
 convolutions in float32, float16 and bfloat16 run through them instead, forward and backward
 (`_ImplicitConv`, `_ImplicitConvTranspose`, `_ImplicitWeightGrad`: each one's backward is made
-of the others, so gradients of any order stay on the kernels). 3-D ones keep im2col. There, a
-pointwise convolution (1x1 windows, stride 1, no padding, one group) is a plain product over
-the channels and runs as one matmul (`_pointwise`): the library GEMM the matmul dispatcher
-picks, forward and backward.
+of the others, so gradients of any order stay on the kernels). 3-D ones keep im2col.
 """
 
 import itertools
@@ -24,7 +21,6 @@ from ...ops import creation, linalg
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, make_view, wrap
 from ._utils import ntuple
-from .linear import linear
 from .padding import pad
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
@@ -319,36 +315,6 @@ def _implicit(x, weight):
             and weight.numel() > 0 and has_kernel("conv2d_igemm", x.device.type))
 
 
-def _is_pointwise(weight, stride, padding, dilation, groups):
-    """A convolution that only mixes channels: every window 1 wide (dilation then changes
-    nothing), stride 1, no padding ("same" and "valid" add none to such windows)."""
-    dims = weight.ndim - 2
-    return (groups == 1 and all(k == 1 for k in weight.shape[2:]) and _each(stride, dims, 1)
-            and (padding in ("same", "valid") or _each(padding, dims, 0)))
-
-
-def _each(arg, dims, value):
-    """True when an int-or-tuple argument is `value` in each of `dims` dims (False for anything
-    else: the general path checks and reports it)."""
-    if isinstance(arg, (tuple, list)):
-        return len(arg) == dims and all(a == value for a in arg)
-    return isinstance(arg, int) and arg == value
-
-
-def _pointwise(x, weight, bias):
-    """A pointwise convolution as one matmul over the channels: a channels-last input as
-    (positions, C_in) rows through F.linear (its output channels-last too), any other per
-    image as (C_out, C_in) times (C_in, positions)."""
-    n, c = x.shape[:2]
-    spatial = tuple(x.shape[2:])
-    w = weight.reshape(weight.shape[0], c)
-    if c > 1 and x.stride(1) == 1:
-        rows = x.movedim(1, -1).reshape(-1, c)
-        return linear(rows, w, bias).reshape(n, *spatial, -1).movedim(-1, 1)
-    out = linalg.matmul(w, x.reshape(n, c, -1)).reshape(n, -1, *spatial)
-    return _add_bias(out, bias)
-
-
 def _as_2d(x, weight, geometry):
     """A 1-D convolution's input, weight and geometry as a 2-D one's of height 1."""
     if geometry.dims == 2:
@@ -469,9 +435,7 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, dims, o
     _check_weight(weight, dims, op)
     x, unbatched = batched(input, op, dims)
     _check_conv(x, weight, bias, groups, False, op)
-    if _implicit(x, weight) and _is_pointwise(weight, stride, padding, dilation, groups):
-        out = _pointwise(x, weight, bias)
-    elif _implicit(x, weight):
+    if _implicit(x, weight):
         out = _conv_implicit(x, weight, bias, stride, padding, dilation, groups, op)
     else:
         out = _in_float32(_conv, x, weight, bias, stride, padding, dilation, groups, op)
