@@ -154,7 +154,14 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if block is None:
                 if self._pending and not self._root._capture_pools:
                     self._process_events()
-                block = self._take(size, nbytes, stream)
+                if size > SMALL_SIZE:
+                    block = self._take(size, nbytes, stream)
+                else:  # _take's small case, inlined
+                    block = self._pool.take(size, SMALL_POOL, stream)
+                    if block is None:
+                        block = self._take_on_miss(size, nbytes, stream)
+                    else:
+                        self._stats.pool_hits += 1
                 block.stream = stream
                 block.requested_size = nbytes  # _label, inlined
                 change = block.size | nbytes << FIELD_BITS | ONE_BLOCK
@@ -247,8 +254,10 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                     self._shrink_cache()
             elif block.size <= SMALL_SIZE:
                 self._cache_block(block, block.size)  # the cache is full: the oldest leaves
-            else:  # it serves the next request of its own rounded size
+            elif block.requested_size > SMALL_SIZE:  # it serves the next request of its size
                 self._cache_block(block, (block.requested_size + _ROUND_UP) & _ROUND_MASK)
+            else:  # a batch's last piece, with a large slack: no cache holds it
+                self._pool.release(block)
         finally:
             lock.release()
 
@@ -321,12 +330,14 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                         and prev.size <= SMALL_SIZE):
                     runs.append(block)  # the first of its run: the next ones of it are too
         self._cached_bytes -= flushed
+        spare = self._pool.spare
         for block in runs:
             nxt = block.next
             while (nxt is not None and nxt.state == CACHED and nxt.stream == stream
                    and nxt.size <= SMALL_SIZE):  # not a large cached block of a carved region
                 block.size += nxt.size
                 nxt.state = MERGED
+                spare.append(nxt)
                 nxt = nxt.next
             block.next = nxt
             if nxt is not None:
@@ -360,8 +371,11 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         if size <= SMALL_SIZE:
             block = self._pool.take(size, SMALL_POOL, stream)
         else:
-            if stream in self._large_cache:
-                self._flush_large(stream)
+            cached = self._large_cache.pop(stream, None)
+            if cached is not None:  # _flush_large, inlined
+                del self._lru[cached]
+                self._cached_bytes -= cached.size
+                self._pool.release(cached)
             block = self._pool.take(size, LARGE_POOL, stream)
         if block is None:
             return self._take_on_miss(size, nbytes, stream)
