@@ -26,8 +26,9 @@ class Block:
 
     state: ALLOCATED (handed out), CACHED (in the stream-local cache), PENDING (freed, waiting
     for events on the streams that used it), FREE (in the best-fit index), MERGED (absorbed by
-    a neighbour; a stale handle, until a split reuses the object). `stream` is the stream of the current allocation; for a free
-    block, the only stream that may reuse it without an event, or None for any stream.
+    a neighbour; a stale handle, until a split reuses the object). `stream` is the stream of the
+    current allocation; for a free block, the only stream that may reuse it without an event, or
+    None for any stream.
     """
 
     __slots__ = ("ptr", "size", "requested_size", "stream", "segment", "prev", "next", "state",
@@ -123,7 +124,9 @@ class FreeIndex:
         """Put `block`, whose key is larger, in place of the entry at `old_key` (moved up only
         if the new key passes the next one)."""
         keys, blocks = self.keys, self.blocks
-        i = self.position(old_key)
+        i = bisect_left(keys, old_key)  # position, inlined
+        if i == len(keys) or keys[i] != old_key:
+            self.position(old_key)  # raises
         key = block.size << KEY_SHIFT | block.ptr
         if i + 1 < len(keys) and keys[i + 1] < key:
             del keys[i], blocks[i]
