@@ -254,10 +254,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                     self._shrink_cache()
             elif block.size <= SMALL_SIZE:
                 self._cache_block(block, block.size)  # the cache is full: the oldest leaves
-            elif block.requested_size > SMALL_SIZE:  # it serves the next request of its size
+            else:  # it serves the next request of its own rounded size
                 self._cache_block(block, (block.requested_size + _ROUND_UP) & _ROUND_MASK)
-            else:  # a batch's last piece, with a large slack: no cache holds it
-                self._pool.release(block)
         finally:
             lock.release()
 
@@ -283,6 +281,9 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if block.stream in self._large_cache:
                 self._flush_large(block.stream)
             self._large_cache[block.stream] = block
+        elif block.size > SMALL_SIZE:  # a batch's last piece, with a large slack: no cache fits
+            self._pool.release(block)
+            return
         else:
             by_size = self._small_cache.get(block.stream)
             if by_size is None:
