@@ -551,6 +551,23 @@ def test_warmup_disabled_does_nothing(make, sim):
         make().warmup_cache([4096], [1, 2])
 
 
+def test_a_batch_piece_with_a_large_slack_goes_back_to_the_pool(make, sim):
+    """The last piece of a batch from the large pool keeps the best fit's slack (up to 1 MiB):
+    a small request in a block over 1 MiB fits neither stream cache."""
+    a = make(segment_size=8 * MiB, cache_size=(4, 16 * MiB), memory_fraction=0.75)
+    big = a.malloc(4 * MiB + 1)
+    pieces = a.allocate_batch([111105, 936961])
+    assert pieces[1].size > MiB >= pieces[1].requested_size
+    a.free(big)
+    huge = a.malloc(14 * MiB + 1)
+    a.free(pieces[1])
+    check_invariants(a, sim, [pieces[0], huge])
+    a.free(pieces[0])
+    a.free(huge)
+    a.empty_cache()
+    assert sim.used == 0
+
+
 def test_allocate_batch_is_contiguous(make, sim, rng):
     a = make()
     sizes = [int(n) for n in rng.integers(1, 3 * MiB, size=6)] + [0, 700]

@@ -154,7 +154,14 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if block is None:
                 if self._pending and not self._root._capture_pools:
                     self._process_events()
-                block = self._take(size, nbytes, stream)
+                if size > SMALL_SIZE:
+                    block = self._take(size, nbytes, stream)
+                else:  # _take's small case, inlined
+                    block = self._pool.take(size, SMALL_POOL, stream)
+                    if block is None:
+                        block = self._take_on_miss(size, nbytes, stream)
+                    else:
+                        self._stats.pool_hits += 1
                 block.stream = stream
                 block.requested_size = nbytes  # _label, inlined
                 change = block.size | nbytes << FIELD_BITS | ONE_BLOCK
@@ -274,6 +281,9 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if block.stream in self._large_cache:
                 self._flush_large(block.stream)
             self._large_cache[block.stream] = block
+        elif block.size > SMALL_SIZE:  # a batch's last piece, with a large slack: no cache fits
+            self._pool.release(block)
+            return
         else:
             by_size = self._small_cache.get(block.stream)
             if by_size is None:
@@ -321,12 +331,14 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                         and prev.size <= SMALL_SIZE):
                     runs.append(block)  # the first of its run: the next ones of it are too
         self._cached_bytes -= flushed
+        spare = self._pool.spare
         for block in runs:
             nxt = block.next
             while (nxt is not None and nxt.state == CACHED and nxt.stream == stream
                    and nxt.size <= SMALL_SIZE):  # not a large cached block of a carved region
                 block.size += nxt.size
                 nxt.state = MERGED
+                spare.append(nxt)
                 nxt = nxt.next
             block.next = nxt
             if nxt is not None:
@@ -360,8 +372,11 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         if size <= SMALL_SIZE:
             block = self._pool.take(size, SMALL_POOL, stream)
         else:
-            if stream in self._large_cache:
-                self._flush_large(stream)
+            cached = self._large_cache.pop(stream, None)
+            if cached is not None:  # _flush_large, inlined
+                del self._lru[cached]
+                self._cached_bytes -= cached.size
+                self._pool.release(cached)
             block = self._pool.take(size, LARGE_POOL, stream)
         if block is None:
             return self._take_on_miss(size, nbytes, stream)

@@ -26,8 +26,9 @@ class Block:
 
     state: ALLOCATED (handed out), CACHED (in the stream-local cache), PENDING (freed, waiting
     for events on the streams that used it), FREE (in the best-fit index), MERGED (absorbed by
-    a neighbour; a stale handle). `stream` is the stream of the current allocation; for a free
-    block, the only stream that may reuse it without an event, or None for any stream.
+    a neighbour; a stale handle, until a split reuses the object). `stream` is the stream of the
+    current allocation; for a free block, the only stream that may reuse it without an event, or
+    None for any stream.
     """
 
     __slots__ = ("ptr", "size", "requested_size", "stream", "segment", "prev", "next", "state",
@@ -123,7 +124,9 @@ class FreeIndex:
         """Put `block`, whose key is larger, in place of the entry at `old_key` (moved up only
         if the new key passes the next one)."""
         keys, blocks = self.keys, self.blocks
-        i = self.position(old_key)
+        i = bisect_left(keys, old_key)  # position, inlined
+        if i == len(keys) or keys[i] != old_key:
+            self.position(old_key)  # raises
         key = block.size << KEY_SHIFT | block.ptr
         if i + 1 < len(keys) and keys[i + 1] < key:
             del keys[i], blocks[i]
@@ -155,10 +158,11 @@ class GlobalPool:
     (tag -> FreeIndex), so the hot path finds them without building a key.
     """
 
-    __slots__ = ("by_pool",)
+    __slots__ = ("by_pool", "spare")
 
     def __init__(self):
         self.by_pool = (None, {}, {})  # [SMALL_POOL], [LARGE_POOL]: tag -> FreeIndex
+        self.spare = []  # MERGED blocks, reused as split tails (a new Block costs 4x as much)
 
     def indexes(self):
         """((pool, tag), [(size, ptr, block)] in index order) of every (pool, tag) that had free
@@ -199,8 +203,15 @@ class GlobalPool:
         if rest < SPLIT_MIN[pool]:
             del keys[i], blocks[i]
             return block
-        nxt = block.next  # link_after, inlined
-        tail = Block(block.ptr + size, rest, block.stream, block.segment, block, nxt)
+        nxt = block.next  # link_after, inlined, on a merged Block where there is one
+        spare = self.spare
+        if spare:
+            tail = spare.pop()
+            tail.ptr, tail.size, tail.stream = block.ptr + size, rest, block.stream
+            tail.segment, tail.prev, tail.next = block.segment, block, nxt
+            tail.state, tail.requested_size = FREE, 0
+        else:
+            tail = Block(block.ptr + size, rest, block.stream, block.segment, block, nxt)
         if nxt is not None:
             nxt.prev = tail
         block.next = tail
@@ -235,6 +246,7 @@ class GlobalPool:
             if nxt is not None:
                 nxt.prev = prev
             block.state = MERGED
+            self.spare.append(block)
             block = prev
         if nxt is not None and nxt.state == FREE and (
                 tag is None or nxt.stream is None or nxt.stream == tag):
@@ -250,6 +262,7 @@ class GlobalPool:
             if after is not None:
                 after.prev = block
             nxt.state = MERGED
+            self.spare.append(nxt)
         block.stream = tag
         block.state = FREE
         if index is not None:
@@ -266,6 +279,7 @@ class GlobalPool:
         """Forget the blocks of a segment that is going back to the driver (all free)."""
         for block in segment.blocks():
             self.remove(block)
+        self.spare.clear()  # (some may hold the segment)
 
     def blocks(self):
         return (block for by_tag in self.by_pool[1:] for index in by_tag.values()
