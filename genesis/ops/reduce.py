@@ -10,7 +10,7 @@ import collections
 import math
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, wrap_dim
@@ -143,8 +143,12 @@ class NanSum(Accumulation):
 
 @autocast_policy("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over `dim` (all dims by default); integer and bool inputs give int64."""
-    return Sum.apply(input, reduce_dims(input, dim, "sum"), keepdim, _dtype_arg(dtype))
+    """Sum over `dim` (all dims by default); integer and bool inputs give int64. A call no graph
+    records computes the values alone."""
+    dims = reduce_dims(input, dim, "sum")
+    if records(input):
+        return Sum.apply(input, dims, keepdim, _dtype_arg(dtype))
+    return Sum.compute(input, dims, keepdim, _dtype_arg(dtype))
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -166,7 +170,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input if dtype is None else input.to(dtype)
     _check_float(x, "mean", "mean(): could not infer output dtype. Input dtype must be either a "
                  f"floating point or complex dtype. Got: {x.dtype.name}")
-    return Mean.apply(x, reduce_dims(x, dim, "mean"), keepdim)
+    dims = reduce_dims(x, dim, "mean")
+    if records(x):
+        return Mean.apply(x, dims, keepdim)
+    return Mean.compute(x, dims, keepdim)
 
 
 class Prod(Accumulation):
@@ -575,13 +582,13 @@ def _softmax_grad(g, y, dim, log):
 
 def _softmax(input, dim, dtype, log):
     """softmax or log_softmax; a call no graph records (grad mode off, or an input that needs no
-    gradient and is no view, whose history could change) runs the kernel directly."""
+    gradient) runs the kernel directly."""
     op = "log_softmax" if log else "softmax"
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
     dim = wrap_dim(dim, len(x._data.shape), op)
-    if is_grad_enabled() and (x._requires_grad or x._base is not None):
+    if records(x):
         return Softmax.apply(x, dim, log)
     return _softmax_values(x, dim, log)
 

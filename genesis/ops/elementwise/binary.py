@@ -5,7 +5,7 @@ comparisons, and the logical and bitwise ops."""
 import math
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
@@ -23,14 +23,26 @@ def _scaled(op, b, alpha, dtype):
     return elementwise("mul", b, alpha, dtype=dtype)
 
 
+def _add_sub(op, a, b, alpha):
+    """`a + alpha * b` (op "add") or `a - alpha * b` ("sub"), with PyTorch's errors."""
+    if op == "sub" and (_is_bool(a) or _is_bool(b)):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    if alpha == 1:
+        return elementwise(op, a, b)
+    dtype = dtypes.result_type(a, b)
+    return elementwise(op, a, _scaled(op, b, alpha, dtype), dtype=dtype)
+
+
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         ctx.alpha = alpha
-        if alpha == 1:
-            return elementwise("add", a, b)
-        dtype = dtypes.result_type(a, b)
-        return elementwise("add", a, _scaled("add", b, alpha, dtype), dtype=dtype)
+        return _add_sub("add", a, b, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -41,18 +53,8 @@ class Add(Function):
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if _is_bool(a) and _is_bool(b):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
-        if _is_bool(a) or _is_bool(b):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
-                               "supported. If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
         ctx.alpha = alpha
-        if alpha == 1:
-            return elementwise("sub", a, b)
-        dtype = dtypes.result_type(a, b)
-        return elementwise("sub", a, _scaled("sub", b, alpha, dtype), dtype=dtype)
+        return _add_sub("sub", a, b, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -71,18 +73,23 @@ class Mul(Function):
         return _grad(ctx, 0, g * b), _grad(ctx, 1, g * a)
 
 
+def _div(a, b, rounding_mode):
+    """True division (floating result), or rounded "floor" / "trunc" division."""
+    if rounding_mode is None:
+        return elementwise("div", a, b, dtype=_float_dtype(a, b))
+    if rounding_mode not in ("floor", "trunc"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    dtype = dtypes.result_type(a, b)
+    reject(f"div_{rounding_mode}", dtype, "b")
+    return elementwise(f"{rounding_mode}_divide", a, b, dtype=dtype)
+
+
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
         _save_operands(ctx, a, b)
-        if rounding_mode is None:
-            return elementwise("div", a, b, dtype=_float_dtype(a, b))
-        if rounding_mode not in ("floor", "trunc"):
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                             f"but found '{rounding_mode}'")
-        dtype = dtypes.result_type(a, b)
-        reject(f"div_{rounding_mode}", dtype, "b")
-        return elementwise(f"{rounding_mode}_divide", a, b, dtype=dtype)
+        return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
@@ -216,34 +223,45 @@ BINARY_GRADS = {
 }
 
 
+# The arithmetic ops compute their values alone, outside the graph, when the call is not recorded
+# (their results are never views, so nothing else would mark them).
+
 def add(input, other, *, alpha=1):
     """input + alpha * other, with broadcasting and type promotion."""
-    return Add.apply(input, other, alpha)
+    if records(input, other):
+        return Add.apply(input, other, alpha)
+    return _add_sub("add", input, other, alpha)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, with broadcasting and type promotion."""
-    return Sub.apply(input, other, alpha)
+    if records(input, other):
+        return Sub.apply(input, other, alpha)
+    return _add_sub("sub", input, other, alpha)
 
 
 def mul(input, other):
     """input * other, with broadcasting and type promotion."""
-    return Mul.apply(input, other)
+    if records(input, other):
+        return Mul.apply(input, other)
+    return elementwise("mul", input, other)
 
 
 def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded "trunc" or "floor" (integers stay integers)."""
-    return Div.apply(input, other, rounding_mode)
+    if records(input, other):
+        return Div.apply(input, other, rounding_mode)
+    return _div(input, other, rounding_mode)
 
 
 def true_divide(input, other):
     """input / other, always true division."""
-    return Div.apply(input, other)
+    return div(input, other)
 
 
 def floor_divide(input, other):
     """floor(input / other), as Python's `//`."""
-    return Div.apply(input, other, "floor")
+    return div(input, other, rounding_mode="floor")
 
 
 @autocast_policy("pow")
