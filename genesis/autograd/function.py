@@ -345,7 +345,7 @@ class Function:
         state = grad_mode._state
         enabled = state.enabled
         if enabled:
-            if _any_requires_grad(args):
+            if records(*args):
                 return _apply_tracked(cls, args, kwargs)
             state.enabled = False
         ctx = UntrackedNode()
@@ -409,13 +409,10 @@ def _apply_tracked(cls, args, kwargs):
 
 def records(*args):
     """Whether a Function call on `args` would be recorded in the graph: grad mode is on and
-    some tensor argument requires grad. An op whose forward makes no view may skip its Function
-    and compute the values alone when not."""
-    return grad_mode._state.enabled and _any_requires_grad(args)
-
-
-def _any_requires_grad(args):
-    """Whether some tensor among `args` requires grad (a view first catches up with its base)."""
+    some tensor argument requires grad (a view first catches up with its base). An op whose
+    forward makes no view may skip its Function and compute the values alone when not."""
+    if not grad_mode._state.enabled:
+        return False
     tensor_cls = _tensor_type or _load_tensor_type()
     for a in args:
         if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None

@@ -24,11 +24,12 @@ _INF = float("inf")
 
 def reduce_dims(x, dim, op, empty_means_all=True):
     """`dim` as a sorted tuple of axes of `x`; None (and, by default, an empty list) mean all."""
+    if dim is None:
+        return tuple(range(len(x._data.shape)))
     if x.ndim == 0:
-        if dim is not None:
-            normalize_dims(dim, 1, op)
+        normalize_dims(dim, 1, op)
         return ()
-    if empty_means_all and dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    if empty_means_all and not isinstance(dim, int) and len(dim) == 0:
         dim = None
     return normalize_dims(dim, x.ndim, op)
 
