@@ -790,7 +790,9 @@ def test_int_ops_do_not_require_grad(device):
 
 UNTRACKED_SKIPS = {"add": lambda x, w: x + w, "sub": lambda x, w: x.sub(w, alpha=2),
                    "mul": lambda x, w: x * w, "div": lambda x, w: x / w,
-                   "true_divide": lambda x, w: x.true_divide(w), "exp": lambda x, w: x.exp(),
+                   "true_divide": lambda x, w: x.true_divide(w), "pow": lambda x, w: x ** w,
+                   "maximum": lambda x, w: x.maximum(w * 2), "fmod": lambda x, w: x.fmod(w),
+                   "atan2": lambda x, w: x.atan2(w), "exp": lambda x, w: x.exp(),
                    "tanh": lambda x, w: x.tanh()}
 
 

@@ -99,6 +99,16 @@ class Div(Function):
         return ga, gb, None
 
 
+def _pow(a, b, dtype=None):
+    """a ** b computed in `dtype` (default: promoted), with PyTorch's errors."""
+    dtype = dtype or dtypes.result_type(a, b)
+    if isinstance(b, Tensor):
+        reject("pow", dtype, "b")
+    elif not dtype.is_floating_point and b < 0:
+        raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+    return elementwise("pow", a, b, dtype=dtype)
+
+
 class Pow(Function):
     """a ** b. d/da = b a^(b-1) (0 where b == 0); d/db = a^b log a (0 where a == 0 and b >= 0).
 
@@ -108,12 +118,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b, dtype=None):
-        dtype = dtype or dtypes.result_type(a, b)
-        if isinstance(b, Tensor):
-            reject("pow", dtype, "b")
-        elif not dtype.is_floating_point and b < 0:
-            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
-        out = elementwise("pow", a, b, dtype=dtype)
+        out = _pow(a, b, dtype)
         _save_operands(ctx, a, b, out)
         return out
 
@@ -160,15 +165,20 @@ class MaxMin(Function):
         return _grad(ctx, 0, ga), _grad(ctx, 1, gb), None
 
 
+def _remainder(a, b, op):
+    """remainder or fmod of `a` by `b` (bool rejected, as in PyTorch)."""
+    reject(op, dtypes.result_type(a, b), "b")
+    return elementwise(op, a, b)
+
+
 class Remainder(Function):
     """a - b * floor(a / b) (remainder) or a - b * trunc(a / b) (fmod); d/da = 1."""
 
     @staticmethod
     def forward(ctx, a, b, op):
-        reject(op, dtypes.result_type(a, b), "b")
         _save_operands(ctx, a, b)
         ctx.op = op
-        return elementwise(op, a, b)
+        return _remainder(a, b, op)
 
     @staticmethod
     def backward(ctx, g):
@@ -180,16 +190,21 @@ class Remainder(Function):
         return _grad(ctx, 0, g), gb, None
 
 
+def _float_binary(a, b, op):
+    """Float binary op `op` of `a` and `b`, integers computed in the default float dtype."""
+    dtype = _float_dtype(a, b)
+    if op in ("hypot", "logaddexp"):
+        reject(op, dtypes.result_type(a, b), "bi")
+    return elementwise(op, a, b, dtype=dtype)
+
+
 class FloatBinary(Function):
     """Binary ops whose integer inputs compute in the default float: atan2, hypot, logaddexp,
     xlogy, copysign. `BINARY_GRADS[op]` gives (d/da, d/db) times g from (g, a, b, out)."""
 
     @staticmethod
     def forward(ctx, a, b, op):
-        dtype = _float_dtype(a, b)
-        if op in ("hypot", "logaddexp"):
-            reject(op, dtypes.result_type(a, b), "bi")
-        out = elementwise(op, a, b, dtype=dtype)
+        out = _float_binary(a, b, op)
         ctx.op = op
         _save_operands(ctx, a, b, out)
         return out
@@ -223,8 +238,15 @@ BINARY_GRADS = {
 }
 
 
-# The arithmetic ops compute their values alone, outside the graph, when the call is not recorded
-# (their results are never views, so nothing else would mark them).
+# The ops compute their values alone, outside the graph, when the call is not recorded (their
+# results are never views, so nothing else would mark them).
+
+def _run(function, values, a, b, *options):
+    """`function.apply(a, b, *options)` when the call is recorded, else `values` alone."""
+    if records(a, b):
+        return function.apply(a, b, *options)
+    return values(a, b, *options)
+
 
 def add(input, other, *, alpha=1):
     """input + alpha * other, with broadcasting and type promotion."""
@@ -267,75 +289,78 @@ def floor_divide(input, other):
 @autocast_policy("pow")
 def pow(input, exponent):
     """input ** exponent; either may be a Python number."""
-    return Pow.apply(input, exponent)
+    return _run(Pow, _pow, input, exponent)
 
 
 def float_power(input, exponent):
     """`input ** exponent` computed in float64, as PyTorch's."""
-    return Pow.apply(input, exponent, dtypes.float64)
+    return _run(Pow, _pow, input, exponent, dtypes.float64)
 
 
 def remainder(input, other):
     """input - other * floor(input / other): the sign of `other`, as Python's `%`."""
-    return Remainder.apply(input, other, "remainder")
+    return _run(Remainder, _remainder, input, other, "remainder")
 
 
 def fmod(input, other):
     """input - other * trunc(input / other): the sign of `input`, as C's fmod."""
-    return Remainder.apply(input, other, "fmod")
+    return _run(Remainder, _remainder, input, other, "fmod")
+
+
+def _max_min(op, input, other):
+    _check_tensors(op, input, other)
+    if records(input, other):
+        return MaxMin.apply(input, other, op)
+    return elementwise(op, input, other)
 
 
 def maximum(input, other):
     """The larger of two tensors, elementwise; NaN wins."""
-    _check_tensors("maximum", input, other)
-    return MaxMin.apply(input, other, "maximum")
+    return _max_min("maximum", input, other)
 
 
 def minimum(input, other):
     """The smaller of two tensors, elementwise; NaN wins."""
-    _check_tensors("minimum", input, other)
-    return MaxMin.apply(input, other, "minimum")
+    return _max_min("minimum", input, other)
 
 
 def fmax(input, other):
     """The larger of two tensors, elementwise; NaN loses."""
-    _check_tensors("fmax", input, other)
-    return MaxMin.apply(input, other, "fmax")
+    return _max_min("fmax", input, other)
 
 
 def fmin(input, other):
     """The smaller of two tensors, elementwise; NaN loses."""
-    _check_tensors("fmin", input, other)
-    return MaxMin.apply(input, other, "fmin")
+    return _max_min("fmin", input, other)
 
 
 @autocast_policy("atan2")
 def atan2(input, other):
     """The angle of (other, input); integers compute in the default float dtype."""
     _check_tensors("atan2", input, other)
-    return FloatBinary.apply(input, other, "atan2")
+    return _run(FloatBinary, _float_binary, input, other, "atan2")
 
 
 def hypot(input, other):
     """sqrt(input**2 + other**2); integers compute in the default float dtype."""
     _check_tensors("hypot", input, other)
-    return FloatBinary.apply(input, other, "hypot")
+    return _run(FloatBinary, _float_binary, input, other, "hypot")
 
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)); integers compute in the default float dtype."""
     _check_tensors("logaddexp", input, other)
-    return FloatBinary.apply(input, other, "logaddexp")
+    return _run(FloatBinary, _float_binary, input, other, "logaddexp")
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input is 0; integers compute in the default float dtype."""
-    return FloatBinary.apply(input, other, "xlogy")
+    return _run(FloatBinary, _float_binary, input, other, "xlogy")
 
 
 def copysign(input, other):
     """|input| with the sign of other; integers compute in the default float dtype."""
-    return FloatBinary.apply(input, other, "copysign")
+    return _run(FloatBinary, _float_binary, input, other, "copysign")
 
 
 arctan2 = atan2
