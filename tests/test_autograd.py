@@ -1,6 +1,7 @@
 """The autograd engine against PyTorch: graph recording, backward/grad options, hooks, custom
 Functions, grad modes, version counters and memory release."""
 
+import contextlib
 import gc
 import threading
 import weakref
@@ -698,6 +699,57 @@ def test_custom_function_under_no_grad_records_nothing():
         out = MulConst.apply(x, 2.0, x)
     assert not out.requires_grad and out.grad_fn is None
 
+
+
+class InspectCtx(genesis.autograd.Function):
+    """Records what its forward sees of `ctx`."""
+
+    seen = None
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        InspectCtx.seen = (ctx.needs_input_grad, ctx.saved_tensors[0] is x, ctx.scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.scale, None
+
+
+class InspectSetupContext(genesis.autograd.Function):
+    """PyTorch 2's form: forward without ctx, then setup_context."""
+
+    seen = None
+
+    @staticmethod
+    def forward(x, scale):
+        return x * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        InspectSetupContext.seen = (ctx.needs_input_grad, ctx.saved_tensors[0] is inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0, None
+
+
+@pytest.mark.parametrize("grad_mode", ["no_grad", "no input requires grad"])
+def test_custom_function_untracked_ctx(grad_mode):
+    """An untracked call's ctx still works as forward expects: needs_input_grad all False, one
+    per argument; saved tensors read back; attributes kept."""
+    x = genesis.ones(3, requires_grad=grad_mode == "no_grad")
+    context = genesis.no_grad() if grad_mode == "no_grad" else contextlib.nullcontext()
+    with context:
+        out = InspectCtx.apply(x, 2.0)
+        other = InspectSetupContext.apply(x, 2.0)
+    assert InspectCtx.seen == ((False, False), True, 2.0)
+    assert InspectSetupContext.seen == ((False, False), True)
+    for y in (out, other):
+        assert not y.requires_grad and y.grad_fn is None and y.tolist() == [2.0] * 3
 
 # version counters and in-place ops
 

@@ -786,3 +786,38 @@ def test_int_ops_do_not_require_grad(device):
     assert not x.isnan().requires_grad
     assert (x * 2).grad_fn.name() == "MulBackward0"
     assert genesis.exp(x).grad_fn.name() == "ExpBackward0"
+
+
+UNTRACKED_SKIPS = {"add": lambda x, w: x + w, "sub": lambda x, w: x.sub(w, alpha=2),
+                   "mul": lambda x, w: x * w, "div": lambda x, w: x / w,
+                   "true_divide": lambda x, w: x.true_divide(w), "pow": lambda x, w: x ** w,
+                   "maximum": lambda x, w: x.maximum(w * 2), "fmod": lambda x, w: x.fmod(w),
+                   "atan2": lambda x, w: x.atan2(w), "exp": lambda x, w: x.exp(),
+                   "tanh": lambda x, w: x.tanh()}
+
+
+@pytest.mark.parametrize("op", list(UNTRACKED_SKIPS))
+def test_untracked_calls_record_a_graph_exactly_when_pytorch_does(op, rng, device):
+    """The ops that skip their autograd Function when no graph records the call: under no_grad,
+    with inputs needing no gradient, and on a view whose base gained a history by an in-place
+    write after the view was made (which must be recorded) they agree with PyTorch."""
+    fn = UNTRACKED_SKIPS[op]
+    xs, ws = rng.uniform(1, 2, (2, 4, 5)).astype(np.float32)
+    results = []
+    for lib in (genesis, torch):
+        x = lib.tensor(xs, device=device)
+        w = lib.tensor(ws, device=device, requires_grad=True)
+        with lib.no_grad():
+            assert fn(w, w).grad_fn is None and not fn(w, w).requires_grad
+        plain = fn(x, x)
+        assert not plain.requires_grad and plain.grad_fn is None
+        base = x.clone()
+        view = base[1:]
+        base.mul_(w)
+        out = fn(view, view)
+        assert out.requires_grad and out.grad_fn is not None
+        out.sum().backward()
+        results.append((plain, w.grad))
+    (g_plain, g_grad), (t_plain, t_grad) = results
+    assert_close(g_plain, t_plain)
+    assert_close(g_grad, t_grad)

@@ -312,8 +312,8 @@ def test_softmax_backward(op, rng, device):
     assert_close(gg, tg)
 
 
-@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-def test_softmax_records_a_graph_exactly_when_pytorch_does(op, rng, device):
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "sum", "mean"])
+def test_untracked_calls_record_a_graph_exactly_when_pytorch_does(op, rng, device):
     """Untracked calls skip the autograd Function: grad mode off, an input needing no gradient,
     and a view whose base gained a history by an in-place write after it was made (which must
     be recorded) each agree with PyTorch."""

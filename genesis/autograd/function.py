@@ -6,7 +6,8 @@ and, run with grad mode on, is itself differentiable (higher-order gradients).
 
 `Function.apply` gives every call a `ctx`: with grad mode on and some input requiring grad, a
 `BackwardNode` that becomes the outputs' `grad_fn`; otherwise an `UntrackedNode`, which records
-nothing. A BackwardNode keeps its inputs' graph edges (`next_functions`), the tensors saved for
+nothing. `records(*args)` answers that question up front, so that a hot op whose forward makes
+no view can skip its Function altogether and compute its values alone. A BackwardNode keeps its inputs' graph edges (`next_functions`), the tensors saved for
 backward with their versions, and the inputs' metadata (shape, dtype, device) that lets the
 engine check and materialize gradients and backward formulas sum gradients to the input shapes.
 """
@@ -267,11 +268,10 @@ class BackwardNode(Node):
 class UntrackedNode(BackwardNode):
     """The `ctx` of a call that records no graph (grad mode off, or no input needs a gradient):
     forward runs as usual, but what it saves is kept as is, without version snapshots, since no
-    backward will read it. No input needs a gradient from it."""
+    backward will read it. No input needs a gradient from it. Function.apply sets its
+    `_function` and `needs_input_grad` itself (no __init__ call: this is the hot path)."""
 
-    def __init__(self, function_cls, num_inputs):
-        self._function = function_cls
-        self.needs_input_grad = (False,) * num_inputs
+    __init__ = object.__init__
 
     def save_for_backward(self, *tensors):
         self._plain = tensors
@@ -345,45 +345,81 @@ class Function:
     def apply(cls, *args, **kwargs):
         state = grad_mode._state
         enabled = state.enabled
-        tracked = False
         if enabled:
-            tensor_cls = _tensor_type or _load_tensor_type()
-            for a in args:  # the first input that requires grad: the call is recorded
-                if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
-                                                  else _requires_grad(a)):
-                    tracked = True
-                    break
+            if records(*args):
+                return _apply_tracked(cls, args, kwargs)
             state.enabled = False
-        if tracked:
-            needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a) for a in args])
-            ctx = BackwardNode(cls, needs)
-        else:
-            ctx = UntrackedNode(cls, len(args))
-        amp = autocast_state._state
-        casting = amp.active and cls._internal
-        if casting:  # the autocast policy applied where the op was called, not inside it
-            amp.suspended += 1
-            amp.active = False
+        ctx = UntrackedNode()
+        ctx._function, ctx.needs_input_grad = cls, (False,) * len(args)
         try:
-            if cls.setup_context is None:
+            if cls._internal and autocast_state._state.active:
+                outputs = _forward(cls, ctx, args, kwargs)
+            elif cls.setup_context is None:
                 outputs = cls.forward(ctx, *args, **kwargs)
             else:
-                outputs = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, outputs)
+                outputs = _call_forward(cls, ctx, args, kwargs)
         finally:
             state.enabled = enabled
-            if casting:
-                amp.suspended -= 1
-                amp.active = True
-        if not tracked:
-            if enabled and (type(outputs) is not tensor_cls or outputs._base is not None):
-                _mark_untracked_view(outputs)
-            return outputs
-        ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
-                                    for a in args])
-        ctx._input_meta = tuple([(a._data.shape, a.dtype, a.device) if need else None
-                                 for a, need in zip(args, needs)])
-        return _wire_outputs(ctx, args, outputs)
+        if enabled and (type(outputs) is not _tensor_type or outputs._base is not None):
+            _mark_untracked_view(outputs)
+        return outputs
+
+
+def _forward(cls, ctx, args, kwargs):
+    """Run `cls`'s forward with `ctx` (grad mode already off); Genesis's own Functions run
+    theirs with autocast suspended, its policy having been applied where the op was called."""
+    amp = autocast_state._state
+    if not (amp.active and cls._internal):
+        return _call_forward(cls, ctx, args, kwargs)
+    amp.suspended += 1
+    amp.active = False
+    try:
+        return _call_forward(cls, ctx, args, kwargs)
+    finally:
+        amp.suspended -= 1
+        amp.active = True
+
+
+def _call_forward(cls, ctx, args, kwargs):
+    """`forward(ctx, *args)`, or PyTorch 2's `forward(*args)` then `setup_context`."""
+    if cls.setup_context is None:
+        return cls.forward(ctx, *args, **kwargs)
+    outputs = cls.forward(*args, **kwargs)
+    cls.setup_context(ctx, args, outputs)
+    return outputs
+
+
+def _apply_tracked(cls, args, kwargs):
+    """A call the graph records: forward under no_grad with a BackwardNode as ctx, which
+    becomes the grad_fn of the differentiable outputs."""
+    tensor_cls = _tensor_type
+    needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a) for a in args])
+    ctx = BackwardNode(cls, needs)
+    state = grad_mode._state
+    state.enabled = False
+    try:
+        outputs = _forward(cls, ctx, args, kwargs)
+    finally:
+        state.enabled = True
+    ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
+                                for a in args])
+    ctx._input_meta = tuple([(a._data.shape, a.dtype, a.device) if need else None
+                             for a, need in zip(args, needs)])
+    return _wire_outputs(ctx, args, outputs)
+
+
+def records(*args):
+    """Whether a Function call on `args` would be recorded in the graph: grad mode is on and
+    some tensor argument requires grad (a view first catches up with its base). An op whose
+    forward makes no view may skip its Function and compute the values alone when not."""
+    if not grad_mode._state.enabled:
+        return False
+    tensor_cls = _tensor_type or _load_tensor_type()
+    for a in args:
+        if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                          else _requires_grad(a)):
+            return True
+    return False
 
 
 _tensor_type = None

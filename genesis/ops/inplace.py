@@ -22,13 +22,15 @@ from .common import broadcast_data, scalar_for
 
 def _has_internal_overlap(t):
     """True when two elements of `t` share memory (a stride-0 dimension of size > 1)."""
+    if 0 not in t._data.strides:  # the common case, read from the array's own strides
+        return False
     return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
 
 
 def check_inplace_target(self, op):
     """Errors PyTorch raises before any in-place write to `self`."""
     if is_grad_enabled():
-        if self.is_leaf and self._requires_grad:
+        if self._requires_grad and self.is_leaf:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
         base = self._base
@@ -91,7 +93,8 @@ def write_elementwise(self, op, operands, params, name):
             args.append(self._data)
         elif isinstance(x, Tensor):
             wanted = dtypes.bool_ if op == "where" and i == 0 else dtype
-            if x.dtype is not wanted or x.device != device or grad and x.requires_grad:
+            if (x.dtype is not wanted or x.device is not device and x.device != device
+                    or grad and x._requires_grad):
                 return False
             if x._data.shape != shape and not _broadcasts_to(x._data.shape, shape):
                 return False
@@ -121,7 +124,7 @@ def write_fill(self, value, name):
 def _in_graph(self):
     """Whether `self` (or the base it views) requires grad: writing it must be recorded."""
     base = self._base
-    return self.requires_grad or (base is not None and base.requires_grad)
+    return self._requires_grad or (base is not None and base._requires_grad)
 
 
 def _broadcasts_to(shape, target):

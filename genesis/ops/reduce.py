@@ -10,7 +10,7 @@ import collections
 import math
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, wrap_dim
@@ -24,11 +24,12 @@ _INF = float("inf")
 
 def reduce_dims(x, dim, op, empty_means_all=True):
     """`dim` as a sorted tuple of axes of `x`; None (and, by default, an empty list) mean all."""
+    if dim is None:
+        return tuple(range(len(x._data.shape)))
     if x.ndim == 0:
-        if dim is not None:
-            normalize_dims(dim, 1, op)
+        normalize_dims(dim, 1, op)
         return ()
-    if empty_means_all and dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    if empty_means_all and not isinstance(dim, int) and len(dim) == 0:
         dim = None
     return normalize_dims(dim, x.ndim, op)
 
@@ -143,8 +144,12 @@ class NanSum(Accumulation):
 
 @autocast_policy("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over `dim` (all dims by default); integer and bool inputs give int64."""
-    return Sum.apply(input, reduce_dims(input, dim, "sum"), keepdim, _dtype_arg(dtype))
+    """Sum over `dim` (all dims by default); integer and bool inputs give int64. A call no graph
+    records computes the values alone."""
+    dims = reduce_dims(input, dim, "sum")
+    if records(input):
+        return Sum.apply(input, dims, keepdim, _dtype_arg(dtype))
+    return Sum.compute(input, dims, keepdim, _dtype_arg(dtype))
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -166,7 +171,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input if dtype is None else input.to(dtype)
     _check_float(x, "mean", "mean(): could not infer output dtype. Input dtype must be either a "
                  f"floating point or complex dtype. Got: {x.dtype.name}")
-    return Mean.apply(x, reduce_dims(x, dim, "mean"), keepdim)
+    dims = reduce_dims(x, dim, "mean")
+    if records(x):
+        return Mean.apply(x, dims, keepdim)
+    return Mean.compute(x, dims, keepdim)
 
 
 class Prod(Accumulation):

@@ -5,7 +5,7 @@ comparisons, and the logical and bitwise ops."""
 import math
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
@@ -23,14 +23,26 @@ def _scaled(op, b, alpha, dtype):
     return elementwise("mul", b, alpha, dtype=dtype)
 
 
+def _add_sub(op, a, b, alpha):
+    """`a + alpha * b` (op "add") or `a - alpha * b` ("sub"), with PyTorch's errors."""
+    if op == "sub" and (_is_bool(a) or _is_bool(b)):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    if alpha == 1:
+        return elementwise(op, a, b)
+    dtype = dtypes.result_type(a, b)
+    return elementwise(op, a, _scaled(op, b, alpha, dtype), dtype=dtype)
+
+
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         ctx.alpha = alpha
-        if alpha == 1:
-            return elementwise("add", a, b)
-        dtype = dtypes.result_type(a, b)
-        return elementwise("add", a, _scaled("add", b, alpha, dtype), dtype=dtype)
+        return _add_sub("add", a, b, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -41,18 +53,8 @@ class Add(Function):
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if _is_bool(a) and _is_bool(b):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not "
-                               "supported. Use the `^` or `logical_xor()` operator instead.")
-        if _is_bool(a) or _is_bool(b):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
-                               "supported. If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
         ctx.alpha = alpha
-        if alpha == 1:
-            return elementwise("sub", a, b)
-        dtype = dtypes.result_type(a, b)
-        return elementwise("sub", a, _scaled("sub", b, alpha, dtype), dtype=dtype)
+        return _add_sub("sub", a, b, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -71,18 +73,23 @@ class Mul(Function):
         return _grad(ctx, 0, g * b), _grad(ctx, 1, g * a)
 
 
+def _div(a, b, rounding_mode):
+    """True division (floating result), or rounded "floor" / "trunc" division."""
+    if rounding_mode is None:
+        return elementwise("div", a, b, dtype=_float_dtype(a, b))
+    if rounding_mode not in ("floor", "trunc"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    dtype = dtypes.result_type(a, b)
+    reject(f"div_{rounding_mode}", dtype, "b")
+    return elementwise(f"{rounding_mode}_divide", a, b, dtype=dtype)
+
+
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
         _save_operands(ctx, a, b)
-        if rounding_mode is None:
-            return elementwise("div", a, b, dtype=_float_dtype(a, b))
-        if rounding_mode not in ("floor", "trunc"):
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                             f"but found '{rounding_mode}'")
-        dtype = dtypes.result_type(a, b)
-        reject(f"div_{rounding_mode}", dtype, "b")
-        return elementwise(f"{rounding_mode}_divide", a, b, dtype=dtype)
+        return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
@@ -90,6 +97,16 @@ class Div(Function):
         ga = _grad(ctx, 0, g / b)
         gb = _grad(ctx, 1, -g * ((a / b) / b))
         return ga, gb, None
+
+
+def _pow(a, b, dtype=None):
+    """a ** b computed in `dtype` (default: promoted), with PyTorch's errors."""
+    dtype = dtype or dtypes.result_type(a, b)
+    if isinstance(b, Tensor):
+        reject("pow", dtype, "b")
+    elif not dtype.is_floating_point and b < 0:
+        raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+    return elementwise("pow", a, b, dtype=dtype)
 
 
 class Pow(Function):
@@ -101,12 +118,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b, dtype=None):
-        dtype = dtype or dtypes.result_type(a, b)
-        if isinstance(b, Tensor):
-            reject("pow", dtype, "b")
-        elif not dtype.is_floating_point and b < 0:
-            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
-        out = elementwise("pow", a, b, dtype=dtype)
+        out = _pow(a, b, dtype)
         _save_operands(ctx, a, b, out)
         return out
 
@@ -153,15 +165,20 @@ class MaxMin(Function):
         return _grad(ctx, 0, ga), _grad(ctx, 1, gb), None
 
 
+def _remainder(a, b, op):
+    """remainder or fmod of `a` by `b` (bool rejected, as in PyTorch)."""
+    reject(op, dtypes.result_type(a, b), "b")
+    return elementwise(op, a, b)
+
+
 class Remainder(Function):
     """a - b * floor(a / b) (remainder) or a - b * trunc(a / b) (fmod); d/da = 1."""
 
     @staticmethod
     def forward(ctx, a, b, op):
-        reject(op, dtypes.result_type(a, b), "b")
         _save_operands(ctx, a, b)
         ctx.op = op
-        return elementwise(op, a, b)
+        return _remainder(a, b, op)
 
     @staticmethod
     def backward(ctx, g):
@@ -173,16 +190,21 @@ class Remainder(Function):
         return _grad(ctx, 0, g), gb, None
 
 
+def _float_binary(a, b, op):
+    """Float binary op `op` of `a` and `b`, integers computed in the default float dtype."""
+    dtype = _float_dtype(a, b)
+    if op in ("hypot", "logaddexp"):
+        reject(op, dtypes.result_type(a, b), "bi")
+    return elementwise(op, a, b, dtype=dtype)
+
+
 class FloatBinary(Function):
     """Binary ops whose integer inputs compute in the default float: atan2, hypot, logaddexp,
     xlogy, copysign. `BINARY_GRADS[op]` gives (d/da, d/db) times g from (g, a, b, out)."""
 
     @staticmethod
     def forward(ctx, a, b, op):
-        dtype = _float_dtype(a, b)
-        if op in ("hypot", "logaddexp"):
-            reject(op, dtypes.result_type(a, b), "bi")
-        out = elementwise(op, a, b, dtype=dtype)
+        out = _float_binary(a, b, op)
         ctx.op = op
         _save_operands(ctx, a, b, out)
         return out
@@ -216,108 +238,129 @@ BINARY_GRADS = {
 }
 
 
+# The ops compute their values alone, outside the graph, when the call is not recorded (their
+# results are never views, so nothing else would mark them).
+
+def _run(function, values, a, b, *options):
+    """`function.apply(a, b, *options)` when the call is recorded, else `values` alone."""
+    if records(a, b):
+        return function.apply(a, b, *options)
+    return values(a, b, *options)
+
+
 def add(input, other, *, alpha=1):
     """input + alpha * other, with broadcasting and type promotion."""
-    return Add.apply(input, other, alpha)
+    if records(input, other):
+        return Add.apply(input, other, alpha)
+    return _add_sub("add", input, other, alpha)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, with broadcasting and type promotion."""
-    return Sub.apply(input, other, alpha)
+    if records(input, other):
+        return Sub.apply(input, other, alpha)
+    return _add_sub("sub", input, other, alpha)
 
 
 def mul(input, other):
     """input * other, with broadcasting and type promotion."""
-    return Mul.apply(input, other)
+    if records(input, other):
+        return Mul.apply(input, other)
+    return elementwise("mul", input, other)
 
 
 def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded "trunc" or "floor" (integers stay integers)."""
-    return Div.apply(input, other, rounding_mode)
+    if records(input, other):
+        return Div.apply(input, other, rounding_mode)
+    return _div(input, other, rounding_mode)
 
 
 def true_divide(input, other):
     """input / other, always true division."""
-    return Div.apply(input, other)
+    return div(input, other)
 
 
 def floor_divide(input, other):
     """floor(input / other), as Python's `//`."""
-    return Div.apply(input, other, "floor")
+    return div(input, other, rounding_mode="floor")
 
 
 @autocast_policy("pow")
 def pow(input, exponent):
     """input ** exponent; either may be a Python number."""
-    return Pow.apply(input, exponent)
+    return _run(Pow, _pow, input, exponent)
 
 
 def float_power(input, exponent):
     """`input ** exponent` computed in float64, as PyTorch's."""
-    return Pow.apply(input, exponent, dtypes.float64)
+    return _run(Pow, _pow, input, exponent, dtypes.float64)
 
 
 def remainder(input, other):
     """input - other * floor(input / other): the sign of `other`, as Python's `%`."""
-    return Remainder.apply(input, other, "remainder")
+    return _run(Remainder, _remainder, input, other, "remainder")
 
 
 def fmod(input, other):
     """input - other * trunc(input / other): the sign of `input`, as C's fmod."""
-    return Remainder.apply(input, other, "fmod")
+    return _run(Remainder, _remainder, input, other, "fmod")
+
+
+def _max_min(op, input, other):
+    _check_tensors(op, input, other)
+    if records(input, other):
+        return MaxMin.apply(input, other, op)
+    return elementwise(op, input, other)
 
 
 def maximum(input, other):
     """The larger of two tensors, elementwise; NaN wins."""
-    _check_tensors("maximum", input, other)
-    return MaxMin.apply(input, other, "maximum")
+    return _max_min("maximum", input, other)
 
 
 def minimum(input, other):
     """The smaller of two tensors, elementwise; NaN wins."""
-    _check_tensors("minimum", input, other)
-    return MaxMin.apply(input, other, "minimum")
+    return _max_min("minimum", input, other)
 
 
 def fmax(input, other):
     """The larger of two tensors, elementwise; NaN loses."""
-    _check_tensors("fmax", input, other)
-    return MaxMin.apply(input, other, "fmax")
+    return _max_min("fmax", input, other)
 
 
 def fmin(input, other):
     """The smaller of two tensors, elementwise; NaN loses."""
-    _check_tensors("fmin", input, other)
-    return MaxMin.apply(input, other, "fmin")
+    return _max_min("fmin", input, other)
 
 
 @autocast_policy("atan2")
 def atan2(input, other):
     """The angle of (other, input); integers compute in the default float dtype."""
     _check_tensors("atan2", input, other)
-    return FloatBinary.apply(input, other, "atan2")
+    return _run(FloatBinary, _float_binary, input, other, "atan2")
 
 
 def hypot(input, other):
     """sqrt(input**2 + other**2); integers compute in the default float dtype."""
     _check_tensors("hypot", input, other)
-    return FloatBinary.apply(input, other, "hypot")
+    return _run(FloatBinary, _float_binary, input, other, "hypot")
 
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)); integers compute in the default float dtype."""
     _check_tensors("logaddexp", input, other)
-    return FloatBinary.apply(input, other, "logaddexp")
+    return _run(FloatBinary, _float_binary, input, other, "logaddexp")
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input is 0; integers compute in the default float dtype."""
-    return FloatBinary.apply(input, other, "xlogy")
+    return _run(FloatBinary, _float_binary, input, other, "xlogy")
 
 
 def copysign(input, other):
     """|input| with the sign of other; integers compute in the default float dtype."""
-    return FloatBinary.apply(input, other, "copysign")
+    return _run(FloatBinary, _float_binary, input, other, "copysign")
 
 
 arctan2 = atan2

@@ -5,7 +5,7 @@ PyTorch's do) and the dtypes it takes; `Unary` runs one, forward and backward.""
 import math
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
 from ..autocast import autocast_policy
@@ -24,8 +24,7 @@ class Unary(Function):
 
     @staticmethod
     def forward(ctx, x, spec, kwargs):
-        dtype = spec.result_dtype(x.dtype)
-        out = elementwise(spec.kernel, x, dtype=dtype, kernel_op=spec.kernel, **kwargs)
+        out = spec.values(x, kwargs)
         ctx.spec, ctx.kwargs = spec, kwargs
         ctx.node_name = spec.node_name
         ctx.save_for_backward(x, out)
@@ -71,11 +70,19 @@ class UnarySpec:
             return dtypes.get_default_dtype()
         return dtype
 
+    def values(self, x, kwargs):
+        """The op's result on tensor `x`, from its kernel, outside any graph."""
+        return elementwise(self.kernel, x, dtype=self.result_dtype(x.dtype),
+                           kernel_op=self.kernel, **kwargs)
+
     def __call__(self, input, **kwargs):
+        """The op on `input`; a call no graph records computes the values alone."""
         if not isinstance(input, Tensor):
             raise TypeError(f"{self.name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
-        return Unary.apply(input, self, kwargs)
+        if records(input):
+            return Unary.apply(input, self, kwargs)
+        return self.values(input, kwargs)
 
 
 def zero_grad(g, x, y, **_):
