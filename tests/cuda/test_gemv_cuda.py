@@ -187,11 +187,13 @@ def test_tuned_dispatch(monkeypatch, tmp_path, rng):
 @pytest.mark.parametrize("m", [1, 16])
 @pytest.mark.parametrize("tuned", [False, True], ids=["untimed", "tuned"])
 def test_gated_down_projection(monkeypatch, tmp_path, m, tuned, rng):
-    """SwiGLU's gate inside the down projection (models/fused.py silu_gate_down, no gradients):
-    a 1.1B Llama's decode shape against silu(gate) * up rounded to bf16, then the float64
-    product; every config of the gated space when timed."""
+    """SwiGLU's gate inside the down projection (models/fused.py silu_gate_down, no gradients,
+    here for up to 16 rows): a 1.1B Llama's decode shape against silu(gate) * up rounded to
+    bf16, then the float64 product; every config of the gated space when timed."""
     from genesis.backends.cuda.kernels import matmul as mm
+    from genesis.models import fused
     from genesis.models.fused import silu_gate_down
+    monkeypatch.setattr(fused, "FUSED_GATE_ROWS", 16)
     if tuned:
         monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "1")
         monkeypatch.setenv("GENESIS_KERNEL_CACHE_DIR", str(tmp_path))
