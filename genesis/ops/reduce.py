@@ -582,14 +582,13 @@ def _softmax_grad(g, y, dim, log):
 
 
 def _softmax(input, dim, dtype, log):
-    """softmax or log_softmax; a call no graph records (grad mode off, or an input that needs no
-    gradient and is no view, whose history could change) runs the kernel directly."""
+    """softmax or log_softmax; a call no graph records runs the kernel directly."""
     op = "log_softmax" if log else "softmax"
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
     dim = wrap_dim(dim, len(x._data.shape), op)
-    if is_grad_enabled() and (x._requires_grad or x._base is not None):
+    if records(x):
         return Softmax.apply(x, dim, log)
     return _softmax_values(x, dim, log)
 
