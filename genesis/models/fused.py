@@ -141,6 +141,7 @@ def silu_gate_down(gate_up, down):
 
 
 def _gate_fusable(gate_up, down):
+    """One kernel can run down(silu_gate(gate_up)): see silu_gate_down."""
     weight, bias = down.weight, down.bias
     tensors = (gate_up, weight) if bias is None else (gate_up, weight, bias)
     return (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear

@@ -555,17 +555,14 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
     else:
         a2, b2, out_shape = _as_batched(a, b)
         c_shape = a2.shape[:-1] + b2.shape[-1:]
-        if out is not None and (out.shape != c_shape or out.dtype != a.dtype):
-            raise ValueError(f"matmul: out of shape {out.shape} ({out.dtype}) cannot hold the "
-                             f"{c_shape} ({a.dtype}) product")
+        if out is not None:
+            _check_out(out, c_shape, a.dtype)
         c = CUDAArray.empty(c_shape, a.dtype, device, stream) if out is None else out
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
         if row_sum is not None:
             _check_row_sum(a, b, row_sum)
-        problems = (_problems(a2, b2, c, z, bias, ACTIVATIONS[activation], gated) if c.size
-                    else [])
-        if row_sum is not None:
-            problems[0].arrays["row_sum"] = row_sum
+        problems = (_problems(a2, b2, c, z, bias, ACTIVATIONS[activation], gated, row_sum)
+                    if c.size else [])
         launchers = [run(problem) for problem in problems]
         if len(problems) == 1:
             if len(_fast) > 4096:
@@ -583,6 +580,12 @@ def _gate_half(a):
     if a.ndim == 0 or a.shape[-1] % 2:
         raise ValueError(f"matmul: a gated operand is (..., 2 * K), got {a.shape}")
     return as_strided(a, a.shape[:-1] + (a.shape[-1] // 2,), a.element_strides(), 0)
+
+
+def _check_out(out, c_shape, dtype):
+    if out.shape != c_shape or out.dtype != dtype:
+        raise ValueError(f"matmul: out of shape {out.shape} ({out.dtype}) cannot hold the "
+                         f"{c_shape} ({dtype}) product")
 
 
 def _check_row_sum(a, b, row_sum):
@@ -606,9 +609,7 @@ def matmul_plan(a, b, out, bias=None):
     recurrent layer's) skips matmul_arrays's per-call key and views. None, computing nothing,
     where the product is empty or not one launch."""
     a2, b2, _ = _as_batched(a, b)
-    if out.shape != a2.shape[:-1] + b2.shape[-1:] or out.dtype != a.dtype:
-        raise ValueError(f"matmul: out of shape {out.shape} ({out.dtype}) cannot hold the "
-                         f"{a2.shape[:-1] + b2.shape[-1:]} ({a.dtype}) product")
+    _check_out(out, a2.shape[:-1] + b2.shape[-1:], a.dtype)
     activate(a.device)
     problems = _problems(a2, b2, out, None, bias, 0) if out.size else []
     if len(problems) != 1:
@@ -624,11 +625,12 @@ def matmul_plan(a, b, out, bias=None):
     return again
 
 
-def _problems(a, b, c, z, bias, act, gated=False):
-    """The Problems computing act(a @ b + bias) into `c` (and `z`) for matrices over one batch
-    shape: the batch is folded into M when b is shared by every entry and a and c stack into
-    one tall matrix, then coalesced; beyond MAX_BATCH_DIMS batch dims, one per leading index.
-    Operand roles keep the arrays' addresses (views here never move them)."""
+def _problems(a, b, c, z, bias, act, gated=False, row_sum=None):
+    """The Problems computing act(a @ b + bias) into `c` (and `z`, and a's row sums into
+    `row_sum`: matrices only) for matrices over one batch shape: the batch is folded into M
+    when b is shared by every entry and a and c stack into one tall matrix, then coalesced;
+    beyond MAX_BATCH_DIMS batch dims, one per leading index. Operand roles keep the arrays'
+    addresses (views here never move them)."""
     batch = a.shape[:-2]
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     (*ba, am, ak), (*bb, bk, bn), (*bc, cm, cn) = (x.element_strides() for x in (a, b, c))
@@ -643,7 +645,7 @@ def _problems(a, b, c, z, bias, act, gated=False):
         return [p for i in range(batch[0])
                 for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
                                    None if z is None else select(z, 0, i), bias, act, gated)]
-    arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z}
+    arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z, "row_sum": row_sum}
     strides = {"a": (*ba, am, ak), "b": (*bb, bk, bn), "c": (*bc, cm, cn)}
     if bias is not None:
         strides["bias"] = bias.element_strides()[-1] if bias.ndim else 0
