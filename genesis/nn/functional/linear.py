@@ -84,8 +84,8 @@ class _LinearAct(Function):
     pre-activation z when the backward needs it. Backward: dz = g * act'(z), then
     dx = dz @ W, dW = dz^T x (batch folded into one product), db = sum(dz); when the backward
     itself is differentiated, z is recomputed with genesis ops so every order is exact;
-    otherwise the three products run as one backend call ("linear_act_backward"), in the
-    forward's precision (`allow_tf32`, kept: None follows the matmul flag when each runs)."""
+    otherwise the three products run as one backend call ("linear_act_backward"), with the
+    forward's `allow_tf32` (None: the matmul flag as each runs)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, activation, allow_tf32):

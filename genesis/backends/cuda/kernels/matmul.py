@@ -624,8 +624,7 @@ def matmul_plan(a, b, out, bias=None, allow_tf32=None):
     a2, b2, _ = _as_batched(a, b)
     _check_out(out, a2.shape[:-1] + b2.shape[-1:], a.dtype)
     activate(a.device)
-    problems = (_problems(a2, b2, out, None, bias, 0, allow_tf32=_tf32(allow_tf32))
-                if out.size else [])
+    problems = _problems(a2, b2, out, None, bias, 0, allow_tf32=allow_tf32) if out.size else []
     if len(problems) != 1:
         return None
     launcher = run(problems[0])
@@ -641,11 +640,11 @@ def matmul_plan(a, b, out, bias=None, allow_tf32=None):
 
 def _problems(a, b, c, z, bias, act, gated=False, row_sum=None, allow_tf32=None):
     """The Problems computing act(a @ b + bias) into `c` (and `z`, and a's row sums into
-    `row_sum`: matrices only), TF32 for float32 per `allow_tf32` (as Problem's), for matrices
-    over one batch shape: the batch is folded into M
-    when b is shared by every entry and a and c stack into one tall matrix, then coalesced;
-    beyond MAX_BATCH_DIMS batch dims, one per leading index. Operand roles keep the arrays'
-    addresses (views here never move them)."""
+    `row_sum`: matrices only), float32 in TF32 per `allow_tf32` (as Problem's), for matrices
+    over one batch shape: the batch is folded into M when b is shared by every entry and a
+    and c stack into one tall matrix, then coalesced; beyond MAX_BATCH_DIMS batch dims, one
+    per leading index. Operand roles keep the arrays' addresses (views here never move
+    them)."""
     batch = a.shape[:-2]
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     (*ba, am, ak), (*bb, bk, bn), (*bc, cm, cn) = (x.element_strides() for x in (a, b, c))
