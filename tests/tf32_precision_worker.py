@@ -73,8 +73,8 @@ def forward_backward(module, *shapes):
 
 
 def recurrent_layers():
-    """(name, module, input shape) of each layer kind and path; per_step: the layers run
-    their steps as autograd ops (RNN always, LSTM and GRU with the sequence path off)."""
+    """(name, module, input shape) of each layer kind. With the sequence path off (and RNN
+    always) a layer runs its steps as autograd ops."""
     return [("RNN", nn.RNN(8, 16, 2, bidirectional=True), (5, 3, 8)),
             ("LSTM", nn.LSTM(8, 16, 2, proj_size=4), (5, 3, 8)),
             ("LSTM", nn.LSTM(8, 16, 1, bidirectional=True), (5, 3, 8)),
@@ -82,11 +82,12 @@ def recurrent_layers():
 
 
 def check_recurrent_layers():
-    for path in ("sequence", "per_step"):
-        recurrent_scan.ENABLED = path == "sequence"
+    for enabled in (True, False):
+        recurrent_scan.ENABLED = enabled
         for name, layer, shape in recurrent_layers():
             layer = layer.to("cuda")
-            check(f"{name} {path}", lambda: forward_backward(layer, shape), "cudnn")
+            label = f"{name}, sequence path {'on' if enabled else 'off'}"
+            check(label, lambda: forward_backward(layer, shape), "cudnn")
     recurrent_scan.ENABLED = True
 
 
