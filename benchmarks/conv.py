@@ -3,19 +3,23 @@ in one run.
 
 Conv2d at ResNet-50's layer shapes (batch 32: the 7x7 stride-2 stem, 3x3 and 1x1 layers of
 each stage, the stride-2 3x3) and U-Net's (batch 8, 3x3 at 256^2 to 32^2), ConvTranspose2d at
-U-Net's 2x2 stride-2 upsamplers, all bf16 without bias, in NCHW and channels-last inputs
-(PyTorch's channels_last: the same strides in both frameworks); F.interpolate bilinear
-(scale 2, 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at ResNet's stem
-(32x64x112x112), bf16 and float32, NCHW and channels-last. Each case times the forward and the forward + backward
+U-Net's 2x2 stride-2 upsamplers, all bf16 without bias (those in FP32_CONV in float32 too), in
+NCHW and channels-last inputs (PyTorch's channels_last: the same strides in both frameworks);
+F.interpolate bilinear (scale 2, 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at
+ResNet's stem (32x64x112x112), bf16 and float32, NCHW and channels-last. float32 convolutions
+run TF32 products in both frameworks, their default (cudnn.allow_tf32; --no-tf32 turns it off
+in both); the header says which. Each case times the forward and the forward + backward
 (input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with backward) and the
 torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above is faster).
 
     python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
+                              [--no-tf32]
     python benchmarks/conv.py --tiles [--only TEXT ...]   # Genesis's conv under other tiles
 """
 
 import argparse
+import itertools
 import json
 
 import numpy as np
@@ -45,6 +49,8 @@ CONV_TRANSPOSE = [
     ("unet up 32^2 512->256", 8, 512, 32, 32, 256),
     ("unet up 128^2 128->64", 8, 128, 128, 128, 64),
 ]
+# Convolutions also timed in float32.
+FP32_CONV = ("resnet 28^2 128->128 3x3", "unet up 32^2 512->256")
 INTERPOLATE = (32, 64, 128, 128)
 MAXPOOL = (32, 64, 112, 112)
 DTYPES = {"bf16": (genesis.bfloat16, torch.bfloat16), "fp32": (genesis.float32, torch.float32)}
@@ -77,20 +83,24 @@ def _step(lib, rng, make, x_shape, dtype, channels_last, backward):
     return step
 
 
+def _conv_dtypes(name):
+    return ("bf16", "fp32") if name in FP32_CONV else ("bf16",)
+
+
 def cases(only):
     """(name, kind, make(module) -> callable, input shape, dtype name, channels_last, flops)."""
     rows = []
     for name, n, c, h, w, k, r, s, p in CONV:
         o = (h + 2 * p - r) // s + 1
         flops = 2 * n * o * o * k * c * r * r
-        for cl in (False, True):
+        for cl, dtype in itertools.product((False, True), _conv_dtypes(name)):
             rows.append((name, "conv2d", lambda m, c=c, k=k, r=r, s=s, p=p: m.nn.Conv2d(
-                c, k, r, s, p, bias=False), (n, c, h, w), "bf16", cl, flops))
+                c, k, r, s, p, bias=False), (n, c, h, w), dtype, cl, flops))
     for name, n, c, h, w, k in CONV_TRANSPOSE:
         flops = 2 * n * h * w * k * c * 4
-        for cl in (False, True):
+        for cl, dtype in itertools.product((False, True), _conv_dtypes(name)):
             rows.append((name, "conv_transpose2d", lambda m, c=c, k=k: m.nn.ConvTranspose2d(
-                c, k, 2, 2, bias=False), (n, c, h, w), "bf16", cl, flops))
+                c, k, 2, 2, bias=False), (n, c, h, w), dtype, cl, flops))
     for dtype in DTYPES:
         for cl in (False, True):
             rows.append(("bilinear x2", "interpolate", lambda m: lambda x: m.nn.functional.
@@ -132,7 +142,7 @@ def sweep_tiles(reps, only):
     weight gradient's as chosen)."""
     chosen, rng, lib = conv_kernels._tiles, np.random.default_rng(), ops.Lib(genesis)
     for name, kind, make, shape, dtype_name, cl, _ in cases(only):
-        if not kind.startswith("conv"):
+        if not kind.startswith("conv") or dtype_name != "bf16":
             continue
         dtype = DTYPES[dtype_name][0]
         for tile in TILES:
@@ -158,12 +168,16 @@ def main():
     parser.add_argument("--cudnn-benchmark", action="store_true",
                         help="let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
     parser.add_argument("--tiles", action="store_true", help="sweep the conv kernels' tiles")
+    parser.add_argument("--no-tf32", action="store_true",
+                        help="float32 convolutions in IEEE float32 in both (cudnn.allow_tf32 off)")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    precision = ops.cudnn_tf32(not args.no_tf32)
     if args.tiles:
         sweep_tiles(args.reps, args.only)
         return
     rows = run(args.reps, args.only)
+    print(precision)
     print(f"{'case':<28}{'layout':>14}{'dtype':>6}{'pass':>9}{'genesis ms':>12}{'torch ms':>10}"
           f"{'genesis TF/s':>14}{'torch TF/s':>12}{'speed vs torch':>16}")
     for r in rows:

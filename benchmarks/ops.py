@@ -89,6 +89,16 @@ def device_ms(lib, fn, reps, flush="zero"):
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
+def cudnn_tf32(on):
+    """Set cudnn.allow_tf32 to `on` in both frameworks (PyTorch's default is on) and return a
+    line naming the precision float32 convolutions and recurrent layers then run in, for a
+    table's header. The matmul flags stay as they are (off by default in both)."""
+    torch.backends.cudnn.allow_tf32 = genesis.backends.cudnn.allow_tf32 = on
+    precision = "TF32 tensor-core products" if on else "IEEE float32"
+    return (f"float32 convolutions and recurrent layers: {precision} in both frameworks "
+            f"(cudnn.allow_tf32 = {on})")
+
+
 def host_us(calls_by_lib, calls=500, repeats=7):
     """Median over repeats of the host wall time per call (us) of each library's call, calls
     issued back to back. The libraries take turns, one batch each per round, so that a change

@@ -6,7 +6,9 @@ weight) by CUDA events behind an L2 flush (ops.device_ms). It reports ms per ste
 Genesis's speed as a fraction of torch's (torch ms / Genesis ms; the target for the LSTM case
 is 0.5 or more). The "graphed" columns time Genesis's layer made with
 genesis.cuda.make_graphed_callables: its forward and backward replayed as two CUDA graphs, so the
-per-time-step launches cost no host time.
+per-time-step launches cost no host time. float32 runs as each framework's defaults have it:
+TF32 products in both (cudnn.allow_tf32, which PyTorch's cuDNN RNN and Genesis's layers follow);
+--no-tf32 turns it off in both. The header names the precision.
 
 With --simulated-cuda nothing runs on a GPU: Genesis's layers run on a simulated device
 (benchmarks/simulated_cuda.py, kernel launches are no-ops) and the table gives the host time of
@@ -15,7 +17,7 @@ sequence-level path (one autograd Function per layer direction, functional/recur
 and on the per-step path. On the GPU, eager speed is bound by whichever is larger: this host
 time times the steps, or the device time.
 
-    python benchmarks/rnn.py [--json PATH] [--reps N] [--simulated-cuda]
+    python benchmarks/rnn.py [--json PATH] [--reps N] [--no-tf32] [--simulated-cuda]
 """
 
 import argparse
@@ -127,6 +129,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--no-tf32", action="store_true",
+                        help="float32 in IEEE float32 in both (cudnn.allow_tf32 off)")
     parser.add_argument("--simulated-cuda", action="store_true",
                         help="host time per step on a simulated device (no GPU needed)")
     args = parser.parse_args()
@@ -138,7 +142,9 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)
         return
+    precision = ops.cudnn_tf32(not args.no_tf32)
     rows = run(args.reps)
+    print(precision)
     print(f"{'layer':<6}{'T,B,H,layers':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}"
           f"{'speed vs torch':>16}{'graphed ms':>12}{'speed':>7}")
     for r in rows:

@@ -24,6 +24,14 @@ def _fresh_defaults():
     genesis.set_default_dtype(genesis.float32)
 
 
+@pytest.fixture
+def cudnn_ieee(monkeypatch):
+    """float32 convolutions and recurrent layers run IEEE float32 on a GPU, not TF32
+    (genesis.backends.cudnn.allow_tf32 off, as PyTorch's own tests turn torch's off), for tests
+    that compare them with PyTorch's CPU results at float32's tolerance."""
+    monkeypatch.setattr(genesis.backends.cudnn, "allow_tf32", False)
+
+
 def pytest_addoption(parser):
     parser.addoption("--seed", type=int, default=None,
                      help="seed of the `rng` fixture (default: a fresh one per run, printed with "

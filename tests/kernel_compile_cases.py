@@ -9,7 +9,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 
-from genesis.backends.cuda import matmul as matmul_flags
+from genesis.backends import cudnn
 from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, copy, index,
                                            loss, median, norm, optim, optim_extra, pool, random,
                                            recurrent, residual_norm, rotary, shape, softmax,
@@ -700,7 +700,7 @@ def conv_cases(target):
               ((32, 512, 7, 7), (512, 512, 3, 3), ((1, 1), (1, 1), (1, 1), 1))]
     for dtype, tf32 in ((np.float16, False), (ml_dtypes.bfloat16, False), (np.float32, True),
                         (np.float32, False)):
-        saved, matmul_flags.allow_tf32 = matmul_flags.allow_tf32, tf32
+        saved, cudnn.allow_tf32 = cudnn.allow_tf32, tf32
         try:
             for x_shape, w_shape, args in layers if dtype == ml_dtypes.bfloat16 else layers[1:2]:
                 conv_case(dtype, x_shape, w_shape, args, target, bias=True)
@@ -709,7 +709,7 @@ def conv_cases(target):
                           transposed=True)
                 wgrad_case(dtype, x_shape, w_shape, args, target)
         finally:
-            matmul_flags.allow_tf32 = saved
+            cudnn.allow_tf32 = saved
     bf16 = ml_dtypes.bfloat16
     conv_case(bf16, (32, 128, 56, 56), (128, 64, 3, 3), two, target, transposed=True,
               channels_last=True)

@@ -50,6 +50,9 @@ def test_cudnn_flags_take_torchs_defaults_and_restore():
     with ours.flags(enabled=True, benchmark=True, deterministic=True):
         assert ours.benchmark and ours.deterministic
     assert not ours.benchmark and not ours.deterministic
+    with ours.flags(allow_tf32=False):
+        assert ours.allow_tf32 is False
+    assert ours.allow_tf32 is True
     ours.benchmark = True  # as scripts set it
     try:
         assert genesis.backends.cudnn.benchmark is True

@@ -19,6 +19,8 @@ import genesis.special  # noqa: F401  (genesis.special is reached as lib.special
 from genesis.autograd import gradcheck
 from helpers import GENESIS_DTYPES, TORCH_DTYPES, assert_close, from_torch, lay_out
 
+pytestmark = pytest.mark.usefixtures("cudnn_ieee")
+
 FLOATS = (torch.float32, torch.float64)
 HALVES = (torch.float16, torch.bfloat16)
 INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)

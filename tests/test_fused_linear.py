@@ -32,7 +32,7 @@ def fused(monkeypatch):
     """A CPU "linear_act" kernel with the CUDA kernel's contract; records its calls."""
     calls = []
 
-    def linear_act(x, weight, bias, activation, keep_preactivation):
+    def linear_act(x, weight, bias, activation, keep_preactivation, allow_tf32=None):
         calls.append((activation, keep_preactivation))
         z = np.matmul(x.astype(np.float64), weight.T.astype(np.float64))
         if bias is not None:

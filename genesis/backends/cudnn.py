@@ -2,11 +2,15 @@
 cuDNN.
 
 Genesis runs its own convolution and recurrent kernels, so `is_available()` is False and
-`version()` None, as on a PyTorch built without cuDNN, where these flags are accepted and change
-nothing. What they ask for holds anyway: every Genesis kernel is deterministic (`deterministic`),
-and convolution and matmul configurations are timed per shape and kept (`benchmark`). The
-precision of Genesis's float32 convolutions and recurrent products follows
-`genesis.backends.cuda.matmul.allow_tf32`, not `allow_tf32` here.
+`version()` None, as on a PyTorch built without cuDNN. `enabled`, `benchmark` and
+`deterministic` change nothing, but what they ask for holds anyway: every Genesis kernel is
+deterministic, and convolution and matmul configurations are timed per shape and kept.
+
+`allow_tf32` (default True) governs what PyTorch's governs in cuDNN: on the GPU, float32 1-D and
+2-D convolutions (forward, transposed and both gradients; read at each call) and the recurrent
+layers nn.RNN, LSTM and GRU (read when the layer runs forward, kept for its backward) run TF32
+tensor-core products when it is set, IEEE float32 when not. Matrix products elsewhere (matmul,
+F.linear, the RNN cells) follow `genesis.backends.cuda.matmul.allow_tf32` (default False).
 """
 
 import contextlib

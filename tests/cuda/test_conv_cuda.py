@@ -42,7 +42,8 @@ CONV2D = {
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch):
-    monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", False)
+    """IEEE float32: convolutions follow cudnn.allow_tf32 (on by default), as torch's do."""
+    monkeypatch.setattr(genesis.backends.cudnn, "allow_tf32", False)
 
 
 def _tensors(shapes, dtype, layout="nchw"):
@@ -142,9 +143,9 @@ def test_conv_transpose2d(dtype, layout, case):
 
 
 def test_tf32():
-    """With allow_tf32, float32 runs TF32 products: within TF32's rounding (2**-11 relative
-    per operand) of the float64 result."""
-    genesis.backends.cuda.matmul.allow_tf32 = True
+    """With cudnn.allow_tf32, float32 runs TF32 products: within TF32's rounding (2**-11
+    relative per operand) of the float64 result."""
+    genesis.backends.cudnn.allow_tf32 = True
     (x, tx), (w, tw) = _tensors(((4, 64, 28, 28), (64, 64, 3, 3)), genesis.float32)
     out = F.conv2d(x, w, padding=1).detach().cpu().numpy()
     expected = TF.conv2d(tx, tw, padding=1).detach().numpy()

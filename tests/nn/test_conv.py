@@ -13,6 +13,8 @@ import genesis.nn as nn
 import genesis.nn.functional as F
 from genesis.autograd import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.usefixtures("cudnn_ieee")
+
 # (functional name, input shape, weight shape, kwargs); the bias has the output channels.
 CONVS = [
     ("conv1d", (2, 4, 11), (6, 2, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}),

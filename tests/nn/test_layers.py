@@ -10,6 +10,8 @@ from helpers import TORCH_DTYPES, assert_close, from_torch
 import genesis
 from genesis import nn
 
+pytestmark = pytest.mark.usefixtures("cudnn_ieee")
+
 FLOATS = [genesis.float32, genesis.float64]
 
 # (layer name, constructor args, constructor kwargs, input shapes)

@@ -9,6 +9,8 @@ import torch
 import genesis
 from nn_compare import copy_module
 
+pytestmark = pytest.mark.usefixtures("cudnn_ieee")
+
 
 def unet(lib):
     """A two-level U-Net: reflect-padded convs, max pool, transposed conv, bilinear resize."""

@@ -16,6 +16,8 @@ from genesis.nn.functional import recurrent_scan as S
 from genesis.nn.utils import rnn as rnn_utils
 from helpers import TOLERANCES, assert_close, from_torch, to_torch
 
+pytestmark = pytest.mark.usefixtures("cudnn_ieee")
+
 LAYER_CASES = [
     ("RNN", {}),
     ("RNN", {"nonlinearity": "relu", "num_layers": 2}),

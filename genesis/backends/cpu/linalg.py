@@ -11,10 +11,11 @@ from .elementwise import float32_for_half
 
 
 @register("matmul", "cpu")
-def matmul(a, b, bias=None, out=None):
+def matmul(a, b, bias=None, out=None, allow_tf32=None):
     """numpy's matmul, whose 1-D and batch-broadcasting rules are PyTorch's; plus `bias` along
     the last dim (added before the one rounding of a half type), and written into `out`, when
-    given."""
+    given. `allow_tf32` (the CUDA kernel's TF32 choice) changes nothing: float32 stays float32
+    here, as on PyTorch's CPU."""
     result = _product(a, b, bias)
     if out is None:
         return result

@@ -8,7 +8,9 @@ storage, so one implementation serves every device and every number of spatial d
 On a device whose backend has implicit-GEMM convolution kernels (CUDA), 1-D and 2-D
 convolutions in float32, float16 and bfloat16 run through them instead, forward and backward
 (`_ImplicitConv`, `_ImplicitConvTranspose`, `_ImplicitWeightGrad`: each one's backward is made
-of the others, so gradients of any order stay on the kernels). 3-D ones keep im2col.
+of the others, so gradients of any order stay on the kernels); their float32 products run TF32
+per genesis.backends.cudnn.allow_tf32, as PyTorch's cuDNN convolutions. 3-D ones keep im2col,
+whose matmul follows genesis.backends.cuda.matmul.allow_tf32.
 """
 
 import itertools

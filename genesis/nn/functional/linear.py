@@ -3,7 +3,9 @@
 Where a backend has a fused kernel ("linear_act": the CUDA backend), `linear` runs as one
 kernel with the bias added in the matmul's epilogue, and `linear_activation` adds an activation
 (relu, gelu, gelu_tanh, silu) to that epilogue too. Elsewhere both compose matmul, add and the
-activation, unchanged.
+activation, unchanged. On the GPU their float32 products run TF32 per
+genesis.backends.cuda.matmul.allow_tf32, or per linear_activation's `allow_tf32` (the recurrent
+layers pass genesis.backends.cudnn.allow_tf32), in the backward as in the forward.
 """
 
 from ... import dtypes
@@ -51,19 +53,21 @@ def _fusable(input, weight, bias):
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dimension of `input`."""
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, None)
+        return _LinearAct.apply(input, weight, bias, None, None)
     return _composed(input, weight, bias)
 
 
 @autocast_policy("linear")
-def linear_activation(input, weight, bias=None, activation=None):
+def linear_activation(input, weight, bias=None, activation=None, allow_tf32=None):
     """act(input @ weight.T + bias), `activation` one of None, "relu", "gelu", "gelu_tanh",
-    "silu": one kernel where the backend fuses it, the composed ops elsewhere."""
+    "silu": one kernel where the backend fuses it, the composed ops elsewhere. `allow_tf32`:
+    whether the fused kernels' float32 products, forward and backward, run TF32 (None:
+    genesis.backends.cuda.matmul.allow_tf32)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"linear_activation: activation must be one of {ACTIVATIONS}, "
                          f"got {activation!r}")
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, activation)
+        return _LinearAct.apply(input, weight, bias, activation, allow_tf32)
     return _activate(_composed(input, weight, bias), activation)
 
 
@@ -80,13 +84,14 @@ class _LinearAct(Function):
     pre-activation z when the backward needs it. Backward: dz = g * act'(z), then
     dx = dz @ W, dW = dz^T x (batch folded into one product), db = sum(dz); when the backward
     itself is differentiated, z is recomputed with genesis ops so every order is exact;
-    otherwise the three products run as one backend call ("linear_act_backward")."""
+    otherwise the three products run as one backend call ("linear_act_backward"), with the
+    forward's `allow_tf32` (None: the matmul flag as each runs)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, activation):
+    def forward(ctx, x, weight, bias, activation, allow_tf32):
         keep = activation is not None and any(ctx.needs_input_grad[:3])
-        y, z = call("linear_act", x, weight, bias, activation, keep, device=x.device)
-        ctx.activation = activation
+        y, z = call("linear_act", x, weight, bias, activation, keep, allow_tf32, device=x.device)
+        ctx.activation, ctx.allow_tf32 = activation, allow_tf32
         ctx.save_for_backward(x, weight, bias, None if z is None else wrap(z, x.device))
         return wrap(y, x.device)
 
@@ -101,14 +106,15 @@ class _LinearAct(Function):
                 g = _activation_backward(g, z, ctx.activation)
         needs = ctx.needs_input_grad[:2] + (bias is not None and ctx.needs_input_grad[2],)
         if not differentiable and has_kernel("linear_act_backward", x.device.type):
-            grads = call("linear_act_backward", g, x, weight, *needs, device=x.device)
-            return tuple(None if a is None else wrap(a, x.device) for a in grads) + (None,)
+            grads = call("linear_act_backward", g, x, weight, *needs, ctx.allow_tf32,
+                         device=x.device)
+            return tuple(None if a is None else wrap(a, x.device) for a in grads) + (None, None)
         n, k = weight.shape
         gx = linalg.matmul(g, weight) if needs[0] else None
         g2 = g.reshape(-1, n)
         gw = linalg.matmul(g2.mT, x.reshape(-1, k)) if needs[1] else None
         gb = g2.sum(0) if needs[2] else None
-        return gx, gw, gb, None
+        return gx, gw, gb, None, None
 
 
 def _activation_backward(g, z, activation):

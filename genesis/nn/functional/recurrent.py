@@ -6,6 +6,11 @@ receives its precomputed input gates `gi` and adds one matmul of the hidden stat
 forward and one backward ("lstm_cell_fwd"/"_bwd", "gru_cell_fwd"/"_bwd"); when the backward
 itself is differentiated (create_graph), its gradients are written with genesis ops instead,
 so every order is exact.
+
+Precision: the layers (nn.RNN, LSTM, GRU) pass `allow_tf32`, genesis.backends.cudnn.allow_tf32
+as it was when the layer ran forward, so that on the GPU their float32 products, forward and
+backward, run TF32 as PyTorch's cuDNN RNN does by default; the cells (RNNCell, LSTMCell,
+GRUCell, not cuDNN in PyTorch either) leave it None: genesis.backends.cuda.matmul.allow_tf32.
 """
 
 from ...autograd.function import Function
@@ -14,29 +19,34 @@ from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.common import call, wrap
 from .activation import relu, sigmoid, tanh
-from .linear import linear
+from .linear import linear_activation
 
 _ACTIVATIONS = {"tanh": tanh, "relu": relu}
 
 
-def rnn_step(gi, state, w_hh, b_hh, nonlinearity):
+def _linear(x, weight, bias, allow_tf32):
+    """x W^T + b, float32 in TF32 per `allow_tf32` (None: the matmul flag)."""
+    return linear_activation(x, weight, bias, None, allow_tf32)
+
+
+def rnn_step(gi, state, w_hh, b_hh, nonlinearity, allow_tf32=None):
     """Elman step: h' = act(gi + h W_hh^T + b_hh)."""
     (h,) = state
-    return (_ACTIVATIONS[nonlinearity](gi + linear(h, w_hh, b_hh)),)
+    return (_ACTIVATIONS[nonlinearity](gi + _linear(h, w_hh, b_hh, allow_tf32)),)
 
 
-def lstm_step(gi, state, w_hh, b_hh, w_hr=None):
+def lstm_step(gi, state, w_hh, b_hh, w_hr=None, allow_tf32=None):
     """LSTM step on gates (input, forget, cell, output); h' is projected by W_hr when given."""
     h, c = state
-    h, c = _LSTMCell.apply(gi, linear(h, w_hh, b_hh), c)
-    return (h if w_hr is None else linear(h, w_hr), c)
+    h, c = _LSTMCell.apply(gi, _linear(h, w_hh, b_hh, allow_tf32), c)
+    return (h if w_hr is None else _linear(h, w_hr, None, allow_tf32), c)
 
 
-def gru_step(gi, state, w_hh, b_hh):
+def gru_step(gi, state, w_hh, b_hh, allow_tf32=None):
     """GRU step: reset r, update z, candidate n = tanh(gi_n + r (h W_hn^T + b_hn)),
     h' = (1 - z) n + z h."""
     (h,) = state
-    return (_GRUCell.apply(gi, linear(h, w_hh, b_hh), h),)
+    return (_GRUCell.apply(gi, _linear(h, w_hh, b_hh, allow_tf32), h),)
 
 
 def _lstm_gates(gi, gh, c):
@@ -151,9 +161,9 @@ def scan_reverse(step, gates, batch_sizes, initial):
     return shape_copies.cat(outputs, 0), state
 
 
-def input_gates(x, w_ih, b_ih, b_hh, fold_hidden_bias):
+def input_gates(x, w_ih, b_ih, b_hh, fold_hidden_bias, allow_tf32=None):
     """x W_ih^T + b_ih for every time step at once; b_hh joins it when the step adds it
     unscaled (RNN, LSTM), but not for GRU, whose candidate gate scales h W_hn^T + b_hn by r."""
-    if b_ih is None:
-        return linear(x, w_ih)
-    return linear(x, w_ih, ew.add(b_ih, b_hh) if fold_hidden_bias else b_ih)
+    if b_ih is not None:
+        b_ih = ew.add(b_ih, b_hh) if fold_hidden_bias else b_ih
+    return _linear(x, w_ih, b_ih, allow_tf32)

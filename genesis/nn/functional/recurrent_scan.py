@@ -18,6 +18,9 @@ A loop's launches are planned once (the backend's "scan_step"): the kernel looke
 arguments assembled, the matmul's configuration chosen; a step then moves only the addresses
 of its slots, so its host time is a few Python calls per launch (about a third of what views
 and a full dispatch per launch cost). A backend without scan_step gets views made each step.
+
+Every product, forward and backward, runs in the precision the layer passed (`allow_tf32`, see
+recurrent.py): the backward keeps the forward's.
 """
 
 import functools
@@ -49,21 +52,23 @@ def applies(mode, gates, state, w_hh, extra, batch_sizes):
             and has_kernel(_CELLS[mode][0], device.type))
 
 
-def scan(mode, gates, steps, state, w_hh, extra, reverse):
+def scan(mode, gates, steps, state, w_hh, extra, reverse, allow_tf32=None):
     """(output rows, final states) of one layer direction, as recurrent.scan_forward (or
-    scan_reverse when `reverse`) returns them; `extra` is the LSTM's W_hr or the GRU's b_hh."""
+    scan_reverse when `reverse`) returns them; `extra` is the LSTM's W_hr or the GRU's b_hh;
+    float32 products in TF32 per `allow_tf32` (None: the matmul flag)."""
     if mode == "LSTM":
-        out, h, c = _LSTMScan.apply(gates, *state, w_hh, extra, steps, reverse)
+        out, h, c = _LSTMScan.apply(gates, *state, w_hh, extra, steps, reverse, allow_tf32)
         return out, (h, c)
-    out, h = _GRUScan.apply(gates, *state, w_hh, extra, steps, reverse)
+    out, h = _GRUScan.apply(gates, *state, w_hh, extra, steps, reverse, allow_tf32)
     return out, (h,)
 
 
 class _Layout:
-    """The kernels of one call, looked up once, and the time-major buffers they work on: a
-    buffer is a contiguous (slots * B, width) array; its slots are (B, width) views."""
+    """The kernels of one call, looked up once, the precision of its products, and the
+    time-major buffers they work on: a buffer is a contiguous (slots * B, width) array; its
+    slots are (B, width) views."""
 
-    def __init__(self, mode, like, steps, reverse):
+    def __init__(self, mode, like, steps, reverse, allow_tf32):
         device_type = like.device.type
         self.matmul = kernel("matmul", device_type)
         self.as_strided = kernel("as_strided", device_type)
@@ -74,6 +79,7 @@ class _Layout:
                                                                         device_type) else None
         self.dtype, self.device = like.dtype, like.device
         self.steps, self.batch, self.reverse = steps, like.shape[0] // steps, reverse
+        self.allow_tf32 = allow_tf32
         # A state buffer's slot t + `prev` holds the state step t reads, t + `new` the one it
         # writes; the initial state sits in slot T (reverse) or 0, the final one in 0 or T.
         self.prev, self.new = (1, 0) if reverse else (0, 1)
@@ -112,6 +118,10 @@ class _Layout:
         fn = kernel(op, self.device.type)
         return lambda t: fn(*self._at(args, t))
 
+    def product(self, a, b, bias, out):
+        """stepper of the matmul a @ b (+ bias) into `out`, in the layer's precision."""
+        return self.stepper("matmul", a, b, bias, out, self.allow_tf32)
+
     def _at(self, args, t):
         return tuple([self.slot(a.buffer, t + a.k) if a.__class__ is _Slot
                       else self._at(a, t) if a.__class__ is tuple else a for a in args])
@@ -136,7 +146,8 @@ class _Layout:
 
     def weight_grad(self, grads, inputs):
         """The sum over steps of grads_t^T inputs_t, as one (G, T * B) @ (T * B, W) product."""
-        return self.tensor(self.matmul(self.transposed(grads), inputs))
+        return self.tensor(self.matmul(self.transposed(grads), inputs, None, None,
+                                       self.allow_tf32))
 
 
 class _Slot:
@@ -164,8 +175,9 @@ def _replay(ctx, per_step, inputs, grads):
     """The input gradients through the per-step path, recomputed from the saved inputs with
     grad mode on, so that they are themselves differentiable (create_graph)."""
     wanted = [i for i, need in enumerate(ctx.needs_input_grad) if need]
+    lay = ctx.layout
     with enable_grad():
-        outputs = per_step(*inputs, ctx.layout.steps, ctx.layout.reverse)
+        outputs = per_step(*inputs, lay.steps, lay.reverse, lay.allow_tf32)
         found = engine.grad(outputs, [inputs[i] for i in wanted], grads, create_graph=True,
                             allow_unused=True)
     result = [None] * len(ctx.needs_input_grad)
@@ -181,14 +193,14 @@ def _per_step(step, gates, state, steps, reverse):
     return (out, *final)
 
 
-def _per_step_lstm(gates, h0, c0, w_hh, w_hr, steps, reverse):
-    step = functools.partial(R.lstm_step, w_hh=w_hh, b_hh=None, w_hr=w_hr)
+def _per_step_lstm(gates, h0, c0, w_hh, w_hr, steps, reverse, allow_tf32):
+    step = functools.partial(R.lstm_step, w_hh=w_hh, b_hh=None, w_hr=w_hr, allow_tf32=allow_tf32)
     return _per_step(step, gates, (h0, c0), steps, reverse)
 
 
-def _per_step_gru(gates, h0, w_hh, b_hh, steps, reverse):
-    return _per_step(functools.partial(R.gru_step, w_hh=w_hh, b_hh=b_hh), gates, (h0,), steps,
-                     reverse)
+def _per_step_gru(gates, h0, w_hh, b_hh, steps, reverse, allow_tf32):
+    step = functools.partial(R.gru_step, w_hh=w_hh, b_hh=b_hh, allow_tf32=allow_tf32)
+    return _per_step(step, gates, (h0,), steps, reverse)
 
 
 class _LSTMScan(Function):
@@ -196,8 +208,8 @@ class _LSTMScan(Function):
     (both biases in), h_0, c_0, W_hh and W_hr (None without projection)."""
 
     @staticmethod
-    def forward(ctx, gates, h0, c0, w_hh, w_hr, steps, reverse):
-        lay = _Layout("LSTM", gates, steps, reverse)
+    def forward(ctx, gates, h0, c0, w_hh, w_hr, steps, reverse, allow_tf32):
+        lay = _Layout("LSTM", gates, steps, reverse, allow_tf32)
         gi, w_hh_a, w_hr_a = _arrays(gates, w_hh, w_hr)
         gh = lay.empty(steps, gi.shape[-1])
         hs, cs = lay.states(h0), lay.states(c0)
@@ -222,18 +234,18 @@ def _lstm_forward(lay, gi, gh, hs, cs, raw, w_hh, w_hr):
     unprojected value, which W_hr^T then projects) and c_t into their slots."""
     prev, new = lay.prev, lay.new
     h_out = _Slot(hs, new) if raw is None else _Slot(raw)
-    steps = [lay.stepper("matmul", _Slot(hs, prev), lay.transposed(w_hh), None, _Slot(gh)),
+    steps = [lay.product(_Slot(hs, prev), lay.transposed(w_hh), None, _Slot(gh)),
              lay.stepper(lay.cell_fwd, _Slot(gi), _Slot(gh), _Slot(cs, prev),
                          (h_out, _Slot(cs, new)))]
     if raw is not None:
-        steps.append(lay.stepper("matmul", h_out, lay.transposed(w_hr), None, _Slot(hs, new)))
+        steps.append(lay.product(h_out, lay.transposed(w_hr), None, _Slot(hs, new)))
     for t in lay.order():
         for step in steps:
             step(t)
 
 
 def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
-    """(d gates, d h_0, d c_0, d W_hh, d W_hr, None, None). Per step: the gate-backward kernel
+    """(d gates, d h_0, d c_0, d W_hh, d W_hr, None, None, None). Per step: the gate-backward kernel
     on dh_t = d out_t + the carried gradient (which it adds itself, unless W_hr projects h_t:
     then dh_t is kept for d W_hr and goes through W_hr first), carry = d gates_t W_hh."""
     d_out, carry, dc = grads
@@ -252,16 +264,16 @@ def _lstm_backward(lay, needs, grads, buffers, w_hh, w_hr):
             return lay.stepper(lay.cell_bwd, _Slot(d_out), dc_in, *reads,
                                (_Slot(d_gates), dc_new), carried)
         add = lay.stepper("elementwise_into", "add", _Slot(d_hs), (_Slot(d_out), carried))
-        project = lay.stepper("matmul", _Slot(d_hs), w_hr, None, d_raw)
+        project = lay.product(_Slot(d_hs), w_hr, None, d_raw)
         gates = lay.stepper(lay.cell_bwd, d_raw, dc_in, *reads, (_Slot(d_gates), dc_new))
         return _chain(add, project, gates)
-    back = lay.stepper("matmul", _Slot(d_gates), w_hh, None, carry_out)
+    back = lay.product(_Slot(d_gates), w_hh, None, carry_out)
     dc = _backward_loop(lay, cell, (dc, carry), dc_pair, carry_out, back)
     d_w_hh = lay.weight_grad(d_gates, lay.rows(hs, lay.prev)) if needs[3] else None
     d_w_hr = lay.weight_grad(d_hs, raw) if raw is not None and needs[4] else None
     return (lay.tensor(d_gates) if needs[0] else None,
             lay.tensor(carry_out) if needs[1] else None,
-            lay.tensor(dc) if needs[2] else None, d_w_hh, d_w_hr, None, None)
+            lay.tensor(dc) if needs[2] else None, d_w_hh, d_w_hr, None, None, None)
 
 
 def _backward_loop(lay, cell, first, pair, carry_out, back):
@@ -291,13 +303,13 @@ class _GRUScan(Function):
     h_0, W_hh and b_hh (None without biases)."""
 
     @staticmethod
-    def forward(ctx, gates, h0, w_hh, b_hh, steps, reverse):
-        lay = _Layout("GRU", gates, steps, reverse)
+    def forward(ctx, gates, h0, w_hh, b_hh, steps, reverse, allow_tf32):
+        lay = _Layout("GRU", gates, steps, reverse, allow_tf32)
         gi, w_hh_a, bias = _arrays(gates, w_hh, b_hh)
         gh = lay.empty(steps, gi.shape[-1])
         hs = lay.states(h0)
         prev, new = lay.prev, lay.new
-        product = lay.stepper("matmul", _Slot(hs, prev), lay.transposed(w_hh_a), bias, _Slot(gh))
+        product = lay.product(_Slot(hs, prev), lay.transposed(w_hh_a), bias, _Slot(gh))
         cell = lay.stepper(lay.cell_fwd, _Slot(gi), _Slot(gh), _Slot(hs, prev), (_Slot(hs, new),))
         for t in lay.order():
             product(t)
@@ -316,7 +328,7 @@ class _GRUScan(Function):
 
 
 def _gru_backward(lay, needs, grads, buffers, w_hh):
-    """(d gates, d h_0, d W_hh, d b_hh, None, None). Per step: the gate-backward kernel on
+    """(d gates, d h_0, d W_hh, d b_hh, None, None, None). Per step: the gate-backward kernel on
     dh_t = d out_t + the two carried parts, d gh_{t+1} W_hh and dh_{t+1} z_{t+1} (it writes
     d gi_t, d gh_t and dh_t z_t), then carry = d gh_t W_hh."""
     d_out, carry = grads
@@ -329,10 +341,10 @@ def _gru_backward(lay, needs, grads, buffers, w_hh):
         """The gate-backward step reading the carried gradient and dh z from dz_in."""
         return lay.stepper(lay.cell_bwd, _Slot(d_out), _Slot(gi), _Slot(gh), _Slot(hs, lay.prev),
                            (_Slot(d_gi), _Slot(d_gh), dz_new), carried, dz_in)
-    back = lay.stepper("matmul", _Slot(d_gh), w_hh, None, carry_out)
+    back = lay.product(_Slot(d_gh), w_hh, None, carry_out)
     dz = _backward_loop(lay, cell, (None, carry), dz_pair, carry_out, back)
     lay.into("add", carry_out, (carry_out, dz))
     d_w_hh = lay.weight_grad(d_gh, lay.rows(hs, lay.prev)) if needs[2] else None
     d_b_hh = lay.tensor(d_gh).sum(0) if needs[3] else None
     return (lay.tensor(d_gi) if needs[0] else None, lay.tensor(carry_out) if needs[1] else None,
-            d_w_hh, d_b_hh, None, None)
+            d_w_hh, d_b_hh, None, None, None)

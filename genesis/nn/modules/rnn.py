@@ -3,7 +3,10 @@
 A layer runs layer by layer and direction by direction: the input projection of all time steps
 is one matmul, then each step adds one matmul of the hidden state and the gate math
 (functional/recurrent.py). Padded and packed inputs share that path: both become time-major
-rows with a batch size per step.
+rows with a batch size per step. On the GPU the layers' float32 products, forward and backward,
+run TF32 when genesis.backends.cudnn.allow_tf32 is set as they run forward (the default), as
+PyTorch's cuDNN RNN does; the cells follow genesis.backends.cuda.matmul.allow_tf32, as
+PyTorch's do.
 """
 
 import functools
@@ -11,6 +14,7 @@ import math
 import numbers
 import warnings
 
+from ...backends import cudnn
 from ...ops import creation
 from ...ops import shape_copies
 from .. import functional as F
@@ -263,23 +267,25 @@ class RNNBase(Module):
     def _check_args(self, input, states, batch_sizes):
         self.check_forward_args(input, self._from_states(states), batch_sizes)
 
-    def _step(self, weights):
+    def _step(self, weights, allow_tf32):
         """The step function of one layer/direction, called as step(input_gates, states)."""
         raise NotImplementedError
 
-    def _scan(self, weights, gates, batch_sizes, state, reverse):
+    def _scan(self, weights, gates, batch_sizes, state, reverse, allow_tf32):
         """One layer direction over its input gates: the sequence-level Function where it
         applies (LSTM and GRU over equal lengths), else the per-step path."""
         extra = weights["weight_hr"] if self.mode == "LSTM" else weights["bias_hh"]
         if S.applies(self.mode, gates, state, weights["weight_hh"], extra, batch_sizes):
             return S.scan(self.mode, gates, len(batch_sizes), state, weights["weight_hh"],
-                          extra, reverse)
+                          extra, reverse, allow_tf32)
         scan = R.scan_reverse if reverse else R.scan_forward
-        return scan(self._step(weights), gates, batch_sizes, state)
+        return scan(self._step(weights, allow_tf32), gates, batch_sizes, state)
 
     def _run(self, x, batch_sizes, states):
         """All layers and directions over time-major rows `x`; returns the last layer's output
-        rows and the final states stacked as (num_layers * num_directions, batch, *)."""
+        rows and the final states stacked as (num_layers * num_directions, batch, *). The
+        products' precision is cudnn.allow_tf32 as it is now, kept for their backward."""
+        allow_tf32 = cudnn.allow_tf32
         finals, initial = [], [s.unbind(0) for s in states]
         for layer in range(self.num_layers):
             outputs = []
@@ -287,9 +293,10 @@ class RNNBase(Module):
                 index = layer * self._num_directions + direction
                 weights = self._layer_weights(index)
                 gates = R.input_gates(x, weights["weight_ih"], weights["bias_ih"],
-                                      weights["bias_hh"], self._folds_hidden_bias)
+                                      weights["bias_hh"], self._folds_hidden_bias, allow_tf32)
                 out, final = self._scan(weights, gates, batch_sizes,
-                                        tuple(s[index] for s in initial), direction == 1)
+                                        tuple(s[index] for s in initial), direction == 1,
+                                        allow_tf32)
                 outputs.append(out)
                 finals.append(final)
             x = shape_copies.cat(outputs, -1) if len(outputs) > 1 else outputs[0]
@@ -315,9 +322,9 @@ class RNN(RNNBase):
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
         super().__init__(mode, *args, **kwargs)
 
-    def _step(self, weights):
+    def _step(self, weights, allow_tf32):
         return functools.partial(R.rnn_step, w_hh=weights["weight_hh"], b_hh=None,
-                                 nonlinearity=self.nonlinearity)
+                                 nonlinearity=self.nonlinearity, allow_tf32=allow_tf32)
 
 
 class LSTM(RNNBase):
@@ -360,9 +367,9 @@ class LSTM(RNNBase):
             raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
                                f"({hx[0].ndim}-D, {hx[1].ndim}-D) tensors")
 
-    def _step(self, weights):
+    def _step(self, weights, allow_tf32):
         return functools.partial(R.lstm_step, w_hh=weights["weight_hh"], b_hh=None,
-                                 w_hr=weights["weight_hr"])
+                                 w_hr=weights["weight_hr"], allow_tf32=allow_tf32)
 
 
 class GRU(RNNBase):
@@ -376,8 +383,9 @@ class GRU(RNNBase):
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
-    def _step(self, weights):
-        return functools.partial(R.gru_step, w_hh=weights["weight_hh"], b_hh=weights["bias_hh"])
+    def _step(self, weights, allow_tf32):
+        return functools.partial(R.gru_step, w_hh=weights["weight_hh"], b_hh=weights["bias_hh"],
+                                 allow_tf32=allow_tf32)
 
 
 class RNNCellBase(Module):

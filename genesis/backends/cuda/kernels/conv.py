@@ -36,7 +36,9 @@ copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g), out channels
 
 Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a float32
 accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
-tensor-core products when genesis.backends.cuda.matmul.allow_tf32 is set, else IEEE float32.
+tensor-core products when genesis.backends.cudnn.allow_tf32 is set (the default), else IEEE
+float32, as PyTorch's cuDNN convolutions follow that flag, not the matmul one; it is read at
+each call and is part of the plan keys, so a change takes effect at once.
 
 Few channels (the RGB stem): the inner tile is at least 16 wide, so with 3 channels it would
 idle 13 of 16 lanes; an undilated single-group forward then walks whole kernel rows, the (s, c)
@@ -59,7 +61,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from .. import matmul as flags
+from ... import cudnn
 from ..array_ops import as_strided, contiguous
 from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
@@ -302,13 +304,13 @@ class Conv:
 
 
 def _precision(dtype):
-    """tl.dot's precision: tensor cores for half types, for float32 only with allow_tf32."""
-    return "tf32" if dtype in _HALF or flags.allow_tf32 else "ieee"
+    """tl.dot's precision: tensor cores for half types, for float32 only with cudnn.allow_tf32."""
+    return "tf32" if dtype in _HALF or cudnn.allow_tf32 else "ieee"
 
 
 def _max_bk(dtype):
     """The inner tile: 64 half-type elements (128 bytes), 32 for TF32, 16 for IEEE float32."""
-    return 64 if dtype in _HALF else 32 if flags.allow_tf32 else 16
+    return 64 if dtype in _HALF else 32 if cudnn.allow_tf32 else 16
 
 
 def _tiles(rows, c_out, c_in, dtype, programs):
@@ -511,7 +513,7 @@ def _run_conv(x, weight, bias, conv, transposed, out_size):
     out = _empty_output(shape, x.dtype, channels_last or by_rows, device, stream)
     key = (x.shape, x.strides, weight.shape, x.dtype, x.ptr % 16 == 0,
            None if bias is None else bias.ptr % 16 == 0, conv.key(), transposed, out_size,
-           flags.allow_tf32, device)
+           cudnn.allow_tf32, device)
     x = _channels_last(x, stream)
     launch, dims = _conv_plans.get_or_build(
         key, lambda: _conv_plan(x, w, bias, out, conv, transposed))
@@ -564,7 +566,7 @@ def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, g
     part = out if splits == 1 else CUDAArray.empty((splits,) + weight_shape, np.float32,
                                                    device, stream)
     key = (x.shape, x.strides, grad.shape, grad.strides, weight_shape, x.dtype,
-           x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), flags.allow_tf32, device)
+           x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), cudnn.allow_tf32, device)
     x, grad = _channels_last(x, stream), _channels_last(grad, stream)
 
     def plan():

@@ -25,8 +25,11 @@ activation and rounds once to the output dtype (the "epilogue").
 - Batches: one 1-D grid of batch x tiles programs (no 65535 grid-y limit); a batch of matrices
   times one matrix (Linear on 3-D input) is folded into one tall product first.
 - float32 is strict IEEE (`input_precision="ieee"`, FMA-based) unless
-  `genesis.backends.cuda.matmul.allow_tf32` is set. float64 and integer products use a plain
-  broadcast-multiply-sum tile loop (float64 / wrapping integer arithmetic, as PyTorch).
+  `genesis.backends.cuda.matmul.allow_tf32` is set; a caller may decide instead (`allow_tf32`
+  of matmul_arrays, matmul_plan and the kernels: the recurrent layers follow
+  genesis.backends.cudnn.allow_tf32, as PyTorch's cuDNN RNN does). float64 and integer products
+  use a plain broadcast-multiply-sum tile loop (float64 / wrapping integer arithmetic, as
+  PyTorch).
 
 Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
 (backends/cuda/libraries.py) and, for skinny products (at most gemv.MAX_ROWS rows, no batch
@@ -237,18 +240,20 @@ class Problem:
     and each operand's element strides (batch strides, then row and column); arrays by role
     ("a", "b", "c", "bias", "z", and "row_sum": where given, a's rows summed over k, written
     beside c). `gated`: a's rows hold K gate then K up columns and the product takes
-    silu(gate) * up for a (a's strides are the gate half's)."""
+    silu(gate) * up for a (a's strides are the gate half's). `allow_tf32`: whether a float32
+    product runs TF32 (None: genesis.backends.cuda.matmul.allow_tf32)."""
 
     __slots__ = ("M", "N", "K", "batch_sizes", "strides", "arrays", "dtype", "act", "gated",
                  "precision", "device")
 
-    def __init__(self, M, N, K, batch_sizes, strides, arrays, act=0, gated=False):
+    def __init__(self, M, N, K, batch_sizes, strides, arrays, act=0, gated=False,
+                 allow_tf32=None):
         self.M, self.N, self.K = M, N, K
         self.batch_sizes, self.strides, self.arrays = tuple(batch_sizes), strides, arrays
         self.dtype = arrays["a"].dtype
         self.act, self.gated = act, gated
         self.device = arrays["c"].device
-        tf32 = flags.allow_tf32 and self.dtype == np.float32
+        tf32 = _tf32(allow_tf32) and self.dtype == np.float32
         self.precision = "tf32" if tf32 or self.dtype in _HALF else "ieee"
 
     def with_arrays(self, arrays):
@@ -288,6 +293,11 @@ class Problem:
         if self.gated:
             key += ("gated",)
         return key + ("gemv",) if gemv.supports(self) else key
+
+
+def _tf32(allow_tf32):
+    """Whether float32 products run TF32: `allow_tf32`, or where None the matmul flag."""
+    return flags.allow_tf32 if allow_tf32 is None else bool(allow_tf32)
 
 
 def _bucket(n):
@@ -522,7 +532,7 @@ _fast = {}
 
 
 def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_sum=None,
-                  gated=False):
+                  gated=False, allow_tf32=None):
     """act(a @ b + bias) for CUDA arrays (numpy matmul rules; bias along the last dim), and the
     pre-activation value too when `keep_z`; written into `out` when given (an array of the
     result's shape and dtype, any strides: a recurrent layer's step writes into its slice of a
@@ -530,7 +540,8 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
     receives a summed over its columns, by the same kernel (a linear layer's bias gradient
     beside its weight gradient). `gated`: a (..., 2 * K) holds gate then up columns and the
     product takes silu(gate) * up for a, as the operand is loaded (SwiGLU's down projection
-    without its separate gate kernel).
+    without its separate gate kernel). `allow_tf32`: whether a float32 product runs TF32 (None:
+    genesis.backends.cuda.matmul.allow_tf32).
 
     After the first call with a geometry (shapes, strides, dtype, alignment, flags), later ones
     skip the shape logic: the product's Problem is kept with its launcher, and only the
@@ -540,9 +551,10 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
     stream = current_stream_handle(device)
     if gated:
         a = _gate_half(a)
+    tf32 = _tf32(allow_tf32)
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, a.ptr % 16 == 0, b.ptr % 16 == 0,
            None if bias is None else (bias.shape, bias.strides, bias.ptr % 16 == 0),
-           activation, keep_z, flags.allow_tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
+           activation, keep_z, tf32, os.environ.get("GENESIS_MATMUL_BACKEND"),
            device, None if out is None else (out.shape, out.strides, out.ptr % 16 == 0),
            None if row_sum is None else (row_sum.shape, row_sum.ptr % 16 == 0), gated)
     fast = _fast.get(key)
@@ -561,7 +573,7 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
         z = CUDAArray.empty(c_shape, a.dtype, device, stream) if keep_z else None
         if row_sum is not None:
             _check_row_sum(a, b, row_sum)
-        problems = (_problems(a2, b2, c, z, bias, ACTIVATIONS[activation], gated, row_sum)
+        problems = (_problems(a2, b2, c, z, bias, ACTIVATIONS[activation], gated, row_sum, tf32)
                     if c.size else [])
         launchers = [run(problem) for problem in problems]
         if len(problems) == 1:
@@ -602,16 +614,17 @@ class _Address:
     __slots__ = ("ptr",)
 
 
-def matmul_plan(a, b, out, bias=None):
+def matmul_plan(a, b, out, bias=None, allow_tf32=None):
     """Compute out = a @ b (+ bias) now and return again(a_ptr, b_ptr, c_ptr), which computes
     it over other arrays of the same geometry (shapes, strides, dtype, 16-byte alignment) given
     by their addresses, on this call's stream: a loop launching one product per step (a
     recurrent layer's) skips matmul_arrays's per-call key and views. None, computing nothing,
-    where the product is empty or not one launch."""
+    where the product is empty or not one launch. `allow_tf32` as matmul_arrays's, fixed for
+    the plan's life."""
     a2, b2, _ = _as_batched(a, b)
     _check_out(out, a2.shape[:-1] + b2.shape[-1:], a.dtype)
     activate(a.device)
-    problems = _problems(a2, b2, out, None, bias, 0) if out.size else []
+    problems = _problems(a2, b2, out, None, bias, 0, allow_tf32=allow_tf32) if out.size else []
     if len(problems) != 1:
         return None
     launcher = run(problems[0])
@@ -625,12 +638,13 @@ def matmul_plan(a, b, out, bias=None):
     return again
 
 
-def _problems(a, b, c, z, bias, act, gated=False, row_sum=None):
+def _problems(a, b, c, z, bias, act, gated=False, row_sum=None, allow_tf32=None):
     """The Problems computing act(a @ b + bias) into `c` (and `z`, and a's row sums into
-    `row_sum`: matrices only) for matrices over one batch shape: the batch is folded into M
-    when b is shared by every entry and a and c stack into one tall matrix, then coalesced;
-    beyond MAX_BATCH_DIMS batch dims, one per leading index. Operand roles keep the arrays'
-    addresses (views here never move them)."""
+    `row_sum`: matrices only), float32 in TF32 per `allow_tf32` (as Problem's), for matrices
+    over one batch shape: the batch is folded into M when b is shared by every entry and a
+    and c stack into one tall matrix, then coalesced; beyond MAX_BATCH_DIMS batch dims, one
+    per leading index. Operand roles keep the arrays' addresses (views here never move
+    them)."""
     batch = a.shape[:-2]
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     (*ba, am, ak), (*bb, bk, bn), (*bc, cm, cn) = (x.element_strides() for x in (a, b, c))
@@ -644,27 +658,28 @@ def _problems(a, b, c, z, bias, act, gated=False, row_sum=None):
     if len(sizes) > MAX_BATCH_DIMS:
         return [p for i in range(batch[0])
                 for p in _problems(select(a, 0, i), select(b, 0, i), select(c, 0, i),
-                                   None if z is None else select(z, 0, i), bias, act, gated)]
+                                   None if z is None else select(z, 0, i), bias, act, gated,
+                                   allow_tf32=allow_tf32)]
     arrays = {"a": a, "b": b, "c": c, "bias": bias, "z": z, "row_sum": row_sum}
     strides = {"a": (*ba, am, ak), "b": (*bb, bk, bn), "c": (*bc, cm, cn)}
     if bias is not None:
         strides["bias"] = bias.element_strides()[-1] if bias.ndim else 0
-    return [Problem(M, N, K, sizes, strides, arrays, act, gated)]
+    return [Problem(M, N, K, sizes, strides, arrays, act, gated, allow_tf32)]
 
 
 @register("matmul", "cuda")
-def matmul(a, b, bias=None, out=None):
+def matmul(a, b, bias=None, out=None, allow_tf32=None):
     """numpy's matmul (1-D operands, batch broadcasting) on the GPU; plus `bias` along the last
-    dim, and into `out`, when given."""
-    return matmul_arrays(a, b, bias, out=out)
+    dim, and into `out`, when given; float32 in TF32 per `allow_tf32` (as matmul_arrays's)."""
+    return matmul_arrays(a, b, bias, out=out, allow_tf32=allow_tf32)
 
 
 @register("linear_act", "cuda")
-def linear_act(x, weight, bias, activation, keep_preactivation):
+def linear_act(x, weight, bias, activation, keep_preactivation, allow_tf32=None):
     """(act(x @ weight^T + bias), x @ weight^T + bias or None) in one kernel; `activation` is
-    None, "relu", "gelu", "gelu_tanh" or "silu"."""
+    None, "relu", "gelu", "gelu_tanh" or "silu"; `allow_tf32` as matmul_arrays's."""
     keep = keep_preactivation and activation is not None
-    out = matmul_arrays(x, _transposed(weight), bias, activation, keep)
+    out = matmul_arrays(x, _transposed(weight), bias, activation, keep, allow_tf32=allow_tf32)
     return tuple(out) if keep else (out, None)
 
 
@@ -676,21 +691,23 @@ def linear_silu_gate(gate_up, weight, bias):
 
 
 @register("linear_act_backward", "cuda")
-def linear_act_backward(g, x, weight, need_x, need_weight, need_bias):
+def linear_act_backward(g, x, weight, need_x, need_weight, need_bias, allow_tf32=None):
     """(dx, dW, db) of y = x @ W^T + b given dy = `g` (already through the activation's
     derivative), each None where not needed: dx = g @ W, dW = g^T x with the batch folded into
     the product's inner dimension, db = g summed over its rows, by dW's kernel when both are
     needed (its row sums of g^T). The same kernels as the composed ops, called on arrays: a
-    backward that records no graph skips six tensor-level ops."""
+    backward that records no graph skips six tensor-level ops. `allow_tf32` as
+    matmul_arrays's."""
     g_rows = _as_matrix(g) if need_weight or need_bias else None
-    dx = matmul_arrays(g, weight) if need_x else None
+    dx = matmul_arrays(g, weight, allow_tf32=allow_tf32) if need_x else None
     dw = db = None
     if need_weight:
         fused = need_bias and g_rows.size and x.shape[-1]
         if fused:
             db = CUDAArray.empty(g_rows.shape[1:], g.dtype, g.device,
                                  current_stream_handle(g.device))
-        dw = matmul_arrays(_transposed(g_rows), _as_matrix(x), row_sum=db if fused else None)
+        dw = matmul_arrays(_transposed(g_rows), _as_matrix(x), row_sum=db if fused else None,
+                           allow_tf32=allow_tf32)
     if need_bias and db is None:
         db = reduce("sum", g_rows, (0,), g_rows.shape[1:], g.dtype)[0]
     return dx, dw, db

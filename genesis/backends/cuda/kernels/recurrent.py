@@ -275,7 +275,7 @@ def scan_step(op, args, advances):
     positional arguments at t = 0 (`out` a tuple), `advances` mirror them; the arrays must
     outlive the function."""
     if op == "matmul":
-        return _matmul_steps(args, advances)
+        return _matmul_steps(advances, *args)
     call = _CALLS.get(op)
     if call is None:
         return None
@@ -301,13 +301,13 @@ def _cell_steps(fn, arrays, advances, state):
     return at
 
 
-def _matmul_steps(args, advances):
-    """scan_step of a product of matrices whose moves keep their 16-byte alignment: its first
-    step plans it (kernels/matmul.py's matmul_plan), later ones give the plan addresses."""
-    a, b, bias, out = args
+def _matmul_steps(advances, a, b, bias=None, out=None, allow_tf32=None):
+    """scan_step of "matmul" (its arguments after `advances`), a product of matrices whose
+    moves keep their 16-byte alignment: its first step plans it (kernels/matmul.py's
+    matmul_plan, in the precision `allow_tf32` asks), later ones give the plan addresses."""
     if advances[2] or a.ndim != 2 or b.ndim != 2 or out.size == 0:
         return None
-    a_step, b_step, _, out_step = (step * a.itemsize for step in advances)
+    a_step, b_step, out_step = (advances[i] * a.itemsize for i in (0, 1, 3))
     if (a_step | b_step | out_step) % 16:
         return None
     plan = None
@@ -316,7 +316,7 @@ def _matmul_steps(args, advances):
         nonlocal plan
         if plan is None:
             plan = matmul_plan(_moved(a, t * a_step), _moved(b, t * b_step),
-                               _moved(out, t * out_step), bias)
+                               _moved(out, t * out_step), bias, allow_tf32)
         else:
             plan(a.ptr + t * a_step, b.ptr + t * b_step, out.ptr + t * out_step)
     return at
