@@ -255,6 +255,23 @@ def test_binary_layouts(gpu, layout_a, layout_b, rng):
     run_both("sub", [a, b], [ga, gb])
 
 
+@pytest.mark.parametrize("half", [np.dtype(np.float16), BF16], ids=str)
+@pytest.mark.parametrize("op", ["add", "mul", "div", "remainder", "maximum", "lt", "gelu_backward"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("half_first", [False, True])
+def test_half_beside_float32(gpu, half, op, layout, half_first, rng):
+    """A half-type array beside a float32 one is read as float32: the result is the float32
+    op of the half values widened, bit for bit, with no cast kernel before it."""
+    a = values((11, 70), np.dtype(np.float32), rng)
+    h, gh = operand(values((11, 70), half, rng), layout)
+    cpu = [h.astype(np.float32), a] if half_first else [a, h.astype(np.float32)]
+    gpu_args = [gh, ti.to_device(a)] if half_first else [ti.to_device(a), gh]
+    expected = np.asarray(dispatch.kernel(op, "cpu")(*cpu))
+    actual = ti.to_host(dispatch.kernel(op, "cuda")(*gpu_args))
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual, expected)
+
+
 @pytest.mark.parametrize("dtype", FLOATS + INTS, ids=str)
 @pytest.mark.parametrize("scalar_first", [False, True])
 def test_python_scalars(gpu, dtype, scalar_first, rng):

@@ -25,13 +25,28 @@ def _device(op, operands):
     return devices.pop()
 
 
-def _operand(x, dtype, shape, device):
-    """A kernel argument: a Python scalar, or a backend array cast to `dtype` viewed as `shape`."""
+_HALVES = (dtypes.float16, dtypes.bfloat16)
+
+
+def _operand(x, dtype, shape, device, reads_halves=False):
+    """A kernel argument: a Python scalar, or a backend array cast to `dtype` viewed as `shape`;
+    a half-type array left as it is where the kernel `reads_halves` as float32 itself."""
     if not isinstance(x, Tensor):
         return scalar_for(dtype, x)
     if x.device != device:
         return scalar_for(dtype, x.item())
-    return broadcast_data(cast(x, dtype), shape)
+    if not (reads_halves and x.dtype in _HALVES):
+        x = cast(x, dtype)
+    return broadcast_data(x, shape)
+
+
+def _reads_halves(fn, dtype, operands, device):
+    """Whether kernel `fn` takes this op's half-type operands uncast: it reads them as float32
+    (the CUDA binary kernels), the op computes in float32, and a float32 array operand tells
+    the kernel so."""
+    return (dtype is dtypes.float32 and getattr(fn, "READS_HALVES_AS_FLOAT32", False)
+            and any(isinstance(x, Tensor) and x.dtype is dtype and x.device == device
+                    for x in operands))
 
 
 def _check_operands(op, operands):
@@ -93,9 +108,10 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)
     shape = broadcast_shapes(*(_shape(x) for x in operands), op=op)
-    args = [_operand(x, dtype, shape, device) for x in operands]
-    data = kernel(kernel_op or op, device.type)(*args, **kwargs)
-    return wrap(data, device)
+    fn = kernel(kernel_op or op, device.type)
+    reads_halves = _reads_halves(fn, dtype, operands, device)
+    args = [_operand(x, dtype, shape, device, reads_halves) for x in operands]
+    return wrap(fn(*args, **kwargs), device)
 
 
 def category(dtype):

@@ -2,7 +2,10 @@
 
 Same contract as the CPU kernels: operands arrive broadcast to one shape (broadcast dims have
 stride 0) and cast to one dtype, or as Python scalars (passed as kernel scalars, not device
-tensors); the result is a new contiguous array. Half types compute in float32 and round once;
+tensors); the result is a new contiguous array. One exception saves a cast kernel a mixed
+operation would need (autocast's bfloat16 output added to a float32 residual): the binary
+kernels take float16/bfloat16 arrays beside float32 ones (`READS_HALVES_AS_FLOAT32`), read them
+as float32 (exact) and compute in float32, as the cast would have them. Half types compute in float32 and round once;
 comparisons and predicates give bool. One Triton kernel body serves every op: `OP` (a constexpr
 string) selects the formula (kernels/_elementwise_formulas.py), so each (op, dtypes, layout) is
 its own small specialization.
@@ -241,16 +244,17 @@ def _block_size(dtype):
     return 128 * 32 // dtype.itemsize
 
 
-def run(op, operands, params=()):
+def run(op, operands, params=(), dtype=None):
     """A new contiguous array holding `op` applied to `operands` (arrays of one shape or
-    scalars) with op parameters `params`."""
+    scalars) with op parameters `params`, computed in `dtype` (default: the arrays')."""
     ref = operands[0]
     if ref.__class__ is not CUDAArray:
         ref = next(x for x in operands if x.__class__ is CUDAArray)
     device = ref.storage.device
     activate(device)
     stream = current_stream_handle(device)
-    dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
+    if dtype is None:
+        dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
     if out.storage.nbytes:
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
@@ -475,15 +479,21 @@ def _unary_kernel(op):
     return _named(kernel, op)
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _run_binary(op, a, b):
+    """run(op, (a, b)); a half-type array beside a float32 one is read as float32 (see the
+    module docstring)."""
+    if a.__class__ is CUDAArray and b.__class__ is CUDAArray and a.dtype is not b.dtype:
+        return run(op, (a, b), dtype=_FLOAT32)
+    return run(op, (a, b))
+
+
 def _binary_kernel(op):
     def kernel(a, b):
-        return run(op, (a, b))
-    return _named(kernel, op)
-
-
-def _derivative_kernel(op):
-    def kernel(g, v):
-        return run(op, (g, v))
+        return _run_binary(op, a, b)
+    kernel.READS_HALVES_AS_FLOAT32 = True
     return _named(kernel, op)
 
 
@@ -494,7 +504,8 @@ def _division_kernel(op):
     def kernel(a, b):
         if not isinstance(b, CUDAArray) and b == 0 and not is_float(a.dtype):
             raise RuntimeError(f"ZeroDivisionError: {op}: integer division by zero")
-        return run(op, (a, b))
+        return _run_binary(op, a, b)
+    kernel.READS_HALVES_AS_FLOAT32 = True
     return _named(kernel, op)
 
 
@@ -507,8 +518,7 @@ def _named(kernel, op):
 for _op in UNARY_OPS:
     register(_op, "cuda")(_unary_kernel(_op))
 for _op in BINARY_OPS:
-    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else
-                           _derivative_kernel if _op in DERIVATIVE_OPS else _binary_kernel)(_op))
+    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else _binary_kernel)(_op))
 
 
 @register("elu", "cuda")
