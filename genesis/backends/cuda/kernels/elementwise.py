@@ -497,6 +497,14 @@ def _binary_kernel(op):
     return _named(kernel, op)
 
 
+def _derivative_kernel(op):
+    """A binary kernel with the CPU derivative kernels' parameter names (gradient, value)."""
+    def kernel(g, v):
+        return _run_binary(op, g, v)
+    kernel.READS_HALVES_AS_FLOAT32 = True
+    return _named(kernel, op)
+
+
 def _division_kernel(op):
     """A binary kernel that raises, as the CPU kernels, for an integer division by a Python
     scalar zero (checked on the host for free; zeros inside a divisor array give the defined
@@ -518,7 +526,8 @@ def _named(kernel, op):
 for _op in UNARY_OPS:
     register(_op, "cuda")(_unary_kernel(_op))
 for _op in BINARY_OPS:
-    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else _binary_kernel)(_op))
+    register(_op, "cuda")((_division_kernel if _op in _DIVISIONS else
+                           _derivative_kernel if _op in DERIVATIVE_OPS else _binary_kernel)(_op))
 
 
 @register("elu", "cuda")
