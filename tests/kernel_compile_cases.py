@@ -409,7 +409,8 @@ def shape_cases(target):
                                                  ([32768], [-1], [0], (0, 0))):
             launch, dims = shape._gather_plan(x.size, sizes, strides, shifts, triangle, 0, target)
             shape._gather_launch(launch, dims, 0, x, x)
-        shape._cat_launch(shape._cat_plan(8, 0, target), 0, placeholder((1,), np.int64), x, 1024)
+        shape._cat_launch(shape._cat_plan(8, 3, 0, target), 0, placeholder((12,), np.int64), x,
+                          1024)
 
 
 def sort_case(x, out, dim, descending, k, topk, target):

@@ -257,6 +257,15 @@ def test_cat(gpu, count, dim, mixed, rng):
     check_same(dispatch.kernel("cat", "cuda")(devs, dim), expected)
 
 
+def test_cat_of_inputs_spanning_blocks(gpu, rng):
+    """The table launch's grid spans the largest input: the others' programs past their ends
+    store nothing, and inputs of several blocks land whole."""
+    sizes = (2600, 7, 1024, 3100, 1)
+    hosts = [sample((2, n, 3), np.dtype(np.float32), rng) for n in sizes]
+    expected = dispatch.kernel("cat", "cpu")(hosts, 1)
+    check_same(dispatch.kernel("cat", "cuda")([ti.to_device(h) for h in hosts], 1), expected)
+
+
 def test_cat_empty_output(gpu):
     parts = [np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)]
     out = dispatch.kernel("cat", "cuda")([ti.to_device(p) for p in parts], 0)

@@ -9,8 +9,9 @@ neighbours where the input allows, so most calls index over two or three dims.
 
 cat writes each input into its slice of the output. Few inputs (CAT_COPY_LIMIT or fewer) and
 non-contiguous ones go through the strided copy kernel, one launch each; the contiguous inputs
-of a cat of many are copied by one launch driven by a small table of (address, width, column
-offset, size, first element) per block of BLOCK elements, uploaded with the call.
+of a cat of many are copied by one launch over a grid of (blocks of BLOCK elements, inputs),
+driven by a table of one row per input (address, width, column offset, size), uploaded with
+the call: a few dozen bytes, whatever the inputs' sizes.
 """
 
 import numpy as np
@@ -29,7 +30,7 @@ from .copy import strided_copy
 # 1024 elements a program, 4 warps: 8 a thread, a few independent loads each in flight.
 BLOCK = 1024
 CAT_COPY_LIMIT = 2
-_TABLE_COLUMNS = 5
+MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1: the inputs one table launch takes
 
 
 @triton.jit
@@ -77,20 +78,22 @@ def _gather_kernel(
 
 @triton.jit
 def _cat_table_kernel(
-        # pointers: the table (int64 rows of _TABLE_COLUMNS), the output
+        # pointers: the table (int64 rows of four, one per input), the output
         table_ptr, out_ptr,
         # the output's row length (its dims from the cat dim on)
         out_width,
         # meta-parameters
         BLOCK: tl.constexpr):
-    """Block pid of the table: BLOCK elements of one contiguous input, seen as rows of `width`
-    elements, written at column `column` of the output's rows of out_width elements."""
-    entry = table_ptr + tl.program_id(0).to(tl.int64) * 5
+    """Block program_id(0) of input program_id(1) (the table's row): BLOCK elements of that
+    contiguous input, seen as rows of `width` elements, written at column `column` of the
+    output's rows of out_width elements. The grid spans the largest input; a smaller one's
+    programs past its end store nothing."""
+    entry = table_ptr + tl.program_id(1).to(tl.int64) * 4
     src = tl.load(entry).to(tl.pointer_type(out_ptr.dtype.element_ty))
     width = tl.load(entry + 1)
     column = tl.load(entry + 2)
     size = tl.load(entry + 3)
-    e = tl.load(entry + 4) + tl.arange(0, BLOCK)
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = e < size
     v = tl.load(src + e, mask=mask)
     tl.store(out_ptr + (e // width) * out_width + column + e % width, v, mask=mask)
@@ -227,21 +230,20 @@ def _upload(host, device, stream):
 
 
 def _cat_table(parts, out, dim, stream):
-    """One launch copying the contiguous `parts` ((array, first index along dim) pairs)."""
+    """Launches copying the contiguous `parts` ((array, first index along dim) pairs), one per
+    MAX_GRID_Y of them."""
     inner = 1
     for size in out.shape[dim + 1:]:
         inner *= size
-    rows = []
-    for arr, start in parts:
-        blocks = np.arange(0, arr.size, BLOCK, dtype=np.int64)
-        entry = (arr.ptr, arr.shape[dim] * inner, start * inner, arr.size)
-        rows.append(np.column_stack([np.broadcast_to(np.array(entry, np.int64),
-                                                     (len(blocks), 4)), blocks]))
-    table = _upload(np.ascontiguousarray(np.concatenate(rows)), out.device, stream)
     out_width = out.shape[dim] * inner
-    key = ("cat", out.dtype, out_width, table.shape[0], out.device)
-    launch = _launches.get_or_build(key, lambda: _cat_plan(table.shape[0], out.device))
-    _cat_launch(launch, stream, table, out, out_width)
+    for first in range(0, len(parts), MAX_GRID_Y):
+        chunk = parts[first:first + MAX_GRID_Y]
+        rows = [(arr.ptr, arr.shape[dim] * inner, start * inner, arr.size) for arr, start in chunk]
+        table = _upload(np.array(rows, np.int64), out.device, stream)
+        blocks = cdiv(max(arr.size for arr, _ in chunk), BLOCK)
+        key = ("cat", out.dtype, out_width, blocks, len(chunk), out.device)
+        launch = _launches.get_or_build(key, lambda: _cat_plan(blocks, len(chunk), out.device))
+        _cat_launch(launch, stream, table, out, out_width)
 
 
 def _cat_launch(launch, stream, table, out, out_width):
@@ -249,9 +251,9 @@ def _cat_launch(launch, stream, table, out, out_width):
     launch(stream, table, out, out_width)
 
 
-def _cat_plan(blocks, device, target=None):
-    """The launch of _cat_table_kernel over a table of `blocks` rows."""
-    return Launch(_cat_table_kernel, (blocks,), dict(BLOCK=BLOCK), 4, int_type="i64",
+def _cat_plan(blocks, inputs, device, target=None):
+    """The launch of _cat_table_kernel over `blocks` blocks of each of `inputs` inputs."""
+    return Launch(_cat_table_kernel, (blocks, inputs), dict(BLOCK=BLOCK), 4, int_type="i64",
                   device=device, target=target)
 
 
