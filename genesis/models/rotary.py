@@ -128,16 +128,16 @@ def fusable(q, k, cos, sin):
     and k, (B, H, T, D) operands of an even D with unit last strides, (B, T, D) angles that
     need no gradient."""
     device = q.device
-    tensors = (q, k, cos, sin)
-    return (has_kernel("rotary", device.type) and all(t.device == device for t in tensors)
-            and q.dtype is k.dtype and q.dtype.is_floating_point
-            and q.ndim == k.ndim == 4 and cos.ndim == sin.ndim == 3
-            and q.shape[-1] % 2 == 0 and q.shape[0] == k.shape[0]
-            and q.shape[2:] == k.shape[2:]
-            and tuple(cos.shape) == tuple(sin.shape) == (q.shape[0], q.shape[2], q.shape[3])
-            and max(q.shape[1], k.shape[1]) <= MAX_FUSED_HEADS
-            and all(t.stride(-1) == 1 for t in tensors)
-            and not (cos.requires_grad or sin.requires_grad))
+    if not (has_kernel("rotary", device.type) and k.device == device and cos.device == device
+            and sin.device == device and q.dtype is k.dtype and q.dtype.is_floating_point
+            and not (cos.requires_grad or sin.requires_grad)):
+        return False
+    q_shape, k_shape = q._data.shape, k._data.shape
+    return (len(q_shape) == len(k_shape) == 4
+            and cos._data.shape == sin._data.shape == (q_shape[0], q_shape[2], q_shape[3])
+            and q_shape[3] % 2 == 0 and q_shape[0] == k_shape[0] and q_shape[2:] == k_shape[2:]
+            and max(q_shape[1], k_shape[1]) <= MAX_FUSED_HEADS
+            and all(t.stride(-1) == 1 for t in (q, k, cos, sin)))
 
 
 class _Rotary(Function):

@@ -207,18 +207,21 @@ _plans = LaunchCache()
 def rotary(q, k, cos, sin, inverse):
     """(rotated q, rotated k), new arrays laid out (B, T, heads, D); see the module
     docstring."""
-    if not supports(q, k, cos, sin) or not q.dtype == k.dtype:
-        raise RuntimeError(f"rotary: unsupported operands {q.shape}, {k.shape}, cos "
-                           f"{cos.shape}, sin {sin.shape}")
     device = q.device
+    key = (q.shape, q.strides, k.shape, k.strides, cos.shape, cos.strides, sin.shape,
+           sin.strides, q.dtype, k.dtype, cos.dtype, sin.dtype, bool(inverse),
+           tuple(a.ptr % 16 == 0 for a in (q, k, cos, sin)), device)
+    launch = _plans.get(key)
+    if launch is None:  # operands of a new geometry (the key holds all the check reads)
+        if not supports(q, k, cos, sin) or not q.dtype == k.dtype:
+            raise RuntimeError(f"rotary: unsupported operands {q.shape}, {k.shape}, cos "
+                               f"{cos.shape}, sin {sin.shape}")
+        if q.size and k.size:
+            launch = _plans.get_or_build(key, lambda: _plan(q, k, bool(inverse)))
     activate(device)
     stream = current_stream_handle(device)
     q_out, k_out = _token_major(q, stream), _token_major(k, stream)
-    if q.size and k.size:
-        key = (q.shape, q.strides, k.shape, k.strides, cos.strides, sin.strides, q.dtype,
-               cos.dtype, sin.dtype, bool(inverse),
-               tuple(a.ptr % 16 == 0 for a in (q, k, cos, sin)), device)
-        launch = _plans.get_or_build(key, lambda: _plan(q, k, bool(inverse)))
+    if launch is not None:
         _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out)
     return q_out, k_out
 
