@@ -602,8 +602,8 @@ def residual_norm_cases(target):
     for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 2048), (ml_dtypes.bfloat16, 1, 2048),
                                (np.float32, 3, 333)):
         x = placeholder((rows, width), dtype)
-        residual_norm._launch(residual_norm._plan(x, target), 0, x, x,
-                              placeholder((width,), dtype), x, x, 1e-5)
+        residual_norm._launch(residual_norm._plan(x, target), residual_norm._row_geometry(x, x),
+                              0, x, x, placeholder((width,), dtype), x, x, 1e-5)
 
 
 def rotary_cases(target):

@@ -159,13 +159,14 @@ FUSED_NORM_WIDTH = 16384
 def add_norm(x, y, norm):
     """(x + y, norm(x + y)) for the nn.RMSNorm `norm` over the last dim."""
     weight = norm.weight
+    shape = x._data.shape
     if (has_kernel("add_rms_norm", x.device.type) and weight is not None
             and norm.eps is not None and len(norm.normalized_shape) == 1
             and not (is_grad_enabled() and (x.requires_grad or y.requires_grad
                                             or weight.requires_grad))
-            and x.shape == y.shape and x.dtype is y.dtype is weight.dtype
+            and shape == y._data.shape and x.dtype is y.dtype is weight.dtype
             and y.device == x.device == weight.device
-            and 0 < x.shape[-1] <= FUSED_NORM_WIDTH and x.is_contiguous() and y.is_contiguous()):
+            and 0 < shape[-1] <= FUSED_NORM_WIDTH and x.is_contiguous() and y.is_contiguous()):
         h, out = call("add_rms_norm", x, y, weight, norm.eps)
         return wrap(h, x.device, x.dtype), wrap(out, x.device, x.dtype)
     h = x + y
