@@ -142,14 +142,16 @@ def silu_gate_down(gate_up, down):
 
 def _gate_fusable(gate_up, down):
     """One kernel can run down(silu_gate(gate_up)): see silu_gate_down."""
+    shape = gate_up._data.shape
+    if not shape or gate_up.numel() > FUSED_GATE_ROWS * shape[-1]:  # more rows than it takes
+        return False
     weight, bias = down.weight, down.bias
     tensors = (gate_up, weight) if bias is None else (gate_up, weight, bias)
     return (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear
             and not (down._forward_pre_hooks or down._forward_hooks)
             and not (is_grad_enabled() and any(t.requires_grad for t in tensors))
             and all(t.dtype is gate_up.dtype and t.device == gate_up.device for t in tensors)
-            and gate_up.ndim >= 1 and gate_up.shape[-1] == 2 * weight.shape[1]
-            and gate_up.numel() <= FUSED_GATE_ROWS * gate_up.shape[-1])
+            and shape[-1] == 2 * weight.shape[1])
 
 
 FUSED_NORM_WIDTH = 16384

@@ -37,14 +37,14 @@ def _composed(input, weight, bias):
 def _fusable(input, weight, bias):
     """One fused kernel can compute this layer: a backend kernel, one dtype and device, a
     matrix weight, a vector bias of its rows' count."""
-    if not has_kernel("linear_act", input.device.type):
+    dtype, device = input.dtype, input.device
+    if not (has_kernel("linear_act", device.type) and dtype in _FUSED_DTYPES
+            and weight.dtype is dtype and weight.device == device
+            and (bias is None or bias.dtype is dtype and bias.device == device)):
         return False
-    tensors = (input, weight) if bias is None else (input, weight, bias)
-    if any(t.dtype is not input.dtype or t.device != input.device for t in tensors):
-        return False
-    return (input.dtype in _FUSED_DTYPES and weight.ndim == 2 and input.ndim >= 1
-            and input.shape[-1] == weight.shape[1]
-            and (bias is None or tuple(bias.shape) == (weight.shape[0],)))
+    shape, weight_shape = input._data.shape, weight._data.shape
+    return (len(weight_shape) == 2 and len(shape) >= 1 and shape[-1] == weight_shape[1]
+            and (bias is None or bias._data.shape == weight_shape[:1]))
 
 
 @autocast_policy("linear")
