@@ -254,9 +254,10 @@ class Problem:
     def with_arrays(self, arrays):
         """The same problem over other arrays of the same geometry."""
         other = object.__new__(Problem)
-        for name in Problem.__slots__:
-            setattr(other, name, getattr(self, name))
-        other.arrays = arrays
+        other.M, other.N, other.K, other.batch_sizes = self.M, self.N, self.K, self.batch_sizes
+        other.strides, other.dtype, other.act, other.gated = (self.strides, self.dtype,
+                                                              self.act, self.gated)
+        other.precision, other.device, other.arrays = self.precision, self.device, arrays
         return other
 
     @property
