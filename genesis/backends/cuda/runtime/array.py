@@ -58,7 +58,7 @@ class CUDAArray:
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.offset = offset
-        self.dtype = as_numpy_dtype(dtype)
+        self.dtype = dtype if dtype.__class__ in NUMPY_DTYPE_TYPES else np.dtype(dtype)
         self.ptr = storage.ptr + offset
         self.device = storage.device
 
