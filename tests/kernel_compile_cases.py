@@ -622,8 +622,9 @@ def rotary_cases(target):
         out_q = placeholder(q.shape, dtype, (tokens * heads * head, head, heads * head, 1))
         out_k = placeholder(k.shape, dtype,
                             (tokens * kv_heads * head, head, kv_heads * head, 1))
-        rotary._rotary_launch(rotary._plan(q, k, inverse, target), 0, q, k, cos, cos, out_q,
-                              out_k)
+        rotary._rotary_launch(rotary._plan(q, k, inverse, target),
+                              rotary._rotary_dims(q, k, cos, cos, out_q, out_k), 0, q, k, cos,
+                              cos, out_q, out_k)
         if tokens == 1:  # a decode step: rotated keys and the values into a static cache
             cache = placeholder((batch, kv_heads, 4096, head), dtype)
             rotary._cache_launch(rotary._cache_plan(q, k, target), 0, q, k, k, cos, cos, out_q,
