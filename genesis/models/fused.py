@@ -15,7 +15,7 @@ an optimizer trains the fused parameter itself.
 """
 
 from .. import nn
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
@@ -95,7 +95,7 @@ class FusedParent(nn.Module):
 def silu_gate(gate_up):
     """silu(gate) * up of a (..., 2 * N) fused gate/up output (gate first)."""
     if has_kernel("silu_mul", gate_up.device.type) and gate_up.is_contiguous():
-        return _SiluMul.apply(gate_up)
+        return _SiluMul.apply(gate_up) if records(gate_up) else _SiluMul.compute(gate_up)
     gate, up = gate_up.chunk(2, -1)
     return F.silu(gate) * up
 
@@ -105,9 +105,13 @@ class _SiluMul(Function):
     float32: differentiable again)."""
 
     @staticmethod
+    def compute(gate_up):
+        return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
+
+    @staticmethod
     def forward(ctx, gate_up):
         ctx.save_for_backward(gate_up)
-        return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
+        return _SiluMul.compute(gate_up)
 
     @staticmethod
     def backward(ctx, grad):

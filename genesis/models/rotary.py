@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..dispatch import has_kernel, kernel
 from ..ops.common import call, wrap
 from ..ops.creation import arange, tensor
@@ -114,7 +114,9 @@ def apply_rotary(q, k, cos, sin):
     """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
     angles."""
     if fusable(q, k, cos, sin):
-        return _Rotary.apply(q, k, cos, sin)
+        if records(q, k, cos, sin):
+            return _Rotary.apply(q, k, cos, sin)
+        return _Rotary.compute(q, k, cos, sin, False)
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
@@ -145,14 +147,18 @@ class _Rotary(Function):
     same kernel with the angles negated)."""
 
     @staticmethod
+    def compute(q, k, cos, sin, inverse):
+        """(rotated q, rotated k) from the kernel; rotated back with `inverse`."""
+        q_out, k_out = call("rotary", q, k, cos, sin, inverse)
+        return wrap(q_out, q.device, q.dtype), wrap(k_out, k.device, k.dtype)
+
+    @staticmethod
     def forward(ctx, q, k, cos, sin):
         ctx.save_for_backward(cos, sin)
-        q_out, k_out = call("rotary", q, k, cos, sin, False)
-        return wrap(q_out, q.device, q.dtype), wrap(k_out, k.device, k.dtype)
+        return _Rotary.compute(q, k, cos, sin, False)
 
     @staticmethod
     def backward(ctx, grad_q, grad_k):
         cos, sin = ctx.saved_tensors
         grad_q, grad_k = (g if g.stride(-1) == 1 else g.contiguous() for g in (grad_q, grad_k))
-        gq, gk = call("rotary", grad_q, grad_k, cos, sin, True)
-        return wrap(gq, cos.device, grad_q.dtype), wrap(gk, cos.device, grad_k.dtype), None, None
+        return _Rotary.compute(grad_q, grad_k, cos, sin, True) + (None, None)

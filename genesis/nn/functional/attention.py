@@ -15,7 +15,7 @@ import warnings
 
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
@@ -187,8 +187,10 @@ def _fusable(query, key, value, grouped=False):
 
 
 def _flash(query, key, value, is_causal, scale):
-    return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
-                                 is_causal, scale)
+    query, key, value = (_unit_last_stride(t) for t in (query, key, value))
+    if records(query, key, value):
+        return _FlashAttention.apply(query, key, value, is_causal, scale)
+    return _FlashAttention.compute(query, key, value, is_causal, scale, False)[0]
 
 
 def _unit_last_stride(t):
@@ -204,11 +206,17 @@ class _FlashAttention(Function):
     (create_graph), the gradients are recomputed with genesis ops so every order is exact."""
 
     @staticmethod
-    def forward(ctx, query, key, value, is_causal, scale):
-        keep = any(ctx.needs_input_grad[:3])
+    def compute(query, key, value, is_causal, scale, keep):
+        """(the output, the row logsumexp, with `keep` the output in float32 for half types
+        else None) from the kernel; the last two are arrays."""
         out, lse, out_f = call("flash_attention", query, key, value, is_causal, scale, keep,
                                device=query.device)
-        out = wrap(out, query.device)
+        return wrap(out, query.device), lse, out_f
+
+    @staticmethod
+    def forward(ctx, query, key, value, is_causal, scale):
+        out, lse, out_f = _FlashAttention.compute(query, key, value, is_causal, scale,
+                                                  any(ctx.needs_input_grad[:3]))
         ctx.is_causal, ctx.scale = is_causal, scale
         kept = out if out_f is None else wrap(out_f, query.device)
         ctx.save_for_backward(query, key, value, kept, wrap(lse, query.device))

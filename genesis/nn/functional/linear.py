@@ -7,7 +7,7 @@ activation, unchanged.
 """
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
@@ -51,7 +51,7 @@ def _fusable(input, weight, bias):
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dimension of `input`."""
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, None)
+        return _LinearAct.run(input, weight, bias, None)
     return _composed(input, weight, bias)
 
 
@@ -63,7 +63,7 @@ def linear_activation(input, weight, bias=None, activation=None):
         raise ValueError(f"linear_activation: activation must be one of {ACTIVATIONS}, "
                          f"got {activation!r}")
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, activation)
+        return _LinearAct.run(input, weight, bias, activation)
     return _activate(_composed(input, weight, bias), activation)
 
 
@@ -82,13 +82,26 @@ class _LinearAct(Function):
     itself is differentiated, z is recomputed with genesis ops so every order is exact;
     otherwise the three products run as one backend call ("linear_act_backward")."""
 
+    @classmethod
+    def run(cls, x, weight, bias, activation):
+        """apply, or the values alone when no graph records the call."""
+        if records(x, weight, bias):
+            return cls.apply(x, weight, bias, activation)
+        return cls.compute(x, weight, bias, activation, False)[0]
+
+    @staticmethod
+    def compute(x, weight, bias, activation, keep):
+        """(act(x @ W^T + b), with `keep` the pre-activation else None) from the kernel."""
+        y, z = call("linear_act", x, weight, bias, activation, keep, device=x.device)
+        return wrap(y, x.device), None if z is None else wrap(z, x.device)
+
     @staticmethod
     def forward(ctx, x, weight, bias, activation):
         keep = activation is not None and any(ctx.needs_input_grad[:3])
-        y, z = call("linear_act", x, weight, bias, activation, keep, device=x.device)
+        y, z = _LinearAct.compute(x, weight, bias, activation, keep)
         ctx.activation = activation
-        ctx.save_for_backward(x, weight, bias, None if z is None else wrap(z, x.device))
-        return wrap(y, x.device)
+        ctx.save_for_backward(x, weight, bias, z)
+        return y
 
     @staticmethod
     def backward(ctx, g):
