@@ -513,7 +513,7 @@ _plans = LaunchCache()
 
 
 def _key(*arrays):
-    return tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays)
+    return tuple([(a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays])
 
 
 def _check(q, k, v, grouped=False):

@@ -89,7 +89,7 @@ def add_rms_norm(x, y, weight, eps):
     """(x + y, rms_norm(x + y) * weight), new contiguous arrays of x's shape."""
     device = x.device
     key = (x.shape, x.strides, y.shape, y.strides, weight.shape, weight.strides, x.dtype,
-           y.dtype, weight.dtype, tuple(a.ptr % 16 == 0 for a in (x, y, weight)), device)
+           y.dtype, weight.dtype, (x.ptr % 16 == 0, y.ptr % 16 == 0, weight.ptr % 16 == 0), device)
     plan = _plans.get(key)
     if plan is None:  # operands of a new geometry (the key holds all the check reads)
         x2, y2 = as_rows(x), as_rows(y)
