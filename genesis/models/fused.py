@@ -106,6 +106,7 @@ class _SiluMul(Function):
 
     @staticmethod
     def compute(gate_up):
+        """silu(gate) * up from the kernel."""
         return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
 
     @staticmethod
