@@ -11,8 +11,14 @@ time of the CUDA path alone: benchmarks/ops.py's small ops (add 1M, softmax 10K,
 autograd step, and allocate+free pairs at the tensor level. There is no PyTorch column (its CUDA
 host path needs a GPU); compare with the GPU runs of ops.py and allocator.py.
 
+With --prefill the cases are a 2048-token prefill of a 1.1B-shaped Llama (bfloat16, no
+gradients) on "cuda": the whole forward, then the parts of one of its layers. Add
+--simulated-cuda to run them without a GPU; on a GPU they give the host time beside
+benchmarks/generate.py's prefill figures (kernels run asynchronously, so the thread's CPU time is
+the host's share).
+
     python benchmarks/overhead.py [--json PATH] [--iters N] [--repeats R] [--profile CASE]
-                                  [--simulated-cuda]
+                                  [--simulated-cuda] [--prefill]
 """
 
 import argparse
@@ -96,6 +102,63 @@ def _cuda_empty(nbytes):
     return lambda: genesis.empty(nbytes, dtype=genesis.uint8, device="cuda")
 
 
+PREFILL_CONFIG = dict(vocab_size=512, hidden_size=2048, intermediate_size=512,
+                      num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                      max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=500000.0,
+                      tie_word_embeddings=False, model_type="llama")
+"""A 1.1B Llama's shape (16 layers, 2048 wide, 32 query and 8 key/value heads of 64) with the
+vocabulary and the MLP width shrunk: they change the kernels' time, not the host's."""
+PREFILL_TOKENS = 2048
+
+
+def _prefill_cases():
+    """{name: (fn, calls a timing)}: the prefill forward and the parts of its first layer, on
+    inputs of its shapes (to be run under no_grad)."""
+    from genesis.models import LlamaConfig, LlamaForCausalLM
+    from genesis.models.attention_mask import attend
+    from genesis.models.fused import add_norm
+    from genesis.models.rotary import apply_rotary
+    config = LlamaConfig(PREFILL_CONFIG)
+    model = LlamaForCausalLM(config, device="cuda", dtype=genesis.bfloat16).eval()
+    tokens, width, head = PREFILL_TOKENS, config.hidden_size, config.head_size
+    heads = [config.num_attention_heads, config.kv_heads, config.kv_heads]
+    ids = genesis.tensor(np.random.default_rng(0).integers(0, config.vocab_size, (1, tokens)),
+                         device="cuda")
+    layer = model.model.layers[0]
+    att = layer.self_attn
+    mask = (None, True, None)
+    with genesis.no_grad():
+        x = genesis.randn(1, tokens, width, device="cuda", dtype=genesis.bfloat16)
+        cos, sin = model.model.rotary(genesis.arange(tokens, device="cuda")[None], x.dtype)
+        qkv = att.qkv_proj.fused(x)
+        q, k, v = qkv.view(1, tokens, -1, head).transpose(1, 2).split(heads, dim=1)
+        q, k = apply_rotary(q, k, cos, sin)
+        y = attend(q, k, v, mask)
+    return {
+        "prefill forward": (lambda: model(ids), 20),
+        "layer": (lambda: (layer.attention_block(x, x, cos, sin, mask, None),
+                           layer.mlp_block(x, x, layer.input_layernorm, None)), 100),
+        "attention module": (lambda: att(x, cos, sin, mask, None), 300),
+        "qkv projection": (lambda: att.qkv_proj.fused(x), 300),
+        "view+transpose+split": (lambda: qkv.view(1, tokens, -1, head).transpose(1, 2)
+                                 .split(heads, dim=1), 300),
+        "rotary": (lambda: apply_rotary(q, k, cos, sin), 300),
+        "attend (flash, causal GQA)": (lambda: attend(q, k, v, mask), 300),
+        "transpose+reshape": (lambda: y.transpose(1, 2).reshape(1, tokens, width), 300),
+        "o_proj module": (lambda: att.o_proj(x), 300),
+        "add_norm": (lambda: add_norm(x, x, layer.post_attention_layernorm), 300),
+        "mlp": (lambda: layer.mlp(x), 300),
+    }
+
+
+def run_prefill(repeats):
+    """One row per prefill case: genesis microseconds per call."""
+    cases = _prefill_cases()
+    with genesis.no_grad():
+        return [{"case": name, "genesis_us": round(_time_per_call(fn, iters, repeats), 2)}
+                for name, (fn, iters) in cases.items()]
+
+
 def _time_per_call(fn, iters, repeats):
     """Best over `repeats` of the mean CPU time of one call, in microseconds."""
     for _ in range(max(iters // 10, 1)):
@@ -127,9 +190,9 @@ def run(iters, repeats):
     return rows
 
 
-def print_table(rows):
+def print_table(rows, title="case (simulated cuda, host only)"):
     if "torch_us" not in rows[0]:
-        print(f"{'case (simulated cuda, host only)':<34}{'genesis us':>12}")
+        print(f"{title:<34}{'genesis us':>12}")
         for r in rows:
             print(f"{r['case']:<34}{r['genesis_us']:>12.2f}")
         return
@@ -157,18 +220,26 @@ def main(argv=None):
     parser.add_argument("--profile", metavar="CASE", help="cProfile this Genesis case")
     parser.add_argument("--simulated-cuda", action="store_true",
                         help="run the CUDA cases on a simulated device (host time only)")
+    parser.add_argument("--prefill", action="store_true",
+                        help="time a 1.1B-shaped Llama's prefill and its parts on cuda instead")
     args = parser.parse_args(argv)
     if args.simulated_cuda:
         simulated_cuda.install()
     if args.profile:
         profile(args.profile, args.iters, args.simulated_cuda)
         return
-    rows = (run_simulated_cuda if args.simulated_cuda else run)(args.iters, args.repeats)
-    print_table(rows)
+    if args.prefill:
+        rows = run_prefill(args.repeats)
+        print_table(rows, "prefill case (simulated cuda)" if args.simulated_cuda
+                    else f"prefill case ({genesis.cuda.get_device_name()})")
+    else:
+        rows = (run_simulated_cuda if args.simulated_cuda else run)(args.iters, args.repeats)
+        print_table(rows)
     if args.json:
         meta = {"numpy": np.__version__, "torch": torch.__version__,
                 "python": sys.version.split()[0], "size": SIZE, "iters": args.iters,
-                "repeats": args.repeats, "simulated_cuda": args.simulated_cuda}
+                "repeats": args.repeats, "simulated_cuda": args.simulated_cuda,
+                "prefill": args.prefill}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": rows}, f, indent=2)
 

@@ -34,6 +34,8 @@ class device:
         self.index = None if type_ == "cpu" else index
 
     def __eq__(self, other):
+        if other is self:  # the usual case: tensors share their device objects
+            return True
         if isinstance(other, str):
             other = device(other)
         return isinstance(other, device) and self.type == other.type and self.index == other.index

@@ -109,7 +109,10 @@ class Tensor:
     def stride(self, dim=None):
         data = self._data
         if dim is not None and 0 not in data.shape:  # one dim: no tuple of them all
-            return data.strides[self._wrap_dim(dim, "stride")] // self.dtype.itemsize
+            strides = data.strides
+            if -len(strides) <= dim < len(strides):  # in range: the tuple's own index wraps it
+                return strides[dim] // self.dtype.itemsize
+            return strides[self._wrap_dim(dim, "stride")] // self.dtype.itemsize
         itemsize = self.dtype.itemsize
         strides = tuple([s // itemsize for s in data.strides])
         if 0 in data.shape and strides and not any(strides):

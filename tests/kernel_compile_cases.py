@@ -603,8 +603,8 @@ def residual_norm_cases(target):
     for dtype, rows, width in ((ml_dtypes.bfloat16, 2048, 2048), (ml_dtypes.bfloat16, 1, 2048),
                                (np.float32, 3, 333)):
         x = placeholder((rows, width), dtype)
-        residual_norm._launch(residual_norm._plan(x, target), 0, x, x,
-                              placeholder((width,), dtype), x, x, 1e-5)
+        residual_norm._launch(residual_norm._plan(x, target), residual_norm._row_geometry(x, x),
+                              0, x, x, placeholder((width,), dtype), x, x, 1e-5)
 
 
 def rotary_cases(target):
@@ -623,8 +623,9 @@ def rotary_cases(target):
         out_q = placeholder(q.shape, dtype, (tokens * heads * head, head, heads * head, 1))
         out_k = placeholder(k.shape, dtype,
                             (tokens * kv_heads * head, head, kv_heads * head, 1))
-        rotary._rotary_launch(rotary._plan(q, k, inverse, target), 0, q, k, cos, cos, out_q,
-                              out_k)
+        rotary._rotary_launch(rotary._plan(q, k, inverse, target),
+                              rotary._rotary_dims(q, k, cos, cos, out_q, out_k), 0, q, k, cos,
+                              cos, out_q, out_k)
         if tokens == 1:  # a decode step: rotated keys and the values into a static cache
             cache = placeholder((batch, kv_heads, 4096, head), dtype)
             rotary._cache_launch(rotary._cache_plan(q, k, target), 0, q, k, k, cos, cos, out_q,

@@ -31,6 +31,15 @@ def test_batch_times_matrix_folds_into_one_tall_product():
     assert p.strides == {"a": (6, 1), "b": (7, 1), "c": (7, 1)}
 
 
+def test_a_problem_over_other_arrays_keeps_every_other_field():
+    (p,), _ = problems(arr((4, 5, 6), (6, 24, 1)), arr((6, 7)), arr((7,)), "relu")
+    arrays = {"a": arr((4, 5, 6))}
+    q = p.with_arrays(arrays)
+    assert q.arrays is arrays
+    assert all(getattr(q, name) is getattr(p, name) for name in mm.Problem.__slots__
+               if name != "arrays")
+
+
 def test_unstackable_batch_stays_a_batch_with_the_matrix_broadcast():
     (p,), _ = problems(arr((4, 5, 6), (6, 24, 1)), arr((6, 7)))
     assert (p.M, p.batch_sizes) == (5, (4,))

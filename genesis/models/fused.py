@@ -15,7 +15,7 @@ an optimizer trains the fused parameter itself.
 """
 
 from .. import nn
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
@@ -95,7 +95,7 @@ class FusedParent(nn.Module):
 def silu_gate(gate_up):
     """silu(gate) * up of a (..., 2 * N) fused gate/up output (gate first)."""
     if has_kernel("silu_mul", gate_up.device.type) and gate_up.is_contiguous():
-        return _SiluMul.apply(gate_up)
+        return _SiluMul.apply(gate_up) if records(gate_up) else _SiluMul.compute(gate_up)
     gate, up = gate_up.chunk(2, -1)
     return F.silu(gate) * up
 
@@ -105,9 +105,14 @@ class _SiluMul(Function):
     float32: differentiable again)."""
 
     @staticmethod
+    def compute(gate_up):
+        """silu(gate) * up from the kernel."""
+        return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
+
+    @staticmethod
     def forward(ctx, gate_up):
         ctx.save_for_backward(gate_up)
-        return wrap(call("silu_mul", gate_up), gate_up.device, gate_up.dtype)
+        return _SiluMul.compute(gate_up)
 
     @staticmethod
     def backward(ctx, grad):
@@ -142,14 +147,16 @@ def silu_gate_down(gate_up, down):
 
 def _gate_fusable(gate_up, down):
     """One kernel can run down(silu_gate(gate_up)): see silu_gate_down."""
+    shape = gate_up._data.shape
+    if not shape or gate_up.numel() > FUSED_GATE_ROWS * shape[-1]:  # more rows than it takes
+        return False
     weight, bias = down.weight, down.bias
     tensors = (gate_up, weight) if bias is None else (gate_up, weight, bias)
     return (has_kernel("linear_silu_gate", gate_up.device.type) and type(down) is nn.Linear
             and not (down._forward_pre_hooks or down._forward_hooks)
             and not (is_grad_enabled() and any(t.requires_grad for t in tensors))
             and all(t.dtype is gate_up.dtype and t.device == gate_up.device for t in tensors)
-            and gate_up.ndim >= 1 and gate_up.shape[-1] == 2 * weight.shape[1]
-            and gate_up.numel() <= FUSED_GATE_ROWS * gate_up.shape[-1])
+            and shape[-1] == 2 * weight.shape[1])
 
 
 FUSED_NORM_WIDTH = 16384
@@ -159,13 +166,14 @@ FUSED_NORM_WIDTH = 16384
 def add_norm(x, y, norm):
     """(x + y, norm(x + y)) for the nn.RMSNorm `norm` over the last dim."""
     weight = norm.weight
+    shape = x._data.shape
     if (has_kernel("add_rms_norm", x.device.type) and weight is not None
             and norm.eps is not None and len(norm.normalized_shape) == 1
             and not (is_grad_enabled() and (x.requires_grad or y.requires_grad
                                             or weight.requires_grad))
-            and x.shape == y.shape and x.dtype is y.dtype is weight.dtype
+            and shape == y._data.shape and x.dtype is y.dtype is weight.dtype
             and y.device == x.device == weight.device
-            and 0 < x.shape[-1] <= FUSED_NORM_WIDTH and x.is_contiguous() and y.is_contiguous()):
+            and 0 < shape[-1] <= FUSED_NORM_WIDTH and x.is_contiguous() and y.is_contiguous()):
         h, out = call("add_rms_norm", x, y, weight, norm.eps)
         return wrap(h, x.device, x.dtype), wrap(out, x.device, x.dtype)
     h = x + y

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..dispatch import has_kernel, kernel
 from ..ops.common import call, wrap
 from ..ops.creation import arange, tensor
@@ -114,7 +114,9 @@ def apply_rotary(q, k, cos, sin):
     """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
     angles."""
     if fusable(q, k, cos, sin):
-        return _Rotary.apply(q, k, cos, sin)
+        if records(q, k, cos, sin):
+            return _Rotary.apply(q, k, cos, sin)
+        return _Rotary.compute(q, k, cos, sin, False)
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
@@ -128,16 +130,16 @@ def fusable(q, k, cos, sin):
     and k, (B, H, T, D) operands of an even D with unit last strides, (B, T, D) angles that
     need no gradient."""
     device = q.device
-    tensors = (q, k, cos, sin)
-    return (has_kernel("rotary", device.type) and all(t.device == device for t in tensors)
-            and q.dtype is k.dtype and q.dtype.is_floating_point
-            and q.ndim == k.ndim == 4 and cos.ndim == sin.ndim == 3
-            and q.shape[-1] % 2 == 0 and q.shape[0] == k.shape[0]
-            and q.shape[2:] == k.shape[2:]
-            and tuple(cos.shape) == tuple(sin.shape) == (q.shape[0], q.shape[2], q.shape[3])
-            and max(q.shape[1], k.shape[1]) <= MAX_FUSED_HEADS
-            and all(t.stride(-1) == 1 for t in tensors)
-            and not (cos.requires_grad or sin.requires_grad))
+    if not (has_kernel("rotary", device.type) and k.device == device and cos.device == device
+            and sin.device == device and q.dtype is k.dtype and q.dtype.is_floating_point
+            and not (cos.requires_grad or sin.requires_grad)):
+        return False
+    q_shape, k_shape = q._data.shape, k._data.shape
+    return (len(q_shape) == len(k_shape) == 4
+            and cos._data.shape == sin._data.shape == (q_shape[0], q_shape[2], q_shape[3])
+            and q_shape[3] % 2 == 0 and q_shape[0] == k_shape[0] and q_shape[2:] == k_shape[2:]
+            and max(q_shape[1], k_shape[1]) <= MAX_FUSED_HEADS
+            and all(t.stride(-1) == 1 for t in (q, k, cos, sin)))
 
 
 class _Rotary(Function):
@@ -145,14 +147,18 @@ class _Rotary(Function):
     same kernel with the angles negated)."""
 
     @staticmethod
+    def compute(q, k, cos, sin, inverse):
+        """(rotated q, rotated k) from the kernel; rotated back with `inverse`."""
+        q_out, k_out = call("rotary", q, k, cos, sin, inverse)
+        return wrap(q_out, q.device, q.dtype), wrap(k_out, k.device, k.dtype)
+
+    @staticmethod
     def forward(ctx, q, k, cos, sin):
         ctx.save_for_backward(cos, sin)
-        q_out, k_out = call("rotary", q, k, cos, sin, False)
-        return wrap(q_out, q.device, q.dtype), wrap(k_out, k.device, k.dtype)
+        return _Rotary.compute(q, k, cos, sin, False)
 
     @staticmethod
     def backward(ctx, grad_q, grad_k):
         cos, sin = ctx.saved_tensors
         grad_q, grad_k = (g if g.stride(-1) == 1 else g.contiguous() for g in (grad_q, grad_k))
-        gq, gk = call("rotary", grad_q, grad_k, cos, sin, True)
-        return wrap(gq, cos.device, grad_q.dtype), wrap(gk, cos.device, grad_k.dtype), None, None
+        return _Rotary.compute(grad_q, grad_k, cos, sin, True) + (None, None)

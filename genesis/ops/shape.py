@@ -11,7 +11,8 @@ repeat, diag) are in shape_copies.py.
 import math
 import operator
 
-from ..autograd.function import Function
+from ..autograd import grad_mode
+from ..autograd.function import Function, UntrackedNode
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.views import AsStrided, AsStridedScatter
 from ..tensor import wrap_dim
@@ -36,6 +37,10 @@ def infer_size(shape, numel, op):
     otherwise."""
     if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
         return shape  # the usual case: every size given
+    known = -math.prod(shape)
+    if known > 0 and numel % known == 0 and shape.count(-1) == 1 and min(shape) == -1:
+        i = shape.index(-1)  # the other usual case: one size inferred from nonzero others
+        return shape[:i] + (numel // known,) + shape[i + 1:]
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError(f"{op}(): only one dimension can be inferred")
@@ -148,7 +153,19 @@ def inverse_permutation(dims):
     return tuple(inverse)
 
 
-class View(Function):
+class ViewFunction(Function):
+    """A Function whose forward only makes views of its input: with grad mode off its `apply`
+    is that forward alone, as Function.apply would run it (nothing to record; a view reads no
+    autocast state)."""
+
+    @classmethod
+    def apply(cls, *args):
+        if grad_mode._state.enabled:
+            return super().apply(*args)
+        return cls.forward(UntrackedNode(), *args)
+
+
+class View(ViewFunction):
     """`x` seen with another shape and the given strides; backward reshapes the gradient back."""
 
     @staticmethod
@@ -175,7 +192,7 @@ class ReshapeCopy(Function):
         return g.reshape(ctx.in_shape), None
 
 
-class Permute(Function):
+class Permute(ViewFunction):
     """`x` with its dims reordered; backward applies the inverse permutation."""
 
     @staticmethod
@@ -189,7 +206,7 @@ class Permute(Function):
         return g.permute(inverse_permutation(ctx.dims)), None
 
 
-class Expand(Function):
+class Expand(ViewFunction):
     """`x` broadcast to `shape` with stride-0 dims; backward sums the gradient back."""
 
     @staticmethod
@@ -208,7 +225,7 @@ def scatter_region(g, shape, region):
     return AsStridedScatter.apply(base, g, region, True)
 
 
-class SubView(Function):
+class SubView(ViewFunction):
     """A part of `x` (select, narrow, slicing, diagonal): backward scatters into zeros.
 
     `geometry_fn(shape, strides, offset, *args)` gives the view's geometry; evaluated on a
@@ -233,16 +250,24 @@ def basic_index(x, items, name="Slice"):
     return SubView.apply(x, index_geometry, (items,), name)
 
 
-class Split(Function):
+class Split(ViewFunction):
     """Consecutive pieces of `x` along `dim`, as views; with `drop` (unbind) the dim goes."""
 
     @staticmethod
     def forward(ctx, x, dim, sizes, drop):
+        """index_geometry's select (drop) or unit-step slice along `dim`, for each piece."""
         ctx.dim, ctx.drop = dim, drop
-        geometry, outs, start = _geometry(x), [], 0
+        shape, strides, offset = _geometry(x)
+        step = strides[dim]
+        if drop:
+            shape, strides = shape[:dim] + shape[dim + 1:], strides[:dim] + strides[dim + 1:]
+        outs, start = [], 0
         for size in sizes:
-            item = ("select", start) if drop else ("slice", start, size, 1)
-            outs.append(make_view(x, *index_geometry(*geometry, along(dim, item))))
+            if drop:
+                outs.append(make_view(x, shape, strides, offset + start * step))
+            else:
+                outs.append(make_view(x, shape[:dim] + (size,) + shape[dim + 1:], strides,
+                                      offset + start * step if size else offset))
             start += size
         return tuple(outs)
 

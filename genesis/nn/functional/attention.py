@@ -15,7 +15,7 @@ import warnings
 
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
@@ -72,16 +72,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal and attn_mask is not None:
         raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
-            or key.shape[-2] != value.shape[-2]:
+    q_shape, k_shape, v_shape = query._data.shape, key._data.shape, value._data.shape
+    if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2 or q_shape[-1] != k_shape[-1] \
+            or k_shape[-2] != v_shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: expected query (..., L, E), key "
                            f"(..., S, E) and value (..., S, Ev), got {list(query.shape)}, "
                            f"{list(key.shape)} and {list(value.shape)}")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else scale
     if not is_causal and dropout_p == 0.0 and _decodable(query, key, value, attn_mask,
                                                          enable_gqa):
         return _decode(query, key, value, attn_mask, None, scale)
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+    if enable_gqa and len(q_shape) >= 3 and k_shape[-3] != q_shape[-3]:
         if attn_mask is None and dropout_p == 0.0 and not _needs_grad(query, key, value) \
                 and _fusable(query, key, value, grouped=True):
             return _flash(query, key, value, is_causal, scale)
@@ -173,20 +174,23 @@ def _fusable(query, key, value, grouped=False):
     if not (query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
             and value.dtype is query.dtype):
         return False
-    head = query.shape[-1]
-    lead = query.shape[:-2] == key.shape[:-2]
-    if grouped and query.ndim >= 3 and key.ndim == query.ndim and key.shape[-3]:
-        lead = query.shape[:-3] == key.shape[:-3] and query.shape[-3] % key.shape[-3] == 0
-    return (query.ndim <= 4 and key.ndim == query.ndim and value.ndim == query.ndim
-            and lead and key.shape[:-2] == value.shape[:-2]
-            and value.shape[-1] == head and 16 <= head <= 128
-            and query.numel() > 0 and key.numel() > 0
+    q_shape, k_shape, v_shape = query._data.shape, key._data.shape, value._data.shape
+    ndim, head = len(q_shape), q_shape[-1]
+    lead = q_shape[:-2] == k_shape[:-2]
+    if grouped and ndim >= 3 and len(k_shape) == ndim and k_shape[-3]:
+        lead = q_shape[:-3] == k_shape[:-3] and q_shape[-3] % k_shape[-3] == 0
+    return (ndim <= 4 and len(k_shape) == ndim and len(v_shape) == ndim
+            and lead and k_shape[:-2] == v_shape[:-2]
+            and v_shape[-1] == head and 16 <= head <= 128
+            and 0 not in q_shape and 0 not in k_shape
             and has_kernel("flash_attention", device.type))
 
 
 def _flash(query, key, value, is_causal, scale):
-    return _FlashAttention.apply(*(_unit_last_stride(t) for t in (query, key, value)),
-                                 is_causal, scale)
+    query, key, value = (_unit_last_stride(t) for t in (query, key, value))
+    if records(query, key, value):
+        return _FlashAttention.apply(query, key, value, is_causal, scale)
+    return _FlashAttention.compute(query, key, value, is_causal, scale, False)[0]
 
 
 def _unit_last_stride(t):
@@ -202,11 +206,17 @@ class _FlashAttention(Function):
     (create_graph), the gradients are recomputed with genesis ops so every order is exact."""
 
     @staticmethod
-    def forward(ctx, query, key, value, is_causal, scale):
-        keep = any(ctx.needs_input_grad[:3])
+    def compute(query, key, value, is_causal, scale, keep):
+        """(the output, the row logsumexp, with `keep` the output in float32 for half types
+        else None) from the kernel; the last two are arrays."""
         out, lse, out_f = call("flash_attention", query, key, value, is_causal, scale, keep,
                                device=query.device)
-        out = wrap(out, query.device)
+        return wrap(out, query.device), lse, out_f
+
+    @staticmethod
+    def forward(ctx, query, key, value, is_causal, scale):
+        out, lse, out_f = _FlashAttention.compute(query, key, value, is_causal, scale,
+                                                  any(ctx.needs_input_grad[:3]))
         ctx.is_causal, ctx.scale = is_causal, scale
         kept = out if out_f is None else wrap(out_f, query.device)
         ctx.save_for_backward(query, key, value, kept, wrap(lse, query.device))

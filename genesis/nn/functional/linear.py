@@ -9,7 +9,7 @@ layers pass genesis.backends.cudnn.allow_tf32), in the backward as in the forwar
 """
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
@@ -39,21 +39,21 @@ def _composed(input, weight, bias):
 def _fusable(input, weight, bias):
     """One fused kernel can compute this layer: a backend kernel, one dtype and device, a
     matrix weight, a vector bias of its rows' count."""
-    if not has_kernel("linear_act", input.device.type):
+    dtype, device = input.dtype, input.device
+    if not (has_kernel("linear_act", device.type) and dtype in _FUSED_DTYPES
+            and weight.dtype is dtype and weight.device == device
+            and (bias is None or bias.dtype is dtype and bias.device == device)):
         return False
-    tensors = (input, weight) if bias is None else (input, weight, bias)
-    if any(t.dtype is not input.dtype or t.device != input.device for t in tensors):
-        return False
-    return (input.dtype in _FUSED_DTYPES and weight.ndim == 2 and input.ndim >= 1
-            and input.shape[-1] == weight.shape[1]
-            and (bias is None or tuple(bias.shape) == (weight.shape[0],)))
+    shape, weight_shape = input._data.shape, weight._data.shape
+    return (len(weight_shape) == 2 and len(shape) >= 1 and shape[-1] == weight_shape[1]
+            and (bias is None or bias._data.shape == weight_shape[:1]))
 
 
 @autocast_policy("linear")
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dimension of `input`."""
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, None, None)
+        return _LinearAct.run(input, weight, bias, None, None)
     return _composed(input, weight, bias)
 
 
@@ -67,7 +67,7 @@ def linear_activation(input, weight, bias=None, activation=None, allow_tf32=None
         raise ValueError(f"linear_activation: activation must be one of {ACTIVATIONS}, "
                          f"got {activation!r}")
     if _fusable(input, weight, bias):
-        return _LinearAct.apply(input, weight, bias, activation, allow_tf32)
+        return _LinearAct.run(input, weight, bias, activation, allow_tf32)
     return _activate(_composed(input, weight, bias), activation)
 
 
@@ -87,13 +87,27 @@ class _LinearAct(Function):
     otherwise the three products run as one backend call ("linear_act_backward"), with the
     forward's `allow_tf32` (None: the matmul flag as each runs)."""
 
+    @classmethod
+    def run(cls, x, weight, bias, activation, allow_tf32):
+        """apply, or the values alone when no graph records the call."""
+        if records(x, weight, bias):
+            return cls.apply(x, weight, bias, activation, allow_tf32)
+        return cls.compute(x, weight, bias, activation, False, allow_tf32)[0]
+
+    @staticmethod
+    def compute(x, weight, bias, activation, keep, allow_tf32):
+        """(act(x @ W^T + b), with `keep` the pre-activation else None) from the kernel."""
+        y, z = call("linear_act", x, weight, bias, activation, keep, allow_tf32,
+                    device=x.device)
+        return wrap(y, x.device), None if z is None else wrap(z, x.device)
+
     @staticmethod
     def forward(ctx, x, weight, bias, activation, allow_tf32):
         keep = activation is not None and any(ctx.needs_input_grad[:3])
-        y, z = call("linear_act", x, weight, bias, activation, keep, allow_tf32, device=x.device)
+        y, z = _LinearAct.compute(x, weight, bias, activation, keep, allow_tf32)
         ctx.activation, ctx.allow_tf32 = activation, allow_tf32
-        ctx.save_for_backward(x, weight, bias, None if z is None else wrap(z, x.device))
-        return wrap(y, x.device)
+        ctx.save_for_backward(x, weight, bias, z)
+        return y
 
     @staticmethod
     def backward(ctx, g):

@@ -375,8 +375,13 @@ def _dense_like(arr):
 
 def _empty_like(arr, dtype, stream):
     """A new array laid out as `_dense_like(arr)`."""
+    return _empty_strided(arr, dtype, _dense_like(arr), stream)
+
+
+def _empty_strided(arr, dtype, strides, stream):
+    """A new array of `arr`'s shape with these element strides (a dense layout of it)."""
     flat = CUDAArray.empty((arr.size,), dtype, arr.device, stream)
-    return as_strided(flat, arr.shape, _dense_like(arr), 0)
+    return as_strided(flat, arr.shape, strides, 0)
 
 
 def _geometry_like(arr):
@@ -508,7 +513,7 @@ _plans = LaunchCache()
 
 
 def _key(*arrays):
-    return tuple((a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays)
+    return tuple([(a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays])
 
 
 def _check(q, k, v, grouped=False):
@@ -530,20 +535,25 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
     scores as float32, the output in float32 for half types when `keep_float` (what the
     backward's Delta = rowsum(dO * O) needs to match attention computed in float32), else
     None). Key and value may have fewer heads than the query (grouped-query attention)."""
-    _check(query, key, value, grouped=True)
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
-    out = _empty_like(query, query.dtype, stream)
-    lse = CUDAArray.empty(query.shape[:-1], np.float32, device, stream)
     keep_float = keep_float and query.dtype in _HALF
-    out_f = _empty_like(query, np.float32, stream) if keep_float else None
-    if out.size:
-        tf32 = flags.allow_tf32
-        key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
-        launch, dims = _plans.get_or_build(key_, lambda: _forward_plan(
-            query, key, value, is_causal, tf32, keep_float, device))
-        _forward_launch(launch, dims, stream, query, key, value, out, lse, out_f, float(scale))
+    tf32 = flags.allow_tf32
+    key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
+    plan = _plans.get(key_)
+    if plan is None:  # operands of a new geometry (the key holds all _check reads)
+        _check(query, key, value, grouped=True)
+        if query.size:
+            plan = _plans.get_or_build(key_, lambda: _forward_plan(
+                query, key, value, is_causal, tf32, keep_float, device) + (_dense_like(query),))
+    strides = _dense_like(query) if plan is None else plan[2]
+    out = _empty_strided(query, query.dtype, strides, stream)
+    lse = CUDAArray.empty(query.shape[:-1], np.float32, device, stream)
+    out_f = _empty_strided(query, np.float32, strides, stream) if keep_float else None
+    if plan is not None:
+        _forward_launch(plan[0], plan[1], stream, query, key, value, out, lse, out_f,
+                        float(scale))
     return out, lse, out_f
 
 

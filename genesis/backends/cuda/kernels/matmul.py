@@ -259,9 +259,10 @@ class Problem:
     def with_arrays(self, arrays):
         """The same problem over other arrays of the same geometry."""
         other = object.__new__(Problem)
-        for name in Problem.__slots__:
-            setattr(other, name, getattr(self, name))
-        other.arrays = arrays
+        other.M, other.N, other.K, other.batch_sizes = self.M, self.N, self.K, self.batch_sizes
+        other.strides, other.dtype, other.act, other.gated = (self.strides, self.dtype,
+                                                              self.act, self.gated)
+        other.precision, other.device, other.arrays = self.precision, self.device, arrays
         return other
 
     @property
@@ -580,7 +581,9 @@ def matmul_arrays(a, b, bias=None, activation=None, keep_z=False, out=None, row_
             if len(_fast) > 4096:
                 _fast.clear()
             _fast[key] = (c_shape, out_shape, problems[0].with_arrays(None), launchers[0])
-    shaped = [x if x is None or out_shape == c_shape else
+    if out_shape == c_shape:  # the usual case: the product's own shape
+        return [c, z] if keep_z else c
+    shaped = [x if x is None else
               CUDAArray(x.storage, out_shape, contiguous_byte_strides(out_shape, x.itemsize), 0,
                         x.dtype) for x in (c, z)]
     return shaped if keep_z else shaped[0]

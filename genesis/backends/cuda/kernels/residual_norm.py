@@ -68,10 +68,17 @@ def _plan(x, target=None):
                   max(1, min(16, bn // 512)), device=x.device, target=target)
 
 
-def _launch(launch, stream, x, y, weight, h, out, eps):
-    """The call of _add_rms_norm_kernel."""
-    launch(stream, x, y, weight, h, out, x.shape[1], x.element_strides()[0],
-           y.element_strides()[0], float(eps))
+def _row_geometry(x, y):
+    """(row length, row strides of x and y in elements) of (rows, N) arrays x and y: what
+    _launch passes besides the pointers."""
+    return x.shape[1], x.element_strides()[0], y.element_strides()[0]
+
+
+def _launch(launch, geometry, stream, x, y, weight, h, out, eps):
+    """The call of _add_rms_norm_kernel; `geometry` as _row_geometry gives it for x and y (any
+    arrays at their addresses: only the pointers are read from them)."""
+    n_cols, x_row_stride, y_row_stride = geometry
+    launch(stream, x, y, weight, h, out, n_cols, x_row_stride, y_row_stride, float(eps))
 
 
 _plans = LaunchCache()
@@ -80,18 +87,21 @@ _plans = LaunchCache()
 @register("add_rms_norm", "cuda")
 def add_rms_norm(x, y, weight, eps):
     """(x + y, rms_norm(x + y) * weight), new contiguous arrays of x's shape."""
-    x2, y2 = as_rows(x), as_rows(y)
-    if not supports(x, y, weight) or x2 is None or y2 is None:
-        raise RuntimeError(f"add_rms_norm: unsupported operands {x.shape}, {y.shape} of "
-                           f"{x.dtype}, {y.dtype}, weight {weight.shape} of {weight.dtype}")
     device = x.device
+    key = (x.shape, x.strides, y.shape, y.strides, weight.shape, weight.strides, x.dtype,
+           y.dtype, weight.dtype, (x.ptr % 16 == 0, y.ptr % 16 == 0, weight.ptr % 16 == 0), device)
+    plan = _plans.get(key)
+    if plan is None:  # operands of a new geometry (the key holds all the check reads)
+        x2, y2 = as_rows(x), as_rows(y)
+        if not supports(x, y, weight) or x2 is None or y2 is None:
+            raise RuntimeError(f"add_rms_norm: unsupported operands {x.shape}, {y.shape} of "
+                               f"{x.dtype}, {y.dtype}, weight {weight.shape} of {weight.dtype}")
+        if x.size:
+            plan = _plans.get_or_build(key, lambda: (_plan(x2), _row_geometry(x2, y2)))
     activate(device)
     stream = current_stream_handle(device)
     h = CUDAArray.empty(x.shape, x.dtype, device, stream)
     out = CUDAArray.empty(x.shape, x.dtype, device, stream)
-    if x.size:
-        key = (x2.shape, x2.strides, y2.strides, x.dtype,
-               tuple(a.ptr % 16 == 0 for a in (x, y, weight)), device)
-        launch = _plans.get_or_build(key, lambda: _plan(x2))
-        _launch(launch, stream, x2, y2, weight, as_rows(h), as_rows(out), eps)
+    if plan is not None:
+        _launch(plan[0], plan[1], stream, x, y, weight, h, out, eps)
     return h, out

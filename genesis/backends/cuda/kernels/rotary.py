@@ -187,17 +187,23 @@ def _cache_launch(launch, stream, q, k, v, cos, sin, q_out, key_cache, value_cac
            *sin.element_strides()[:2])
 
 
-def _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out):
-    """The call of _rotary_kernel."""
+def _rotary_dims(q, k, cos, sin, q_out, k_out):
+    """The sizes and strides _rotary_launch passes for arrays laid out as these."""
     qs, ks, qos, kos = (a.element_strides()[:3] for a in (q, k, q_out, k_out))
     cs, ss = cos.element_strides()[:2], sin.element_strides()[:2]
+    return (q.shape[2], q.shape[1], k.shape[1]), qs + ks + qos + kos + cs + ss
+
+
+def _rotary_launch(launch, dims, stream, q, k, cos, sin, q_out, k_out):
+    """The call of _rotary_kernel; `dims` as _rotary_dims gives them."""
+    sizes, strides = dims
     launch(stream,
            # pointers
            q, k, cos, sin, q_out, k_out,
            # sizes
-           q.shape[2], q.shape[1], k.shape[1],
+           *sizes,
            # strides
-           *qs, *ks, *qos, *kos, *cs, *ss)
+           *strides)
 
 
 _plans = LaunchCache()
@@ -207,19 +213,22 @@ _plans = LaunchCache()
 def rotary(q, k, cos, sin, inverse):
     """(rotated q, rotated k), new arrays laid out (B, T, heads, D); see the module
     docstring."""
-    if not supports(q, k, cos, sin) or not q.dtype == k.dtype:
+    device = q.device
+    key = (q.shape, q.strides, k.shape, k.strides, cos.shape, cos.strides, sin.shape,
+           sin.strides, q.dtype, k.dtype, cos.dtype, sin.dtype, bool(inverse),
+           (q.ptr % 16 == 0, k.ptr % 16 == 0, cos.ptr % 16 == 0, sin.ptr % 16 == 0), device)
+    plan = _plans.get(key)  # a new geometry is checked (the key holds all the check reads)
+    if plan is None and not (supports(q, k, cos, sin) and q.dtype == k.dtype):
         raise RuntimeError(f"rotary: unsupported operands {q.shape}, {k.shape}, cos "
                            f"{cos.shape}, sin {sin.shape}")
-    device = q.device
     activate(device)
     stream = current_stream_handle(device)
     q_out, k_out = _token_major(q, stream), _token_major(k, stream)
-    if q.size and k.size:
-        key = (q.shape, q.strides, k.shape, k.strides, cos.strides, sin.strides, q.dtype,
-               cos.dtype, sin.dtype, bool(inverse),
-               tuple(a.ptr % 16 == 0 for a in (q, k, cos, sin)), device)
-        launch = _plans.get_or_build(key, lambda: _plan(q, k, bool(inverse)))
-        _rotary_launch(launch, stream, q, k, cos, sin, q_out, k_out)
+    if plan is None and q.size and k.size:  # operands of a new geometry
+        plan = _plans.get_or_build(key, lambda: (
+            _plan(q, k, bool(inverse)), _rotary_dims(q, k, cos, sin, q_out, k_out)))
+    if plan is not None:
+        _rotary_launch(plan[0], plan[1], stream, q, k, cos, sin, q_out, k_out)
     return q_out, k_out
 
 

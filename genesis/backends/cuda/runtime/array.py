@@ -15,11 +15,6 @@ _new = object.__new__
 _allocators = {}  # device index -> its context's allocator (contexts live as long as the process)
 
 
-def as_numpy_dtype(dtype):
-    """`dtype` as a numpy dtype object."""
-    return dtype if dtype.__class__ in NUMPY_DTYPE_TYPES else np.dtype(dtype)
-
-
 def _allocator_of(device):
     """get_context(device).allocator, remembered for an explicit index."""
     allocator = get_context(device).allocator
@@ -58,7 +53,7 @@ class CUDAArray:
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.offset = offset
-        self.dtype = as_numpy_dtype(dtype)
+        self.dtype = dtype if dtype.__class__ in NUMPY_DTYPE_TYPES else np.dtype(dtype)
         self.ptr = storage.ptr + offset
         self.device = storage.device
 
@@ -66,7 +61,7 @@ class CUDAArray:
     def empty(cls, shape, dtype, device, stream=None):
         """A new contiguous array of `shape` over a new CUDAStorage on device index `device`,
         allocated for `stream` (None: the device's current stream)."""
-        if dtype.__class__ not in NUMPY_DTYPE_TYPES:  # as_numpy_dtype, inlined
+        if dtype.__class__ not in NUMPY_DTYPE_TYPES:  # a numpy dtype object, as in __init__
             dtype = np.dtype(dtype)
         if shape.__class__ is not tuple:
             shape = tuple(shape)

@@ -278,8 +278,11 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
     def _cache_block(self, block, size):
         """Keep a freed block for the next request of `size` (rounded) bytes on its stream."""
         if size > SMALL_SIZE:
-            if block.stream in self._large_cache:
-                self._flush_large(block.stream)
+            cached = self._large_cache.get(block.stream)
+            if cached is not None:  # _flush_large, inlined: the usual large free
+                del self._lru[cached]
+                self._cached_bytes -= cached.size
+                self._pool.release(cached)
             self._large_cache[block.stream] = block
         elif block.size > SMALL_SIZE:  # a batch's last piece, with a large slack: no cache fits
             self._pool.release(block)
