@@ -15,13 +15,16 @@ With --prefill the cases are a 2048-token prefill of a 1.1B-shaped Llama (bfloat
 gradients) on "cuda": the whole forward, then the parts of one of its layers. Add
 --simulated-cuda to run them without a GPU; on a GPU they give the host time beside
 benchmarks/generate.py's prefill figures (kernels run asynchronously, so the thread's CPU time is
-the host's share).
+the host's share). With --gpt2-step the case is benchmarks/gpt2.py's eager training step of
+GPT-2 small (batch 8, 1024 tokens, AdamW, clipping) under autocast bf16 and in bf16, the host's
+share of the eager rows there.
 
     python benchmarks/overhead.py [--json PATH] [--iters N] [--repeats R] [--profile CASE]
-                                  [--simulated-cuda] [--prefill]
+                                  [--simulated-cuda] [--prefill | --gpt2-step]
 """
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
@@ -151,10 +154,28 @@ def _prefill_cases():
     }
 
 
-def run_prefill(repeats):
-    """One row per prefill case: genesis microseconds per call."""
-    cases = _prefill_cases()
-    with genesis.no_grad():
+def _gpt2_step_cases():
+    """{name: (fn, calls a timing)}: one eager GPT-2 small training step per call, as
+    benchmarks/gpt2.py times it, in its autocast bf16 and bf16 modes."""
+    import gpt2
+    tokens = np.random.default_rng(0).integers(0, gpt2.GPT2_SMALL.vocab_size,
+                                               (gpt2.BATCH, gpt2.GPT2_SMALL.block_size + 1))
+    x, y = gpt2._batch(genesis, tokens)
+    cases = {}
+    for mode in ("autocast bf16", "bf16"):
+        step = gpt2.trainer(genesis, gpt2._model(genesis, mode), mode)
+        cases[f"GPT-2 small step, {mode}"] = (lambda step=step: step(x, y), 5)
+    return cases
+
+
+MODEL_CASES = {"prefill": _prefill_cases, "gpt2_step": _gpt2_step_cases}
+
+
+def run_model_cases(kind, repeats):
+    """One row per case of MODEL_CASES[kind]: genesis microseconds per call; the prefill's
+    under no_grad."""
+    cases = MODEL_CASES[kind]()
+    with genesis.no_grad() if kind == "prefill" else contextlib.nullcontext():
         return [{"case": name, "genesis_us": round(_time_per_call(fn, iters, repeats), 2)}
                 for name, (fn, iters) in cases.items()]
 
@@ -220,18 +241,22 @@ def main(argv=None):
     parser.add_argument("--profile", metavar="CASE", help="cProfile this Genesis case")
     parser.add_argument("--simulated-cuda", action="store_true",
                         help="run the CUDA cases on a simulated device (host time only)")
-    parser.add_argument("--prefill", action="store_true",
+    models = parser.add_mutually_exclusive_group()
+    models.add_argument("--prefill", action="store_true",
                         help="time a 1.1B-shaped Llama's prefill and its parts on cuda instead")
+    models.add_argument("--gpt2-step", action="store_true",
+                        help="time GPT-2 small's eager training step on cuda instead")
     args = parser.parse_args(argv)
+    kind = "prefill" if args.prefill else "gpt2_step" if args.gpt2_step else None
     if args.simulated_cuda:
         simulated_cuda.install()
     if args.profile:
         profile(args.profile, args.iters, args.simulated_cuda)
         return
-    if args.prefill:
-        rows = run_prefill(args.repeats)
-        print_table(rows, "prefill case (simulated cuda)" if args.simulated_cuda
-                    else f"prefill case ({genesis.cuda.get_device_name()})")
+    if kind:
+        rows = run_model_cases(kind, args.repeats)
+        print_table(rows, "case (simulated cuda)" if args.simulated_cuda
+                    else f"case ({genesis.cuda.get_device_name()})")
     else:
         rows = (run_simulated_cuda if args.simulated_cuda else run)(args.iters, args.repeats)
         print_table(rows)
@@ -239,7 +264,7 @@ def main(argv=None):
         meta = {"numpy": np.__version__, "torch": torch.__version__,
                 "python": sys.version.split()[0], "size": SIZE, "iters": args.iters,
                 "repeats": args.repeats, "simulated_cuda": args.simulated_cuda,
-                "prefill": args.prefill}
+                "model_cases": kind}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": rows}, f, indent=2)
 
