@@ -5,49 +5,52 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from ...ops import elementwise as ew
-from ...ops.common import call
+from ...ops.common import call, wrap
+from ...ops.index import Index, IndexAddToZeros
 
 
 class Embedding(Function):
-    """weight[indices]; the gradient is index_add of the output gradient into the weight's rows.
+    """weight[indices]; the gradient is the output gradient's rows added into zeros of the
+    weight's shape at the indices.
 
-    Rows looked up at `padding_idx` get no gradient; with `scale_grad_by_freq` each row's
-    gradient is divided by how often its index occurs in `indices`.
+    The ids are checked once, as the forward gathers (an out-of-range id is an IndexError
+    naming it); the backward reuses the checked ids. Rows looked up at `padding_idx` get no
+    gradient; with `scale_grad_by_freq` each row's gradient is divided by how often its index
+    occurs in `indices`.
     """
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
-        flat = indices.reshape(-1)
-        ctx.save_for_backward(flat)
+        ids = _checked_ids(indices.reshape(-1), weight)
+        ctx.save_for_backward(ids)
         ctx.num_weights = weight.shape[0]
         ctx.padding_idx, ctx.scale_grad_by_freq = padding_idx, scale_grad_by_freq
-        try:
-            rows = weight.index_select(0, flat)
-        except IndexError:
-            raise _out_of_range(flat, weight) from None
+        rows = Index.apply(weight, (ids,), None)
         return rows.reshape(*indices.shape, weight.shape[1])
 
     @staticmethod
     def backward(ctx, grad):
-        (flat,) = ctx.saved_tensors
+        (ids,) = ctx.saved_tensors
         rows = grad.reshape(-1, grad.shape[-1])
         if ctx.padding_idx is not None:
-            rows = ew.where((flat == ctx.padding_idx).unsqueeze(1), 0.0, rows)
+            rows = ew.where((ids == ctx.padding_idx).unsqueeze(1), 0.0, rows)
         if ctx.scale_grad_by_freq:
-            ones = creation.ones(flat.shape, dtype=rows.dtype, device=rows.device)
-            counts = creation.zeros(ctx.num_weights, dtype=rows.dtype, device=rows.device)
-            rows = rows / counts.index_add(0, flat, ones).index_select(0, flat).unsqueeze(1)
-        zeros = creation.zeros(ctx.num_weights, rows.shape[1], dtype=rows.dtype,
-                               device=rows.device)
-        return zeros.index_add(0, flat, rows), None, None, None
+            ones = creation.ones(ids.shape, dtype=rows.dtype, device=rows.device)
+            counts = IndexAddToZeros.apply((ctx.num_weights,), (ids,), ones)
+            rows = rows / Index.apply(counts, (ids,), None).unsqueeze(1)
+        return IndexAddToZeros.apply((ctx.num_weights, rows.shape[1]), (ids,), rows), None, None, \
+            None
 
 
-def _out_of_range(flat, weight):
-    """The IndexError for an id outside the table, naming the id and the table's size."""
-    _, bad = call("check_index", flat, weight.shape[0], False)
-    return IndexError(f"embedding(): index {bad} is out of range for an embedding table of "
-                      f"{weight.shape[0]} rows (weight of shape {list(weight.shape)}); ids must "
-                      f"be in [0, {weight.shape[0] - 1}]")
+def _checked_ids(flat, weight):
+    """The 1-D ids `flat` as int64, checked to lie in [0, rows of `weight`): an IndexError
+    naming the first id outside the table otherwise."""
+    data, bad = call("check_index", flat, weight.shape[0], False)
+    if bad is not None:
+        raise IndexError(f"embedding(): index {bad} is out of range for an embedding table of "
+                         f"{weight.shape[0]} rows (weight of shape {list(weight.shape)}); ids "
+                         f"must be in [0, {weight.shape[0] - 1}]")
+    return wrap(data, flat.device, dtypes.int64)
 
 
 def _renorm_rows(weight, indices, max_norm, norm_type):
