@@ -13,6 +13,7 @@ import functools
 from .. import dtypes
 from ..autograd import autocast_state
 from ..tensor import Tensor
+from .creation import to_device_and_dtype
 
 LOWER, FLOAT32, PROMOTE, BANNED = "lower", "float32", "promote", "banned"
 
@@ -80,10 +81,10 @@ def _cached_cast(x, dtype, state):
     requires grad and is not a view)."""
     if not (state.cache_enabled and x.dtype is dtypes.float32 and x.requires_grad
             and x.grad_fn is None and x._base is None):
-        return x.to(dtype)
+        return to_device_and_dtype(x, None, dtype)
     hit = state.cache.get(id(x))
     if hit is None:
-        hit = state.cache[id(x)] = (x, x.to(dtype))
+        hit = state.cache[id(x)] = (x, to_device_and_dtype(x, None, dtype))
     return hit[1]
 
 
@@ -126,7 +127,7 @@ def cast_arguments(name, args, kwargs):
     dtype = _target(policy, tensors, device_type, state)
     if policy == LOWER:
         return _cast_all(args, kwargs, lambda t: _cached_cast(t, dtype, state))
-    return _cast_all(args, kwargs, lambda t: t if t.dtype is dtype else t.to(dtype))
+    return _cast_all(args, kwargs, lambda t: to_device_and_dtype(t, None, dtype))
 
 
 def autocast_policy(name):

@@ -337,8 +337,8 @@ class ToCopy(Function):
     @staticmethod
     def forward(ctx, x, device, dtype, non_blocking):
         ctx.src = (x.device, x.dtype)
-        if device == x.device:
-            return wrap(call("cast", x, dtype), device, dtype)
+        if device is x.device or device == x.device:
+            return wrap(kernel("cast", device.type)(x._data, dtype), device, dtype)
         src = x._data if x.dtype is dtype else call("cast", x, dtype)
         host = kernel("to_numpy", x.device.type)(src, non_blocking)
         data = kernel("from_numpy", device.type)(host, device.index, non_blocking)
@@ -347,13 +347,13 @@ class ToCopy(Function):
     @staticmethod
     def backward(ctx, grad):
         device, dtype = ctx.src
-        return grad.to(device=device, dtype=dtype), None, None, None
+        return to_device_and_dtype(grad, device, dtype), None, None, None
 
 
 def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False):
     """`Tensor.to`: the tensor itself if nothing changes (unless `copy`), else a differentiable
     copy."""
-    device = resolve(device) if device is not None else t.device
+    device = t.device if device is None or device is t.device else resolve(device)
     dtype = dtype or t.dtype
     if device == t.device and dtype is t.dtype and not copy:
         return t
@@ -467,6 +467,8 @@ class CreationMethods:
 
     def to(self, *args, **kwargs):
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""
+        if not kwargs and len(args) == 1 and args[0].__class__ is Dtype:  # to(dtype): the usual
+            return to_device_and_dtype(self, None, args[0])
         device, dtype, non_blocking, copy = parse_to(*args, **kwargs)
         return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
 
