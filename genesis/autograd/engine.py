@@ -116,12 +116,15 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, a
             grads = buffers.pop(node, None)
             if grads is None or (run is not None and node not in run and node not in target_nodes):
                 continue
-            _run_tensor_hooks(node, grads)
+            if node._tensor_hooks or node._retain_grad_refs:
+                _run_tensor_hooks(node, grads)
             if isinstance(node, AccumulateGrad):
                 _leaf(node, grads, create_graph, targets, accumulate)
+            elif run is None:
+                _pass_on(node, grads, buffers, retain_graph)
             else:
                 _capture(node, grads, targets)
-                if run is None or node in run:
+                if node in run:
                     _pass_on(node, grads, buffers, retain_graph)
 
 

@@ -242,11 +242,12 @@ class BackwardNode(Node):
         Saved tensors and tensors stored as ctx attributes (alone or in a tuple or list) go;
         reading either afterwards raises the "backward through the graph a second time" error.
         """
-        self._saved = ()
-        self._released = True
-        for key, value in list(self.__dict__.items()):
-            if key[0] != "_" and key not in _GRAPH_FIELDS and _holds_tensor(value):
-                delattr(self, key)
+        attrs = self.__dict__
+        attrs["_saved"] = ()
+        attrs["_released"] = True
+        for key in [key for key, value in attrs.items() if key[0] != "_"
+                    and key not in _GRAPH_FIELDS and _holds_tensor(value)]:
+            del attrs[key]
 
     def __getattr__(self, key):
         if not key.startswith("__") and self.__dict__.get("_released"):
@@ -258,11 +259,14 @@ class BackwardNode(Node):
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) < len(self._input_meta):
+        input_meta = self._input_meta
+        if len(result) < len(input_meta):
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
-                               f"(expected {len(self._input_meta)}, got {len(result)})")
-        return tuple([_check_grad(self, i, g, meta) for i, (g, meta)
-                      in enumerate(zip(result, self._input_meta))])
+                               f"(expected {len(input_meta)}, got {len(result)})")
+        return tuple([None if g is None or meta is None
+                      else g if g._data.shape == meta[0] and g.dtype is meta[1]
+                      and g.device is meta[2] else _check_grad(self, i, g, meta)
+                      for i, (g, meta) in enumerate(zip(result, input_meta))])
 
 
 class UntrackedNode(BackwardNode):
@@ -292,7 +296,9 @@ def _holds_tensor(value):
 
 
 def _check_grad(node, index, grad, meta):
-    """Validate one returned gradient: right shape, cast to the input's dtype; None passes."""
+    """Validate one returned gradient: right shape, cast to the input's dtype; None passes
+    (BackwardNode.apply passes on those whose shape, dtype and device object match without
+    calling it)."""
     if grad is None or meta is None:
         return None
     shape, dtype, device = meta
@@ -346,8 +352,11 @@ class Function:
         state = grad_mode._state
         enabled = state.enabled
         if enabled:
-            if records(*args):
-                return _apply_tracked(cls, args, kwargs)
+            tensor_cls = _tensor_type or _load_tensor_type()
+            for a in args:  # records(*args), inlined
+                if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                  else _requires_grad(a)):
+                    return _apply_tracked(cls, args, kwargs)
             state.enabled = False
         ctx = UntrackedNode()
         ctx._function, ctx.needs_input_grad = cls, (False,) * len(args)
@@ -393,7 +402,8 @@ def _apply_tracked(cls, args, kwargs):
     """A call the graph records: forward under no_grad with a BackwardNode as ctx, which
     becomes the grad_fn of the differentiable outputs."""
     tensor_cls = _tensor_type
-    needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a) for a in args])
+    needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                  else _requires_grad(a)) for a in args])
     ctx = BackwardNode(cls, needs)
     state = grad_mode._state
     state.enabled = False
@@ -401,10 +411,15 @@ def _apply_tracked(cls, args, kwargs):
         outputs = _forward(cls, ctx, args, kwargs)
     finally:
         state.enabled = True
-    ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
-                                for a in args])
-    ctx._input_meta = tuple([(a._data.shape, a.dtype, a.device) if need else None
-                             for a, need in zip(args, needs)])
+    edges, input_meta = [], []
+    for a, need in zip(args, needs):
+        if need:
+            edges.append(edge_of(a))
+            input_meta.append((a._data.shape, a.dtype, a.device))
+        else:
+            edges.append(edge_of(a) if isinstance(a, tensor_cls) else None)
+            input_meta.append(None)
+    ctx.next_functions, ctx._input_meta = tuple(edges), tuple(input_meta)
     return _wire_outputs(ctx, args, outputs)
 
 
