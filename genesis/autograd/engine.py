@@ -164,9 +164,11 @@ def _pass_on(node, grads, buffers, retain_graph):
 
 def _apply_node(node, grads, retain_graph):
     """Run one node; returns the gradients for its next_functions (Nones when it is skipped)."""
-    present = [g is not None for g in grads]  # (`None in grads` would compare tensors)
-    if False in present:
-        if True not in present:
+    if len(grads) == 1:  # the usual case: one output, its gradient present
+        if grads[0] is None:
+            return ()
+    elif any(g is None for g in grads):  # (`None in grads` would compare tensors)
+        if all(g is None for g in grads):
             return ()
         if node.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros_for(meta)

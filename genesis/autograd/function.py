@@ -120,7 +120,8 @@ def _may_steal(grad, leaf):
     """
     data_refs, storage_refs = _fresh_refcounts(grad)
     return (sys.getrefcount(grad) - 1 <= _REFS_OF_ARGUMENT and grad._base is None
-            and grad.dtype is leaf.dtype and grad.stride() == leaf.stride()
+            and grad.dtype is leaf.dtype
+            and (grad._data.strides == leaf._data.strides or grad.stride() == leaf.stride())
             and sys.getrefcount(grad._data) <= data_refs
             and sys.getrefcount(grad._storage) <= storage_refs)
 
