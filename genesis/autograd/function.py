@@ -18,6 +18,8 @@ from types import MappingProxyType
 
 from . import autocast_state, grad_mode
 
+_new = object.__new__
+
 
 class Node:
     """A node of the backward graph: maps output gradients to input gradients."""
@@ -380,6 +382,8 @@ def _forward(cls, ctx, args, kwargs):
     theirs with autocast suspended, its policy having been applied where the op was called."""
     amp = autocast_state._state
     if not (amp.active and cls._internal):
+        if cls.setup_context is None:  # _call_forward's usual case, inlined
+            return cls.forward(ctx, *args, **kwargs)
         return _call_forward(cls, ctx, args, kwargs)
     amp.suspended += 1
     amp.active = False
@@ -405,7 +409,8 @@ def _apply_tracked(cls, args, kwargs):
     tensor_cls = _tensor_type
     needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
                                                   else _requires_grad(a)) for a in args])
-    ctx = BackwardNode(cls, needs)
+    ctx = _new(BackwardNode)  # BackwardNode(cls, needs) without the __init__ call
+    ctx._function, ctx.needs_input_grad = cls, needs
     state = grad_mode._state
     state.enabled = False
     try:
@@ -459,15 +464,30 @@ def _wire_outputs(ctx, args, outputs):
     An input returned as is (and not marked dirty) comes back as a new view of it, as in
     PyTorch. A dirty input that is a view rebases its base's history on this node.
     """
-    single = not isinstance(outputs, tuple)
-    wired = [_wire_output(ctx, args, nr, out)
-             for nr, out in enumerate((outputs,) if single else outputs)]
-    ctx._output_meta = tuple([(out._data.shape, out.dtype, out.device)
-                              if hasattr(out, "_requires_grad") else None for out in wired])
-    ctx.num_outputs = len(wired)
+    if isinstance(outputs, tuple):
+        wired = tuple([_wire_output(ctx, args, nr, out) for nr, out in enumerate(outputs)])
+        ctx._output_meta = tuple([_output_meta(out) for out in wired])
+        ctx.num_outputs = len(wired)
+    else:  # one output: num_outputs keeps its class default, 1
+        wired = _wire_output(ctx, args, 0, outputs)
+        ctx._output_meta = (_output_meta(wired),)
     if ctx._saved:
         ctx._saved = tuple([_pack_output(entry, ctx) for entry in ctx._saved])
-    return wired[0] if single else tuple(wired)
+    return wired
+
+
+def _output_meta(out):
+    """(shape, dtype, device) of a tensor output, which the engine checks gradients against;
+    None for anything else."""
+    return (out._data.shape, out.dtype, out.device) if hasattr(out, "_requires_grad") else None
+
+
+def _is_input(out, args):
+    """Whether `out` is one of `args` itself (`in` would compare tensors elementwise)."""
+    for a in args:
+        if a is out:
+            return True
+    return False
 
 
 def _wire_output(ctx, args, nr, out):
@@ -476,7 +496,7 @@ def _wire_output(ctx, args, nr, out):
         return out
     key = id(out)
     dirty = key in ctx._dirty
-    if not dirty and any(out is a for a in args):
+    if not dirty and _is_input(out, args):
         out = _alias_of(out)
     if key in ctx._non_differentiable or not out.dtype.is_floating_point:
         out._requires_grad = False
