@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
 from ..device import device as Device
@@ -331,6 +331,11 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
                       requires_grad)
 
 
+def _cast_copy(x, dtype):
+    """A copy of `x` as `dtype` on its own device, outside the graph."""
+    return wrap(kernel("cast", x.device.type)(x._data, dtype), x.device, dtype)
+
+
 class ToCopy(Function):
     """A copy to another device and/or dtype; the gradient goes back the same way."""
 
@@ -338,7 +343,7 @@ class ToCopy(Function):
     def forward(ctx, x, device, dtype, non_blocking):
         ctx.src = (x.device, x.dtype)
         if device is x.device or device == x.device:
-            return wrap(kernel("cast", device.type)(x._data, dtype), device, dtype)
+            return _cast_copy(x, dtype)
         src = x._data if x.dtype is dtype else call("cast", x, dtype)
         host = kernel("to_numpy", x.device.type)(src, non_blocking)
         data = kernel("from_numpy", device.type)(host, device.index, non_blocking)
@@ -355,8 +360,11 @@ def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=Fal
     copy."""
     device = t.device if device is None or device is t.device else resolve(device)
     dtype = dtype or t.dtype
-    if device == t.device and dtype is t.dtype and not copy:
-        return t
+    if device == t.device:
+        if dtype is t.dtype and not copy:
+            return t
+        if not records(t):  # nothing for the graph to record: the copy alone, no Function call
+            return _cast_copy(t, dtype)
     if t.requires_grad and not dtype.is_floating_point and is_grad_enabled():
         return ToCopy.apply(t.detach(), device, dtype, non_blocking)
     return ToCopy.apply(t, device, dtype, non_blocking)
