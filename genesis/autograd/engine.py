@@ -116,12 +116,15 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, a
             grads = buffers.pop(node, None)
             if grads is None or (run is not None and node not in run and node not in target_nodes):
                 continue
-            _run_tensor_hooks(node, grads)
+            if node._tensor_hooks or node._retain_grad_refs:
+                _run_tensor_hooks(node, grads)
             if isinstance(node, AccumulateGrad):
                 _leaf(node, grads, create_graph, targets, accumulate)
+            elif run is None:
+                _pass_on(node, grads, buffers, retain_graph)
             else:
                 _capture(node, grads, targets)
-                if run is None or node in run:
+                if node in run:
                     _pass_on(node, grads, buffers, retain_graph)
 
 
@@ -161,9 +164,11 @@ def _pass_on(node, grads, buffers, retain_graph):
 
 def _apply_node(node, grads, retain_graph):
     """Run one node; returns the gradients for its next_functions (Nones when it is skipped)."""
-    present = [g is not None for g in grads]  # (`None in grads` would compare tensors)
-    if False in present:
-        if True not in present:
+    if len(grads) == 1:  # the usual case: one output, its gradient present
+        if grads[0] is None:
+            return ()
+    elif any(g is None for g in grads):  # (`None in grads` would compare tensors)
+        if all(g is None for g in grads):
             return ()
         if node.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros_for(meta)

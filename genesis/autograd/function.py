@@ -18,6 +18,8 @@ from types import MappingProxyType
 
 from . import autocast_state, grad_mode
 
+_new = object.__new__
+
 
 class Node:
     """A node of the backward graph: maps output gradients to input gradients."""
@@ -120,7 +122,8 @@ def _may_steal(grad, leaf):
     """
     data_refs, storage_refs = _fresh_refcounts(grad)
     return (sys.getrefcount(grad) - 1 <= _REFS_OF_ARGUMENT and grad._base is None
-            and grad.dtype is leaf.dtype and grad.stride() == leaf.stride()
+            and grad.dtype is leaf.dtype
+            and (grad._data.strides == leaf._data.strides or grad.stride() == leaf.stride())
             and sys.getrefcount(grad._data) <= data_refs
             and sys.getrefcount(grad._storage) <= storage_refs)
 
@@ -242,11 +245,12 @@ class BackwardNode(Node):
         Saved tensors and tensors stored as ctx attributes (alone or in a tuple or list) go;
         reading either afterwards raises the "backward through the graph a second time" error.
         """
-        self._saved = ()
-        self._released = True
-        for key, value in list(self.__dict__.items()):
-            if key[0] != "_" and key not in _GRAPH_FIELDS and _holds_tensor(value):
-                delattr(self, key)
+        attrs = self.__dict__
+        attrs["_saved"] = ()
+        attrs["_released"] = True
+        for key in [key for key, value in attrs.items() if key[0] != "_"
+                    and key not in _GRAPH_FIELDS and _holds_tensor(value)]:
+            del attrs[key]
 
     def __getattr__(self, key):
         if not key.startswith("__") and self.__dict__.get("_released"):
@@ -258,11 +262,14 @@ class BackwardNode(Node):
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) < len(self._input_meta):
+        input_meta = self._input_meta
+        if len(result) < len(input_meta):
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
-                               f"(expected {len(self._input_meta)}, got {len(result)})")
-        return tuple([_check_grad(self, i, g, meta) for i, (g, meta)
-                      in enumerate(zip(result, self._input_meta))])
+                               f"(expected {len(input_meta)}, got {len(result)})")
+        return tuple([None if g is None or meta is None
+                      else g if g._data.shape == meta[0] and g.dtype is meta[1]
+                      and g.device is meta[2] else _check_grad(self, i, g, meta)
+                      for i, (g, meta) in enumerate(zip(result, input_meta))])
 
 
 class UntrackedNode(BackwardNode):
@@ -292,7 +299,9 @@ def _holds_tensor(value):
 
 
 def _check_grad(node, index, grad, meta):
-    """Validate one returned gradient: right shape, cast to the input's dtype; None passes."""
+    """Validate one returned gradient: right shape, cast to the input's dtype; None passes
+    (BackwardNode.apply passes on those whose shape, dtype and device object match without
+    calling it)."""
     if grad is None or meta is None:
         return None
     shape, dtype, device = meta
@@ -346,8 +355,11 @@ class Function:
         state = grad_mode._state
         enabled = state.enabled
         if enabled:
-            if records(*args):
-                return _apply_tracked(cls, args, kwargs)
+            tensor_cls = _tensor_type or _load_tensor_type()
+            for a in args:  # records(*args), inlined
+                if isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                  else _requires_grad(a)):
+                    return _apply_tracked(cls, args, kwargs)
             state.enabled = False
         ctx = UntrackedNode()
         ctx._function, ctx.needs_input_grad = cls, (False,) * len(args)
@@ -370,6 +382,8 @@ def _forward(cls, ctx, args, kwargs):
     theirs with autocast suspended, its policy having been applied where the op was called."""
     amp = autocast_state._state
     if not (amp.active and cls._internal):
+        if cls.setup_context is None:  # _call_forward's usual case, inlined
+            return cls.forward(ctx, *args, **kwargs)
         return _call_forward(cls, ctx, args, kwargs)
     amp.suspended += 1
     amp.active = False
@@ -393,18 +407,25 @@ def _apply_tracked(cls, args, kwargs):
     """A call the graph records: forward under no_grad with a BackwardNode as ctx, which
     becomes the grad_fn of the differentiable outputs."""
     tensor_cls = _tensor_type
-    needs = tuple([isinstance(a, tensor_cls) and _requires_grad(a) for a in args])
-    ctx = BackwardNode(cls, needs)
+    needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
+                                                  else _requires_grad(a)) for a in args])
+    ctx = _new(BackwardNode)  # BackwardNode(cls, needs) without the __init__ call
+    ctx._function, ctx.needs_input_grad = cls, needs
     state = grad_mode._state
     state.enabled = False
     try:
         outputs = _forward(cls, ctx, args, kwargs)
     finally:
         state.enabled = True
-    ctx.next_functions = tuple([edge_of(a) if isinstance(a, tensor_cls) else None
-                                for a in args])
-    ctx._input_meta = tuple([(a._data.shape, a.dtype, a.device) if need else None
-                             for a, need in zip(args, needs)])
+    edges, input_meta = [], []
+    for a, need in zip(args, needs):
+        if need:
+            edges.append(edge_of(a))
+            input_meta.append((a._data.shape, a.dtype, a.device))
+        else:
+            edges.append(edge_of(a) if isinstance(a, tensor_cls) else None)
+            input_meta.append(None)
+    ctx.next_functions, ctx._input_meta = tuple(edges), tuple(input_meta)
     return _wire_outputs(ctx, args, outputs)
 
 
@@ -443,15 +464,30 @@ def _wire_outputs(ctx, args, outputs):
     An input returned as is (and not marked dirty) comes back as a new view of it, as in
     PyTorch. A dirty input that is a view rebases its base's history on this node.
     """
-    single = not isinstance(outputs, tuple)
-    wired = [_wire_output(ctx, args, nr, out)
-             for nr, out in enumerate((outputs,) if single else outputs)]
-    ctx._output_meta = tuple([(out._data.shape, out.dtype, out.device)
-                              if hasattr(out, "_requires_grad") else None for out in wired])
-    ctx.num_outputs = len(wired)
+    if isinstance(outputs, tuple):
+        wired = tuple([_wire_output(ctx, args, nr, out) for nr, out in enumerate(outputs)])
+        ctx._output_meta = tuple([_output_meta(out) for out in wired])
+        ctx.num_outputs = len(wired)
+    else:  # one output: num_outputs keeps its class default, 1
+        wired = _wire_output(ctx, args, 0, outputs)
+        ctx._output_meta = (_output_meta(wired),)
     if ctx._saved:
         ctx._saved = tuple([_pack_output(entry, ctx) for entry in ctx._saved])
-    return wired[0] if single else tuple(wired)
+    return wired
+
+
+def _output_meta(out):
+    """(shape, dtype, device) of a tensor output, which the engine checks gradients against;
+    None for anything else."""
+    return (out._data.shape, out.dtype, out.device) if hasattr(out, "_requires_grad") else None
+
+
+def _is_input(out, args):
+    """Whether `out` is one of `args` itself (`in` would compare tensors elementwise)."""
+    for a in args:
+        if a is out:
+            return True
+    return False
 
 
 def _wire_output(ctx, args, nr, out):
@@ -460,7 +496,7 @@ def _wire_output(ctx, args, nr, out):
         return out
     key = id(out)
     dirty = key in ctx._dirty
-    if not dirty and any(out is a for a in args):
+    if not dirty and _is_input(out, args):
         out = _alias_of(out)
     if key in ctx._non_differentiable or not out.dtype.is_floating_point:
         out._requires_grad = False

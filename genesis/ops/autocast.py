@@ -13,6 +13,7 @@ import functools
 from .. import dtypes
 from ..autograd import autocast_state
 from ..tensor import Tensor
+from .creation import to_device_and_dtype
 
 LOWER, FLOAT32, PROMOTE, BANNED = "lower", "float32", "promote", "banned"
 
@@ -61,9 +62,12 @@ POLICIES = {
 }
 
 
+_FLOAT64 = dtypes.float64
+
+
 def eligible(x):
     """A tensor autocast may cast: floating point, not float64."""
-    return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
+    return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not _FLOAT64
 
 
 def _tensors(args):
@@ -80,19 +84,21 @@ def _cached_cast(x, dtype, state):
     requires grad and is not a view)."""
     if not (state.cache_enabled and x.dtype is dtypes.float32 and x.requires_grad
             and x.grad_fn is None and x._base is None):
-        return x.to(dtype)
+        return to_device_and_dtype(x, None, dtype)
     hit = state.cache.get(id(x))
     if hit is None:
-        hit = state.cache[id(x)] = (x, x.to(dtype))
+        hit = state.cache[id(x)] = (x, to_device_and_dtype(x, None, dtype))
     return hit[1]
 
 
 def _cast_all(args, kwargs, cast):
     def one(a):
+        if isinstance(a, Tensor):
+            return cast(a) if a.dtype.is_floating_point and a.dtype is not _FLOAT64 else a
         if isinstance(a, (list, tuple)) and any(isinstance(t, Tensor) for t in a):
             return type(a)(cast(t) if eligible(t) else t for t in a)
-        return cast(a) if eligible(a) else a
-    return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+        return a
+    return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()} if kwargs else kwargs
 
 
 def _target(policy, tensors, device_type, state):
@@ -111,9 +117,13 @@ def _target(policy, tensors, device_type, state):
 def cast_arguments(name, args, kwargs):
     """`args`, `kwargs` with the tensors cast as op `name`'s policy asks on their device."""
     state = autocast_state.state()
-    tensors = list(_tensors(list(args) + list(kwargs.values())))
-    first = next((t for t in tensors if eligible(t)), None)
-    if first is None:
+    tensors = list(_tensors(args))
+    if kwargs:
+        tensors += _tensors(kwargs.values())
+    for first in tensors:
+        if first.dtype.is_floating_point and first.dtype is not _FLOAT64:  # eligible(first)
+            break
+    else:
         return args, kwargs
     device_type = first.device.type
     policy = POLICIES.get(device_type, {}).get(name)
@@ -126,7 +136,7 @@ def cast_arguments(name, args, kwargs):
     dtype = _target(policy, tensors, device_type, state)
     if policy == LOWER:
         return _cast_all(args, kwargs, lambda t: _cached_cast(t, dtype, state))
-    return _cast_all(args, kwargs, lambda t: t if t.dtype is dtype else t.to(dtype))
+    return _cast_all(args, kwargs, lambda t: to_device_and_dtype(t, None, dtype))
 
 
 def autocast_policy(name):

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
 from ..device import device as Device
@@ -331,14 +331,19 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
                       requires_grad)
 
 
+def _cast_copy(x, dtype):
+    """A copy of `x` as `dtype` on its own device, outside the graph."""
+    return wrap(kernel("cast", x.device.type)(x._data, dtype), x.device, dtype)
+
+
 class ToCopy(Function):
     """A copy to another device and/or dtype; the gradient goes back the same way."""
 
     @staticmethod
     def forward(ctx, x, device, dtype, non_blocking):
         ctx.src = (x.device, x.dtype)
-        if device == x.device:
-            return wrap(call("cast", x, dtype), device, dtype)
+        if device is x.device or device == x.device:
+            return _cast_copy(x, dtype)
         src = x._data if x.dtype is dtype else call("cast", x, dtype)
         host = kernel("to_numpy", x.device.type)(src, non_blocking)
         data = kernel("from_numpy", device.type)(host, device.index, non_blocking)
@@ -347,16 +352,19 @@ class ToCopy(Function):
     @staticmethod
     def backward(ctx, grad):
         device, dtype = ctx.src
-        return grad.to(device=device, dtype=dtype), None, None, None
+        return to_device_and_dtype(grad, device, dtype), None, None, None
 
 
 def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False):
     """`Tensor.to`: the tensor itself if nothing changes (unless `copy`), else a differentiable
     copy."""
-    device = resolve(device) if device is not None else t.device
+    device = t.device if device is None or device is t.device else resolve(device)
     dtype = dtype or t.dtype
-    if device == t.device and dtype is t.dtype and not copy:
-        return t
+    if device == t.device:
+        if dtype is t.dtype and not copy:
+            return t
+        if not records(t):  # nothing for the graph to record: the copy alone, no Function call
+            return _cast_copy(t, dtype)
     if t.requires_grad and not dtype.is_floating_point and is_grad_enabled():
         return ToCopy.apply(t.detach(), device, dtype, non_blocking)
     return ToCopy.apply(t, device, dtype, non_blocking)
@@ -467,6 +475,8 @@ class CreationMethods:
 
     def to(self, *args, **kwargs):
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""
+        if not kwargs and len(args) == 1 and args[0].__class__ is Dtype:  # to(dtype): the usual
+            return to_device_and_dtype(self, None, args[0])
         device, dtype, non_blocking, copy = parse_to(*args, **kwargs)
         return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
 
