@@ -132,16 +132,21 @@ _ELEMENTWISE_PARAMS = {"elu": (1.0, 1.0, 1.0), "leaky_relu": (0.01,), "softplus"
                        "nan_to_num": (0.0, 1.0, -1.0), "addcmul": (1.0,), "addcdiv": (1.0,)}
 
 
-def elementwise_case(op, dtype, target, kinds=None, strides=None, shape=None):
+def elementwise_case(op, dtype, target, kinds=None, strides=None, shape=None, halves=()):
     """Compile `op` on `dtype` operands (contiguous, or with `strides` for every operand);
-    `kinds` marks operands given as "scalar" or None instead of arrays."""
+    `kinds` marks operands given as "scalar" or None instead of arrays; the operands at the
+    positions in `halves` are bfloat16 arrays beside float32 ones."""
     dtype = np.dtype(dtype)
     shape = shape or (8,) * (len(strides[0]) if strides else 1)
     kinds = kinds or ("array",) * ew._arity(op)
     cond = np.dtype(np.bool_)
-    operands = [placeholder(shape, cond if op == "where" and i == 0 else dtype,
-                            strides[i] if strides else None) if kind == "array" else
-                (None if kind is None else 1) for i, kind in enumerate(kinds)]
+
+    def operand_dtype(i):
+        return (cond if op == "where" and i == 0 else np.dtype(ml_dtypes.bfloat16) if i in halves
+                else dtype)
+    operands = [placeholder(shape, operand_dtype(i), strides[i] if strides else None)
+                if kind == "array" else (None if kind is None else 1)
+                for i, kind in enumerate(kinds)]
     operands = ew._padded(operands)
     out = placeholder(shape, cond if op in ew.PREDICATES else dtype)
     params = ew._padded(ew._typed(_ELEMENTWISE_PARAMS.get(op, ()), dtype))
@@ -169,6 +174,9 @@ def elementwise_cases(target):
     elementwise_case("where", np.float16, target, strides=[(0, 0, 1), (64, 0, 1), (8, 1, 0)],
                      shape=(8, 8, 64))
     elementwise_case("mul", ml_dtypes.bfloat16, target, strides=transposed)
+    elementwise_case("add", np.float32, target, halves=(1,))
+    elementwise_case("lt", np.float32, target, halves=(0,), strides=[(768, 1), (0, 1)],
+                     shape=(8, 768))
     elementwise_case("where", np.float32, target, strides=[(1, 8), (8, 1), (0, 0)])
     elementwise_case("add", np.float32, target,
                      strides=[tuple(3 * 2 ** (12 - d) for d in range(6)), (1, 0, 0, 0, 0, 0)])
