@@ -302,7 +302,7 @@ def test_from_numpy_keeps_the_shape(gpu, monkeypatch, value):
 
     from genesis.backends.cuda import array_ops
     from genesis.backends.cuda.runtime import driver
-    monkeypatch.setattr(array_ops, "_device", lambda index: 0)
+    monkeypatch.setattr(array_ops, "activated", lambda index: 0)
     monkeypatch.setattr(array_ops, "current_stream_handle", lambda index: 0)
     monkeypatch.setattr(driver, "memcpy_htod", lambda dst, src, nbytes, stream=0:
                         ctypes.memmove(dst, src, nbytes))
