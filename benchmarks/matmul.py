@@ -5,13 +5,13 @@ out x in as nn.Linear keeps it): GPT-2 small's MLP (8192 tokens, 768 -> 3072 and
 and LLaMA-7B's (4096 tokens, 4096 -> 11008 and 11008 -> 4096); each in bf16, fp16, tf32
 (float32 with allow_tf32 on in both frameworks) and strict fp32.
 
-Time per call: the median of event-timed calls, each queued behind a 512 MB zeroing (so the
-events time the kernel, not the host's launch, and L2 starts cold), after a warm-up call. Genesis's warm-up includes its autotuning (Triton configs and cuBLASLt
-timed once per shape key, winners kept under GENESIS_KERNEL_CACHE_DIR); to keep the run short
-the Triton space is cut to the heuristic's pick plus the next configs, --tune-limit in all
-(default 4; 0 times the whole space); cuBLASLt's best heuristic algorithms are all timed. The
-"path" column is what Genesis ran, as its profiler saw it: cuBLASLt or the Triton kernel
-(tile BM x BN x BK, warps).
+Time per call: the median of event-timed calls, each queued behind a 512 MB zeroing (so the events
+time the kernel, not the host's launch, and L2 starts cold), after a warm-up call. Genesis's
+warm-up includes its autotuning (Triton configs and cuBLASLt timed once per shape key, winners kept
+under GENESIS_KERNEL_CACHE_DIR); to keep the run short the Triton space is cut to the heuristic's
+pick plus the next configs, --tune-limit in all (default 4; 0 times the whole space); cuBLASLt's
+best heuristic algorithms are all timed. The "path" column is what Genesis ran, as its profiler saw
+it: cuBLASLt or the Triton kernel (tile BM x BN x BK, warps).
 
 Decode (--decode): the projections of a 1.1B Llama's decoding step (bf16, hidden 2048, 8 KV
 heads of 32, intermediate 8192, vocabulary 32000; gate and up fused), x @ W^T at 1 and 16 rows,

@@ -226,7 +226,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retain_graph = create_graph if retain_graph is None else retain_graph
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     if materialize_grads and not allow_unused:
-        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True")
     grads = _make_root_grads(outputs, _as_tuple(grad_outputs), "grad")
     targets = {edge_of(t): None for t in inputs}
     _execute([edge_of(t) for t in outputs], grads, retain_graph, create_graph, targets,

@@ -6,10 +6,11 @@ and, run with grad mode on, is itself differentiable (higher-order gradients).
 
 `Function.apply` gives every call a `ctx`: with grad mode on and some input requiring grad, a
 `BackwardNode` that becomes the outputs' `grad_fn`; otherwise an `UntrackedNode`, which records
-nothing. `records(*args)` answers that question up front, so that a hot op whose forward makes
-no view can skip its Function altogether and compute its values alone. A BackwardNode keeps its inputs' graph edges (`next_functions`), the tensors saved for
-backward with their versions, and the inputs' metadata (shape, dtype, device) that lets the
-engine check and materialize gradients and backward formulas sum gradients to the input shapes.
+nothing. `records(*args)` answers that question up front, so that a hot op whose forward makes no
+view can skip its Function altogether and compute its values alone. A BackwardNode keeps its
+inputs' graph edges (`next_functions`), the tensors saved for backward with their versions, and the
+inputs' metadata (shape, dtype, device) that lets the engine check and materialize gradients and
+backward formulas sum gradients to the input shapes.
 """
 
 import sys

@@ -391,11 +391,11 @@ def _geometry_like(arr):
 
 FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2)), 64: ((64, 64, 4, 2), (32, 32, 4, 2)),
               128: ((32, 32, 4, 2), (32, 32, 4, 2))}
-"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward
-BLOCK, STEP, warps, stages). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`),
-forward and forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256
-D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms
-with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
+"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward BLOCK,
+STEP, warps, stages). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward
+and forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6
+T=256 D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373
+ms with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
 0.390 ms forward with 32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more
 than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
 

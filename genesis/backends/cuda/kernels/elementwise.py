@@ -2,13 +2,13 @@
 
 Same contract as the CPU kernels: operands arrive broadcast to one shape (broadcast dims have
 stride 0) and cast to one dtype, or as Python scalars (passed as kernel scalars, not device
-tensors); the result is a new contiguous array. One exception saves a cast kernel a mixed
-operation would need (autocast's bfloat16 output added to a float32 residual): the binary
-kernels take float16/bfloat16 arrays beside float32 ones (`READS_HALVES_AS_FLOAT32`), read them
-as float32 (exact) and compute in float32, as the cast would have them. Half types compute in float32 and round once;
-comparisons and predicates give bool. One Triton kernel body serves every op: `OP` (a constexpr
-string) selects the formula (kernels/_elementwise_formulas.py), so each (op, dtypes, layout) is
-its own small specialization.
+tensors); the result is a new contiguous array. One exception saves a cast kernel a mixed operation
+would need (autocast's bfloat16 output added to a float32 residual): the binary kernels take
+float16/bfloat16 arrays beside float32 ones (`READS_HALVES_AS_FLOAT32`), read them as float32
+(exact) and compute in float32, as the cast would have them. Half types compute in float32 and
+round once; comparisons and predicates give bool. One Triton kernel body serves every op: `OP` (a
+constexpr string) selects the formula (kernels/_elementwise_formulas.py), so each (op, dtypes,
+layout) is its own small specialization.
 
 Layouts: when every operand is contiguous the 1-D kernel runs; full blocks load and store without
 masks (16-byte vectors where pointers are 16-byte aligned), only the last block is masked. Any

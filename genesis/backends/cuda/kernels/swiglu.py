@@ -2,9 +2,9 @@
 
 ("silu_mul": x (..., 2 * N) with unit last stride and rows of one stride, gate in the first N
 columns and up in the last N, as a fused gate/up projection gives them; the result (..., N)
-contiguous.) One read of each input and one write, where silu and the product as two ops read
-and write twice; half types compute in float32 and round once. silu(g) = g / (1 + exp(-g)) with the division
-correctly rounded, as PyTorch's CUDA kernel computes it.
+contiguous.) One read of each input and one write, where silu and the product as two ops read and
+write twice; half types compute in float32 and round once. silu(g) = g / (1 + exp(-g)) with the
+division correctly rounded, as PyTorch's CUDA kernel computes it.
 """
 
 import triton
