@@ -279,10 +279,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         """Keep a freed block for the next request of `size` (rounded) bytes on its stream."""
         if size > SMALL_SIZE:
             cached = self._large_cache.get(block.stream)
-            if cached is not None:  # _flush_large, inlined: the usual large free
-                del self._lru[cached]
-                self._cached_bytes -= cached.size
-                self._pool.release(cached)
+            if cached is not None:  # _flush_large's work, the dict entry replaced below
+                self._uncache(cached)
             self._large_cache[block.stream] = block
         elif block.size > SMALL_SIZE:  # a batch's last piece, with a large slack: no cache fits
             self._pool.release(block)
@@ -353,6 +351,7 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         self._uncache(self._large_cache.pop(stream))
 
     def _uncache(self, block):
+        """Move one cached `block`, out of the caches' books, to the global pool."""
         del self._lru[block]
         self._cached_bytes -= block.size
         self._pool.release(block)
@@ -376,10 +375,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             block = self._pool.take(size, SMALL_POOL, stream)
         else:
             cached = self._large_cache.pop(stream, None)
-            if cached is not None:  # _flush_large, inlined
-                del self._lru[cached]
-                self._cached_bytes -= cached.size
-                self._pool.release(cached)
+            if cached is not None:  # _flush_large's work, on the entry already popped
+                self._uncache(cached)
             block = self._pool.take(size, LARGE_POOL, stream)
         if block is None:
             return self._take_on_miss(size, nbytes, stream)
