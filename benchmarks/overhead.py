@@ -222,14 +222,20 @@ def print_table(rows, title="case (simulated cuda, host only)"):
         print(f"{r['case']:<24}{r['genesis_us']:>12.2f}{r['torch_us']:>10.2f}{r['ratio']:>8.2f}")
 
 
-def profile(case, iters, cuda):
-    """cProfile the Genesis side of one case; prints the 25 most expensive functions."""
-    fn = _cuda_cases()[case]() if cuda else CASES[case](genesis)
+def profile(case, iters, cuda, kind=None):
+    """cProfile the Genesis side of one case (of MODEL_CASES[kind] when `kind` is given, each
+    run its own number of calls); prints the 25 most expensive functions."""
+    if kind:
+        fn, iters = MODEL_CASES[kind]()[case]
+    else:
+        fn = _cuda_cases()[case]() if cuda else CASES[case](genesis)
+    fn()
     profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(iters):
-        fn()
-    profiler.disable()
+    with genesis.no_grad() if kind == "prefill" else contextlib.nullcontext():
+        profiler.enable()
+        for _ in range(iters):
+            fn()
+        profiler.disable()
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
 
 
@@ -251,7 +257,7 @@ def main(argv=None):
     if args.simulated_cuda:
         simulated_cuda.install()
     if args.profile:
-        profile(args.profile, args.iters, args.simulated_cuda)
+        profile(args.profile, args.iters, args.simulated_cuda, kind)
         return
     if kind:
         rows = run_model_cases(kind, args.repeats)
