@@ -20,7 +20,7 @@ class _Recorder:
         self.launches = []
 
     def __call__(self, fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3,
-                 device=0):
+                 device=0, pdl=False):
         recorder = self
 
         class Bound:

@@ -145,7 +145,12 @@ class _Launcher:
         self.fn[tuple(grid)](**converted, **self.constexprs)
 
 
-def _get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0):
+def _get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0,
+                pdl=False):
+    """The interpreter's launcher; a kernel launched one at a time has no programmatic
+    dependency to wait for (and the interpreter has no griddepcontrol), so PDL is off."""
+    if constexprs and constexprs.get("PDL"):
+        constexprs = dict(constexprs, PDL=False)
     return _Launcher(fn, signature, constexprs)
 
 

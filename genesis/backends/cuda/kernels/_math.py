@@ -1,12 +1,13 @@
 """Device math shared by the kernel modules: correctly rounded division and square root (as
-PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, and
-which dtypes are floating."""
+PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, which
+dtypes are floating, and the wait of a programmatic dependent launch."""
 
 import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
 
@@ -59,3 +60,14 @@ def apply_activation(x, ACT: tl.constexpr):
 def is_float(dtype):
     """True for floating numpy dtypes, bfloat16 included (whose numpy kind is "V")."""
     return dtype in _FLOATS
+
+
+@triton.jit
+def wait_for_prior_grid(PDL: tl.constexpr):
+    """With PDL (the kernel launched as a programmatic dependent, launch.Launch's `pdl`): wait
+    until the previous kernel in the stream has finished and its writes are visible, then let
+    the next kernel's programs be dispatched. Called before the kernel's first memory access,
+    so no ordering of the stream is lost: only the dispatch overlaps."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()

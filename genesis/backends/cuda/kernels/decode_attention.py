@@ -34,7 +34,7 @@ from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._math import div_rn
+from ._math import div_rn, wait_for_prior_grid
 from ._strided_indexing import cdiv, next_pow2
 from .reduce import split_counters
 
@@ -88,9 +88,10 @@ def _decode_split_kernel(
         # meta-parameters
         GROUP: tl.constexpr, BG: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
         BN: tl.constexpr, SPLITS: tl.constexpr, BS: tl.constexpr, PRECISION: tl.constexpr,
-        SPLIT_DOT: tl.constexpr):
+        SPLIT_DOT: tl.constexpr, PDL: tl.constexpr):
     """Keys pid0*split_len.. of key/value head pid1 % kv_heads of batch row pid1 // kv_heads,
     for its GROUP query heads; the plane's last split to finish combines them all."""
+    wait_for_prior_grid(PDL)
     split = tl.program_id(0)
     plane = tl.program_id(1)
     b = plane // kv_heads
@@ -239,7 +240,7 @@ class _Plan:
         self.split = Launch(_decode_split_kernel, (self.splits, batch * kv_heads), meta,
                             NUM_WARPS, NUM_STAGES, int_type=ity,
                             per_call=("mask_ptr", "length_ptr"),
-                            device=q.device, target=target)
+                            device=q.device, target=target, pdl=batch == 1)
         self.planes = batch * kv_heads
 
 

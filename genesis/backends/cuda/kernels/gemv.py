@@ -53,7 +53,7 @@ import triton.language as tl
 
 from ..launch import Launch, workspace_views
 from ..runtime.array import CUDAArray
-from ._math import apply_activation, swiglu_gate
+from ._math import apply_activation, swiglu_gate, wait_for_prior_grid
 from ._strided_indexing import cdiv, next_pow2, placeholder, program_range, stride_arg
 from .reduce import split_counters
 
@@ -178,10 +178,11 @@ def _gemv_kernel(
         HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, ACT: tl.constexpr, DOT: tl.constexpr,
         PRECISION: tl.constexpr, GATED: tl.constexpr, SPLIT: tl.constexpr,
         EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, INDEX64: tl.constexpr, BM: tl.constexpr,
-        BN: tl.constexpr, BK: tl.constexpr, SB: tl.constexpr):
+        BN: tl.constexpr, BK: tl.constexpr, SB: tl.constexpr, PDL: tl.constexpr):
     """Columns pid_n*BN.. of c = act(a @ b + bias) for every row, from K split pid_k (see the
     module docstring); with SPLIT the last split of the column block to finish writes them.
     GATED: a's rows hold K gate then K up columns, and the product takes silu(gate) * up."""
+    wait_for_prior_grid(PDL)
     pid_k = tl.program_id(1)
     rm = tl.arange(0, BM)
     rn = program_range(BN, INDEX64)
@@ -282,7 +283,7 @@ class Plan:
                     BN=bn, BK=bk, SB=min(next_pow2(self.splits), max(1, _SUM_TILE // bm // bn)))
         self.launch = Launch(_gemv_kernel, (self.n_blocks, self.splits), meta,
                              config["num_warps"], config["num_stages"], int_type=ity,
-                             device=problem.device, target=target)
+                             device=problem.device, target=target, pdl=M == 1)
         st = problem.strides
         self.dims = ((M, N, K, steps * bk),
                      tuple(stride_arg(s) for s in (st["a"][-2], st["a"][-1], st["b"][-2],

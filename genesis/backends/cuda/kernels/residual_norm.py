@@ -17,7 +17,7 @@ from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from ._math import div_rn
+from ._math import div_rn, wait_for_prior_grid
 from ._strided_indexing import as_rows, next_pow2
 
 # A row a program, whole in registers: next_pow2(N) lanes, 1024 lanes per 2 warps up to 16
@@ -37,8 +37,9 @@ def _add_rms_norm_kernel(
         # the norm's epsilon
         eps,
         # meta-parameters
-        BN: tl.constexpr):
+        BN: tl.constexpr, PDL: tl.constexpr):
     """Row pid0."""
+    wait_for_prior_grid(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BN)
     ok = cols < n_cols
@@ -65,7 +66,8 @@ def supports(x, y, weight):
 def _plan(x, target=None):
     bn = next_pow2(x.shape[1])
     return Launch(_add_rms_norm_kernel, (x.shape[0],), dict(BN=bn),
-                  max(1, min(16, bn // 512)), device=x.device, target=target)
+                  max(1, min(16, bn // 512)), device=x.device, target=target,
+                  pdl=x.shape[0] == 1)
 
 
 def _row_geometry(x, y):

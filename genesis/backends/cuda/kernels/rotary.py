@@ -26,6 +26,7 @@ from ..launch import Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
+from ._math import wait_for_prior_grid
 from ._strided_indexing import next_pow2
 
 # A program holds next_pow2(heads) x next_pow2(D/2) elements of each half of a token's queries
@@ -115,9 +116,11 @@ def _rotary_cache_kernel(
         vc_batch_stride, vc_head_stride, vc_row_stride, cos_batch_stride, cos_row_stride,
         sin_batch_stride, sin_row_stride,
         # meta-parameters
-        HALF: tl.constexpr, BHALF: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr):
+        HALF: tl.constexpr, BHALF: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr,
+        PDL: tl.constexpr):
     """Token pid0 % tokens of batch row pid0 // tokens: its rotated queries, and its rotated
     keys and its values written into the caches at slot position + token."""
+    wait_for_prior_grid(PDL)
     pid = tl.program_id(0)
     b = pid // tokens
     t = pid % tokens
@@ -171,7 +174,7 @@ def _cache_plan(q, k, target=None):
                 BK=next_pow2(k.shape[1]))
     return Launch(_rotary_cache_kernel, (q.shape[0] * q.shape[2],), meta, NUM_WARPS,
                   int_type="i64" if max(q.size, k.size) >= 2 ** 31 else "i32",
-                  device=q.device, target=target)
+                  device=q.device, target=target, pdl=q.shape[0] * q.shape[2] == 1)
 
 
 def _cache_launch(launch, stream, q, k, v, cos, sin, q_out, key_cache, value_cache, position):
