@@ -56,6 +56,7 @@ from ..runtime import driver
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
+from . import column_sum
 from ._math import div_rn, is_float, sqrt_rn
 from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
                                 next_pow2, offsets, placeholder, program_range)
@@ -477,8 +478,9 @@ def _reduce_launch(launch, dims, stream, x, out, out_index, part, counts, p0, p1
 
 class _Reduction:
     """The launches of one reduction geometry (see the module docstring): one launch ("full",
-    or "split" merging in the same launch), or "partial" then "merge". Built on the first call
-    with its geometry and kept; with a `target`, its launches only compile."""
+    or "split" merging in the same launch, or "columns", kernels/column_sum.py), or "partial"
+    then "merge". Built on the first call with its geometry and kept; with a `target`, its
+    launches only compile."""
 
     def __init__(self, kind, x, dims, reorder, n_params, target=None):
         self.device, self.target, self.stage = x.device, target, None
@@ -488,6 +490,11 @@ class _Reduction:
             x = placeholder(x.shape, x.dtype)
             layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
         if not layout.rows:
+            return
+        if kind == "sum" and column_sum.takes(layout, x.dtype):
+            self.stage = "columns"
+            self.columns = column_sum.Plan(layout.length, layout.rows, layout.red_strides[0][0],
+                                           x.dtype, self.device, target)
             return
         acc = _acc_dtype(kind, x.dtype)
         family = _family(kind)
@@ -529,7 +536,9 @@ class _Reduction:
         """Launch into `out` (values or None) and `out_index` (indices or None)."""
         p0, p1 = (tuple(params) + (None, None))[:2]
         source = (x, None, None)
-        if self.stage == "full":
+        if self.stage == "columns":
+            self._column_sum(stream, x, out)
+        elif self.stage == "full":
             _reduce_launch(self.launch, self.dims, stream, source, out, out_index, _NO_STATES,
                            None, p0, p1)
         elif self.stage == "split":
@@ -543,6 +552,17 @@ class _Reduction:
                            p1)
             _reduce_launch(self.merge, self.merge_dims, stream, part, out, out_index,
                            _NO_STATES, None, p0, p1)
+
+    def _column_sum(self, stream, x, out):
+        """The column sum's one launch, with its split counters when it splits."""
+        plan = self.columns
+        if plan.splits == 1:
+            counts = None
+        elif self.target:
+            counts = placeholder((plan.col_blocks,), np.int32)
+        else:
+            counts = split_counters(self.device, stream, plan.col_blocks)
+        column_sum.column_sum_launch(plan, stream, x, out, counts)
 
     def _workspace_parts(self, stream):
         """The partial states of a single "split" launch, in the stream's workspace (which
