@@ -13,25 +13,30 @@ Each program owns BC columns and a split of the rows: it walks its rows in [BR, 
 row of a tile one contiguous run along the columns, adds them into a [BR, BC] float32
 accumulator, and sums that over its BR rows once at the end.
 
-- A tile is 16 KB of input at 8 warps: four 16-byte vectors a thread, all issued before the
-  first is used (the loads of a whole tile are unpredicated unless the columns run past the
-  array; only a split's last, partial tile masks rows). BC is 512 bytes of a row where the
-  merge allows it (a warp reads a whole 512-byte run), else 256 or 128 bytes.
+- A tile is 16 KB of input, four 16-byte vectors a thread at 8 warps, BC along a row: 512
+  bytes where the merge allows it (a warp reads a whole 512-byte run of a row), else 256 or 128.
+- The loop is pipelined (STAGES = 4): cp.async copies the next three tiles into shared memory
+  while one is summed, 48 KB in flight a program. (Loaded into registers, ptxas issues only two
+  of a tile's four vectors before it uses the first.) Rows past the split are masked in every
+  step, so its last, partial tile is in the pipeline too; columns only where they run past the
+  array (not EVEN_COLS). About 64 registers a thread and 49 KB of shared memory: up to four
+  programs resident an SM.
 - Splits: the rows are split so that about PROGRAMS programs run in all (two an SM on 132 SMs,
-  each resident at once: 16 KB in flight each), every split but the last of equal length, so
-  the SMs finish together. Each split stores its BC float32 partial sums in scratch from the
-  stream's workspace and bumps its column block's int32 counter (reduce.split_counters); the
-  program that brings it to the split count sums the block's partials (_math.sum_splits: SB
-  splits a load, each load's splits summed as a tree fixed at compile time, the loads in order)
-  and sets the counter back to 0. Which program is last varies; the order of the sum does not,
-  so neither do the bits. One launch, no host sync, no float atomics: capturable in a CUDA
-  graph.
+  all resident at once: 96 KB in flight an SM, past the ~30 KB that HBM's latency times its
+  rate asks for), every split but the last of equal length, so the SMs finish together. Each
+  split stores its BC float32 partial sums in scratch from the stream's workspace and bumps its
+  column block's int32 counter (reduce.split_counters); the program that brings it to the split
+  count sums the block's partials (_math.sum_splits: SB splits a load, each load's splits
+  summed as a tree fixed at compile time, the loads in order) and sets the counter back to 0.
+  Which program is last varies; the order of the sum does not, so neither do the bits. One
+  launch, no host sync, no float atomics: capturable in a CUDA graph.
 - The last program reads splits x BC x 4 bytes alone, in the launch's tail: BC is halved
   (down to 128 bytes of a row) until that is at most MERGE_BYTES (32 KB, one load of 32
   float32 a thread). GPT-2 small: x 768 takes 128 columns (6 blocks x 44 splits, 48 KB a
   program), x 2304 and x 3072 take 256 (9 x 29 and 12 x 22 splits, 144 and 191 KB a program).
 
-Timings: unmeasured (benchmarks/ops.py times the bias gradients beside PyTorch).
+Timings: unmeasured. benchmarks/ops.py times the bias gradients beside PyTorch;
+benchmarks/column_sum.py times each setting of the sizes above.
 """
 
 import ml_dtypes
