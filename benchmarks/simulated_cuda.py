@@ -32,7 +32,7 @@ def _launcher(*args):
 
 
 def _compiled(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3,
-              target_=None):
+              target_=None, pdl=False):
     """What launch.compile_kernel returns, minus the compilation: a no-op launcher."""
     return types.SimpleNamespace(name=getattr(fn, "__name__", "kernel"), run=_launcher,
                                  function=0, packed_metadata=(), _init_handles=lambda: None)
