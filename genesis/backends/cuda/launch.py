@@ -188,8 +188,8 @@ class Launch:
     dispatched while the previous kernel's last ones still run, to wait there for its results.
     That hides part of a small kernel's launch latency, inside CUDA graphs too. The decode
     kernels ask for it at one row only: a 1.1B Llama's batch-1 decode step gained about 2% on an
-    H200 with it, and its 16-row step lost 6% (the early programs crowd the SMs that the previous
-    kernel left first, is the likely cause).
+    H200 with it, and its 16-row step lost 6%, likely because the early programs crowd the SMs
+    that the previous kernel leaves first.
     """
 
     __slots__ = ("fn", "grid", "meta", "num_warps", "num_stages", "int_type", "types",
