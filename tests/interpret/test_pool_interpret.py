@@ -62,11 +62,11 @@ AVERAGES = [
 
 @pytest.fixture
 def kernels(monkeypatch):
-    """genesis's CPU tensors max-pool through the interpreted kernels, in 64-element blocks
-    (several programs and a ragged tail on small inputs)."""
+    """genesis's CPU tensors max-pool through the interpreted kernels, in programs of 16
+    threads (16 to 64 elements: several programs and a ragged tail on small inputs)."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    monkeypatch.setattr(pool, "BLOCK", 64)
+    monkeypatch.setattr(pool, "THREADS", 16)
     monkeypatch.setattr(pool, "_plans", LaunchCache())
     ti.on_cpu(monkeypatch, pool, "max_pool_fwd", "max_pool_bwd", "avg_pool")
     with ti.device(pool, _spatial, array_ops):

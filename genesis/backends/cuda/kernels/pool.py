@@ -30,8 +30,15 @@ channels-last reads along the channels become vector loads.
 unit-stride dim (PyTorch's channels_last and channels_last_3d), else contiguous: consecutive
 lanes then write consecutive elements, and in channels-last read along the channels.
 
-Tiles: 512 elements a program, 4 warps (4 per thread): the windows are short, each lane's
-loads independent, so many elements in flight per SM hide the latency of the strided reads.
+Tiles: 4 warps a program, and as many elements a thread as make its accesses coalesce. In NCHW
+the window taps and the backward's candidates are gathers (stride apart along W): one element a
+thread, so the 32 lanes of a load read 32 neighbouring positions (a thread of 4 consecutive
+outputs would put its lanes 4 positions apart and spread each load over 4 times the cache
+lines). In channels-last consecutive elements are consecutive channels and a thread takes a
+vector of them: 4 in the forwards (16 bytes of float32), 2 in the max backward (16 bytes of its
+int64 indices, loaded whole: 4 would split into two loads of lanes 32 bytes apart). The
+windows are short and each lane's loads independent, so many elements in flight per SM hide the
+latency of the strided reads.
 """
 
 import numpy as np
@@ -45,8 +52,8 @@ from ._math import div_rn
 from ._spatial import position
 from ._strided_indexing import cdiv, program_range
 
-BLOCK = 512
 _WARPS = 4
+THREADS = 32 * _WARPS
 MAX_UNROLLED = 32
 
 
@@ -257,11 +264,20 @@ def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags)
     names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
     strides, dilations = geometry[:3], geometry[6:] or (1, 1, 1)
     candidates = np.prod([(k - 1) * d // s + 1 for k, s, d in zip(window, strides, dilations)])
+    block = THREADS * _per_thread(fn, last)
     meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
                 UNROLL=bool(max(kd * kh * kw, candidates) <= MAX_UNROLLED), CHANNELS_LAST=last,
-                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=BLOCK)
-    return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
+                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=block)
+    return Launch(fn, (cdiv(n, block),), meta, _WARPS, int_type=ity, per_call=("divisor",),
                   device=out.device, target=target)
+
+
+def _per_thread(fn, last):
+    """Elements a thread of `fn` takes (see the module docstring): 1 in NCHW, where its loads
+    gather; a 16-byte vector of its widest access along the channels in channels-last."""
+    if not last:
+        return 1
+    return 2 if fn is _max_pool_backward_kernel else 4
 
 
 def _geometry(stride, padding, dilation):
