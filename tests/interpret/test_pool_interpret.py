@@ -124,6 +124,27 @@ def test_channels_last_results(kernels, rng):
     assert F.max_pool3d(lay_out(g5, "channels_last"), 2).stride() == (36, 1, 18, 9, 3)
 
 
+@pytest.mark.parametrize("name, shape, kwargs", [POOLS[0], POOLS[3], POOLS[4], POOLS[7]],
+                         ids=[IDS[0], IDS[3], IDS[4], IDS[7]])
+@pytest.mark.parametrize("grad_layout", ["contiguous", "channels_last", "transposed", "expanded"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_output_gradient_layouts(kernels, name, shape, kwargs, layout, grad_layout, rng):
+    """The input gradient from an output gradient laid out as the values or otherwise (read
+    where it lies, or first copied into the indices' layout when the lanes would read it
+    strided), in the indices' layout; bfloat16 against torch's sums in float32 rounded once."""
+    if "channels_last" in (layout, grad_layout) and len(shape) < 4:
+        pytest.skip("no channels-last format below 4-D")
+    g, t = make_pair(shape, genesis.bfloat16, rng=rng)
+    x = lay_out(g, layout).requires_grad_()
+    t = t.float().requires_grad_()
+    out, t_out = getattr(F, name)(x, **kwargs), getattr(TF, name)(t, **kwargs)
+    g_go = lay_out(make_pair(tuple(t_out.shape), genesis.bfloat16, rng=rng)[0], grad_layout)
+    out.backward(g_go)
+    t_out.backward(torch.tensor(g_go.float().numpy()))
+    assert x.grad.stride() == x.stride()
+    assert_close(x.grad, t.grad.to(torch.bfloat16), rtol=0, atol=0)
+
+
 def _special(dtype):
     """An input whose windows hold NaNs (several in one window), -inf and +inf."""
     x = np.arange(2 * 3 * 6 * 7, dtype=np.float64).reshape(2, 3, 6, 7) % 11 - 5

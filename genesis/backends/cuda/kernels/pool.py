@@ -12,7 +12,9 @@ visits the outputs whose windows can contain it and adds the output gradient of 
 index is this element, in the outputs' order, in float32 for half types, rounded once. Along a
 dim, output o's window spans o*stride - pad .. o*stride - pad + (kernel-1)*dil, so the outputs
 holding input i are the at most (kernel-1)*dil // stride + 1 ending at (i + pad) // stride (2
-per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps).
+per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps). An output gradient that the
+lanes would read strided (a contiguous one for a channels-last pool) is first copied into the
+indices' layout, as PyTorch does.
 
 Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
 float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
@@ -46,6 +48,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..array_ops import copy_
 from ..launch import Const, Launch, LaunchCache
 from . import _spatial
 from ._math import div_rn
@@ -340,6 +343,18 @@ def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
     return out, index
 
 
+def _along_lanes(grad, last, stream):
+    """`grad`, or a copy laid out as the indices when the backward's lanes (along the channels
+    in channels-last, else along W) would read it strided, each lane a cache line of its own
+    (a contiguous gradient of a channels-last pool): the copy, a transposing tile, reads and
+    writes it once, coalesced."""
+    dim = 1 if last else grad.ndim - 1
+    if grad.shape[dim] == 1 or grad.element_strides()[dim] in (0, 1):
+        return grad
+    dense = _spatial.empty(grad.shape, grad.dtype, last, grad.device, stream)
+    return copy_(dense, grad)
+
+
 @register("max_pool_bwd", "cuda")
 def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
     """The input gradient (N, C, *in_size) of max pooling, from the output gradient and the
@@ -347,6 +362,7 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
     device = grad.device
     out, stream, last = _spatial.result((*grad.shape[:2], *in_size), grad.dtype, index)
     if out.size:
+        grad = _along_lanes(grad, last, stream)
         geometry = _geometry(stride, padding, dilation)
         window = _spatial.padded(kernel_size, 1)
         grad3, index3, out3 = (_spatial.as_3d(a) for a in (grad, index, out))
