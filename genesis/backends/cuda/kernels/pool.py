@@ -32,15 +32,17 @@ channels-last reads along the channels become vector loads.
 unit-stride dim (PyTorch's channels_last and channels_last_3d), else contiguous: consecutive
 lanes then write consecutive elements, and in channels-last read along the channels.
 
-Tiles: 4 warps a program, and as many elements a thread as make its accesses coalesce. In NCHW
-the window taps and the backward's candidates are gathers (stride apart along W): one element a
-thread, so the 32 lanes of a load read 32 neighbouring positions (a thread of 4 consecutive
-outputs would put its lanes 4 positions apart and spread each load over 4 times the cache
-lines). In channels-last consecutive elements are consecutive channels and a thread takes a
-vector of them: 4 in the forwards (16 bytes of float32), 2 in the max backward (16 bytes of its
-int64 indices, loaded whole: 4 would split into two loads of lanes 32 bytes apart). The
-windows are short and each lane's loads independent, so many elements in flight per SM hide the
-latency of the strided reads.
+Tiles: 4 warps a program, 4 elements a thread, but for the NCHW forwards, 2. A thread's
+elements are consecutive, so its index arithmetic is shared (one division serves its
+elements when the row length is a multiple of 16; address arithmetic is shared), and in
+channels-last its loads along the channels are 16-byte vectors. But in NCHW the window taps are
+gathers, a stride apart along W: with 4 elements a thread the 32 lanes of a load sit 4 outputs
+apart and spread over 4 times the cache lines a lane-per-output load would touch, which costs
+the float32 forward more than the shared arithmetic saves; 2 a thread halves the spread at
+little more arithmetic (the backward reads its candidates at half the spread of the forward's
+taps, 2 inputs sharing an output at stride 2, and keeps 4). The windows are short and each
+lane's loads independent, so many elements in flight per SM hide the latency of the strided
+reads.
 """
 
 import numpy as np
@@ -267,7 +269,7 @@ def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags)
     names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
     strides, dilations = geometry[:3], geometry[6:] or (1, 1, 1)
     candidates = np.prod([(k - 1) * d // s + 1 for k, s, d in zip(window, strides, dilations)])
-    block = THREADS * _per_thread(fn, last)
+    block = THREADS * _per_thread(fn, last, flags)
     meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
                 UNROLL=bool(max(kd * kh * kw, candidates) <= MAX_UNROLLED), CHANNELS_LAST=last,
                 CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=block)
@@ -275,12 +277,11 @@ def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags)
                   device=out.device, target=target)
 
 
-def _per_thread(fn, last):
-    """Elements a thread of `fn` takes (see the module docstring): 1 in NCHW, where its loads
-    gather; a 16-byte vector of its widest access along the channels in channels-last."""
-    if not last:
-        return 1
-    return 2 if fn is _max_pool_backward_kernel else 4
+def _per_thread(fn, last, flags):
+    """Elements a thread of `fn` takes (see the module docstring): 2 in the NCHW forwards,
+    whose window taps are gathers along W, else 4."""
+    forward = fn is _max_pool_kernel or fn is _avg_pool_kernel and not flags["ADJOINT"]
+    return 2 if forward and not last else 4
 
 
 def _geometry(stride, padding, dilation):
