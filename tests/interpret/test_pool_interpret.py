@@ -218,3 +218,17 @@ def test_large_window_loops(kernels, rng, kernel_size, stride, padding, dilation
     compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding, dilation),
             lambda x: TF.max_pool1d(x, kernel_size, stride, padding, dilation), [shape],
             genesis.float32, "cpu", rng)
+
+
+def test_magic_division(rng):
+    """_spatial.magic's multiplication and shift (the pools' divisions of int32 indices by
+    sizes known at launch) give n // d for every int32 n >= 0: the edges of the range and of
+    the multiples of d, and random ones, for small, odd, power-of-two and large divisors."""
+    divisors = [2, 3, 7, 16, 56, 112, 1000, 2 ** 16 + 1, 2 ** 30, 2 ** 30 + 3, 2 ** 31 - 1]
+    for d in divisors + [int(d) for d in rng.integers(2, 2 ** 31, 200)]:
+        m, s = _spatial.magic(d)
+        last = (2 ** 31 - 1) // d * d
+        n = np.concatenate([rng.integers(0, 2 ** 31, 2000),
+                            [0, 1, d - 1, d, d + 1, last - 1, last, 2 ** 31 - 1]])
+        high = (n.astype(np.uint64) * np.uint64(m % 2 ** 32)) >> np.uint64(32)
+        assert np.array_equal(high >> np.uint64(s), n // d), d

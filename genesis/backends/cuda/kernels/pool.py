@@ -25,7 +25,11 @@ Both compile the geometry in: divisions by the stride become multiplications, th
 taps and candidates have constant bounds and unroll where neither number more than
 MAX_UNROLLED (more would make long programs for little gain), and sizes and strides of 0 and
 1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away and
-channels-last reads along the channels become vector loads.
+channels-last reads along the channels become vector loads. The divisions that turn an
+element's index into its position, by sizes known at launch, are a multiplication and a shift
+by numbers the host computes (`_spatial.magic`: 3 instructions, not 16), unless the innermost
+size is a multiple of 16, where Triton sees that a thread's consecutive elements share their
+quotients and divides once for them.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
 (through strides); results are dense, channels-last when the input's channels are its
@@ -68,6 +72,8 @@ def _max_pool_kernel(
         x_ptr, out_ptr, index_ptr,
         # sizes: output elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels, out_d, out_h, out_w (see `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # strides of the input, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
         # meta-parameters: the window's size, stride, padding and dilation, whether its loops
@@ -80,7 +86,8 @@ def _max_pool_kernel(
     """Maximum and flat position of the windows of output elements pid*BLOCK.."""
     o = program_range(BLOCK, INDEX64)
     mask = o < n_out
-    n, c, od, oh, ow = position(o, channels, out_d, out_h, out_w, CHANNELS_LAST)
+    n, c, od, oh, ow = position(o, channels, out_d, out_h, out_w, CHANNELS_LAST, c_m, c_s, d_m,
+                                d_s, h_m, h_s, w_m, w_s)
     base = x_ptr + n * x_sn + c * x_sc
     best = tl.full((BLOCK,), float("-inf"), CT)
     where = tl.full((BLOCK,), -1, o.dtype)
@@ -120,6 +127,8 @@ def _max_pool_backward_kernel(
         grad_ptr, index_ptr, out_ptr,
         # sizes: input elements, channels, the input's and the output's spatial sizes
         n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels, in_d, in_h, in_w (see `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # strides of the output gradient and of the indices, in elements
         g_sn, g_sc, g_sd, g_sh, g_sw, i_sn, i_sc, i_sd, i_sh, i_sw,
         # meta-parameters: the window's size, stride, padding and dilation, whether its loops
@@ -133,7 +142,8 @@ def _max_pool_backward_kernel(
     in the order of the outputs."""
     i = program_range(BLOCK, INDEX64)
     mask = i < n_in
-    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST, c_m, c_s, d_m,
+                                   d_s, h_m, h_s, w_m, w_s)
     target = (i_d * in_h + i_h) * in_w + i_w
     g_base = grad_ptr + n * g_sn + c * g_sc
     i_base = index_ptr + n * i_sn + c * i_sc
@@ -205,6 +215,9 @@ def _avg_pool_kernel(
         x_ptr, out_ptr,
         # sizes: result elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels and the result's spatial sizes (see
+        # `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # divisor_override (read with OVERRIDE)
         divisor,
         # strides of x, in elements
@@ -223,9 +236,11 @@ def _avg_pool_kernel(
     e = program_range(BLOCK, INDEX64)
     mask = e < n_out
     if ADJOINT:
-        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST)
+        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST, c_m, c_s,
+                                       d_m, d_s, h_m, h_s, w_m, w_s)
     else:
-        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
+        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST, c_m,
+                                       c_s, d_m, d_s, h_m, h_s, w_m, w_s)
     base = x_ptr + n * x_sn + c * x_sc
     acc = tl.zeros((BLOCK,), CT)
     TD: tl.constexpr = (KD - 1) // SD + 1 if ADJOINT else KD
@@ -295,6 +310,20 @@ def _fixed(values):
     return [Const(v) if v in (0, 1) else v for v in values]
 
 
+def _magics(out, last):
+    """(m, s) of `_spatial.magic` for the channels and spatial sizes of the dense result `out`,
+    by which its elements' indices are divided into positions (int32 ones: an int64 index
+    divides as it is), or None (divide by the size): for sizes of 0 and 1 (constants), and
+    for all when the innermost (the channels in channels-last, else W) is a multiple of 16,
+    where Triton sees that a thread's consecutive elements share their quotients and divides
+    once a thread (a multiplication would hide that: once an element)."""
+    sizes = out.shape[1:]
+    if (sizes[0] if last else sizes[-1]) % 16 == 0:
+        return [None] * 8
+    pairs = [_spatial.magic(v) if v > 1 else (None, None) for v in sizes]
+    return [value for pair in pairs for value in pair]
+
+
 def _forward_launch(launch, stream, x, out, index):
     """The call of _max_pool_kernel on 3-D views `x`, `out`, `index`."""
     launch(stream,
@@ -302,6 +331,8 @@ def _forward_launch(launch, stream, x, out, index):
            x, out, index,
            # sizes
            out.size, *_fixed((x.shape[1], *x.shape[2:], *out.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # strides
            *_fixed(x.element_strides()))
 
@@ -313,6 +344,8 @@ def _backward_launch(launch, stream, grad, index, out):
            grad, index, out,
            # sizes
            out.size, *_fixed((out.shape[1], *out.shape[2:], *grad.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # strides
            *_fixed((*grad.element_strides(), *index.element_strides())))
 
@@ -384,6 +417,8 @@ def _avg_launch(launch, stream, x, out, divisor, adjoint):
            x, out,
            # sizes
            out.size, *_fixed((x.shape[1], *pooled.shape[2:], *pools.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # divisor_override
            divisor,
            # strides
