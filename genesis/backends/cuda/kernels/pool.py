@@ -36,15 +36,15 @@ quotients and divides once for them.
 unit-stride dim (PyTorch's channels_last and channels_last_3d), else contiguous: consecutive
 lanes then write consecutive elements, and in channels-last read along the channels.
 
-Tiles: 4 warps a program, 4 elements a thread, but for the NCHW forwards, 2. A thread's
-elements are consecutive, so its index arithmetic is shared (one division serves its
-elements when the row length is a multiple of 16; address arithmetic is shared), and in
-channels-last its loads along the channels are 16-byte vectors. But in NCHW the window taps are
-gathers, a stride apart along W: with 4 elements a thread the 32 lanes of a load sit 4 outputs
-apart and spread over 4 times the cache lines a lane-per-output load would touch, which costs
-the float32 forward more than the shared arithmetic saves; 2 a thread halves the spread at
-little more arithmetic (the backward reads its candidates at half the spread of the forward's
-taps, 2 inputs sharing an output at stride 2, and keeps 4). The windows are short and each
+Tiles: 4 warps a program; a thread takes 4 consecutive elements, but 2 in the NCHW forwards.
+Consecutive elements share index arithmetic (Triton divides once for them when the innermost
+size is a multiple of 16, and shares address arithmetic), and in channels-last their loads
+along the channels are 16-byte vectors. In NCHW the loads gather along W instead, and a
+thread's elements set its lanes apart: at 4, a forward's tap load (lanes 8 inputs apart at
+stride 2) touches 4 times the cache lines of a lane-per-output load, which costs the float32
+forward more than the sharing saves; at 2, twice, in 32 registers. The backwards keep 4: their
+candidates lie half as far apart (two inputs share an output at stride 2) and sharing saves
+more there (about 100 instructions an element at 4, 190 at 1). The windows are short and each
 lane's loads independent, so many elements in flight per SM hide the latency of the strided
 reads.
 """
