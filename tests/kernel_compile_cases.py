@@ -762,7 +762,8 @@ def pool_cases(target):
     """ResNet's stem max pool (3x3 stride 2 padding 1) in every float dtype, NCHW and
     channels-last, forward and backward; a dilated 1-D pool, a 2-D one of more taps than
     pool.MAX_UNROLLED (loops) and a 3-D one; average pools of the same windows (undilated);
-    the stem pool in float32 over an input past int32 offsets (int64 indexing)."""
+    the stem pool in float32 over an input past int32 offsets (int64 indexing), of even sizes
+    and of odd ones (whose int32 divisions would be multiplications: int64 ones divide)."""
     cases = [((32, 64, 112, 112), (56, 56), (3, 3), (2, 2), (1, 1), (1, 1)),
              ((8, 16, 1000), (497,), (5,), (2,), (2,), (2,)),
              ((4, 8, 30, 30), (24, 24), (7, 7), (1, 1), (0, 0), (1, 1)),
@@ -771,6 +772,8 @@ def pool_cases(target):
         for case in cases:
             pool_case(dtype, *case, target)
     pool_case(np.float32, (2, 64, 2048, 16384), (1024, 8192), (3, 3), (2, 2), (1, 1), (1, 1),
+              target)
+    pool_case(np.float32, (2, 64, 2047, 16383), (1024, 8192), (3, 3), (2, 2), (1, 1), (1, 1),
               target)
 
 

@@ -148,3 +148,20 @@ def test_backward_is_deterministic(rng):
         out.backward()
         grads.append(leaf.grad.float().cpu().numpy())
     assert all(np.array_equal(grads[0], g) for g in grads[1:])
+
+
+@pytest.mark.parametrize("grad_layout", ["contiguous", "channels_last"])
+def test_channels_last_gradients_accumulate(grad_layout, rng):
+    """Two backward passes of a channels-last stem pool (output gradients contiguous, copied
+    into the indices' layout, or channels-last) add up in a channels-last .grad, written in
+    place: twice the input gradient, bit for bit."""
+    g, _ = _pair((4, 64, 56, 56), genesis.bfloat16, "channels_last", rng)
+    out = F.max_pool2d(g, 3, 2, 1)
+    grad = lay_out(genesis.tensor(rng.uniform(-1, 1, tuple(out.shape)), dtype=genesis.bfloat16,
+                                  device="cuda"), grad_layout)
+    out.backward(grad, retain_graph=True)
+    once = g.grad.clone()
+    storage = g.grad.data_ptr()
+    out.backward(grad)
+    assert g.grad.stride() == g.stride() and g.grad.data_ptr() == storage
+    np.testing.assert_array_equal(g.grad.float().cpu().numpy(), 2 * once.float().cpu().numpy())

@@ -330,15 +330,19 @@ def test_many_dims_fall_back_to_leading_dim_loop(gpu, rng):
     run_both("exp", [x], [gx])
 
 
-INTO_CASES = ["contiguous", "alias", "broadcast", "params", "where", "overlap", "strided_out"]
+INTO_CASES = ["contiguous", "alias", "broadcast", "params", "where", "overlap", "strided_out",
+              "permuted", "permuted_alias", "permuted_overlap"]
 
 
 @pytest.mark.parametrize("case", INTO_CASES)
-def test_elementwise_into(gpu, case, rng):
+def test_elementwise_into(gpu, case, rng, monkeypatch):
     """The in-place writes: straight into the destination (an operand may be the destination
-    itself), or computed aside and copied when the destination is strided or an operand overlaps
-    it another way; the result is always the op of the values before the write. Over 1024
-    elements: several programs, so a direct write through an overlap would be seen."""
+    itself; a transposed one too when its array operands are transposed alike), or computed
+    aside and copied when the destination is strided or an operand overlaps it another way;
+    the result is always the op of the values before the write. Over 1024 elements: several
+    programs, so a direct write through an overlap would be seen."""
+    if case in ("permuted", "permuted_alias"):
+        monkeypatch.setattr(ew, "copy_", lambda *args: pytest.fail("copied, not written in place"))
     f32 = np.dtype(np.float32)
     x, y, z = (values((40, 33), f32, rng) for _ in range(3))
     out = ti.to_device(x)
@@ -362,6 +366,17 @@ def test_elementwise_into(gpu, case, rng):
     elif case == "strided_out":
         out = ti.to_device(x, transpose=True)
         operands = (out, ti.to_device(y))
+    elif case == "permuted":  # out and operand transposed alike: written flat, in place
+        out = ti.to_device(x, transpose=True)
+        operands = (out, ti.to_device(y, transpose=True))
+    elif case == "permuted_alias":
+        out = ti.to_device(x, transpose=True)
+        op, operands, expected = "mul", (out, out), x * x
+    elif case == "permuted_overlap":  # columns 1..33 of a transposed buffer, and 0..32
+        cols = np.concatenate([y[:, :1], x], axis=1)
+        base = ti.to_device(cols, transpose=True)
+        out = ti.view(base, (40, 33), (1, 40), offset=40)
+        operands, expected = (out, ti.view(base, (40, 33), (1, 40))), x + cols[:, :-1]
     assert dispatch.kernel("elementwise_into", "cuda")(op, out, operands, params) is out
     check(out, expected.astype(f32))
 

@@ -62,11 +62,11 @@ AVERAGES = [
 
 @pytest.fixture
 def kernels(monkeypatch):
-    """genesis's CPU tensors max-pool through the interpreted kernels, in 64-element blocks
-    (several programs and a ragged tail on small inputs)."""
+    """genesis's CPU tensors max-pool through the interpreted kernels, in programs of 16
+    threads (16 to 64 elements: several programs and a ragged tail on small inputs)."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    monkeypatch.setattr(pool, "BLOCK", 64)
+    monkeypatch.setattr(pool, "THREADS", 16)
     monkeypatch.setattr(pool, "_plans", LaunchCache())
     ti.on_cpu(monkeypatch, pool, "max_pool_fwd", "max_pool_bwd", "avg_pool")
     with ti.device(pool, _spatial, array_ops):
@@ -122,6 +122,27 @@ def test_channels_last_results(kernels, rng):
     assert x.grad.stride() == x.stride()
     g5, _ = make_pair((2, 3, 4, 5, 6), rng=rng)
     assert F.max_pool3d(lay_out(g5, "channels_last"), 2).stride() == (36, 1, 18, 9, 3)
+
+
+@pytest.mark.parametrize("name, shape, kwargs", [POOLS[0], POOLS[3], POOLS[4], POOLS[7]],
+                         ids=[IDS[0], IDS[3], IDS[4], IDS[7]])
+@pytest.mark.parametrize("grad_layout", ["contiguous", "channels_last", "transposed", "expanded"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_output_gradient_layouts(kernels, name, shape, kwargs, layout, grad_layout, rng):
+    """The input gradient from an output gradient laid out as the values or otherwise (read
+    where it lies, or first copied into the indices' layout when the lanes would read it
+    strided), in the indices' layout; bfloat16 against torch's sums in float32 rounded once."""
+    if "channels_last" in (layout, grad_layout) and len(shape) < 4:
+        pytest.skip("no channels-last format below 4-D")
+    g, t = make_pair(shape, genesis.bfloat16, rng=rng)
+    x = lay_out(g, layout).requires_grad_()
+    t = t.float().requires_grad_()
+    out, t_out = getattr(F, name)(x, **kwargs), getattr(TF, name)(t, **kwargs)
+    g_go = lay_out(make_pair(tuple(t_out.shape), genesis.bfloat16, rng=rng)[0], grad_layout)
+    out.backward(g_go)
+    t_out.backward(torch.tensor(g_go.float().numpy()))
+    assert x.grad.stride() == x.stride()
+    assert_close(x.grad, t.grad.to(torch.bfloat16), rtol=0, atol=0)
 
 
 def _special(dtype):
@@ -197,3 +218,17 @@ def test_large_window_loops(kernels, rng, kernel_size, stride, padding, dilation
     compare(lambda x: F.max_pool1d(x, kernel_size, stride, padding, dilation),
             lambda x: TF.max_pool1d(x, kernel_size, stride, padding, dilation), [shape],
             genesis.float32, "cpu", rng)
+
+
+def test_magic_division(rng):
+    """_spatial.magic's multiplication and shift (the pools' divisions of int32 indices by
+    sizes known at launch) give n // d for every int32 n >= 0: the edges of the range and of
+    the multiples of d, and random ones, for small, odd, power-of-two and large divisors."""
+    divisors = [2, 3, 7, 16, 56, 112, 1000, 2 ** 16 + 1, 2 ** 30, 2 ** 30 + 3, 2 ** 31 - 1]
+    for d in divisors + [int(d) for d in rng.integers(2, 2 ** 31, 200)]:
+        m, s = _spatial.magic(d)
+        last = (2 ** 31 - 1) // d * d
+        n = np.concatenate([rng.integers(0, 2 ** 31, 2000),
+                            [0, 1, d - 1, d, d + 1, last - 1, last, 2 ** 31 - 1]])
+        high = (n.astype(np.uint64) * np.uint64(m % 2 ** 32)) >> np.uint64(32)
+        assert np.array_equal(high >> np.uint64(s), n // d), d

@@ -15,30 +15,46 @@ from ._strided_indexing import index_type
 
 
 @triton.jit
-def divide(n, d):
+def divide(n, d, m=None, s=None):
     """(n // d, n % d) of non-negative `n`: unsigned for int32 `n` and a `d` given at run time,
-    some instructions fewer than signed, a constant `d` or int64 `n` as they are."""
+    some instructions fewer than signed, a constant `d` or int64 `n` as they are. With `m` and
+    `s` of `magic(d)`, int32 `n` is divided by a multiplication and a shift instead (3
+    instructions, not the 16 of a division by a value known only at run time)."""
     if n.dtype == tl.int64 or not isinstance(d, tl.tensor):
         q = n // d
+    elif m is not None:
+        high = tl.umulhi(n.to(tl.uint32, bitcast=True), m.to(tl.uint32, bitcast=True))
+        q = (high >> s.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True)
     else:
         q = (n.to(tl.uint32, bitcast=True) // d.to(tl.uint32, bitcast=True)).to(tl.int32,
                                                                                  bitcast=True)
     return q, n - q * d
 
 
+def magic(d):
+    """(m, s), int32 (m's bits unsigned), with n // d == umulhi(n, m) >> s for every
+    0 <= n < 2**31, of a divisor d >= 2: m = ceil(2**(31 + k) / d) for 2**k >= d errs by less
+    than n / 2**(31 + k) < 1/d, too little to reach the next multiple of d."""
+    k = (d - 1).bit_length()
+    m = -(-(1 << (31 + k)) // d)
+    return m - (1 << 32) if m >= 1 << 31 else m, k - 1
+
+
 @triton.jit
-def position(linear, channels, size_d, size_h, size_w, CHANNELS_LAST: tl.constexpr):
+def position(linear, channels, size_d, size_h, size_w, CHANNELS_LAST: tl.constexpr, c_m=None,
+             c_s=None, d_m=None, d_s=None, h_m=None, h_s=None, w_m=None, w_s=None):
     """(n, c, d, h, w) of the `linear` indices of a dense (N, C, D, H, W) array: (N, D, H, W, C)
-    in memory with CHANNELS_LAST, else (N, C, D, H, W)."""
+    in memory with CHANNELS_LAST, else (N, C, D, H, W). The *_m, *_s given, `magic` of
+    channels, size_d, size_h and size_w, its divisions are multiplications (see `divide`)."""
     if CHANNELS_LAST:
-        rest, c = divide(linear, channels)
+        rest, c = divide(linear, channels, c_m, c_s)
     else:
         rest = linear
-    rest, w = divide(rest, size_w)
-    rest, h = divide(rest, size_h)
-    rest, d = divide(rest, size_d)
+    rest, w = divide(rest, size_w, w_m, w_s)
+    rest, h = divide(rest, size_h, h_m, h_s)
+    rest, d = divide(rest, size_d, d_m, d_s)
     if not CHANNELS_LAST:
-        rest, c = divide(rest, channels)
+        rest, c = divide(rest, channels, c_m, c_s)
     return rest, c, d, h, w
 
 

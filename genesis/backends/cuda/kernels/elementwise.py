@@ -611,14 +611,44 @@ def addcdiv(x, a, b, value):
     return run("addcdiv", (x, a, b), (value,))
 
 
+def _permuted_dense(arr):
+    """True when `arr` fills its elements' span without gaps in some order of its dims (a
+    contiguous array with its dims permuted: channels-last, a transpose)."""
+    span = 1
+    for stride, size in sorted((s, n) for s, n in zip(arr.element_strides(), arr.shape)
+                               if n != 1):
+        if stride != span:
+            return False
+        span *= size
+    return True
+
+
+def _flattened(out, operands):
+    """`out` and its array operands as flat views of their memory when `out` is permuted dense
+    and every array operand is laid out exactly as `out`: elementwise, positions match
+    element by element (a channels-last gradient accumulated into a channels-last .grad)."""
+    if out.is_contiguous() or not _permuted_dense(out) or any(
+            x.__class__ is CUDAArray and (x.strides != out.strides or x.itemsize != out.itemsize)
+            for x in operands):
+        return out, operands
+    return _flat(out), tuple(_flat(x) if x.__class__ is CUDAArray else x for x in operands)
+
+
+def _flat(arr):
+    """A permuted dense `arr` as the 1-D array of its memory."""
+    return CUDAArray(arr.storage, (arr.size,), (arr.itemsize,), arr.offset, arr.dtype)
+
+
 @register("elementwise_into", "cuda")
 def elementwise_into(op, out, operands, params=()):
     """`op` of `operands` (arrays of out's shape and dtype, or scalars) written into `out`, for
-    the in-place ops. Straight into `out` when it is contiguous and every operand that shares its
-    memory is `out` itself, read and written by the same program; otherwise (a strided
-    destination, an operand overlapping it another way) computed aside and copied in."""
+    the in-place ops. Straight into `out` when it is contiguous (or permuted dense, with every
+    array operand laid out as it: seen flat) and every operand that shares its memory is `out`
+    itself, read and written by the same program; otherwise (a strided destination, an operand
+    overlapping it another way) computed aside and copied in."""
     dtype, storage = out.dtype, out.storage
     params = _typed(params, dtype) if params else ()
+    whole, (out, operands) = out, _flattened(out, operands)
     if out.is_contiguous() and all(x.__class__ is not CUDAArray or x.storage is not storage
                                    or (x.ptr == out.ptr and x.strides == out.strides)
                                    for x in operands):
@@ -626,4 +656,4 @@ def elementwise_into(op, out, operands, params=()):
         write(op, out, operands, params, dtype, current_stream_handle(out.device))
     else:
         copy_(out, run(op, operands, params))
-    return out
+    return whole

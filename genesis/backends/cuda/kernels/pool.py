@@ -12,7 +12,9 @@ visits the outputs whose windows can contain it and adds the output gradient of 
 index is this element, in the outputs' order, in float32 for half types, rounded once. Along a
 dim, output o's window spans o*stride - pad .. o*stride - pad + (kernel-1)*dil, so the outputs
 holding input i are the at most (kernel-1)*dil // stride + 1 ending at (i + pad) // stride (2
-per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps).
+per dim for 3x3 stride 2: 4 candidates, not the window's 9 taps). An output gradient that the
+lanes would read strided (a contiguous one for a channels-last pool) is first copied into the
+indices' layout, as PyTorch does.
 
 Average pooling ("avg_pool", the backward with `adjoint`): the forward sums a window (in
 float32 for half types) and divides by PyTorch's divisor: divisor_override, or the window's
@@ -23,15 +25,28 @@ Both compile the geometry in: divisions by the stride become multiplications, th
 taps and candidates have constant bounds and unroll where neither number more than
 MAX_UNROLLED (more would make long programs for little gain), and sizes and strides of 0 and
 1 (a 2-D pool's depth, a unit stride) are constants too, so their arithmetic folds away and
-channels-last reads along the channels become vector loads.
+channels-last reads along the channels become vector loads. The divisions that turn an
+element's index into its position, by sizes known at launch, are a multiplication and a shift
+by numbers the host computes (`_spatial.magic`: 3 instructions, not 16), unless the innermost
+size is a multiple of 16, where Triton sees that a thread's consecutive elements share their
+quotients and divides once for them.
 
 1-D and 2-D pools run as 3-D ones with size-1 leading dims. Inputs are read where they lie
 (through strides); results are dense, channels-last when the input's channels are its
 unit-stride dim (PyTorch's channels_last and channels_last_3d), else contiguous: consecutive
 lanes then write consecutive elements, and in channels-last read along the channels.
 
-Tiles: 512 elements a program, 4 warps (4 per thread): the windows are short, each lane's
-loads independent, so many elements in flight per SM hide the latency of the strided reads.
+Tiles: 4 warps a program; a thread takes 4 consecutive elements, but 2 in the NCHW forwards.
+Consecutive elements share index arithmetic (Triton divides once for them when the innermost
+size is a multiple of 16, and shares address arithmetic), and in channels-last their loads
+along the channels are 16-byte vectors. In NCHW the loads gather along W instead, and a
+thread's elements set its lanes apart: at 4, a forward's tap load (lanes 8 inputs apart at
+stride 2) touches 4 times the cache lines of a lane-per-output load, which costs the float32
+forward more than the sharing saves; at 2, twice, in 32 registers. The backwards keep 4: their
+candidates lie half as far apart (two inputs share an output at stride 2) and sharing saves
+more there (about 100 instructions an element at 4, 190 at 1). The windows are short and each
+lane's loads independent, so many elements in flight per SM hide the latency of the strided
+reads.
 """
 
 import numpy as np
@@ -39,14 +54,15 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ..array_ops import copy_
 from ..launch import Const, Launch, LaunchCache
 from . import _spatial
 from ._math import div_rn
 from ._spatial import position
 from ._strided_indexing import cdiv, program_range
 
-BLOCK = 512
 _WARPS = 4
+THREADS = 32 * _WARPS
 MAX_UNROLLED = 32
 
 
@@ -56,6 +72,8 @@ def _max_pool_kernel(
         x_ptr, out_ptr, index_ptr,
         # sizes: output elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels, out_d, out_h, out_w (see `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # strides of the input, in elements
         x_sn, x_sc, x_sd, x_sh, x_sw,
         # meta-parameters: the window's size, stride, padding and dilation, whether its loops
@@ -68,7 +86,8 @@ def _max_pool_kernel(
     """Maximum and flat position of the windows of output elements pid*BLOCK.."""
     o = program_range(BLOCK, INDEX64)
     mask = o < n_out
-    n, c, od, oh, ow = position(o, channels, out_d, out_h, out_w, CHANNELS_LAST)
+    n, c, od, oh, ow = position(o, channels, out_d, out_h, out_w, CHANNELS_LAST, c_m, c_s, d_m,
+                                d_s, h_m, h_s, w_m, w_s)
     base = x_ptr + n * x_sn + c * x_sc
     best = tl.full((BLOCK,), float("-inf"), CT)
     where = tl.full((BLOCK,), -1, o.dtype)
@@ -108,6 +127,8 @@ def _max_pool_backward_kernel(
         grad_ptr, index_ptr, out_ptr,
         # sizes: input elements, channels, the input's and the output's spatial sizes
         n_in, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels, in_d, in_h, in_w (see `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # strides of the output gradient and of the indices, in elements
         g_sn, g_sc, g_sd, g_sh, g_sw, i_sn, i_sc, i_sd, i_sh, i_sw,
         # meta-parameters: the window's size, stride, padding and dilation, whether its loops
@@ -121,7 +142,8 @@ def _max_pool_backward_kernel(
     in the order of the outputs."""
     i = program_range(BLOCK, INDEX64)
     mask = i < n_in
-    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST)
+    n, c, i_d, i_h, i_w = position(i, channels, in_d, in_h, in_w, CHANNELS_LAST, c_m, c_s, d_m,
+                                   d_s, h_m, h_s, w_m, w_s)
     target = (i_d * in_h + i_h) * in_w + i_w
     g_base = grad_ptr + n * g_sn + c * g_sc
     i_base = index_ptr + n * i_sn + c * i_sc
@@ -193,6 +215,9 @@ def _avg_pool_kernel(
         x_ptr, out_ptr,
         # sizes: result elements, channels, the input's and the output's spatial sizes
         n_out, channels, in_d, in_h, in_w, out_d, out_h, out_w,
+        # magic numbers of the divisions by channels and the result's spatial sizes (see
+        # `_magics`)
+        c_m, c_s, d_m, d_s, h_m, h_s, w_m, w_s,
         # divisor_override (read with OVERRIDE)
         divisor,
         # strides of x, in elements
@@ -211,9 +236,11 @@ def _avg_pool_kernel(
     e = program_range(BLOCK, INDEX64)
     mask = e < n_out
     if ADJOINT:
-        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST)
+        n, c, p_d, p_h, p_w = position(e, channels, in_d, in_h, in_w, CHANNELS_LAST, c_m, c_s,
+                                       d_m, d_s, h_m, h_s, w_m, w_s)
     else:
-        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST)
+        n, c, p_d, p_h, p_w = position(e, channels, out_d, out_h, out_w, CHANNELS_LAST, c_m,
+                                       c_s, d_m, d_s, h_m, h_s, w_m, w_s)
     base = x_ptr + n * x_sn + c * x_sc
     acc = tl.zeros((BLOCK,), CT)
     TD: tl.constexpr = (KD - 1) // SD + 1 if ADJOINT else KD
@@ -257,11 +284,19 @@ def _pool_plan(fn, n, arrays, out, window, geometry, last, target=None, **flags)
     names = ("SD", "SH", "SW", "PD", "PH", "PW", "DD", "DH", "DW")
     strides, dilations = geometry[:3], geometry[6:] or (1, 1, 1)
     candidates = np.prod([(k - 1) * d // s + 1 for k, s, d in zip(window, strides, dilations)])
+    block = THREADS * _per_thread(fn, last, flags)
     meta = dict(KD=kd, KH=kh, KW=kw, **dict(zip(names, geometry)), **flags,
                 UNROLL=bool(max(kd * kh * kw, candidates) <= MAX_UNROLLED), CHANNELS_LAST=last,
-                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=BLOCK)
-    return Launch(fn, (cdiv(n, BLOCK),), meta, _WARPS, int_type=ity, per_call=("divisor",),
+                CT=_compute_type(out.dtype), INDEX64=ity == "i64", BLOCK=block)
+    return Launch(fn, (cdiv(n, block),), meta, _WARPS, int_type=ity, per_call=("divisor",),
                   device=out.device, target=target)
+
+
+def _per_thread(fn, last, flags):
+    """Elements a thread of `fn` takes (see the module docstring): 2 in the NCHW forwards,
+    whose window taps are gathers along W, else 4."""
+    forward = fn is _max_pool_kernel or fn is _avg_pool_kernel and not flags["ADJOINT"]
+    return 2 if forward and not last else 4
 
 
 def _geometry(stride, padding, dilation):
@@ -275,6 +310,20 @@ def _fixed(values):
     return [Const(v) if v in (0, 1) else v for v in values]
 
 
+def _magics(out, last):
+    """(m, s) of `_spatial.magic` for the channels and spatial sizes of the dense result `out`,
+    by which its elements' indices are divided into positions (int32 ones: an int64 index
+    divides as it is), or None (divide by the size): for sizes of 0 and 1 (constants), and
+    for all when the innermost (the channels in channels-last, else W) is a multiple of 16,
+    where Triton sees that a thread's consecutive elements share their quotients and divides
+    once a thread (a multiplication would hide that: once an element)."""
+    sizes = out.shape[1:]
+    if (sizes[0] if last else sizes[-1]) % 16 == 0:
+        return [None] * 8
+    pairs = [_spatial.magic(v) if v > 1 else (None, None) for v in sizes]
+    return [value for pair in pairs for value in pair]
+
+
 def _forward_launch(launch, stream, x, out, index):
     """The call of _max_pool_kernel on 3-D views `x`, `out`, `index`."""
     launch(stream,
@@ -282,6 +331,8 @@ def _forward_launch(launch, stream, x, out, index):
            x, out, index,
            # sizes
            out.size, *_fixed((x.shape[1], *x.shape[2:], *out.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # strides
            *_fixed(x.element_strides()))
 
@@ -293,6 +344,8 @@ def _backward_launch(launch, stream, grad, index, out):
            grad, index, out,
            # sizes
            out.size, *_fixed((out.shape[1], *out.shape[2:], *grad.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # strides
            *_fixed((*grad.element_strides(), *index.element_strides())))
 
@@ -324,6 +377,18 @@ def max_pool_fwd(x, kernel_size, stride, padding, dilation, out_size):
     return out, index
 
 
+def _along_lanes(grad, last, stream):
+    """`grad`, or a copy laid out as the indices when the backward's lanes (along the channels
+    in channels-last, else along W) would read it strided, each lane a cache line of its own
+    (a contiguous gradient of a channels-last pool): the copy, a transposing tile, reads and
+    writes it once, coalesced."""
+    dim = 1 if last else grad.ndim - 1
+    if grad.shape[dim] == 1 or grad.element_strides()[dim] in (0, 1):
+        return grad
+    dense = _spatial.empty(grad.shape, grad.dtype, last, grad.device, stream)
+    return copy_(dense, grad)
+
+
 @register("max_pool_bwd", "cuda")
 def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
     """The input gradient (N, C, *in_size) of max pooling, from the output gradient and the
@@ -331,6 +396,7 @@ def max_pool_bwd(grad, index, in_size, kernel_size, stride, padding, dilation):
     device = grad.device
     out, stream, last = _spatial.result((*grad.shape[:2], *in_size), grad.dtype, index)
     if out.size:
+        grad = _along_lanes(grad, last, stream)
         geometry = _geometry(stride, padding, dilation)
         window = _spatial.padded(kernel_size, 1)
         grad3, index3, out3 = (_spatial.as_3d(a) for a in (grad, index, out))
@@ -351,6 +417,8 @@ def _avg_launch(launch, stream, x, out, divisor, adjoint):
            x, out,
            # sizes
            out.size, *_fixed((x.shape[1], *pooled.shape[2:], *pools.shape[2:])),
+           # magic numbers
+           *_magics(out, launch.meta["CHANNELS_LAST"]),
            # divisor_override
            divisor,
            # strides
