@@ -181,19 +181,3 @@ def run_checks_worker(script, timeout=600):
                             timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().endswith("all checks passed"), result.stdout
-
-
-def on_two_streams(fn, rounds=8):
-    """The results of `fn()` called `rounds` times on each of two new streams, in turns (their
-    launches may overlap), once both streams are done."""
-    streams = [genesis.cuda.Stream() for _ in range(2)]
-    for s in streams:
-        s.wait_stream(genesis.cuda.current_stream())
-    results = []
-    for _ in range(rounds):
-        for s in streams:
-            with genesis.cuda.stream(s):
-                results.append(fn())
-    for s in streams:
-        s.synchronize()
-    return results

@@ -29,12 +29,11 @@ from genesis.backends.cuda.launch import compile_kernel
 _REDUCE_PARAMS = {"mean": (8.0,), "var": (1.0,), "std": (1.0,), "normp": (3.0, 1.0 / 3.0)}
 
 
-def reduce_case(kind, dtype, shape, dims, target, indices=False, reorder=True, out_dtype=None):
-    """Compile the launches of one reduction of a contiguous `shape` over `dims` (into
-    `out_dtype`, else the reduction's own)."""
+def reduce_case(kind, dtype, shape, dims, target, indices=False, reorder=True):
+    """Compile the launches of one reduction of a contiguous `shape` over `dims`."""
     x = placeholder(shape, dtype)
     layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
-    out = placeholder((layout.rows,), out_dtype or (np.bool_ if kind in ("any", "all") else dtype))
+    out = placeholder((layout.rows,), np.bool_ if kind in ("any", "all") else dtype)
     index = placeholder((layout.rows,), np.int64) if indices else None
     params = _REDUCE_PARAMS.get(kind, ())
     red._Reduction(kind, x, dims, reorder, len(params), target).run(0, x, out, index, params)
@@ -62,21 +61,6 @@ def reduce_cases(target):
     for dtype in (np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.bool_):
         reduce_case("sum", dtype, (64, 1000), (1,), target)
     reduce_case("amax", np.int64, (8, 6, 4), (0, 2), target)
-
-
-def column_sum_cases(target):
-    """Sums over leading dims with contiguous kept dims (kernels/column_sum.py, through the
-    "sum" reduction): GPT-2 small's bias gradients (rows split, whole tiles), odd sizes (a
-    column tail, partial row tiles), one row (no split) and a 3-D input over two dims in each
-    dtype; a half input summed to float32; int64 offsets."""
-    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
-        for shape, dims in (((8192, 768), (0,)), ((1001, 333), (0,)), ((1, 768), (0,)),
-                            ((8, 1024, 768), (0, 1))):
-            reduce_case("sum", dtype, shape, dims, target)
-    for cols in (2304, 3072):
-        reduce_case("sum", ml_dtypes.bfloat16, (8192, cols), (0,), target)
-    reduce_case("sum", ml_dtypes.bfloat16, (8192, 768), (0,), target, out_dtype=np.float32)
-    reduce_case("sum", ml_dtypes.bfloat16, (1 << 20, 4096), (0,), target)
 
 
 def scan_case(kind, dtype, out_dtype, shape, dim, target):
@@ -830,8 +814,7 @@ def upsample_cases(target):
 
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
-         "column_sum": column_sum_cases, "conv": conv_cases, "copy": copy_cases,
-         "decode_attention": decode_attention_cases,
+         "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, lay_out,
-                     on_two_streams, skip_no_cuda, to_torch)
+from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, lay_out, skip_no_cuda,
+                     to_torch)
 
 import genesis
 import genesis.nn.functional as F
@@ -398,8 +398,7 @@ def test_large_sums_are_accurate_and_deterministic(n, rng):
 
 # Rows split over many programs. Merged by the last program in the same launch: one odd row,
 # 3 rows, a block of 4 columns (x 1025 splits), 4 rows past 64 MB (evict-first loads). Merged
-# by a second launch: 64 columns x 512 splits of states. The sums over dim 0 take the column
-# kernel (kernels/column_sum.py) instead.
+# by a second launch: 64 columns x 512 splits of states.
 SPLIT_CASES = [(((1 << 22) + 3,), None), ((3, (1 << 20) + 1), 1), (((1 << 20) + 7, 3), 0),
                ((4, (1 << 22) + 1), 1), ((32768, 64), 0)]
 
@@ -440,7 +439,17 @@ def test_split_reductions_on_two_streams(rng):
     arr = values(((1 << 22) + 3,), genesis.float32, rng)
     x = genesis.tensor(arr, dtype=genesis.float32, device="cuda")
     want = x.sum().item()
-    assert all(t.item() == want for t in on_two_streams(x.sum))
+    streams = [genesis.cuda.Stream() for _ in range(2)]
+    for s in streams:
+        s.wait_stream(genesis.cuda.current_stream())
+    sums = []
+    for _ in range(8):
+        for s in streams:
+            with genesis.cuda.stream(s):
+                sums.append(x.sum())
+    for s in streams:
+        s.synchronize()
+    assert all(t.item() == want for t in sums)
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.int32], ids=str)

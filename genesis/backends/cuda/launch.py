@@ -315,11 +315,3 @@ def workspace_views(device, stream, nbytes, key, make):
     if views is None:
         views = kept[1][key] = make(workspace)
     return views
-
-
-def workspace_float32(device, stream, n, owner):
-    """The first `n` float32 elements of the stream's workspace (workspace_views), a view kept
-    under (`owner`, n): scratch for the partial sums of a split launch."""
-    return workspace_views(device, stream, n * 4, (owner, n),
-                           lambda workspace: CUDAArray(workspace.storage, (n,), (4,),
-                                                       workspace.offset, np.dtype(np.float32)))

@@ -1,7 +1,6 @@
 """Device math shared by the kernel modules: correctly rounded division and square root (as
-PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, the
-fixed-order sum of split partial sums, which dtypes are floating, and the wait of a
-programmatic dependent launch."""
+PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, which
+dtypes are floating, and the wait of a programmatic dependent launch."""
 
 import ml_dtypes
 import numpy as np
@@ -56,23 +55,6 @@ def apply_activation(x, ACT: tl.constexpr):
     elif ACT == 4:
         x = x / (1.0 + libdevice.exp(-x))
     return x
-
-
-@triton.jit
-def sum_splits(part_ptr, at, mask, splits, split_stride, BM: tl.constexpr, BN: tl.constexpr,
-                SB: tl.constexpr):
-    """The sum over the splits of the partial sums at `at` (BM x BN offsets), SB splits a load:
-    all of a block's loads in flight at once (one at a time, each would wait for L2), each
-    block summed as a tree fixed at compile time, the blocks in order."""
-    rs = tl.arange(0, SB)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for s0 in range(0, splits, SB):
-        s = s0 + rs
-        tile = tl.load(part_ptr + (s * split_stride)[:, None, None] + at[None, :, :],
-                       mask=(s < splits)[:, None, None] & mask[None, :, :], other=0,
-                       cache_modifier=".cg")
-        acc += tl.sum(tile, axis=0)
-    return acc
 
 
 def is_float(dtype):

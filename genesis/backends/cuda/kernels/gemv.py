@@ -51,8 +51,9 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ..launch import Launch, workspace_float32
-from ._math import apply_activation, sum_splits, swiglu_gate, wait_for_prior_grid
+from ..launch import Launch, workspace_views
+from ..runtime.array import CUDAArray
+from ._math import apply_activation, swiglu_gate, wait_for_prior_grid
 from ._strided_indexing import cdiv, next_pow2, placeholder, program_range, stride_arg
 from .reduce import split_counters
 
@@ -146,6 +147,23 @@ def _epilogue(acc, c_ptr, bias_ptr, z_ptr, rm, rn, m_mask, n_mask, c_row_stride,
 
 
 @triton.jit
+def _sum_splits(part_ptr, at, mask, splits, split_stride, BM: tl.constexpr, BN: tl.constexpr,
+                SB: tl.constexpr):
+    """The sum over the splits of the partial sums at `at` (BM x BN offsets), SB splits a load:
+    all of a block's loads in flight at once (one at a time, each would wait for L2), each
+    block summed as a tree fixed at compile time, the blocks in order."""
+    rs = tl.arange(0, SB)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for s0 in range(0, splits, SB):
+        s = s0 + rs
+        tile = tl.load(part_ptr + (s * split_stride)[:, None, None] + at[None, :, :],
+                       mask=(s < splits)[:, None, None] & mask[None, :, :], other=0,
+                       cache_modifier=".cg")
+        acc += tl.sum(tile, axis=0)
+    return acc
+
+
+@triton.jit
 def _gemv_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result (or
         # None); the splits' float32 partial sums (splits x M x N) and the column blocks' split
@@ -186,7 +204,7 @@ def _gemv_kernel(
         done = tl.atomic_add(counts_ptr + tl.program_id(0), 1, sem="acq_rel", scope="gpu")
         if done == splits - 1:
             tl.store(counts_ptr + tl.program_id(0), 0)
-            acc = sum_splits(part_ptr, at, mask, splits, M * N, BM, BN, SB)
+            acc = _sum_splits(part_ptr, at, mask, splits, M * N, BM, BN, SB)
             _epilogue(acc, c_ptr, bias_ptr, z_ptr, rm, rn, m_mask, n_mask, c_row_stride,
                       c_col_stride, bias_stride, HAS_BIAS, KEEP_Z, ACT)
     else:
@@ -273,15 +291,22 @@ class Plan:
                                                    st.get("bias", 0))))
 
     def scratch(self, stream):
-        """(partial sums, counters): a view of the stream's workspace (launch.workspace_float32)
+        """(partial sums, counters): a view of the stream's workspace (launch.workspace_views)
         and its split counters, or placeholders when only compiling."""
         if not self.part_elements:
             return None, None
         if self.launch.target is not None:
             return (placeholder((self.part_elements,), np.float32),
                     placeholder((self.n_blocks,), np.int32))
-        part = workspace_float32(self.device, stream, self.part_elements, "gemv")
+        n = self.part_elements
+        part = workspace_views(self.device, stream, n * 4, ("gemv", n),
+                               lambda workspace: _float32_view(workspace, n))
         return part, split_counters(self.device, stream, self.n_blocks)
+
+
+def _float32_view(workspace, n):
+    """The first n float32 elements of a (uint8) workspace array."""
+    return CUDAArray(workspace.storage, (n,), (4,), workspace.offset, np.dtype(np.float32))
 
 
 def _index_type(problem, part_elements):

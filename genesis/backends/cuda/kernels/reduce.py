@@ -30,15 +30,14 @@ Tiles: 4096 elements per iteration for one-accumulator states (2048 for two or t
 axis; ptxas overlaps the loads of successive iterations (about four vectors in flight per
 thread) when they are unpredicated, which they are whenever BM divides the row count (EVEN_M).
 Rows of at least a tile's length get a whole tile (BM=1); shorter rows are packed several to a
-program. Sums of float16, bfloat16 or float32 over leading dims whose kept dims are contiguous
-(a bias gradient: grad.sum(0)) go to kernels/column_sum.py, one launch of a kernel made for
-them. Other reductions with the kept dims contiguous lay the tile along the rows instead, BM up
-to 64 columns, so loads stay coalesced, and splits aim at 512 programs (this path gave GPT-2
-small's bias gradients, (8192, 768 and 3072) bfloat16, 1.38 and 2.74 TB/s on an H200, 0.33 and
-0.64 of the copy rate). Elsewhere splits aim at 4096 programs in all (a 256 MB float32 sum:
-4096 programs of four tiles, 64 KB, each): many times the programs resident at once (about 4 a
-SM, 528 on an H100/H200), short enough that the last ones end soon after the rest, and their
-4096 partial states are one tile for the merging program.
+program. When the kept dims are the contiguous ones (reducing a leading dim, as a bias gradient
+does) the tile is laid along the rows instead, BM up to 64 columns, so loads stay coalesced, and
+splits aim at 512 programs: GPT-2 small's bias gradients, (8192, 768 to 3072) bfloat16, take
+27-42 us so on an H200, against 58-107 us with 256 columns and 4096 programs (PyTorch: 24-39
+us). Elsewhere splits aim at 4096 programs in all (a 256 MB float32 sum: 4096 programs of four
+tiles, 64 KB, each): many times the programs
+resident at once (about 4 a SM, 528 on an H100/H200), short enough that the last ones end soon
+after the rest, and their 4096 partial states are one tile for the merging program.
 
 Inputs of 64 MB or more (past the 50 MB L2 of an H100/H200) are read with an evict-first L2
 policy: they are read once and cannot stay in L2 anyway, so their lines are recycled among
@@ -57,7 +56,6 @@ from ..runtime import driver
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from . import column_sum
 from ._math import div_rn, is_float, sqrt_rn
 from ._strided_indexing import (MAX_ROW_DIMS, RowLayout, cdiv, dim_sizes, dim_strides,
                                 next_pow2, offsets, placeholder, program_range)
@@ -479,9 +477,8 @@ def _reduce_launch(launch, dims, stream, x, out, out_index, part, counts, p0, p1
 
 class _Reduction:
     """The launches of one reduction geometry (see the module docstring): one launch ("full",
-    or "split" merging in the same launch, or "columns", kernels/column_sum.py), or "partial"
-    then "merge". Built on the first call with its geometry and kept; with a `target`, its
-    launches only compile."""
+    or "split" merging in the same launch), or "partial" then "merge". Built on the first call
+    with its geometry and kept; with a `target`, its launches only compile."""
 
     def __init__(self, kind, x, dims, reorder, n_params, target=None):
         self.device, self.target, self.stage = x.device, target, None
@@ -491,11 +488,6 @@ class _Reduction:
             x = placeholder(x.shape, x.dtype)
             layout = RowLayout(x.shape, dims, [x.element_strides()], reorder)
         if not layout.rows:
-            return
-        if kind == "sum" and column_sum.takes(layout, x.dtype):
-            self.stage = "columns"
-            self.columns = column_sum.Plan(layout.length, layout.rows, layout.red_strides[0][0],
-                                           x.dtype, self.device, target)
             return
         acc = _acc_dtype(kind, x.dtype)
         family = _family(kind)
@@ -537,9 +529,7 @@ class _Reduction:
         """Launch into `out` (values or None) and `out_index` (indices or None)."""
         p0, p1 = (tuple(params) + (None, None))[:2]
         source = (x, None, None)
-        if self.stage == "columns":
-            self._column_sum(stream, x, out)
-        elif self.stage == "full":
+        if self.stage == "full":
             _reduce_launch(self.launch, self.dims, stream, source, out, out_index, _NO_STATES,
                            None, p0, p1)
         elif self.stage == "split":
@@ -553,17 +543,6 @@ class _Reduction:
                            p1)
             _reduce_launch(self.merge, self.merge_dims, stream, part, out, out_index,
                            _NO_STATES, None, p0, p1)
-
-    def _column_sum(self, stream, x, out):
-        """The column sum's one launch, with its split counters when it splits."""
-        plan = self.columns
-        if plan.splits == 1:
-            counts = None
-        elif self.target:
-            counts = placeholder((plan.col_blocks,), np.int32)
-        else:
-            counts = split_counters(self.device, stream, plan.col_blocks)
-        column_sum.column_sum_launch(plan, stream, x, out, counts)
 
     def _workspace_parts(self, stream):
         """The partial states of a single "split" launch, in the stream's workspace (which
