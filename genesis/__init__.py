@@ -7,6 +7,8 @@ from . import autograd, cuda, dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .device import device, get_default_device, set_default_device
+from .memory_formats import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                             preserve_format)
 from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, promote_types, result_type as _result_type,
                      set_default_dtype, uint8)

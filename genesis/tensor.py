@@ -8,6 +8,7 @@ this module holds what every tensor is.
 import numpy as np
 
 from . import dtypes
+from . import memory_formats as formats
 from .device import device as Device
 from .dispatch import kernel
 
@@ -151,8 +152,11 @@ class Tensor:
         return self.numel() * self.dtype.itemsize
 
     def is_contiguous(self, memory_format=None):
-        """Row-major with no gaps (sizes of 1, and empty tensors, count whatever their
-        strides): numpy's c_contiguous flag, or the CUDA array's own check."""
+        """Dense in `memory_format`'s dim order (row-major by default; sizes of 1, and empty
+        tensors, count whatever their strides): numpy's c_contiguous flag or the CUDA array's
+        own check, or PyTorch's rule for the channels-last formats."""
+        if memory_format is not None and memory_format.order is not None:
+            return formats.is_laid_out(self._data.shape, self.stride(), memory_format)
         arr = self._data
         return arr.flags.c_contiguous if isinstance(arr, np.ndarray) else arr.is_contiguous()
 

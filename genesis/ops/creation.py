@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
+from .. import memory_formats as formats
 from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
@@ -155,7 +156,8 @@ def _fill(shape, value, dtype, device, requires_grad):
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
-    """An uninitialized tensor of the given size."""
+    """An uninitialized tensor of the given size, laid out in `memory_format` when that is a
+    channels-last format (else contiguous)."""
     if len(size) == 1 and size[0].__class__ is int and size[0] >= 0:  # empty(n): nothing to parse
         shape = size
     else:
@@ -165,10 +167,23 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
         dtype = dtypes.get_default_dtype()
     elif dtype.__class__ is not Dtype:
         dtype = dtypes.as_dtype(dtype)
-    t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
+    if memory_format is None or memory_format.order is None:
+        t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
+    else:
+        t = _empty_laid_out(shape, dtype, device, memory_format)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _empty_laid_out(shape, dtype, device, memory_format):
+    """An uninitialized tensor of `shape` dense in `memory_format`'s dim order: an array of the
+    dims in that order, seen through the inverse permutation."""
+    formats.check_rank(len(shape), memory_format)
+    order = memory_format.order
+    stored = tuple(shape[d] for d in order)
+    t = fresh(kernel("empty", device.type)(stored, dtype, device.index), device, dtype)
+    return t.permute(formats.inverse(order))
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -196,27 +211,37 @@ def _like(t, dtype, device):
 
 
 def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """An uninitialized tensor with `t`'s size, dtype and device unless given."""
+    """An uninitialized tensor with `t`'s size, dtype and device unless given (laid out in an
+    explicit channels-last `memory_format`, else contiguous)."""
     shape, dtype, device = _like(t, dtype, device)
-    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad,
+                 memory_format=memory_format)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Zeros with `t`'s size, dtype and device unless given."""
+    """Zeros with `t`'s size, dtype and device unless given (layout: see empty_like)."""
+    if memory_format is not None and memory_format.order is not None:
+        return full_like(t, 0, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Ones with `t`'s size, dtype and device unless given."""
+    """Ones with `t`'s size, dtype and device unless given (layout: see empty_like)."""
+    if memory_format is not None and memory_format.order is not None:
+        return full_like(t, 1, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """`fill_value` everywhere, with `t`'s size, dtype and device unless given."""
+    """`fill_value` everywhere, with `t`'s size, dtype and device unless given (layout: see
+    empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    if memory_format is None or memory_format.order is None:
+        return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    out = empty(shape, dtype=dtype, device=device, memory_format=memory_format).fill_(fill_value)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -381,13 +406,34 @@ class Clone(Function):
 
 
 def clone(t, memory_format=None):
-    """A copy with its own memory (contiguous), in the graph."""
-    return Clone.apply(t)
+    """A copy with its own memory, in the graph: laid out in `memory_format` when that is a
+    channels-last format, else contiguous (preserve_format, the default, too)."""
+    if memory_format is None or memory_format.order is None:
+        return Clone.apply(t)
+    formats.check_rank(t.ndim, memory_format)
+    return Clone.apply(t.permute(memory_format.order)).permute(formats.inverse(memory_format.order))
 
 
 def contiguous(t, memory_format=None):
-    """`t` if already contiguous, else a contiguous copy."""
-    return t if t.is_contiguous() else Clone.apply(t)
+    """`t` if already dense in `memory_format`'s order (row-major by default), else a copy that
+    is."""
+    if memory_format is None or memory_format.order is None:
+        return t if t.is_contiguous() else Clone.apply(t)
+    formats.check_rank(t.ndim, memory_format)
+    return t if t.is_contiguous(memory_format) else clone(t, memory_format)
+
+
+def _to_format(t, moved, memory_format):
+    """`Tensor.to`'s layout step, as PyTorch's: `moved` (t on its new device and dtype) as it
+    is under preserve_format, and when it is `t` itself laid out as `memory_format` already
+    suggests (memory_formats.suggest); else a copy laid out in `memory_format`."""
+    if memory_format is None or memory_format is formats.preserve_format:
+        return moved
+    if moved is not t:
+        return contiguous(moved, memory_format)
+    if formats.suggest(t._data.shape, t.stride()) is memory_format:
+        return t
+    return clone(t, memory_format)
 
 
 def copy_(self, src, non_blocking=False):
@@ -423,7 +469,7 @@ def zero_(self):
 
 def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
              memory_format=None):
-    """`Tensor.to`'s arguments as (device, dtype, non_blocking, copy)."""
+    """`Tensor.to`'s arguments as (device, dtype, non_blocking, copy, memory_format)."""
     for arg in args:
         if isinstance(arg, Tensor):
             device, dtype = arg.device, arg.dtype
@@ -435,7 +481,7 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
             device = arg
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
-    return device, dtype, non_blocking, copy
+    return device, dtype, non_blocking, copy, memory_format
 
 
 class CreationMethods:
@@ -477,18 +523,20 @@ class CreationMethods:
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""
         if not kwargs and len(args) == 1 and args[0].__class__ is Dtype:  # to(dtype): the usual
             return to_device_and_dtype(self, None, args[0])
-        device, dtype, non_blocking, copy = parse_to(*args, **kwargs)
-        return to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
+        device, dtype, non_blocking, copy, memory_format = parse_to(*args, **kwargs)
+        moved = to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
+        return _to_format(self, moved, memory_format)
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         """This tensor on the CPU (itself if already there)."""
-        return self.to("cpu")
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None, non_blocking=False):
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
         """This tensor on a CUDA device (the current one unless given)."""
         if device is not None:
             device = Device("cuda", device if isinstance(device, int) else Device(device).index)
-        return self.to("cuda" if device is None else device, non_blocking=non_blocking)
+        return self.to("cuda" if device is None else device, non_blocking=non_blocking,
+                       memory_format=memory_format)
 
     def float(self):
         """`self.to(genesis.float32)`."""

@@ -252,22 +252,34 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                    lambda s: rng.permutation(n))
 
 
-def rand_like(t, dtype=None, device=None, requires_grad=False):
-    """Uniform on [0, 1), with `t`'s size, dtype and device unless given."""
+def rand_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Uniform on [0, 1), with `t`'s size, dtype and device unless given (laid out in an
+    explicit channels-last `memory_format`, else contiguous)."""
     shape, dtype, device = _like(t, dtype, device)
-    return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _leaf(rand(shape, dtype=dtype, device=device), memory_format, requires_grad)
 
 
-def randn_like(t, dtype=None, device=None, requires_grad=False):
-    """Standard normal, with `t`'s size, dtype and device unless given."""
+def randn_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Standard normal, with `t`'s size, dtype and device unless given (layout: see
+    rand_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _leaf(randn(shape, dtype=dtype, device=device), memory_format, requires_grad)
 
 
-def randint_like(t, low, high=None, dtype=None, device=None):
-    """Integers uniform on [low, high), with `t`'s size, dtype and device unless given."""
+def randint_like(t, low, high=None, dtype=None, device=None, requires_grad=False,
+                 memory_format=None):
+    """Integers uniform on [low, high), with `t`'s size, dtype and device unless given (layout:
+    see rand_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return randint(low, high, shape, dtype=dtype, device=device)
+    return _leaf(randint(low, high, shape, dtype=dtype, device=device), memory_format,
+                 requires_grad)
+
+
+def _leaf(t, memory_format, requires_grad):
+    """`t` laid out in an explicit `memory_format`, then requiring grad if asked."""
+    if memory_format is not None and memory_format.order is not None:
+        t = t.contiguous(memory_format=memory_format)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,

@@ -310,14 +310,17 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats cast."""
-        device, dtype, non_blocking, _ = parse_to(*args, **kwargs)
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats cast;
+        `memory_format` lays out the 4-D and 5-D parameters and buffers."""
+        device, dtype, non_blocking, _, memory_format = parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")
 
         def convert(t):
-            return t.to(device, dtype if t.is_floating_point() else None, non_blocking)
+            layout = memory_format if t.ndim in (4, 5) else None
+            return t.to(device, dtype if t.is_floating_point() else None, non_blocking,
+                        memory_format=layout)
         return self._apply(convert)
 
     def _cast_floats(self, dtype):

@@ -1,0 +1,149 @@
+"""Memory formats (genesis.contiguous_format, channels_last, channels_last_3d, preserve_format)
+against PyTorch's: is_contiguous under each, the strides that contiguous, to, clone, empty and
+the *_like factories lay out, their rank errors, gradients through a layout change, and
+Module.to(memory_format=...)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from helpers import assert_close
+
+FORMATS = {"contiguous_format": (genesis.contiguous_format, torch.contiguous_format),
+           "channels_last": (genesis.channels_last, torch.channels_last),
+           "channels_last_3d": (genesis.channels_last_3d, torch.channels_last_3d),
+           "preserve_format": (genesis.preserve_format, torch.preserve_format)}
+EXPLICIT = ["contiguous_format", "channels_last", "channels_last_3d"]
+SHAPES = [(2, 3, 4, 5), (2, 3, 1, 1), (1, 3, 4, 5), (2, 1, 4, 5), (2, 3, 4, 1), (0, 3, 4, 5),
+          (2, 3, 2, 4, 5), (2, 1, 3, 1, 2), (3, 4)]
+
+
+def _layouts(lib, array):
+    """The same values under several layouts: contiguous, channels-last order (dim 1 innermost),
+    every dim reversed, and every other element of the last dim."""
+    t = lib.tensor(array) if array.size else lib.zeros(array.shape)  # (torch.tensor of an
+    n = t.ndim                                                          # empty array: 0 strides)
+    layouts = {"contiguous": t, "reversed": t.permute(*range(n - 1, -1, -1)).contiguous()
+               .permute(*range(n - 1, -1, -1))}
+    if n >= 3:
+        inner = (0, *range(2, n), 1)
+        back = (0, n - 1, *range(1, n - 1))
+        layouts["channels inner"] = t.permute(*inner).contiguous().permute(*back)
+    wide = np.repeat(array, 2, axis=-1)
+    wide = lib.tensor(wide) if wide.size else lib.zeros(wide.shape)
+    layouts["sliced"] = wide[..., ::2]
+    return layouts
+
+
+def test_names_repr_and_pickle():
+    for name, (fmt, theirs) in FORMATS.items():
+        assert isinstance(fmt, genesis.memory_format)
+        assert repr(fmt) == str(fmt) == f"genesis.{name}" and str(theirs) == f"torch.{name}"
+        assert pickle.loads(pickle.dumps(fmt)) is fmt
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_is_contiguous_as_torch(shape, rng):
+    array = rng.standard_normal(shape).astype(np.float32)
+    ours, theirs = _layouts(genesis, array), _layouts(torch, array)
+    for layout in ours:
+        assert ours[layout].stride() == theirs[layout].stride(), layout
+        for name, (fmt, tfmt) in FORMATS.items():
+            assert (ours[layout].is_contiguous(memory_format=fmt)
+                    == theirs[layout].is_contiguous(memory_format=tfmt)), (layout, name)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name", EXPLICIT)
+def test_contiguous_to_and_clone_lay_out_as_torch(shape, name, rng, device):
+    fmt, tfmt = FORMATS[name]
+    array = rng.standard_normal(shape).astype(np.float32)
+    theirs = _layouts(torch, array)
+    for layout, t in _layouts(genesis, array).items():
+        t = t.to(device)
+        calls = {"contiguous": (lambda x, f: x.contiguous(memory_format=f)),
+                 "to": (lambda x, f: x.to(memory_format=f)),
+                 "clone": (lambda x, f: x.clone(memory_format=f))}
+        for call, fn in calls.items():
+            try:
+                expected = fn(theirs[layout], tfmt)
+            except RuntimeError as error:
+                with pytest.raises(RuntimeError, match=str(error)):
+                    fn(t, fmt)
+                continue
+            got = fn(t, fmt)
+            assert got.stride() == expected.stride(), (layout, call)
+            assert_close(got.cpu(), expected)
+            if call != "clone":
+                assert (got is t) == (expected is theirs[layout]), (layout, call)
+
+
+@pytest.mark.parametrize("name", ["channels_last", "channels_last_3d"])
+def test_factories_lay_out_as_torch(name, device):
+    fmt, tfmt = FORMATS[name]
+    shape = (2, 3, 4, 5) if name == "channels_last" else (2, 3, 2, 4, 5)
+    like, tlike = genesis.ones(shape, device=device), torch.ones(shape)
+    pairs = [(genesis.empty(*shape, memory_format=fmt, device=device),
+              torch.empty(*shape, memory_format=tfmt)),
+             (genesis.empty_like(like, memory_format=fmt), torch.empty_like(tlike, memory_format=tfmt)),
+             (genesis.zeros_like(like, memory_format=fmt), torch.zeros_like(tlike, memory_format=tfmt)),
+             (genesis.ones_like(like, memory_format=fmt), torch.ones_like(tlike, memory_format=tfmt)),
+             (genesis.full_like(like, 2.5, memory_format=fmt),
+              torch.full_like(tlike, 2.5, memory_format=tfmt)),
+             (genesis.rand_like(like, memory_format=fmt), torch.rand_like(tlike, memory_format=tfmt)),
+             (genesis.randn_like(like, memory_format=fmt, requires_grad=True),
+              torch.randn_like(tlike, memory_format=tfmt, requires_grad=True))]
+    for i, (got, expected) in enumerate(pairs):
+        assert got.shape == expected.shape and got.stride() == expected.stride(), i
+        assert got.is_leaf and got.requires_grad == expected.requires_grad, i
+    for got, expected in pairs[2:5]:
+        assert_close(got.cpu(), expected)
+
+
+def test_wrong_rank_errors_as_torch():
+    calls = [lambda lib, f: lib.ones(3, 4).contiguous(memory_format=f),
+             lambda lib, f: lib.ones(3, 4).to(memory_format=f),
+             lambda lib, f: lib.ones(3, 4).clone(memory_format=f),
+             lambda lib, f: lib.empty(3, 4, memory_format=f),
+             lambda lib, f: lib.zeros_like(lib.ones(3, 4), memory_format=f)]
+    for name in ("channels_last", "channels_last_3d"):
+        fmt, tfmt = FORMATS[name]
+        for call in calls:
+            with pytest.raises(RuntimeError) as theirs:
+                call(torch, tfmt)
+            with pytest.raises(RuntimeError, match=str(theirs.value)):
+                call(genesis, fmt)
+
+
+def test_gradient_flows_through_a_layout_change(rng, device):
+    array = rng.standard_normal((2, 3, 4, 5))
+    weight = rng.standard_normal((2, 5, 4, 3))
+    grads = []
+    for lib, where in ((genesis, device), (torch, "cpu")):
+        x = lib.tensor(array, device=where, requires_grad=True)
+        y = x.to(memory_format=lib.channels_last)
+        (y * lib.tensor(weight, device=where).permute(0, 3, 2, 1)).sum().backward()
+        grads.append(x.grad)
+    assert_close(grads[0].cpu(), grads[1])
+    x = genesis.tensor(array, requires_grad=True)
+    assert genesis.autograd.gradcheck(lambda t: t.contiguous(memory_format=genesis.channels_last)
+                                      * 2, (x,))
+
+
+def test_module_to_lays_out_4d_parameters_as_torch(rng):
+    torch.manual_seed(int(rng.integers(1 << 31)))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                 torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+    ours = genesis.nn.Sequential(genesis.nn.Conv2d(3, 4, 3), genesis.nn.BatchNorm2d(4),
+                                 genesis.nn.Flatten(), genesis.nn.Linear(4 * 6 * 6, 5))
+    ours.load_state_dict({k: genesis.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    ours.to(memory_format=genesis.channels_last)
+    theirs.to(memory_format=torch.channels_last)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert p.stride() == q.stride() and isinstance(p, genesis.nn.Parameter), name
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    out = ours(genesis.tensor(x).to(memory_format=genesis.channels_last))
+    assert_close(out, theirs(torch.tensor(x).to(memory_format=torch.channels_last)))
