@@ -49,18 +49,10 @@ def broadcast_shapes(*shapes, op="broadcast"):
 
 def expand_strides(t, shape):
     """Strides that view `t` as `shape` (broadcast dims get stride 0)."""
-    strides = list(t.stride())
-    offset = len(shape) - t.ndim
-    out = []
-    for i, size in enumerate(shape):
-        j = i - offset
-        if j < 0:
-            out.append(0)
-        elif t.shape[j] == size:
-            out.append(strides[j])
-        else:
-            out.append(0)
-    return tuple(out)
+    sizes = t._data.shape
+    lead = len(shape) - len(sizes)
+    return (0,) * lead + tuple([stride if n == size else 0 for n, stride, size
+                                in zip(sizes, t.stride(), shape[lead:])])
 
 
 def broadcast_data(t, shape):

@@ -58,23 +58,25 @@ def _check_operands(op, operands):
 
 
 def _uniform(operands):
-    """(first tensor, kernel arguments) when the operands are tensors of one shape, dtype and
-    device, and Python scalars that keep that dtype (a float with a floating tensor, an int with
-    a non-bool one, a bool); else (None, None).
+    """(first tensor, kernel arguments, whether their shapes differ) when the operands are
+    tensors of one dtype and device, and Python scalars that keep that dtype (a float with a
+    floating tensor, an int with a non-bool one, a bool); else (None, None, None).
 
-    Such operands need no promotion, cast or broadcast: the fast path of the hot small ops. The
-    arguments are the tensors' arrays and the scalars as a kernel of that dtype reads them.
+    Such operands need no promotion or cast, and when their shapes agree no broadcast: the fast
+    path of the hot small ops. The arguments are the tensors' arrays and the scalars as a
+    kernel of that dtype reads them.
     """
     first, args = None, []
-    floats = ints = bools = False
+    floats = ints = bools = reshaped = False
     for x in operands:
         if isinstance(x, Tensor):
             if first is None:
                 first = x
             elif not (x.dtype is first.dtype
-                      and (x.device is first.device or x.device == first.device)
-                      and x._data.shape == first._data.shape):
-                return None, None
+                      and (x.device is first.device or x.device == first.device)):
+                return None, None, None
+            elif x._data.shape != first._data.shape:
+                reshaped = True
             args.append(x._data)
             continue
         kind = x.__class__
@@ -85,24 +87,28 @@ def _uniform(operands):
         elif kind is bool:
             bools = True
         else:
-            return None, None
+            return None, None, None
         args.append(x)
     if first is None:
-        return None, None
+        return None, None, None
     dtype = first.dtype
     if floats and not dtype.is_floating_point or ints and dtype is dtypes.bool_:
-        return None, None
+        return None, None, None
     if bools or ints and dtype.is_floating_point:
         args = [scalar_for(dtype, x) if type(x) in SCALAR_TYPES else a
                 for x, a in zip(operands, args)]
-    return first, args
+    return first, args, reshaped
 
 
 def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
-    first, args = _uniform(operands)
+    first, args, reshaped = _uniform(operands)
     if first is not None and (dtype is None or dtype is first.dtype):
         device = first.device
+        if reshaped:
+            shape = broadcast_shapes(*(_shape(x) for x in operands), op=op)
+            args = [broadcast_data(x, shape) if isinstance(x, Tensor) else a
+                    for x, a in zip(operands, args)]
         return wrap(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
     _check_operands(op, operands)
     device = _device(op, operands)
