@@ -133,17 +133,17 @@ def test_gradient_flows_through_a_layout_change(rng, device):
                                       * 2, (x,))
 
 
-def test_module_to_lays_out_4d_parameters_as_torch(rng):
+def test_module_to_lays_out_4d_parameters_as_torch(rng, device):
     torch.manual_seed(int(rng.integers(1 << 31)))
     theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
                                  torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
     ours = genesis.nn.Sequential(genesis.nn.Conv2d(3, 4, 3), genesis.nn.BatchNorm2d(4),
                                  genesis.nn.Flatten(), genesis.nn.Linear(4 * 6 * 6, 5))
     ours.load_state_dict({k: genesis.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    ours.to(memory_format=genesis.channels_last)
+    ours.to(device, memory_format=genesis.channels_last)
     theirs.to(memory_format=torch.channels_last)
     for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
         assert p.stride() == q.stride() and isinstance(p, genesis.nn.Parameter), name
     x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
-    out = ours(genesis.tensor(x).to(memory_format=genesis.channels_last))
-    assert_close(out, theirs(torch.tensor(x).to(memory_format=torch.channels_last)))
+    out = ours(genesis.tensor(x, device=device).to(memory_format=genesis.channels_last))
+    assert_close(out.cpu(), theirs(torch.tensor(x).to(memory_format=torch.channels_last)))
