@@ -51,10 +51,12 @@ def general(rng, shape):
 
 
 def symmetric(rng, shape, positive=False):
-    """Q diag(l) Q^T with eigenvalues spaced at least 0.3 apart (all positive if asked)."""
+    """Q diag(l) Q^T with eigenvalues of magnitude 0.5 to 0.7 + 0.6 (n - 1), spaced at least 0.3
+    apart: all positive if asked, else of alternating signs (none near 0, so the condition
+    number stays under about 7)."""
     *batch, n, _ = shape
-    base = np.linspace(0.5, 0.5 + 0.6 * n, n) if positive else np.linspace(-1.5, 1.5 + 0.3 * n, n)
-    lam = base + rng.uniform(0, 0.2, (*batch, n))
+    magnitudes = np.linspace(0.5, 0.5 + 0.6 * (n - 1), n) + rng.uniform(0, 0.2, (*batch, n))
+    lam = magnitudes if positive else magnitudes * np.where(np.arange(n) % 2, 1.0, -1.0)
     q = orthogonal(rng, batch, n)
     return (q * lam[..., None, :]) @ np.swapaxes(q, -1, -2)
 
