@@ -381,6 +381,45 @@ def test_elementwise_into(gpu, case, rng, monkeypatch):
     check(out, expected.astype(f32))
 
 
+RESULT_LAYOUT_CASES = ["channels_last", "transposed", "channels_last_scalar", "mixed",
+                       "predicate", "cast"]
+
+
+@pytest.mark.parametrize("case", RESULT_LAYOUT_CASES)
+def test_result_keeps_a_shared_dense_layout(gpu, case, rng):
+    """A new result is laid out as its array operands when they share one dense layout in the
+    result's dtype (channels-last in, channels-last out, as PyTorch's), else contiguous; its
+    values are the op's either way."""
+    f32 = np.dtype(np.float32)
+    x, y = (values((2, 3, 4, 5), f32, rng) for _ in range(2))
+
+    def channels_last(a):
+        return ti.view(ti.to_device(np.ascontiguousarray(a.transpose(0, 2, 3, 1))),
+                       a.shape, (60, 1, 15, 3))
+    cl_strides = tuple(4 * s for s in (60, 1, 15, 3))
+    op, operands, expected, strides = "add", (channels_last(x), channels_last(y)), x + y, cl_strides
+    if case == "transposed":
+        x2, y2 = x.reshape(8, 15), y.reshape(8, 15)
+        operands = (ti.to_device(x2, transpose=True), ti.to_device(y2, transpose=True))
+        expected, strides = x2 + y2, (4, 32)
+    elif case == "channels_last_scalar":
+        op, operands, expected = "mul", (channels_last(x), 2.0), x * np.float32(2.0)
+    elif case == "mixed":  # one channels-last operand, one contiguous: contiguous
+        operands, strides = (channels_last(x), ti.to_device(y)), (240, 80, 20, 4)
+    elif case == "predicate":  # a bool result of float operands: contiguous
+        op, operands, expected, strides = ("lt", (channels_last(x), channels_last(y)), x < y,
+                                           (60, 20, 5, 1))
+    elif case == "cast":  # computed in another dtype than the operands': contiguous
+        operands, strides = (channels_last(x), channels_last(y)), (480, 160, 40, 8)
+        out = ew.run(op, operands, dtype=np.dtype(np.float64))
+        assert out.strides == strides
+        check(out, (x.astype(np.float64) + y))
+        return
+    out = ew.run(op, operands)
+    assert out.strides == strides
+    check(out, expected)
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
 @pytest.mark.parametrize("dtype", [d for d in FLOATS if d != BF16] + INTS + [np.dtype(np.bool_)],
                          ids=str)

@@ -245,8 +245,9 @@ def _block_size(dtype):
 
 
 def run(op, operands, params=(), dtype=None):
-    """A new contiguous array holding `op` applied to `operands` (arrays of one shape or
-    scalars) with op parameters `params`, computed in `dtype` (default: the arrays')."""
+    """A new array holding `op` applied to `operands` (arrays of one shape or scalars) with op
+    parameters `params`, computed in `dtype` (default: the arrays'): contiguous, or laid out as
+    the array operands when they share one dense layout (see _laid_out_as)."""
     ref = operands[0]
     if ref.__class__ is not CUDAArray:
         ref = next(x for x in operands if x.__class__ is CUDAArray)
@@ -256,9 +257,24 @@ def run(op, operands, params=(), dtype=None):
     if dtype is None:
         dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
+    if ref.strides != out.strides:
+        out = _laid_out_as(out, ref, operands)
     if out.storage.nbytes:
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
+
+
+def _laid_out_as(out, ref, operands):
+    """`out` seen with `ref`'s strides when `ref` is dense in some order of its dims and every
+    array operand is laid out as it, in out's dtype: a channels-last (or transposed) input gives
+    a result laid out alike, as PyTorch's do, and the contiguous kernel runs over the memory in
+    order. Else `out` itself (contiguous)."""
+    for x in operands:
+        if x.__class__ is CUDAArray and (x.strides != ref.strides or x.dtype is not out.dtype):
+            return out
+    if not _permuted_dense(ref):
+        return out
+    return CUDAArray(out.storage, out.shape, ref.strides, out.offset, out.dtype)
 
 
 def _padded(operands):
@@ -277,7 +293,8 @@ _strided_plans = LaunchCache()
 
 
 def write(op, out, operands, params, dtype, stream):
-    """Compute `op` into the contiguous array `out`, reading each operand where it lies.
+    """Compute `op` into `out`, reading each operand where it lies. `out` is contiguous, or
+    dense in the layout that every array operand shares in its dtype (run's _laid_out_as).
 
     The hot path (every array operand contiguous) is one pass over the operands that builds
     the kernel's key and arguments together (_contiguous_args' order, addresses for arrays),
