@@ -19,7 +19,7 @@ class memory_format:
         return f"genesis.{self.name}"
 
     def __reduce__(self):
-        return f"{self.name}"  # pickled as the module attribute: one object per format
+        return self.name  # pickled as the module attribute: one object per format
 
 
 contiguous_format = memory_format("contiguous_format")

@@ -86,21 +86,20 @@ def test_factories_lay_out_as_torch(name, device):
     fmt, tfmt = FORMATS[name]
     shape = (2, 3, 4, 5) if name == "channels_last" else (2, 3, 2, 4, 5)
     like, tlike = genesis.ones(shape, device=device), torch.ones(shape)
-    pairs = [(genesis.empty(*shape, memory_format=fmt, device=device),
-              torch.empty(*shape, memory_format=tfmt)),
-             (genesis.empty_like(like, memory_format=fmt), torch.empty_like(tlike, memory_format=tfmt)),
-             (genesis.zeros_like(like, memory_format=fmt), torch.zeros_like(tlike, memory_format=tfmt)),
-             (genesis.ones_like(like, memory_format=fmt), torch.ones_like(tlike, memory_format=tfmt)),
-             (genesis.full_like(like, 2.5, memory_format=fmt),
-              torch.full_like(tlike, 2.5, memory_format=tfmt)),
-             (genesis.rand_like(like, memory_format=fmt), torch.rand_like(tlike, memory_format=tfmt)),
-             (genesis.randn_like(like, memory_format=fmt, requires_grad=True),
-              torch.randn_like(tlike, memory_format=tfmt, requires_grad=True))]
-    for i, (got, expected) in enumerate(pairs):
-        assert got.shape == expected.shape and got.stride() == expected.stride(), i
-        assert got.is_leaf and got.requires_grad == expected.requires_grad, i
-    for got, expected in pairs[2:5]:
-        assert_close(got.cpu(), expected)
+    pairs = {"empty": (genesis.empty(*shape, memory_format=fmt, device=device),
+                       torch.empty(*shape, memory_format=tfmt))}
+    for factory in ("empty_like", "zeros_like", "ones_like", "rand_like"):
+        pairs[factory] = (getattr(genesis, factory)(like, memory_format=fmt),
+                          getattr(torch, factory)(tlike, memory_format=tfmt))
+    pairs["full_like"] = (genesis.full_like(like, 2.5, memory_format=fmt),
+                          torch.full_like(tlike, 2.5, memory_format=tfmt))
+    pairs["randn_like"] = (genesis.randn_like(like, memory_format=fmt, requires_grad=True),
+                           torch.randn_like(tlike, memory_format=tfmt, requires_grad=True))
+    for factory, (got, expected) in pairs.items():
+        assert got.shape == expected.shape and got.stride() == expected.stride(), factory
+        assert got.is_leaf and got.requires_grad == expected.requires_grad, factory
+    for factory in ("zeros_like", "ones_like", "full_like"):
+        assert_close(pairs[factory][0].cpu(), pairs[factory][1])
 
 
 def test_wrong_rank_errors_as_torch():

@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("triton")
 
 from genesis.backends.cuda import launch  # noqa: E402
-from genesis.backends.cuda.kernels import decode_attention, gemv, residual_norm, rotary  # noqa: E402
+from genesis.backends.cuda.kernels import (decode_attention, gemv, residual_norm,  # noqa: E402
+                                          rotary)
 from genesis.backends.cuda.kernels import matmul as mm  # noqa: E402
 from genesis.backends.cuda.kernels._strided_indexing import placeholder  # noqa: E402
 
