@@ -28,6 +28,12 @@ channels_last = memory_format("channels_last", 4, (0, 2, 3, 1))
 channels_last_3d = memory_format("channels_last_3d", 5, (0, 2, 3, 4, 1))
 
 
+def dim_order(fmt):
+    """The dims of a channels-last format, outermost in memory first; None for row-major order
+    (contiguous_format, preserve_format, or no format given)."""
+    return None if fmt is None else fmt.order
+
+
 def is_laid_out(shape, strides, fmt):
     """Whether elements of `shape` at `strides` (in elements) are dense in `fmt`'s dim order,
     dims of size 1 taking any stride (PyTorch's is_contiguous(memory_format=...)); False for a

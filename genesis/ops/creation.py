@@ -167,7 +167,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
         dtype = dtypes.get_default_dtype()
     elif dtype.__class__ is not Dtype:
         dtype = dtypes.as_dtype(dtype)
-    if memory_format is None or memory_format.order is None:
+    if formats.dim_order(memory_format) is None:
         t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
     else:
         t = _empty_laid_out(shape, dtype, device, memory_format)
@@ -220,7 +220,7 @@ def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=No
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Zeros with `t`'s size, dtype and device unless given (layout: see empty_like)."""
-    if memory_format is not None and memory_format.order is not None:
+    if formats.dim_order(memory_format) is not None:
         return full_like(t, 0, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
@@ -228,7 +228,7 @@ def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=No
 
 def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Ones with `t`'s size, dtype and device unless given (layout: see empty_like)."""
-    if memory_format is not None and memory_format.order is not None:
+    if formats.dim_order(memory_format) is not None:
         return full_like(t, 1, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
@@ -238,7 +238,7 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memor
     """`fill_value` everywhere, with `t`'s size, dtype and device unless given (layout: see
     empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    if memory_format is None or memory_format.order is None:
+    if formats.dim_order(memory_format) is None:
         return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     out = empty(shape, dtype=dtype, device=device, memory_format=memory_format).fill_(fill_value)
     return out.requires_grad_(True) if requires_grad else out
@@ -408,19 +408,19 @@ class Clone(Function):
 def clone(t, memory_format=None):
     """A copy with its own memory, in the graph: laid out in `memory_format` when that is a
     channels-last format, else contiguous (preserve_format, the default, too)."""
-    if memory_format is None or memory_format.order is None:
+    order = formats.dim_order(memory_format)
+    if order is None:
         return Clone.apply(t)
     formats.check_rank(t.ndim, memory_format)
-    return Clone.apply(t.permute(memory_format.order)).permute(formats.inverse(memory_format.order))
+    return Clone.apply(t.permute(order)).permute(formats.inverse(order))
 
 
 def contiguous(t, memory_format=None):
     """`t` if already dense in `memory_format`'s order (row-major by default), else a copy that
     is."""
-    if memory_format is None or memory_format.order is None:
+    if formats.dim_order(memory_format) is None:
         return t if t.is_contiguous() else Clone.apply(t)
-    formats.check_rank(t.ndim, memory_format)
-    return t if t.is_contiguous(memory_format) else clone(t, memory_format)
+    return t if t.is_contiguous(memory_format) else clone(t, memory_format)  # clone checks rank
 
 
 def _to_format(t, moved, memory_format):

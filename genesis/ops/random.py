@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
+from .. import memory_formats as formats
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.views import rebase_history
 from ..device import factory_device, resolve
@@ -277,7 +278,7 @@ def randint_like(t, low, high=None, dtype=None, device=None, requires_grad=False
 
 def _leaf(t, memory_format, requires_grad):
     """`t` laid out in an explicit `memory_format`, then requiring grad if asked."""
-    if memory_format is not None and memory_format.order is not None:
+    if formats.dim_order(memory_format) is not None:
         t = t.contiguous(memory_format=memory_format)
     return t.requires_grad_(True) if requires_grad else t
 
