@@ -247,7 +247,8 @@ def _block_size(dtype):
 def run(op, operands, params=(), dtype=None):
     """A new array holding `op` applied to `operands` (arrays of one shape or scalars) with op
     parameters `params`, computed in `dtype` (default: the arrays'): contiguous, or laid out as
-    the array operands when they share one dense layout (see _laid_out_as)."""
+    the array operands when they share one dense layout in its dtype (_laid_out_alike), as
+    PyTorch's results are (channels-last in, channels-last out)."""
     ref = operands[0]
     if ref.__class__ is not CUDAArray:
         ref = next(x for x in operands if x.__class__ is CUDAArray)
@@ -257,24 +258,21 @@ def run(op, operands, params=(), dtype=None):
     if dtype is None:
         dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
-    if ref.strides != out.strides:
-        out = _laid_out_as(out, ref, operands)
+    if ref.strides != out.strides and _laid_out_alike(ref, operands, out.dtype):
+        out = CUDAArray(out.storage, out.shape, ref.strides, out.offset, out.dtype)
     if out.storage.nbytes:
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
 
 
-def _laid_out_as(out, ref, operands):
-    """`out` seen with `ref`'s strides when `ref` is dense in some order of its dims and every
-    array operand is laid out as it, in out's dtype: a channels-last (or transposed) input gives
-    a result laid out alike, as PyTorch's do, and the contiguous kernel runs over the memory in
-    order. Else `out` itself (contiguous)."""
+def _laid_out_alike(arr, operands, dtype):
+    """Whether `arr` is dense in some order of its dims (channels-last, a transpose) and every
+    array operand has its strides and `dtype`: elementwise, positions then match element by
+    element in memory, and `write` runs the contiguous kernel over it in order."""
     for x in operands:
-        if x.__class__ is CUDAArray and (x.strides != ref.strides or x.dtype is not out.dtype):
-            return out
-    if not _permuted_dense(ref):
-        return out
-    return CUDAArray(out.storage, out.shape, ref.strides, out.offset, out.dtype)
+        if x.__class__ is CUDAArray and (x.strides != arr.strides or x.dtype is not dtype):
+            return False
+    return _permuted_dense(arr)
 
 
 def _padded(operands):
@@ -640,37 +638,20 @@ def _permuted_dense(arr):
     return True
 
 
-def _flattened(out, operands):
-    """`out` and its array operands as flat views of their memory when `out` is permuted dense
-    and every array operand is laid out exactly as `out`: elementwise, positions match
-    element by element (a channels-last gradient accumulated into a channels-last .grad)."""
-    if out.is_contiguous() or not _permuted_dense(out) or any(
-            x.__class__ is CUDAArray and (x.strides != out.strides or x.itemsize != out.itemsize)
-            for x in operands):
-        return out, operands
-    return _flat(out), tuple(_flat(x) if x.__class__ is CUDAArray else x for x in operands)
-
-
-def _flat(arr):
-    """A permuted dense `arr` as the 1-D array of its memory."""
-    return CUDAArray(arr.storage, (arr.size,), (arr.itemsize,), arr.offset, arr.dtype)
-
-
 @register("elementwise_into", "cuda")
 def elementwise_into(op, out, operands, params=()):
     """`op` of `operands` (arrays of out's shape and dtype, or scalars) written into `out`, for
-    the in-place ops. Straight into `out` when it is contiguous (or permuted dense, with every
-    array operand laid out as it: seen flat) and every operand that shares its memory is `out`
-    itself, read and written by the same program; otherwise (a strided destination, an operand
-    overlapping it another way) computed aside and copied in."""
+    the in-place ops. Straight into `out` when it is contiguous (or dense in another order, with
+    every array operand laid out as it: _laid_out_alike) and every operand that shares its memory
+    is `out` itself, read and written by the same program; otherwise (a strided destination, an
+    operand overlapping it another way) computed aside and copied in."""
     dtype, storage = out.dtype, out.storage
     params = _typed(params, dtype) if params else ()
-    whole, (out, operands) = out, _flattened(out, operands)
-    if out.is_contiguous() and all(x.__class__ is not CUDAArray or x.storage is not storage
-                                   or (x.ptr == out.ptr and x.strides == out.strides)
-                                   for x in operands):
+    if ((out.is_contiguous() or _laid_out_alike(out, operands, dtype))
+            and all(x.__class__ is not CUDAArray or x.storage is not storage
+                    or (x.ptr == out.ptr and x.strides == out.strides) for x in operands)):
         activate(out.device)
         write(op, out, operands, params, dtype, current_stream_handle(out.device))
     else:
         copy_(out, run(op, operands, params))
-    return whole
+    return out
