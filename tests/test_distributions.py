@@ -396,7 +396,7 @@ def test_straight_through_rsample():
 def test_transformed_distributions(rng):
     loc, scale = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
     gb, tb = D.Normal(genesis.tensor(loc), genesis.tensor(scale)), \
-        TD.Normal(torch.tensor(loc, dtype=torch.float32), torch.tensor(scale, dtype=torch.float32))
+        TD.Normal(torch.tensor(loc), torch.tensor(scale))
     chains = [
         ([D.ExpTransform()], [TD.ExpTransform()]),
         ([D.TanhTransform()], [TD.TanhTransform()]),
@@ -416,18 +416,18 @@ def test_transformed_distributions(rng):
     comp = D.ComposeTransform([D.AffineTransform(0.5, 3.0), D.TanhTransform()])
     tcomp = TD.ComposeTransform([TD.AffineTransform(0.5, 3.0), TD.TanhTransform()])
     x = rng.standard_normal(5) * 0.3
-    gx, tx = genesis.tensor(x), torch.tensor(x, dtype=torch.float32)
+    gx, tx = genesis.tensor(x), torch.tensor(x)
     close(comp(gx), tcomp(tx))
     close(comp.inv(comp(gx)), tx, scale=10)
     close(comp.log_abs_det_jacobian(gx, comp(gx)), tcomp.log_abs_det_jacobian(tx, tcomp(tx)),
           scale=10)
     soft = rng.standard_normal((2, 4))
     close(D.SoftmaxTransform()(genesis.tensor(soft)),
-          TD.SoftmaxTransform()(torch.tensor(soft, dtype=torch.float32)))
+          TD.SoftmaxTransform()(torch.tensor(soft)))
     vec = D.TransformedDistribution(D.Independent(gb, 1), [D.AffineTransform(
         genesis.zeros(3), genesis.tensor(scale), event_dim=1)])
     tvec = TD.TransformedDistribution(TD.Independent(tb, 1), [TD.AffineTransform(
-        torch.zeros(3), torch.tensor(scale, dtype=torch.float32), event_dim=1)])
+        torch.zeros(3), torch.tensor(scale), event_dim=1)])
     assert tuple(vec.event_shape) == (3,) and tuple(vec.batch_shape) == ()
     y = tvec.sample((2,))
     close(vec.log_prob(genesis.tensor(y.numpy())), tvec.log_prob(y), scale=10)
