@@ -339,3 +339,21 @@ def test_shared_memory_past_48k_opts_in_once(monkeypatch):
     assert fake.opt_ins == [64 << 10, 100 << 10]
     assert [launch[3] for launch in fake.launches] == [1024, 64 << 10, 64 << 10, 48 << 10,
                                                        100 << 10]
+
+
+def test_loading_during_a_capture_is_refused_and_a_loaded_kernel_launches(monkeypatch):
+    """Loading a module would break a capture: the first launch must come before it, and a
+    kernel loaded already launches inside one."""
+    from genesis.backends.cuda.runtime import graphs
+    fake = _Launches(monkeypatch)
+    kernel = nvrtc.compile_kernel(ADD, "vector_add")
+    args = (_FakeTensor("cuda", 0, 16),) * 3 + (1,)
+    monkeypatch.setitem(graphs._active, 77, graphs.Capture(77, 0, (0, 1), "global"))
+    with pytest.raises(graphs.CaptureError, match="loading the NVRTC kernel vector_add"):
+        kernel(1, 32, args)
+    assert fake.loads == [] and fake.launches == []
+    monkeypatch.delitem(graphs._active, 77)
+    kernel(1, 32, args)
+    monkeypatch.setitem(graphs._active, 77, graphs.Capture(77, 0, (0, 1), "global"))
+    kernel(1, 32, args)
+    assert len(fake.loads) == 1 and len(fake.launches) == 2

@@ -77,6 +77,32 @@ def test_compiling_during_capture_is_an_error():
     assert genesis.arange(5, dtype=genesis.int8, device="cuda").tolist() == [0, 1, 2, 3, 4]
 
 
+def test_side_stream_joins_the_capture(rng):
+    """A captured region forks onto a side stream and joins back through events, PyTorch's
+    recipe for concurrent branches: the side stream's kernels and allocations belong to the
+    graph, and replays give the eager values."""
+    x = genesis.tensor(rng.standard_normal((256, 256)).astype(np.float32), device="cuda")
+    side = genesis.cuda.Stream()
+
+    def fn():
+        main = genesis.cuda.current_stream()
+        side.wait_stream(main)
+        with genesis.cuda.stream(side):
+            branch = (x @ x).relu()
+        trunk = x.exp().sum(0)
+        main.wait_stream(side)
+        return branch.sum(0) + trunk
+
+    warm_up_on_side_stream(fn)
+    g = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(g):
+        out = fn()
+    for _ in range(2):
+        x.copy_(genesis.tensor(rng.standard_normal((256, 256)).astype(np.float32), device="cuda"))
+        g.replay()
+        assert np.array_equal(out.cpu().numpy(), fn().cpu().numpy())
+    assert not genesis.cuda.is_current_stream_capturing()
+
 def test_pool_memory_is_released_with_the_graph():
     genesis.cuda.empty_cache()
     before = genesis.cuda.memory_reserved()

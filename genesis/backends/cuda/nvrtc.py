@@ -23,7 +23,8 @@ caller passes what the kernel declares, as with CuPy. A `float` parameter given 
 reads half of a double: pass `numpy.float32(v)` (and `numpy.int32(n)` for an `int`).
 
 Launches go on the current stream (or `stream=`), so a CUDA graph can capture them; launch once
-before capturing, so that the module is loaded outside the capture.
+before capturing, so that the module is loaded outside the capture (a first launch inside one
+raises CaptureError: loading a module would break it).
 """
 
 import ctypes
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .runtime import driver
+from .runtime import driver, graphs
 from .runtime.array import CUDAArray
 
 _STATIC_SHARED_LIMIT = 48 << 10  # dynamic shared memory past this needs an opt-in per function
@@ -326,6 +327,9 @@ class RawKernel:
         """The kernel's CUfunction on `device`, loaded there on first use (device made active)."""
         function = self._functions.get(device)
         if function is None:
+            graphs.check_not_capturing(
+                f"loading the NVRTC kernel {self.name} on cuda:{device} (launch it once before "
+                "capturing, to load it)")
             program = self.program(device)
             module = driver.module_load_data(program.image)
             function = self._functions[device] = driver.module_get_function(
