@@ -1,17 +1,28 @@
 """`genesis.save` / `genesis.load`: checkpoints in the safetensors format, never pickle.
 
 Tensors go into the safetensors data section. Everything around them (dicts, lists, tuples,
-numbers, strings, None, dtypes, devices) is stored as JSON in the header's `__metadata__`, so
-loading never runs code from the file. Tensors of a flat dict are stored under the dict's keys,
+sets, numbers, strings, None, dtypes, devices) is stored as JSON in the header's
+`__metadata__`, so loading never runs code from the file.
+
+Whole modules (`save(model, f)`, PyTorch's "save the entire model") are stored as their class's
+name and their attributes; functions and classes held in attributes (an activation) by name.
+As in PyTorch, loading them takes `weights_only=False`, for files one trusts: `load` then
+imports the modules that define those names, makes each module with `object.__new__` (no
+`__init__` runs) and restores its attributes. Nothing else is looked up or called. Tensors of a flat dict are stored under the dict's keys,
 so `safetensors.torch.load_file` reads a genesis checkpoint of a state dict, and genesis loads
 any safetensors file (as a flat dict). Writes go to a temporary file in the same directory that
 replaces the target only once complete, so a failed save leaves the old checkpoint intact.
 """
 
+import importlib
 import json
 import math
 import os
+import pickle
 import secrets
+import sys
+import types
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -47,6 +58,7 @@ class _Encoder:
     def __init__(self):
         self.arrays = {}
         self._names = {}
+        self._objects = {}  # id of a whole object -> its memo number
 
     def encode(self, obj, path):
         if isinstance(obj, _SCALARS):
@@ -60,8 +72,9 @@ class _Encoder:
         if isinstance(obj, np.generic):
             return self.encode(obj.item(), path)
         if isinstance(obj, Mapping):
-            return {"dict": [[_encode_key(k, path), self.encode(v, path + (str(k),))]
-                             for k, v in obj.items()]}
+            tag = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
+            return {tag: [[_encode_key(k, path), self.encode(v, path + (str(k),))]
+                          for k, v in obj.items()]}
         if isinstance(obj, list):
             return [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]
         if isinstance(obj, tuple):
@@ -70,15 +83,34 @@ class _Encoder:
             return {"dtype": obj.name}
         if isinstance(obj, Device):
             return {"device": str(obj)}
+        if isinstance(obj, (set, frozenset)):
+            return {"set": [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]}
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            return {"global": _global_name(obj, path)}
+        if _is_module(obj):
+            return self._object(obj, path)
         raise TypeError(f"genesis.save: cannot store an object of type {type(obj).__name__} at "
                         f"{_where(path)}; checkpoints hold tensors, numpy arrays, dicts, lists, "
-                        "tuples, str, int, float, bool, None, dtypes and devices")
+                        "tuples, sets, str, int, float, bool, None, dtypes, devices, modules and "
+                        "functions or classes reachable by their names")
 
     def _tensor(self, t, path):
         node = {"tensor": self._add(path, _HostArray(t), _identity(t)), "device": str(t.device)}
         if t.requires_grad:
             node["requires_grad"] = True
+        if _is_parameter(t):
+            node["parameter"] = True
         return node
+
+    def _object(self, obj, path):
+        """A module as its class's name and its attributes; a module met again (shared, or
+        its own ancestor) as a reference to the first."""
+        memo = self._objects.get(id(obj))
+        if memo is not None:
+            return {"object_ref": memo}
+        memo = self._objects[id(obj)] = len(self._objects)
+        return {"object": {"class": _global_name(type(obj), path), "memo": memo,
+                           "state": self.encode(vars(obj), path)}}
 
     def _add(self, path, array, identity):
         """The name `array` is stored under: a tensor seen before keeps its first name."""
@@ -92,6 +124,34 @@ class _Encoder:
         if identity is not None:
             self._names[identity] = name
         return name
+
+
+def _is_module(obj):
+    from .nn import Module
+    return isinstance(obj, Module)
+
+
+def _is_parameter(t):
+    from .nn import Parameter
+    return isinstance(t, Parameter)
+
+
+def _global_name(obj, path):
+    """[module, qualified name] under which `obj` (a function or class) is found again."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+    found = _lookup(module, name) if module and "<" not in name else None
+    if found is not obj:
+        raise TypeError(f"genesis.save: cannot store {obj!r} at {_where(path)}: it is not "
+                        f"reachable by its name {module}.{name} (a lambda, a local or nested "
+                        "function, or a bound method); store the module's state_dict() instead")
+    return [module, name]
+
+
+def _lookup(module, name):
+    target = sys.modules.get(module)
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    return target
 
 
 def _identity(t):
@@ -177,8 +237,9 @@ def load(f, map_location=None, weights_only=True):
     """Read what `save` wrote (or any safetensors file, as a flat dict of tensors).
 
     `map_location` (a device, a string, a dict from saved to new locations, or a callable
-    `(tensor, saved_location) -> tensor or None`) moves tensors as PyTorch's does. Loading never
-    executes code from the file, so `weights_only` is accepted for compatibility only.
+    `(tensor, saved_location) -> tensor or None`) moves tensors as PyTorch's does. A whole
+    module saved with `save(model, f)` loads only with `weights_only=False` (see the module
+    docstring); otherwise it raises pickle.UnpicklingError, as PyTorch's weights-only load does.
     """
     if hasattr(f, "read"):
         name = getattr(f, "name", repr(f))
@@ -187,12 +248,13 @@ def load(f, map_location=None, weights_only=True):
         name = os.fspath(f)
         with open(name, "rb") as fh:
             arrays, metadata = _safetensors.read(fh, name)
-    decoder = _Decoder(arrays, map_location, name)
+    decoder = _Decoder(arrays, map_location, name, weights_only)
     if STRUCTURE_KEY not in metadata:
         return {key: decoder.tensor(key, "cpu") for key in arrays}
     try:
         return decoder.decode(json.loads(metadata[STRUCTURE_KEY]))
-    except (json.JSONDecodeError, TypeError, ValueError, KeyError, RecursionError) as e:
+    except (json.JSONDecodeError, TypeError, ValueError, KeyError, IndexError,
+            RecursionError) as e:
         raise CheckpointError(f"{name}: corrupt checkpoint: the object structure stored in its "
                               f"header is invalid ({type(e).__name__}: {e})") from None
 
@@ -200,9 +262,12 @@ def load(f, map_location=None, weights_only=True):
 class _Decoder:
     """Rebuilds the saved object from its JSON tree and the arrays read from the file."""
 
-    def __init__(self, arrays, map_location, name):
+    def __init__(self, arrays, map_location, name, weights_only=True):
         self.arrays, self.map_location, self.name = arrays, map_location, name
+        self.weights_only = weights_only
         self._tensors = {}
+        self._parameters = {}
+        self._objects = []
 
     def decode(self, node):
         if isinstance(node, list):
@@ -210,6 +275,8 @@ class _Decoder:
         if not isinstance(node, dict):
             return node
         if "tensor" in node:
+            if node.get("parameter"):
+                return self.parameter(node)
             t = self.tensor(node["tensor"], node.get("device", "cpu"))
             return t.requires_grad_(True) if node.get("requires_grad") and t.is_leaf else t
         if len(node) != 1:
@@ -217,6 +284,12 @@ class _Decoder:
         (tag, value), = node.items()
         if tag == "dict":
             return {self.decode(k): self.decode(v) for k, v in value}
+        if tag == "ordered_dict":
+            return OrderedDict((self.decode(k), self.decode(v)) for k, v in value)
+        if tag == "set":
+            return {self.decode(v) for v in value}
+        if tag in ("object", "object_ref", "global"):
+            return self._trusted(tag, value)
         if tag == "tuple":
             return tuple(self.decode(v) for v in value)
         if tag == "float":
@@ -228,6 +301,47 @@ class _Decoder:
         if tag == "device":
             return as_device(value)
         self._corrupt(f"unknown node type {tag!r}")
+
+    def parameter(self, node):
+        """The nn.Parameter stored at this node (one object per tensor key)."""
+        key = node["tensor"]
+        if key not in self._parameters:
+            from .nn import Parameter
+            data = self.tensor(key, node.get("device", "cpu"))
+            self._parameters[key] = Parameter(data, requires_grad=bool(node.get("requires_grad")))
+        return self._parameters[key]
+
+    def _trusted(self, tag, value):
+        """A whole module, a reference to one decoded before, or a function or class by name:
+        only with weights_only=False."""
+        if self.weights_only:
+            what = value["class"] if tag == "object" else value
+            described = ".".join(what) if isinstance(what, list) else "an object"
+            raise pickle.UnpicklingError(
+                f"Weights only load failed: {self.name} holds {described}, saved whole. Load it "
+                "with genesis.load(..., weights_only=False) only if you trust its source: that "
+                "imports the modules it names. Saving model.state_dict() instead avoids this.")
+        if tag == "object_ref":
+            return self._objects[value]
+        if tag == "global":
+            return self._global(value)
+        cls = self._global(value["class"])
+        if not (isinstance(cls, type) and _is_module_class(cls)):
+            self._corrupt(f"{cls!r} is not a genesis.nn.Module class")
+        if value["memo"] != len(self._objects):
+            self._corrupt("objects out of order")
+        obj = object.__new__(cls)
+        self._objects.append(obj)
+        vars(obj).update(self.decode(value["state"]))
+        return obj
+
+    def _global(self, name):
+        module, qualname = name
+        importlib.import_module(module)
+        found = _lookup(module, qualname)
+        if found is None:
+            self._corrupt(f"{module}.{qualname} does not exist in this program")
+        return found
 
     def _corrupt(self, message):
         raise CheckpointError(f"{self.name}: corrupt checkpoint: {message}")
@@ -244,6 +358,11 @@ class _Decoder:
             t = _relocate(from_numpy(self._array(key)), location, self.map_location)
             self._tensors[key] = t
         return self._tensors[key]
+
+
+def _is_module_class(cls):
+    from .nn import Module
+    return issubclass(cls, Module)
 
 
 def _relocate(t, location, map_location):

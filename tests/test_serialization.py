@@ -241,3 +241,82 @@ def test_corrupt_files_raise_clear_errors(case, tmp_path):
         genesis.load(path)
     assert str(path) in str(info.value)
     assert isinstance(info.value, RuntimeError)
+
+
+class _Tied(genesis.nn.Module):
+    """A model with what whole-model saves meet: a shared submodule, a tied weight, a buffer,
+    a function and a class in attributes, an LSTM, a Transformer layer, sets and dicts."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = genesis.nn.Embedding(11, 8)
+        self.block = genesis.nn.Sequential(genesis.nn.Linear(8, 8), genesis.nn.GELU())
+        self.again = self.block
+        self.rnn = genesis.nn.LSTM(8, 8, num_layers=2)
+        self.layer = genesis.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+        self.head = genesis.nn.Linear(8, 11)
+        self.head.weight = self.embed.weight
+        self.register_buffer("scale", genesis.tensor(0.5))
+        self.act, self.norm_type, self.tags = genesis.tanh, genesis.nn.LayerNorm, {"a", 3}
+
+    def forward(self, ids):
+        x = self.again(self.block(self.embed(ids))) * self.scale
+        x = self.layer(self.act(self.rnn(x)[0]))
+        return self.head(x)
+
+
+def test_whole_module_round_trip(tmp_path):
+    genesis.manual_seed(0)
+    model = _Tied().eval()
+    genesis.save(model, tmp_path / "model.pt")
+    back = genesis.load(tmp_path / "model.pt", weights_only=False)
+    ids = genesis.randint(0, 11, (5, 3))
+    assert type(back) is _Tied and not back.training
+    assert genesis.equal(back(ids), model(ids))
+    assert back.again is back.block and back.head.weight is back.embed.weight
+    assert isinstance(back.head.weight, genesis.nn.Parameter) and back.head.weight.requires_grad
+    assert back.act is genesis.tanh and back.norm_type is genesis.nn.LayerNorm
+    assert back.tags == {"a", 3} and back.layer.activation is model.layer.activation
+    assert list(back.state_dict()) == list(model.state_dict())
+    back.head.weight.sum().backward()
+    assert back.embed.weight.grad is not None
+
+
+def test_whole_module_needs_weights_only_false(tmp_path):
+    genesis.save({"model": genesis.nn.Linear(2, 3)}, tmp_path / "m")
+    with pytest.raises(pickle.UnpicklingError, match=r"holds genesis\.nn\..*Linear, saved whole"):
+        genesis.load(tmp_path / "m")
+    assert isinstance(genesis.load(tmp_path / "m", weights_only=False)["model"],
+                      genesis.nn.Linear)
+
+
+def test_parameters_sets_and_ordered_dicts_load_weights_only(tmp_path):
+    from collections import OrderedDict
+    p = genesis.nn.Parameter(genesis.ones(2), requires_grad=False)
+    obj = {"ps": [p, p], "s": {1, "x"}, "od": OrderedDict(b=1, a=2)}
+    genesis.save(obj, tmp_path / "x")
+    back = genesis.load(tmp_path / "x")
+    assert type(back["ps"][0]) is genesis.nn.Parameter and back["ps"][0] is back["ps"][1]
+    assert not back["ps"][0].requires_grad
+    assert back["s"] == {1, "x"} and back["od"] == obj["od"] and type(back["od"]) is OrderedDict
+
+
+def test_unnamed_functions_are_refused(tmp_path):
+    model = genesis.nn.Linear(2, 2)
+    model.act = lambda x: x
+    with pytest.raises(TypeError, match=r"at 'act'.*not reachable by its name"):
+        genesis.save(model, tmp_path / "m")
+    assert os.listdir(tmp_path) == []
+
+
+def test_only_modules_are_made_whole(tmp_path):
+    genesis.save(genesis.nn.Identity(), tmp_path / "m")
+    raw = (tmp_path / "m").read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    structure = json.loads(header["__metadata__"]["genesis.structure"])
+    structure["object"]["class"] = ["collections", "OrderedDict"]
+    header["__metadata__"]["genesis.structure"] = json.dumps(structure)
+    (tmp_path / "m").write_bytes(_with_header(header, raw[8 + n:]))
+    with pytest.raises(CheckpointError, match="is not a genesis.nn.Module class"):
+        genesis.load(tmp_path / "m", weights_only=False)
