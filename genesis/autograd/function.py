@@ -101,6 +101,17 @@ _REFS_OF_ARGUMENT = (lambda obj: sys.getrefcount(obj))(object())
 _FRESH_REFS = {}
 
 
+def name_node(tensor, name):
+    """Show PyTorch's node name for the op that made `tensor` (e.g. "MseLossBackward0") as its
+    grad_fn's name, where Genesis composes the op of several steps or runs it under a shared
+    Function: what printing the tensor and grad_fn.name() show. The caller's op always makes a
+    new node; returns `tensor`."""
+    node = tensor.grad_fn
+    if node is not None:
+        node.node_name = name
+    return tensor
+
+
 def _fresh_refcounts(tensor):
     """Reference counts of the backend array and storage of a tensor fresh from a kernel."""
     key = tensor.device.type

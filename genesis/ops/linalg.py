@@ -11,7 +11,7 @@ import math
 import string
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..dispatch import has_kernel
 from ..tensor import Tensor
 from .autocast import autocast_policy
@@ -69,12 +69,18 @@ def _check_batch_dims(op, batch_a, batch_b):
                                f"{max(len(batch_a), len(batch_b)) - i}")
 
 
+# PyTorch's node names for matmul by operand ranks; a batched product's is its final reshape's.
+_MATMUL_NODES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
+                 (1, 2): "SqueezeBackward4"}
+
+
 class MatMul(Function):
     """a @ b for checked operands; backward is two matmuls, reduced over broadcast batch dims."""
 
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
+        ctx.node_name = _MATMUL_NODES.get((a.ndim, b.ndim), "UnsafeViewBackward0")
         return wrap(call("matmul", a, b), a.device, a.dtype)
 
     @staticmethod
@@ -135,7 +141,7 @@ def bmm(input, mat2):
     if list(mat2.shape[:2]) != expected:
         raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to be: "
                            f"{expected} but got: {list(mat2.shape[:2])}.")
-    return MatMul.apply(input, mat2)
+    return name_node(MatMul.apply(input, mat2), "BmmBackward0")
 
 
 @autocast_policy("mv")

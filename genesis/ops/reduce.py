@@ -559,6 +559,7 @@ class Softmax(Function):
     def forward(ctx, x, dim, log):
         out = _softmax_values(x, dim, log)
         ctx.dim, ctx.log = dim, log
+        ctx.node_name = "LogSoftmaxBackward0" if log else "SoftmaxBackward0"
         ctx.save_for_backward(out)
         return out
 

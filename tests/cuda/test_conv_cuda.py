@@ -77,10 +77,11 @@ def _check(actual, expected, bound, dtype):
 
 
 def _graph_names(out, depth=2):
-    """The names of the backward nodes within `depth` steps of `out`."""
+    """The Functions ("_ImplicitConvBackward0") of the backward nodes within `depth` steps of
+    `out`, whatever PyTorch name they show."""
     names, nodes = [], [out.grad_fn]
     for _ in range(depth):
-        names += [n.name() for n in nodes]
+        names += [n._function.__name__ + "Backward0" for n in nodes if hasattr(n, "_function")]
         nodes = [edge[0] for node in nodes for edge in node.next_functions
                  if edge is not None and edge[0] is not None]
     return names

@@ -17,7 +17,7 @@ import itertools
 import math
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops.autocast import autocast_policy
@@ -441,7 +441,13 @@ def _convolution(input, weight, bias, stride, padding, dilation, groups, dims, o
         out = _conv_implicit(x, weight, bias, stride, padding, dilation, groups, op)
     else:
         out = _in_float32(_conv, x, weight, bias, stride, padding, dilation, groups, op)
-    return unbatch(out, unbatched)
+    return _named_convolution(out, unbatched)
+
+
+def _named_convolution(out, unbatched):
+    """`out` unbatched if the input was, named as PyTorch's convolution (or its squeeze)."""
+    return name_node(unbatch(out, unbatched),
+                     "SqueezeBackward1" if unbatched else "ConvolutionBackward0")
 
 
 def _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, dims,
@@ -457,7 +463,7 @@ def _transposed(input, weight, bias, stride, padding, output_padding, groups, di
     else:
         out = _in_float32(_conv_transpose, x, weight, bias, stride, padding, output_padding,
                           groups, dilation, op)
-    return unbatch(out, unbatched)
+    return _named_convolution(out, unbatched)
 
 
 @autocast_policy("conv1d")

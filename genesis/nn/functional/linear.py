@@ -9,7 +9,7 @@ layers pass genesis.backends.cudnn.allow_tf32), in the backward as in the forwar
 """
 
 from ... import dtypes
-from ...autograd.function import Function, records
+from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
@@ -53,8 +53,20 @@ def _fusable(input, weight, bias):
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dimension of `input`."""
     if _fusable(input, weight, bias):
-        return _LinearAct.run(input, weight, bias, None, None)
-    return _composed(input, weight, bias)
+        out = _LinearAct.run(input, weight, bias, None, None)
+    else:
+        out = _composed(input, weight, bias)
+    return name_node(out, _linear_node(input.ndim, bias is not None))
+
+
+def _linear_node(ndim, has_bias):
+    """PyTorch's node name for linear: addmm (or mm) for a matrix input, else the reshape that
+    ends its product."""
+    if ndim == 2:
+        return "AddmmBackward0" if has_bias else "MmBackward0"
+    if has_bias:
+        return "ViewBackward0"
+    return "SqueezeBackward4" if ndim == 1 else "UnsafeViewBackward0"
 
 
 @autocast_policy("linear")

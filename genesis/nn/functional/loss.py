@@ -4,7 +4,7 @@ import math
 import warnings
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
@@ -83,11 +83,19 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if weight is not None:
         w = w * weight.to(input.dtype).index_select(0, safe.reshape(-1)).reshape(safe.shape)
     loss = picked * w
-    if reduction == "none":
-        return loss
     if reduction == "sum":
-        return loss.sum()
-    return _weighted_mean(loss.sum(), w.sum())
+        loss = loss.sum()
+    elif reduction == "mean":
+        loss = _weighted_mean(loss.sum(), w.sum())
+    return name_node(loss, _nll_node(input.ndim, reduction))
+
+
+def _nll_node(ndim, reduction):
+    """PyTorch's node name for nll_loss (and cross_entropy) of `ndim`-D input: its 2-D kernel
+    for (N, C, H, W) input, and for other spatial input when reduced (else a reshape)."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    return "NllLoss2DBackward0" if ndim == 4 or reduction != "none" else "ViewBackward0"
 
 
 def _weighted_mean(loss_sum, total):
@@ -187,7 +195,9 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
         weight = weight.to(input.dtype)
     flat = target if target.ndim == 1 else target.reshape(-1)
     loss = _CrossEntropy.apply(rows, flat, weight, ignore_index, reduction)
-    return loss if reduction != "none" or flat is target else loss.reshape(target.shape)
+    if reduction == "none" and flat is not target:
+        loss = loss.reshape(target.shape)
+    return name_node(loss, _nll_node(input.ndim, reduction))
 
 
 class _CrossEntropy(Function):
@@ -251,7 +261,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         diff = x - y
         loss = diff * diff
         return loss if weight is None else loss * weight
-    return _pointwise_loss("mse_loss", input, target, size_average, reduce, reduction, squared)
+    return name_node(_pointwise_loss("mse_loss", input, target, size_average, reduce, reduction,
+                                     squared), "MseLossBackward0")
 
 
 @autocast_policy("l1_loss")
@@ -273,8 +284,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         if beta == 0:
             return diff
         return ew.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
-    return _pointwise_loss("smooth_l1_loss", input, target, size_average, reduce, reduction,
-                           smooth)
+    return name_node(_pointwise_loss("smooth_l1_loss", input, target, size_average, reduce,
+                                     reduction, smooth), "SmoothL1LossBackward0")
 
 
 @autocast_policy("huber_loss")
@@ -284,7 +295,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         diff = ew.abs(x - y)
         loss = ew.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
         return loss if weight is None else loss * weight
-    return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber)
+    return name_node(_pointwise_loss("huber_loss", input, target, None, None, reduction, huber),
+                     "HuberLossBackward0")
 
 
 @autocast_policy("binary_cross_entropy")
@@ -304,7 +316,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
-    return reduce_loss(loss, reduction)
+    return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
 @autocast_policy("binary_cross_entropy_with_logits")
@@ -326,7 +338,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
     if weight is not None:
         loss = loss * weight
-    return reduce_loss(loss, reduction)
+    return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 @autocast_policy("kl_div")

@@ -8,6 +8,7 @@ batch norm's, written in a stable closed form (batch_stats).
 import ml_dtypes
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...autograd.grad_mode import no_grad
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
@@ -50,9 +51,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Standardize over the trailing `normalized_shape` dims, then scale and shift."""
     dims = _normalized_dims(input, normalized_shape, "layer_norm")
     if has_kernel("layer_norm_fwd", input.device.type):
-        return fused_norm.layer_norm(input, len(dims), weight, bias, eps)
-    y = _standardize(_upcast(input), dims, eps).to(input.dtype)
-    return _affine(y, weight, bias)
+        out = fused_norm.layer_norm(input, len(dims), weight, bias, eps)
+    else:
+        out = _affine(_standardize(_upcast(input), dims, eps).to(input.dtype), weight, bias)
+    return name_node(out, "NativeLayerNormBackward0")
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -85,8 +87,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     grouped = _upcast(input).reshape(n, num_groups, per_group)
     y = _standardize(grouped, (-1,), eps).reshape(input.shape).to(input.dtype)
     shape = _channel_shape(input)
-    return _affine(y, None if weight is None else weight.reshape(shape),
-                   None if bias is None else bias.reshape(shape))
+    return name_node(_affine(y, None if weight is None else weight.reshape(shape),
+                             None if bias is None else bias.reshape(shape)),
+                     "NativeGroupNormBackward0")
 
 
 def _update_running(running, value, momentum):
@@ -107,6 +110,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                          f"{list(input.shape)}")
     if training:
         y, mean, var = BatchNormTraining.apply(input, weight, bias, eps)
+        name_node(y, "NativeBatchNormBackward0")
         if running_mean is not None:
             _update_running(running_mean, mean, momentum)
         if running_var is not None:
@@ -119,8 +123,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     shape = _channel_shape(input)
     centered = x - running_mean.to(x.dtype).reshape(shape)
     y = (centered * ew.rsqrt(running_var.to(x.dtype).reshape(shape) + eps)).to(input.dtype)
-    return _affine(y, None if weight is None else weight.reshape(shape),
-                   None if bias is None else bias.reshape(shape))
+    return name_node(_affine(y, None if weight is None else weight.reshape(shape),
+                             None if bias is None else bias.reshape(shape)),
+                     "NativeBatchNormBackward0")
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

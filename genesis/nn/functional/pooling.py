@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
 from ...ops import creation, elementwise, linalg, random
 from ...ops.common import call, wrap
@@ -185,19 +185,28 @@ def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, re
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum over each window of (N, C, L) input; `return_indices` gives positions in L."""
-    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _named(_max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices), "SqueezeBackward1")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum over each window; `return_indices` also gives flat positions in H*W."""
-    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _named(_max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices), "MaxPool2DWithIndicesBackward0")
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum over each window of (N, C, D, H, W) input (positions flat in D*H*W)."""
-    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _named(_max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices), "MaxPool3DWithIndicesBackward0")
+
+
+def _named(result, node):
+    """A pool's values (alone, or first with their indices) under PyTorch's node name."""
+    name_node(result[0] if isinstance(result, tuple) else result, node)
+    return result
 
 
 def _window_counts(size, out, kernel, stride, padding, count_include_pad):
@@ -235,21 +244,22 @@ def _avg_pool(input, dims, kernel_size, stride, padding, ceil_mode, count_includ
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """The mean over each window of (N, C, L) input (zero padding counted unless told not)."""
-    return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+    return _named(_avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                            None), "SqueezeBackward1")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean over each window (zero padding counted unless count_include_pad=False)."""
-    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override)
+    return _named(_avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                            divisor_override), "AvgPool2DBackward0")
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean over each window of (N, C, D, H, W) input."""
-    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override)
+    return _named(_avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                            divisor_override), "AvgPool3DBackward0")
 
 
 def _lp_pool(input, dims, norm_type, kernel_size, stride, ceil_mode):
