@@ -52,6 +52,7 @@ from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .compiler import compile  # noqa: A001
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
                   set_autocast_dtype, set_autocast_enabled)
+from . import out_variants as _out_variants
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
@@ -74,6 +75,8 @@ def is_floating_point(t):
 def numel(t):
     return t.numel()
 
+
+_out_variants.install(globals(), _out_variants.FUNCTIONS)
 
 __version__ = "0.1.0"
 

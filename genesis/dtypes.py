@@ -180,6 +180,16 @@ def result_type(*operands):
     return _combine_tiers(tiers[0], _combine_tiers(tiers[1], tiers[2]))
 
 
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(d):
+    """PyTorch's C++ name of dtype `d` ("Float", "Long"), as its error messages print it."""
+    return _SCALAR_TYPE_NAMES.get(d.name, d.name)
+
+
 def can_cast(from_, to):
     """PyTorch's `torch.can_cast`: same-kind casting (no float to int, nothing to bool)."""
     from_, to = as_dtype(from_), as_dtype(to)

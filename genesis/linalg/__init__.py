@@ -14,9 +14,12 @@ from ..ops.matrix_functions import (cond, diagonal, linalg_cross as cross, matri
                                     matrix_norm, matrix_power, matrix_rank, multi_dot, norm, vander)
 from ..ops.solvers import lu_solve, tensorinv, tensorsolve
 from ..ops.reduce import vector_norm
+from .. import out_variants
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
            "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
            "svdvals", "tensordot", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+out_variants.install(globals(), out_variants.LINALG_FUNCTIONS)

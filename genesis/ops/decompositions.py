@@ -28,13 +28,6 @@ class LinAlgError(RuntimeError):
     """A matrix is singular or not positive-definite (`torch.linalg.LinAlgError`)."""
 
 
-_TORCH_TYPE_NAMES = {
-    dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-    dtypes.bfloat16: "BFloat16", dtypes.int64: "Long", dtypes.int32: "Int",
-    dtypes.int16: "Short", dtypes.int8: "Char", dtypes.uint8: "Byte", dtypes.bool_: "Bool",
-}
-
-
 def check_matrix(op, A, square=True):
     """PyTorch's checks: a Tensor of >= 2 dims, square when asked, float32 or float64."""
     if not isinstance(A, Tensor):
@@ -44,7 +37,7 @@ def check_matrix(op, A, square=True):
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    name = _TORCH_TYPE_NAMES[A.dtype]
+    name = dtypes.scalar_type_name(A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
                            f"Got {name}")
@@ -56,8 +49,8 @@ def _check_pair(op, A, B):
     check_devices(op, A, B)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
-                           f"{_TORCH_TYPE_NAMES[A.dtype]} and B of type "
-                           f"{_TORCH_TYPE_NAMES[B.dtype]} instead")
+                           f"{dtypes.scalar_type_name(A.dtype)} and B of type "
+                           f"{dtypes.scalar_type_name(B.dtype)} instead")
 
 
 def _host(array, device):
@@ -544,7 +537,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """Pseudo-inverse of each matrix."""
     if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype not in (dtypes.float32, dtypes.float64):
         shape = list(A.shape) if isinstance(A, Tensor) else A
-        name = _TORCH_TYPE_NAMES.get(getattr(A, "dtype", None), type(A).__name__)
+        name = dtypes.scalar_type_name(A.dtype) if isinstance(A, Tensor) else type(A).__name__
         raise RuntimeError(f"linalg.pinv({name}{{{shape}}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
     if hermitian:

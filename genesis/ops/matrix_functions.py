@@ -46,7 +46,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         A = A.to(dtypes.as_dtype(dtype))
     if not A.dtype.is_floating_point:
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {dec._TORCH_TYPE_NAMES[A.dtype]}")
+                           f"input. Got {dtypes.scalar_type_name(A.dtype)}")
     rows, cols = (wrap_dim(d, A.ndim, "linalg.matrix_norm") for d in dim)
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)

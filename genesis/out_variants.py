@@ -1,0 +1,163 @@
+"""PyTorch's `out=` keyword, for the functions that take it (`genesis.add(a, b, out=c)`).
+
+The function runs as usual, then its result is written into `out` as PyTorch's out variants
+leave it: in place when the shapes agree (so `out` may be a view into a larger buffer), else
+`out` is resized to the result's shape, with PyTorch's deprecation warning when it held
+elements. The result is cast to out's dtype where PyTorch's casting rule allows it (a float
+result into an integer tensor raises); factories (`zeros`, `arange`, `randn`, ...) are made in
+out's dtype and on its device. As in PyTorch, out= does not record gradients: with grad mode on,
+an argument that requires grad is an error, raised before anything is written.
+"""
+
+import collections.abc
+import functools
+import warnings
+
+from . import dtypes
+from .autograd.grad_mode import is_grad_enabled, no_grad
+from .tensor import Tensor
+
+FUNCTIONS = (
+    "abs absolute acos acosh adaptive_avg_pool1d add addbmm addcdiv addcmul addmm addmv addr all "
+    "amax amin aminmax any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax "
+    "argmin argsort as_strided_scatter asin asinh atan atan2 atanh avg_pool1d baddbmm "
+    "bartlett_window bernoulli binary_cross_entropy_with_logits bincount bitwise_and "
+    "bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor blackman_window "
+    "block_diag bmm bucketize cat ceil celu chain_matmul channel_shuffle cholesky "
+    "cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip clone column_stack concat "
+    "concatenate copysign cos cosh count_nonzero cross cummax cummin cumprod cumsum deg2rad diag "
+    "diag_embed diagonal_scatter diff digamma dist div divide dot dstack empty eq erf erfc erfinv "
+    "exp exp2 expm1 eye fill fix flip float_power floor floor_divide fmax fmin fmod frac "
+    "frobenius_norm full gather gcd ge ger greater greater_equal gt hamming_window hann_window "
+    "hardshrink heaviside histc histogram hstack hypot i0 index_add index_copy index_fill "
+    "index_put index_reduce index_select inner inverse isin isinf isnan isneginf isposinf "
+    "kaiser_window kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log log10 "
+    "log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or "
+    "logical_xor logit logspace logsumexp lt lu_solve lu_unpack masked_fill masked_scatter "
+    "masked_select matmul matrix_power max maximum mean median min minimum mm mode msort mul "
+    "multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum ne neg "
+    "negative nonzero norm normal not_equal nuclear_norm ones outer pixel_shuffle pixel_unshuffle "
+    "polygamma pow prod put qr quantile rad2deg rand randint randn randperm range reciprocal relu "
+    "remainder renorm repeat_interleave roll rot90 round row_stack rsqrt rsub scalar_tensor "
+    "scatter scatter_add scatter_reduce searchsorted select_scatter sgn sigmoid sign signbit sin "
+    "sinc sinh slice_scatter slogdet softmax sort sqrt square stack std std_mean sub subtract sum "
+    "svd take take_along_dim tan tanh tensordot threshold topk trace triangular_solve tril "
+    "tril_indices triu triu_indices true_divide trunc unique_consecutive var var_mean vdot vstack "
+    "where xlogy zeros").split()
+LINALG_FUNCTIONS = (
+    "cholesky cholesky_ex cond cross det eigh eigvalsh inv inv_ex lstsq lu lu_factor lu_factor_ex "
+    "lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm pinv qr "
+    "slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot "
+    "vector_norm").split()
+SPECIAL_FUNCTIONS = (
+    "digamma entr erf erfc erfinv exp2 expit expm1 gammaln i0 i0e i1 i1e log1p log_ndtr logit "
+    "logsumexp multigammaln ndtr ndtri polygamma psi round sinc xlog1py xlogy").split()
+# Functions that make a tensor from sizes alone: with out=, made in out's dtype and device.
+FACTORIES = frozenset(
+    "arange bartlett_window blackman_window empty eye full hamming_window hann_window "
+    "kaiser_window linspace logspace ones rand randint randn randperm range scalar_tensor "
+    "tril_indices triu_indices zeros".split())
+
+
+def install(namespace, names):
+    """Give each function `names` of `namespace` (a module's globals) the out= keyword; names
+    of one function (aliases, as abs and absolute) keep naming one function."""
+    wrapped = {}
+    for name in names:
+        fn = namespace.get(name)
+        if fn is None or hasattr(fn, "__out_variant__"):
+            continue
+        if id(fn) not in wrapped:
+            op = wrapped[id(fn)] = with_out(fn, name)
+            op.__module__, op.__qualname__ = namespace["__name__"], name  # found by that name
+        namespace[name] = wrapped[id(fn)]
+
+
+def with_out(fn, name):
+    """`fn` taking PyTorch's out= keyword (see the module docstring)."""
+    factory = name in FACTORIES
+
+    @functools.wraps(fn)
+    def op(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        return _call_into(fn, name, factory, args, kwargs, out)
+
+    op.__out_variant__ = True
+    return op
+
+
+def _call_into(fn, name, factory, args, kwargs, out):
+    outs = _out_tensors(name, out)
+    _check_no_grad(name, args, kwargs, outs)
+    if factory:
+        kwargs = _factory_kwargs(name, kwargs, outs[0])
+    result = fn(*args, **kwargs)
+    results = (result,) if isinstance(result, Tensor) else tuple(result)
+    if len(results) != len(outs):
+        raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(results)} Tensors, "
+                        f"got {len(outs)}")
+    for value, target in zip(results, outs):
+        _check_writable(value, target)
+    for value, target in zip(results, outs):
+        _write(value, target)
+    if isinstance(result, Tensor):
+        return out
+    return type(result)(*outs) if hasattr(result, "_fields") else type(result)(outs)
+
+
+def _out_tensors(name, out):
+    """`out` as a tuple of tensors (one, or a tuple/list for several results)."""
+    if isinstance(out, Tensor):
+        return (out,)
+    if isinstance(out, collections.abc.Sequence) and out and all(
+            isinstance(t, Tensor) for t in out):
+        return tuple(out)
+    raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+
+
+def _check_no_grad(name, args, kwargs, outs):
+    if not is_grad_enabled():
+        return
+    values = list(args) + list(kwargs.values()) + list(outs)
+    for value in values:
+        tensors = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(t, Tensor) and t.requires_grad for t in tensors):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+
+
+def _factory_kwargs(name, kwargs, out):
+    """A factory's keywords with out's dtype and device (a different dtype asked is an error)."""
+    dtype = kwargs.get("dtype")
+    if dtype is not None and dtypes.as_dtype(dtype) is not out.dtype:
+        raise RuntimeError(f"dtype {dtypes.scalar_type_name(dtypes.as_dtype(dtype))} does not "
+                           f"match dtype of out parameter ({dtypes.scalar_type_name(out.dtype)})")
+    return dict(kwargs, dtype=out.dtype, device=out.device)
+
+
+def _check_writable(value, out):
+    if out.device != value.device:
+        raise RuntimeError(f"Expected out tensor to have device {value.device}, but got "
+                           f"{out.device} instead")
+    if not dtypes.can_cast(value.dtype, out.dtype):
+        raise RuntimeError(f"result type {dtypes.scalar_type_name(value.dtype)} can't be cast to "
+                           f"the desired output type {dtypes.scalar_type_name(out.dtype)}")
+
+
+def _write(value, out):
+    """Copy `value` into `out`, resizing `out` first when the shapes differ."""
+    if tuple(out.shape) == tuple(value.shape):
+        with no_grad():
+            out.copy_(value)
+        return
+    if out.numel():
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{list(out.shape)}, which does not match the required output shape "
+            f"{list(value.shape)}. This behavior is deprecated, and in a future PyTorch release "
+            "outputs will not be resized unless they have zero elements. You can explicitly "
+            "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            UserWarning, stacklevel=4)
+    out.data = value.detach().to(out.dtype).contiguous()

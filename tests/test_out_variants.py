@@ -1,0 +1,204 @@
+"""PyTorch's out= keyword: the functions that take it (every torch function with an out
+overload that genesis has), and what it does, against PyTorch: values written in place or
+after a resize (with PyTorch's warning), dtype casts and their errors, factories in out's dtype,
+several results, and the refusal to record gradients."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+import genesis.linalg  # noqa: F401
+import genesis.special  # noqa: F401
+from genesis import out_variants
+from helpers import TOLERANCES, from_torch
+
+# Names whose out overloads are aten internals that torch's Python functions do not expose.
+INTERNAL = {"affine_grid_generator", "constant_pad_nd", "convolution", "embedding", "empty_like",
+            "empty_permuted", "empty_strided", "full_like", "grid_sampler_2d", "grid_sampler_3d",
+            "ones_like", "rand_like", "randint_like", "randn_like", "unsafe_split",
+            "unsafe_split_with_sizes", "zeros_like"}
+
+
+def _has_out_overload(qualified):
+    """Whether the aten operator has an overload writing into keyword-only tensors."""
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(qualified)
+    except RuntimeError:
+        return False
+    return any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+               for s in schemas for a in s.arguments)
+
+
+@pytest.mark.parametrize("module,prefix,names", [
+    ("", "aten::", out_variants.FUNCTIONS),
+    ("linalg", "aten::linalg_", out_variants.LINALG_FUNCTIONS),
+    ("special", "aten::special_", out_variants.SPECIAL_FUNCTIONS)])
+def test_every_out_overload_is_offered(module, prefix, names):
+    t_mod = getattr(torch, module) if module else torch
+    g_mod = getattr(genesis, module) if module else genesis
+    have = {n for n in dir(t_mod) if not n.startswith("_") and hasattr(g_mod, n)
+            and callable(getattr(t_mod, n)) and not isinstance(getattr(t_mod, n), type)}
+    expected = {n for n in have if _has_out_overload(prefix + n)} - INTERNAL
+    assert set(names) == expected
+    assert all(getattr(getattr(g_mod, n), "__out_variant__", False) for n in names)
+
+
+def _pair(array):
+    return torch.from_numpy(array), genesis.tensor(array)
+
+
+def _run(lib, fn, out):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(lib, out)
+    return result, [str(w.message).split(" (Triggered internally")[0] for w in caught]
+
+
+def _compare_out(fn, out_array, dtype=None):
+    """fn(lib, out) on both libraries with equal out tensors: results, outs and warnings."""
+    t_out = torch.tensor(out_array)
+    g_out = genesis.tensor(out_array.copy())
+    t_res, t_warn = _run(torch, fn, t_out)
+    g_res, g_warn = _run(genesis, fn, g_out)
+    assert g_res is g_out
+    assert g_out.dtype.name == str(t_out.dtype).split(".")[1]
+    rtol, atol = TOLERANCES.get(g_out.dtype, (0, 0))
+    np.testing.assert_allclose(g_out.numpy(), t_out.numpy(), rtol=rtol, atol=atol)
+    assert set(g_warn) == set(t_warn)  # PyTorch warns twice when it also casts
+
+
+@pytest.mark.parametrize("case", [
+    "add", "add into int64 from int", "matmul", "exp", "clamp", "where", "cat", "sum dim",
+    "mean dim", "cumsum", "pow", "eq into float", "linalg.inv", "special.expit"])
+@pytest.mark.parametrize("out_shape", ["same", "empty", "other"])
+def test_values_match_torch(case, out_shape, rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32)
+    sq = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    ints = rng.integers(-5, 5, (3, 4))
+    cases = {
+        "add": (lambda lib, o: lib.add(lib.tensor(a), lib.tensor(b), alpha=2, out=o),
+                (3, 4), np.float32),
+        "add into int64 from int": (lambda lib, o: lib.add(lib.tensor(ints), 3, out=o),
+                                    (3, 4), np.int64),
+        "matmul": (lambda lib, o: lib.matmul(lib.tensor(a), lib.tensor(b).T, out=o), (3, 3),
+                   np.float32),
+        "exp": (lambda lib, o: lib.exp(lib.tensor(a), out=o), (3, 4), np.float64),
+        "clamp": (lambda lib, o: lib.clamp(lib.tensor(a), -0.5, 0.5, out=o), (3, 4),
+                  np.float32),
+        "where": (lambda lib, o: lib.where(lib.tensor(a) > 0, lib.tensor(a), lib.tensor(b),
+                                           out=o), (3, 4), np.float32),
+        "cat": (lambda lib, o: lib.cat([lib.tensor(a), lib.tensor(b)], 1, out=o), (3, 8),
+                np.float32),
+        "sum dim": (lambda lib, o: lib.sum(lib.tensor(a), 1, out=o), (3,), np.float32),
+        "mean dim": (lambda lib, o: lib.mean(lib.tensor(a), 0, keepdim=True, out=o), (1, 4),
+                     np.float32),
+        "cumsum": (lambda lib, o: lib.cumsum(lib.tensor(ints), 0, out=o), (3, 4), np.int64),
+        "pow": (lambda lib, o: lib.pow(lib.tensor(a), 2, out=o), (3, 4), np.float32),
+        "eq into float": (lambda lib, o: lib.eq(lib.tensor(a), lib.tensor(a), out=o), (3, 4),
+                          np.float32),
+        "linalg.inv": (lambda lib, o: lib.linalg.inv(lib.tensor(sq), out=o), (4, 4),
+                       np.float64),
+        "special.expit": (lambda lib, o: lib.special.expit(lib.tensor(a), out=o), (3, 4),
+                          np.float32),
+    }
+    fn, shape, dtype = cases[case]
+    out_shape = {"same": shape, "empty": (0,), "other": (2, 5)}[out_shape]
+    _compare_out(fn, np.full(out_shape, 7, dtype=dtype))
+
+
+def test_writes_through_a_view_and_into_an_operand(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    buffer = genesis.zeros(2, 3, 4)
+    x = genesis.tensor(a)
+    genesis.mul(x, 2, out=buffer[1])
+    np.testing.assert_array_equal(buffer[1].numpy(), a * 2)
+    assert not buffer[0].numpy().any()
+    genesis.add(x, x, out=x)
+    np.testing.assert_array_equal(x.numpy(), a * 2)
+
+
+@pytest.mark.parametrize("case", ["zeros", "ones", "arange", "randn float64", "full",
+                                  "eye int32", "linspace", "randint float"])
+def test_factories_take_out_dtype(case):
+    cases = {
+        "zeros": (lambda lib, o: lib.zeros(2, 3, out=o), np.int32),
+        "ones": (lambda lib, o: lib.ones((4,), out=o), np.float64),
+        "arange": (lambda lib, o: lib.arange(1, 7, 2, out=o), np.float32),
+        "randn float64": (lambda lib, o: lib.randn(5, out=o), np.float64),
+        "full": (lambda lib, o: lib.full((2, 2), 3, out=o), np.int64),
+        "eye int32": (lambda lib, o: lib.eye(3, out=o), np.int32),
+        "linspace": (lambda lib, o: lib.linspace(0, 1, 5, out=o), np.float64),
+        "randint float": (lambda lib, o: lib.randint(0, 4, (6,), out=o), np.float32),
+    }
+    fn, dtype = cases[case]
+    t_out, g_out = torch.tensor(np.zeros(0, dtype)), genesis.tensor(np.zeros(0, dtype))
+    t_res, g_res = fn(torch, t_out), fn(genesis, g_out)
+    assert g_res is g_out and tuple(g_out.shape) == tuple(t_out.shape)
+    assert g_out.dtype.name == str(t_out.dtype).split(".")[1]
+    if not case.startswith("rand"):
+        np.testing.assert_array_equal(g_out.numpy(), t_out.numpy())
+
+
+def test_several_results():
+    x = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], dtype=np.float32)
+    for name, call in [("max", lambda lib, x, o: lib.max(x, 1, out=o)),
+                       ("sort", lambda lib, x, o: lib.sort(x, 1, descending=True, out=o)),
+                       ("topk", lambda lib, x, o: lib.topk(x, 2, out=o))]:
+        results = []
+        for lib in (torch, genesis):
+            out = (lib.empty(0), lib.empty(0, dtype=lib.int64))
+            got = call(lib, lib.tensor(x), out)
+            assert got[0] is out[0] and got[1] is out[1], name
+            results.append([np.asarray(t.tolist()) for t in got])
+            assert got.values is out[0] and got.indices is out[1]
+        for t_part, g_part in zip(*results):
+            np.testing.assert_array_equal(g_part, t_part)
+
+
+def _error(lib, fn):
+    with pytest.raises(Exception) as info:
+        fn(lib)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", ["float into long", "grad input", "grad out", "dtype clash",
+                                  "list out", "tuple count"])
+def test_errors_match_torch(case):
+    cases = {
+        "float into long": lambda lib: lib.add(lib.ones(2), 1, out=lib.empty(2, dtype=lib.int64)),
+        "grad input": lambda lib: lib.mul(lib.ones(2, requires_grad=True), 2, out=lib.empty(2)),
+        "grad out": lambda lib: lib.mul(lib.ones(2), 2, out=lib.empty(2, requires_grad=True)),
+        "dtype clash": lambda lib: lib.zeros(3, dtype=lib.float64, out=lib.empty(0)),
+        "list out": lambda lib: lib.cat([lib.ones(2)], out=[1]),
+        "tuple count": lambda lib: lib.sort(lib.ones(3), out=(lib.empty(0),)),
+    }
+    t_type, t_message = _error(torch, cases[case])
+    g_type, g_message = _error(genesis, cases[case])
+    assert issubclass(g_type, t_type)
+    if case not in ("list out", "tuple count"):
+        assert g_message == t_message
+
+
+def test_failed_cast_writes_nothing():
+    out = genesis.full((2,), 5, dtype=genesis.int64)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        genesis.add(genesis.ones(2), 0.5, out=out)
+    assert out.tolist() == [5, 5]
+
+
+def test_out_under_no_grad_and_on_cuda_tensors():
+    with genesis.no_grad():
+        x = genesis.ones(2, requires_grad=True)
+        out = genesis.mul(x, 3, out=genesis.empty(2))
+    assert out.tolist() == [3.0, 3.0] and not out.requires_grad
+    if genesis.cuda.is_available():
+        y = from_torch(torch.arange(4.0), "cuda")
+        o = genesis.empty(4, device="cuda")
+        assert genesis.exp(y, out=o) is o
+        np.testing.assert_allclose(o.cpu().numpy(), np.exp(np.arange(4.0)), rtol=1e-6)
+        with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
+            genesis.exp(y, out=genesis.empty(4))
