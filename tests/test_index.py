@@ -43,6 +43,9 @@ INDEX_CASES = {
     "bool_list": ((3, 4), lambda r: [True, False, True]),
     "empty_list": ((5, 4), lambda r: ([],)),
     "nested_list": ((5, 4), lambda r: [[0, 1], [2, 3]]),
+    "range_pair": ((4, 5), lambda r: (range(4), np.array([0, 4, 1, 2]))),
+    "range_rows": ((5, 4), lambda r: range(1, 5, 2)),
+    "range_empty": ((5, 4), lambda r: range(0)),
     "broadcast_three": ((3, 5, 4), lambda r: (np.array([[0], [2]]), np.array([1, 2, 3]),
                                                np.array([0]))),
     "stepped_then_adv": ((6, 5, 4), lambda r: (slice(None, None, 2), np.array([1, 0]))),
@@ -765,3 +768,14 @@ def test_failed_inplace_leaves_tensor_unchanged(rng, device):
             fn()
         np.testing.assert_array_equal(x.cpu().numpy(), before)
     assert x._version == 0
+
+
+@pytest.mark.parametrize("index", [
+    (0,), (slice(None), 1), (0, slice(1, 3)), (slice(1, 3), 0), (slice(None),), (None, 0),
+    (0, None), (Ellipsis, 1), (slice(0, 2),), (0, 1, 2), (slice(None, None, 2),)],
+    ids=str)
+def test_basic_index_node_names_match_torch(index):
+    """x[0] prints grad_fn=<SelectBackward0>, x[1:3] <SliceBackward0>, as in PyTorch."""
+    g = genesis.ones(3, 4, 5, requires_grad=True)[index]
+    t = torch.ones(3, 4, 5, requires_grad=True)[index]
+    assert g.grad_fn.name() == type(t.grad_fn).__name__

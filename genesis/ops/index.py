@@ -141,8 +141,9 @@ def _classify(entry, device):
         return "bool", bool(entry)
     if isinstance(entry, slice):
         return "slice", entry
-    if isinstance(entry, (list, tuple, np.ndarray)):
-        entry = tensor(entry, device=device)
+    if isinstance(entry, (list, tuple, range, np.ndarray)):
+        entry = tensor(list(entry) if isinstance(entry, range) else entry, device=device,
+                       dtype=dtypes.int64 if isinstance(entry, range) else None)
         if entry.numel() == 0 and entry.dtype.is_floating_point:
             entry = cast(entry, dtypes.int64)
     if not isinstance(entry, Tensor):
@@ -277,8 +278,25 @@ def getitem(self, index):
     """`x[index]`: a view for basic indices, a copy when advanced indices take part."""
     plan = parse_index(self, index)
     if not plan.indices:
-        return basic_index(self, plan.items)
+        return basic_index(self, plan.items, _view_name(plan.items, self.shape))
     return Index.apply(_advanced_operand(self, plan), plan.indices, plan.out_perm)
+
+
+def _view_name(items, shape):
+    """PyTorch's node name for a basic index: its last step that does something (a select, a
+    slice narrower than its dim, a new dim), or Alias when none does."""
+    name, dim = "Alias", 0
+    for item in items:
+        kind = item[0]
+        if kind == "new":
+            name = "Unsqueeze"
+            continue
+        if kind == "select":
+            name = "Select"
+        elif kind == "slice" and item[1:] != (0, shape[dim], 1):
+            name = "Slice"
+        dim += 1
+    return name
 
 
 def _prepare_value(x, plan, value):
