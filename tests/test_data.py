@@ -170,7 +170,42 @@ def test_samplers():
     assert len(data.BatchSampler(range(7), 3, True)) == 2
 
 
+def test_weighted_random_sampler():
+    gen = genesis.Generator().manual_seed(0)
+    draws = list(data.WeightedRandomSampler([0.0, 1.0, 3.0, 0.0], 4000, generator=gen))
+    counts = np.bincount(draws, minlength=4)
+    assert len(draws) == 4000 and counts[0] == counts[3] == 0
+    assert abs(counts[2] / 4000 - 0.75) < 0.04
+    once = list(data.WeightedRandomSampler([1.0, 2.0, 0.5, 4.0, 1.0], 5, replacement=False))
+    assert sorted(once) == [0, 1, 2, 3, 4]
+    assert len(data.WeightedRandomSampler([1, 1], 7)) == 7
+    loader = data.DataLoader(range(10), batch_size=3,
+                             sampler=data.WeightedRandomSampler([1.0] * 10, 8))
+    assert [len(b) for b in loader] == [3, 3, 2]
+
+
+def test_stack_dataset():
+    xs, ys = genesis.arange(5), Squares(5)
+    pairs, named = data.StackDataset(xs, ys), data.StackDataset(x=xs, y=ys)
+    assert len(pairs) == 5 and pairs[2][0].item() == 2 and pairs[2][1] == ys[2]
+    assert set(named[1]) == {"x", "y"} and named[1]["y"] == ys[1]
+    batch = next(iter(data.DataLoader(named, batch_size=5)))
+    assert batch["x"].tolist() == [0, 1, 2, 3, 4]
+    for args, kwargs, message in [((xs,), {"y": ys}, "but both types are given"),
+                                  ((), {}, "At least one dataset should be passed"),
+                                  ((xs, Squares(4)), {}, "Size mismatch between datasets")]:
+        with pytest.raises(ValueError, match=message):
+            data.StackDataset(*args, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            tdata.StackDataset(*[torch.arange(len(a)) for a in args],
+                               **{k: torch.arange(len(v)) for k, v in kwargs.items()})
+
+
 @pytest.mark.parametrize("build,message", [
+    (lambda: data.WeightedRandomSampler([1.0], 0), "num_samples should be a positive integer"),
+    (lambda: data.WeightedRandomSampler([1.0], 2, replacement=1), "replacement should be a "),
+    (lambda: data.WeightedRandomSampler([[1.0, 2.0]], 2), r"weights should be a 1d sequence but "
+                                                          r"given weights have shape \(1, 2\)"),
     (lambda: data.BatchSampler(range(3), 0, False), "batch_size should be a positive integer"),
     (lambda: data.BatchSampler(range(3), 2, 1), "drop_last should be a boolean value"),
     (lambda: data.RandomSampler(range(3), num_samples=0), "num_samples should be a positive"),

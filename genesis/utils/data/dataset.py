@@ -87,6 +87,31 @@ class ConcatDataset(Dataset):
         return self.datasets[which][idx - start]
 
 
+class StackDataset(Dataset):
+    """Datasets of one length side by side: item i is the tuple (positional datasets) or dict
+    (keyword datasets) of their items i."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        sizes = {len(d) for d in (args or kwargs.values())}
+        if len(sizes) != 1:
+            raise ValueError("Size mismatch between datasets")
+        self._length = sizes.pop()
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
+
+
 class ChainDataset(IterableDataset):
     """Iterable datasets one after another."""
 

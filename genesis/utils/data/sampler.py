@@ -1,6 +1,8 @@
 """Samplers: which indices (or batches of indices) a DataLoader reads, in which order."""
 
-from ...ops.random import randint, randperm
+from ... import dtypes
+from ...ops.creation import tensor
+from ...ops.random import multinomial, randint, randperm
 
 
 class Sampler:
@@ -69,6 +71,31 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices into `weights` drawn with probabilities proportional to them (with
+    replacement by default), from `generator`."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        self.weights = tensor(weights, dtype=dtypes.float64)
+        if self.weights.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(self.weights.shape)}")
+        self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
+
+    def __iter__(self):
+        yield from multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=self.generator).tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
