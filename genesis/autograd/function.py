@@ -17,7 +17,7 @@ import sys
 import weakref
 from types import MappingProxyType
 
-from . import autocast_state, grad_mode
+from . import autocast_state, grad_mode, graph
 
 _new = object.__new__
 
@@ -210,7 +210,12 @@ class BackwardNode(Node):
         return self.__dict__.get("node_name") or self._function.__name__ + "Backward0"
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple([None if t is None else (t, t._version) for t in tensors])
+        hooks = graph.current_hooks()
+        if hooks is None:
+            self._saved = tuple([None if t is None else (t, t._version) for t in tensors])
+        else:
+            self._saved = tuple([None if t is None else (_Packed(hooks, t), None)
+                                 for t in tensors])
 
     @property
     def saved_tensors(self):
@@ -224,6 +229,8 @@ class BackwardNode(Node):
         return tuple([None if entry is None else self._unpack(*entry) for entry in self._saved])
 
     def _unpack(self, saved, version):
+        if isinstance(saved, _Packed):
+            return saved.unpack()
         t = saved.data if isinstance(saved, _SavedOutput) else saved
         if t._version != version:
             raise RuntimeError(
@@ -541,6 +548,20 @@ def _attach_view(out, dirty):
     if dirty:
         from .views import rebase_history
         rebase_history(out, out)
+
+
+class _Packed:
+    """A saved tensor as a saved_tensors_hooks pack hook stored it (autograd/graph.py)."""
+
+    __slots__ = ("packed", "unpack_hook")
+    grad_fn = None  # never the node's own output (_pack_output leaves it alone)
+
+    def __init__(self, hooks, tensor):
+        pack_hook, self.unpack_hook = hooks
+        self.packed = pack_hook(tensor)
+
+    def unpack(self):
+        return self.unpack_hook(self.packed)
 
 
 def _pack_output(entry, ctx):

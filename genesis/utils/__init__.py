@@ -1,5 +1,6 @@
-"""Utilities with PyTorch's names: `genesis.utils.data` (datasets, samplers, DataLoader)."""
+"""Utilities with PyTorch's names: `genesis.utils.data` (datasets, samplers, DataLoader) and
+`genesis.utils.checkpoint` (activation checkpointing)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

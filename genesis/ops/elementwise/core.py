@@ -144,9 +144,10 @@ def _grad(ctx, i, g):
 
 
 def _save_operands(ctx, *operands):
-    """Save tensor operands for backward and remember the Python scalars beside them."""
+    """Save tensor operands for backward and remember the Python scalars beside them (the
+    tensors only through save_for_backward, so that saved-tensor hooks see every one)."""
     ctx.save_for_backward(*(x if isinstance(x, Tensor) else None for x in operands))
-    ctx.scalars = operands
+    ctx.scalars = tuple([None if isinstance(x, Tensor) else x for x in operands])
 
 
 def _restore(ctx):
