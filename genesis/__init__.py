@@ -6,6 +6,8 @@ Public names only; see the subpackages for the layers (tensor, autograd, ops, di
 from . import autograd, cuda, dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                                    set_anomaly_enabled)
 from .device import device, get_default_device, set_default_device
 from .memory_formats import (channels_last, channels_last_3d, contiguous_format, memory_format,
                              preserve_format)

@@ -97,9 +97,6 @@ LEFT_OUT = {
                 "genesis's",
     "embedding_bag": "ATen's form returns three workspace tensors for its backward beside the "
                      "result; F.embedding_bag is genesis's",
-    "is_anomaly_enabled": "autograd anomaly detection is not implemented",
-    "is_anomaly_check_nan_enabled": "autograd anomaly detection is not implemented",
-    "set_anomaly_enabled": "autograd anomaly detection is not implemented",
     "set_warn_always": "controls ATen's warn-once messages; genesis warns through Python's "
                        "warnings module, whose filters do this",
     "is_warn_always_enabled": "see set_warn_always",

@@ -7,7 +7,7 @@ into leaves' `.grad`; `grad` returns the gradients of chosen inputs instead and 
 """
 
 from ..tensor import filled
-from . import autocast_state, grad_mode
+from . import anomaly_mode, autocast_state, grad_mode
 from .function import AccumulateGrad, edge_of, tensor_type
 
 
@@ -173,7 +173,8 @@ def _apply_node(node, grads, retain_graph):
         if node.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros_for(meta)
                      for g, meta in zip(grads, node._output_meta)]
-    in_grads = node.apply(grads)
+    in_grads = anomaly_mode.apply_checked(node, grads) if anomaly_mode._enabled \
+        else node.apply(grads)
     if node._post_hooks:
         for hook in list(node._post_hooks.values()):
             result = hook(in_grads, tuple(grads))

@@ -17,7 +17,7 @@ import sys
 import weakref
 from types import MappingProxyType
 
-from . import autocast_state, grad_mode, graph
+from . import anomaly_mode, autocast_state, grad_mode, graph
 
 _new = object.__new__
 
@@ -430,6 +430,8 @@ def _apply_tracked(cls, args, kwargs):
                                                   else _requires_grad(a)) for a in args])
     ctx = _new(BackwardNode)  # BackwardNode(cls, needs) without the __init__ call
     ctx._function, ctx.needs_input_grad = cls, needs
+    if anomaly_mode._enabled:
+        anomaly_mode.record_forward(ctx)
     state = grad_mode._state
     state.enabled = False
     try:
