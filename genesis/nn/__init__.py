@@ -5,5 +5,6 @@ from . import parallel
 from .modules import *
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
+from .parallel import DataParallel
 
-__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Parameter", "DataParallel", "functional", "init", "utils"] + list(_modules_all)
