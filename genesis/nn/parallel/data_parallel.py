@@ -18,7 +18,6 @@ runs the module as it is. DistributedDataParallel is the faster way to use sever
 import itertools
 import warnings
 
-from ... import cuda
 from ...device import device as Device
 from ...ops.shape_copies import cat
 from ...tensor import Tensor
@@ -30,6 +29,7 @@ class DataParallel(Module):
     `dim`, the outputs gathered on `output_device` (device_ids[0] by default)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        from ... import cuda  # (genesis.cuda imports nn, for make_graphed_callables)
         super().__init__()
         self.module, self.dim = module, dim
         if not cuda.is_available():
