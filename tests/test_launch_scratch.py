@@ -15,12 +15,10 @@ from genesis.backends.cuda import launch  # noqa: E402
 def compiled(scratch, align=128, calls=None):
     """A compiled kernel as triton 3.6 makes it: its launcher records each direct launch."""
     run = SimpleNamespace(launch=lambda *args: calls.append(args), global_scratch_size=scratch,
-                          profile_scratch_size=0, launch_cooperative_grid=False,
-                          launch_pdl=False)
-    metadata = SimpleNamespace(global_scratch_size=scratch, global_scratch_align=align,
-                               num_ctas=1)
+                          global_scratch_align=align, num_ctas=1, profile_scratch_size=0,
+                          launch_cooperative_grid=False, launch_pdl=False)
     return SimpleNamespace(_init_handles=lambda: None, name="k", run=run, function="fn",
-                           packed_metadata="meta", metadata=metadata)
+                           packed_metadata="meta")
 
 
 SIGNATURE = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}

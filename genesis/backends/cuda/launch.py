@@ -127,10 +127,10 @@ class ScratchKernel(BoundKernel):
         super().__init__(compiled, signature, constexprs)
         if self._run is compiled.run:
             raise RuntimeError(f"{self.name}: no direct launcher to pass global scratch to")
-        metadata = compiled.metadata
+        launcher = compiled.run
         self.device = device
-        self.scratch = metadata.global_scratch_size * getattr(metadata, "num_ctas", 1)
-        self.align = max(metadata.global_scratch_align, 1)
+        self.scratch = launcher.global_scratch_size * launcher.num_ctas
+        self.align = max(launcher.global_scratch_align, 1)
 
     def __call__(self, grid, stream, *args):
         gx, gy, gz = (tuple(grid) + (1, 1))[:3]
@@ -144,7 +144,7 @@ class ScratchKernel(BoundKernel):
 
 def bind(compiled, signature, constexprs, device):
     """The BoundKernel of `compiled` (a ScratchKernel where it needs global scratch)."""
-    if compiled.metadata.global_scratch_size:
+    if getattr(compiled.run, "global_scratch_size", 0):
         return ScratchKernel(compiled, signature, constexprs, device)
     return BoundKernel(compiled, signature, constexprs)
 

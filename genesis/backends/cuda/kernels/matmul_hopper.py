@@ -13,7 +13,7 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
 
 - Descriptors: each program builds its TMA descriptors on the device
   (`tl.make_tensor_descriptor`) in Triton's global scratch, which the launcher hands out from
-  the stream's workspace (launch.BoundKernel): no host-side encoding per launch, and inside a
+  the stream's workspace (launch.ScratchKernel): no host-side encoding per launch, and inside a
   CUDA graph capture the scratch comes from the graph's pool.
 - Layouts: TMA reads rows with a unit stride. An operand stored transposed (unit row stride:
   `x.mT`, or a weight W read as W^T) is described as the matrix it is in memory and its block
@@ -34,7 +34,6 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
   issued while the last K steps of the current one still multiply.
 """
 
-import numpy as np
 import triton
 import triton.language as tl
 
@@ -153,9 +152,9 @@ def config_space(problem):
 
 
 def supports(problem):
-    """Whether the kernel can compute `problem`: sm_90 (not Blackwell, whose wgmma-less tensor
-    cores it was not written for), 16-bit or TF32 operands laid out as TMA reads them, and no
-    epilogue it lacks (row sums, a gated operand)."""
+    """Whether the kernel can compute `problem`: an sm_90 GPU (its configs are sized for
+    Hopper's shared memory and wgmma), 16-bit or TF32 operands laid out as TMA reads them, and
+    no epilogue it lacks (row sums, a gated operand)."""
     if not _tma_layout(problem) or problem.arrays.get("row_sum") is not None or problem.gated:
         return False
     if problem.dtype.name not in _HALF and problem.precision != "tf32":
