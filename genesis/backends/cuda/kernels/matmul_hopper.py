@@ -10,6 +10,8 @@ of A and a BK x BN block of B into shared memory (asynchronously, out-of-bounds 
 columns read as zeros, so partial tiles and K tails need no masks), and wgmma multiplies them
 into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation value
 (KEEP_Z), applies the activation, rounds once to the output dtype and stores the tile by TMA.
+A weight gradient's bias gradient comes from the same kernel: the tiles of the first tile
+column also sum the rows of a (dY^T) they load.
 
 - Descriptors: each program builds its TMA descriptors on the device
   (`tl.make_tensor_descriptor`) in Triton's global scratch, which the launcher hands out from
@@ -83,8 +85,8 @@ def _store_tile(desc, value, row, col, BN: tl.constexpr, SPLIT: tl.constexpr):
 @triton.jit
 def _matmul_tma_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result
-        # (or None, else laid out as c)
-        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr,
+        # (or None, else laid out as c), a summed over k (or None)
+        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr, row_sum_ptr,
         # sizes: c is M x N, the products run over K
         M, N, K,
         # strides, in elements: each matrix's non-unit stride, and along the bias
@@ -95,7 +97,8 @@ def _matmul_tma_kernel(
         GROUP_M: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, NUM_SMS: tl.constexpr):
     """c = act(a @ b + bias) (z: the value before the activation), tile after tile, by
     NUM_SMS persistent programs. A_T / B_T: the operand is stored transposed (unit stride
-    between its rows)."""
+    between its rows). With a row_sum_ptr, the tiles of the first tile column also sum the
+    rows of a they load: a bias gradient when a is dY^T."""
     a_desc = _operand_descriptor(a_ptr, M, K, a_stride, BM, BK, A_T)
     b_desc = _operand_descriptor(b_ptr, K, N, b_stride, BK, BN, B_T)
     store_cols: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
@@ -111,12 +114,20 @@ def _matmul_tma_kernel(
     for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BM, BN), tl.float32)
+        a_total = tl.zeros((BM,), tl.float32)
         for k in range(k_steps):
             a = _operand_block(a_desc, pid_m * BM, k * BK, A_T)
             b = _operand_block(b_desc, k * BK, pid_n * BN, B_T)
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            if row_sum_ptr is not None:
+                if pid_n == 0:
+                    a_total += tl.sum(a.to(tl.float32), axis=1)
         tile_done += NUM_SMS
         pid_m, pid_n = grouped_tile(tile_done, tiles_m, tiles_n, GROUP_M)
+        if row_sum_ptr is not None:
+            if pid_n == 0:
+                rm = pid_m * BM + tl.arange(0, BM)
+                tl.store(row_sum_ptr + rm, a_total.to(row_sum_ptr.dtype.element_ty), mask=rm < M)
         if HAS_BIAS:
             rn = pid_n * BN + tl.arange(0, BN)
             bias = tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0)
@@ -154,8 +165,8 @@ def config_space(problem):
 def supports(problem):
     """Whether the kernel can compute `problem`: an sm_90 GPU (its configs are sized for
     Hopper's shared memory and wgmma), 16-bit or TF32 operands laid out as TMA reads them, and
-    no epilogue it lacks (row sums, a gated operand)."""
-    if not _tma_layout(problem) or problem.arrays.get("row_sum") is not None or problem.gated:
+    not a gated operand (its gate would have to be computed between TMA and wgmma)."""
+    if not _tma_layout(problem) or problem.gated:
         return False
     if problem.dtype.name not in _HALF and problem.precision != "tf32":
         return False
@@ -219,5 +230,6 @@ def launch(plan_, stream, arrays):
     launch_(stream,
             # pointers
             arrays["a"], arrays["b"], arrays["c"], arrays.get("bias"), arrays.get("z"),
+            arrays.get("row_sum"),
             # sizes, strides
             *dims)
