@@ -27,9 +27,11 @@ column also sum the rows of a (dY^T) they load.
   thread) is the largest tile that keeps three stages of A and B in shared memory
   ((128 + 256) x 64 x 2 bytes x 3 = 144 KB, plus the 64 KB result tile staged for its TMA
   store, within Hopper's 227 KB); 128 x 128 suits products whose N gives 128 x 256 tiles a
-  ragged last wave (GPT-2's N = 768: 192 tiles on 132 SMs). EPILOGUE_SPLIT stores the result
-  in two BM x BN/2 halves, halving the staging buffer so that another stage fits. float32
-  (TF32) takes BK = 32: the same bytes per stage.
+  ragged last wave (GPT-2's N = 768: 192 tiles on 132 SMs). EPILOGUE_SPLIT runs the epilogue
+  on two BM x BN/2 halves: the staging buffer halves, so that another stage fits, and the
+  bias, activation and kept value of a tile whose accumulator takes 128 registers a thread fit
+  in the rest (ptxas for sm_90 reports spills without the split). float32 (TF32) takes
+  BK = 32: the same bytes per stage.
 - Warp specialization (`tl.range(warp_specialize=True)`) is not used: Triton 3.6 accepts it
   for sm_90 but compiles the same code without it (no warp-specialized partitions). The loop
   over tiles is `flatten=True`, merged with the K loop, so the loads of the next tile are
@@ -69,17 +71,16 @@ def _operand_descriptor(ptr, rows, cols, stride, BR: tl.constexpr, BC: tl.conste
 
 
 @triton.jit
-def _store_tile(desc, value, row, col, BN: tl.constexpr, SPLIT: tl.constexpr):
-    """Store a float32 BM x BN tile at (row, col), rounded to the descriptor's dtype; SPLIT:
-    as two BM x BN/2 halves (a staging buffer half the size)."""
-    dtype = desc.dtype
-    if SPLIT:
-        halves = tl.permute(tl.reshape(value, (value.shape[0], 2, BN // 2)), (0, 2, 1))
-        left, right = tl.split(halves)
-        desc.store([row, col], left.to(dtype))
-        desc.store([row, col + BN // 2], right.to(dtype))
-    else:
-        desc.store([row, col], value.to(dtype))
+def _epilogue(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT: tl.constexpr,
+              HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr):
+    """Finish the float32 block `acc` of c at (row, col): add the bias, store the value before
+    the activation (KEEP_Z), apply the activation and store the result, each rounded once."""
+    if HAS_BIAS:
+        rn = col + tl.arange(0, acc.shape[1])
+        acc += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
+    if KEEP_Z:
+        z_desc.store([row, col], acc.to(z_desc.dtype))
+    c_desc.store([row, col], apply_activation(acc, ACT).to(c_desc.dtype))
 
 
 @triton.jit
@@ -103,6 +104,7 @@ def _matmul_tma_kernel(
     b_desc = _operand_descriptor(b_ptr, K, N, b_stride, BK, BN, B_T)
     store_cols: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
     c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [c_stride, 1], [BM, store_cols])
+    z_desc = c_desc  # never stored through without z_ptr
     if z_ptr is not None:
         z_desc = tl.make_tensor_descriptor(z_ptr, [M, N], [c_stride, 1], [BM, store_cols])
     tiles_m = tl.cdiv(M, BM)
@@ -128,14 +130,16 @@ def _matmul_tma_kernel(
             if pid_n == 0:
                 rm = pid_m * BM + tl.arange(0, BM)
                 tl.store(row_sum_ptr + rm, a_total.to(row_sum_ptr.dtype.element_ty), mask=rm < M)
-        if HAS_BIAS:
-            rn = pid_n * BN + tl.arange(0, BN)
-            bias = tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0)
-            acc += bias.to(tl.float32)[None, :]
-        if z_ptr is not None:
-            _store_tile(z_desc, acc, pid_m * BM, pid_n * BN, BN, EPILOGUE_SPLIT)
-        _store_tile(c_desc, apply_activation(acc, ACT), pid_m * BM, pid_n * BN, BN,
-                    EPILOGUE_SPLIT)
+        if EPILOGUE_SPLIT:
+            halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            _epilogue(left, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc,
+                      ACT, HAS_BIAS, z_ptr is not None)
+            _epilogue(right, pid_m * BM, pid_n * BN + BN // 2, N, bias_ptr, bias_stride, c_desc,
+                      z_desc, ACT, HAS_BIAS, z_ptr is not None)
+        else:
+            _epilogue(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc, ACT,
+                      HAS_BIAS, z_ptr is not None)
 
 
 def _config(bm, bn, bk, warps, stages, split=False, group=8):
@@ -146,11 +150,11 @@ def _config(bm, bn, bk, warps, stages, split=False, group=8):
 # Likeliest winners first (GENESIS_MATMUL_TUNE_LIMIT keeps the first n): shared memory per
 # config is (BM + BN) x BK x itemsize x stages plus the staged result tile (halved by the split).
 _HALF_SPACE = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 8, 4),
-               _config(128, 256, 64, 8, 4, split=True), _config(128, 128, 64, 4, 4),
-               _config(256, 128, 64, 8, 3), _config(128, 64, 64, 4, 5),
+               _config(128, 256, 64, 8, 4, split=True), _config(128, 128, 64, 4, 4, split=True),
+               _config(256, 128, 64, 8, 3, split=True), _config(128, 64, 64, 4, 5),
                _config(64, 128, 64, 4, 5), _config(128, 128, 128, 8, 3)]
 _TF32_SPACE = [_config(128, 256, 32, 8, 3, split=True), _config(128, 128, 32, 8, 4),
-               _config(128, 128, 32, 4, 4), _config(128, 64, 32, 4, 5),
+               _config(128, 128, 32, 4, 4, split=True), _config(128, 64, 32, 4, 5),
                _config(64, 128, 32, 4, 5)]
 _HALF = ("float16", "bfloat16")
 
