@@ -306,21 +306,20 @@ def run_gpt2(only):
             row = {"case": case, "mode": "bf16", "M": M, "N": N, "K": K}
             flops = 2 * M * N * K
             row["torch_tflops"] = round(flops / ms_per_call(libs["torch"], torch_fn) / 1e9, 1)
-            fn = genesis_product[-1]
+            ms = {}
             for backend in GPT2_BACKENDS:
                 os.environ["GENESIS_MATMUL_BACKEND"] = backend
                 timing = {}
-                ms = time_case(libs["genesis"], fn, timing)
-                row[f"{backend}_tflops"] = round(flops / ms / 1e9, 1)
+                ms[backend] = time_case(libs["genesis"], genesis_product[-1], timing)
+                row[f"{backend}_tflops"] = round(flops / ms[backend] / 1e9, 1)
                 row[f"{backend}_path"] = timing["genesis_path"]
-            lt = row["cublaslt_tflops"]
             for backend in ("auto", "tile", "hopper"):
-                row[f"{backend}_of_cublaslt"] = round(row[f"{backend}_tflops"] / lt, 3)
+                row[f"{backend}_of_cublaslt"] = round(ms["cublaslt"] / ms[backend], 3)
             rows.append(row)
             print(f"{case:<36} auto {row['auto_tflops']:>6.1f} ({row['auto_path']})  tile "
                   f"{row['tile_tflops']:>6.1f} ({row['tile_of_cublaslt']:.2f})  hopper "
                   f"{row['hopper_tflops']:>6.1f} ({row['hopper_of_cublaslt']:.2f}, "
-                  f"{row['hopper_path']})  cublaslt {lt:>6.1f}  torch "
+                  f"{row['hopper_path']})  cublaslt {row['cublaslt_tflops']:>6.1f}  torch "
                   f"{row['torch_tflops']:>6.1f}", flush=True)
         del products
     if saved is None:

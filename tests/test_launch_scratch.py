@@ -1,7 +1,7 @@
 """launch.bind for kernels that need Triton's global scratch (device-side TMA descriptors: the
 Hopper matmul's): they get the direct C launcher with a piece of the stream's workspace, sized by
-the grid and aligned as the kernel asks; kernels without scratch pass none. Checked with a
-stand-in for Triton's compiled kernel (no GPU)."""
+the grid and aligned as the kernel asks, and the profiler records them as any other; kernels
+without scratch pass none. Checked with a stand-in for Triton's compiled kernel (no GPU)."""
 
 from types import SimpleNamespace
 
@@ -34,6 +34,7 @@ def test_kernels_with_scratch_get_the_stream_workspace(monkeypatch):
     monkeypatch.setattr(launch, "stream_workspace", workspace)
     bound = launch.bind(compiled(384, 128, calls), SIGNATURE, {"BLOCK": 64}, device=1)
     assert isinstance(bound, launch.ScratchKernel)
+    assert type(bound).__call__ is launch.BoundKernel.__call__  # what profiling swaps
     bound((132,), 7, 0xA0, 10)
     assert asked == [(1, 7, 132 * 384 + 128)]
     assert calls == [(132, 1, 1, 7, "fn", False, False, 1024, None, "meta", None, None, None,
@@ -48,3 +49,18 @@ def test_kernels_without_scratch_pass_none(monkeypatch):
     bound((4, 2), 7, 0xA0, 10)
     assert calls == [(4, 2, 1, 7, "fn", False, False, None, None, "meta", None, None, None,
                       0xA0, 10, 64)]
+
+
+def test_profiling_sees_kernels_with_scratch(monkeypatch):
+    from test_profiler import FakeTimer
+
+    from genesis.backends.cuda import profiling
+    from genesis.cuda.profiler import GPUProfiler
+    monkeypatch.setattr(profiling, "timer", FakeTimer())
+    monkeypatch.setattr(launch, "stream_workspace", lambda *args: SimpleNamespace(ptr=1024))
+    calls = []
+    bound = launch.bind(compiled(384, 128, calls), SIGNATURE, {"BLOCK": 64}, device=0)
+    with GPUProfiler() as prof:
+        bound((2,), 0, 0xA0, 10)
+    assert [call[7] for call in calls] == [1024]
+    assert prof.get_stats("k")["calls"] == 1

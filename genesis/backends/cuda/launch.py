@@ -119,9 +119,10 @@ class ScratchKernel(BoundKernel):
     """A bound kernel that needs Triton's global scratch (`scratch` bytes per program, at
     `align`-byte addresses): each launch passes it a piece of the stream's workspace
     (stream_workspace: graph-owned during a capture), as Triton's launcher would pass memory from
-    its allocator."""
+    its allocator. Launched through BoundKernel.__call__ (which profiling swaps), its `_run`
+    puts the scratch address in."""
 
-    __slots__ = ("device", "scratch", "align")
+    __slots__ = ("device", "scratch", "align", "_direct")
 
     def __init__(self, compiled, signature, constexprs, device):
         super().__init__(compiled, signature, constexprs)
@@ -131,15 +132,12 @@ class ScratchKernel(BoundKernel):
         self.device = device
         self.scratch = launcher.global_scratch_size * launcher.num_ctas
         self.align = max(launcher.global_scratch_align, 1)
+        self._direct, self._run = self._run, self._with_scratch
 
-    def __call__(self, grid, stream, *args):
-        gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-        nbytes = gx * gy * gz * self.scratch + self.align
-        base = stream_workspace(self.device, stream, nbytes).ptr
-        scratch = -(-base // self.align) * self.align
-        head = self._head
-        self._run(gx, gy, gz, stream, head[0], head[1], head[2], scratch, *head[4:], *args,
-                  *self._tail)
+    def _with_scratch(self, gx, gy, gz, stream, function, cooperative, pdl, _, *rest):
+        base = stream_workspace(self.device, stream, gx * gy * gz * self.scratch + self.align).ptr
+        self._direct(gx, gy, gz, stream, function, cooperative, pdl,
+                     -(-base // self.align) * self.align, *rest)
 
 
 def bind(compiled, signature, constexprs, device):
