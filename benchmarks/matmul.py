@@ -28,8 +28,15 @@ kept graph, so each timed call is dW = g^T x and db = g summed over the tokens. 
 db in dW's kernel (cuBLASLt's BGRADB epilogue, or the Triton tile's row sums); PyTorch runs a
 product and a column sum.
 
+GPT-2 kernels (--gpt2): GPT-2 small's products in bf16 (8192 tokens; weights 2304 x 768,
+768 x 768, 3072 x 768, 768 x 3072 and the 50304 x 768 lm_head): for each weight W the forward
+x @ W^T, dX = dY @ W and dW = dY^T @ X, the transposed operands read through strides. Genesis
+runs each with every matmul backend in turn (GENESIS_MATMUL_BACKEND: auto, tile: the
+pointer-load Triton kernel, hopper: the persistent TMA kernel, cublaslt), each tuned on its
+own, beside PyTorch; the ratios are each Genesis kernel's speed over cuBLASLt's through Genesis.
+
     python benchmarks/matmul.py [--json PATH] [--only TEXT ...] [--tune-limit N]
-                                [--decode | --weight-grad]
+                                [--decode | --weight-grad | --gpt2]
 """
 
 import argparse
@@ -142,7 +149,8 @@ def genesis_path(fn):
         return ",".join(names) or "?"
     tile = dict(re.findall(r"\b(BM|BN|BK)=(\d+)", label))
     warps = re.search(r"\bw(\d+)\]", label)
-    return (f"triton {tile.get('BM')}x{tile.get('BN')}x{tile.get('BK')}"
+    kind = "hopper" if "_matmul_tma_kernel" in label else "triton"
+    return (f"{kind} {tile.get('BM')}x{tile.get('BN')}x{tile.get('BK')}"
             f" w{warps.group(1) if warps else '?'}")
 
 
@@ -262,6 +270,76 @@ def run_weight_grad(only):
     return rows
 
 
+# (name, out features, in features) of GPT-2 small's weights; its products run over TOKENS rows.
+GPT2_WEIGHTS = [("qkv", 2304, 768), ("attn proj", 768, 768), ("fc", 3072, 768),
+                ("mlp proj", 768, 3072), ("lm_head", 50304, 768)]
+GPT2_TOKENS = 8192
+GPT2_BACKENDS = ("auto", "tile", "hopper", "cublaslt")
+
+
+def gpt2_products(x, w, dy):
+    """(label, M, N, K, product) of a Linear layer's forward and backward products."""
+    tokens, k = x.shape
+    n = w.shape[0]
+    return [("x@W^T", tokens, n, k, lambda: x @ w.t()),
+            ("dY@W", tokens, k, n, lambda: dy @ w),
+            ("dY^T@X", n, k, tokens, lambda: dy.t() @ x)]
+
+
+def run_gpt2(only):
+    """GPT-2 small's bf16 products: TFLOP/s of Genesis under each matmul backend and of
+    PyTorch, and each Genesis kernel's speed over cuBLASLt's."""
+    libs = {"genesis": Lib(genesis), "torch": Lib(torch)}
+    rng = np.random.default_rng(0)
+    rows = []
+    saved = os.environ.get("GENESIS_MATMUL_BACKEND")
+    for name, n, k in GPT2_WEIGHTS:
+        arrays = [rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[-1])
+                  for shape in ((GPT2_TOKENS, k), (n, k), (GPT2_TOKENS, n))]
+        products = {label: gpt2_products(*(lib.cast(lib.upload(a), "bfloat16") for a in arrays))
+                    for label, lib in libs.items()}
+        for (product, M, N, K, torch_fn), genesis_product in zip(products["torch"],
+                                                                 products["genesis"]):
+            case = f"gpt2 {name} {product} {M}x{K}->{N}"
+            if only and not any(o in case for o in only):
+                continue
+            row = {"case": case, "mode": "bf16", "M": M, "N": N, "K": K}
+            flops = 2 * M * N * K
+            row["torch_tflops"] = round(flops / ms_per_call(libs["torch"], torch_fn) / 1e9, 1)
+            ms = {}
+            for backend in GPT2_BACKENDS:
+                os.environ["GENESIS_MATMUL_BACKEND"] = backend
+                timing = {}
+                ms[backend] = time_case(libs["genesis"], genesis_product[-1], timing)
+                row[f"{backend}_tflops"] = round(flops / ms[backend] / 1e9, 1)
+                row[f"{backend}_path"] = timing["genesis_path"]
+            for backend in ("auto", "tile", "hopper"):
+                row[f"{backend}_of_cublaslt"] = round(ms["cublaslt"] / ms[backend], 3)
+            rows.append(row)
+            print(f"{case:<36} auto {row['auto_tflops']:>6.1f} ({row['auto_path']})  tile "
+                  f"{row['tile_tflops']:>6.1f} ({row['tile_of_cublaslt']:.2f})  hopper "
+                  f"{row['hopper_tflops']:>6.1f} ({row['hopper_of_cublaslt']:.2f}, "
+                  f"{row['hopper_path']})  cublaslt {row['cublaslt_tflops']:>6.1f}  torch "
+                  f"{row['torch_tflops']:>6.1f}", flush=True)
+        del products
+    if saved is None:
+        os.environ.pop("GENESIS_MATMUL_BACKEND", None)
+    else:
+        os.environ["GENESIS_MATMUL_BACKEND"] = saved
+    return rows
+
+
+def gpt2_markdown(rows):
+    lines = ["| case | auto TFLOP/s | tile | hopper | cuBLASLt | torch | tile / cuBLASLt "
+             "| hopper / cuBLASLt | auto path | hopper path |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines += [f"| {r['case']} | {r['auto_tflops']} | {r['tile_tflops']} | {r['hopper_tflops']} "
+              f"| {r['cublaslt_tflops']} | {r['torch_tflops']} | {r['tile_of_cublaslt']} | "
+              f"{r['hopper_of_cublaslt']} | {r['auto_path']} | {r['hopper_path']} |"
+              for r in rows]
+    return "\n".join(lines)
+
+
 def weight_grad_markdown(rows):
     lines = ["| case | genesis us | torch us | genesis / torch | genesis path |",
              "|---|---:|---:|---:|---|"]
@@ -302,6 +380,9 @@ def main(argv=None):
                        help="the decode step's products (1 and 16 rows, bf16) instead")
     modes.add_argument("--weight-grad", action="store_true",
                        help="GPT-2 small's Linear weight and bias gradients (bf16) instead")
+    modes.add_argument("--gpt2", action="store_true",
+                       help="GPT-2 small's forward and backward products (bf16) under each "
+                            "Genesis matmul backend instead")
     args = parser.parse_args(argv)
     tune_limit = args.tune_limit if args.tune_limit is not None else 0 if args.decode else 4
     os.environ["GENESIS_MATMUL_TUNE_LIMIT"] = str(tune_limit)
@@ -312,6 +393,8 @@ def main(argv=None):
         table = decode_markdown
     elif args.weight_grad:
         rows, table = run_weight_grad(args.only), weight_grad_markdown
+    elif args.gpt2:
+        rows, table = run_gpt2(args.only), gpt2_markdown
     else:
         rows, table = run(args.only), markdown
     total = time.perf_counter() - started

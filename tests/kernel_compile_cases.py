@@ -20,6 +20,7 @@ from genesis.backends.cuda.kernels import gemv
 from genesis.backends.cuda.kernels import index_accumulate as accumulate
 from genesis.backends.cuda.kernels import index_compact as compact
 from genesis.backends.cuda.kernels import matmul as mm
+from genesis.backends.cuda.kernels import matmul_hopper as mh
 from genesis.backends.cuda.kernels import reduce as red
 from genesis.backends.cuda.kernels import scan, sort
 from genesis.backends.cuda.kernels._index_layout import Operand
@@ -308,6 +309,38 @@ def matmul_cases(target):
             full = i == 0 and dtype == np.float16
             for problem in _matmul_problems(dtype, precision, full):
                 matmul_case(problem, config, target)
+
+
+def matmul_hopper_cases(target):
+    """The Hopper kernel: float16 and TF32 over their whole config spaces (GPT-2's x @ W^T:
+    8192 x 768 times a 3072 x 768 weight read transposed); bfloat16 with its first config in
+    every operand layout (dX = dY @ W, dW = dY^T @ X, both transposed), with the row sums of
+    a weight gradient, and with the bias, each activation and the kept pre-activation value."""
+    def problem(dtype, a_t, b_t, act=0, bias=False, precision=None, row_sum=False):
+        M, N, K = 8192, 3072, 768
+        dtype = np.dtype(dtype)
+        strides = {"a": (1, M) if a_t else (K, 1), "b": (1, K) if b_t else (N, 1),
+                   "c": (N, 1), "bias": 1}
+        vec, mat = placeholder((N,), dtype), placeholder((M, N), dtype)
+        arrays = {"a": placeholder((M, K), dtype), "b": placeholder((K, N), dtype), "c": mat,
+                  "bias": vec if bias else None, "z": mat if act else None,
+                  "row_sum": placeholder((M,), dtype) if row_sum else None}
+        return mm.Problem(M, N, K, (), strides, arrays, act, allow_tf32=precision == "tf32")
+
+    def compile_case(p, config):
+        mh.launch(mh.plan(p, config, target), 0, p.arrays)
+
+    for config in mh._HALF_SPACE:
+        compile_case(problem(np.float16, False, True), config)
+    for config in mh._TF32_SPACE:
+        compile_case(problem(np.float32, False, True, precision="tf32"), config)
+    first = mh._HALF_SPACE[0]
+    for a_t, b_t in itertools.product((False, True), repeat=2):
+        compile_case(problem(ml_dtypes.bfloat16, a_t, b_t), first)
+    compile_case(problem(ml_dtypes.bfloat16, True, False, row_sum=True), first)
+    for act in range(len(mm.ACTIVATIONS)):
+        compile_case(problem(ml_dtypes.bfloat16, False, True, act, bias=True), first)
+    compile_case(problem(ml_dtypes.bfloat16, False, True, 2, bias=True), mh._HALF_SPACE[2])
 
 
 def _matmul_problems(dtype, precision, full):
@@ -817,7 +850,8 @@ CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
-         "loss": loss_cases, "matmul": matmul_cases, "median": median_cases, "norm": norm_cases,
+         "loss": loss_cases, "matmul": matmul_cases, "matmul_hopper": matmul_hopper_cases,
+         "median": median_cases, "norm": norm_cases,
          "optim": optim_cases, "optim_extra": optim_extra_cases, "pool": pool_cases,
          "random": random_cases,
          "recurrent": recurrent_cases, "reduce": reduce_cases,

@@ -2,6 +2,8 @@
 problems (1-D operands, broadcast batches folded or coalesced), which ones cuBLASLt can take and
 in what column-major terms, which configurations are timed or tried, and the tuning key."""
 
+from types import SimpleNamespace
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,7 +13,26 @@ pytest.importorskip("triton")
 from genesis.backends.cuda import libraries  # noqa: E402
 from genesis.backends.cuda.kernels import gemv  # noqa: E402
 from genesis.backends.cuda.kernels import matmul as mm  # noqa: E402
+from genesis.backends.cuda.kernels import matmul_hopper as mh  # noqa: E402
 from genesis.backends.cuda.kernels._strided_indexing import placeholder  # noqa: E402
+from genesis.backends.cuda.runtime.array import CUDAArray  # noqa: E402
+
+
+def gpu(capability):
+    return SimpleNamespace(properties=SimpleNamespace(capability=capability,
+                                                      multi_processor_count=132))
+
+
+@pytest.fixture(autouse=True)
+def ampere(monkeypatch):
+    """The Hopper kernel asks the device for its capability: an sm_80 GPU unless a test says
+    otherwise (`on_hopper`)."""
+    monkeypatch.setattr(mh, "get_context", lambda device=None: gpu((8, 0)))
+
+
+@pytest.fixture
+def on_hopper(monkeypatch):
+    monkeypatch.setattr(mh, "get_context", lambda device=None: gpu((9, 0)))
 
 
 def arr(shape, strides=None, dtype=np.float32):
@@ -114,7 +135,7 @@ def test_backend_choice_is_checked(monkeypatch):
     monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "cuBLASLt")
     assert mm.backend_choice() == "cublaslt"
     monkeypatch.setenv("GENESIS_MATMUL_BACKEND", "cutlass")
-    with pytest.raises(ValueError, match="auto, triton or cublaslt"):
+    with pytest.raises(ValueError, match="auto, triton, tile, hopper or cublaslt"):
         mm.backend_choice()
 
 
@@ -195,8 +216,6 @@ def test_row_sums_and_gates_choose_their_kernels(monkeypatch):
     """A weight gradient's row sums (a = dY^T, unit row stride) go to cuBLASLt's BGRADB epilogue
     or the tiles, never to gemv; a gated operand (SwiGLU's down projection) to gemv or the
     tiles, never to cuBLASLt; each tunes under a key of its own."""
-    from types import SimpleNamespace
-
     from genesis.backends.cuda.runtime import device
     gpu = SimpleNamespace(properties=SimpleNamespace(name="NVIDIA H100"))
     monkeypatch.setattr(device, "get_context", lambda index=None: gpu)
@@ -235,3 +254,93 @@ def test_cublaslt_launcher_finds_its_plan_once_and_rechecks_alignment(monkeypatc
     assert len(looked_up) == 1 and ran == [2]
     launch(SimpleNamespace(arrays=at(16 * 5)), 0)
     assert len(looked_up) == 2 and ran == [2, 2]
+
+
+BF16 = ml_dtypes.bfloat16
+GPT2 = 8192, 768, 3072  # tokens, model width, MLP width
+
+
+def gpt2_problem(a_t=False, b_t=True, dtype=BF16, **arrays):
+    """x @ W^T of GPT-2's MLP (8192 x 768 times a 3072 x 768 weight; a_t / b_t: operands
+    stored transposed), with extra arrays ("bias", "row_sum") set on the Problem."""
+    m, k, n = GPT2
+    a = arr((m, k), (1, m) if a_t else None, dtype)
+    b = arr((k, n), (1, k) if b_t else None, dtype)
+    (p,), _ = problems(a, b)
+    p.arrays.update(arrays)
+    return p
+
+
+def test_hopper_kernel_runs_what_tma_reads(on_hopper, monkeypatch):
+    """Either unit stride for a and b (x @ W^T, dY @ W, dY^T @ X, with or without row sums),
+    16-byte-aligned addresses and strides, 16-bit or TF32 operands, no batch dims or gate; on
+    sm_90 only."""
+    for a_t, b_t in [(False, True), (False, False), (True, False), (True, True)]:
+        assert mh.supports(gpt2_problem(a_t, b_t))
+    assert mh.supports(gpt2_problem(dtype=np.float16))
+    assert not mh.supports(gpt2_problem(dtype=np.float32))  # strict float32: FMA, not TMA
+    monkeypatch.setattr(mm.flags, "allow_tf32", True)
+    assert mh.supports(gpt2_problem(dtype=np.float32))
+    assert not mh.supports(gpt2_problem(dtype=np.float64))
+    assert mh.supports(gpt2_problem(True, False, row_sum=arr((768,), dtype=BF16)))
+    (batched,), _ = problems(arr((2, 64, 32), (32, 64, 1), dtype=BF16), arr((32, 64), dtype=BF16))
+    assert batched.batch_sizes and not mh.supports(batched)
+    for a, b in [(arr((64, 40), (40, 1), dtype=BF16), arr((40, 64), dtype=BF16)),  # 80 bytes
+                 (arr((64, 36), dtype=BF16), arr((36, 64), dtype=BF16)),  # rows 72 bytes apart
+                 (arr((64, 32), (64, 2), dtype=BF16), arr((32, 64), dtype=BF16))]:  # no unit
+        (p,), _ = problems(a, b)
+        assert mh.supports(p) == (a.shape[1] == 40)
+    x = arr((64, 32), dtype=BF16)
+    (p,), _ = problems(CUDAArray(x.storage, x.shape, x.strides, 2, x.dtype),
+                       arr((32, 64), dtype=BF16))
+    assert not mh.supports(p)  # an address 2 bytes off
+    p = gpt2_problem()
+    p.gated = True
+    assert not mh.supports(p)
+    for capability in ((8, 0), (10, 0)):
+        monkeypatch.setattr(mh, "get_context", lambda device=None, c=capability: gpu(c))
+        assert not mh.supports(gpt2_problem())
+
+
+def test_hopper_configs_are_timed_after_the_tiles(on_hopper, monkeypatch):
+    """Timed with the rest (never the untimed pick); left out by GENESIS_MATMUL_BACKEND=tile,
+    alone by =hopper; not for products timed by their heuristic tile alone, nor skinny ones."""
+    lt = skinny_plan_setup(monkeypatch)
+    p = gpt2_problem()
+    tiles, hopper = mm._triton_space(p), mh._HALF_SPACE
+    timed, fallback = mm._plan(p, "auto")
+    assert timed == lt + tiles + hopper and fallback == tiles + lt[:1]
+    assert mm._plan(p, "triton") == (tiles + hopper, tiles)
+    assert mm._plan(p, "tile") == (tiles, tiles)
+    assert mm._plan(p, "hopper") == (hopper, hopper + tiles)
+    (mid,), _ = problems(arr((1024, 128), dtype=BF16), arr((128, 384), dtype=BF16))
+    assert mh.supports(mid) and mm._plan(mid, "auto")[0] == lt + mm._triton_space(mid)[:1]
+    (skinny,), _ = problems(arr((4, 1024), dtype=BF16), arr((1024, 1024), (1, 1024), dtype=BF16))
+    assert mh.supports(skinny) and not any(c.get("backend") == "hopper"
+                                           for c in sum(mm._plan(skinny, "auto"), []))
+    monkeypatch.setenv("GENESIS_MATMUL_TUNE_LIMIT", "3")
+    assert mm._plan(p, "auto")[0] == lt + tiles[:3] + hopper[:3]
+    monkeypatch.setenv("GENESIS_MATMUL_AUTOTUNE", "0")
+    assert mm._plan(p, "auto") == ([], tiles[:3] + lt[:1])
+    assert mm._plan(p, "hopper") == ([], hopper[:3] + tiles[:3])
+
+
+def test_hopper_products_tune_under_a_key_of_their_own(monkeypatch):
+    """A shape key tuned before the Hopper kernel existed (or on another GPU) is timed again
+    with it."""
+    from genesis.backends.cuda.runtime import device
+    monkeypatch.setattr(device, "get_context", lambda index=None: SimpleNamespace(
+        properties=SimpleNamespace(name="NVIDIA H100")))
+    p = gpt2_problem()
+    ampere_key = p.tuning_key()
+    monkeypatch.setattr(mh, "get_context", lambda device=None: gpu((9, 0)))
+    assert p.tuning_key() == ampere_key + ("tma",)
+
+
+def test_hopper_plan_passes_each_operand_its_row_stride(on_hopper):
+    for a_t, b_t, strides in [(False, True, (768, 768, 3072)), (True, False, (8192, 3072, 3072))]:
+        p = gpt2_problem(a_t, b_t)
+        launch, dims = mh.plan(p, mh._HALF_SPACE[0])
+        assert dims[:6] == (8192, 3072, 768) + strides
+        assert (launch.meta["A_T"], launch.meta["B_T"]) == (a_t, b_t)
+        assert launch.grid == (132,) and launch.meta["NUM_SMS"] == 132

@@ -80,11 +80,12 @@ class BoundKernel:
     (Triton's launcher ignores it). The launcher takes every parameter, so the trailing
     constants are appended from `_tail`.
 
-    Kernels that need no scratch memory (all of Genesis's) skip `compiled.run`, a Python frame
-    that allocates scratch, and call the C launch function under it directly with its leading
-    arguments (`_head`: function, cooperative-grid and PDL flags, no scratch, packed metadata, no
-    launch metadata or hooks), as triton 3.6's nvidia launcher takes them: about a microsecond
-    less per launch.
+    Kernels skip `compiled.run`, a Python frame that allocates scratch, and call the C launch
+    function under it directly with its leading arguments (`_head`: function, cooperative-grid
+    and PDL flags, no scratch, packed metadata, no launch metadata or hooks), as triton 3.6's
+    nvidia launcher takes them: about a microsecond less per launch. Kernels that need global
+    scratch (device-side TMA descriptors) are bound as ScratchKernel, which hands them the
+    stream's workspace.
     """
 
     __slots__ = ("name", "compiled", "n_args", "_run", "_head", "_tail")
@@ -95,8 +96,7 @@ class BoundKernel:
         self.compiled = compiled
         launcher = compiled.run
         direct = getattr(launcher, "launch", None)
-        if direct is not None and not (launcher.global_scratch_size
-                                       or launcher.profile_scratch_size):
+        if direct is not None and not launcher.profile_scratch_size:
             self._run = direct
             self._head = (compiled.function, launcher.launch_cooperative_grid,
                           launcher.launch_pdl, None, None, compiled.packed_metadata, None, None,
@@ -113,6 +113,38 @@ class BoundKernel:
         else:
             gx, gy, gz = (tuple(grid) + (1, 1))[:3]
             self._run(gx, gy, gz, stream, *self._head, *args, *self._tail)
+
+
+class ScratchKernel(BoundKernel):
+    """A bound kernel that needs Triton's global scratch (`scratch` bytes per program, at
+    `align`-byte addresses): each launch passes it a piece of the stream's workspace
+    (stream_workspace: graph-owned during a capture), as Triton's launcher would pass memory from
+    its allocator. Launched through BoundKernel.__call__ (which profiling swaps), its `_run`
+    puts the scratch address in."""
+
+    __slots__ = ("device", "scratch", "align", "_direct")
+
+    def __init__(self, compiled, signature, constexprs, device):
+        super().__init__(compiled, signature, constexprs)
+        if self._run is compiled.run:
+            raise RuntimeError(f"{self.name}: no direct launcher to pass global scratch to")
+        launcher = compiled.run
+        self.device = device
+        self.scratch = launcher.global_scratch_size * launcher.num_ctas
+        self.align = max(launcher.global_scratch_align, 1)
+        self._direct, self._run = self._run, self._with_scratch
+
+    def _with_scratch(self, gx, gy, gz, stream, function, cooperative, pdl, _, *rest):
+        base = stream_workspace(self.device, stream, gx * gy * gz * self.scratch + self.align).ptr
+        self._direct(gx, gy, gz, stream, function, cooperative, pdl,
+                     -(-base // self.align) * self.align, *rest)
+
+
+def bind(compiled, signature, constexprs, device):
+    """The BoundKernel of `compiled` (a ScratchKernel where it needs global scratch)."""
+    if getattr(compiled.run, "global_scratch_size", 0):
+        return ScratchKernel(compiled, signature, constexprs, device)
+    return BoundKernel(compiled, signature, constexprs)
 
 
 def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stages=3, device=0,
@@ -135,7 +167,7 @@ def get_kernel(fn, signature, constexprs=None, aligned=(), num_warps=4, num_stag
                 install()
                 compiled = compile_kernel(fn, signature, constexprs, aligned, num_warps, num_stages,
                                           target(device), pdl)
-                bound = _cache[key] = BoundKernel(compiled, signature, constexprs or {})
+                bound = _cache[key] = bind(compiled, signature, constexprs or {}, device)
     return bound
 
 

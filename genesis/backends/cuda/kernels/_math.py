@@ -1,6 +1,6 @@
 """Device math shared by the kernel modules: correctly rounded division and square root (as
-PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations, which
-dtypes are floating, and the wait of a programmatic dependent launch."""
+PyTorch's CUDA kernels compute them), SwiGLU's gate, the matmul epilogues' activations and
+tile order, which dtypes are floating, and the wait of a programmatic dependent launch."""
 
 import ml_dtypes
 import numpy as np
@@ -55,6 +55,17 @@ def apply_activation(x, ACT: tl.constexpr):
     elif ACT == 4:
         x = x / (1.0 + libdevice.exp(-x))
     return x
+
+
+@triton.jit
+def grouped_tile(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """(row, column) of output tile number `tile` when tiles go GROUP_M tile-rows at a time:
+    consecutive tiles sweep a GROUP_M-tall band column by column, so the tiles of A and B
+    they load are still in L2 (the matmul kernels' program order)."""
+    band = GROUP_M * tiles_n
+    first_m = (tile // band) * GROUP_M
+    band_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    return first_m + (tile % band) % band_rows, (tile % band) // band_rows
 
 
 def is_float(dtype):

@@ -43,10 +43,15 @@ from TUNE_MIN_BYTES of b; any other from TUNE_MIN_WORK multiply-adds, and from
 SMALL_TUNE_MIN_WORK its heuristic Triton tile alone against cuBLASLt's algorithms (no extra
 compiles; a graphed small model's step is made of such products). Untimed, the heuristic config
 runs: gemv's for skinny products, else the Triton tile's.
-Environment: GENESIS_MATMUL_BACKEND=auto|triton|cublaslt (triton: the Triton kernels, gemv
-included; cublaslt: used wherever it can run the product), GENESIS_MATMUL_AUTOTUNE=0 (no
-timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only the heuristic's pick and the next configs, n
-in all of the Triton tiles and n of the gemv configs).
+On Hopper GPUs the timed candidates also include the persistent TMA kernel of
+kernels/matmul_hopper.py, where it can run the product (supports); it is never the untimed pick.
+Environment: GENESIS_MATMUL_BACKEND=auto|triton|tile|hopper|cublaslt (triton: the Triton
+kernels, gemv and the Hopper kernel included; tile: the same without the Hopper kernel;
+hopper: the Hopper kernel alone where it can run, else as triton; cublaslt: used wherever it
+can run the product; forced backends tune under keys of their own),
+GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only the heuristic's
+pick and the next configs, n in all of the Triton tiles, n of the Hopper kernel's and n of the
+gemv configs).
 """
 
 import math
@@ -66,8 +71,8 @@ from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ..launch import Const, Launch, LaunchCache
-from . import gemv
-from ._math import apply_activation, swiglu_gate
+from . import gemv, matmul_hopper
+from ._math import apply_activation, grouped_tile, swiglu_gate
 from ._strided_indexing import cdiv, coalesce, select, stride_arg
 from .reduce import reduce
 
@@ -122,11 +127,7 @@ def _matmul_kernel(
     per_batch = tiles_m * tiles_n
     batch = pid // per_batch
     tile = pid % per_batch
-    band = GROUP_M * tiles_n
-    first_m = (tile // band) * GROUP_M
-    band_rows = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (tile % band) % band_rows
-    pid_n = (tile % band) // band_rows
+    pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -293,7 +294,9 @@ class Problem:
             key += ("row_sum",)
         if self.gated:
             key += ("gated",)
-        return key + ("gemv",) if gemv.supports(self) else key
+        if gemv.supports(self):
+            return key + ("gemv",)
+        return key + ("tma",) if matmul_hopper.supports(self) else key
 
 
 def _tf32(allow_tf32):
@@ -374,11 +377,15 @@ TUNE_MIN_BYTES = 1 << 21
 
 
 def backend_choice():
-    """GENESIS_MATMUL_BACKEND: "auto" (default), "triton" or "cublaslt"."""
+    """GENESIS_MATMUL_BACKEND: "auto" (default), "triton", "tile", "hopper" or "cublaslt"."""
     choice = os.environ.get("GENESIS_MATMUL_BACKEND", "auto").lower()
-    if choice not in ("auto", "triton", "cublaslt"):
-        raise ValueError(f"GENESIS_MATMUL_BACKEND must be auto, triton or cublaslt, not {choice!r}")
+    if choice not in _BACKENDS:
+        raise ValueError("GENESIS_MATMUL_BACKEND must be auto, triton, tile, hopper or cublaslt, "
+                         f"not {choice!r}")
     return choice
+
+
+_BACKENDS = ("auto", "triton", "tile", "hopper", "cublaslt")
 
 
 def _limited(space):
@@ -392,6 +399,14 @@ def _triton_space(problem):
     the first n (benchmarks use it to bound tuning time)."""
     first = heuristic_config(problem)
     return _limited([first] + [c for c in _tile_space(problem) if c != first])
+
+
+def _hopper_space(problem, choice):
+    """The Hopper kernel's configs to time (none where it cannot run, for skinny products, or
+    where `choice` leaves it out); limited as _triton_space."""
+    if choice in ("tile", "cublaslt") or gemv.supports(problem):
+        return []
+    return _limited(matmul_hopper.config_space(problem))
 
 
 def _gemv_space(problem):
@@ -419,12 +434,16 @@ def _plan(problem, choice):
     """(configs to time, configs to fall back on, in order). gemv's configs lead for skinny
     products; cuBLASLt joins when it can run the problem and is not excluded, each of the
     heuristic's best algorithms (libraries.ALGORITHMS) timed; forced, its first algorithm runs
-    untimed (gemv and Triton only where it fails). What is timed follows `_timing`; products not
+    untimed (gemv and Triton only where it fails). The Hopper kernel's configs are timed after
+    the tiles where it can run (forced, alone). What is timed follows `_timing`; products not
     worth timing run the first config that works, the heuristic's."""
     from .. import libraries
     gemv_configs, triton_configs = _gemv_space(problem), _triton_space(problem)
+    hopper_configs = _hopper_space(problem, choice)
+    if choice == "hopper" and hopper_configs:
+        return hopper_configs if _timing(problem, False) else [], hopper_configs + triton_configs
     kernels = gemv_configs[:1] + triton_configs
-    lt = (choice != "triton" and libraries.cublaslt_usable()
+    lt = (choice in ("auto", "cublaslt") and libraries.cublaslt_usable()
           and libraries.cublaslt_supports(problem))
     lt_first = [{"backend": "cublaslt", "algo": 0}] if lt else []
     if choice == "cublaslt" and lt:
@@ -434,13 +453,14 @@ def _plan(problem, choice):
         return [], kernels + lt_first
     count = libraries.cublaslt_algorithm_count(problem) if lt else 0
     lt_timed = [{"backend": "cublaslt", "algo": i} for i in range(count)]
-    tiles = triton_configs if timing == "all" else triton_configs[:1]
+    tiles = triton_configs + hopper_configs if timing == "all" else triton_configs[:1]
     return gemv_configs + lt_timed + tiles, kernels + lt_timed[:1]
 
 
 def _launcher(problem, backend="triton", **config):
     """A callable(problem, stream) running problems of this geometry with `config` (a Triton
-    launch, compiled on first use: the tiled kernel or gemv's; or cuBLASLt)."""
+    launch, compiled on first use: the tiled kernel, the Hopper kernel or gemv's; or
+    cuBLASLt)."""
     if backend == "cublaslt":
         from .. import libraries
         return libraries.cublaslt_launcher(problem, config.get("algo", 0))
@@ -448,6 +468,9 @@ def _launcher(problem, backend="triton", **config):
     if backend == "gemv":
         plan = _plans.get_or_build(key, lambda: gemv.Plan(problem, config))
         return lambda p, stream: gemv.gemv_launch(plan, stream, p.arrays)
+    if backend == "hopper":
+        plan = _plans.get_or_build(key, lambda: matmul_hopper.plan(problem, config))
+        return lambda p, stream: matmul_hopper.launch(plan, stream, p.arrays)
     launch, dims = _plans.get_or_build(key, lambda: _matmul_plan(problem, config))
     return lambda p, stream: _matmul_launch(launch, dims, stream, p.arrays)
 
@@ -470,7 +493,7 @@ def run(problem):
     timed, fallback = _plan(problem, choice)
     config = None
     if timed:
-        key = problem.tuning_key()
+        key = problem.tuning_key() + (() if choice == "auto" else (choice,))
         try:
             config = _tuner.tune_kernel(_launch, (problem, stream), timed, key)
             _launch(problem, stream, **config)
