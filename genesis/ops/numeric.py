@@ -522,14 +522,12 @@ class NumericMethods:
         if self.ndim > 2 and len(set(self.shape)) != 1:
             raise RuntimeError("all dimensions of input must be of equal length")
         rows = self.shape[0]
-        if wrap and self.ndim == 2 and rows > self.shape[1] + 1:
-            step = self.shape[1] + 1
-            positions = arange(0, rows * self.shape[1], step, device=self.device)
-            self.view(-1)[positions] = fill_value
-            return self
+        step = self.shape[1] + 1 if wrap and self.ndim == 2 else rows  # wrap: again 1 row down
         stride = builtins.sum(self.stride())
-        count = builtins.min(self.shape)
-        self.as_strided((count,), (stride,), self.storage_offset()).fill_(fill_value)
+        for start in builtins.range(0, rows, builtins.max(step, 1)):
+            count = builtins.min(rows - start, *self.shape[1:])
+            offset = self.storage_offset() + start * self.stride(0)
+            self.as_strided((count,), (stride,), offset).fill_(fill_value)
         return self
 
 
