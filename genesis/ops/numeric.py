@@ -25,7 +25,7 @@ from .random import multinomial
 from .reduce import cumprod, cumsum, sum, vector_norm
 from .shape import ShapeMethods, broadcast_to, chunk, diagonal, flatten, narrow, split, tensor_split
 from .shape_copies import cat, diag, stack
-from .special import SpecialMethods
+from .special import SpecialMethods, float_operands
 
 _LN2 = math.log(2.0)
 
@@ -120,15 +120,18 @@ def frexp(input):
 
 
 class NextAfter(Function):
-    """The next value of `x`'s type after x toward y; PyTorch passes the gradient to x alone."""
+    """The next value of `x`'s type after x toward y. PyTorch's gradient: g to x where x != y
+    (where they are equal the result is y), zero to y."""
 
     @staticmethod
     def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
         return _next_after(x, y)
 
     @staticmethod
     def backward(ctx, g):
-        return g, None
+        x, y = ctx.saved_tensors
+        return where(x != y, g, 0.0), g * 0
 
 
 def _next_after(x, y):
@@ -152,19 +155,7 @@ def _next_after(x, y):
 
 def nextafter(input, other):
     """The next floating-point value after `input` toward `other`, elementwise."""
-    for name, t in (("input", input), ("other", other)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"nextafter(): argument '{name}' must be Tensor, not "
-                            f"{type(t).__name__}")
-    dtype = dtypes.result_type(input, other)
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f"\"nextafter_{input.device.type}\" not implemented for "
-                                  f"'{dtype.name}'")
-    x, y = input.to(dtype), other.to(dtype)
-    if tuple(x.shape) != tuple(y.shape):
-        shape = _broadcast_shapes(tuple(x.shape), tuple(y.shape), op="nextafter")
-        x, y = x.expand(shape), y.expand(shape)
-    return NextAfter.apply(x, y)
+    return NextAfter.apply(*float_operands("nextafter", input, other))
 
 
 def _check_integral(op, *xs):

@@ -49,6 +49,25 @@ def _poisson_small(rate, generator):
     return count
 
 
+def _transformed_rejection(a, b, shift, accepts, generator):
+    """Hormann's transformed rejection: k = floor((2a / us + b) u + shift) for u uniform on
+    [-1/2, 1/2), us = 1/2 - |u| and v uniform on [0, 1); each element keeps its first k that
+    `accepts(k, us, v)`."""
+    out = zeros_like(shift)
+
+    def step(done):
+        nonlocal out
+        u = _uniform(shift, generator) - 0.5
+        v = _uniform(shift, generator)
+        us = (0.5 - abs(u)).clamp(min=1e-30)
+        k = floor((2 * a / us + b) * u + shift)
+        accept = accepts(k, us, v)
+        out = where(done | ~accept, out, k)
+        return accept
+    _until_done(zeros_like(shift).bool(), step)
+    return out
+
+
 def _poisson_ptrs(rate, generator):
     """Poisson counts for rate >= 10 by transformed rejection with squeeze (PTRS)."""
     slam, loglam = sqrt(rate), log(rate)
@@ -56,23 +75,14 @@ def _poisson_ptrs(rate, generator):
     a = -0.059 + 0.02483 * b
     log_inv_alpha = log(1.1239 + 1.1328 / (b - 3.4))
     vr = 0.9277 - 3.6224 / (b - 2)
-    out = zeros_like(rate)
 
-    def step(done):
-        nonlocal out
-        u = _uniform(rate, generator) - 0.5
-        v = _uniform(rate, generator)
-        us = (0.5 - abs(u)).clamp(min=1e-30)
-        k = floor((2 * a / us + b) * u + rate + 0.43)
+    def accepts(k, us, v):
         squeeze = (us >= 0.07) & (v <= vr)
         rejected = (k < 0) | ((us < 0.013) & (v > us))
         bound = -rate + k * loglam - lgamma(k.clamp(min=0) + 1)
-        accept = squeeze | (~rejected & (log(v) + log_inv_alpha - log(a / (us * us) + b)
-                                         <= bound))
-        out = where(done | ~accept, out, k)
-        return accept
-    _until_done(zeros_like(rate).bool(), step)
-    return out
+        return squeeze | (~rejected & (log(v) + log_inv_alpha - log(a / (us * us) + b)
+                                       <= bound))
+    return _transformed_rejection(a, b, rate + 0.43, accepts, generator)
 
 
 def _poisson(rate, generator):
@@ -111,25 +121,16 @@ def _binomial_btrs(n, p, generator):
     m = floor((n + 1) * p)
     mode_terms = ((m + 0.5) * log((m + 1) / (r * (n - m + 1))) + _stirling_tail(m)
                   + _stirling_tail(n - m))
-    out = zeros_like(n)
 
-    def step(done):
-        nonlocal out
-        u = _uniform(n, generator) - 0.5
-        v = _uniform(n, generator)
-        us = (0.5 - abs(u)).clamp(min=1e-30)
-        k = floor((2 * a / us + b) * u + c)
+    def accepts(k, us, v):
         inside = (k >= 0) & (k <= n)
         kk = where(inside, k, 0.0)
         squeeze = (us >= 0.07) & (v <= v_r)
         bound = (mode_terms + (n + 1) * log((n - m + 1) / (n - kk + 1))
                  + (kk + 0.5) * log(r * (n - kk + 1) / (kk + 1))
                  - _stirling_tail(kk) - _stirling_tail(n - kk))
-        accept = inside & (squeeze | (log(v * alpha / (a / (us * us) + b)) <= bound))
-        out = where(done | ~accept, out, k)
-        return accept
-    _until_done(zeros_like(n).bool(), step)
-    return out
+        return inside & (squeeze | (log(v * alpha / (a / (us * us) + b)) <= bound))
+    return _transformed_rejection(a, b, c, accepts, generator)
 
 
 def _binomial_inversion(n, p, generator):

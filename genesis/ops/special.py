@@ -471,7 +471,9 @@ class IncompleteGamma(Function):
         return None, sum_to(gx, tuple(x.shape)), None, None
 
 
-def _igamma_call(op, input, other, upper):
+def float_operands(op, input, other):
+    """Two tensors of op `op` (whose kernels PyTorch has for floating types only) in their
+    promoted floating type, broadcast together, with PyTorch's errors."""
     for name, t in (("input", input), ("other", other)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not "
@@ -484,18 +486,20 @@ def _igamma_call(op, input, other, upper):
     if tuple(a.shape) != tuple(x.shape):
         shape = broadcast_shapes(tuple(a.shape), tuple(x.shape), op=op)
         a, x = a.expand(shape), x.expand(shape)
-    return IncompleteGamma.apply(a, x, upper, dtype)
+    return a, x
 
 
 def igamma(input, other):
     """The regularized lower incomplete gamma function P(input, other); differentiable in
     `other` only, as in PyTorch."""
-    return _igamma_call("igamma", input, other, False)
+    a, x = float_operands("igamma", input, other)
+    return IncompleteGamma.apply(a, x, False, a.dtype)
 
 
 def igammac(input, other):
     """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other)."""
-    return _igamma_call("igammac", input, other, True)
+    a, x = float_operands("igammac", input, other)
+    return IncompleteGamma.apply(a, x, True, a.dtype)
 
 
 def expit(input):
