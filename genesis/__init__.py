@@ -31,6 +31,7 @@ from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.shape_copies import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.random_counts import *  # noqa: F401,F403
 from .ops.compare import *  # noqa: F401,F403
 from .ops.counting import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403

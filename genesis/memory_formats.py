@@ -2,7 +2,9 @@
 
 contiguous_format is row-major. channels_last keeps a 4-D (N, C, H, W) tensor as (N, H, W, C) and
 channels_last_3d a 5-D (N, C, D, H, W) one as (N, D, H, W, C): the channels innermost, the layout
-convolution kernels read fastest. preserve_format asks for the input's layout.
+convolution kernels read fastest. preserve_format asks for the input's layout: a copy of a
+tensor that is non-overlapping and dense takes its strides exactly, and a copy of any other takes
+dense strides in the order of its dims' strides (PyTorch's empty_like and clone).
 """
 
 
@@ -55,14 +57,6 @@ def check_rank(ndim, fmt):
         raise RuntimeError(f"required rank {fmt.ndim} tensor to use {fmt.name} format")
 
 
-def inverse(order):
-    """The permutation that undoes `order`."""
-    result = [0] * len(order)
-    for i, d in enumerate(order):
-        result[d] = i
-    return tuple(result)
-
-
 def suggest(shape, strides):
     """PyTorch's suggest_memory_format: channels_last (channels_last_3d) when the strides order a
     4-D (5-D) tensor's dims as that format does, else contiguous_format. Ambiguous cases (a
@@ -84,3 +78,62 @@ def _ordered_as(shape, strides, order):
             return False
         low = strides[d] * max(shape[d], 1)
     return True
+
+
+def dense_strides(shape, order):
+    """Element strides of `shape` dense with its dims in `order`, outermost first (sizes of 0
+    and 1 counting as 1, as in row-major strides)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def preserved(shape, strides):
+    """The element strides PyTorch's preserve_format gives a copy of a tensor of `shape` at
+    `strides`: `strides` themselves when the tensor is non-overlapping and dense, else dense
+    strides in the order its strides rank its dims."""
+    if non_overlapping_and_dense(shape, strides):
+        return tuple(strides)
+    return dense_strides(shape, _ranked(shape, strides))
+
+
+def outermost_first(shape, strides):
+    """The dims of a tensor dense at `strides`, outermost in memory first."""
+    return sorted(range(len(shape)), key=lambda d: -strides[d])
+
+
+def non_overlapping_and_dense(shape, strides):
+    """c10's is_non_overlapping_and_dense: the dims of size 2 or more, smallest stride first,
+    step through memory one element after another with no gap or overlap (an empty tensor
+    holds no elements to overlap)."""
+    if 0 in shape:
+        return True
+    dims = sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d])
+    expected = 1
+    for d in dims:
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def _ranked(shape, strides):
+    """c10's infer_dense_strides order, outermost first: a stable insertion sort of the dims,
+    innermost from the last, by stride (the smaller size first on a tie) that leaves dims of
+    stride 0 where they are, as TensorIterator orders its operands' dims."""
+    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
+    for i in range(1, len(perm)):
+        moving = i
+        for j in range(i - 1, -1, -1):
+            a, b = perm[j], perm[moving]
+            if strides[a] == 0 or strides[b] == 0 or (strides[a] == strides[b]
+                                                      and shape[a] <= shape[b]):
+                continue
+            if strides[a] < strides[b]:
+                break
+            perm[j], perm[moving] = b, a
+            moving = j
+    return perm[::-1]

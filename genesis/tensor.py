@@ -155,7 +155,7 @@ class Tensor:
         """Dense in `memory_format`'s dim order (row-major by default; sizes of 1, and empty
         tensors, count whatever their strides): numpy's c_contiguous flag or the CUDA array's
         own check, or PyTorch's rule for the channels-last formats."""
-        if formats.dim_order(memory_format) is not None:
+        if memory_format is not None and memory_format.order is not None:
             return formats.is_laid_out(self._data.shape, self.stride(), memory_format)
         arr = self._data
         return arr.flags.c_contiguous if isinstance(arr, np.ndarray) else arr.is_contiguous()

@@ -123,6 +123,14 @@ OPS = [
        lambda rng, d: [[rand(rng, (40,), d)], [rand(rng, (3, 4), d)]]),
     Op("histogram_edges", lambda lib, x, e: tuple(lib.histogram(x, e)),
        lambda rng, d: [[rand(rng, (40,), d), torch.tensor([-2.0, -0.5, 0.0, 1.5], dtype=d)]]),
+    Op("histogramdd", lambda lib, x, w: (
+        tuple(lib.histogramdd(x, bins=[3, 4])),
+        tuple(lib.histogramdd(x, bins=2, range=[-1.0, 1.0, -2.0, 0.5], weight=w, density=True)),
+        tuple(lib.histogramdd(x, bins=[x.new_tensor([-2.0, 0.0, 0.5, 2.0]),
+                                       x.new_tensor([-1.0, 1.5])]))),
+       lambda rng, d: [[rand(rng, (40, 2), d), rand(rng, (40,), d, 0, 1)],
+                       [rand(rng, (3, 4, 2), d), rand(rng, (3, 4), d, 0, 1)],
+                       [rand(rng, (0, 2), d), rand(rng, (0,), d)]]),
     Op("searchsorted", lambda lib, s, v: (lib.searchsorted(s, v),
                                           lib.searchsorted(s, v, right=True),
                                           lib.searchsorted(s, v, side="right", out_int32=True)),
@@ -246,6 +254,18 @@ OPS = [
     unary_op("i0e", lambda lib: lib.special.i0e, -40, 40),
     unary_op("i1", lambda lib: lib.special.i1, -40, 40),
     unary_op("i1e", lambda lib: lib.special.i1e, -40, 40),
+    Op("igamma_igammac", lambda lib, a, x: (lib.igamma(a, x), lib.igammac(a, x),
+                                            lib.special.gammainc(a, x),
+                                            lib.special.gammaincc(a, x)),
+       lambda rng, d: [[rand(rng, (3, 4), d, 0.05, 12), rand(rng, (4,), d, 0.01, 25)],
+                       [rand(rng, (), d, 0.5, 40), rand(rng, (2, 3), d, 0.01, 60)],
+                       [rand(rng, (5,), d, 100, 300), rand(rng, (5,), d, 90, 320)],
+                       [torch.tensor([0.0, 0.0, 1.0, -1.0, 1.0, 2.0, math.inf, math.nan, 3.0,
+                                      math.inf], dtype=d),
+                        torch.tensor([1.0, 0.0, 0.0, 1.0, -1.0, math.inf, 1.0, 1.0, math.nan,
+                                      math.inf], dtype=d)],
+                       [rand(rng, (0, 3), d, 1, 2), rand(rng, (3,), d, 1, 2)]],
+       FLOATS + HALVES, (1,)),
     unary_op("ndtr", lambda lib: lib.special.ndtr, -6, 6),
     unary_op("ndtri", lambda lib: lib.special.ndtri, 0.001, 0.999),
     unary_op("log_ndtr", lambda lib: lib.special.log_ndtr, -40, 5, FLOATS),
@@ -304,6 +324,16 @@ OPS = [
     Op("ldexp", lambda lib, a, b: lib.ldexp(a, b),
        lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4,), d, -3, 3)]],
        FLOATS, (0, 1)),
+    Op("frexp", lambda lib, x: tuple(lib.frexp(x)),
+       lambda rng, d: shapes_unary(rng, d, -1e3, 1e3) + [[torch.tensor(
+           [0.0, -0.0, 1.0, 0.5, 0.75, -8.0, 1e-6, math.inf, -math.inf, math.nan], dtype=d)]],
+       FLOATS + HALVES, (0,), half_oracle=False),
+    Op("nextafter", lambda lib, a, b: lib.nextafter(a, b),
+       lambda rng, d: [[rand(rng, (3, 4), d), rand(rng, (4,), d)],
+                       [torch.tensor([0.0, -0.0, 1.0, 0.5, math.inf, -math.inf, math.nan, 2.0],
+                                     dtype=d),
+                        torch.tensor([1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0], dtype=d)]],
+       FLOATS + HALVES, (0,), half_oracle=False),
     Op("gcd_lcm", lambda lib, a, b: (lib.gcd(a, b), lib.lcm(a, b)),
        lambda rng, d: [[rand(rng, (4, 5), d, -9, 9), rand(rng, (5,), d, -9, 9)],
                        [rand(rng, (0,), d), rand(rng, (0,), d)]], (torch.int64, torch.int32)),
@@ -720,6 +750,31 @@ def test_inplace_variants(rng):
                  .index_reduce_(1, idx, src, "amax"))
 
 
+def test_igamma_frexp_nextafter_methods_and_autograd(rng, device):
+    a, x = rand(rng, (3, 4), torch.float64, 0.5, 5), rand(rng, (3, 4), torch.float64, 0.1, 8)
+    for name in ("igamma", "igammac", "nextafter"):
+        ours = from_torch(a, device=device)
+        assert getattr(ours, name + "_")(from_torch(x, device=device)) is ours
+        assert_close(ours, getattr(a.clone(), name + "_")(x))
+        assert_close(getattr(from_torch(a, device=device), name)(from_torch(x, device=device)),
+                     getattr(a, name)(x))
+        half = from_torch(a.half(), device=device)
+        getattr(half, name + "_")(from_torch(x, device=device))  # float64 other, as PyTorch
+        assert half.dtype is genesis.float16
+    for name in ("igamma", "igammac"):
+        leaves = [from_torch(t, device=device).requires_grad_() for t in (a, x)]
+        out = getattr(genesis, name)(*leaves)
+        with pytest.raises(NotImplementedError,
+                           match=f"the derivative for '{name}: input' is not implemented"):
+            out.sum().backward()
+    m = from_torch(a, device=device).frexp()
+    expected = a.frexp()
+    assert m.exponent.dtype is genesis.int32 and type(m).__name__ == "frexp"
+    assert_close(m.mantissa, expected.mantissa)
+    assert_close(m.exponent, expected.exponent)
+    assert not m.exponent.requires_grad
+
+
 ERRORS = [
     (lambda lib: lib.bincount(lib.tensor([-1, 2])), RuntimeError,
      "bincount only supports 1-d non-negative integral inputs"),
@@ -780,6 +835,34 @@ ERRORS = [
      "argument 'reduction' .*must be int, not str"),
     (lambda lib: lib.feature_dropout(lib.ones(3), 0.5, True), RuntimeError,
      "Feature dropout requires at least 2 dimensions in the input"),
+    (lambda lib: lib.igamma(lib.tensor([1, 2]), lib.tensor([1, 2])), NotImplementedError,
+     "\"igamma_cpu\" not implemented for"),
+    (lambda lib: lib.igammac(lib.ones(2), 2.0), TypeError,
+     "igammac\\(\\): argument 'other' .*must be Tensor, not float"),
+    (lambda lib: lib.frexp(lib.tensor([1, 2])), RuntimeError,
+     "frexp\\(\\) only supports floating-point dtypes"),
+    (lambda lib: lib.nextafter(lib.tensor([1]), lib.tensor([2])), NotImplementedError,
+     "\"nextafter_cpu\" not implemented for"),
+    (lambda lib: lib.histogramdd(lib.ones(4, 2), bins=[2]), RuntimeError,
+     "The size of bins must be equal to the innermost dimension of the input"),
+    (lambda lib: lib.histogramdd(lib.ones(4, 2), bins=2, range=[0.0, 1.0]), RuntimeError,
+     "for a 2-dimensional histogram range should have 4 elements, but got 2"),
+    (lambda lib: lib.histogramdd(lib.ones(4, 2), bins=0), RuntimeError,
+     "bins must be > 0, but got 0 for dimension 0"),
+    (lambda lib: lib.histogramdd(lib.ones(4, 2), bins=2, range=(1.0, 0.0, 0.0, 1.0)),
+     RuntimeError, "min should not exceed max, but got min 1 max 0 for dimension 0"),
+    (lambda lib: lib.histogramdd(lib.ones(4), bins=2), RuntimeError,
+     "input tensor should have at least 2 dimensions"),
+    (lambda lib: lib.histogramdd(lib.ones(4, 2), bins=2, weight=lib.ones(3)), RuntimeError,
+     "should have the same shape as the input tensor excluding its innermost dimension"),
+    (lambda lib: lib.histogramdd(lib.tensor([[math.inf, 1.0]]), bins=2), RuntimeError,
+     "dimension 0's range \\[inf, inf\\] is not finite"),
+    (lambda lib: lib.histogramdd(lib.tensor([[1, 2]]), bins=2), NotImplementedError,
+     "\"histogramdd\" not implemented for"),
+    (lambda lib: lib.pca_lowrank(lib.ones(4, 3), q=5), ValueError,
+     "q\\(=5\\) must be non-negative integer and not greater than min\\(m, n\\)=3"),
+    (lambda lib: lib.pca_lowrank(lib.ones(4, 3), niter=-1), ValueError,
+     "niter\\(=-1\\) must be non-negative integer"),
 ]
 
 

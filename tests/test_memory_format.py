@@ -21,19 +21,19 @@ SHAPES = [(2, 3, 4, 5), (2, 3, 1, 1), (1, 3, 4, 5), (2, 1, 4, 5), (2, 3, 4, 1), 
           (2, 3, 2, 4, 5), (2, 1, 3, 1, 2), (3, 4)]
 
 
-def _layouts(lib, array):
-    """The same values under several layouts: contiguous, channels-last order (dim 1 innermost),
-    every dim reversed, and every other element of the last dim."""
-    t = lib.tensor(array) if array.size else lib.zeros(array.shape)  # (torch.tensor of an
-    n = t.ndim                                                          # empty array: 0 strides)
+def _layouts(lib, array, device="cpu"):
+    """The same values under several layouts, on `device`: contiguous, channels-last order (dim
+    1 innermost), every dim reversed, and every other element of the last dim."""
+    def make(a):  # (torch.tensor of an empty array has strides 0)
+        return lib.tensor(a, device=device) if a.size else lib.zeros(a.shape, device=device)
+    t, wide = make(array), make(np.repeat(array, 2, axis=-1))
+    n = t.ndim
     layouts = {"contiguous": t, "reversed": t.permute(*range(n - 1, -1, -1)).contiguous()
                .permute(*range(n - 1, -1, -1))}
     if n >= 3:
         inner = (0, *range(2, n), 1)
         back = (0, n - 1, *range(1, n - 1))
         layouts["channels inner"] = t.permute(*inner).contiguous().permute(*back)
-    wide = np.repeat(array, 2, axis=-1)
-    wide = lib.tensor(wide) if wide.size else lib.zeros(wide.shape)
     layouts["sliced"] = wide[..., ::2]
     return layouts
 
@@ -62,8 +62,7 @@ def test_contiguous_to_and_clone_lay_out_as_torch(shape, name, rng, device):
     fmt, tfmt = FORMATS[name]
     array = rng.standard_normal(shape).astype(np.float32)
     theirs = _layouts(torch, array)
-    for layout, t in _layouts(genesis, array).items():
-        t = t.to(device)
+    for layout, t in _layouts(genesis, array, device).items():
         calls = {"contiguous": (lambda x, f: x.contiguous(memory_format=f)),
                  "to": (lambda x, f: x.to(memory_format=f)),
                  "clone": (lambda x, f: x.clone(memory_format=f))}
@@ -146,3 +145,115 @@ def test_module_to_lays_out_4d_parameters_as_torch(rng, device):
     x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     out = ours(genesis.tensor(x, device=device).to(memory_format=genesis.channels_last))
     assert_close(out.cpu(), theirs(torch.tensor(x).to(memory_format=torch.channels_last)))
+
+
+def _views(lib, rng, device="cpu"):
+    """Views under which preserve_format differs from contiguous_format, by name: dense ones
+    (transposes, permutes, channels-last, odd strides on a dim of size 1, empty ones) keep
+    their strides; overlapping (expanded) and non-dense (sliced) ones take dense strides in
+    their dims' order."""
+    def t(*shape):
+        return lib.tensor(rng.standard_normal(shape).astype(np.float32), device=device)
+    return {"transpose": t(3, 4).t(),
+            "permute": t(2, 3, 4).permute(2, 0, 1),
+            "channels_last": t(2, 3, 4, 5).contiguous(memory_format=lib.channels_last),
+            "channels_last_3d": t(2, 3, 2, 4, 5).contiguous(memory_format=lib.channels_last_3d),
+            "size 1 permuted": t(3, 1, 4).permute(1, 2, 0),
+            "size 1 odd stride": t(2, 1, 3).as_strided((2, 1, 3), (3, 7, 1)),
+            "0-d": t(),
+            "empty": lib.zeros(0, 3, device=device),
+            "empty transposed": lib.zeros(3, 0, device=device).t(),
+            "expanded": t(3, 1).expand(3, 4),
+            "expanded transposed": t(4, 1).expand(4, 3).t(),
+            "expanded channels": t(2, 3, 1, 1).contiguous(memory_format=lib.channels_last)
+            .expand(2, 3, 4, 5),
+            "sliced": t(3, 8)[:, ::2],
+            "sliced transposed": t(8, 3).t()[:, ::2],
+            "sliced permute": t(2, 3, 8).permute(2, 0, 1)[::2],
+            "sliced channels_last": t(2, 3, 4, 10).contiguous(memory_format=lib.channels_last)
+            [..., ::2]}
+
+
+PRESERVING = {
+    "clone": lambda lib, x: x.clone(),
+    "clone(preserve_format)": lambda lib, x: x.clone(memory_format=lib.preserve_format),
+    "to(float64)": lambda lib, x: x.to(lib.float64),
+    "to(float32, copy=True)": lambda lib, x: x.to(lib.float32, copy=True),
+    "to(int32, preserve_format)": lambda lib, x: x.to(lib.int32,
+                                                       memory_format=lib.preserve_format),
+    "double": lambda lib, x: x.double(),
+    "empty_like": lambda lib, x: lib.empty_like(x),
+    "zeros_like": lambda lib, x: lib.zeros_like(x),
+    "ones_like": lambda lib, x: lib.ones_like(x, dtype=lib.float16),
+    "full_like": lambda lib, x: lib.full_like(x, 2.5),
+    "rand_like": lambda lib, x: lib.rand_like(x),
+    "randn_like": lambda lib, x: lib.randn_like(x, requires_grad=True),
+    "randint_like": lambda lib, x: lib.randint_like(x, 3, 9),
+}
+RANDOM = ("empty_like", "rand_like", "randn_like", "randint_like")
+
+
+@pytest.mark.parametrize("call", PRESERVING)
+def test_preserve_format_lays_out_as_torch(call, rng, device):
+    seed = int(rng.integers(1 << 31))
+    ours = _views(genesis, np.random.default_rng(seed), device)
+    theirs = _views(torch, np.random.default_rng(seed))
+    fn = PRESERVING[call]
+    for name, x in ours.items():
+        assert x.stride() == theirs[name].stride(), name
+        got, expected = fn(genesis, x), fn(torch, theirs[name])
+        assert got.shape == expected.shape and got.dtype.name == str(expected.dtype)[6:], name
+        assert got.stride() == expected.stride(), name
+        assert got.requires_grad == expected.requires_grad and got._base is None, name
+        if call not in RANDOM:
+            assert_close(got.cpu(), expected)
+
+
+def test_preserve_format_values_of_random_likes(device):
+    x = genesis.ones(4, 50, 60, device=device).permute(2, 0, 1)
+    for values, low, high in ((genesis.rand_like(x), 0, 1),
+                              (genesis.randint_like(x, 3, 9), 3, 8)):
+        assert values.stride() == x.stride()
+        host = values.cpu().numpy()
+        assert host.min() >= low and host.max() <= high and len(np.unique(host)) > 5
+    normal = genesis.randn_like(x).cpu().numpy()
+    assert abs(normal.mean()) < 0.05 and abs(normal.std() - 1) < 0.05
+
+
+def test_moves_between_devices_preserve_format(rng, device):
+    array = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for tfmt, fmt in ((torch.channels_last, genesis.channels_last), (None, None)):
+        expected = torch.tensor(array).permute(0, 3, 1, 2)
+        x = genesis.tensor(array).permute(0, 3, 1, 2)
+        if fmt is not None:
+            expected = expected.contiguous(memory_format=tfmt)[..., ::2]
+            x = x.contiguous(memory_format=fmt)[..., ::2]
+        there = x.to(device, genesis.float64)
+        back = there.cpu()
+        assert there.stride() == back.stride() == expected.double().stride()
+        assert_close(back, expected.double())
+
+
+def test_preserve_format_gradient_keeps_the_layout(rng, device):
+    x = genesis.tensor(rng.standard_normal((3, 4, 5)), device=device).permute(2, 0, 1)
+    x.requires_grad_(True)
+    assert genesis.autograd.gradcheck(lambda t: t.clone() * 2, (x,))
+    assert genesis.autograd.gradcheck(lambda t: t.to(genesis.float64, copy=True) * 2, (x,))
+    y = x.to(genesis.float32)
+    y.backward(genesis.ones_like(y))
+    assert y.stride() == x.stride() and x.grad.stride() == x.stride()
+
+
+def test_to_another_dtype_and_format_copies_once(monkeypatch, rng):
+    copies = []
+    for name in ("cast", "contiguous", "copy_"):
+        fn = genesis.dispatch.kernel(name, "cpu")
+        monkeypatch.setitem(genesis.dispatch._KERNELS, (name, "cpu"),
+                            lambda *a, fn=fn, name=name: copies.append(name) or fn(*a))
+    array = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x = genesis.tensor(array)
+    y = x.to(genesis.float64, memory_format=genesis.channels_last)
+    assert copies == ["copy_"]
+    expected = torch.tensor(array).to(torch.float64, memory_format=torch.channels_last)
+    assert y.stride() == expected.stride()
+    assert_close(y, expected)

@@ -10,7 +10,7 @@ from ..tensor import Tensor
 from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, gather_scatter, matrix_functions, shape_copies, sorting, statistics
-from . import windows
+from . import random_counts, windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).

@@ -1,4 +1,4 @@
-"""Counting and bucketing: bincount, histc, histogram, searchsorted, bucketize,
+"""Counting and bucketing: bincount, histc, histogram, histogramdd, searchsorted, bucketize,
 unique_consecutive.
 
 Built from gather, comparisons and index_add, so each runs on every device. searchsorted is a
@@ -56,14 +56,15 @@ def _bin_of(x, low, high, bins):
     return clamp(index, 0, bins - 1)
 
 
-def _data_range(op, input, low, high):
-    """[low, high], taken from the data when both are equal, widened by 1 when still empty."""
+def _data_range(op, input, low, high, widen=1.0):
+    """[low, high], taken from the data when both are equal, widened by `widen` each way when
+    still empty (1 for histc, 0.5 for histogram, as PyTorch)."""
     if low > high:
         raise RuntimeError(f"{op}: max must be larger than min")
     if low == high and input.numel():
         low, high = amin(input).item(), amax(input).item()
     if low == high:
-        low, high = low - 1, high + 1
+        low, high = low - widen, high + widen
     if not (math.isfinite(low) and math.isfinite(high)):
         raise RuntimeError(f"{op}: range of [{low}, {high}] is not finite")
     return low, high
@@ -95,17 +96,103 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         edges = bins.detach().to(input.dtype)
     else:
         low, high = (float(r) for r in range) if range is not None else (0.0, 0.0)
-        low, high = _data_range("histogram", input, low, high)
+        low, high = _data_range("histogram", input, low, high, 0.5)
         edges = linspace(low, high, bins + 1, dtype=input.dtype, device=input.device)
-    n = edges.shape[0] - 1
-    first, last = edges[0].item(), edges[-1].item()
-    inside = logical_and(x >= first, x <= last)
-    index = clamp(searchsorted(edges, x, right=True) - 1, 0, n - 1)
+    inside, index = _bin_index(x, edges)
     w = inside.to(input.dtype) if weight is None else where(inside, flatten(weight), 0.0)
+    n = edges.shape[0] - 1
     hist = index_add(zeros(n, dtype=input.dtype, device=input.device), 0, index, w)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
     return histogram_result(hist, edges)
+
+
+def _bin_index(x, edges):
+    """(whether each x lies within the edges, the index of its bin there); the last bin
+    includes its right edge."""
+    inside = logical_and(x >= edges[0].item(), x <= edges[-1].item())
+    return inside, clamp(searchsorted(edges, x, right=True) - 1, 0, edges.shape[0] - 2)
+
+
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the points along input's last dim (of size D): `bins` an int for
+    every dim, D ints, or D tensors of increasing edges; `range` [min0, max0, min1, ...]
+    (default: the data's); the last bin of each dim includes its right edge."""
+    _check_histogram_dtype("histogramdd", input)
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    d = input.shape[-1]
+    points = reshape(input.detach(), (-1, d))
+    bins = [bins] * d if isinstance(bins, int) else list(bins)
+    _check_histogramdd_args(input, bins, range, weight)
+    edges = tuple(_dd_edges(points[:, i], b, range, i) for i, b in enumerate(bins))
+    sizes = tuple(e.shape[0] - 1 for e in edges)
+    inside = full((points.shape[0],), True, dtype=dtypes.bool_, device=input.device)
+    linear = zeros(points.shape[0], dtype=dtypes.int64, device=input.device)
+    for i, e in enumerate(edges):
+        within, index = _bin_index(points[:, i], e)
+        inside, linear = logical_and(inside, within), linear * sizes[i] + index
+    w = inside.to(input.dtype) if weight is None \
+        else where(inside, flatten(weight.detach()), 0.0)
+    hist = index_add(zeros(math.prod(sizes), dtype=input.dtype, device=input.device), 0,
+                     linear, w)
+    hist = reshape(hist, sizes)
+    if density:
+        volume = 1.0
+        for i, e in enumerate(edges):
+            width = e[1:] - e[:-1]
+            volume = volume * reshape(width, (-1,) + (1,) * (d - 1 - i))
+        hist = hist / (hist.sum() * volume)
+    return histogramdd_result(hist, edges)
+
+
+def _check_histogramdd_args(input, bins, range, weight):
+    d = input.shape[-1]
+    if len(bins) != d:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if range is not None and len(range) != 2 * d:
+        raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should "
+                           f"have {2 * d} elements, but got {len(range)}")
+    if weight is None:
+        return
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
+                           f"weight tensor should have the same dtype, but got "
+                           f"input({input.dtype.name}), and weight({weight.dtype.name})")
+    if tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the "
+                           f"same shape as the input tensor excluding its innermost dimension, "
+                           f"but got input with shape {list(input.shape)} and weight with shape "
+                           f"{list(weight.shape)}")
+
+
+def _dd_edges(x, bins, range, dim):
+    """The bin edges of dimension `dim`: the given tensor, or `bins` equal bins over its range
+    (the data's by default; [0, 1] for no data; widened by 0.5 each way when empty)."""
+    if isinstance(bins, Tensor):
+        return bins.detach().to(x.dtype)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
+                           f"{dim}")
+    if range is not None:
+        low, high = float(range[2 * dim]), float(range[2 * dim + 1])
+    elif x.numel():
+        low, high = amin(x).item(), amax(x).item()
+    else:
+        low, high = 0.0, 1.0
+    if low > high:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {low:g} "
+                           f"max {high:g} for dimension {dim}")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{low:g}, {high:g}] is "
+                           f"not finite")
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return linspace(low, high, bins + 1, dtype=x.dtype, device=x.device)
 
 
 def _search(sequence, values, right):
@@ -217,6 +304,8 @@ class CountingMethods:
     bincount = bincount
     histc = histc
     histogram = histogram
+    histogramdd = histogramdd
     unique_consecutive = unique_consecutive
 
-__all__ = ["bincount", "histc", "histogram", "searchsorted", "bucketize", "unique_consecutive"]
+__all__ = ["bincount", "histc", "histogram", "histogramdd", "searchsorted", "bucketize",
+           "unique_consecutive"]

@@ -19,7 +19,7 @@ from ..device import device as Device
 from ..dtypes import dtype as Dtype
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, filled, fresh
-from .common import broadcast_shapes, call, wrap
+from .common import broadcast_shapes, call, contiguous_strides, wrap
 from .inplace import write_fill, write_result
 
 
@@ -167,23 +167,59 @@ def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
         dtype = dtypes.get_default_dtype()
     elif dtype.__class__ is not Dtype:
         dtype = dtypes.as_dtype(dtype)
-    if formats.dim_order(memory_format) is None:
-        t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
-    else:
-        t = _empty_laid_out(shape, dtype, device, memory_format)
+    t = fresh(kernel("empty", device.type)(shape, dtype, device.index), device, dtype)
+    if formats.dim_order(memory_format) is not None:
+        formats.check_rank(len(shape), memory_format)
+        _restride(t, formats.dense_strides(shape, memory_format.order))
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def _empty_laid_out(shape, dtype, device, memory_format):
-    """An uninitialized tensor of `shape` dense in `memory_format`'s dim order: an array of the
-    dims in that order, seen through the inverse permutation."""
+def _restride(t, strides):
+    """Lay the new dense tensor `t` out at the dense element `strides` (None: as it is) over the
+    same memory, in place: for a tensor whose values are unset, one value throughout, or
+    independent draws, whose order in memory does not matter."""
+    if strides is not None:
+        t._data = kernel("as_strided", t.device.type)(t._storage, t._data.shape, strides,
+                                                      t._offset)
+    return t
+
+
+_PRESERVE = formats.preserve_format
+
+
+def copy_strides(t, memory_format=None):
+    """The element strides PyTorch gives a copy of `t` in `memory_format` (preserve_format by
+    default: memory_formats.preserved), or None when that copy is row-major and `t` itself is
+    too, with the same strides (any copy kernel's result is then right as it comes)."""
+    shape = t._data.shape
+    if memory_format is None or memory_format is _PRESERVE:
+        if 1 not in shape and 0 not in shape and t.is_contiguous():  # the usual case
+            return None
+        if t.is_contiguous() and t.stride() == contiguous_strides(shape):
+            return None
+        return formats.preserved(shape, t.stride())
+    if memory_format is formats.contiguous_format:
+        return None if t.is_contiguous() else formats.dense_strides(shape, range(len(shape)))
     formats.check_rank(len(shape), memory_format)
-    order = memory_format.order
-    stored = tuple(shape[d] for d in order)
-    t = fresh(kernel("empty", device.type)(stored, dtype, device.index), device, dtype)
-    return t.permute(formats.inverse(order))
+    return formats.dense_strides(shape, memory_format.order)
+
+
+def copy_laid_out(x, strides, copy, device=None, dtype=None):
+    """`copy` (a kernel from an array to a new one, on `device` in `dtype`: x's by default) of
+    `x`'s array, laid out at the dense element `strides`: the copy reads x's dims in the order
+    those strides lay them out in memory, writing them row-major, and its result is viewed back
+    at `strides`. One pass over the data, whatever the layout."""
+    device, dtype = device or x.device, dtype or x.dtype
+    shape, own = x._data.shape, x.stride()
+    order = formats.outermost_first(shape, strides)
+    view = kernel("as_strided", x.device.type)(x._storage, tuple([shape[d] for d in order]),
+                                               tuple([own[d] for d in order]), x._offset)
+    out = wrap(copy(view), device, dtype)
+    if not out.is_contiguous():  # a numpy cast keeps a broadcast view's order
+        out = wrap(kernel("contiguous", device.type)(out._data), device, dtype)
+    return kernel("as_strided", device.type)(out._storage, shape, strides, out._offset)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -210,38 +246,43 @@ def _like(t, dtype, device):
         (device if device is not None else t.device)
 
 
+def laid_out_like(out, t, memory_format, requires_grad):
+    """The new tensor `out`, made for `t` by a *_like factory, laid out as a copy of `t` in
+    `memory_format` is (copy_strides), then requiring grad if asked."""
+    strides = copy_strides(t, memory_format)
+    if strides is not None:
+        _restride(out, strides)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """An uninitialized tensor with `t`'s size, dtype and device unless given (laid out in an
-    explicit channels-last `memory_format`, else contiguous)."""
+    """An uninitialized tensor with `t`'s size, dtype and device unless given, laid out in
+    `memory_format` (preserve_format: as `t`, where it is dense, as PyTorch's empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad,
-                 memory_format=memory_format)
+    return laid_out_like(empty(shape, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Zeros with `t`'s size, dtype and device unless given (layout: see empty_like)."""
-    if formats.dim_order(memory_format) is not None:
-        return full_like(t, 0, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return laid_out_like(zeros(shape, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Ones with `t`'s size, dtype and device unless given (layout: see empty_like)."""
-    if formats.dim_order(memory_format) is not None:
-        return full_like(t, 1, dtype, device, requires_grad, memory_format)
     shape, dtype, device = _like(t, dtype, device)
-    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return laid_out_like(ones(shape, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
     """`fill_value` everywhere, with `t`'s size, dtype and device unless given (layout: see
     empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    if formats.dim_order(memory_format) is None:
-        return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
-    out = empty(shape, dtype=dtype, device=device, memory_format=memory_format).fill_(fill_value)
-    return out.requires_grad_(True) if requires_grad else out
+    return laid_out_like(full(shape, fill_value, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -356,63 +397,79 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
                       requires_grad)
 
 
-def _cast_copy(x, dtype):
-    """A copy of `x` as `dtype` on its own device, outside the graph."""
-    return wrap(kernel("cast", x.device.type)(x._data, dtype), x.device, dtype)
+def _cast_copy(x, dtype, strides=None):
+    """A copy of `x` as `dtype` on its own device, outside the graph, at `strides` (see
+    copy_strides)."""
+    device = x.device
+    if strides is None:
+        return wrap(kernel("cast", device.type)(x._data, dtype), device, dtype)
+
+    def cast(arr):  # into a row-major array, which a numpy cast of a permuted view is not
+        out = kernel("empty", device.type)(arr.shape, dtype, device.index)
+        return kernel("copy_", device.type)(out, arr)
+    return wrap(copy_laid_out(x, strides, cast, dtype=dtype), device, dtype)
 
 
 class ToCopy(Function):
-    """A copy to another device and/or dtype; the gradient goes back the same way."""
+    """A copy to another device and/or dtype, at `strides` (see copy_strides); the gradient goes
+    back the same way."""
 
     @staticmethod
-    def forward(ctx, x, device, dtype, non_blocking):
+    def forward(ctx, x, device, dtype, non_blocking, strides=None):
         ctx.src = (x.device, x.dtype)
         if device is x.device or device == x.device:
-            return _cast_copy(x, dtype)
-        src = x._data if x.dtype is dtype else call("cast", x, dtype)
-        host = kernel("to_numpy", x.device.type)(src, non_blocking)
-        data = kernel("from_numpy", device.type)(host, device.index, non_blocking)
+            return _cast_copy(x, dtype, strides)
+
+        def move(arr):
+            src = arr if x.dtype is dtype else kernel("cast", x.device.type)(arr, dtype)
+            host = kernel("to_numpy", x.device.type)(src, non_blocking)
+            return kernel("from_numpy", device.type)(host, device.index, non_blocking)
+        data = move(x._data) if strides is None else copy_laid_out(x, strides, move, device, dtype)
         return Tensor._make(data, device, dtype)
 
     @staticmethod
     def backward(ctx, grad):
         device, dtype = ctx.src
-        return to_device_and_dtype(grad, device, dtype), None, None, None
+        return to_device_and_dtype(grad, device, dtype), None, None, None, None
 
 
-def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False):
-    """`Tensor.to`: the tensor itself if nothing changes (unless `copy`), else a differentiable
-    copy."""
+def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False,
+                        memory_format=None):
+    """`Tensor.to`: the tensor itself if nothing changes (unless `copy`; see _to_format for
+    `memory_format`), else a differentiable copy laid out in `memory_format` (copy_strides)."""
     device = t.device if device is None or device is t.device else resolve(device)
     dtype = dtype or t.dtype
     if device == t.device:
         if dtype is t.dtype and not copy:
-            return t
+            return _to_format(t, memory_format)
         if not records(t):  # nothing for the graph to record: the copy alone, no Function call
-            return _cast_copy(t, dtype)
+            return _cast_copy(t, dtype, copy_strides(t, memory_format))
+    strides = copy_strides(t, memory_format)
     if t.requires_grad and not dtype.is_floating_point and is_grad_enabled():
-        return ToCopy.apply(t.detach(), device, dtype, non_blocking)
-    return ToCopy.apply(t, device, dtype, non_blocking)
+        return ToCopy.apply(t.detach(), device, dtype, non_blocking, strides)
+    return ToCopy.apply(t, device, dtype, non_blocking, strides)
 
 
 class Clone(Function):
+    """A copy of `x` at `strides` (see copy_strides); the gradient passes through."""
+
     @staticmethod
-    def forward(ctx, x):
-        return wrap(call("contiguous", x), x.device, x.dtype)
+    def forward(ctx, x, strides=None):
+        if strides is None:
+            return wrap(call("contiguous", x), x.device, x.dtype)
+        return wrap(copy_laid_out(x, strides, kernel("contiguous", x.device.type)), x.device,
+                    x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad
+        return grad, None
 
 
 def clone(t, memory_format=None):
-    """A copy with its own memory, in the graph: laid out in `memory_format` when that is a
-    channels-last format, else contiguous (preserve_format, the default, too)."""
-    order = formats.dim_order(memory_format)
-    if order is None:
-        return Clone.apply(t)
-    formats.check_rank(t.ndim, memory_format)
-    return Clone.apply(t.permute(order)).permute(formats.inverse(order))
+    """A copy with its own memory, in the graph, laid out in `memory_format`: preserve_format,
+    the default, keeps `t`'s strides where it is dense (copy_strides)."""
+    strides = copy_strides(t, memory_format)
+    return Clone.apply(t) if strides is None else Clone.apply(t, strides)
 
 
 def contiguous(t, memory_format=None):
@@ -423,14 +480,12 @@ def contiguous(t, memory_format=None):
     return t if t.is_contiguous(memory_format) else clone(t, memory_format)  # clone checks rank
 
 
-def _to_format(t, moved, memory_format):
-    """`Tensor.to`'s layout step, as PyTorch's: `moved` (t on its new device and dtype) as it
-    is under preserve_format, and when it is `t` itself laid out as `memory_format` already
-    suggests (memory_formats.suggest); else a copy laid out in `memory_format`."""
+def _to_format(t, memory_format):
+    """`Tensor.to` of `t` to its own device and dtype, as PyTorch's: `t` under preserve_format,
+    and when `t` is laid out as `memory_format` already suggests (memory_formats.suggest); else
+    a copy laid out in `memory_format`."""
     if memory_format is None or memory_format is formats.preserve_format:
-        return moved
-    if moved is not t:
-        return contiguous(moved, memory_format)
+        return t
     if formats.suggest(t._data.shape, t.stride()) is memory_format:
         return t
     return clone(t, memory_format)
@@ -524,8 +579,7 @@ class CreationMethods:
         if not kwargs and len(args) == 1 and args[0].__class__ is Dtype:  # to(dtype): the usual
             return to_device_and_dtype(self, None, args[0])
         device, dtype, non_blocking, copy, memory_format = parse_to(*args, **kwargs)
-        moved = to_device_and_dtype(self, device, dtype, non_blocking=non_blocking, copy=copy)
-        return _to_format(self, moved, memory_format)
+        return to_device_and_dtype(self, device, dtype, non_blocking, copy, memory_format)
 
     def cpu(self, memory_format=None):
         """This tensor on the CPU (itself if already there)."""

@@ -1,7 +1,8 @@
 """Functions of matrices built from the decompositions: norms of every order, matrix_power,
 matrix_rank, cross, multi_dot, and the `torch.*` forms of the linear-algebra ops (`genesis.det`,
 `genesis.inverse`, `genesis.svd` with its (U, S, V) convention, `genesis.cholesky_solve`, ...).
-All are compositions of differentiable genesis ops.
+`svd_lowrank` and `pca_lowrank` are PyTorch's randomized low-rank SVD. All are compositions of
+differentiable genesis ops.
 """
 
 import math
@@ -12,6 +13,7 @@ from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
 from .linalg import matmul
+from .random import randn
 from .reduce import amax, amin, cumprod, sum, vector_norm
 from .shape_copies import cat
 from .solvers import lu, lu_unpack, torch_lu_solve as lu_solve
@@ -313,6 +315,60 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     return TriangularSolveResult(X, A.clone())
 
 
+def _approximate_basis(A, q, niter, M):
+    """Q with q orthonormal columns spanning about the range of A - M: A's action on a random
+    normal matrix, refined by `niter` power iterations, orthonormalized by QR after each
+    product (Halko, Martinsson and Tropp's randomized range finder, as PyTorch's)."""
+    def times(X):
+        return matmul(A, X) if M is None else matmul(A, X) - matmul(M, X)
+
+    def transposed_times(X):
+        return matmul(A.mT, X) if M is None else matmul(A.mT, X) - matmul(M.mT, X)
+    dtype = A.dtype if A.dtype in (dtypes.float16, dtypes.float32, dtypes.float64) \
+        else dtypes.float32
+    R = randn(A.shape[-1], q, dtype=dtype, device=A.device)
+    Q = dec.qr(times(R)).Q
+    for _ in range(niter):
+        Q = dec.qr(transposed_times(Q)).Q
+        Q = dec.qr(times(Q)).Q
+    return Q
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) of a rank-q approximation of A - M (M broadcast to A), V not transposed: the
+    exact SVD of A projected on an approximate basis of its range (Halko et al. 2009,
+    algorithm 5.1). Differentiable through the QR and SVD it is made of."""
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    m, n = A.shape[-2:]
+    if M is not None:
+        M = M.broadcast_to(tuple(A.shape))
+    if m < n:  # work on the tall one
+        A = A.mT
+        M = None if M is None else M.mT
+    Q = _approximate_basis(A, q, niter, M)
+    B = matmul(Q.mT, A) if M is None else matmul(Q.mT, A) - matmul(Q.mT, M)
+    U, S, Vh = dec.svd(B, full_matrices=False)
+    U, V = matmul(Q, U), Vh.mT
+    return (V, S, U) if m < n else (U, S, V)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V) of the principal components of A's rows: svd_lowrank of A less its column
+    means (of A itself when center=False), q = min(6, m, n) by default."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)="
+                         f"{min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if center:
+        A = A - A.mean(dim=(-2,), keepdim=True)
+    return svd_lowrank(A, q, niter=niter)
+
+
 class MatrixFunctionsMethods:
     """Tensor methods of this family."""
 
@@ -339,6 +395,7 @@ class MatrixFunctionsMethods:
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
-           "matrix_exp", "lu", "lu_unpack", "lu_solve", "frobenius_norm", "nuclear_norm"]
+           "matrix_exp", "lu", "lu_unpack", "lu_solve", "frobenius_norm", "nuclear_norm",
+           "svd_lowrank", "pca_lowrank"]
 
 det = dec.det

@@ -1,17 +1,22 @@
 """Smaller numeric and shape functions of the torch namespace, composed from existing ops:
-angle conversions, gcd/lcm, ldexp, logaddexp2, trace, inner, dist, renorm, the trapezoid rules,
-vander, diagflat, hsplit/vsplit/dsplit, unravel_index, broadcasting helpers, combinations."""
+angle conversions, gcd/lcm, ldexp, frexp, nextafter, logaddexp2, trace, inner, dist, renorm, the
+trapezoid rules, vander, diagflat, hsplit/vsplit/dsplit, unravel_index, broadcasting helpers,
+combinations."""
 
 import builtins
 import itertools
 import math
+from collections import namedtuple
 
 from .. import dtypes
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
-from .creation import CreationMethods, arange, as_tensor, empty, full_like, tensor, zeros
-from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isinf,
-                          logaddexp, logical_and, remainder, sub, trunc, where)
+from .creation import (CreationMethods, _finfo, arange, as_tensor, empty, full_like, tensor,
+                       zeros)
+from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isfinite,
+                          isinf, logaddexp, logical_and, remainder, sub, trunc, where)
 from .gather_scatter import index_select
 from .index import IndexMethods
 from .linalg import tensordot
@@ -20,7 +25,7 @@ from .random import multinomial
 from .reduce import cumprod, cumsum, sum, vector_norm
 from .shape import ShapeMethods, broadcast_to, chunk, diagonal, flatten, narrow, split, tensor_split
 from .shape_copies import cat, diag, stack
-from .special import SpecialMethods
+from .special import SpecialMethods, float_operands
 
 _LN2 = math.log(2.0)
 
@@ -60,6 +65,97 @@ def logaddexp2(input, other):
 def ldexp(input, other):
     """input * 2^other."""
     return input * exp2(other)
+
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+_DIGITS = {dtypes.float64: 53, dtypes.float32: 24, dtypes.float16: 11, dtypes.bfloat16: 8}
+_FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def _exact_compute(t):
+    """`t` in a type that holds its values' powers of two exactly: float64 for float32 and
+    float64, float32 for the half types."""
+    return t.to(dtypes.float32 if t.dtype in _HALF else dtypes.float64)
+
+
+def _times_power_of_two(x, k):
+    """x * 2^k, exact, in two halves so that neither power overflows for subnormal x."""
+    half = (k / 2).floor()
+    return x * exp2(half) * exp2(k - half)
+
+
+def _binary_exponent(x):
+    """e with |x| = m 2^e, 0.5 <= m < 1, for finite nonzero x (0 elsewhere): log2's estimate,
+    put right where it rounded across a power of two."""
+    finite = isfinite(x) & (x != 0)
+    size = abs(where(finite, x, 1.0))
+    e = size.log2().floor() + 1
+    m = _times_power_of_two(size, -e)
+    e = where(m >= 1, e + 1, where(m < 0.5, e - 1, e))
+    return where(finite, e, 0.0)
+
+
+class Frexp(Function):
+    """The mantissa x 2^-e of x, given e; d/dx = 2^-e, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, e):
+        ctx.save_for_backward(e)
+        return _times_power_of_two(_exact_compute(x), e).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (e,) = ctx.saved_tensors
+        return g / exp2(-e.to(g.dtype)), None
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2^exponent and 0.5 <= |mantissa| < 1
+    (mantissa = input and exponent 0 for zeros, infinities and NaN); exponent is int32."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("frexp() only supports floating-point dtypes")
+    with no_grad():
+        e = _binary_exponent(_exact_compute(input.detach()))
+    return _FrexpResult(Frexp.apply(input, -e), e.to(dtypes.int32))
+
+
+class NextAfter(Function):
+    """The next value of `x`'s type after x toward y. PyTorch's gradient: g to x where x != y
+    (where they are equal the result is y), zero to y."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _next_after(x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return where(x != y, g, 0.0), g * 0
+
+
+def _next_after(x, y):
+    """x moved one unit in the last place toward y (y where they are equal, NaN for NaN): the
+    spacing at x is 2^(e - digits), or the smallest subnormal, halved when stepping down from a
+    power of two toward zero (and the smallest subnormal from zero)."""
+    dtype = x.dtype
+    info = _finfo(dtype)
+    tiny, largest = float(info.smallest_subnormal), float(info.max)
+    xc, yc = _exact_compute(x), _exact_compute(y)
+    e = _binary_exponent(xc)
+    toward_zero = (yc > xc) != (xc > 0)
+    power_of_two = abs(_times_power_of_two(xc, -e)) == 0.5
+    e = where(toward_zero & power_of_two, e - 1, e)
+    spacing = where(xc == 0, 0.0, exp2(e - _DIGITS[dtype])).clamp(min=tiny)
+    out = xc + where(yc > xc, spacing, -spacing)
+    out = where(out == 0, xc * 0.0, out)  # zero reached from x keeps x's sign
+    out = where(isinf(xc), xc.sign() * largest, out)
+    return where(xc == yc, yc, where((xc != xc) | (yc != yc), math.nan, out)).to(dtype)
+
+
+def nextafter(input, other):
+    """The next floating-point value after `input` toward `other`, elementwise."""
+    return NextAfter.apply(*float_operands("nextafter", input, other))
 
 
 def _check_integral(op, *xs):
@@ -456,6 +552,9 @@ class NumericMethods:
     isneginf = isneginf
     logaddexp2 = logaddexp2
     ldexp = ldexp
+    frexp = frexp
+    nextafter = nextafter
+    nextafter_ = _inplace(nextafter, "nextafter_")
     gcd = gcd
     lcm = lcm
     trace = trace
@@ -522,14 +621,12 @@ class NumericMethods:
         if self.ndim > 2 and len(set(self.shape)) != 1:
             raise RuntimeError("all dimensions of input must be of equal length")
         rows = self.shape[0]
-        if wrap and self.ndim == 2 and rows > self.shape[1] + 1:
-            step = self.shape[1] + 1
-            positions = arange(0, rows * self.shape[1], step, device=self.device)
-            self.view(-1)[positions] = fill_value
-            return self
+        step = self.shape[1] + 1 if wrap and self.ndim == 2 else rows  # wrap: again 1 row down
         stride = builtins.sum(self.stride())
-        count = builtins.min(self.shape)
-        self.as_strided((count,), (stride,), self.storage_offset()).fill_(fill_value)
+        for start in builtins.range(0, rows, builtins.max(step, 1)):
+            count = builtins.min(rows - start, *self.shape[1:])
+            offset = self.storage_offset() + start * self.stride(0)
+            self.as_strided((count,), (stride,), offset).fill_(fill_value)
         return self
 
 
@@ -599,7 +696,8 @@ xlogy_ = ElementwiseMethods.xlogy_
 zero_ = CreationMethods.zero_
 
 __all__ = [
-    "deg2rad", "rad2deg", "fix", "positive", "isposinf", "isneginf", "logaddexp2", "ldexp", "gcd",
+    "deg2rad", "rad2deg", "fix", "positive", "isposinf", "isneginf", "logaddexp2", "ldexp", "frexp",
+    "nextafter", "gcd",
     "lcm", "trace", "inner", "dist", "renorm", "diagflat", "hsplit", "vsplit", "dsplit",
     "split_with_sizes", "ravel", "arccosh", "arcsinh", "arctanh", "is_nonzero", "is_same_size",
     "is_signed", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "abs_", "acos_",

@@ -13,14 +13,13 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
-from .. import memory_formats as formats
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.views import rebase_history
 from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from .creation import _finfo, _from_host, _like, _shape_arg, empty, tensor
+from .creation import _finfo, _from_host, _like, _shape_arg, empty, laid_out_like, tensor
 from .common import wrap
 from .inplace import check_inplace_target
 
@@ -254,33 +253,28 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def rand_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Uniform on [0, 1), with `t`'s size, dtype and device unless given (laid out in an
-    explicit channels-last `memory_format`, else contiguous)."""
+    """Uniform on [0, 1), with `t`'s size, dtype and device unless given (layout: see
+    empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return _leaf(rand(shape, dtype=dtype, device=device), memory_format, requires_grad)
+    return laid_out_like(rand(shape, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def randn_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Standard normal, with `t`'s size, dtype and device unless given (layout: see
-    rand_like)."""
+    empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return _leaf(randn(shape, dtype=dtype, device=device), memory_format, requires_grad)
+    return laid_out_like(randn(shape, dtype=dtype, device=device), t, memory_format,
+                         requires_grad)
 
 
 def randint_like(t, low, high=None, dtype=None, device=None, requires_grad=False,
                  memory_format=None):
     """Integers uniform on [low, high), with `t`'s size, dtype and device unless given (layout:
-    see rand_like)."""
+    see empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return _leaf(randint(low, high, shape, dtype=dtype, device=device), memory_format,
-                 requires_grad)
-
-
-def _leaf(t, memory_format, requires_grad):
-    """`t` laid out in an explicit `memory_format`, then requiring grad if asked."""
-    if formats.dim_order(memory_format) is not None:
-        t = t.contiguous(memory_format=memory_format)
-    return t.requires_grad_(True) if requires_grad else t
+    return laid_out_like(randint(low, high, shape, dtype=dtype, device=device), t,
+                         memory_format, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,

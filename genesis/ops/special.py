@@ -1,5 +1,6 @@
 """Special functions composed from elementary ops: lgamma, digamma, polygamma, mvlgamma, erfinv,
-ndtri, log_ndtr, the modified Bessel functions i0/i0e/i1/i1e, logit, sinc, xlog1py, entr.
+ndtri, log_ndtr, the modified Bessel functions i0/i0e/i1/i1e, logit, sinc, xlog1py, entr, and
+the regularized incomplete gamma functions igamma/igammac.
 
 Each iterative evaluation (a series, an asymptotic expansion, Newton steps) is the forward of a
 Function whose backward is the closed-form derivative, as PyTorch's derivatives are; the
@@ -12,8 +13,8 @@ import math
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from .common import sum_to
-from .creation import tensor
+from .common import broadcast_shapes, sum_to
+from .creation import _finfo, tensor
 from .elementwise import (_inplace, abs, cos, erf, erfc, exp, floor, log, log1p, logical_and,
                           sigmoid, sign, sin, sqrt, tan, where, xlogy)
 from .reduce import amin
@@ -378,6 +379,129 @@ def entr(input):
     return where(x < 0, -math.inf, out).to(dtype)
 
 
+# Regularized incomplete gamma: P(a, x) = gamma(a, x) / Gamma(a) and Q = 1 - P, as Cephes
+# computes them (PyTorch's calc_igamma derives from it): P by its power series where x <= 1 or
+# x <= a, Q by Legendre's continued fraction elsewhere, each then giving the other. Every element
+# iterates together until all have converged (checked every _CHECK_EVERY steps).
+
+_CHECK_EVERY = 16
+_MAX_STEPS = 4096
+_BIG, _BIG_INV = 4.503599627370496e15, 2.22044604925031308085e-16
+
+
+def _converged(done, step):
+    return step % _CHECK_EVERY == 0 and bool(done.all())
+
+
+def _lower_series(a, x, eps, wanted):
+    """sum_n x^n / ((a+1)...(a+n)), to relative `eps` where `wanted`."""
+    r, term, total = a, 1.0, 1.0
+    for step in range(1, _MAX_STEPS + 1):
+        r = r + 1
+        term = term * x / r
+        total = total + term
+        if _converged((term <= total * eps) | ~wanted, step):
+            break
+    return total
+
+
+def _upper_fraction(a, x, eps, wanted):
+    """Legendre's continued fraction of Q(a, x) e^x x^-a Gamma(a), for x > 1 and x > a, by its
+    convergents p_k / q_k (rescaled together when they grow large): each element keeps the
+    first convergent within relative `eps` of the one before, where `wanted`."""
+    y, z, c = 1 - a, x + 2 - a, 0.0
+    p_prev, q_prev, p, q = 1.0, x, x + 1, z * x
+    ratio, done = p / q, ~wanted
+    for step in range(1, _MAX_STEPS + 1):
+        c, y, z = c + 1, y + 1, z + 2
+        yc = y * c
+        p_prev, q_prev, p, q = p, q, p * z - p_prev * yc, q * z - q_prev * yc
+        new = p / where(q != 0, q, 1.0)
+        settled = (q != 0) & (abs(ratio - new) <= abs(new) * eps)
+        ratio = where(done | (q == 0), ratio, new)
+        done = done | settled
+        scale = where(abs(p) > _BIG, _BIG_INV, 1.0)
+        p_prev, q_prev, p, q = p_prev * scale, q_prev * scale, p * scale, q * scale
+        if _converged(done, step):
+            break
+    return ratio
+
+
+def _incomplete_gamma(a, x, upper, eps):
+    """P(a, x) (Q when `upper`) for tensors of one floating type, with PyTorch's values at the
+    edges: NaN for negative or NaN arguments and for a = x = 0 or a = x = inf."""
+    regular = (a > 0) & (x > 0) & (a < math.inf) & (x < math.inf)
+    a_safe, x_safe = where(regular, a, 1.0), where(regular, x, 1.0)
+    fraction = (x_safe > 1) & (x_safe > a_safe)
+    log_prefix = a_safe * log(x_safe) - x_safe - _lgamma(a_safe)
+    prefix = exp(log_prefix)
+    lower = _lower_series(a_safe, x_safe, eps, ~fraction) * prefix / a_safe
+    upper_part = _upper_fraction(a_safe, where(fraction, x_safe, a_safe + 2), eps, fraction) \
+        * prefix
+    p = where(fraction, 1 - upper_part, lower)
+    value = where(fraction, upper_part, 1 - lower) if upper else p
+    one_at = (a == 0) | (x == math.inf)  # P is 1 there, and 0 where x == 0 or a == inf
+    edge = where(one_at, 0.0 if upper else 1.0, 1.0 if upper else 0.0)
+    value = where(regular, value, edge)
+    invalid = (a < 0) | (x < 0) | (a != a) | (x != x) | ((a == 0) & (x == 0)) \
+        | ((a == math.inf) & (x == math.inf))
+    return where(invalid, math.nan, value)
+
+
+class IncompleteGamma(Function):
+    """P(a, x) or Q(a, x); d/dx = +-x^(a-1) e^-x / Gamma(a). PyTorch has no derivative in a."""
+
+    @staticmethod
+    def forward(ctx, a, x, upper, dtype):
+        compute = dtypes.float32 if dtype in _HALF else dtypes.float64
+        a_c, x_c = a.to(compute), x.to(compute)
+        ctx.upper = upper
+        ctx.save_for_backward(a, x)
+        eps = float(_finfo(compute).eps)
+        return _incomplete_gamma(a_c, x_c, upper, eps).to(dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, x = ctx.saved_tensors
+        name = "igammac" if ctx.upper else "igamma"
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        density = exp((a - 1) * log(x) - x - _lgamma(a))
+        gx = g * (-density if ctx.upper else density)
+        return None, sum_to(gx, tuple(x.shape)), None, None
+
+
+def float_operands(op, input, other):
+    """Two tensors of op `op` (whose kernels PyTorch has for floating types only) in their
+    promoted floating type, broadcast together, with PyTorch's errors."""
+    for name, t in (("input", input), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    dtype = dtypes.result_type(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"{op}_{input.device.type}\" not implemented for "
+                                  f"'{dtype.name}'")
+    a, x = input.to(dtype), other.to(dtype)
+    if tuple(a.shape) != tuple(x.shape):
+        shape = broadcast_shapes(tuple(a.shape), tuple(x.shape), op=op)
+        a, x = a.expand(shape), x.expand(shape)
+    return a, x
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(input, other); differentiable in
+    `other` only, as in PyTorch."""
+    a, x = float_operands("igamma", input, other)
+    return IncompleteGamma.apply(a, x, False, a.dtype)
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other)."""
+    a, x = float_operands("igammac", input, other)
+    return IncompleteGamma.apply(a, x, True, a.dtype)
+
+
 def expit(input):
     return sigmoid(input)
 
@@ -405,6 +529,11 @@ class SpecialMethods:
         return polygamma(n, self)
 
     polygamma_ = _inplace(polygamma, "polygamma_")  # of the method just above
+    igamma = igamma
+    igammac = igammac
+    igamma_ = _inplace(igamma, "igamma_")
+    igammac_ = _inplace(igammac, "igammac_")
 
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "logit", "sinc"]
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "logit", "sinc", "igamma",
+           "igammac"]
