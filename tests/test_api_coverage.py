@@ -69,7 +69,8 @@ LEFT_OUT = {
     "output_nr": "autograd-graph internal",
     "as_subclass": "Tensor subclassing through __torch_function__ is not supported",
     "const_data_ptr": "raw pointers: use data_ptr, which genesis has",
-    "dim_order": "memory formats other than contiguous are not modelled",
+    "dim_order": "an experimental API in PyTorch (its docs say it may change); layouts are read "
+                 "with is_contiguous(memory_format=...) and stride()",
     "segment_reduce": "prototype op without a stable signature",
     "nonzero_static": "export-time op for static shapes (torch.export)",
     "is_distributed": "legacy flag of removed distributed tensors",
