@@ -233,7 +233,11 @@ class _AmountMethod(BasePruningMethod):
 
 
 class _UnstructuredMethod(_AmountMethod):
-    """Prunes the `amount` entries with the lowest `_scores(t)` (ties as topk breaks them)."""
+    """Prunes the `amount` entries with the lowest `_scores(t)`.
+
+    Among equal scores topk picks the lowest indices; torch's CPU topk picks others (in its
+    selection order), so a mask over tied scores can differ from torch's.
+    """
 
     PRUNING_TYPE = "unstructured"
 
@@ -271,7 +275,9 @@ class L1Unstructured(_UnstructuredMethod):
 
 
 class _StructuredMethod(_AmountMethod):
-    """Prunes `amount` whole channels (slices along `dim`), chosen by `_kept_channels`."""
+    """Prunes `amount` whole channels (slices along `dim`); `_kept_channels` gives the others
+    (indices or a bool mask along `dim`; not used when nothing is pruned). Among channels of
+    equal norm, which LnStructured keeps can differ from torch's, as for unstructured ties."""
 
     PRUNING_TYPE = "structured"
 
