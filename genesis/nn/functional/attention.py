@@ -2,8 +2,9 @@
 
 On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
 runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
-three backward, no (L, S) scores in memory); without gradients, grouped-query heads (enable_gqa)
-are read in place instead of repeated. One query row per head (decoding against a cache),
+three backward, no (L, S) scores in memory; the backward's deterministic form under
+use_deterministic_algorithms(True), else its one-pass form, whose dQ sums with float atomics);
+without gradients, grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per head (decoding against a cache),
 without gradients and with at most a bool mask over the keys, runs as the decode kernel
 (backends/cuda/kernels/decode_attention.py), grouped-query heads read in place.
 `cached_attention` is that path with the valid length of a static cache read on the device.
@@ -23,6 +24,7 @@ from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
+from ...settings import are_deterministic_algorithms_enabled
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear
@@ -229,7 +231,8 @@ class _FlashAttention(Function):
             grads = _attention_grads(grad, query, key, value, ctx.is_causal, ctx.scale)
         else:
             grads = call("flash_attention_backward", _unit_last_stride(grad), query, key, value,
-                         out, lse, ctx.is_causal, ctx.scale, device=query.device)
+                         out, lse, ctx.is_causal, ctx.scale,
+                         are_deterministic_algorithms_enabled(), device=query.device)
             grads = [wrap(g, query.device) for g in grads]
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) \
             + (None, None)
