@@ -42,9 +42,10 @@ run in a power-of-two tile (80 and 96 in 128, masked).
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): half types take 64 x 64 tiles with 4 warps, 3
-stages forward and 2 backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that
-ptxas reported no spills) by 1.25x forward and 2.3x backward: more programs in flight hide the
-loads better than spill-free registers do. float32 tiles: see FP32_TILES.
+stages forward and 2 in the two-pass backward. At D=128 that beat 128 x 64 with 8 warps (chosen
+before so that ptxas reported no spills) by 1.25x forward and 2.3x backward: more programs in
+flight hide the loads better than spill-free registers do. The one-pass backward's tiles: see
+HALF_ONE_PASS_TILES; float32 tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -453,12 +454,14 @@ def _geometry_like(arr):
     return _Geometry.of(placeholder(arr.shape, arr.dtype, _dense_like(arr)))
 
 
-FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 64, 4, 2)),
+FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2)),
               64: ((64, 64, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2)),
               128: ((32, 32, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2))}
 """float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (two-pass
-backward BLOCK, STEP, warps, stages), (one-pass backward, the same; not yet measured: the
-two-pass backward's). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward
+backward BLOCK, STEP, warps, stages), (one-pass backward, the same). The one-pass tiles are the
+two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, sm_90a) and 64 x 32
+none; not yet timed. TF32 x3 products need about three times the registers: at D=128 every
+tile tried spills, the two-pass one (32 x 32) too. Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward
 and forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6
 T=256 D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373
 ms with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
@@ -467,9 +470,18 @@ than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
 
 
 HALF_ONE_PASS_TILES = {16: (64, 64, 4, 2), 32: (64, 64, 4, 2), 64: (64, 64, 4, 2),
-                       128: (64, 64, 4, 2)}
+                       128: (64, 64, 8, 2)}
 """The one-pass backward's half-type tiles by head tile: (BLOCK keys, STEP queries, warps,
-stages)."""
+stages), chosen by registers (ptxas, sm_90a, bf16; not yet timed). Its kernel holds the dK and
+dV accumulators (BLOCK x D float32 each) across the walk, and each step adds a STEP x D float32
+dS K to dQ. D <= 64: 64 x 64 with 4 warps, the two-pass dK/dV kernel's measured tile, takes 239
+registers (215 without dQ), no spills, two programs a multiprocessor as before. D = 128: with 4
+warps every 64-key tile spills (64 x 64: 408 bytes a thread, 64 x 32: 92; the two-pass kernel
+spilled 40), and 32 keys doubles the atomic adds and the reloads of Q and dO; 64 x 64 with 8
+warps takes 251 registers and no spills. Keys in blocks of 128 halve the atomics (8 warps:
+128 x 32 and 128 x 64 fit without spills, 194 and 224 registers at D=64, 248 and 254 at D=128)
+but leave fewer programs for the causal diagonal's uneven work; `benchmarks/attention.py
+--tiles --only one_pass` times them all."""
 
 
 def _tiles(dtype, head_dim, tf32):
