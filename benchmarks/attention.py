@@ -86,16 +86,17 @@ def run(reps):
 # (deterministic) and the one-pass backward (BLOCK keys, STEP queries, warps, stages; STEP |
 # BLOCK). The one-pass dK/dV kernel holds two BLOCK x D float32 accumulators (dK, dV) and a
 # STEP x D one for each dS K it adds to dQ: BLOCK 128 halves the atomic adds into dQ and the
-# reloads of Q and dO against 64, and needs 8 warps at D=128 to keep its accumulators in
-# registers.
+# reloads of Q and dO against 64; with 4 warps only BLOCK 32 keeps them in registers at D=128
+# (attention.HALF_ONE_PASS_TILES gives ptxas's counts).
 TILES = {
     "bf16": {"forward": [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3),
                          (64, 64, 4, 4), (128, 32, 4, 3), (64, 32, 4, 3)],
              "two_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 4, 2),
                           (128, 32, 4, 3), (128, 64, 8, 2), (128, 32, 8, 3), (128, 64, 4, 2)],
-             "one_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 2), (64, 32, 4, 3),
-                          (64, 16, 4, 3), (128, 32, 4, 2), (128, 32, 4, 3), (128, 32, 8, 2),
-                          (128, 32, 8, 3), (128, 64, 8, 2), (128, 64, 8, 3), (128, 16, 4, 3)]},
+             "one_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 8, 2), (64, 64, 8, 3),
+                          (64, 32, 4, 2), (64, 32, 4, 3), (64, 16, 4, 3), (32, 32, 4, 2),
+                          (128, 32, 4, 2), (128, 32, 4, 3), (128, 32, 8, 2), (128, 32, 8, 3),
+                          (128, 64, 8, 2), (128, 64, 8, 3), (128, 16, 4, 3)]},
     "fp32": {"forward": [(64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2),
                          (64, 32, 8, 2), (128, 64, 8, 3), (32, 32, 4, 2)],
              "two_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2), (32, 32, 8, 2),
@@ -107,11 +108,10 @@ _SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention.
 
 
 def _with_tile(chosen, kernel, tile):
-    """attention._tiles with `tile` in `kernel`'s place (None: as chosen)."""
+    """attention._tiles with `tile` in `kernel`'s place."""
     def tiles(dtype, head_dim, tf32):
         picked = list(chosen(dtype, head_dim, tf32))
-        if tile is not None:
-            picked[_SLOTS[kernel]] = tile
+        picked[_SLOTS[kernel]] = tile
         return tuple(picked)
     return tiles
 

@@ -135,13 +135,20 @@ def test_strided_operands_and_scale(gpu, rng, dtype, deterministic):
 
 
 @BACKWARDS
+def test_three_dim_operands(gpu, rng, deterministic):
+    """(planes, T, D) operands: one leading dim."""
+    _run(rng, (3, 45, 32), (3, 45, 32), np.dtype(np.float32), True,
+         deterministic=deterministic)
+
+
+@BACKWARDS
 def test_padded_head_dim(gpu, rng, deterministic):
     _run(rng, (1, 2, 20, 24), (1, 2, 20, 24), np.dtype(np.float16), True,
          deterministic=deterministic)
 
 
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_backward_form_follows_the_flag(gpu, rng, deterministic):
+def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
     """The one-pass backward adds dQ up in a float32 accumulator and scales it into dQ in a
     last launch; the deterministic one computes dQ in a kernel of its own."""
     x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float16))

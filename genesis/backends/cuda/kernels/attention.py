@@ -458,15 +458,16 @@ FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2)),
               64: ((64, 64, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2)),
               128: ((32, 32, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2))}
 """float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (two-pass
-backward BLOCK, STEP, warps, stages), (one-pass backward, the same). The one-pass tiles are the
-two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, sm_90a) and 64 x 32
-none; not yet timed. TF32 x3 products need about three times the registers: at D=128 every
-tile tried spills, the two-pass one (32 x 32) too. Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward
-and forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6
-T=256 D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373
-ms with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
-0.390 ms forward with 32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more
-than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
+backward BLOCK, STEP, warps, stages), (one-pass backward, the same). Measured on an H200
+(causal, `attention.py --tiles --dtype fp32`), forward and forward + two-pass backward: B=16
+H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256 D=64 0.073 ms with
+64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms with 32 x 32 backward
+tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128 0.390 ms forward with
+32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more than the 227 KB of
+shared memory with 3 stages (forward) or 2 (backward). The one-pass tiles, not yet timed, are
+the two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, sm_90a) and
+64 x 32 none; TF32 x3 products take about three times the registers, and at D=128 every tile
+tried spills (the two-pass 32 x 32 too)."""
 
 
 HALF_ONE_PASS_TILES = {16: (64, 64, 4, 2), 32: (64, 64, 4, 2), 64: (64, 64, 4, 2),
