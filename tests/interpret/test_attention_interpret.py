@@ -5,10 +5,10 @@ genesis.use_deterministic_algorithms.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_attention_interpret.py`.
 Small tiles (forward 32 queries x 16 keys, backward blocks of 32 walked 16 at a time) make short
-sequences walk several blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
-on the same half values, rounded once at the end, as the kernels accumulate in float32, within
-the rounding of P and dS to the half type and float32's where dQ and dK cancel:
-tests/attention_bounds.py).
+sequences walk several blocks, the causal diagonal and the tails. The reference is torch in
+float32 (for half types: on the same half values, rounded once at the end, as the kernels
+accumulate in float32, within the rounding of P and dS to the half type and float32's where dQ
+and dK cancel: tests/attention_bounds.py).
 """
 
 import math
