@@ -1,13 +1,14 @@
 """scaled_dot_product_attention on "cuda" through the fused FlashAttention kernels, against
-torch on the CPU in float64 rounded once for float32 (attention's gradients subtract nearly equal
-sums, so two float32 orders of summation can differ beyond float32 tolerance, as for the float
-reductions of test_ops_cuda), and in float32 rounded once for half types (on the same half values,
-as the kernels accumulate in float32), within the rounding of P and dS to the half type that the
-kernels do as torch's (tests/attention_bounds.py); dQ and dK may also differ by float32's rounding of the terms
-that cancel in them (`cancellation_bounds`): long sequences, head dims 64/128 (and 80, padded), many
-(batch, head) planes, causal or not, strided operands, gradients, determinism, the TF32 flag,
-create_graph and the paths that stay composed; the one-pass backward and, under
-use_deterministic_algorithms(True), the deterministic one."""
+torch on the CPU in float64 rounded once for float32 (attention's gradients subtract nearly
+equal sums, so two float32 orders of summation can differ beyond float32 tolerance, as for the
+float reductions of test_ops_cuda), and in float32 rounded once for half types (on the same half
+values, as the kernels accumulate in float32), within the rounding of P and dS to the half type
+that the kernels do as torch's (tests/attention_bounds.py); dQ and dK may also differ by
+float32's rounding of the terms that cancel in them (`cancellation_bounds`): long sequences,
+head dims 64/128 (and 80, padded), many (batch, head) planes, causal or not, strided operands,
+grouped heads, gradients, determinism, the TF32 flag, create_graph and the paths that stay
+composed; the one-pass backward and, under use_deterministic_algorithms(True), the
+deterministic one."""
 
 
 import math
@@ -57,20 +58,33 @@ def _leaves(shapes, dtype, transposed=False):
 
 
 def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None):
+    """Output and gradients against torch; keys and values with fewer heads than the queries
+    are grouped (enable_gqa), their bounds those of the repeated heads summed back."""
     (q, tq), (k, tk), (v, tv) = _leaves((shape_q, shape_k, shape_k), dtype, transposed)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    gqa = len(shape_q) >= 3 and shape_q[-3] != shape_k[-3]
+    group = shape_q[-3] // shape_k[-3] if gqa else 1
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=gqa)
     assert out.grad_fn.name() == FUSED
-    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale,
+                                               enable_gqa=gqa)
     grad = torch.randn(expected.shape).to(TORCH[dtype])
     expected.backward(grad.to(expected.dtype))
     out.backward(from_torch(grad, "cuda"))
-    o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, tk, tv, grad, causal, scale,
+    rk, rv = (t.detach().repeat_interleave(group, -3) if gqa else t for t in (tk, tv))
+    o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, rk, rv, grad, causal, scale,
                                                              dtype.name)
     _assert_grad_close(out, expected, o_half, dtype)
-    dq_bound, dk_bound = cancellation_bounds(tq, tk, tv, grad, causal, scale)
-    for actual, ref, bound in ((q, tq, dq_bound + dq_half), (k, tk, dk_bound + dk_half),
-                               (v, tv, dv_half)):
+    dq_bound, dk_bound = cancellation_bounds(tq, rk, rv, grad, causal, scale)
+    for actual, ref, bound in ((q, tq, dq_bound + dq_half),
+                               (k, tk, _sum_groups(dk_bound + dk_half, group)),
+                               (v, tv, _sum_groups(dv_half, group))):
         _assert_grad_close(actual.grad, ref.grad, bound, dtype)
+
+
+def _sum_groups(bound, group):
+    """A bound of the repeated heads' gradients as one of the grouped heads': each run of
+    `group` heads summed."""
+    return bound.unflatten(-3, (-1, group)).sum(-3) if group > 1 else bound
 
 
 def _assert_grad_close(actual, ref, bound, dtype):
@@ -147,6 +161,14 @@ def test_heads_of_one_projection_transpose_back_without_copies(dtype):
     assert len(grads) == 3 and all(g.transpose(1, 2).is_contiguous() for g in grads)
     qkv_bound = torch.cat([b.transpose(1, 2).reshape(B, T, H * D) for b in bounds], 2)
     _assert_grad_close(qkv.grad, tqkv.grad, qkv_bound.numpy(), dtype)
+
+
+@pytest.mark.usefixtures("backward_form")
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float32], ids=str)
+def test_grouped_query_heads(dtype):
+    """Eight query heads over two key/value heads (enable_gqa), read in place forward and
+    backward: dK and dV summed over each key/value head's four query heads."""
+    _check((2, 8, 300, 64), (2, 2, 300, 64), dtype, True)
 
 
 def test_tf32_flag(monkeypatch):

@@ -63,15 +63,14 @@ def _operand(arr, layout):
     return ti.view(dev, arr.shape, (t * h * d, d, h * d, 1))
 
 
-def _reference(q, k, v, g, causal, scale, rounded=True):
-    """torch's output and input gradients in float32, rounded to the inputs' dtype unless not
-    `rounded`; key and value may have fewer heads (enable_gqa)."""
+def _reference(q, k, v, g, causal, scale):
+    """torch's output and input gradients in float32, rounded to the inputs' dtype; key and
+    value may have fewer heads (enable_gqa)."""
     tq, tk, tv = (torch.from_numpy(a.astype(np.float32)).requires_grad_() for a in (q, k, v))
     out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
                                                            scale=scale, enable_gqa=True)
     out.backward(torch.from_numpy(g.astype(np.float32)))
-    return [t.detach().numpy().astype(q.dtype if rounded else np.float32)
-            for t in (out, tq.grad, tk.grad, tv.grad)]
+    return [t.detach().numpy().astype(q.dtype) for t in (out, tq.grad, tk.grad, tv.grad)]
 
 
 def _check(actual, expected, bound=0.0):
@@ -85,11 +84,21 @@ def _check(actual, expected, bound=0.0):
 
 
 def _bounds(q, k, v, g, causal, scale):
-    """Rounding bounds of (out, dq, dk, dv): a half type's P and dS, float32's cancellation."""
-    wide = [a.astype(np.float32) for a in (q, k, v, g)]
+    """Rounding bounds of (out, dq, dk, dv): a half type's P and dS, float32's cancellation.
+    Keys and values with fewer heads are repeated, their gradients' bounds summed back."""
+    group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+    wide = [a.astype(np.float32) for a in (q, np.repeat(k, group, -3), np.repeat(v, group, -3),
+                                           g)]
     out, dq, dk, dv = half_rounding_bounds(*wide, causal, scale, q.dtype.name)
     cancel_q, cancel_k = cancellation_bounds(*wide, causal, scale)
-    return [b.numpy() for b in (out, dq + cancel_q, dk + cancel_k, dv)]
+    return [out.numpy(), (dq + cancel_q).numpy(), _group_sum((dk + cancel_k).numpy(), group),
+            _group_sum(dv.numpy(), group)]
+
+
+def _group_sum(a, group):
+    """(..., H, T, D) -> (..., H / group, T, D): the sum over each run of `group` heads."""
+    *lead, h, t, d = a.shape
+    return a.reshape(*lead, h // group, group, t, d).sum(-3)
 
 
 def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous",
@@ -163,12 +172,12 @@ def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
 def fake_gpu(gpu, monkeypatch):
     """A stand-in "cuda" device (tests/fake_cuda.py, dispatch's tables copied first) whose
     flash attention kernels are the CUDA ones, interpreted; the backward records the
-    `deterministic` it was given."""
+    `deterministic` it was given and its keys' heads."""
     fake_cuda.install_for_test(monkeypatch)
     flags, backward = [], ti.host_kernel(at.flash_attention_backward)
 
     def recorded(*args):
-        flags.append(args[-1])
+        flags.append((args[-1], args[2].shape[-3]))
         return backward(*args)
     dispatch._KERNELS[("flash_attention", "cuda")] = ti.host_kernel(at.flash_attention)
     dispatch._KERNELS[("flash_attention_backward", "cuda")] = recorded
@@ -181,7 +190,7 @@ def fake_gpu(gpu, monkeypatch):
 def test_sdpa_backward_follows_use_deterministic_algorithms(fake_gpu, rng, heads,
                                                               deterministic):
     """SDPA's fused backward is the deterministic one exactly under
-    use_deterministic_algorithms(True); either matches torch (grouped heads too)."""
+    use_deterministic_algorithms(True); either matches torch, grouped heads read in place."""
     genesis.use_deterministic_algorithms(deterministic)
     shapes = [(2, heads[0], 37, 32), (2, heads[1], 37, 32), (2, heads[1], 37, 32)]
     arrays = [rng.standard_normal(s).astype(np.float16) for s in shapes]
@@ -189,37 +198,38 @@ def test_sdpa_backward_follows_use_deterministic_algorithms(fake_gpu, rng, heads
     mine = [genesis.tensor(a, device="cuda", requires_grad=True) for a in arrays]
     genesis.nn.functional.scaled_dot_product_attention(*mine, is_causal=True, enable_gqa=True) \
         .backward(genesis.tensor(g, device="cuda"))
-    assert fake_gpu == [deterministic]
+    assert fake_gpu == [(deterministic, heads[1])]
     expected = _reference(*arrays, g, True, None)[1:]
-    group = heads[0] // heads[1]
-    repeated = [np.repeat(a, group, axis=1) for a in arrays[1:]]
-    per_head = _reference(arrays[0], *repeated, g, True, None, rounded=False)
-    bounds = _bounds(arrays[0], *repeated, g, True, 1 / math.sqrt(32))
-    for i, (t, exp) in enumerate(zip(mine, expected), 1):
-        bound = bounds[i]
-        if i > 1:  # each repeated head's gradient is rounded to float16, then summed
-            bound = _group_sum(bound, group) + 2.0 ** -11 * _group_sum(np.abs(per_head[i]),
-                                                                       group)
+    bounds = _bounds(*arrays, g, True, 1 / math.sqrt(32))[1:]
+    for t, exp, bound in zip(mine, expected, bounds):
         _check(ti.to_device(t.grad.cpu().numpy()), exp, bound)
 
 
-def _group_sum(a, group):
-    """(B, H, T, D) -> (B, H / group, T, D): the sum over each run of `group` heads."""
-    b, h, t, d = a.shape
-    return a.reshape(b, h // group, group, t, d).sum(2)
+def test_grouped_double_backward(fake_gpu, rng):
+    """create_graph through grouped heads: the first-order gradients come from genesis ops
+    (keys and values repeated, their gradients summed back), differentiable again."""
+    shapes = [(1, 4, 20, 16), (1, 2, 20, 16), (1, 2, 20, 16)]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    mine = [genesis.tensor(a, device="cuda", requires_grad=True) for a in arrays]
+    theirs = [torch.from_numpy(a).double().requires_grad_() for a in arrays]
+    out = genesis.nn.functional.scaled_dot_product_attention(*mine, is_causal=True,
+                                                             enable_gqa=True)
+    tq, tk, tv = theirs[0], *(t.repeat_interleave(2, 1) for t in theirs[1:])
+    mask = torch.ones(20, 20, dtype=torch.bool).tril()
+    t_out = torch.softmax((tq @ tk.mT / 4.0).masked_fill(~mask, -math.inf), -1) @ tv
+    for lib, o, leaves in ((genesis, out, mine), (torch, t_out, theirs)):
+        grads = lib.autograd.grad(o.sum(), leaves, create_graph=True)
+        sum((g * g).sum() for g in grads).backward()
+    assert fake_gpu == []
+    for a, b in zip(mine, theirs):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@BACKWARDS
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_grouped_query_forward(gpu, rng, dtype, causal):
+def test_grouped_query_heads(gpu, rng, dtype, causal, deterministic):
     """Six query heads over two key/value heads (query head h reads key/value head h // 3),
-    without repeating the keys and values."""
-    q = rng.standard_normal((2, 6, 37, 32)).astype(dtype)
-    k, v = (rng.standard_normal((2, 2, 37, 32)).astype(dtype) for _ in range(2))
-    scale = 1.0 / math.sqrt(32)
-    repeated = [np.repeat(a, 3, axis=1) for a in (k, v)]
-    g = np.zeros(q.shape, dtype)
-    expected = _reference(q, *repeated, g, causal, scale)[0]
-    out, _, _ = dispatch.kernel("flash_attention", "cuda")(
-        ti.to_device(q), ti.to_device(k), ti.to_device(v), causal, scale, False)
-    _check(out, expected, _bounds(q, *repeated, g, causal, scale)[0])
+    without repeating the keys and values: dK and dV summed over each key/value head's three
+    query heads."""
+    _run(rng, (2, 6, 37, 32), (2, 2, 37, 32), dtype, causal, deterministic=deterministic)

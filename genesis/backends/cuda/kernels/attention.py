@@ -31,21 +31,21 @@ memory-efficient kernel). With genesis.backends.cuda.matmul.allow_tf32 they are 
 products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
-place through their strides (the last stride must be 1). The forward also takes grouped-query
-attention, H query heads over H / G key/value heads (query head h reads key/value head
-h // G), without repeating the keys and values; the backward takes G = 1. O and dQ are laid
-out like q, dK like
-k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`), as torch
-lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed to
-(B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims 16..128
-run in a power-of-two tile (80 and 96 in 128, masked).
+place through their strides (the last stride must be 1). They take grouped-query attention,
+H query heads over H / G key/value heads (query head h reads key/value head h // G), without
+repeating the keys and values: the backward's dK/dV programs each walk the G query heads of
+their key/value head, summing dK and dV over them in registers. O and dQ are laid out like q,
+dK like k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`),
+as torch lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed
+to (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims
+16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
---tiles`): half types take 64 x 64 tiles with 4 warps, 3
-stages forward and 2 in the two-pass backward. At D=128 that beat 128 x 64 with 8 warps (chosen
-before so that ptxas reported no spills) by 1.25x forward and 2.3x backward: more programs in
-flight hide the loads better than spill-free registers do. The one-pass backward's tiles: see
-HALF_ONE_PASS_TILES; float32 tiles: see FP32_TILES.
+--tiles`): half types take 64 x 64 tiles with 4 warps, 3 stages forward and 2 in the two-pass
+backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that ptxas reported no
+spills) by 1.25x forward and 2.3x backward: more programs in flight hide the loads better than
+spill-free registers do. The one-pass backward's tiles: see HALF_ONE_PASS_TILES; float32
+tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -280,40 +280,45 @@ def _attn_dkdv_kernel(
         dv_head_stride, dv_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr):
-    """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them (and
-    their share of dQ, unscaled, added to the dQ accumulator when there is one)."""
+        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """dK and dV of keys pid0*BN.. of key/value plane pid1, summed over its GROUP query heads
+    and every query block that sees them (and their share of dQ, unscaled, added to the dQ
+    accumulator when there is one)."""
     start = tl.program_id(0) * BN
-    bh = tl.program_id(1)
+    kv = tl.program_id(1)
+    kv_heads = n_heads // GROUP
     n = start + tl.arange(0, BN)
     d = tl.arange(0, BD)
-    kt = _load_rows(_head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride), n, k_row_stride,
+    kt = _load_rows(_head(k_ptr, kv, kv_heads, k_batch_stride, k_head_stride), n, k_row_stride,
                     k_len, d, HEAD, BD, True)
-    vt = _load_rows(_head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride), n, v_row_stride,
+    vt = _load_rows(_head(v_ptr, kv, kv_heads, v_batch_stride, v_head_stride), n, v_row_stride,
                     k_len, d, HEAD, BD, True)
-    qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
-    dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
-    plane = bh.to(tl.int64) * q_len
-    dqp = None
-    if dq_acc_ptr is not None:
-        dqp = dq_acc_ptr + plane * HEAD
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
     qk_scale = scale * 1.4426950408889634
     lo = 0
     if CAUSAL:
         lo = tl.minimum(start + BN, q_len)
+    for h in range(GROUP):
+        bh = (kv // kv_heads) * n_heads + (kv % kv_heads) * GROUP + h
+        qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
+        dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
+        plane = bh.to(tl.int64) * q_len
+        dqp = None
+        if dq_acc_ptr is not None:
+            dqp = dq_acc_ptr + plane * HEAD
+        if CAUSAL:
+            dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
+                                          delta_ptr + plane, dqp, q_row_stride, do_row_stride,
+                                          n, start, lo, q_len, k_len, qk_scale, d, HEAD, BD, BM,
+                                          True, PRECISION)
         dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
                                       delta_ptr + plane, dqp, q_row_stride, do_row_stride, n,
-                                      start, lo, q_len, k_len, qk_scale, d, HEAD, BD, BM, True,
+                                      lo, q_len, q_len, k_len, qk_scale, d, HEAD, BD, BM, False,
                                       PRECISION)
-    dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
-                                  delta_ptr + plane, dqp, q_row_stride, do_row_stride, n, lo,
-                                  q_len, q_len, k_len, qk_scale, d, HEAD, BD, BM, False,
-                                  PRECISION)
-    _store_rows(_head(dk_ptr, bh, n_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
+    _store_rows(_head(dk_ptr, kv, kv_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
                 k_len, d, dk_acc * scale, HEAD, BD)
-    _store_rows(_head(dv_ptr, bh, n_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
+    _store_rows(_head(dv_ptr, kv, kv_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
                 k_len, d, dv_acc, HEAD, BD)
 
 
@@ -352,8 +357,9 @@ def _attn_dq_kernel(
         do_row_stride, dq_batch_stride, dq_head_stride, dq_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr):
-    """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
+        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """dQ of queries pid0*BM.. of plane pid1, over every key block they see; GROUP query heads
+    share each key/value head."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
@@ -365,8 +371,8 @@ def _attn_dq_kernel(
                    do_row_stride, q_len, d, HEAD, BD, True)
     lse2 = tl.load(lse_ptr + plane + rows, mask=rows < q_len, other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
-    kp = _head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride)
-    vp = _head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride)
+    kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
+    vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
     qk_scale = scale * 1.4426950408889634
     acc = tl.zeros([BM, BD], tl.float32)
     end = k_len
@@ -547,7 +553,7 @@ class _BackwardPlan:
 
     def __init__(self, g, q, k, v, out, causal, tf32, deterministic, device=0, target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
-        lead = geos[0][0]
+        lead, kv_lead = geos[0][0], geos[1][0]
         bd, _, two_pass, one_pass, precision = _tiles(q.dtype, q.shape[-1], tf32)
         block, step, warps, stages = two_pass if deterministic else one_pass
         ity = _index_type(q, k, v, g)
@@ -557,8 +563,10 @@ class _BackwardPlan:
         rows = dict(HEAD=head, BD=bd, BM=block)
         self.delta = _attention_launch(_attn_delta_kernel, (cdiv(length, block), planes), rows,
                                        warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, HEAD=head, BD=bd, PRECISION=precision)
-        self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], block), planes),
+        meta = dict(CAUSAL=causal, HEAD=head, BD=bd, PRECISION=precision,
+                    GROUP=lead[1] // kv_lead[1])
+        self.dkdv = _attention_launch(_attn_dkdv_kernel,
+                                      (cdiv(k.shape[-2], block), kv_lead[0] * kv_lead[1]),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
                                       target)
         if deterministic:
@@ -628,10 +636,10 @@ def _key(*arrays):
     return tuple([(a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays])
 
 
-def _check(q, k, v, grouped=False):
-    """Operands the kernels take (`grouped`: k and v may have fewer heads, dividing q's)."""
+def _check(q, k, v):
+    """Operands the kernels take (k and v may have fewer heads, dividing q's)."""
     lead_ok = q.shape[:-2] == k.shape[:-2]
-    if grouped and not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
+    if not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
         lead_ok = (q.shape[:-3] == k.shape[:-3] and q.shape[-3] % k.shape[-3] == 0)
     if not (q.dtype == k.dtype == v.dtype and supports(q.dtype, q.shape[-1])
             and k.shape[-1] == v.shape[-1] == q.shape[-1]
@@ -655,7 +663,7 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
     key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
     plan = _plans.get(key_)
     if plan is None:  # operands of a new geometry (the key holds all _check reads)
-        _check(query, key, value, grouped=True)
+        _check(query, key, value)
         if query.size:
             plan = _plans.get_or_build(key_, lambda: _forward_plan(
                 query, key, value, is_causal, tf32, keep_float, device) + (_dense_like(query),))
