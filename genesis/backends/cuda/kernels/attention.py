@@ -683,7 +683,8 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
     and its saved lse and out (the float32 one where it kept it). `deterministic`: the two-pass
     backward, every element summed in a fixed order; else the one-pass backward, whose dQ sums
-    with float atomics (its last bits vary from run to run)."""
+    with float atomics (its last bits vary from run to run). Key and value may have fewer
+    heads than the query (grouped-query attention)."""
     _check(query, key, value)
     device = query.device
     activate(device)
