@@ -5,10 +5,12 @@ Shapes are GPT-2 small and medium heads at training lengths in bf16 and fp16, an
 benchmarks/train_step.py's float32 models; each case times one forward and one backward (the
 gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
-Genesis/torch ratio of times.
+Genesis/torch ratio of times, for Genesis's one-pass backward (the default) and its
+deterministic one (under genesis.use_deterministic_algorithms(True)).
 
     python benchmarks/attention.py [--json PATH] [--reps N]
-    python benchmarks/attention.py --tiles [--dtype fp32]   # Genesis's kernels under other tiles
+    python benchmarks/attention.py --tiles [--dtype fp32] [--only forward|one_pass|two_pass]
+        # Genesis's kernels under other tiles
 """
 
 import argparse
@@ -52,58 +54,90 @@ def _tflops(shape, ms):
     return 14 * b * h * t * t * d / 2 / (ms * 1e-3) / 1e12
 
 
+def _genesis_ms(lib, shape, dtype, rng, reps, deterministic):
+    """Genesis's forward + backward ms with its one-pass or its deterministic backward."""
+    genesis.use_deterministic_algorithms(deterministic)
+    try:
+        return ops.device_ms(lib, _step(lib, shape, dtype, rng), reps)
+    finally:
+        genesis.use_deterministic_algorithms(False)
+
+
 def run(reps):
-    libs = {"genesis": ops.Lib(genesis), "torch": ops.Lib(torch)}
+    ours, theirs = ops.Lib(genesis), ops.Lib(torch)
     rng = np.random.default_rng()
     rows = []
     runs = [(shape, name) for shape in CASES for name in ("bf16", "fp16")]
     runs += [(shape, "fp32") for shape in FP32_CASES]
     for shape, name in runs:
-        ms = {lib_name: ops.device_ms(lib, _step(lib, shape, dtype, rng), reps)
-              for (lib_name, lib), dtype in zip(libs.items(), DTYPES[name])}
-        rows.append({"shape": list(shape), "dtype": name, "genesis_ms": ms["genesis"],
-                     "torch_ms": ms["torch"], "genesis_tflops": _tflops(shape, ms["genesis"]),
-                     "torch_tflops": _tflops(shape, ms["torch"]),
-                     "ratio": ms["genesis"] / ms["torch"]})
+        dtype, torch_dtype = DTYPES[name]
+        one_pass, deterministic = (_genesis_ms(ours, shape, dtype, rng, reps, d)
+                                   for d in (False, True))
+        torch_ms = ops.device_ms(theirs, _step(theirs, shape, torch_dtype, rng), reps)
+        rows.append({"shape": list(shape), "dtype": name, "genesis_ms": one_pass,
+                     "genesis_deterministic_ms": deterministic, "torch_ms": torch_ms,
+                     "genesis_tflops": _tflops(shape, one_pass),
+                     "torch_tflops": _tflops(shape, torch_ms), "ratio": one_pass / torch_ms,
+                     "deterministic_ratio": deterministic / torch_ms})
     return rows
 
 
-# Tile choices to compare: forward (BM, BN, warps, stages), backward (BLOCK, STEP, warps,
-# stages).
+# Tile choices to compare, by kernel: forward (BM, BN, warps, stages); the two-pass
+# (deterministic) and the one-pass backward (BLOCK keys, STEP queries, warps, stages; STEP |
+# BLOCK). The one-pass dK/dV kernel holds two BLOCK x D float32 accumulators (dK, dV) and a
+# STEP x D one for each dS K it adds to dQ: BLOCK 128 halves the atomic adds into dQ and the
+# reloads of Q and dO against 64; with 4 warps only BLOCK 32 keeps them in registers at D=128
+# (attention.HALF_ONE_PASS_TILES gives ptxas's counts).
 TILES = {
-    "bf16": ([(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (64, 64, 4, 4),
-              (128, 32, 4, 3), (64, 32, 4, 3)],
-             [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 4, 2), (128, 32, 4, 3),
-              (128, 64, 8, 2), (128, 32, 8, 3), (128, 64, 4, 2)]),
-    "fp32": ([(64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 32, 8, 2),
-              (128, 64, 8, 3), (32, 32, 4, 2)],
-             [(64, 64, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2), (32, 32, 8, 2), (16, 16, 4, 2)]),
+    "bf16": {"forward": [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3),
+                         (64, 64, 4, 4), (128, 32, 4, 3), (64, 32, 4, 3)],
+             "two_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 4, 2),
+                          (128, 32, 4, 3), (128, 64, 8, 2), (128, 32, 8, 3), (128, 64, 4, 2)],
+             "one_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 8, 2), (64, 64, 8, 3),
+                          (64, 32, 4, 2), (64, 32, 4, 3), (64, 16, 4, 3), (32, 32, 4, 2),
+                          (128, 32, 4, 2), (128, 32, 4, 3), (128, 32, 8, 2), (128, 32, 8, 3),
+                          (128, 64, 8, 2), (128, 64, 8, 3), (128, 16, 4, 3)]},
+    "fp32": {"forward": [(64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2),
+                         (64, 32, 8, 2), (128, 64, 8, 3), (32, 32, 4, 2)],
+             "two_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2), (32, 32, 8, 2),
+                          (16, 16, 4, 2)],
+             "one_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 32, 8, 2),
+                          (32, 32, 4, 2), (32, 32, 8, 2), (32, 16, 4, 2), (16, 16, 4, 2)]},
 }
+_SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention._tiles's tuple
 
 
-def sweep_tiles(reps, dtype_name):
-    """Forward and forward+backward ms of the dtype's cases under each forward tile (the
-    backward's as chosen) and each backward tile (the forward's as chosen)."""
+def _with_tile(chosen, kernel, tile):
+    """attention._tiles with `tile` in `kernel`'s place."""
+    def tiles(dtype, head_dim, tf32):
+        picked = list(chosen(dtype, head_dim, tf32))
+        picked[_SLOTS[kernel]] = tile
+        return tuple(picked)
+    return tiles
+
+
+def sweep_tiles(reps, dtype_name, only=None):
+    """Forward ms under each forward tile, and forward+backward ms under each tile of each
+    backward (the deterministic one for "two_pass"), the other tiles as chosen."""
     chosen, rng, lib = attention._tiles, np.random.default_rng(), ops.Lib(genesis)
     dtype = DTYPES[dtype_name][0]
-    forward_tiles, backward_tiles = TILES[dtype_name]
+    kernels = [only] if only else list(_SLOTS)
     for shape in CASES if dtype_name != "fp32" else FP32_CASES:
         fwd, step = (_step(lib, shape, dtype, rng, b) for b in (False, True))
-        for forward, backward in ([(f, None) for f in forward_tiles]
-                                  + [(None, b) for b in backward_tiles]):
-            def tiles(dtype, head_dim, tf32, forward=forward, backward=backward):
-                bd, f, b, precision = chosen(dtype, head_dim, tf32)
-                return bd, forward or f, backward or b, precision
-            attention._tiles = tiles
-            attention._plans.clear()
-            label = (f"{','.join(map(str, shape)):<18}forward {str(forward or '-'):<18}backward "
-                     f"{str(backward or '-'):<14}")
-            try:
-                f_ms, s_ms = ops.device_ms(lib, fwd, reps), ops.device_ms(lib, step, reps)
-            except Exception as e:  # e.g. more shared memory than the GPU has (OutOfResources)
-                print(f"{label}does not run: {str(e).splitlines()[0][:80]}")
-                continue
-            print(f"{label}forward {f_ms:.3f} ms, both {s_ms:.3f} ms")
+        for kernel in kernels:
+            for tile in TILES[dtype_name][kernel]:
+                attention._tiles = _with_tile(chosen, kernel, tile)
+                attention._plans.clear()
+                genesis.use_deterministic_algorithms(kernel == "two_pass")
+                label = f"{','.join(map(str, shape)):<18}{kernel:<10}{str(tile):<18}"
+                try:
+                    ms = ops.device_ms(lib, fwd if kernel == "forward" else step, reps)
+                except Exception as e:  # e.g. more shared memory than the GPU has
+                    print(f"{label}does not run: {str(e).splitlines()[0][:80]}")
+                    continue
+                finally:
+                    genesis.use_deterministic_algorithms(False)
+                print(f"{label}{'forward' if kernel == 'forward' else 'both'} {ms:.3f} ms")
     attention._tiles = chosen
     attention._plans.clear()
 
@@ -115,17 +149,20 @@ def main():
     parser.add_argument("--tiles", action="store_true", help="sweep the kernels' tiles")
     parser.add_argument("--dtype", choices=sorted(TILES), default="bf16",
                         help="the dtype whose tiles --tiles sweeps")
+    parser.add_argument("--only", choices=list(_SLOTS),
+                        help="sweep only this kernel's tiles (default: all three)")
     args = parser.parse_args()
     if args.tiles:
-        sweep_tiles(args.reps, args.dtype)
+        sweep_tiles(args.reps, args.dtype, args.only)
         return
     rows = run(args.reps)
-    print(f"{'B,H,T,D':<18}{'dtype':>6}{'genesis ms':>12}{'torch ms':>10}{'genesis TF/s':>14}"
-          f"{'torch TF/s':>12}{'time ratio':>12}")
+    print(f"{'B,H,T,D':<18}{'dtype':>6}{'genesis ms':>12}{'determ. ms':>12}{'torch ms':>10}"
+          f"{'genesis TF/s':>14}{'torch TF/s':>12}{'ratio':>8}{'determ. ratio':>15}")
     for r in rows:
         print(f"{','.join(map(str, r['shape'])):<18}{r['dtype']:>6}{r['genesis_ms']:>12.3f}"
-              f"{r['torch_ms']:>10.3f}{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}"
-              f"{r['ratio']:>12.2f}")
+              f"{r['genesis_deterministic_ms']:>12.3f}{r['torch_ms']:>10.3f}"
+              f"{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}{r['ratio']:>8.2f}"
+              f"{r['deterministic_ratio']:>15.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -1,9 +1,10 @@
 """Process-wide settings of the torch namespace: float32 matmul precision and deterministic
 algorithms.
 
-Every Genesis kernel is deterministic (no float atomics; reductions combine partial results in a
-fixed order), so `use_deterministic_algorithms(True)` has nothing to switch off: the setting is
-recorded and reported, as scripts that set it expect, and no op ever needs to raise or warn.
+Genesis's kernels are deterministic (no float atomics; reductions combine partial results in a
+fixed order) except the fused attention's one-pass backward, whose dQ sums with float atomics as
+torch's flash and memory-efficient backwards do. `use_deterministic_algorithms(True)` switches
+that to its deterministic form (as torch's rule); no op ever needs to raise or warn.
 """
 
 import warnings
@@ -36,7 +37,8 @@ def get_float32_matmul_precision():
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
-    """Ask for deterministic algorithms only (every Genesis kernel already is one)."""
+    """Ask for deterministic algorithms only (the fused attention's backward is the one op
+    that then changes form)."""
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms(): argument 'mode' must be bool, not "
                         f"{type(mode).__name__}")

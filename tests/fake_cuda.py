@@ -36,3 +36,16 @@ def install():
     dispatch._KERNELS[("to_numpy", "cuda")] = _to_numpy
     importlib.import_module("genesis.device")._current_cuda_device = lambda: 0
     genesis.cuda.is_available = lambda: True
+
+
+def install_for_test(monkeypatch):
+    """install() until the test ends: dispatch's tables and the patched names copied first,
+    so that `monkeypatch` puts them back."""
+    dispatch.registered_ops("cpu")
+    monkeypatch.setattr(dispatch, "_KERNELS", dict(dispatch._KERNELS))
+    monkeypatch.setattr(dispatch, "_loaded", set(dispatch._loaded))
+    device_module = importlib.import_module("genesis.device")
+    monkeypatch.setattr(device_module, "_current_cuda_device",
+                        device_module._current_cuda_device)
+    monkeypatch.setattr(genesis.cuda, "is_available", genesis.cuda.is_available)
+    install()

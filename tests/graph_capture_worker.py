@@ -46,6 +46,25 @@ def check_training_step_captures():
     print("training step captured")
 
 
+def check_attention_backward_captures():
+    """Fused attention's forward and each backward: the one-pass one (its float32 dQ
+    accumulator from the pool, zeroed on the device) and the deterministic one."""
+    q = genesis.randn(2, 4, 100, 64, dtype=genesis.bfloat16, device="cuda", requires_grad=True)
+    grad = genesis.randn(2, 4, 100, 64, dtype=genesis.bfloat16, device="cuda")
+    step = lambda: genesis.autograd.grad(  # noqa: E731
+        genesis.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), q, grad)
+    for deterministic in (False, True):
+        genesis.use_deterministic_algorithms(deterministic)
+        warm_up_on_side_stream(step)
+        with genesis.cuda.graph(genesis.cuda.CUDAGraph()):
+            step()
+    genesis.use_deterministic_algorithms(False)
+    from genesis.backends.cuda.kernels import attention
+    forms = sorted(key[4] for key in attention._plans if key[0] == "bwd")
+    assert forms == [False, True], forms
+    print("attention forward and both backwards captured")
+
+
 def check_dropout_counters():
     """Each replay moves the generator past the counters the graph draws, as eager would."""
     x = genesis.ones(1000, device="cuda")
@@ -139,6 +158,7 @@ def check_relaxed_capture_allows_other_streams():
 
 def main():
     check_training_step_captures()
+    check_attention_backward_captures()
     check_dropout_counters()
     check_capture_scratch_is_shared()
     check_workspace_views_follow_the_workspace()

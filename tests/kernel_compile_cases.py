@@ -84,8 +84,9 @@ def scan_cases(target):
 
 def attention_cases(target):
     """float16 D=64 causal and not, bfloat16 D=128 causal, float16 D=80 (padded to 128),
-    float32 D=64 causal (TF32 x3) and float32 D=128 with TF32, forward and backward; the forward
-    of Llama-3-shaped grouped heads (32 over 8)."""
+    float32 D=64 causal (TF32 x3) and float32 D=128 with TF32, forward and both backwards
+    (one-pass and deterministic); Llama-3-shaped grouped heads (32 over 8), forward and both
+    backwards."""
     cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
              (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
              (np.float32, 64, False, True), (np.float32, 128, True, False)]
@@ -95,13 +96,19 @@ def attention_cases(target):
         lse = placeholder(x.shape[:-1], np.float32)
         launch, dims = attention._forward_plan(x, x, x, causal, tf32, True, target=target)
         attention._forward_launch(launch, dims, 0, x, x, x, x, lse, out, 0.125)
-        plan = attention._BackwardPlan(x, x, x, x, out, causal, tf32, target=target)
-        plan.run(0, x, x, x, x, out, lse, 0.125, x, x, x)
+        for deterministic in (False, True):
+            plan = attention._BackwardPlan(x, x, x, x, out, causal, tf32, deterministic,
+                                           target=target)
+            plan.run(0, x, x, x, x, out, lse, 0.125, x, x, x)
     q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
     kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
+    lse = placeholder(q.shape[:-1], np.float32)
     launch, dims = attention._forward_plan(q, kv, kv, True, False, False, target=target)
-    attention._forward_launch(launch, dims, 0, q, kv, kv, q, placeholder(q.shape[:-1], np.float32),
-                              None, 0.125)
+    attention._forward_launch(launch, dims, 0, q, kv, kv, q, lse, None, 0.125)
+    for deterministic in (False, True):
+        plan = attention._BackwardPlan(q, q, kv, kv, q, True, False, deterministic,
+                                       target=target)
+        plan.run(0, q, q, kv, kv, q, lse, 0.125, q, kv, kv)
 
 
 def copy_cases(target):

@@ -1,7 +1,8 @@
 """CUDA graph capture on the simulated device (tests/graph_capture_worker.py, in its own
-process): the main job's whole training step captures, replays advance the random generator,
-a capture's launches share one scratch buffer, and what cannot be captured is refused with a
-clear error that leaves the stream usable."""
+process): the main job's whole training step captures, and so does fused attention with each
+of its backwards; replays advance the random generator, a capture's launches share one scratch
+buffer, and what cannot be captured is refused with a clear error that leaves the stream
+usable."""
 
 import pathlib
 

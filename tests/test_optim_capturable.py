@@ -8,8 +8,6 @@ PyTorch's CPU build has no capturable path, so the reference is its non-capturab
 CPU fused Adam/SGD for the scaler inputs.
 """
 
-import importlib
-
 import numpy as np
 import pytest
 import torch
@@ -49,15 +47,8 @@ def cuda(monkeypatch):
     (dispatch's tables copied first, so the test leaves them as they were)."""
     if genesis.cuda.is_available():
         return "cuda"
-    dispatch.registered_ops("cpu")
-    monkeypatch.setattr(dispatch, "_KERNELS", dict(dispatch._KERNELS))
-    monkeypatch.setattr(dispatch, "_loaded", set(dispatch._loaded))
-    device_module = importlib.import_module("genesis.device")
-    monkeypatch.setattr(device_module, "_current_cuda_device",
-                        device_module._current_cuda_device)
-    monkeypatch.setattr(genesis.cuda, "is_available", genesis.cuda.is_available)
     monkeypatch.setattr(grad_scaler.driver, "is_available", lambda: True)
-    fake_cuda.install()
+    fake_cuda.install_for_test(monkeypatch)
     return "cuda"
 
 

@@ -3,8 +3,9 @@ cuDNN.
 
 Genesis runs its own convolution and recurrent kernels, so `is_available()` is False and
 `version()` None, as on a PyTorch built without cuDNN. `enabled`, `benchmark` and
-`deterministic` change nothing, but what they ask for holds anyway: every Genesis kernel is
-deterministic, and convolution and matmul configurations are timed per shape and kept.
+`deterministic` change nothing, but what they ask for holds anyway: Genesis's convolution and
+recurrent kernels are deterministic, and convolution and matmul configurations are timed per
+shape and kept.
 
 `allow_tf32` (default True) governs what PyTorch's governs in cuDNN: on the GPU, float32 1-D and
 2-D convolutions (forward, transposed and both gradients; read at each call) and the recurrent

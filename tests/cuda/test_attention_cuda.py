@@ -1,12 +1,14 @@
 """scaled_dot_product_attention on "cuda" through the fused FlashAttention kernels, against
-torch on the CPU in float64 rounded once for float32 (attention's gradients subtract nearly equal
-sums, so two float32 orders of summation can differ beyond float32 tolerance, as for the float
-reductions of test_ops_cuda), and in float32 rounded once for half types (on the same half values,
-as the kernels accumulate in float32), within the rounding of P and dS to the half type that the
-kernels do as torch's (tests/attention_bounds.py); dQ and dK may also differ by float32's rounding of the terms
-that cancel in them (`cancellation_bounds`): long sequences, head dims 64/128 (and 80, padded), many
-(batch, head) planes, causal or not, strided operands, gradients, determinism, the TF32 flag,
-create_graph and the paths that stay composed."""
+torch on the CPU in float64 rounded once for float32 (attention's gradients subtract nearly
+equal sums, so two float32 orders of summation can differ beyond float32 tolerance, as for the
+float reductions of test_ops_cuda), and in float32 rounded once for half types (on the same half
+values, as the kernels accumulate in float32), within the rounding of P and dS to the half type
+that the kernels do as torch's (tests/attention_bounds.py); dQ and dK may also differ by
+float32's rounding of the terms that cancel in them (`cancellation_bounds`): long sequences,
+head dims 64/128 (and 80, padded), many (batch, head) planes, causal or not, strided operands,
+grouped heads, gradients, determinism, the TF32 flag, create_graph and the paths that stay
+composed; the one-pass backward and, under use_deterministic_algorithms(True), the
+deterministic one."""
 
 
 import math
@@ -16,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from attention_bounds import cancellation_bounds, half_rounding_bounds
-from helpers import TOLERANCES, assert_close, from_torch, skip_no_cuda
+from helpers import TOLERANCES, assert_close, from_torch, skip_no_cuda, warm_up_on_side_stream
 
 import genesis
 import genesis.nn.functional as F
@@ -33,6 +35,15 @@ def _strict(monkeypatch):
     monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", False)
 
 
+@pytest.fixture(params=[False, True], ids=["one_pass", "deterministic"])
+def backward_form(request):
+    """Each fused backward: the one-pass one (dQ summed with float atomics), and under
+    use_deterministic_algorithms(True) the deterministic one."""
+    genesis.use_deterministic_algorithms(request.param)
+    yield request.param
+    genesis.use_deterministic_algorithms(False)
+
+
 def _leaves(shapes, dtype, transposed=False):
     """(genesis cuda leaves, torch reference leaves: float64 for float32, else float32) with the
     same values; transposed: (B, H, T, D) views of (B, T, H, D) buffers."""
@@ -47,20 +58,33 @@ def _leaves(shapes, dtype, transposed=False):
 
 
 def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None):
+    """Output and gradients against torch; keys and values with fewer heads than the queries
+    are grouped (enable_gqa), their bounds those of the repeated heads summed back."""
     (q, tq), (k, tk), (v, tv) = _leaves((shape_q, shape_k, shape_k), dtype, transposed)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    gqa = len(shape_q) >= 3 and shape_q[-3] != shape_k[-3]
+    group = shape_q[-3] // shape_k[-3] if gqa else 1
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=gqa)
     assert out.grad_fn.name() == FUSED
-    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale,
+                                               enable_gqa=gqa)
     grad = torch.randn(expected.shape).to(TORCH[dtype])
     expected.backward(grad.to(expected.dtype))
     out.backward(from_torch(grad, "cuda"))
-    o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, tk, tv, grad, causal, scale,
+    rk, rv = (t.detach().repeat_interleave(group, -3) if gqa else t for t in (tk, tv))
+    o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, rk, rv, grad, causal, scale,
                                                              dtype.name)
     _assert_grad_close(out, expected, o_half, dtype)
-    dq_bound, dk_bound = cancellation_bounds(tq, tk, tv, grad, causal, scale)
-    for actual, ref, bound in ((q, tq, dq_bound + dq_half), (k, tk, dk_bound + dk_half),
-                               (v, tv, dv_half)):
+    dq_bound, dk_bound = cancellation_bounds(tq, rk, rv, grad, causal, scale)
+    for actual, ref, bound in ((q, tq, dq_bound + dq_half),
+                               (k, tk, _sum_groups(dk_bound + dk_half, group)),
+                               (v, tv, _sum_groups(dv_half, group))):
         _assert_grad_close(actual.grad, ref.grad, bound, dtype)
+
+
+def _sum_groups(bound, group):
+    """A bound of the repeated heads' gradients as one of the grouped heads': each run of
+    `group` heads summed."""
+    return bound.unflatten(-3, (-1, group)).sum(-3) if group > 1 else bound
 
 
 def _assert_grad_close(actual, ref, bound, dtype):
@@ -76,6 +100,7 @@ def _assert_grad_close(actual, ref, bound, dtype):
                                f"(allowed {allowed[worst]:.3g}): {got[worst]} vs {expected[worst]}")
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head", [64, 128])
 @pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16, genesis.float32], ids=str)
@@ -83,22 +108,26 @@ def test_long_sequences(dtype, head, causal):
     _check((2, 4, 1024, head), (2, 4, 1024, head), dtype, causal)
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=str)
 def test_many_planes_odd_length(dtype):
     _check((8, 16, 203, 64), (8, 16, 203, 64), dtype, True)
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("head", [16, 32, 80, 96])
 def test_other_head_dims(head):
     _check((2, 3, 300, head), (2, 3, 300, head), genesis.float16, True)
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lengths", [(1, 700), (700, 1), (129, 515), (515, 129)])
 def test_queries_and_keys_of_different_lengths(lengths, causal):
     _check((2, 2, lengths[0], 64), (2, 2, lengths[1], 64), genesis.bfloat16, causal)
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("dtype", [genesis.float16, genesis.float32], ids=str)
 def test_strided_operands_and_scale(dtype):
     """(B, T, H, D) buffers seen as (B, H, T, D), read in place; 3-d operands."""
@@ -106,6 +135,7 @@ def test_strided_operands_and_scale(dtype):
     _check((12, 190, 64), (12, 190, 64), dtype, False)
 
 
+@pytest.mark.usefixtures("backward_form")
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float32], ids=str)
 def test_heads_of_one_projection_transpose_back_without_copies(dtype):
     """Heads cut from one (B, T, 3C) projection (a GPT block): the output and the gradients are
@@ -133,6 +163,14 @@ def test_heads_of_one_projection_transpose_back_without_copies(dtype):
     _assert_grad_close(qkv.grad, tqkv.grad, qkv_bound.numpy(), dtype)
 
 
+@pytest.mark.usefixtures("backward_form")
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float32], ids=str)
+def test_grouped_query_heads(dtype):
+    """Eight query heads over two key/value heads (enable_gqa), read in place forward and
+    backward: dK and dV summed over each key/value head's four query heads."""
+    _check((2, 8, 300, 64), (2, 2, 300, 64), dtype, True)
+
+
 def test_tf32_flag(monkeypatch):
     """With allow_tf32 the float32 products round their inputs to TF32 (10-bit mantissa): the
     result stays within TF32's bound of the float32 one (and is not bitwise the strict one)."""
@@ -145,16 +183,54 @@ def test_tf32_flag(monkeypatch):
     np.testing.assert_allclose(fast, expected, rtol=2e-3, atol=2e-3)
 
 
-def test_backward_is_deterministic():
-    (q, _), (k, _), (v, _) = _leaves([(4, 8, 777, 64)] * 3, genesis.bfloat16)
-    grad = genesis.randn(4, 8, 777, 64, dtype=genesis.bfloat16, device="cuda")
+def _two_backwards(shape, dtype):
+    """The (dQ, dK, dV) of two runs of the same causal attention backward, as float32."""
+    (q, _), (k, _), (v, _) = _leaves([shape] * 3, dtype)
+    grad = genesis.randn(*shape, dtype=dtype, device="cuda")
     runs = []
     for _ in range(2):
         q.grad = k.grad = v.grad = None
         F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad)
         runs.append([t.grad.float().cpu().numpy() for t in (q, k, v)])
-    for a, b in zip(*runs):
-        np.testing.assert_array_equal(a, b)
+    return runs
+
+
+def test_backward_is_deterministic_under_the_flag(backward_form):
+    """Deterministic: every gradient bitwise the same from run to run. One-pass: dK and dV
+    still are (each summed by one program); dQ may differ in its last bits."""
+    first, second = _two_backwards((4, 8, 777, 64), genesis.bfloat16)
+    for i, (a, b) in enumerate(zip(first, second)):
+        if i or backward_form:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=2.0 ** -7, atol=1e-5)
+
+
+def test_one_pass_backward_replays_in_a_cuda_graph():
+    """Captured in a CUDA graph (its float32 dQ accumulator from the graph's pool, zeroed on
+    the device, no host sync) and replayed on new inputs, the one-pass backward gives eager's
+    dK and dV bit for bit and its dQ to float32's rounding of the atomic sums."""
+    shape = (2, 4, 300, 64)
+    (q, _), (k, _), (v, _) = _leaves([shape] * 3, genesis.bfloat16)
+    grad = genesis.randn(*shape, dtype=genesis.bfloat16, device="cuda")
+
+    def fn():
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return genesis.autograd.grad(out, (q, k, v), grad)
+    warm_up_on_side_stream(fn)
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        captured = fn()
+    with genesis.no_grad():
+        q.copy_(genesis.randn(*shape, dtype=genesis.bfloat16, device="cuda"))
+    graph.replay()
+    eager = fn()
+    for i, (a, b) in enumerate(zip(captured, eager)):
+        a, b = a.float().cpu().numpy(), b.float().cpu().numpy()
+        if i:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=2.0 ** -7, atol=1e-5)
 
 
 def test_double_backward_recomputes():

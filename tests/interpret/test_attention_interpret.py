@@ -1,16 +1,19 @@
 """The fused attention kernels against torch's scaled_dot_product_attention, on the CPU,
-through Triton's interpreter.
+through Triton's interpreter: the forward, and both backwards (the one-pass one, whose dQ sums
+with float atomics, and the deterministic two-pass one), and SDPA's choice between them under
+genesis.use_deterministic_algorithms.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_attention_interpret.py`.
 Small tiles (forward 32 queries x 16 keys, backward blocks of 32 walked 16 at a time) make short
-sequences walk several blocks, the causal diagonal and the tails. The reference is torch in float32 (for half types:
-on the same half values, rounded once at the end, as the kernels accumulate in float32, within
-the rounding of P and dS to the half type and float32's where dQ and dK cancel:
-tests/attention_bounds.py).
+sequences walk several blocks, the causal diagonal and the tails. The reference is torch in
+float32 (for half types: on the same half values, rounded once at the end, as the kernels
+accumulate in float32, within the rounding of P and dS to the half type and float32's where dQ
+and dK cancel: tests/attention_bounds.py).
 """
 
 import math
 
+import fake_cuda
 import ml_dtypes
 import numpy as np
 import pytest
@@ -27,11 +30,13 @@ from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+BACKWARDS = pytest.mark.parametrize("deterministic", [False, True],
+                                    ids=["one_pass", "deterministic"])
 
 
 def _small_tiles(dtype, head_dim, tf32):
-    bd, _, _, precision = _tiles(dtype, head_dim, tf32)
-    return bd, (32, 16, 4, 1), (32, 16, 4, 1), precision
+    bd, _, _, _, precision = _tiles(dtype, head_dim, tf32)
+    return bd, (32, 16, 4, 1), (32, 16, 4, 1), (32, 16, 4, 1), precision
 
 
 _tiles = at._tiles
@@ -59,10 +64,11 @@ def _operand(arr, layout):
 
 
 def _reference(q, k, v, g, causal, scale):
-    """torch's output and input gradients in float32, rounded to the inputs' dtype."""
+    """torch's output and input gradients in float32, rounded to the inputs' dtype; key and
+    value may have fewer heads (enable_gqa)."""
     tq, tk, tv = (torch.from_numpy(a.astype(np.float32)).requires_grad_() for a in (q, k, v))
     out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
-                                                           scale=scale)
+                                                           scale=scale, enable_gqa=True)
     out.backward(torch.from_numpy(g.astype(np.float32)))
     return [t.detach().numpy().astype(q.dtype) for t in (out, tq.grad, tk.grad, tv.grad)]
 
@@ -78,14 +84,25 @@ def _check(actual, expected, bound=0.0):
 
 
 def _bounds(q, k, v, g, causal, scale):
-    """Rounding bounds of (out, dq, dk, dv): a half type's P and dS, float32's cancellation."""
-    wide = [a.astype(np.float32) for a in (q, k, v, g)]
+    """Rounding bounds of (out, dq, dk, dv): a half type's P and dS, float32's cancellation.
+    Keys and values with fewer heads are repeated, their gradients' bounds summed back."""
+    group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+    wide = [a.astype(np.float32) for a in (q, np.repeat(k, group, -3), np.repeat(v, group, -3),
+                                           g)]
     out, dq, dk, dv = half_rounding_bounds(*wide, causal, scale, q.dtype.name)
     cancel_q, cancel_k = cancellation_bounds(*wide, causal, scale)
-    return [b.numpy() for b in (out, dq + cancel_q, dk + cancel_k, dv)]
+    return [out.numpy(), (dq + cancel_q).numpy(), _group_sum((dk + cancel_k).numpy(), group),
+            _group_sum(dv.numpy(), group)]
 
 
-def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous"):
+def _group_sum(a, group):
+    """(..., H, T, D) -> (..., H / group, T, D): the sum over each run of `group` heads."""
+    *lead, h, t, d = a.shape
+    return a.reshape(*lead, h // group, group, t, d).sum(-3)
+
+
+def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous",
+         deterministic=False):
     q, k, v = (rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_k, shape_k))
     g = rng.standard_normal(shape_q).astype(dtype)
     scale = 1.0 / math.sqrt(shape_q[-1]) if scale is None else scale
@@ -95,46 +112,124 @@ def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous"):
     out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, causal, scale, True)
     _check(out, expected[0], o_bound)
     grads = dispatch.kernel("flash_attention_backward", "cuda")(
-        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, lse, causal, scale)
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, lse, causal, scale,
+        deterministic)
     for actual, exp, bound in zip(grads, expected[1:], bounds):
         _check(actual, exp, bound)
 
 
+@BACKWARDS
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head", [16, 64])
 @pytest.mark.parametrize("length", [1, 17, 64, 130])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_forward_and_gradients(gpu, rng, dtype, length, head, causal):
-    _run(rng, (1, 2, length, head), (1, 2, length, head), dtype, causal)
+def test_forward_and_gradients(gpu, rng, dtype, length, head, causal, deterministic):
+    _run(rng, (1, 2, length, head), (1, 2, length, head), dtype, causal,
+         deterministic=deterministic)
 
 
+@BACKWARDS
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lengths", [(17, 40), (40, 17)])
-def test_queries_and_keys_of_different_lengths(gpu, rng, lengths, causal):
+def test_queries_and_keys_of_different_lengths(gpu, rng, lengths, causal, deterministic):
     (lq, lk), dtype = lengths, np.dtype(np.float32)
-    _run(rng, (2, 1, lq, 32), (2, 1, lk, 32), dtype, causal)
+    _run(rng, (2, 1, lq, 32), (2, 1, lk, 32), dtype, causal, deterministic=deterministic)
 
 
+@BACKWARDS
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_strided_operands_and_scale(gpu, rng, dtype):
-    _run(rng, (2, 3, 33, 16), (2, 3, 33, 16), dtype, True, scale=0.3, layout="transposed")
+def test_strided_operands_and_scale(gpu, rng, dtype, deterministic):
+    _run(rng, (2, 3, 33, 16), (2, 3, 33, 16), dtype, True, scale=0.3, layout="transposed",
+         deterministic=deterministic)
 
 
-def test_padded_head_dim(gpu, rng):
-    _run(rng, (1, 2, 20, 24), (1, 2, 20, 24), np.dtype(np.float16), True)
+@BACKWARDS
+def test_three_dim_operands(gpu, rng, deterministic):
+    """(planes, T, D) operands: one leading dim."""
+    _run(rng, (3, 45, 32), (3, 45, 32), np.dtype(np.float32), True,
+         deterministic=deterministic)
 
 
+@BACKWARDS
+def test_padded_head_dim(gpu, rng, deterministic):
+    _run(rng, (1, 2, 20, 24), (1, 2, 20, 24), np.dtype(np.float16), True,
+         deterministic=deterministic)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
+    """The one-pass backward adds dQ up in a float32 accumulator and scales it into dQ in a
+    last launch; the deterministic one computes dQ in a kernel of its own."""
+    x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float16))
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, True, 0.25, True)
+    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, lse, True, 0.25,
+                                                        deterministic)
+    (plan,) = [p for key, p in at._plans.items() if key[0] == "bwd"]
+    assert plan.dq.fn is (at._attn_dq_kernel if deterministic else at._attn_dq_cast_kernel)
+
+
+@pytest.fixture
+def fake_gpu(gpu, monkeypatch):
+    """A stand-in "cuda" device (tests/fake_cuda.py, dispatch's tables copied first) whose
+    flash attention kernels are the CUDA ones, interpreted; the backward records the
+    `deterministic` it was given and its keys' heads."""
+    fake_cuda.install_for_test(monkeypatch)
+    flags, backward = [], ti.host_kernel(at.flash_attention_backward)
+
+    def recorded(*args):
+        flags.append((args[-1], args[2].shape[-3]))
+        return backward(*args)
+    dispatch._KERNELS[("flash_attention", "cuda")] = ti.host_kernel(at.flash_attention)
+    dispatch._KERNELS[("flash_attention_backward", "cuda")] = recorded
+    yield flags
+    genesis.use_deterministic_algorithms(False)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2)], ids=["mha", "gqa"])
+def test_sdpa_backward_follows_use_deterministic_algorithms(fake_gpu, rng, heads,
+                                                              deterministic):
+    """SDPA's fused backward is the deterministic one exactly under
+    use_deterministic_algorithms(True); either matches torch, grouped heads read in place."""
+    genesis.use_deterministic_algorithms(deterministic)
+    shapes = [(2, heads[0], 37, 32), (2, heads[1], 37, 32), (2, heads[1], 37, 32)]
+    arrays = [rng.standard_normal(s).astype(np.float16) for s in shapes]
+    g = rng.standard_normal(shapes[0]).astype(np.float16)
+    mine = [genesis.tensor(a, device="cuda", requires_grad=True) for a in arrays]
+    genesis.nn.functional.scaled_dot_product_attention(*mine, is_causal=True, enable_gqa=True) \
+        .backward(genesis.tensor(g, device="cuda"))
+    assert fake_gpu == [(deterministic, heads[1])]
+    expected = _reference(*arrays, g, True, None)[1:]
+    bounds = _bounds(*arrays, g, True, 1 / math.sqrt(32))[1:]
+    for t, exp, bound in zip(mine, expected, bounds):
+        _check(ti.to_device(t.grad.cpu().numpy()), exp, bound)
+
+
+def test_grouped_double_backward(fake_gpu, rng):
+    """create_graph through grouped heads: the first-order gradients come from genesis ops
+    (keys and values repeated, their gradients summed back), differentiable again."""
+    shapes = [(1, 4, 20, 16), (1, 2, 20, 16), (1, 2, 20, 16)]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    mine = [genesis.tensor(a, device="cuda", requires_grad=True) for a in arrays]
+    theirs = [torch.from_numpy(a).double().requires_grad_() for a in arrays]
+    out = genesis.nn.functional.scaled_dot_product_attention(*mine, is_causal=True,
+                                                             enable_gqa=True)
+    tq, tk, tv = theirs[0], *(t.repeat_interleave(2, 1) for t in theirs[1:])
+    mask = torch.ones(20, 20, dtype=torch.bool).tril()
+    t_out = torch.softmax((tq @ tk.mT / 4.0).masked_fill(~mask, -math.inf), -1) @ tv
+    for lib, o, leaves in ((genesis, out, mine), (torch, t_out, theirs)):
+        grads = lib.autograd.grad(o.sum(), leaves, create_graph=True)
+        sum((g * g).sum() for g in grads).backward()
+    assert fake_gpu == []
+    for a, b in zip(mine, theirs):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@BACKWARDS
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_grouped_query_forward(gpu, rng, dtype, causal):
+def test_grouped_query_heads(gpu, rng, dtype, causal, deterministic):
     """Six query heads over two key/value heads (query head h reads key/value head h // 3),
-    without repeating the keys and values."""
-    q = rng.standard_normal((2, 6, 37, 32)).astype(dtype)
-    k, v = (rng.standard_normal((2, 2, 37, 32)).astype(dtype) for _ in range(2))
-    scale = 1.0 / math.sqrt(32)
-    repeated = [np.repeat(a, 3, axis=1) for a in (k, v)]
-    g = np.zeros(q.shape, dtype)
-    expected = _reference(q, *repeated, g, causal, scale)[0]
-    out, _, _ = dispatch.kernel("flash_attention", "cuda")(
-        ti.to_device(q), ti.to_device(k), ti.to_device(v), causal, scale, False)
-    _check(out, expected, _bounds(q, *repeated, g, causal, scale)[0])
+    without repeating the keys and values: dK and dV summed over each key/value head's three
+    query heads."""
+    _run(rng, (2, 6, 37, 32), (2, 2, 37, 32), dtype, causal, deterministic=deterministic)

@@ -44,9 +44,10 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
 
 
 @register("flash_attention_backward", "cpu")
-def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale):
+def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale,
+                             deterministic):
     """(dQ, dK, dV) from the output gradient and flash_attention's logsumexp and output (the
-    float32 one where it kept it)."""
+    float32 one where it kept it); deterministic either way."""
     g, q, k, v, o = _compute(grad, query, key, value, out)
     with np.errstate(all="ignore"):
         p = np.exp(_scores(q, k, is_causal, scale) - lse[..., None])

@@ -2,10 +2,12 @@
 
 On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
 runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
-three backward, no (L, S) scores in memory); without gradients, grouped-query heads (enable_gqa)
-are read in place instead of repeated. One query row per head (decoding against a cache),
-without gradients and with at most a bool mask over the keys, runs as the decode kernel
-(backends/cuda/kernels/decode_attention.py), grouped-query heads read in place.
+three backward, no (L, S) scores in memory; the backward's deterministic form under
+use_deterministic_algorithms(True), else its one-pass form, whose dQ sums with float atomics);
+grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per head
+(decoding against a cache), without gradients and with at most a bool mask over the keys, runs
+as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read in
+place.
 `cached_attention` is that path with the valid length of a static cache read on the device.
 Everything else composes matmul, softmax, where and dropout, differentiable to any order.
 """
@@ -23,6 +25,7 @@ from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
+from ...settings import are_deterministic_algorithms_enabled
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear
@@ -82,14 +85,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not is_causal and dropout_p == 0.0 and _decodable(query, key, value, attn_mask,
                                                          enable_gqa):
         return _decode(query, key, value, attn_mask, None, scale)
-    if enable_gqa and len(q_shape) >= 3 and k_shape[-3] != q_shape[-3]:
-        if attn_mask is None and dropout_p == 0.0 and not _needs_grad(query, key, value) \
-                and _fusable(query, key, value, grouped=True):
-            return _flash(query, key, value, is_causal, scale)
+    grouped = enable_gqa and len(q_shape) >= 3 and k_shape[-3] != q_shape[-3]
+    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value, grouped):
+        return _flash(query, key, value, is_causal, scale)
+    if grouped:
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
-    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
-        return _flash(query, key, value, is_causal, scale)
     scores = linalg.matmul(query * scale, key.transpose(-2, -1))
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
@@ -166,8 +167,7 @@ def _needs_grad(*tensors):
 def _fusable(query, key, value, grouped=False):
     """The fused kernels compute this: CUDA, one dtype (float32/16, bfloat16), (B, H, L, D)
     operands of equal leading dims (at most two; `grouped`: keys and values may have fewer
-    heads, dividing the query's, which the forward kernel alone takes), head dim 16..128
-    shared by values, nothing empty."""
+    heads, dividing the query's), head dim 16..128 shared by values, nothing empty."""
     device = query.device
     if device.type != "cuda" or key.device != device or value.device != device:
         return False
@@ -229,21 +229,35 @@ class _FlashAttention(Function):
             grads = _attention_grads(grad, query, key, value, ctx.is_causal, ctx.scale)
         else:
             grads = call("flash_attention_backward", _unit_last_stride(grad), query, key, value,
-                         out, lse, ctx.is_causal, ctx.scale, device=query.device)
+                         out, lse, ctx.is_causal, ctx.scale,
+                         are_deterministic_algorithms_enabled(), device=query.device)
             grads = [wrap(g, query.device) for g in grads]
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) \
             + (None, None)
 
 
 def _attention_grads(grad, query, key, value, is_causal, scale):
-    """(dQ, dK, dV) of softmax(Q K^T * scale) V with genesis ops (differentiable again)."""
+    """(dQ, dK, dV) of softmax(Q K^T * scale) V with genesis ops (differentiable again); keys
+    and values with fewer heads than the query are repeated, their gradients summed back."""
+    groups = query.shape[-3] // key.shape[-3] if query.ndim >= 3 else 1
+    if groups > 1:
+        key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     weights = _attention_weights(linalg.matmul(query * scale, key.transpose(-2, -1)), None,
                                  is_causal)
     d_value = linalg.matmul(weights.transpose(-2, -1), grad)
     d_weights = linalg.matmul(grad, value.transpose(-2, -1))
     d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True)) * scale
-    return (linalg.matmul(d_scores, key), linalg.matmul(d_scores.transpose(-2, -1), query),
-            d_value)
+    d_key = linalg.matmul(d_scores.transpose(-2, -1), query)
+    if groups > 1:
+        d_key, d_value = _sum_heads(d_key, groups), _sum_heads(d_value, groups)
+    return linalg.matmul(d_scores, key), d_key, d_value
+
+
+def _sum_heads(x, groups):
+    """(..., H * groups, S, E) -> (..., H, S, E), each run of `groups` heads summed: the
+    gradient of _repeat_heads."""
+    *lead, heads, length, dim = x.shape
+    return x.reshape(*lead, heads // groups, groups, length, dim).sum(-3)
 
 
 def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):

@@ -9,9 +9,16 @@ Causal masking (query i sees keys j <= i, top-left aligned as torch) skips the k
 the diagonal; only the blocks on the diagonal and the key tail pay for the mask.
 
 Backward ("flash_attention_backward"): a preprocess launch for Delta = rowsum(dO * O), then one
-kernel over key blocks (dK, dV: walks the query blocks) and one over query blocks (dQ: walks the
-key blocks), each recomputing P from the saved logsumexp. Every gradient element is summed by
-one program in a fixed order: deterministic, no atomics.
+of two forms, each recomputing P from the saved logsumexp. One-pass (FlashAttention-2's, the
+default): one kernel over key blocks walks the query blocks once, computing P, dV += P^T dO,
+dP = dO V^T, dS, dK += dS^T Q and each query block's share dS K of dQ, which it adds with float32
+atomics to a float32 accumulator (zeroed by the Delta launch); a last launch scales that into dQ.
+Five products per block pair, and the order of the atomic adds, so dQ's last bits, varies from
+run to run, as in torch's flash and memory-efficient backwards. Deterministic (under
+genesis.use_deterministic_algorithms(True), as torch's rule): the same kernel over key blocks
+for dK, dV only, and one over query blocks (dQ: walks the key blocks), recomputing Q K^T and
+dP there (seven products per block pair); every gradient element is summed by one program in a
+fixed order, no atomics.
 
 Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities P (and
 dS) are rounded to the input dtype before they enter their second product, as FlashAttention and
@@ -24,20 +31,21 @@ memory-efficient kernel). With genesis.backends.cuda.matmul.allow_tf32 they are 
 products (10-bit mantissas).
 
 Layout: q, k, v are (..., L or S, D) with at most two leading dims (batch, heads), read in
-place through their strides (the last stride must be 1). The forward also takes grouped-query
-attention, H query heads over H / G key/value heads (query head h reads key/value head
-h // G), without repeating the keys and values; the backward takes G = 1. O and dQ are laid
-out like q, dK like
-k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`), as torch
-lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed to
-(B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims 16..128
-run in a power-of-two tile (80 and 96 in 128, masked).
+place through their strides (the last stride must be 1). They take grouped-query attention,
+H query heads over H / G key/value heads (query head h reads key/value head h // G), without
+repeating the keys and values: the backward's dK/dV programs each walk the G query heads of
+their key/value head, summing dK and dV over them in registers. O and dQ are laid out like q,
+dK like k, dV like v: dense, D innermost, the other dims in the input's order (`_dense_like`),
+as torch lays out SDPA's results. For heads cut from a (B, T, H, D) projection and transposed
+to (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims
+16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
---tiles`): half types take 64 x 64 tiles with 4 warps, 3
-stages forward and 2 backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that
-ptxas reported no spills) by 1.25x forward and 2.3x backward: more programs in flight hide the
-loads better than spill-free registers do. float32 tiles: see FP32_TILES.
+--tiles`): half types take 64 x 64 tiles with 4 warps, 3 stages forward and 2 in the two-pass
+backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that ptxas reported no
+spills) by 1.25x forward and 2.3x backward: more programs in flight hide the loads better than
+spill-free registers do. The one-pass backward's tiles: see HALF_ONE_PASS_TILES; float32
+tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -92,12 +100,27 @@ def _load_cols(base, r, stride, n_rows, d, HEAD: tl.constexpr, BD: tl.constexpr)
 
 
 @triton.jit
-def _store_rows(base, r, stride, n_rows, d, x, HEAD: tl.constexpr, BD: tl.constexpr):
-    """The (len(r), BD) tile `x` as rows `r` of a (rows, HEAD) plane, within its ends."""
+def _rows_mask(r, n_rows, d, HEAD: tl.constexpr, BD: tl.constexpr):
+    """Which elements of a (len(r), BD) tile of rows `r` lie in a (n_rows, HEAD) plane."""
     mask = (r < n_rows)[:, None]
     if HEAD != BD:
         mask = mask & (d < HEAD)[None, :]
-    tl.store(base + r[:, None] * stride + d[None, :], x.to(base.dtype.element_ty), mask=mask)
+    return mask
+
+
+@triton.jit
+def _store_rows(base, r, stride, n_rows, d, x, HEAD: tl.constexpr, BD: tl.constexpr):
+    """The (len(r), BD) tile `x` as rows `r` of a (rows, HEAD) plane, within its ends."""
+    tl.store(base + r[:, None] * stride + d[None, :], x.to(base.dtype.element_ty),
+             mask=_rows_mask(r, n_rows, d, HEAD, BD))
+
+
+@triton.jit
+def _add_rows(base, r, n_rows, d, x, HEAD: tl.constexpr, BD: tl.constexpr):
+    """Atomically add the float32 (len(r), BD) tile `x` to rows `r` of a dense (rows, HEAD)
+    float32 plane, within its ends (relaxed: only the sums matter, read by a later launch)."""
+    tl.atomic_add(base + r[:, None] * HEAD + d[None, :], x,
+                  mask=_rows_mask(r, n_rows, d, HEAD, BD), sem="relaxed")
 
 
 @triton.jit
@@ -183,8 +206,9 @@ def _attn_fwd_kernel(
 
 @triton.jit
 def _attn_delta_kernel(
-        # pointers: the output gradient, the output, Delta
-        do_ptr, o_ptr, delta_ptr,
+        # pointers: the output gradient, the output, Delta; the float32 dQ accumulator to zero
+        # (or None)
+        do_ptr, o_ptr, delta_ptr, dq_acc_ptr,
         # sizes: heads, query rows
         n_heads, q_len,
         # strides, in elements, of each operand's batch, head and row dims
@@ -192,7 +216,8 @@ def _attn_delta_kernel(
         o_row_stride,
         # meta-parameters
         HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr):
-    """Delta = rowsum(dO * O) (float32) for rows pid0*BM.. of plane pid1."""
+    """Delta = rowsum(dO * O) (float32) for rows pid0*BM.. of plane pid1, and zeros in those
+    rows of the dQ accumulator when there is one."""
     bh = tl.program_id(1)
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     d = tl.arange(0, BD)
@@ -203,15 +228,22 @@ def _attn_delta_kernel(
                    q_len, d, HEAD, BD, True)
     total = tl.sum(g.to(tl.float32) * y.to(tl.float32), 1)
     tl.store(delta_ptr + plane + rows, total, mask=rows < q_len)
+    if dq_acc_ptr is not None:
+        _store_rows(dq_acc_ptr + plane * HEAD, rows, HEAD, q_len, d,
+                    tl.zeros([BM, BD], tl.float32), HEAD, BD)
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L, qk_scale, d,
-                 HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, q_sm, do_sm, n, lo, hi, L, S,
+                 qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
                  MASKED: tl.constexpr, PRECISION: tl.constexpr):
-    """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal).
+    """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal); with a
+    float32 dQ accumulator plane `dqp` (None for none), also these keys' share dS K of dQ,
+    added to it atomically.
 
-    Query rows past L load zeros and an infinite logsumexp, so their P is 0."""
+    Query rows past L load zeros and an infinite logsumexp, so their P is 0. Keys past S load
+    zeros: their dK, dV are not stored, and with `dqp` their P is zeroed so that they add
+    nothing to dQ (exp(-lse) may overflow a half type's dS)."""
     for m0 in range(lo, hi, BM):
         m = m0 + tl.arange(0, BM)
         qT = _load_cols(qp, m, q_sm, L, d, HEAD, BD)
@@ -219,20 +251,24 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, q_sm, do_sm, n, lo, hi, L,
         pT = tl.exp2(tl.dot(k, qT, input_precision=PRECISION) * qk_scale - lse2[None, :])
         if MASKED:
             pT = tl.where(m[None, :] >= n[:, None], pT, 0.0)
+        if dqp is not None:
+            pT = tl.where((n < S)[:, None], pT, 0.0)
         g = _load_rows(dop, m, do_sm, L, d, HEAD, BD, True)
         dv = _dot_f32(pT, g, dv, PRECISION)
         dpT = tl.dot(v, tl.trans(g), input_precision=PRECISION)
         delta = tl.load(deltap + m, mask=m < L, other=0.0)
         dsT = pT * (dpT - delta[None, :])
         dk = _dot_f32(dsT, tl.trans(qT), dk, PRECISION)
+        if dqp is not None:
+            _add_rows(dqp, m, L, d, _dot_f32(tl.trans(dsT), k, None, PRECISION), HEAD, BD)
     return dk, dv
 
 
 @triton.jit
 def _attn_dkdv_kernel(
         # pointers: queries, keys, values, the output gradient, the forward's logsumexp, Delta;
-        # the key and value gradients
-        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+        # the key and value gradients, the float32 dQ accumulator (None: the dQ kernel's)
+        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_acc_ptr,
         # the score scale
         scale,
         # sizes: heads, query rows, key rows
@@ -244,34 +280,45 @@ def _attn_dkdv_kernel(
         dv_head_stride, dv_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr):
-    """dK and dV of keys pid0*BN.. of plane pid1, over every query block that sees them."""
+        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """dK and dV of keys pid0*BN.. of key/value plane pid1, summed over its GROUP query heads
+    and every query block that sees them (and their share of dQ, unscaled, added to the dQ
+    accumulator when there is one)."""
     start = tl.program_id(0) * BN
-    bh = tl.program_id(1)
+    kv = tl.program_id(1)
+    kv_heads = n_heads // GROUP
     n = start + tl.arange(0, BN)
     d = tl.arange(0, BD)
-    kt = _load_rows(_head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride), n, k_row_stride,
+    kt = _load_rows(_head(k_ptr, kv, kv_heads, k_batch_stride, k_head_stride), n, k_row_stride,
                     k_len, d, HEAD, BD, True)
-    vt = _load_rows(_head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride), n, v_row_stride,
+    vt = _load_rows(_head(v_ptr, kv, kv_heads, v_batch_stride, v_head_stride), n, v_row_stride,
                     k_len, d, HEAD, BD, True)
-    qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
-    dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
-    plane = bh.to(tl.int64) * q_len
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
     qk_scale = scale * 1.4426950408889634
     lo = 0
     if CAUSAL:
         lo = tl.minimum(start + BN, q_len)
+    for h in range(GROUP):
+        bh = (kv // kv_heads) * n_heads + (kv % kv_heads) * GROUP + h
+        qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
+        dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
+        plane = bh.to(tl.int64) * q_len
+        dqp = None
+        if dq_acc_ptr is not None:
+            dqp = dq_acc_ptr + plane * HEAD
+        if CAUSAL:
+            dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
+                                          delta_ptr + plane, dqp, q_row_stride, do_row_stride,
+                                          n, start, lo, q_len, k_len, qk_scale, d, HEAD, BD, BM,
+                                          True, PRECISION)
         dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
-                                      delta_ptr + plane, q_row_stride, do_row_stride, n, start,
-                                      lo, q_len, qk_scale, d, HEAD, BD, BM, True, PRECISION)
-    dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
-                                  delta_ptr + plane, q_row_stride, do_row_stride, n, lo, q_len,
-                                  q_len, qk_scale, d, HEAD, BD, BM, False, PRECISION)
-    _store_rows(_head(dk_ptr, bh, n_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
+                                      delta_ptr + plane, dqp, q_row_stride, do_row_stride, n,
+                                      lo, q_len, q_len, k_len, qk_scale, d, HEAD, BD, BM, False,
+                                      PRECISION)
+    _store_rows(_head(dk_ptr, kv, kv_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
                 k_len, d, dk_acc * scale, HEAD, BD)
-    _store_rows(_head(dv_ptr, bh, n_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
+    _store_rows(_head(dv_ptr, kv, kv_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
                 k_len, d, dv_acc, HEAD, BD)
 
 
@@ -310,8 +357,9 @@ def _attn_dq_kernel(
         do_row_stride, dq_batch_stride, dq_head_stride, dq_row_stride,
         # meta-parameters
         CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr):
-    """dQ of queries pid0*BM.. of plane pid1, over every key block they see."""
+        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    """dQ of queries pid0*BM.. of plane pid1, over every key block they see; GROUP query heads
+    share each key/value head."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
@@ -323,8 +371,8 @@ def _attn_dq_kernel(
                    do_row_stride, q_len, d, HEAD, BD, True)
     lse2 = tl.load(lse_ptr + plane + rows, mask=rows < q_len, other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
-    kp = _head(k_ptr, bh, n_heads, k_batch_stride, k_head_stride)
-    vp = _head(v_ptr, bh, n_heads, v_batch_stride, v_head_stride)
+    kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
+    vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
     qk_scale = scale * 1.4426950408889634
     acc = tl.zeros([BM, BD], tl.float32)
     end = k_len
@@ -336,6 +384,29 @@ def _attn_dq_kernel(
         acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, end,
                          tl.minimum(start + BM, k_len), k_len, qk_scale, d, HEAD, BD, BN, True,
                          PRECISION)
+    _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
+                q_len, d, acc * scale, HEAD, BD)
+
+
+@triton.jit
+def _attn_dq_cast_kernel(
+        # pointers: the float32 dQ accumulator, the query gradient
+        dq_acc_ptr, dq_ptr,
+        # the score scale
+        scale,
+        # sizes: heads, query rows
+        n_heads, q_len,
+        # strides, in elements, of the query gradient's batch, head and row dims
+        dq_batch_stride, dq_head_stride, dq_row_stride,
+        # meta-parameters
+        HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr):
+    """dQ = scale * the accumulated dS K, in dQ's dtype and layout, for rows pid0*BM.. of
+    plane pid1 (the one-pass backward's last launch)."""
+    bh = tl.program_id(1)
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    d = tl.arange(0, BD)
+    acc = _load_rows(dq_acc_ptr + bh.to(tl.int64) * q_len * HEAD, rows, HEAD, q_len, d, HEAD,
+                     BD, True)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
 
@@ -389,27 +460,48 @@ def _geometry_like(arr):
     return _Geometry.of(placeholder(arr.shape, arr.dtype, _dense_like(arr)))
 
 
-FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2)), 64: ((64, 64, 4, 2), (32, 32, 4, 2)),
-              128: ((32, 32, 4, 2), (32, 32, 4, 2))}
-"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (backward BLOCK,
-STEP, warps, stages). Measured on an H200 (causal, `attention.py --tiles --dtype fp32`), forward
-and forward + backward: B=16 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6
-T=256 D=64 0.073 ms with 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373
-ms with 32 x 32 backward tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128
-0.390 ms forward with 32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more
-than the 227 KB of shared memory with 3 stages (forward) or 2 (backward)."""
+FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2)),
+              64: ((64, 64, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2)),
+              128: ((32, 32, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2))}
+"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (two-pass
+backward BLOCK, STEP, warps, stages), (one-pass backward, the same). Measured on an H200
+(causal, `attention.py --tiles --dtype fp32`), forward and forward + two-pass backward: B=16
+H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256 D=64 0.073 ms with
+64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms with 32 x 32 backward
+tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128 0.390 ms forward with
+32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more than the 227 KB of
+shared memory with 3 stages (forward) or 2 (backward). The one-pass tiles, not yet timed, are
+the two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, sm_90a) and
+64 x 32 none; TF32 x3 products take about three times the registers, and at D=128 every tile
+tried spills (the two-pass 32 x 32 too)."""
+
+
+HALF_ONE_PASS_TILES = {16: (64, 64, 4, 2), 32: (64, 64, 4, 2), 64: (64, 64, 4, 2),
+                       128: (64, 64, 8, 2)}
+"""The one-pass backward's half-type tiles by head tile: (BLOCK keys, STEP queries, warps,
+stages), chosen by registers (ptxas, sm_90a, bf16; not yet timed). Its kernel holds the dK and
+dV accumulators (BLOCK x D float32 each) across the walk, and each step adds a STEP x D float32
+dS K to dQ. D <= 64: 64 x 64 with 4 warps, the two-pass dK/dV kernel's measured tile, takes 239
+registers (215 without dQ), no spills, two programs a multiprocessor as before. D = 128: with 4
+warps every 64-key tile spills (64 x 64: 408 bytes a thread, 64 x 32: 92; the two-pass kernel
+spilled 40), and 32 keys doubles the atomic adds and the reloads of Q and dO; 64 x 64 with 8
+warps takes 251 registers and no spills. Keys in blocks of 128 halve the atomics (8 warps:
+128 x 32 and 128 x 64 fit without spills, 194 and 224 registers at D=64, 248 and 254 at D=128)
+but leave fewer programs for the causal diagonal's uneven work; `benchmarks/attention.py
+--tiles --only one_pass` times them all."""
 
 
 def _tiles(dtype, head_dim, tf32):
-    """(head tile, (forward BM, BN, warps, stages), (backward BLOCK, STEP, warps, stages),
-    precision); see the module docstring. The forward needs BN | BM, the backward STEP | BLOCK:
-    the dK/dV kernel holds BLOCK keys and walks the queries STEP at a time, the dQ kernel
-    holds BLOCK queries and walks the keys STEP at a time."""
+    """(head tile, (forward BM, BN, warps, stages), (two-pass backward BLOCK, STEP, warps,
+    stages), (one-pass backward, the same), precision); see the module docstring. The forward
+    needs BN | BM, the backward STEP | BLOCK: the dK/dV kernel holds BLOCK keys and walks the
+    queries STEP at a time, the dQ kernel holds BLOCK queries and walks the keys STEP at a
+    time."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, (64, 64, 4, 3), (64, 64, 4, 2), "tf32"
-    forward, backward = FP32_TILES[max(bd, 32)]
-    return bd, forward, backward, "tf32" if tf32 else "tf32x3"
+        return bd, (64, 64, 4, 3), (64, 64, 4, 2), HALF_ONE_PASS_TILES[bd], "tf32"
+    forward, two_pass, one_pass = FP32_TILES[max(bd, 32)]
+    return bd, forward, two_pass, one_pass, "tf32" if tf32 else "tf32x3"
 
 
 def _index_type(*arrays):
@@ -429,7 +521,7 @@ def _forward_plan(q, k, v, causal, tf32, keep_float, device=0, target=None):
     """(the forward launch for operands laid out like these, the sizes and strides
     _forward_launch passes)."""
     (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
-    bd, (bm, bn, warps, stages), _, precision = _tiles(q.dtype, q.shape[-1], tf32)
+    bd, (bm, bn, warps, stages), _, _, precision = _tiles(q.dtype, q.shape[-1], tf32)
     meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm,
                 BN=bn, GROUP=lead[1] // kv_lead[1])
     launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
@@ -453,60 +545,88 @@ def _forward_launch(launch, dims, stream, q, k, v, out, lse, out_f, scale):
 
 
 class _BackwardPlan:
-    """The Delta, dK/dV and dQ launches for operands laid out like these (Delta in a float32
-    buffer of the query rows, fresh per run: the later launches read it)."""
+    """The backward's launches for operands laid out like these. Both forms first run the
+    Delta kernel (into a float32 buffer of the query rows, fresh per run: the later launches
+    read it). Deterministic: then the dK/dV kernel and the dQ kernel. One-pass: the Delta
+    kernel also zeroes a float32 dQ accumulator, the dK/dV kernel adds dS K to it atomically,
+    and a last kernel scales it into dQ."""
 
-    def __init__(self, g, q, k, v, out, causal, tf32, device=0, target=None):
+    def __init__(self, g, q, k, v, out, causal, tf32, deterministic, device=0, target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
-        lead = geos[0][0]
-        bd, _, (block, step, warps, stages), precision = _tiles(q.dtype, q.shape[-1], tf32)
+        lead, kv_lead = geos[0][0], geos[1][0]
+        bd, _, two_pass, one_pass, precision = _tiles(q.dtype, q.shape[-1], tf32)
+        block, step, warps, stages = two_pass if deterministic else one_pass
         ity = _index_type(q, k, v, g)
-        planes, length = lead[0] * lead[1], q.shape[-2]
-        self.device, self.target, self.delta_shape = device, target, q.shape[:-1]
-        self.delta = _attention_launch(
-            _attn_delta_kernel, (cdiv(length, block), planes),
-            dict(HEAD=q.shape[-1], BD=bd, BM=block), warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision)
-        self.dkdv = _attention_launch(_attn_dkdv_kernel, (cdiv(k.shape[-2], block), planes),
+        planes, length, head = lead[0] * lead[1], q.shape[-2], q.shape[-1]
+        self.device, self.target, self.deterministic = device, target, deterministic
+        self.delta_shape = q.shape[:-1]
+        rows = dict(HEAD=head, BD=bd, BM=block)
+        self.delta = _attention_launch(_attn_delta_kernel, (cdiv(length, block), planes), rows,
+                                       warps, 1, ity, device, target)
+        meta = dict(CAUSAL=causal, HEAD=head, BD=bd, PRECISION=precision,
+                    GROUP=lead[1] // kv_lead[1])
+        self.dkdv = _attention_launch(_attn_dkdv_kernel,
+                                      (cdiv(k.shape[-2], block), kv_lead[0] * kv_lead[1]),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
                                       target)
-        self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, block), planes),
-                                    dict(meta, BM=block, BN=step), warps, stages, ity, device,
-                                    target)
+        if deterministic:
+            self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, block), planes),
+                                        dict(meta, BM=block, BN=step), warps, stages, ity,
+                                        device, target)
+        else:
+            self.dq = _attention_launch(_attn_dq_cast_kernel, (cdiv(length, block), planes),
+                                        rows, warps, 1, ity, device, target)
         self.sizes = (lead[1], length, k.shape[-2])
         self.strides = tuple(geo[1] for geo in geos) + (_Geometry.of(out)[1],) + tuple(
             _geometry_like(a)[1] for a in (q, k, v))
 
+    def _scratch(self, shape, stream):
+        """A new float32 array (a placeholder when only compiling)."""
+        if self.target:
+            return placeholder(shape, np.float32)
+        return CUDAArray.empty(shape, np.float32, self.device, stream)
+
     def run(self, stream, g, q, k, v, out, lse, scale, dq, dk, dv):
         q_st, k_st, v_st, g_st, o_st, dq_st, dk_st, dv_st = self.strides
         n_heads, q_len, k_len = self.sizes
-        delta = (placeholder(self.delta_shape, np.float32) if self.target else
-                 CUDAArray.empty(self.delta_shape, np.float32, self.device, stream))
+        delta = self._scratch(self.delta_shape, stream)
+        dq_acc = None if self.deterministic else self._scratch(q.shape, stream)
         self.delta(stream,
                    # pointers
-                   g, out, delta,
+                   g, out, delta, dq_acc,
                    # sizes
                    n_heads, q_len,
                    # strides
                    *g_st, *o_st)
         self.dkdv(stream,
                   # pointers
-                  q, k, v, g, lse, delta, dk, dv,
+                  q, k, v, g, lse, delta, dk, dv, dq_acc,
                   # the score scale
                   scale,
                   # sizes
                   *self.sizes,
                   # strides
                   *q_st, *k_st, *v_st, *g_st, *dk_st, *dv_st)
-        self.dq(stream,
-                # pointers
-                q, k, v, g, lse, delta, dq,
-                # the score scale
-                scale,
-                # sizes
-                *self.sizes,
-                # strides
-                *q_st, *k_st, *v_st, *g_st, *dq_st)
+        if self.deterministic:
+            self.dq(stream,
+                    # pointers
+                    q, k, v, g, lse, delta, dq,
+                    # the score scale
+                    scale,
+                    # sizes
+                    *self.sizes,
+                    # strides
+                    *q_st, *k_st, *v_st, *g_st, *dq_st)
+        else:
+            self.dq(stream,
+                    # pointers
+                    dq_acc, dq,
+                    # the score scale
+                    scale,
+                    # sizes
+                    n_heads, q_len,
+                    # strides
+                    *dq_st)
 
 
 _plans = LaunchCache()
@@ -516,10 +636,10 @@ def _key(*arrays):
     return tuple([(a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays])
 
 
-def _check(q, k, v, grouped=False):
-    """Operands the kernels take (`grouped`: k and v may have fewer heads, dividing q's)."""
+def _check(q, k, v):
+    """Operands the kernels take (k and v may have fewer heads, dividing q's)."""
     lead_ok = q.shape[:-2] == k.shape[:-2]
-    if grouped and not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
+    if not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
         lead_ok = (q.shape[:-3] == k.shape[:-3] and q.shape[-3] % k.shape[-3] == 0)
     if not (q.dtype == k.dtype == v.dtype and supports(q.dtype, q.shape[-1])
             and k.shape[-1] == v.shape[-1] == q.shape[-1]
@@ -543,7 +663,7 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
     key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
     plan = _plans.get(key_)
     if plan is None:  # operands of a new geometry (the key holds all _check reads)
-        _check(query, key, value, grouped=True)
+        _check(query, key, value)
         if query.size:
             plan = _plans.get_or_build(key_, lambda: _forward_plan(
                 query, key, value, is_causal, tf32, keep_float, device) + (_dense_like(query),))
@@ -558,9 +678,13 @@ def flash_attention(query, key, value, is_causal, scale, keep_float):
 
 
 @register("flash_attention_backward", "cuda")
-def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale):
+def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale,
+                             deterministic):
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
-    and its saved lse and out (the float32 one where it kept it)."""
+    and its saved lse and out (the float32 one where it kept it). `deterministic`: the two-pass
+    backward, every element summed in a fixed order; else the one-pass backward, whose dQ sums
+    with float atomics (its last bits vary from run to run). Key and value may have fewer
+    heads than the query (grouped-query attention)."""
     _check(query, key, value)
     device = query.device
     activate(device)
@@ -568,8 +692,9 @@ def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale
     grads = tuple(_empty_like(a, a.dtype, stream) for a in (query, key, value))
     if all(a.size for a in grads):
         tf32 = flags.allow_tf32
-        key_ = ("bwd", _key(grad, query, key, value, out), is_causal, tf32, device)
+        key_ = ("bwd", _key(grad, query, key, value, out), is_causal, tf32, deterministic,
+                device)
         plan = _plans.get_or_build(key_, lambda: _BackwardPlan(
-            grad, query, key, value, out, is_causal, tf32, device))
+            grad, query, key, value, out, is_causal, tf32, deterministic, device))
         plan.run(stream, grad, query, key, value, out, lse, float(scale), *grads)
     return grads
