@@ -1,0 +1,213 @@
+"""What a profile records while it records: host spans of ops and ranges, kernels on the device.
+
+Every op reaches its kernel through `dispatch.kernel`; while a `Session` records, the dispatcher
+hands each kernel to `_observe`, which returns it wrapped in a `_TimedKernel` that times the call
+on the host as one op event ("aten::add"). With no session, the dispatcher checks one module
+global and returns the kernel itself. `record_function` ranges and ops nest on a per-thread stack;
+kernel records of `genesis.backends.cuda.profiling` (CUDA activity) go to the op on top of the
+stack when they are launched, and become device events under it once their events resolve.
+"""
+
+import os
+import threading
+import time
+import traceback
+
+from .. import dispatch
+from .events import DeviceType, EventList, FunctionEvent
+
+_session = None
+
+# Kernel names that differ from the aten op PyTorch's profiler shows for the same work.
+_RENAMED = {
+    "cast": "aten::_to_copy", "contiguous": "aten::clone", "copy_": "aten::copy_",
+    "max_dim": "aten::max", "min_dim": "aten::min", "median_dim": "aten::median",
+    "gelu_tanh": "aten::gelu", "gelu_tanh_backward": "aten::gelu_backward",
+    "flash_attention": "aten::_scaled_dot_product_flash_attention",
+    "flash_attention_backward": "aten::_scaled_dot_product_flash_attention_backward",
+    "cross_entropy_fwd": "genesis::cross_entropy", "cross_entropy_bwd":
+    "genesis::cross_entropy_backward",
+}
+# Lookups that fetch a helper rather than run an op: not recorded.
+_NOT_OPS = frozenset({"storage_of", "data_ptr", "to_numpy", "from_numpy", "to_dlpack",
+                      "from_dlpack"})
+# Kernels with no aten counterpart (fused steps and Genesis's own helpers).
+_GENESIS_ONLY = ("_step", "_fwd", "_bwd")
+_GENESIS_NAMES = frozenset({"check_index", "advance_steps", "elementwise_into", "kv_cache_write",
+                            "total_norm", "clip_by_total_norm_", "amp_unscale_"})
+
+
+def op_name(kernel_name):
+    """The event name of a kernel: "add" -> "aten::add", Genesis's own -> "genesis::name"."""
+    if kernel_name in _RENAMED:
+        return _RENAMED[kernel_name]
+    if kernel_name in _GENESIS_NAMES or kernel_name.endswith(_GENESIS_ONLY):
+        return "genesis::" + kernel_name
+    return "aten::" + kernel_name
+
+
+class _TimedKernel:
+    """A kernel as the dispatcher hands it out while a session records: each call is an op
+    event. Attributes the callers read from kernels (`READS_HALVES_AS_FLOAT32`, ...) pass
+    through."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fn = fn
+
+    def __getattr__(self, attr):
+        return getattr(self.fn, attr)
+
+    def __call__(self, *args, **kwargs):
+        session = _session
+        if session is None:
+            return self.fn(*args, **kwargs)
+        event = session.open(self.name, args)
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            session.close(event)
+
+
+_wrapped = {}
+
+
+def _observe(kernel_name, device_type, fn):
+    """dispatch's observer: `fn` wrapped to record its calls (one wrapper per kernel)."""
+    entry = _wrapped.get((kernel_name, device_type))
+    if entry is None or entry.fn is not fn:
+        if kernel_name in _NOT_OPS:
+            return fn
+        entry = _wrapped[(kernel_name, device_type)] = _TimedKernel(op_name(kernel_name), fn)
+    return entry
+
+
+def _shape(arg):
+    shape = getattr(arg, "shape", None)
+    return list(shape) if isinstance(shape, tuple) else []
+
+
+def _user_stack():
+    """The Python stack outside genesis, innermost first, as "file.py(12): fn" entries."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = traceback.extract_stack()[:-3]
+    return [f"{f.filename}({f.lineno}): {f.name}" for f in reversed(frames)
+            if not f.filename.startswith(root)]
+
+
+class Session:
+    """One recording: from `start` to `stop`, the events of every thread, then `events()`."""
+
+    def __init__(self, cpu=True, cuda=False, record_shapes=False, with_stack=False):
+        self.cpu = cpu
+        self.cuda = cuda
+        self.record_shapes = record_shapes
+        self.with_stack = with_stack
+        self.use_device = "cuda" if cuda else None
+        self._events = []
+        self._launches = []  # (owner event or None, profiling Record, leaf)
+        self._local = threading.local()
+        self._next_id = 0
+
+    def _stack(self):
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+            self._local.has_child = set()
+        return stack
+
+    def start(self):
+        global _session
+        if _session is not None:
+            raise RuntimeError("Can't start a genesis.profiler profile: another one is recording")
+        _session = self
+        if self.cpu:
+            dispatch.set_observer(_observe)
+        if self.cuda:
+            from ..backends.cuda import profiling
+            profiling.attach(self)
+
+    def stop(self):
+        global _session
+        if _session is not self:
+            return
+        if self.cuda:
+            from ..backends.cuda import profiling
+            profiling.detach(self)
+        dispatch.set_observer(None)
+        _session = None
+        end = _now_us()
+        for e in self._events:
+            if e.time_range.end is None:
+                e.time_range.end = end
+
+    def open(self, name, args=(), annotation=False, trace_name=None):
+        """Begin an event named `name` under the innermost open one of this thread."""
+        stack = self._stack()
+        self._next_id += 1
+        shapes = [_shape(a) for a in args] if self.record_shapes else ()
+        event = FunctionEvent(self._next_id, name, threading.get_native_id(), 0.0, None, shapes,
+                              _user_stack() if self.with_stack else (),
+                              is_user_annotation=annotation, use_device=self.use_device,
+                              trace_name=trace_name)
+        if stack:
+            event.cpu_parent = stack[-1]
+            stack[-1].cpu_children.append(event)
+        stack.append(event)
+        self._events.append(event)
+        event.time_range.start = _now_us()
+        event.time_range.end = None
+        return event
+
+    def close(self, event):
+        event.time_range.end = _now_us()
+        stack = self._stack()
+        while stack and stack.pop() is not event:
+            pass
+
+    def add(self, record):
+        """A kernel or library region of the CUDA backend, handed over as it is launched: it
+        belongs to the op open on this thread. A region that enclosed other records is not a
+        device event of its own (its kernels are)."""
+        stack = self._stack()
+        has_child = self._local.has_child
+        leaf = record.depth not in has_child
+        has_child.discard(record.depth)
+        if record.depth:
+            has_child.add(record.depth - 1)
+        self._launches.append((stack[-1] if stack else None, record, leaf))
+
+    def events(self):
+        """The recorded events, host ones in the order they began, then the kernels."""
+        out = EventList(self._events, use_device=self.use_device)
+        for owner, record, leaf in self._launches:
+            if leaf:
+                kernel = self._kernel_event(record)
+                if owner is not None:
+                    owner.kernels.append(kernel)
+                    kernel.args["External id"] = owner.id
+                out.append(kernel)
+        self._launches = []
+        self._events = list(out)
+        return out
+
+    def _kernel_event(self, record):
+        record.resolve()
+        self._next_id += 1
+        start = record.base[1] / 1e3 + record.start_us
+        args = dict(record.args or {}, device=record.device, stream=record.stream)
+        if record.grid:
+            args["grid"] = list(record.grid)
+        return FunctionEvent(self._next_id, record.name, record.stream, start,
+                             start + record.device_us, device_type=DeviceType.CUDA,
+                             use_device=self.use_device, device_index=record.device, args=args)
+
+
+def _now_us():
+    return time.perf_counter_ns() / 1e3
+
+
+def current_session():
+    return _session
