@@ -3,6 +3,7 @@ same op counts, ranges, schedule actions and table layout; CUDA attribution over
 
 import gzip
 import json
+import pathlib
 import re
 
 import numpy as np
@@ -15,6 +16,7 @@ import genesis.profiler as gp
 from genesis import dispatch
 from genesis.backends.cuda import profiling
 from genesis.profiler import recording
+from helpers import run_checks_worker
 from test_profiler import fake, fake_kernel  # noqa: F401  (fake: the fake CUDA event source)
 
 
@@ -332,3 +334,7 @@ def test_cuda_only_activity(fake, monkeypatch):  # noqa: F811
         op(np.zeros(2))
     assert [e.name for e in prof.events()] == ["_add_kernel[fp32 BLOCK=1024 aligned w4]"]
     assert prof.events()[0].device_time_total == pytest.approx(3.0)
+
+
+def test_cuda_ops_on_the_simulated_device():
+    run_checks_worker(pathlib.Path(__file__).with_name("profiler_api_worker.py"))

@@ -20,28 +20,36 @@ _session = None
 
 # Kernel names that differ from the aten op PyTorch's profiler shows for the same work.
 _RENAMED = {
-    "cast": "aten::_to_copy", "contiguous": "aten::clone", "copy_": "aten::copy_",
+    "cast": "aten::_to_copy", "contiguous": "aten::clone",
     "max_dim": "aten::max", "min_dim": "aten::min", "median_dim": "aten::median",
     "gelu_tanh": "aten::gelu", "gelu_tanh_backward": "aten::gelu_backward",
+    "softmax_backward": "aten::_softmax_backward_data",
+    "log_softmax_backward": "aten::_log_softmax_backward_data",
+    "layer_norm_fwd": "aten::native_layer_norm",
+    "layer_norm_bwd": "aten::native_layer_norm_backward",
+    "rms_norm_fwd": "aten::_fused_rms_norm", "rms_norm_bwd": "aten::_fused_rms_norm_backward",
+    "max_pool_fwd": "aten::max_pool2d_with_indices",
+    "max_pool_bwd": "aten::max_pool2d_with_indices_backward", "avg_pool": "aten::avg_pool2d",
     "flash_attention": "aten::_scaled_dot_product_flash_attention",
     "flash_attention_backward": "aten::_scaled_dot_product_flash_attention_backward",
-    "cross_entropy_fwd": "genesis::cross_entropy", "cross_entropy_bwd":
-    "genesis::cross_entropy_backward",
 }
 # Lookups that fetch a helper rather than run an op: not recorded.
 _NOT_OPS = frozenset({"storage_of", "data_ptr", "to_numpy", "from_numpy", "to_dlpack",
                       "from_dlpack"})
-# Kernels with no aten counterpart (fused steps and Genesis's own helpers).
-_GENESIS_ONLY = ("_step", "_fwd", "_bwd")
-_GENESIS_NAMES = frozenset({"check_index", "advance_steps", "elementwise_into", "kv_cache_write",
-                            "total_norm", "clip_by_total_norm_", "amp_unscale_"})
+# Kernels with no aten counterpart (fused steps and Genesis's own helpers): "genesis::name".
+_GENESIS_SUFFIXES = ("_step", "_fwd", "_bwd", "_igemm", "_igemm_weight_grad")
+_GENESIS_NAMES = frozenset({
+    "check_index", "advance_steps", "elementwise_into", "kv_cache_write", "total_norm",
+    "clip_by_total_norm_", "amp_unscale_", "add_rms_norm", "decode_attention", "linear_act",
+    "linear_act_backward", "linear_silu_gate", "rotary", "rotary_cache_write", "silu_mul",
+    "upsample_linear_fwd", "upsample_linear_bwd"})
 
 
 def op_name(kernel_name):
     """The event name of a kernel: "add" -> "aten::add", Genesis's own -> "genesis::name"."""
     if kernel_name in _RENAMED:
         return _RENAMED[kernel_name]
-    if kernel_name in _GENESIS_NAMES or kernel_name.endswith(_GENESIS_ONLY):
+    if kernel_name in _GENESIS_NAMES or kernel_name.endswith(_GENESIS_SUFFIXES):
         return "genesis::" + kernel_name
     return "aten::" + kernel_name
 
