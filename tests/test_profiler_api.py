@@ -81,6 +81,21 @@ def test_self_time_within_total(rng):
         assert sum(c.cpu_time_total for c in e.cpu_children) <= e.cpu_time_total
 
 
+def _backward_structure(lib, rng):
+    a, b = (lib.tensor(rng.standard_normal(4), requires_grad=True) for _ in range(2))
+    with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU]) as prof:
+        (a * b).sum().backward()
+    events = prof.events()
+    nodes = [(e.name, [c.name for c in e.cpu_children]) for e in events
+             if e.name.startswith("autograd::engine::evaluate_function: ")]
+    muls = [e.cpu_parent.name if e.cpu_parent else None for e in events if e.name == "aten::mul"]
+    return nodes, muls
+
+
+def test_backward_nodes_as_torch(rng):
+    assert _backward_structure(genesis, rng) == _backward_structure(torch, rng)
+
+
 def test_record_function_decorator_and_idle(rng):
     x, y = _inputs(genesis, rng)
 

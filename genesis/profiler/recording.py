@@ -6,14 +6,19 @@ on the host as one op event ("aten::add"). With no session, the dispatcher check
 global and returns the kernel itself. `record_function` ranges and ops nest on a per-thread stack;
 kernel records of `genesis.backends.cuda.profiling` (CUDA activity) go to the op on top of the
 stack when they are launched, and become device events under it once their events resolve.
+Each node of a backward pass runs inside "autograd::engine::evaluate_function: MulBackward0"
+and "MulBackward0" ranges, as in PyTorch.
 """
 
+import contextlib
 import os
 import threading
 import time
 import traceback
 
 from .. import dispatch
+from ..autograd import engine
+from ..autograd.function import AccumulateGrad
 from .events import DeviceType, EventList, FunctionEvent
 
 _session = None
@@ -133,6 +138,7 @@ class Session:
         _session = self
         if self.cpu:
             dispatch.set_observer(_observe)
+            engine.set_node_observer(self._node_ranges)
         if self.cuda:
             from ..backends.cuda import profiling
             profiling.attach(self)
@@ -145,6 +151,7 @@ class Session:
             from ..backends.cuda import profiling
             profiling.detach(self)
         dispatch.set_observer(None)
+        engine.set_node_observer(None)
         _session = None
         end = _now_us()
         for e in self._events:
@@ -174,6 +181,19 @@ class Session:
         stack = self._stack()
         while stack and stack.pop() is not event:
             pass
+
+    @contextlib.contextmanager
+    def _node_ranges(self, node):
+        """The ranges PyTorch's profiler puts around one backward node's run."""
+        name = "torch::autograd::AccumulateGrad" if isinstance(node, AccumulateGrad) \
+            else node.name()
+        outer = self.open("autograd::engine::evaluate_function: " + name)
+        inner = self.open(name)
+        try:
+            yield
+        finally:
+            self.close(inner)
+            self.close(outer)
 
     def add(self, record):
         """A kernel or library region of the CUDA backend, handed over as it is launched: it
