@@ -192,6 +192,35 @@ def test_table_layout_matches_torch(rng, group, sort_by):
     assert len(tables[0].splitlines()) == len(tables[1].splitlines())
 
 
+def _memory_program(lib, rng):
+    a, b = _inputs(lib, rng, (64, 64))
+    with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU],
+                              profile_memory=True) as prof:
+        with lib.profiler.record_function("block"):
+            c = a + b
+            c.view(-1).exp()
+            c.add_(b)
+    return prof
+
+
+def test_profile_memory_as_torch(rng):
+    ours, theirs = (_memory_program(lib, rng) for lib in (genesis, torch))
+    tables = [p.key_averages().table(sort_by="self_cpu_memory_usage") for p in (ours, theirs)]
+    assert _table_shape(tables[0])[0] == _table_shape(tables[1])[0]
+    for prof in (ours, theirs):
+        first = {}
+        for e in prof.events():
+            first.setdefault(e.name, e)
+        assert first["aten::add"].self_cpu_memory_usage == 64 * 64 * 4
+        assert first["aten::exp"].self_cpu_memory_usage == 64 * 64 * 4
+    block = next(e for e in ours.events() if e.name == "block")  # torch also counts frees
+    assert block.self_cpu_memory_usage == 0
+    assert block.cpu_memory_usage == sum(c.cpu_memory_usage for c in block.cpu_children)
+    inplace = next(e for e in ours.events() if e.name == "genesis::elementwise_into")
+    assert inplace.self_cpu_memory_usage == 0  # its child computes a temporary, then copies
+    assert "32.00 KB" in tables[0].splitlines()[3]  # aten::add, also under add_
+
+
 def test_table_sorted_and_limited(rng):
     averages = _profiled(genesis, rng).key_averages()
     rows = averages.table(sort_by="self_cpu_time_total", row_limit=3).splitlines()[3:6]

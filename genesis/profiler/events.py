@@ -47,6 +47,13 @@ def _format_time_share(time_us, total_us):
     return f"{time_us * 100.0 / total_us:.2f}%"
 
 
+def _format_memory(nbytes):
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
 def _formatted(name):
     return property(lambda self: _format_time(getattr(self, name)))
 
@@ -94,8 +101,7 @@ class FunctionEvent(_Times):
     sequence_nr = -1
     scope = 0
     flops = 0
-    cpu_memory_usage = device_memory_usage = 0
-    self_cpu_memory_usage = self_device_memory_usage = 0
+    allocated = (0, 0)  # bytes of the fresh results of this event's own work: (host, device)
 
     def __init__(self, id, name, thread, start_us, end_us=None, input_shapes=(), stack=(),
                  device_type=DeviceType.CPU, is_user_annotation=False, use_device=None,
@@ -146,6 +152,22 @@ class FunctionEvent(_Times):
         if self.device_type is DeviceType.CPU:
             return self.device_time_total - sum(c.device_time_total for c in self.cpu_children)
         return self.device_time_total
+
+    @property
+    def self_cpu_memory_usage(self):
+        return self.allocated[0]
+
+    @property
+    def self_device_memory_usage(self):
+        return self.allocated[1]
+
+    @property
+    def cpu_memory_usage(self):
+        return self.allocated[0] + sum(c.cpu_memory_usage for c in self.cpu_children)
+
+    @property
+    def device_memory_usage(self):
+        return self.allocated[1] + sum(c.device_memory_usage for c in self.cpu_children)
 
     def __repr__(self):
         device = self.use_device
@@ -256,7 +278,7 @@ class EventList(list):
         from .table import build_table
         return build_table(self, sort_by, row_limit, max_src_column_width,
                            max_name_column_width, max_shapes_column_width, header,
-                           top_level_events_only, time_unit)
+                           top_level_events_only, time_unit, self._profile_memory)
 
     def export_chrome_trace(self, path):
         """Write the events as Chrome trace JSON (gzip-compressed when `path` ends in .gz)."""

@@ -167,8 +167,10 @@ class profile:
     the launching op's CUDA time) while active; `key_averages`, `events` and
     `export_chrome_trace` report the last completed trace.
 
-    `profile_memory`, `with_flops`, `with_modules` and `experimental_config` are accepted and
-    record nothing; `with_stack` keeps each event's Python call stack outside genesis.
+    `profile_memory` counts the bytes of each op's results (views and in-place writes count
+    none; frees are not tracked); `with_stack` keeps each event's Python call stack outside
+    genesis. `with_flops`, `with_modules` and `experimental_config` are accepted and record
+    nothing.
     """
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
@@ -244,7 +246,8 @@ class profile:
         self._session = recording.Session(
             cpu=ProfilerActivity.CPU in self.activities,
             cuda=ProfilerActivity.CUDA in self.activities,
-            record_shapes=self.record_shapes, with_stack=self.with_stack)
+            record_shapes=self.record_shapes, with_stack=self.with_stack,
+            profile_memory=self.profile_memory)
 
     def start_trace(self):
         if self._session is None:

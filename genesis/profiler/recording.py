@@ -59,16 +59,29 @@ def op_name(kernel_name):
     return "aten::" + kernel_name
 
 
+# Kernels whose results are not fresh memory: views, and writes into a given array.
+_NO_ALLOCATION = frozenset({"as_strided", "elementwise_into", "kv_cache_write",
+                            "rotary_cache_write"})
+
+
+def _result_bytes(result):
+    """The bytes of a kernel's result arrays (one, or a tuple or list of them)."""
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return sum(getattr(item, "nbytes", 0) for item in items)
+
+
 class _TimedKernel:
     """A kernel as the dispatcher hands it out while a session records: each call is an op
     event. Attributes the callers read from kernels (`READS_HALVES_AS_FLOAT32`, ...) pass
     through."""
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("name", "fn", "on_device", "allocates")
 
-    def __init__(self, name, fn):
-        self.name = name
+    def __init__(self, kernel_name, device_type, fn):
+        self.name = op_name(kernel_name)
         self.fn = fn
+        self.on_device = device_type != "cpu"
+        self.allocates = not (kernel_name in _NO_ALLOCATION or kernel_name.endswith("_"))
 
     def __getattr__(self, attr):
         return getattr(self.fn, attr)
@@ -79,9 +92,13 @@ class _TimedKernel:
             return self.fn(*args, **kwargs)
         event = session.open(self.name, args)
         try:
-            return self.fn(*args, **kwargs)
+            result = self.fn(*args, **kwargs)
         finally:
             session.close(event)
+        if session.profile_memory and self.allocates:
+            size = _result_bytes(result)
+            event.allocated = (0, size) if self.on_device else (size, 0)
+        return result
 
 
 _wrapped = {}
@@ -93,7 +110,7 @@ def _observe(kernel_name, device_type, fn):
     if entry is None or entry.fn is not fn:
         if kernel_name in _NOT_OPS:
             return fn
-        entry = _wrapped[(kernel_name, device_type)] = _TimedKernel(op_name(kernel_name), fn)
+        entry = _wrapped[(kernel_name, device_type)] = _TimedKernel(kernel_name, device_type, fn)
     return entry
 
 
@@ -113,11 +130,13 @@ def _user_stack():
 class Session:
     """One recording: from `start` to `stop`, the events of every thread, then `events()`."""
 
-    def __init__(self, cpu=True, cuda=False, record_shapes=False, with_stack=False):
+    def __init__(self, cpu=True, cuda=False, record_shapes=False, with_stack=False,
+                 profile_memory=False):
         self.cpu = cpu
         self.cuda = cuda
         self.record_shapes = record_shapes
         self.with_stack = with_stack
+        self.profile_memory = profile_memory
         self.use_device = "cuda" if cuda else None
         self._events = []
         self._launches = []  # (owner event or None, profiling Record, leaf)
@@ -209,7 +228,7 @@ class Session:
 
     def events(self):
         """The recorded events, host ones in the order they began, then the kernels."""
-        out = EventList(self._events, use_device=self.use_device)
+        out = EventList(self._events, self.use_device, self.profile_memory)
         for owner, record, leaf in self._launches:
             if leaf:
                 kernel = self._kernel_event(record)

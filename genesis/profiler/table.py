@@ -1,6 +1,6 @@
 """`EventList.table`: the text table PyTorch's profiler prints, same columns, widths and footer."""
 
-from .events import DeviceType, _format_time, _format_time_share
+from .events import DeviceType, _format_memory, _format_time, _format_time_share
 
 _COLUMN_WIDTH = 12
 _SPACING = 2
@@ -43,17 +43,22 @@ class _Layout:
         self.width += width + _SPACING
 
 
-def _layout(events, device, has_device_time, has_shapes, has_stack, widths):
+def _layout(device, columns, has_shapes, has_stack, widths):
+    """The columns: `columns` says which optional groups show (device time, host memory,
+    device memory)."""
+    has_device_time, has_memory, has_device_memory = columns
     name_width, shapes_width, src_width = widths
     layout = _Layout()
     layout.add("Name", name_width)
-    for header in ("Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"):
-        layout.add(header, _COLUMN_WIDTH)
+    headers = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
     if has_device_time:
-        for header in (f"Self {device}", f"Self {device} %", f"{device} total",
-                       f"{device} time avg"):
-            layout.add(header, _COLUMN_WIDTH)
-    layout.add("# of Calls", _COLUMN_WIDTH)
+        headers += [f"Self {device}", f"Self {device} %", f"{device} total", f"{device} time avg"]
+    if has_memory:
+        headers += ["CPU Mem", "Self CPU Mem"]
+    if has_device_memory:
+        headers += [f"{device} Mem", f"Self {device} Mem"]
+    for header in headers + ["# of Calls"]:
+        layout.add(header, _COLUMN_WIDTH)
     if has_shapes:
         layout.add("Input Shapes", shapes_width)
     if has_stack:
@@ -71,7 +76,7 @@ def _widths(events, max_name, max_shapes, max_src):
             min(src, max_src) if src is not None and max_src is not None else src)
 
 
-def _row(e, name_limit, totals, has_device_time, time_unit):
+def _row(e, name_limit, totals, columns, time_unit):
     name = e.key
     if name_limit is not None and len(name) >= name_limit - 3:
         name = name[:name_limit - 3] + "..."
@@ -80,21 +85,29 @@ def _row(e, name_limit, totals, has_device_time, time_unit):
               _time(e.self_cpu_time_total, time_unit),
               _format_time_share(e.cpu_time_total, self_cpu_total),
               _time(e.cpu_time_total, time_unit), _time(e.cpu_time, time_unit)]
+    has_device_time, has_memory, has_device_memory = columns
     if has_device_time:
         values += [_time(e.self_device_time_total, time_unit),
                    _format_time_share(e.self_device_time_total, self_device_total),
                    _time(e.device_time_total, time_unit), _time(e.device_time, time_unit)]
+    if has_memory:
+        values += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
+    if has_device_memory:
+        values += [_format_memory(e.device_memory_usage),
+                   _format_memory(e.self_device_memory_usage)]
     values.append(e.count)
     return values
 
 
 def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75,
                 max_name_column_width=55, max_shapes_column_width=80, header=None,
-                top_level_events_only=False, time_unit=None):
+                top_level_events_only=False, time_unit=None, profile_memory=False):
     if len(events) == 0:
         return ""
     has_device_time = any(e.self_device_time_total > 0 for e in events)
     use_device = events[0].use_device
+    columns = (has_device_time, profile_memory, profile_memory and bool(use_device) and any(
+        e.self_device_memory_usage > 0 for e in events))
     device = use_device.upper() if use_device is not None else "None"
     has_shapes = any(e.input_shapes for e in events)
     if sort_by is not None:
@@ -102,7 +115,7 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75,
     widths = _widths(events, max_name_column_width, max_shapes_column_width,
                      max_src_column_width)
     has_stack = widths[2] is not None
-    layout = _layout(events, device, has_device_time, has_shapes, has_stack, widths)
+    layout = _layout(device, columns, has_shapes, has_stack, widths)
     totals = (sum(e.self_cpu_time_total for e in events),
               sum(e.self_device_time_total for e in events
                   if e.device_type is DeviceType.CUDA and not e.is_user_annotation))
@@ -120,7 +133,7 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75,
         if top_level_events_only and e.cpu_parent is not None:
             continue
         shown += 1
-        values = _row(e, max_name_column_width, totals, has_device_time, time_unit)
+        values = _row(e, max_name_column_width, totals, columns, time_unit)
         if has_shapes:
             values.append(str(e.input_shapes)[:widths[1]])
         if has_stack:
