@@ -12,9 +12,9 @@ and "MulBackward0" ranges, as in PyTorch.
 
 import contextlib
 import os
+import sys
 import threading
 import time
-import traceback
 
 from .. import dispatch
 from ..autograd import engine
@@ -44,7 +44,7 @@ _NOT_OPS = frozenset({"storage_of", "data_ptr", "to_numpy", "from_numpy", "to_dl
 # Kernels with no aten counterpart (fused steps and Genesis's own helpers): "genesis::name".
 _GENESIS_SUFFIXES = ("_step", "_fwd", "_bwd", "_igemm", "_igemm_weight_grad")
 _GENESIS_NAMES = frozenset({
-    "check_index", "advance_steps", "elementwise_into", "kv_cache_write", "total_norm",
+    "check_index", "advance_steps", "kv_cache_write", "total_norm",
     "clip_by_total_norm_", "amp_unscale_", "add_rms_norm", "decode_attention", "linear_act",
     "linear_act_backward", "linear_silu_gate", "rotary", "rotary_cache_write", "silu_mul",
     "upsample_linear_fwd", "upsample_linear_bwd"})
@@ -70,6 +70,12 @@ def _result_bytes(result):
     return sum(getattr(item, "nbytes", 0) for item in items)
 
 
+def _in_place_name(args):
+    """An in-place op run by "elementwise_into" (its first argument names the op) is named
+    as PyTorch names the in-place op: "aten::add_"."""
+    return op_name(args[0]) + "_"
+
+
 class _TimedKernel:
     """A kernel as the dispatcher hands it out while a session records: each call is an op
     event. Attributes the callers read from kernels (`READS_HALVES_AS_FLOAT32`, ...) pass
@@ -78,7 +84,7 @@ class _TimedKernel:
     __slots__ = ("name", "fn", "on_device", "allocates")
 
     def __init__(self, kernel_name, device_type, fn):
-        self.name = op_name(kernel_name)
+        self.name = None if kernel_name == "elementwise_into" else op_name(kernel_name)
         self.fn = fn
         self.on_device = device_type != "cpu"
         self.allocates = not (kernel_name in _NO_ALLOCATION or kernel_name.endswith("_"))
@@ -90,7 +96,7 @@ class _TimedKernel:
         session = _session
         if session is None:
             return self.fn(*args, **kwargs)
-        event = session.open(self.name, args)
+        event = session.open(self.name or _in_place_name(args), args)
         try:
             result = self.fn(*args, **kwargs)
         finally:
@@ -119,12 +125,19 @@ def _shape(arg):
     return list(shape) if isinstance(shape, tuple) else []
 
 
+_GENESIS_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _user_stack():
     """The Python stack outside genesis, innermost first, as "file.py(12): fn" entries."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frames = traceback.extract_stack()[:-3]
-    return [f"{f.filename}({f.lineno}): {f.name}" for f in reversed(frames)
-            if not f.filename.startswith(root)]
+    out = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(_GENESIS_ROOT):
+            out.append(f"{code.co_filename}({frame.f_lineno}): {code.co_name}")
+        frame = frame.f_back
+    return out
 
 
 class Session:
