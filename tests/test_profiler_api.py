@@ -171,6 +171,20 @@ def test_step_names_in_trace(rng, tmp_path):
     assert steps == ["ProfilerStep#2", "ProfilerStep#3"]
 
 
+@pytest.mark.parametrize("acc_events", [False, True])
+def test_events_of_last_or_every_cycle(rng, acc_events):
+    counts = []
+    for lib in (genesis, torch):
+        sched = lib.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+        inputs = _inputs(lib, rng)
+        with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU], schedule=sched,
+                                  acc_events=acc_events) as prof:
+            _program(lib, *inputs, steps=9, prof=prof)
+        counts.append(_counts(prof, {"ProfilerStep*", "aten::mul"}))
+    assert counts[0] == counts[1] == {"ProfilerStep*": 2 + 2 * acc_events,
+                                      "aten::mul": 2 + 2 * acc_events}
+
+
 def _table_shape(text):
     """(header names, column widths, footer labels) of a profiler table."""
     lines = text.splitlines()

@@ -167,7 +167,8 @@ class profile:
     the launching op's CUDA time) while active; `key_averages`, `events` and
     `export_chrome_trace` report the last completed trace.
 
-    `profile_memory` counts the bytes of each op's results (views and in-place writes count
+    With a schedule, `events` and `key_averages` hold the last cycle's trace, or every cycle's
+    with `acc_events`. `profile_memory` counts the bytes of each op's results (views and in-place writes count
     none; frees are not tracked); `with_stack` keeps each event's Python call stack outside
     genesis. `with_flops`, `with_modules` and `experimental_config` are accepted and record
     nothing.
@@ -190,6 +191,7 @@ class profile:
         self.with_stack = with_stack
         self.with_flops = with_flops
         self.with_modules = with_modules
+        self.acc_events = acc_events
         self.schedule = schedule or _record_always
         self.record_steps = schedule is not None
         self.on_trace_ready = on_trace_ready
@@ -257,7 +259,10 @@ class profile:
     def stop_trace(self):
         if self._session is not None:
             self._session.stop()
-            self._events = self._session.events()
+            events = self._session.events()
+            if self.acc_events and self._events is not None:
+                events[:0] = self._events
+            self._events = events
             self._session = None
 
     def _trace_ready(self):
