@@ -165,13 +165,13 @@ class profile:
     """Records Genesis ops (CPU activity: host time per op, named "aten::add", ... as PyTorch
     names them) and the kernels they launch (CUDA activity: device time per kernel, counted in
     the launching op's CUDA time) while active; `key_averages`, `events` and
-    `export_chrome_trace` report the last completed trace.
+    `export_chrome_trace` report the last completed trace (every cycle's with `acc_events`).
 
-    With a schedule, `events` and `key_averages` hold the last cycle's trace, or every cycle's
-    with `acc_events`. `profile_memory` counts the bytes of each op's results (views and in-place writes count
-    none; frees are not tracked); `with_stack` keeps each event's Python call stack outside
-    genesis. `with_flops`, `with_modules` and `experimental_config` are accepted and record
-    nothing.
+    An op's host time is its kernel call; the Python around it (checks, wrapping, autograd
+    bookkeeping) is self time of the enclosing range. `profile_memory` counts the bytes of
+    each op's results (views and in-place writes count none; frees are not tracked);
+    `with_stack` keeps each event's Python call stack outside genesis. `with_flops`,
+    `with_modules` and `experimental_config` are accepted and record nothing.
     """
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
