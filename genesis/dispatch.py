@@ -12,6 +12,14 @@ from collections.abc import Mapping
 _KERNELS = {}
 _BACKEND_MODULES = {}  # device type -> the module whose import registers its kernels
 _loaded = set()
+_observer = None  # set_observer's hook, or None
+
+
+def set_observer(observer):
+    """While `observer` is set, every kernel lookup returns `observer(op_name, device_type,
+    kernel)` in place of the kernel (genesis.profiler times ops this way); None removes it."""
+    global _observer
+    _observer = observer
 
 
 def register_backend(device_type, module_name):
@@ -38,12 +46,11 @@ def kernel(op_name, device_type):
     """The kernel registered for `op_name` on `device_type`, loading that backend on first use."""
     fn = _KERNELS.get((op_name, device_type))
     if fn is not None:
-        return fn
+        return fn if _observer is None else _observer(op_name, device_type, fn)
     if device_type not in _loaded and device_type in _BACKEND_MODULES:
         _load_backend(device_type)
-        fn = _KERNELS.get((op_name, device_type))
-        if fn is not None:
-            return fn
+        if (op_name, device_type) in _KERNELS:
+            return kernel(op_name, device_type)
     return MissingKernel(op_name, device_type)
 
 

@@ -10,6 +10,15 @@ from ..tensor import filled
 from . import anomaly_mode, autocast_state, grad_mode
 from .function import AccumulateGrad, edge_of, tensor_type
 
+_node_observer = None  # set_node_observer's hook, or None
+
+
+def set_node_observer(observer):
+    """While `observer` is set, each node of a backward pass runs inside the context manager
+    `observer(node)` (genesis.profiler times nodes this way); None removes it."""
+    global _node_observer
+    _node_observer = observer
+
 
 def _make_root_grads(tensors, grad_tensors, op):
     if grad_tensors is None:
@@ -111,21 +120,29 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, targets=None, a
     if targets is not None:
         target_nodes = {e[0] for e in targets}
         run = _leading_to(target_nodes, order)
+
+    def evaluate(node, grads):
+        if node._tensor_hooks or node._retain_grad_refs:
+            _run_tensor_hooks(node, grads)
+        if isinstance(node, AccumulateGrad):
+            _leaf(node, grads, create_graph, targets, accumulate)
+        elif run is None:
+            _pass_on(node, grads, buffers, retain_graph)
+        else:
+            _capture(node, grads, targets)
+            if node in run:
+                _pass_on(node, grads, buffers, retain_graph)
+
     with grad_mode.set_grad_enabled(create_graph), autocast_state.disabled():
         for node in reversed(order):
             grads = buffers.pop(node, None)
             if grads is None or (run is not None and node not in run and node not in target_nodes):
                 continue
-            if node._tensor_hooks or node._retain_grad_refs:
-                _run_tensor_hooks(node, grads)
-            if isinstance(node, AccumulateGrad):
-                _leaf(node, grads, create_graph, targets, accumulate)
-            elif run is None:
-                _pass_on(node, grads, buffers, retain_graph)
+            if _node_observer is None:
+                evaluate(node, grads)
             else:
-                _capture(node, grads, targets)
-                if node in run:
-                    _pass_on(node, grads, buffers, retain_graph)
+                with _node_observer(node):
+                    evaluate(node, grads)
 
 
 def _add_to_buffer(buffers, node, nr, grad):
