@@ -46,7 +46,7 @@ OPTIONS = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1, eps=1e-4, maximize=True)),
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
     ("Adamax", dict(lr=0.01)),
-    ("Adamax", dict(lr=0.01, betas=(0.3, 0.9), weight_decay=0.1, maximize=True)),
+    ("Adamax", dict(lr=0.01, betas=(0.3, 0.9), weight_decay=0.1, maximize=True, eps=1e-4)),
     ("Adadelta", dict(lr=0.5)),
     ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
     ("ASGD", dict(lr=0.05, t0=2)),
