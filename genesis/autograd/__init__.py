@@ -1,6 +1,6 @@
 """Automatic differentiation: Function, the engine, grad mode and gradient checking."""
 
-from . import graph
+from . import functional, graph
 from .engine import backward, grad
 from .function import Function, once_differentiable
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
@@ -9,4 +9,4 @@ from .gradcheck import gradcheck, gradgradcheck
 
 __all__ = ["Function", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
-           "once_differentiable", "graph"]
+           "once_differentiable", "graph", "functional"]
