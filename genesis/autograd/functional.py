@@ -160,15 +160,25 @@ _INPUT_V_MESSAGE = ("The vector v can only be None if the input to the user-prov
                     "a single Tensor with a single element.")
 
 
+def _prepare_inputs(inputs, create_graph, fn_name):
+    """(whether `inputs` was a tuple, fresh tensors for them that require grad)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    return is_inputs_tuple, _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+
+
+def _call(func, inputs, strict, fn_name):
+    """(whether func returned a tuple, its outputs as a tuple), checked for strict mode."""
+    is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
+                                          fn_name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_outputs_tuple, outputs
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product at `inputs`."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prepare_inputs(inputs, create_graph, "vjp")
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "vjp")
         v = _prepare_v(v, outputs, is_outputs_tuple, create_graph, "vjp",
                        "The vector v can only be None if the user-provided function returns a "
                        "single Tensor with a single element.")
@@ -190,13 +200,9 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick (the
     backward of a vjp taken with respect to its vector)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs = _prepare_inputs(inputs, create_graph, "jvp")
         v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "jvp", _INPUT_V_MESSAGE)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "jvp")
         # The vjp is linear in grad_outputs, so their value (zeros) never shows in the result.
         grad_outputs = tuple(out.new_zeros(out.shape).requires_grad_() for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
@@ -258,8 +264,7 @@ def _jacfwd(func, inputs, strict, vectorize):
                                   "Hessian isonly implemented for `vectorize=True`.")
     with enable_grad():
         inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided "
-                                              "function", "jacobian")
+        is_outputs_tuple, outputs = _call(func, inputs, False, "jacobian")
         jac = _reverse_jacobian(outputs, inputs, create_graph=False, strict=False)
     jac = tuple(tuple(block.detach().to(out.dtype) for block in row)
                 for row, out in zip(jac, outputs))
@@ -284,12 +289,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                       '`strategy="reverse-mode"`.')
         return _jacfwd(func, inputs, strict, vectorize)
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prepare_inputs(inputs, create_graph, "jacobian")
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "jacobian")
         if vectorize and strict:
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                                "`vectorized=True` are not supported together. Please either set "
@@ -335,8 +336,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
 def _scalar_and_gradient(func, inputs, v, create_graph, strict, fn_name):
     """The shared start of vhp and hvp: prepared inputs and v, func's output and its gradient
     (with a graph, to be differentiated again)."""
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
-    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    is_inputs_tuple, inputs = _prepare_inputs(inputs, create_graph, fn_name)
     v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, fn_name, _INPUT_V_MESSAGE)
     outputs = _single_output(func(*inputs), strict, fn_name)
     jac = _autograd_grad(outputs, inputs, create_graph=True)
