@@ -252,8 +252,8 @@ def _reverse_jacobian(outputs, inputs, create_graph, strict):
 
 
 def _jacfwd(func, inputs, strict, vectorize):
-    """PyTorch's forward-mode Jacobian: same checks, same values and dtypes (the outputs'),
-    computed by reverse mode."""
+    """PyTorch's forward-mode Jacobian: same checks, same values, dtypes (the outputs') and
+    containers, computed by reverse mode."""
     if strict:
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -266,8 +266,8 @@ def _jacfwd(func, inputs, strict, vectorize):
         inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
         is_outputs_tuple, outputs = _call(func, inputs, False, "jacobian")
         jac = _reverse_jacobian(outputs, inputs, create_graph=False, strict=False)
-    jac = tuple(tuple(block.detach().to(out.dtype) for block in row)
-                for row, out in zip(jac, outputs))
+    # Lists, not tuples, where both sides are tuples: PyTorch's forward mode builds lists.
+    jac = [[block.detach().to(out.dtype) for block in row] for row, out in zip(jac, outputs)]
     return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
 
 
