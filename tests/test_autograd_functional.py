@@ -30,10 +30,10 @@ SCALAR_FUNCTIONS = {
 }
 
 
-def _inputs(rng, shapes, single, dtype=np.float64, requires_grad=False):
-    """The same random inputs for genesis and torch: single tensors or tuples."""
+def _inputs(rng, shapes, single, dtype=np.float64, requires_grad=False, device="cpu"):
+    """The same random inputs for genesis (on `device`) and torch: single tensors or tuples."""
     arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
-    g = tuple(genesis.tensor(a).requires_grad_(requires_grad) for a in arrays)
+    g = tuple(genesis.tensor(a, device=device).requires_grad_(requires_grad) for a in arrays)
     t = tuple(torch.tensor(a).requires_grad_(requires_grad) for a in arrays)
     return (g[0], t[0]) if single and len(shapes) == 1 else (g, t)
 
@@ -50,8 +50,8 @@ def _assert_same(actual, expected, rtol=1e-10, atol=1e-12):
     assert tuple(actual.shape) == tuple(expected.shape)
     assert str(actual.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
     assert actual.requires_grad == expected.requires_grad
-    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(), rtol=rtol,
-                               atol=atol)
+    np.testing.assert_allclose(actual.detach().cpu().numpy(), expected.detach().numpy(),
+                               rtol=rtol, atol=atol)
 
 
 def _outcome(fn):
@@ -115,10 +115,21 @@ def test_jacobian_forward_mode_output_dtype(rng):
     _assert_same(GF.jacobian(fn, g), TF.jacobian(fn, t))
 
 
-def test_jacobian_float32(rng):
-    fn, shapes = FUNCTIONS["several"]
-    g, t = _inputs(rng, shapes, single=False, dtype=np.float32)
-    _assert_same(GF.jacobian(fn, g), TF.jacobian(fn, t), rtol=1e-5, atol=1e-6)
+def _assert_float32_close(result, expected, device):
+    """On `device`, and within float32's default tolerances, the absolute one taken relative to
+    the results' scale (second derivatives sum terms of that size, with cancellation)."""
+    assert all(r.device.type == device for r in _flat(result))
+    scale = max([1.0] + [float(e.detach().abs().max()) for e in _flat(expected) if e.numel()])
+    _assert_same(result, expected, rtol=1.3e-6, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("fn_name", ["jacobian", "hessian"])
+def test_float32_on_each_device(rng, device, fn_name):
+    """float32 inputs on every device, against PyTorch's CPU results at float32's tolerance."""
+    g_fn, t_fn, fn, shapes = _matrix_case(fn_name, "matmul")
+    g, t = _inputs(rng, shapes, single=False, dtype=np.float32, device=device)
+    result = g_fn(fn, g)
+    _assert_float32_close(result, t_fn(fn, t), device)
 
 
 def _assert_differentiable_again(rng, rg, rt, g, t):
@@ -142,14 +153,14 @@ def test_create_graph(rng, fn_name, name):
     _assert_differentiable_again(rng, rg, rt, g, t)
 
 
-def _products_case(rng, name, fn_name, create_graph):
+def _products_case(rng, name, fn_name, create_graph, dtype=np.float64, device="cpu"):
     """(genesis result, torch result, genesis inputs, torch inputs) of one product function."""
     table = SCALAR_FUNCTIONS if fn_name in ("vhp", "hvp") else FUNCTIONS
     fn, shapes = table[name]
-    g, t = _inputs(rng, shapes, single=True, requires_grad=create_graph)
+    g, t = _inputs(rng, shapes, True, dtype, create_graph, device)
     like = fn(*(t if isinstance(t, tuple) else (t,))) if fn_name == "vjp" else t
     v_shapes = [tuple(x.shape) for x in (like if isinstance(like, tuple) else (like,))]
-    vg, vt = _inputs(rng, v_shapes, single=not isinstance(like, tuple))
+    vg, vt = _inputs(rng, v_shapes, not isinstance(like, tuple), dtype, device=device)
     rg = getattr(GF, fn_name)(fn, g, vg, create_graph=create_graph)
     rt = getattr(TF, fn_name)(fn, t, vt, create_graph=create_graph)
     return rg, rt, g, t
@@ -165,6 +176,12 @@ def test_products(rng, fn_name, name, create_graph):
     _assert_same(rg, rt)
     if create_graph:
         _assert_differentiable_again(rng, rg, rt, g, t)
+
+
+@pytest.mark.parametrize("fn_name", ["vjp", "jvp", "vhp", "hvp"])
+def test_products_float32_on_each_device(rng, device, fn_name):
+    rg, rt, _, _ = _products_case(rng, "matmul", fn_name, False, np.float32, device)
+    _assert_float32_close(rg, rt, device)
 
 
 def test_v_none_for_one_element(rng):

@@ -362,3 +362,23 @@ def test_make_tensor_low_equals_high_warns():
 def test_import_genesis_makes_testing_available():
     assert genesis.testing.assert_close is assert_close
     assert math.isfinite(make_tensor(1, dtype=genesis.float32, device="cpu").item())
+
+
+def test_on_each_device(rng, device):
+    """make_tensor on `device`; assert_close there, and across devices: the device check first,
+    values compared on the CPU with check_device=False."""
+    a = make_tensor(3, 4, dtype=genesis.float32, device=device, noncontiguous=True)
+    assert a.device.type == device and not a.is_contiguous()
+    assert_close(a, a.clone())
+    host = a.cpu().numpy()
+    moved = host.copy()
+    moved[1, 2] += 1.0
+    _check_objects(a, genesis.tensor(moved, device=device), torch.tensor(host),
+                   torch.tensor(moved))
+    if device != "cpu":
+        assert _outcome(lambda: assert_close(a, a.cpu())) == (
+            AssertionError, f"The values for attribute 'device' do not match: {a.device} != cpu.")
+        assert_close(a, a.cpu(), check_device=False)
+        assert (_outcome(lambda: assert_close(a, genesis.tensor(moved), check_device=False))
+                == _outcome(lambda: torch.testing.assert_close(torch.tensor(host),
+                                                               torch.tensor(moved))))
