@@ -132,6 +132,16 @@ def test_float32_on_each_device(rng, device, fn_name):
     _assert_float32_close(result, t_fn(fn, t), device)
 
 
+def test_jacobian_of_empty_output(rng):
+    """An output with no elements: an empty Jacobian of shape output.shape + input.shape (where
+    PyTorch's stack of no rows raises)."""
+    g, t = _inputs(rng, [(3,)], single=True)
+    with pytest.raises(RuntimeError, match="stack expects a non-empty TensorList"):
+        TF.jacobian(lambda x: x[:0] * 2, t)
+    jac = GF.jacobian(lambda x: x[:0] * 2, g)
+    assert tuple(jac.shape) == (0, 3) and jac.dtype is genesis.float64
+
+
 def _assert_differentiable_again(rng, rg, rt, g, t):
     """A random weighted sum of the results, differentiated with respect to the inputs, gives
     PyTorch's gradients."""

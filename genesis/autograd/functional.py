@@ -5,7 +5,8 @@ Genesis has neither vmap nor forward-mode AD. `vectorize=True` gives the same re
 PyTorch's batched gradient by taking one backward pass per Jacobian row. `strategy="forward-mode"`
 keeps PyTorch's rules (it needs `vectorize=True` and refuses `strict` and `create_graph`) and
 computes the same Jacobian by reverse mode, in the output's dtype as PyTorch's forward mode gives;
-it is returned detached. `jvp` and `hvp` use the double-backward trick, as PyTorch does.
+it is returned detached. `jvp` and `hvp` use the double-backward trick, as PyTorch does. An
+output with no elements has an empty Jacobian (PyTorch's stack of no rows raises instead).
 New tensors come from Tensor methods (`new_zeros`), which the op layer defines: this module sits
 below it.
 """
