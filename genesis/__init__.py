@@ -50,6 +50,7 @@ from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # n
 from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
+from . import testing
 from . import accelerator, amp, distributed, models, profiler
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .compiler import compile  # noqa: A001

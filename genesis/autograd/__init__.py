@@ -1,6 +1,6 @@
 """Automatic differentiation: Function, the engine, grad mode and gradient checking."""
 
-from . import graph
+from . import functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import backward, grad
 from .function import Function, once_differentiable
@@ -10,4 +10,4 @@ from .gradcheck import gradcheck, gradgradcheck
 
 __all__ = ["Function", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
-           "once_differentiable", "graph", "detect_anomaly", "set_detect_anomaly"]
+           "once_differentiable", "graph", "functional", "detect_anomaly", "set_detect_anomaly"]

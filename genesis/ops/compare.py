@@ -23,9 +23,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"isclose(): atol must be greater than or equal to zero, but got {atol}")
     same = eq(input, other)
     if not input.dtype.is_floating_point:
-        if (rtol == 0 and atol == 0) or input.dtype is dtypes.bool_:
+        if rtol == 0 and atol == 0:
             return same
-        input, other = input.double(), other.double()
+        # PyTorch measures booleans' distance in the default dtype.
+        wider = dtypes.get_default_dtype() if input.dtype is dtypes.bool_ else dtypes.float64
+        input, other = input.to(wider), other.to(wider)
     if equal_nan:
         same = logical_or(same, logical_and(isnan(input), isnan(other)))
     finite = logical_and(isfinite(input), isfinite(other))

@@ -65,8 +65,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 def _host_uniform(rng, shape, dtype, low, high):
     """low + (high - low) * u for u on the dtype's mantissa grid, rounded to dtype; a value that
     rounds to high becomes low (the rule the CUDA kernel follows)."""
-    values = (low + (high - low) * _uniform_bits(rng, shape, dtype)).astype(
-        dtype.numpy_dtype)
+    values = np.asarray(low + (high - low) * _uniform_bits(rng, shape, dtype)).astype(
+        dtype.numpy_dtype)  # an array even for a 0-d shape, so it can be written into
     values[values == dtype.numpy_dtype.type(high)] = low
     return values
 
