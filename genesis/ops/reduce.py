@@ -10,7 +10,7 @@ import collections
 import math
 
 from .. import dtypes
-from ..autograd.function import Function, records
+from ..autograd.function import Function, name_node, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, wrap_dim
@@ -288,11 +288,15 @@ def _select_dim(input, dim, keepdim, op):
 
 
 def _max_or_min(input, dim, keepdim, op):
+    """max or min of everything, along `dim` (values and indices), or against a tensor; the
+    values' node named as PyTorch's (MaxBackward1 for all, MaxBackward0 along a dim)."""
     if isinstance(dim, Tensor):
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
-        return _extremum(input, None, False, "a" + op, op)
-    return _select_dim(input, dim, keepdim, op)
+        return name_node(_extremum(input, None, False, "a" + op, op), f"{op.title()}Backward1")
+    result = _select_dim(input, dim, keepdim, op)
+    name_node(result.values, f"{op.title()}Backward0")
+    return result
 
 
 def max(input, dim=None, keepdim=False):

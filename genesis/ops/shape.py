@@ -12,7 +12,7 @@ import math
 import operator
 
 from ..autograd import grad_mode
-from ..autograd.function import Function, UntrackedNode
+from ..autograd.function import Function, UntrackedNode, name_node
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.views import AsStrided, AsStridedScatter
 from ..tensor import wrap_dim
@@ -338,7 +338,8 @@ def t(input):
     """Transpose a matrix; 0-d and 1-D tensors come back as they are (as views)."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, -1) if input.ndim else transpose(input, 0, 0)
+    return name_node(transpose(input, 0, -1) if input.ndim else transpose(input, 0, 0),
+                     "TBackward0")
 
 
 def _reversed_dims(self):
@@ -408,8 +409,10 @@ def squeeze(input, dim=None):
     dims = normalize_dims(dim, input.ndim, "squeeze")
     keep = [d for d in range(input.ndim) if not (d in dims and input.shape[d] == 1)]
     shape, strides, _ = _geometry(input)
-    return View.apply(input, tuple(shape[d] for d in keep), tuple(strides[d] for d in keep),
-                      "Squeeze")
+    variant = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1  # PyTorch's
+    return name_node(View.apply(input, tuple(shape[d] for d in keep),
+                                tuple(strides[d] for d in keep), "Squeeze"),
+                     f"SqueezeBackward{variant}")
 
 
 def unsqueeze(input, dim):

@@ -1,6 +1,7 @@
 """grad_fn names as PyTorch prints them (`tensor(2.30, grad_fn=<NllLossBackward0>)`) for the
 ops a training script prints the results of: losses, linear and convolution layers, norms,
-pooling, products and softmax, with PyTorch's rank- and reduction-dependent names."""
+pooling, products, softmax, transposes, squeezes, max/min and clamps, with PyTorch's rank-,
+reduction- and overload-dependent names."""
 
 import numpy as np
 import pytest
@@ -64,6 +65,14 @@ def _cases(lib, rng):
         "relu": lambda: F.relu(t("2d")), "gelu": lambda: F.gelu(t("2d")),
         "dropout": lambda: F.dropout(t("2d"), 0.5), "sum": lambda: t("2d").sum(),
         "mean": lambda: t("2d").mean(), "embedding": lambda: nn.Embedding(10, 6)(labels),
+        "t": lambda: t("2d").t(), "t 1d": lambda: t("1d").t(),
+        "squeeze": lambda: t("2d")[None].squeeze(), "squeeze dim": lambda: t("2d")[None].squeeze(0),
+        "squeeze dims": lambda: t("2d")[None].squeeze((0,)), "max": lambda: t("2d").max(),
+        "max dim": lambda: t("2d").max(1).values, "min": lambda: lib.min(t("2d")),
+        "min dim": lambda: t("2d").min(0)[0], "clamp": lambda: t("2d").clamp(-0.5, 0.5),
+        "clamp tensor": lambda: t("2d").clamp(lib.zeros(6)),
+        "clamp_min": lambda: t("2d").clamp_min(0), "clamp_max": lambda: lib.clamp_max(t("2d"), 0),
+        "clamp_min tensor": lambda: t("2d").clamp_min(lib.zeros(6)),
     }
 
 

@@ -4,7 +4,7 @@ addcmul/addcdiv rounded once."""
 import numpy as np
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..autocast import autocast_policy
@@ -95,7 +95,8 @@ def _check_fits(op, dtype, value):
 
 def clamp(input, min=None, max=None):
     """input limited to [min, max]; either bound may be None, a number or a tensor."""
-    return Clamp.apply(input, min, max)
+    tensor_bound = isinstance(min, Tensor) or isinstance(max, Tensor)
+    return name_node(Clamp.apply(input, min, max), f"ClampBackward{0 if tensor_bound else 1}")
 
 
 clip = clamp
@@ -103,12 +104,14 @@ clip = clamp
 
 def clamp_min(input, min):
     """input limited from below by `min`."""
-    return Clamp.apply(input, min, None)
+    return name_node(Clamp.apply(input, min, None),
+                     f"ClampMinBackward{1 if isinstance(min, Tensor) else 0}")
 
 
 def clamp_max(input, max):
     """input limited from above by `max`."""
-    return Clamp.apply(input, None, max)
+    return name_node(Clamp.apply(input, None, max),
+                     f"ClampMaxBackward{1 if isinstance(max, Tensor) else 0}")
 
 
 class Lerp(Function):
