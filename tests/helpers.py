@@ -172,6 +172,20 @@ def warm_up_on_side_stream(fn, iters=3):
     genesis.cuda.current_stream().wait_stream(side)
 
 
+def assert_replays_as_eager(fn, refill, replays=3):
+    """Warm `fn` up, capture it in a CUDA graph, then `replays` times: `refill()` the captured
+    inputs in place, replay, and check the graph's output equals a fresh eager call bit for
+    bit (compared in float32, which holds every half value exactly)."""
+    warm_up_on_side_stream(fn)
+    graph = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(graph):
+        out = fn()
+    for _ in range(replays):
+        refill()
+        graph.replay()
+        assert np.array_equal(out.cpu().float().numpy(), fn().cpu().float().numpy())
+
+
 def run_checks_worker(script, timeout=600):
     """Run the checks script `script` in a process of its own (one that replaces the driver
     layer, say): it must exit cleanly with "all checks passed" as its last line."""

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import skip_no_cuda, warm_up_on_side_stream
+from helpers import assert_replays_as_eager, skip_no_cuda, warm_up_on_side_stream
 
 import genesis
 import genesis.nn.functional as F
@@ -24,14 +24,8 @@ def test_replay_equals_eager_and_sees_new_inputs(rng):
     def fn():
         return F.gelu(x @ w).softmax(-1).sum(0)
 
-    warm_up_on_side_stream(fn)
-    g = genesis.cuda.CUDAGraph()
-    with genesis.cuda.graph(g):
-        out = fn()
-    for _ in range(3):
-        x.copy_(genesis.tensor(rng.standard_normal((64, 256)).astype(np.float32), device="cuda"))
-        g.replay()
-        assert np.array_equal(out.cpu().numpy(), fn().cpu().numpy())
+    assert_replays_as_eager(fn, lambda: x.copy_(genesis.tensor(
+        rng.standard_normal((64, 256)).astype(np.float32), device="cuda")))
 
 
 def test_dropout_differs_per_replay_and_matches_eager(rng):
@@ -93,14 +87,8 @@ def test_side_stream_joins_the_capture(rng):
         main.wait_stream(side)
         return branch.sum(0) + trunk
 
-    warm_up_on_side_stream(fn)
-    g = genesis.cuda.CUDAGraph()
-    with genesis.cuda.graph(g):
-        out = fn()
-    for _ in range(2):
-        x.copy_(genesis.tensor(rng.standard_normal((256, 256)).astype(np.float32), device="cuda"))
-        g.replay()
-        assert np.array_equal(out.cpu().numpy(), fn().cpu().numpy())
+    assert_replays_as_eager(fn, lambda: x.copy_(genesis.tensor(
+        rng.standard_normal((256, 256)).astype(np.float32), device="cuda")), replays=2)
     assert not genesis.cuda.is_current_stream_capturing()
 
 def test_pool_memory_is_released_with_the_graph():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import skip_no_cuda, warm_up_on_side_stream
+from helpers import assert_replays_as_eager, skip_no_cuda, warm_up_on_side_stream
 
 import genesis
 
@@ -131,15 +131,9 @@ def test_graph_capture_replays_the_hopper_kernel(mm, rng):
     def fn():
         return x @ w.mT
 
-    warm_up_on_side_stream(fn)
+    warm_up_on_side_stream(fn)  # tuned first: the profile then sees the chosen kernel alone
     assert any("_matmul_tma_kernel" in n for n in kernels_of(fn))
-    g = genesis.cuda.CUDAGraph()
-    with genesis.cuda.graph(g):
-        out = fn()
-    for _ in range(3):
-        x.copy_(operand((512, 768), dtype, rng)[0])
-        g.replay()
-        assert np.array_equal(out.cpu().float().numpy(), fn().cpu().float().numpy())
+    assert_replays_as_eager(fn, lambda: x.copy_(operand((512, 768), dtype, rng)[0]))
 
 
 def test_products_tma_cannot_read_run_the_tiles(mm, rng):
