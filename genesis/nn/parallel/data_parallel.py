@@ -39,8 +39,8 @@ class DataParallel(Module):
             device_ids = list(range(cuda.device_count()))
         if output_device is None:
             output_device = device_ids[0]
-        self.device_ids = [_index(d) for d in device_ids]
-        self.output_device = _index(output_device)
+        self.device_ids = [cuda._index(d) for d in device_ids]
+        self.output_device = cuda._index(output_device)
         self.src_device_obj = Device("cuda", self.device_ids[0])
         if len(self.device_ids) == 1:
             self.module.to(self.src_device_obj)
@@ -154,11 +154,3 @@ def gather(outputs, target_device, dim=0):
         return type(first)(*(gather(list(parts), target_device, dim)
                              for parts in zip(*outputs)))
     return type(first)(gather(list(parts), target_device, dim) for parts in zip(*outputs))
-
-
-def _index(device):
-    """A device id from an int, a string or a device."""
-    if isinstance(device, int):
-        return device
-    device = Device(device) if isinstance(device, str) else device
-    return device.index if device.index is not None else 0
