@@ -17,7 +17,7 @@ from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
 from .creation import arange
-from .elementwise import abs, exp, isnan, maximum, minimum, sign, where
+from .elementwise import abs, exp, isnan, logical_not, maximum, minimum, sign, where
 
 _INF = float("inf")
 
@@ -139,7 +139,9 @@ class NanSum(Accumulation):
 
     @staticmethod
     def gradient(ctx, g, x, out):
-        return where(isnan(x), 0.0, g)
+        # A product, not a select, as PyTorch: an inf or nan gradient (the mean of an all-nan
+        # slice divides by a zero count) reaches the nan elements as nan.
+        return g * logical_not(isnan(x))
 
 
 @autocast_policy("sum")
