@@ -57,10 +57,15 @@ from .compiler import compile  # noqa: A001
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
                   set_autocast_dtype, set_autocast_enabled)
 from . import out_variants as _out_variants
+from .type_info import finfo, iinfo
+from . import version
+from .version import __version__
+from math import e, inf, nan, pi  # noqa: F401  (genesis.pi and the others, as torch.pi)
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 dtype = dtypes.dtype
+newaxis = None
 
 
 def result_type(tensor1, tensor2):
@@ -81,8 +86,6 @@ def numel(t):
 
 
 _out_variants.install(globals(), _out_variants.FUNCTIONS)
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name):

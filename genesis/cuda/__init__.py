@@ -5,6 +5,7 @@ Nothing here touches the driver until a function is called; without a GPU or wit
 """
 
 import contextlib
+import warnings
 
 from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
@@ -117,7 +118,7 @@ class device:
         self.idx = -1 if device is None else _index(device)
 
     def __enter__(self):
-        self.prev_idx = current_device()
+        self.prev_idx = current_device() if self.idx >= 0 else -1
         if self.idx >= 0 and self.idx != self.prev_idx:
             set_device(self.idx)
         return self
@@ -126,6 +127,29 @@ class device:
         if self.idx >= 0 and self.idx != self.prev_idx:
             set_device(self.prev_idx)
         return False
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether the current device computes in bfloat16: compute capability 8.0 or newer (every
+    GPU Genesis's kernels target). False where CUDA is not available.
+
+    Args:
+        including_emulation (bool): accepted for PyTorch's signature; Genesis has no emulated
+            bfloat16 path, so older devices answer False either way.
+    """
+    return is_available() and get_device_capability()[0] >= 8
+
+
+def is_tf32_supported():
+    """Whether the current device has TF32 tensor cores (compute capability 8.0 or newer)."""
+    return is_bf16_supported(including_emulation=False)
+
+
+class device_of(device):
+    """Context manager that makes the device of tensor `obj` current; a no-op for CPU tensors."""
+
+    def __init__(self, obj):
+        super().__init__(obj.device if obj.device.type == "cuda" else None)
 
 
 def get_device_properties(device=None):
@@ -376,6 +400,47 @@ def set_memory_fraction(fraction, device=None):
     _allocator(device).set_memory_fraction(fraction)
 
 
+def set_per_process_memory_fraction(fraction, device=None):
+    """PyTorch's name for `set_memory_fraction`."""
+    set_memory_fraction(fraction, device)
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction of the device's total memory this process may reserve (1.0 uncapped)."""
+    return _allocator(device).config.memory_fraction
+
+
+def _renamed(old, new):
+    """A deprecated PyTorch name that warns as PyTorch does and calls its new name."""
+    def alias(device=None):
+        warnings.warn(f"`torch.cuda.{old}` has been renamed to `torch.cuda.{new.__name__}`",
+                      FutureWarning, stacklevel=2)
+        return new(device)
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated; see `{new.__name__}`."
+    return alias
+
+
+memory_cached = _renamed("memory_cached", memory_reserved)
+max_memory_cached = _renamed("max_memory_cached", max_memory_reserved)
+
+
+def reset_max_memory_allocated(device=None):
+    """Deprecated: resets every peak, as `reset_peak_memory_stats`."""
+    warnings.warn("torch.cuda.reset_max_memory_allocated now calls "
+                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
+                  FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Deprecated: resets every peak, as `reset_peak_memory_stats`."""
+    warnings.warn("torch.cuda.reset_max_memory_cached now calls "
+                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
+                  FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
 def configure_memory_manager(options, device=None):
     """Change the caching allocator's settings at run time.
 
@@ -504,7 +569,9 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "is_profiling_enabled", "analyze_memory_bandwidth", "measured_peak_bandwidth",
            "warm_up_kernels", "AutoTuner", "CUDAGraph", "graph", "graph_pool_handle",
            "is_current_stream_capturing", "make_graphed_callables", "compile_kernel",
-           "NVRTCError"]
+           "NVRTCError", "is_bf16_supported", "is_tf32_supported", "device_of",
+           "set_per_process_memory_fraction", "get_per_process_memory_fraction", "memory_cached",
+           "max_memory_cached", "reset_max_memory_allocated", "reset_max_memory_cached"]
 
 
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
