@@ -51,11 +51,12 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import accelerator, amp, distributed, models, multiprocessing, profiler
+from . import accelerator, amp, distributed, functional, jit, models, multiprocessing, profiler
+from .cuda import OutOfMemoryError
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .compiler import compile  # noqa: A001
-from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
-                  set_autocast_dtype, set_autocast_enabled)
+from .amp import (GradScaler, autocast, clear_autocast_cache, get_autocast_dtype,
+                  is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
 from . import out_variants as _out_variants
 from .type_info import finfo, iinfo
 from . import version
