@@ -1,5 +1,8 @@
-"""Names of the torch namespace that are not functions: constants, the version module,
-torch.functional and the top-level aliases of classes kept elsewhere."""
+"""Names of the torch namespace that are not functions (test_api_coverage.py counts those): the
+submodules, the classes a script uses, the constants, genesis.version, genesis.functional and
+genesis.cpu."""
+
+import types
 
 import torch
 
@@ -31,3 +34,73 @@ def test_functional_module_as_torch():
 def test_top_level_aliases_as_torch():
     assert genesis.GradScaler is genesis.amp.GradScaler
     assert genesis.OutOfMemoryError is genesis.cuda.OutOfMemoryError
+
+
+def test_cpu_module_for_device_agnostic_code():
+    assert set(genesis.cpu.__all__) == set(torch.cpu.__all__) - {"get_capabilities"}
+    device = genesis.device("cpu")
+    module = getattr(genesis, device.type)
+    assert module.is_available() and module.device_count() == 1
+    assert module.current_device() == torch.cpu.current_device()
+    module.synchronize()
+    side = module.Stream()
+    with module.stream(side):
+        assert module.current_stream() is side
+        event = module.Event()
+        event.record()
+        assert event.query()
+    assert module.current_stream() is not side
+
+
+# torch's public submodules that genesis does not have, and why. Any other is a gap.
+MODULES_LEFT_OUT = {
+    "fft": "its transforms return complex tensors (complex dtypes are out of scope)",
+    "func": "function transforms (vmap, grad, jacrev) are not part of genesis",
+    "hub": "downloads code and weights from the network; genesis loads safetensors files",
+    "export": "torch.export's graph capture; genesis runs eagerly",
+    "fx": "symbolic tracing to graphs; genesis runs eagerly",
+    "package": "packages TorchScript and pickled code; genesis never loads code from files",
+    "ao": "quantization (out of scope)",
+    "quantization": "quantization (out of scope)",
+    "library": "registers custom ATen operators; genesis ops are Python functions",
+    "classes": "TorchScript custom classes",
+    "monitor": "the C++ event and stat logging of the TorchScript runtime",
+    "futures": "futures of the RPC framework, which genesis does not have",
+    "masked": "masked tensors, a prototype in PyTorch",
+    "nested": "nested tensors (out of scope)",
+    "sparse": "sparse layouts (out of scope)",
+    "storage": "genesis has no storage objects",
+    "overrides": "__torch_function__ overrides are not supported",
+    "return_types": "genesis returns its named tuples from the functions themselves",
+    "mps": "Apple's GPUs; genesis's GPU backend is CUDA",
+    "xpu": "Intel's GPUs; genesis's GPU backend is CUDA",
+    "mtia": "Meta's accelerators; genesis's GPU backend is CUDA",
+    "torch_version": "the TorchVersion class; genesis.__version__ is a string",
+    "signal": "windows beyond genesis's hann/hamming/blackman/bartlett/kaiser window functions",
+    "windows": "see signal",
+    "quasirandom": "the Sobol sequence engine",
+    "cpp": "C++ extension helpers",
+    "types": "type aliases for annotations of torch's own signatures",
+}
+
+
+def test_every_torch_module_is_present_or_left_out_with_a_reason():
+    names = {n for n in dir(torch) if not n.startswith("_") and n != "torch"
+             and isinstance(getattr(torch, n), types.ModuleType)
+             and getattr(torch, n).__name__.startswith("torch")}
+    missing = sorted(n for n in names - set(MODULES_LEFT_OUT) if not hasattr(genesis, n))
+    assert not missing, missing
+
+
+# torch's public classes a script constructs or catches; the rest are TorchScript, storage and
+# dispatcher internals.
+USER_CLASSES = ["Tensor", "Size", "device", "dtype", "Generator", "finfo", "iinfo",
+                "memory_format", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled",
+                "GradScaler", "OutOfMemoryError", "FloatTensor", "DoubleTensor", "HalfTensor",
+                "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+                "ByteTensor", "BoolTensor"]
+
+
+def test_user_facing_classes_are_present():
+    assert all(hasattr(torch, n) for n in USER_CLASSES)
+    assert [n for n in USER_CLASSES if not hasattr(genesis, n)] == []
