@@ -77,3 +77,38 @@ def test_parameters_to_vector_and_back(rng, device):
     np.testing.assert_array_equal(g_params[1].detach().cpu().numpy(), np.arange(12, 17))
     with pytest.raises(TypeError, match="1-D"):
         nn.utils.vector_to_parameters(genesis.zeros(2, 2, device=device), g_params)
+
+
+@pytest.mark.parametrize("name", ["_single", "_pair", "_triple", "_quadruple"])
+@pytest.mark.parametrize("value", [3, (1, 2), [4], range(3)])
+def test_module_utils_ntuples_as_torch(name, value):
+    import torch.nn.modules.utils as theirs
+
+    import genesis.nn.modules.utils as ours
+    assert getattr(ours, name)(value) == getattr(theirs, name)(value)
+    assert ours._reverse_repeat_tuple((1, 2, 3), 2) == theirs._reverse_repeat_tuple((1, 2, 3), 2)
+
+
+def test_consume_prefix_in_state_dict_loads_a_data_parallel_checkpoint():
+    from genesis.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    state = nn.DataParallel(model).state_dict()
+    assert list(state) == ["module.0.weight", "module.0.bias"]
+    consume_prefix_in_state_dict_if_present(state, "module.")
+    assert list(state) == ["0.weight", "0.bias"]
+    model.load_state_dict(state)
+
+
+def test_consume_prefix_strips_metadata_keys_as_torch():
+    import collections
+
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present as theirs
+
+    from genesis.nn.modules.utils import consume_prefix_in_state_dict_if_present as ours
+    results = []
+    for consume in (ours, theirs):
+        state = collections.OrderedDict([("module.w", 1), ("other", 2)])
+        state._metadata = {key: {} for key in ("", "module", "module.0", "other")}
+        consume(state, "module.")
+        results.append((list(state), list(state._metadata)))
+    assert results[0] == results[1]

@@ -139,7 +139,7 @@ class Conv3d(_Conv):
     _fn = staticmethod(F.conv3d)
 
 
-class _ConvTranspose(_ConvNd):
+class _ConvTransposeNd(_ConvNd):
     transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
@@ -180,21 +180,21 @@ class _ConvTranspose(_ConvNd):
                               self.dilation)
 
 
-class ConvTranspose1d(_ConvTranspose):
+class ConvTranspose1d(_ConvTransposeNd):
     """1-D transposed convolution over (N, C, L) or (C, L) input."""
 
     _spatial = 1
     _fn = staticmethod(F.conv_transpose1d)
 
 
-class ConvTranspose2d(_ConvTranspose):
+class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution over (N, C, H, W) or (C, H, W) input."""
 
     _spatial = 2
     _fn = staticmethod(F.conv_transpose2d)
 
 
-class ConvTranspose3d(_ConvTranspose):
+class ConvTranspose3d(_ConvTransposeNd):
     """3-D transposed convolution over (N, C, D, H, W) or (C, D, H, W) input."""
 
     _spatial = 3
