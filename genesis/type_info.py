@@ -1,7 +1,8 @@
 """genesis.finfo and genesis.iinfo: the numerical limits of a dtype, as torch.finfo/torch.iinfo.
 
 The values come from ml_dtypes' finfo (numpy's, extended to bfloat16) and numpy's iinfo of the
-dtype's storage type, as Python floats and ints. `resolution` is PyTorch's decimal one, 10 ** -floor(-log10(eps)).
+dtype's storage type, as Python floats and ints. `resolution` is PyTorch's decimal one:
+10 ** -floor(-log10(eps)).
 """
 
 import math

@@ -7,6 +7,7 @@ with no host synchronization); `foreach=False` takes one op per tensor, and so d
 (PyTorch's counts the tensors with a nonzero element).
 """
 
+import warnings
 from functools import reduce as fold
 
 from ... import dtypes
@@ -89,6 +90,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 @no_grad()
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated name of `clip_grad_norm_`, with PyTorch's FutureWarning."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
