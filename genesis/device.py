@@ -22,7 +22,8 @@ class device:
                     raise RuntimeError(f"Invalid device string: '{type_or_spec}'")
                 index = int(idx)
         else:
-            raise TypeError(f"device(): expected a string or device, got {type(type_or_spec).__name__}")
+            raise TypeError("device(): expected a string or device, got "
+                            f"{type(type_or_spec).__name__}")
         if type_ not in _KNOWN_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_KNOWN_TYPES)} device type at start of "
                                f"device string: {type_or_spec}")
