@@ -13,6 +13,10 @@ from ...autograd.grad_mode import no_grad
 from ...ops.creation import parse_to
 from ...tensor import RemovableHandle, Tensor
 from ..parameter import Parameter
+from . import hooks
+from .hooks import (register_module_backward_hook, register_module_forward_hook,  # noqa: F401
+                    register_module_forward_pre_hook, register_module_full_backward_hook,
+                    register_module_full_backward_pre_hook)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -52,7 +56,10 @@ class Module:
                             ("_modules", OrderedDict()), ("_forward_pre_hooks", OrderedDict()),
                             ("_forward_pre_hooks_with_kwargs", set()),
                             ("_forward_hooks", OrderedDict()),
-                            ("_forward_hooks_with_kwargs", set())):
+                            ("_forward_hooks_with_kwargs", set()),
+                            ("_forward_hooks_always_called", set()),
+                            ("_backward_pre_hooks", OrderedDict()),
+                            ("_backward_hooks", OrderedDict()), ("_is_full_backward_hook", None)):
             object.__setattr__(self, name, value)
 
     def forward(self, *args, **kwargs):
@@ -354,10 +361,38 @@ class Module:
         return self._add_hook(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs, hook,
                               prepend, with_kwargs)
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
-        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) runs after forward."""
-        return self._add_hook(self._forward_hooks, self._forward_hooks_with_kwargs, hook,
-                              prepend, with_kwargs)
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) runs after forward;
+        `always_call` runs it even when forward raises."""
+        handle = self._add_hook(self._forward_hooks, self._forward_hooks_with_kwargs, hook,
+                                prepend, with_kwargs)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """`hook(module, grad_output)` runs when the gradients of the outputs are known; it may
+        return replacements for them."""
+        return self._add_hook(self._backward_pre_hooks, set(), hook, prepend, False)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """`hook(module, grad_input, grad_output)` runs once the gradients of the inputs are
+        computed; it may return replacements for grad_input."""
+        self._set_backward_hook_kind(True)
+        return self._add_hook(self._backward_hooks, set(), hook, prepend, False)
+
+    def register_backward_hook(self, hook):
+        """Deprecated: `hook(module, grad_input, grad_output)` of the output's last operation
+        only (its grad_fn), not of the whole module; register_full_backward_hook replaces it.
+        grad_input has an entry per argument of that operation, None for non-tensors."""
+        self._set_backward_hook_kind(False)
+        return RemovableHandle(self._backward_hooks, hook)
+
+    def _set_backward_hook_kind(self, full):
+        if self._is_full_backward_hook is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on "
+                               "a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", full)
 
     @staticmethod
     def _add_hook(hooks, with_kwargs_set, hook, prepend, with_kwargs):
@@ -369,28 +404,66 @@ class Module:
         return handle
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks or hooks.any_global):
             return self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {result}.")
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
-            if result is not None:
-                output = result
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """A call with hooks, in PyTorch's order: global then own forward pre-hooks, the input
+        relay of full backward hooks, forward, global then own forward hooks, the output
+        relay."""
+        args, kwargs = self._run_forward_pre_hooks(args, kwargs)
+        full = pre = legacy = ()
+        if hooks.wants_backward_hooks(self):
+            full, pre, legacy = hooks.backward_hooks_for(self)
+        backward_hook = hooks.BackwardHook(self, full, pre) if full or pre else None
+        if backward_hook is not None:
+            args = backward_hook.setup_input_hook(args)
+        try:
+            output = self.forward(*args, **kwargs)
+        except BaseException:
+            self._run_forward_hooks(args, kwargs, None, only_always_called=True)
+            raise
+        output = self._run_forward_hooks(args, kwargs, output)
+        if backward_hook is not None:
+            output = backward_hook.setup_output_hook(output)
+        if legacy:
+            hooks.attach_legacy_hooks(self, output, legacy)
+        return output
+
+    def _run_forward_pre_hooks(self, args, kwargs):
+        for table, with_kwargs in ((hooks.global_forward_pre_hooks, ()),
+                                   (self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)):
+            for hook_id, hook in list(table.items()):
+                if hook_id in with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {result}.")
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+        return args, kwargs
+
+    def _run_forward_hooks(self, args, kwargs, output, only_always_called=False):
+        for table, with_kwargs, always in (
+                (hooks.global_forward_hooks, hooks.global_forward_hooks_with_kwargs,
+                 hooks.global_forward_hooks_always_called),
+                (self._forward_hooks, self._forward_hooks_with_kwargs,
+                 self._forward_hooks_always_called)):
+            for hook_id, hook in list(table.items()):
+                if only_always_called and hook_id not in always:
+                    continue
+                if hook_id in with_kwargs:
+                    result = hook(self, args, kwargs, output)
+                else:
+                    result = hook(self, args, output)
+                if result is not None and not only_always_called:
+                    output = result
         return output
 
     __call__ = _call_impl
