@@ -5,6 +5,8 @@ families in `genesis.ops`, each as a mixin class of explicit methods bound onto 
 this module holds what every tensor is.
 """
 
+import warnings
+
 import numpy as np
 
 from . import dtypes
@@ -217,6 +219,10 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
+        if self.requires_grad:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                          "unexpected behavior.\nConsider using tensor.detach() first.",
+                          stacklevel=2)
         return float(self.item())
 
     def __int__(self):

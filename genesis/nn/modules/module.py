@@ -5,12 +5,13 @@ Parameters, buffers and submodules assigned as attributes are kept in three orde
 and dtypes, and saved and loaded as a state dict.
 """
 
+import functools
 import itertools
 from collections import OrderedDict, namedtuple
 
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import parse_to
+from ...ops.creation import empty_like, parse_to
 from ...tensor import RemovableHandle, Tensor
 from ..parameter import Parameter
 from . import hooks
@@ -46,6 +47,8 @@ class Module:
 
     training: bool
     _version = 1
+    dump_patches = False
+    call_super_init = False
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -59,7 +62,11 @@ class Module:
                             ("_forward_hooks_with_kwargs", set()),
                             ("_forward_hooks_always_called", set()),
                             ("_backward_pre_hooks", OrderedDict()),
-                            ("_backward_hooks", OrderedDict()), ("_is_full_backward_hook", None)):
+                            ("_backward_hooks", OrderedDict()), ("_is_full_backward_hook", None),
+                            ("_state_dict_pre_hooks", OrderedDict()),
+                            ("_state_dict_hooks", OrderedDict()),
+                            ("_load_state_dict_pre_hooks", OrderedDict()),
+                            ("_load_state_dict_post_hooks", OrderedDict())):
             object.__setattr__(self, name, value)
 
     def forward(self, *args, **kwargs):
@@ -203,6 +210,21 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")  # noqa: TRY004
         return module
 
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at the dotted path `target`, replacing what is there; `strict` only
+        replaces an existing submodule."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         return self._lookup(target, "_parameters", "an nn.Parameter")
 
@@ -300,10 +322,12 @@ class Module:
 
     # devices and dtypes
 
-    def _apply(self, fn):
-        """Map `fn` over every parameter, gradient and buffer; Parameters keep their identity."""
-        for module in self.children():
-            module._apply(fn)
+    def _apply(self, fn, recurse=True):
+        """Map `fn` over every parameter, gradient and buffer (the submodules' too, with
+        `recurse`); Parameters keep their identity."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         with no_grad():
             for param in self._parameters.values():
                 if param is None:
@@ -332,6 +356,16 @@ class Module:
 
     def _cast_floats(self, dtype):
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward in place with genesis.compile (same arguments)."""
+        from ...compiler import compile as compile_fn
+        object.__setattr__(self, "forward", compile_fn(self.forward, *args, **kwargs))
+
+    def to_empty(self, *, device, recurse=True):
+        """Replace every parameter and buffer by an uninitialised tensor of its shape and dtype
+        on `device`, for a module whose values load_state_dict will fill."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
@@ -477,17 +511,68 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if _has_extra_state(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
-        """An ordered dict of every parameter and persistent buffer, keyed by dotted name."""
+        """An ordered dict of every parameter and persistent buffer (and extra state), keyed by
+        dotted name; the state-dict hooks run before and after each module's part."""
         if destination is None:
             destination = OrderedDict()
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook, public in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, {"version": self._version})
+            if result is not None:
+                if public:
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = result
         return destination
+
+    def get_extra_state(self):
+        """Extra state for state_dict, stored under "_extra_state"; a module that has some
+        overrides this and set_extra_state."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
+                           "called.")
+
+    def set_extra_state(self, state):
+        """Restore what get_extra_state returned (see get_extra_state)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
+                           "called.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """`hook(module, prefix, keep_vars)` runs before state_dict() collects this module."""
+        return RemovableHandle(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """`hook(module, state_dict, prefix, local_metadata)` runs after state_dict() collected
+        this module and its children; it may edit state_dict in place and returns None."""
+        return RemovableHandle(self._state_dict_hooks, (hook, True))
+
+    def _register_state_dict_hook(self, hook):
+        """The older post-hook: a dict it returns replaces the state dict."""
+        return RemovableHandle(self._state_dict_hooks, (hook, False))
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` runs before this module's entries are checked; it may edit
+        state_dict (to rename the keys of an older checkpoint)."""
+        return RemovableHandle(self._load_state_dict_pre_hooks, functools.partial(hook, self))
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """The older pre-hook, called without the module unless `with_module`."""
+        return RemovableHandle(self._load_state_dict_pre_hooks,
+                               functools.partial(hook, self) if with_module else hook)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """`hook(module, incompatible_keys)` runs after loading; it may remove keys from
+        incompatible_keys' lists in place (before strict checks them) and returns None."""
+        return RemovableHandle(self._load_state_dict_post_hooks, hook)
 
     def _local_state(self):
         persistent = {k: v for k, v in self._buffers.items()
@@ -515,32 +600,69 @@ class Module:
                                   f"{param.shape}.")
             else:
                 plan.append((self, name, param, value))
+        extra = _has_extra_state(self, "set_extra_state")
+        if extra:
+            if prefix + _EXTRA_STATE in state_dict:
+                plan.append((self, _EXTRA_STATE, None, state_dict[prefix + _EXTRA_STATE]))
+            else:
+                missing_keys.append(prefix + _EXTRA_STATE)
         for key in state_dict:
             head, dot, _ = key[len(prefix):].partition(".")
-            if (head not in self._modules) if dot else (head not in local_state):
+            if dot:
+                known = head in self._modules
+            else:
+                known = head in local_state or (extra and head == _EXTRA_STATE)
+            if not known:
                 unexpected_keys.append(key)
 
-    def _check_state_dict(self, state_dict, prefix, missing, unexpected, errors, plan):
-        """Check `state_dict` (only keys under `prefix`) against this module and its children."""
+    def _check_state_dict(self, state_dict, prefix, missing, unexpected, errors, plan,
+                          strict=True):
+        """Check `state_dict` (only keys under `prefix`) against this module and its children,
+        after this module's load pre-hooks."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, {"version": self._version}, strict, missing, unexpected,
+                 errors)
         self._load_from_state_dict(state_dict, prefix, missing, unexpected, errors, plan)
         for name, child in self._modules.items():
             if child is not None:
                 child_prefix = prefix + name + "."
                 child_state = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
                 child._check_state_dict(child_state, child_prefix, missing, unexpected, errors,
-                                        plan)
+                                        plan, strict)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy `state_dict` into this module's parameters and buffers.
 
         Every entry is checked before anything is written, so a RuntimeError (missing or
-        unexpected keys with `strict`, or a shape mismatch) leaves the module unchanged.
+        unexpected keys with `strict`, or a shape mismatch) leaves the module unchanged. Where
+        load post-hooks are registered they run on the loaded module, as in PyTorch, and strict
+        checks the keys they leave: a key error then comes after the values are written.
         Returns (missing_keys, unexpected_keys).
         """
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        state_dict = OrderedDict(state_dict)  # pre-hooks may edit it; the caller's stays
         missing, unexpected, errors, plan = [], [], [], []
-        self._check_state_dict(state_dict, "", missing, unexpected, errors, plan)
+        self._check_state_dict(state_dict, "", missing, unexpected, errors, plan, strict)
+        post_hooks = [(m, hook) for m in self.modules()
+                      for hook in m._load_state_dict_post_hooks.values()]
+        if not post_hooks:
+            self._raise_load_errors(strict, missing, unexpected, errors)
+        elif errors:
+            self._raise_load_errors(False, missing, unexpected, errors)
+        _write_plan(plan, assign)
+        keys = _IncompatibleKeys(missing, unexpected)
+        for module, hook in post_hooks:
+            if hook(module, keys) is not None:
+                raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` "
+                                   "are not expected to return new values, if incompatible_keys "
+                                   "need to be modified, it should be done inplace.")
+        if post_hooks:
+            self._raise_load_errors(strict, missing, unexpected, errors)
+        return keys
+
+    def _raise_load_errors(self, strict, missing, unexpected, errors):
+        errors = list(errors)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -551,12 +673,6 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self._get_name(), "\n\t".join(errors)))
-        with no_grad():
-            if not assign:
-                plan = [(m, n, t, v.to(device=t.device, dtype=t.dtype)) for m, n, t, v in plan]
-            for module, name, target, value in plan:
-                _load_entry(module, name, target, value, assign)
-        return _IncompatibleKeys(missing, unexpected)
 
     # printing
 
@@ -582,9 +698,30 @@ class Module:
         return main + ")"
 
 
+_EXTRA_STATE = "_extra_state"
+
+
+def _has_extra_state(module, method):
+    """Whether `module`'s class overrides get_extra_state / set_extra_state."""
+    return getattr(type(module), method) is not getattr(Module, method)
+
+
+def _write_plan(plan, assign):
+    """Write the checked entries: cast to their targets' device and dtype unless `assign`."""
+    with no_grad():
+        if not assign:
+            plan = [(m, n, t, v if t is None else v.to(device=t.device, dtype=t.dtype))
+                    for m, n, t, v in plan]
+        for module, name, target, value in plan:
+            _load_entry(module, name, target, value, assign)
+
+
 def _load_entry(module, name, target, value, assign):
-    """Write one checked state-dict entry: copied into `target`, or put in its place (`assign`)."""
-    if not assign:
+    """Write one checked state-dict entry: copied into `target`, or put in its place (`assign`);
+    extra state (no target) goes to set_extra_state."""
+    if target is None:
+        module.set_extra_state(value)
+    elif not assign:
         target.copy_(value)
     elif isinstance(target, Parameter):
         setattr(module, name, Parameter(value.detach(), target.requires_grad))

@@ -1,0 +1,111 @@
+"""Module state-dict hooks, extra state, set_submodule, to_empty and compile, against torch."""
+
+import pytest
+import torch
+from helpers import assert_close
+
+import genesis
+
+
+def _both(make):
+    return make(genesis), make(torch)
+
+
+def _with_extra_state(lib):
+    class Counted(lib.nn.Linear):
+        def __init__(self):
+            super().__init__(2, 2)
+            self.steps = 0
+
+        def get_extra_state(self):
+            return {"steps": self.steps}
+
+        def set_extra_state(self, state):
+            self.steps = state["steps"]
+    return lib.nn.Sequential(Counted())
+
+
+def test_extra_state_round_trips_as_torch():
+    ours, theirs = _both(_with_extra_state)
+    ours[0].steps = theirs[0].steps = 7
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert ours.state_dict()["0._extra_state"] == {"steps": 7}
+    fresh, fresh_theirs = _both(_with_extra_state)
+    fresh.load_state_dict(ours.state_dict())
+    assert fresh[0].steps == 7
+    state, state_theirs = fresh.state_dict(), fresh_theirs.state_dict()
+    del state["0._extra_state"], state_theirs["0._extra_state"]
+    for module, sd in ((_with_extra_state(genesis), state), (fresh_theirs, state_theirs)):
+        with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: '
+                                               r'"0._extra_state"'):
+            module.load_state_dict(sd)
+
+
+def test_state_dict_hooks_as_torch():
+    logs = []
+    for lib in (genesis, torch):
+        log = []
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        model[0].register_state_dict_pre_hook(lambda m, prefix, keep: log.append(("pre", prefix)))
+
+        def post(module, state, prefix, metadata, log=log):
+            log.append(("post", prefix, sorted(state)))
+            state[prefix + "added"] = 1
+        model[0].register_state_dict_post_hook(post)
+        state = model.state_dict()
+        log.append(sorted(state))
+        logs.append(log)
+        model[0].register_state_dict_post_hook(lambda *args: {})
+        with pytest.raises(RuntimeError, match="state_dict post-hook must return None"):
+            model.state_dict()
+    assert logs[0] == logs[1]
+
+
+def test_load_pre_hook_renames_old_keys_and_post_hook_edits_missing():
+    for lib in (genesis, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3))
+
+        def rename(module, state, prefix, *args):
+            for old in [k for k in state if k.startswith(prefix + "old_")]:
+                state[prefix + old[len(prefix) + 4:]] = state.pop(old)
+        model[0].register_load_state_dict_pre_hook(rename)
+        state = {"0.old_weight": lib.ones(3, 2), "0.old_bias": lib.zeros(3)}
+        model.load_state_dict(state)
+        assert list(state) == ["0.old_weight", "0.old_bias"]
+        assert float(model[0].weight.detach().sum()) == 6.0
+
+        def forgive_bias(module, keys):
+            keys.missing_keys[:] = [k for k in keys.missing_keys if not k.endswith("bias")]
+        model[0].register_load_state_dict_post_hook(forgive_bias)
+        keys = model.load_state_dict({"0.old_weight": lib.full((3, 2), 2.0)})
+        assert keys.missing_keys == [] and float(model[0].weight.detach().sum()) == 12.0
+
+
+def test_set_submodule_as_torch():
+    for lib in (genesis, torch):
+        model = lib.nn.Sequential(lib.nn.Sequential(lib.nn.Linear(2, 2)))
+        model.set_submodule("0.0", lib.nn.Identity())
+        model.set_submodule("0.extra", lib.nn.ReLU())
+        assert type(model[0][0]).__name__ == "Identity" and type(model[0].extra).__name__ == "ReLU"
+        with pytest.raises(AttributeError, match="Sequential has no attribute `missing`"):
+            model.set_submodule("0.missing", lib.nn.ReLU(), strict=True)
+        with pytest.raises(ValueError, match="Cannot set the submodule without a target name!"):
+            model.set_submodule("", lib.nn.ReLU())
+
+
+def test_to_empty_keeps_shapes_and_dtypes():
+    model = genesis.nn.Sequential(genesis.nn.Linear(2, 3), genesis.nn.BatchNorm1d(3)).double()
+    params = list(model.parameters())
+    assert model.to_empty(device="cpu") is model
+    assert list(model.parameters())[0] is params[0]
+    assert [(p.shape, p.dtype) for p in model.state_dict().values()] == \
+        [(t.shape, t.dtype) for t in genesis.nn.Sequential(
+            genesis.nn.Linear(2, 3), genesis.nn.BatchNorm1d(3)).double().state_dict().values()]
+
+
+def test_module_compile_keeps_its_values(rng):
+    model = genesis.nn.Linear(3, 2)
+    x = genesis.randn(4, 3)
+    expected = model(x)
+    model.compile()
+    assert_close(model(x), expected)
