@@ -7,6 +7,8 @@ advances the offset by n. Each CUDA device has a default generator, made on firs
 nothing here touches the driver), seeded by `manual_seed` as PyTorch seeds every device.
 """
 
+import contextlib
+
 import numpy as np
 
 from .device import as_device
@@ -187,6 +189,34 @@ def get_rng_state():
 
 def set_rng_state(state):
     default_generator.set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """Inside the block, random draws change no generator seen outside it: the CPU generator
+    and the CUDA generators of `devices` (indices; all made so far when None) are restored on
+    exit, and CUDA generators first made inside the block are dropped."""
+    if not enabled:
+        yield
+        return
+    if device_type != "cuda":
+        indices = []
+    elif devices is None:
+        indices = list(_cuda_generators)
+    else:
+        indices = [d if isinstance(d, int) else as_device(d).index or 0 for d in devices]
+    cpu_state = default_generator.get_state()
+    cuda_states = {i: cuda_generator(i).get_state() for i in indices}
+    known = set(_cuda_generators)
+    try:
+        yield
+    finally:
+        default_generator.set_state(cpu_state)
+        for i, state in cuda_states.items():
+            _cuda_generators[i].set_state(state)
+        for i in set(_cuda_generators) - known:
+            del _cuda_generators[i]
 
 
 def generator_for(generator, device):

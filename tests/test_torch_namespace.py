@@ -4,6 +4,7 @@ genesis.cpu."""
 
 import types
 
+import pytest
 import torch
 
 import genesis
@@ -104,3 +105,29 @@ USER_CLASSES = ["Tensor", "Size", "device", "dtype", "Generator", "finfo", "iinf
 def test_user_facing_classes_are_present():
     assert all(hasattr(torch, n) for n in USER_CLASSES)
     assert [n for n in USER_CLASSES if not hasattr(genesis, n)] == []
+
+
+def test_variable_and_removable_handle_as_torch():
+    from genesis.autograd import Variable
+    x = genesis.ones(2, requires_grad=True)
+    v = Variable(x)
+    assert isinstance(x, Variable) and not v.requires_grad and v.is_leaf
+    assert Variable(x, requires_grad=True).requires_grad
+    assert tuple(Variable().shape) == (0,)
+    with pytest.warns(UserWarning, match="volatile was removed"):
+        Variable(x, volatile=True)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        Variable([1, 2])
+    handle = x.register_hook(lambda g: g)
+    assert isinstance(handle, genesis.utils.hooks.RemovableHandle)
+
+
+def test_fork_rng_restores_every_generator_state():
+    genesis.manual_seed(3)
+    with genesis.random.fork_rng():
+        inside = genesis.rand(4)
+    after = genesis.rand(4)
+    assert genesis.equal(inside, after)
+    with genesis.random.fork_rng(enabled=False):
+        genesis.rand(1)
+    assert not genesis.equal(genesis.rand(4), after)

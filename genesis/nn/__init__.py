@@ -4,7 +4,7 @@ from . import functional, init, utils
 from . import parallel
 from .modules import *
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 from .parallel import DataParallel
 
-__all__ = ["Parameter", "DataParallel", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Buffer", "Parameter", "DataParallel", "functional", "init", "utils"] + list(_modules_all)

@@ -168,15 +168,74 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _write(tensor, gain * q.reshape(tuple(tensor.shape)))
 
 
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta: each group's output
+    channel d passes input channel d through unchanged (as many channels as both have)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_channels, in_channels = tensor.shape[:2]
+    if out_channels % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = out_channels // groups
+    values = np.zeros(tuple(tensor.shape))
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, in_channels)):
+            values[(g * per_group + d, d) + centre] = 1
+    return _write(tensor, values)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std^2) values, then zero ceil(sparsity * rows) randomly
+    chosen entries of each column (Martens, 2010)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    rng = rng_for(generator)
+    values = rng.normal(0.0, std, (rows, cols))
+    zeros = math.ceil(sparsity * rows)
+    for col in range(cols):
+        values[rng.permutation(rows)[:zeros], col] = 0
+    return _write(tensor, values)
+
+
+def _deprecated(new):
+    """The name without the trailing underscore, which PyTorch deprecates."""
+    old = new.__name__[:-1]
+
+    def init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+    init.__name__ = init.__qualname__ = old
+    init.__doc__ = f"Deprecated; see `{new.__name__}`."
+    return init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
+
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
     "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",

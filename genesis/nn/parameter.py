@@ -1,4 +1,5 @@
-"""`nn.Parameter`: a tensor that a Module registers as one of its parameters."""
+"""`nn.Parameter` and `nn.Buffer`: tensors that a Module, assigned them as attributes, registers
+as parameters or as buffers."""
 
 from ..tensor import Tensor
 
@@ -39,3 +40,25 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol):
         return (Parameter, (self.detach(), self.requires_grad))
+
+
+class _BufferMeta(type):
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """Buffer(data, persistent=True): `data` detached and marked, so that assigning it as a
+    Module attribute registers it as a buffer (in the state dict unless not `persistent`).
+    The result is a plain Tensor; isinstance(t, Buffer) tells the marked ones."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            from ..ops.creation import empty
+            data = empty(0)
+        buffer = data.detach().requires_grad_(data.requires_grad)
+        buffer.persistent = persistent
+        buffer._is_buffer = True
+        return buffer

@@ -1,6 +1,6 @@
-"""Utilities with PyTorch's names: `genesis.utils.data` (datasets, samplers, DataLoader) and
-`genesis.utils.checkpoint` (activation checkpointing)."""
+"""Utilities with PyTorch's names: `genesis.utils.data` (datasets, samplers, DataLoader),
+`genesis.utils.checkpoint` (activation checkpointing) and `genesis.utils.hooks`."""
 
-from . import checkpoint, data
+from . import checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "hooks"]

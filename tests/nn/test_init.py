@@ -128,3 +128,40 @@ def test_init_keeps_dtype(dtype, device):
     t = genesis.empty(4, 5, dtype=dtype, device=device)
     assert init.kaiming_uniform_(t).dtype is dtype
     assert init.trunc_normal_(t, std=0.02).dtype is dtype
+
+
+@pytest.mark.parametrize("shape, groups", [((4, 4, 3), 1), ((6, 3, 3, 5), 2), ((3, 5, 3, 3, 3), 1),
+                                           ((8, 2, 1, 1), 4)])
+def test_dirac_matches_torch(shape, groups, device):
+    ours = init.dirac_(genesis.empty(*shape, device=device), groups)
+    np.testing.assert_array_equal(ours.cpu().numpy(),
+                                  torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+
+
+def test_dirac_errors():
+    with pytest.raises(ValueError, match="Only tensors with 3, 4, or 5 dimensions"):
+        init.dirac_(genesis.empty(2, 2))
+    with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
+        init.dirac_(genesis.empty(3, 2, 2), groups=2)
+
+
+def test_sparse_zeros_a_fraction_of_each_column(device):
+    w = init.sparse_(genesis.empty(200, 30, device=device), sparsity=0.3, std=0.5).cpu().numpy()
+    assert ((w == 0).sum(axis=0) == math.ceil(0.3 * 200)).all()
+    nonzero = w[w != 0]
+    assert abs(nonzero.std() - 0.5) < 0.05
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
+        init.sparse_(genesis.empty(2), 0.1)
+
+
+@pytest.mark.parametrize("name", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+                                  "xavier_normal", "kaiming_uniform", "kaiming_normal",
+                                  "orthogonal", "sparse"])
+def test_names_without_underscore_are_deprecated_as_torch(name):
+    shape = {"dirac": (2, 2, 3)}.get(name, (3, 4))
+    args = {"constant": (0.5,), "sparse": (0.5,)}.get(name, ())
+    with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of "
+                                           f"`nn.init.{name}_`"):
+        out = getattr(init, name)(genesis.empty(*shape), *args)
+    assert tuple(out.shape) == shape
+    assert callable(getattr(torch.nn.init, name))

@@ -367,3 +367,22 @@ def test_pickle_round_trip():
     assert type(clone[0].weight) is nn.Parameter and clone[0].weight.requires_grad
     x = genesis.randn(5, 3)
     np.testing.assert_array_equal(clone(x).detach().numpy(), model(x).detach().numpy())
+
+
+def test_buffer_assignment_registers_as_torch():
+    states = []
+    for lib in (genesis, torch):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.count = lib.nn.Buffer(lib.zeros(2))
+                self.scratch = lib.nn.Buffer(lib.ones(1), persistent=False)
+
+        module = Counter()
+        assert isinstance(module.count, lib.nn.Buffer)
+        assert not isinstance(lib.zeros(1), lib.nn.Buffer)
+        assert type(module.count) is lib.Tensor
+        states.append((list(module.state_dict()), [n for n, _ in module.named_buffers()]))
+        module.count = lib.nn.Buffer(lib.ones(3))
+        assert tuple(module.count.shape) == (3,)
+    assert states[0] == states[1] == (["count"], ["count", "scratch"])

@@ -13,7 +13,7 @@ from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty_like, parse_to
 from ...tensor import RemovableHandle, Tensor
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from . import hooks
 from .hooks import (register_module_backward_hook, register_module_forward_hook,  # noqa: F401
                     register_module_forward_pre_hook, register_module_full_backward_hook,
@@ -157,6 +157,11 @@ class Module:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(genesis.nn.Module or None expected)")
             modules[name] = value
+        elif isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self._forget(name, keep="_buffers")
+            self.register_buffer(name, value, value.persistent)
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
