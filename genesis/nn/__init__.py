@@ -4,7 +4,8 @@ from . import functional, init, utils
 from . import parallel
 from .modules import *
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .parallel import DataParallel
 
-__all__ = ["Buffer", "Parameter", "DataParallel", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "DataParallel",
+           "functional", "init", "utils"] + list(_modules_all)

@@ -1,5 +1,6 @@
 """`nn.Parameter` and `nn.Buffer`: tensors that a Module, assigned them as attributes, registers
-as parameters or as buffers."""
+as parameters or as buffers; and their uninitialized forms, which lazy modules give a shape on
+their first call."""
 
 from ..tensor import Tensor
 
@@ -62,3 +63,66 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         buffer.persistent = persistent
         buffer._is_buffer = True
         return buffer
+
+
+class _Uninitialized:
+    """An empty placeholder until `materialize` gives it a shape (and makes it a plain
+    Parameter or Tensor)."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Become an uninitialised tensor of `shape` (on this one's device, in its dtype unless
+        given), of class `cls_to_become`."""
+        from ..ops.creation import empty
+        self.data = empty(shape, device=device or self.device, dtype=dtype or self.dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad,)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A Parameter whose shape a lazy module infers from its first input."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from ..ops.creation import empty
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape a lazy module infers from its first input."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        from ..ops.creation import empty
+        data = empty(0, device=device, dtype=dtype)
+        buffer = cls._make(data._data, data.device, data.dtype, data._storage, data._offset)
+        buffer.requires_grad_(requires_grad)
+        buffer.persistent = persistent
+        buffer._is_buffer = True
+        return buffer
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+
+def is_lazy(tensor):
+    """Whether `tensor` is an uninitialized parameter or buffer."""
+    return isinstance(tensor, _Uninitialized)

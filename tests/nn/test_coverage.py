@@ -15,12 +15,10 @@ import torch.nn.functional as TF
 import genesis.nn as nn
 import genesis.nn.functional as F
 
-_LAZY = "lazily initialised variants: genesis layers take their sizes when built"
 _HELPER = "a typing or __torch_function__ dispatch helper imported into torch.nn.functional, " \
           "not a layer"
 
 LEFT_OUT = {
-    **{name: _LAZY for name in tnn.modules.__all__ if name.startswith("Lazy")},
     "Container": "deprecated base class PyTorch keeps only for old pickles",
     "CrossMapLRN2d": "PyTorch's legacy implementation: its forward never drops channel 0 from "
                      "the window (tests c > pre_pad where c >= pre_pad is meant) and its "

@@ -46,6 +46,10 @@ from .embedding import EmbeddingBag
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
+                   LazyModuleMixin)
 from .linear import Bilinear, Identity, Linear
 from .loss import (
                          BCELoss,
@@ -132,6 +136,20 @@ from .upsampling import (
 )
 
 __all__ = [
+                         "LazyBatchNorm1d",
+                         "LazyBatchNorm2d",
+                         "LazyBatchNorm3d",
+                         "LazyConv1d",
+                         "LazyConv2d",
+                         "LazyConv3d",
+                         "LazyConvTranspose1d",
+                         "LazyConvTranspose2d",
+                         "LazyConvTranspose3d",
+                         "LazyInstanceNorm1d",
+                         "LazyInstanceNorm2d",
+                         "LazyInstanceNorm3d",
+                         "LazyLinear",
+                         "LazyModuleMixin",
                          "ChannelShuffle",
                          "PixelShuffle",
                          "PixelUnshuffle",

@@ -13,7 +13,7 @@ from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty_like, parse_to
 from ...tensor import RemovableHandle, Tensor
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from . import hooks
 from .hooks import (register_module_backward_hook, register_module_forward_hook,  # noqa: F401
                     register_module_forward_pre_hook, register_module_full_backward_hook,
@@ -341,7 +341,9 @@ class Module:
                 if param.grad is not None:
                     param.grad.data = fn(param.grad)
             for name, buf in self._buffers.items():
-                if buf is not None:
+                if is_lazy(buf):  # stays a placeholder for its lazy module
+                    buf.data = fn(buf)
+                elif buf is not None:
                     self._buffers[name] = fn(buf)
         return self
 
