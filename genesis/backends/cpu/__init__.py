@@ -4,6 +4,6 @@
 from . import array, dlpack, elementwise, index, linalg, reduce, shape  # noqa: F401
 from . import loss, optim  # noqa: F401
 from . import amp, attention  # noqa: F401
-from . import recurrent  # noqa: F401
+from . import conv, recurrent  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import optim_extra  # noqa: F401
