@@ -875,3 +875,27 @@ def test_saved_output_gives_higher_order_gradients(rng, device):
     (tg,) = torch.autograd.grad(tx.exp().tanh().sum(), tx, create_graph=True)
     assert_close(genesis.autograd.grad(g.sum(), x)[0], torch.autograd.grad(tg.sum(), tx)[0])
 
+
+
+def test_graph_walk_as_torchviz_does():
+    """Every next_functions entry is a (node, index) pair, (None, 0) where no gradient flows, so
+    code that walks the graph as torchviz's make_dot does reaches the same leaves as in torch."""
+    leaves = []
+    for lib in (genesis, torch):
+        w = lib.ones(3, 2, requires_grad=True)
+        b = lib.zeros(2, requires_grad=True)
+        x = lib.ones(4, 3)
+        out = ((x @ w + b).relu() * 2).sum()
+        seen, stack, found = set(), [out.grad_fn], []
+        while stack:
+            fn = stack.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            if hasattr(fn, "variable"):
+                found.append(tuple(fn.variable.shape))
+            for u, _ in fn.next_functions:
+                if u is not None:
+                    stack.append(u)
+        leaves.append(sorted(found))
+    assert leaves[0] == leaves[1] == [(2,), (3, 2)]

@@ -53,7 +53,7 @@ def _post_order(roots):
         while stack:
             node, edges = stack[-1]
             for edge in edges:
-                if edge is not None and edge[0] not in seen:
+                if edge[0] is not None and edge[0] not in seen:
                     seen.add(edge[0])
                     stack.append((edge[0], iter(edge[0].next_functions)))
                     break
@@ -71,7 +71,8 @@ def _leading_to(targets, order):
     """
     run = set()
     for node in order:
-        if any(e is not None and (e[0] in run or e[0] in targets) for e in node.next_functions):
+        if any(e[0] is not None and (e[0] in run or e[0] in targets)
+               for e in node.next_functions):
             run.add(node)
     return run
 
@@ -175,7 +176,7 @@ def _capture(node, grads, targets):
 def _pass_on(node, grads, buffers, retain_graph):
     """Run `node` and add its input gradients to the buffers of the nodes they flow to."""
     for edge, g in zip(node.next_functions, _apply_node(node, grads, retain_graph)):
-        if edge is not None and g is not None:
+        if edge[0] is not None and g is not None:
             _add_to_buffer(buffers, edge[0], edge[1], g)
 
 

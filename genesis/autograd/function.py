@@ -149,6 +149,9 @@ def grad_accumulator(leaf):
     return node
 
 
+NO_EDGE = (None, 0)  # next_functions' entry for an input no gradient flows to, as PyTorch's
+
+
 def edge_of(tensor):
     """The graph edge a gradient for `tensor` flows along: (node, output index), or None."""
     if tensor._base is not None:
@@ -444,7 +447,7 @@ def _apply_tracked(cls, args, kwargs):
             edges.append(edge_of(a))
             input_meta.append((a._data.shape, a.dtype, a.device))
         else:
-            edges.append(edge_of(a) if isinstance(a, tensor_cls) else None)
+            edges.append((edge_of(a) if isinstance(a, tensor_cls) else None) or NO_EDGE)
             input_meta.append(None)
     ctx.next_functions, ctx._input_meta = tuple(edges), tuple(input_meta)
     return _wire_outputs(ctx, args, outputs)
