@@ -598,7 +598,7 @@ def _softmax(input, dim, dtype, log):
     op = "log_softmax" if log else "softmax"
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.scalar_type_name(x.dtype)}'")
     dim = wrap_dim(dim, len(x._data.shape), op)
     if records(x):
         return Softmax.apply(x, dim, log)
