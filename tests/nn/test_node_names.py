@@ -85,7 +85,7 @@ def _layer_cases(lib, t):
     F, nn = lib.nn.functional, lib.nn
     pads = {1: ("3d", (1, 2)), 2: ("4d", (1, 2, 2, 1)), 3: ("5d", (1, 1, 1, 1, 1, 1))}
     cases = {f"pad {mode} {n}d": (lambda mode, x, amounts: lambda: F.pad(t(x), amounts, mode))(
-        mode, *pads[n]) for mode in ("reflect", "replicate") for n in pads}
+        mode, *pads[n]) for mode in ("reflect", "replicate", "circular") for n in pads}
     spatial = {1: "3d", 2: "4d", 3: "5d"}
     for mode, dims in [("nearest", 1), ("nearest", 2), ("nearest", 3), ("nearest-exact", 2),
                        ("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3),
@@ -129,6 +129,8 @@ def _layer_cases(lib, t):
         "lstm h": lambda: nn.LSTM(4, 3)(t("seq"))[1][0],
         "lstm c": lambda: nn.LSTM(4, 3)(t("seq"))[1][1],
         "lstm batch_first": lambda: nn.LSTM(4, 3, batch_first=True)(t("seq"))[0],
+        "gru batch_first": lambda: nn.GRU(4, 3, batch_first=True)(t("seq"))[0],
+        "rnn batch_first unbatched": lambda: nn.RNN(4, 3, batch_first=True)(t("seq")[0])[0],
         "gru cell": lambda: nn.GRUCell(4, 3)(t("seq")[0]),
         "stack": lambda: lib.stack([t("2d"), t("2d")], 1), "sum dim": lambda: t("2d").sum(1),
         "mean dims": lambda: t("2d").mean((0, 1)), "transpose": lambda: t("3d").transpose(0, 2),

@@ -92,8 +92,9 @@ def _index_pad(x, pad, mode):
     return x
 
 
-# PyTorch's node names by mode and padded dims; circular padding is composed there too.
-_PAD_NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationPad{}DBackward0"}
+# PyTorch's node names by mode and padded dims; its circular padding ends in a slice write.
+_PAD_NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationPad{}DBackward0",
+              "circular": "CopySlices"}
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -110,5 +111,5 @@ def pad(input, pad, mode="constant", value=None):
         out = _index_pad(input.float(), pad, mode).to(input.dtype)
     else:
         out = _index_pad(input, pad, mode)
-    return name_node(out, _PAD_NODES[mode].format(len(pad) // 2)) if mode in _PAD_NODES else out
+    return name_node(out, _PAD_NODES[mode].format(len(pad) // 2))
 

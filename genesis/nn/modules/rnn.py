@@ -248,8 +248,9 @@ class RNNBase(Module):
         # PyTorch's CPU LSTM in float32 and bfloat16 names its oneDNN layer instead
         output = name_node(out.reshape(steps, batch, out.shape[-1]),
                            "CatBackward0" if self.bidirectional else "StackBackward0")
-        if self.batch_first:
-            output = output.transpose(0, 1)
+        if self.batch_first:  # PyTorch's RNN and GRU transpose in place (overload 1)
+            output = name_node(output.transpose(0, 1),
+                               "TransposeBackward0" if self.mode == "LSTM" else "TransposeBackward1")
         if not batched:
             output = output.squeeze(batch_dim)
             states = tuple(s.squeeze(1) for s in states)
