@@ -249,8 +249,8 @@ class RNNBase(Module):
         output = name_node(out.reshape(steps, batch, out.shape[-1]),
                            "CatBackward0" if self.bidirectional else "StackBackward0")
         if self.batch_first:  # PyTorch's RNN and GRU transpose in place (overload 1)
-            output = name_node(output.transpose(0, 1),
-                               "TransposeBackward0" if self.mode == "LSTM" else "TransposeBackward1")
+            node = "TransposeBackward0" if self.mode == "LSTM" else "TransposeBackward1"
+            output = name_node(output.transpose(0, 1), node)
         if not batched:
             output = output.squeeze(batch_dim)
             states = tuple(s.squeeze(1) for s in states)
