@@ -1,7 +1,7 @@
 """Print where Genesis's grad_fn names differ from PyTorch's (CPU build) for torch.nn.functional,
-the torch.nn modules that run without arguments (or with a size of 3), and every loss under each
-reduction. Run from the repository root: `PYTHONPATH=$PWD python scripts/grad_fn_names.py [-v]`
-(-v prints the matching names too)."""
+the torch.nn modules that run without arguments (or with a size of 3), every loss under each
+reduction, and the tensor ops of a table. Run from the repository root:
+`PYTHONPATH=$PWD python scripts/grad_fn_names.py [-v]` (-v prints the matching names too)."""
 
 import sys
 import warnings
@@ -408,9 +408,47 @@ def compare_modules(verbose):
             break
     print(f"modules: {count} cases, {differ} differ")
 
+# Tensor ops, each an expression of the (4, 6) float32 leaf `x` and the library `L`.
+OP_EXPRESSIONS = [
+    "x.sum(1)", "x.sum()", "L.sum(x, dim=None)", "x.mean(-1)", "x.nansum(1)", "x.prod(1)",
+    "x.std(1)", "x.var(1)", "x.amax(1)", "x.amin()", "x.logsumexp(1)", "x.cumsum(1)",
+    "x.cumprod(1)", "x.logcumsumexp(1)", "x.cummax(1)[0]", "x.median()", "x.median(1)[0]",
+    "x.mode(1)[0]", "x.kthvalue(2)[0]", "x.aminmax(dim=1)[0]", "x.max()", "x.max(1)[0]",
+    "x.sort(1)[0]", "x.topk(2)[0]", "x.norm()", "x.norm(3, 1)", "L.norm(x, 2, 1)",
+    "L.linalg.vector_norm(x, 3)", "L.linalg.matrix_norm(x)", "L.dist(x, x * 2)", "L.cdist(x, x)",
+    "x.transpose(0, 1)", "x.swapaxes(0, 1)", "x.mT", "x.T", "x.t()", "x.permute(1, 0)",
+    "x.movedim(0, 1)", "L.stack([x, x])", "L.hstack([x, x])", "L.cat([x, x])",
+    "x.unbind(0)[0]", "x.split(2)[0]", "x.chunk(2)[0]", "x.flatten()", "x.view(24)",
+    "x.reshape(6, 4)", "x.unsqueeze(0)", "x.expand(2, 4, 6)", "x.repeat(2, 1)", "x.flip(0)",
+    "x.roll(1, 0)", "x.tril()", "x.diag()", "x.trace()", "x.narrow(0, 1, 2)", "x.select(0, 1)",
+    "x.diagonal()", "x.unfold(0, 2, 1)", "x[0]", "x[:, 1:3]", "x[[0, 1]]", "x[x > 0]",
+    "x.index_select(0, L.tensor([0, 2]))", "x.take(L.tensor([0, 2]))",
+    "x.masked_select(x > 0)", "x.gather(1, L.zeros(4, 1, dtype=L.int64))",
+    "x.masked_fill(x > 0, 0.0)", "L.where(x > 0, x, 0.0)", "x.clamp(min=0)", "x.clone()",
+    "x.to(L.float64)", "x @ x.t()", "L.einsum('ij,kj->ik', x, x)", "x.inner(x)", "x.kron(x)",
+    "L.outer(x[0], x[1])", "x.pow(x)", "2 ** x", "x ** 0.5", "x.square()", "1 / x",
+    "x.div(2, rounding_mode='floor')", "x.atan2(x)", "x.hypot(x)", "x.maximum(x * 2)",
+    "x.fmax(x)", "x.fmod(2)", "x.remainder(2)", "x.addcmul(x, x)", "x.addcdiv(x, x)",
+    "x.renorm(2, 0, 1)", "x.lerp(x * 2, 0.5)", "x.sinc()", "x.xlogy(x)", "x.logit()",
+    "x.log1p()", "x.lgamma()", "x.digamma()", "x.erfinv()", "x.logaddexp(x)", "x.cov()",
+    "x.diff()", "x.tensordot(x, dims=([1], [1]))", "L.broadcast_to(x, (2, 4, 6))",
+]
+
+
+def compare_ops(verbose):
+    """Each tensor op of OP_EXPRESSIONS on the same leaf in torch and in genesis."""
+    array = np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32)
+
+    def run(lib, expression):
+        x = lib.tensor(array, requires_grad=True)  # noqa: F841 - read by the expression
+        return node_name(lib, lambda: eval(expression, {"L": lib, "x": x}))
+    differ = sum(report(e, run(torch, e), run(genesis, e), verbose) for e in OP_EXPRESSIONS)
+    print(f"tensor ops: {len(OP_EXPRESSIONS)} cases, {differ} differ")
+
 
 if __name__ == "__main__":
     verbose = "-v" in sys.argv
     compare_functionals(verbose)
     compare_losses(verbose)
     compare_modules(verbose)
+    compare_ops(verbose)
