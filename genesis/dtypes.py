@@ -194,3 +194,11 @@ def can_cast(from_, to):
     """PyTorch's `torch.can_cast`: same-kind casting (no float to int, nothing to bool)."""
     from_, to = as_dtype(from_), as_dtype(to)
     return from_.category <= to.category
+
+
+def check_result_cast(result, output):
+    """PyTorch's error for an op whose `result` dtype an in-place or out= `output` dtype cannot
+    hold (a float result written to an int64 tensor)."""
+    if not can_cast(result, output):
+        raise RuntimeError(f"result type {scalar_type_name(as_dtype(result))} can't be cast to "
+                           f"the desired output type {scalar_type_name(as_dtype(output))}")

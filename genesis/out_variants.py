@@ -141,9 +141,7 @@ def _check_writable(value, out):
     if out.device != value.device:
         raise RuntimeError(f"Expected out tensor to have device {value.device}, but got "
                            f"{out.device} instead")
-    if not dtypes.can_cast(value.dtype, out.dtype):
-        raise RuntimeError(f"result type {dtypes.scalar_type_name(value.dtype)} can't be cast to "
-                           f"the desired output type {dtypes.scalar_type_name(out.dtype)}")
+    dtypes.check_result_cast(value.dtype, out.dtype)
 
 
 def _write(value, out):

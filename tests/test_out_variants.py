@@ -185,6 +185,45 @@ def test_errors_match_torch(case):
         assert g_message == t_message
 
 
+IN_PLACE_DTYPE_ERRORS = {
+    "add_ scalar": lambda lib, x: x.add_(1.5), "add_ tensor": lambda lib, x: x.add_(lib.ones(3)),
+    "div_": lambda lib, x: x.div_(2), "sqrt_": lambda lib, x: x.sqrt_(),
+    "bool add_": lambda lib, x: x.bool().add_(1), "pow_": lambda lib, x: x.pow_(0.5),
+    "out int": lambda lib, x: lib.add(lib.ones(3), 1, out=x),
+    "out bool": lambda lib, x: lib.mul(lib.ones(3), 2, out=x.bool()),
+    "index_add_": lambda lib, x: x.index_add_(0, lib.tensor([0]), lib.ones(1)),
+    "index_add": lambda lib, x: x.half().index_add(0, lib.tensor([0]), lib.ones(1)),
+    "index_copy_": lambda lib, x: x.index_copy_(0, lib.tensor([0]), lib.ones(1)),
+    "index_reduce_": lambda lib, x: x.index_reduce_(0, lib.tensor([0]), lib.ones(1), "prod"),
+    "scatter_reduce_": lambda lib, x: x.scatter_reduce_(0, lib.tensor([0]), lib.ones(1), "sum"),
+    "index_put_": lambda lib, x: x.index_put_((lib.tensor([0]),), lib.ones(1)),
+    "setitem": lambda lib, x: x.__setitem__(lib.tensor([0]), lib.ones(1)),
+    "masked_scatter_": lambda lib, x: x.masked_scatter_(lib.ones(3, dtype=lib.bool), lib.ones(3)),
+    "float_power_": lambda lib, x: x.float_power_(2),
+    "float_power_ half": lambda lib, x: x.half().float_power_(2),
+    "lerp_": lambda lib, x: x.lerp_(x, 0.5),
+}
+
+
+@pytest.mark.parametrize("case", IN_PLACE_DTYPE_ERRORS)
+def test_in_place_and_out_dtype_errors_as_torch(case):
+    """A result an in-place op or out= cannot hold, or operands of the wrong dtype, get PyTorch's
+    text with its scalar type names ("result type Float can't be cast to the desired output
+    type Long")."""
+    def call(lib):
+        return IN_PLACE_DTYPE_ERRORS[case](lib, lib.zeros(3, dtype=lib.int64))
+    assert _error(genesis, call) == _error(torch, call)
+
+
+def test_copy_casts_any_dtype():
+    """copy_ is not a same-kind cast: it writes floats into integers and bools as PyTorch."""
+    for dtype in ("int64", "bool"):
+        want = torch.zeros(3, dtype=getattr(torch, dtype)).copy_(torch.tensor([1.5, 0.0, -2.5]))
+        got = genesis.zeros(3, dtype=getattr(genesis, dtype)).copy_(
+            genesis.tensor([1.5, 0.0, -2.5]))
+        assert got.tolist() == want.tolist()
+
+
 def test_failed_cast_writes_nothing():
     out = genesis.full((2,), 5, dtype=genesis.int64)
     with pytest.raises(RuntimeError, match="can't be cast"):

@@ -99,16 +99,7 @@ def set_device(device):
     _runtime()[0].set_device(_index(device))
 
 
-def _index(device):
-    if device is None:
-        return current_device()
-    if isinstance(device, int):
-        return device
-    from ..device import as_device
-    d = as_device(device)
-    if d.type != "cuda":
-        raise ValueError(f"Expected a cuda device, but got: {d}")
-    return current_device() if d.index is None else d.index
+_index = _devices.device_index  # a device argument as an index (also DataParallel's reader)
 
 
 class device:

@@ -4,15 +4,6 @@ need the device count."""
 
 from .. import random as _random
 from ..backends.cuda.runtime import device as _devices
-from ..device import as_device
-
-
-def _index(device):
-    """A device index from None (the current device), an int, "cuda" or "cuda:N"."""
-    if isinstance(device, int):
-        return device
-    index = as_device("cuda" if device is None else device).index
-    return _devices.current_device() if index is None else index
 
 
 def _count():
@@ -22,7 +13,7 @@ def _count():
 
 def default_generator(device=None):
     """The default generator of `device` (default: the current device)."""
-    return _random.cuda_generator(_index(device))
+    return _random.cuda_generator(_devices.device_index(device))
 
 
 def manual_seed(seed):

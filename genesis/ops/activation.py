@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..autograd.function import name_node
 from ..tensor import Tensor
 from .autocast import autocast_policy
 from .elementwise import UnarySpec, abs, erf, exp, sigmoid, tanh, where
@@ -97,6 +98,9 @@ def gelu(input, approximate="none"):
     return _SPECS["gelu" if approximate == "none" else "gelu_tanh"](input)
 
 
+_SPECS["gelu_tanh"].node_name = "GeluBackward0"  # PyTorch names both forms after gelu
+
+
 def silu(input):
     """x * sigmoid(x)."""
     return _SPECS["silu"](input)
@@ -132,7 +136,8 @@ def celu(input, alpha=1.0):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError (alpha must not be 0)")
-    return _SPECS["elu"](input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    return name_node(_SPECS["elu"](input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha),
+                     "CeluBackward0")
 
 
 def leaky_relu(input, negative_slope=0.01):
@@ -197,7 +202,7 @@ def prelu(input, weight):
             weight = weight.reshape((1, count) + (1,) * (input.ndim - 2))
     elif weight.ndim:
         weight = weight.reshape(())
-    return where(input > 0, input, weight * input)
+    return name_node(where(input > 0, input, weight * input), "PreluKernelBackward0")
 
 
 def softsign(input):

@@ -25,7 +25,8 @@ _INTEGRAL = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64
 def bincount(input, weights=None, minlength=0):
     """Occurrences (or summed `weights`) of each value 0..max(input) in a 1-D integer tensor."""
     if input.dtype not in _INTEGRAL and input.dtype is not dtypes.bool_:
-        raise NotImplementedError(f"\"bincount\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"bincount\" not implemented for "
+                                  f"'{dtypes.scalar_type_name(input.dtype)}'")
     if input.ndim != 1 or (input.numel() and amin(input).item() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -47,7 +48,8 @@ def bincount(input, weights=None, minlength=0):
 
 def _check_histogram_dtype(op, input):
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{dtypes.scalar_type_name(input.dtype)}'")
 
 
 def _bin_of(x, low, high, bins):

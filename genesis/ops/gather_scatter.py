@@ -152,10 +152,18 @@ def _put_along(input, dim, index, values, accumulate):
     return movedim(out, 0, dim) if dim else out
 
 
+# PyTorch's dtype mismatch messages, which name the in-place op whichever form was called.
+_SOURCE_DTYPE_ERRORS = {
+    "index_add": "index_add_(): self ({}) and source ({}) must have the same scalar type",
+    "index_copy": "index_copy_(): self and source expected to have the same dtype, but got "
+                  "(self) {} and (source) {}",
+}
+
+
 def _check_source(input, dim, index, source, op):
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) "
-                           "must have the same scalar type")
+        raise RuntimeError(_SOURCE_DTYPE_ERRORS[op].format(
+            dtypes.scalar_type_name(input.dtype), dtypes.scalar_type_name(source.dtype)))
     if source.ndim != input.ndim or any(s != n for d, (s, n) in
                                         enumerate(zip(source.shape, input.shape)) if d != dim):
         raise RuntimeError(f"{op}(): source tensor shape must match self tensor shape, excluding "

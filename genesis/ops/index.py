@@ -308,8 +308,8 @@ def _prepare_value(x, plan, value):
         return value.item() if isinstance(value, np.generic) else value
     if plan.indices and value.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{x.dtype.name} for the destination and {value.dtype.name} for the "
-                           "source.")
+                           f"{dtypes.scalar_type_name(x.dtype)} for the destination and "
+                           f"{dtypes.scalar_type_name(value.dtype)} for the source.")
     value = value.to(device=x.device, dtype=x.dtype)
     target = plan.result_shape
     while value.ndim > len(target) and value.shape[0] == 1:
@@ -450,8 +450,9 @@ def masked_select(input, mask):
 def masked_scatter(input, mask, source):
     """`input` with the positions where `mask` holds filled, in order, from `source`."""
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
-                           f"{input.dtype.name} and {source.dtype.name}")
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
+                           f"{dtypes.scalar_type_name(input.dtype)} and "
+                           f"{dtypes.scalar_type_name(source.dtype)}")  # PyTorch's text, no space
     input, mask = _broadcast_masked(input, mask, "masked_scatter_")
     shape = tuple(input.shape)
     if not shape:

@@ -62,9 +62,7 @@ def write_result(self, result, op):
                            f"shape {list(result.shape)}")
     if result.device != self.device:
         raise RuntimeError(f"{op}: expected result on {self.device}, got {result.device}")
-    if not dtypes.can_cast(result.dtype, self.dtype):
-        raise RuntimeError(f"{op}: result type {result.dtype.name} can't be cast to the desired "
-                           f"output type {self.dtype.name}")
+    dtypes.check_result_cast(result.dtype, self.dtype)
     if result.dtype is not self.dtype:
         result = result.to(self.dtype)
     kernel("copy_", self.device.type)(self._data, result._data)

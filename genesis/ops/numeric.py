@@ -161,7 +161,8 @@ def nextafter(input, other):
 def _check_integral(op, *xs):
     for x in xs:
         if x.dtype.is_floating_point or x.dtype is dtypes.bool_:
-            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{x.dtype.name}'")
+            raise RuntimeError(f"\"{op}_cpu\" not implemented for "
+                               f"'{dtypes.scalar_type_name(x.dtype)}'")
 
 
 def gcd(input, other):

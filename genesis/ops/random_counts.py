@@ -189,7 +189,7 @@ def poisson(input, generator=None):
     _check_tensor("poisson", "input", input)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"poisson_{input.device.type}\" not implemented for "
-                                  f"'{input.dtype.name}'")
+                                  f"'{dtypes.scalar_type_name(input.dtype)}'")
     if input.numel() and not bool((input.detach() >= 0).all()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     return Sample.apply("poisson", _poisson, generator, input)
@@ -207,7 +207,7 @@ def binomial(count, prob, generator=None):
         raise RuntimeError(f"Found dtype {prob.dtype.name} but expected {count.dtype.name}")
     if count.dtype in _HALF:
         raise NotImplementedError(f"\"binomial_{count.device.type}\" not implemented for "
-                                  f"'{count.dtype.name}'")
+                                  f"'{dtypes.scalar_type_name(count.dtype)}'")
     shape = broadcast_shapes(tuple(count.shape), tuple(prob.shape), op="binomial")
     return Sample.apply("binomial", _binomial, generator, count.expand(shape),
                         prob.expand(shape))

@@ -13,7 +13,8 @@ from .random import normal_, uniform_
 
 def _check_float(self, op):
     if not self.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{self.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{dtypes.scalar_type_name(self.dtype)}'")
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):

@@ -158,8 +158,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"index_reduce_(): self ({input.dtype.name}) and source "
-                           f"({source.dtype.name}) must have the same scalar type")
+        raise RuntimeError(f"index_reduce_(): self ({dtypes.scalar_type_name(input.dtype)}) and "
+                           f"source ({dtypes.scalar_type_name(source.dtype)}) must have the same "
+                           "scalar type")
     dim = wrap_dim(dim, builtins.max(input.ndim, 1), "index_reduce")
     x = reshape(input, (1,)) if input.ndim == 0 else input
     src = reshape(source, (1,)) if source.ndim == 0 else source
@@ -217,8 +218,7 @@ def _check_scatter_reduce(input, dim, index, src, reduce):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     if src.dtype is not input.dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
-                           f"{input.dtype.name} and {src.dtype.name}")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if index.dtype is not dtypes.int64:
         raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
     if not input.ndim == index.ndim == src.ndim:

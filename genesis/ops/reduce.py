@@ -144,13 +144,18 @@ class NanSum(Accumulation):
         return g * logical_not(isnan(x))
 
 
+def _overload_1(out, dim, op):
+    """`out` named as PyTorch's dim overload of `op` (e.g. SumBackward1) when dims were given."""
+    return out if dim is None else name_node(out, f"{op}Backward1")
+
+
 @autocast_policy("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over `dim` (all dims by default); integer and bool inputs give int64. A call no graph
     records computes the values alone."""
     dims = reduce_dims(input, dim, "sum")
-    if records(input):
-        return Sum.apply(input, dims, keepdim, _dtype_arg(dtype))
+    if records(input):  # PyTorch's sum over given dims is its overload 1
+        return _overload_1(Sum.apply(input, dims, keepdim, _dtype_arg(dtype)), dim, "Sum")
     return Sum.compute(input, dims, keepdim, _dtype_arg(dtype))
 
 
@@ -175,7 +180,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
                  f"floating point or complex dtype. Got: {x.dtype.name}")
     dims = reduce_dims(x, dim, "mean")
     if records(x):
-        return Mean.apply(x, dims, keepdim)
+        return _overload_1(Mean.apply(x, dims, keepdim), dim, "Mean")
     return Mean.compute(x, dims, keepdim)
 
 
@@ -446,7 +451,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord in (_INF, -_INF) and _reduces_empty(x, dims):
         raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty tensor "
                            "because the operation does not have an identity")
-    return VectorNorm.apply(x, dims, keepdim, float(ord))
+    return name_node(VectorNorm.apply(x, dims, keepdim, float(ord)), "LinalgVectorNormBackward0")
 
 
 @autocast_policy("norm")
@@ -593,7 +598,7 @@ def _softmax(input, dim, dtype, log):
     op = "log_softmax" if log else "softmax"
     x = input if dtype is None else input.to(dtypes.as_dtype(dtype))
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for '{x.dtype.name}'")
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.scalar_type_name(x.dtype)}'")
     dim = wrap_dim(dim, len(x._data.shape), op)
     if records(x):
         return Softmax.apply(x, dim, log)

@@ -328,7 +328,7 @@ def transpose(input, dim0, dim1):
         return View.apply(input, (), (), "Transpose")
     dims = list(range(input.ndim))
     dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
-    return Permute.apply(input, tuple(dims))
+    return name_node(Permute.apply(input, tuple(dims)), "TransposeBackward0")
 
 
 swapaxes = swapdims = transpose

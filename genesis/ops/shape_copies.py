@@ -11,7 +11,7 @@ diagonal view. The views these ops are built on are in shape.py.
 import operator
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
@@ -113,7 +113,7 @@ def stack(tensors, dim=0):
                                f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry "
                                f"{i}")
     dim = wrap_dim(dim, tensors[0].ndim + 1, "stack")
-    return cat([unsqueeze(x, dim) for x in tensors], dim)
+    return name_node(cat([unsqueeze(x, dim) for x in tensors], dim), "StackBackward0")
 
 
 def hstack(tensors):

@@ -481,7 +481,7 @@ def float_operands(op, input, other):
     dtype = dtypes.result_type(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f"\"{op}_{input.device.type}\" not implemented for "
-                                  f"'{dtype.name}'")
+                                  f"'{dtypes.scalar_type_name(dtype)}'")
     a, x = input.to(dtype), other.to(dtype)
     if tuple(a.shape) != tuple(x.shape):
         shape = broadcast_shapes(tuple(a.shape), tuple(x.shape), op=op)

@@ -6,6 +6,7 @@ leaves the input as it was and autograd sees the write).
 """
 
 from ... import ops
+from ...autograd.function import name_node
 from ...ops import activation as act
 from ...ops import creation
 from ...ops import elementwise as ew
@@ -17,7 +18,16 @@ def _apply(fn, input, inplace, name, *args):
     """fn(input, *args), written into `input` when `inplace` (the in-place op `name`)."""
     if not inplace:
         return fn(input, *args)
-    return write_result(input, fn(snapshot_for_graph(input), *args), name)
+    out = write_result(input, fn(snapshot_for_graph(input), *args), name)
+    return name_node(out, _INPLACE_NODES[name]) if name in _INPLACE_NODES and \
+        out._base is None else out
+
+
+# PyTorch's own backward overloads of these in-place activations (a view written in place
+# shows its view node instead).
+_INPLACE_NODES = {"elu_": "EluBackward1", "selu_": "EluBackward1", "celu_": "CeluBackward1",
+                  "leaky_relu_": "LeakyReluBackward1", "threshold_": "ThresholdBackward1",
+                  "rrelu_": "RreluWithNoiseBackward1"}
 
 
 def _inplace_form(fn, name):
@@ -116,7 +126,7 @@ def tanhshrink(input):
 
 
 def _threshold(input, threshold, value):
-    return ew.where(input > threshold, input, value)
+    return name_node(ew.where(input > threshold, input, value), "ThresholdBackward0")
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -139,10 +149,10 @@ prelu = act.prelu
 
 def _rrelu(input, lower, upper, training):
     if not training:
-        return act.leaky_relu(input, (lower + upper) / 2)
+        return name_node(act.leaky_relu(input, (lower + upper) / 2), "RreluWithNoiseBackward0")
     slope = creation.empty(tuple(input.shape), dtype=input.dtype, device=input.device)
     slope.uniform_(lower, upper)
-    return ew.where(input >= 0, input, input * slope)
+    return name_node(ew.where(input >= 0, input, input * slope), "RreluWithNoiseBackward0")
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -165,7 +175,7 @@ def glu(input, dim=-1):
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension "
                            f"{dim % input.ndim} is size {size}")
     a, b = input.chunk(2, dim)
-    return a * ew.sigmoid(b)
+    return name_node(a * ew.sigmoid(b), "GluBackward0")
 
 
 def _softmax_like(fn, name, input, dim, dtype):

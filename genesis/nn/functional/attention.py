@@ -17,7 +17,7 @@ import warnings
 
 
 from ... import dtypes
-from ...autograd.function import Function, records
+from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
@@ -95,7 +95,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
-    return linalg.matmul(weights, value)
+    out = linalg.matmul(weights, value)
+    if _cpu_flash(query, key, value, attn_mask, dropout_p, grouped):
+        return name_node(out, "ScaledDotProductFlashAttentionForCpuBackward0")
+    return out
+
+
+def _cpu_flash(query, key, value, attn_mask, dropout_p, grouped):
+    """True where PyTorch's CPU build runs this attention as its fused flash kernel (one
+    backward node): 4-d non-empty inputs of one batch and head dim, keys and values alike, heads
+    equal or grouped, no dropout and no mask that needs a gradient."""
+    return (query.device.type == "cpu" and query.ndim == key.ndim == value.ndim == 4
+            and key.shape == value.shape and query.shape[0] == key.shape[0]
+            and query.shape[-1] == value.shape[-1] and (grouped or query.shape[1] == key.shape[1])
+            and query.numel() > 0 and key.numel() > 0 and dropout_p == 0.0
+            and (attn_mask is None or not attn_mask.requires_grad))
 
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)

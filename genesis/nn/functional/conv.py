@@ -1,9 +1,10 @@
 """Convolutions through im2col: `unfold` gathers sliding windows, a matmul applies the kernel.
 
-`Unfold` and `Fold` are each other's backward, so convolutions get their gradients (of any
-order) from autograd over unfold, reshape and matmul; a transposed convolution is a matmul
-followed by `Fold` (the adjoint of a convolution). Both are built from strided views of one
-storage, so one implementation serves every device and every number of spatial dimensions.
+`Im2Col` (unfold) and `Col2Im` (fold) are each other's backward, so convolutions get their
+gradients (of any order) from autograd over unfold, reshape and matmul; a transposed convolution
+is a matmul followed by `Col2Im` (the adjoint of a convolution). Both are built from strided
+views of one storage, so one implementation serves every device and every number of spatial
+dimensions.
 
 On a device whose backend has implicit-GEMM convolution kernels (CUDA), 1-D and 2-D
 convolutions in float32, float16 and bfloat16 run through them instead, forward and backward
@@ -61,7 +62,7 @@ class _Geometry:
         return pad(x, tuple(p for p in reversed(self.padding) for _ in range(2)), value=value)
 
 
-class Unfold(Function):
+class Im2Col(Function):
     """(N, C, *S) -> (N, C*prod(kernel), prod(blocks)): a column per window, channels outermost."""
 
     @staticmethod
@@ -73,10 +74,10 @@ class Unfold(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return Fold.apply(grad, ctx.size, ctx.geometry, ctx.blocks), None, None
+        return Col2Im.apply(grad, ctx.size, ctx.geometry, ctx.blocks), None, None
 
 
-class Fold(Function):
+class Col2Im(Function):
     """(N, C*prod(kernel), prod(blocks)) -> (N, C, *size): sums each column into its window."""
 
     @staticmethod
@@ -96,7 +97,7 @@ class Fold(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return Unfold.apply(grad, ctx.geometry, ctx.blocks), None, None, None
+        return Im2Col.apply(grad, ctx.geometry, ctx.blocks), None, None, None
 
 
 def batched(input, op, spatial):
@@ -123,7 +124,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     geometry = _Geometry(kernel_size, dilation, padding, stride)
     _check_geometry(geometry, "unfold")
     _check_blocks(geometry, x.shape[2:], "unfold")
-    return unbatch(Unfold.apply(x, geometry, geometry.blocks(*x.shape[2:])), unbatched)
+    return unbatch(Im2Col.apply(x, geometry, geometry.blocks(*x.shape[2:])), unbatched)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -148,7 +149,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"match the calculated number of sliding blocks "
                            f"{' * '.join(map(str, blocks))} = {math.prod(blocks)}, but got "
                            f"input.size(2)={cols.shape[2]}.")
-    return unbatch(Fold.apply(cols, size, geometry, blocks), input.ndim == 2)
+    return unbatch(Col2Im.apply(cols, size, geometry, blocks), input.ndim == 2)
 
 
 def _check_geometry(geometry, op):
@@ -265,7 +266,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, op):
     n, out_c = x.shape[0], weight.shape[0]
     x, geometry = _conv_geometry(x, weight, stride, padding, dilation, op)
     blocks = geometry.blocks(*x.shape[2:])
-    cols = Unfold.apply(x, geometry, blocks)
+    cols = Im2Col.apply(x, geometry, blocks)
     k = weight.shape[1] * math.prod(geometry.kernel)
     cols = cols.reshape(n, groups, k, math.prod(blocks))
     out = _window_matmul(weight.reshape(groups, out_c // groups, k), cols)
@@ -303,7 +304,7 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     k = weight.shape[1] * math.prod(geometry.kernel)
     w = weight.reshape(groups, c_in // groups, k).transpose(1, 2)
     cols = _window_matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
-    out = Fold.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
+    out = Col2Im.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
     return _add_bias(out, bias)
 
 
@@ -515,4 +516,4 @@ def conv_tbc(input, weight, bias, pad=0):
                            f"weight 3 dims, got input {list(input.shape)} and weight "
                            f"{list(weight.shape)}")
     out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
-    return out.permute(2, 0, 1)
+    return name_node(out.permute(2, 0, 1), "ConvTbcBackward0")

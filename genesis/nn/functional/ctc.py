@@ -11,6 +11,7 @@ agree whether or not log_probs comes from log_softmax.
 import math
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...autograd.grad_mode import no_grad
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
@@ -146,7 +147,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if unbatched:
         nll = nll.squeeze(0)
     if reduction == "none":
-        return nll
+        return name_node(nll, "CtcLossBackward0")
     if reduction == "sum":
         return nll.sum()
     divisor = tensor(target_lengths, dtype=log_probs.dtype, device=log_probs.device)

@@ -1,6 +1,7 @@
 """Distances between batches of vectors: pairwise_distance, cosine_similarity and pdist."""
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...autograd.grad_mode import no_grad
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
@@ -14,7 +15,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     diff = x1 - x2 + eps
     if ndim == 0:
         return ew.abs(diff)
-    return diff.norm(p, -1, keepdim=keepdim)
+    return name_node(diff.norm(p, -1, keepdim=keepdim), "NormBackward1")
 
 
 def _clamped(norm, eps):
@@ -54,4 +55,4 @@ def pdist(input, p=2.0):
     index_i = input.new_tensor(rows).long()
     index_j = input.new_tensor(cols).long()
     diff = input.index_select(0, index_i) - input.index_select(0, index_j)
-    return diff.norm(p, -1)
+    return name_node(diff.norm(p, -1), "PdistBackward0")

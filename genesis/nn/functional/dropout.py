@@ -1,6 +1,6 @@
 """Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
 
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel, kernel
 from ...ops import creation
 from ...ops.common import wrap
@@ -55,7 +55,11 @@ def _feature_dropout(input, p, training, inplace, spatial, op):
     if not training or p == 0.0:
         return input
     mask = _dropout_mask(input, p, tuple(input.shape[:-spatial]) + (1,) * spatial)
-    return input.mul_(mask) if inplace else input * mask
+    if inplace:
+        return input.mul_(mask)
+    # PyTorch's 1-d and 3-d forms run an unbatched input as a batch of one, squeezed after
+    unbatched = input.ndim == spatial + 1 and spatial != 2
+    return name_node(input * mask, "SqueezeBackward1") if unbatched else input * mask
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):

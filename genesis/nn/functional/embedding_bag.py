@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.creation import tensor
 from .sparse import _check_padding_idx, embedding
@@ -101,12 +102,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     mask = real.unsqueeze(2)
     if mode == "max":
         best = ew.where(mask, rows, -math.inf).max(1)[0]
-        return ew.where(real.any(1).unsqueeze(1), best, 0.0)
+        return name_node(ew.where(real.any(1).unsqueeze(1), best, 0.0), "EmbeddingBagBackward0")
     if per_sample_weights is not None:
         scale = per_sample_weights.reshape(-1).index_select(0, positions.reshape(-1))
         rows = rows * scale.reshape(positions.shape).unsqueeze(2)
     total = ew.where(mask, rows, 0.0).sum(1)
-    if mode == "sum":
-        return total
-    count = real.sum(1, keepdim=True).to(total.dtype)
-    return total / ew.clamp_min(count, 1)
+    if mode != "sum":
+        total = total / ew.clamp_min(real.sum(1, keepdim=True).to(total.dtype), 1)
+    return name_node(total, "EmbeddingBagBackward0")

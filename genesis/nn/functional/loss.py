@@ -133,7 +133,7 @@ def _prob_target_loss(logp, target, weight, reduction, label_smoothing):
         return -terms.sum(class_dim)
     if reduction == "sum":
         return -terms.sum()
-    return -terms.sum() / (logp.numel() // classes)
+    return name_node(-terms.sum() / (logp.numel() // classes), "DivBackward1")  # by a Scalar
 
 
 @autocast_policy("cross_entropy")
@@ -278,11 +278,11 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (L1 when beta == 0)."""
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, size_average, reduce, reduction)
 
     def smooth(x, y):
         diff = ew.abs(x - y)
-        if beta == 0:
-            return diff
         return ew.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
     return name_node(_pointwise_loss("smooth_l1_loss", input, target, size_average, reduce,
                                      reduction, smooth), "SmoothL1LossBackward0")

@@ -2,6 +2,7 @@
 hinge, soft margin, cosine embedding, triplet and the multi-class / multi-label margin losses."""
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
 from ...ops.creation import arange
@@ -46,7 +47,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-y x)), the logistic loss of labels y in {1, -1}."""
     reduction = _reduction(size_average, reduce, reduction, "soft_margin_loss")
-    return reduce_loss(ew.log1p(ew.exp(-input * target)), reduction)
+    return name_node(reduce_loss(ew.log1p(ew.exp(-input * target)), reduction),
+                     "SoftMarginLossBackward0")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -114,7 +116,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         hinge = hinge * weight.to(rows.dtype).index_select(0, index.reshape(-1)).unsqueeze(1)
     others = arange(rows.shape[1], device=rows.device) != index
     loss = ew.where(others, hinge, 0).sum(1) / rows.shape[1]
-    return reduce_loss(loss.reshape(target.shape), reduction)
+    return name_node(reduce_loss(loss.reshape(target.shape), reduction),
+                     "MultiMarginLossBackward0")
 
 
 def _label_sets(target):
@@ -145,7 +148,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     hinge = ew.clamp_min(1 - (picked.unsqueeze(2) - rows.unsqueeze(1)), 0)
     pairs = listed.unsqueeze(2) & ~named.unsqueeze(1)
     loss = ew.where(pairs, hinge, 0).sum((1, 2)) / classes
-    return reduce_loss(loss.reshape(input.shape[:-1]), reduction)
+    return name_node(reduce_loss(loss.reshape(input.shape[:-1]), reduction),
+                     "MultilabelMarginLossBackward0")
 
 
 @autocast_policy("triplet_margin_loss")

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...ops import creation
 
 
@@ -18,7 +18,7 @@ def _pairs(pad, ndim):
     return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
 
 
-class ConstantPad(Function):
+class ConstantPadNd(Function):
     """`x` surrounded by `value`; negative amounts remove elements instead."""
 
     @staticmethod
@@ -42,7 +42,7 @@ class ConstantPad(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return ConstantPad.apply(grad, tuple(-p for p in ctx.pad), 0), None, None
+        return ConstantPadNd.apply(grad, tuple(-p for p in ctx.pad), 0), None, None
 
 
 def _source_index(size, before, after, mode):
@@ -92,16 +92,24 @@ def _index_pad(x, pad, mode):
     return x
 
 
+# PyTorch's node names by mode and padded dims; its circular padding ends in a slice write.
+_PAD_NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationPad{}DBackward0",
+              "circular": "CopySlices"}
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: pad = (last_before, last_after, prev_before, ...)."""
     pad = tuple(int(p) for p in pad)
     if mode == "constant":
-        return ConstantPad.apply(input, pad, 0 if value is None else value)
+        return ConstantPadNd.apply(input, pad, 0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: Unrecognised padding mode {mode} (constant, reflect, "
                                   "replicate and circular are supported)")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if input.dtype in (dtypes.float16, dtypes.bfloat16):  # the backward's sums round once
-        return _index_pad(input.float(), pad, mode).to(input.dtype)
-    return _index_pad(input, pad, mode)
+        out = _index_pad(input.float(), pad, mode).to(input.dtype)
+    else:
+        out = _index_pad(input, pad, mode)
+    return name_node(out, _PAD_NODES[mode].format(len(pad) // 2))
+

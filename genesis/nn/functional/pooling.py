@@ -1,7 +1,7 @@
 """Pooling over 1, 2 or 3 spatial dimensions: max, average, power-average, adaptive, fractional,
 and max unpooling.
 
-Fixed windows come from `Unfold` over the input padded with the pooling's neutral value (-inf
+Fixed windows come from `Im2Col` over the input padded with the pooling's neutral value (-inf
 for max, 0 for average); adaptive and fractional windows are gathered through index tables. The
 gradients come from autograd over max/sum, unfold, gather and pad. Indices of a max are found by
 running the same windows over a tensor of flat positions.
@@ -22,7 +22,7 @@ from ...dispatch import has_kernel
 from ...ops import creation, elementwise, linalg, random
 from ...ops.common import call, wrap
 from ._utils import ntuple
-from .conv import HALF_TYPES, Unfold, _Geometry, batched, unbatch
+from .conv import HALF_TYPES, Im2Col, _Geometry, batched, unbatch
 from .padding import pad
 
 
@@ -81,7 +81,7 @@ class _Pool:
         amounts = [a for p, h in zip(reversed(self.padding), reversed(high)) for a in (p, h)]
         padded = pad(x, tuple(amounts), value=value)
         geometry = _Geometry(self.kernel, self.dilation, 0, self.stride, self.dims)
-        cols = Unfold.apply(padded, geometry, self.out)
+        cols = Im2Col.apply(padded, geometry, self.out)
         return cols.reshape(x.shape[0], x.shape[1], math.prod(self.kernel), *self.out)
 
 
@@ -342,7 +342,17 @@ def _adaptive_avg_pool(input, output_size, dims):
     pooled = _in_float32(x)
     for d, out in enumerate(sizes):
         pooled = along(pooled, 2 + d, _adaptive_matrix(x.shape[2 + d], out))
-    return unbatch(pooled.to(x.dtype), unbatched)
+    return name_node(unbatch(pooled.to(x.dtype), unbatched), _adaptive_node("Avg", sizes))
+
+
+def _adaptive_node(kind, sizes):
+    """PyTorch's node name for adaptive pooling to `sizes`: its 1-d pools squeeze a 2-d pool's
+    result, and its average pool to all ones is a mean."""
+    if len(sizes) == 1:
+        return "SqueezeBackward1"
+    if kind == "Avg" and all(s == 1 for s in sizes):
+        return "MeanBackward1"
+    return f"Adaptive{kind}Pool{len(sizes)}DBackward0"
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -405,7 +415,8 @@ def _adaptive_max_pool(input, output_size, return_indices, dims):
     x, unbatched = batched(input, op, dims)
     sizes = _adaptive_sizes(x, output_size, dims, op)
     tables = [_adaptive_table(s, o, x.device) for s, o in zip(x.shape[2:], sizes)]
-    return _max_over_tables(x, tables, return_indices, unbatched)
+    return _named(_max_over_tables(x, tables, return_indices, unbatched),
+                  _adaptive_node("Max", sizes))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -459,7 +470,8 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         order = d if dims == 3 else 1 - d
         starts = _intervals(host[..., order], s, o, k)[..., None] + np.arange(k)
         tables.append(creation.tensor(starts, dtype=dtypes.int64, device=x.device))
-    return _max_over_tables(x, tables, return_indices, unbatched)
+    return _named(_max_over_tables(x, tables, return_indices, unbatched),
+                  f"FractionalMaxPool{dims}DBackward0")
 
 
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
@@ -514,7 +526,8 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims)
                                f"size {'x'.join(map(str, size))})")
     out = creation.zeros(n, c, math.prod(size), dtype=x.dtype, device=x.device)
     out = out.scatter(2, flat_idx, x.reshape(n, c, -1))
-    return unbatch(out.reshape(n, c, *size), unbatched)
+    return name_node(unbatch(out.reshape(n, c, *size), unbatched),
+                     "SqueezeBackward1" if dims == 1 else f"MaxUnpool{dims}DBackward0")
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

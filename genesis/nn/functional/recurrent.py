@@ -13,7 +13,7 @@ backward, run TF32 as PyTorch's cuDNN RNN does by default; the cells (RNNCell, L
 GRUCell, not cuDNN in PyTorch either) leave it None: genesis.backends.cuda.matmul.allow_tf32.
 """
 
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import is_grad_enabled
 from ...ops import elementwise as ew
 from ...ops import shape_copies
@@ -46,7 +46,8 @@ def gru_step(gi, state, w_hh, b_hh, allow_tf32=None):
     """GRU step: reset r, update z, candidate n = tanh(gi_n + r (h W_hn^T + b_hn)),
     h' = (1 - z) n + z h."""
     (h,) = state
-    return (_GRUCell.apply(gi, _linear(h, w_hh, b_hh, allow_tf32), h),)
+    h_new = _GRUCell.apply(gi, _linear(h, w_hh, b_hh, allow_tf32), h)
+    return (name_node(h_new, "AddBackward0"),)  # PyTorch's last step: (1 - z) n + z h
 
 
 def _lstm_gates(gi, gh, c):

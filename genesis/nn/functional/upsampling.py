@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from ... import dtypes
-from ...autograd.function import Function
+from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
 from ...ops import creation
 from ...ops.autocast import autocast_policy
@@ -250,16 +250,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise RuntimeError(f"interpolate: input and output sizes should be greater than 0, but "
                            f"got input {list(input.shape[2:])} and output {sizes}")
     if _linear_kernels(input, mode, antialias):
-        return _linear(input, sizes, scales, bool(align_corners))
-    x = input.float() if input.dtype in HALF_TYPES else input  # sums round once, at the end
-    if mode in ("nearest", "nearest-exact"):
-        out = _nearest(x, sizes, scales, mode == "nearest-exact")
-    elif mode == "area":
-        out = _AREA[x.ndim](x, sizes)
+        out = _linear(input, sizes, scales, bool(align_corners))
     else:
-        out = _separable(x, mode, sizes, scales, bool(align_corners), antialias,
-                         _scalar_type(input))
-    return out.to(input.dtype)
+        x = input.float() if input.dtype in HALF_TYPES else input  # sums round once, at the end
+        if mode in ("nearest", "nearest-exact"):
+            out = _nearest(x, sizes, scales, mode == "nearest-exact")
+        elif mode == "area":
+            out = _AREA[x.ndim](x, sizes)
+        else:
+            out = _separable(x, mode, sizes, scales, bool(align_corners), antialias,
+                             _scalar_type(input))
+        out = out.to(input.dtype)
+    if mode == "area":  # named as the adaptive pool it is
+        return out
+    return name_node(out, _upsample_node(mode, input.ndim - 2, antialias))
+
+
+def _upsample_node(mode, dims, antialias):
+    """PyTorch's node name for resampling `dims` spatial dims, e.g. UpsampleBilinear2DBackward0."""
+    kind = "".join(part.title() for part in mode.split("-"))
+    return f"Upsample{kind}{dims}D{'Aa' if antialias else ''}Backward0"
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

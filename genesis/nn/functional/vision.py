@@ -11,6 +11,7 @@ import math
 import warnings
 
 from ... import dtypes
+from ...autograd.function import name_node
 from ...ops import creation, elementwise, linalg, shape_copies
 from ...ops.autocast import autocast_policy
 from .conv import HALF_TYPES
@@ -39,7 +40,7 @@ def pixel_shuffle(input, upscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return name_node(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0")
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -55,7 +56,7 @@ def pixel_unshuffle(input, downscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return name_node(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0")
 
 
 def channel_shuffle(input, groups):
@@ -71,7 +72,7 @@ def channel_shuffle(input, groups):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
-    return x.reshape(n, c, *rest)
+    return name_node(x.reshape(n, c, *rest), "ChannelShuffleBackward0")
 
 
 native_channel_shuffle = channel_shuffle
@@ -124,7 +125,7 @@ def affine_grid(theta, size, align_corners=None):
     columns.append(creation.ones(*spatial, dtype=theta.dtype, device=theta.device))
     base = shape_copies.stack(columns, -1).reshape(1, math.prod(spatial), dims + 1)
     grid = linalg.matmul(base, theta.transpose(1, 2))
-    return grid.reshape(size[0], *spatial, dims)
+    return name_node(grid.reshape(size[0], *spatial, dims), "AffineGridGeneratorBackward0")
 
 
 def _unnormalize(coord, size, align_corners):
@@ -265,4 +266,5 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             out = _read(flat, spatial, [elementwise.round(c).to(dtypes.int64) for c in coords])
         else:
             out = _linear_taps(flat, spatial, coords)
-    return out.to(input.dtype) if half else out
+    return name_node(out.to(input.dtype) if half else out,
+                     f"GridSampler{len(spatial)}DBackward0")

@@ -14,6 +14,7 @@ import math
 import numbers
 import warnings
 
+from ...autograd.function import name_node
 from ...backends import cudnn
 from ...ops import creation
 from ...ops import shape_copies
@@ -244,9 +245,12 @@ class RNNBase(Module):
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         rows = input.reshape(steps * batch, input.shape[2])
         out, states = self._run(rows, [batch] * steps, states)
-        output = out.reshape(steps, batch, out.shape[-1])
-        if self.batch_first:
-            output = output.transpose(0, 1)
+        # PyTorch's CPU LSTM in float32 and bfloat16 names its oneDNN layer instead
+        output = name_node(out.reshape(steps, batch, out.shape[-1]),
+                           "CatBackward0" if self.bidirectional else "StackBackward0")
+        if self.batch_first:  # PyTorch's RNN and GRU transpose in place (overload 1)
+            node = "TransposeBackward0" if self.mode == "LSTM" else "TransposeBackward1"
+            output = name_node(output.transpose(0, 1), node)
         if not batched:
             output = output.squeeze(batch_dim)
             states = tuple(s.squeeze(1) for s in states)

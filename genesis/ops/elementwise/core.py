@@ -128,7 +128,8 @@ def category(dtype):
 def reject(op, dtype, categories):
     """NotImplementedError, as PyTorch raises, when `dtype`'s category is in `categories`."""
     if category(dtype) in categories:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{dtypes.scalar_type_name(dtype)}'")
 
 
 def _float_dtype(*operands):

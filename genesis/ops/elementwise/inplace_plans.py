@@ -100,8 +100,9 @@ def _inplace(fn, name, plan=None):
 def _float_power_(self, exponent):
     """In-place float_power: only a float64 tensor can hold its result, as in PyTorch."""
     if self.dtype is not dtypes.float64:
-        raise RuntimeError(f"float_power_: the base given to float_power_ has dtype "
-                           f"{self.dtype.name} but the operation's result requires dtype float64")
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{dtypes.scalar_type_name(self.dtype)} but the operation's result "
+                           "requires dtype Double")
     return _float_power_inplace(self, exponent)
 
 

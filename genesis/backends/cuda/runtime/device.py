@@ -9,6 +9,7 @@ import atexit
 import threading
 from dataclasses import dataclass
 
+from ....device import as_device
 from . import driver
 
 _contexts = {}
@@ -132,6 +133,20 @@ def get_context(index=None):
 
 def current_device():
     return _local.device if _device_set else 0  # no thread-local read in a one-device program
+
+
+def device_index(device):
+    """The index of the CUDA device a `device` argument names, as PyTorch's CUDA functions read
+    it: an int is the index itself; None, "cuda" and a cuda genesis.device without an index are
+    the current device; any other device type is a ValueError. Needs no driver."""
+    if isinstance(device, int):
+        return device
+    if device is None:
+        return current_device()
+    d = as_device(device)
+    if d.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {device}")
+    return current_device() if d.index is None else d.index
 
 
 def activate(index):

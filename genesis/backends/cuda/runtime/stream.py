@@ -7,7 +7,7 @@ blocking streams. `Stream()` makes a non-blocking stream by default.
 import threading
 
 from . import driver
-from .device import activate, current_device, get_context
+from .device import activate, device_index, get_context
 from .graphs import check_not_capturing
 
 
@@ -26,7 +26,7 @@ class Stream:
     """A CUDA stream on a device; `cuda_stream` is the raw handle (an int)."""
 
     def __init__(self, device=None, priority=0, non_blocking=True, _handle=None):
-        self.device_index = current_device() if device is None else _device_index(device)
+        self.device_index = device_index(device)
         ctx = get_context(self.device_index)
         ctx.make_current()
         self._owned = _handle is None
@@ -118,18 +118,10 @@ class Event:
             pass
 
 
-def _device_index(device):
-    if isinstance(device, int):
-        return device
-    from ....device import as_device
-    d = as_device(device)
-    return current_device() if d.index is None else d.index
-
-
 def synchronize(device=None):
     """Wait for all work on `device` (the current one by default) to finish."""
     check_not_capturing("genesis.cuda.synchronize()")
-    activate(current_device() if device is None else _device_index(device))
+    activate(device_index(device))
     driver.context_synchronize()
 
 
@@ -137,14 +129,14 @@ _default_streams = {}
 
 
 def default_stream(device=None):
-    index = current_device() if device is None else _device_index(device)
+    index = device_index(device)
     if index not in _default_streams:
         _default_streams[index] = Stream(index, _handle=0)
     return _default_streams[index]
 
 
 def current_stream(device=None):
-    index = current_device() if device is None else _device_index(device)
+    index = device_index(device)
     streams = _local.streams
     if streams and index in streams:
         return streams[index]
