@@ -7,7 +7,7 @@ sequences, so they are imported on first use rather than with this package.
 
 import importlib
 
-from . import prune, rnn
+from . import prune, rnn, stateless
 from .clip_grad import (
            clip_grad_norm_,
            clip_grad_value_,
@@ -23,7 +23,8 @@ _LAZY = {"parametrizations": ("parametrizations", None), "parametrize": ("parame
          "weight_norm": ("weight_hooks", "weight_norm")}
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters", "prune", "rnn", *_LAZY]
+           "parameters_to_vector", "vector_to_parameters", "prune", "rnn", "stateless",
+           *_LAZY]
 
 
 def __getattr__(name):
