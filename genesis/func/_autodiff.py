@@ -52,7 +52,8 @@ def gradients(outputs, inputs, cotangents, create_graph):
 
 
 def detach_tree(leaves, keep):
-    """The leaves as they are when the graph is kept, else detached (non-tensors untouched)."""
-    if keep:
-        return list(leaves)
-    return [leaf.detach() if isinstance(leaf, Tensor) else leaf for leaf in leaves]
+    """The tensor leaves as they are when the graph is kept, else detached."""
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return list(leaves) if keep else [leaf.detach() for leaf in leaves]
