@@ -196,6 +196,14 @@ def test_hessian_vector_products(rng, dtype):
 # jacrev, jacfwd, hessian
 
 
+def f(w, b, x):
+    return GNF.linear(x, w, b).tanh()
+
+
+def tf(w, b, x):
+    return TNF.linear(x, w, b).tanh()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
 @pytest.mark.parametrize("jac", ["jacrev", "jacfwd"])
@@ -227,12 +235,6 @@ def test_jacrev_of_a_scalar_and_an_empty_output(rng):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_hessian_and_jacrev_of_jacrev(rng, dtype):
-    def f(w, b, x):
-        return GNF.linear(x, w, b).tanh()
-
-    def tf(w, b, x):
-        return TNF.linear(x, w, b).tanh()
-
     (w, b, x), (tw, tb, tx) = pairs(rng, dtype, (3, 4), (3,), (4,))
     expected = TF.hessian(tf, argnums=2)(tw, tb, tx)
     assert_tree_close(GF.hessian(f, argnums=2)(w, b, x), expected)
@@ -244,12 +246,6 @@ def test_hessian_and_jacrev_of_jacrev(rng, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_batched_jacobian_and_hessian(rng, dtype):
-    def f(w, b, x):
-        return GNF.linear(x, w, b).tanh()
-
-    def tf(w, b, x):
-        return TNF.linear(x, w, b).tanh()
-
     (w, b, x), (tw, tb, tx) = pairs(rng, dtype, (3, 4), (3,), (5, 4))
     for g_t, t_t in ((GF.jacrev, TF.jacrev), (GF.hessian, TF.hessian)):
         g = GF.vmap(g_t(f, argnums=2), in_dims=(None, None, 0))(w, b, x)
