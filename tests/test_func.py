@@ -146,6 +146,7 @@ def test_vjp_over_a_tuple_output(rng, dtype):
     assert_tree_close(g_out, t_out)
     assert_tree_close(g_fn((ca, cb)), t_fn((tca, tcb)))
     assert_tree_close(g_fn((ca, cb)), t_fn((tca, tcb)))  # vjp_fn can be called again
+    assert g_fn((ca, cb), create_graph=True)[0].requires_grad
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -397,6 +398,8 @@ def test_transform_errors():
     assert_same_error(lambda: GF.jvp(lambda x: x, (g,), (g,), has_aux=True),
                       lambda: TF.jvp(lambda x: x, (t,), (t,), has_aux=True))
     assert_same_error(lambda: GF.jvp(lambda x: x, g, g), lambda: TF.jvp(lambda x: x, t, t))
+    assert_same_error(lambda: GF.jvp(lambda x: g * 2, (g,), (g,), strict=True),
+                      lambda: TF.jvp(lambda x: t * 2, (t,), (t,), strict=True))
     assert_same_error(lambda: GF.grad(named_fn, argnums=2)(g, g),
                       lambda: TF.grad(named_fn, argnums=2)(t, t))
     assert_same_error(lambda: GF.grad(named_fn, argnums=(0, 0))(g, g),

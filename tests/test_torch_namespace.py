@@ -58,6 +58,8 @@ MODULES_LEFT_OUT = {
     "hub": "downloads code and weights from the network; genesis loads safetensors files",
     "export": "torch.export's graph capture; genesis runs eagerly",
     "fx": "symbolic tracing to graphs; genesis runs eagerly",
+    "onnx": "exports traced graphs to ONNX; genesis runs eagerly (torch loads it lazily, so it "
+            "shows only once something has imported it)",
     "package": "packages TorchScript and pickled code; genesis never loads code from files",
     "ao": "quantization (out of scope)",
     "quantization": "quantization (out of scope)",

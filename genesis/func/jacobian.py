@@ -70,12 +70,13 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     signature; randomness="error" raises if `func` draws random numbers."""
     _random.check_randomness(randomness)
 
+    def checked(*args):
+        return _random.call_checked(func, args, {})
+
+    run = checked if randomness == "error" else func
+
     @functools.wraps(func)
     def wrapper(*args):
-        run = func
-        if randomness == "error":
-            def run(*a):
-                return _random.call_checked(func, a, {})
         jac, aux = _jacobian(run, args, argnums, has_aux, "jacfwd(f, ...)(*args)")
         return (jac, aux) if has_aux else jac
 

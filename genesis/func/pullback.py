@@ -44,16 +44,20 @@ class Traced:
     def _returned(self, leaves, spec):
         return tree_unflatten(_autodiff.detach_tree(leaves, self.keep), spec)
 
-    def pull(self, cotangents):
-        """The input gradients (flat) for one cotangent per output leaf (None: skip it)."""
-        create = self.keep or _autodiff._active[0] > 0 or any(
-            c is not None and c.requires_grad for c in cotangents)
-        return _autodiff.gradients(self.out_leaves, self.inputs, cotangents, create)
+    def pull(self, cotangents, create_graph=None):
+        """The input gradients (flat) for one cotangent per output leaf (None: skip it); they
+        stay differentiable where `create_graph` says, or (None) where something above needs
+        them to."""
+        if create_graph is None:
+            create_graph = self.keep or _autodiff._active[0] > 0 or any(
+                c is not None and c.requires_grad for c in cotangents)
+        return _autodiff.gradients(self.out_leaves, self.inputs, cotangents, create_graph)
 
 
 def vjp(func, *primals, has_aux=False):
     """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives the gradients of the output
-    paired with `cotangents` (the output's structure), one per primal, as a tuple."""
+    paired with `cotangents` (the output's structure), one per primal, as a tuple. vjp_fn can be
+    called any number of times (the graph is always retained, whatever `retain_graph` says)."""
     traced = Traced(func, primals, has_aux, "vjp(f, *primals)")
 
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
@@ -62,7 +66,7 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree "
                                "structure of outputs to the function. cotangents: "
                                f"{spec}, primal output: {traced.out_spec}")
-        return tree_unflatten(traced.pull(leaves), traced.in_spec)
+        return tree_unflatten(traced.pull(leaves, create_graph), traced.in_spec)
 
     if has_aux:
         return traced.output, vjp_fn, traced.aux

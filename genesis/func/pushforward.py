@@ -39,9 +39,13 @@ def jacobian_vector(traced, tangents):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """(func(*primals), J tangents[, aux]), both with the output's structure."""
+    """(func(*primals), J tangents[, aux]), both with the output's structure; `strict` refuses
+    an output that does not depend on the inputs."""
     tangent_leaves = _check_primals(primals, tangents)
     traced = Traced(func, primals, has_aux, _API)
+    if strict and not all(o.requires_grad for o in traced.out_leaves):
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
+                           "independent of the inputs. This is not allowed with strict=True.")
     flat = jacobian_vector(traced, tangent_leaves)
     out = tree_unflatten(_autodiff.detach_tree(flat, traced.keep), traced.out_spec)
     if has_aux:
