@@ -51,8 +51,9 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import (accelerator, amp, cpu, distributed, functional, jit, models, multiprocessing,
-               profiler)
+from . import (accelerator, amp, cpu, distributed, func, functional, jit, models,
+               multiprocessing, profiler)
+from .func import vmap
 from .cuda import OutOfMemoryError
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .compiler import compile  # noqa: A001

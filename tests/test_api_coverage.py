@@ -45,7 +45,6 @@ _SCOPE = re.compile("|".join(f"(?:{p})" for p in OUT_OF_SCOPE.values()))
 LEFT_OUT = {
     "stft": "returns complex tensors (complex dtypes are out of scope)",
     "istft": "takes complex tensors (complex dtypes are out of scope)",
-    "vmap": "function transforms (torch.func) are not part of genesis",
     "from_file": "reads a raw storage file; genesis has no storage objects",
     "frombuffer": "views foreign memory as a storage; genesis arrays own their memory",
     "storage": "genesis has no storage objects (arrays carry their own memory)",

@@ -56,10 +56,11 @@ def test_cpu_module_for_device_agnostic_code():
 # torch's public submodules that genesis does not have, and why. Any other is a gap.
 MODULES_LEFT_OUT = {
     "fft": "its transforms return complex tensors (complex dtypes are out of scope)",
-    "func": "function transforms (vmap, grad, jacrev) are not part of genesis",
     "hub": "downloads code and weights from the network; genesis loads safetensors files",
     "export": "torch.export's graph capture; genesis runs eagerly",
     "fx": "symbolic tracing to graphs; genesis runs eagerly",
+    "onnx": "exports traced graphs to ONNX; genesis runs eagerly (torch loads it lazily, so it "
+            "shows only once something has imported it)",
     "package": "packages TorchScript and pickled code; genesis never loads code from files",
     "ao": "quantization (out of scope)",
     "quantization": "quantization (out of scope)",

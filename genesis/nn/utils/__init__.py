@@ -1,6 +1,6 @@
 """Training utilities: gradient clipping, flattening parameters into a vector, packed sequences,
 pruning, parametrizations (weight and spectral norm, orthogonal weights), folding BatchNorm into
-the layer before it, and convolution weights' memory format.
+the layer before it, convolution weights' memory format, and stateless.functional_call.
 
 The parametrization modules build on `genesis.nn.modules`, which itself uses `rnn`'s packed
 sequences, so they are imported on first use rather than with this package.
@@ -8,7 +8,7 @@ sequences, so they are imported on first use rather than with this package.
 
 import importlib
 
-from . import fusion, prune, rnn
+from . import fusion, prune, rnn, stateless
 from .clip_grad import (
            clip_grad_norm,
            clip_grad_norm_,
@@ -33,7 +33,7 @@ _LAZY = {"convert_conv2d_weight_memory_format": ("memory_format",
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion",
-           "prune", "rnn", *_LAZY]
+           "prune", "rnn", "stateless", *_LAZY]
 
 
 def __getattr__(name):
