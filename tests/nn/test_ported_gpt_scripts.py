@@ -242,16 +242,17 @@ def test_sampling_as_torch(rng, device):
         assert (probs.gather(-1, col) > 0).all()
 
 
-def test_autocast_bfloat16_on_cpu_as_torch(rng):
-    """build-nanogpt's forward under torch.autocast(device_type='cpu', dtype=bfloat16), with
-    float32 matmul precision set to 'high' (restored after)."""
-    torch_model, model = _gpt_pair(GPTConfig(bias=False, gelu="tanh"), "cpu")
+def test_autocast_bfloat16_as_torch(rng, device):
+    """build-nanogpt's forward under torch.autocast(device_type=..., dtype=bfloat16), with
+    float32 matmul precision set to 'high' (restored after); torch's reference runs on the CPU,
+    where autocast gives the same dtypes (bfloat16 logits, a float32 loss)."""
+    torch_model, model = _gpt_pair(GPTConfig(bias=False, gelu="tanh"), device)
     x, y = _batches(rng, 1)[0]
     precision = genesis.get_float32_matmul_precision()
     genesis.set_float32_matmul_precision("high")
     try:
-        with genesis.autocast(device_type="cpu", dtype=genesis.bfloat16):
-            logits, loss = model(genesis.tensor(x), genesis.tensor(y))
+        with genesis.autocast(device_type=genesis.device(device).type, dtype=genesis.bfloat16):
+            logits, loss = model(genesis.tensor(x, device=device), genesis.tensor(y, device=device))
     finally:
         genesis.set_float32_matmul_precision(precision)
     with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
@@ -380,7 +381,8 @@ def makemore(lib, kind):
 
         def forward(self, idx):
             B, T = idx.size()
-            x = self.wte(idx) + self.wpe(lib.arange(0, T, dtype=lib.long).unsqueeze(0))
+            pos = lib.arange(0, T, dtype=lib.long, device=idx.device).unsqueeze(0)
+            x = self.wte(idx) + self.wpe(pos)
             att = lib.zeros((B, T, T), device=x.device)
             att = F.softmax(att.masked_fill(self.bias[:, :T, :T] == 0, float("-inf")), dim=-1)
             return self.lm_head(x + att @ x)
