@@ -112,13 +112,16 @@ def gpt(lib, config):
     return GPT()
 
 
-def configure_optimizers(lib, model, lr):
-    """nanoGPT's: weight decay on the 2-D parameters only; fused when AdamW's signature has it."""
+def configure_optimizers(lib, model, lr, device_type="cpu"):
+    """nanoGPT's: weight decay on the 2-D parameters only; fused on CUDA when AdamW's signature
+    has it."""
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": 0.1},
               {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
-    assert "fused" in inspect.signature(lib.optim.AdamW).parameters
-    return lib.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8, fused=False)
+    fused_available = "fused" in inspect.signature(lib.optim.AdamW).parameters
+    assert fused_available
+    return lib.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8,
+                           fused=fused_available and device_type == "cuda")
 
 
 def cosine_lr(it, warmup=2, max_steps=6, max_lr=1e-2):
@@ -173,7 +176,7 @@ def test_gpt_trains_as_torch(config, rng, device):
     batches = _batches(rng)
     expected = train_gpt(torch, torch_model, configure_optimizers(torch, torch_model, 1e-2),
                          _pairs(torch, batches), 6)
-    got = train_gpt(genesis, model, configure_optimizers(genesis, model, 1e-2),
+    got = train_gpt(genesis, model, configure_optimizers(genesis, model, 1e-2, device),
                     _pairs(genesis, batches, device), 6)
     np.testing.assert_allclose(got, expected, rtol=2e-4)
     assert expected[0][-1] < expected[0][0]
@@ -195,7 +198,7 @@ def test_checkpoint_resume_continues_the_run(rng, device, tmp_path):
                          _pairs(torch, [(x.cpu().numpy(), y.cpu().numpy()) for x, y in batches]),
                          4)[0]
     compiled = genesis.compile(model)
-    optimizer = configure_optimizers(genesis, model, 1e-2)
+    optimizer = configure_optimizers(genesis, model, 1e-2, device)
     first = train_gpt(genesis, compiled, optimizer, batches, 2)[0]
     genesis.save(_checkpoint(compiled, optimizer, config, 2, genesis.tensor(first[-1])),
                  tmp_path / "ckpt.pt")
@@ -208,7 +211,7 @@ def test_checkpoint_resume_continues_the_run(rng, device, tmp_path):
         if k.startswith("_orig_mod."):
             state_dict[k[len("_orig_mod."):]] = state_dict.pop(k)
     resumed.load_state_dict(state_dict)
-    optimizer = configure_optimizers(genesis, resumed, 1e-2)
+    optimizer = configure_optimizers(genesis, resumed, 1e-2, device)
     optimizer.load_state_dict(checkpoint["optimizer"])
     rest = train_gpt(genesis, resumed, optimizer, batches, 2, start=checkpoint["iter_num"])[0]
     np.testing.assert_allclose(first + rest, expected, rtol=2e-4)
