@@ -4,13 +4,15 @@ Tensors go into the safetensors data section. Everything around them (dicts, lis
 sets, numbers, strings, None, dtypes, devices) is stored as JSON in the header's
 `__metadata__`, so loading never runs code from the file.
 
-Whole modules (`save(model, f)`, PyTorch's "save the entire model") are stored as their class's
-name and their attributes; functions and classes held in attributes (an activation) by name.
-As in PyTorch, loading them takes `weights_only=False`, for files one trusts: `load` then
-imports the modules that define those names, makes each module with `object.__new__` (no
-`__init__` runs) and restores its attributes. Nothing else is looked up or called. Tensors of a flat dict are stored under the dict's keys,
-so `safetensors.torch.load_file` reads a genesis checkpoint of a state dict, and genesis loads
-any safetensors file (as a flat dict). Writes go to a temporary file in the same directory that
+Whole modules (`save(model, f)`, PyTorch's "save the entire model") and plain objects (a
+dataclass config: an instance that pickle would store as its class and its `__dict__`) are stored
+as their class's name and their attributes; functions and classes held in attributes (an
+activation) by name. As in PyTorch, loading them takes `weights_only=False`, for files one
+trusts: `load` then imports the modules that define those names, makes each object with
+`object.__new__` (no `__init__` runs) and restores its attributes. Nothing else is looked up or
+called. Tensors of a flat dict are stored under the dict's keys, so
+`safetensors.torch.load_file` reads a genesis checkpoint of a state dict, and genesis loads any
+safetensors file (as a flat dict). Writes go to a temporary file in the same directory that
 replaces the target only once complete, so a failed save leaves the old checkpoint intact.
 """
 
@@ -87,12 +89,13 @@ class _Encoder:
             return {"set": [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]}
         if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
             return {"global": _global_name(obj, path)}
-        if _is_module(obj):
+        if _is_module(obj) or _is_plain_class(type(obj)):
             return self._object(obj, path)
         raise TypeError(f"genesis.save: cannot store an object of type {type(obj).__name__} at "
                         f"{_where(path)}; checkpoints hold tensors, numpy arrays, dicts, lists, "
-                        "tuples, sets, str, int, float, bool, None, dtypes, devices, modules and "
-                        "functions or classes reachable by their names")
+                        "tuples, sets, str, int, float, bool, None, dtypes, devices, modules, "
+                        "plain objects (a dataclass) and functions or classes reachable by their "
+                        "names")
 
     def _tensor(self, t, path):
         node = {"tensor": self._add(path, _HostArray(t), _identity(t)), "device": str(t.device)}
@@ -103,8 +106,8 @@ class _Encoder:
         return node
 
     def _object(self, obj, path):
-        """A module as its class's name and its attributes; a module met again (shared, or
-        its own ancestor) as a reference to the first."""
+        """A module or plain object as its class's name and its attributes; one met again
+        (shared, or its own ancestor) as a reference to the first."""
         memo = self._objects.get(id(obj))
         if memo is not None:
             return {"object_ref": memo}
@@ -129,6 +132,16 @@ class _Encoder:
 def _is_module(obj):
     from .nn import Module
     return isinstance(obj, Module)
+
+
+def _is_plain_class(cls):
+    """Whether pickle would store an instance of `cls` as its class and its `__dict__` (a
+    dataclass config, say): a Python class of its own with no custom pickling, made by
+    `object.__new__`."""
+    return (cls.__module__ != "builtins" and "__dict__" in dir(cls)
+            and cls.__new__ is object.__new__ and cls.__reduce_ex__ is object.__reduce_ex__
+            and cls.__reduce__ is object.__reduce__ and cls.__getstate__ is object.__getstate__
+            and not hasattr(cls, "__setstate__"))
 
 
 def _is_parameter(t):
@@ -312,8 +325,8 @@ class _Decoder:
         return self._parameters[key]
 
     def _trusted(self, tag, value):
-        """A whole module, a reference to one decoded before, or a function or class by name:
-        only with weights_only=False."""
+        """A whole module or plain object, a reference to one decoded before, or a function or
+        class by name: only with weights_only=False."""
         if self.weights_only:
             what = value["class"] if tag == "object" else value
             described = ".".join(what) if isinstance(what, list) else "an object"
@@ -326,8 +339,8 @@ class _Decoder:
         if tag == "global":
             return self._global(value)
         cls = self._global(value["class"])
-        if not (isinstance(cls, type) and _is_module_class(cls)):
-            self._corrupt(f"{cls!r} is not a genesis.nn.Module class")
+        if not (isinstance(cls, type) and (_is_module_class(cls) or _is_plain_class(cls))):
+            self._corrupt(f"{cls!r} is not a genesis.nn.Module class or a plain class")
         if value["memo"] != len(self._objects):
             self._corrupt("objects out of order")
         obj = object.__new__(cls)

@@ -265,5 +265,26 @@ def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_state():
 
 
 def test_cuda_amp_spellings():
-    region = genesis.cuda.amp.autocast()
+    with pytest.warns(FutureWarning, match=r"`genesis\.cuda\.amp\.autocast\(args\.\.\.\)` is "
+                                           r"deprecated\. Please use `genesis\.amp\.autocast"):
+        region = genesis.cuda.amp.autocast()
     assert region.device == "cuda" and region.fast_dtype is genesis.float16
+    with pytest.warns(FutureWarning, match=r"genesis\.amp\.GradScaler\('cuda', args\.\.\.\)"):
+        scaler = genesis.cuda.amp.GradScaler(enabled=False)
+    assert not scaler.is_enabled()
+    with pytest.warns(FutureWarning) as record:
+        class Double(genesis.autograd.Function):
+            @staticmethod
+            @genesis.cuda.amp.custom_fwd(cast_inputs=genesis.float32)
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            @genesis.cuda.amp.custom_bwd
+            def backward(ctx, grad):
+                return grad * 2
+    assert sorted(str(w.message).split("(")[0] for w in record) == [
+        "`genesis.cuda.amp.custom_bwd", "`genesis.cuda.amp.custom_fwd"]
+    x = genesis.ones(3, requires_grad=True)
+    Double.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]

@@ -312,6 +312,22 @@ def test_randint(args, dtype, device):
         genesis.randint(5, 5, (2,), device=device)
 
 
+@pytest.mark.parametrize("kwargs, low, high", [
+    ({"high": 7, "size": (50,)}, 0, 7), ({"low": -2, "high": 3, "size": (50,)}, -2, 3)],
+    ids=["high", "low_high"])
+def test_randint_by_keyword(kwargs, low, high, device):
+    g = genesis.randint(**kwargs, dtype=genesis.int64, device=device)
+    assert tuple(g.shape) == tuple(torch.randint(**kwargs).shape) and g.dtype is genesis.int64
+    x = g.cpu().numpy()
+    assert x.min() >= low and x.max() < high
+    g = genesis.randint(7, size=(3,), device=device)
+    assert g.shape == (3,) and g.max().item() < 7
+    with pytest.raises(TypeError, match="randint"):
+        genesis.randint(size=(3,), device=device)
+    with pytest.raises(TypeError, match="randint"):
+        genesis.randint(5, device=device)
+
+
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
 def test_randperm(n, device):
     g = genesis.randperm(n, device=device)

@@ -157,6 +157,20 @@ def test_shuffle_is_a_reproducible_permutation():
     assert a == _order(data.DataLoader(Squares(20), batch_size=4, shuffle=True))
 
 
+def test_random_sampler_draws_lazily_from_a_generator_of_its_own():
+    sampler = data.RandomSampler(range(7), replacement=True, num_samples=int(1e10))
+    genesis.manual_seed(5)
+    it = iter(sampler)
+    first = [next(it) for _ in range(70)]
+    genesis.manual_seed(5)
+    it = iter(sampler)
+    again = [next(it)]
+    genesis.rand(3)
+    again += [next(it) for _ in range(69)]
+    assert first == again and set(first) == set(range(7)) and len(sampler) == int(1e10)
+    assert len(list(data.RandomSampler(range(3), replacement=True, num_samples=45))) == 45
+
+
 def test_samplers():
     gen = genesis.Generator().manual_seed(0)
     draws = list(data.RandomSampler(range(5), replacement=True, num_samples=12, generator=gen))
@@ -403,6 +417,15 @@ def test_persistent_workers_and_clean_shutdown():
     procs = list(it._workers)
     assert len(list(it)) == 2
     assert not any(w.is_alive() for w in procs)
+
+
+def test_pin_memory_without_a_gpu_warns_as_torch(monkeypatch):
+    monkeypatch.setattr(genesis.cuda, "is_available", lambda: False)
+    loader = data.DataLoader(Squares(4), batch_size=2, pin_memory=True)
+    with pytest.warns(UserWarning, match="'pin_memory' argument is set as true but no "
+                                         "accelerator is found"):
+        batches = list(loader)
+    assert not batches[0][0].is_pinned()
 
 
 @skip_no_cuda

@@ -1,6 +1,7 @@
 """genesis.save / genesis.load: round trips, safetensors interop both ways, atomic writes and
 clear errors for missing, truncated and corrupt files."""
 
+import dataclasses
 import io
 import json
 import math
@@ -320,3 +321,40 @@ def test_only_modules_are_made_whole(tmp_path):
     (tmp_path / "m").write_bytes(_with_header(header, raw[8 + n:]))
     with pytest.raises(CheckpointError, match="is not a genesis.nn.Module class"):
         genesis.load(tmp_path / "m", weights_only=False)
+
+
+@dataclasses.dataclass
+class _Config:
+    """A config as scripts keep next to the weights in a checkpoint (build-nanogpt's GPTConfig)."""
+    width: int = 8
+    name: str = "gpt"
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrozenConfig:
+    depth: int = 2
+
+
+class _Custom:
+    def __reduce__(self):
+        return (_Custom, ())
+
+
+def test_plain_objects_round_trip_with_weights_only_false(tmp_path):
+    config = _Config(width=32)
+    obj = {"model": {"w": genesis.ones(2)}, "config": config, "again": config,
+           "frozen": _FrozenConfig(3)}
+    genesis.save(obj, tmp_path / "ckpt")
+    with pytest.raises(pickle.UnpicklingError, match=r"holds \S*_Config, saved whole"):
+        genesis.load(tmp_path / "ckpt")
+    back = genesis.load(tmp_path / "ckpt", weights_only=False)
+    assert back["config"] == config and type(back["config"]) is _Config
+    assert back["again"] is back["config"] and back["frozen"] == _FrozenConfig(3)
+
+
+@pytest.mark.parametrize("value", [_Custom(), range(3), object()],
+                         ids=["reduce", "range", "object"])
+def test_objects_with_their_own_pickling_are_refused(value, tmp_path):
+    with pytest.raises(TypeError, match="cannot store an object of type"):
+        genesis.save({"x": value}, tmp_path / "x")
+    assert os.listdir(tmp_path) == []

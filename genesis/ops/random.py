@@ -226,13 +226,19 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
                    lambda s: rng.standard_normal(s))
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False):
-    """Integers uniform on [low, high); `randint(high, size)` starts at 0."""
+    """Integers uniform on [low, high); `randint(high, size)` and `randint(high=h, size=s)`
+    start at 0."""
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    if low is None:
+        low = 0
+    if high is None or size is None:
+        missing = "high" if high is None else "size"
+        raise TypeError(f"randint() missing 1 required positional argument: '{missing}'")
     if low >= high:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     if (drawn := draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,

@@ -10,6 +10,7 @@ import itertools
 import multiprocessing
 import pickle
 import queue
+import warnings
 
 from ...ops.random import randint
 from . import _worker
@@ -140,10 +141,16 @@ def pin_memory(data):
 
 
 def _should_pin(loader):
+    """Whether batches go to page-locked memory: asked for and a GPU there; asked for on a
+    machine without one, PyTorch's warning (once per iterator)."""
     if not loader.pin_memory:
         return False
     from ... import cuda
-    return cuda.is_available()
+    if not cuda.is_available():
+        warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                      "device pinned memory won't be used.", stacklevel=4)
+        return False
+    return True
 
 
 def _draw_base_seed(loader):

@@ -1,7 +1,8 @@
 """Samplers: which indices (or batches of indices) a DataLoader reads, in which order."""
 
 from ... import dtypes
-from ...ops.creation import tensor
+from ...random import Generator
+from ...ops.creation import empty, tensor
 from ...ops.random import multinomial, randint, randperm
 
 
@@ -28,6 +29,16 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_DRAW_CHUNK = 32  # draws with replacement come in chunks: num_samples may be huge (1e10)
+
+
+def _generator_from_default():
+    """A generator of its own, seeded by one draw from the default one (as PyTorch's
+    RandomSampler does): the order is fixed when iteration starts, whatever else draws later."""
+    seed = int(empty((), dtype=dtypes.int64).random_().item())
+    return Generator().manual_seed(seed)
+
+
 class RandomSampler(Sampler):
     """A random permutation (or `num_samples` draws with replacement) from `generator`
     (the default generator when None, so `genesis.manual_seed` makes it reproducible)."""
@@ -48,12 +59,16 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
+        generator = self.generator if self.generator is not None else _generator_from_default()
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+            chunks, rest = divmod(self.num_samples, _DRAW_CHUNK)
+            for _ in range(chunks):
+                yield from randint(0, n, (_DRAW_CHUNK,), generator=generator).tolist()
+            yield from randint(0, n, (rest,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from randperm(n, generator=self.generator).tolist()
-        yield from randperm(n, generator=self.generator).tolist()[:self.num_samples % n]
+            yield from randperm(n, generator=generator).tolist()
+        yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
