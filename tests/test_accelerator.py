@@ -58,3 +58,12 @@ def test_cudnn_flags_take_torchs_defaults_and_restore():
         assert genesis.backends.cudnn.benchmark is True
     finally:
         ours.benchmark = False
+
+
+def test_xpu_is_not_there():
+    for lib in (genesis, torch):
+        assert lib.xpu.is_available() is False and lib.xpu.device_count() == 0
+        assert lib.xpu.is_initialized() is False
+        with pytest.raises(AssertionError, match="Torch not compiled with XPU enabled"):
+            lib.xpu.current_device()
+    assert torch.xpu.is_bf16_supported() is genesis.xpu.is_bf16_supported() is False
