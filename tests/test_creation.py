@@ -1,5 +1,6 @@
 """Creation functions against PyTorch: dtype inference, sharing, fills, ranges, random draws."""
 
+import collections
 import functools
 import math
 
@@ -14,6 +15,8 @@ DATA = [
     1, 2.5, True, -3, [], [[]], [1, 2, 3], [1.0, 2, 3], [True, False], [True, 2], [True, 2.5],
     [[1, 2], [3, 4]], [[1.5], [2]], (1, 2), [(1, 2), (3, 4)], [[[1]], [[2]]], [2 ** 40, -1],
     [float("nan"), float("inf")], np.float32(1.5), np.int16(3), np.bool_(True),
+    collections.deque([1.5, 2]), range(3), [range(2), collections.deque([3, 4])],
+    collections.deque(),
 ]
 NUMPY_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
                 np.uint8, np.bool_]

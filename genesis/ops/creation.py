@@ -4,6 +4,7 @@ Values are built on the host with numpy where that is simplest (lists, arange, r
 handed to the target device's backend; fills (`zeros`, `full`, `empty`) run on the device itself.
 """
 
+import collections.abc
 import math
 import numbers
 
@@ -62,10 +63,20 @@ def _from_host(array, device, dtype=None, requires_grad=False):
 _PYTHON_SCALAR_TYPES = (bool, int, float)
 
 
+def _as_list(data):
+    """A sequence other than a list or a tuple (a deque, a range) as a list, since PyTorch reads
+    any sequence; anything else as it is."""
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (list, tuple, str,
+                                                                            bytes)):
+        return list(data)
+    return data
+
+
 def _infer_dtype(data):
     """PyTorch's inference: the promotion of every element's type, where a Python float counts
     as the default dtype, an int as int64, and tensors and numpy values keep their own dtype.
     None for an empty sequence (which becomes the default dtype)."""
+    data = _as_list(data)
     if isinstance(data, Tensor):
         return data.dtype
     if isinstance(data, (np.ndarray, np.generic)):
@@ -89,10 +100,12 @@ def _promote_all(found):
 
 
 def _to_numpy(data, op):
+    data = _as_list(data)
     if isinstance(data, Tensor):
         return data.detach()._host()
     if isinstance(data, (list, tuple)):
-        items = [_to_numpy(d, op) if isinstance(d, (Tensor, list, tuple)) else d for d in data]
+        items = [_to_numpy(d, op) if isinstance(d, (Tensor, list, tuple)) or _as_list(d) is not d
+                 else d for d in data]
         try:
             return np.array(items)
         except ValueError as e:
