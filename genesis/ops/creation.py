@@ -44,6 +44,19 @@ def _shape_arg(size, op):
     return shape
 
 
+def _sizes(args, size, op):
+    """The size given positionally (`f(2, 3)`, `f((2, 3))`) or by keyword (`f(size=(2, 3))`,
+    which must be a sequence), as the argument tuple `_shape_arg` reads."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return (size,)
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -167,14 +180,14 @@ def _fill(shape, value, dtype, device, requires_grad):
     return _finish(filled(shape, value, dtype, device), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialized tensor of the given size, laid out in `memory_format` when that is a
     channels-last format (else contiguous)."""
-    if len(size) == 1 and size[0].__class__ is int and size[0] >= 0:  # empty(n): nothing to parse
-        shape = size
+    if size is None and len(args) == 1 and args[0].__class__ is int and args[0] >= 0:
+        shape = args  # empty(n): nothing to parse
     else:
-        shape = _shape_arg(size, "empty")
+        shape = _shape_arg(_sizes(args, size, "empty"), "empty")
     device = factory_resolve(device)
     if dtype is None:
         dtype = dtypes.get_default_dtype()
@@ -235,15 +248,15 @@ def copy_laid_out(x, strides, copy, device=None, dtype=None):
     return kernel("as_strided", device.type)(out._storage, shape, strides, out._offset)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 0."""
-    return _fill(_shape_arg(size, "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
+    return _fill(_shape_arg(_sizes(args, size, "zeros"), "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 1."""
-    return _fill(_shape_arg(size, "ones"), 1, dtype or dtypes.get_default_dtype(), device,
+    return _fill(_shape_arg(_sizes(args, size, "ones"), "ones"), 1, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
