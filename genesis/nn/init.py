@@ -5,6 +5,7 @@ the host from the genesis generator (`generator=`, default: the global one), as 
 creation functions do, and written into the tensor on its device.
 """
 
+import functools
 import math
 import warnings
 
@@ -167,6 +168,26 @@ def orthogonal_(tensor, gain=1, generator=None):
         q = q.T
     return _write(tensor, gain * q.reshape(tuple(tensor.shape)))
 
+
+def _deprecated(new):
+    """PyTorch's old name of init function `new` (without the trailing underscore): the same
+    fill, with the FutureWarning PyTorch gives."""
+    old_name = new.__name__[:-1]
+    message = f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new.__name__}`."
+
+    @functools.wraps(new)
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(message, FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform, normal, constant = map(_deprecated, (uniform_, normal_, constant_))
+xavier_uniform, xavier_normal = map(_deprecated, (xavier_uniform_, xavier_normal_))
+kaiming_uniform, kaiming_normal = map(_deprecated, (kaiming_uniform_, kaiming_normal_))
+orthogonal = _deprecated(orthogonal_)
 
 __all__ = [
     "calculate_gain",

@@ -128,3 +128,23 @@ def test_init_keeps_dtype(dtype, device):
     t = genesis.empty(4, 5, dtype=dtype, device=device)
     assert init.kaiming_uniform_(t).dtype is dtype
     assert init.trunc_normal_(t, std=0.02).dtype is dtype
+
+
+@pytest.mark.parametrize("name, args", [
+    ("uniform", (-1.0, 1.0)), ("normal", (0.0, 2.0)), ("constant", (0.25,)),
+    ("xavier_uniform", ()), ("xavier_normal", ()), ("kaiming_uniform", ()),
+    ("kaiming_normal", ()), ("orthogonal", ())])
+def test_deprecated_names_fill_with_torchs_warning(name, args, device):
+    """`nn.init.xavier_uniform(w)` (without the underscore), as older scripts call it: the same
+    fill as the underscore form, seeded alike, with PyTorch's FutureWarning."""
+    with pytest.warns(FutureWarning) as theirs:
+        getattr(torch.nn.init, name)(torch.empty(4, 6), *args)
+    w, expected = genesis.empty(4, 6, device=device), genesis.empty(4, 6, device=device)
+    genesis.manual_seed(3)
+    with pytest.warns(FutureWarning) as ours:
+        assert getattr(init, name)(w, *args) is w
+    genesis.manual_seed(3)
+    getattr(init, name + "_")(expected, *args)
+    assert str(ours[0].message) == str(theirs[0].message)
+    assert ours[0].filename == __file__
+    np.testing.assert_array_equal(w.cpu().numpy(), expected.cpu().numpy())
