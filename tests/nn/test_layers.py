@@ -228,7 +228,7 @@ def _attention_masks(call, L, S, N, heads, dtype, rng, device):
 _DROPOUT_RATE_SHAPES = {"Dropout": (2048,), "Dropout1d": (32, 64, 3), "Dropout2d": (32, 64, 2, 3)}
 
 
-@pytest.mark.filterwarnings("ignore:dropout2d: Received a 3D input")
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 3D input")
 @pytest.mark.parametrize("name", ["Dropout", "Dropout1d", "Dropout2d"])
 def test_dropout_train(name, rng, device):
     p = 0.4
