@@ -51,7 +51,7 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import accelerator, amp, distributed, models, profiler, xpu
+from . import accelerator, amp, distributed, models, onnx, profiler, xpu
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
 from .compiler import compile  # noqa: A001
 from .amp import (autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_enabled,
