@@ -1,6 +1,7 @@
-"""genesis.accelerator, genesis.backends.mps and cudnn, genesis.xpu and genesis.onnx against torch's on this
-machine (the tests' torch is a CPU build; CI has no GPU): the same names, signatures' defaults
-and answers, so that device-choosing lines of PyTorch scripts run unchanged."""
+"""genesis.accelerator, genesis.backends.mps and cudnn, genesis.xpu and genesis.onnx against
+torch's on this machine (the tests' torch is a CPU build; CI has no GPU): the same names,
+signatures' defaults and answers, so that device-choosing lines of PyTorch scripts run
+unchanged."""
 
 import inspect
 

@@ -208,8 +208,10 @@ def test_bce_gradient_at_probabilities_zero_and_one(reduction, rng, device):
     x = np.concatenate([[0.0, 1.0, 0.0, 1.0, 1e-30], rng.uniform(0.05, 0.95, 6)])
     y = np.concatenate([[0.0, 1.0, 1.0, 0.0, 1.0], rng.uniform(0, 1, 6)])
     w = rng.uniform(0.5, 2.0, 11)
-    gx, tx = genesis.tensor(x, requires_grad=True, device=device), torch.tensor(x, requires_grad=True)
-    gy, ty = genesis.tensor(y, requires_grad=True, device=device), torch.tensor(y, requires_grad=True)
+    gx, tx = genesis.tensor(x, device=device), torch.tensor(x)
+    gy, ty = genesis.tensor(y, device=device), torch.tensor(y)
+    for t in (gx, tx, gy, ty):
+        t.requires_grad_()
     got = nn.functional.binary_cross_entropy(gx, gy, genesis.tensor(w, device=device),
                                              reduction=reduction)
     want = torch.nn.functional.binary_cross_entropy(tx, ty, torch.tensor(w), reduction=reduction)
