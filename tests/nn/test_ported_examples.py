@@ -1,7 +1,8 @@
 """Ported pytorch/examples scripts: for each, the smallest model that exercises the API the script
 uses, written once against a framework (`torch` or `genesis`), trained a few steps from the same
 initial weights on the same synthetic data in both; the losses must agree within 2e-4 relative in
-float32. Each case is (build(lib, device) -> model, step(lib, model, data) -> loss)."""
+float32 (relative to the run's largest loss where one nears zero: actor-critic's loss sums policy
+terms of both signs). Each case is (build(lib, device) -> model, step(lib, model, data) -> loss)."""
 
 import math
 from collections import deque, namedtuple
@@ -492,5 +493,6 @@ def test_ported_example_trains_as_torch(name, rng, device):
                       step, 4)
     losses = _train(genesis, model, {k: _tensor(genesis, device, v) for k, v in arrays.items()},
                     step, 4)
-    np.testing.assert_allclose(losses, expected, rtol=2e-4)
+    scale = np.abs(expected).max()  # a loss summing terms of both signs may cross zero
+    np.testing.assert_allclose(losses, expected, rtol=2e-4, atol=2e-4 * scale)
     assert np.isfinite(expected).all()
