@@ -52,14 +52,26 @@ def _new_version_counter(t):
     t._version_counter = _VersionCounter()
 
 
+# `Tensor(...)`'s legacy constructor (sizes, data or a tensor, in the default dtype), set by
+# genesis.ops.legacy when it loads.
+_legacy_new = None
+
+
 class Tensor:
     """A multi-dimensional array on a device that can record the ops that made it."""
 
     __array_priority__ = 1000
 
+    def __new__(cls, *args, **kwargs):
+        """`Tensor(2, 3)`, `Tensor([1, 2])`: PyTorch's legacy constructor of the default type.
+        A subclass builds its instances with its own __new__ (as Parameter does)."""
+        if cls is not Tensor:
+            raise TypeError("construct tensors with genesis.tensor(data), genesis.empty(shape), "
+                            "genesis.zeros(...) and the other creation functions")
+        return _legacy_new(*args, **kwargs)
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("construct tensors with genesis.tensor(data), genesis.empty(shape), "
-                        "genesis.zeros(...) and the other creation functions")
+        pass
 
     # Autograd fields: class defaults until a tensor sets its own (most tensors never do).
     _requires_grad = False

@@ -1,6 +1,7 @@
-"""genesis.accelerator, genesis.backends.mps and genesis.backends.cudnn against torch's on this
-machine (the tests' torch is a CPU build; CI has no GPU): the same names, signatures' defaults
-and answers, so that device-choosing lines of PyTorch scripts run unchanged."""
+"""genesis.accelerator, genesis.backends.mps and cudnn, genesis.xpu and genesis.onnx against
+torch's on this machine (the tests' torch is a CPU build; CI has no GPU): the same names,
+signatures' defaults and answers, so that device-choosing lines of PyTorch scripts run
+unchanged."""
 
 import inspect
 
@@ -58,3 +59,21 @@ def test_cudnn_flags_take_torchs_defaults_and_restore():
         assert genesis.backends.cudnn.benchmark is True
     finally:
         ours.benchmark = False
+
+
+def test_xpu_is_not_there():
+    for lib in (genesis, torch):
+        assert lib.xpu.is_available() is False and lib.xpu.device_count() == 0
+        assert lib.xpu.is_initialized() is False
+        with pytest.raises(AssertionError, match="Torch not compiled with XPU enabled"):
+            lib.xpu.current_device()
+    assert torch.xpu.is_bf16_supported() is genesis.xpu.is_bf16_supported() is False
+
+
+def test_onnx_is_importable_and_refuses_to_export():
+    """`import torch.onnx` heads training scripts (fast_neural_style); only exporting fails."""
+    import genesis.onnx
+    assert genesis.onnx.is_in_onnx_export() is torch.onnx.is_in_onnx_export() is False
+    with pytest.raises(genesis.onnx.OnnxExporterError, match="Genesis has no ONNX exporter"):
+        genesis.onnx.export(genesis.nn.Linear(2, 2), (genesis.ones(1, 2),), "model.onnx")
+    assert issubclass(genesis.onnx.OnnxExporterError, RuntimeError)

@@ -1,5 +1,6 @@
 """Creation functions against PyTorch: dtype inference, sharing, fills, ranges, random draws."""
 
+import collections
 import functools
 import math
 
@@ -14,6 +15,8 @@ DATA = [
     1, 2.5, True, -3, [], [[]], [1, 2, 3], [1.0, 2, 3], [True, False], [True, 2], [True, 2.5],
     [[1, 2], [3, 4]], [[1.5], [2]], (1, 2), [(1, 2), (3, 4)], [[[1]], [[2]]], [2 ** 40, -1],
     [float("nan"), float("inf")], np.float32(1.5), np.int16(3), np.bool_(True),
+    collections.deque([1.5, 2]), range(3), [range(2), collections.deque([3, 4])],
+    collections.deque(),
 ]
 NUMPY_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
                 np.uint8, np.bool_]
@@ -431,3 +434,21 @@ def test_rng_state_roundtrip():
     assert genesis.randn(4, generator=gen).tolist() == b
     assert gen.initial_seed() == 5
     assert genesis.seed() != genesis.seed()
+
+
+@pytest.mark.parametrize("op", ["empty", "zeros", "ones", "rand", "randn"])
+@pytest.mark.parametrize("size", [(2, 3), [4], (), torch.Size([1, 2])], ids=repr)
+def test_size_by_keyword_as_torch(op, size, device):
+    """`torch.empty(size=(n, m))`, as graph-attention scripts write it; a size given twice, or
+    not as a sequence, is the TypeError PyTorch raises."""
+    t = getattr(torch, op)(size=size, dtype=torch.float64)
+    g = getattr(genesis, op)(size=list(size) if isinstance(size, torch.Size) else size,
+                             dtype=genesis.float64, device=device)
+    assert tuple(g.shape) == tuple(t.shape) and g.dtype is genesis.float64
+    with pytest.raises(TypeError, match=rf"^{op}\(\) got multiple values for argument 'size'"):
+        getattr(genesis, op)(2, size=(3,))
+    with pytest.raises(TypeError) as expected:
+        getattr(torch, op)(size=2)
+    with pytest.raises(TypeError) as got:
+        getattr(genesis, op)(size=2)
+    assert str(got.value) == str(expected.value)

@@ -183,3 +183,37 @@ def test_optimizer_style_update_under_no_grad(rng, device):
             lib_w.grad = None
     assert w.is_leaf and w.requires_grad and w.grad_fn is None
     assert_close(w, tw)
+
+
+def _mul_then_write(lib, a, b, op, written):
+    """`op(a, b)` of a leaf `a` (needing a gradient) and a non-leaf `b` (needing one or not),
+    then operand `written` changed in place; the loss, or the error backward raises."""
+    a = a * 1
+    out = getattr(lib, op)(a, b)
+    with lib.no_grad():
+        (a if written == "a" else b).add_(1) if written else None
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        return str(e).split(":")[0]
+    return None
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("b_kind", ["scalar", "constant", "trained"])
+@pytest.mark.parametrize("written", ["a", "b"])
+def test_binary_ops_save_only_what_their_gradient_needs(op, b_kind, written, rng, device):
+    """mul and div keep an operand only where another operand's gradient reads it, as PyTorch
+    does, so `x * 0.5` or `x / c` leaves `x` free to change in place before backward."""
+    if b_kind == "scalar" and written == "b":
+        pytest.skip("a Python scalar cannot be written")
+    ga, ta = make_pair((3, 4), requires_grad=True, device=device, rng=rng)
+    gb, tb = make_pair((3, 4), low=1.0, high=2.0, device=device, rng=rng)
+    if b_kind == "scalar":
+        gb = tb = 0.5
+    elif b_kind == "trained":
+        gb, tb = gb.requires_grad_(True) * 1, tb.requires_grad_(True) * 1
+    expected = _mul_then_write(torch, ta, tb, op, written)
+    assert _mul_then_write(genesis, ga, gb, op, written) == expected
+    if expected is None:
+        assert_close(ga.grad, ta.grad)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from helpers import assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, from_torch
 
 NAMES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
          "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
@@ -74,3 +74,37 @@ def test_cuda_forms_are_lazy():
     assert out.stdout.strip() == "ok", out.stderr
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchTensor'"):
         genesis.cuda.NoSuchTensor
+
+
+@pytest.mark.parametrize("args", [(), (2, 3), ((4,),), ([1, 2.5],), ([[1, 2], [3, 4]],)],
+                         ids=repr)
+@pytest.mark.parametrize("default", [genesis.float32, genesis.float64])
+def test_tensor_class_is_the_default_types_legacy_constructor(args, default):
+    """`torch.Tensor(n, m)` (graph-convolution weights), `torch.Tensor([data])`: the legacy
+    constructor of the default dtype, as in PyTorch."""
+    torch_args = tuple(torch.Size(a) if isinstance(a, tuple) else a for a in args)
+    genesis_args = tuple(genesis.Size(a) if isinstance(a, tuple) else a for a in args)
+    genesis.set_default_dtype(default)
+    torch.set_default_dtype(TORCH_DTYPES[default])
+    try:
+        got, want = genesis.Tensor(*genesis_args), torch.Tensor(*torch_args)
+    finally:
+        genesis.set_default_dtype(genesis.float32)
+        torch.set_default_dtype(torch.float32)
+    assert type(got) is genesis.Tensor and got.dtype is default
+    assert tuple(got.shape) == tuple(want.shape)
+    if args and isinstance(args[0], list):
+        assert_close(got, want)
+
+
+def test_tensor_class_aliases_a_tensor_and_refuses_scalars():
+    x = genesis.ones(3, dtype=genesis.int64)
+    assert genesis.Tensor(x).data_ptr() == x.data_ptr() and genesis.Tensor(x).dtype is x.dtype
+    w = genesis.ones(2, requires_grad=True)
+    genesis.Tensor(w).sum().backward()
+    assert w.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError) as want:
+        torch.Tensor(2.5)
+    with pytest.raises(TypeError, match=str(want.value).replace("(", r"\(").replace(")", r"\)")):
+        genesis.Tensor(2.5)
+    assert isinstance(genesis.nn.Parameter(genesis.Tensor(3, 4)), genesis.Tensor)

@@ -99,6 +99,19 @@ def test_named_products(op, shapes, dtype, rng, device):
     assert_grads((a, b), (ta, tb))
 
 
+def test_spmm_of_strided_tensors_is_mm(rng, device):
+    """torch.spmm of dense operands (graph-convolution scripts) is mm, gradients included."""
+    (a, b), (ta, tb) = pairs((5, 4), (4, 3), dtype=genesis.float64, requires_grad=True, rng=rng,
+                             device=device)
+    out, want = genesis.spmm(a, b), torch.spmm(ta, tb)
+    assert_close(out, want)
+    backward_both(out, want, rng)
+    assert_grads((a, b), (ta, tb))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
+                                           r"\(5x4 and 5x4\)"):
+        genesis.spmm(a, a)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + [genesis.int64, genesis.int32])
 def test_named_products_dtypes(dtype, rng, device):
     (a, b, v), (ta, tb, tv) = pairs((4, 3), (3, 5), (3,), dtype=dtype, rng=rng, device=device)

@@ -242,6 +242,15 @@ def test_var_std_signatures(op, args, kwargs, rng, device):
     assert_close(got[1], want[1])
 
 
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.float32, genesis.float64])
+def test_var_std_of_everything_take_python_scalars(op, dtype, rng, device):
+    """A vector's std() is a 0-d tensor that Python scalars combine with (`x.std() + eps`)."""
+    g, t = make_pair((7,), dtype, rng=rng, device=device)
+    assert_close(call(g, op) + 1e-3, call(t, op) + 1e-3)
+    assert_close(2.0 / call(g, op), 2.0 / call(t, op))
+
+
 @pytest.mark.parametrize("p", [2, 1, 3, 0.5, 0, math.inf, -math.inf, "fro"])
 @pytest.mark.parametrize("dim", [None, 1, (0, 2)])
 def test_norm_orders(p, dim, rng, device):

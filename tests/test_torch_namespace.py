@@ -59,8 +59,6 @@ MODULES_LEFT_OUT = {
     "hub": "downloads code and weights from the network; genesis loads safetensors files",
     "export": "torch.export's graph capture; genesis runs eagerly",
     "fx": "symbolic tracing to graphs; genesis runs eagerly",
-    "onnx": "exports traced graphs to ONNX; genesis runs eagerly (torch loads it lazily, so it "
-            "shows only once something has imported it)",
     "package": "packages TorchScript and pickled code; genesis never loads code from files",
     "ao": "quantization (out of scope)",
     "quantization": "quantization (out of scope)",
@@ -75,7 +73,6 @@ MODULES_LEFT_OUT = {
     "overrides": "__torch_function__ overrides are not supported",
     "return_types": "genesis returns its named tuples from the functions themselves",
     "mps": "Apple's GPUs; genesis's GPU backend is CUDA",
-    "xpu": "Intel's GPUs; genesis's GPU backend is CUDA",
     "mtia": "Meta's accelerators; genesis's GPU backend is CUDA",
     "torch_version": "the TorchVersion class; genesis.__version__ is a string",
     "signal": "windows beyond genesis's hann/hamming/blackman/bartlett/kaiser window functions",

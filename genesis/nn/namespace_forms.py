@@ -7,7 +7,7 @@ recurrent layers. Each one calls the functional form."""
 from ..ops import reduce
 from . import functional as F
 from .functional import recurrent as R
-from .functional.dropout import _check_p, _dropout_mask
+from .functional.dropout import _feature_dropout
 from .functional.sparse import _renorm_rows
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -57,16 +57,6 @@ def feature_alpha_dropout(input, p, train):
 def feature_alpha_dropout_(input, p, train):
     """In-place `feature_alpha_dropout`."""
     return F.feature_alpha_dropout(input, p, train, inplace=True)
-
-
-def _feature_dropout(input, p, train, inplace):
-    _check_p(p)
-    if input.ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if not train or p == 0.0:
-        return input
-    mask = _dropout_mask(input, p, tuple(input.shape[:2]) + (1,) * (input.ndim - 2))
-    return input.mul_(mask) if inplace else input * mask
 
 
 def feature_dropout(input, p, train):

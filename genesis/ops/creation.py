@@ -4,6 +4,7 @@ Values are built on the host with numpy where that is simplest (lists, arange, r
 handed to the target device's backend; fills (`zeros`, `full`, `empty`) run on the device itself.
 """
 
+import collections.abc
 import math
 import numbers
 
@@ -43,6 +44,19 @@ def _shape_arg(size, op):
     return shape
 
 
+def _sizes(args, size, op):
+    """The size given positionally (`f(2, 3)`, `f((2, 3))`) or by keyword (`f(size=(2, 3))`,
+    which must be a sequence), as the argument tuple `_shape_arg` reads."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return (size,)
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -62,10 +76,20 @@ def _from_host(array, device, dtype=None, requires_grad=False):
 _PYTHON_SCALAR_TYPES = (bool, int, float)
 
 
+def _as_list(data):
+    """A sequence other than a list or a tuple (a deque, a range) as a list, since PyTorch reads
+    any sequence; anything else as it is."""
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (list, tuple, str,
+                                                                            bytes)):
+        return list(data)
+    return data
+
+
 def _infer_dtype(data):
     """PyTorch's inference: the promotion of every element's type, where a Python float counts
     as the default dtype, an int as int64, and tensors and numpy values keep their own dtype.
     None for an empty sequence (which becomes the default dtype)."""
+    data = _as_list(data)
     if isinstance(data, Tensor):
         return data.dtype
     if isinstance(data, (np.ndarray, np.generic)):
@@ -89,10 +113,12 @@ def _promote_all(found):
 
 
 def _to_numpy(data, op):
+    data = _as_list(data)
     if isinstance(data, Tensor):
         return data.detach()._host()
     if isinstance(data, (list, tuple)):
-        items = [_to_numpy(d, op) if isinstance(d, (Tensor, list, tuple)) else d for d in data]
+        items = [_to_numpy(d, op) if isinstance(d, (Tensor, list, tuple)) or _as_list(d) is not d
+                 else d for d in data]
         try:
             return np.array(items)
         except ValueError as e:
@@ -154,14 +180,14 @@ def _fill(shape, value, dtype, device, requires_grad):
     return _finish(filled(shape, value, dtype, device), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialized tensor of the given size, laid out in `memory_format` when that is a
     channels-last format (else contiguous)."""
-    if len(size) == 1 and size[0].__class__ is int and size[0] >= 0:  # empty(n): nothing to parse
-        shape = size
+    if size is None and len(args) == 1 and args[0].__class__ is int and args[0] >= 0:
+        shape = args  # empty(n): nothing to parse
     else:
-        shape = _shape_arg(size, "empty")
+        shape = _shape_arg(_sizes(args, size, "empty"), "empty")
     device = factory_resolve(device)
     if dtype is None:
         dtype = dtypes.get_default_dtype()
@@ -222,15 +248,15 @@ def copy_laid_out(x, strides, copy, device=None, dtype=None):
     return kernel("as_strided", device.type)(out._storage, shape, strides, out._offset)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 0."""
-    return _fill(_shape_arg(size, "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
+    return _fill(_shape_arg(_sizes(args, size, "zeros"), "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 1."""
-    return _fill(_shape_arg(size, "ones"), 1, dtype or dtypes.get_default_dtype(), device,
+    return _fill(_shape_arg(_sizes(args, size, "ones"), "ones"), 1, dtype or dtypes.get_default_dtype(), device,
                  requires_grad)
 
 

@@ -8,6 +8,7 @@ PyTorch answers it. The CUDA forms touch the driver only when one is called.
 """
 
 from .. import dtypes
+from .. import tensor as tensor_module
 from ..tensor import Size, Tensor
 from .creation import empty, tensor, to_device_and_dtype
 
@@ -33,31 +34,48 @@ class LegacyTensorType(type):
                 and obj.device.type == cls.device_type)
 
     def __call__(cls, *args, device=None):
-        where = device if device is not None else cls.device_type
-        if not args:
-            return empty(0, dtype=cls.dtype, device=where)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            return cls._existing(args[0])
-        if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool)
-                                             for a in args):
-            sizes = tuple(args[0]) if isinstance(args[0], Size) else args
-            return empty(*sizes, dtype=cls.dtype, device=where)
-        if len(args) > 1:
-            raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one sequence of data, "
-                            f"got {', '.join(type(a).__name__ for a in args)}")
-        if isinstance(args[0], (bool, int, float)):
-            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
-        return tensor(args[0], dtype=cls.dtype, device=where)
-
-    def _existing(cls, t):
-        if t.dtype is not cls.dtype or t.device.type != cls.device_type:
-            raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                            f"{type_name(cls.dtype, cls.device_type)}, got "
-                            f"{type_name(t.dtype, t.device.type)}")
-        return t
+        return _legacy_new(cls.__name__, cls.dtype, cls.device_type, args, device)
 
     def __repr__(cls):
         return f"<class '{type_name(cls.dtype, cls.device_type).replace('torch', 'genesis')}'>"
+
+
+def _legacy_new(name, dtype, device_type, args, device):
+    """A tensor built as legacy constructor `name` builds one: empty, of sizes, from a sequence
+    of data, or (of its dtype and device type) a tensor itself."""
+    where = device if device is not None else device_type
+    if not args:
+        return empty(0, dtype=dtype, device=where)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return _existing(name, dtype, device_type, args[0])
+    if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool)
+                                         for a in args):
+        sizes = tuple(args[0]) if isinstance(args[0], Size) else args
+        return empty(*sizes, dtype=dtype, device=where)
+    if len(args) > 1:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, "
+                        f"got {', '.join(type(a).__name__ for a in args)}")
+    if isinstance(args[0], (bool, int, float)):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    return tensor(args[0], dtype=dtype, device=where)
+
+
+def _existing(name, dtype, device_type, t):
+    if t.dtype is not dtype or t.device.type != device_type:
+        raise TypeError(f"{name}(): expected a tensor of type {type_name(dtype, device_type)}, "
+                        f"got {type_name(t.dtype, t.device.type)}")
+    return t
+
+
+def _default_tensor_new(*args, device=None):
+    """`Tensor(...)`: the legacy constructor of the default dtype on the CPU (or `device`); a
+    tensor passed in comes back as an alias of itself, whatever its type."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].view_as(args[0])
+    return _legacy_new("Tensor", dtypes.get_default_dtype(), "cpu", args, device)
+
+
+tensor_module._legacy_new = _default_tensor_new
 
 
 def _legacy_type(dtype, device_type):

@@ -130,6 +130,12 @@ def mm(input, mat2):
     return MatMul.apply(input, mat2)
 
 
+def spmm(input, mat2):
+    """PyTorch's sparse-times-dense product; for strided (dense) tensors, the only layout
+    Genesis has, it is `mm`, as in PyTorch."""
+    return mm(input, mat2)
+
+
 @autocast_policy("bmm")
 def bmm(input, mat2):
     """Batched matrix product of two 3-D tensors with equal batch sizes (no broadcasting)."""
@@ -499,5 +505,5 @@ class LinalgMethods:
     __rmatmul__ = _rmatmul
 
 
-__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
+__all__ = ["matmul", "mm", "spmm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
            "addmv", "einsum", "tensordot"]

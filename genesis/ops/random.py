@@ -19,7 +19,7 @@ from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from .creation import _finfo, _from_host, _like, _shape_arg, empty, laid_out_like, tensor
+from .creation import _finfo, _from_host, _like, _shape_arg, _sizes, empty, laid_out_like, tensor
 from .common import wrap
 from .inplace import check_inplace_target
 
@@ -198,8 +198,9 @@ def _random(shape, dtype, device, requires_grad, draw):
                       requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform on [0, 1)."""
+    size = _sizes(args, size, "rand")
     if (drawn := draw("uniform_", _shape_arg(size, "rand"), dtype, device, generator,
                              requires_grad, 0.0, 1.0)) is not None:
         return drawn
@@ -216,8 +217,9 @@ def _uniform_bits(rng, shape, dtype):
     return rng.integers(0, 1 << digits, shape, dtype=np.int64) * 2.0 ** -digits
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal."""
+    size = _sizes(args, size, "randn")
     if (drawn := draw("normal_", _shape_arg(size, "randn"), dtype, device, generator,
                              requires_grad, 0.0, 1.0)) is not None:
         return drawn

@@ -54,3 +54,46 @@ def test_eval_modules_and_errors():
     with pytest.raises(ValueError, match="between 0 and 1"):
         F.alpha_dropout(x, 1.5, training=True)
     assert float(F.alpha_dropout(x, 1.0, training=True).abs().sum()) == 0
+
+
+def _warnings(fn, x):
+    """The messages of the warnings `fn(x, 0.5, training=True)` raises."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn(x, 0.5, training=True)
+    return [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("name, shape, leading", [
+    ("dropout1d", (4, 6, 5), 2), ("dropout1d", (6, 5), 1),
+    ("dropout2d", (4, 6, 3, 2), 2), ("dropout2d", (6, 3, 2), 2), ("dropout2d", (40, 30), 2),
+    ("dropout2d", (4, 6, 3, 2, 2), 2),
+    ("dropout3d", (4, 6, 3, 2, 2), 2), ("dropout3d", (6, 3, 2, 2), 1), ("dropout3d", (30, 5), 1)])
+def test_feature_dropout_draws_per_channel_as_torch(name, shape, leading):
+    """One draw per (N, C), or per C where PyTorch takes the input as unbatched (dropout2d's 3-D
+    input is (N, C, L)); the warnings PyTorch gives for other ranks, word for word."""
+    import torch
+    x = genesis.rand(*shape, dtype=genesis.float64) + 1
+    y = getattr(F, name)(x, 0.5, training=True).numpy()
+    channels = (y / (2 * x.numpy())).reshape(int(np.prod(shape[:leading])), -1)
+    assert np.all((channels == 0) | (channels == 1))
+    assert np.all(channels == channels[:, :1])
+    assert 0 < channels[:, 0].mean() < 1
+    expected = _warnings(getattr(torch.nn.functional, name), torch.rand(*shape))
+    assert _warnings(getattr(F, name), x) == expected
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d")
+def test_feature_dropout_errors_as_torch():
+    with pytest.raises(RuntimeError, match=r"dropout1d: Expected 2D or 3D input, but received "
+                                           r"a 4D input"):
+        F.dropout1d(genesis.ones(2, 3, 4, 5), 0.5)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        F.dropout2d(genesis.ones(5), 0.5)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        F.dropout3d(genesis.ones(()), 0.5)
+    x = genesis.ones(5)
+    assert F.dropout2d(x, 0.5, training=False) is x
+    assert F.dropout2d(genesis.ones(0, 3), 0.5).shape == (0, 3)
+    assert float(F.dropout2d(genesis.ones(2, 3), 1.0).abs().sum()) == 0

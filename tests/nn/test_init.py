@@ -154,14 +154,21 @@ def test_sparse_zeros_a_fraction_of_each_column(device):
         init.sparse_(genesis.empty(2), 0.1)
 
 
-@pytest.mark.parametrize("name", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
-                                  "xavier_normal", "kaiming_uniform", "kaiming_normal",
-                                  "orthogonal", "sparse"])
-def test_names_without_underscore_are_deprecated_as_torch(name):
-    shape = {"dirac": (2, 2, 3)}.get(name, (3, 4))
-    args = {"constant": (0.5,), "sparse": (0.5,)}.get(name, ())
-    with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of "
-                                           f"`nn.init.{name}_`"):
-        out = getattr(init, name)(genesis.empty(*shape), *args)
-    assert tuple(out.shape) == shape
-    assert callable(getattr(torch.nn.init, name))
+@pytest.mark.parametrize("name, args", [
+    ("uniform", (-1.0, 1.0)), ("normal", (0.0, 2.0)), ("constant", (0.25,)),
+    ("xavier_uniform", ()), ("xavier_normal", ()), ("kaiming_uniform", ()),
+    ("kaiming_normal", ()), ("orthogonal", ()), ("eye", ()), ("sparse", (0.5,))])
+def test_deprecated_names_fill_with_torchs_warning(name, args, device):
+    """`nn.init.xavier_uniform(w)` (without the underscore), as older scripts call it: the same
+    fill as the underscore form, seeded alike, with PyTorch's FutureWarning."""
+    with pytest.warns(FutureWarning) as theirs:
+        getattr(torch.nn.init, name)(torch.empty(4, 6), *args)
+    w, expected = genesis.empty(4, 6, device=device), genesis.empty(4, 6, device=device)
+    genesis.manual_seed(3)
+    with pytest.warns(FutureWarning) as ours:
+        assert getattr(init, name)(w, *args) is w
+    genesis.manual_seed(3)
+    getattr(init, name + "_")(expected, *args)
+    assert str(ours[0].message) == str(theirs[0].message)
+    assert ours[0].filename == __file__
+    np.testing.assert_array_equal(w.cpu().numpy(), expected.cpu().numpy())

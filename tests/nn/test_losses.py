@@ -199,3 +199,24 @@ def test_loss_errors(device):
         F.cross_entropy(randn(2, 3), tensor([0, 1]), label_smoothing=1.5)
     with pytest.warns(UserWarning, match="different to the input size"):
         F.mse_loss(randn(2, 3), randn(3))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_gradient_at_probabilities_zero_and_one(reduction, rng, device):
+    """A saturated sigmoid gives probabilities of exactly 0 and 1; BCE's gradient there is
+    PyTorch's finite g (x - y) / max(x (1 - x), 1e-12), not the nan of the clamped logs."""
+    x = np.concatenate([[0.0, 1.0, 0.0, 1.0, 1e-30], rng.uniform(0.05, 0.95, 6)])
+    y = np.concatenate([[0.0, 1.0, 1.0, 0.0, 1.0], rng.uniform(0, 1, 6)])
+    w = rng.uniform(0.5, 2.0, 11)
+    gx, tx = genesis.tensor(x, device=device), torch.tensor(x)
+    gy, ty = genesis.tensor(y, device=device), torch.tensor(y)
+    for t in (gx, tx, gy, ty):
+        t.requires_grad_()
+    got = nn.functional.binary_cross_entropy(gx, gy, genesis.tensor(w, device=device),
+                                             reduction=reduction)
+    want = torch.nn.functional.binary_cross_entropy(tx, ty, torch.tensor(w), reduction=reduction)
+    assert_close(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    assert_close(gx.grad, tx.grad)
+    assert_close(gy.grad, ty.grad)

@@ -145,7 +145,7 @@ def var(x, dims, keepdim, correction, take_sqrt):
     centered = x - _mean(x, dims, True)
     squares = np.sum(centered * centered, axis=dims, keepdims=keepdim)
     out = np.asarray(squares / max(count - correction, 0)).astype(x.dtype, copy=False)
-    return np.sqrt(out) if take_sqrt else out
+    return np.asarray(np.sqrt(out)) if take_sqrt else out
 
 
 @register("logsumexp", "cpu")

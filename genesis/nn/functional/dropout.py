@@ -1,5 +1,7 @@
 """Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
 
+import warnings
+
 from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel, kernel
 from ...ops import creation
@@ -46,29 +48,64 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(mask) if inplace else input * mask
 
 
-def _feature_dropout(input, p, training, inplace, spatial, op):
-    """Zero whole channels: one draw per (N, C) broadcast over the `spatial` trailing dims."""
+def _feature_dropout(input, p, training, inplace, batched=True):
+    """Zero whole channels: one draw per (N, C) of a batched input, per C of an unbatched one,
+    broadcast over the trailing dims (PyTorch's feature_dropout)."""
     _check_p(p)
-    if input.ndim not in (spatial + 1, spatial + 2):
-        raise RuntimeError(f"{op}: Expected {spatial + 1}D or {spatial + 2}D input, but got input "
-                           f"of size: {list(input.shape)}")
-    if not training or p == 0.0:
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    mask = _dropout_mask(input, p, tuple(input.shape[:-spatial]) + (1,) * spatial)
+    leading = 2 if batched else 1
+    if input.ndim < leading or batched and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = tuple(input.shape[:leading]) + (1,) * (input.ndim - leading)
+    mask = _dropout_mask(input, p, shape)
     if inplace:
         return input.mul_(mask)
-    # PyTorch's 1-d and 3-d forms run an unbatched input as a batch of one, squeezed after
-    unbatched = input.ndim == spatial + 1 and spatial != 2
-    return name_node(input * mask, "SqueezeBackward1") if unbatched else input * mask
+    # PyTorch runs an unbatched input as a batch of one, squeezed after
+    return input * mask if batched else name_node(input * mask, "SqueezeBackward1")
+
+
+def _warn_dims(op, input, spatial):
+    """PyTorch's deprecation warning for an input of other than `spatial` + 1 or + 2 dims."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{op}: Received a {input.ndim}-D input to {op}, which is deprecated and will result "
+            f"in an error in a future release. To retain the behavior and silence this warning, "
+            f"please use dropout instead. Note that {op} exists to provide channel-wise dropout "
+            f"on inputs with {spatial} spatial dimensions, a channel dimension, and an optional "
+            f"batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+    """Channel dropout of a (N, C, L) or unbatched (C, L) input."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs).")
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    """Channel dropout of a (N, C, H, W) input; a 3-D input is taken as (N, C, L), as PyTorch
+    does (with its warning), and other ranks drop over their first two dims."""
+    _check_p(p)
+    _warn_dims("dropout2d", input, 2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    """Channel dropout of a (N, C, D, H, W) input; any other rank is taken as unbatched."""
+    _check_p(p)
+    _warn_dims("dropout3d", input, 3)
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 5)

@@ -299,6 +299,27 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
                      "HuberLossBackward0")
 
 
+class _BinaryCrossEntropy(Function):
+    """Elementwise -(y log x + (1 - y) log(1 - x)), logs clamped at -100, with PyTorch's
+    gradients: g (x - y) / max(x (1 - x), 1e-12) for x, finite where x is 0 or 1 (the chain
+    rule through the clamped logs gives nan there), and g (log(1 - x) - log x) for y."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        log_x = ew.clamp_min(ew.log(input), -100.0)
+        log_1mx = ew.clamp_min(ew.log(1 - input), -100.0)
+        return -(target * log_x + (1 - target) * log_1mx)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad
+        gx = g * (x - y) / ew.clamp_min(x * (1 - x), 1e-12) if need_x else None
+        gy = g * (ew.log(1 - x) - ew.log(x)) if need_y else None
+        return gx, gy
+
+
 @autocast_policy("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
@@ -311,9 +332,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          "the same size.")
     if input.numel() and input.device.type == "cpu" and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = ew.clamp_min(ew.log(input), -100.0)
-    log_1mx = ew.clamp_min(ew.log(1 - input), -100.0)
-    loss = -(target * log_x + (1 - target) * log_1mx)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyBackward0")

@@ -62,15 +62,21 @@ class Sub(Function):
 
 
 class Mul(Function):
+    """a * b. Each operand is saved only where the other one's gradient needs it, as in
+    PyTorch, so `x * 0.5` keeps no reference to `x` and `x` may change in place afterwards."""
+
     @staticmethod
     def forward(ctx, a, b):
-        _save_operands(ctx, a, b)
+        need_a, need_b = ctx.needs_input_grad[:2]
+        _save_operands(ctx, a if need_b else None, b if need_a else None)
         return elementwise("mul", a, b)
 
     @staticmethod
     def backward(ctx, g):
         a, b = _restore(ctx)
-        return _grad(ctx, 0, g * b), _grad(ctx, 1, g * a)
+        need_a, need_b = ctx.needs_input_grad[:2]
+        return (_grad(ctx, 0, g * b) if need_a else None,
+                _grad(ctx, 1, g * a) if need_b else None)
 
 
 def _div(a, b, rounding_mode):
@@ -86,16 +92,19 @@ def _div(a, b, rounding_mode):
 
 
 class Div(Function):
+    """a / b. The dividend is saved only where the divisor's gradient needs it, as in PyTorch."""
+
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
-        _save_operands(ctx, a, b)
+        _save_operands(ctx, a if ctx.needs_input_grad[1] else None, b)
         return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
         a, b = _restore(ctx)
-        ga = _grad(ctx, 0, g / b)
-        gb = _grad(ctx, 1, -g * ((a / b) / b))
+        need_a, need_b = ctx.needs_input_grad[:2]
+        ga = _grad(ctx, 0, g / b) if need_a else None
+        gb = _grad(ctx, 1, -g * ((a / b) / b)) if need_b else None
         return ga, gb, None
 
 

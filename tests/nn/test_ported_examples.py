@@ -1,0 +1,498 @@
+"""Ported pytorch/examples scripts: for each, the smallest model that exercises the API the script
+uses, written once against a framework (`torch` or `genesis`), trained a few steps from the same
+initial weights on the same synthetic data in both; the losses must agree within 2e-4 relative in
+float32 (relative to the run's largest loss where one nears zero: actor-critic's loss sums policy
+terms of both signs). Each case is (build(lib, device) -> model, step(lib, model, data) -> loss)."""
+
+import math
+from collections import deque, namedtuple
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from nn_compare import copy_module
+
+pytestmark = [pytest.mark.usefixtures("cudnn_ieee"),
+              pytest.mark.filterwarnings("ignore:dropout2d")]
+
+
+def _tensor(lib, device, array, dtype=None):
+    return lib.tensor(array, dtype=dtype) if lib is torch else lib.tensor(array, dtype=dtype,
+                                                                           device=device)
+
+
+def mass_spring(lib, device):
+    """differentiable_physics/mass_spring.py: a simulation loop written with in-place index
+    updates (forces[i] += f, positions[0] = origin) between ops whose results backward reads."""
+    nn = lib.nn
+
+    class MassSpring(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.origin = _tensor(lib, device, [0.0, 0.0])
+            self.rest = nn.Parameter(lib.randn(2, 2))
+            self.velocities = lib.zeros(3, 2, device=device)
+
+        def forward(self, steps):
+            positions = lib.cat([self.origin.unsqueeze(0), self.rest], dim=0)
+            velocities = self.velocities
+            for _ in range(steps):
+                forces = lib.zeros_like(positions)
+                for i, j in ((0, 1), (1, 2)):
+                    dir_vec = positions[j] - positions[i]
+                    dist = dir_vec.norm()
+                    force = 10.0 * (dist - 1.0) * dir_vec / (dist + 1e-6)
+                    forces[i] += force
+                    forces[j] -= force
+                forces[:, 1] -= 9.81
+                velocities = velocities + forces / 1.0 * 0.01
+                positions = positions + velocities * 0.01
+                positions[0] = self.origin
+                velocities[0] = _tensor(lib, positions.device, [0.0, 0.0])
+            return positions
+
+    model = MassSpring()
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=0.05)
+    return model
+
+
+def mass_spring_step(lib, model, data):
+    loss = (model(8) - data["target"]).pow(2).mean()
+    model.opt.zero_grad()
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def graph_networks(lib, device):
+    """gat/main.py and gcn/main.py: an attention layer over an adjacency mask (empty(size=...),
+    xavier_normal_, mT, where, softmax, elu), then a graph convolution (Tensor(n, m), spmm) on
+    the renormalised adjacency; NLL on the training nodes, Adam with weight decay."""
+    nn, F = lib.nn, lib.nn.functional
+    heads, hidden = 3, 4
+
+    class Graph(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W = nn.Parameter(lib.empty(size=(12, hidden * heads)))
+            self.a = nn.Parameter(lib.empty(size=(heads, 2 * hidden, 1)))
+            self.kernel = nn.Parameter(lib.Tensor(hidden * heads, 5))
+            self.bias = nn.Parameter(lib.Tensor(5))
+            for weight in (self.W, self.a, self.kernel):
+                nn.init.xavier_normal_(weight)
+            nn.init.zeros_(self.bias)
+            self.leakyrelu = nn.LeakyReLU(0.2)
+
+        def forward(self, h, adj):
+            n = h.shape[0]
+            h = lib.mm(h, self.W).view(n, heads, hidden).permute(1, 0, 2)
+            e = self.leakyrelu(lib.matmul(h, self.a[:, :hidden, :])
+                               + lib.matmul(h, self.a[:, hidden:, :]).mT)
+            e = lib.where(adj > 0, e, -9e16 * lib.ones_like(e))
+            h = lib.matmul(F.softmax(e, dim=-1), h).permute(1, 0, 2).contiguous().view(n, -1)
+            degree = lib.diag(lib.sqrt(1 / lib.sum(adj, dim=1)))
+            out = lib.spmm(degree @ adj @ degree, lib.mm(F.elu(h), self.kernel)) + self.bias
+            return F.log_softmax(out, dim=1)
+
+    model = Graph().to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    return model
+
+
+def graph_step(lib, model, data):
+    model.opt.zero_grad()
+    out = model(data["features"], data["adjacency"])
+    mask = data["train"]
+    loss = lib.nn.NLLLoss()(out[mask], data["labels"][mask])
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def mnist_rnn(lib, device):
+    """mnist_rnn/main.py: LSTM over image rows (batch_first), BatchNorm1d and Dropout2d on its
+    last output (a 2-D input), nll_loss, Adadelta with StepLR."""
+    nn = lib.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(input_size=7, hidden_size=16, batch_first=True)
+            self.batchnorm = nn.BatchNorm1d(16)
+            self.dropout1 = nn.Dropout2d(0.0)
+            self.fc1 = nn.Linear(16, 10)
+
+        def forward(self, x):
+            output, _ = self.rnn(x.reshape(-1, 7, 7))
+            output = self.dropout1(self.batchnorm(output[:, -1, :]))
+            return nn.functional.log_softmax(self.fc1(nn.functional.relu(output)), dim=1)
+
+    return _adadelta_stepped(lib, Net().to(device), lr=0.5)
+
+
+def _adadelta_stepped(lib, model, lr):
+    """Adadelta with StepLR(step_size=1, gamma=0.7), as the MNIST-style examples train."""
+    model.optimizer = lambda: lib.optim.Adadelta(model.parameters(), lr=lr)
+    model.scheduler = lambda opt: lib.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+    return model
+
+
+def _stepped_update(model, loss):
+    """Backward, the optimizer's step and the scheduler's; the loss."""
+    loss.backward()
+    model.opt.step()
+    model.sched.step()
+    return loss
+
+
+def classifier_step(lib, model, data):
+    model.opt.zero_grad()
+    return _stepped_update(model, lib.nn.functional.nll_loss(model(data["images"]),
+                                                             data["labels"]))
+
+
+def forward_forward(lib, device):
+    """mnist_forward_forward/main.py: a Linear subclass with its own forward (norm(2, 1,
+    keepdim), weight.T, bias.unsqueeze) trained on log1p(exp(goodness margins))."""
+    nn = lib.nn
+
+    class Layer(nn.Linear):
+        def forward(self, x):
+            x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+            return nn.functional.relu(lib.mm(x_direction, self.weight.T) + self.bias.unsqueeze(0))
+
+    model = Layer(20, 16).to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=0.03)
+    return model
+
+
+def _overlay(x, y):
+    """forward_forward's label overlay: in-place scaling of a column slice, then an advanced
+    index write of the maximum."""
+    x_ = x.clone()
+    x_[:, :10] *= 0.0
+    x_[range(x.shape[0]), y] = x.max()
+    return x_
+
+
+def forward_forward_step(lib, model, data):
+    g_pos = model(_overlay(data["x"], data["y"])).pow(2).mean(1)
+    g_neg = model(_overlay(data["x"], data["y_neg"])).pow(2).mean(1)
+    loss = lib.log1p(lib.exp(lib.cat([-g_pos + 2.0, g_neg - 2.0]))).mean()
+    model.opt.zero_grad()
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def regression(lib, device):
+    """regression/main.py: polynomial features by cat of powers, smooth_l1_loss, a hand-written
+    update through param.data."""
+    model = lib.nn.Linear(4, 1).to(device)
+    model.optimizer = lambda: None
+    return model
+
+
+def regression_step(lib, model, data):
+    x = data["x"].unsqueeze(1)
+    features = lib.cat([x ** i for i in range(1, 5)], 1)
+    model.zero_grad()
+    output = lib.nn.functional.smooth_l1_loss(model(features), features.mm(data["w"]) + 0.5)
+    output.backward()
+    for param in model.parameters():
+        param.data.add_(-0.01 * param.grad.data)
+    return output
+
+
+def neural_style(lib, device):
+    """fast_neural_style: reflection-padded convs, affine InstanceNorm2d, a residual block and a
+    nearest Upsample layer, against a frozen random CNN standing in for VGG (a namedtuple of
+    features), with Gram matrices (bmm) and normalize_batch (new_tensor, div_)."""
+    nn = lib.nn
+
+    def conv(c_in, c_out, stride=1):
+        return nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(c_in, c_out, 3, stride))
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(conv(8, 8), nn.InstanceNorm2d(8, affine=True), nn.ReLU(),
+                                      conv(8, 8), nn.InstanceNorm2d(8, affine=True))
+
+        def forward(self, x):
+            return self.body(x) + x
+
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.slice1 = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU())
+            self.slice2 = nn.Sequential(nn.MaxPool2d(2, 2), nn.Conv2d(4, 6, 3, padding=1),
+                                        nn.ReLU())
+            for param in self.parameters():
+                param.requires_grad = False
+
+        def forward(self, x):
+            relu1 = self.slice1(x)
+            return namedtuple("Outputs", ["relu1", "relu2"])(relu1, self.slice2(relu1))
+
+    model = nn.Module()
+    model.transformer = nn.Sequential(
+        conv(3, 4), nn.InstanceNorm2d(4, affine=True), nn.ReLU(), conv(4, 8, 2),
+        nn.InstanceNorm2d(8, affine=True), nn.ReLU(), Residual(),
+        nn.Upsample(mode="nearest", scale_factor=2), conv(8, 3))
+    model.vgg = Loss()
+    model = model.to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.transformer.parameters(), 1e-2)
+    return model
+
+
+def _gram_matrix(y):
+    (b, ch, h, w) = y.size()
+    features = y.view(b, ch, w * h)
+    return features.bmm(features.transpose(1, 2)) / (ch * h * w)
+
+
+def _normalize_batch(batch):
+    mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+    std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+    batch = batch.div_(255.0)
+    return (batch - mean) / std
+
+
+def neural_style_step(lib, model, data):
+    mse = lib.nn.MSELoss()
+    gram_style = [_gram_matrix(y) for y in model.vgg(_normalize_batch(data["style"].clone()))]
+    model.opt.zero_grad()
+    x = data["images"].clone()
+    features_y = model.vgg(_normalize_batch(model.transformer(x)))
+    features_x = model.vgg(_normalize_batch(x))
+    content_loss = 10.0 * mse(features_y.relu2, features_x.relu2)
+    style_loss = 0.
+    for ft_y, gm_s in zip(features_y, gram_style):
+        style_loss += mse(_gram_matrix(ft_y), gm_s[:len(x), :, :])
+    total_loss = content_loss + style_loss * 1e3
+    total_loss.backward()
+    model.opt.step()
+    return total_loss
+
+
+def actor_critic(lib, device):
+    """reinforcement_learning/actor_critic.py and reinforce.py: a two-headed policy, Categorical
+    log-probabilities of the actions taken, returns built in a deque and normalised by
+    std() + eps, smooth_l1_loss of the values, stack and cat of per-step losses."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.affine1 = nn.Linear(4, 32)
+            self.action_head = nn.Linear(32, 2)
+            self.value_head = nn.Linear(32, 1)
+
+        def forward(self, x):
+            x = F.relu(self.affine1(x))
+            return F.softmax(self.action_head(x), dim=-1), self.value_head(x)
+
+    model = Policy().to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=3e-2)
+    return model
+
+
+def actor_critic_step(lib, model, data):
+    F = lib.nn.functional
+    eps = np.finfo(np.float32).eps.item()
+    saved = []
+    for state, action in zip(data["states"], data["actions"]):
+        probs, value = model(state.unsqueeze(0))
+        m = lib.distributions.Categorical(probs)
+        saved.append((m.log_prob(action.unsqueeze(0)), value[0]))
+    R, returns = 0, deque()
+    for r in data["rewards"]:
+        R = r + 0.99 * R
+        returns.appendleft(R)
+    returns = lib.tensor(returns).to(data["states"].device)
+    returns = (returns - returns.mean()) / (returns.std() + eps)
+    policy_losses, value_losses = [], []
+    for (log_prob, value), R in zip(saved, returns):
+        policy_losses.append(-log_prob * (R - value.item()))
+        value_losses.append(F.smooth_l1_loss(value, lib.tensor([R]).to(value.device)))
+    model.opt.zero_grad()
+    loss = lib.cat(policy_losses).sum() + lib.stack(value_losses).sum()
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def siamese(lib, device):
+    """siamese_network/main.py: a twin conv tower cut from a module's children(), weights set by
+    apply() with the deprecated nn.init.xavier_uniform and bias.data.fill_, BCELoss on a
+    sigmoid that saturates under Adadelta(lr=1), StepLR."""
+    nn = lib.nn
+
+    class Siamese(nn.Module):
+        def __init__(self):
+            super().__init__()
+            tower = nn.Sequential(
+                nn.Conv2d(1, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8),
+                nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1), nn.AdaptiveAvgPool2d((1, 1)),
+                nn.Linear(8, 8))
+            self.tower = nn.Sequential(*(list(tower.children())[:-1]))
+            self.fc = nn.Sequential(nn.Linear(16, 16), nn.ReLU(inplace=True), nn.Linear(16, 1))
+            self.fc.apply(self.init_weights)
+
+        def init_weights(self, m):
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform(m.weight)
+                m.bias.data.fill_(0.01)
+
+        def forward(self, a, b):
+            a, b = self.tower(a), self.tower(b)
+            features = lib.cat((a.view(a.size()[0], -1), b.view(b.size()[0], -1)), 1)
+            return nn.Sigmoid()(self.fc(features))
+
+    return _adadelta_stepped(lib, Siamese().to(device), lr=1.0)
+
+
+def siamese_step(lib, model, data):
+    model.opt.zero_grad()
+    outputs = model(data["images"], data["images"].flip(0)).squeeze()
+    pred = lib.where(outputs > 0.5, 1, 0)
+    assert pred.eq(data["same"].view_as(pred)).sum().item() <= len(pred)
+    return _stepped_update(model, lib.nn.BCELoss()(outputs, data["same"]))
+
+
+def translator(lib, device):
+    """language_translation: token embeddings with a sine/cosine positional buffer written by
+    stepped slices, nn.Transformer (sequence first) with a float causal mask, a bool source mask
+    and key padding masks, CrossEntropyLoss ignoring the padding index."""
+    nn = lib.nn
+
+    class Translator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embedding = nn.Embedding(20, 8)
+            self.tgt_embedding = nn.Embedding(20, 8)
+            den = lib.exp(-lib.arange(0, 8, 2) * math.log(10000) / 8)
+            pos = lib.arange(0, 16).reshape(16, 1)
+            pos_embedding = lib.zeros((16, 8))
+            pos_embedding[:, 0::2] = lib.sin(pos * den)
+            pos_embedding[:, 1::2] = lib.cos(pos * den)
+            self.register_buffer("pos_embedding", pos_embedding.unsqueeze(-2))
+            self.transformer = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
+                                              num_decoder_layers=1, dim_feedforward=16,
+                                              dropout=0.0)
+            self.ff = nn.Linear(8, 20)
+
+        def embed(self, embedding, tokens):
+            x = embedding(tokens)
+            return x + self.pos_embedding[:x.size(0), :]
+
+        def forward(self, src, tgt, src_mask, tgt_mask, src_padding, tgt_padding):
+            out = self.transformer(self.embed(self.src_embedding, src),
+                                   self.embed(self.tgt_embedding, tgt), src_mask, tgt_mask,
+                                   None, src_padding, tgt_padding, src_padding)
+            return self.ff(out)
+
+    model = Translator().to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-2, betas=(0.9, 0.98),
+                                             eps=1e-9)
+    return model
+
+
+def translator_step(lib, model, data):
+    src, tgt = data["src"], data["tgt"]
+    tgt_input = tgt[:-1, :]
+    size = tgt_input.shape[0]
+    mask = (lib.triu(lib.ones((size, size), device=src.device)) == 1).transpose(0, 1)
+    tgt_mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, 0.0)
+    src_mask = lib.zeros((src.shape[0], src.shape[0]), device=src.device).type(lib.bool)
+    logits = model(src, tgt_input, src_mask, tgt_mask, (src == 1).transpose(0, 1),
+                   (tgt_input == 1).transpose(0, 1))
+    model.opt.zero_grad()
+    loss = lib.nn.CrossEntropyLoss(ignore_index=1)(logits.reshape(-1, logits.shape[-1]),
+                                                   tgt[1:, :].reshape(-1))
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def _tokens(rng, length, batch):
+    """Token ids (4..19) framed by <bos> 2 and <eos> 3, padded with 1, sequence first."""
+    out = np.ones((length, batch), dtype=np.int64)
+    for b in range(batch):
+        n = rng.integers(2, length - 1)
+        out[:n + 2, b] = [2, *rng.integers(4, 20, n), 3]
+    return out
+
+
+def _data(rng):
+    """The synthetic inputs of every case, as numpy arrays (dtype given where it matters)."""
+    adjacency = (rng.random((9, 9)) < 0.3).astype(np.float32)
+    adjacency = np.maximum(adjacency, adjacency.T) + np.eye(9, dtype=np.float32)
+    y = rng.integers(0, 10, 16)
+    return {
+        "target": np.array([[0.0, 0.0], [1.0, 0.0], [1.5, -0.5]], np.float32),
+        "features": rng.random((9, 12)).astype(np.float32), "adjacency": adjacency,
+        "labels": rng.integers(0, 5, 9), "train": rng.permutation(9)[:6],
+        "images": rng.uniform(0, 255, (6, 3, 8, 8)).astype(np.float32),
+        "style": rng.uniform(0, 255, (6, 3, 8, 8)).astype(np.float32),
+        "x": rng.standard_normal((16, 20)).astype(np.float32), "y": y,
+        "y_neg": (y + rng.integers(1, 10, 16)) % 10,
+        "w": rng.standard_normal((4, 1)).astype(np.float32),
+        "states": rng.standard_normal((7, 4)).astype(np.float32),
+        "actions": rng.integers(0, 2, 7), "rewards": [1.0] * 7,
+        "src": _tokens(rng, 7, 3), "tgt": _tokens(rng, 6, 3),
+    }
+
+
+def _case_data(rng, name):
+    """The data a case reads, with the image-shaped inputs it needs."""
+    data = _data(rng)
+    if name == "mnist_rnn":
+        data["images"] = rng.standard_normal((12, 1, 7, 7)).astype(np.float32)
+        data["labels"] = rng.integers(0, 10, 12)
+    elif name == "siamese":
+        data["images"] = rng.integers(0, 256, (6, 1, 12, 12)).astype(np.float32)
+        data["same"] = np.array([1, 0, 1, 1, 0, 1], np.float32)
+    elif name == "regression":
+        data["x"] = rng.standard_normal(32).astype(np.float32)
+    return data
+
+
+CASES = {
+    "mass_spring": (mass_spring, mass_spring_step),
+    "graph_networks": (graph_networks, graph_step),
+    "mnist_rnn": (mnist_rnn, classifier_step),
+    "forward_forward": (forward_forward, forward_forward_step),
+    "regression": (regression, regression_step),
+    "neural_style": (neural_style, neural_style_step),
+    "actor_critic": (actor_critic, actor_critic_step),
+    "siamese": (siamese, siamese_step),
+    "translator": (translator, translator_step),
+}
+
+
+def _train(lib, model, data, step, steps):
+    model.opt = model.optimizer()
+    if hasattr(model, "scheduler"):
+        model.sched = model.scheduler(model.opt)
+    return [step(lib, model, data).item() for _ in range(steps)]
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor", "ignore:Support for mismatched",
+                            "ignore:`nn.init.xavier_uniform`")
+@pytest.mark.parametrize("name", list(CASES))
+def test_ported_example_trains_as_torch(name, rng, device):
+    build, step = CASES[name]
+    arrays = _case_data(rng, name)
+    torch_model = build(torch, "cpu")
+    model = copy_module(build(genesis, device), torch_model, device)
+    expected = _train(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()},
+                      step, 4)
+    losses = _train(genesis, model, {k: _tensor(genesis, device, v) for k, v in arrays.items()},
+                    step, 4)
+    scale = np.abs(expected).max()  # a loss summing terms of both signs may cross zero
+    np.testing.assert_allclose(losses, expected, rtol=2e-4, atol=2e-4 * scale)
+    assert np.isfinite(expected).all()
