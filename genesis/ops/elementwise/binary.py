@@ -62,14 +62,16 @@ class Sub(Function):
 
 
 class Mul(Function):
+    saved_names = ("other", "self")  # PyTorch's order: saved-tensor hooks see b, then a
+
     @staticmethod
     def forward(ctx, a, b):
-        _save_operands(ctx, a, b)
+        _save_operands(ctx, b, a)
         return elementwise("mul", a, b)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = _restore(ctx)
+        b, a = _restore(ctx)
         return _grad(ctx, 0, g * b), _grad(ctx, 1, g * a)
 
 
@@ -86,14 +88,16 @@ def _div(a, b, rounding_mode):
 
 
 class Div(Function):
+    saved_names = ("other", "self")  # PyTorch's order: saved-tensor hooks see b, then a
+
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
-        _save_operands(ctx, a, b)
+        _save_operands(ctx, b, a)
         return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = _restore(ctx)
+        b, a = _restore(ctx)
         ga = _grad(ctx, 0, g / b)
         gb = _grad(ctx, 1, -g * ((a / b) / b))
         return ga, gb, None
@@ -115,6 +119,8 @@ class Pow(Function):
     The gradients multiply in PyTorch's order (pow_backward: g * (b * a^(b-1))), so half types
     round at the same points. `float_power` is the same function computed in float64.
     """
+
+    saved_names = ("self", "exponent", "result")  # grad_fn._saved_self ...
 
     @staticmethod
     def forward(ctx, a, b, dtype=None):
