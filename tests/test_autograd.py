@@ -489,6 +489,24 @@ def test_mixed_dtype_gradients_come_back_in_each_input_dtype(dtypes, rng, device
     assert_grads([a, b], [ta, tb])
 
 
+def test_variable_as_torch(rng):
+    """The legacy Variable: a detached tensor sharing memory, requiring grad as asked; every
+    tensor is an instance; `volatile` warns; non-tensors are refused; no data: an empty tensor."""
+    x, tx = pair(rng=rng)
+    for lib, t in ((genesis, x), (torch, tx)):
+        v = lib.autograd.Variable(t)
+        assert v is not t and not v.requires_grad and v.grad_fn is None
+        assert v.data_ptr() == t.data_ptr() and isinstance(t, lib.autograd.Variable)
+        w = lib.autograd.Variable(t.detach(), requires_grad=True)
+        assert w.requires_grad and w.is_leaf
+        with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+            lib.autograd.Variable(t, volatile=True)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+            lib.autograd.Variable([1, 2])
+        assert tuple(lib.autograd.Variable().shape) == (0,)
+    assert not isinstance([1.0], genesis.autograd.Variable)
+
+
 # custom Functions
 
 
