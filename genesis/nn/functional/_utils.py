@@ -1,21 +1,6 @@
 """Argument handling shared by the functional forms: tuples of sizes, reductions, dims."""
 
-import os
-import sys
-import warnings
-
-_GENESIS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_GENESIS_DIR += os.sep
-
-
-def warn(message, category=UserWarning):
-    """`warnings.warn` attributed to the first caller outside Genesis, as PyTorch's warnings
-    point at the user's line whatever wrappers (autocast policies, modules) sit between; two
-    calls from different lines then warn once each under the default filter."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_GENESIS_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+from ..._warnings import warn
 
 
 def ntuple(value, n, name="argument"):

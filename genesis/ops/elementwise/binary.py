@@ -9,7 +9,7 @@ from ...autograd.function import Function, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
-                   elementwise, reject)
+                   elementwise, reject, scalar_first)
 from .selection import where
 from .unary import exp, floor, isnan, log, trunc
 
@@ -254,15 +254,21 @@ def _run(function, values, a, b, *options):
     return values(a, b, *options)
 
 
-def add(input, other, *, alpha=1):
-    """input + alpha * other, with broadcasting and type promotion."""
+def add(input, other, *deprecated, alpha=1):
+    """input + alpha * other, with broadcasting and type promotion (PyTorch's deprecated
+    `add(input, alpha, other)` too)."""
+    if deprecated:
+        (other,), alpha = scalar_first("add", "alpha", other, deprecated, ("other",))
     if records(input, other):
         return Add.apply(input, other, alpha)
     return _add_sub("add", input, other, alpha)
 
 
-def sub(input, other, *, alpha=1):
-    """input - alpha * other, with broadcasting and type promotion."""
+def sub(input, other, *deprecated, alpha=1):
+    """input - alpha * other, with broadcasting and type promotion (PyTorch's deprecated
+    `sub(input, alpha, other)` too)."""
+    if deprecated:
+        (other,), alpha = scalar_first("sub", "alpha", other, deprecated, ("other",))
     if records(input, other):
         return Sub.apply(input, other, alpha)
     return _add_sub("sub", input, other, alpha)
