@@ -74,3 +74,30 @@ def test_cuda_forms_are_lazy():
     assert out.stdout.strip() == "ok", out.stderr
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchTensor'"):
         genesis.cuda.NoSuchTensor
+
+
+@pytest.mark.parametrize("default", [genesis.float32, genesis.float64])
+def test_tensor_constructor_as_torch(default):
+    """`Tensor(...)`, the legacy constructor of the default type: sizes, data, nothing, a Size;
+    from a tensor, a new tensor sharing its memory whatever its dtype; a lone number refused."""
+    t_default = {genesis.float32: torch.float32, genesis.float64: torch.float64}[default]
+    genesis.set_default_dtype(default)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(t_default)
+    try:
+        for args in ((2, 3), (genesis.Size([4]),), ()):
+            made, expected = genesis.Tensor(*args), torch.Tensor(*(
+                torch.Size(a) if isinstance(a, genesis.Size) else a for a in args))
+            assert tuple(made.shape) == tuple(expected.shape) and made.type() == expected.type()
+        for data in ([[1, 2], [3, 4]], [True, False], (0.5,)):
+            assert_close(genesis.Tensor(data), torch.Tensor(data))
+        source = genesis.ones(3, dtype=genesis.int64, requires_grad=False)
+        alias = genesis.Tensor(source)
+        assert alias is not source and alias.data_ptr() == source.data_ptr()
+        assert alias.dtype is genesis.int64
+        for lib in (genesis, torch):
+            with pytest.raises(TypeError, match="new\\(\\): data must be a sequence \\(got float\\)"):
+                lib.Tensor(2.5)
+    finally:
+        torch.set_default_dtype(previous)
+    assert isinstance(genesis.nn.Parameter(genesis.ones(1)), genesis.nn.Parameter)

@@ -8,6 +8,7 @@ PyTorch answers it. The CUDA forms touch the driver only when one is called.
 """
 
 from .. import dtypes
+from ..device import factory_resolve
 from ..tensor import Size, Tensor
 from .creation import empty, tensor, to_device_and_dtype
 
@@ -105,11 +106,30 @@ def new(self, *args):
     return types[_NAMES[self.dtype]](*args, device=self.device)
 
 
+def _construct(cls, *args, device=None):
+    """`genesis.Tensor(...)`, PyTorch's legacy constructor of the default tensor type: from
+    sizes, a sequence of data or nothing, in the default dtype on the default device; from a
+    tensor, a new tensor sharing its memory. (A subclass with its own `__new__`, as Parameter,
+    builds through that.)"""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].detach()
+    dtype = dtypes.get_default_dtype()
+    where = factory_resolve(device)
+    types = CUDA_LEGACY_TYPES if where.type == "cuda" else CPU_LEGACY_TYPES
+    return types[_NAMES[dtype]](*args, device=where)
+
+
+def _initialized(self, *args, **kwargs):
+    """Nothing left to do: `_construct` built the tensor."""
+
+
 class LegacyMethods:
-    """Tensor methods of this family."""
+    """Tensor methods of this family, and the legacy constructor `Tensor(...)`."""
 
     type = tensor_type
     new = new
+    __new__ = _construct
+    __init__ = _initialized
 
 
 FloatTensor = CPU_LEGACY_TYPES["FloatTensor"]
