@@ -17,6 +17,7 @@ import sys
 import weakref
 from types import MappingProxyType
 
+from .. import memory_formats
 from . import anomaly_mode, autocast_state, grad_mode, graph
 
 _new = object.__new__
@@ -97,7 +98,7 @@ class AccumulateGrad(Node):
             if create_graph:
                 leaf.grad = grad.clone()
             else:
-                leaf.grad = grad.detach() if _may_steal(grad, leaf) else grad.detach().clone()
+                leaf.grad = grad.detach() if _may_steal(grad, leaf) else _laid_out_as(grad, leaf)
         elif create_graph or leaf.grad.requires_grad:
             leaf.grad = leaf.grad + grad
         else:
@@ -148,6 +149,18 @@ def _may_steal(grad, leaf):
             and (grad._data.strides == leaf._data.strides or grad.stride() == leaf.stride())
             and sys.getrefcount(grad._data) <= data_refs
             and sys.getrefcount(grad._storage) <= storage_refs)
+
+
+def _laid_out_as(grad, leaf):
+    """A copy of `grad` under PyTorch's gradient layout contract: at the leaf's strides where
+    the leaf is non-overlapping and dense (a channels_last weight gets a channels_last .grad),
+    else row-major."""
+    shape, strides, grad = leaf._data.shape, leaf.stride(), grad.detach()
+    if not memory_formats.non_overlapping_and_dense(shape, strides):
+        return grad.clone(memory_format=memory_formats.contiguous_format)
+    if grad.stride() == strides:
+        return grad.clone()
+    return grad.new_empty((grad.numel(),)).as_strided(tuple(shape), strides).copy_(grad)
 
 
 def grad_accumulator(leaf):
