@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 import torch.nn as tnn
 
 import genesis
@@ -54,3 +55,35 @@ def test_eval_modules_and_errors():
     with pytest.raises(ValueError, match="between 0 and 1"):
         F.alpha_dropout(x, 1.5, training=True)
     assert float(F.alpha_dropout(x, 1.0, training=True).abs().sum()) == 0
+
+
+@pytest.mark.parametrize("op, shape, groups", [
+    ("dropout2d", (6, 40), 6), ("dropout2d", (5, 4, 3, 2, 2), 5), ("dropout3d", (7, 30), 7),
+    ("dropout2d", (3, 4, 5), 3), ("dropout1d", (4, 6), 4), ("dropout2d", (2, 3, 4, 4), 6)],
+    ids=["2d_of_2d", "2d_of_5d", "3d_of_2d", "2d_unbatched", "1d_unbatched", "2d_batched"])
+def test_feature_dropout_of_any_rank_as_torch(op, shape, groups):
+    """Feature dropout of an unbatched input, or (dropout2d/3d, deprecated, with PyTorch's
+    warning) of another rank, draws once per index of the leading dim (of the two leading
+    dims when batched), as PyTorch's unsqueeze-then-feature-dropout does."""
+    x = genesis.randn(*shape, dtype=genesis.float64) + 5
+    expected_rank = {"dropout1d": (2, 3), "dropout2d": (3, 4), "dropout3d": (4, 5)}[op]
+    if len(shape) in expected_rank:
+        y = getattr(F, op)(x, 0.5, training=True)
+    else:
+        with pytest.warns(UserWarning, match=f"{op}: Received a {len(shape)}-D input to {op}, "
+                          "which is deprecated"):
+            y = getattr(F, op)(x, 0.5, training=True)
+    rows = y.numpy().reshape(groups, -1)
+    dropped = np.all(rows == 0, axis=1)
+    kept = np.all(np.isclose(rows, 2 * x.numpy().reshape(groups, -1)), axis=1)
+    assert np.all(dropped ^ kept)
+
+
+def test_feature_dropout_rank_errors_as_torch():
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a "
+                       "4D input"):
+        F.dropout1d(genesis.ones(1, 2, 3, 4))
+    for lib in (genesis, torch):
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="Feature dropout "
+                                                      "requires at least 2 dimensions"):
+            lib.nn.functional.dropout2d(lib.ones(()))

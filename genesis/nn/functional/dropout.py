@@ -1,5 +1,6 @@
 """Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
 
+from ..._warnings import warn
 from ...autograd.function import Function
 from ...dispatch import has_kernel, kernel
 from ...ops import creation
@@ -47,14 +48,28 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def _feature_dropout(input, p, training, inplace, spatial, op):
-    """Zero whole channels: one draw per (N, C) broadcast over the `spatial` trailing dims."""
+    """Zero whole channels: one draw per (N, C) broadcast over the `spatial` trailing dims. An
+    input without a batch dim, or (dropout2d/3d, deprecated, with PyTorch's warning) of another
+    rank, counts as one batch of its leading dim's channels, as PyTorch's does."""
     _check_p(p)
-    if input.ndim not in (spatial + 1, spatial + 2):
-        raise RuntimeError(f"{op}: Expected {spatial + 1}D or {spatial + 2}D input, but got input "
-                           f"of size: {list(input.shape)}")
+    batched = input.ndim == spatial + 2
+    if not batched and input.ndim != spatial + 1:
+        if spatial == 1:
+            raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                               "input. Note that dropout1d exists to provide channel-wise dropout "
+                               "on inputs with 1 spatial dimension, a channel dimension, and an "
+                               "optional batch dimension (i.e. 2D or 3D inputs).")
+        warn(f"{op}: Received a {input.ndim}-D input to {op}, which is deprecated and will result "
+             "in an error in a future release. To retain the behavior and silence this warning, "
+             f"please use dropout instead. Note that {op} exists to provide channel-wise dropout "
+             f"on inputs with {spatial} spatial dimensions, a channel dimension, and an optional "
+             f"batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).")
+        if input.ndim == 0:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0.0:
         return input
-    mask = _dropout_mask(input, p, tuple(input.shape[:-spatial]) + (1,) * spatial)
+    drawn = 2 if batched else 1
+    mask = _dropout_mask(input, p, tuple(input.shape[:drawn]) + (1,) * (input.ndim - drawn))
     return input.mul_(mask) if inplace else input * mask
 
 
