@@ -101,3 +101,11 @@ def test_tensor_constructor_as_torch(default):
     finally:
         torch.set_default_dtype(previous)
     assert isinstance(genesis.nn.Parameter(genesis.ones(1)), genesis.nn.Parameter)
+
+
+def test_class_names_as_torch():
+    """type(x) prints as PyTorch's does: <class 'genesis.Tensor'>, <class 'genesis.Size'>."""
+    for name in ("Tensor", "Size"):
+        assert repr(getattr(genesis, name)) == repr(getattr(torch, name)).replace("torch",
+                                                                                  "genesis")
+    assert repr(type(genesis.ones(1))) == "<class 'genesis.Tensor'>"
