@@ -1,5 +1,5 @@
-"""Process-wide settings of the torch namespace: float32 matmul precision, deterministic
-algorithms, CPU thread counts and denormal flushing.
+"""Process-wide settings of the torch namespace: float32 matmul precision and deterministic
+algorithms.
 
 Genesis's kernels are deterministic (no float atomics; reductions combine partial results in a
 fixed order) except the fused attention's one-pass backward, whose dQ sums with float atomics as
@@ -7,16 +7,13 @@ torch's flash and memory-efficient backwards do. `use_deterministic_algorithms(T
 that to its deterministic form (as torch's rule); no op ever needs to raise or warn.
 """
 
-import os
 import warnings
 
 from .backends import cuda as _cuda_backend
 
 _PRECISIONS = ("highest", "high", "medium")
 _DEBUG_MODES = ("default", "warn", "error")
-_state = {"precision": "highest", "deterministic": False, "warn_only": False,
-          "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-          else os.cpu_count() or 1, "interop_threads": None}
+_state = {"precision": "highest", "deterministic": False, "warn_only": False}
 
 
 def set_float32_matmul_precision(precision):
@@ -81,48 +78,7 @@ def get_deterministic_debug_mode():
     return 1 if _state["warn_only"] else 2
 
 
-def _positive_int(name, n):
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise RuntimeError(f"{name} expects an int, but got {type(n).__name__}")
-    if n <= 0:
-        raise RuntimeError(f"{name} expects a positive integer")
-
-
-def set_num_threads(n):
-    """The number of threads for intra-op CPU parallelism, as PyTorch's setting (checked as
-    PyTorch checks it). Genesis's CPU backend is numpy, whose BLAS keeps its own thread pool:
-    the value is recorded for get_num_threads, not applied to it."""
-    _positive_int("set_num_threads", n)
-    _state["threads"] = n
-
-
-def get_num_threads():
-    """The intra-op thread count: the last set_num_threads, else the CPUs this process may use."""
-    return _state["threads"]
-
-
-def set_num_interop_threads(n):
-    """The inter-op thread count; settable once, as in PyTorch (recorded, as set_num_threads)."""
-    _positive_int("set_num_interop_threads", n)
-    if _state["interop_threads"] is not None:
-        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
-                           "started or set_num_interop_threads called")
-    _state["interop_threads"] = n
-
-
-def get_num_interop_threads():
-    """The inter-op thread count: the one set, else get_num_threads()'s default."""
-    return _state["interop_threads"] or get_num_threads()
-
-
-def set_flush_denormal(mode):
-    """Whether denormal floats could be flushed to zero on the CPU: False, as PyTorch answers
-    on a CPU without the support, since numpy offers no switch for it."""
-    return False
-
-
 __all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-           "get_deterministic_debug_mode", "set_num_threads", "get_num_threads",
-           "set_num_interop_threads", "get_num_interop_threads", "set_flush_denormal"]
+           "get_deterministic_debug_mode"]

@@ -123,23 +123,3 @@ def test_factories_use_the_default_device():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=pathlib.Path(tests).parent, check=True).stdout.split("\n")
     assert out[:4] == ["cuda:0", "['cuda']", "cpu cpu", "cpu cpu"]
-
-
-def test_thread_counts_as_torch(monkeypatch):
-    """set/get_num_threads and the interop count: PyTorch's checks and errors, the value
-    recorded (the numpy backend's BLAS keeps its own pool); interop settable once."""
-    monkeypatch.setitem(genesis.settings._state, "threads", genesis.get_num_threads())
-    monkeypatch.setitem(genesis.settings._state, "interop_threads", None)
-    assert genesis.get_num_threads() >= 1
-    genesis.set_num_threads(3)
-    assert genesis.get_num_threads() == 3 == genesis.get_num_interop_threads()
-    for bad, message in [(0, "set_num_threads expects a positive integer"),
-                         (2.0, "set_num_threads expects an int, but got float")]:
-        for lib in (genesis, torch):
-            with pytest.raises(RuntimeError, match=message):
-                lib.set_num_threads(bad)
-    genesis.set_num_interop_threads(2)
-    assert genesis.get_num_interop_threads() == 2
-    with pytest.raises(RuntimeError, match="cannot set number of interop threads"):
-        genesis.set_num_interop_threads(4)
-    assert genesis.set_flush_denormal(True) is False
