@@ -189,15 +189,15 @@ def conv_bn_functions(lib):
 
 
 def test_fused_conv_bn_function_as_torch(rng):
-    X = rng.random((2, 3, 6, 6))
-    W = rng.random((4, 3, 3, 3))
+    X = rng.random((2, 2, 4, 4))
+    W = rng.random((3, 2, 3, 3))
     outs = {}
     for name, lib in LIBS.items():
         x, w = (lib.tensor(a, requires_grad=True) for a in (X, W))
         fn = conv_bn_functions(lib)
-        assert lib.autograd.gradcheck(fn.apply, (x, w))
+        assert lib is torch or lib.autograd.gradcheck(fn.apply, (x, w))
         out = fn.apply(x, w)
-        (out * lib.tensor(X[:, :1, 1:5, 1:5])).sum().backward()
+        (out * lib.tensor(X[:, :1, 1:3, 1:3])).sum().backward()
         outs[name] = (out, x.grad, w.grad, out.grad_fn.name())
     for got, expected in zip(outs["genesis"][:3], outs["torch"][:3]):
         assert_close(got, expected.detach())
@@ -263,8 +263,9 @@ def test_double_backward_functions_as_torch(rng):
     for name, lib in LIBS.items():
         sinh, cube = double_backward_functions(lib)
         x = lib.tensor(a, requires_grad=True)
-        assert lib.autograd.gradcheck(sinh, x) and lib.autograd.gradgradcheck(sinh, x)
-        assert lib.autograd.gradcheck(cube, x) and lib.autograd.gradgradcheck(cube, x)
+        if lib is genesis:
+            assert lib.autograd.gradcheck(sinh, x) and lib.autograd.gradgradcheck(sinh, x)
+            assert lib.autograd.gradcheck(cube, x) and lib.autograd.gradgradcheck(cube, x)
         g_sinh, = lib.autograd.grad(sinh(x).sum(), x, create_graph=True)
         g_cube, = lib.autograd.grad(cube(x).sum(), x, create_graph=True)
         graphs[name] = (_graph(g_sinh.grad_fn), _graph(g_cube.grad_fn))
@@ -384,7 +385,7 @@ def test_parametrizations_tutorial_as_torch(rng, device):
             opt.zero_grad()
             run.append(loss.item())
         w = net[0].weight
-        assert float(lib.dist(w.T @ w, lib.eye(3, device=w.device))) < 1e-5
+        assert lib.dist(w.T @ w, lib.eye(3, device=w.device)).item() < 1e-5
         assert lib.dist(w, w).grad_fn.name() == "DistBackward0"
         lib.nn.utils.parametrize.remove_parametrizations(net[2], "weight")
         losses.append(run)
@@ -587,3 +588,81 @@ def test_char_rnn_generator_trains_as_torch(device):
     got = _train_generator(genesis, model, *_data(genesis, (category, line, targets), device))
     np.testing.assert_allclose(got, expected, rtol=2e-4)
     assert math.isfinite(got[-1]) and got[-1] < got[0]
+
+
+# recipes: checkpoints, warm starts, a Dropout2d after a Linear; the imbalanced-data tutorial
+
+
+def recipe_net(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.fc1 = nn.Linear(4 * 3 * 3, 12)
+            self.dropout = nn.Dropout2d(0.0)
+            self.fc3 = nn.Linear(12, 3)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x))).flatten(1)
+            return F.log_softmax(self.fc3(self.dropout(F.relu(self.fc1(x)))), dim=1)
+
+    return Net()
+
+
+def _recipes(lib, net, x, y, weights, folder):
+    """A step, a general checkpoint (model, optimizer with momentum state, numbers) saved and
+    loaded into fresh objects, a step from each; a warm start with strict=False; a weighted
+    NLLLoss over a WeightedRandomSampler's batches, counted into a confusion matrix indexed by
+    0-d tensors."""
+    nn = lib.nn
+    optimizer = lib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    criterion = nn.NLLLoss(weight=lib.from_numpy(weights).float().to(x.device))
+    criterion(net(x), y).backward()
+    optimizer.step()
+    path = folder / "checkpoint.pt"
+    lib.save({"epoch": 5, "model_state_dict": net.state_dict(),
+              "optimizer_state_dict": optimizer.state_dict(), "loss": 0.4}, path)
+    model, checkpoint = recipe_net(lib).to(x.device), lib.load(path, weights_only=True)
+    model.load_state_dict(checkpoint["model_state_dict"])
+    resumed = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    resumed.load_state_dict(checkpoint["optimizer_state_dict"])
+    losses = [checkpoint["epoch"], checkpoint["loss"]]
+    for m, opt in ((net, optimizer), (model, resumed)):
+        opt.zero_grad()
+        loss = criterion(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    head = nn.Linear(12, 3)
+    warm = nn.Module()
+    warm.fc1, warm.head = nn.Linear(4 * 3 * 3, 12), head
+    keys = warm.load_state_dict(net.state_dict(), strict=False)
+    sampler = lib.utils.data.WeightedRandomSampler(lib.from_numpy(weights[y.cpu().numpy()]),
+                                                   num_samples=len(y), replacement=True)
+    assert set(sampler) <= set(range(len(y)))
+    confusion = lib.zeros(3, 3)
+    with lib.no_grad():
+        _, preds = lib.max(model(x), 1)
+        for t, p in zip(y, preds):
+            confusion[t, p] += 1
+    return losses, repr(keys), confusion.diag().sum().item() / len(y)
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 2-D input")
+def test_recipes_and_imbalanced_data_as_torch(rng, device, tmp_path):
+    x = rng.standard_normal((6, 3, 8, 8)).astype(np.float32)
+    y = np.array([0, 0, 0, 0, 1, 2])
+    weights = 1.0 / np.bincount(y)
+    t_model, model = _twin(recipe_net, device)
+    results = []
+    for lib, net in ((torch, t_model), (genesis, model)):
+        folder = tmp_path / lib.__name__
+        folder.mkdir()
+        results.append(_recipes(lib, net, *_data(lib, (x, y), device), weights, folder))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=2e-4)
+    assert results[1][1:] == results[0][1:]
+    with pytest.warns(UserWarning, match="dropout2d: Received a 2-D input to dropout2d"):
+        model.train()(genesis.ones(2, 3, 8, 8, device=device))
