@@ -60,6 +60,8 @@ _legacy_new = None
 class Tensor:
     """A multi-dimensional array on a device that can record the ops that made it."""
 
+    __module__ = "genesis"  # shown as <class 'genesis.Tensor'>, as PyTorch's <class 'torch.Tensor'>
+
     __array_priority__ = 1000
 
     def __new__(cls, *args, **kwargs):
@@ -440,6 +442,8 @@ def _rebuild_tensor(array, device, requires_grad):
 
 class Size(tuple):
     """A tuple of dimension sizes, printed as `genesis.Size([2, 3])`."""
+
+    __module__ = "genesis"
 
     def __repr__(self):
         return f"genesis.Size({list(self)})"

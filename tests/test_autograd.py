@@ -489,6 +489,24 @@ def test_mixed_dtype_gradients_come_back_in_each_input_dtype(dtypes, rng, device
     assert_grads([a, b], [ta, tb])
 
 
+def test_variable_as_torch(rng):
+    """The legacy Variable: a detached tensor sharing memory, requiring grad as asked; every
+    tensor is an instance; `volatile` warns; non-tensors are refused; no data: an empty tensor."""
+    x, tx = pair(rng=rng)
+    for lib, t in ((genesis, x), (torch, tx)):
+        v = lib.autograd.Variable(t)
+        assert v is not t and not v.requires_grad and v.grad_fn is None
+        assert v.data_ptr() == t.data_ptr() and isinstance(t, lib.autograd.Variable)
+        w = lib.autograd.Variable(t.detach(), requires_grad=True)
+        assert w.requires_grad and w.is_leaf
+        with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+            lib.autograd.Variable(t, volatile=True)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+            lib.autograd.Variable([1, 2])
+        assert tuple(lib.autograd.Variable().shape) == (0,)
+    assert not isinstance([1.0], genesis.autograd.Variable)
+
+
 # custom Functions
 
 
@@ -512,11 +530,63 @@ def test_custom_function_save_for_backward_and_needs_input_grad(rng, device):
     (x, y), (tx, ty) = zip(pair(rng=rng, device=device),
                            pair(rng=rng, requires_grad=False, device=device))
     out = MulConst.apply(x, 3.0, y)
-    assert out.grad_fn.name() == "MulConstBackward0"
+    assert out.grad_fn.name() == "MulConstBackward"
     assert out.grad_fn.seen_needs == (True, False, False)
     out.sum().backward()
     assert_close(x.grad, ty * 3)
     assert y.grad is None
+
+
+def _edge_names(node):
+    """next_functions as names: "AccumulateGrad", a node's name, or None for (None, 0)."""
+    return [None if fn is None else type(fn).__name__ if type(fn).__name__ == "AccumulateGrad"
+            else fn.name() for fn, _ in node.next_functions]
+
+
+def test_custom_function_node_as_torch(rng, device):
+    """A custom Function's node: named "<Class>Backward", shown with its module, one edge per
+    tensor argument ((None, 0) for one that needs no gradient), none for the float."""
+    (x, y), (tx, ty) = zip(pair(rng=rng, device=device),
+                           pair(rng=rng, requires_grad=False, device=device))
+    t_node = type("MulConst", (torch.autograd.Function,), dict(vars(MulConst))).apply(
+        tx, 3.0, ty).grad_fn
+    node = MulConst.apply(x, 3.0, y).grad_fn
+    assert node.name() == t_node.name() == "MulConstBackward"
+    assert repr(node).startswith("<genesis.autograd.function.MulConstBackward object at 0x")
+    assert _edge_names(node) == _edge_names(t_node) == ["AccumulateGrad", None]
+    assert node.next_functions[0][0].variable is x and node.next_functions[1] == (None, 0)
+
+
+@pytest.mark.parametrize("op, names", [
+    (lambda lib, a, b: a * b, ["self", "other"]), (lambda lib, a, b: a / b, ["self", "other"]),
+    (lambda lib, a, b: a ** b, ["self", "exponent", "result"]),
+    (lambda lib, a, b: lib.pow(a, 3), ["self", "exponent"]),
+    (lambda lib, a, b: lib.exp(a), ["result"]), (lambda lib, a, b: lib.sin(a), ["self"])],
+    ids=["mul", "div", "pow", "pow_scalar", "exp", "sin"])
+def test_saved_values_by_name_as_torch(op, names, rng, device):
+    """grad_fn._saved_<name> gives what the node saved, as PyTorch's node does: the operand
+    itself, a Python scalar, or a new tensor equal to the output; after backward, the freed-graph
+    error."""
+    (a, b), (ta, tb) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
+    with genesis.no_grad():
+        a.abs_().add_(0.5)
+    ta.detach().abs_().add_(0.5)
+    out, t_out = op(genesis, a, b), op(torch, ta, tb)
+    for name in names:
+        saved, t_saved = getattr(out.grad_fn, "_saved_" + name), getattr(t_out.grad_fn,
+                                                                         "_saved_" + name)
+        if isinstance(t_saved, torch.Tensor):
+            assert_close(saved, t_saved.detach())
+            for g, t, orig, t_orig in ((saved, t_saved, a, ta), (saved, t_saved, b, tb),
+                                       (saved, t_saved, out, t_out)):
+                assert (g is orig) == (t is t_orig)
+        else:
+            assert saved == t_saved
+    out.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        getattr(out.grad_fn, "_saved_" + names[0])
+    with pytest.raises(AttributeError, match="_saved_bogus"):
+        out.grad_fn._saved_bogus
 
 
 def test_custom_function_higher_order(rng, device):
@@ -594,7 +664,7 @@ def test_custom_function_mark_dirty(device):
     x = genesis.ones(3, requires_grad=True, device=device)
     h = x * 2
     out = AddOneInPlace.apply(h)
-    assert out is h and h.grad_fn.name() == "AddOneInPlaceBackward0"
+    assert out is h and h.grad_fn.name() == "AddOneInPlaceBackward"
     assert h.tolist() == [3.0] * 3
     (h * h).sum().backward()
     assert x.grad.tolist() == [12.0] * 3
@@ -615,7 +685,7 @@ class Identity(Function):
 def test_custom_function_returning_its_input_gives_a_new_tensor():
     x = genesis.ones(3, requires_grad=True)
     y = Identity.apply(x)
-    assert y is not x and y.grad_fn.name() == "IdentityBackward0"
+    assert y is not x and y.grad_fn.name() == "IdentityBackward"
     y.sum().backward()
     assert x.grad.tolist() == [2.0] * 3
 
@@ -802,6 +872,18 @@ def test_inplace_on_non_leaf_matches_torch(op, rng, device):
     f(x, c).backward()
     f(tx, tc).backward()
     assert_grads([x, c], [tx, tc])
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "div_", "pow_"])
+def test_inplace_node_leads_to_the_history_it_overwrote(op, rng, device):
+    """An in-place op's node links straight to the node that made the tensor it overwrote
+    (PyTorch's graph: no clone between), and the tensor it was given."""
+    (x, c), (tx, tc) = zip(pair(rng=rng, device=device), pair(rng=rng, device=device))
+    h, th = x.exp(), tx.exp()
+    getattr(h, op)(c)
+    getattr(th, op)(tc)
+    assert _edge_names(h.grad_fn) == _edge_names(th.grad_fn) == ["ExpBackward0", "AccumulateGrad"]
+    assert h.grad_fn.next_functions[1][0].variable is c
 
 
 @pytest.mark.parametrize("write", [

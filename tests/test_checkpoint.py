@@ -167,3 +167,25 @@ def test_saved_tensors_hooks_pack_and_unpack(rng):
         with pytest.raises(RuntimeError, match="no hooks here"):
             with saved_tensors_hooks(pack, unpack):
                 pass
+
+
+def test_saved_tensors_hooks_see_operands_in_torch_order(rng):
+    """Pack and unpack hooks run over a product's operands in PyTorch's order (the second
+    operand first), so that hooks that print or count see what they see under PyTorch."""
+    a = rng.standard_normal(3)
+    seen = {}
+    for lib in (genesis, torch):
+        x, w = lib.tensor(a, requires_grad=True), lib.tensor(a * 2, requires_grad=True)
+        order = seen[lib.__name__] = []
+
+        def pack(t, order=order, x=x):
+            order.append(("pack", t is x))
+            return t
+
+        def unpack(t, order=order, x=x):
+            order.append(("unpack", t is x))
+            return t
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = x * w / x
+        y.sum().backward()
+    assert seen["genesis"] == seen["torch"]

@@ -435,3 +435,13 @@ def test_pin_memory(num_workers):
     for i, sq in loader:
         assert i.is_pinned() and sq.is_pinned()
         assert sq.cuda(non_blocking=True).cpu().tolist() == sq.tolist()
+
+
+def test_more_workers_than_cpus_warns_as_torch(monkeypatch):
+    """More workers than usable CPUs: PyTorch's warning, on construction and on iteration."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    with pytest.warns(UserWarning, match="This DataLoader will create 3 worker processes in total. "
+                      "Our suggested max number of worker in current system is 2, which is smaller"):
+        loader = data.DataLoader(range(4), num_workers=3)
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        assert sorted(int(b) for b in loader) == [0, 1, 2, 3]

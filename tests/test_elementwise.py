@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 import genesis
 from genesis.autograd import gradcheck, gradgradcheck
-from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, lay_out, to_torch, ulp_distance
+from helpers import (ALL_DTYPES, FLOAT_DTYPES, assert_close, lay_out, make_pair, to_torch,
+                     ulp_distance)
 
 BINARY = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
           "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "xlogy",
@@ -821,3 +822,28 @@ def test_untracked_calls_record_a_graph_exactly_when_pytorch_does(op, rng, devic
     (g_plain, g_grad), (t_plain, t_grad) = results
     assert_close(g_plain, t_plain)
     assert_close(g_grad, t_grad)
+
+
+@pytest.mark.parametrize("op, scalar, keyword, n_tensors", [
+    ("add", 2.5, "alpha", 1), ("sub", -0.5, "alpha", 1), ("addcmul", 0.5, "value", 2),
+    ("addcdiv", 2, "value", 2)], ids=["add", "sub", "addcmul", "addcdiv"])
+def test_deprecated_scalar_first_overloads_as_torch(op, scalar, keyword, n_tensors, rng, device):
+    """PyTorch's deprecated `x.add(alpha, other)`, `x.addcmul(value, t1, t2)`: the same values and
+    gradients as today's keyword forms, in place too; bad combinations raise PyTorch's
+    TypeError. (It warns once a process, so a test cannot count on seeing the warning.)"""
+    pairs = [make_pair((3, 4), genesis.float64, 0.5, 2.0, device=device, rng=rng,
+                       requires_grad=True) for _ in range(n_tensors + 1)]
+    (x, *others), (tx, *t_others) = zip(*pairs)
+    out = getattr(x, op)(scalar, *others)
+    expected = getattr(tx, op)(*t_others, **{keyword: scalar})
+    assert_close(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    for g, t in zip([x] + others, [tx] + t_others):
+        assert_close(g.grad, t.grad)
+    assert_close(getattr(genesis, op)(x, scalar, *others), expected)
+    y = x.detach().clone()
+    getattr(y, op + "_")(scalar, *others)
+    assert_close(y, expected)
+    with pytest.raises(TypeError, match=f"{op}\\(\\) received an invalid combination of arguments"):
+        getattr(x, op)(scalar, *(o.tolist() for o in others))

@@ -108,3 +108,11 @@ def test_tensor_class_aliases_a_tensor_and_refuses_scalars():
     with pytest.raises(TypeError, match=str(want.value).replace("(", r"\(").replace(")", r"\)")):
         genesis.Tensor(2.5)
     assert isinstance(genesis.nn.Parameter(genesis.Tensor(3, 4)), genesis.Tensor)
+
+
+def test_class_names_as_torch():
+    """type(x) prints as PyTorch's does: <class 'genesis.Tensor'>, <class 'genesis.Size'>."""
+    for name in ("Tensor", "Size"):
+        assert repr(getattr(genesis, name)) == repr(getattr(torch, name)).replace("torch",
+                                                                                  "genesis")
+    assert repr(type(genesis.ones(1))) == "<class 'genesis.Tensor'>"

@@ -257,3 +257,20 @@ def test_to_another_dtype_and_format_copies_once(monkeypatch, rng):
     expected = torch.tensor(array).to(torch.float64, memory_format=torch.channels_last)
     assert y.stride() == expected.stride()
     assert_close(y, expected)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.randn(3, 4, 5, 2).to(memory_format=lib.channels_last),
+    lambda lib: lib.randn(3, 4).t(), lambda lib: lib.randn(3, 4)[:, ::2],
+    lambda lib: lib.randn(2, 3, 1, 4, 4).to(memory_format=lib.channels_last_3d)],
+    ids=["channels_last", "transposed", "strided", "channels_last_3d"])
+def test_leaf_grad_obeys_the_layout_contract_as_torch(make, device):
+    """A leaf's .grad takes the leaf's strides where the leaf is dense and non-overlapping (a
+    channels_last weight, a transposed matrix), else row-major: PyTorch's layout contract."""
+    strides = []
+    for lib in (torch, genesis):
+        lib.manual_seed(0)
+        leaf = make(lib).to(device if lib is genesis else "cpu").requires_grad_()
+        (leaf.sum(0, keepdim=True) * leaf * 2).sum().backward()
+        strides.append((leaf.stride(), leaf.grad.stride()))
+    assert strides[0] == strides[1]

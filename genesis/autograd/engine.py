@@ -49,13 +49,13 @@ def _post_order(roots):
         if root in seen:  # reached from an earlier root: placed already, after its senders
             continue
         seen.add(root)
-        stack = [(root, iter(root.next_functions))]
+        stack = [(root, iter(root._edges))]
         while stack:
             node, edges = stack[-1]
             for edge in edges:
-                if edge[0] is not None and edge[0] not in seen:
+                if edge is not None and edge[0] not in seen:
                     seen.add(edge[0])
-                    stack.append((edge[0], iter(edge[0].next_functions)))
+                    stack.append((edge[0], iter(edge[0]._edges)))
                     break
             else:
                 stack.pop()
@@ -71,8 +71,7 @@ def _leading_to(targets, order):
     """
     run = set()
     for node in order:
-        if any(e[0] is not None and (e[0] in run or e[0] in targets)
-               for e in node.next_functions):
+        if any(e is not None and (e[0] in run or e[0] in targets) for e in node._edges):
             run.add(node)
     return run
 
@@ -175,13 +174,13 @@ def _capture(node, grads, targets):
 
 def _pass_on(node, grads, buffers, retain_graph):
     """Run `node` and add its input gradients to the buffers of the nodes they flow to."""
-    for edge, g in zip(node.next_functions, _apply_node(node, grads, retain_graph)):
-        if edge[0] is not None and g is not None:
+    for edge, g in zip(node._edges, _apply_node(node, grads, retain_graph)):
+        if edge is not None and g is not None:
             _add_to_buffer(buffers, edge[0], edge[1], g)
 
 
 def _apply_node(node, grads, retain_graph):
-    """Run one node; returns the gradients for its next_functions (Nones when it is skipped)."""
+    """Run one node; returns the gradients for its graph edges (Nones when it is skipped)."""
     if len(grads) == 1:  # the usual case: one output, its gradient present
         if grads[0] is None:
             return ()

@@ -8,7 +8,7 @@ and, run with grad mode on, is itself differentiable (higher-order gradients).
 `BackwardNode` that becomes the outputs' `grad_fn`; otherwise an `UntrackedNode`, which records
 nothing. `records(*args)` answers that question up front, so that a hot op whose forward makes no
 view can skip its Function altogether and compute its values alone. A BackwardNode keeps its
-inputs' graph edges (`next_functions`), the tensors saved for backward with their versions, and the
+inputs' graph edges (`_edges`, one per argument; `next_functions` shows them as PyTorch does), the tensors saved for backward with their versions, and the
 inputs' metadata (shape, dtype, device) that lets the engine check and materialize gradients and
 backward formulas sum gradients to the input shapes.
 """
@@ -17,6 +17,7 @@ import sys
 import weakref
 from types import MappingProxyType
 
+from .. import memory_formats
 from . import anomaly_mode, autocast_state, grad_mode, graph
 
 _new = object.__new__
@@ -25,13 +26,23 @@ _new = object.__new__
 class Node:
     """A node of the backward graph: maps output gradients to input gradients."""
 
-    next_functions = ()
+    _edges = ()
     _tensor_hooks = MappingProxyType({})
     _retain_grad_refs = MappingProxyType({})
     _post_hooks = None
 
     def name(self):
         return type(self).__name__
+
+    @property
+    def next_functions(self):
+        """The graph edges as PyTorch shows them: a (node, output index) pair per tensor input,
+        (None, 0) for one that needs no gradient; arguments that are not tensors have none."""
+        skipped = self._non_tensor_args
+        return tuple([(None, 0) if edge is None else edge
+                      for i, edge in enumerate(self._edges) if i not in skipped])
+
+    _non_tensor_args = ()
 
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
@@ -87,7 +98,7 @@ class AccumulateGrad(Node):
             if create_graph:
                 leaf.grad = grad.clone()
             else:
-                leaf.grad = grad.detach() if _may_steal(grad, leaf) else grad.detach().clone()
+                leaf.grad = grad.detach() if _may_steal(grad, leaf) else _laid_out_as(grad, leaf)
         elif create_graph or leaf.grad.requires_grad:
             leaf.grad = leaf.grad + grad
         else:
@@ -140,6 +151,18 @@ def _may_steal(grad, leaf):
             and sys.getrefcount(grad._storage) <= storage_refs)
 
 
+def _laid_out_as(grad, leaf):
+    """A copy of `grad` under PyTorch's gradient layout contract: at the leaf's strides where
+    the leaf is non-overlapping and dense (a channels_last weight gets a channels_last .grad),
+    else row-major."""
+    shape, strides, grad = leaf._data.shape, leaf.stride(), grad.detach()
+    if not memory_formats.non_overlapping_and_dense(shape, strides):
+        return grad.clone(memory_format=memory_formats.contiguous_format)
+    if grad.stride() == strides:
+        return grad.clone()
+    return grad.new_empty((grad.numel(),)).as_strided(tuple(shape), strides).copy_(grad)
+
+
 def grad_accumulator(leaf):
     """The one AccumulateGrad node of a leaf (made on first use, kept while the graph holds it)."""
     node = leaf._grad_accumulator() if leaf._grad_accumulator is not None else None
@@ -147,9 +170,6 @@ def grad_accumulator(leaf):
         node = AccumulateGrad(leaf)
         leaf._grad_accumulator = weakref.ref(node)
     return node
-
-
-NO_EDGE = (None, 0)  # next_functions' entry for an input no gradient flows to, as PyTorch's
 
 
 def edge_of(tensor):
@@ -209,8 +229,17 @@ class BackwardNode(Node):
         self.needs_input_grad = needs_input_grad
 
     def name(self):
-        """PyTorch-style node name, e.g. "MulBackward0"; a Function may set `ctx.node_name`."""
-        return self.__dict__.get("node_name") or self._function.__name__ + "Backward0"
+        """PyTorch's node name: "MulBackward0" for Genesis's own ops (a Function may set
+        `ctx.node_name`), "SquareBackward" for a user's custom Function `Square`."""
+        function = self._function
+        return self.__dict__.get("node_name") or function.__name__ + (
+            "Backward0" if function._internal else "Backward")
+
+    def __repr__(self):
+        """A user's Function's node shows its module as PyTorch's does
+        (`<genesis.autograd.function.SquareBackward object at 0x...>`)."""
+        where = "" if self._function._internal else "genesis.autograd.function."
+        return f"<{where}{self.name()} object at {hex(id(self))}>"
 
     def save_for_backward(self, *tensors):
         hooks = graph.current_hooks()
@@ -275,9 +304,24 @@ class BackwardNode(Node):
             del attrs[key]
 
     def __getattr__(self, key):
+        if key.startswith("_saved_"):
+            return self._saved_value(key)
         if not key.startswith("__") and self.__dict__.get("_released"):
             self.saved_tensors
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{key}'")
+
+    def _saved_value(self, key):
+        """`grad_fn._saved_self`, `_saved_other`, `_saved_result`...: what the node saved, by
+        PyTorch's argument name (the Function's `saved_names`, one per saved entry); a Python
+        scalar operand where it saved no tensor. After backward, PyTorch's freed-graph error."""
+        names = getattr(self._function, "saved_names", ())
+        name = key[len("_saved_"):]
+        if name not in names:
+            raise AttributeError(f"'{self.name()}' object has no attribute '{key}'")
+        index = names.index(name)
+        value = self.saved_tensors[index]
+        scalars = self.__dict__.get("scalars")
+        return scalars[index] if value is None and scalars else value
 
     def apply(self, grads):
         """Run the Function's backward and check each gradient against its input's metadata."""
@@ -310,7 +354,7 @@ class UntrackedNode(BackwardNode):
         return self.__dict__.get("_plain", ())
 
 
-_GRAPH_FIELDS = frozenset(("next_functions", "needs_input_grad", "num_outputs", "node_name",
+_GRAPH_FIELDS = frozenset(("needs_input_grad", "num_outputs", "node_name",
                            "materialize_grads"))
 
 
@@ -441,15 +485,21 @@ def _apply_tracked(cls, args, kwargs):
         outputs = _forward(cls, ctx, args, kwargs)
     finally:
         state.enabled = True
-    edges, input_meta = [], []
-    for a, need in zip(args, needs):
+    edges, input_meta, non_tensors = [], [], []
+    for i, (a, need) in enumerate(zip(args, needs)):
         if need:
             edges.append(edge_of(a))
             input_meta.append((a._data.shape, a.dtype, a.device))
         else:
-            edges.append((edge_of(a) if isinstance(a, tensor_cls) else None) or NO_EDGE)
+            if isinstance(a, tensor_cls):
+                edges.append(edge_of(a))
+            else:
+                edges.append(None)
+                non_tensors.append(i)
             input_meta.append(None)
-    ctx.next_functions, ctx._input_meta = tuple(edges), tuple(input_meta)
+    ctx._edges, ctx._input_meta = tuple(edges), tuple(input_meta)
+    if non_tensors:
+        ctx._non_tensor_args = tuple(non_tensors)
     return _wire_outputs(ctx, args, outputs)
 
 

@@ -1,29 +1,29 @@
-"""`Variable`, the pre-0.4 autograd wrapper, kept so that older scripts run: every tensor is a
-Variable (isinstance holds), and Variable(t, requires_grad) is a detached alias of t."""
+"""`Variable`, PyTorch's wrapper from before tensors carried autograd state, kept for old scripts:
+calling it gives a tensor, and every tensor is an instance of it."""
 
 import warnings
 
-from .. import dtypes
-from ..device import get_default_device
-from ..tensor import Tensor, filled
+from ..device import factory_resolve
+from ..dtypes import get_default_dtype
 
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
+        from ..tensor import Tensor
         return isinstance(other, Tensor)
 
 
 class Variable(metaclass=_VariableMeta):
-    """Variable(data, requires_grad=False): `data` detached (sharing its memory), a leaf that
-    requires grad as asked; Variable() is an empty tensor."""
+    """`Variable(data, requires_grad=False)`: `data` detached (sharing its memory), requiring
+    grad as asked; `volatile` has no effect any more and warns, as in PyTorch."""
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
+        from ..tensor import Tensor, filled
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
-                          "instead.", stacklevel=2)
+                          "instead.", UserWarning, stacklevel=2)
         if data is None:
-            empty = filled((0,), 0, dtypes.get_default_dtype(), get_default_device())
-            return empty.requires_grad_(requires_grad)
-        if not isinstance(data, Tensor):
+            data = filled((0,), 0, get_default_dtype(), factory_resolve(None))
+        elif not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         return data.detach().requires_grad_(requires_grad)

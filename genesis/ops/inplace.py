@@ -14,6 +14,7 @@ rebased (`genesis.autograd.views.rebase_history`).
 
 from .. import dtypes
 from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.function import edge_of
 from ..autograd.views import rebase_history
 from ..dispatch import kernel
 from ..tensor import Tensor
@@ -44,14 +45,22 @@ def check_inplace_target(self, op):
 
 
 def snapshot_for_graph(self, *args):
-    """The operand an in-place op computes from: a clone when the op will be recorded.
+    """The operand an in-place op computes from: a copy when the op will be recorded.
 
     The out-of-place op may save its input for backward; saving `self`, which is about to be
-    overwritten, would fail the version check, so a recorded op reads from a copy instead.
+    overwritten, would fail the version check, so a recorded op reads from a copy instead. The
+    copy stands in `self`'s place in the graph (same grad_fn and output index), so the op's node
+    leads straight to `self`'s history, as PyTorch's in-place node does, with no clone between.
     """
     recorded = is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad
                                          for a in (self,) + args)
-    return self.clone() if recorded else self
+    if not recorded:
+        return self
+    snapshot = self.detach().clone()
+    edge = edge_of(self)  # a leaf's edge is its AccumulateGrad: the in-place check rejects it
+    if edge is not None and self.grad_fn is not None:
+        snapshot.grad_fn, snapshot._output_nr, snapshot._requires_grad = edge[0], edge[1], True
+    return snapshot
 
 
 def write_result(self, result, op):

@@ -9,6 +9,7 @@ PyTorch answers it. The CUDA forms touch the driver only when one is called.
 
 from .. import dtypes
 from .. import tensor as tensor_module
+from ..device import factory_resolve
 from ..tensor import Size, Tensor
 from .creation import empty, tensor, to_device_and_dtype
 
@@ -68,11 +69,12 @@ def _existing(name, dtype, device_type, t):
 
 
 def _default_tensor_new(*args, device=None):
-    """`Tensor(...)`: the legacy constructor of the default dtype on the CPU (or `device`); a
-    tensor passed in comes back as an alias of itself, whatever its type."""
+    """`Tensor(...)`: the legacy constructor of the default dtype on the default device (or
+    `device`); a tensor passed in comes back as an alias of itself, whatever its type."""
     if len(args) == 1 and isinstance(args[0], Tensor):
         return args[0].view_as(args[0])
-    return _legacy_new("Tensor", dtypes.get_default_dtype(), "cpu", args, device)
+    where = factory_resolve(device)
+    return _legacy_new("Tensor", dtypes.get_default_dtype(), where.type, args, where)
 
 
 tensor_module._legacy_new = _default_tensor_new

@@ -9,7 +9,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
@@ -201,8 +201,8 @@ def inner(input, other):
 
 
 def dist(input, other, p=2):
-    """The p-norm of input - other."""
-    return vector_norm(sub(input, other), p)
+    """The p-norm of input - other (its node named DistBackward0, as PyTorch's)."""
+    return name_node(vector_norm(sub(input, other), p), "DistBackward0")
 
 
 def renorm(input, p, dim, maxnorm):

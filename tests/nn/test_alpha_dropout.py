@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 import torch.nn as tnn
 
 import genesis

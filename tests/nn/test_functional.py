@@ -1,6 +1,7 @@
 """genesis.nn.functional: float64 gradchecks, and the forms without a layer against torch."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -194,6 +195,37 @@ def test_softmax_implicit_dim_warns(rng, device):
         out = F.softmax(g)
     assert_close(out, TF.softmax(t, 1))
     assert_close(F.softmax(g, 1, dtype=genesis.float32), TF.softmax(t, 1, dtype=torch.float32))
+
+
+def _warnings_of(call):
+    """(message, file name, line) of each warning `call` raises, every one recorded."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [(str(w.message), os.path.basename(w.filename), w.lineno) for w in caught]
+
+
+def test_deprecation_warnings_point_at_the_callers_line_as_torch(device):
+    """Functional warnings name the caller's file and line, whatever wrappers sit between
+    (affine_grid and grid_sample each warn, as PyTorch's do); the legacy size_average warning
+    names the reduction to use instead."""
+    theta = genesis.eye(2, 3, device=device)[None]
+    x = genesis.ones(1, 1, 4, 4, device=device)
+    logits, labels = genesis.zeros(2, 3, device=device), genesis.tensor([0, 2], device=device)
+    for call, message in [
+            (lambda: F.grid_sample(x, F.affine_grid(theta, (1, 1, 4, 4))), "Default grid_sample"),
+            (lambda: F.log_softmax(logits), "Implicit dimension choice for log_softmax"),
+            (lambda: F.nll_loss(logits, labels, size_average=False),
+             "please use reduction='sum' instead"),
+            (lambda: F.nll_loss(logits, labels, reduce=False),
+             "please use reduction='none' instead")]:
+        line = call.__code__.co_firstlineno
+        caught = _warnings_of(call)
+        assert caught and message in caught[0][0]
+        assert {(name, at) for _, name, at in caught} <= {("test_functional.py", line),
+                                                          ("test_functional.py", line + 1)}
+    assert len(_warnings_of(lambda: F.grid_sample(x, F.affine_grid(theta, (1, 1, 4, 4))))) == 2
 
 
 @pytest.mark.parametrize("fn, args", [("relu", ()), ("leaky_relu", (0.3,)), ("elu", (1.5,)),

@@ -8,13 +8,26 @@ convolution (also the input gradient) makes every tap's product in one matmul an
 back into the strided view of the output it belongs to. Samples and pixels share the matmul
 columns, so each product is one large BLAS call, and no gradient goes through a graph of strided
 views. These are the CPU's forms of the CUDA backend's implicit-GEMM kernels (same names and
-arguments); half types compute in float32 and round once.
+arguments, and the output laid out as the input: channels-last or not); half types compute in
+float32 and round once.
 """
 
 import numpy as np
 
 from ...dispatch import register
 from .elementwise import float32_for_half
+
+
+def _channels_fast(x):
+    """True when `x`'s channels (dim 1) are its unit-stride dim: a channels-last layout."""
+    return x.shape[1] > 1 and x.strides[1] == x.itemsize
+
+
+def _laid_out_as(out, x):
+    """`out` (N, C, H, W), channels-last when `x` is, as the CUDA kernels lay out their output."""
+    if not _channels_fast(x):
+        return out
+    return np.ascontiguousarray(out.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
 
 def _out_size(size, kernel, stride, padding, dilation):
@@ -74,7 +87,7 @@ def conv2d_igemm(x, weight, bias, stride, padding, dilation, groups, out_size=No
     cols = _columns(x, weight.shape[2:], size, stride, padding, dilation, groups)
     out = _from_groups(weight.reshape(groups, weight.shape[0] // groups, -1) @ cols, x.shape[0],
                        size)
-    return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+    return _laid_out_as(out if bias is None else out + bias.reshape(1, -1, 1, 1), x)
 
 
 @register("conv_transpose2d_igemm", "cpu")
@@ -97,7 +110,7 @@ def conv_transpose2d_igemm(x, weight, bias, stride, padding, dilation, groups, o
             _tap(out, r, s, (h, w), stride, dilation)[...] += products[:, :, r, s]
     out = out[..., ph:ph + out_size[0], pw:pw + out_size[1]].transpose(2, 0, 1, 3, 4)
     out = out.reshape(n, groups * c_out_g, *out_size)
-    return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+    return _laid_out_as(out if bias is None else out + bias.reshape(1, -1, 1, 1), x)
 
 
 @register("conv2d_igemm_weight_grad", "cpu")

@@ -1,6 +1,6 @@
 """Argument handling shared by the functional forms: tuples of sizes, reductions, dims."""
 
-import warnings
+from ..._warnings import warn
 
 
 def ntuple(value, n, name="argument"):
@@ -24,13 +24,12 @@ def legacy_reduction(size_average, reduce, reduction):
     """PyTorch's deprecated size_average/reduce pair mapped to a `reduction` string."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use reduction instead.",
-                  stacklevel=3)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    reduction = "none" if not reduce else "mean" if size_average else "sum"
+    warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+         "instead.")
+    return reduction
 
 
 def reduce_loss(loss, reduction):
@@ -44,6 +43,6 @@ def reduce_loss(loss, reduction):
 
 def softmax_dim(name, ndim):
     """The implicit dim of softmax-like functions called without one (deprecated in torch)."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
-                  "include dim=X as an argument.", stacklevel=3)
+    warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+         "dim=X as an argument.")
     return 0 if ndim in (0, 1, 3) else 1

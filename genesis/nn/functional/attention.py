@@ -13,7 +13,6 @@ Everything else composes matmul, softmax, where and dropout, differentiable to a
 """
 
 import math
-import warnings
 
 
 from ... import dtypes
@@ -26,6 +25,7 @@ from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...settings import are_deterministic_algorithms_enabled
+from ._utils import warn
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear
@@ -280,8 +280,8 @@ def _canonical_mask(mask, name, target_dtype, other=None, other_name=""):
     if mask is None:
         return None
     if other is not None and other.dtype != mask.dtype:
-        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
-                      f"type for both instead.", stacklevel=3)
+        warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+             f"type for both instead.")
     if mask.dtype is dtypes.bool_:
         zeros = creation.zeros(mask.shape, dtype=target_dtype, device=mask.device)
         return zeros.masked_fill(mask, -math.inf)

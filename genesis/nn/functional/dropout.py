@@ -1,7 +1,6 @@
 """Dropout: zero elements with probability p in training and scale the rest by 1 / (1 - p)."""
 
-import warnings
-
+from ..._warnings import warn
 from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel, kernel
 from ...ops import creation
@@ -68,12 +67,12 @@ def _feature_dropout(input, p, training, inplace, batched=True):
 def _warn_dims(op, input, spatial):
     """PyTorch's deprecation warning for an input of other than `spatial` + 1 or + 2 dims."""
     if input.ndim not in (spatial + 1, spatial + 2):
-        warnings.warn(
+        warn(
             f"{op}: Received a {input.ndim}-D input to {op}, which is deprecated and will result "
             f"in an error in a future release. To retain the behavior and silence this warning, "
             f"please use dropout instead. Note that {op} exists to provide channel-wise dropout "
             f"on inputs with {spatial} spatial dimensions, a channel dimension, and an optional "
-            f"batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+            f"batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).")
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -94,13 +93,12 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     _warn_dims("dropout2d", input, 2)
     if input.ndim == 3:
-        warnings.warn(
+        warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
             "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
             "the channel dim. This behavior will change in a future release to interpret the "
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
-            "channel-wise dropout behavior, please switch to using dropout1d instead.",
-            stacklevel=2)
+            "channel-wise dropout behavior, please switch to using dropout1d instead.")
     return _feature_dropout(input, p, training, inplace)
 
 

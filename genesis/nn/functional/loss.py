@@ -1,7 +1,6 @@
 """Loss functions with torch.nn.functional's signatures, semantics and reductions."""
 
 import math
-import warnings
 
 from ... import dtypes
 from ...autograd.function import Function, name_node
@@ -12,7 +11,7 @@ from ...ops.activation import softplus
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...ops.creation import arange
-from ._utils import check_reduction, legacy_reduction, reduce_loss
+from ._utils import check_reduction, legacy_reduction, reduce_loss, warn
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -243,9 +242,9 @@ def _cross_entropy_grad(g, x, target, weight, ignore_index, reduction):
 
 def _check_same_size(input, target, op):
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input "
-                      f"size ({list(input.shape)}). This will likely lead to incorrect results due "
-                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+        warn(f"Using a target size ({list(target.shape)}) that is different to the input "
+             f"size ({list(input.shape)}). This will likely lead to incorrect results due "
+             "to broadcasting. Please ensure they have the same size.")
 
 
 def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn):
@@ -371,10 +370,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"kl_div: {reduction} is not a valid value for reduction")
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", stacklevel=2)
+        warn("reduction: 'mean' divides the total loss by both the batch size and the "
+             "support size.'batchmean' divides only by the batch size, and aligns with "
+             "the KL div math definition.'mean' will be changed to behave the same as "
+             "'batchmean' in the next major release.")
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:

@@ -14,7 +14,6 @@ adjoint, and the other way round).
 """
 
 import math
-import warnings
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from ...dispatch import has_kernel
 from ...ops import creation
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
+from ._utils import warn
 from .conv import HALF_TYPES
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, along
 
@@ -274,20 +274,20 @@ def _upsample_node(mode, dims, antialias):
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Deprecated alias of interpolate."""
-    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
-                  "instead.", stacklevel=2)
+    warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
+         "instead.")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
     """Deprecated: interpolate with mode='nearest'."""
-    warnings.warn("nn.functional.upsample_nearest is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=2)
+    warn("nn.functional.upsample_nearest is deprecated. Use "
+         "nn.functional.interpolate instead.")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Deprecated: interpolate with mode='bilinear' and align_corners=True."""
-    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=2)
+    warn("nn.functional.upsample_bilinear is deprecated. Use "
+         "nn.functional.interpolate instead.")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

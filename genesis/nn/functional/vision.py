@@ -8,12 +8,12 @@ with one gather per tap, so the input's gradient is the gather's scatter-add.
 
 import itertools
 import math
-import warnings
 
 from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import creation, elementwise, linalg, shape_copies
 from ...ops.autocast import autocast_policy
+from ._utils import warn
 from .conv import HALF_TYPES
 
 GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
@@ -80,10 +80,10 @@ native_channel_shuffle = channel_shuffle
 
 def _align_corners_default(align_corners):
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
-                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
-                      "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", stacklevel=3)
+        warn("Default grid_sample and affine_grid behavior has changed to "
+             "align_corners=False since 1.3.0. Please specify align_corners=True if "
+             "the old behavior is desired. See the documentation of grid_sample for "
+             "details.")
         return False
     return align_corners
 
@@ -113,9 +113,9 @@ def affine_grid(theta, size, align_corners=None):
                            f"{theta.shape[0]}")
     spatial = size[2:]
     if align_corners and min(spatial) == 1:
-        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
-                      "when align_corners=True. This is not an intended use case of affine_grid. "
-                      "See the documentation of affine_grid for details.", stacklevel=2)
+        warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
+             "when align_corners=True. This is not an intended use case of affine_grid. "
+             "See the documentation of affine_grid for details.")
     axes = [_base_coords(s, align_corners, theta) for s in reversed(spatial)]
     columns = []
     for d, line in enumerate(axes):

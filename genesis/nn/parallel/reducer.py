@@ -138,7 +138,7 @@ def _leaves_reached(outputs):
         seen.add(id(node))
         if isinstance(node, AccumulateGrad):
             leaves.add(id(node.variable))
-        stack.extend(e[0] for e in node.next_functions if e[0] is not None)
+        stack.extend(e[0] for e in node._edges if e is not None)
     return leaves
 
 

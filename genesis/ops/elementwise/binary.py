@@ -9,7 +9,7 @@ from ...autograd.function import Function, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
-                   elementwise, reject)
+                   elementwise, reject, scalar_first)
 from .selection import where
 from .unary import exp, floor, isnan, log, trunc
 
@@ -62,18 +62,21 @@ class Sub(Function):
 
 
 class Mul(Function):
-    """a * b. Each operand is saved only where the other one's gradient needs it, as in
-    PyTorch, so `x * 0.5` keeps no reference to `x` and `x` may change in place afterwards."""
+    """a * b. Each operand is saved only where the other one's gradient needs it, and in
+    PyTorch's order (saved-tensor hooks see b, then a), so `x * 0.5` keeps no reference to `x`
+    and `x` may change in place afterwards."""
+
+    saved_names = ("other", "self")
 
     @staticmethod
     def forward(ctx, a, b):
         need_a, need_b = ctx.needs_input_grad[:2]
-        _save_operands(ctx, a if need_b else None, b if need_a else None)
+        _save_operands(ctx, b if need_a else None, a if need_b else None)
         return elementwise("mul", a, b)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = _restore(ctx)
+        b, a = _restore(ctx)
         need_a, need_b = ctx.needs_input_grad[:2]
         return (_grad(ctx, 0, g * b) if need_a else None,
                 _grad(ctx, 1, g * a) if need_b else None)
@@ -92,16 +95,19 @@ def _div(a, b, rounding_mode):
 
 
 class Div(Function):
-    """a / b. The dividend is saved only where the divisor's gradient needs it, as in PyTorch."""
+    """a / b. The dividend is saved only where the divisor's gradient needs it, in PyTorch's
+    order (b, then a)."""
+
+    saved_names = ("other", "self")
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
-        _save_operands(ctx, a if ctx.needs_input_grad[1] else None, b)
+        _save_operands(ctx, b, a if ctx.needs_input_grad[1] else None)
         return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = _restore(ctx)
+        b, a = _restore(ctx)
         need_a, need_b = ctx.needs_input_grad[:2]
         ga = _grad(ctx, 0, g / b) if need_a else None
         gb = _grad(ctx, 1, -g * ((a / b) / b)) if need_b else None
@@ -124,6 +130,8 @@ class Pow(Function):
     The gradients multiply in PyTorch's order (pow_backward: g * (b * a^(b-1))), so half types
     round at the same points. `float_power` is the same function computed in float64.
     """
+
+    saved_names = ("self", "exponent", "result")  # grad_fn._saved_self ...
 
     @staticmethod
     def forward(ctx, a, b, dtype=None):
@@ -257,15 +265,21 @@ def _run(function, values, a, b, *options):
     return values(a, b, *options)
 
 
-def add(input, other, *, alpha=1):
-    """input + alpha * other, with broadcasting and type promotion."""
+def add(input, other, *deprecated, alpha=1):
+    """input + alpha * other, with broadcasting and type promotion (PyTorch's deprecated
+    `add(input, alpha, other)` too)."""
+    if deprecated:
+        (other,), alpha = scalar_first("add", "alpha", other, deprecated, ("other",))
     if records(input, other):
         return Add.apply(input, other, alpha)
     return _add_sub("add", input, other, alpha)
 
 
-def sub(input, other, *, alpha=1):
-    """input - alpha * other, with broadcasting and type promotion."""
+def sub(input, other, *deprecated, alpha=1):
+    """input - alpha * other, with broadcasting and type promotion (PyTorch's deprecated
+    `sub(input, alpha, other)` too)."""
+    if deprecated:
+        (other,), alpha = scalar_first("sub", "alpha", other, deprecated, ("other",))
     if records(input, other):
         return Sub.apply(input, other, alpha)
     return _add_sub("sub", input, other, alpha)

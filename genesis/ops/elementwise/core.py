@@ -3,7 +3,10 @@ device, promoted to one dtype and broadcast to one shape once, for every device,
 and the helpers the ops' Functions share (dtype categories and rejections, gradients summed back
 to an operand's shape, operands saved with their scalars)."""
 
+import numbers
+
 from ... import dtypes
+from ..._warnings import warn
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..common import SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to, wrap
@@ -166,3 +169,31 @@ def _check_tensors(op, *xs):
     for x in xs:
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
+
+
+_SCALAR_FIRST_WARNED = []
+
+
+def invalid_arguments(op, args, name, tensor_names):
+    """PyTorch's TypeError for arguments matching no signature of `op(tensors..., *, name=1)`."""
+    got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
+                    for a in args if a is not None)
+    expected = ", ".join("Tensor " + n for n in tensor_names)
+    return TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but "
+                     f"expected ({expected}, *, Number {name} = 1)")
+
+
+def scalar_first(op, name, scalar, tensors, tensor_names):
+    """PyTorch's deprecated overloads that take the scalar first (`x.add(alpha, other)`,
+    `x.addcmul(value, tensor1, tensor2)`): `tensors` checked against `tensor_names`, after the
+    warning PyTorch gives on the first such call of a process. Returns `tensors`, `scalar`."""
+    if (not isinstance(scalar, numbers.Number) or len(tensors) != len(tensor_names)
+            or not all(isinstance(t, Tensor) for t in tensors)):
+        raise invalid_arguments(op, (scalar,) + tuple(tensors), name, tensor_names)
+    if not _SCALAR_FIRST_WARNED:
+        _SCALAR_FIRST_WARNED.append(op)
+        old = ", ".join(["Number " + name] + ["Tensor " + n for n in tensor_names])
+        new = ", ".join("Tensor " + n for n in tensor_names)
+        warn(f"This overload of {op} is deprecated:\n\t{op}({old})\nConsider using one of the "
+             f"following signatures instead:\n\t{op}({new}, *, Number {name} = 1)")
+    return tensors, scalar

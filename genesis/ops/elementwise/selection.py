@@ -11,7 +11,7 @@ from ..autocast import autocast_policy
 from ..common import broadcast_data, broadcast_shapes, wrap
 from ..creation import full
 from .core import (_check_tensors, _device, _grad, _operand, _restore, _save_operands, _shape,
-                   category, elementwise, reject)
+                   category, elementwise, invalid_arguments, reject, scalar_first)
 
 
 class Where(Function):
@@ -164,16 +164,27 @@ class AddcOp(Function):
         return _grad(ctx, 0, g), _grad(ctx, 1, g1), _grad(ctx, 2, g2), None, None
 
 
+def _addc(op, input, tensor1, tensor2, deprecated, value):
+    """addcmul/addcdiv from today's arguments or PyTorch's deprecated `(input, value, tensor1,
+    tensor2)`."""
+    if deprecated or not isinstance(tensor1, Tensor):
+        (tensor1, tensor2), value = scalar_first(op, "value", tensor1, (tensor2,) + deprecated,
+                                                 ("tensor1", "tensor2"))
+    elif tensor2 is None:
+        raise invalid_arguments(op, (tensor1,), "value", ("tensor1", "tensor2"))
+    return AddcOp.apply(input, tensor1, tensor2, value, op)
+
+
 @autocast_policy("addcmul")
-def addcmul(input, tensor1, tensor2, *, value=1):
+def addcmul(input, tensor1, tensor2=None, *deprecated, value=1):
     """input + value * tensor1 * tensor2."""
-    return AddcOp.apply(input, tensor1, tensor2, value, "addcmul")
+    return _addc("addcmul", input, tensor1, tensor2, deprecated, value)
 
 
 @autocast_policy("addcdiv")
-def addcdiv(input, tensor1, tensor2, *, value=1):
+def addcdiv(input, tensor1, tensor2=None, *deprecated, value=1):
     """input + value * tensor1 / tensor2."""
-    return AddcOp.apply(input, tensor1, tensor2, value, "addcdiv")
+    return _addc("addcdiv", input, tensor1, tensor2, deprecated, value)
 
 
 __all__ = [

@@ -22,6 +22,8 @@ class Unary(Function):
     kernels do). When no graph of the backward is recorded, a spec with a `backward_kernel`
     computes its gradient in that one kernel instead."""
 
+    saved_names = ("self", "result")  # grad_fn._saved_self, _saved_result
+
     @staticmethod
     def forward(ctx, x, spec, kwargs):
         out = spec.values(x, kwargs)

@@ -8,6 +8,7 @@ reported instead of hanging; workers are shut down when the iterator ends or is 
 
 import itertools
 import multiprocessing
+import os
 import pickle
 import queue
 import warnings
@@ -60,6 +61,7 @@ class DataLoader:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self._iterator = None
+        _check_worker_count(num_workers)
 
     @property
     def _auto_collation(self):
@@ -72,6 +74,7 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
+        _check_worker_count(self.num_workers)
         if not self.persistent_workers:
             return _MultiProcessIter(self)
         if self._iterator is None:
@@ -104,6 +107,26 @@ def _check_workers(num_workers, timeout, prefetch_factor, persistent_workers):
         raise ValueError("prefetch_factor option should be non-negative")
     if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
+
+
+def _check_worker_count(num_workers):
+    """PyTorch's warning when more workers are asked for than this process may use CPUs (on
+    construction and on each multi-process iteration, as PyTorch warns)."""
+    if num_workers == 0:
+        return
+    cpuset_checked = hasattr(os, "sched_getaffinity")
+    usable = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+    if usable is not None and num_workers <= usable:
+        return
+    suggestion = ("DataLoader is not able to compute a suggested max number of worker in current "
+                  "system." if usable is None else
+                  f"Our suggested max number of worker in current system is {usable}"
+                  f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is "
+                  "smaller than what this DataLoader is going to create.")
+    warnings.warn(f"This DataLoader will create {num_workers} worker processes in total. "
+                  f"{suggestion} Please be aware that excessive worker creation might get "
+                  "DataLoader running slow or even freeze, lower the worker number to avoid "
+                  "potential slowness/freeze if necessary.", stacklevel=2)
 
 
 def _check_iterable_options(shuffle, sampler, batch_sampler):
