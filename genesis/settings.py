@@ -1,5 +1,5 @@
-"""Process-wide settings of the torch namespace: float32 matmul precision and deterministic
-algorithms.
+"""Process-wide settings of the torch namespace: float32 matmul precision, deterministic
+algorithms and the CPU thread count.
 
 Genesis's kernels are deterministic (no float atomics; reductions combine partial results in a
 fixed order) except the fused attention's one-pass backward, whose dQ sums with float atomics as
@@ -10,6 +10,7 @@ that to its deterministic form (as torch's rule); no op ever needs to raise or w
 import warnings
 
 from .backends import cuda as _cuda_backend
+from .backends.cpu import threads as _cpu_threads
 
 _PRECISIONS = ("highest", "high", "medium")
 _DEBUG_MODES = ("default", "warn", "error")
@@ -78,7 +79,22 @@ def get_deterministic_debug_mode():
     return 1 if _state["warn_only"] else 2
 
 
+def set_num_threads(n):
+    """The number of threads of CPU ops: numpy's BLAS pool (matmuls, convolutions, linear
+    algebra), resized through threadpoolctl; checked as PyTorch checks it."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _cpu_threads.set_num_threads(n)
+
+
+def get_num_threads():
+    """The number of threads of CPU ops (numpy's BLAS pool)."""
+    return _cpu_threads.get_num_threads()
+
+
 __all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-           "get_deterministic_debug_mode"]
+           "get_deterministic_debug_mode", "set_num_threads", "get_num_threads"]

@@ -100,9 +100,6 @@ LEFT_OUT = {
     "set_warn_always": "controls ATen's warn-once messages; genesis warns through Python's "
                        "warnings module, whose filters do this",
     "is_warn_always_enabled": "see set_warn_always",
-    "get_num_threads": "ATen's CPU thread pool; genesis's CPU backend is numpy, whose BLAS "
-                       "threads the environment sets (OMP_NUM_THREADS)",
-    "set_num_threads": "see get_num_threads",
     "get_num_interop_threads": "ATen's inter-op thread pool; genesis runs ops on the calling "
                                "thread",
     "set_num_interop_threads": "see get_num_interop_threads",

@@ -123,3 +123,21 @@ def test_factories_use_the_default_device():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=pathlib.Path(tests).parent, check=True).stdout.split("\n")
     assert out[:4] == ["cuda:0", "['cuda']", "cpu cpu", "cpu cpu"]
+
+
+def test_num_threads_sizes_numpy_blas_pool():
+    import threadpoolctl
+    before = genesis.get_num_threads()
+    assert before >= 1
+    try:
+        genesis.set_num_threads(1)
+        assert genesis.get_num_threads() == 1
+        pools = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        assert all(p["num_threads"] == 1 for p in pools)
+    finally:
+        genesis.set_num_threads(before)
+    for bad, message in ((0, "set_num_threads expects a positive integer"),
+                         (1.5, "set_num_threads expects an int, but got float")):
+        for lib in (genesis, torch):
+            with pytest.raises(RuntimeError, match=message):
+                lib.set_num_threads(bad)
