@@ -14,7 +14,7 @@ import torch.distributions as TD
 
 import genesis
 import genesis.distributions as D
-from test_distributions import close
+from test_distributions import build, close
 
 F64 = genesis.float64
 
@@ -227,3 +227,59 @@ def test_sample_moments(name):
         fourth = ((xs - xs.mean(0)) ** 4).mean(0)
         se_var = np.sqrt(np.maximum(fourth - xs.var(0) ** 2, 0) / n)
         assert np.all(np.abs(xs.var(0) - var) <= 5 * se_var + 1e-9)
+
+
+def make(name, rng, requires_grad=False):
+    """(genesis, torch, [(genesis leaf, torch leaf)]) for a case of either test module, float64."""
+    if name in CASES:
+        dg, dt, _, leaves, _ = pair(name, rng, requires_grad=requires_grad)
+        return dg, dt, leaves
+    dg, dt, _, leaves = build(name, rng, F64, requires_grad=requires_grad)
+    return dg, dt, leaves
+
+
+KL_PAIRS = [("Binomial", "Binomial"), ("ContinuousBernoulli", "ContinuousBernoulli_logits"),
+            ("Poisson", "Poisson"), ("Pareto", "Pareto"), ("Bernoulli", "Poisson"),
+            ("Beta", "ContinuousBernoulli"), ("Uniform", "ContinuousBernoulli"),
+            ("ContinuousBernoulli", "Exponential"), ("ContinuousBernoulli", "Normal"),
+            ("ContinuousBernoulli", "Uniform"), ("Exponential", "Gumbel"), ("Gamma", "Gumbel"),
+            ("Pareto", "Exponential"), ("Pareto", "Gamma"), ("Pareto", "Normal"),
+            ("Uniform", "Pareto"), ("Normal", "Pareto"), ("Gamma", "Pareto"),
+            ("Poisson", "Binomial"), ("Poisson", "Bernoulli"), ("Pareto", "Beta"),
+            ("Exponential", "ContinuousBernoulli"), ("Gumbel", "Pareto"),
+            ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
+            ("MultivariateNormal", "LowRankMultivariateNormal"),
+            ("LowRankMultivariateNormal", "MultivariateNormal"), ("Wishart", "Wishart_tril"),
+            ("Weibull", "Weibull"), ("Kumaraswamy", "Kumaraswamy"),
+            ("InverseGamma", "InverseGamma"), ("HalfCauchy", "HalfCauchy")]
+
+
+@pytest.mark.parametrize("p_name,q_name", KL_PAIRS)
+def test_kl_divergence(rng, p_name, q_name):
+    """torch's value (or its NotImplementedError), and its gradient in p's parameters."""
+    pg, pt, p_leaves = make(p_name, rng, requires_grad=True)
+    qg, qt, _ = make(q_name, rng)
+    kt = same_or_both_missing(lambda: D.kl_divergence(pg, qg), lambda: TD.kl_divergence(pt, qt))
+    if kt is None or not bool(torch.isfinite(kt).all()):
+        return
+    D.kl_divergence(pg, qg).sum().backward()
+    kt.sum().backward()
+    for g, t in p_leaves:  # the Bregman form (Wishart) detaches p: no gradient on either side
+        assert (g.grad is None) == (t.grad is None)
+        if t.grad is not None:
+            close(g.grad, t.grad, F64, scale=100)
+
+
+def test_kl_exponential_family_bregman(rng):
+    """Same-type exponential families without a closed form use the Bregman divergence; a
+    closed form and the Bregman one agree; different families have none."""
+    pg, pt, _ = make("Gamma", rng)
+    qg, qt, _ = make("Gamma", rng)
+    bregman = D.kl._KL_REGISTRY[D.ExponentialFamily, D.ExponentialFamily]
+    close(bregman(pg, qg), TD.kl_divergence(pt, qt), F64, scale=10)
+    for p_name in ("Normal", "Beta", "Dirichlet", "Bernoulli", "Exponential"):
+        pg, pt, _ = make(p_name, rng)
+        qg, qt, _ = make(p_name, rng)
+        close(bregman(pg, qg), TD.kl_divergence(pt, qt), F64, scale=100)
+    with pytest.raises(NotImplementedError):
+        D.kl_divergence(D.Poisson(genesis.ones(2)), D.Wishart(4.0, genesis.eye(2)))

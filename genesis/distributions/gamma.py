@@ -14,7 +14,7 @@ for samples, whose x - a is of order sqrt(a)); the same series gives cdf.
 
 import genesis
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, broadcast_tensors, digamma, lgamma, tiny
 
 
@@ -93,12 +93,21 @@ def standard_gamma(alpha):
     return _StandardGamma.apply(alpha)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)

@@ -227,7 +227,19 @@ class ComposeTransform(Transform):
 identity_transform = ComposeTransform([])
 
 
-class ExpTransform(Transform):
+class _Stateless(Transform):
+    """A transform with no parameters: all instances are equal, with_cache builds a fresh one."""
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    __hash__ = Transform.__hash__
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else type(self)(cache_size=cache_size)
+
+
+class ExpTransform(_Stateless):
     """y = exp(x)."""
 
     domain = constraints.real
@@ -244,8 +256,6 @@ class ExpTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return x
 
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else ExpTransform(cache_size)
 
 
 class PowerTransform(Transform):
@@ -262,6 +272,11 @@ class PowerTransform(Transform):
     @property
     def sign(self):
         return self.exponent.sign()
+
+    def __eq__(self, other):
+        return isinstance(other, PowerTransform) and bool((self.exponent == other.exponent).all())
+
+    __hash__ = Transform.__hash__
 
     def _call(self, x):
         return x.pow(self.exponent)
@@ -286,7 +301,7 @@ def _as_tensors(*values):
     return [v if isinstance(v, genesis.Tensor) else genesis.tensor(float(v)) for v in values]
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_Stateless):
     """y = sigmoid(x), kept inside (0, 1)."""
 
     domain = constraints.real
@@ -304,11 +319,9 @@ class SigmoidTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return -genesis.nn.functional.softplus(-x) - genesis.nn.functional.softplus(x)
 
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else SigmoidTransform(cache_size)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_Stateless):
     """y = tanh(x); log|dy/dx| = 2 (log 2 - x - softplus(-2x)), stable for large |x|."""
 
     domain = constraints.real
@@ -325,11 +338,9 @@ class TanhTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return 2.0 * (math.log(2.0) - x - genesis.nn.functional.softplus(-2.0 * x))
 
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else TanhTransform(cache_size)
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_Stateless):
     """Unconstrained vectors to the simplex (not bijective; no Jacobian)."""
 
     domain = constraints.real_vector
@@ -342,8 +353,13 @@ class SoftmaxTransform(Transform):
     def _inverse(self, y):
         return y.log()
 
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else SoftmaxTransform(cache_size)
+
+
+def _same(a, b):
+    """Equal numbers, or tensors equal everywhere."""
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    return bool((a == b).all())
 
 
 class AffineTransform(Transform):
@@ -368,6 +384,12 @@ class AffineTransform(Transform):
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
         return self.domain
+
+    def __eq__(self, other):
+        return isinstance(other, AffineTransform) and _same(self.loc, other.loc) and \
+            _same(self.scale, other.scale)
+
+    __hash__ = Transform.__hash__
 
     @property
     def sign(self):
@@ -400,18 +422,6 @@ class AffineTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return AffineTransform(self.loc, self.scale, self._event_dim, cache_size)
-
-
-class _Stateless(Transform):
-    """A transform with no parameters: all instances are equal, with_cache builds a fresh one."""
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    __hash__ = Transform.__hash__
-
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else type(self)(cache_size=cache_size)
 
 
 class AbsTransform(_Stateless):
