@@ -5,6 +5,7 @@ LowRankMultivariateNormal, MixtureSameFamily, Wishart, LKJCholesky; the structur
 biject_to/transform_to, the KL pairs among them, and torch's submodule import paths. Values in
 float64 on both sides; sample moments within 5 standard errors at fixed seeds."""
 
+import importlib
 import math
 
 import numpy as np
@@ -283,3 +284,223 @@ def test_kl_exponential_family_bregman(rng):
         close(bregman(pg, qg), TD.kl_divergence(pt, qt), F64, scale=100)
     with pytest.raises(NotImplementedError):
         D.kl_divergence(D.Poisson(genesis.ones(2)), D.Wishart(4.0, genesis.eye(2)))
+
+
+def transform_pairs(rng):
+    """(genesis transform, torch transform, unconstrained input) triples."""
+    base = TD.Normal(torch.zeros(()), torch.ones(()))
+    pos = rng.uniform(0.5, 2, (3, 4))
+    return [
+        (D.AbsTransform(), TD.AbsTransform(), rng.uniform(0.1, 2, (3, 4))),
+        (D.SoftplusTransform(), TD.SoftplusTransform(), rng.standard_normal((3, 4)) * 3),
+        (D.StickBreakingTransform(), TD.StickBreakingTransform(), rng.standard_normal((3, 4))),
+        (D.CorrCholeskyTransform(), TD.CorrCholeskyTransform(), rng.standard_normal((2, 6))),
+        (D.LowerCholeskyTransform(), TD.LowerCholeskyTransform(), rng.standard_normal((2, 3, 3))),
+        (D.PositiveDefiniteTransform(), TD.PositiveDefiniteTransform(),
+         rng.standard_normal((2, 3, 3))),
+        (D.ReshapeTransform((4,), (2, 2)), TD.ReshapeTransform((4,), (2, 2)),
+         rng.standard_normal((3, 4))),
+        (D.IndependentTransform(D.ExpTransform(), 1),
+         TD.IndependentTransform(TD.ExpTransform(), 1), rng.standard_normal((3, 4))),
+        (D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], dim=-1, lengths=[1, 3]),
+         TD.CatTransform([TD.ExpTransform(), TD.AffineTransform(1.0, 2.0)], dim=-1,
+                         lengths=[1, 3]), rng.standard_normal((3, 4))),
+        (D.CatTransform([D.IndependentTransform(D.ExpTransform(), 1),
+                         D.IndependentTransform(D.SoftplusTransform(), 1)], dim=0,
+                        lengths=[1, 2]),
+         TD.CatTransform([TD.IndependentTransform(TD.ExpTransform(), 1),
+                          TD.IndependentTransform(TD.SoftplusTransform(), 1)], dim=0,
+                         lengths=[1, 2]), rng.standard_normal((3, 4))),
+        (D.CatTransform([D.IndependentTransform(D.ExpTransform(), 1), D.SigmoidTransform()],
+                        dim=-1, lengths=[2, 2]),
+         TD.CatTransform([TD.IndependentTransform(TD.ExpTransform(), 1),
+                          TD.SigmoidTransform()], dim=-1, lengths=[2, 2]),
+         rng.standard_normal((3, 4))),
+        (D.StackTransform([D.ExpTransform(), D.SigmoidTransform(), D.TanhTransform()], dim=0),
+         TD.StackTransform([TD.ExpTransform(), TD.SigmoidTransform(), TD.TanhTransform()],
+                           dim=0), rng.standard_normal((3, 4))),
+        (D.CumulativeDistributionTransform(D.Normal(0.0, 1.0)),
+         TD.CumulativeDistributionTransform(base), rng.standard_normal((3, 4))),
+        (D.PowerTransform(genesis.tensor(pos)), TD.PowerTransform(torch.tensor(pos)),
+         rng.uniform(0.5, 2, (3, 4))),
+    ]
+
+
+def test_transforms(rng):
+    """Forward, inverse, log |det J| and their gradients, shapes and event dims as torch's."""
+    for g, t, x in transform_pairs(rng):
+        gx = genesis.tensor(x, dtype=F64, requires_grad=True)
+        tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        gy, ty = g(gx), t(tx)
+        close(gy, ty, F64, scale=10)
+        close(g.inv(gy.detach()), t.inv(ty.detach()), F64, scale=100)
+        assert tuple(g.forward_shape(tuple(x.shape))) == tuple(t.forward_shape(x.shape))
+        assert tuple(g.inverse_shape(tuple(gy.shape))) == tuple(t.inverse_shape(ty.shape))
+        assert g.domain.event_dim == t.domain.event_dim
+        assert g.codomain.event_dim == t.codomain.event_dim
+        assert g.bijective == t.bijective
+        try:
+            inside = bool(t.codomain.check(ty).all())
+        except RuntimeError:  # torch's cat constraint cannot join checks of unlike event dims
+            with pytest.raises(RuntimeError):
+                g.codomain.check(gy)
+        else:
+            assert bool(g.codomain.check(gy).all()) == inside
+        if isinstance(g, (D.PositiveDefiniteTransform, D.LowerCholeskyTransform)):
+            continue  # neither library gives their Jacobian
+        tl = same_or_both_missing(lambda: g.log_abs_det_jacobian(gx, gy),
+                                  lambda: t.log_abs_det_jacobian(tx, ty))
+        gl = g.log_abs_det_jacobian(gx, gy) if tl is not None else 0
+        (gy.sum() + (gl.sum() if tl is not None else 0)).backward()
+        (ty.sum() + (tl.sum() if tl is not None else 0)).backward()
+        close(gx.grad, tx.grad, F64, scale=100)
+
+
+def test_transform_equality_and_cache():
+    assert D.ExpTransform() == D.ExpTransform() and D.ExpTransform() != D.SigmoidTransform()
+    assert D.AffineTransform(1.0, 2.0) == D.AffineTransform(1.0, 2.0)
+    assert D.AffineTransform(1.0, 2.0) != D.AffineTransform(1.0, 3.0)
+    assert D.PowerTransform(genesis.tensor(2.0)) == D.PowerTransform(genesis.tensor(2.0))
+    t = D.StickBreakingTransform(cache_size=1)
+    x = genesis.randn(3, dtype=F64)
+    y = t(x)
+    assert t.inv(y) is x and t.with_cache(1) is t
+    with pytest.raises(ValueError, match="different numbers of elements"):
+        D.ReshapeTransform((3,), (2, 2))
+    with pytest.raises(ValueError, match="Too few dimensions"):
+        D.IndependentTransform(D.ExpTransform(), 2)(genesis.ones(3))
+
+
+CONSTRAINTS = ["real", "positive", "nonnegative", "unit_interval", "simplex", "real_vector",
+               "lower_cholesky", "positive_definite", "corr_cholesky"]
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_constraint_registry(rng, registry):
+    """biject_to/transform_to give torch's transform for each constraint, mapping reals into
+    the constraint's set."""
+    g_reg, t_reg = getattr(D, registry), getattr(TD, registry)
+    extra = [(D.constraints.greater_than(1.5), TD.constraints.greater_than(1.5)),
+             (D.constraints.less_than(-1.0), TD.constraints.less_than(-1.0)),
+             (D.constraints.interval(-2.0, 3.0), TD.constraints.interval(-2.0, 3.0)),
+             (D.constraints.independent(D.constraints.positive, 1),
+              TD.constraints.independent(TD.constraints.positive, 1)),
+             (D.constraints.cat([D.constraints.positive, D.constraints.real], -1, [2, 4]),
+              TD.constraints.cat([TD.constraints.positive, TD.constraints.real], -1, [2, 4])),
+             (D.constraints.stack([D.constraints.positive, D.constraints.unit_interval], 0),
+              TD.constraints.stack([TD.constraints.positive, TD.constraints.unit_interval], 0))]
+    pairs = [(getattr(D.constraints, n), getattr(TD.constraints, n)) for n in CONSTRAINTS]
+    for gc, tc in pairs + extra:
+        try:
+            tt = t_reg(tc)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError, match="Cannot transform"):
+                g_reg(gc)
+            continue
+        gt = g_reg(gc)
+        assert type(gt).__name__ == type(tt).__name__
+        shape = {2: (2, 3, 3), 1: (2, 6)}.get(gt.domain.event_dim, (2, 6))
+        x = rng.standard_normal(shape)
+        gy, ty = gt(genesis.tensor(x, dtype=F64)), tt(torch.tensor(x, dtype=torch.float64))
+        close(gy, ty, F64, scale=10)
+        assert bool(gc.check(gy).all())
+    with pytest.raises(TypeError):
+        g_reg.register(3, lambda c: None)
+
+
+def test_submodule_imports():
+    """Every submodule torch.distributions has is importable from genesis.distributions, with
+    the same public names where genesis has them."""
+    for name in [n for n in dir(TD) if not n.startswith("_")
+                 and type(getattr(TD, n)).__name__ == "module" and n != "kl" or n == "kl"]:
+        module = importlib.import_module(f"genesis.distributions.{name}")
+        torch_module = importlib.import_module(f"torch.distributions.{name}")
+        for public in getattr(torch_module, "__all__", []):
+            assert hasattr(module, public), f"{name}.{public}"
+    from genesis.distributions.normal import Normal
+    assert Normal is D.Normal
+    assert not [n for n in dir(TD) if not n.startswith("_") and not hasattr(D, n)]
+
+
+def test_mixture_same_family(rng):
+    """A Normal mixture and a mixture of MultivariateNormals: log_prob, cdf, mean, variance
+    as torch's; samples of the right shape and moments."""
+    probs = rng.dirichlet(np.ones(4), 2)
+    loc, scale = rng.standard_normal((2, 4)), rng.uniform(0.5, 2, (2, 4))
+    mg = D.MixtureSameFamily(D.Categorical(probs=genesis.tensor(probs, dtype=F64)),
+                             D.Normal(genesis.tensor(loc, dtype=F64),
+                                      genesis.tensor(scale, dtype=F64)))
+    mt = TD.MixtureSameFamily(TD.Categorical(probs=torch.tensor(probs)),
+                              TD.Normal(torch.tensor(loc), torch.tensor(scale)))
+    v = rng.standard_normal((5, 2)) * 2
+    close(mg.log_prob(genesis.tensor(v, dtype=F64)), mt.log_prob(torch.tensor(v)), F64, 10)
+    close(mg.cdf(genesis.tensor(v, dtype=F64)), mt.cdf(torch.tensor(v)), F64, 10)
+    close(mg.mean, mt.mean, F64, 10)
+    close(mg.variance, mt.variance, F64, 10)
+    assert tuple(mg.batch_shape) == (2,) and tuple(mg.expand((3, 2)).sample((4,)).shape) == \
+        (4, 3, 2)
+    genesis.manual_seed(3)
+    n = 20000
+    x = mg.sample((n,)).numpy()
+    assert np.all(np.abs(x.mean(0) - mt.mean.numpy()) < 5 * np.sqrt(x.var(0) / n))
+    vec_loc = rng.standard_normal((4, 3))
+    mvg = D.MixtureSameFamily(D.Categorical(probs=genesis.tensor(probs[0], dtype=F64)),
+                              D.Independent(D.Normal(genesis.tensor(vec_loc, dtype=F64), 1.0),
+                                            1))
+    mvt = TD.MixtureSameFamily(TD.Categorical(probs=torch.tensor(probs[0])),
+                               TD.Independent(TD.Normal(torch.tensor(vec_loc), 1.0), 1))
+    w = rng.standard_normal((5, 3))
+    close(mvg.log_prob(genesis.tensor(w, dtype=F64)), mvt.log_prob(torch.tensor(w)), F64, 10)
+    close(mvg.variance, mvt.variance, F64, 10)
+    assert tuple(mvg.sample((6,)).shape) == (6, 3)
+    assert bool(mvg.support.check(genesis.tensor(w, dtype=F64)).all())
+
+
+@pytest.mark.filterwarnings("ignore:Singular sample detected")  # torch's Wishart always warns
+def test_enumerate_support_and_expand(rng):
+    dg, dt, _, _, _ = pair("Binomial", rng)
+    close(dg.enumerate_support(), dt.enumerate_support(), F64)
+    close(dg.enumerate_support(False), dt.enumerate_support(False), F64)
+    with pytest.raises(NotImplementedError, match="Inhomogeneous"):
+        D.Binomial(genesis.tensor([2.0, 3.0]), probs=genesis.tensor([0.5, 0.5])).entropy()
+    for name in CASES:
+        dg, dt, _, _, _ = pair(name, rng, shape=(3,))
+        eg, et = dg.expand((2, 3)), dt.expand((2, 3))
+        assert tuple(eg.batch_shape) == tuple(et.batch_shape)
+        assert tuple(eg.sample((4,)).shape) == tuple(et.sample((4,)).shape)
+
+
+@pytest.mark.parametrize("name", ["Weibull", "Pareto", "HalfCauchy", "InverseGamma",
+                                  "Kumaraswamy", "FisherSnedecor", "ContinuousBernoulli_logits",
+                                  "GeneralizedPareto", "LowRankMultivariateNormal",
+                                  "LogisticNormal", "Wishart"])
+def test_rsample_gradient(name):
+    """The rsample gradient of E[f(x)] matches the derivative of torch's closed-form mean: n
+    copies of the parameters, one sample each, whose per-copy gradients average within 5
+    standard errors of it; f the first coordinate (for LogisticNormal, of the normal under the
+    stick breaking)."""
+    genesis.manual_seed(11)
+    rng = np.random.default_rng(11)
+    n = 4000
+    cls_name, make_params, _ = CASES[name]
+    p = make_params(rng, (1,))
+    torch_leaves = {k: torch.tensor(v, requires_grad=True) for k, v in p.items()}
+    dt = getattr(TD, cls_name)(**torch_leaves)
+    leaves = {k: genesis.tensor(np.repeat(v, n, 0), dtype=F64, requires_grad=True)
+              for k, v in p.items()}
+    x = getattr(D, cls_name)(**leaves).rsample()
+    if name == "LogisticNormal":
+        x = D.StickBreakingTransform().inv(x)
+        mean = dt.loc
+    else:
+        mean = dt.mean
+    if not bool(torch.isfinite(mean).all()):
+        return
+    x.reshape(n, -1)[:, 0].sum().backward()
+    mean.reshape(-1)[0].backward()
+    for k, v in leaves.items():
+        want = torch_leaves[k].grad
+        want = np.zeros(p[k].shape) if want is None else want.numpy()
+        est = v.grad.numpy().reshape(n, -1)
+        se = est.std(0) / np.sqrt(n)
+        assert np.all(np.abs(est.mean(0) - want.reshape(-1)) <= 5 * se + 1e-9), (name, k)

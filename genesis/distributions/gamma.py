@@ -46,7 +46,7 @@ def _series(a, x):
     # t_n grows while n < x - a, then falls like exp(-(n - (x - a))^2 / 2x): beyond
     # max(x - a, 0) + 12 sqrt(x) + 40 terms the rest is below e^-70 of the sum
     reach = (x - a).clamp(min=0) + 12 * x.sqrt()
-    terms = int(float(reach.max()) + 40) if x.numel() else 1
+    terms = int(float(reach.detach().max()) + 40) if x.numel() else 1
     k = genesis.arange(1, terms + 1, dtype=a.dtype, device=a.device)
     a_k = a.unsqueeze(-1) + k
     zero = genesis.zeros(*a.shape, 1, dtype=a.dtype, device=a.device)
