@@ -504,3 +504,58 @@ def test_rsample_gradient(name):
         est = v.grad.numpy().reshape(n, -1)
         se = est.std(0) / np.sqrt(n)
         assert np.all(np.abs(est.mean(0) - want.reshape(-1)) <= 5 * se + 1e-9), (name, k)
+
+
+def g_t(fn):
+    """fn(module, tensor) for genesis and for torch: the same construction on both sides."""
+    return (lambda: fn(D, lambda v: genesis.tensor(v, dtype=F64)),
+            lambda: fn(TD, lambda v: torch.tensor(v, dtype=torch.float64)))
+
+
+INVALID = [
+    lambda M, T: M.Poisson(T([-1.0, 2.0])),
+    lambda M, T: M.Binomial(T([3.0]), probs=T([1.5])),
+    lambda M, T: M.Binomial(T([2.5]), probs=T([0.5])),
+    lambda M, T: M.Binomial(T([3.0])),
+    lambda M, T: M.NegativeBinomial(T([3.0]), probs=T([1.0])),
+    lambda M, T: M.Multinomial(3, probs=T([-0.5, 1.5])),
+    lambda M, T: M.Weibull(T([1.0]), T([-1.0])),
+    lambda M, T: M.Pareto(T([0.0]), T([1.0])),
+    lambda M, T: M.HalfCauchy(T([-1.0])),
+    lambda M, T: M.InverseGamma(T([1.0]), T([0.0])),
+    lambda M, T: M.Kumaraswamy(T([1.0]), T([-2.0])),
+    lambda M, T: M.FisherSnedecor(T([1.0]), T([-2.0])),
+    lambda M, T: M.GeneralizedPareto(T([0.0]), T([-1.0]), T([0.1])),
+    lambda M, T: M.VonMises(T([0.0]), T([-1.0])),
+    lambda M, T: M.ContinuousBernoulli(T([1.5]), validate_args=True),
+    lambda M, T: M.LowRankMultivariateNormal(T([0.0, 0.0]), T([[1.0], [1.0]]), T([1.0, -1.0])),
+    lambda M, T: M.LowRankMultivariateNormal(T(0.0), T([[1.0]]), T([1.0])),
+    lambda M, T: M.LowRankMultivariateNormal(T([0.0, 0.0]), T([[1.0]]), T([1.0, 1.0])),
+    lambda M, T: M.LowRankMultivariateNormal(T([0.0, 0.0]), T([[1.0], [1.0]]), T([1.0])),
+    lambda M, T: M.LogisticNormal(T([0.0]), T([-1.0])),
+    lambda M, T: M.Wishart(T(1.0), T([[1.0, 0.0], [0.0, 1.0]])),
+    lambda M, T: M.Wishart(T(3.0), scale_tril=T([[1.0, 1.0], [0.0, 1.0]])),
+    lambda M, T: M.LKJCholesky(1),
+    lambda M, T: M.MixtureSameFamily(M.Normal(T([0.0]), T([1.0])), M.Normal(T([0.0]), T([1.0]))),
+    lambda M, T: M.MixtureSameFamily(M.Categorical(probs=T([0.5, 0.5])),
+                                     M.Normal(T([0.0, 1.0, 2.0]), T([1.0, 1.0, 1.0]))),
+    lambda M, T: M.Poisson(T([1.0])).log_prob(T([-1.0])),
+    lambda M, T: M.Poisson(T([1.0])).log_prob(T([0.5])),
+    lambda M, T: M.Binomial(T([3.0]), probs=T([0.5])).log_prob(T([4.0])),
+    lambda M, T: M.Multinomial(3, probs=T([0.5, 0.5])).log_prob(T([3.0, 1.0])),
+    lambda M, T: M.Pareto(T([2.0]), T([1.0])).log_prob(T([1.0])),
+    lambda M, T: M.Kumaraswamy(T([2.0]), T([1.0])).log_prob(T([1.5])),
+    lambda M, T: M.LKJCholesky(2, T([1.0])).log_prob(T([[1.0, 0.0], [1.0, 1.0]])),
+]
+
+
+@pytest.mark.parametrize("index", range(len(INVALID)))
+def test_argument_validation(index):
+    """torch's error type and first message line for invalid parameters and values."""
+    g_fn, t_fn = g_t(INVALID[index])
+    with pytest.raises(Exception) as want:
+        t_fn()
+    with pytest.raises(type(want.value)) as got:
+        g_fn()
+    message = str(want.value).replace("torch.", "genesis.").split("\n")[0]
+    assert str(got.value).split("\n")[0] == message

@@ -4,6 +4,7 @@ import genesis
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
+from .transformed_distribution import expand_by_rebuilding
 from .utils import broadcast_all, tiny
 
 __all__ = ["FisherSnedecor"]
@@ -18,7 +19,12 @@ class FisherSnedecor(Distribution):
 
     def __init__(self, df1, df2, validate_args=None):
         self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1, validate_args=validate_args)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2, validate_args=validate_args)
         super().__init__(self.df1.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return expand_by_rebuilding(self, batch_shape)
 
     @property
     def mean(self):
@@ -36,8 +42,7 @@ class FisherSnedecor(Distribution):
         return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
 
     def rsample(self, sample_shape=()):
-        x1 = Gamma(self.df1 * 0.5, self.df1, validate_args=False).rsample(sample_shape)
-        x2 = Gamma(self.df2 * 0.5, self.df2, validate_args=False).rsample(sample_shape)
+        x1, x2 = self._gamma1.rsample(sample_shape), self._gamma2.rsample(sample_shape)
         eps = tiny(x2.dtype)
         return (x1 / x2.clamp(min=eps)).clamp(min=eps)
 

@@ -25,19 +25,26 @@ class LKJCholesky(Distribution):
                              f"Found dim={dim}.")
         self.dim = dim
         (self.concentration,) = broadcast_all(concentration)
+        self._beta = self._row_norms(validate_args)
         super().__init__(self.concentration.shape, (dim, dim), validate_args=validate_args)
 
-    def _beta(self):
+    def _row_norms(self, validate_args):
         """Beta laws of the squared norms of the rows' off-diagonal parts (the onion method)."""
         c = self.concentration
         offset = genesis.arange(self.dim - 1, dtype=c.dtype, device=c.device)
         offset = genesis.cat([genesis.zeros(1, dtype=c.dtype, device=c.device), offset])
         marginal = c + 0.5 * (self.dim - 2)
-        return Beta(offset + 0.5, marginal.unsqueeze(-1) - 0.5 * offset, validate_args=False)
+        return Beta(offset + 0.5, marginal.unsqueeze(-1) - 0.5 * offset,
+                    validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = LKJCholesky(self.dim, self.concentration.expand(*batch_shape), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def sample(self, sample_shape=()):
         with genesis.no_grad():
-            y = self._beta().sample(sample_shape).unsqueeze(-1)
+            y = self._beta.sample(sample_shape).unsqueeze(-1)
             shape = self._extended_shape(sample_shape)
             u = genesis.randn(*shape, dtype=y.dtype, device=y.device).tril(-1)
             norm = u.pow(2).sum(-1, keepdim=True).sqrt()

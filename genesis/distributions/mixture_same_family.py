@@ -21,10 +21,10 @@ class MixtureSameFamily(Distribution):
         self._component_distribution = component_distribution
         if not isinstance(mixture_distribution, Categorical):
             raise ValueError(" The Mixture distribution needs to be an  instance of "
-                             "torch.distributions.Categorical")
+                             "genesis.distributions.Categorical")
         if not isinstance(component_distribution, Distribution):
             raise ValueError("The Component distribution needs to be an instance of "
-                             "torch.distributions.Distribution")
+                             "genesis.distributions.Distribution")
         mdbs = mixture_distribution.batch_shape
         cdbs = component_distribution.batch_shape[:-1]
         for size1, size2 in zip(reversed(tuple(mdbs)), reversed(tuple(cdbs))):
