@@ -559,3 +559,89 @@ def test_argument_validation(index):
         g_fn()
     message = str(want.value).replace("torch.", "genesis.").split("\n")[0]
     assert str(got.value).split("\n")[0] == message
+
+
+def on(device, name, rng, shape=(2, 3)):
+    """(distribution with float64 leaf parameters on `device`, the same on the CPU, its
+    leaves, values on the CPU)."""
+    cls_name, make_params, values = CASES[name]
+    p = make_params(rng, shape)
+    leaves = {k: v if isinstance(v, int) else
+              genesis.tensor(v, dtype=F64, device=device, requires_grad=True)
+              for k, v in p.items()}
+    cpu = {k: v if isinstance(v, int) else genesis.tensor(v, dtype=F64) for k, v in p.items()}
+    cls = getattr(D, cls_name)
+    return cls(**leaves), cls(**cpu), leaves, genesis.tensor(values(rng, shape, p), dtype=F64)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_on_device(device, rng, name):
+    """log_prob, entropy and moments on `device` as on the CPU; samples made on the device;
+    gradients reaching the device parameters through rsample (or log_prob)."""
+    dist, cpu, leaves, v = on(device, name, rng)
+    lp = dist.log_prob(v.to(device))
+    assert lp.device.type == device
+    close(lp.cpu(), torch.tensor(cpu.log_prob(v).detach().numpy()), F64)
+    for moment in ("mean", "variance"):
+        try:
+            want = getattr(cpu, moment)
+        except NotImplementedError:
+            continue
+        close(getattr(dist, moment).cpu(), torch.tensor(want.detach().numpy()), F64)
+    try:
+        want = cpu.entropy()
+    except NotImplementedError:
+        want = None
+    if want is not None:
+        close(dist.entropy().cpu(), torch.tensor(want.detach().numpy()), F64)
+    x = dist.sample((3,))
+    assert x.device.type == device and bool(dist.support.check(x).all())
+    total = dist.rsample((3,)).sum() if dist.has_rsample else lp.sum()
+    total.backward()
+    grads = [t.grad for t in leaves.values() if not isinstance(t, int)]
+    assert any(g is not None for g in grads)
+    assert all(g.device.type == device for g in grads if g is not None)
+
+
+def test_transforms_and_kl_on_device(device, rng):
+    for g, t, x in transform_pairs(rng):
+        if isinstance(g, (D.CumulativeDistributionTransform, D.PowerTransform)):
+            continue  # parameters on the CPU
+        gx = genesis.tensor(x, dtype=F64, device=device)
+        y = g(gx)
+        assert y.device.type == device
+        close(y.cpu(), t(torch.tensor(x)), F64, scale=10)
+        close(g.inv(y).cpu(), t.inv(t(torch.tensor(x))), F64, scale=100)
+    for p_name, q_name in [("Poisson", "Poisson"), ("Binomial", "Binomial"),
+                           ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
+                           ("ContinuousBernoulli", "ContinuousBernoulli"), ("Pareto", "Pareto"),
+                           ("Wishart", "Wishart")]:
+        pd, pc, _, _ = on(device, p_name, rng)
+        qd, qc, _, _ = on(device, q_name, rng)
+        kl = D.kl_divergence(pd, qd)
+        assert kl.device.type == device
+        close(kl.cpu(), torch.tensor(D.kl_divergence(pc, qc).detach().numpy()), F64, scale=10)
+
+
+def test_matrix_parameterizations(rng):
+    """LowRankMultivariateNormal's and Wishart's derived matrices as torch's; a Wishart given
+    by its precision matrix; a Multinomial given by logits."""
+    dg, dt, _, _, _ = pair("LowRankMultivariateNormal", rng)
+    for name in ("covariance_matrix", "precision_matrix", "scale_tril"):
+        close(getattr(dg, name), getattr(dt, name), F64, scale=10)
+    dg, dt, _, _, p = pair("Wishart", rng)
+    for name in ("covariance_matrix", "precision_matrix", "scale_tril"):
+        close(getattr(dg, name), getattr(dt, name), F64, scale=10)
+    precision = np.linalg.inv(p["covariance_matrix"])
+    wg = D.Wishart(genesis.tensor(p["df"], dtype=F64),
+                   precision_matrix=genesis.tensor(precision, dtype=F64))
+    wt = TD.Wishart(torch.tensor(p["df"]), precision_matrix=torch.tensor(precision))
+    v = spd(rng, (2, 3))
+    close(wg.log_prob(genesis.tensor(v, dtype=F64)), wt.log_prob(torch.tensor(v)), F64, 100)
+    logits = rng.standard_normal((2, 4))
+    c = counts(rng, (2,), 5)
+    close(D.Multinomial(5, logits=genesis.tensor(logits, dtype=F64)).log_prob(
+        genesis.tensor(c, dtype=F64)),
+        TD.Multinomial(5, logits=torch.tensor(logits)).log_prob(torch.tensor(c)), F64, 10)
+    with pytest.raises(NotImplementedError, match="inhomogeneous"):
+        D.Multinomial(genesis.tensor(5.0), probs=genesis.ones(3))
