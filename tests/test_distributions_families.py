@@ -361,6 +361,9 @@ def test_transform_equality_and_cache():
     assert D.AffineTransform(1.0, 2.0) == D.AffineTransform(1.0, 2.0)
     assert D.AffineTransform(1.0, 2.0) != D.AffineTransform(1.0, 3.0)
     assert D.PowerTransform(genesis.tensor(2.0)) == D.PowerTransform(genesis.tensor(2.0))
+    assert D.ExpTransform().inv == D.ExpTransform().inv != D.ExpTransform()
+    assert D.ComposeTransform([D.ExpTransform(), D.AffineTransform(0.0, 2.0)]) == \
+        D.ComposeTransform([D.ExpTransform(), D.AffineTransform(0.0, 2.0)])
     t = D.StickBreakingTransform(cache_size=1)
     x = genesis.randn(3, dtype=F64)
     y = t(x)

@@ -124,6 +124,11 @@ class _InverseTransform(Transform):
     def inv(self):
         return self._inv
 
+    def __eq__(self, other):
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    __hash__ = Transform.__hash__
+
     def __call__(self, x):
         return self._inv._inv_call(x)
 
@@ -169,6 +174,11 @@ class ComposeTransform(Transform):
         if event_dim > codomain.event_dim:
             codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
         return codomain
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = Transform.__hash__
 
     @property
     def bijective(self):
