@@ -539,6 +539,8 @@ INVALID = [
     lambda M, T: M.Wishart(T(1.0), T([[1.0, 0.0], [0.0, 1.0]])),
     lambda M, T: M.Wishart(T(3.0), scale_tril=T([[1.0, 1.0], [0.0, 1.0]])),
     lambda M, T: M.LKJCholesky(1),
+    lambda M, T: M.LKJCholesky(3, T([-1.0])),
+    lambda M, T: M.Beta(T([1.0]), T([-1.0])),
     lambda M, T: M.MixtureSameFamily(M.Normal(T([0.0]), T([1.0])), M.Normal(T([0.0]), T([1.0]))),
     lambda M, T: M.MixtureSameFamily(M.Categorical(probs=T([0.5, 0.5])),
                                      M.Normal(T([0.0, 1.0, 2.0]), T([1.0, 1.0, 1.0]))),
@@ -624,6 +626,19 @@ def test_transforms_and_kl_on_device(device, rng):
         kl = D.kl_divergence(pd, qd)
         assert kl.device.type == device
         close(kl.cpu(), torch.tensor(D.kl_divergence(pc, qc).detach().numpy()), F64, scale=10)
+
+
+def test_custom_subclass_expand():
+    """A subclass with its own __init__ gets torch's error from the inherited checked-instance
+    helper, and a bare instance without one."""
+    class Shifted(D.Normal):
+        def __init__(self, loc):
+            super().__init__(loc, 1.0)
+
+    with pytest.raises(NotImplementedError, match="Subclass Shifted of Normal"):
+        Shifted(genesis.zeros(2))._get_checked_instance(D.Normal)
+    normal = D.Normal(genesis.zeros(2), 1.0)
+    assert type(normal._get_checked_instance(D.Normal)) is D.Normal
 
 
 def test_matrix_parameterizations(rng):

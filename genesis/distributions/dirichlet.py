@@ -94,6 +94,11 @@ class Beta(ExponentialFamily):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
 
+    def _check_arguments(self):
+        """Checked as the two-category Dirichlet, with torch's message."""
+        Dirichlet(genesis.stack([self.concentration1, self.concentration0], -1),
+                  validate_args=True)
+
     @property
     def mean(self):
         return self.concentration1 / (self.concentration1 + self.concentration0)
