@@ -663,3 +663,19 @@ def test_matrix_parameterizations(rng):
         TD.Multinomial(5, logits=torch.tensor(logits)).log_prob(torch.tensor(c)), F64, 10)
     with pytest.raises(NotImplementedError, match="inhomogeneous"):
         D.Multinomial(genesis.tensor(5.0), probs=genesis.ones(3))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_float32(rng, torch_float64, name):
+    """float32 parameters give float32 log_prob and samples, within float32's tolerance of
+    torch's float64 values."""
+    cls_name, make_params, values = CASES[name]
+    p = make_params(rng, (2, 3))
+    dg = getattr(D, cls_name)(**{k: v if isinstance(v, int) else
+                                 genesis.tensor(v, dtype=genesis.float32) for k, v in p.items()})
+    dt = getattr(TD, cls_name)(**{k: v if isinstance(v, int) else torch.tensor(v)
+                                  for k, v in p.items()})
+    v = values(rng, (2, 3), p)
+    lg = dg.log_prob(genesis.tensor(v, dtype=genesis.float32))
+    assert lg.dtype is genesis.float32 and dg.sample((2,)).dtype is genesis.float32
+    close(lg, dt.log_prob(torch.tensor(v)), genesis.float32, scale=10)
