@@ -4,6 +4,7 @@ success of such trials."""
 import genesis
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import (broadcast_all, broadcast_tensors, lazy_property, logits_to_probs,
                     probs_to_logits, tiny)
 
@@ -36,12 +37,21 @@ class BinaryEvent(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
 
-class Bernoulli(BinaryEvent):
+class Bernoulli(BinaryEvent, ExponentialFamily):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
     @property
     def mean(self):

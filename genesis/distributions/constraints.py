@@ -1,14 +1,17 @@
 """Constraints on parameters and supports, as `torch.distributions.constraints`: each has
 `check(value)`, a boolean tensor of the batch shape (event dims folded), and `event_dim`."""
 
+import numpy as np
+
 import genesis
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-           "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
-           "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex",
-           "unit_interval"]
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+           "dependent", "dependent_property", "greater_than", "greater_than_eq",
+           "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
+           "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
+           "positive_semidefinite", "real", "real_vector", "simplex", "square", "stack",
+           "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -204,6 +207,119 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(0, -2, -1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: rows of unit norm."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = float(np.finfo(value.dtype.numpy_dtype).eps) * value.shape[-1] * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        return _LowerCholesky().check(value) & ((row_norm - 1).abs() <= tol).all(-1)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative counts summing to at most `upper_bound`."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return genesis.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                            dtype=genesis.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return _symmetric(value)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A component distribution's support checked at a value broadcast over the mixture's
+    component dim."""
+
+    def __init__(self, base_constraint):
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.ndim < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
+        keep = value.ndim - self.event_dim
+        return result.reshape(*result.shape[:keep], -1).all(-1)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
+class _Cat(Constraint):
+    """Constraints `cseq` on consecutive slices of `lengths` along `dim` (as genesis.cat)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start = start + length
+        return genesis.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """Constraints `cseq` on the slices along `dim` (as genesis.stack)."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        parts = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return genesis.stack([c.check(v) for c, v in zip(self.cseq, parts)], self.dim)
+
+
 def _symmetric(value):
     close = (value - value.mT).abs() <= 1e-6 * (1 + value.abs())
     return close.reshape(*value.shape[:-2], -1).all(-1)
@@ -246,3 +362,9 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+corr_cholesky = _CorrCholesky()
+multinomial = _Multinomial
+square = _Square()
+symmetric = _Symmetric()
+cat = _Cat
+stack = _Stack

@@ -3,7 +3,7 @@ Gamma samples: their reparameterized gradients flow through `standard_gamma`'s."
 
 import genesis
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import standard_gamma
 from .utils import broadcast_all, digamma, eps, lgamma, tiny
 
@@ -17,12 +17,21 @@ def _dirichlet_mode(concentration):
     return genesis.where(all_below_one, peak, mode)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet over the simplex of the last dim of `concentration`."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))
 
     def __init__(self, concentration, validate_args=None):
         if concentration.ndim < 1:
@@ -64,7 +73,7 @@ class Dirichlet(Distribution):
                 - ((c - 1.0) * digamma(c)).sum(-1))
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0) on [0, 1]: a two-category Dirichlet."""
 
     arg_constraints = {"concentration1": constraints.positive,
@@ -72,9 +81,23 @@ class Beta(Distribution):
     support = constraints.unit_interval
     has_rsample = True
 
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x) + lgamma(y) - lgamma(x + y)
+
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
+
+    def _check_arguments(self):
+        """Checked as the two-category Dirichlet, with torch's message."""
+        Dirichlet(genesis.stack([self.concentration1, self.concentration0], -1),
+                  validate_args=True)
 
     @property
     def mean(self):

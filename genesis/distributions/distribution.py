@@ -61,6 +61,15 @@ class Distribution:
         new._validate_args = self._validate_args
         return new
 
+    def _get_checked_instance(self, cls, _instance=None):
+        """A bare instance for `expand` to fill in; a subclass with its own __init__ must
+        define its own expand, as in torch."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} "
+                                      "that defines a custom __init__ method must also define "
+                                      "a custom .expand() method.")
+        return object.__new__(type(self)) if _instance is None else _instance
+
     @property
     def batch_shape(self):
         return self._batch_shape

@@ -14,7 +14,7 @@ for samples, whose x - a is of order sqrt(a)); the same series gives cdf.
 
 import genesis
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, broadcast_tensors, digamma, lgamma, tiny
 
 
@@ -46,7 +46,7 @@ def _series(a, x):
     # t_n grows while n < x - a, then falls like exp(-(n - (x - a))^2 / 2x): beyond
     # max(x - a, 0) + 12 sqrt(x) + 40 terms the rest is below e^-70 of the sum
     reach = (x - a).clamp(min=0) + 12 * x.sqrt()
-    terms = int(float(reach.max()) + 40) if x.numel() else 1
+    terms = int(float(reach.detach().max()) + 40) if x.numel() else 1
     k = genesis.arange(1, terms + 1, dtype=a.dtype, device=a.device)
     a_k = a.unsqueeze(-1) + k
     zero = genesis.zeros(*a.shape, 1, dtype=a.dtype, device=a.device)
@@ -93,12 +93,21 @@ def standard_gamma(alpha):
     return _StandardGamma.apply(alpha)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)

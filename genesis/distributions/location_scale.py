@@ -6,6 +6,7 @@ import math
 import genesis
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, eps, tiny
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -36,8 +37,17 @@ class _LocScale(Distribution):
         return value
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """N(loc, scale^2)."""
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(-2))
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
     @property
     def stddev(self):

@@ -112,3 +112,12 @@ class TransformedDistribution(Distribution):
         for t in self.transforms:
             value = t(value)
         return value
+
+
+def expand_by_rebuilding(dist, batch_shape):
+    """`dist` rebuilt from its parameters (the keys of arg_constraints) expanded to
+    `batch_shape`, so that its base distribution and transforms are rebuilt with them."""
+    params = {k: getattr(dist, k).expand(*batch_shape) for k in dist.arg_constraints}
+    new = type(dist)(**params, validate_args=False)
+    new._validate_args = dist._validate_args
+    return new

@@ -99,3 +99,35 @@ def digamma(x):
     r = 1 / (z * z)
     series = r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * 5 / 660))))
     return z.log() - 0.5 / z - series - sum(1 / s for s in steps)
+
+
+def _tril_positions(n, diag):
+    """Flat (row-major) positions of the entries of an n x n matrix on or below `diag`."""
+    rows, cols = np.tril_indices(n, diag)
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The lower-triangular entries (on or below `diag`) of (batched) square matrices, row by
+    row."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = genesis.tensor(_tril_positions(n, diag), dtype=genesis.int64, device=mat.device)
+    return mat.reshape(*mat.shape[:-2], n * n).index_select(-1, index)
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The inverse of `tril_matrix_to_vec`: vectors laid out as lower-triangular matrices."""
+    m = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > eps(vec.dtype):
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    source = np.zeros(n * n, dtype=np.int64)
+    source[_tril_positions(n, diag)] = np.arange(1, m + 1)
+    padded = genesis.cat([genesis.zeros(*vec.shape[:-1], 1, dtype=vec.dtype, device=vec.device),
+                          vec], -1)
+    index = genesis.tensor(source, dtype=genesis.int64, device=vec.device)
+    return padded.index_select(-1, index).reshape(*vec.shape[:-1], n, n)

@@ -1,0 +1,5 @@
+"""`torch.distributions.beta`'s import path for Beta."""
+
+from .dirichlet import Beta
+
+__all__ = ["Beta"]

@@ -1,0 +1,5 @@
+"""`torch.distributions.exponential`'s import path for Exponential."""
+
+from .uniform import Exponential
+
+__all__ = ["Exponential"]
