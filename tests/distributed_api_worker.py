@@ -65,7 +65,8 @@ def check_recv_any_source(rank, world):
 def check_batch_isend_irecv(rank, world):
     right, left = (rank + 1) % world, (rank - 1) % world
     got_left, got_right = empty(3, dtype=genesis.int64), empty(3, dtype=genesis.int64)
-    ops = [dist.P2POp(dist.irecv, got_left, left), dist.P2POp(dist.isend, on_device([rank] * 3), right),
+    ops = [dist.P2POp(dist.irecv, got_left, left),
+           dist.P2POp(dist.isend, on_device([rank] * 3), right),
            dist.P2POp(dist.isend, on_device([-rank] * 3), left),
            dist.P2POp(dist.irecv, got_right, right)]
     works = dist.batch_isend_irecv(ops)
@@ -77,7 +78,8 @@ def check_batch_isend_irecv(rank, world):
     expect_error(ValueError, "Invalid ``op``", lambda: dist.P2POp(dist.send, empty(1), 0))
     expect_error(TypeError, "Expected parameter `tensor` of type Tensor",
                  lambda: dist.P2POp(dist.isend, [1.0], 0))
-    expect_error(ValueError, "Each op is expected to to be of type", lambda: dist.batch_isend_irecv([]))
+    expect_error(ValueError, "Each op is expected to to be of type",
+                 lambda: dist.batch_isend_irecv([]))
 
 
 def splits(world):
@@ -254,11 +256,11 @@ def check_monitored_barrier(rank, world):
         timeout=timedelta(milliseconds=100), wait_all_ranks=True))
     dist.barrier()
     if rank == world - 1:
-        time.sleep(0.5)
-    expected = f"[Rank 0]: Rank {world - 1} failed to pass monitoredBarrier in 200 ms" \
+        time.sleep(1.5)
+    expected = f"[Rank 0]: Rank {world - 1} failed to pass monitoredBarrier in 500 ms" \
         if rank == 0 else "successfully reached monitoredBarrier"
     expect_error(RuntimeError, expected,
-                 lambda: dist.monitored_barrier(timeout=timedelta(milliseconds=200)))
+                 lambda: dist.monitored_barrier(timeout=timedelta(milliseconds=500)))
     dist.barrier()
     dist.monitored_barrier(timeout=timedelta(seconds=10))
 

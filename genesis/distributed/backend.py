@@ -71,8 +71,7 @@ def _one_available(name):
 
 def get_default_backend_for_device(device):
     """The backend collectives on `device`'s tensors use: "mpi" for cpu, "nccl" for cuda."""
-    from .. import device as device_type
-    kind = device.type if isinstance(device, device_type) else device_type(device).type
+    kind = device.split(":")[0] if isinstance(device, str) else device.type
     backend = Backend.default_device_backend_map.get(kind)
     if backend is None:
         raise ValueError(f"Default backend not registered for device : {device}")

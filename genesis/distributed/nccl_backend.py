@@ -121,12 +121,13 @@ class NCCLBackend:
                              lambda s: self._grouped(parts, s))]
 
     def all_to_all_single(self, output, input, output_counts, input_counts):
-        """One NCCL group of a send and a receive per peer, at the counts' offsets (elements)."""
+        """One NCCL group of a send and a receive per peer with a nonzero count, at the counts'
+        offsets (elements)."""
         size, kind = input.element_size(), self._type(input)
         sends = _segments(input.data_ptr(), input_counts, size)
         recvs = _segments(output.data_ptr(), output_counts, size)
-        parts = [(True, p, n, kind, peer) for peer, (p, n) in enumerate(sends)] + \
-                [(False, p, n, kind, peer) for peer, (p, n) in enumerate(recvs)]
+        parts = [(True, p, n, kind, peer) for peer, (p, n) in enumerate(sends) if n] + \
+                [(False, p, n, kind, peer) for peer, (p, n) in enumerate(recvs) if n]
         return self._launch("all_to_all", [output, input], lambda s: self._grouped(parts, s))
 
     def _grouped(self, parts, stream):

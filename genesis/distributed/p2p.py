@@ -24,9 +24,7 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     pg = member_group("send", group)
     if pg is not None:
         _not_self(pg, _group_rank(pg, dst, group_dst), "destination")
-    work = isend(tensor, dst, group, tag, group_dst)
-    if work is not None:
-        work.wait()
+        _start("send", True, tensor, pg, tag, dst, group_dst).wait()
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
