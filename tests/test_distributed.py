@@ -282,3 +282,58 @@ def test_all_reduce_coalesced_is_deprecated_as_in_torch():
     with pytest.warns(FutureWarning, match="all_reduce_coalesced` will be deprecated"):
         with pytest.raises(ValueError, match="Default process group has not been initialized"):
             dist.all_reduce_coalesced([genesis.ones(2)])
+
+
+class FakeNCCL:
+    """Records nccl4py calls; comm_split returns a new communicator handle."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def record(*args):
+            self.calls.append((name, *args))
+            return 77 if name == "comm_split" else None
+        return record
+
+
+@pytest.fixture
+def nccl_rank(monkeypatch):
+    """An NCCL backend of communicator 11 whose collectives run on stream 5 at once, with the
+    calls it makes recorded (no GPU or NCCL needed)."""
+    from genesis.distributed import nccl_backend
+    fake = FakeNCCL()
+    monkeypatch.setattr(nccl_backend, "_nccl", lambda: fake)
+    monkeypatch.setattr(genesis.cuda, "Stream", lambda index: None)
+    monkeypatch.setattr(nccl_backend.NCCLBackend, "_launch",
+                        lambda self, name, tensors, fn: fn(5))
+    return lambda rank, world: (nccl_backend.NCCLBackend(11, rank, world, None, 0), fake)
+
+
+def test_nccl_all_to_all_single_is_one_group_of_sends_and_receives(nccl_rank):
+    backend, fake = nccl_rank(1, 3)
+    out, inp = genesis.empty(3), genesis.empty(3)
+    backend.all_to_all_single(out, inp, [2, 0, 1], [1, 2, 0])
+    i, o = inp.data_ptr(), out.data_ptr()
+    assert fake.calls == [("group_start",), ("send", i, 1, 7, 0, 11, 5),
+                          ("send", i + 4, 2, 7, 1, 11, 5), ("recv", o, 2, 7, 0, 11, 5),
+                          ("recv", o + 8, 1, 7, 2, 11, 5), ("group_end",)]
+
+
+def test_nccl_batch_isend_irecv_is_one_group(nccl_rank):
+    backend, fake = nccl_rank(0, 3)
+    a, b = genesis.empty(2, dtype=genesis.int64), genesis.empty(2, dtype=genesis.int64)
+    assert len(backend.p2p([(False, a, 2, 0), (True, b, 1, 0)])) == 1
+    assert fake.calls == [("group_start",), ("recv", a.data_ptr(), 2, 4, 2, 11, 5),
+                          ("send", b.data_ptr(), 2, 4, 1, 11, 5), ("group_end",)]
+    with pytest.raises(RuntimeError, match="does not support recvAnysource"):
+        backend.p2p([(False, a, None, 0)])
+
+
+def test_nccl_new_group_splits_the_communicator(nccl_rank):
+    inside, fake = nccl_rank(2, 3)
+    group = inside.split([0, 2], "1")
+    assert (group.comm, group.rank, group.world_size, group.prefix) == (77, 1, 2, "group/1/")
+    outside, _ = nccl_rank(1, 3)
+    assert outside.split([0, 2], "1") is None
+    assert fake.calls == [("comm_split", 11, 0, 1, 0), ("comm_split", 11, -1, 0, 0)]

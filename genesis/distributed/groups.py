@@ -29,12 +29,15 @@ class ProcessGroup:
 
 
 class _World:
-    """What `init_process_group` sets up: the default group, the store it made (if any), and the
-    groups made since."""
+    """What `init_process_group` sets up: the default group, the store it made (if any), the
+    groups made since, and how many `new_group` calls named one (every rank counts each)."""
 
-    default_pg = None
-    store = None
-    groups = []
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.default_pg = self.store = None
+        self.groups, self.group_count = [], 0
 
 
 _world = _World()

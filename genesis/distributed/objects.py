@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 
 from .groups import member_group
-from .process_group import _output_list_only_on_root, _peer, broadcast
+from .process_group import broadcast, output_list_only_on_root, root_rank
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
@@ -14,7 +14,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = member_group("broadcast_object_list", group)
     if pg is None:
         return
-    root = _peer("broadcast_object_list", "src", pg, src, group_src, default=0)
+    root = root_rank("broadcast_object_list", "src", pg, src, group_src, default=0)
     device = device or _device(pg)
     from .. import cat, empty, tensor
     if pg.rank() == root:
@@ -37,8 +37,8 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     pg = member_group("gather_object", group)
     if pg is None:
         return
-    root = _peer("gather_object", "dst", pg, dst, group_dst, default=0)
-    _output_list_only_on_root("gather_list", pg.rank(), root, object_gather_list)
+    root = root_rank("gather_object", "dst", pg, dst, group_dst, default=0)
+    output_list_only_on_root("gather_list", pg.rank(), root, object_gather_list)
     every = pg._backend.exchange(obj)
     if pg.rank() == root:
         object_gather_list[:len(every)] = every
@@ -51,7 +51,7 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     pg = member_group("scatter_object_list", group)
     if pg is None:
         return
-    root = _peer("scatter_object_list", "src", pg, src, group_src, default=0)
+    root = root_rank("scatter_object_list", "src", pg, src, group_src, default=0)
     if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
         raise ValueError("Expected argument scatter_object_output_list to be a list of size at "
                          "least 1.")

@@ -5,8 +5,7 @@ as in PyTorch; a receive without a source takes the first message of any rank (M
 """
 
 from .groups import default_group, get_global_rank, member_group
-from .groups import group_peer as _group_rank
-from .process_group import check_placement
+from .process_group import check_placement, root_rank
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
@@ -23,7 +22,7 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Send `tensor` to `dst` and wait until it may be reused."""
     pg = member_group("send", group)
     if pg is not None:
-        _not_self(pg, _group_rank(pg, dst, group_dst), "destination")
+        _not_self(pg, root_rank("send", "dst", pg, dst, group_dst), "destination")
         _start("send", True, tensor, pg, tag, dst, group_dst).wait()
 
 
@@ -51,7 +50,7 @@ def _start(name, is_send, tensor, group, tag, global_peer, peer, any_source=Fals
     if any_source and global_peer is None and peer is None:
         r = None
     else:
-        r = _in_group(name, pg, _group_rank(pg, global_peer, peer))
+        r = root_rank(name, "peer", pg, global_peer, peer)
     check_placement(name, pg._backend, tensor)
     return pg._backend.p2p([(is_send, tensor, r, tag)])[0]
 
@@ -70,7 +69,7 @@ class P2POp:
     def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
         self.op, self.tensor, self.tag = op, tensor, tag
         self.group = group or default_group("P2POp")
-        self.group_peer = _group_rank(self.group, peer, group_peer)
+        self.group_peer = root_rank("P2POp", "peer", self.group, peer, group_peer)
         self.peer = get_global_rank(self.group, self.group_peer)
 
     def __repr__(self):
@@ -91,7 +90,6 @@ def batch_isend_irecv(p2p_op_list):
     if not all(op.group is pg for op in p2p_op_list):
         raise ValueError("All ops need to use the same group.")
     for op in p2p_op_list:
-        _in_group("batch_isend_irecv", pg, op.group_peer)
         check_placement("batch_isend_irecv", pg._backend, op.tensor)
     return pg._backend.p2p([(op.op is isend, op.tensor, op.group_peer, op.tag)
                             for op in p2p_op_list])
@@ -102,12 +100,6 @@ def _check_tensor(tensor, what):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{what}` of type "
                         f"Tensor but got {type(tensor)} instead.")
-
-
-def _in_group(name, pg, r):
-    if not 0 <= r < pg.size():
-        raise ValueError(f"{name}: peer rank {r} is not a rank of a group of {pg.size()}")
-    return r
 
 
 def _not_self(pg, r, what):

@@ -93,8 +93,7 @@ def destroy_process_group(group=None):
     finally:
         if _world.store is not None:
             _world.store.close()
-        _world.default_pg = _world.store = None
-        _world.groups = []
+        _world.reset()
 
 
 def _close(pg):
@@ -114,7 +113,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     if use_local_synchronization and world.name() == Backend.MPI:
         raise ValueError("MPI backend doesn't support use_local_synchronization=True")
     ranks = _group_ranks(ranks, world.size(), sort_ranks)
-    name = str(len(_world.groups) + 1)
+    _world.group_count += 1
+    name = str(_world.group_count)
     made = world._backend.split(ranks, name)
     if made is None:
         return GroupMember.NON_GROUP_MEMBER
@@ -198,7 +198,7 @@ def _check_op(name, tensor, op):
                          f"{tensor.dtype}")
 
 
-def _peer(name, what, pg, global_rank, group_rank, default=None):
+def root_rank(name, what, pg, global_rank, group_rank, default=None):
     """The group rank named by `global_rank` or `group_rank`, checked against the group."""
     r = group_peer(pg, global_rank, group_rank, default)
     if not 0 <= r < pg.size():
@@ -221,7 +221,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     pg = member_group("broadcast", group)
     if pg is None:
         return None
-    root = _peer("broadcast", "src", pg, src, group_src)
+    root = root_rank("broadcast", "src", pg, src, group_src)
     _check("broadcast", pg._backend, tensor)
     return _finish(pg._backend.broadcast(tensor, root), async_op)
 
@@ -231,7 +231,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     pg = member_group("reduce", group)
     if pg is None:
         return None
-    root = _peer("reduce", "dst", pg, dst, group_dst)
+    root = root_rank("reduce", "dst", pg, dst, group_dst)
     _check_op("reduce", tensor, op)
     _check("reduce", pg._backend, tensor)
     return _finish(pg._backend.reduce(tensor, root, op), async_op)
@@ -371,8 +371,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     pg = member_group("gather", group)
     if pg is None:
         return None
-    root = _peer("gather", "dst", pg, dst, group_dst, default=0)
-    _output_list_only_on_root("gather_list", pg.rank(), root, gather_list)
+    root = root_rank("gather", "dst", pg, dst, group_dst, default=0)
+    output_list_only_on_root("gather_list", pg.rank(), root, gather_list)
     from .. import empty
     targets = gather_list if pg.rank() == root else \
         [empty(tensor.shape, dtype=tensor.dtype, device=tensor.device) for _ in range(pg.size())]
@@ -384,7 +384,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     pg = member_group("scatter", group)
     if pg is None:
         return None
-    root = _peer("scatter", "src", pg, src, group_src, default=0)
+    root = root_rank("scatter", "src", pg, src, group_src, default=0)
     from .. import empty, stack
     if pg.rank() == root:
         if not scatter_list:
@@ -446,7 +446,7 @@ def then_copy(work, targets, parts):
     return Work(wait, work.is_completed)
 
 
-def _output_list_only_on_root(what, rank, root, output_list):
+def output_list_only_on_root(what, rank, root, output_list):
     if rank == root and not output_list:
         raise ValueError(f"Argument ``{what}`` must be specified on destination rank.")
     if rank != root and output_list:
