@@ -16,6 +16,7 @@ from genesis.distributed import TCPStore
 pytest.importorskip("mpi4py")
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
+API_WORKER = os.path.join(os.path.dirname(__file__), "distributed_api_worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -36,6 +37,17 @@ def test_collectives_and_ddp_under_mpi(world, start):
     command = [MPIEXEC, "-n", str(world), sys.executable] if start == "mpiexec" else \
         LAUNCHER + ["--mpi", "--nproc-per-node", str(world)]
     result = run(command + [WORKER])
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().endswith("all checks passed")
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
+@pytest.mark.parametrize("world", [2, 3])
+def test_point_to_point_all_to_all_objects_groups_under_mpi(world):
+    """send/recv, batch_isend_irecv, all_to_all(_single), reduce_scatter, all_reduce_coalesced,
+    object collectives, a group of ranks [0, world - 1] and monitored_barrier against numpy
+    (tests/distributed_api_worker.py)."""
+    result = run([MPIEXEC, "-n", str(world), sys.executable, API_WORKER])
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip().endswith("all checks passed")
 
@@ -198,3 +210,76 @@ def test_store_on_a_busy_port_is_a_clear_error():
 def test_ddp_needs_a_process_group():
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         genesis.nn.parallel.DistributedDataParallel(genesis.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("name", ["nccl", "NCCL", "Mpi", "gloo", "GLOO", "undefined", "Foo",
+                                  "cpu:gloo,cuda:nccl"])
+def test_backend_names_as_torch(name):
+    import torch.distributed as tdist
+    assert dist.Backend(name) == tdist.Backend(name)
+    assert type(dist.Backend(name)) is str
+    assert dist.Backend.NCCL == "nccl" and dist.Backend.MPI == "mpi"
+    assert dist.Backend.backend_list == tdist.Backend.backend_list
+
+
+def test_backend_of_a_non_string_is_an_error():
+    with pytest.raises(ValueError, match="Backend constructor parameter must be string-ish"):
+        dist.Backend(3)
+
+
+def test_backend_availability():
+    import importlib.util
+    assert dist.is_mpi_available() and not dist.is_gloo_available()
+    assert dist.is_nccl_available() == (importlib.util.find_spec("nccl") is not None)
+    assert dist.is_backend_available("MPI") and not dist.is_backend_available("gloo")
+    assert dist.is_backend_available("fake") and not dist.is_backend_available("ucc")
+    assert dist.is_backend_available("cpu:mpi")
+    assert not dist.is_backend_available("cpu:mpi,cuda:gloo")
+
+
+def test_default_backend_for_device():
+    assert dist.get_default_backend_for_device("cpu") == "mpi"
+    assert dist.get_default_backend_for_device("cuda:1") == "nccl"
+    assert dist.get_default_backend_for_device(genesis.device("cuda")) == "nccl"
+    with pytest.raises(ValueError, match="Default backend not registered for device : meta"):
+        dist.get_default_backend_for_device("meta")
+
+
+def test_node_local_rank(monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert dist.get_node_local_rank(fallback_rank=3) == 3
+    with pytest.raises(RuntimeError, match="LOCAL_RANK is not in the environment"):
+        dist.get_node_local_rank()
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    assert dist.get_node_local_rank(fallback_rank=3) == 2
+
+
+def test_groups_before_init():
+    assert dist.group.WORLD is None and dist.GroupMember.WORLD is None
+    assert dist.GroupMember.NON_GROUP_MEMBER == -100
+    assert dist.get_rank(dist.GroupMember.NON_GROUP_MEMBER) == -1
+    assert dist.get_world_size(dist.GroupMember.NON_GROUP_MEMBER) == -1
+    for fn in (lambda: dist.new_group([0]), lambda: dist.get_process_group_ranks(None),
+               lambda: dist.send(genesis.ones(1), 1), lambda: dist.monitored_barrier(),
+               lambda: dist.broadcast_object_list([1])):
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            fn()
+
+
+def test_p2p_argument_errors():
+    with pytest.raises(ValueError, match="Invalid ``op``. Expected ``op`` to be of type"):
+        dist.P2POp(dist.send, genesis.ones(1), 1)
+    with pytest.raises(TypeError, match="Expected parameter `tensor` of type Tensor"):
+        dist.P2POp(dist.isend, [1.0], 1)
+    with pytest.raises(TypeError, match="Expected parameter `tensor` of type Tensor"):
+        dist.isend([1.0], 1)
+    for ops in ([], "ops", [1]):
+        with pytest.raises(ValueError, match="Each op is expected to to be of type"):
+            dist.batch_isend_irecv(ops)
+
+
+def test_all_reduce_coalesced_is_deprecated_as_in_torch():
+    with pytest.warns(FutureWarning, match="all_reduce_coalesced` will be deprecated"):
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            dist.all_reduce_coalesced([genesis.ones(2)])
+

@@ -71,7 +71,7 @@ class FakeNccl:
 
     def all_reduce(self, send, recv, count, datatype, op, comm, stream):
         self.rec.log.append(f"all_reduce {count} type {datatype} op {op} on {stream}")
-        assert send == recv and comm == "comm"
+        assert send == recv and comm in ("comm", "subcomm")
 
     def all_gather(self, send, recv, count, datatype, comm, stream):
         self.rec.log.append(f"all_gather {count} type {datatype} on {stream}")
@@ -85,8 +85,24 @@ class FakeNccl:
     def reduce(self, send, recv, count, datatype, op, root, comm, stream):
         self.rec.log.append(f"reduce {count} to {root} on {stream}")
 
+    def send(self, buf, count, datatype, peer, comm, stream):
+        self.rec.log.append(f"send {count} type {datatype} at {buf} to {peer} on {stream}")
+
+    def recv(self, buf, count, datatype, peer, comm, stream):
+        self.rec.log.append(f"recv {count} type {datatype} at {buf} from {peer} on {stream}")
+
+    def group_start(self):
+        self.rec.log.append("group start")
+
+    def group_end(self):
+        self.rec.log.append("group end")
+
+    def comm_split(self, comm, color, key, config):
+        self.rec.log.append(f"split {comm} color {color} key {key}")
+        return "subcomm"
+
     def comm_destroy(self, comm):
-        self.rec.log.append("destroy")
+        self.rec.log.append(f"destroy {comm}")
 
 
 @pytest.fixture
@@ -100,7 +116,7 @@ def fake_world(monkeypatch):
     monkeypatch.setattr(nccl_backend.NCCLBackend, "name", "nccl-on-cpu-for-this-test")
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
     dist.init_process_group("nccl", store=store, rank=0, world_size=1)
-    dist.process_group._world.backend.device = "cpu"  # the barrier's flag, in this test
+    dist.group.WORLD._backend.device = "cpu"  # the barrier's flag, in this test
     yield rec.log
     if dist.is_initialized():
         dist.destroy_process_group()
@@ -138,4 +154,45 @@ def test_barrier_blocks_the_host_and_destroy_frees_the_communicator(fake_world):
     dist.barrier()
     assert log[-3:] == ["comm records done", "compute waits done", "host waits comm"]
     dist.destroy_process_group()
-    assert log[-1] == "destroy" and not dist.is_initialized()
+    assert log[-1] == "destroy comm" and not dist.is_initialized()
+
+
+def test_point_to_point_batch_is_one_group_on_the_comm_stream(fake_world):
+    log = fake_world
+    a, b = genesis.ones(3), genesis.empty(3)
+    log.clear()
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, a, 0), dist.P2POp(dist.irecv, b, 0)])
+    assert len(works) == 1
+    assert log[:5] == ["comm waits compute", "group start",
+                       f"send 3 type 7 at {a.data_ptr()} to 0 on 42",
+                       f"recv 3 type 7 at {b.data_ptr()} from 0 on 42", "group end"]
+    with pytest.raises(RuntimeError, match="does not support recvAnysource"):
+        dist.irecv(b)
+
+
+def test_all_to_all_single_sends_and_receives_each_peer_its_split(fake_world):
+    """Rank 1 of 3: a send and a receive per peer with a nonzero count, at the splits' offsets."""
+    backend = nccl_backend.NCCLBackend("comm", 1, 3, None, 0)
+    log = fake_world
+    out, inp = genesis.empty(3), genesis.empty(3)
+    i, o = inp.data_ptr(), out.data_ptr()
+    log.clear()
+    backend.all_to_all_single(out, inp, [2, 0, 1], [1, 2, 0])
+    assert log[1:7] == ["group start", f"send 1 type 7 at {i} to 0 on 42",
+                        f"send 2 type 7 at {i + 4} to 1 on 42",
+                        f"recv 2 type 7 at {o} from 0 on 42",
+                        f"recv 1 type 7 at {o + 8} from 2 on 42", "group end"]
+
+
+def test_new_group_splits_the_communicator(fake_world):
+    log = fake_world
+    log.clear()
+    group = dist.new_group([0])
+    assert log == ["split comm color 0 key 0"]
+    assert (group._backend.comm, dist.get_rank(group), group._backend.prefix) == \
+        ("subcomm", 0, "group/1/")
+    outside = nccl_backend.NCCLBackend("comm", 1, 3, None, 0)
+    assert outside.split([0, 2], "2") is None and log[-1] == "split comm color -1 key 0"
+    group._backend.device = "cpu"
+    dist.destroy_process_group(group)
+    assert log[-1] == "destroy subcomm"

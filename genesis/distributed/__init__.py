@@ -4,10 +4,19 @@ Backends: "nccl" for CUDA tensors (nccl4py) and "mpi" for CPU tensors (mpi4py). 
 imported when a process group is created, never at `import genesis`.
 """
 
+from .backend import (Backend, get_default_backend_for_device, is_backend_available,
+                      is_gloo_available, is_mpi_available, is_nccl_available, is_ucc_available,
+                      is_xccl_available)
+from .groups import (GroupMember, ProcessGroup, get_global_rank, get_group_rank,
+                     get_node_local_rank, get_process_group_ranks, group)
+from .objects import broadcast_object_list, gather_object, scatter_object_list
+from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from .process_group import (all_gather, all_gather_into_tensor, all_gather_object, all_reduce,
-                            barrier, broadcast, destroy_process_group, gather, get_backend,
-                            get_rank, get_world_size, init_process_group, is_available,
-                            is_initialized, reduce, reduce_scatter_tensor, scatter)
+                            all_reduce_coalesced, all_to_all, all_to_all_single, barrier,
+                            broadcast, destroy_process_group, gather, get_backend, get_rank,
+                            get_world_size, init_process_group, is_available, is_initialized,
+                            monitored_barrier, new_group, reduce, reduce_scatter,
+                            reduce_scatter_tensor, scatter)
 from .store import DistBackendError, DistError, DistStoreError, TCPStore
 from .work import ReduceOp, Work
 
@@ -15,4 +24,11 @@ __all__ = ["init_process_group", "destroy_process_group", "is_available", "is_in
            "get_rank", "get_world_size", "get_backend", "all_reduce", "broadcast", "reduce",
            "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "gather", "scatter",
            "barrier", "all_gather_object", "ReduceOp", "Work", "TCPStore", "DistError",
-           "DistStoreError", "DistBackendError"]
+           "DistStoreError", "DistBackendError", "send", "recv", "isend", "irecv", "P2POp",
+           "batch_isend_irecv", "all_to_all", "all_to_all_single", "reduce_scatter",
+           "all_reduce_coalesced", "broadcast_object_list", "gather_object",
+           "scatter_object_list", "new_group", "group", "GroupMember", "ProcessGroup",
+           "get_process_group_ranks", "get_global_rank", "get_group_rank",
+           "get_node_local_rank", "get_default_backend_for_device", "is_mpi_available",
+           "is_nccl_available", "is_gloo_available", "is_ucc_available", "is_xccl_available",
+           "is_backend_available", "Backend", "monitored_barrier"]

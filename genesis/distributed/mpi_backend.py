@@ -9,6 +9,7 @@ rounded once.
 """
 
 import os
+import time
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class MPIBackend:
                     f"init_process_group(backend='mpi'): {what}={asked} but MPI_COMM_WORLD "
                     f"gives {actual}; start the workers with `mpiexec -n N python script.py` "
                     f"or `python -m genesis.distributed.run --mpi --nproc-per-node N script.py`")
+        self.monitor, self._monitored, self._unanswered = self.comm.Dup(), 0, []
         self.ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
                     ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}
 
@@ -67,19 +69,27 @@ class MPIBackend:
         return cls(rank, world_size, _join(_mpi(), store, rank, world_size))
 
     def _start(self, name, start, finish=lambda: None):
-        """Run `start()` (an MPI nonblocking call) and wrap its request; errors keep MPI's text."""
+        """Run `start()` (an MPI nonblocking call) and wrap its request; errors keep MPI's text.
+        The Work's source is the rank a receive heard from."""
         try:
             request = start()
         except self.MPI.Exception as e:
             raise DistBackendError(f"MPI error in {name}: {e}") from None
+        status, done = self.MPI.Status(), []
+
+        def test():
+            if not done and request.Test(status):
+                done.append(True)
+            return bool(done)
 
         def wait():
             try:
-                request.Wait()
+                if not done:
+                    request.Wait(status)
             except self.MPI.Exception as e:
                 raise DistBackendError(f"MPI error in {name}: {e}") from None
             finish()
-        return Work(wait, request.Test)
+        return Work(wait, test, status.Get_source)
 
     def all_reduce(self, tensor, op):
         buf, write_back = _buffer(tensor)
@@ -115,6 +125,67 @@ class MPIBackend:
 
     def barrier(self):
         return self._start("barrier", self.comm.Ibarrier)
+
+    def p2p(self, ops):
+        """Sends and receives `(is_send, tensor, peer, tag)`, each its own nonblocking request
+        (a receive's peer None: any source); one Work each."""
+        return [self._send(t, peer, tag) if is_send else self._recv(t, peer, tag)
+                for is_send, t, peer, tag in ops]
+
+    def _send(self, tensor, dst, tag):
+        buf, _ = _buffer(tensor)
+        return self._start("send", lambda: self.comm.Isend(buf, dest=dst, tag=tag))
+
+    def _recv(self, tensor, src, tag):
+        buf, write_back = _buffer(tensor)
+        source = self.MPI.ANY_SOURCE if src is None else src
+        return self._start("recv", lambda: self.comm.Irecv(buf, source=source, tag=tag),
+                           write_back)
+
+    def all_to_all_single(self, output, input, output_counts, input_counts):
+        """Rank r's `input_counts[j]` elements (in order) to rank j, which takes them as its
+        `output_counts[r]` elements."""
+        out, write_back = _buffer(output)
+        inp, _ = _buffer(input)
+        out_spec, in_spec = [[buf.reshape(-1), (counts, _offsets(counts))]
+                             for buf, counts in ((out, output_counts), (inp, input_counts))]
+        return self._start("all_to_all", lambda: self.comm.Ialltoallv(in_spec, out_spec),
+                           write_back)
+
+    def split(self, ranks, name):
+        """The backend over the world ranks `ranks` (in that order), or None for a rank outside
+        them; every rank of this communicator calls it."""
+        sub = self.comm.Create(self.comm.Get_group().Incl(ranks))
+        return None if sub == self.MPI.COMM_NULL else MPIBackend(None, None, sub)
+
+    def monitored_barrier(self, timeout, wait_all_ranks):
+        """Every rank tells rank 0 it is here and waits for rank 0's answer, each side for at
+        most `timeout`; the one that waits too long names the ranks it did not hear from."""
+        self._monitored += 1
+        tag, deadline = self._monitored, time.monotonic() + timeout.total_seconds()
+        token = np.zeros(1, dtype=np.uint8)
+        if self.rank != 0:
+            self._unanswered.append(self.monitor.Isend(token.copy(), dest=0, tag=tag))
+            answer = self.monitor.Irecv(token, source=0, tag=tag)
+            if _poll([answer], deadline):
+                answer.Cancel()
+                answer.Wait()
+                raise RuntimeError(
+                    f"Rank {self.rank} successfully reached monitoredBarrier, but received "
+                    f"errors while waiting for send/recv from rank 0. Please check rank 0 logs "
+                    f"for faulty rank.")
+            return
+        hellos = [self.monitor.Irecv(token.copy(), source=r, tag=tag)
+                  for r in range(1, self.world_size)]
+        late = _poll(hellos, deadline)
+        if late:
+            self._unanswered += [hellos[i] for i in late]  # the late ranks' hellos land here
+            ms = int(timeout.total_seconds() * 1000)
+            names = f"Ranks {', '.join(str(r + 1) for r in late)}" if wait_all_ranks else \
+                f"Rank {late[0] + 1}"
+            raise RuntimeError(f"[Rank 0]: {names} failed to pass monitoredBarrier in {ms} ms")
+        self.MPI.Request.Waitall([self.monitor.Isend(token, dest=r, tag=tag)
+                                  for r in range(1, self.world_size)])
 
     def exchange(self, obj):
         """Every rank's `obj`, in rank order (used by the debug shape check)."""
@@ -167,6 +238,22 @@ def _averager(buf, world_size, op):
     def average():
         np.divide(buf, world_size, out=buf, casting="unsafe")
     return average
+
+
+def _offsets(counts):
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist() \
+        if counts else []
+
+
+def _poll(requests, deadline):
+    """Wait for `requests` until `deadline` (time.monotonic()); the indices of those still
+    pending then."""
+    pending = list(range(len(requests)))
+    while pending and time.monotonic() < deadline:
+        pending = [i for i in pending if not requests[i].Test()]
+        if pending:
+            time.sleep(0.001)
+    return pending
 
 
 def _then(first, second):

@@ -16,6 +16,7 @@ _OPS = {ReduceOp.SUM: 0, ReduceOp.PRODUCT: 1, ReduceOp.MAX: 2, ReduceOp.MIN: 3,
 _TYPES = {"int8": 0, "uint8": 1, "bool": 1, "int32": 2, "int64": 4, "float16": 6,
           "float32": 7, "float64": 8, "bfloat16": 9}
 _UID_KEY = "nccl/unique_id"
+_SPLIT_NOCOLOR = -1  # NCCL_SPLIT_NOCOLOR: this rank joins no new communicator
 
 
 def _nccl():
@@ -33,32 +34,42 @@ class NCCLBackend:
 
     name = "nccl"
 
-    def __init__(self, rank, world_size, store, device_index):
+    def __init__(self, comm, rank, world_size, store, device_index, prefix=""):
         from .. import cuda
-        self.nccl = _nccl()
-        self.rank, self.world_size, self.store = rank, world_size, store
-        cuda.set_device(device_index)
-        self.device_index, self.cuda = device_index, cuda
-        self.device = f"cuda:{device_index}"
-        if rank == 0:
-            store.set(_UID_KEY, bytes(self._call("get_unique_id", self.nccl.get_unique_id)))
-        uid = bytearray(store.get(_UID_KEY))
-        self.comm = self._call("init", lambda: self.nccl.comm_init_rank_scalable(
-            world_size, rank, 1, uid, 0))
+        self.nccl, self.comm, self.cuda = _nccl(), comm, cuda
+        self.rank, self.world_size, self.store, self.prefix = rank, world_size, store, prefix
+        self.device_index, self.device = device_index, f"cuda:{device_index}"
         self.stream = cuda.Stream(device_index)
         self._exchanges = 0
 
-    def _call(self, name, fn):
-        try:
-            return fn()
-        except Exception as e:  # nccl4py raises its own error types, NCCL's message inside
-            raise DistBackendError(f"NCCL error in {name}: {e}") from None
+    @classmethod
+    def create(cls, rank, world_size, store, device_index):
+        """The world communicator: rank 0 makes NCCL's unique id and shares it through `store`."""
+        from .. import cuda
+        nccl = _nccl()
+        cuda.set_device(device_index)
+        if rank == 0:
+            store.set(_UID_KEY, bytes(_call("get_unique_id", nccl.get_unique_id)))
+        uid = bytearray(store.get(_UID_KEY))
+        comm = _call("init", lambda: nccl.comm_init_rank_scalable(world_size, rank, 1, uid, 0))
+        return cls(comm, rank, world_size, store, device_index)
+
+    def split(self, ranks, name):
+        """The backend over the ranks `ranks` (in that order; ncclCommSplit), or None for a rank
+        outside them; every rank of this communicator calls it."""
+        inside = self.rank in ranks
+        color, key = (0, ranks.index(self.rank)) if inside else (_SPLIT_NOCOLOR, 0)
+        comm = _call("comm_split", lambda: self.nccl.comm_split(self.comm, color, key, 0))
+        if not inside:
+            return None
+        return NCCLBackend(comm, key, len(ranks), self.store, self.device_index,
+                           f"{self.prefix}group/{name}/")
 
     def _launch(self, name, tensors, fn):
         """Run `fn(stream_handle)` on the communication stream, ordered after the current one."""
         current = self.cuda.current_stream(self.device_index)
         self.stream.wait_stream(current)
-        self._call(name, lambda: fn(self.stream.cuda_stream))
+        _call(name, lambda: fn(self.stream.cuda_stream))
         for t in tensors:
             t.record_stream(self.stream)
         done = self.stream.record_event()
@@ -98,6 +109,37 @@ class NCCLBackend:
                                 input.data_ptr(), output.data_ptr(), output.numel(),
                                 self._type(input), _OPS[op], self.comm, s))
 
+    def p2p(self, ops):
+        """Sends and receives `(is_send, tensor, peer, tag)` as one NCCL group on the
+        communication stream; one Work for them all (PyTorch's coalesced batch). NCCL has no
+        tags and no receive from any source."""
+        if any(peer is None for _, _, peer, _ in ops):
+            raise RuntimeError("ProcessGroupNCCL does not support recvAnysource")
+        parts = [(is_send, t.data_ptr(), t.numel(), self._type(t), peer)
+                 for is_send, t, peer, _ in ops]
+        return [self._launch("batch_isend_irecv", [t for _, t, _, _ in ops],
+                             lambda s: self._grouped(parts, s))]
+
+    def all_to_all_single(self, output, input, output_counts, input_counts):
+        """One NCCL group of a send and a receive per peer with a nonzero count, at the counts'
+        offsets (elements)."""
+        size, kind = input.element_size(), self._type(input)
+        sends = _segments(input.data_ptr(), input_counts, size)
+        recvs = _segments(output.data_ptr(), output_counts, size)
+        parts = [(True, p, n, kind, peer) for peer, (p, n) in enumerate(sends) if n] + \
+                [(False, p, n, kind, peer) for peer, (p, n) in enumerate(recvs) if n]
+        return self._launch("all_to_all", [output, input], lambda s: self._grouped(parts, s))
+
+    def _grouped(self, parts, stream):
+        """ncclSend/ncclRecv of each `(is_send, pointer, count, type, peer)` in one group."""
+        self.nccl.group_start()
+        try:
+            for is_send, pointer, count, kind, peer in parts:
+                (self.nccl.send if is_send else self.nccl.recv)(pointer, count, kind, peer,
+                                                                 self.comm, stream)
+        finally:
+            self.nccl.group_end()
+
     def barrier(self):
         """An all_reduce of one byte, then the host waits for it (as PyTorch's NCCL barrier)."""
         from .. import ones
@@ -112,7 +154,7 @@ class NCCLBackend:
     def exchange(self, obj):
         """Every rank's `obj`, in rank order, through the store (the debug shape check)."""
         import pickle
-        key = f"exchange/{self._exchanges}/"
+        key = f"{self.prefix}exchange/{self._exchanges}/"
         self._exchanges += 1
         self.store.set(key + str(self.rank), pickle.dumps(obj))
         return [pickle.loads(v) for v in
@@ -120,7 +162,23 @@ class NCCLBackend:
 
     def shutdown(self):
         self.stream.synchronize()
-        self._call("destroy", lambda: self.nccl.comm_destroy(self.comm))
+        _call("destroy", lambda: self.nccl.comm_destroy(self.comm))
+
+
+def _segments(pointer, counts, element_size):
+    """(pointer, count) of each of the consecutive runs of `counts` elements from `pointer`."""
+    out, offset = [], 0
+    for n in counts:
+        out.append((pointer + offset * element_size, n))
+        offset += n
+    return out
+
+
+def _call(name, fn):
+    try:
+        return fn()
+    except Exception as e:  # nccl4py raises its own error types, NCCL's message inside
+        raise DistBackendError(f"NCCL error in {name}: {e}") from None
 
 
 def _uint8():

@@ -92,10 +92,51 @@ def test_ddp_of_one_rank_leaves_gradients_unchanged(nccl_world, rng):
         np.testing.assert_allclose(g, p.grad.cpu().numpy(), rtol=1e-6, atol=1e-7)
 
 
-def _run_worker():
+def test_point_to_point_all_to_all_objects_and_groups_of_one_rank(nccl_world, rng):
+    """A world of one: the batch to itself is one NCCL group; all_to_all, reduce_scatter and a
+    group of rank 0 hand the data back; objects come back as they went."""
+    t = cuda_tensor(rng, (6, 2), genesis.float32)
+    host = t.cpu().numpy()
+    got = genesis.empty((6, 2), device="cuda")
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, 0), dist.P2POp(dist.irecv, got, 0)])
+    for work in works:
+        work.wait()
+    np.testing.assert_array_equal(got.cpu().numpy(), host)
+    out = genesis.empty((6, 2), device="cuda")
+    dist.all_to_all_single(out, t, [6], [6])
+    np.testing.assert_array_equal(out.cpu().numpy(), host)
+    parts = [genesis.empty(3, device="cuda")]
+    dist.all_to_all(parts, [t[0:3, 0].contiguous()])
+    np.testing.assert_array_equal(parts[0].cpu().numpy(), host[0:3, 0])
+    dist.reduce_scatter(out, [t])
+    np.testing.assert_array_equal(out.cpu().numpy(), host)
+    objects = [{"a": 1}, "b"]
+    dist.broadcast_object_list(objects)
+    gathered = [None]
+    dist.gather_object(("x", 1), gathered)
+    mine = [None]
+    dist.scatter_object_list(mine, [3.5])
+    assert (objects, gathered, mine) == ([{"a": 1}, "b"], [("x", 1)], [3.5])
+    group = dist.new_group([0])
+    dist.all_reduce(t, group=group)
+    np.testing.assert_array_equal(t.cpu().numpy(), host)
+    dist.destroy_process_group(group)
+    with pytest.raises(ValueError, match="only implemented for the MPI"):
+        dist.monitored_barrier()
+
+
+@pytest.mark.skipif(genesis.cuda.device_count() < 2, reason="needs two GPUs")
+def test_api_worker_checks_on_two_gpus():
+    """tests/distributed_api_worker.py over NCCL: point to point, all_to_all, objects and a
+    group, in a world of two."""
+    result = _run_worker("distributed_api_worker.py", nproc=2)
+    assert "all checks passed" in result.stdout, result.stderr[-4000:]
+
+
+def _run_worker(worker="distributed_worker.py", nproc=1):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return subprocess.run([sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node",
-                           "1", os.path.join(root, "tests", "distributed_worker.py"), "cuda"],
+                           str(nproc), os.path.join(root, "tests", worker), "cuda"],
                           cwd=root, capture_output=True, text=True, timeout=300)
 
 
