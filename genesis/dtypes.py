@@ -6,6 +6,8 @@ floating) decides first, then tensors with dimensions outrank 0-d tensors, which
 scalars of the same category.
 """
 
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -188,6 +190,33 @@ _SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half"
 def scalar_type_name(d):
     """PyTorch's C++ name of dtype `d` ("Float", "Long"), as its error messages print it."""
     return _SCALAR_TYPE_NAMES.get(d.name, d.name)
+
+
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                 "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                 "float32": "float", "float64": "double"}
+
+
+def storable_scalar(value, d):
+    """The Python number `value` as a fill of dtype `d` stores it, or RuntimeError with
+    PyTorch's text when it overflows: beyond an integer type's range, or a finite value beyond
+    a floating type's. A negative value wraps into uint8 (-1 is 255), as c10 allows."""
+    if d is bool_ or type(value) not in (int, float):
+        return value
+    if d.is_floating_point:
+        fits = not math.isfinite(value) or abs(value) <= float(ml_dtypes.finfo(d.numpy_dtype).max)
+    elif not math.isfinite(value):
+        fits = False
+    else:
+        info = np.iinfo(d.numpy_dtype)
+        low = -int(info.max) if info.min == 0 else int(info.min)
+        fits = low <= int(value) <= int(info.max)
+        if fits and int(value) < 0 and info.min == 0:
+            value = int(value) + int(info.max) + 1
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[d.name]} without "
+                           "overflow")
+    return value
 
 
 def can_cast(from_, to):

@@ -452,3 +452,28 @@ def test_size_by_keyword_as_torch(op, size, device):
     with pytest.raises(TypeError) as got:
         getattr(genesis, op)(size=2)
     assert str(got.value) == str(expected.value)
+
+
+OVERFLOW_CASES = [("int8", 300), ("int8", -129), ("int8", 300.0), ("int8", 2.5), ("uint8", -1),
+                  ("uint8", -256), ("uint8", 256), ("int16", 40000), ("int32", 2 ** 31),
+                  ("int64", 2 ** 63), ("float32", 1e39), ("float16", 70000.0),
+                  ("bfloat16", 1e39), ("float16", float("inf")), ("bool", 2)]
+
+
+@pytest.mark.parametrize("name, value", OVERFLOW_CASES, ids=str)
+@pytest.mark.parametrize("op", ["full", "fill_", "masked_fill_"])
+def test_fill_values_overflow_as_torch(name, value, op):
+    """A number beyond the dtype's range raises PyTorch's error (full() rounds half types to
+    inf instead); one in range, or a negative one into uint8, is stored as PyTorch stores it."""
+    results = []
+    for lib in (torch, genesis):
+        dtype = getattr(lib, name)
+        calls = {"full": lambda: lib.full((2,), value, dtype=dtype),
+                 "fill_": lambda: lib.zeros(2, dtype=dtype).fill_(value),
+                 "masked_fill_": lambda: lib.zeros(2, dtype=dtype).masked_fill_(
+                     lib.tensor([True, False]), value)}
+        try:
+            results.append(calls[op]().tolist())
+        except RuntimeError as error:
+            results.append(str(error))
+    assert results[1] == results[0]

@@ -8,9 +8,10 @@ and, run with grad mode on, is itself differentiable (higher-order gradients).
 `BackwardNode` that becomes the outputs' `grad_fn`; otherwise an `UntrackedNode`, which records
 nothing. `records(*args)` answers that question up front, so that a hot op whose forward makes no
 view can skip its Function altogether and compute its values alone. A BackwardNode keeps its
-inputs' graph edges (`_edges`, one per argument; `next_functions` shows them as PyTorch does), the tensors saved for backward with their versions, and the
-inputs' metadata (shape, dtype, device) that lets the engine check and materialize gradients and
-backward formulas sum gradients to the input shapes.
+inputs' graph edges (`_edges`, one per argument; `next_functions` shows them as PyTorch does),
+the tensors saved for backward with their versions, and the inputs' metadata (shape, dtype,
+device) that lets the engine check and materialize gradients and backward formulas sum
+gradients to the input shapes.
 """
 
 import sys

@@ -250,20 +250,22 @@ def copy_laid_out(x, strides, copy, device=None, dtype=None):
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 0."""
-    return _fill(_shape_arg(_sizes(args, size, "zeros"), "zeros"), 0, dtype or dtypes.get_default_dtype(), device,
-                 requires_grad)
+    shape = _shape_arg(_sizes(args, size, "zeros"), "zeros")
+    return _fill(shape, 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 1."""
-    return _fill(_shape_arg(_sizes(args, size, "ones"), "ones"), 1, dtype or dtypes.get_default_dtype(), device,
-                 requires_grad)
+    shape = _shape_arg(_sizes(args, size, "ones"), "ones")
+    return _fill(shape, 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with `fill_value` (its dtype by default)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if dtype is not None:
+        fill_value = dtypes.storable_scalar(fill_value, dtypes.as_dtype(dtype))
     return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad)
 
 
@@ -538,6 +540,7 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
         return copy_(self, value)
+    value = dtypes.storable_scalar(value, self.dtype)
     if write_fill(self, value, "fill_"):
         return self
     return write_result(self, full_like(self, value), "fill_")

@@ -10,9 +10,7 @@ accumulating), "check_index" and "nonzero"; `Index`, `IndexPut` and `checked_ind
 with the ops along one dim in gather_scatter.py.
 """
 
-import math
 import operator
-import sys
 
 import numpy as np
 
@@ -395,32 +393,19 @@ def _check_mask(mask, op):
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
 
 
-_FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38,
-              dtypes.float32: 3.4028234663852886e38, dtypes.float64: sys.float_info.max}
-
-
-def _check_fill_value(value, dtype):
-    """RuntimeError, as PyTorch, for a finite Python number beyond a floating dtype's range
-    (it would become inf)."""
-    if dtype in _FLOAT_MAX and type(value) in (int, float) and math.isfinite(value) \
-            and abs(value) > _FLOAT_MAX[dtype]:
-        raise RuntimeError(f"masked_fill_: value {value} cannot be converted to type "
-                           f"{dtype.name} without overflow")
-
-
 def _plan_masked_fill(self, mask, value):
     """masked_fill_ as the kernel where(mask, value, self) writing self (inplace.py)."""
     _check_mask(mask, "masked_fill_")
     if isinstance(value, Tensor) and value.ndim:
         return None
-    _check_fill_value(value, self.dtype)
+    value = dtypes.storable_scalar(value, self.dtype)
     return "where", (mask, value, self), ()
 
 
 def masked_fill(input, mask, value):
     """`input` with `value` (a scalar or 0-d tensor) where `mask` holds; broadcasts."""
     _check_mask(mask, "masked_fill_")
-    _check_fill_value(value, input.dtype)
+    value = dtypes.storable_scalar(value, input.dtype)
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
