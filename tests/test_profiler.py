@@ -263,7 +263,7 @@ def test_gpu_registry_view():
 
 
 def test_bandwidth_accounting(monkeypatch):
-    from genesis.utils import benchmark as tools
+    from genesis.utils.benchmark import bandwidth as tools
     monkeypatch.setattr(tools, "measured_peak_bandwidth", lambda device=None: 2e12)
     monkeypatch.setattr(tools, "time_device_us", lambda fn, warmup, reps: (fn(), 100.0)[1])
     monkeypatch.setattr(tools, "_inputs", lambda size, dtype, count: [

@@ -5,20 +5,20 @@ import statistics
 import sys
 import time
 
-from .. import dtypes as _dtypes
-from ..backends.cuda.timing import time_calls
+from ... import dtypes as _dtypes
+from ...backends.cuda.timing import time_calls
 
 FLUSH_BYTES = 256 << 20  # the L2 flush before each timed call, and the peak-copy buffers
 _peaks = {}
 
 
 def _cuda():
-    from .. import cuda
+    from ... import cuda
     return cuda
 
 
 def _raw_buffer(nbytes):
-    from ..backends.cuda.runtime.array import CUDAArray
+    from ...backends.cuda.runtime.array import CUDAArray
     return CUDAArray.empty((nbytes,), "uint8", _cuda().current_device()).storage
 
 
@@ -32,8 +32,8 @@ def time_device_us(fn, warmup=3, reps=10):
 
 def measured_peak_bandwidth(device=None):
     """Bytes/s of a 256 MB device-to-device copy (read plus write), measured once per device."""
-    from ..backends.cuda.runtime import driver
-    from ..backends.cuda.runtime.stream import current_stream_handle
+    from ...backends.cuda.runtime import driver
+    from ...backends.cuda.runtime.stream import current_stream_handle
     cuda = _cuda()
     index = cuda.current_device() if device is None else cuda._index(device)
     if index not in _peaks:
@@ -121,7 +121,7 @@ def _row_ops(rows, dtype):
     import genesis
     import genesis.nn.functional as F
 
-    from ..dispatch import has_kernel
+    from ...dispatch import has_kernel
     ops = [lambda: rows.sum(-1), lambda: rows.max(-1)]
     if dtype.is_floating_point:
         ops += [lambda: rows.mean(-1), lambda: genesis.softmax(rows, -1),
@@ -145,7 +145,7 @@ def warm_up_kernels(dtypes=(_dtypes.float32, _dtypes.float16, _dtypes.bfloat16),
     """
     import genesis
 
-    from ..backends.cuda import launch
+    from ...backends.cuda import launch
     before, t0 = len(launch._cache), time.perf_counter()
     for dtype in dtypes:
         for n in sizes:
