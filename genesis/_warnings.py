@@ -1,5 +1,6 @@
 """Warnings attributed to the user's code, as PyTorch's (raised from C++) are."""
 
+import functools
 import os
 import sys
 import warnings
@@ -15,3 +16,15 @@ def warn(message, category=UserWarning):
     while frame is not None and frame.f_code.co_filename.startswith(_GENESIS_DIR):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def deprecated_alias(new, name, message):
+    """`new` under PyTorch's deprecated `name`: each call first warns `message`, a
+    FutureWarning attributed to the caller's line."""
+    @functools.wraps(new)
+    def alias(*args, **kwargs):
+        warn(message, FutureWarning)
+        return new(*args, **kwargs)
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = f"Deprecated: `{new.__name__}` under PyTorch's older name."
+    return alias

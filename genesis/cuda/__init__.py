@@ -5,8 +5,8 @@ Nothing here touches the driver until a function is called; without a GPU or wit
 """
 
 import contextlib
-import warnings
 
+from .._warnings import deprecated_alias
 from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
 from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
@@ -402,34 +402,20 @@ def get_per_process_memory_fraction(device=None):
 
 
 def _renamed(old, new):
-    """A deprecated PyTorch name that warns as PyTorch does and calls its new name."""
-    def alias(device=None):
-        warnings.warn(f"`torch.cuda.{old}` has been renamed to `torch.cuda.{new.__name__}`",
-                      FutureWarning, stacklevel=2)
-        return new(device)
-    alias.__name__ = alias.__qualname__ = old
-    alias.__doc__ = f"Deprecated; see `{new.__name__}`."
-    return alias
+    return deprecated_alias(new, old, f"`torch.cuda.{old}` has been renamed to "
+                                      f"`torch.cuda.{new.__name__}`")
+
+
+def _resets_every_peak(old):
+    return deprecated_alias(reset_peak_memory_stats, old,
+                            f"torch.cuda.{old} now calls torch.cuda.reset_peak_memory_stats, "
+                            "which resets /all/ peak memory stats.")
 
 
 memory_cached = _renamed("memory_cached", memory_reserved)
 max_memory_cached = _renamed("max_memory_cached", max_memory_reserved)
-
-
-def reset_max_memory_allocated(device=None):
-    """Deprecated: resets every peak, as `reset_peak_memory_stats`."""
-    warnings.warn("torch.cuda.reset_max_memory_allocated now calls "
-                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
-                  FutureWarning, stacklevel=2)
-    reset_peak_memory_stats(device)
-
-
-def reset_max_memory_cached(device=None):
-    """Deprecated: resets every peak, as `reset_peak_memory_stats`."""
-    warnings.warn("torch.cuda.reset_max_memory_cached now calls "
-                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
-                  FutureWarning, stacklevel=2)
-    reset_peak_memory_stats(device)
+reset_max_memory_allocated = _resets_every_peak("reset_max_memory_allocated")
+reset_max_memory_cached = _resets_every_peak("reset_max_memory_cached")
 
 
 def configure_memory_manager(options, device=None):

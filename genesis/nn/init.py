@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from .._warnings import deprecated_alias
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import full_like
 from ..ops.creation import tensor as make_tensor
@@ -202,14 +203,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 def _deprecated(new):
     """The name without the trailing underscore, which PyTorch deprecates."""
     old = new.__name__[:-1]
-
-    def init(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
-                      FutureWarning, stacklevel=2)
-        return new(*args, **kwargs)
-    init.__name__ = init.__qualname__ = old
-    init.__doc__ = f"Deprecated; see `{new.__name__}`."
-    return init
+    return deprecated_alias(new, old, f"`nn.init.{old}` is now deprecated in favor of "
+                                      f"`nn.init.{new.__name__}`.")
 
 
 uniform = _deprecated(uniform_)

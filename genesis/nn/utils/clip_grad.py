@@ -7,10 +7,10 @@ with no host synchronization); `foreach=False` takes one op per tensor, and so d
 (PyTorch's counts the tensors with a nonzero element).
 """
 
-import warnings
 from functools import reduce as fold
 
 from ... import dtypes
+from ..._warnings import deprecated_alias
 from ...autograd.grad_mode import no_grad
 from ...dispatch import kernel
 from ...ops import creation, reduce, shape_copies
@@ -89,12 +89,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return total
 
 
-@no_grad()
-def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated name of `clip_grad_norm_`, with PyTorch's FutureWarning."""
-    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
-                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
-    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+clip_grad_norm = deprecated_alias(clip_grad_norm_, "clip_grad_norm",
+                                  "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                                  "`torch.nn.utils.clip_grad_norm_`.")
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):

@@ -4,8 +4,8 @@ torch.nn.utils.stateless. The tensors are swapped straight into the modules' `_p
 originals are put back afterwards, also when forward raises."""
 
 import contextlib
-import warnings
 
+from ..._warnings import deprecated_alias
 from ...tensor import Tensor
 
 _MISSING = object()
@@ -107,12 +107,8 @@ def _functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
         return module(*args, **kwargs)
 
 
-def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True,
-                    strict=False):
-    """Deprecated: genesis.func.functional_call, which takes the same arguments."""
-    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
-                  "and will be removed in a future version of PyTorch. Please use "
-                  "`torch.func.functional_call` instead which is a drop-in replacement.",
-                  FutureWarning, stacklevel=2)
-    return _functional_call(module, parameters_and_buffers, args, kwargs,
-                            tie_weights=tie_weights, strict=strict)
+functional_call = deprecated_alias(
+    _functional_call, "functional_call",
+    "`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be "
+    "removed in a future version of PyTorch. Please use `torch.func.functional_call` instead "
+    "which is a drop-in replacement.")
