@@ -105,30 +105,17 @@ def test_strided_bias(gpu, rng):
     check(y, np.maximum(reference(x, w.T) + wide_bias[::2].astype(np.float64), 0), BF16, 24)
 
 
-@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
-@pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
-def test_weight_gradient_with_its_bias_gradient(gpu, config, dtype, rng):
-    """dW = dY^T @ X with db = dY summed over its rows, from linear_act_backward's one product:
-    the first tile column sums the rows of dY^T (transposed: a unit row stride) over every K
-    step, and the tiles of the other columns leave them alone."""
-    gpu["value"] = config
-    g, x, w = (values(shape, dtype, rng) for shape in ((3, 13, 40), (3, 13, 56), (40, 56)))
-    _, dw, db = mm.linear_act_backward(ti.to_device(g), ti.to_device(x), ti.to_device(w),
-                                       False, True, True)
-    assert gpu["ran"] == 1
-    g2, x2 = g.reshape(-1, 40), x.reshape(-1, 56)
-    check(dw, reference(g2.T, x2), dtype, 39)
-    check(db, g2.astype(np.float64).sum(0), dtype, 39)
-
-
 def test_products_it_cannot_run_go_to_the_tiles(gpu, rng):
-    """Batch dims, a row stride TMA cannot take, a gated operand and float64: the pointer-load
-    tile computes them."""
+    """Batch dims, a row stride TMA cannot take, row sums, a gated operand and float64: the
+    pointer-load tile computes them."""
     a, b = values((2, 20, 24), BF16, rng), values((2, 24, 16), BF16, rng)
     check(mm.matmul(ti.to_device(a), ti.to_device(b)), reference(a, b), BF16, 24)
     odd_k = values((20, 23), BF16, rng)
     check(mm.matmul(ti.to_device(odd_k), ti.to_device(b[0, :23])), reference(odd_k, b[0, :23]),
           BF16, 23)
+    sums = ti.to_device(np.zeros(20, BF16))
+    check(mm.matmul_arrays(ti.to_device(a[0]), ti.to_device(b[0]), row_sum=sums),
+          reference(a[0], b[0]), BF16, 24)
     gate_up = values((20, 48), BF16, rng)
     mm.matmul_arrays(ti.to_device(gate_up), ti.to_device(b[0]), gated=True)
     a64, b64 = a[0].astype(np.float64), b[0].astype(np.float64)

@@ -10,8 +10,6 @@ of A and a BK x BN block of B into shared memory (asynchronously, out-of-bounds 
 columns read as zeros, so partial tiles and K tails need no masks), and wgmma multiplies them
 into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation value
 (KEEP_Z), applies the activation, rounds once to the output dtype and stores the tile by TMA.
-A weight gradient's bias gradient comes from the same kernel: the tiles of the first tile
-column also sum the rows of a (dY^T) they load.
 
 - Descriptors: each program builds its TMA descriptors on the device
   (`tl.make_tensor_descriptor`) in Triton's global scratch, which the launcher hands out from
@@ -86,8 +84,8 @@ def _epilogue(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT: tl.c
 @triton.jit
 def _matmul_tma_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result
-        # (or None, else laid out as c), a summed over k (or None)
-        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr, row_sum_ptr,
+        # (or None, else laid out as c)
+        a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr,
         # sizes: c is M x N, the products run over K
         M, N, K,
         # strides, in elements: each matrix's non-unit stride, and along the bias
@@ -98,8 +96,7 @@ def _matmul_tma_kernel(
         GROUP_M: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, NUM_SMS: tl.constexpr):
     """c = act(a @ b + bias) (z: the value before the activation), tile after tile, by
     NUM_SMS persistent programs. A_T / B_T: the operand is stored transposed (unit stride
-    between its rows). With a row_sum_ptr, the tiles of the first tile column also sum the
-    rows of a they load: a bias gradient when a is dY^T."""
+    between its rows)."""
     a_desc = _operand_descriptor(a_ptr, M, K, a_stride, BM, BK, A_T)
     b_desc = _operand_descriptor(b_ptr, K, N, b_stride, BK, BN, B_T)
     store_cols: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
@@ -116,20 +113,12 @@ def _matmul_tma_kernel(
     for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BM, BN), tl.float32)
-        a_total = tl.zeros((BM,), tl.float32)
         for k in range(k_steps):
             a = _operand_block(a_desc, pid_m * BM, k * BK, A_T)
             b = _operand_block(b_desc, k * BK, pid_n * BN, B_T)
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
-            if row_sum_ptr is not None:
-                if pid_n == 0:
-                    a_total += tl.sum(a.to(tl.float32), axis=1)
         tile_done += NUM_SMS
         pid_m, pid_n = grouped_tile(tile_done, tiles_m, tiles_n, GROUP_M)
-        if row_sum_ptr is not None:
-            if pid_n == 0:
-                rm = pid_m * BM + tl.arange(0, BM)
-                tl.store(row_sum_ptr + rm, a_total.to(row_sum_ptr.dtype.element_ty), mask=rm < M)
         if EPILOGUE_SPLIT:
             halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
             left, right = tl.split(halves)
@@ -169,8 +158,9 @@ def config_space(problem):
 def supports(problem):
     """Whether the kernel can compute `problem`: an sm_90 GPU (its configs are sized for
     Hopper's shared memory and wgmma), 16-bit or TF32 operands laid out as TMA reads them, and
-    not a gated operand (its gate would have to be computed between TMA and wgmma)."""
-    if not _tma_layout(problem) or problem.gated:
+    no epilogue it lacks: row sums (summing a block of a in registers inside the flattened,
+    pipelined loop gave wrong products on an H200) and a gated operand."""
+    if not _tma_layout(problem) or problem.arrays.get("row_sum") is not None or problem.gated:
         return False
     if problem.dtype.name not in _HALF and problem.precision != "tf32":
         return False
@@ -234,6 +224,5 @@ def launch(plan_, stream, arrays):
     launch_(stream,
             # pointers
             arrays["a"], arrays["b"], arrays["c"], arrays.get("bias"), arrays.get("z"),
-            arrays.get("row_sum"),
             # sizes, strides
             *dims)
