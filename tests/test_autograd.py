@@ -548,9 +548,10 @@ def test_custom_function_node_as_torch(rng, device):
     tensor argument ((None, 0) for one that needs no gradient), none for the float."""
     (x, y), (tx, ty) = zip(pair(rng=rng, device=device),
                            pair(rng=rng, requires_grad=False, device=device))
-    t_node = type("MulConst", (torch.autograd.Function,), dict(vars(MulConst))).apply(
-        tx, 3.0, ty).grad_fn
-    node = MulConst.apply(x, 3.0, y).grad_fn
+    # the outputs stay alive: torch's node of a custom Function expires with its output
+    t_out = type("MulConst", (torch.autograd.Function,), dict(vars(MulConst))).apply(tx, 3.0, ty)
+    out = MulConst.apply(x, 3.0, y)
+    t_node, node = t_out.grad_fn, out.grad_fn
     assert node.name() == t_node.name() == "MulConstBackward"
     assert repr(node).startswith("<genesis.autograd.function.MulConstBackward object at 0x")
     assert _edge_names(node) == _edge_names(t_node) == ["AccumulateGrad", None]

@@ -131,7 +131,7 @@ def test_gradient_flows_through_a_layout_change(rng, device):
                                       * 2, (x,))
 
 
-def test_module_to_lays_out_4d_parameters_as_torch(rng, device):
+def test_module_to_lays_out_4d_parameters_as_torch(rng, device, cudnn_ieee):
     torch.manual_seed(int(rng.integers(1 << 31)))
     theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
                                  torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
@@ -260,17 +260,44 @@ def test_to_another_dtype_and_format_copies_once(monkeypatch, rng):
 
 
 @pytest.mark.parametrize("make", [
-    lambda lib: lib.randn(3, 4, 5, 2).to(memory_format=lib.channels_last),
-    lambda lib: lib.randn(3, 4).t(), lambda lib: lib.randn(3, 4)[:, ::2],
-    lambda lib: lib.randn(2, 3, 1, 4, 4).to(memory_format=lib.channels_last_3d)],
+    lambda lib, dev: lib.randn(3, 4, 5, 2, device=dev).to(memory_format=lib.channels_last),
+    lambda lib, dev: lib.randn(3, 4, device=dev).t(),
+    lambda lib, dev: lib.randn(3, 4, device=dev)[:, ::2],
+    lambda lib, dev: lib.randn(2, 3, 1, 4, 4, device=dev).to(memory_format=lib.channels_last_3d)],
     ids=["channels_last", "transposed", "strided", "channels_last_3d"])
 def test_leaf_grad_obeys_the_layout_contract_as_torch(make, device):
     """A leaf's .grad takes the leaf's strides where the leaf is dense and non-overlapping (a
-    channels_last weight, a transposed matrix), else row-major: PyTorch's layout contract."""
+    channels_last weight, a transposed matrix), else row-major: PyTorch's layout contract. The
+    leaf is made on its device (a copy of a strided view to another device is row-major)."""
     strides = []
     for lib in (torch, genesis):
         lib.manual_seed(0)
-        leaf = make(lib).to(device if lib is genesis else "cpu").requires_grad_()
+        leaf = make(lib, device if lib is genesis else "cpu").requires_grad_()
         (leaf.sum(0, keepdim=True) * leaf * 2).sum().backward()
         strides.append((leaf.stride(), leaf.grad.stride()))
     assert strides[0] == strides[1]
+
+
+@pytest.mark.parametrize("shapes, formats", [
+    ([(2, 8, 4, 4), (2, 3, 4, 4)], ["channels_last", "channels_last"]),
+    ([(2, 8, 4, 4), (2, 8, 4, 4)], ["channels_last", "contiguous_format"]),
+    ([(1, 2, 3, 2, 2), (1, 2, 3, 2, 2)], ["channels_last_3d", "channels_last_3d"]),
+    ([(2, 1, 4, 4), (2, 1, 4, 4)], ["channels_last", "channels_last"])],
+    ids=["channels_last", "mixed", "channels_last_3d", "one_channel"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_lays_out_its_result_as_torch(shapes, formats, dim, rng, device):
+    """cat's result takes the memory format its inputs all suggest, else row-major; its values
+    and the gradients' strides as PyTorch's."""
+    results = []
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    if dim != 1:
+        arrays = [arrays[0], arrays[0].copy()]
+    for lib in (torch, genesis):
+        parts = [lib.tensor(a, device=device if lib is genesis else "cpu")
+                 .to(memory_format=getattr(lib, f)).requires_grad_()
+                 for a, f in zip(arrays, formats)]
+        out = lib.cat(parts, dim)
+        (out * out).sum().backward()
+        results.append((out, [out.stride()] + [p.grad.stride() for p in parts]))
+    assert results[1][1] == results[0][1]
+    assert_close(results[1][0], results[0][0])

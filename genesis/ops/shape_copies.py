@@ -11,6 +11,7 @@ diagonal view. The views these ops are built on are in shape.py.
 import operator
 
 from .. import dtypes
+from .. import memory_formats as formats
 from ..autograd.function import Function, name_node
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
@@ -27,6 +28,16 @@ def _is_legacy_empty(t):
     return t.ndim == 1 and t.shape[0] == 0
 
 
+def _common_format(tensors):
+    """The memory format of cat's result, as PyTorch picks it: the format the inputs' strides
+    suggest when they all suggest the same one, else contiguous_format."""
+    fmt = formats.suggest(tensors[0].shape, tensors[0].stride())
+    for x in tensors[1:]:
+        if formats.suggest(x.shape, x.stride()) is not fmt:
+            return formats.contiguous_format
+    return fmt
+
+
 class Cat(Function):
     """Tensors joined along `dim` in their promoted dtype; backward narrows the gradient."""
 
@@ -41,8 +52,21 @@ class Cat(Function):
         device = tensors[0].device
         if not parts:
             return zeros((0,), dtype=dtype, device=device)
-        data = kernel("cat", device.type)([cast(x, dtype)._data for x in parts], dim)
-        return wrap(data, device, dtype)
+        order = formats.dim_order(_common_format(parts))
+        if order is None:
+            return wrap(kernel("cat", device.type)([cast(x, dtype)._data for x in parts], dim),
+                        device, dtype)
+        # channels-last inputs: join their dims in memory order (row-major views, one fast
+        # copy each) and view the result back, laid out as the inputs
+        data = kernel("cat", device.type)([cast(x, dtype).permute(order)._data for x in parts],
+                                          order.index(dim))
+        out = wrap(data, device, dtype)
+        shape = [0] * len(order)
+        for i, d in enumerate(order):
+            shape[d] = data.shape[i]
+        out._data = kernel("as_strided", device.type)(
+            out._storage, tuple(shape), formats.dense_strides(shape, order), out._offset)
+        return out
 
     @staticmethod
     def backward(ctx, g):

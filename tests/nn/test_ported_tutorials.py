@@ -88,8 +88,8 @@ def _nn_tutorial(lib, x, y, w0):
     """Logistic regression by hand (`input[range(n), target]`, updates under no_grad), then a
     CNN with a Lambda view, avg pooling, momentum SGD and a summed validation loss."""
     F, nn = lib.nn.functional, lib.nn
-    weights = lib.tensor(w0).requires_grad_()
-    bias = lib.zeros(10, requires_grad=True)
+    weights = lib.tensor(w0, device=x.device).requires_grad_()
+    bias = lib.zeros(10, requires_grad=True, device=x.device)
 
     def nll(input, target):
         return -input[range(target.shape[0]), target].mean()
