@@ -41,11 +41,10 @@ to (B, H, T, D), transposing O and the gradients back is then a view, not a copy
 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
---tiles`): half types take 64 x 64 tiles with 4 warps, 3 stages forward and 2 in the two-pass
-backward. At D=128 that beat 128 x 64 with 8 warps (chosen before so that ptxas reported no
-spills) by 1.25x forward and 2.3x backward: more programs in flight hide the loads better than
-spill-free registers do. The one-pass backward's tiles: see HALF_ONE_PASS_TILES; float32
-tiles: see FP32_TILES.
+--tiles`): small tiles with 4 warps, since more programs in flight hide the loads better than
+spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward takes
+64 x 64 in 2 stages (at D=128 2.3x faster than 128 x 64 with 8 warps); the one-pass
+backward's: see HALF_ONE_PASS_TILES; float32 tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -476,19 +475,30 @@ the two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, s
 tried spills (the two-pass 32 x 32 too)."""
 
 
-HALF_ONE_PASS_TILES = {16: (64, 64, 4, 2), 32: (64, 64, 4, 2), 64: (64, 64, 4, 2),
-                       128: (64, 64, 8, 2)}
+HALF_FORWARD_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
+                      128: (64, 32, 4, 3)}
+"""The forward's half-type tiles by head tile: (BM queries, BN keys, warps, stages). Measured
+on an H200 (bf16, causal, `attention.py --tiles --only forward`), ms: B=8 H=12 T=1024 D=64
+0.056 with 64 x 64 (4 warps, 3 stages), against 0.060 with 4 stages and 0.070-0.085 with
+128-query tiles; B=4 H=12 T=1024 D=128 0.059 with 64 x 32, against 0.067 with 64 x 64, 0.066
+with 128 x 64 and 8 warps, 0.069 with 128 x 128 (torch 0.042)."""
+
+
+HALF_ONE_PASS_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
+                       128: (64, 16, 4, 3)}
 """The one-pass backward's half-type tiles by head tile: (BLOCK keys, STEP queries, warps,
-stages), chosen by registers (ptxas, sm_90a, bf16; not yet timed). Its kernel holds the dK and
-dV accumulators (BLOCK x D float32 each) across the walk, and each step adds a STEP x D float32
-dS K to dQ. D <= 64: 64 x 64 with 4 warps, the two-pass dK/dV kernel's measured tile, takes 239
-registers (215 without dQ), no spills, two programs a multiprocessor as before. D = 128: with 4
-warps every 64-key tile spills (64 x 64: 408 bytes a thread, 64 x 32: 92; the two-pass kernel
-spilled 40), and 32 keys doubles the atomic adds and the reloads of Q and dO; 64 x 64 with 8
-warps takes 251 registers and no spills. Keys in blocks of 128 halve the atomics (8 warps:
-128 x 32 and 128 x 64 fit without spills, 194 and 224 registers at D=64, 248 and 254 at D=128)
-but leave fewer programs for the causal diagonal's uneven work; `benchmarks/attention.py
---tiles --only one_pass` times them all."""
+stages). Its kernel holds the dK and dV accumulators (BLOCK x D float32 each) across the walk,
+and each step adds a STEP x D float32 dS K to dQ. Measured on an H200 (bf16, causal,
+`attention.py --tiles --only one_pass`), forward + backward ms: D=64 (B=8 H=12 T=1024) 0.268
+with 64 x 64 and 4 warps in 3 stages, against 0.303 in 2, 0.283 with 128 x 64 and 8 warps,
+0.290 with 64 x 32; D=128 (B=4 H=12 T=1024) 0.309 with 64 x 16, against 0.327 with 128 x 64
+and 8 warps in 3 stages, 0.341-0.349 with 64 x 64 (4 or 8 warps) and 0.42-0.81 with the other
+128-key tiles. At D=128 every 64-key tile with 4 warps spills (ptxas, sm_90a: 64 x 64 408
+bytes a thread, 64 x 32 92): the 16-query steps keep the spills small and the programs many.
+With these and HALF_FORWARD_TILES against the tiles before them (forward 64 x 64; one-pass 64
+x 64, 2 stages, 8 warps at D=128), alternated three times in one process on an H200, forward +
+backward ms: D=128 0.315-0.322 against 0.342-0.371; B=4 H=16 T=2048 D=64 0.559-0.563 against
+0.581-0.585; B=8 H=12 T=1024 D=64 equal within the machine's noise."""
 
 
 def _tiles(dtype, head_dim, tf32):
@@ -499,7 +509,7 @@ def _tiles(dtype, head_dim, tf32):
     time."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, (64, 64, 4, 3), (64, 64, 4, 2), HALF_ONE_PASS_TILES[bd], "tf32"
+        return bd, HALF_FORWARD_TILES[bd], (64, 64, 4, 2), HALF_ONE_PASS_TILES[bd], "tf32"
     forward, two_pass, one_pass = FP32_TILES[max(bd, 32)]
     return bd, forward, two_pass, one_pass, "tf32" if tf32 else "tf32x3"
 
