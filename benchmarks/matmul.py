@@ -147,11 +147,12 @@ def genesis_path(fn):
     label = next((n for n in names if "matmul" in n), None)
     if label is None:
         return ",".join(names) or "?"
-    tile = dict(re.findall(r"\b(BM|BN|BK)=(\d+)", label))
+    tile = dict(re.findall(r"\b(BM|BN|BK|SPLIT_K)=(\d+)", label))
     warps = re.search(r"\bw(\d+)\]", label)
     kind = "hopper" if "_matmul_tma_kernel" in label else "triton"
+    split_k = f" split-k {tile['SPLIT_K']}" if tile.get("SPLIT_K", "1") != "1" else ""
     return (f"{kind} {tile.get('BM')}x{tile.get('BN')}x{tile.get('BK')}"
-            f" w{warps.group(1) if warps else '?'}")
+            f" w{warps.group(1) if warps else '?'}{split_k}")
 
 
 def time_case(lib, fn, row):

@@ -322,7 +322,8 @@ def matmul_hopper_cases(target):
     """The Hopper kernel: float16 and TF32 over their whole config spaces (GPT-2's x @ W^T:
     8192 x 768 times a 3072 x 768 weight read transposed); bfloat16 with its first config in
     every operand layout (dX = dY @ W, dW = dY^T @ X, both transposed) and with the bias,
-    each activation and the kept pre-activation value."""
+    each activation and the kept pre-activation value; the split-K configs on dY^T @ X and one
+    with the fused epilogue (its sum kernel's)."""
     def problem(dtype, a_t, b_t, act=0, bias=False, precision=None):
         M, N, K = 8192, 3072, 768
         dtype = np.dtype(dtype)
@@ -346,6 +347,11 @@ def matmul_hopper_cases(target):
     for act in range(len(mm.ACTIVATIONS)):
         compile_case(problem(ml_dtypes.bfloat16, False, True, act, bias=True), first)
     compile_case(problem(ml_dtypes.bfloat16, False, True, 2, bias=True), mh._HALF_SPACE[2])
+    for config in mh._HALF_SPLIT_SPACE:  # a weight gradient's layout, dY^T @ X
+        compile_case(problem(ml_dtypes.bfloat16, True, False), config)
+    compile_case(problem(ml_dtypes.bfloat16, False, True, 3, bias=True), mh._HALF_SPLIT_SPACE[0])
+    for config in mh._TF32_SPLIT_SPACE:
+        compile_case(problem(np.float32, True, False, precision="tf32"), config)
 
 
 def _matmul_problems(dtype, precision, full):

@@ -339,7 +339,29 @@ def test_hopper_products_tune_under_a_key_of_their_own(monkeypatch):
 def test_hopper_plan_passes_each_operand_its_row_stride(on_hopper):
     for a_t, b_t, strides in [(False, True, (768, 768, 3072)), (True, False, (8192, 3072, 3072))]:
         p = gpt2_problem(a_t, b_t)
-        launch, dims = mh.plan(p, mh._HALF_SPACE[0])
+        launch, dims, summing = mh.plan(p, mh._HALF_SPACE[0])
         assert dims[:6] == (8192, 3072, 768) + strides
         assert (launch.meta["A_T"], launch.meta["B_T"]) == (a_t, b_t)
-        assert launch.grid == (132,) and launch.meta["NUM_SMS"] == 132
+        assert launch.grid == (132,) and launch.meta["NUM_SMS"] == 132 and summing is None
+
+
+def test_hopper_split_k_for_few_tiles_and_a_long_k(on_hopper):
+    """Split-K configs are timed after the others where 128 x 128 tiles fill the 132 SMs less
+    than twice (a 768 x 768 weight gradient over 8192 tokens), not for GPT-2's forward
+    products or a short K; a split
+    plan's workspace holds SPLIT_K partials of whole tiles, summed by a grid of 32 x 128
+    blocks."""
+    def weight_gradient(M, N, K):
+        return mm.Problem(M, N, K, (), {"a": (1, M), "b": (N, 1), "c": (N, 1), "bias": 1},
+                          {"a": arr((M, K), dtype=BF16), "b": arr((K, N), dtype=BF16),
+                           "c": arr((M, N), dtype=BF16), "bias": None, "z": None,
+                           "row_sum": None})
+    assert mh.split_k_space(weight_gradient(768, 768, 8192)) == mh._HALF_SPLIT_SPACE
+    assert mh.split_k_space(gpt2_problem()) == []
+    assert mh.split_k_space(weight_gradient(768, 768, 1024)) == []
+    assert mm._hopper_space(weight_gradient(768, 768, 8192), "auto") == (
+        mh._HALF_SPACE + mh._HALF_SPLIT_SPACE)
+    launch, _, summing = mh.plan(weight_gradient(700, 760, 8192), mh._HALF_SPLIT_SPACE[2])
+    assert launch.meta["SPLIT_K"] == summing.split_k == 4 and launch.grid == (132,)
+    assert (summing.rows, summing.cols) == (768, 768)
+    assert summing.launch.grid == (768 // 32, 768 // 128)

@@ -1,7 +1,7 @@
 """The Hopper matmul kernel (kernels/matmul_hopper.py) on an sm_90 GPU, forced
 (GENESIS_MATMUL_BACKEND=hopper) and compared with PyTorch's float64 products on the CPU: every
-config in GPT-2's three product layouts at sizes no tile divides, the fused bias and activation
-epilogue, CUDA graph capture, and the products it leaves to the tiles.
+config in GPT-2's three product layouts at sizes no tile divides, the split-K configs, the fused
+bias and activation epilogue, CUDA graph capture, and the products it leaves to the tiles.
 
 Error bound as tests/cuda/test_matmul_cuda.py's: within `tol * sum_k |a_ik| |b_kj|` of the
 float64 product of the rounded inputs.
@@ -38,6 +38,7 @@ def mm(monkeypatch, tmp_path):
 def use_config(monkeypatch, config):
     from genesis.backends.cuda.kernels import matmul_hopper as mh
     monkeypatch.setattr(mh, "config_space", lambda p: [config] if mh.supports(p) else [])
+    monkeypatch.setattr(mh, "split_k_space", lambda p: [])
 
 
 def kernels_of(fn):
@@ -106,6 +107,40 @@ def test_linear_bias_and_activation_epilogue(mm, dtype, activation, rng):
            "gelu_tanh": lambda t: TF.gelu(t, approximate="tanh")}[activation]
     check(wrap(z, x.device), zr, scale, dtype)
     check(wrap(y, x.device), act(zr), scale, dtype)
+
+
+def _split_space(dtype):
+    from genesis.backends.cuda.kernels import matmul_hopper as mh
+    return mh._TF32_SPLIT_SPACE if dtype is genesis.float32 else mh._HALF_SPLIT_SPACE
+
+
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16, genesis.float32], ids=str)
+@pytest.mark.parametrize("index", range(6))
+def test_split_k_configs(mm, monkeypatch, dtype, index, rng):
+    """A weight gradient dY^T @ X (696 x 264 from 2100 rows, K cut into 2, 3 or 4 ranges, the
+    partials summed by a second kernel), and through F.linear's epilogue (bias, GELU and the
+    kept value) the same config on a long-K product (sizes whose strides TMA can read)."""
+    from genesis.ops.common import wrap
+    space = _split_space(dtype)
+    if index >= len(space):
+        pytest.skip("no such config")
+    use_config(monkeypatch, space[index])
+    monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", dtype is genesis.float32)
+    (a, ra), (b, rb) = (operand((696, 2100), dtype, rng, True),
+                        operand((2100, 264), dtype, rng))
+    names = kernels_of(lambda: a @ b)
+    assert any("_matmul_tma_kernel" in n for n in names)
+    assert any("_sum_partials_kernel" in n for n in names)
+    check(a @ b, ra @ rb, ra.abs() @ rb.abs(), dtype)
+    if dtype is genesis.float32:
+        return
+    (x, rx), (w, rw), (bias, rbias) = (operand(s, dtype, rng) for s in ((200, 2112),
+                                                                        (264, 2112), (264,)))
+    y, z = mm.linear_act(x._data, w._data, bias._data, "gelu", True)
+    zr = rx @ rw.mT + rbias
+    scale = rx.abs() @ rw.abs().mT + rbias.abs()
+    check(wrap(z, x.device), zr, scale, dtype)
+    check(wrap(y, x.device), TF.gelu(zr), scale, dtype)
 
 
 def test_graph_capture_replays_the_hopper_kernel(mm, rng):

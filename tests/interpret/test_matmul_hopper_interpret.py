@@ -5,7 +5,8 @@ Run explicitly:
 `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_matmul_hopper_interpret.py`. The
 dispatcher runs with GENESIS_MATMUL_BACKEND=hopper on a pretend sm_90 GPU of three SMs, so
 each persistent program walks several tiles; small tiles (16 x 16 x 16, and 16 x 32 x 16 stored
-in halves) make odd sizes walk partial tiles and K tails, which TMA reads as zeros.
+in halves) make odd sizes walk partial tiles and K tails, which TMA reads as zeros. Split-K
+configs cut K = 35 or 40 (three steps of 16) into 2 ranges, or into 4, the last one empty.
 """
 
 from types import SimpleNamespace
@@ -23,7 +24,9 @@ from genesis.backends.cuda.kernels import matmul_hopper as mh
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 SMALL = mh._config(16, 16, 16, 4, 1, group=2)
 SPLIT = mh._config(16, 32, 16, 4, 1, split=True, group=3)
-CONFIGS = {"16x16x16": SMALL, "16x32x16-split": SPLIT}
+SPLIT_K2 = mh._config(16, 32, 16, 4, 1, split=True, group=3, split_k=2)
+SPLIT_K4 = mh._config(16, 16, 16, 4, 1, group=2, split_k=4)
+CONFIGS = {"16x16x16": SMALL, "16x32x16-split": SPLIT, "split-k2": SPLIT_K2, "split-k4": SPLIT_K4}
 GPU = SimpleNamespace(properties=SimpleNamespace(capability=(9, 0), multi_processor_count=3))
 
 
@@ -39,6 +42,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(mh, "get_context", lambda device=None: GPU)
     monkeypatch.setattr(mh, "config_space",
                         lambda problem: [state["value"]] if mh.supports(problem) else [])
+    monkeypatch.setattr(mh, "split_k_space", lambda problem: [])
     launch = mh.launch
 
     def counted(plan, stream, arrays):

@@ -403,10 +403,11 @@ def _triton_space(problem):
 
 def _hopper_space(problem, choice):
     """The Hopper kernel's configs to time (none where it cannot run, for skinny products, or
-    where `choice` leaves it out); limited as _triton_space."""
+    where `choice` leaves it out), then its split-K ones; each list limited as _triton_space."""
     if choice in ("tile", "cublaslt") or gemv.supports(problem):
         return []
-    return _limited(matmul_hopper.config_space(problem))
+    return (_limited(matmul_hopper.config_space(problem))
+            + _limited(matmul_hopper.split_k_space(problem)))
 
 
 def _gemv_space(problem):
