@@ -324,8 +324,8 @@ def matmul_hopper_cases(target):
     every operand layout (dX = dY @ W, dW = dY^T @ X, both transposed) and with the bias,
     each activation and the kept pre-activation value; the split-K configs on dY^T @ X and one
     with the fused epilogue (its sum kernel's)."""
-    def problem(dtype, a_t, b_t, act=0, bias=False, precision=None):
-        M, N, K = 8192, 3072, 768
+    def problem(dtype, a_t, b_t, act=0, bias=False, precision=None, sizes=(8192, 3072, 768)):
+        M, N, K = sizes
         dtype = np.dtype(dtype)
         strides = {"a": (1, M) if a_t else (K, 1), "b": (1, K) if b_t else (N, 1),
                    "c": (N, 1), "bias": 1}
@@ -347,11 +347,13 @@ def matmul_hopper_cases(target):
     for act in range(len(mm.ACTIVATIONS)):
         compile_case(problem(ml_dtypes.bfloat16, False, True, act, bias=True), first)
     compile_case(problem(ml_dtypes.bfloat16, False, True, 2, bias=True), mh._HALF_SPACE[2])
-    for config in mh._HALF_SPLIT_SPACE:  # a weight gradient's layout, dY^T @ X
-        compile_case(problem(ml_dtypes.bfloat16, True, False), config)
+    weight_gradient = (3072, 768, 8192)  # 144 tiles: the tail configs split 12 of them
+    for config in mh._HALF_SPLIT_SPACE:
+        compile_case(problem(ml_dtypes.bfloat16, True, False, sizes=weight_gradient), config)
     compile_case(problem(ml_dtypes.bfloat16, False, True, 3, bias=True), mh._HALF_SPLIT_SPACE[0])
     for config in mh._TF32_SPLIT_SPACE:
-        compile_case(problem(np.float32, True, False, precision="tf32"), config)
+        compile_case(problem(np.float32, True, False, precision="tf32", sizes=weight_gradient),
+                     config)
 
 
 def _matmul_problems(dtype, precision, full):

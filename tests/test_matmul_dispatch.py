@@ -340,7 +340,8 @@ def test_hopper_plan_passes_each_operand_its_row_stride(on_hopper):
     for a_t, b_t, strides in [(False, True, (768, 768, 3072)), (True, False, (8192, 3072, 3072))]:
         p = gpt2_problem(a_t, b_t)
         launch, dims, summing = mh.plan(p, mh._HALF_SPACE[0])
-        assert dims[:6] == (8192, 3072, 768) + strides
+        tiles = (8192 // 128) * (3072 // 256)  # all of them whole
+        assert dims[:7] == (8192, 3072, 768, tiles) + strides
         assert (launch.meta["A_T"], launch.meta["B_T"]) == (a_t, b_t)
         assert launch.grid == (132,) and launch.meta["NUM_SMS"] == 132 and summing is None
 
@@ -348,9 +349,8 @@ def test_hopper_plan_passes_each_operand_its_row_stride(on_hopper):
 def test_hopper_split_k_for_few_tiles_and_a_long_k(on_hopper):
     """Split-K configs are timed after the others where 128 x 128 tiles fill the 132 SMs less
     than twice (a 768 x 768 weight gradient over 8192 tokens), not for GPT-2's forward
-    products or a short K; a split
-    plan's workspace holds SPLIT_K partials of whole tiles, summed by a grid of 32 x 128
-    blocks."""
+    products or a short K; a split plan's workspace holds SPLIT_K partials of each split tile,
+    summed by a grid of 32 x 128 blocks of them."""
     def weight_gradient(M, N, K):
         return mm.Problem(M, N, K, (), {"a": (1, M), "b": (N, 1), "c": (N, 1), "bias": 1},
                           {"a": arr((M, K), dtype=BF16), "b": arr((K, N), dtype=BF16),
@@ -361,7 +361,24 @@ def test_hopper_split_k_for_few_tiles_and_a_long_k(on_hopper):
     assert mh.split_k_space(weight_gradient(768, 768, 1024)) == []
     assert mm._hopper_space(weight_gradient(768, 768, 8192), "auto") == (
         mh._HALF_SPACE + mh._HALF_SPLIT_SPACE)
-    launch, _, summing = mh.plan(weight_gradient(700, 760, 8192), mh._HALF_SPLIT_SPACE[2])
-    assert launch.meta["SPLIT_K"] == summing.split_k == 4 and launch.grid == (132,)
-    assert (summing.rows, summing.cols) == (768, 768)
-    assert summing.launch.grid == (768 // 32, 768 // 128)
+    four_ways = mh._config(128, 128, 64, 4, 4, split=True, split_k=4)
+    launch, dims, summing = mh.plan(weight_gradient(700, 760, 8192), four_ways)
+    assert launch.meta["SPLIT_K"] == 4 and launch.grid == (132,) and dims[3] == 0
+    assert summing.partials == 36 * 4 and summing.launch.grid == (36, 128 // 32)
+    tail = mh._config(128, 128, 64, 4, 4, split=True, split_k=0)
+    launch, dims, summing = mh.plan(weight_gradient(3072, 768, 8192), tail)
+    assert launch.meta["SPLIT_K"] == 11 and dims[3] == 132 and summing.partials == 12 * 11
+
+
+def test_split_tiles_past_the_last_full_wave():
+    """(whole tiles, ranges of the rest): split_k n cuts every tile n ways; 0 cuts the tiles
+    past the last full wave into as many ranges as give each SM one, where that is 2 or more,
+    each of 8 K steps or more."""
+    assert mh._split(144, 132, 0, 128) == (132, 11)
+    assert mh._split(144, 132, 0, 40) == (132, 5)
+    assert mh._split(36, 132, 0, 128) == (0, 3)
+    assert mh._split(100, 132, 0, 128) == (100, 1)
+    assert mh._split(264, 132, 0, 128) == (264, 1)
+    assert mh._split(300, 132, 0, 128) == (264, 3)
+    assert mh._split(144, 132, 0, 15) == (144, 1)
+    assert mh._split(36, 132, 4, 8) == (0, 4) and mh._split(36, 132, 1, 128) == (36, 1)

@@ -115,23 +115,29 @@ def _split_space(dtype):
 
 
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16, genesis.float32], ids=str)
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(8))
 def test_split_k_configs(mm, monkeypatch, dtype, index, rng):
-    """A weight gradient dY^T @ X (696 x 264 from 2100 rows, K cut into 2, 3 or 4 ranges, the
-    partials summed by a second kernel), and through F.linear's epilogue (bias, GELU and the
-    kept value) the same config on a long-K product (sizes whose strides TMA can read)."""
+    """Split products against float64: a weight gradient dY^T @ X (696 x 264 from 2100 rows: 18
+    tiles, each cut into 2-4 K ranges, or 4 by a tail config, the partials summed by a second
+    kernel); with a tail config a 1528 x 1528 product (144 tiles: 132 whole, 12 cut in 5 ranges
+    of K = 2600, 10 in TF32); and
+    through F.linear's epilogue (bias, GELU and the kept value) a long-K product. Sizes whose
+    strides TMA can read."""
     from genesis.ops.common import wrap
     space = _split_space(dtype)
     if index >= len(space):
         pytest.skip("no such config")
     use_config(monkeypatch, space[index])
     monkeypatch.setattr(genesis.backends.cuda.matmul, "allow_tf32", dtype is genesis.float32)
-    (a, ra), (b, rb) = (operand((696, 2100), dtype, rng, True),
-                        operand((2100, 264), dtype, rng))
-    names = kernels_of(lambda: a @ b)
-    assert any("_matmul_tma_kernel" in n for n in names)
-    assert any("_sum_partials_kernel" in n for n in names)
-    check(a @ b, ra @ rb, ra.abs() @ rb.abs(), dtype)
+    shapes = [((696, 2100), (2100, 264))]
+    if space[index]["SPLIT_K"] == 0:
+        shapes.append(((1528, 2600), (2600, 1528)))
+    for a_shape, b_shape in shapes:
+        (a, ra), (b, rb) = operand(a_shape, dtype, rng, True), operand(b_shape, dtype, rng)
+        names = kernels_of(lambda: a @ b)
+        assert any("_matmul_tma_kernel" in n for n in names)
+        assert any("_sum_partials_kernel" in n for n in names)
+        check(a @ b, ra @ rb, ra.abs() @ rb.abs(), dtype)
     if dtype is genesis.float32:
         return
     (x, rx), (w, rw), (bias, rbias) = (operand(s, dtype, rng) for s in ((200, 2112),

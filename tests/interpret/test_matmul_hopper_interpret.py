@@ -3,10 +3,12 @@ through Triton's interpreter.
 
 Run explicitly:
 `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_matmul_hopper_interpret.py`. The
-dispatcher runs with GENESIS_MATMUL_BACKEND=hopper on a pretend sm_90 GPU of three SMs, so
+dispatcher runs with GENESIS_MATMUL_BACKEND=hopper on a pretend sm_90 GPU of four SMs, so
 each persistent program walks several tiles; small tiles (16 x 16 x 16, and 16 x 32 x 16 stored
 in halves) make odd sizes walk partial tiles and K tails, which TMA reads as zeros. Split-K
-configs cut K = 35 or 40 (three steps of 16) into 2 ranges, or into 4, the last one empty.
+configs cut K = 35 or 40 (three steps of 16) into 2 ranges, or into 4, the last one empty; the
+tail configs split the tiles past the last full wave of four, in ranges of one step (37 x 45 in
+16 x 16 tiles: 8 whole, then one in 3 ranges; in 16 x 32 tiles: 4 whole, then two in 2).
 """
 
 from types import SimpleNamespace
@@ -26,8 +28,11 @@ SMALL = mh._config(16, 16, 16, 4, 1, group=2)
 SPLIT = mh._config(16, 32, 16, 4, 1, split=True, group=3)
 SPLIT_K2 = mh._config(16, 32, 16, 4, 1, split=True, group=3, split_k=2)
 SPLIT_K4 = mh._config(16, 16, 16, 4, 1, group=2, split_k=4)
-CONFIGS = {"16x16x16": SMALL, "16x32x16-split": SPLIT, "split-k2": SPLIT_K2, "split-k4": SPLIT_K4}
-GPU = SimpleNamespace(properties=SimpleNamespace(capability=(9, 0), multi_processor_count=3))
+TAIL = mh._config(16, 16, 16, 4, 1, group=2, split_k=0)
+TAIL_SPLIT = mh._config(16, 32, 16, 4, 1, split=True, group=3, split_k=0)
+CONFIGS = {"16x16x16": SMALL, "16x32x16-split": SPLIT, "split-k2": SPLIT_K2, "split-k4": SPLIT_K4,
+           "tail": TAIL, "tail-split": TAIL_SPLIT}
+GPU = SimpleNamespace(properties=SimpleNamespace(capability=(9, 0), multi_processor_count=4))
 
 
 @pytest.fixture
@@ -43,6 +48,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(mh, "config_space",
                         lambda problem: [state["value"]] if mh.supports(problem) else [])
     monkeypatch.setattr(mh, "split_k_space", lambda problem: [])
+    monkeypatch.setattr(mh, "SPLIT_MIN_STEPS", 1)  # K ranges of one step of 16
     launch = mh.launch
 
     def counted(plan, stream, arrays):

@@ -30,12 +30,16 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
   bias, activation and kept value of a tile whose accumulator takes 128 registers a thread fit
   in the rest (ptxas for sm_90 reports spills without the split). float32 (TF32) takes
   BK = 32: the same bytes per stage.
-- Split-K: a product with few output tiles and a long K (a weight gradient: 768 x 768 outputs
-  summed over 8192 tokens, 36 tiles of 128 x 128 for 132 SMs) cuts K into SPLIT_K ranges, one
-  work unit per tile and range. Each unit stores its float32 partial product in a workspace
-  (padded to whole tiles, so that no store is clipped) and a second launch,
-  _sum_partials_kernel, adds the SPLIT_K partials in order and runs the epilogue: the result
-  is the same from run to run (no atomics), its last bits differing from the unsplit kernel's.
+- Split-K: a product with few output tiles and a long K leaves SMs idle: a weight gradient of
+  768 x 768 outputs summed over 8192 tokens has 36 tiles of 128 x 128 for 132 SMs, and one of
+  3072 x 768 has 144, a full wave and 12 tiles. Such products cut the K of their last tiles
+  into SPLIT_K ranges: the first `whole_tiles` tiles are computed as usual, then every later
+  tile is SPLIT_K work units, one per range, each storing its float32 partial product in a
+  workspace, and a second launch, _sum_partials_kernel, adds each tile's partials in order and
+  runs the epilogue. A config splits every tile 2, 3 or 4 ways, or (SPLIT_K 0) only
+  the tiles past the last full wave, into as many ranges as give each SM one (144 tiles: 132
+  whole, then 12 tiles of 11 ranges: two waves, the second short), each of 8 K steps or more. The result is the same from
+  run to run (no atomics), its last bits differing from the unsplit kernel's.
 - Warp specialization (`tl.range(warp_specialize=True)`) is not used: Triton 3.6 accepts it
   for sm_90 but compiles the same code without it (no warp-specialized partitions). The loop
   over tiles is `flatten=True`, merged with the K loop, so the loads of the next tile are
@@ -90,12 +94,58 @@ def _epilogue(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT: tl.c
 
 
 @triton.jit
+def _halves(acc):
+    """The left and right BM x BN/2 halves of the block `acc`."""
+    halves = tl.permute(tl.reshape(acc, (acc.shape[0], 2, acc.shape[1] // 2)), (0, 2, 1))
+    return tl.split(halves)
+
+
+@triton.jit
+def _finish_tile(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr):
+    """The epilogue of the tile at (row, col), whole or (EPILOGUE_SPLIT) in two halves."""
+    if EPILOGUE_SPLIT:
+        left, right = _halves(acc)
+        _epilogue(left, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT, HAS_BIAS,
+                  KEEP_Z)
+        _epilogue(right, row, col + acc.shape[1] // 2, N, bias_ptr, bias_stride, c_desc, z_desc,
+                  ACT, HAS_BIAS, KEEP_Z)
+    else:
+        _epilogue(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT, HAS_BIAS, KEEP_Z)
+
+
+@triton.jit
+def _store_partial(partial_desc, acc, row, EPILOGUE_SPLIT: tl.constexpr):
+    """The float32 partial product `acc` as the block at `row` of the workspace."""
+    if EPILOGUE_SPLIT:
+        left, right = _halves(acc)
+        partial_desc.store([row, 0], left)
+        partial_desc.store([row, acc.shape[1] // 2], right)
+    else:
+        partial_desc.store([row, 0], acc)
+
+
+@triton.jit
+def _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K: tl.constexpr):
+    """(tile, first K step, end K step) of work unit `unit`: a whole tile below whole_tiles,
+    past it one of SPLIT_K K ranges of a split tile."""
+    if SPLIT_K == 1:
+        return unit, 0, k_steps
+    split_unit = tl.maximum(unit - whole_tiles, 0)
+    k_first = (split_unit % SPLIT_K) * range_steps
+    whole = unit < whole_tiles
+    return (tl.where(whole, unit, whole_tiles + split_unit // SPLIT_K),
+            tl.where(whole, 0, k_first),
+            tl.where(whole, k_steps, tl.minimum(k_first + range_steps, k_steps)))
+
+
+@triton.jit
 def _matmul_tma_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result
         # (or None, else laid out as c), the float32 partial products (SPLIT_K > 1)
         a_ptr, b_ptr, c_ptr, bias_ptr, z_ptr, partial_ptr,
-        # sizes: c is M x N, the products run over K
-        M, N, K,
+        # sizes: c is M x N, the products run over K; the tiles computed whole come first
+        M, N, K, whole_tiles,
         # strides, in elements: each matrix's non-unit stride, and along the bias
         a_stride, b_stride, c_stride, bias_stride,
         # meta-parameters
@@ -105,8 +155,9 @@ def _matmul_tma_kernel(
         NUM_SMS: tl.constexpr):
     """c = act(a @ b + bias) (z: the value before the activation), tile after tile, by
     NUM_SMS persistent programs. A_T / B_T: the operand is stored transposed (unit stride
-    between its rows). SPLIT_K > 1: each unit (tile, K range) stores its float32 product in
-    the partial workspace instead, for _sum_partials_kernel to finish."""
+    between its rows). SPLIT_K > 1: each tile from whole_tiles on is SPLIT_K units (tile, K
+    range) that store their float32 products in the partial workspace, BM x BN blocks one
+    after another, for _sum_partials_kernel to finish."""
     a_desc = _operand_descriptor(a_ptr, M, K, a_stride, BM, BK, A_T)
     b_desc = _operand_descriptor(b_ptr, K, N, b_stride, BK, BN, B_T)
     store_cols: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
@@ -119,65 +170,61 @@ def _matmul_tma_kernel(
     tiles = tiles_m * tiles_n
     k_steps = tl.cdiv(K, BK)
     range_steps = tl.cdiv(k_steps, SPLIT_K)
+    units = whole_tiles + (tiles - whole_tiles) * SPLIT_K
     if SPLIT_K > 1:
-        partial_desc = tl.make_tensor_descriptor(partial_ptr, [SPLIT_K * tiles_m * BM,
-                                                               tiles_n * BN],
-                                                 [tiles_n * BN, 1], [BM, store_cols])
+        partial_desc = tl.make_tensor_descriptor(partial_ptr, [(units - whole_tiles) * BM, BN],
+                                                 [BN, 1], [BM, store_cols])
     # The epilogue counts its own units: the flattened loop's pipeliner then carries no value
     # from a unit's first K step to its last.
     unit_done = tl.program_id(0) - NUM_SMS
-    for unit in tl.range(tl.program_id(0), tiles * SPLIT_K, NUM_SMS, flatten=True):
-        pid_m, pid_n = grouped_tile(unit % tiles, tiles_m, tiles_n, GROUP_M)
-        k_first = (unit // tiles) * range_steps
+    for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
+        tile, k_first, k_end = _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K)
+        pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BM, BN), tl.float32)
-        for k in range(k_first, tl.minimum(k_first + range_steps, k_steps)):
+        for k in range(k_first, k_end):
             a = _operand_block(a_desc, pid_m * BM, k * BK, A_T)
             b = _operand_block(b_desc, k * BK, pid_n * BN, B_T)
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
         unit_done += NUM_SMS
-        pid_m, pid_n = grouped_tile(unit_done % tiles, tiles_m, tiles_n, GROUP_M)
+        tile, _, _ = _unit_work(unit_done, whole_tiles, k_steps, range_steps, SPLIT_K)
+        pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         if SPLIT_K > 1:
-            row = (unit_done // tiles * tiles_m + pid_m) * BM
-            if EPILOGUE_SPLIT:
-                halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
-                left, right = tl.split(halves)
-                partial_desc.store([row, pid_n * BN], left)
-                partial_desc.store([row, pid_n * BN + BN // 2], right)
+            if unit_done >= whole_tiles:
+                _store_partial(partial_desc, acc, (unit_done - whole_tiles) * BM, EPILOGUE_SPLIT)
             else:
-                partial_desc.store([row, pid_n * BN], acc)
-        elif EPILOGUE_SPLIT:
-            halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            _epilogue(left, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc,
-                      ACT, HAS_BIAS, z_ptr is not None)
-            _epilogue(right, pid_m * BM, pid_n * BN + BN // 2, N, bias_ptr, bias_stride, c_desc,
-                      z_desc, ACT, HAS_BIAS, z_ptr is not None)
+                _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc,
+                             z_desc, ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
         else:
-            _epilogue(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc, ACT,
-                      HAS_BIAS, z_ptr is not None)
+            _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc,
+                         ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
 
 
 @triton.jit
 def _sum_partials_kernel(
-        # pointers: the SPLIT_K partial products, the result, the bias (or None), the
-        # pre-activation result (or None, else laid out as c)
+        # pointers: the partial products, the result, the bias (or None), the pre-activation
+        # result (or None, else laid out as c)
         partial_ptr, c_ptr, bias_ptr, z_ptr,
-        # sizes: c is M x N, each partial partial_rows x partial_stride (whole tiles)
-        M, N, partial_rows,
+        # sizes: c is M x N; the tiles before whole_tiles were not split
+        M, N, whole_tiles,
         # strides, in elements
-        partial_stride, c_stride, bias_stride,
-        # meta-parameters
-        SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, BM: tl.constexpr,
+        c_stride, bias_stride,
+        # meta-parameters: the product's tiles and their order, the sum's blocks
+        SPLIT_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+        TILE_M: tl.constexpr, TILE_N: tl.constexpr, GROUP_M: tl.constexpr, BM: tl.constexpr,
         BN: tl.constexpr):
-    """The BM x BN block (pid0, pid1) of c = act(partial_0 + ... + partial_{SPLIT_K-1} +
-    bias) (z: the value before the activation), summed in order. BM and BN divide the
-    partials' tiles, so their loads need no mask."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    at = rm[:, None] * partial_stride + rn[None, :]
+    """Block pid1 (BM x BN) of split tile whole_tiles + pid0 of c: act(partial_0 + ... +
+    partial_{SPLIT_K-1} + bias) (z: the value before the activation), summed in order. The
+    partials of split tile t are the TILE_M x TILE_N blocks t * SPLIT_K .. of the workspace."""
+    pid_m, pid_n = grouped_tile(whole_tiles + tl.program_id(0), tl.cdiv(M, TILE_M),
+                                tl.cdiv(N, TILE_N), GROUP_M)
+    blocks_n: tl.constexpr = TILE_N // BN
+    r = (tl.program_id(1) // blocks_n) * BM + tl.arange(0, BM)
+    col = (tl.program_id(1) % blocks_n) * BN + tl.arange(0, BN)
+    at = (tl.program_id(0) * SPLIT_K * TILE_M + r[:, None]) * TILE_N + col[None, :]
     acc = tl.load(partial_ptr + at)
     for s in range(1, SPLIT_K):
-        acc += tl.load(partial_ptr + s * partial_rows * partial_stride + at)
+        acc += tl.load(partial_ptr + s * TILE_M * TILE_N + at)
+    rm, rn = pid_m * TILE_M + r, pid_n * TILE_N + col
     mask = (rm < M)[:, None] & (rn < N)[None, :]
     if HAS_BIAS:
         acc += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
@@ -188,7 +235,7 @@ def _sum_partials_kernel(
 
 
 # The sum's blocks: 32 x 128 float32 values a program (4 warps, 32 a thread), dividing the
-# partials' tiles (smaller tiles, as the interpreter tests use, take blocks of their size).
+# product's tiles (smaller tiles, as the interpreter tests use, take blocks of their size).
 SUM_BM, SUM_BN = 32, 128
 
 
@@ -207,11 +254,12 @@ _HALF_SPACE = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 8, 4),
 _TF32_SPACE = [_config(128, 256, 32, 8, 3, split=True), _config(128, 128, 32, 8, 4),
                _config(128, 128, 32, 4, 4, split=True), _config(128, 64, 32, 4, 5),
                _config(64, 128, 32, 4, 5)]
-# Split-K variants of the 128 x 128 tiles: offered where 128 x 128 tiles fill the SMs less than
-# twice over and each K range keeps SPLIT_MIN_STEPS steps of 64 or more.
-_HALF_SPLIT_SPACE = [_config(128, 128, 64, 4, 4, split=True, split_k=s) for s in (2, 3, 4)] + [
-    _config(128, 128, 64, 8, 4, split_k=s) for s in (2, 3, 4)]
-_TF32_SPLIT_SPACE = [_config(128, 128, 32, 4, 4, split=True, split_k=s) for s in (2, 3, 4)]
+# Split-K variants of the 128 x 128 tiles (split_k 0: the tiles past the last full wave, see
+# the module docstring): offered where 128 x 128 tiles fill the SMs less than twice over and K
+# is long.
+_HALF_SPLIT_SPACE = [_config(128, 128, 64, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)] + [
+    _config(128, 128, 64, 8, 4, split_k=s) for s in (0, 2, 3, 4)]
+_TF32_SPLIT_SPACE = [_config(128, 128, 32, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)]
 SPLIT_MIN_STEPS = 8
 _HALF = ("float16", "bfloat16")
 
@@ -284,27 +332,38 @@ def _transposed(strides):
     return strides[1] != 1
 
 
+def _split(tiles, sms, split_k, k_steps):
+    """(whole tiles, SPLIT_K of the rest) for a config's split_k: every tile cut split_k ways,
+    or with 0 the tiles past the last full wave of `sms` programs cut into as many ranges as
+    give each program one, each of SPLIT_MIN_STEPS of the `k_steps` or more (none where that
+    makes fewer than 2)."""
+    if split_k:
+        return (0, split_k) if split_k > 1 else (tiles, 1)
+    tail = tiles % sms if tiles > sms else tiles
+    ranges = min(sms // tail, k_steps // SPLIT_MIN_STEPS) if tail else 1
+    return (tiles - tail, ranges) if ranges > 1 else (tiles, 1)
+
+
 class _Sum:
-    """The second launch of a split-K product: its workspace's shape and the Launch of
-    _sum_partials_kernel."""
+    """The second launch of a split product: its workspace's shape and the Launch of
+    _sum_partials_kernel over the split tiles."""
 
-    __slots__ = ("rows", "cols", "split_k", "launch", "target")
+    __slots__ = ("partials", "tile_m", "tile_n", "launch", "target")
 
-    def __init__(self, problem, config, target):
-        bm, bn, split_k = config["BM"], config["BN"], config["SPLIT_K"]
-        self.rows = triton.cdiv(problem.M, bm) * bm
-        self.cols = triton.cdiv(problem.N, bn) * bn
-        self.split_k, self.target = split_k, target
-        sum_bm, sum_bn = min(SUM_BM, bm), min(SUM_BN, bn)
+    def __init__(self, problem, config, whole_tiles, split_tiles, split_k, target):
+        self.tile_m, self.tile_n = config["BM"], config["BN"]
+        self.partials, self.target = split_tiles * split_k, target
+        sum_bm, sum_bn = min(SUM_BM, self.tile_m), min(SUM_BN, self.tile_n)
         meta = dict(SPLIT_K=split_k, HAS_BIAS=problem.arrays.get("bias") is not None,
-                    ACT=problem.act, BM=sum_bm, BN=sum_bn)
-        grid = (self.rows // sum_bm, self.cols // sum_bn)
+                    ACT=problem.act, TILE_M=self.tile_m, TILE_N=self.tile_n,
+                    GROUP_M=config["GROUP_M"], BM=sum_bm, BN=sum_bn)
+        grid = (split_tiles, (self.tile_m // sum_bm) * (self.tile_n // sum_bn))
         self.launch = Launch(_sum_partials_kernel, grid, meta, 4, device=problem.device,
                              target=target)
 
     def workspace(self, device, stream):
-        """The float32 partials, SPLIT_K x rows x cols (a placeholder for compile checks)."""
-        shape = (self.split_k * self.rows, self.cols)
+        """The float32 partials, tile after tile (a placeholder for compile checks)."""
+        shape = (self.partials * self.tile_m, self.tile_n)
         if self.target is not None:
             return placeholder(shape, np.float32)
         return CUDAArray.empty(shape, np.float32, device, stream)
@@ -312,12 +371,14 @@ class _Sum:
 
 def plan(problem, config, target=None):
     """(the Launch of `problem` with `config`, the sizes and strides `launch` passes, the
-    _Sum of a split-K config or None)."""
+    _Sum of a split config or None)."""
     st = problem.strides
     a_t, b_t = _transposed(st["a"]), _transposed(st["b"])
     sms = COMPILE_CHECK_SMS if target is not None else _sm_count(problem.device)
-    split_k = config.get("SPLIT_K", 1)
-    units = triton.cdiv(problem.M, config["BM"]) * triton.cdiv(problem.N, config["BN"]) * split_k
+    tiles = triton.cdiv(problem.M, config["BM"]) * triton.cdiv(problem.N, config["BN"])
+    whole, split_k = _split(tiles, sms, config.get("SPLIT_K", 1),
+                            triton.cdiv(problem.K, config["BK"]))
+    units = whole + (tiles - whole) * split_k
     meta = dict(A_T=a_t, B_T=b_t, HAS_BIAS=problem.arrays.get("bias") is not None,
                 ACT=problem.act, PRECISION=problem.precision, BM=config["BM"], BN=config["BN"],
                 BK=config["BK"], GROUP_M=config["GROUP_M"],
@@ -326,8 +387,9 @@ def plan(problem, config, target=None):
                     config["num_stages"], device=problem.device, target=target)
     strides = (st["a"][1 if a_t else 0], st["b"][1 if b_t else 0], st["c"][0],
                stride_arg(st.get("bias", 0)))
-    summing = _Sum(problem, config, target) if split_k > 1 else None
-    return launch, (problem.M, problem.N, problem.K) + strides, summing
+    summing = (_Sum(problem, config, whole, tiles - whole, split_k, target) if split_k > 1
+               else None)
+    return launch, (problem.M, problem.N, problem.K, whole) + strides, summing
 
 
 def launch(plan_, stream, arrays):
@@ -338,13 +400,13 @@ def launch(plan_, stream, arrays):
     partial = None if summing is None else summing.workspace(c.device, stream)
     launch_(stream,
             # pointers
-            arrays["a"], arrays["b"], c, bias, z if summing is None else None, partial,
+            arrays["a"], arrays["b"], c, bias, z, partial,
             # sizes, strides
             *dims)
     if summing is not None:
-        M, N, _, _, _, c_stride, bias_stride = dims
+        M, N, _, whole_tiles, _, _, c_stride, bias_stride = dims
         summing.launch(stream,
                        # pointers
                        partial, c, bias, z,
                        # sizes, strides
-                       M, N, summing.rows, summing.cols, c_stride, bias_stride)
+                       M, N, whole_tiles, c_stride, bias_stride)
