@@ -301,3 +301,68 @@ def test_cat_lays_out_its_result_as_torch(shapes, formats, dim, rng, device):
         results.append((out, [out.stride()] + [p.grad.stride() for p in parts]))
     assert results[1][1] == results[0][1]
     assert_close(results[1][0], results[0][0])
+
+
+_RESAMPLERS = {
+    "max_pool2d": lambda F, x: F.max_pool2d(x, 2),
+    "max_pool2d indices": lambda F, x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[1],
+    "avg_pool2d": lambda F, x: F.avg_pool2d(x, 3, 2, 1),
+    "lp_pool2d": lambda F, x: F.lp_pool2d(x, 2, 2),
+    "adaptive_avg_pool2d": lambda F, x: F.adaptive_avg_pool2d(x, 3),
+    "adaptive_avg_pool2d to 1": lambda F, x: F.adaptive_avg_pool2d(x, 1),
+    "adaptive_max_pool2d": lambda F, x: F.adaptive_max_pool2d(x, (3, 2)),
+    "nearest": lambda F, x: F.interpolate(x, scale_factor=2),
+    "nearest-exact": lambda F, x: F.interpolate(x, size=(5, 7), mode="nearest-exact"),
+    "bilinear": lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "bicubic": lambda F, x: F.interpolate(x, size=(5, 9), mode="bicubic", align_corners=True),
+    "area": lambda F, x: F.interpolate(x, size=(3, 5), mode="area"),
+    "pad constant": lambda F, x: F.pad(x, (1, 2, 0, 1), value=0.5),
+    "pad reflect": lambda F, x: F.pad(x, (1, 2, 2, 1), mode="reflect"),
+    "pad replicate": lambda F, x: F.pad(x, (1, 2, 2, 1), mode="replicate"),
+    "pad circular": lambda F, x: F.pad(x, (1, 2, 2, 1), mode="circular"),
+    "pixel_shuffle": lambda F, x: F.pixel_shuffle(x[:, :4], 2),
+    "pixel_unshuffle": lambda F, x: F.pixel_unshuffle(x, 2),
+}
+
+
+def _dense_strides(t):
+    """Strides of the dims longer than 1 (the others' strides are arbitrary)."""
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+@pytest.mark.parametrize("op", list(_RESAMPLERS))
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous_format"])
+def test_pooling_padding_and_resampling_keep_the_layout_as_torch(op, layout, rng, device):
+    """Channels-last in, channels-last out (circular padding aside, contiguous as PyTorch's),
+    values and the input gradient's layout as PyTorch's."""
+    x = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    results = []
+    for lib in (torch, genesis):
+        t = lib.tensor(x, device=device if lib is genesis else "cpu")
+        t = t.to(memory_format=getattr(lib, layout)).requires_grad_()
+        out = _RESAMPLERS[op](lib.nn.functional, t)
+        if out.dtype.is_floating_point:
+            (out * out).sum().backward()
+        results.append((out, _dense_strides(out),
+                        None if t.grad is None else _dense_strides(t.grad)))
+    assert results[1][1:] == results[0][1:]
+    assert_close(results[1][0], results[0][0])
+
+
+def test_3d_pooling_and_resampling_layouts_as_torch(rng, device):
+    """channels_last_3d in: max pooling, interpolation and padding keep it, the average and
+    adaptive pools return contiguous results, as PyTorch's."""
+    x = rng.standard_normal((2, 3, 4, 6, 6)).astype(np.float32)
+    strides = []
+    for lib in (torch, genesis):
+        F = lib.nn.functional
+        t = lib.tensor(x, device=device if lib is genesis else "cpu")
+        t = t.to(memory_format=lib.channels_last_3d)
+        results = [F.max_pool3d(t, 2), F.max_pool3d(t, 2, return_indices=True)[1],
+                   F.avg_pool3d(t, 2), F.lp_pool3d(t, 2, 2), F.adaptive_avg_pool3d(t, 2),
+                   F.adaptive_max_pool3d(t, 2), F.interpolate(t, scale_factor=2),
+                   F.interpolate(t, scale_factor=2, mode="trilinear"),
+                   F.interpolate(t, size=(2, 3, 3), mode="area"),
+                   F.pad(t, (1, 1, 1, 1, 1, 1)), F.pad(t, (1, 1, 1, 1, 1, 1), mode="reflect")]
+        strides.append([_dense_strides(r) for r in results])
+    assert strides[1] == strides[0]

@@ -1,6 +1,9 @@
-"""Argument handling shared by the functional forms: tuples of sizes, reductions, dims."""
+"""Argument handling shared by the functional forms: tuples of sizes, reductions, dims; the
+memory format of their results."""
 
+from ... import memory_formats
 from ..._warnings import warn
+from ...autograd.function import name_node
 
 
 def ntuple(value, n, name="argument"):
@@ -13,6 +16,27 @@ def ntuple(value, n, name="argument"):
                              f"got {list(value)}")
         return tuple(value)
     return (value,) * n
+
+
+def in_format_of(input, out, keeps_3d=True):
+    """`out` laid out in the memory format `input`'s strides suggest, as PyTorch lays out what
+    pooling, padding, resampling and pixel shuffles return (channels-last in, channels-last
+    out); channels_last_3d only where the op `keeps_3d` (PyTorch's average and adaptive 3-D
+    pools return contiguous results)."""
+    fmt = memory_formats.suggest(input.shape, input.stride())
+    if fmt is memory_formats.channels_last_3d and not keeps_3d:
+        fmt = memory_formats.contiguous_format
+    return out if out.ndim != input.ndim else laid_out(out, fmt)
+
+
+def laid_out(out, fmt):
+    """`out` itself where it is laid out in memory format `fmt` (the CUDA kernels write the
+    layout their ops return), else a copy that shows the op's node name."""
+    if out.is_contiguous(memory_format=fmt):
+        return out
+    node = out.grad_fn
+    copy = out.contiguous(memory_format=fmt)
+    return copy if node is None else name_node(copy, node.name())
 
 
 def check_reduction(reduction, op):

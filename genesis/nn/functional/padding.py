@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from ... import dtypes
+from ... import dtypes, memory_formats
 from ...autograd.function import Function, name_node
 from ...ops import creation
+from ._utils import in_format_of, laid_out
 
 
 def _pairs(pad, ndim):
@@ -98,7 +99,16 @@ _PAD_NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationP
 
 
 def pad(input, pad, mode="constant", value=None):
-    """Pad the last len(pad)/2 dims: pad = (last_before, last_after, prev_before, ...)."""
+    """Pad the last len(pad)/2 dims: pad = (last_before, last_after, prev_before, ...); the
+    result laid out as the input (channels-last in, channels-last out) except in circular mode,
+    whose result is contiguous, as PyTorch's."""
+    out = _padded(input, pad, mode, value)
+    if mode == "circular":
+        return laid_out(out, memory_formats.contiguous_format)
+    return in_format_of(input, out)
+
+
+def _padded(input, pad, mode, value):
     pad = tuple(int(p) for p in pad)
     if mode == "constant":
         return ConstantPadNd.apply(input, pad, 0 if value is None else value)

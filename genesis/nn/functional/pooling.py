@@ -21,7 +21,7 @@ from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
 from ...ops import creation, elementwise, linalg, random
 from ...ops.common import call, wrap
-from ._utils import ntuple
+from ._utils import in_format_of, ntuple
 from .conv import HALF_TYPES, Im2Col, _Geometry, batched, unbatch
 from .padding import pad
 
@@ -163,7 +163,20 @@ def _pool_kernels(x, op):
     return x.dtype.is_floating_point and x.numel() > 0 and has_kernel(op, x.device.type)
 
 
+def _in_format_of(input, result, keeps_3d=True):
+    """A pool's values (and indices) in the memory format of its input (in_format_of)."""
+    if isinstance(result, tuple):
+        return tuple(in_format_of(input, r, keeps_3d) for r in result)
+    return in_format_of(input, result, keeps_3d)
+
+
 def _max_pool(input, dims, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    return _in_format_of(input, _max_pool_values(input, dims, kernel_size, stride, padding,
+                                                 dilation, ceil_mode, return_indices))
+
+
+def _max_pool_values(input, dims, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices):
     op = f"max_pool{dims}d"
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, dilation, ceil_mode, op)
@@ -223,6 +236,13 @@ def _window_counts(size, out, kernel, stride, padding, count_include_pad):
 
 def _avg_pool(input, dims, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
+    return in_format_of(input, _avg_pool_values(input, dims, kernel_size, stride, padding,
+                                                ceil_mode, count_include_pad, divisor_override),
+                        keeps_3d=False)
+
+
+def _avg_pool_values(input, dims, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override):
     op = f"avg_pool{dims}d"
     x, unbatched = _pooled(input, dims, op)
     pool = _Pool(x, dims, kernel_size, stride, padding, 1, ceil_mode, op)
@@ -342,7 +362,8 @@ def _adaptive_avg_pool(input, output_size, dims):
     pooled = _in_float32(x)
     for d, out in enumerate(sizes):
         pooled = along(pooled, 2 + d, _adaptive_matrix(x.shape[2 + d], out))
-    return name_node(unbatch(pooled.to(x.dtype), unbatched), _adaptive_node("Avg", sizes))
+    out = name_node(unbatch(pooled.to(x.dtype), unbatched), _adaptive_node("Avg", sizes))
+    return in_format_of(input, out, keeps_3d=False)
 
 
 def _adaptive_node(kind, sizes):
@@ -415,8 +436,8 @@ def _adaptive_max_pool(input, output_size, return_indices, dims):
     x, unbatched = batched(input, op, dims)
     sizes = _adaptive_sizes(x, output_size, dims, op)
     tables = [_adaptive_table(s, o, x.device) for s, o in zip(x.shape[2:], sizes)]
-    return _named(_max_over_tables(x, tables, return_indices, unbatched),
-                  _adaptive_node("Max", sizes))
+    return _in_format_of(input, _named(_max_over_tables(x, tables, return_indices, unbatched),
+                                       _adaptive_node("Max", sizes)), keeps_3d=False)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

@@ -23,7 +23,7 @@ from ...dispatch import has_kernel
 from ...ops import creation
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
-from ._utils import warn
+from ._utils import in_format_of, warn
 from .conv import HALF_TYPES
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, along
 
@@ -261,9 +261,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = _separable(x, mode, sizes, scales, bool(align_corners), antialias,
                              _scalar_type(input))
         out = out.to(input.dtype)
-    if mode == "area":  # named as the adaptive pool it is
+    if mode == "area":  # named as the adaptive pool it is (and laid out by it)
         return out
-    return name_node(out, _upsample_node(mode, input.ndim - 2, antialias))
+    return in_format_of(input, name_node(out, _upsample_node(mode, input.ndim - 2, antialias)))
 
 
 def _upsample_node(mode, dims, antialias):

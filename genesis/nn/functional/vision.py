@@ -13,7 +13,7 @@ from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import creation, elementwise, linalg, shape_copies
 from ...ops.autocast import autocast_policy
-from ._utils import warn
+from ._utils import in_format_of, warn
 from .conv import HALF_TYPES
 
 GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
@@ -40,7 +40,8 @@ def pixel_shuffle(input, upscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return name_node(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0")
+    out = name_node(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0")
+    return in_format_of(input, out)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -56,7 +57,8 @@ def pixel_unshuffle(input, downscale_factor):
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return name_node(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0")
+    out = name_node(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0")
+    return in_format_of(input, out)
 
 
 def channel_shuffle(input, groups):
