@@ -76,6 +76,25 @@ def test_tensor_requires_grad_and_errors(device):
         genesis.tensor([object()], device=device)
 
 
+@pytest.mark.parametrize("data, dtype", [
+    ([300], "int8"), ([[1, 300]], "uint8"), ([-129], "int8"), ([-129], "uint8"),
+    ([-300], "uint8"), ([255.0], "int8"), ([255.0], "uint8"), (300, "int8"), ([True, 2], "int8"),
+    ([1e40], "int8"), ([1e40], "float16"), ([float("nan")], "int8"), ([2 ** 63], "int64"),
+    ([2 ** 63 - 1], "int64"), ([40000], "int16"), ([2.7, -2.7], "int8"), ([], "int8")])
+def test_tensor_of_python_numbers_checks_overflow_as_torch(data, dtype, device):
+    """Python numbers an integer dtype cannot hold raise PyTorch's error (a negative one wraps
+    into uint8); a numpy array converts as it is, wrapping."""
+    def build(lib, values):
+        try:
+            return lib.tensor(values, dtype=getattr(lib, dtype),
+                              device=device if lib is genesis else "cpu").tolist()
+        except (RuntimeError, ValueError) as e:
+            return type(e), str(e)
+    assert build(genesis, data) == build(torch, data)
+    wide = np.array([300, -129])
+    assert build(genesis, wide) == build(torch, wide)
+
+
 @pytest.mark.parametrize("np_dtype", NUMPY_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_from_numpy_shares_memory_both_ways(np_dtype):
     arr = np.arange(12).reshape(3, 4).astype(np_dtype)

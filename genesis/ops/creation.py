@@ -138,6 +138,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         raise TypeError(f"tensor: Could not infer dtype of the elements of {type(data).__name__}")
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
+        if isinstance(data, (list, tuple, numbers.Number)):
+            _check_python_numbers(array, dtype)
     else:
         dtype = _infer_dtype(data) or dtypes.get_default_dtype()
     with np.errstate(over="ignore"):
@@ -145,6 +147,24 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if device is None and isinstance(data, Tensor):
         device = data.device
     return _from_host(array, factory_device(device), dtype, requires_grad)
+
+
+def _check_python_numbers(array, dtype):
+    """PyTorch's overflow errors for Python numbers (converted into `array`) that the integer
+    `dtype` cannot hold: beyond its range, or not finite (a negative number wraps into uint8 as
+    c10 allows). numpy arrays and tensors convert as they are, wrapping, as in PyTorch."""
+    if dtype.is_floating_point or dtype is dtypes.bool_ or array.size == 0:
+        return
+    if array.dtype.kind not in "iuf":
+        return
+    for value in (array.min().item(), array.max().item()):
+        try:
+            dtypes.storable_scalar(value, dtype)
+        except RuntimeError:
+            if dtype is dtypes.int64 and array.dtype.kind == "u":
+                raise ValueError("Overflow when unpacking long long") from None
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
+                               "overflow") from None
 
 
 def as_tensor(data, dtype=None, device=None):
