@@ -7,6 +7,8 @@ tensor that is non-overlapping and dense takes its strides exactly, and a copy o
 dense strides in the order of its dims' strides (PyTorch's empty_like and clone).
 """
 
+import functools
+
 
 class memory_format:
     """One memory format: its name, and for the channels-last ones the rank they apply to and
@@ -121,19 +123,39 @@ def non_overlapping_and_dense(shape, strides):
 
 
 def _ranked(shape, strides):
-    """c10's infer_dense_strides order, outermost first: a stable insertion sort of the dims,
-    innermost from the last, by stride (the smaller size first on a tie) that leaves dims of
-    stride 0 where they are, as TensorIterator orders its operands' dims."""
+    """c10's infer_dense_strides order, outermost first: `elementwise_order` of one tensor."""
+    return elementwise_order(tuple(shape), (tuple(strides),))
+
+
+@functools.lru_cache(maxsize=1024)
+def elementwise_order(shape, operand_strides):
+    """The dims of an elementwise result, outermost in memory first, as PyTorch's
+    TensorIterator orders them: a stable insertion sort of the dims, innermost from the last,
+    in which the first operand whose strides tell two dims apart decides their order (the
+    larger stride outside; on equal strides the longer dim outside), and operands broadcast
+    along either dim (stride 0) have no say. `operand_strides`: each operand's element
+    strides over `shape`, in the op's order."""
     perm = list(range(len(shape) - 1, -1, -1))  # innermost first
     for i in range(1, len(perm)):
         moving = i
         for j in range(i - 1, -1, -1):
-            a, b = perm[j], perm[moving]
-            if strides[a] == 0 or strides[b] == 0 or (strides[a] == strides[b]
-                                                      and shape[a] <= shape[b]):
-                continue
-            if strides[a] < strides[b]:
+            order = _outer(shape, operand_strides, perm[j], perm[moving])
+            if order > 0:
+                perm[j], perm[moving] = perm[moving], perm[j]
+                moving = j
+            elif order < 0:
                 break
-            perm[j], perm[moving] = b, a
-            moving = j
-    return perm[::-1]
+    return tuple(perm[::-1])
+
+
+def _outer(shape, operand_strides, a, b):
+    """1 when dim a goes outside dim b, -1 when inside, 0 when no operand tells."""
+    for strides in operand_strides:
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            continue
+        if sa != sb:
+            return 1 if sa > sb else -1
+        if shape[a] > shape[b]:
+            return 1
+    return 0

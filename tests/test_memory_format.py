@@ -366,3 +366,39 @@ def test_3d_pooling_and_resampling_layouts_as_torch(rng, device):
                    F.pad(t, (1, 1, 1, 1, 1, 1)), F.pad(t, (1, 1, 1, 1, 1, 1), mode="reflect")]
         strides.append([_dense_strides(r) for r in results])
     assert strides[1] == strides[0]
+
+
+_MIXED = {
+    "cl * row-major": lambda lib, cl, c, b: cl * c,
+    "row-major * cl": lambda lib, cl, c, b: c * cl,
+    "cl + bias": lambda lib, cl, c, b: cl + b,
+    "bias - cl": lambda lib, cl, c, b: b - cl,
+    "cl + scalar": lambda lib, cl, c, b: cl + 2,
+    "cl > row-major": lambda lib, cl, c, b: cl > c,
+    "cl * row-major half": lambda lib, cl, c, b: cl * c.half(),
+    "where(cl cond)": lambda lib, cl, c, b: lib.where(cl > 0, c, cl),
+    "where(row-major cond)": lambda lib, cl, c, b: lib.where(c > 0, cl, b),
+    "lerp": lambda lib, cl, c, b: lib.lerp(cl, c, 0.3),
+    "addcmul": lambda lib, cl, c, b: lib.addcmul(cl, c, b),
+    "transposed + row-major": lambda lib, cl, c, b: c.transpose(1, 3) + c.transpose(1, 3) * 0,
+    "transposed cl + transposed": lambda lib, cl, c, b: cl.transpose(2, 3) + c.transpose(2, 3),
+}
+
+
+@pytest.mark.parametrize("case", list(_MIXED))
+def test_elementwise_results_of_mixed_layouts_as_torch(case, rng, device):
+    """Operands of different layouts: the result is dense in the order the first operand that
+    tells two dims apart gives them (a channels-last x plus a row-major y is channels-last, a
+    row-major y plus x row-major), broadcast operands and scalars having no say; as PyTorch's
+    TensorIterator lays it out."""
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    bias = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    results = []
+    for lib in (torch, genesis):
+        dev = device if lib is genesis else "cpu"
+        c = lib.tensor(x, device=dev)
+        cl = c.contiguous(memory_format=lib.channels_last)
+        out = _MIXED[case](lib, cl, c, lib.tensor(bias, device=dev))
+        results.append((out, _dense_strides(out)))
+    assert results[1][1] == results[0][1]
+    assert_close(results[1][0], results[0][0])

@@ -255,6 +255,43 @@ def test_binary_layouts(gpu, layout_a, layout_b, rng):
     run_both("sub", [a, b], [ga, gb])
 
 
+def _four_d(arr, layout):
+    """(CPU array, CUDA array) with the 4-D `arr`'s values laid out "contiguous",
+    "channels_last" or "bias" (its [0, :, 0, 0] broadcast over the rest)."""
+    n, c, h, w = arr.shape
+    if layout == "contiguous":
+        return arr, ti.to_device(arr)
+    if layout == "bias":
+        col = np.ascontiguousarray(arr[0, :, 0, 0])
+        return np.broadcast_to(col[None, :, None, None], arr.shape), ti.view(
+            ti.to_device(col), arr.shape, (0, 1, 0, 0))
+    stored = np.ascontiguousarray(arr.transpose(0, 2, 3, 1))
+    return stored.transpose(0, 3, 1, 2), ti.view(ti.to_device(stored), arr.shape,
+                                                 (h * w * c, 1, w * c, c))
+
+
+def _dense_dims_strides(arr):
+    return tuple(s // arr.itemsize for s, n in zip(arr.strides, arr.shape) if n > 1)
+
+
+@pytest.mark.parametrize("op, layouts", [
+    ("add", ("channels_last", "contiguous")), ("add", ("contiguous", "channels_last")),
+    ("mul", ("channels_last", "bias")), ("sub", ("bias", "channels_last")),
+    ("lt", ("channels_last", "contiguous")), ("where", ("contiguous", "channels_last", "bias")),
+    ("where", ("channels_last", "contiguous", "contiguous"))])
+def test_mixed_layouts_lay_the_result_out_as_the_cpu(gpu, op, layouts, rng):
+    """Operands of different layouts: the result is dense in the order the first operand that
+    tells two dims apart gives them (memory_formats.elementwise_order), on both backends."""
+    shape = (2, 5, 3, 4)
+    pairs = [_four_d(values(shape, np.dtype(np.bool_) if op == "where" and i == 0 else
+                            np.dtype(np.float32), rng), layout)
+             for i, layout in enumerate(layouts)]
+    cpu_out = np.asarray(dispatch.kernel(op, "cpu")(*(c for c, _ in pairs)))
+    gpu_out = dispatch.kernel(op, "cuda")(*(g for _, g in pairs))
+    check(gpu_out, cpu_out)
+    assert _dense_dims_strides(ti.to_host(gpu_out)) == _dense_dims_strides(cpu_out)
+
+
 @pytest.mark.parametrize("half", [np.dtype(np.float16), BF16], ids=str)
 @pytest.mark.parametrize("op", ["add", "mul", "div", "remainder", "maximum", "lt", "gelu_backward"])
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -387,9 +424,10 @@ RESULT_LAYOUT_CASES = ["channels_last", "transposed", "channels_last_scalar", "m
 
 @pytest.mark.parametrize("case", RESULT_LAYOUT_CASES)
 def test_result_keeps_a_shared_dense_layout(gpu, case, rng):
-    """A new result is laid out as its array operands when they share one dense layout in the
-    result's dtype (channels-last in, channels-last out, as PyTorch's), else contiguous; its
-    values are the op's either way."""
+    """A new result is laid out as PyTorch lays it out: channels-last in, channels-last out,
+    whatever the result's dtype; with operands of different layouts, in the first one's order
+    (a channels-last x plus a contiguous y is channels-last); its values are the op's either
+    way."""
     f32 = np.dtype(np.float32)
     x, y = (values((2, 3, 4, 5), f32, rng) for _ in range(2))
 
@@ -404,13 +442,14 @@ def test_result_keeps_a_shared_dense_layout(gpu, case, rng):
         expected, strides = x2 + y2, (4, 32)
     elif case == "channels_last_scalar":
         op, operands, expected = "mul", (channels_last(x), 2.0), x * np.float32(2.0)
-    elif case == "mixed":  # one channels-last operand, one contiguous: contiguous
-        operands, strides = (channels_last(x), ti.to_device(y)), (240, 80, 20, 4)
-    elif case == "predicate":  # a bool result of float operands: contiguous
+    elif case == "mixed":  # a channels-last operand first, then a contiguous one
+        operands = (channels_last(x), ti.to_device(y))
+    elif case == "predicate":  # a bool result of float operands
         op, operands, expected, strides = ("lt", (channels_last(x), channels_last(y)), x < y,
-                                           (60, 20, 5, 1))
-    elif case == "cast":  # computed in another dtype than the operands': contiguous
-        operands, strides = (channels_last(x), channels_last(y)), (480, 160, 40, 8)
+                                           (60, 1, 15, 3))
+    elif case == "cast":  # computed in another dtype than the operands'
+        operands, strides = (channels_last(x), channels_last(y)), tuple(8 * s for s in
+                                                                        (60, 1, 15, 3))
         out = ew.run(op, operands, dtype=np.dtype(np.float64))
         assert out.strides == strides
         check(out, (x.astype(np.float64) + y))

@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ...dispatch import kernel, register
+from ...memory_formats import dense_strides, elementwise_order
 from .array import copy_
 from .numerics import erf, erfc, gelu_tanh, gelu_tanh_backward
 
@@ -55,9 +56,30 @@ def _binary(fn, stepwise=False):
             b = _scalar_like(b, a)
         if stepwise:
             with np.errstate(all="ignore"):
-                return np.asarray(fn(a, b)).astype(a.dtype, copy=False)
-        return np.asarray(fn(a, b))
+                return in_elementwise_order(np.asarray(fn(a, b)).astype(a.dtype, copy=False),
+                                            (a, b))
+        return in_elementwise_order(np.asarray(fn(a, b)), (a, b))
     return kernel if stepwise else float32_for_half(kernel)
+
+
+def in_elementwise_order(result, operands):
+    """`result` laid out as PyTorch lays out an elementwise result of `operands`
+    (memory_formats.elementwise_order: the first operand whose strides tell two dims apart
+    orders them), where numpy chose otherwise: numpy keeps row-major order when its operands'
+    layouts disagree (a channels-last x plus a row-major y). A copy only then."""
+    first = next((x for x in operands if isinstance(x, np.ndarray) and x.ndim), None)
+    if result.ndim < 2 or first is None or first.flags.c_contiguous and result.flags.c_contiguous:
+        return result
+    strides = tuple(tuple(s // x.itemsize for s in np.broadcast_to(x, result.shape).strides)
+                    for x in operands if isinstance(x, np.ndarray) and x.ndim)
+    order = elementwise_order(result.shape, strides)
+    want = dense_strides(result.shape, order)
+    if all(n == 1 or s == w * result.itemsize
+           for n, s, w in zip(result.shape, result.strides, want)):
+        return result
+    out = np.empty([result.shape[d] for d in order], result.dtype).transpose(np.argsort(order))
+    out[...] = result
+    return out
 
 
 def _unary(fn):
@@ -355,7 +377,7 @@ def where(cond, a, b):
         a = _scalar_like(a, b) if isinstance(b, np.ndarray) else np.asarray(a)
     if not isinstance(b, np.ndarray):
         b = _scalar_like(b, a)
-    return np.where(cond, a, b)
+    return in_elementwise_order(np.where(cond, a, b), (cond, a, b))
 
 
 @register("nan_to_num", "cpu")
@@ -377,18 +399,19 @@ def lerp(start, end, weight):
     if not isinstance(weight, np.ndarray):
         weight = _scalar_like(weight, start)
     diff = end - start
-    return np.asarray(np.where(np.abs(weight) < 0.5, start + weight * diff,
-                               end - diff * (1 - weight)))
+    return in_elementwise_order(np.asarray(np.where(np.abs(weight) < 0.5, start + weight * diff,
+                                                    end - diff * (1 - weight))),
+                                (start, end, weight))
 
 
 @register("addcmul", "cpu")
 @float32_for_half
 def addcmul(x, a, b, value):
-    return np.asarray(x + _scalar_like(value, x) * (a * b))
+    return in_elementwise_order(np.asarray(x + _scalar_like(value, x) * (a * b)), (x, a, b))
 
 
 @register("addcdiv", "cpu")
 @float32_for_half
 def addcdiv(x, a, b, value):
-    return np.asarray(x + _scalar_like(value, x) * (a / b))
+    return in_elementwise_order(np.asarray(x + _scalar_like(value, x) * (a / b)), (x, a, b))
 

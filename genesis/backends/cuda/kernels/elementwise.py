@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
+from ....memory_formats import elementwise_order
 from ..array_ops import copy_
 from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
@@ -246,9 +247,10 @@ def _block_size(dtype):
 
 def run(op, operands, params=(), dtype=None):
     """A new array holding `op` applied to `operands` (arrays of one shape or scalars) with op
-    parameters `params`, computed in `dtype` (default: the arrays'): contiguous, or laid out as
-    the array operands when they share one dense layout in its dtype (_laid_out_alike), as
-    PyTorch's results are (channels-last in, channels-last out)."""
+    parameters `params`, computed in `dtype` (default: the arrays'), laid out as PyTorch lays
+    out its results (channels-last in, channels-last out): contiguous when the first array is,
+    as the array operands when they share one dense layout in its dtype (_laid_out_alike),
+    else dense in the order of memory_formats.elementwise_order (_run_in_order)."""
     ref = operands[0]
     if ref.__class__ is not CUDAArray:
         ref = next(x for x in operands if x.__class__ is CUDAArray)
@@ -258,11 +260,41 @@ def run(op, operands, params=(), dtype=None):
     if dtype is None:
         dtype = ref.dtype if op != "where" else _data_dtype(op, operands)
     out = CUDAArray.empty(ref.shape, _BOOL if op in PREDICATES else dtype, device, stream)
-    if ref.strides != out.strides and _laid_out_alike(ref, operands, out.dtype):
-        out = CUDAArray(out.storage, out.shape, ref.strides, out.offset, out.dtype)
+    if ref.strides != out.strides and not ref.is_contiguous():
+        if _laid_out_alike(ref, operands, out.dtype):
+            out = CUDAArray(out.storage, out.shape, ref.strides, out.offset, out.dtype)
+        else:
+            order = elementwise_order(ref.shape, tuple(x.element_strides() for x in operands
+                                                       if x.__class__ is CUDAArray))
+            if order != tuple(range(len(order))):
+                return _run_in_order(op, out, operands, params, dtype, stream, order)
     if out.storage.nbytes:
         write(op, out, operands, _typed(params, dtype) if params else (), dtype, stream)
     return out
+
+
+def _run_in_order(op, out, operands, params, dtype, stream, order):
+    """`out` (new, contiguous) laid out dense with its dims in `order` (outermost first), and
+    `op` written into it: through views of it and of the array operands with their dims in
+    that order, so that the kernel writes in memory order."""
+    strides = [0] * len(order)
+    step = out.itemsize
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(out.shape[d], 1)
+    out = CUDAArray(out.storage, out.shape, tuple(strides), out.offset, out.dtype)
+    if out.storage.nbytes:
+        write(op, _permuted(out, order), [_permuted(x, order) for x in operands],
+              _typed(params, dtype) if params else (), dtype, stream)
+    return out
+
+
+def _permuted(x, order):
+    """The array `x` viewed with its dims in `order` (a scalar as it is)."""
+    if x.__class__ is not CUDAArray:
+        return x
+    return CUDAArray(x.storage, tuple(x.shape[d] for d in order),
+                     tuple(x.strides[d] for d in order), x.offset, x.dtype)
 
 
 def _laid_out_alike(arr, operands, dtype):
