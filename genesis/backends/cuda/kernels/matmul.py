@@ -50,8 +50,8 @@ kernels, gemv and the Hopper kernel included; tile: the same without the Hopper 
 hopper: the Hopper kernel alone where it can run, else as triton; cublaslt: used wherever it
 can run the product; forced backends tune under keys of their own),
 GENESIS_MATMUL_AUTOTUNE=0 (no timing), GENESIS_MATMUL_TUNE_LIMIT=n (time only the heuristic's
-pick and the next configs, n in all of the Triton tiles, n of the Hopper kernel's and n of the
-gemv configs).
+pick and the next configs, n in all of the Triton tiles, n of the Hopper kernel's, n of its
+split-K ones and n of the gemv configs).
 """
 
 import math
