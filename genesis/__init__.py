@@ -9,13 +9,15 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                     set_anomaly_enabled)
 from .device import device, get_default_device, set_default_device
-from .memory_formats import (channels_last, channels_last_3d, contiguous_format, memory_format,
-                             preserve_format)
+from .memory_formats import (channels_last, channels_last_3d, contiguous_format,
+                             legacy_contiguous_format, memory_format, preserve_format)
 from .dtypes import (bfloat16, can_cast, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, promote_types, result_type as _result_type,
                      set_default_dtype, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (genesis.bool, as torch.bool)
-from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
+                     seed, set_rng_state)
+from .layouts import layout, strided
 from .tensor import Size, Tensor
 from .dlpack import from_dlpack, to_dlpack
 from ._tensor_str import get_printoptions, printoptions, set_printoptions

@@ -18,6 +18,27 @@ def warn(message, category=UserWarning):
     warnings.warn(message, category, stacklevel=level)
 
 
+_always = [False]  # set_warn_always's flag
+_warned = set()
+
+
+def warn_once(key, message, category=UserWarning):
+    """`warn`, the first time a process gives warning `key` (PyTorch's TORCH_WARN_ONCE), or
+    every time under genesis.set_warn_always(True)."""
+    if _always[0] or key not in _warned:
+        _warned.add(key)
+        warn(message, category)
+
+
+def set_warn_always(b):
+    """Whether the warnings given once a process (warn_once) are given every time."""
+    _always[0] = bool(b)
+
+
+def is_warn_always_enabled():
+    return _always[0]
+
+
 def deprecated_alias(new, name, message):
     """`new` under PyTorch's deprecated `name`: each call first warns `message`, a
     FutureWarning attributed to the caller's line."""

@@ -27,6 +27,7 @@ class memory_format:
 
 
 contiguous_format = memory_format("contiguous_format")
+legacy_contiguous_format = contiguous_format  # PyTorch's other name for it (the same object)
 preserve_format = memory_format("preserve_format")
 channels_last = memory_format("channels_last", 4, (0, 2, 3, 1))
 channels_last_3d = memory_format("channels_last_3d", 5, (0, 2, 3, 4, 1))

@@ -1,5 +1,5 @@
 """Process-wide settings of the torch namespace: float32 matmul precision, deterministic
-algorithms and the CPU thread count.
+algorithms, the CPU thread counts, denormals and warnings given once.
 
 Genesis's kernels are deterministic (no float atomics; reductions combine partial results in a
 fixed order) except the fused attention's one-pass backward, whose dQ sums with float atomics as
@@ -7,14 +7,17 @@ torch's flash and memory-efficient backwards do. `use_deterministic_algorithms(T
 that to its deterministic form (as torch's rule); no op ever needs to raise or warn.
 """
 
+import os
 import warnings
 
+from ._warnings import is_warn_always_enabled, set_warn_always  # noqa: F401  (exported)
 from .backends import cuda as _cuda_backend
 from .backends.cpu import threads as _cpu_threads
 
 _PRECISIONS = ("highest", "high", "medium")
 _DEBUG_MODES = ("default", "warn", "error")
-_state = {"precision": "highest", "deterministic": False, "warn_only": False}
+_state = {"precision": "highest", "deterministic": False, "warn_only": False,
+          "interop_threads": None}
 
 
 def set_float32_matmul_precision(precision):
@@ -94,7 +97,40 @@ def get_num_threads():
     return _cpu_threads.get_num_threads()
 
 
+def set_num_interop_threads(n):
+    """The number of threads for running independent ops side by side, settable once, as
+    PyTorch's. Genesis runs ops one after another on the calling thread (and the GPU's
+    streams), so the number is kept and reported, and nothing else changes."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got "
+                           f"{type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _state["interop_threads"] is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work "
+                           "has started or set_num_interop_threads called")
+    _state["interop_threads"] = n
+
+
+def get_num_interop_threads():
+    """The number set by set_num_interop_threads, else the CPU count (PyTorch's default)."""
+    return _state["interop_threads"] or os.cpu_count() or 1
+
+
+def init_num_threads():
+    """PyTorch initializes a new thread's intra-op thread count here; Genesis's CPU ops use
+    numpy's one pool for every thread, so there is nothing to do."""
+
+
+def set_flush_denormal(mode):
+    """Whether denormal floats could be flushed to zero on the CPU: False, as numpy offers no
+    such mode (PyTorch returns False too where the CPU lacks it); denormals stay exact."""
+    return False
+
+
 __all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-           "get_deterministic_debug_mode", "set_num_threads", "get_num_threads"]
+           "get_deterministic_debug_mode", "set_num_threads", "get_num_threads",
+           "set_num_interop_threads", "get_num_interop_threads", "init_num_threads",
+           "set_flush_denormal", "set_warn_always", "is_warn_always_enabled"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import dtypes
 from . import memory_formats as formats
+from .layouts import strided
 from .device import device as Device
 from .dispatch import kernel
 
@@ -194,6 +195,13 @@ class Tensor:
     @property
     def is_cpu(self):
         return self.device.type == "cpu"
+
+    @property
+    def layout(self):
+        """genesis.strided: the one layout Genesis's tensors have."""
+        return strided
+
+    is_sparse = False
 
     def is_floating_point(self):
         return self.dtype.is_floating_point

@@ -3,7 +3,7 @@ among genesis modules at module level.
 
 Layers, bottom to top:
   1 core            genesis.dtypes, genesis.device, genesis.dispatch, genesis.memory_formats,
-                    genesis._warnings
+                    genesis.layouts, genesis._warnings
   2 backends        genesis.backends.*
   3 tensor+autograd genesis.tensor, genesis._tensor_str, genesis.dlpack, genesis.autograd.*
   4 ops             genesis.ops.* (any module added there), genesis.random
@@ -36,6 +36,7 @@ LAYERS = {
     "genesis.device": CORE,
     "genesis.dispatch": CORE,
     "genesis.memory_formats": CORE,
+    "genesis.layouts": CORE,
     "genesis._warnings": CORE,
     "genesis.backends": BACKENDS,
     "genesis.tensor": TENSOR,

@@ -3,6 +3,7 @@ precision other than "highest" turns on genesis.backends.cuda.matmul.allow_tf32,
 default device is the one factory functions use."""
 
 import pathlib
+import pickle
 import subprocess
 import sys
 
@@ -141,3 +142,91 @@ def test_num_threads_sizes_numpy_blas_pool():
         for lib in (genesis, torch):
             with pytest.raises(RuntimeError, match=message):
                 lib.set_num_threads(bad)
+
+
+INTEROP = """
+import LIB as lib
+print(lib.get_num_interop_threads() >= 1)
+lib.set_num_interop_threads(3)
+print(lib.get_num_interop_threads())
+for bad in (4, 0):
+    try:
+        lib.set_num_interop_threads(bad)
+    except RuntimeError as e:
+        print(e)
+lib.init_num_threads()
+"""
+
+
+def test_interop_threads_are_set_once_as_torch():
+    """In a process of its own for each library (the count can be set once a process)."""
+    outputs = [subprocess.run([sys.executable, "-c", INTEROP.replace("LIB", name)],
+                              capture_output=True, text=True, check=True,
+                              cwd=pathlib.Path(__file__).parent.parent).stdout
+               for name in ("genesis", "torch")]
+    assert outputs[0] == outputs[1]
+    assert "cannot set number of interop threads" in outputs[0]
+
+
+def test_flush_denormal_is_reported_unsupported():
+    """numpy has no flush-to-zero mode: Genesis says so (False) and denormals stay exact."""
+    assert genesis.set_flush_denormal(True) is False
+    assert genesis.tensor([1e-40], dtype=genesis.float32).item() != 0.0
+
+
+def test_warn_always_repeats_the_once_a_process_warnings(rng):
+    """The deprecated scalar-first add warns once a process, and every time under
+    set_warn_always(True), as PyTorch's."""
+    x, y = genesis.ones(2), genesis.ones(2)
+    try:
+        for lib in (genesis, torch):
+            lib.set_warn_always(True)
+            assert lib.is_warn_always_enabled()
+        for _ in range(2):
+            with pytest.warns(UserWarning, match="This overload of add is deprecated"):
+                x.add(2, y)
+    finally:
+        for lib in (genesis, torch):
+            lib.set_warn_always(False)
+    assert not genesis.is_warn_always_enabled()
+
+
+def test_layout_typename_and_legacy_names_as_torch():
+    for lib in (genesis, torch):
+        t = lib.randn(2, 3)
+        assert t.layout is lib.strided and not t.is_sparse
+        assert repr(lib.strided) == f"{lib.__name__}.strided"
+        assert lib.legacy_contiguous_format is lib.contiguous_format
+        assert isinstance(lib.default_generator, lib.Generator)
+    assert genesis.typename(genesis.randn(2)) == torch.typename(torch.randn(2))
+    assert genesis.typename(genesis.randn(2).long()) == "torch.LongTensor"
+    for obj, expected in ((3, "int"), (len, "len"), (pathlib.Path, "pathlib.Path")):
+        assert genesis.typename(obj) == torch.typename(obj) == expected
+    assert genesis.typename(genesis.nn.Linear) == "genesis.nn.modules.linear.Linear"
+    assert genesis.typename(genesis.nn.Linear(2, 2)) == "genesis.nn.modules.linear.Linear"
+    assert pickle.loads(pickle.dumps(genesis.strided)) is genesis.strided
+
+
+def test_set_default_tensor_type_as_torch():
+    """PyTorch's deprecated form (its warning given once a process, every time under
+    set_warn_always): a floating legacy type or its name sets the default dtype; anything
+    else raises PyTorch's TypeError."""
+    try:
+        for lib in (genesis, torch):
+            lib.set_warn_always(True)
+            with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
+                lib.set_default_tensor_type("torch.DoubleTensor")
+            assert lib.get_default_dtype() is lib.float64 and lib.zeros(1).dtype is lib.float64
+            with pytest.warns(UserWarning):
+                lib.set_default_tensor_type(lib.FloatTensor)
+            assert lib.zeros(1).dtype is lib.float32
+            with pytest.raises(TypeError, match="only floating-point types are supported"):
+                with pytest.warns(UserWarning):
+                    lib.set_default_tensor_type("torch.IntTensor")
+            with pytest.raises(TypeError, match="invalid type object"):
+                with pytest.warns(UserWarning):
+                    lib.set_default_tensor_type(3)
+    finally:
+        for lib in (genesis, torch):
+            lib.set_default_dtype(lib.float32)
+            lib.set_warn_always(False)

@@ -9,7 +9,8 @@ PyTorch answers it. The CUDA forms touch the driver only when one is called.
 
 from .. import dtypes
 from .. import tensor as tensor_module
-from ..device import factory_resolve
+from .._warnings import warn_once
+from ..device import factory_resolve, set_default_device
 from ..tensor import Size, Tensor
 from .creation import empty, tensor, to_device_and_dtype
 
@@ -125,6 +126,38 @@ def new(self, *args):
     return types[_NAMES[self.dtype]](*args, device=self.device)
 
 
+def set_default_tensor_type(t):
+    """The default dtype (and with a CUDA type the default device) as a legacy type or its name
+    gives them: PyTorch's deprecated form of set_default_dtype and set_default_device, which
+    says so once a process."""
+    warn_once("set_default_tensor_type", "torch.set_default_tensor_type() is deprecated as of "
+              "PyTorch 2.1, please use torch.set_default_dtype() and torch.set_default_device() "
+              "as alternatives.")
+    if isinstance(t, str):
+        dtype, device_type = _parse_type_name(t)
+    elif isinstance(t, LegacyTensorType):
+        dtype, device_type = t.dtype, t.device_type
+    else:
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    if not dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    dtypes.set_default_dtype(dtype)
+    set_default_device("cuda" if device_type == "cuda" else None)
+
+
+def typename(obj):
+    """PyTorch's name for `obj`'s type: a tensor's legacy type ('torch.FloatTensor'), else the
+    qualified name of a class or function, or of the class of anything else."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qualname is None:
+        module, qualname = obj.__class__.__module__ or "", obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
 class LegacyMethods:
     """Tensor methods of this family."""
 
@@ -143,4 +176,4 @@ CharTensor = CPU_LEGACY_TYPES["CharTensor"]
 ByteTensor = CPU_LEGACY_TYPES["ByteTensor"]
 BoolTensor = CPU_LEGACY_TYPES["BoolTensor"]
 
-__all__ = list(CPU_LEGACY_TYPES)
+__all__ = list(CPU_LEGACY_TYPES) + ["set_default_tensor_type", "typename"]

@@ -6,7 +6,7 @@ to an operand's shape, operands saved with their scalars)."""
 import numbers
 
 from ... import dtypes
-from ..._warnings import warn
+from ..._warnings import warn_once
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..common import SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to, wrap
@@ -171,9 +171,6 @@ def _check_tensors(op, *xs):
             raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
 
 
-_SCALAR_FIRST_WARNED = []
-
-
 def invalid_arguments(op, args, name, tensor_names):
     """PyTorch's TypeError for arguments matching no signature of `op(tensors..., *, name=1)`."""
     got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
@@ -190,10 +187,9 @@ def scalar_first(op, name, scalar, tensors, tensor_names):
     if (not isinstance(scalar, numbers.Number) or len(tensors) != len(tensor_names)
             or not all(isinstance(t, Tensor) for t in tensors)):
         raise invalid_arguments(op, (scalar,) + tuple(tensors), name, tensor_names)
-    if not _SCALAR_FIRST_WARNED:
-        _SCALAR_FIRST_WARNED.append(op)
-        old = ", ".join(["Number " + name] + ["Tensor " + n for n in tensor_names])
-        new = ", ".join("Tensor " + n for n in tensor_names)
-        warn(f"This overload of {op} is deprecated:\n\t{op}({old})\nConsider using one of the "
-             f"following signatures instead:\n\t{op}({new}, *, Number {name} = 1)")
+    old = ", ".join(["Number " + name] + ["Tensor " + n for n in tensor_names])
+    new = ", ".join("Tensor " + n for n in tensor_names)
+    warn_once("scalar first", f"This overload of {op} is deprecated:\n\t{op}({old})\nConsider "
+              f"using one of the following signatures instead:\n\t{op}({new}, *, Number "
+              f"{name} = 1)")
     return tensors, scalar
