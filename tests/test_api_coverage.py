@@ -31,7 +31,7 @@ OUT_OF_SCOPE = {
     "TorchScript, compiler and symbolic-shape internals": r"^sym_|_jit|_ir$|^import_ir|"
                                                           r"type_comment|schema|^fork$|^wait$|"
                                                           r"compile|cxx11|^classproperty$|"
-                                                          r"^unify_type|cupti|^typename$|"
+                                                          r"^unify_type|cupti|"
                                                           r"^while_loop$|^cond$|"
                                                           r"thread_safe|^merge_type|"
                                                           r"^get_file_path$|^slice_inverse$|"
@@ -59,7 +59,6 @@ LEFT_OUT = {
     "resize_as_": "resizes storage in place; genesis tensors have fixed storage",
     "resize": "deprecated alias of resize_",
     "resize_as": "deprecated alias of resize_as_",
-    "set_default_tensor_type": "deprecated in PyTorch for set_default_dtype, which genesis has",
     "apply_": "calls a Python function per element, CPU only; use vectorised ops",
     "map_": "calls a Python function per element pair, CPU only; use vectorised ops",
     "map2_": "calls a Python function per element triple, CPU only; use vectorised ops",
@@ -75,8 +74,6 @@ LEFT_OUT = {
     "is_distributed": "legacy flag of removed distributed tensors",
     "get_device_module": "backend registry internal",
     "prepare_multiprocessing_environment": "torch.multiprocessing internal",
-    "init_num_threads": "ATen thread-pool internal",
-    "set_flush_denormal": "x86 CPU control register; numpy gives no handle on it",
     "is_storage": "genesis has no storage objects",
     "grad_dtype": "prototype attribute",
     "solve": "removed from PyTorch (it raises there); linalg.solve",
@@ -97,19 +94,12 @@ LEFT_OUT = {
                 "genesis's",
     "embedding_bag": "ATen's form returns three workspace tensors for its backward beside the "
                      "result; F.embedding_bag is genesis's",
-    "set_warn_always": "controls ATen's warn-once messages; genesis warns through Python's "
-                       "warnings module, whose filters do this",
-    "is_warn_always_enabled": "see set_warn_always",
-    "get_num_interop_threads": "ATen's inter-op thread pool; genesis runs ops on the calling "
-                               "thread",
-    "set_num_interop_threads": "see get_num_interop_threads",
     "is_inference": "genesis's inference_mode is no_grad without inference tensors: no tensor "
                     "is marked as one",
     "as_strided_": "rebinds a tensor's geometry in place; genesis changes geometry only by "
                    "making views (as_strided)",
     "index": "binds first-class dimensions (functorch.dim), which genesis does not have",
     "name": "named tensors are not supported",
-    "layout": "genesis has one layout (strided) and no layout objects",
 }
 
 
