@@ -46,7 +46,6 @@ LEFT_OUT = {
     "stft": "returns complex tensors (complex dtypes are out of scope)",
     "istft": "takes complex tensors (complex dtypes are out of scope)",
     "from_file": "reads a raw storage file; genesis has no storage objects",
-    "frombuffer": "views foreign memory as a storage; genesis arrays own their memory",
     "storage": "genesis has no storage objects (arrays carry their own memory)",
     "untyped_storage": "genesis has no storage objects",
     "storage_type": "genesis has no storage objects",

@@ -1,8 +1,10 @@
 """Creation functions against PyTorch: dtype inference, sharing, fills, ranges, random draws."""
 
+import array
 import collections
 import functools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -496,3 +498,39 @@ def test_fill_values_overflow_as_torch(name, value, op):
         except RuntimeError as error:
             results.append(str(error))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(dtype="uint8"), dict(dtype="int16", count=2, offset=2), dict(dtype="int32", offset=8),
+    dict(dtype="uint8", count=20), dict(dtype="uint8", offset=11),
+    dict(dtype="int16", count=-1, offset=1), dict(dtype="uint8", count=0),
+    dict(dtype="float32", count=2, requires_grad=True)])
+@pytest.mark.parametrize("make", [lambda: bytearray(range(10)), lambda: bytes(range(10)),
+                                  lambda: array.array("b", range(10)), lambda: bytearray(0),
+                                  lambda: [1, 2]],
+                         ids=["bytearray", "bytes", "array", "empty", "list"])
+def test_frombuffer_as_torch(kwargs, make):
+    """Values, dtype and requires_grad, or PyTorch's ValueError, for each buffer and range."""
+    def build(lib):
+        args = dict(kwargs, dtype=getattr(lib, kwargs["dtype"]))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a read-only buffer's warning
+                t = lib.frombuffer(make(), **args)
+            return t.tolist(), str(t.dtype).split(".")[1], t.requires_grad
+        except ValueError as e:
+            return str(e)
+    assert build(genesis) == build(torch)
+
+
+def test_frombuffer_shares_a_writable_buffer_and_copies_a_read_only_one():
+    data = bytearray(range(8))
+    t = genesis.frombuffer(data, dtype=genesis.int16, offset=2)
+    t[0] = -1
+    assert data[2:4] == b"\xff\xff"
+    frozen = bytes(range(8))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        u = genesis.frombuffer(frozen, dtype=genesis.uint8)
+    u[0] = 7
+    assert frozen[0] == 0 and u[0].item() == 7

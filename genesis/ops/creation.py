@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import memory_formats as formats
+from .._warnings import warn_once
 from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
@@ -190,6 +191,40 @@ def from_numpy(array):
     if any(s % array.itemsize for s in array.strides):
         raise ValueError("from_numpy: array strides are not a multiple of its element size")
     return Tensor._make(array, as_device("cpu"), dtype)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D CPU tensor over the bytes of `buffer` (any object with the buffer protocol: a
+    bytearray, an array.array, a memoryview) from byte `offset`, `count` elements of `dtype`
+    (-1: all that follow), sharing its memory. A read-only buffer is copied, with a warning:
+    numpy, unlike PyTorch, will not write through it."""
+    dtype = dtypes.as_dtype(dtype)
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    length, item = view.nbytes, dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    array = np.frombuffer(view, dtype=dtype.numpy_dtype, count=count, offset=offset)
+    if not array.flags.writeable:
+        warn_once("frombuffer", "The given buffer is not writable: genesis copies it, so "
+                  "writes to the tensor do not reach the buffer. This warning is given once.")
+        array = array.copy()
+    t = Tensor._make(array, as_device("cpu"), dtype)
+    return t.requires_grad_() if requires_grad else t
 
 
 def _fill(shape, value, dtype, device, requires_grad):
@@ -682,6 +717,6 @@ class CreationMethods:
         return self.to(dtypes.bool_)
 
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "empty_like",
+__all__ = ["tensor", "as_tensor", "from_numpy", "frombuffer", "empty", "zeros", "ones", "full", "empty_like",
            "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace", "logspace",
            "clone"]
