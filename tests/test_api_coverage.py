@@ -54,8 +54,6 @@ LEFT_OUT = {
     "share_memory_": "shared-memory storages for torch.multiprocessing; DataLoader workers "
                      "send tensors by pickling instead",
     "is_shared": "shared-memory storages (see share_memory_)",
-    "resize_": "resizes storage in place; genesis tensors have fixed storage",
-    "resize_as_": "resizes storage in place; genesis tensors have fixed storage",
     "resize": "deprecated alias of resize_",
     "resize_as": "deprecated alias of resize_as_",
     "apply_": "calls a Python function per element, CPU only; use vectorised ops",

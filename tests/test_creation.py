@@ -534,3 +534,26 @@ def test_frombuffer_shares_a_writable_buffer_and_copies_a_read_only_one():
         u = genesis.frombuffer(frozen, dtype=genesis.uint8)
     u[0] = 7
     assert frozen[0] == 0 and u[0].item() == 7
+
+
+def test_resize_as_torch(device):
+    """Shrinking keeps the storage, growing replaces it with one that starts with the old
+    values; strides dense (channels-last on request), the offset kept, the version bumped."""
+    results = []
+    for lib in (torch, genesis):
+        dev = device if lib is genesis else "cpu"
+        x = lib.arange(6.0, device=dev)
+        version = x._version
+        steps = [x.resize_(2, 2) is x, x.tolist(), x.stride(), x._version > version]
+        x.resize_(3, 4)
+        steps += [tuple(x.shape), x.flatten()[:6].tolist()]
+        view = lib.arange(8.0, device=dev)[2:]
+        view.resize_(2)
+        steps += [view.tolist(), view.storage_offset()]
+        cl = lib.zeros(2, 3, 4, 5, device=dev).resize_(2, 3, 4, 5,
+                                                        memory_format=lib.channels_last)
+        steps += [cl.stride(), lib.zeros(1, device=dev).resize_as_(cl).stride()]
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            lib.zeros(2, requires_grad=True, device=dev).resize_(3)
+        results.append(steps)
+    assert results[1] == results[0]

@@ -623,15 +623,49 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
     return device, dtype, non_blocking, copy, memory_format
 
 
+def resize_(t, *sizes, memory_format=None):
+    """Give `t` the shape `sizes`, laid out dense (row-major, or in a channels-last
+    `memory_format`) from its storage offset, in place. A storage too small for it is
+    replaced by a larger one that starts with the old one's values, as PyTorch grows a
+    storage; views taken before that keep the old storage."""
+    shape = _shape_arg(sizes, "resize_")
+    if t.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    order = formats.dim_order(memory_format)
+    if order is None:
+        strides = contiguous_strides(shape)
+    else:
+        formats.check_rank(len(shape), memory_format)
+        strides = formats.dense_strides(shape, order)
+    device_type = t.device.type
+    storage, offset = t._storage, t._offset
+    needed = offset + math.prod(shape)
+    if needed > storage.size:
+        grown = kernel("empty", device_type)((needed,), t.dtype, t.device.index)
+        head = kernel("as_strided", device_type)(grown, (storage.size,), (1,), 0)
+        kernel("copy_", device_type)(head, storage)
+        t._storage = storage = grown
+    t._data = kernel("as_strided", device_type)(storage, shape, strides, offset)
+    t._bump_version()
+    return t
+
+
+def resize_as_(t, other, memory_format=None):
+    """`resize_` to `other`'s shape."""
+    return resize_(t, tuple(other.shape), memory_format=memory_format)
+
+
 class CreationMethods:
-    """Tensor methods of this family: copies, fills, new tensors like this one, and moves
-    between devices and dtypes."""
+    """Tensor methods of this family: copies, fills, new tensors like this one, resizing, and
+    moves between devices and dtypes."""
 
     copy_ = copy_
     fill_ = fill_
     zero_ = zero_
     clone = clone
     contiguous = contiguous
+    resize_ = resize_
+    resize_as_ = resize_as_
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A tensor of `data`, with this tensor's dtype and device unless given."""
