@@ -10,7 +10,7 @@ from ..tensor import Tensor
 from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, gather_scatter, matrix_functions, shape_copies, sorting, statistics
-from . import random_counts, windows
+from . import python_calls, random_counts, windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
@@ -23,7 +23,8 @@ METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.Shape
            compare.CompareMethods, counting.CountingMethods, products.ProductsMethods,
            rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
            legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,
-           matrix_functions.MatrixFunctionsMethods, activation.ActivationMethods)
+           matrix_functions.MatrixFunctionsMethods, activation.ActivationMethods,
+           python_calls.PythonCallsMethods)
 
 
 def bind(methods):
