@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from ....dispatch import register
-from ....memory_formats import elementwise_order
+from ....memory_formats import dense_strides, elementwise_order
 from ..array_ops import copy_
 from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
@@ -277,12 +277,8 @@ def _run_in_order(op, out, operands, params, dtype, stream, order):
     """`out` (new, contiguous) laid out dense with its dims in `order` (outermost first), and
     `op` written into it: through views of it and of the array operands with their dims in
     that order, so that the kernel writes in memory order."""
-    strides = [0] * len(order)
-    step = out.itemsize
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(out.shape[d], 1)
-    out = CUDAArray(out.storage, out.shape, tuple(strides), out.offset, out.dtype)
+    strides = tuple(s * out.itemsize for s in dense_strides(out.shape, order))
+    out = CUDAArray(out.storage, out.shape, strides, out.offset, out.dtype)
     if out.storage.nbytes:
         write(op, _permuted(out, order), [_permuted(x, order) for x in operands],
               _typed(params, dtype) if params else (), dtype, stream)
