@@ -10,10 +10,10 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends import cudnn
-from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, copy, index,
-                                           loss, median, norm, optim, optim_extra, pool, random,
-                                           recurrent, residual_norm, rotary, shape, softmax,
-                                           swiglu, upsample)
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, conv_hopper,
+                                           copy, index, loss, median, norm, optim, optim_extra,
+                                           pool, random, recurrent, residual_norm, rotary, shape,
+                                           softmax, swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import gemv
@@ -778,6 +778,32 @@ def conv_cases(target):
                target)
 
 
+def conv_hopper_cases(target):
+    """The TMA kernels at the benchmark's stride-1 shapes (ResNet-50's 3x3 at 56^2 to 7^2 and a
+    1x1, U-Net's 3x3 at 256^2 to 32^2), bf16: the forward into channels-last with bias and into
+    NCHW, the flipped kernel of a transposed convolution, and the weight gradient; float16 once."""
+    def channels_last(shape, dtype):
+        n, c, h, w = shape
+        return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
+
+    layers = [((32, 64, 56, 56), 64, 3), ((32, 128, 28, 28), 128, 3), ((32, 256, 14, 14), 256, 3),
+              ((32, 512, 7, 7), 512, 3), ((32, 256, 56, 56), 64, 1), ((8, 64, 256, 256), 64, 3),
+              ((8, 128, 128, 128), 128, 3), ((8, 512, 32, 32), 512, 3)]
+    for i, (x_shape, c_out, k) in enumerate(layers):
+        dtype = np.float16 if i == 1 else ml_dtypes.bfloat16
+        n, c, h, w = x_shape
+        x, pad = channels_last(x_shape, dtype), (k // 2, k // 2)
+        for out, bias, flip in ((channels_last((n, c_out, h, w), dtype), True, False),
+                                (placeholder((n, c_out, h, w), dtype), False, False),
+                                (channels_last((n, c_out, h, w), dtype), False, True)):
+            weight = placeholder((c, c_out, k, k) if flip else (c_out, c, k, k), dtype)
+            packed = placeholder((weight.shape[0], k, k, weight.shape[1]), dtype)
+            b = placeholder((c_out,), dtype) if bias else None
+            conv_hopper.ForwardPlan(x, weight, b, out, pad, flip, target).run(0, x, packed, b,
+                                                                              out)
+        dy, dw = channels_last((n, c_out, h, w), dtype), placeholder((c_out, c, k, k), dtype)
+        conv_hopper.WeightGradPlan(dy, x, dw, pad, target).run(0, dy, x, dw)
+
 
 def _spatial_array(shape, dtype, channels_last):
     """A placeholder (N, C, *spatial) array, channels-last or contiguous, as a 3-D view."""
@@ -860,7 +886,8 @@ def upsample_cases(target):
 
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
-         "conv": conv_cases, "copy": copy_cases, "decode_attention": decode_attention_cases,
+         "conv": conv_cases, "conv_hopper": conv_hopper_cases, "copy": copy_cases,
+         "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,
          "loss": loss_cases, "matmul": matmul_cases, "matmul_hopper": matmul_hopper_cases,

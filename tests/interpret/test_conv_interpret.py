@@ -25,7 +25,7 @@ import genesis
 import genesis.nn.functional as F
 from genesis import dispatch
 from genesis.backends.cuda import array_ops
-from genesis.backends.cuda.kernels import conv
+from genesis.backends.cuda.kernels import conv, conv_hopper
 from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -54,13 +54,14 @@ def _small_wgrad_tiles(c_out, c_in, dtype):
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """Interpreted kernels in 16-wide tiles; the weight gradient split into partial sums of 8
-    or more positions."""
+    """Interpreted kernels in 16-wide tiles (the implicit GEMM, not the Hopper TMA kernels); the
+    weight gradient split into partial sums of 8 or more positions."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
     monkeypatch.setattr(conv, "_tiles", _small_tiles)
     monkeypatch.setattr(conv, "_wgrad_tiles", _small_wgrad_tiles)
     monkeypatch.setattr(conv, "_MIN_SPLIT", 8)
+    monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: False)
     monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
     monkeypatch.setattr(conv, "_wgrad_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
@@ -111,21 +112,30 @@ def _values(rng, dtype, *shapes):
 def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     """Forward with bias, the input gradient (transposed kernel) and the weight gradient."""
     n, c, h, w, k, kernel, stride, padding, dilation, groups = case
-    x, weight, bias = _values(rng, dtype, (n, c, h, w), (k, c // groups, *kernel), (k,))
+    check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c // groups, *kernel),
+                             (stride, padding, dilation, groups), layout)
+
+
+def check_conv_and_gradients(rng, dtype, x_shape, w_shape, args, layout):
+    """conv2d_igemm with bias, conv_transpose2d_igemm as its input gradient and
+    conv2d_igemm_weight_grad against torch in float64 on random values; (stride, padding,
+    dilation, groups) `args`, x and the output gradient laid out as `layout`. Returns the
+    output's shape."""
+    x, weight, bias = _values(rng, dtype, x_shape, w_shape, (w_shape[0],))
     tx, tw = _f64(x).requires_grad_(), _f64(weight).requires_grad_()
-    expected = TF.conv2d(tx, tw, _f64(bias), stride, padding, dilation, groups)
+    expected = TF.conv2d(tx, tw, _f64(bias), *args)
     (grad,) = _values(rng, dtype, expected.shape)
     expected.backward(_f64(grad))
-    args = (stride, padding, dilation, groups)
     out = conv.conv2d_igemm(_on_device(x, layout), ti.to_device(weight), ti.to_device(bias),
                             *args)
     _check(ti.to_host(out), expected.detach().numpy())
     dx = conv.conv_transpose2d_igemm(_on_device(grad, layout), ti.to_device(weight), None, *args,
-                                     (h, w))
+                                     x_shape[2:])
     _check(ti.to_host(dx), tx.grad.numpy())
     dw = conv.conv2d_igemm_weight_grad(_on_device(x, layout), _on_device(grad, layout),
                                        weight.shape, *args)
     _check(ti.to_host(dw), tw.grad.numpy())
+    return tuple(expected.shape)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -67,8 +67,9 @@ from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
+from . import conv_hopper
 from .copy import strided_copy
-from ._strided_indexing import cdiv, next_pow2
+from ._strided_indexing import cdiv, next_pow2, placeholder
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 # Programs that fill an H100/H200 (132 SMs) about twice: below it, tiles shrink (forward) or the
@@ -500,6 +501,22 @@ _conv_plans = LaunchCache()
 _wgrad_plans = LaunchCache()
 
 
+def _build_conv(x, weight, bias, out, conv, transposed):
+    """The `run(stream, x, weight, bias, out)` of this (transposed) convolution: the Hopper TMA
+    kernel where it applies, else the implicit GEMM; each packs the weight as it reads it."""
+    if conv_hopper.forward_applies(x, weight, out, conv):
+        start = conv.padding
+        if transposed:  # a convolution with the flipped kernel, its window starting R-1-pad early
+            start = tuple(k - 1 - p for k, p in zip(weight.shape[2:], conv.padding))
+        plan = conv_hopper.ForwardPlan(x, weight, bias, out, start, transposed)
+        return lambda stream, x, weight, bias, out: plan.run(
+            stream, x, conv_hopper.packed_weight(weight), bias, out)
+    w = _packed_weight(weight, conv.groups, transposed)
+    launch, dims = _conv_plan(x, w, bias, out, conv, transposed)
+    return lambda stream, x, weight, bias, out: _conv_launch(
+        launch, dims, stream, x, _packed_weight(weight, conv.groups, transposed), bias, out)
+
+
 def _run_conv(x, weight, bias, conv, transposed, out_size):
     """The (transposed) convolution into an output laid out as `x` (channels-last or NCHW).
     An NCHW output of a strided transposed convolution, whose rows are phases, not runs of
@@ -507,20 +524,20 @@ def _run_conv(x, weight, bias, conv, transposed, out_size):
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
-    w = _packed_weight(weight, conv.groups, transposed)
     if bias is not None and bias.element_strides() != (1,):
         bias = contiguous(bias)
-    shape = (x.shape[0], w.shape[0] * w.shape[4], *out_size)
+    c_out = weight.shape[1] * conv.groups if transposed else weight.shape[0]
+    shape = (x.shape[0], c_out, *out_size)
     channels_last = _channels_fast(x)
     by_rows = not channels_last and transposed and conv.stride != (1, 1)
     out = _empty_output(shape, x.dtype, channels_last or by_rows, device, stream)
-    key = (x.shape, x.strides, weight.shape, x.dtype, x.ptr % 16 == 0,
-           None if bias is None else bias.ptr % 16 == 0, conv.key(), transposed, out_size,
-           cudnn.allow_tf32, device)
+    key = (x.shape, x.strides, weight.shape, weight.strides, x.dtype, x.ptr % 16 == 0,
+           weight.ptr % 16 == 0, None if bias is None else bias.ptr % 16 == 0, conv.key(),
+           transposed, out_size, cudnn.allow_tf32, device)
     x = _channels_last(x, stream)
-    launch, dims = _conv_plans.get_or_build(
-        key, lambda: _conv_plan(x, w, bias, out, conv, transposed))
-    _conv_launch(launch, dims, stream, x, w, bias, out)
+    run = _conv_plans.get_or_build(
+        key, lambda: _build_conv(x, weight, bias, out, conv, transposed))
+    run(stream, x, weight, bias, out)
     if by_rows:
         nchw = CUDAArray.empty(shape, x.dtype, device, stream)
         strided_copy(nchw, out, stream)
@@ -551,6 +568,34 @@ def conv_transpose2d_igemm(x, weight, bias, stride, padding, dilation, groups, o
                      tuple(out_size))
 
 
+def _build_weight_grad(grad, x, out, conv):
+    """The `run(stream, grad, x, out)` of this weight gradient: the Hopper TMA kernel where it
+    applies, else the implicit GEMM (split into float32 partials where its tiles are few)."""
+    if conv_hopper.weight_grad_applies(grad, x, conv):
+        return conv_hopper.WeightGradPlan(grad, x, out, conv.padding).run
+    groups, weight_shape = conv.groups, out.shape
+    bm, bn, bk, _, _ = _wgrad_tiles(weight_shape[0] // groups, weight_shape[1], x.dtype)
+    programs = (cdiv(weight_shape[0] // groups, bm) * cdiv(weight_shape[1], bn)
+                * weight_shape[2] * weight_shape[3] * groups)
+    n_red = grad.shape[0] * grad.shape[2] * grad.shape[3]
+    splits, split_len = _splits(programs, n_red, bk)
+    part_shape = (splits,) + weight_shape
+    part = out if splits == 1 else placeholder(part_shape, np.float32)
+    launch, dims = _wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
+                               split_len)
+    total = _sum_plan(out.size, out.device) if splits > 1 else None
+
+    def run(stream, grad, x, out):
+        if total is None:
+            _wgrad_launch(launch, dims, stream, grad, x, _as_splits(out, 1))
+            return
+        part = CUDAArray.empty(part_shape, np.float32, out.device, stream)
+        _wgrad_launch(launch, dims, stream, grad, x, part)
+        _sum_launch(total, stream, part, out, out.size, splits)
+
+    return run
+
+
 @register("conv2d_igemm_weight_grad", "cuda")
 def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups):
     """The gradient of the convolution's (C_out, C/groups, R, S) weight, from its input `x`
@@ -559,27 +604,12 @@ def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, g
     activate(device)
     stream = current_stream_handle(device)
     conv = Conv(stride, padding, dilation, groups)
-    weight_shape = tuple(weight_shape)
-    bm, bn, bk, _, _ = _wgrad_tiles(weight_shape[0] // groups, weight_shape[1], x.dtype)
-    programs = (cdiv(weight_shape[0] // groups, bm) * cdiv(weight_shape[1], bn)
-                * weight_shape[2] * weight_shape[3] * groups)
-    n_red = grad.shape[0] * grad.shape[2] * grad.shape[3]
-    splits, split_len = _splits(programs, n_red, bk)
-    out = CUDAArray.empty(weight_shape, x.dtype, device, stream)
-    part = out if splits == 1 else CUDAArray.empty((splits,) + weight_shape, np.float32,
-                                                   device, stream)
-    key = (x.shape, x.strides, grad.shape, grad.strides, weight_shape, x.dtype,
+    out = CUDAArray.empty(tuple(weight_shape), x.dtype, device, stream)
+    key = (x.shape, x.strides, grad.shape, grad.strides, out.shape, x.dtype,
            x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), cudnn.allow_tf32, device)
     x, grad = _channels_last(x, stream), _channels_last(grad, stream)
-
-    def plan():
-        return (_wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
-                            split_len), _sum_plan(out.size, device) if splits > 1 else None)
-
-    (launch, dims), total = _wgrad_plans.get_or_build(key, plan)
-    _wgrad_launch(launch, dims, stream, grad, x, _as_splits(part, splits))
-    if total is not None:
-        _sum_launch(total, stream, part, out, out.size, splits)
+    run = _wgrad_plans.get_or_build(key, lambda: _build_weight_grad(grad, x, out, conv))
+    run(stream, grad, x, out)
     return out
 
 

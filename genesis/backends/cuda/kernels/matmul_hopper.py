@@ -283,7 +283,7 @@ def _few_tiles(problem):
     """Whether 128 x 128 tiles of c fill the SMs less than twice and K has room for 4 ranges
     of SPLIT_MIN_STEPS steps of 64."""
     tiles = triton.cdiv(problem.M, 128) * triton.cdiv(problem.N, 128)
-    return tiles < 2 * _sm_count(problem.device) and problem.K >= 4 * SPLIT_MIN_STEPS * 64
+    return tiles < 2 * sm_count(problem.device) and problem.K >= 4 * SPLIT_MIN_STEPS * 64
 
 
 def supports(problem):
@@ -322,7 +322,8 @@ def _tma_layout(problem):
 COMPILE_CHECK_SMS = 132
 
 
-def _sm_count(device):
+def sm_count(device):
+    """The SM count of `device`."""
     return get_context(device).properties.multi_processor_count
 
 
@@ -374,7 +375,7 @@ def plan(problem, config, target=None):
     _Sum of a split config or None)."""
     st = problem.strides
     a_t, b_t = _transposed(st["a"]), _transposed(st["b"])
-    sms = COMPILE_CHECK_SMS if target is not None else _sm_count(problem.device)
+    sms = COMPILE_CHECK_SMS if target is not None else sm_count(problem.device)
     tiles = triton.cdiv(problem.M, config["BM"]) * triton.cdiv(problem.N, config["BN"])
     whole, split_k = _split(tiles, sms, config.get("SPLIT_K", 1),
                             triton.cdiv(problem.K, config["BK"]))

@@ -1,0 +1,426 @@
+"""Convolutions on Hopper by TMA: implicit GEMMs whose input windows the Tensor Memory
+Accelerator copies, the kernels kernels/conv.py runs on sm_90 where they apply (stride 1,
+no dilation, one group, 16-bit types; `forward_applies`, `weight_grad_applies`).
+
+The idea
+--------
+A channels-last input is a 4-D array (N, H, W, C) with unit-stride channels. For filter tap
+(r, s), the inputs that a block of BH x BW output pixels at (oh, ow) in each of BI images
+multiplies are the (BI, BH, BW, BK) box of the input at (n, oh + r - pad_h, ow + s - pad_w, c):
+one TMA copy. The parts of the box that fall outside the images (the padding, the ragged last
+blocks, images past the batch) are filled with zeros by the copy itself, so the kernels have no
+masks and no index arithmetic per element. In shared memory the box is a (BI * BH * BW, BK)
+matrix (its rows of BK channels lie one after another, the same 128-byte swizzle as a 2-D
+block), and the reshape to it is a view (Triton's memdesc reshape) when the box is wgmma's B
+operand: so the kernels compute the transposed products, out^T = W @ window^T, whose B is the
+window.
+
+- Forward (`_conv_tma_kernel`): out[n, oh, ow, k] = sum over taps and channels of
+  x[n, oh + r - pad_h, ow + s - pad_w, c] * w[k, c, r, s]. A program holds a (BN out channels)
+  x (BI x BH x BW pixels) float32 accumulator and walks the R * S taps, BK channels at a time,
+  loading the window box and the (BN, BK) block of the weight laid out channels-last (K rows
+  of R * S * C: a view of a channels-last weight, else a copy). Channel blocks past C read
+  zeros from the input, so weights of the next tap that a block overlaps multiply zeros. The
+  epilogue adds the bias and stores the block by TMA, channels-last or NCHW (the accumulator
+  is already (channels, pixels)).
+- Transposed, stride 1 (ConvTranspose2d's forward, a convolution's input gradient): the same
+  kernel with FLIP, reading tap R*S-1-t of the weight for tap t and padding R-1-pad: a
+  convolution with the flipped kernel. The weight is then (C_in, C_out, R, S), laid out as C_in
+  rows of R * S * C_out, and its (BK, BN) block is transposed in shared memory.
+- Weight gradient (`_conv_wgrad_tma_kernel`): dw[k, r, s, c] = sum over pixels of
+  dy[n, oh, ow, k] * x[n, oh + r - pad_h, ow + s - pad_w, c]. A work unit is one (BM out
+  channels) x (BN in channels) tile of one tap over one range of pixel blocks (split-K: the
+  weight's tiles are few, the pixels many). Each step multiplies the (BI, BH, BW, BM) box of dy,
+  transposed, by the shifted box of x. Pixels of dy's ragged blocks read as zeros, so they
+  add nothing. Units store float32 partial sums; `_wgrad_sum_kernel` adds each element's
+  partials in split order and writes the weight's layout: deterministic, no atomics. The dy
+  operand is wgmma's A, which Triton loads from shared memory into registers for a reshaped
+  box (only B takes the view).
+
+Both kernels are persistent (one program per SM, walking units NUM_SMS apart, the loop over
+units flattened with the one over steps, as kernels/matmul_hopper.py's), so that each program
+builds its TMA descriptors once (`tl.make_tensor_descriptor`, in Triton's global scratch).
+Unit order keeps the programs that run together on the same input: out-channel tiles of one
+pixel block (forward), the taps and channel tiles of one pixel range (weight gradient).
+
+Block sizes (`forward_config`, `weight_grad_config`), measured on an H200 (bf16, batch 32
+ResNet-50 and batch 8 U-Net 3x3 layers, each kernel alone against cuDNN's): BK = 64 channels
+(128 bytes, one swizzle row); BN = 128 out channels with 8 warps (two warpgroups of wgmma's 64
+rows) or 64 with 4. The forward takes pixel blocks of 256 where they make 0.7 tiles an SM or
+more (U-Net 128^2 128 -> 128: 0.069 ms against 0.081-0.087 with 128; ResNet 28^2: 0.026
+against 0.029), else 128 (14^2: 0.028 against 0.035), in 3 stages (4 for 128 x 128 tiles) of
+(BN + BM) x 64 x 2 bytes. The weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080
+ms against 0.102-0.111 with 64) in 3 stages. `pixel_block` picks the block's shape: the least
+padding, few images per box. Padding costs compute (TMA fills it, wgmma multiplies it), and
+boxes of many short rows copy slowly: 16 7x7 images a box ran at half the speed of 2.
+"""
+
+import itertools
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ..array_ops import as_strided, contiguous
+from ..launch import Const, Launch
+from ..runtime.array import CUDAArray
+from ._strided_indexing import cdiv, next_pow2, placeholder
+from .matmul_hopper import COMPILE_CHECK_SMS, is_hopper, sm_count
+
+_HALF = ("float16", "bfloat16")
+# The least channel counts: in, a 32-byte TMA row; out, wgmma's 64-row tile (forward) and A
+# operand (weight gradient).
+MIN_IN_CHANNELS, MIN_OUT_CHANNELS = 16, 64
+# The weight gradient's split ranges hold at least this many pixel blocks.
+MIN_SPLIT_STEPS = 4
+_SUM_BLOCK = 1024
+
+
+@triton.jit
+def _pixel_block(block, blocks_h, blocks_w, BI: tl.constexpr, BH: tl.constexpr,
+                 BW: tl.constexpr):
+    """(first image, first row, first column) of pixel block number `block`: BI x BH x BW
+    pixels, row-major within BI images, then the next BI images."""
+    per_images = blocks_h * blocks_w
+    rest = block % per_images
+    return (block // per_images) * BI, (rest // blocks_w) * BH, (rest % blocks_w) * BW
+
+
+@triton.jit
+def _forward_tile(tile, blocks_h, blocks_w, blocks_n, BI: tl.constexpr, BH: tl.constexpr,
+                  BW: tl.constexpr, BN: tl.constexpr):
+    """(image, row, column, first out channel) of forward tile `tile`: out-channel blocks of
+    one pixel block are consecutive tiles."""
+    n, oh, ow = _pixel_block(tile // blocks_n, blocks_h, blocks_w, BI, BH, BW)
+    return n, oh, ow, (tile % blocks_n) * BN
+
+
+@triton.jit
+def _conv_tma_kernel(
+        # pointers: input (N, H, W, C) channels-last, weight as (rows, R * S * cols) (see
+        # FLIP), bias (K) or None, output (N, K, OH, OW) channels-last or NCHW
+        x_ptr, w_ptr, bias_ptr, out_ptr,
+        # sizes; the input is read from (oh - pad_h, ow - pad_w) on
+        n_images, in_h, in_w, c_in, out_h, out_w, c_out, pad_h, pad_w,
+        # strides, in elements (the input's channels and the weight's columns are unit-stride)
+        x_sn, x_sh, x_sw, w_stride, out_sn, out_sc, out_sh, out_sw,
+        # meta-parameters
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, FLIP: tl.constexpr,
+        HAS_BIAS: tl.constexpr, OUT_NCHW: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr,
+        BW: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_SMS: tl.constexpr):
+    """out = conv(x, w) + bias, tile after tile, by NUM_SMS persistent programs. The weight
+    is w[k, r, s, c] (K rows of R * S * C), a convolution's weight laid out channels-last; with
+    FLIP it is a transposed convolution's, w[c, r, s, k] (C rows of R * S * K), read at the
+    flipped tap."""
+    BM: tl.constexpr = BI * BH * BW
+    TAPS: tl.constexpr = KERNEL_H * KERNEL_W
+    x_desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h, in_w, c_in],
+                                       [x_sn, x_sh, x_sw, 1], [BI, BH, BW, BK])
+    if FLIP:
+        w_desc = tl.make_tensor_descriptor(w_ptr, [c_in, TAPS * c_out], [w_stride, 1], [BK, BN])
+    else:
+        w_desc = tl.make_tensor_descriptor(w_ptr, [c_out, TAPS * c_in], [w_stride, 1], [BN, BK])
+    if OUT_NCHW:
+        out_desc = tl.make_tensor_descriptor(out_ptr, [n_images, c_out, out_h, out_w],
+                                             [out_sn, out_sc, out_sh, 1], [BI, BN, BH, BW])
+    else:
+        out_desc = tl.make_tensor_descriptor(out_ptr, [n_images, out_h, out_w, c_out],
+                                             [out_sn, out_sh, out_sw, 1], [BI, BH, BW, BN])
+    blocks_h = tl.cdiv(out_h, BH)
+    blocks_w = tl.cdiv(out_w, BW)
+    blocks_n = tl.cdiv(c_out, BN)
+    tiles = tl.cdiv(n_images, BI) * blocks_h * blocks_w * blocks_n
+    c_steps = tl.cdiv(c_in, BK)
+    # The epilogue counts its own tiles: the flattened loop's pipeliner then carries no value
+    # from a tile's first step to its last.
+    tile_done = tl.program_id(0) - NUM_SMS
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
+        n, oh, ow, col = _forward_tile(tile, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        acc = tl.zeros((BN, BM), tl.float32)
+        for step in range(TAPS * c_steps):
+            tap = step // c_steps
+            c = (step % c_steps) * BK
+            r, s = tap // KERNEL_W, tap % KERNEL_W
+            window = x_desc.load([n, oh + r - pad_h, ow + s - pad_w, c])
+            if FLIP:  # w[c, flipped tap, k] for the (k, c) block
+                weights = w_desc.load([c, (TAPS - 1 - tap) * c_out + col]).T
+            else:
+                weights = w_desc.load([col, tap * c_in + c])
+            acc = tl.dot(weights, window.reshape(BM, BK).T, acc)
+        tile_done += NUM_SMS
+        n, oh, ow, col = _forward_tile(tile_done, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        if HAS_BIAS:
+            k = col + tl.arange(0, BN)
+            acc += tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
+        y = acc.to(out_desc.dtype)
+        if OUT_NCHW:
+            y = tl.permute(y.reshape(BN, BI, BH, BW), (1, 0, 2, 3))
+            out_desc.store([n, col, oh, ow], y)
+        else:
+            out_desc.store([n, oh, ow, col], y.T.reshape(BI, BH, BW, BN))
+
+
+@triton.jit
+def _wgrad_unit(unit, tiles_m, tiles_n, TAPS: tl.constexpr):
+    """(split, tap, out-channel tile, in-channel tile) of weight-gradient unit `unit`: the
+    tiles of one split are consecutive units."""
+    tiles = tiles_m * tiles_n * TAPS
+    tile = unit % tiles
+    return unit // tiles, tile % TAPS, tile // (TAPS * tiles_n), (tile // TAPS) % tiles_n
+
+
+@triton.jit
+def _conv_wgrad_tma_kernel(
+        # pointers: output gradient (N, OH, OW, K) and input (N, H, W, C), channels-last; float32
+        # partial sums (splits, R * S, K, C)
+        dy_ptr, x_ptr, part_ptr,
+        # sizes; the input is read from (oh - pad_h, ow - pad_w) on; each split sums
+        # split_blocks pixel blocks
+        n_images, out_h, out_w, c_out, in_h, in_w, c_in, pad_h, pad_w, splits, split_blocks,
+        # strides, in elements (channels are unit-stride)
+        dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw,
+        # meta-parameters
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr,
+        BW: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, NUM_SMS: tl.constexpr):
+    """The partial sums of dw[k, r, s, c] over each split's pixel blocks, unit after unit, by
+    NUM_SMS persistent programs."""
+    BP: tl.constexpr = BI * BH * BW
+    TAPS: tl.constexpr = KERNEL_H * KERNEL_W
+    dy_desc = tl.make_tensor_descriptor(dy_ptr, [n_images, out_h, out_w, c_out],
+                                        [dy_sn, dy_sh, dy_sw, 1], [BI, BH, BW, BM])
+    x_desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h, in_w, c_in],
+                                       [x_sn, x_sh, x_sw, 1], [BI, BH, BW, BN])
+    part_desc = tl.make_tensor_descriptor(part_ptr, [splits * TAPS, c_out, c_in],
+                                          [c_out * c_in, c_in, 1], [1, BM, BN])
+    blocks_h = tl.cdiv(out_h, BH)
+    blocks_w = tl.cdiv(out_w, BW)
+    blocks = tl.cdiv(n_images, BI) * blocks_h * blocks_w
+    tiles_m = tl.cdiv(c_out, BM)
+    tiles_n = tl.cdiv(c_in, BN)
+    units = tiles_m * tiles_n * TAPS * splits
+    unit_done = tl.program_id(0) - NUM_SMS
+    for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
+        split, tap, pid_m, pid_n = _wgrad_unit(unit, tiles_m, tiles_n, TAPS)
+        first = split * split_blocks
+        r, s = tap // KERNEL_W, tap % KERNEL_W
+        acc = tl.zeros((BM, BN), tl.float32)
+        for block in range(first, tl.minimum(first + split_blocks, blocks)):
+            n, oh, ow = _pixel_block(block, blocks_h, blocks_w, BI, BH, BW)
+            grad = dy_desc.load([n, oh, ow, pid_m * BM]).reshape(BP, BM)
+            window = x_desc.load([n, oh + r - pad_h, ow + s - pad_w, pid_n * BN])
+            acc = tl.dot(grad.T, window.reshape(BP, BN), acc)
+        unit_done += NUM_SMS
+        split, tap, pid_m, pid_n = _wgrad_unit(unit_done, tiles_m, tiles_n, TAPS)
+        part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN], acc.reshape(1, BM, BN))
+
+
+@triton.jit
+def _wgrad_sum_kernel(
+        # pointers: float32 partials (splits, R * S, K, C), the weight gradient (K, C, R, S)
+        part_ptr, out_ptr,
+        # sizes
+        c_out, c_in, splits,
+        # strides, in elements, of the weight gradient
+        out_sk, out_sc, out_sr, out_ss,
+        # meta-parameters
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, BLOCK: tl.constexpr):
+    """dw = the sum of the partials, added in split order, rounded once, in dw's layout."""
+    per_split = KERNEL_H * KERNEL_W * c_out * c_in
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < per_split
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for split in range(splits):
+        acc += tl.load(part_ptr + split * per_split + i, mask=mask, other=0.0)
+    c = i % c_in
+    k = (i // c_in) % c_out
+    tap = i // (c_in * c_out)
+    offset = k * out_sk + c * out_sc + (tap // KERNEL_W) * out_sr + (tap % KERNEL_W) * out_ss
+    tl.store(out_ptr + offset, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _tma_strides(arr, unit_dim):
+    """Whether `arr` has a unit stride along `unit_dim`, its other strides multiples of 16
+    bytes, and a 16-byte-aligned address: what a TMA descriptor over it needs."""
+    strides = arr.element_strides()
+    item = arr.dtype.itemsize
+    return (strides[unit_dim] == 1 and arr.ptr % 16 == 0
+            and all(s * item % 16 == 0 and s > 0
+                    for d, s in enumerate(strides) if d != unit_dim))
+
+
+def _geometry_applies(x, conv, c_in, c_out):
+    """The shared conditions: an sm_90 GPU, a 16-bit type, stride 1, no dilation, one group,
+    channel counts wgmma and TMA take (16 or more in, 64 or more out, multiples of 8)."""
+    return (x.dtype.name in _HALF and conv.stride == (1, 1) and conv.dilation == (1, 1)
+            and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_out >= MIN_OUT_CHANNELS
+            and c_in % 8 == 0 and c_out % 8 == 0 and is_hopper(x.device))
+
+
+def forward_applies(x, weight, out, conv):
+    """Whether `_conv_tma_kernel` computes this (transposed) convolution of channels-last `x`
+    into `out` (channels-last, or NCHW) with `weight` (either kind's), laid out as TMA reads
+    and writes them."""
+    return (_geometry_applies(x, conv, x.shape[1], out.shape[1]) and weight.ptr % 16 == 0
+            and _tma_strides(x, 1) and (_tma_strides(out, 1) or _tma_strides(out, 3)))
+
+
+def weight_grad_applies(dy, x, conv):
+    """Whether `_conv_wgrad_tma_kernel` computes this weight gradient (dy and x channels-last)."""
+    return (_geometry_applies(x, conv, x.shape[1], dy.shape[1])
+            and _tma_strides(dy, 1) and _tma_strides(x, 1))
+
+
+def packed_weight(weight):
+    """A (rows, C_out/C_in, R, S) weight as (rows, R, S, cols), what the forward kernel reads:
+    a view of a channels-last weight, else a copy."""
+    s0, s1, s2, s3 = weight.element_strides()
+    rows, cols, kernel_h, kernel_w = weight.shape
+    view = as_strided(weight, (rows, kernel_h, kernel_w, cols), (s0, s2, s3, s1), 0)
+    return view if view.is_contiguous() else contiguous(view)
+
+
+def pixel_block(images, height, width, area):
+    """(BI, BH, BW) of `area` pixels (a power of two; BW 8 or more) that cover the images with
+    the least padding, counting 6% more for each doubling of BI: TMA copies a box row by row,
+    and boxes of many short rows (a row of 16 7x7 images) copy slowly. Ties go to the
+    squarest block, whose neighbouring windows share the most rows."""
+    shapes = []
+    for bi, bh in itertools.product(_powers(area // 8), repeat=2):
+        bw = area // (bi * bh)
+        if bw >= 8:
+            covered = cdiv(images, bi) * bi * cdiv(height, bh) * bh * cdiv(width, bw) * bw
+            cost = covered * (1 + 0.06 * (bi.bit_length() - 1))
+            shapes.append((cost, abs(bh.bit_length() - bw.bit_length()), (bi, bh, bw)))
+    return min(shapes)[2]
+
+
+def _powers(most):
+    """1, 2, 4, ... up to `most`."""
+    return [1 << i for i in range(most.bit_length())]
+
+
+def forward_config(images, out_h, out_w, c_in, c_out, sms):
+    """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs: blocks of
+    256 pixels where they still make 0.7 tiles an SM or more, else 128 (see the module
+    docstring); the most stages that fit in shared memory."""
+    bn = 128 if c_out >= 128 else 64
+    bi, bh, bw = pixel_block(images, out_h, out_w, 256)
+    tiles = cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
+    area = 256 if tiles >= 0.7 * sms else 128
+    if area == 128:
+        bi, bh, bw = pixel_block(images, out_h, out_w, area)
+    return dict(BI=bi, BH=bh, BW=bw, BN=bn, BK=min(64, next_pow2(c_in)),
+                num_warps=8 if bn == 128 else 4, num_stages=3 if area * bn > 128 * 128 else 4)
+
+
+def weight_grad_config(images, out_h, out_w, c_out, c_in):
+    """{BI, BH, BW, BM, BN, num_warps, num_stages} of the weight gradient: 128-pixel steps,
+    channel tiles up to 128 x 128, the most stages that fit in shared memory."""
+    bi, bh, bw = pixel_block(images, out_h, out_w, 128)
+    bm = 128 if c_out >= 128 else 64
+    bn = min(128, next_pow2(c_in))
+    return dict(BI=bi, BH=bh, BW=bw, BM=bm, BN=bn, num_warps=8 if bm == 128 else 4,
+                num_stages=3 if bm * bn > 64 * 128 else 4)
+
+
+def _splits(tiles, blocks, sms):
+    """Splits of the weight gradient's pixel blocks: the fewest whose units finish soonest on
+    `sms` persistent programs (within 5%), each range MIN_SPLIT_STEPS blocks or more."""
+    most = max(1, min(64, blocks // MIN_SPLIT_STEPS))
+    spans = {s: cdiv(tiles * s, sms) / s for s in range(1, most + 1)}
+    fastest = min(spans.values())
+    return min(s for s, span in spans.items() if span <= 1.05 * fastest)
+
+
+def _sms(device, target):
+    return COMPILE_CHECK_SMS if target is not None else sm_count(device)
+
+
+def _stride_arg(stride):
+    return Const(1) if stride == 1 else stride
+
+
+class ForwardPlan:
+    """The forward kernel's launch for operands laid out as these: `run(stream, x, w, bias,
+    out)` computes out = conv(x, w) + bias (see `forward_applies`), `w` the (transposed)
+    convolution's weight packed (`packed_weight`). `pad` is where the window starts before
+    each output pixel: (R-1-padding) for a transposed convolution, with `flip`."""
+
+    def __init__(self, x, weight, bias, out, pad, flip, target=None):
+        n, c_in, in_h, in_w = x.shape
+        _, cols, kernel_h, kernel_w = weight.shape
+        c_out, out_h, out_w = out.shape[1:]
+        sms = _sms(out.device, target)
+        config = forward_config(n, out_h, out_w, c_in, c_out, sms)
+        bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
+        tiles = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
+        out_strides = out.element_strides()
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, FLIP=flip, HAS_BIAS=bias is not None,
+                    OUT_NCHW=out_strides[1] != 1, BI=bi, BH=bh, BW=bw, BN=bn, BK=config["BK"],
+                    NUM_SMS=sms)
+        self.launch = Launch(_conv_tma_kernel, (min(sms, tiles),), meta, config["num_warps"],
+                             config["num_stages"], device=out.device, target=target)
+        xs = x.element_strides()
+        self.args = ((n, in_h, in_w, c_in, out_h, out_w, c_out) + tuple(pad)
+                     + (xs[0], xs[2], xs[3], kernel_h * kernel_w * cols)
+                     + tuple(_stride_arg(s) for s in out_strides))
+
+    def run(self, stream, x, w, bias, out):
+        self.launch(stream,
+                    # pointers
+                    x, w, bias, out,
+                    # sizes, strides
+                    *self.args)
+
+
+class WeightGradPlan:
+    """The weight gradient's two launches and its float32 workspace's shape: `run(stream, dy,
+    x, out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
+    output gradient `dy` and input `x` (see `weight_grad_applies`)."""
+
+    def __init__(self, dy, x, out, pad, target=None):
+        n, c_out, out_h, out_w = dy.shape
+        _, c_in, in_h, in_w = x.shape
+        kernel_h, kernel_w = out.shape[2:]
+        config = weight_grad_config(n, out_h, out_w, c_out, c_in)
+        bi, bh, bw = config["BI"], config["BH"], config["BW"]
+        bm, bn = config["BM"], config["BN"]
+        blocks = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
+        tiles = cdiv(c_out, bm) * cdiv(c_in, bn) * kernel_h * kernel_w
+        sms = _sms(out.device, target)
+        splits = _splits(tiles, blocks, sms)
+        split_blocks = cdiv(blocks, splits)
+        splits = cdiv(blocks, split_blocks)
+        self.target, self.device = target, out.device
+        self.partials = (splits, kernel_h * kernel_w, c_out, c_in)
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BI=bi, BH=bh, BW=bw, BM=bm, BN=bn,
+                    NUM_SMS=sms)
+        self.units = Launch(_conv_wgrad_tma_kernel, (min(sms, tiles * splits),), meta,
+                            config["num_warps"], config["num_stages"], device=out.device,
+                            target=target)
+        ds, xs = dy.element_strides(), x.element_strides()
+        self.unit_args = ((n, out_h, out_w, c_out, in_h, in_w, c_in) + tuple(pad)
+                          + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3]))
+        self.sum = Launch(_wgrad_sum_kernel, (cdiv(out.size, _SUM_BLOCK),),
+                          dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BLOCK=_SUM_BLOCK), 4,
+                          device=out.device, target=target)
+        self.sum_args = (c_out, c_in, splits) + tuple(out.element_strides())
+
+    def workspace(self, stream):
+        if self.target is not None:
+            return placeholder(self.partials, np.float32)
+        return CUDAArray.empty(self.partials, np.float32, self.device, stream)
+
+    def run(self, stream, dy, x, out):
+        part = self.workspace(stream)
+        self.units(stream,
+                   # pointers
+                   dy, x, part,
+                   # sizes, strides
+                   *self.unit_args)
+        self.sum(stream,
+                 # pointers
+                 part, out,
+                 # sizes, strides
+                 *self.sum_args)
+

@@ -1,0 +1,105 @@
+"""The Hopper TMA convolution kernels (kernels/conv_hopper.py) against torch's convolutions, on
+the CPU, through Triton's interpreter.
+
+Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_conv_hopper_interpret.py`.
+The conv entry points run on a pretend sm_90 GPU of four SMs, so each persistent program walks
+several tiles, with blocks of 2 x 8 pixels of 2 images (2 x 4 in the weight gradient) and
+16-channel tiles: small odd images and odd batches walk ragged pixel blocks (TMA's zero fill),
+channel tails (C = 24 in 16-wide steps, K = 40 in 16-wide tiles) and windows past every edge of
+the padding. The weight gradient splits its pixel blocks over several units. Each test checks
+that the TMA kernels, not the implicit GEMM, ran.
+"""
+
+import numpy as np
+import pytest
+import torch.nn.functional as TF
+import triton_interpret as ti
+from interpret.test_conv_interpret import (BF16, _check, _f64, _on_device, _values,
+                                           check_conv_and_gradients)
+from triton.runtime import interpreter
+
+from genesis.backends.cuda import array_ops
+from genesis.backends.cuda.kernels import conv, conv_hopper
+from genesis.backends.cuda.launch import LaunchCache
+
+HALF = [np.dtype(np.float16), BF16]
+# (N, C, H, W, K, (R, S), padding)
+CASES = [
+    (2, 16, 5, 7, 24, (3, 3), (1, 1)),
+    (1, 24, 6, 8, 40, (3, 3), (0, 0)),
+    (2, 16, 7, 5, 16, (1, 1), (0, 0)),
+    (1, 24, 9, 6, 32, (5, 3), (2, 1)),
+    (3, 16, 4, 4, 16, (3, 1), (1, 0)),
+]
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Interpreted TMA kernels in small blocks on four SMs; "forward" and "weight_grad" count
+    their runs."""
+    if not ti.ENABLED:
+        pytest.skip("set TRITON_INTERPRET=1 to run")
+    ran = {"forward": 0, "weight_grad": 0}
+    monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: True)
+    monkeypatch.setattr(conv_hopper, "sm_count", lambda device: 4)
+    monkeypatch.setattr(conv_hopper, "MIN_OUT_CHANNELS", 16)
+    monkeypatch.setattr(conv_hopper, "MIN_SPLIT_STEPS", 2)
+    monkeypatch.setattr(conv_hopper, "forward_config", lambda n, h, w, c_in, c_out, sms: dict(
+        BI=2, BH=2, BW=8, BN=16, BK=16, num_warps=4, num_stages=1))
+    monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda n, h, w, c_out, c_in: dict(
+        BI=2, BH=2, BW=4, BM=16, BN=16, num_warps=4, num_stages=1))
+    for name, cls in (("forward", conv_hopper.ForwardPlan),
+                      ("weight_grad", conv_hopper.WeightGradPlan)):
+        monkeypatch.setattr(cls, "run", _counted(cls.run, ran, name))
+    monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
+    monkeypatch.setattr(conv, "_wgrad_plans", LaunchCache())
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
+    with ti.device(conv, conv_hopper, array_ops):
+        yield ran
+
+
+def _counted(run, ran, name):
+    def counted(self, *args):
+        ran[name] += 1
+        run(self, *args)
+    return counted
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
+    """Forward with bias (channels-last output, or NCHW where its rows are 16-byte multiples),
+    the input gradient (the flipped kernel) and the weight gradient."""
+    n, c, h, w, k, kernel, padding = case
+    out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
+                                         ((1, 1), padding, (1, 1), 1), layout)
+    # an NCHW output takes TMA where its rows are 16-byte multiples
+    tma_out = [layout == "channels_last" or width % 8 == 0 for width in (out_shape[3], w)]
+    assert gpu == {"forward": sum(tma_out), "weight_grad": 1}
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_conv_transpose2d_stride_one(gpu, rng, dtype):
+    """ConvTranspose2d at stride 1 (padding 0 grows the output by R-1) with a bias."""
+    x, weight, bias = _values(rng, dtype, (2, 24, 5, 6), (24, 16, 3, 3), (16,))
+    expected = TF.conv_transpose2d(_f64(x), _f64(weight), _f64(bias)).numpy()
+    out = conv.conv_transpose2d_igemm(_on_device(x, "channels_last"), ti.to_device(weight),
+                                      ti.to_device(bias), (1, 1), (0, 0), (1, 1), 1,
+                                      expected.shape[2:])
+    _check(ti.to_host(out), expected)
+    assert gpu["forward"] == 1
+
+
+def test_other_geometries_take_the_implicit_gemm(gpu, rng, monkeypatch):
+    """Stride 2, dilation, groups, float32 and few out channels stay on kernels/conv.py."""
+    monkeypatch.setattr(conv, "_tiles", lambda rows, c_out, c_in, dtype, programs:
+                        (16, 16, 16, 4, 1))
+    x, weight = _values(rng, np.float16, (1, 16, 6, 6), (16, 16, 3, 3))
+    for args in (((2, 2), (1, 1), (1, 1), 1), ((1, 1), (2, 2), (2, 2), 1),
+                 ((1, 1), (1, 1), (1, 1), 2)):
+        w = weight[:, :16 // args[3]]
+        expected = TF.conv2d(_f64(x), _f64(w), None, *args).numpy()
+        out = conv.conv2d_igemm(_on_device(x, "channels_last"), ti.to_device(w), None, *args)
+        _check(ti.to_host(out), expected)
+    assert gpu["forward"] == 0
