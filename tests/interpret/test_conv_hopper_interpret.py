@@ -41,7 +41,7 @@ def gpu(monkeypatch):
         pytest.skip("set TRITON_INTERPRET=1 to run")
     ran = {"forward": 0, "weight_grad": 0}
     monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: True)
-    monkeypatch.setattr(conv_hopper, "sm_count", lambda device: 4)
+    monkeypatch.setattr(conv_hopper, "grid_sms", lambda device, target=None: 4)
     monkeypatch.setattr(conv_hopper, "MIN_OUT_CHANNELS", 16)
     monkeypatch.setattr(conv_hopper, "MIN_SPLIT_STEPS", 2)
     monkeypatch.setattr(conv_hopper, "forward_config", lambda n, h, w, c_in, c_out, sms: dict(

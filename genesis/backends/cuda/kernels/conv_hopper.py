@@ -62,10 +62,10 @@ import triton
 import triton.language as tl
 
 from ..array_ops import as_strided, contiguous
-from ..launch import Const, Launch
+from ..launch import Launch
 from ..runtime.array import CUDAArray
-from ._strided_indexing import cdiv, next_pow2, placeholder
-from .matmul_hopper import COMPILE_CHECK_SMS, is_hopper, sm_count
+from ._strided_indexing import cdiv, next_pow2, placeholder, stride_arg
+from .matmul_hopper import grid_sms, is_hopper
 
 _HALF = ("float16", "bfloat16")
 # The least channel counts: in, a 32-byte TMA row; out, wgmma's 64-row tile (forward) and A
@@ -332,14 +332,6 @@ def _splits(tiles, blocks, sms):
     return min(s for s, span in spans.items() if span <= 1.05 * fastest)
 
 
-def _sms(device, target):
-    return COMPILE_CHECK_SMS if target is not None else sm_count(device)
-
-
-def _stride_arg(stride):
-    return Const(1) if stride == 1 else stride
-
-
 class ForwardPlan:
     """The forward kernel's launch for operands laid out as these: `run(stream, x, w, bias,
     out)` computes out = conv(x, w) + bias (see `forward_applies`), `w` the (transposed)
@@ -350,7 +342,7 @@ class ForwardPlan:
         n, c_in, in_h, in_w = x.shape
         _, cols, kernel_h, kernel_w = weight.shape
         c_out, out_h, out_w = out.shape[1:]
-        sms = _sms(out.device, target)
+        sms = grid_sms(out.device, target)
         config = forward_config(n, out_h, out_w, c_in, c_out, sms)
         bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
         tiles = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
@@ -363,7 +355,7 @@ class ForwardPlan:
         xs = x.element_strides()
         self.args = ((n, in_h, in_w, c_in, out_h, out_w, c_out) + tuple(pad)
                      + (xs[0], xs[2], xs[3], kernel_h * kernel_w * cols)
-                     + tuple(_stride_arg(s) for s in out_strides))
+                     + tuple(stride_arg(s, (1,)) for s in out_strides))
 
     def run(self, stream, x, w, bias, out):
         self.launch(stream,
@@ -387,7 +379,7 @@ class WeightGradPlan:
         bm, bn = config["BM"], config["BN"]
         blocks = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
         tiles = cdiv(c_out, bm) * cdiv(c_in, bn) * kernel_h * kernel_w
-        sms = _sms(out.device, target)
+        sms = grid_sms(out.device, target)
         splits = _splits(tiles, blocks, sms)
         split_blocks = cdiv(blocks, splits)
         splits = cdiv(blocks, split_blocks)

@@ -327,6 +327,12 @@ def sm_count(device):
     return get_context(device).properties.multi_processor_count
 
 
+def grid_sms(device, target=None):
+    """The SMs a persistent kernel's grid covers: `device`'s, or with a compile `target` (no GPU
+    to ask) an H100's."""
+    return COMPILE_CHECK_SMS if target is not None else sm_count(device)
+
+
 def _transposed(strides):
     """Whether an operand with (row, column) `strides` is stored transposed (unit row
     stride, its column stride not 1)."""
@@ -375,7 +381,7 @@ def plan(problem, config, target=None):
     _Sum of a split config or None)."""
     st = problem.strides
     a_t, b_t = _transposed(st["a"]), _transposed(st["b"])
-    sms = COMPILE_CHECK_SMS if target is not None else sm_count(problem.device)
+    sms = grid_sms(problem.device, target)
     tiles = triton.cdiv(problem.M, config["BM"]) * triton.cdiv(problem.N, config["BN"])
     whole, split_k = _split(tiles, sms, config.get("SPLIT_K", 1),
                             triton.cdiv(problem.K, config["BK"]))
