@@ -228,3 +228,23 @@ def test_conv_transpose_gradgradcheck(rng, device):
                              requires_grad=True) for s in ((1, 2, 3, 2), (2, 1, 2, 2), (1,))]
     assert gradgradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1,
                                                             output_padding=1), inputs)
+
+
+@pytest.mark.parametrize("name, w_shape, kwargs", [
+    ("conv2d", (6, 4, 3, 3), {"padding": 1}),
+    ("conv_transpose2d", (4, 6, 2, 2), {"stride": 2})])
+def test_channels_last_gradients_keep_the_layout(name, w_shape, kwargs, rng, device):
+    """The gradient reaching a channels-last input is channels-last, as torch's, from an output
+    gradient of either layout: the backward lays that out as the input."""
+    (x, tx), (w, tw) = (make_pair(s, device=device, rng=rng, requires_grad=True)
+                        for s in ((2, 4, 5, 7), w_shape))
+    strides = {}
+    for key, t, lib in (("genesis", x, genesis), ("torch", tx, torch)):
+        cl = t.contiguous(memory_format=lib.channels_last)
+        cl.register_hook(lambda g, key=key: strides.update({key: g.stride()}))
+        out = getattr(F if lib is genesis else TF, name)(cl, w if lib is genesis else tw,
+                                                         **kwargs)
+        out.backward(lib.ones(out.shape, device=out.device))
+    assert strides["genesis"] == strides["torch"]
+    assert_close(x.grad, tx.grad)
+    assert_close(w.grad, tw.grad)

@@ -17,7 +17,7 @@ whose matmul follows genesis.backends.cuda.matmul.allow_tf32.
 import itertools
 import math
 
-from ... import dtypes
+from ... import dtypes, memory_formats
 from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
@@ -360,6 +360,16 @@ def _implicit_forward(ctx, op, x, weight, bias, geometry, groups, size):
     return wrap(out, x.device)
 
 
+def _laid_out_as_input(grad, x):
+    """The output gradient in the input's memory format, as PyTorch's convolution backward
+    takes it: made channels-last once here, the input gradient comes out channels-last as the
+    input is, and neither product copies it again."""
+    fmt = memory_formats.suggest(x.shape, x.stride())
+    if fmt is memory_formats.contiguous_format or grad.is_contiguous(memory_format=fmt):
+        return grad
+    return grad.contiguous(memory_format=fmt)
+
+
 def _implicit_backward(ctx, grad, adjoint, transposed):
     """The gradients of _ImplicitConv or (`transposed`) _ImplicitConvTranspose: the input's by
     the `adjoint` Function, the weight's by _ImplicitWeightGrad of the convolution's input and
@@ -367,6 +377,7 @@ def _implicit_backward(ctx, grad, adjoint, transposed):
     x, weight = ctx.saved_tensors
     need_x, need_weight, need_bias = ctx.needs_input_grad[:3]
     geometry, groups = ctx.geometry, ctx.groups
+    grad = _laid_out_as_input(grad, x)
     dx = adjoint.apply(grad, weight, None, geometry, groups,
                        tuple(x.shape[2:])) if need_x else None
     conv_input, conv_grad = (grad, x) if transposed else (x, grad)
