@@ -730,10 +730,7 @@ def wgrad_case(dtype, x_shape, w_shape, conv_args, target):
         return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
 
     x, dy = array(x_shape), array(dy_shape)
-    bm, bn, bk, _, _ = conv._wgrad_tiles(w_shape[0] // geometry.groups, w_shape[1], dtype)
-    programs = (-(-w_shape[0] // geometry.groups // bm) * -(-w_shape[1] // bn) * w_shape[2]
-                * w_shape[3] * geometry.groups)
-    splits, split_len = conv._splits(programs, dy_shape[0] * size[0] * size[1], bk)
+    splits, split_len = conv._wgrad_splits(dy, x, geometry, w_shape)
     out = placeholder((splits, *w_shape), np.float32 if splits > 1 else dtype)
     launch, dims = conv._wgrad_plan(dy, x, out, geometry, w_shape[2:], splits, split_len, target)
     conv._wgrad_launch(launch, dims, 0, dy, x, out)
@@ -779,30 +776,36 @@ def conv_cases(target):
 
 
 def conv_hopper_cases(target):
-    """The TMA kernels at the benchmark's stride-1 shapes (ResNet-50's 3x3 at 56^2 to 7^2 and a
-    1x1, U-Net's 3x3 at 256^2 to 32^2), bf16: the forward into channels-last with bias and into
-    NCHW, the flipped kernel of a transposed convolution, and the weight gradient; float16 once."""
+    """The TMA kernels at the benchmark's shapes (ResNet-50's 3x3 at 56^2 to 7^2, a 1x1, the
+    stride-2 3x3 and 1x1, U-Net's 3x3 at 256^2 to 32^2), bf16: the forward into channels-last
+    with bias and into NCHW, the flipped kernel of a transposed convolution (stride 1), and the
+    weight gradient; float16 once."""
     def channels_last(shape, dtype):
         n, c, h, w = shape
         return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
 
-    layers = [((32, 64, 56, 56), 64, 3), ((32, 128, 28, 28), 128, 3), ((32, 256, 14, 14), 256, 3),
-              ((32, 512, 7, 7), 512, 3), ((32, 256, 56, 56), 64, 1), ((8, 64, 256, 256), 64, 3),
-              ((8, 128, 128, 128), 128, 3), ((8, 512, 32, 32), 512, 3)]
-    for i, (x_shape, c_out, k) in enumerate(layers):
+    layers = [((32, 64, 56, 56), 64, 3, 1), ((32, 128, 28, 28), 128, 3, 1),
+              ((32, 256, 14, 14), 256, 3, 1), ((32, 512, 7, 7), 512, 3, 1),
+              ((32, 256, 56, 56), 64, 1, 1), ((8, 64, 256, 256), 64, 3, 1),
+              ((8, 128, 128, 128), 128, 3, 1), ((8, 512, 32, 32), 512, 3, 1),
+              ((32, 128, 56, 56), 128, 3, 2), ((32, 256, 56, 56), 512, 1, 2)]
+    for i, (x_shape, c_out, k, stride) in enumerate(layers):
         dtype = np.float16 if i == 1 else ml_dtypes.bfloat16
         n, c, h, w = x_shape
         x, pad = channels_last(x_shape, dtype), (k // 2, k // 2)
-        for out, bias, flip in ((channels_last((n, c_out, h, w), dtype), True, False),
-                                (placeholder((n, c_out, h, w), dtype), False, False),
+        oh, ow = (h + 2 * pad[0] - k) // stride + 1, (w + 2 * pad[1] - k) // stride + 1
+        for out, bias, flip in ((channels_last((n, c_out, oh, ow), dtype), True, False),
+                                (placeholder((n, c_out, oh, ow), dtype), False, False),
                                 (channels_last((n, c_out, h, w), dtype), False, True)):
+            if flip and stride > 1:
+                continue
             weight = placeholder((c, c_out, k, k) if flip else (c_out, c, k, k), dtype)
             packed = placeholder((weight.shape[0], k, k, weight.shape[1]), dtype)
             b = placeholder((c_out,), dtype) if bias else None
-            conv_hopper.ForwardPlan(x, weight, b, out, pad, flip, target).run(0, x, packed, b,
-                                                                              out)
-        dy, dw = channels_last((n, c_out, h, w), dtype), placeholder((c_out, c, k, k), dtype)
-        conv_hopper.WeightGradPlan(dy, x, dw, pad, target).run(0, dy, x, dw)
+            plan = conv_hopper.ForwardPlan(x, weight, b, out, pad, flip, stride, target=target)
+            plan.run(0, x, packed, b, out)
+        dy, dw = channels_last((n, c_out, oh, ow), dtype), placeholder((c_out, c, k, k), dtype)
+        conv_hopper.WeightGradPlan(dy, x, dw, pad, stride, target=target).run(0, dy, x, dw)
 
 
 def _spatial_array(shape, dtype, channels_last):

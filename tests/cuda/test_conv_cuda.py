@@ -115,16 +115,19 @@ def test_conv2d(dtype, name, layout):
              (x_shape, w_shape, (w_shape[0],)), dtype, layout)
 
 
-@pytest.mark.parametrize("case", [((3, 48, 19, 21), (64, 48, 3, 3), 1),
-                                  ((2, 128, 16, 24), (128, 128, 3, 3), 1),
-                                  ((2, 64, 9, 10), (96, 64, 1, 1), 0),
-                                  ((2, 32, 12, 16), (64, 32, 5, 5), 2)], ids=str)
+@pytest.mark.parametrize("case", [((3, 48, 19, 21), (64, 48, 3, 3), 1, 1),
+                                  ((2, 128, 16, 24), (128, 128, 3, 3), 1, 1),
+                                  ((2, 64, 9, 10), (96, 64, 1, 1), 0, 1),
+                                  ((2, 32, 12, 16), (64, 32, 5, 5), 2, 1),
+                                  ((3, 64, 14, 30), (128, 64, 3, 3), 1, 2),
+                                  ((2, 128, 16, 32), (64, 128, 1, 1), 0, 2)], ids=str)
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
 def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
-    """On an sm_90 GPU, stride-1 half-type convolutions run kernels/conv_hopper.py's TMA
-    kernels (forward, input gradient, weight gradient) with the results of the others: ragged
-    pixel blocks, channel tails, NCHW outputs where their rows are 16-byte multiples."""
+    """On an sm_90 GPU, stride-1 and stride-2 half-type convolutions run kernels/conv_hopper.py's
+    TMA kernels (forward, stride 1's input gradient, weight gradient) with the results of the
+    others: ragged pixel blocks, channel tails, NCHW outputs where their rows are 16-byte
+    multiples."""
     from genesis.backends.cuda.kernels import conv, conv_hopper
     if not conv_hopper.is_hopper(0):
         pytest.skip("the TMA kernels run on sm_90")
@@ -134,15 +137,18 @@ def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
             self, *a))
     monkeypatch.setattr(conv, "_conv_plans", conv.LaunchCache())
     monkeypatch.setattr(conv, "_wgrad_plans", conv.LaunchCache())
-    x_shape, w_shape, padding = case
-    _compare(lambda x, w, b: F.conv2d(x, w, b, padding=padding),
-             lambda x, w, b: TF.conv2d(x, w, b, padding=padding),
+    x_shape, w_shape, padding, stride = case
+    _compare(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
+             lambda x, w, b: TF.conv2d(x, w, b, stride, padding),
              (x_shape, w_shape, (w_shape[0],)), dtype, layout)
-    # the forward's output is laid out as x, the input gradient's as the (NCHW) output gradient;
-    # the input gradient's out channels (x's) must be 64 or more
-    rows_fit = x_shape[3] % 8 == 0
-    input_grad = rows_fit and x_shape[1] >= conv_hopper.MIN_OUT_CHANNELS
-    assert len(ran) == (layout == "channels_last" or rows_fit) + input_grad + 1
+    # outputs are laid out as x: NCHW ones take TMA where their rows are 16-byte multiples; the
+    # input gradient's out channels (x's) must be 64 or more, its stride 1
+    out_w = (x_shape[3] + 2 * padding - w_shape[3]) // stride + 1
+    forward = layout == "channels_last" or out_w % 8 == 0
+    input_grad = ((layout == "channels_last" or x_shape[3] % 8 == 0) and stride == 1
+                  and x_shape[1] >= conv_hopper.MIN_OUT_CHANNELS)
+    assert len(ran) == forward + input_grad + 1
+
 
 def test_channels_last_in_channels_last_out():
     (x, _), (w, _) = _tensors(((2, 32, 9, 9), (16, 32, 3, 3)), genesis.bfloat16,

@@ -6,8 +6,9 @@ The conv entry points run on a pretend sm_90 GPU of four SMs, so each persistent
 several tiles, with blocks of 2 x 8 pixels of 2 images (2 x 4 in the weight gradient) and
 16-channel tiles: small odd images and odd batches walk ragged pixel blocks (TMA's zero fill),
 channel tails (C = 24 in 16-wide steps, K = 40 in 16-wide tiles) and windows past every edge of
-the padding. The weight gradient splits its pixel blocks over several units. Each test checks
-that the TMA kernels, not the implicit GEMM, ran.
+the padding; at stride 2, kernels of 1 to 5 taps across both phases of the input. The weight
+gradient splits its pixel blocks over several units. Each test checks that the TMA kernels, not
+the implicit GEMM, ran.
 """
 
 import numpy as np
@@ -30,6 +31,13 @@ CASES = [
     (2, 16, 7, 5, 16, (1, 1), (0, 0)),
     (1, 24, 9, 6, 32, (5, 3), (2, 1)),
     (3, 16, 4, 4, 16, (3, 1), (1, 0)),
+]
+# Stride 2: even heights and widths, channels a multiple of the 16-wide blocks.
+STRIDE_TWO = [
+    (2, 16, 8, 10, 24, (3, 3), (1, 1)),
+    (1, 32, 6, 8, 16, (1, 1), (0, 0)),
+    (3, 16, 10, 6, 16, (5, 3), (2, 1)),
+    (1, 16, 8, 8, 16, (2, 2), (0, 0)),
 ]
 
 
@@ -79,6 +87,19 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     assert gpu == {"forward": sum(tma_out), "weight_grad": 1}
 
 
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("case", STRIDE_TWO, ids=str)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_stride_two(gpu, rng, dtype, case, layout):
+    """Stride 2 through the phase view of the input: the forward and the weight gradient take
+    the TMA kernels, the input gradient (a strided transposed convolution) the implicit GEMM."""
+    n, c, h, w, k, kernel, padding = case
+    out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
+                                         ((2, 2), padding, (1, 1), 1), layout)
+    tma_out = layout == "channels_last" or out_shape[3] % 8 == 0
+    assert gpu == {"forward": int(tma_out), "weight_grad": 1}
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_conv_transpose2d_stride_one(gpu, rng, dtype):
     """ConvTranspose2d at stride 1 (padding 0 grows the output by R-1) with a bias."""
@@ -92,10 +113,10 @@ def test_conv_transpose2d_stride_one(gpu, rng, dtype):
 
 
 def test_other_geometries_take_the_implicit_gemm(gpu, rng, monkeypatch):
-    """Stride 2, dilation, groups, float32 and few out channels stay on kernels/conv.py."""
+    """Stride 2 over an odd height, dilation and groups stay on kernels/conv.py."""
     monkeypatch.setattr(conv, "_tiles", lambda rows, c_out, c_in, dtype, programs:
                         (16, 16, 16, 4, 1))
-    x, weight = _values(rng, np.float16, (1, 16, 6, 6), (16, 16, 3, 3))
+    x, weight = _values(rng, np.float16, (1, 16, 7, 6), (16, 16, 3, 3))
     for args in (((2, 2), (1, 1), (1, 1), 1), ((1, 1), (2, 2), (2, 2), 1),
                  ((1, 1), (1, 1), (1, 1), 2)):
         w = weight[:, :16 // args[3]]

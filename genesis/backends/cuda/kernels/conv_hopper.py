@@ -1,6 +1,6 @@
 """Convolutions on Hopper by TMA: implicit GEMMs whose input windows the Tensor Memory
-Accelerator copies, the kernels kernels/conv.py runs on sm_90 where they apply (stride 1,
-no dilation, one group, 16-bit types; `forward_applies`, `weight_grad_applies`).
+Accelerator copies, the kernels kernels/conv.py runs on sm_90 where they apply (stride 1 or
+2, no dilation, one group, 16-bit types; `forward_applies`, `weight_grad_applies`).
 
 The idea
 --------
@@ -15,6 +15,16 @@ block), and the reshape to it is a view (Triton's memdesc reshape) when the box 
 operand: so the kernels compute the transposed products, out^T = W @ window^T, whose B is the
 window.
 
+- Stride 2 (ResNet's downsampling 3x3 and 1x1 layers): the taps of a block of output pixels
+  read every other input row and column, which no box of the input is. Viewed as (N, H/2, 2,
+  W/2, 2C) (strides HWC, 2WC, WC, 2C, 1: the row phase a dim, the column phase a half of the
+  channels), the pixels tap (r, s) reads are the (BI, BH, 1, BW, BK) box at half-row
+  oh + floor((r - pad_h) / 2), row phase (r - pad_h) mod 2, and likewise for the columns:
+  again one copy, zero-filled at the edges (`_input_descriptor`, `_window`). The view needs
+  an even height and width and channel blocks that end at C; the input gradient, a strided
+  transposed convolution, stays on the implicit GEMM. ResNet's 56^2 128 -> 128 3x3/2 (H200,
+  batch 32): forward 0.026 ms (cuDNN 0.022; the implicit GEMM 0.030), weight gradient 0.033
+  (cuDNN 0.034; the implicit GEMM 0.103).
 - Forward (`_conv_tma_kernel`): out[n, oh, ow, k] = sum over taps and channels of
   x[n, oh + r - pad_h, ow + s - pad_w, c] * w[k, c, r, s]. A program holds a (BN out channels)
   x (BI x BH x BW pixels) float32 accumulator and walks the R * S taps, BK channels at a time,
@@ -44,15 +54,20 @@ Unit order keeps the programs that run together on the same input: out-channel t
 pixel block (forward), the taps and channel tiles of one pixel range (weight gradient).
 
 Block sizes (`forward_config`, `weight_grad_config`), measured on an H200 (bf16, batch 32
-ResNet-50 and batch 8 U-Net 3x3 layers, each kernel alone against cuDNN's): BK = 64 channels
-(128 bytes, one swizzle row); BN = 128 out channels with 8 warps (two warpgroups of wgmma's 64
-rows) or 64 with 4. The forward takes pixel blocks of 256 where they make 0.7 tiles an SM or
-more (U-Net 128^2 128 -> 128: 0.069 ms against 0.081-0.087 with 128; ResNet 28^2: 0.026
-against 0.029), else 128 (14^2: 0.028 against 0.035), in 3 stages (4 for 128 x 128 tiles) of
-(BN + BM) x 64 x 2 bytes. The weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080
-ms against 0.102-0.111 with 64) in 3 stages. `pixel_block` picks the block's shape: the least
-padding, few images per box. Padding costs compute (TMA fills it, wgmma multiplies it), and
-boxes of many short rows copy slowly: 16 7x7 images a box ran at half the speed of 2.
+ResNet-50 and batch 8 U-Net 3x3 layers, each kernel alone against cuDNN's, `python
+benchmarks/conv.py --tiles`): BK = 64 channels (128 bytes, one swizzle row); BN = 128 out
+channels with 8 warps (two warpgroups of wgmma's 64 rows) or 64 with 4. The forward takes the
+largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x 128 and
+128 x 64 (pixels x channels) in turn: U-Net 128^2 128 -> 128 runs 256 x 128 (0.069 ms against
+0.081-0.087 with 128 pixels), ResNet 14^2 256 x 64 (0.0225 ms against 0.0246 with 128 x 128),
+7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle);
+3 stages (4 for tiles of 128 x 128 or less) of (BN + pixels) x 64 x 2 bytes. The weight
+gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with 64) in 3
+stages, and `_splits` weighs a shorter walk against the partials' traffic: ResNet 14^2 takes 3
+splits (0.0331 ms, against 0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053
+against 0.061 with 4). `pixel_block` picks the block's shape: the least padding, few images
+per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
+rows copy slowly: 16 7x7 images a box ran at half the speed of 2.
 """
 
 import itertools
@@ -73,6 +88,9 @@ _HALF = ("float16", "bfloat16")
 MIN_IN_CHANNELS, MIN_OUT_CHANNELS = 16, 64
 # The weight gradient's split ranges hold at least this many pixel blocks.
 MIN_SPLIT_STEPS = 4
+# What `_splits` weighs, measured on an H200: the products one SM sustains in the weight
+# gradient's steps (flop/s), and the rate at which the float32 partials go out and come back.
+_SM_FLOPS, _PARTIALS_BANDWIDTH = 5e12, 3e12
 _SUM_BLOCK = 1024
 
 
@@ -84,6 +102,37 @@ def _pixel_block(block, blocks_h, blocks_w, BI: tl.constexpr, BH: tl.constexpr,
     per_images = blocks_h * blocks_w
     rest = block % per_images
     return (block // per_images) * BI, (rest // blocks_w) * BH, (rest % blocks_w) * BW
+
+
+@triton.jit
+def _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI: tl.constexpr,
+                      BH: tl.constexpr, BW: tl.constexpr, BC: tl.constexpr,
+                      STRIDE: tl.constexpr):
+    """The TMA descriptor of the channels-last input's (BI, BH, BW, BC) windows. At STRIDE 2
+    the input is viewed as (N, H/2, 2, W/2, 2C), its row and column phases made dims, so that
+    the pixels a tap reads under a block of output pixels are again one box (`_window`)."""
+    if STRIDE == 1:
+        desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h, in_w, c_in],
+                                         [x_sn, x_sh, x_sw, 1], [BI, BH, BW, BC])
+    else:
+        desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h // 2, 2, in_w // 2, 2 * c_in],
+                                         [x_sn, 2 * x_sh, x_sh, 2 * x_sw, 1],
+                                         [BI, BH, 1, BW, BC])
+    return desc
+
+
+@triton.jit
+def _window(x_desc, n, oh, ow, dh, dw, c, c_in, BP: tl.constexpr, BC: tl.constexpr,
+            STRIDE: tl.constexpr):
+    """The (BP pixels, BC channels) window that tap offset (dh, dw) (r - pad_h, s - pad_w)
+    reads under the output block at (n, oh, ow): input rows oh * STRIDE + dh on. At STRIDE 2
+    that is half-row oh + floor(dh / 2) of row phase dh mod 2, the column phase picking a half
+    of the 2C channels."""
+    if STRIDE == 1:
+        box = x_desc.load([n, oh + dh, ow + dw, c])
+    else:
+        box = x_desc.load([n, oh + (dh >> 1), dh & 1, ow + (dw >> 1), (dw & 1) * c_in + c])
+    return box.reshape(BP, BC)
 
 
 @triton.jit
@@ -105,17 +154,18 @@ def _conv_tma_kernel(
         # strides, in elements (the input's channels and the weight's columns are unit-stride)
         x_sn, x_sh, x_sw, w_stride, out_sn, out_sc, out_sh, out_sw,
         # meta-parameters
-        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, FLIP: tl.constexpr,
-        HAS_BIAS: tl.constexpr, OUT_NCHW: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr,
-        BW: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_SMS: tl.constexpr):
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, STRIDE: tl.constexpr,
+        FLIP: tl.constexpr, HAS_BIAS: tl.constexpr, OUT_NCHW: tl.constexpr, BI: tl.constexpr,
+        BH: tl.constexpr, BW: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+        NUM_SMS: tl.constexpr):
     """out = conv(x, w) + bias, tile after tile, by NUM_SMS persistent programs. The weight
     is w[k, r, s, c] (K rows of R * S * C), a convolution's weight laid out channels-last; with
     FLIP it is a transposed convolution's, w[c, r, s, k] (C rows of R * S * K), read at the
     flipped tap."""
     BM: tl.constexpr = BI * BH * BW
     TAPS: tl.constexpr = KERNEL_H * KERNEL_W
-    x_desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h, in_w, c_in],
-                                       [x_sn, x_sh, x_sw, 1], [BI, BH, BW, BK])
+    x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
+                               BK, STRIDE)
     if FLIP:
         w_desc = tl.make_tensor_descriptor(w_ptr, [c_in, TAPS * c_out], [w_stride, 1], [BK, BN])
     else:
@@ -141,12 +191,12 @@ def _conv_tma_kernel(
             tap = step // c_steps
             c = (step % c_steps) * BK
             r, s = tap // KERNEL_W, tap % KERNEL_W
-            window = x_desc.load([n, oh + r - pad_h, ow + s - pad_w, c])
+            window = _window(x_desc, n, oh, ow, r - pad_h, s - pad_w, c, c_in, BM, BK, STRIDE)
             if FLIP:  # w[c, flipped tap, k] for the (k, c) block
                 weights = w_desc.load([c, (TAPS - 1 - tap) * c_out + col]).T
             else:
                 weights = w_desc.load([col, tap * c_in + c])
-            acc = tl.dot(weights, window.reshape(BM, BK).T, acc)
+            acc = tl.dot(weights, window.T, acc)
         tile_done += NUM_SMS
         n, oh, ow, col = _forward_tile(tile_done, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
         if HAS_BIAS:
@@ -180,16 +230,17 @@ def _conv_wgrad_tma_kernel(
         # strides, in elements (channels are unit-stride)
         dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw,
         # meta-parameters
-        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr,
-        BW: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, NUM_SMS: tl.constexpr):
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, STRIDE: tl.constexpr,
+        BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BM: tl.constexpr,
+        BN: tl.constexpr, NUM_SMS: tl.constexpr):
     """The partial sums of dw[k, r, s, c] over each split's pixel blocks, unit after unit, by
     NUM_SMS persistent programs."""
     BP: tl.constexpr = BI * BH * BW
     TAPS: tl.constexpr = KERNEL_H * KERNEL_W
     dy_desc = tl.make_tensor_descriptor(dy_ptr, [n_images, out_h, out_w, c_out],
                                         [dy_sn, dy_sh, dy_sw, 1], [BI, BH, BW, BM])
-    x_desc = tl.make_tensor_descriptor(x_ptr, [n_images, in_h, in_w, c_in],
-                                       [x_sn, x_sh, x_sw, 1], [BI, BH, BW, BN])
+    x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
+                               BN, STRIDE)
     part_desc = tl.make_tensor_descriptor(part_ptr, [splits * TAPS, c_out, c_in],
                                           [c_out * c_in, c_in, 1], [1, BM, BN])
     blocks_h = tl.cdiv(out_h, BH)
@@ -207,8 +258,9 @@ def _conv_wgrad_tma_kernel(
         for block in range(first, tl.minimum(first + split_blocks, blocks)):
             n, oh, ow = _pixel_block(block, blocks_h, blocks_w, BI, BH, BW)
             grad = dy_desc.load([n, oh, ow, pid_m * BM]).reshape(BP, BM)
-            window = x_desc.load([n, oh + r - pad_h, ow + s - pad_w, pid_n * BN])
-            acc = tl.dot(grad.T, window.reshape(BP, BN), acc)
+            window = _window(x_desc, n, oh, ow, r - pad_h, s - pad_w, pid_n * BN, c_in, BP, BN,
+                             STRIDE)
+            acc = tl.dot(grad.T, window, acc)
         unit_done += NUM_SMS
         split, tap, pid_m, pid_n = _wgrad_unit(unit_done, tiles_m, tiles_n, TAPS)
         part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN], acc.reshape(1, BM, BN))
@@ -248,20 +300,33 @@ def _tma_strides(arr, unit_dim):
                     for d, s in enumerate(strides) if d != unit_dim))
 
 
-def _geometry_applies(x, conv, c_in, c_out):
-    """The shared conditions: an sm_90 GPU, a 16-bit type, stride 1, no dilation, one group,
-    channel counts wgmma and TMA take (16 or more in, 64 or more out, multiples of 8)."""
-    return (x.dtype.name in _HALF and conv.stride == (1, 1) and conv.dilation == (1, 1)
-            and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_out >= MIN_OUT_CHANNELS
-            and c_in % 8 == 0 and c_out % 8 == 0 and is_hopper(x.device))
+def _geometry_applies(x, conv, c_in, c_out, transposed=False):
+    """The shared conditions: an sm_90 GPU, a 16-bit type, stride 1 (or 2, `_phases_apply`,
+    not transposed), no dilation, one group, channel counts wgmma and TMA take (16 or more in,
+    64 or more out, multiples of 8)."""
+    strided = conv.stride == (2, 2) and not transposed and _phases_apply(x)
+    return (x.dtype.name in _HALF and (conv.stride == (1, 1) or strided)
+            and conv.dilation == (1, 1) and conv.groups == 1 and c_in >= MIN_IN_CHANNELS
+            and c_out >= MIN_OUT_CHANNELS and c_in % 8 == 0 and c_out % 8 == 0
+            and is_hopper(x.device))
 
 
-def forward_applies(x, weight, out, conv):
+def _phases_apply(x):
+    """Whether the stride-2 view of the input, (N, H/2, 2, W/2, 2C), exists and keeps the
+    column phases apart: an even height and width, dense pixels, and channel blocks (BK, BN:
+    up to 128) that end where a phase's channels do."""
+    _, c, h, w = x.shape
+    return (h % 2 == 0 and w % 2 == 0 and x.element_strides()[3] == c
+            and c % min(128, next_pow2(c)) == 0)
+
+
+def forward_applies(x, weight, out, conv, transposed=False):
     """Whether `_conv_tma_kernel` computes this (transposed) convolution of channels-last `x`
     into `out` (channels-last, or NCHW) with `weight` (either kind's), laid out as TMA reads
     and writes them."""
-    return (_geometry_applies(x, conv, x.shape[1], out.shape[1]) and weight.ptr % 16 == 0
-            and _tma_strides(x, 1) and (_tma_strides(out, 1) or _tma_strides(out, 3)))
+    return (_geometry_applies(x, conv, x.shape[1], out.shape[1], transposed)
+            and weight.ptr % 16 == 0 and _tma_strides(x, 1)
+            and (_tma_strides(out, 1) or _tma_strides(out, 3)))
 
 
 def weight_grad_applies(dy, x, conv):
@@ -300,15 +365,14 @@ def _powers(most):
 
 
 def forward_config(images, out_h, out_w, c_in, c_out, sms):
-    """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs: blocks of
-    256 pixels where they still make 0.7 tiles an SM or more, else 128 (see the module
-    docstring); the most stages that fit in shared memory."""
-    bn = 128 if c_out >= 128 else 64
-    bi, bh, bw = pixel_block(images, out_h, out_w, 256)
-    tiles = cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
-    area = 256 if tiles >= 0.7 * sms else 128
-    if area == 128:
+    """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs: the
+    largest tile, more pixels before more channels, that still makes 0.7 tiles an SM (see the
+    module docstring); the most stages that fit in shared memory."""
+    shapes = [(area, bn) for area in (256, 128) for bn in (128, 64) if bn <= max(64, c_out)]
+    for area, bn in shapes:
         bi, bh, bw = pixel_block(images, out_h, out_w, area)
+        if cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn) >= 0.7 * sms:
+            break
     return dict(BI=bi, BH=bh, BW=bw, BN=bn, BK=min(64, next_pow2(c_in)),
                 num_warps=8 if bn == 128 else 4, num_stages=3 if area * bn > 128 * 128 else 4)
 
@@ -323,22 +387,27 @@ def weight_grad_config(images, out_h, out_w, c_out, c_in):
                 num_stages=3 if bm * bn > 64 * 128 else 4)
 
 
-def _splits(tiles, blocks, sms):
-    """Splits of the weight gradient's pixel blocks: the fewest whose units finish soonest on
-    `sms` persistent programs (within 5%), each range MIN_SPLIT_STEPS blocks or more."""
+def _splits(tiles, blocks, sms, step_flops, tile_bytes):
+    """Splits of the weight gradient's pixel blocks that finish soonest on `sms` persistent
+    programs, each range MIN_SPLIT_STEPS blocks or more: a split shortens each unit's walk over
+    the blocks (`step_flops` a block) but adds a float32 partial tile (`tile_bytes`) written
+    and read again. Ties go to fewer splits."""
     most = max(1, min(64, blocks // MIN_SPLIT_STEPS))
-    spans = {s: cdiv(tiles * s, sms) / s for s in range(1, most + 1)}
-    fastest = min(spans.values())
-    return min(s for s, span in spans.items() if span <= 1.05 * fastest)
+
+    def seconds(splits):
+        walk = cdiv(tiles * splits, sms) * cdiv(blocks, splits) * step_flops / _SM_FLOPS
+        return walk + 2 * splits * tiles * tile_bytes / _PARTIALS_BANDWIDTH
+    return min(range(1, most + 1), key=seconds)
 
 
 class ForwardPlan:
     """The forward kernel's launch for operands laid out as these: `run(stream, x, w, bias,
     out)` computes out = conv(x, w) + bias (see `forward_applies`), `w` the (transposed)
     convolution's weight packed (`packed_weight`). `pad` is where the window starts before
-    each output pixel: (R-1-padding) for a transposed convolution, with `flip`."""
+    each output pixel: (R-1-padding) for a transposed convolution, with `flip`; `stride` 1 or
+    2 (not transposed)."""
 
-    def __init__(self, x, weight, bias, out, pad, flip, target=None):
+    def __init__(self, x, weight, bias, out, pad, flip, stride=1, target=None):
         n, c_in, in_h, in_w = x.shape
         _, cols, kernel_h, kernel_w = weight.shape
         c_out, out_h, out_w = out.shape[1:]
@@ -347,9 +416,9 @@ class ForwardPlan:
         bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
         tiles = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
         out_strides = out.element_strides()
-        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, FLIP=flip, HAS_BIAS=bias is not None,
-                    OUT_NCHW=out_strides[1] != 1, BI=bi, BH=bh, BW=bw, BN=bn, BK=config["BK"],
-                    NUM_SMS=sms)
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, FLIP=flip,
+                    HAS_BIAS=bias is not None, OUT_NCHW=out_strides[1] != 1, BI=bi, BH=bh,
+                    BW=bw, BN=bn, BK=config["BK"], NUM_SMS=sms)
         self.launch = Launch(_conv_tma_kernel, (min(sms, tiles),), meta, config["num_warps"],
                              config["num_stages"], device=out.device, target=target)
         xs = x.element_strides()
@@ -368,9 +437,10 @@ class ForwardPlan:
 class WeightGradPlan:
     """The weight gradient's two launches and its float32 workspace's shape: `run(stream, dy,
     x, out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
-    output gradient `dy` and input `x` (see `weight_grad_applies`)."""
+    output gradient `dy` and input `x` (see `weight_grad_applies`) of a convolution of
+    `stride` 1 or 2."""
 
-    def __init__(self, dy, x, out, pad, target=None):
+    def __init__(self, dy, x, out, pad, stride=1, target=None):
         n, c_out, out_h, out_w = dy.shape
         _, c_in, in_h, in_w = x.shape
         kernel_h, kernel_w = out.shape[2:]
@@ -380,13 +450,13 @@ class WeightGradPlan:
         blocks = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
         tiles = cdiv(c_out, bm) * cdiv(c_in, bn) * kernel_h * kernel_w
         sms = grid_sms(out.device, target)
-        splits = _splits(tiles, blocks, sms)
+        splits = _splits(tiles, blocks, sms, 2 * bm * bn * bi * bh * bw, 4 * bm * bn)
         split_blocks = cdiv(blocks, splits)
         splits = cdiv(blocks, split_blocks)
         self.target, self.device = target, out.device
         self.partials = (splits, kernel_h * kernel_w, c_out, c_in)
-        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BI=bi, BH=bh, BW=bw, BM=bm, BN=bn,
-                    NUM_SMS=sms)
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, BI=bi, BH=bh, BW=bw,
+                    BM=bm, BN=bn, NUM_SMS=sms)
         self.units = Launch(_conv_wgrad_tma_kernel, (min(sms, tiles * splits),), meta,
                             config["num_warps"], config["num_stages"], device=out.device,
                             target=target)
