@@ -12,10 +12,20 @@ in both); the header says which. Each case times the forward and the forward + b
 (input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with backward) and the
 torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above is faster).
+The "graphed" columns time Genesis's convolution module made with
+genesis.cuda.make_graphed_callables (forward and backward replayed as CUDA graphs): the same
+kernels without the host time of the eager call, which small layers' kernels do not cover.
+
+--kernels times each convolution kernel alone (forward, input gradient, weight gradient, on
+channels-last operands, so neither side copies a layout) beside cuDNN's, which
+torch.ops.aten.convolution_backward runs with one output asked for. --tiles compares block
+shapes: the Hopper TMA kernels' (each candidate's best of three interleaved rounds) on the
+layers they take, and the implicit GEMM's tiles on the rest.
 
     python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
                               [--no-tf32]
-    python benchmarks/conv.py --tiles [--only TEXT ...]   # Genesis's conv under other tiles
+    python benchmarks/conv.py --kernels [--json PATH] [--only TEXT ...]
+    python benchmarks/conv.py --tiles [--only TEXT ...]
 """
 
 import argparse
@@ -25,9 +35,11 @@ import json
 import numpy as np
 import ops
 import torch
+from triton.runtime.errors import OutOfResources
 
 import genesis
 from genesis.backends.cuda.kernels import conv as conv_kernels
+from genesis.backends.cuda.kernels import conv_hopper
 
 # (name, batch, C_in, H, W, C_out, kernel, stride, padding)
 CONV = [
@@ -67,12 +79,16 @@ def _input(lib, rng, shape, dtype, channels_last):
     return t.detach().requires_grad_(True)
 
 
-def _step(lib, rng, make, x_shape, dtype, channels_last, backward):
-    """A closure running `make(module)(x)` (and its backward) on fresh inputs."""
+def _step(lib, rng, make, x_shape, dtype, channels_last, backward, graphed=False):
+    """A closure running `make(module)(x)` (and its backward) on fresh inputs; `graphed`:
+    Genesis's module made with make_graphed_callables (its forward and backward replayed as
+    CUDA graphs)."""
     x = _input(lib, rng, x_shape, dtype, channels_last)
     fn = make(lib.module)
     if hasattr(fn, "to"):
         fn = fn.to(device="cuda", dtype=dtype)
+    if graphed:
+        fn = genesis.cuda.make_graphed_callables(fn, (x,))
     out = fn(x)
     grad = lib.tensor(rng.standard_normal(tuple(out.shape), dtype=np.float32)).to(dtype)
 
@@ -120,6 +136,10 @@ def run(reps, only):
             ms = {lib_name: ops.device_ms(lib, _step(lib, rng, make, shape, dtype, cl, backward),
                                           reps)
                   for (lib_name, lib), dtype in zip(libs.items(), DTYPES[dtype_name])}
+            if flops:
+                ms["graphed"] = ops.device_ms(libs["genesis"], _step(
+                    libs["genesis"], rng, make, shape, DTYPES[dtype_name][0], cl, backward,
+                    graphed=True), reps)
             total = flops * (3 if backward else 1)
             rows.append({"name": name, "op": kind, "shape": list(shape), "dtype": dtype_name,
                          "layout": "channels_last" if cl else "nchw",
@@ -127,22 +147,157 @@ def run(reps, only):
                          "genesis_ms": ms["genesis"], "torch_ms": ms["torch"],
                          "genesis_tflops": total / ms["genesis"] / 1e9 if flops else None,
                          "torch_tflops": total / ms["torch"] / 1e9 if flops else None,
-                         "speed_vs_torch": ms["torch"] / ms["genesis"]})
+                         "speed_vs_torch": ms["torch"] / ms["genesis"],
+                         "graphed_ms": ms.get("graphed"),
+                         "graphed_speed": ms["torch"] / ms["graphed"] if flops else None})
     return rows
 
 
-# Forward/transposed tiles to compare: (BM, BN, BK, warps, stages).
+def _kernel_operands(rng, n, c, h, w, k, r, s, p):
+    """Channels-last bf16 x, weight and output gradient of a convolution, the same values in
+    both frameworks: {name: (genesis array, torch tensor)}."""
+    o = (h + 2 * p - r) // s + 1
+    shapes = {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)}
+    operands = {}
+    for name, shape in shapes.items():
+        array = rng.standard_normal(shape, dtype=np.float32)
+        g = genesis.tensor(array, device="cuda").to(genesis.bfloat16).permute(0, 3, 1, 2)
+        t = torch.from_numpy(array).cuda().to(torch.bfloat16).permute(0, 3, 1, 2)
+        operands[name] = (g._data, t)
+    return operands
+
+
+def kernel_calls(rng, n, c, h, w, k, r, s, p):
+    """{pass: (Genesis's kernel call, cuDNN's)} of a convolution's forward, input gradient and
+    weight gradient, each alone on channels-last operands (no layout copies on either side)."""
+    ops_ = _kernel_operands(rng, n, c, h, w, k, r, s, p)
+    (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
+    geometry = ((s, s), (p, p), (1, 1), 1)
+
+    def torch_backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            tdy, tx, tw, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, mask)
+    return {
+        "forward": (lambda: conv_kernels.conv2d_igemm(x, wt, None, *geometry),
+                    lambda: torch.nn.functional.conv2d(tx, tw, None, s, p)),
+        "input gradient": (lambda: conv_kernels.conv_transpose2d_igemm(
+            dy, wt, None, *geometry, (h, w)), torch_backward([True, False, False])),
+        "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
+            x, dy, (k, c, r, r), *geometry), torch_backward([False, True, False]))}
+
+
+def run_kernels(reps, only):
+    """Each convolution kernel alone beside cuDNN's, bf16, channels-last operands."""
+    libs, rng = (ops.Lib(genesis), ops.Lib(torch)), np.random.default_rng()
+    rows = []
+    for name, n, c, h, w, k, r, s, p in CONV:
+        if only and not any(t in name for t in only):
+            continue
+        for pass_, calls in kernel_calls(rng, n, c, h, w, k, r, s, p).items():
+            g_ms, t_ms = (ops.device_ms(lib, call, reps) for lib, call in zip(libs, calls))
+            rows.append({"name": name, "pass": pass_, "genesis_ms": g_ms, "torch_ms": t_ms,
+                         "speed_vs_torch": t_ms / g_ms})
+            print(f"{name:<28}{pass_:>16}{g_ms:>10.4f}{t_ms:>10.4f}{t_ms / g_ms:>8.2f}",
+                  flush=True)
+    return rows
+
+
+def _fastest(candidates, time_one, rounds):
+    """(ms, candidate) pairs, fastest first: each candidate's best of `rounds` timings, the
+    rounds interleaved so that a busy moment of a shared GPU does not fall on one candidate;
+    candidates that do not run (more shared memory than the GPU has) are left out."""
+    best = {}
+    for _ in range(rounds):
+        for i, candidate in enumerate(candidates):
+            if best.get(i, 0.0) is None:
+                continue
+            try:
+                ms = time_one(candidate)
+            except OutOfResources as e:  # more shared memory than the GPU has
+                print(f"  {candidate}: does not run: {str(e).splitlines()[0][:80]}")
+                best[i] = None
+                continue
+            best[i] = min(best.get(i, ms), ms)
+    return sorted((ms, candidates[i]) for i, ms in best.items() if ms is not None)
+
+
+def _forward_blocks(n, h, w, c, k):
+    """The TMA forward's configs to compare: 64-, 128- and 256-pixel blocks (the least padded
+    shape of each), 64 or 128 output channels, 3 to 5 stages."""
+    for area, bn, stages in itertools.product((64, 128, 256), (64, 128), (3, 4, 5)):
+        if bn <= max(64, k):
+            bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
+            yield {"BI": bi, "BH": bh, "BW": bw, "BN": bn, "BK": min(64, c),
+                   "num_warps": 8 if bn == 128 else 4, "num_stages": stages}
+
+
+def _weight_grad_blocks(n, h, w, c, k):
+    """(config, splits) of the TMA weight gradient to compare: 64- and 128-pixel steps, 64 or
+    128 rows and columns, 1 to 8 splits of the pixel steps."""
+    for area, bm, bn, splits in itertools.product((64, 128), (64, 128), (64, 128),
+                                                  (1, 2, 3, 4, 6, 8)):
+        if bm <= max(64, k) and bn <= max(64, c):
+            bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
+            yield ({"BI": bi, "BH": bh, "BW": bw, "BM": bm, "BN": bn,
+                    "num_warps": 8 if bm == 128 else 4,
+                    "num_stages": 3 if bm * bn > 64 * 128 else 4}, splits)
+
+
+def sweep_tma_blocks(reps, only, rounds=3, shown=6):
+    """The Hopper TMA kernels' blocks on the layers they take (all but the stem): the forward
+    (which also computes a stride-1 layer's input gradient) and the weight gradient, fastest
+    first beside the default choice and cuDNN."""
+    rng, lib, torch_lib = np.random.default_rng(), ops.Lib(genesis), ops.Lib(torch)
+    defaults = conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits
+    for name, n, c, h, w, k, r, s, p in CONV:
+        if c < conv_hopper.MIN_IN_CHANNELS or (only and not any(t in name for t in only)):
+            continue
+        calls = kernel_calls(rng, n, c, h, w, k, r, s, p)
+
+        def forward_ms(config, calls=calls):
+            conv_hopper.forward_config = lambda *args: config
+            conv_kernels._conv_plans.clear()
+            return ops.device_ms(lib, calls["forward"][0], reps)
+
+        def weight_grad_ms(choice, calls=calls):
+            conv_hopper.weight_grad_config = lambda *args: choice[0]
+            conv_hopper._splits = lambda *args: choice[1]
+            conv_kernels._wgrad_plans.clear()
+            return ops.device_ms(lib, calls["weight gradient"][0], reps)
+
+        for pass_, timed, candidates, default in (
+                ("forward", forward_ms, list(_forward_blocks(n, h, w, c, k)),
+                 defaults[0](n, h, w, c, k, conv_hopper.grid_sms(None))),
+                ("weight gradient", weight_grad_ms, list(_weight_grad_blocks(n, h, w, c, k)),
+                 None)):
+            cudnn = ops.device_ms(torch_lib, calls[pass_][1], reps)
+            conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits = \
+                defaults
+            conv_kernels._conv_plans.clear()
+            conv_kernels._wgrad_plans.clear()
+            chosen = ops.device_ms(lib, calls[pass_][0], reps)
+            print(f"{name} {pass_}: cuDNN {cudnn:.4f} ms, default {chosen:.4f} "
+                  f"({cudnn / chosen:.2f}) {default or ''}", flush=True)
+            for ms, candidate in _fastest(candidates, timed, rounds)[:shown]:
+                print(f"  {ms:.4f} ({cudnn / ms:.2f}) {candidate}", flush=True)
+    conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits = defaults
+    conv_kernels._conv_plans.clear()
+    conv_kernels._wgrad_plans.clear()
+
+
+# The implicit GEMM's forward/transposed tiles to compare: (BM, BN, BK, warps, stages).
 TILES = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 64, 64, 4, 3), (128, 64, 64, 4, 4),
          (64, 64, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 3),
          (128, 128, 32, 8, 4)]
 
 
 def sweep_tiles(reps, only):
-    """Forward and forward+backward ms of Genesis's bf16 convolutions under each tile (the
-    weight gradient's as chosen)."""
+    """Forward and forward+backward ms of Genesis's bf16 convolutions that the implicit GEMM
+    runs (transposed, the stem) under each tile (the weight gradient's as chosen)."""
     chosen, rng, lib = conv_kernels._tiles, np.random.default_rng(), ops.Lib(genesis)
     for name, kind, make, shape, dtype_name, cl, _ in cases(only):
-        if not kind.startswith("conv") or dtype_name != "bf16":
+        takes_tma = kind == "conv2d" and shape[1] >= conv_hopper.MIN_IN_CHANNELS
+        if not kind.startswith("conv") or dtype_name != "bf16" or takes_tma:
             continue
         dtype = DTYPES[dtype_name][0]
         for tile in TILES:
@@ -167,24 +322,38 @@ def main():
     parser.add_argument("--only", nargs="*", default=[], help="cases whose name contains one")
     parser.add_argument("--cudnn-benchmark", action="store_true",
                         help="let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
-    parser.add_argument("--tiles", action="store_true", help="sweep the conv kernels' tiles")
+    parser.add_argument("--tiles", action="store_true",
+                        help="sweep the TMA kernels' blocks and the implicit GEMM's tiles")
+    parser.add_argument("--kernels", action="store_true",
+                        help="each convolution kernel alone beside cuDNN's")
     parser.add_argument("--no-tf32", action="store_true",
                         help="float32 convolutions in IEEE float32 in both (cudnn.allow_tf32 off)")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     precision = ops.cudnn_tf32(not args.no_tf32)
     if args.tiles:
+        sweep_tma_blocks(args.reps, args.only)
         sweep_tiles(args.reps, args.only)
+        return
+    if args.kernels:
+        rows = run_kernels(args.reps, args.only)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
         return
     rows = run(args.reps, args.only)
     print(precision)
     print(f"{'case':<28}{'layout':>14}{'dtype':>6}{'pass':>9}{'genesis ms':>12}{'torch ms':>10}"
-          f"{'genesis TF/s':>14}{'torch TF/s':>12}{'speed vs torch':>16}")
+          f"{'genesis TF/s':>14}{'torch TF/s':>12}{'speed vs torch':>16}{'graphed ms':>12}"
+          f"{'speed':>7}")
     for r in rows:
         tf = (f"{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}"
               if r["genesis_tflops"] else f"{'':>14}{'':>12}")
+        graphed = (f"{r['graphed_ms']:>12.3f}{r['graphed_speed']:>7.2f}"
+                   if r["graphed_ms"] else "")
         print(f"{r['name']:<28}{r['layout']:>14}{r['dtype']:>6}{r['pass']:>9}"
-              f"{r['genesis_ms']:>12.3f}{r['torch_ms']:>10.3f}{tf}{r['speed_vs_torch']:>16.2f}")
+              f"{r['genesis_ms']:>12.3f}{r['torch_ms']:>10.3f}{tf}{r['speed_vs_torch']:>16.2f}"
+              f"{graphed}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
