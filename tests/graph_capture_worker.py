@@ -46,6 +46,32 @@ def check_training_step_captures():
     print("training step captured")
 
 
+def check_cnn_step_captures():
+    """A channels-last CNN's autocast step with batch norm, max pooling, global average and
+    max pooling (adaptive, to windows that tile the input) and SGD with momentum."""
+    nn = genesis.nn
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1), nn.Conv2d(16, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.AdaptiveMaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+    model = model.cuda().to(memory_format=genesis.channels_last)
+    opt = genesis.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    x = genesis.randn(4, 3, 32, 32, device="cuda").contiguous(memory_format=genesis.channels_last)
+    y = genesis.randint(0, 10, (4,), device="cuda")
+
+    def step():
+        with genesis.autocast("cuda", dtype=genesis.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    warm_up_on_side_stream(step)
+    with genesis.cuda.graph(genesis.cuda.CUDAGraph()):
+        step()
+    print("CNN training step captured")
+
+
 def check_attention_backward_captures():
     """Fused attention's forward and each backward: the one-pass one (its float32 dQ
     accumulator from the pool, zeroed on the device) and the deterministic one."""
@@ -158,6 +184,7 @@ def check_relaxed_capture_allows_other_streams():
 
 def main():
     check_training_step_captures()
+    check_cnn_step_captures()
     check_attention_backward_captures()
     check_dropout_counters()
     check_capture_scratch_is_shared()

@@ -355,14 +355,28 @@ def along(x, dim, matrix):
     return out
 
 
+def _equal_windows(x, sizes):
+    """The window (and stride) of an adaptive pool whose windows tile the input evenly, each
+    size a multiple of its output's (global pooling to 1 among them), else None. Such a pool
+    is a plain one: no host-built tables, so it is also capturable in a CUDA graph."""
+    if all(o > 0 and s % o == 0 for s, o in zip(x.shape[2:], sizes)):
+        return tuple(s // o for s, o in zip(x.shape[2:], sizes))
+    return None
+
+
 def _adaptive_avg_pool(input, output_size, dims):
     op = f"adaptive_avg_pool{dims}d"
     x, unbatched = batched(input, op, dims)
     sizes = _adaptive_sizes(x, output_size, dims, op)
-    pooled = _in_float32(x)
-    for d, out in enumerate(sizes):
-        pooled = along(pooled, 2 + d, _adaptive_matrix(x.shape[2 + d], out))
-    out = name_node(unbatch(pooled.to(x.dtype), unbatched), _adaptive_node("Avg", sizes))
+    window = _equal_windows(x, sizes)
+    if window is not None:
+        pooled = _avg_pool_values(x, dims, window, window, 0, False, True, None)
+    else:
+        pooled = _in_float32(x)
+        for d, out in enumerate(sizes):
+            pooled = along(pooled, 2 + d, _adaptive_matrix(x.shape[2 + d], out))
+        pooled = pooled.to(x.dtype)
+    out = name_node(unbatch(pooled, unbatched), _adaptive_node("Avg", sizes))
     return in_format_of(input, out, keeps_3d=False)
 
 
@@ -435,9 +449,15 @@ def _adaptive_max_pool(input, output_size, return_indices, dims):
     op = f"adaptive_max_pool{dims}d"
     x, unbatched = batched(input, op, dims)
     sizes = _adaptive_sizes(x, output_size, dims, op)
-    tables = [_adaptive_table(s, o, x.device) for s, o in zip(x.shape[2:], sizes)]
-    return _in_format_of(input, _named(_max_over_tables(x, tables, return_indices, unbatched),
-                                       _adaptive_node("Max", sizes)), keeps_3d=False)
+    window = _equal_windows(x, sizes)
+    if window is not None:
+        result = _max_pool_values(x, dims, window, window, 0, 1, False, return_indices)
+        result = (tuple(unbatch(r, unbatched) for r in result) if return_indices
+                  else unbatch(result, unbatched))
+    else:
+        tables = [_adaptive_table(s, o, x.device) for s, o in zip(x.shape[2:], sizes)]
+        result = _max_over_tables(x, tables, return_indices, unbatched)
+    return _in_format_of(input, _named(result, _adaptive_node("Max", sizes)), keeps_3d=False)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
