@@ -76,7 +76,7 @@ def _batch(lib, tokens):
     return (lib.tensor(tokens[:, :-1], device="cuda"), lib.tensor(tokens[:, 1:], device="cuda"))
 
 
-def _time(lib, step, steps, warmup):
+def time_steps(lib, step, steps, warmup):
     """(ms per step over `steps` steps after `warmup` untimed ones, peak memory in GB)."""
     for _ in range(warmup):
         step()
@@ -101,7 +101,7 @@ def _run(lib, mode, tokens, args, compiled=False, graphed=False):
     x, y = _batch(lib, tokens)
     step = trainer(lib, model, mode, capturable=graphed)
     run = captured_step(lib, lambda: step(x, y)) if graphed else lambda: step(x, y)
-    ms, peak = _time(lib, run, args.steps, args.warmup)
+    ms, peak = time_steps(lib, run, args.steps, args.warmup)
     del model
     gc.collect()
     if lib is torch:

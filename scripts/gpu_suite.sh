@@ -59,7 +59,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   for b in benchmarks/overhead.py benchmarks/launch.py benchmarks/allocator.py benchmarks/ops.py \
            benchmarks/matmul.py benchmarks/attention.py benchmarks/train_step.py \
            benchmarks/optim.py benchmarks/gpt2.py benchmarks/generate.py benchmarks/rnn.py \
-           benchmarks/conv.py benchmarks/linalg.py; do
+           benchmarks/conv.py benchmarks/resnet.py benchmarks/linalg.py; do
     [ -f "$b" ] || continue
     name=$(basename "$b" .py)
     timeout 300 python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" || status=1
