@@ -111,7 +111,7 @@ def _run(lib, mode, tokens, args, compiled=False, graphed=False):
     return {"ms": ms, "tokens_per_s": BATCH * GPT2_SMALL.block_size / ms * 1e3, "peak_gb": peak}
 
 
-def _top_kernels(step, top):
+def top_kernels(step, top):
     """(ms of kernels per step, the `top` kernels as (name, calls, ms) per step) over three
     steps, from torch.profiler's CUPTI trace: it records every kernel of the process, Genesis's
     Triton and cuBLASLt launches too, without the per-kernel events that inflate Genesis's own
@@ -135,7 +135,7 @@ def _profile(tokens, top=15):
         step, batch = trainer(lib, model, "autocast bf16"), _batch(lib, tokens)
         for _ in range(3):
             step(*batch)
-        out[lib.__name__] = _top_kernels(lambda: step(*batch), top)
+        out[lib.__name__] = top_kernels(lambda: step(*batch), top)
     return out
 
 

@@ -10,9 +10,11 @@ two modes:
 Each row gives ms per step, images/s and peak memory, with the Genesis/PyTorch eager ratio of
 times. The "graphed" column is Genesis with the whole step captured in one CUDA graph and
 replayed (train_step.captured_step; SGD keeps no step count, so it is capturable as it is).
+With --profile, each side's 15 kernels that take the most device time in an eager step of each
+mode, from torch.profiler's CUPTI trace (gpt2.top_kernels).
 
     python benchmarks/resnet.py [--json PATH] [--batch N] [--size N] [--steps N] [--warmup N]
-                                [--no-graphs]
+                                [--no-graphs] [--profile]
 """
 
 import argparse
@@ -21,7 +23,7 @@ import json
 
 import numpy as np
 import torch
-from gpt2 import time_steps
+from gpt2 import time_steps, top_kernels
 from train_step import captured_step
 
 import genesis
@@ -90,7 +92,8 @@ def trainer(lib, model, mode):
     return step
 
 
-def _run(lib, mode, images, labels, args, graphed=False):
+def _step(lib, mode, images, labels):
+    """A closure running one training step of a fresh model on the batch, in `mode`."""
     lib.manual_seed(0)
     fmt = lib.channels_last
     model = resnet50(lib).to(device="cuda", memory_format=fmt)
@@ -100,12 +103,32 @@ def _run(lib, mode, images, labels, args, graphed=False):
     x = lib.tensor(images, device="cuda").to(dtype).contiguous(memory_format=fmt)
     y = lib.tensor(labels, device="cuda")
     step = trainer(lib, model, mode)
-    run = captured_step(lib, lambda: step(x, y)) if graphed else lambda: step(x, y)
+    return lambda: step(x, y)
+
+
+def _run(lib, mode, images, labels, args, graphed=False):
+    step = _step(lib, mode, images, labels)
+    run = captured_step(lib, step) if graphed else step
     ms, peak = time_steps(lib, run, args.steps, args.warmup)
-    del model, run
+    del step, run
     gc.collect()
     lib.cuda.empty_cache()
     return {"ms": ms, "images_per_s": args.batch / ms * 1e3, "peak_gb": peak}
+
+
+def _profile(images, labels, top=15):
+    """Each side's kernel time per eager step and its `top` kernels, in each mode."""
+    for mode in MODES:
+        for lib in (genesis, torch):
+            step = _step(lib, mode, images, labels)
+            for _ in range(3):
+                step()
+            total, kernels = top_kernels(step, top)
+            print(f"{lib.__name__} {mode}: {total:.2f} ms of kernels per step")
+            for name, calls, ms in kernels:
+                print(f"  {ms:8.3f} ms {calls:5d} x  {name[:100]}")
+            del step
+            gc.collect()
 
 
 def main():
@@ -116,10 +139,15 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-graphs", action="store_true", help="skip the graphed Genesis step")
+    p.add_argument("--profile", action="store_true",
+                   help="list each side's kernels that take the most time instead")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     images = rng.standard_normal((args.batch, 3, args.size, args.size), dtype=np.float32)
     labels = rng.integers(0, 1000, args.batch)
+    if args.profile:
+        _profile(images, labels)
+        return
     rows = []
     print(f"ResNet-50, batch {args.batch}, {args.size}^2, channels-last, SGD")
     print(f"{'mode':<16}{'genesis ms':>12}{'torch ms':>10}{'ratio':>8}{'graphed ms':>12}"

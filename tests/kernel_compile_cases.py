@@ -10,10 +10,10 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends import cudnn
-from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, conv, conv_hopper,
-                                           copy, index, loss, median, norm, optim, optim_extra,
-                                           pool, random, recurrent, residual_norm, rotary, shape,
-                                           softmax, swiglu, upsample)
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, batch_norm, conv,
+                                           conv_hopper, copy, index, loss, median, norm, optim,
+                                           optim_extra, pool, random, recurrent, residual_norm,
+                                           rotary, shape, softmax, swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import gemv
@@ -454,6 +454,22 @@ def norm_cases(target):
                                       None if rms else part, 8)
 
 
+def batch_norm_cases(target):
+    """Training-mode batch norm's forward and backward kernels: bf16 channels-last with float32
+    parameters (ResNet's stem under autocast), float32 NCHW, float64 3-D without parameters."""
+    for dtype, shape_, channels_last, affine in (
+            (ml_dtypes.bfloat16, (32, 64, 112, 112), True, True),
+            (np.float32, (8, 256, 14, 14), False, True), (np.float64, (16, 40, 9), False, False)):
+        n, c, *spatial = shape_
+        s = int(np.prod(spatial))
+        x = placeholder(shape_, dtype, (s * c, 1, spatial[-1] * c, c) if channels_last else None)
+        _, stats = batch_norm._acc_dtype(np.dtype(dtype))
+        w = placeholder((c,), np.float32) if affine else None
+        vec = placeholder((c,), stats)
+        batch_norm.forward(x, w, w, 1e-5, target)
+        batch_norm.backward(x, x, w, vec, vec, target)
+
+
 def shape_cases(target):
     """The gather kernel (flip/roll, tril/triu) over 1-3 dims and the cat table kernel."""
     for dtype in (np.float32, ml_dtypes.bfloat16, np.int64, np.bool_):
@@ -889,7 +905,8 @@ def upsample_cases(target):
 
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
-         "conv": conv_cases, "conv_hopper": conv_hopper_cases, "copy": copy_cases,
+         "batch_norm": batch_norm_cases, "conv": conv_cases, "conv_hopper": conv_hopper_cases,
+         "copy": copy_cases,
          "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,
          "index_accumulate": index_accumulate_cases, "index_compact": index_compact_cases,

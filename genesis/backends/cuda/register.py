@@ -8,7 +8,7 @@ from .kernels import median, shape, sort  # noqa: F401
 from .kernels import loss, optim  # noqa: F401
 from .kernels import amp, attention, decode_attention, residual_norm, rotary, swiglu  # noqa: F401
 from .kernels import recurrent  # noqa: F401
-from .kernels import conv  # noqa: F401
+from .kernels import batch_norm, conv  # noqa: F401
 from . import linalg_host, linalg_cusolver  # noqa: F401
 from .kernels import optim_extra  # noqa: F401
 from .kernels import arange  # noqa: F401

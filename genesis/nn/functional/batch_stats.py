@@ -10,13 +10,17 @@ standard form
 
 its two sums accumulated in float64 for float32 and float64 input (float32 for half types), so
 float32 gradients agree with PyTorch's to about 1e-7. Half types compute in float32 and round
-once.
+once. On the GPU the forward and the backward are two fused passes each
+(kernels/batch_norm.py); a backward that builds a graph (create_graph) runs the composed form,
+whose statistics are functions of x.
 """
 
 from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch import has_kernel
 from ...ops import elementwise as ew
+from ...ops.common import call, wrap
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 
@@ -64,6 +68,10 @@ class BatchNormTraining(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
         dims = (0,) + tuple(range(2, x.ndim))
+        ctx.eps, ctx.dims, ctx.bias_dtype = eps, dims, None if bias is None else bias.dtype
+        ctx.fused = has_kernel("batch_norm_train_fwd", x.device.type)
+        if ctx.fused:
+            return _fused_forward(ctx, x, weight, bias, eps)
         wide = _compute_dtype(x.dtype)
         acc = _accumulate_dtype(x.dtype)
         mean, residual, var, rstd = _statistics(x.to(wide), dims, acc, eps)
@@ -74,18 +82,21 @@ class BatchNormTraining(Function):
         if bias is not None:
             y = y + bias.to(wide).reshape(shape)
         ctx.save_for_backward(x, weight, mean, residual, rstd)
-        ctx.eps, ctx.dims, ctx.bias_dtype = eps, dims, None if bias is None else bias.dtype
         flat_mean, flat_var = mean.reshape(-1), var.reshape(-1)
         ctx.mark_non_differentiable(flat_mean, flat_var)
         return y.to(x.dtype), flat_mean, flat_var
 
     @staticmethod
     def backward(ctx, g, _g_mean, _g_var):
-        x, weight, mean, residual, rstd = ctx.saved_tensors
-        dims, wide = ctx.dims, mean.dtype
+        if ctx.fused and not is_grad_enabled():
+            return _fused_backward(ctx, g)
+        x, weight, *_ = ctx.saved_tensors
+        dims, wide = ctx.dims, _compute_dtype(x.dtype)
         acc = _accumulate_dtype(x.dtype)
         if is_grad_enabled():  # a differentiable backward: the statistics as functions of x
             mean, residual, _, rstd = _statistics(x.to(wide), dims, acc, ctx.eps)
+        else:
+            _, _, mean, residual, rstd = ctx.saved_tensors
         g = g.to(wide)
         xhat = _centered(x.to(wide), mean, residual) * rstd
         sum_g = _channel_sum(g, dims, acc)
@@ -98,3 +109,27 @@ class BatchNormTraining(Function):
         db = sum_g.reshape(-1).to(ctx.bias_dtype) if ctx.bias_dtype is not None and \
             ctx.needs_input_grad[2] else None
         return dx.to(x.dtype), dw, db, None
+
+
+def _fused_forward(ctx, x, weight, bias, eps):
+    """The forward by the backend's fused kernels (statistics pass, normalization pass); the
+    statistics kept for the backward in their accumulation dtype."""
+    y, mean, var, rstd = (wrap(a, x.device) for a in
+                          call("batch_norm_train_fwd", x, weight, bias, eps, device=x.device))
+    ctx.save_for_backward(x, weight, mean, rstd)
+    wide = _compute_dtype(x.dtype)
+    flat_mean, flat_var = mean.to(wide), var.to(wide)
+    ctx.mark_non_differentiable(flat_mean, flat_var)
+    return y, flat_mean, flat_var
+
+
+def _fused_backward(ctx, g):
+    """The input, weight and bias gradients by the backend's fused kernels (sums pass, input
+    gradient pass): the stable form above."""
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, sum_g, sum_gx = (wrap(a, x.device) for a in
+                         call("batch_norm_train_bwd", g, x, weight, mean, rstd, device=x.device))
+    dw = sum_gx.to(weight.dtype) if weight is not None and ctx.needs_input_grad[1] else None
+    db = sum_g.to(ctx.bias_dtype) if ctx.bias_dtype is not None and \
+        ctx.needs_input_grad[2] else None
+    return dx, dw, db, None

@@ -1,0 +1,394 @@
+"""Training-mode batch norm, fused: per-channel statistics in one pass over the input, the
+normalization in a second, and the same two passes for the backward.
+
+Registered as "batch_norm_train_fwd" and "batch_norm_train_bwd" (nn/functional/batch_stats.py
+takes them where the backend has them). The input (N, C, *spatial) is seen as (N, C, S), S the
+spatial dims merged: channels-last (channel stride 1, S of stride C: a tile's channels are one
+contiguous run) or NCHW (S of stride 1); other views are copied first. Each channel has
+M = N * S values.
+
+Forward:
+- `_stats_kernel`, over (channel blocks, splits of the M positions): each program walks its
+  range in (BM, BC) tiles; a tile's mean and squared deviations are computed two-pass in
+  registers and merged into the running (mean, M2) by Chan's formula, so no E[x^2] - E[x]^2
+  cancellation. Its (count, mean, M2) go to its row of a partial buffer.
+- `_finish_stats_kernel`: merges each channel's partials in split order into the mean, the
+  biased variance and rstd = 1 / sqrt(var + eps).
+- `_normalize_kernel`: y = (x - mean) * rstd * w + b, rounded once to x's dtype.
+
+Backward (dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)), batch_stats' stable
+form): `_grad_sums_kernel` accumulates both sums per split, `_finish_sums_kernel` adds the
+splits in order (dw = sum(dy * xhat), db = sum(dy)), `_grad_input_kernel` writes dx.
+
+Accumulation: float64 for float32 and float64 inputs, float32 for half types (batch_stats'
+rule: float32 gradients within about 1e-7 of PyTorch's). The splits are fixed by the shape and
+summed in order: the same bits on every run. Splits: enough to give about two programs per SM
+(SPLIT_PROGRAMS), each range a whole number of BM-row tiles.
+"""
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from ....dispatch import register
+from ..array_ops import as_strided, contiguous
+from ..launch import Launch, LaunchCache
+from ..runtime.array import CUDAArray
+from ..runtime.device import activate
+from ..runtime.stream import current_stream_handle
+from ._strided_indexing import cdiv, coalesce, placeholder, stride_arg
+
+# Programs of a statistics pass: about two per SM of an H100/H200, whatever the channel count.
+SPLIT_PROGRAMS = 264
+# Tiles: BM positions x BC channels (4096 elements; 32 registers a thread at 4 warps).
+BM, BC = 64, 64
+_FINISH_BLOCK = 128
+
+
+@triton.jit
+def _tile_offsets(m, c, S, sn, sc, ss):
+    """Offsets of positions m (over N * S) and channels c in an (N, C, S) view."""
+    return ((m // S) * sn + (m % S) * ss)[:, None] + (c * sc)[None, :]
+
+
+@triton.jit
+def _merge(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    """Chan's merge of two (mean, sum of squared deviations, count) states."""
+    n = n_a + n_b
+    w_b = n_b / tl.where(n == 0, 1.0, n)
+    delta = mean_b - mean_a
+    return mean_a + delta * w_b, m2_a + m2_b + delta * delta * n_a * w_b, n
+
+
+@triton.jit
+def _stats_kernel(
+        # pointers: input (N, C, S), float partials (splits, 3, C): count, mean, M2
+        x_ptr, part_ptr,
+        # sizes: positions per channel, channels, positions per image, a split's positions
+        M, C, S, split_len,
+        # strides, in elements
+        x_sn, x_sc, x_ss,
+        # meta-parameters
+        ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
+    """(count, mean, M2) of each of BC channels over one split of the positions."""
+    c = tl.program_id(0) * BC + tl.arange(0, BC)
+    c_mask = c < C
+    start = tl.program_id(1) * split_len
+    end = tl.minimum(start + split_len, M)
+    mean = tl.zeros((BC,), ACC)
+    m2 = tl.zeros((BC,), ACC)
+    count = tl.zeros((BC,), ACC)
+    for m0 in range(start, end, BM):
+        m = m0 + tl.arange(0, BM)
+        mask = (m < end)[:, None] & c_mask[None, :]
+        x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
+                    other=0.0).to(ACC)
+        n_tile = tl.minimum(end - m0, BM).to(ACC)
+        tile_mean = tl.sum(x, 0) / n_tile
+        deviation = tl.where(mask, x - tile_mean[None, :], 0.0)
+        mean, m2, count = _merge(mean, m2, count, tile_mean, tl.sum(deviation * deviation, 0),
+                                 n_tile)
+    part = part_ptr + tl.program_id(1) * 3 * C + c
+    tl.store(part, count, mask=c_mask)
+    tl.store(part + C, mean, mask=c_mask)
+    tl.store(part + 2 * C, m2, mask=c_mask)
+
+
+@triton.jit
+def _finish_stats_kernel(
+        # pointers: partials (splits, 3, C); per-channel mean, biased variance, rstd
+        part_ptr, mean_ptr, var_ptr, rstd_ptr,
+        # sizes, the variance's epsilon
+        C, splits, eps,
+        # meta-parameters
+        ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """Each channel's statistics: its splits' states merged in split order."""
+    c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = c < C
+    mean = tl.zeros((BLOCK,), ACC)
+    m2 = tl.zeros((BLOCK,), ACC)
+    count = tl.zeros((BLOCK,), ACC)
+    for split in range(splits):
+        part = part_ptr + split * 3 * C + c
+        mean, m2, count = _merge(mean, m2, count, tl.load(part + C, mask=mask, other=0.0),
+                                 tl.load(part + 2 * C, mask=mask, other=0.0),
+                                 tl.load(part, mask=mask, other=0.0))
+    var = m2 / count
+    tl.store(mean_ptr + c, mean, mask=mask)
+    tl.store(var_ptr + c, var, mask=mask)
+    tl.store(rstd_ptr + c, 1.0 / tl.sqrt(var + eps), mask=mask)
+
+
+@triton.jit
+def _channel_vector(ptr, c, mask, ACC: tl.constexpr):
+    """A per-channel vector as a [1, BC] row in ACC (1 where absent: weight is optional)."""
+    if ptr is None:
+        v = tl.full((1, c.shape[0]), 1.0, ACC)
+    else:
+        v = tl.load(ptr + c, mask=mask, other=0.0).to(ACC)[None, :]
+    return v
+
+
+@triton.jit
+def _normalize_kernel(
+        # pointers: input, output, statistics, weight and bias or None
+        x_ptr, y_ptr, mean_ptr, rstd_ptr, w_ptr, b_ptr,
+        # sizes
+        M, C, S,
+        # strides, in elements
+        x_sn, x_sc, x_ss, y_sn, y_sc, y_ss,
+        # meta-parameters
+        ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
+    """y = (x - mean) * rstd * w + b over one (BM, BC) tile."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    c_mask = c < C
+    mask = (m < M)[:, None] & c_mask[None, :]
+    x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
+                other=0.0).to(ACC)
+    scale = _channel_vector(rstd_ptr, c, c_mask, ACC) * _channel_vector(w_ptr, c, c_mask, ACC)
+    y = (x - _channel_vector(mean_ptr, c, c_mask, ACC)) * scale
+    if b_ptr is not None:
+        y += _channel_vector(b_ptr, c, c_mask, ACC)
+    tl.store(y_ptr + _tile_offsets(m, c, S, y_sn, y_sc, y_ss), y.to(y_ptr.dtype.element_ty),
+             mask=mask)
+
+
+@triton.jit
+def _grad_sums_kernel(
+        # pointers: output gradient and input (N, C, S), statistics, float partials
+        # (splits, 2, C): sum(dy), sum(dy * xhat)
+        dy_ptr, x_ptr, mean_ptr, rstd_ptr, part_ptr,
+        # sizes
+        M, C, S, split_len,
+        # strides, in elements
+        dy_sn, dy_sc, dy_ss, x_sn, x_sc, x_ss,
+        # meta-parameters
+        ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
+    """sum(dy) and sum(dy * xhat) of each of BC channels over one split of the positions."""
+    c = tl.program_id(0) * BC + tl.arange(0, BC)
+    c_mask = c < C
+    mean = _channel_vector(mean_ptr, c, c_mask, ACC)
+    rstd = _channel_vector(rstd_ptr, c, c_mask, ACC)
+    start = tl.program_id(1) * split_len
+    end = tl.minimum(start + split_len, M)
+    sum_dy = tl.zeros((BC,), ACC)
+    sum_dy_xhat = tl.zeros((BC,), ACC)
+    for m0 in range(start, end, BM):
+        m = m0 + tl.arange(0, BM)
+        mask = (m < end)[:, None] & c_mask[None, :]
+        dy = tl.load(dy_ptr + _tile_offsets(m, c, S, dy_sn, dy_sc, dy_ss), mask=mask,
+                     other=0.0).to(ACC)
+        x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
+                    other=0.0).to(ACC)
+        sum_dy += tl.sum(dy, 0)
+        sum_dy_xhat += tl.sum(dy * ((x - mean) * rstd), 0)
+    part = part_ptr + tl.program_id(1) * 2 * C + c
+    tl.store(part, sum_dy, mask=c_mask)
+    tl.store(part + C, sum_dy_xhat, mask=c_mask)
+
+
+@triton.jit
+def _finish_sums_kernel(
+        # pointers: partials (splits, 2, C); per-channel sum(dy), sum(dy * xhat)
+        part_ptr, sum_dy_ptr, sum_dy_xhat_ptr,
+        # sizes
+        C, splits,
+        # meta-parameters
+        ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """Each channel's two sums: its splits' partials added in split order."""
+    c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = c < C
+    sum_dy = tl.zeros((BLOCK,), ACC)
+    sum_dy_xhat = tl.zeros((BLOCK,), ACC)
+    for split in range(splits):
+        part = part_ptr + split * 2 * C + c
+        sum_dy += tl.load(part, mask=mask, other=0.0)
+        sum_dy_xhat += tl.load(part + C, mask=mask, other=0.0)
+    tl.store(sum_dy_ptr + c, sum_dy, mask=mask)
+    tl.store(sum_dy_xhat_ptr + c, sum_dy_xhat, mask=mask)
+
+
+@triton.jit
+def _grad_input_kernel(
+        # pointers: output gradient, input, input gradient, statistics, weight or None, the
+        # two per-channel sums
+        dy_ptr, x_ptr, dx_ptr, mean_ptr, rstd_ptr, w_ptr, sum_dy_ptr, sum_dy_xhat_ptr,
+        # sizes
+        M, C, S,
+        # strides, in elements
+        dy_sn, dy_sc, dy_ss, x_sn, x_sc, x_ss, dx_sn, dx_sc, dx_ss,
+        # meta-parameters
+        ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
+    """dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)) over one (BM, BC) tile."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    c_mask = c < C
+    mask = (m < M)[:, None] & c_mask[None, :]
+    dy = tl.load(dy_ptr + _tile_offsets(m, c, S, dy_sn, dy_sc, dy_ss), mask=mask,
+                 other=0.0).to(ACC)
+    x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
+                other=0.0).to(ACC)
+    rstd = _channel_vector(rstd_ptr, c, c_mask, ACC)
+    xhat = (x - _channel_vector(mean_ptr, c, c_mask, ACC)) * rstd
+    count = M.to(ACC)
+    scale = rstd * _channel_vector(w_ptr, c, c_mask, ACC) / count
+    dx = scale * (count * dy - _channel_vector(sum_dy_ptr, c, c_mask, ACC)
+                  - xhat * _channel_vector(sum_dy_xhat_ptr, c, c_mask, ACC))
+    tl.store(dx_ptr + _tile_offsets(m, c, S, dx_sn, dx_sc, dx_ss),
+             dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def _acc_dtype(dtype):
+    """(Triton type, numpy dtype) of the accumulation: float64 for float32 and float64."""
+    if dtype in (np.float32, np.float64):
+        return tl.float64, np.dtype(np.float64)
+    return tl.float32, np.dtype(np.float32)
+
+
+def _ncs(arr):
+    """(arr, its (N, C, S) strides): `arr` itself when its spatial dims merge into one strided
+    dim S, else a contiguous copy."""
+    if len(arr.shape) == 2:
+        return arr, arr.element_strides() + (1,)
+    sizes, (strides,) = coalesce(arr.shape[2:], arr.element_strides()[2:])
+    if len(sizes) > 1:
+        arr = contiguous(arr)
+        sizes, (strides,) = coalesce(arr.shape[2:], arr.element_strides()[2:])
+    return arr, arr.element_strides()[:2] + (strides[0],)
+
+
+def _empty(shape, dtype, device, stream, target):
+    """An empty device array, or with a compile `target` a placeholder of it."""
+    if target is not None:
+        return placeholder(shape, dtype)
+    return CUDAArray.empty(shape, dtype, device, stream)
+
+
+def _empty_like(x, n, c, s, stream, target):
+    """(an empty array shaped as x, its (N, C, S) strides): channels-last when x's channels
+    are its unit-stride dim, else contiguous."""
+    if c > 1 and x.element_strides()[1] == 1 and len(x.shape) > 2:
+        flat = _empty((n, s, c), x.dtype, x.device, stream, target)
+        full = (s * c, 1) + tuple(c * st for st in _row_major(x.shape[2:]))
+        return as_strided(flat, x.shape, full, 0), (s * c, 1, c)
+    return _empty(x.shape, x.dtype, x.device, stream, target), (c * s, s, 1)
+
+
+def _row_major(shape):
+    """Row-major element strides of `shape`."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def _strides(ncs_strides):
+    return tuple(stride_arg(st, (1,)) for st in ncs_strides)
+
+
+def _splits(c, m):
+    """(splits, positions per split) of the M positions of each of C channels."""
+    splits = max(1, min(cdiv(SPLIT_PROGRAMS, cdiv(c, BC)), cdiv(m, BM)))
+    split_len = cdiv(cdiv(m, splits), BM) * BM
+    return cdiv(m, split_len), split_len
+
+
+_plans = LaunchCache()
+
+
+def _build(backward, m, c, acc, device, target=None):
+    """The three launches of the forward (or backward) for M positions of C channels."""
+    splits, _ = _splits(c, m)
+    meta, finish_meta = dict(ACC=acc, BM=BM, BC=BC), dict(ACC=acc, BLOCK=_FINISH_BLOCK)
+    reduce_grid, finish_grid = (cdiv(c, BC), splits), (cdiv(c, _FINISH_BLOCK),)
+    tile_grid = (cdiv(m, BM), cdiv(c, BC))
+    common = dict(device=device, target=target)
+    if backward:
+        return (Launch(_grad_sums_kernel, reduce_grid, meta, 4, int_type="i64", **common),
+                Launch(_finish_sums_kernel, finish_grid, finish_meta, 4, **common),
+                Launch(_grad_input_kernel, tile_grid, meta, 4, int_type="i64", **common))
+    return (Launch(_stats_kernel, reduce_grid, meta, 4, int_type="i64", **common),
+            Launch(_finish_stats_kernel, finish_grid, finish_meta, 4, types={"eps": "fp64"},
+                   per_call=("eps",), **common),
+            Launch(_normalize_kernel, tile_grid, meta, 4, int_type="i64", **common))
+
+
+def _launches(backward, arrays, m, c, acc, device, target):
+    if target is not None:
+        return _build(backward, m, c, acc, device, target)
+    key = (backward, m, c, acc, device) + tuple(
+        None if a is None else (a.dtype, a.ptr % 16 == 0, a.element_strides()) for a in arrays)
+    return _plans.get_or_build(key, lambda: _build(backward, m, c, acc, device))
+
+
+def _vector(arr):
+    """A weight or bias as the kernels index it: dense."""
+    return arr if arr is None or arr.is_contiguous() else contiguous(arr)
+
+
+def forward(x, weight, bias, eps, target=None):
+    """(y, mean, biased variance, rstd): y channels-last when x is, the statistics per channel
+    in float64 for float32 and float64 input, float32 for half types. With a `target`, only
+    compiles (x a placeholder)."""
+    device = x.device
+    stream = 0 if target is not None else _stream(device)
+    x, x_strides = _ncs(x)
+    weight, bias = _vector(weight), _vector(bias)
+    n, c = x.shape[:2]
+    m = x.size // max(c, 1)
+    s = m // max(n, 1)
+    acc, acc_np = _acc_dtype(x.dtype)
+    splits, split_len = _splits(c, m)
+    part = _empty((splits, 3, c), acc_np, device, stream, target)
+    mean, var, rstd = (_empty((c,), acc_np, device, stream, target) for _ in range(3))
+    y, y_strides = _empty_like(x, n, c, s, stream, target)
+    stats, finish, normalize = _launches(False, (x, weight, bias), m, c, acc, device, target)
+    stats(stream, x, part, m, c, s, split_len, *_strides(x_strides))
+    finish(stream, part, mean, var, rstd, c, splits, float(eps))
+    normalize(stream, x, y, mean, rstd, weight, bias, m, c, s, *_strides(x_strides),
+              *_strides(y_strides))
+    return y, mean, var, rstd
+
+
+def backward(dy, x, weight, mean, rstd, target=None):
+    """(dx, sum(dy), sum(dy * xhat)) per channel, from the forward's statistics; dx
+    channels-last when x is. With a `target`, only compiles."""
+    device = x.device
+    stream = 0 if target is not None else _stream(device)
+    x, x_strides = _ncs(x)
+    dy, dy_strides = _ncs(dy)
+    weight = _vector(weight)
+    n, c = x.shape[:2]
+    m = x.size // max(c, 1)
+    s = m // max(n, 1)
+    acc, acc_np = _acc_dtype(x.dtype)
+    splits, split_len = _splits(c, m)
+    part = _empty((splits, 2, c), acc_np, device, stream, target)
+    sum_dy, sum_dy_xhat = (_empty((c,), acc_np, device, stream, target) for _ in range(2))
+    dx, dx_strides = _empty_like(x, n, c, s, stream, target)
+    sums, finish, grad_input = _launches(True, (dy, x, weight), m, c, acc, device, target)
+    sums(stream, dy, x, mean, rstd, part, m, c, s, split_len, *_strides(dy_strides),
+         *_strides(x_strides))
+    finish(stream, part, sum_dy, sum_dy_xhat, c, splits)
+    grad_input(stream, dy, x, dx, mean, rstd, weight, sum_dy, sum_dy_xhat, m, c, s,
+               *_strides(dy_strides), *_strides(x_strides), *_strides(dx_strides))
+    return dx, sum_dy, sum_dy_xhat
+
+
+def _stream(device):
+    activate(device)
+    return current_stream_handle(device)
+
+
+@register("batch_norm_train_fwd", "cuda")
+def batch_norm_train_fwd(x, weight, bias, eps):
+    """The training-mode forward: (y, mean, biased variance, rstd); see `forward`."""
+    return forward(x, weight, bias, eps)
+
+
+@register("batch_norm_train_bwd", "cuda")
+def batch_norm_train_bwd(dy, x, weight, mean, rstd):
+    """The training-mode backward: (dx, sum(dy), sum(dy * xhat)); see `backward`."""
+    return backward(dy, x, weight, mean, rstd)
