@@ -1,6 +1,6 @@
 """The fused activation-gradient kernels against PyTorch's own backward ops (aten), per dtype.
 
-These kernels (tanh_backward, gelu_backward, ...) give a unary op's gradient in one launch when
+These kernels (relu_backward, tanh_backward, gelu_backward, ...) give a unary op's gradient in one launch when
 no graph of the backward is recorded; each must match PyTorch's kernel of the same name. Half
 types are compared with that kernel run in float32 and rounded once, as PyTorch's CUDA kernels
 compute them (its CPU kernels round some of them after every step).
@@ -16,6 +16,7 @@ from genesis.dispatch import kernel
 
 HALF = (genesis.float16, genesis.bfloat16)
 ATEN = {
+    "relu_backward": lambda g, v: torch.ops.aten.threshold_backward(g, v, 0),
     "tanh_backward": lambda g, v: torch.ops.aten.tanh_backward(g, v),
     "sigmoid_backward": lambda g, v: torch.ops.aten.sigmoid_backward(g, v),
     "silu_backward": lambda g, v: torch.ops.aten.silu_backward(g, v),
@@ -27,7 +28,11 @@ ATEN = {
 def _operand(name, shape, dtype, rng):
     """Random values in the op's domain: outputs of tanh/sigmoid for theirs, inputs otherwise."""
     values = torch.from_numpy(rng.uniform(-4, 4, shape))
-    if name == "tanh_backward":
+    if name == "relu_backward":  # relu's outputs, zeros among them, and a NaN
+        values = values.relu()
+        if values.numel():
+            values.view(-1)[0] = float("nan")
+    elif name == "tanh_backward":
         values = values.tanh()
     elif name == "sigmoid_backward":
         values = values.sigmoid()

@@ -293,7 +293,8 @@ def test_mixed_layouts_lay_the_result_out_as_the_cpu(gpu, op, layouts, rng):
 
 
 @pytest.mark.parametrize("half", [np.dtype(np.float16), BF16], ids=str)
-@pytest.mark.parametrize("op", ["add", "mul", "div", "remainder", "maximum", "lt", "gelu_backward"])
+@pytest.mark.parametrize("op", ["add", "mul", "div", "remainder", "maximum", "lt", "gelu_backward",
+                                "relu_backward"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("half_first", [False, True])
 def test_half_beside_float32(gpu, half, op, layout, half_first, rng):

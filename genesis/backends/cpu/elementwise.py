@@ -293,8 +293,9 @@ def _gelu_backward(g, v):
 
 
 # Activation gradients in one kernel each (PyTorch's backward kernels), from the incoming
-# gradient g and v: the output y for tanh and sigmoid, the input x for the others.
+# gradient g and v: the output y for relu, tanh and sigmoid, the input x for the others.
 DERIVATIVES = {
+    "relu_backward": lambda g, v: np.where(v <= 0, np.zeros_like(g), g),
     "tanh_backward": lambda g, v: g * (1.0 - v * v),
     "sigmoid_backward": lambda g, v: g * (1.0 - v) * v,
     "silu_backward": _silu_backward,

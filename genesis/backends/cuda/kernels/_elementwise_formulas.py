@@ -273,8 +273,8 @@ def binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
         r = tl.where(b != b, b, tl.where(a == 0, 0.0, a * libdevice.log(b)))
     elif OP == "copysign":
         r = libdevice.copysign(a, b)
-    elif OP == "tanh_backward" or OP == "sigmoid_backward" or OP == "silu_backward" \
-            or OP == "gelu_backward" or OP == "gelu_tanh_backward":
+    elif OP == "relu_backward" or OP == "tanh_backward" or OP == "sigmoid_backward" \
+            or OP == "silu_backward" or OP == "gelu_backward" or OP == "gelu_tanh_backward":
         r = _derivative(OP, a, b)
     else:
         tl.static_assert(OP == "heaviside", "unknown binary op")
@@ -284,9 +284,11 @@ def binary(OP: tl.constexpr, a, b, BOOL: tl.constexpr, OUT: tl.constexpr):
 
 @triton.jit
 def _derivative(OP: tl.constexpr, g, v):
-    """An activation's gradient from the incoming gradient `g` and `v` (the output y for tanh
-    and sigmoid, the input x otherwise), in PyTorch's backward-kernel formulas."""
-    if OP == "tanh_backward":
+    """An activation's gradient from the incoming gradient `g` and `v` (the output y for relu,
+    tanh and sigmoid, the input x otherwise), in PyTorch's backward-kernel formulas."""
+    if OP == "relu_backward":  # threshold_backward: zero where y <= 0, g elsewhere (NaN too)
+        r = tl.where(v <= 0.0, 0.0, g)
+    elif OP == "tanh_backward":
         r = g * (1.0 - v * v)
     elif OP == "sigmoid_backward":
         r = g * (1.0 - v) * v

@@ -193,8 +193,8 @@ UNARY_OPS = (
     "sigmoid", "relu", "erf", "erfc", "gelu", "gelu_tanh", "silu", "mish", "log_sigmoid",
     "hardsigmoid", "hardswish", "floor", "ceil", "trunc", "frac", "sign", "sgn", "reciprocal",
     "square", "isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_not")
-DERIVATIVE_OPS = ("tanh_backward", "sigmoid_backward", "silu_backward", "gelu_backward",
-                  "gelu_tanh_backward")
+DERIVATIVE_OPS = ("relu_backward", "tanh_backward", "sigmoid_backward", "silu_backward",
+                  "gelu_backward", "gelu_tanh_backward")
 BINARY_OPS = (
     "add", "sub", "mul", "div", "floor_divide", "trunc_divide", "remainder", "fmod", "pow",
     "maximum", "minimum", "fmax", "fmin", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
