@@ -466,8 +466,8 @@ def batch_norm_cases(target):
         _, stats = batch_norm._acc_dtype(np.dtype(dtype))
         w = placeholder((c,), np.float32) if affine else None
         vec = placeholder((c,), stats)
-        batch_norm.forward(x, w, w, 1e-5, target)
-        batch_norm.backward(x, x, w, vec, vec, target)
+        batch_norm.forward(x, w, w, 1e-5, w, w, 0.1, target=target)
+        batch_norm.backward(x, x, w, vec, vec, target=target)
 
 
 def shape_cases(target):

@@ -210,13 +210,18 @@ def dense_on_device(array):
 
 def host_kernel(fn):
     """`fn` (a CUDA kernel entry point) as a CPU kernel: numpy arrays in (their dense layout
-    kept), numpy arrays out (a tuple stays a tuple), laid out as the device results are."""
+    kept), numpy arrays out (a tuple stays a tuple), laid out as the device results are. What
+    the kernel writes into an argument in place (batch norm's running estimates) is copied back
+    into that argument."""
     def result(arr):
         return to_host(arr).copy(order="K") if isinstance(arr, CUDAArray) else arr
 
     def run(*args):
         converted = [dense_on_device(a) if isinstance(a, np.ndarray) else a for a in args]
         out = fn(*converted)
+        for arg, device_arg in zip(args, converted):
+            if isinstance(arg, np.ndarray) and arg.flags.writeable:
+                arg[...] = to_host(device_arg)
         return tuple(result(a) for a in out) if isinstance(out, tuple) else result(out)
     return run
 

@@ -17,7 +17,7 @@ whose statistics are functions of x.
 
 from ... import dtypes
 from ...autograd.function import Function
-from ...autograd.grad_mode import is_grad_enabled
+from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.common import call, wrap
@@ -61,17 +61,24 @@ def _centered(x, mean, residual):
     return (x - mean) - residual
 
 
+def update_running(running, value, momentum):
+    """running <- (1 - momentum) * running + momentum * value, in place, outside any graph."""
+    with no_grad():
+        running.mul_(1 - momentum).add_(value.detach().to(running.dtype) * momentum)
+
+
 class BatchNormTraining(Function):
     """(x - mean) * rstd * weight + bias with statistics over every dim but 1; returns the output
-    and the per-channel mean and biased variance (for running estimates, no gradient)."""
+    and the per-channel mean and biased variance (no gradient). `running_mean` and
+    `running_var`, when given, move towards the mean and the unbiased variance by `momentum`."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, eps):
+    def forward(ctx, x, weight, bias, eps, running_mean=None, running_var=None, momentum=0.1):
         dims = (0,) + tuple(range(2, x.ndim))
         ctx.eps, ctx.dims, ctx.bias_dtype = eps, dims, None if bias is None else bias.dtype
         ctx.fused = has_kernel("batch_norm_train_fwd", x.device.type)
         if ctx.fused:
-            return _fused_forward(ctx, x, weight, bias, eps)
+            return _fused_forward(ctx, x, weight, bias, eps, running_mean, running_var, momentum)
         wide = _compute_dtype(x.dtype)
         acc = _accumulate_dtype(x.dtype)
         mean, residual, var, rstd = _statistics(x.to(wide), dims, acc, eps)
@@ -83,6 +90,8 @@ class BatchNormTraining(Function):
             y = y + bias.to(wide).reshape(shape)
         ctx.save_for_backward(x, weight, mean, residual, rstd)
         flat_mean, flat_var = mean.reshape(-1), var.reshape(-1)
+        _update_both(running_mean, running_var, flat_mean, flat_var, momentum,
+                     x.numel() // x.shape[1])
         ctx.mark_non_differentiable(flat_mean, flat_var)
         return y.to(x.dtype), flat_mean, flat_var
 
@@ -108,17 +117,36 @@ class BatchNormTraining(Function):
             ctx.needs_input_grad[1] else None
         db = sum_g.reshape(-1).to(ctx.bias_dtype) if ctx.bias_dtype is not None and \
             ctx.needs_input_grad[2] else None
-        return dx.to(x.dtype), dw, db, None
+        return dx.to(x.dtype), dw, db, None, None, None, None
 
 
-def _fused_forward(ctx, x, weight, bias, eps):
-    """The forward by the backend's fused kernels (statistics pass, normalization pass); the
-    statistics kept for the backward in their accumulation dtype."""
-    y, mean, var, rstd = (wrap(a, x.device) for a in
-                          call("batch_norm_train_fwd", x, weight, bias, eps, device=x.device))
+def _update_both(running_mean, running_var, mean, var, momentum, count):
+    """The running estimates' update from the batch's mean and biased variance."""
+    if running_mean is not None:
+        update_running(running_mean, mean, momentum)
+    if running_var is not None:
+        update_running(running_var, var * (count / (count - 1)), momentum)
+
+
+def _in_kernel(running, x):
+    """Whether the fused kernel updates `running` itself: a dense per-channel vector beside x."""
+    return running is not None and running.device == x.device and running.is_contiguous()
+
+
+def _fused_forward(ctx, x, weight, bias, eps, running_mean, running_var, momentum):
+    """The forward by the backend's fused kernels (statistics pass, normalization pass, the
+    running estimates updated by the first); the statistics kept for the backward in their
+    accumulation dtype."""
+    in_kernel = [r if _in_kernel(r, x) else None for r in (running_mean, running_var)]
+    arrays = call("batch_norm_train_fwd", x, weight, bias, eps, *in_kernel, momentum,
+                  device=x.device)
+    y, mean, var, rstd = (wrap(a, x.device) for a in arrays)
     ctx.save_for_backward(x, weight, mean, rstd)
     wide = _compute_dtype(x.dtype)
     flat_mean, flat_var = mean.to(wide), var.to(wide)
+    _update_both(*(r if k is None else None for r, k in zip((running_mean, running_var),
+                                                             in_kernel)),
+                 flat_mean, flat_var, momentum, x.numel() // x.shape[1])
     ctx.mark_non_differentiable(flat_mean, flat_var)
     return y, flat_mean, flat_var
 
@@ -132,4 +160,4 @@ def _fused_backward(ctx, g):
     dw = sum_gx.to(weight.dtype) if weight is not None and ctx.needs_input_grad[1] else None
     db = sum_g.to(ctx.bias_dtype) if ctx.bias_dtype is not None and \
         ctx.needs_input_grad[2] else None
-    return dx, dw, db, None
+    return dx, dw, db, None, None, None, None

@@ -9,7 +9,6 @@ import ml_dtypes
 
 from ... import dtypes
 from ...autograd.function import name_node
-from ...autograd.grad_mode import no_grad
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
@@ -92,11 +91,6 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                      "NativeGroupNormBackward0")
 
 
-def _update_running(running, value, momentum):
-    with no_grad():
-        running.mul_(1 - momentum).add_(value.detach().to(running.dtype) * momentum)
-
-
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalize each channel (dim 1) by batch statistics (training) or running ones (eval).
@@ -109,13 +103,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{list(input.shape)}")
     if training:
-        y, mean, var = BatchNormTraining.apply(input, weight, bias, eps)
-        name_node(y, "NativeBatchNormBackward0")
-        if running_mean is not None:
-            _update_running(running_mean, mean, momentum)
-        if running_var is not None:
-            _update_running(running_var, var * (count / (count - 1)), momentum)
-        return y
+        y, _, _ = BatchNormTraining.apply(input, weight, bias, eps, running_mean, running_var,
+                                          momentum)
+        return name_node(y, "NativeBatchNormBackward0")
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode")

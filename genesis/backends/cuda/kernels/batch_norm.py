@@ -13,7 +13,8 @@ Forward:
   registers and merged into the running (mean, M2) by Chan's formula, so no E[x^2] - E[x]^2
   cancellation. Its (count, mean, M2) go to its row of a partial buffer.
 - `_finish_stats_kernel`: merges each channel's partials in split order into the mean, the
-  biased variance and rstd = 1 / sqrt(var + eps).
+  biased variance and rstd = 1 / sqrt(var + eps), and moves the running estimates (when given)
+  towards the mean and the unbiased variance, in place: no launches of their own.
 - `_normalize_kernel`: y = (x - mean) * rstd * w + b, rounded once to x's dtype.
 
 Backward (dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)), batch_stats' stable
@@ -43,6 +44,8 @@ SPLIT_PROGRAMS = 264
 # Tiles: BM positions x BC channels (4096 elements; 32 registers a thread at 4 warps).
 BM, BC = 64, 64
 _FINISH_BLOCK = 128
+# The finishing kernel's float arguments, passed in float64 and set per call.
+_SCALARS = ("eps", "momentum", "unbiased")
 
 
 @triton.jit
@@ -96,13 +99,15 @@ def _stats_kernel(
 
 @triton.jit
 def _finish_stats_kernel(
-        # pointers: partials (splits, 3, C); per-channel mean, biased variance, rstd
-        part_ptr, mean_ptr, var_ptr, rstd_ptr,
-        # sizes, the variance's epsilon
-        C, splits, eps,
+        # pointers: partials (splits, 3, C); per-channel mean, biased variance, rstd; the
+        # running mean and variance to update, or None
+        part_ptr, mean_ptr, var_ptr, rstd_ptr, running_mean_ptr, running_var_ptr,
+        # sizes; the variance's epsilon, the running estimates' momentum, M / (M - 1)
+        C, splits, eps, momentum, unbiased,
         # meta-parameters
         ACC: tl.constexpr, BLOCK: tl.constexpr):
-    """Each channel's statistics: its splits' states merged in split order."""
+    """Each channel's statistics: its splits' states merged in split order; the running
+    estimates move towards the mean and the unbiased variance by `momentum`."""
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = c < C
     mean = tl.zeros((BLOCK,), ACC)
@@ -117,6 +122,18 @@ def _finish_stats_kernel(
     tl.store(mean_ptr + c, mean, mask=mask)
     tl.store(var_ptr + c, var, mask=mask)
     tl.store(rstd_ptr + c, 1.0 / tl.sqrt(var + eps), mask=mask)
+    if running_mean_ptr is not None:
+        _move_towards(running_mean_ptr, c, mask, mean, momentum, ACC)
+    if running_var_ptr is not None:
+        _move_towards(running_var_ptr, c, mask, var * unbiased, momentum, ACC)
+
+
+@triton.jit
+def _move_towards(running_ptr, c, mask, value, momentum, ACC: tl.constexpr):
+    """running <- (1 - momentum) * running + momentum * value, rounded once."""
+    running = tl.load(running_ptr + c, mask=mask, other=0.0).to(ACC)
+    tl.store(running_ptr + c, (running * (1.0 - momentum) + value * momentum).to(
+        running_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -310,8 +327,8 @@ def _build(backward, m, c, acc, device, target=None):
                 Launch(_finish_sums_kernel, finish_grid, finish_meta, 4, **common),
                 Launch(_grad_input_kernel, tile_grid, meta, 4, int_type="i64", **common))
     return (Launch(_stats_kernel, reduce_grid, meta, 4, int_type="i64", **common),
-            Launch(_finish_stats_kernel, finish_grid, finish_meta, 4, types={"eps": "fp64"},
-                   per_call=("eps",), **common),
+            Launch(_finish_stats_kernel, finish_grid, finish_meta, 4,
+                   types=dict.fromkeys(_SCALARS, "fp64"), per_call=_SCALARS, **common),
             Launch(_normalize_kernel, tile_grid, meta, 4, int_type="i64", **common))
 
 
@@ -328,10 +345,12 @@ def _vector(arr):
     return arr if arr is None or arr.is_contiguous() else contiguous(arr)
 
 
-def forward(x, weight, bias, eps, target=None):
+def forward(x, weight, bias, eps, running_mean=None, running_var=None, momentum=0.0,
+            target=None):
     """(y, mean, biased variance, rstd): y channels-last when x is, the statistics per channel
-    in float64 for float32 and float64 input, float32 for half types. With a `target`, only
-    compiles (x a placeholder)."""
+    in float64 for float32 and float64 input, float32 for half types; `running_mean` and
+    `running_var` (contiguous, or None) move towards the mean and the unbiased variance by
+    `momentum`. With a `target`, only compiles (x a placeholder)."""
     device = x.device
     stream = 0 if target is not None else _stream(device)
     x, x_strides = _ncs(x)
@@ -344,9 +363,11 @@ def forward(x, weight, bias, eps, target=None):
     part = _empty((splits, 3, c), acc_np, device, stream, target)
     mean, var, rstd = (_empty((c,), acc_np, device, stream, target) for _ in range(3))
     y, y_strides = _empty_like(x, n, c, s, stream, target)
-    stats, finish, normalize = _launches(False, (x, weight, bias), m, c, acc, device, target)
+    stats, finish, normalize = _launches(False, (x, weight, bias, running_mean, running_var),
+                                         m, c, acc, device, target)
     stats(stream, x, part, m, c, s, split_len, *_strides(x_strides))
-    finish(stream, part, mean, var, rstd, c, splits, float(eps))
+    finish(stream, part, mean, var, rstd, running_mean, running_var, c, splits, float(eps),
+           float(momentum), m / max(m - 1, 1))
     normalize(stream, x, y, mean, rstd, weight, bias, m, c, s, *_strides(x_strides),
               *_strides(y_strides))
     return y, mean, var, rstd
@@ -383,9 +404,10 @@ def _stream(device):
 
 
 @register("batch_norm_train_fwd", "cuda")
-def batch_norm_train_fwd(x, weight, bias, eps):
-    """The training-mode forward: (y, mean, biased variance, rstd); see `forward`."""
-    return forward(x, weight, bias, eps)
+def batch_norm_train_fwd(x, weight, bias, eps, running_mean, running_var, momentum):
+    """The training-mode forward: (y, mean, biased variance, rstd), the running estimates
+    updated in place; see `forward`."""
+    return forward(x, weight, bias, eps, running_mean, running_var, momentum)
 
 
 @register("batch_norm_train_bwd", "cuda")
