@@ -309,3 +309,32 @@ def test_fused_state_dict_loads_into_torch(rng):
     for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
         for p in tp:
             torch.testing.assert_close(fresh.state[p][key], topt.state[p][key])
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+                                         ("AdamW", dict(lr=0.01, weight_decay=0.1))])
+def test_channels_last_parameters_update_in_place(name, kwargs, rng, device, monkeypatch):
+    """A channels-last weight whose gradient and states share its layout is updated through
+    flat views of them, no copies: in its own memory, in its layout, with torch's values."""
+    from genesis.optim import _multi_tensor
+    copied = []
+    init = _multi_tensor.Updated.__init__
+    monkeypatch.setattr(_multi_tensor.Updated, "__init__", lambda self, *args: (
+        init(self, *args), copied.extend(self.copied))[0])
+    value = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    g = genesis.tensor(value, device=device).contiguous(memory_format=genesis.channels_last)
+    t = torch.tensor(value).contiguous(memory_format=torch.channels_last)
+    g, t = g.requires_grad_(), t.requires_grad_()
+    gopt, topt = _fused(name, [g], kwargs), getattr(torch.optim, name)([t], **kwargs,
+                                                                       foreach=False)
+    address, strides = g.data_ptr(), g.stride()
+    for _ in range(3):
+        grad = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+        g.grad = genesis.tensor(grad, device=device).contiguous(
+            memory_format=genesis.channels_last)
+        t.grad = torch.tensor(grad).contiguous(memory_format=torch.channels_last)
+        gopt.step()
+        topt.step()
+        assert_close(g, t)
+    assert g.data_ptr() == address and g.stride() == strides
+    assert copied and not any(copied)

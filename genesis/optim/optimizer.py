@@ -13,7 +13,7 @@ from .. import dtypes
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..dispatch import kernel
 from ..tensor import Tensor
-from ._multi_tensor import Updated, dense
+from ._multi_tensor import Updated, laid_out_alike, linear
 
 
 class _RequiredParameter:
@@ -354,18 +354,21 @@ class Optimizer:
     def _fused_step(self, name, device, params, keys, *hyperparameters, **arrays):
         """One call of the multi-tensor kernel `name` on `params`: their arrays, their gradients',
         then the arrays of each state entry named in `keys` (None: an absent list, passed as
-        None), then `hyperparameters` and the keyword `arrays`. Non-contiguous tensors go
-        through contiguous copies written back afterwards (_multi_tensor.Updated); so do the
-        gradients when GradScaler's `grad_scale` has the kernel store them unscaled."""
-        updated = [Updated(params)] + [None if key is None else
-                                       Updated([self.state[p][key] for p in params])
-                                       for key in keys]
+        None), then `hyperparameters` and the keyword `arrays`. A parameter laid out as its
+        gradient and states (a channels-last weight) is updated through flat views of them,
+        others through contiguous copies written back afterwards (_multi_tensor.Updated); so
+        are the gradients when GradScaler's `grad_scale` has the kernel store them unscaled."""
+        flat = [laid_out_alike(p, p.grad, *(self.state[p][key] for key in keys if key))
+                for p in params]
+        updated = [Updated(params, flat)] + [None if key is None else
+                                             Updated([self.state[p][key] for p in params], flat)
+                                             for key in keys]
         if arrays.get("grad_scale") is not None:
-            grads = Updated([p.grad for p in params])
+            grads = Updated([p.grad for p in params], flat)
             updated.append(grads)
             grad_arrays = grads.arrays
         else:
-            grad_arrays = [dense(p.grad)._data for p in params]
+            grad_arrays = [linear(p.grad, f)._data for p, f in zip(params, flat)]
         kernel(name, device.type)(
             updated[0].arrays, grad_arrays,
             *[None if u is None else u.arrays for u in updated[1:len(keys) + 1]],

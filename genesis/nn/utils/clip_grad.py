@@ -15,7 +15,7 @@ from ...autograd.grad_mode import no_grad
 from ...dispatch import kernel
 from ...ops import creation, reduce, shape_copies
 from ...ops.common import wrap
-from ...optim._multi_tensor import Updated, by_device, dense
+from ...optim._multi_tensor import Updated, by_device, linear
 from ...tensor import Tensor
 
 
@@ -29,7 +29,7 @@ def _group_norm(tensors, norm_type):
     """The norm of the tensors of one device together, by the multi-tensor kernel."""
     dtype = fold(dtypes.promote_types, {t.dtype: None for t in tensors})
     device = tensors[0].device
-    out = kernel("total_norm", device.type)([dense(t)._data for t in tensors], norm_type,
+    out = kernel("total_norm", device.type)([linear(t)._data for t in tensors], norm_type,
                                             dtype.numpy_dtype)
     return wrap(out, device, dtype)
 
