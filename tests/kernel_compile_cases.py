@@ -467,7 +467,8 @@ def batch_norm_cases(target):
         w = placeholder((c,), np.float32) if affine else None
         vec = placeholder((c,), stats)
         batch_norm.forward(x, w, w, 1e-5, w, w, 0.1, target=target)
-        batch_norm.backward(x, x, w, vec, vec, target=target)
+        grad_dtype = None if w is None else np.dtype(np.float32)
+        batch_norm.backward(x, x, w, vec, vec, grad_dtype, grad_dtype, target=target)
 
 
 def shape_cases(target):

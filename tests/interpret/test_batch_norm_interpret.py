@@ -99,3 +99,16 @@ def test_gradients_of_gradients(kernels, rng):
               for s in ((4, 3, 2), (3,), (3,))]
     assert gradgradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
                          inputs)
+
+
+def test_parameter_gradients_only_where_asked(kernels, rng):
+    """A weight that needs no gradient gets none; the bias's comes in its own dtype."""
+    (x, tx), (w, tw) = (make_pair(s, rng=rng, requires_grad=True) for s in ((5, 4, 3), (4,)))
+    b, tb = make_pair((4,), genesis.float64, rng=rng, requires_grad=True)
+    w.requires_grad_(False)
+    tw.requires_grad_(False)
+    F.batch_norm(x, None, None, w, b, training=True).sum().backward()
+    TF.batch_norm(tx, None, None, tw, tb.float(), training=True).sum().backward()
+    assert w.grad is None and b.grad.dtype is genesis.float64
+    assert_close(x.grad, tx.grad)
+    assert_close(b.grad, tb.grad)

@@ -155,9 +155,11 @@ def _fused_backward(ctx, g):
     """The input, weight and bias gradients by the backend's fused kernels (sums pass, input
     gradient pass): the stable form above."""
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, sum_g, sum_gx = (wrap(a, x.device) for a in
-                         call("batch_norm_train_bwd", g, x, weight, mean, rstd, device=x.device))
-    dw = sum_gx.to(weight.dtype) if weight is not None and ctx.needs_input_grad[1] else None
-    db = sum_g.to(ctx.bias_dtype) if ctx.bias_dtype is not None and \
+    dw_dtype = weight.dtype.numpy_dtype if weight is not None and ctx.needs_input_grad[1] \
+        else None
+    db_dtype = ctx.bias_dtype.numpy_dtype if ctx.bias_dtype is not None and \
         ctx.needs_input_grad[2] else None
+    arrays = call("batch_norm_train_bwd", g, x, weight, mean, rstd, dw_dtype, db_dtype,
+                  device=x.device)
+    dx, dw, db = (None if a is None else wrap(a, x.device) for a in arrays)
     return dx, dw, db, None, None, None, None

@@ -19,7 +19,8 @@ Forward:
 
 Backward (dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)), batch_stats' stable
 form): `_grad_sums_kernel` accumulates both sums per split, `_finish_sums_kernel` adds the
-splits in order (dw = sum(dy * xhat), db = sum(dy)), `_grad_input_kernel` writes dx.
+splits in order and writes dw = sum(dy * xhat) and db = sum(dy) in the parameters' dtypes,
+`_grad_input_kernel` writes dx.
 
 Accumulation: float64 for float32 and float64 inputs, float32 for half types (batch_stats'
 rule: float32 gradients within about 1e-7 of PyTorch's). The splits are fixed by the shape and
@@ -207,13 +208,15 @@ def _grad_sums_kernel(
 
 @triton.jit
 def _finish_sums_kernel(
-        # pointers: partials (splits, 2, C); per-channel sum(dy), sum(dy * xhat)
-        part_ptr, sum_dy_ptr, sum_dy_xhat_ptr,
+        # pointers: partials (splits, 2, C); per-channel sum(dy), sum(dy * xhat); the weight and
+        # bias gradients in their dtypes, or None
+        part_ptr, sum_dy_ptr, sum_dy_xhat_ptr, dw_ptr, db_ptr,
         # sizes
         C, splits,
         # meta-parameters
         ACC: tl.constexpr, BLOCK: tl.constexpr):
-    """Each channel's two sums: its splits' partials added in split order."""
+    """Each channel's two sums: its splits' partials added in split order; dw = sum(dy * xhat)
+    and db = sum(dy) rounded once to the parameters' dtypes."""
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = c < C
     sum_dy = tl.zeros((BLOCK,), ACC)
@@ -224,6 +227,10 @@ def _finish_sums_kernel(
         sum_dy_xhat += tl.load(part + C, mask=mask, other=0.0)
     tl.store(sum_dy_ptr + c, sum_dy, mask=mask)
     tl.store(sum_dy_xhat_ptr + c, sum_dy_xhat, mask=mask)
+    if dw_ptr is not None:
+        tl.store(dw_ptr + c, sum_dy_xhat.to(dw_ptr.dtype.element_ty), mask=mask)
+    if db_ptr is not None:
+        tl.store(db_ptr + c, sum_dy.to(db_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -373,9 +380,10 @@ def forward(x, weight, bias, eps, running_mean=None, running_var=None, momentum=
     return y, mean, var, rstd
 
 
-def backward(dy, x, weight, mean, rstd, target=None):
-    """(dx, sum(dy), sum(dy * xhat)) per channel, from the forward's statistics; dx
-    channels-last when x is. With a `target`, only compiles."""
+def backward(dy, x, weight, mean, rstd, dw_dtype=None, db_dtype=None, target=None):
+    """(dx, dw, db) from the forward's statistics: dx channels-last when x is, dw = sum(dy *
+    xhat) and db = sum(dy) per channel in `dw_dtype` and `db_dtype` (None: not computed). With
+    a `target`, only compiles."""
     device = x.device
     stream = 0 if target is not None else _stream(device)
     x, x_strides = _ncs(x)
@@ -388,14 +396,17 @@ def backward(dy, x, weight, mean, rstd, target=None):
     splits, split_len = _splits(c, m)
     part = _empty((splits, 2, c), acc_np, device, stream, target)
     sum_dy, sum_dy_xhat = (_empty((c,), acc_np, device, stream, target) for _ in range(2))
+    dw, db = (None if dtype is None else _empty((c,), dtype, device, stream, target)
+              for dtype in (dw_dtype, db_dtype))
     dx, dx_strides = _empty_like(x, n, c, s, stream, target)
-    sums, finish, grad_input = _launches(True, (dy, x, weight), m, c, acc, device, target)
+    sums, finish, grad_input = _launches(True, (dy, x, weight, dw, db), m, c, acc, device,
+                                         target)
     sums(stream, dy, x, mean, rstd, part, m, c, s, split_len, *_strides(dy_strides),
          *_strides(x_strides))
-    finish(stream, part, sum_dy, sum_dy_xhat, c, splits)
+    finish(stream, part, sum_dy, sum_dy_xhat, dw, db, c, splits)
     grad_input(stream, dy, x, dx, mean, rstd, weight, sum_dy, sum_dy_xhat, m, c, s,
                *_strides(dy_strides), *_strides(x_strides), *_strides(dx_strides))
-    return dx, sum_dy, sum_dy_xhat
+    return dx, dw, db
 
 
 def _stream(device):
@@ -411,6 +422,6 @@ def batch_norm_train_fwd(x, weight, bias, eps, running_mean, running_var, moment
 
 
 @register("batch_norm_train_bwd", "cuda")
-def batch_norm_train_bwd(dy, x, weight, mean, rstd):
-    """The training-mode backward: (dx, sum(dy), sum(dy * xhat)); see `backward`."""
-    return backward(dy, x, weight, mean, rstd)
+def batch_norm_train_bwd(dy, x, weight, mean, rstd, dw_dtype, db_dtype):
+    """The training-mode backward: (dx, dw or None, db or None); see `backward`."""
+    return backward(dy, x, weight, mean, rstd, dw_dtype, db_dtype)
