@@ -217,3 +217,23 @@ def test_binary_ops_save_only_what_their_gradient_needs(op, b_kind, written, rng
     assert _mul_then_write(genesis, ga, gb, op, written) == expected
     if expected is None:
         assert_close(ga.grad, ta.grad)
+
+
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "tanh_"])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+def test_activations_in_place_compute_from_the_tensor(op, dtype, rng, device, monkeypatch):
+    """relu_, sigmoid_ and tanh_ in a graph compute from the tensor itself, no snapshot copy
+    first (their backward reads only the output): the gradient and grad_fn as torch's."""
+    from genesis.ops.elementwise import inplace_plans
+    snapshots = []
+    monkeypatch.setattr(inplace_plans, "snapshot_for_graph",
+                        lambda *args: snapshots.append(args) or args[0])
+    gx, tx = make_pair((4, 5), dtype, requires_grad=True, device=device, rng=rng)
+    gy, ty = gx * 2, tx * 2
+    getattr(gy, op)()
+    getattr(ty, op)()
+    assert gy.grad_fn.name() == ty.grad_fn.name()
+    (gy * 3).sum().backward()
+    (ty * 3).sum().backward()
+    assert_close(gx.grad, tx.grad)
+    assert not snapshots

@@ -78,9 +78,11 @@ def _unary_plan(name):
     return None if "f" in spec.rejects else lambda self: (spec.kernel, (self,), ())
 
 
-def _inplace(fn, name, plan=None):
+def _inplace(fn, name, plan=None, snapshot=True):
     """The in-place method `name` of the out-of-place `fn`; `plan` says when it is one
-    elementwise kernel that may write the tensor directly."""
+    elementwise kernel that may write the tensor directly. Without `snapshot`, a recorded op
+    computes from the tensor itself, no copy first: for ops whose backward keeps only their
+    output (relu, sigmoid, tanh), which the tensor's overwriting leaves intact."""
 
     def method(self, *args, **kwargs):
         if plan is not None:
@@ -90,7 +92,8 @@ def _inplace(fn, name, plan=None):
                 planned = None
             if planned is not None and write_elementwise(self, *planned, name):
                 return self
-        return write_result(self, fn(snapshot_for_graph(self, *args), *args, **kwargs), name)
+        source = snapshot_for_graph(self, *args) if snapshot else self
+        return write_result(self, fn(source, *args, **kwargs), name)
     method.__name__ = name
     method.__doc__ = (f"In-place `{fn.__name__}`: validated first, so a failure leaves the tensor "
                       "as it was.")

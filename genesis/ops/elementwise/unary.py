@@ -29,7 +29,8 @@ class Unary(Function):
         out = spec.values(x, kwargs)
         ctx.spec, ctx.kwargs = spec, kwargs
         ctx.node_name = spec.node_name
-        ctx.save_for_backward(x, out)
+        # a derivative of the output alone keeps no input: its in-place form may overwrite it
+        ctx.save_for_backward(None if spec.from_output else x, out)
         return out
 
     @staticmethod
@@ -38,11 +39,12 @@ class Unary(Function):
         spec = ctx.spec
         if spec.backward_kernel and not is_grad_enabled():
             return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
-        if x.dtype not in _HALF_DTYPES or not spec.fused:
+        if y.dtype not in _HALF_DTYPES or not spec.fused:
             return spec.derivative(g, x, y, **ctx.kwargs), None, None
         wide = dtypes.float32
-        grad = spec.derivative(g.to(wide), x.to(wide), y.to(wide), **ctx.kwargs)
-        return grad.to(x.dtype), None, None
+        grad = spec.derivative(g.to(wide), None if x is None else x.to(wide), y.to(wide),
+                               **ctx.kwargs)
+        return grad.to(y.dtype), None, None
 
 
 class UnarySpec:
