@@ -35,7 +35,7 @@ import triton.language as tl
 from ....dispatch import register
 from ..array_ops import as_strided, contiguous
 from ..launch import Launch, LaunchCache
-from ..runtime.array import CUDAArray
+from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided_indexing import cdiv, coalesce, placeholder, stride_arg
@@ -294,18 +294,9 @@ def _empty_like(x, n, c, s, stream, target):
     are its unit-stride dim, else contiguous."""
     if c > 1 and x.element_strides()[1] == 1 and len(x.shape) > 2:
         flat = _empty((n, s, c), x.dtype, x.device, stream, target)
-        full = (s * c, 1) + tuple(c * st for st in _row_major(x.shape[2:]))
+        full = (s * c, 1) + tuple(c * st for st in contiguous_byte_strides(x.shape[2:], 1))
         return as_strided(flat, x.shape, full, 0), (s * c, 1, c)
     return _empty(x.shape, x.dtype, x.device, stream, target), (c * s, s, 1)
-
-
-def _row_major(shape):
-    """Row-major element strides of `shape`."""
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
 
 
 def _strides(ncs_strides):
