@@ -120,8 +120,9 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
 def check_conv_and_gradients(rng, dtype, x_shape, w_shape, args, layout):
     """conv2d_igemm with bias, conv_transpose2d_igemm as its input gradient and
     conv2d_igemm_weight_grad against torch in float64 on random values; (stride, padding,
-    dilation, groups) `args`, x and the output gradient laid out as `layout`. Returns the
-    output's shape."""
+    dilation, groups) `args`, x and the output gradient laid out as `layout` (and the weight
+    gradient asked for channels-last with channels-last operands). Returns the output's
+    shape."""
     x, weight, bias = _values(rng, dtype, x_shape, w_shape, (w_shape[0],))
     tx, tw = _f64(x).requires_grad_(), _f64(weight).requires_grad_()
     expected = TF.conv2d(tx, tw, _f64(bias), *args)
@@ -133,9 +134,13 @@ def check_conv_and_gradients(rng, dtype, x_shape, w_shape, args, layout):
     dx = conv.conv_transpose2d_igemm(_on_device(grad, layout), ti.to_device(weight), None, *args,
                                      x_shape[2:])
     _check(ti.to_host(dx), tx.grad.numpy())
+    channels_last = layout == "channels_last"
     dw = conv.conv2d_igemm_weight_grad(_on_device(x, layout), _on_device(grad, layout),
-                                       weight.shape, *args)
+                                       weight.shape, *args, channels_last)
     _check(ti.to_host(dw), tw.grad.numpy())
+    k, c, r, s = weight.shape
+    assert dw.element_strides() == ((r * s * c, 1, s * c, c) if channels_last else
+                                    (c * r * s, r * s, s, 1))
     return tuple(expected.shape)
 
 

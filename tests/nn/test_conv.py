@@ -248,3 +248,20 @@ def test_channels_last_gradients_keep_the_layout(name, w_shape, kwargs, rng, dev
     assert strides["genesis"] == strides["torch"]
     assert_close(x.grad, tx.grad)
     assert_close(w.grad, tw.grad)
+
+
+def test_channels_last_weight_gets_its_gradient_in_its_layout(rng, device, monkeypatch):
+    """A channels-last weight's gradient is computed in the weight's layout, so its .grad is
+    the kernel's result, not re-laid out (PyTorch's gradient layout contract, without a copy)."""
+    from genesis.autograd import function
+    relaid = []
+    monkeypatch.setattr(function, "_laid_out_as", lambda grad, leaf: relaid.append(leaf) or grad)
+    conv = nn.Conv2d(4, 6, 3, padding=1).to(device=device, memory_format=genesis.channels_last)
+    x, tx = make_pair((2, 4, 5, 7), device=device, rng=rng)
+    conv(x.contiguous(memory_format=genesis.channels_last)).sum().backward()
+    assert conv.weight.grad.stride() == conv.weight.stride()
+    assert not any(leaf is conv.weight for leaf in relaid)
+    t_conv = torch.nn.Conv2d(4, 6, 3, padding=1)
+    t_conv.load_state_dict(torch_state(conv))
+    t_conv(tx).sum().backward()
+    assert_close(conv.weight.grad, t_conv.weight.grad)

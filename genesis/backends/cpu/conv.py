@@ -115,9 +115,12 @@ def conv_transpose2d_igemm(x, weight, bias, stride, padding, dilation, groups, o
 
 @register("conv2d_igemm_weight_grad", "cpu")
 @float32_for_half
-def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups):
+def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups,
+                             channels_last=False):
     """The gradient of the convolution's (C_out, C/groups, R, S) weight from its input `x` and
     output gradient `grad`: grad times the taps' views of the padded input, summed over samples
-    and output pixels."""
+    and output pixels; channels-last when `channels_last`, as the CUDA kernels lay it out."""
     cols = _columns(x, weight_shape[2:], grad.shape[2:], stride, padding, dilation, groups)
-    return (_by_group(grad, groups) @ cols.transpose(0, 2, 1)).reshape(weight_shape)
+    dw = (_by_group(grad, groups) @ cols.transpose(0, 2, 1)).reshape(weight_shape)
+    return np.ascontiguousarray(dw.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) \
+        if channels_last else dw

@@ -381,8 +381,10 @@ def _implicit_backward(ctx, grad, adjoint, transposed):
     dx = adjoint.apply(grad, weight, None, geometry, groups,
                        tuple(x.shape[2:])) if need_x else None
     conv_input, conv_grad = (grad, x) if transposed else (x, grad)
+    channels_last = memory_formats.suggest(weight.shape, weight.stride()) is not \
+        memory_formats.contiguous_format
     dw = _ImplicitWeightGrad.apply(conv_input, conv_grad, tuple(weight.shape), geometry,
-                                   groups) if need_weight else None
+                                   groups, channels_last) if need_weight else None
     db = grad.sum((0, 2, 3)) if need_bias else None
     return dx, dw, db, None, None, None
 
@@ -420,11 +422,11 @@ class _ImplicitWeightGrad(Function):
     convolution and a convolution with A as the weight."""
 
     @staticmethod
-    def forward(ctx, x, grad, weight_shape, geometry, groups):
+    def forward(ctx, x, grad, weight_shape, geometry, groups, channels_last=False):
         ctx.geometry, ctx.groups = geometry, groups
         ctx.save_for_backward(x, grad)
         out = call("conv2d_igemm_weight_grad", x, grad, weight_shape,
-                   *_kernel_args(geometry, groups), device=x.device)
+                   *_kernel_args(geometry, groups), channels_last, device=x.device)
         return wrap(out, x.device)
 
     @staticmethod
@@ -436,7 +438,7 @@ class _ImplicitWeightGrad(Function):
                                           tuple(x.shape[2:])) if need_x else None
         dgrad = _ImplicitConv.apply(x, a, None, geometry, groups,
                                     tuple(grad.shape[2:])) if need_grad else None
-        return dx, dgrad, None, None, None
+        return dx, dgrad, None, None, None, None
 
 
 def _check_weight(weight, dims, op):

@@ -626,8 +626,7 @@ def _build_weight_grad(grad, x, out, conv):
         return conv_hopper.WeightGradPlan(grad, x, out, conv.padding, conv.stride[0]).run
     weight_shape = out.shape
     splits, split_len = _wgrad_splits(grad, x, conv, weight_shape)
-    part_shape = (splits,) + weight_shape
-    part = out if splits == 1 else placeholder(part_shape, np.float32)
+    part = out if splits == 1 else _partials(splits, out, None)
     launch, dims = _wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
                                split_len)
     total = _sum_plan(out.size, out.device) if splits > 1 else None
@@ -636,7 +635,7 @@ def _build_weight_grad(grad, x, out, conv):
         if total is None:
             _wgrad_launch(launch, dims, stream, grad, x, _as_splits(out, 1))
             return
-        part = CUDAArray.empty(part_shape, np.float32, out.device, stream)
+        part = _partials(splits, out, stream)
         _wgrad_launch(launch, dims, stream, grad, x, part)
         _sum_launch(total, stream, part, out, out.size, splits)
 
@@ -644,20 +643,38 @@ def _build_weight_grad(grad, x, out, conv):
 
 
 @register("conv2d_igemm_weight_grad", "cuda")
-def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups):
+def conv2d_igemm_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups,
+                             channels_last=False):
     """The gradient of the convolution's (C_out, C/groups, R, S) weight, from its input `x`
-    and output gradient `grad`."""
+    and output gradient `grad`; laid out channels-last when `channels_last` (as the weight is:
+    its .grad then needs no copy into the weight's layout)."""
     device = x.device
     activate(device)
     stream = current_stream_handle(device)
     conv = Conv(stride, padding, dilation, groups)
-    out = CUDAArray.empty(tuple(weight_shape), x.dtype, device, stream)
-    key = (x.shape, x.strides, grad.shape, grad.strides, out.shape, x.dtype,
+    out = _empty_output(tuple(weight_shape), x.dtype, channels_last, device, stream)
+    key = (x.shape, x.strides, grad.shape, grad.strides, out.shape, out.strides, x.dtype,
            x.ptr % 16 == 0, grad.ptr % 16 == 0, conv.key(), cudnn.allow_tf32, device)
     x, grad = _channels_last(x, stream), _channels_last(grad, stream)
     run = _wgrad_plans.get_or_build(key, lambda: _build_weight_grad(grad, x, out, conv))
     run(stream, grad, x, out)
     return out
+
+
+def _partials(splits, out, stream):
+    """float32 partial sums (splits,) + out's shape, each split laid out as `out` (row-major
+    or channels-last), so that `_split_sum_kernel` adds them element by element in memory
+    order; a placeholder without a `stream` (the plan's)."""
+    def empty(shape):
+        if stream is None:
+            return placeholder(shape, np.float32)
+        return CUDAArray.empty(shape, np.float32, out.device, stream)
+
+    if out.is_contiguous():
+        return empty((splits,) + out.shape)
+    k, c, r, s = out.shape
+    return as_strided(empty((splits, k, r, s, c)), (splits,) + out.shape,
+                      (k * r * s * c, r * s * c, 1, s * c, c), 0)
 
 
 def _as_splits(part, splits):
