@@ -4,8 +4,8 @@ on the CPU, through Triton's interpreter.
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_batch_norm_interpret.py`.
 The `kernels` fixture registers them as the CPU backend's kernels for the test's duration, so
 genesis's F.batch_norm on CPU tensors takes the path the GPU takes, in 16 x 16 tiles and about
-eight statistics programs: several channel blocks, splits of the positions merged in order,
-ragged tiles. Values, running statistics and every gradient against torch; a float32 channel
+eight statistics programs: several channel blocks, splits of the positions merged two at a time
+in order, ragged tiles. Values, running statistics and every gradient against torch; a float32 channel
 far from zero keeps its variance (no E[x^2] - E[x]^2 cancellation).
 """
 
@@ -35,6 +35,7 @@ def kernels(monkeypatch):
     monkeypatch.setattr(batch_norm, "BM", 16)
     monkeypatch.setattr(batch_norm, "BC", 16)
     monkeypatch.setattr(batch_norm, "SPLIT_PROGRAMS", 8)
+    monkeypatch.setattr(batch_norm, "_FINISH_SPLITS", 2)
     monkeypatch.setattr(batch_norm, "_plans", LaunchCache())
     ti.on_cpu(monkeypatch, batch_norm, "batch_norm_train_fwd", "batch_norm_train_bwd")
     with ti.device(batch_norm, array_ops):

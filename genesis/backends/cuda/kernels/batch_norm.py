@@ -12,9 +12,10 @@ Forward:
   range in (BM, BC) tiles; a tile's mean and squared deviations are computed two-pass in
   registers and merged into the running (mean, M2) by Chan's formula, so no E[x^2] - E[x]^2
   cancellation. Its (count, mean, M2) go to its row of a partial buffer.
-- `_finish_stats_kernel`: merges each channel's partials in split order into the mean, the
-  biased variance and rstd = 1 / sqrt(var + eps), and moves the running estimates (when given)
-  towards the mean and the unbiased variance, in place: no launches of their own.
+- `_finish_stats_kernel`: merges each channel's partials, 32 splits at a time (their weighted
+  mean, then their deviations from it; the groups by Chan's formula, in order), into the mean,
+  the biased variance and rstd = 1 / sqrt(var + eps), and moves the running estimates (when
+  given) towards the mean and the unbiased variance, in place: no launches of their own.
 - `_normalize_kernel`: y = (x - mean) * rstd * w + b, rounded once to x's dtype.
 
 Backward (dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)), batch_stats' stable
@@ -44,7 +45,8 @@ from ._strided_indexing import cdiv, coalesce, placeholder, stride_arg
 SPLIT_PROGRAMS = 264
 # Tiles: BM positions x BC channels (4096 elements; 32 registers a thread at 4 warps).
 BM, BC = 64, 64
-_FINISH_BLOCK = 128
+# The finishing kernels: 32 splits x 64 channels a step (a split's states merged as a group).
+_FINISH_SPLITS, _FINISH_BLOCK = 32, 64
 # The finishing kernel's float arguments, passed in float64 and set per call.
 _SCALARS = ("eps", "momentum", "unbiased")
 
@@ -106,19 +108,27 @@ def _finish_stats_kernel(
         # sizes; the variance's epsilon, the running estimates' momentum, M / (M - 1)
         C, splits, eps, momentum, unbiased,
         # meta-parameters
-        ACC: tl.constexpr, BLOCK: tl.constexpr):
-    """Each channel's statistics: its splits' states merged in split order; the running
+        ACC: tl.constexpr, BS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each channel's statistics: its splits' states merged BS at a time (their weighted mean,
+    then their deviations from it), the groups by Chan's formula in order; the running
     estimates move towards the mean and the unbiased variance by `momentum`."""
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = c < C
     mean = tl.zeros((BLOCK,), ACC)
     m2 = tl.zeros((BLOCK,), ACC)
     count = tl.zeros((BLOCK,), ACC)
-    for split in range(splits):
-        part = part_ptr + split * 3 * C + c
-        mean, m2, count = _merge(mean, m2, count, tl.load(part + C, mask=mask, other=0.0),
-                                 tl.load(part + 2 * C, mask=mask, other=0.0),
-                                 tl.load(part, mask=mask, other=0.0))
+    for s0 in range(0, splits, BS):
+        split = s0 + tl.arange(0, BS)
+        tile_mask = (split < splits)[:, None] & mask[None, :]
+        part = part_ptr + split[:, None] * 3 * C + c[None, :]
+        n = tl.load(part, mask=tile_mask, other=0.0)
+        means = tl.load(part + C, mask=tile_mask, other=0.0)
+        n_group = tl.sum(n, 0)
+        mean_group = tl.sum(n * means, 0) / tl.where(n_group == 0, 1.0, n_group)
+        deviation = means - mean_group[None, :]
+        m2_group = tl.sum(tl.load(part + 2 * C, mask=tile_mask, other=0.0)
+                          + n * deviation * deviation, 0)
+        mean, m2, count = _merge(mean, m2, count, mean_group, m2_group, n_group)
     var = m2 / count
     tl.store(mean_ptr + c, mean, mask=mask)
     tl.store(var_ptr + c, var, mask=mask)
@@ -214,17 +224,19 @@ def _finish_sums_kernel(
         # sizes
         C, splits,
         # meta-parameters
-        ACC: tl.constexpr, BLOCK: tl.constexpr):
-    """Each channel's two sums: its splits' partials added in split order; dw = sum(dy * xhat)
-    and db = sum(dy) rounded once to the parameters' dtypes."""
+        ACC: tl.constexpr, BS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each channel's two sums: its splits' partials added BS at a time, the groups in order;
+    dw = sum(dy * xhat) and db = sum(dy) rounded once to the parameters' dtypes."""
     c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = c < C
     sum_dy = tl.zeros((BLOCK,), ACC)
     sum_dy_xhat = tl.zeros((BLOCK,), ACC)
-    for split in range(splits):
-        part = part_ptr + split * 2 * C + c
-        sum_dy += tl.load(part, mask=mask, other=0.0)
-        sum_dy_xhat += tl.load(part + C, mask=mask, other=0.0)
+    for s0 in range(0, splits, BS):
+        split = s0 + tl.arange(0, BS)
+        tile_mask = (split < splits)[:, None] & mask[None, :]
+        part = part_ptr + split[:, None] * 2 * C + c[None, :]
+        sum_dy += tl.sum(tl.load(part, mask=tile_mask, other=0.0), 0)
+        sum_dy_xhat += tl.sum(tl.load(part + C, mask=tile_mask, other=0.0), 0)
     tl.store(sum_dy_ptr + c, sum_dy, mask=mask)
     tl.store(sum_dy_xhat_ptr + c, sum_dy_xhat, mask=mask)
     if dw_ptr is not None:
@@ -316,7 +328,8 @@ _plans = LaunchCache()
 def _build(backward, m, c, acc, device, target=None):
     """The three launches of the forward (or backward) for M positions of C channels."""
     splits, _ = _splits(c, m)
-    meta, finish_meta = dict(ACC=acc, BM=BM, BC=BC), dict(ACC=acc, BLOCK=_FINISH_BLOCK)
+    meta = dict(ACC=acc, BM=BM, BC=BC)
+    finish_meta = dict(ACC=acc, BS=_FINISH_SPLITS, BLOCK=_FINISH_BLOCK)
     reduce_grid, finish_grid = (cdiv(c, BC), splits), (cdiv(c, _FINISH_BLOCK),)
     tile_grid = (cdiv(m, BM), cdiv(c, BC))
     common = dict(device=device, target=target)
