@@ -45,8 +45,7 @@ class Updated:
     def __init__(self, tensors, flat=None):
         self.tensors = tensors
         self.work = [linear(t, f) for t, f in zip(tensors, flat or [True] * len(tensors))]
-        self.copied = [w is not t and w.is_contiguous() and w._base is None for t, w in
-                       zip(tensors, self.work)]
+        self.copied = [w is not t and w._base is None for t, w in zip(tensors, self.work)]
 
     @property
     def arrays(self):

@@ -4,15 +4,14 @@ channels."""
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from ...ops.shape_copies import cat
-from .batch_stats import BatchNormTraining
+from .batch_stats import BatchNormTraining, update_running
 from .normalization import batch_norm
 
 
 def _update_running(running, per_instance, momentum):
     """running <- (1 - momentum) running + momentum * (the (N, C) statistics averaged over N)."""
     with no_grad():
-        value = per_instance.reshape(-1, running.shape[0]).mean(0)
-        running.mul_(1 - momentum).add_(value.to(running.dtype) * momentum)
+        update_running(running, per_instance.reshape(-1, running.shape[0]).mean(0), momentum)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

@@ -40,6 +40,7 @@ from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._strided_indexing import cdiv, coalesce, placeholder, stride_arg
+from .norm import _load_vector
 
 # Programs of a statistics pass: about two per SM of an H100/H200, whatever the channel count.
 SPLIT_PROGRAMS = 264
@@ -55,6 +56,23 @@ _SCALARS = ("eps", "momentum", "unbiased")
 def _tile_offsets(m, c, S, sn, sc, ss):
     """Offsets of positions m (over N * S) and channels c in an (N, C, S) view."""
     return ((m // S) * sn + (m % S) * ss)[:, None] + (c * sc)[None, :]
+
+
+@triton.jit
+def _load_tile(ptr, m, c, S, sn, sc, ss, mask, ACC: tl.constexpr):
+    """The (len(m), len(c)) tile of an (N, C, S) view at positions m and channels c, in ACC,
+    zero where masked."""
+    return tl.load(ptr + _tile_offsets(m, c, S, sn, sc, ss), mask=mask, other=0.0).to(ACC)
+
+
+@triton.jit
+def _tile_indices(M, C, BM: tl.constexpr, BC: tl.constexpr):
+    """(positions, channels, the channels' mask, the tile's mask) of the elementwise kernels'
+    (BM, BC) tile."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    c_mask = c < C
+    return m, c, c_mask, (m < M)[:, None] & c_mask[None, :]
 
 
 @triton.jit
@@ -87,8 +105,7 @@ def _stats_kernel(
     for m0 in range(start, end, BM):
         m = m0 + tl.arange(0, BM)
         mask = (m < end)[:, None] & c_mask[None, :]
-        x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
-                    other=0.0).to(ACC)
+        x = _load_tile(x_ptr, m, c, S, x_sn, x_sc, x_ss, mask, ACC)
         n_tile = tl.minimum(end - m0, BM).to(ACC)
         tile_mean = tl.sum(x, 0) / n_tile
         deviation = tl.where(mask, x - tile_mean[None, :], 0.0)
@@ -148,16 +165,6 @@ def _move_towards(running_ptr, c, mask, value, momentum, ACC: tl.constexpr):
 
 
 @triton.jit
-def _channel_vector(ptr, c, mask, ACC: tl.constexpr):
-    """A per-channel vector as a [1, BC] row in ACC (1 where absent: weight is optional)."""
-    if ptr is None:
-        v = tl.full((1, c.shape[0]), 1.0, ACC)
-    else:
-        v = tl.load(ptr + c, mask=mask, other=0.0).to(ACC)[None, :]
-    return v
-
-
-@triton.jit
 def _normalize_kernel(
         # pointers: input, output, statistics, weight and bias or None
         x_ptr, y_ptr, mean_ptr, rstd_ptr, w_ptr, b_ptr,
@@ -168,16 +175,12 @@ def _normalize_kernel(
         # meta-parameters
         ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
     """y = (x - mean) * rstd * w + b over one (BM, BC) tile."""
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    c = tl.program_id(1) * BC + tl.arange(0, BC)
-    c_mask = c < C
-    mask = (m < M)[:, None] & c_mask[None, :]
-    x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
-                other=0.0).to(ACC)
-    scale = _channel_vector(rstd_ptr, c, c_mask, ACC) * _channel_vector(w_ptr, c, c_mask, ACC)
-    y = (x - _channel_vector(mean_ptr, c, c_mask, ACC)) * scale
+    m, c, c_mask, mask = _tile_indices(M, C, BM, BC)
+    x = _load_tile(x_ptr, m, c, S, x_sn, x_sc, x_ss, mask, ACC)
+    scale = _load_vector(rstd_ptr, c, c_mask, ACC) * _load_vector(w_ptr, c, c_mask, ACC)
+    y = (x - _load_vector(mean_ptr, c, c_mask, ACC)) * scale
     if b_ptr is not None:
-        y += _channel_vector(b_ptr, c, c_mask, ACC)
+        y += _load_vector(b_ptr, c, c_mask, ACC)
     tl.store(y_ptr + _tile_offsets(m, c, S, y_sn, y_sc, y_ss), y.to(y_ptr.dtype.element_ty),
              mask=mask)
 
@@ -196,8 +199,8 @@ def _grad_sums_kernel(
     """sum(dy) and sum(dy * xhat) of each of BC channels over one split of the positions."""
     c = tl.program_id(0) * BC + tl.arange(0, BC)
     c_mask = c < C
-    mean = _channel_vector(mean_ptr, c, c_mask, ACC)
-    rstd = _channel_vector(rstd_ptr, c, c_mask, ACC)
+    mean = _load_vector(mean_ptr, c, c_mask, ACC)
+    rstd = _load_vector(rstd_ptr, c, c_mask, ACC)
     start = tl.program_id(1) * split_len
     end = tl.minimum(start + split_len, M)
     sum_dy = tl.zeros((BC,), ACC)
@@ -205,10 +208,8 @@ def _grad_sums_kernel(
     for m0 in range(start, end, BM):
         m = m0 + tl.arange(0, BM)
         mask = (m < end)[:, None] & c_mask[None, :]
-        dy = tl.load(dy_ptr + _tile_offsets(m, c, S, dy_sn, dy_sc, dy_ss), mask=mask,
-                     other=0.0).to(ACC)
-        x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
-                    other=0.0).to(ACC)
+        dy = _load_tile(dy_ptr, m, c, S, dy_sn, dy_sc, dy_ss, mask, ACC)
+        x = _load_tile(x_ptr, m, c, S, x_sn, x_sc, x_ss, mask, ACC)
         sum_dy += tl.sum(dy, 0)
         sum_dy_xhat += tl.sum(dy * ((x - mean) * rstd), 0)
     part = part_ptr + tl.program_id(1) * 2 * C + c
@@ -257,20 +258,15 @@ def _grad_input_kernel(
         # meta-parameters
         ACC: tl.constexpr, BM: tl.constexpr, BC: tl.constexpr):
     """dx = (rstd w / M) * (M dy - sum(dy) - xhat * sum(dy * xhat)) over one (BM, BC) tile."""
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    c = tl.program_id(1) * BC + tl.arange(0, BC)
-    c_mask = c < C
-    mask = (m < M)[:, None] & c_mask[None, :]
-    dy = tl.load(dy_ptr + _tile_offsets(m, c, S, dy_sn, dy_sc, dy_ss), mask=mask,
-                 other=0.0).to(ACC)
-    x = tl.load(x_ptr + _tile_offsets(m, c, S, x_sn, x_sc, x_ss), mask=mask,
-                other=0.0).to(ACC)
-    rstd = _channel_vector(rstd_ptr, c, c_mask, ACC)
-    xhat = (x - _channel_vector(mean_ptr, c, c_mask, ACC)) * rstd
+    m, c, c_mask, mask = _tile_indices(M, C, BM, BC)
+    dy = _load_tile(dy_ptr, m, c, S, dy_sn, dy_sc, dy_ss, mask, ACC)
+    x = _load_tile(x_ptr, m, c, S, x_sn, x_sc, x_ss, mask, ACC)
+    rstd = _load_vector(rstd_ptr, c, c_mask, ACC)
+    xhat = (x - _load_vector(mean_ptr, c, c_mask, ACC)) * rstd
     count = M.to(ACC)
-    scale = rstd * _channel_vector(w_ptr, c, c_mask, ACC) / count
-    dx = scale * (count * dy - _channel_vector(sum_dy_ptr, c, c_mask, ACC)
-                  - xhat * _channel_vector(sum_dy_xhat_ptr, c, c_mask, ACC))
+    scale = rstd * _load_vector(w_ptr, c, c_mask, ACC) / count
+    dx = scale * (count * dy - _load_vector(sum_dy_ptr, c, c_mask, ACC)
+                  - xhat * _load_vector(sum_dy_xhat_ptr, c, c_mask, ACC))
     tl.store(dx_ptr + _tile_offsets(m, c, S, dx_sn, dx_sc, dx_ss),
              dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
@@ -322,6 +318,14 @@ def _splits(c, m):
     return cdiv(m, split_len), split_len
 
 
+def _geometry(x):
+    """(N, C, M positions per channel, S per image, the accumulation's Triton type and numpy
+    dtype, splits, positions per split) of x's (N, C, S) view."""
+    n, c = x.shape[:2]
+    m = x.size // max(c, 1)
+    return (n, c, m, m // max(n, 1), *_acc_dtype(x.dtype), *_splits(c, m))
+
+
 _plans = LaunchCache()
 
 
@@ -366,11 +370,7 @@ def forward(x, weight, bias, eps, running_mean=None, running_var=None, momentum=
     stream = 0 if target is not None else _stream(device)
     x, x_strides = _ncs(x)
     weight, bias = _vector(weight), _vector(bias)
-    n, c = x.shape[:2]
-    m = x.size // max(c, 1)
-    s = m // max(n, 1)
-    acc, acc_np = _acc_dtype(x.dtype)
-    splits, split_len = _splits(c, m)
+    n, c, m, s, acc, acc_np, splits, split_len = _geometry(x)
     part = _empty((splits, 3, c), acc_np, device, stream, target)
     mean, var, rstd = (_empty((c,), acc_np, device, stream, target) for _ in range(3))
     y, y_strides = _empty_like(x, n, c, s, stream, target)
@@ -393,11 +393,7 @@ def backward(dy, x, weight, mean, rstd, dw_dtype=None, db_dtype=None, target=Non
     x, x_strides = _ncs(x)
     dy, dy_strides = _ncs(dy)
     weight = _vector(weight)
-    n, c = x.shape[:2]
-    m = x.size // max(c, 1)
-    s = m // max(n, 1)
-    acc, acc_np = _acc_dtype(x.dtype)
-    splits, split_len = _splits(c, m)
+    n, c, m, s, acc, acc_np, splits, split_len = _geometry(x)
     part = _empty((splits, 2, c), acc_np, device, stream, target)
     sum_dy, sum_dy_xhat = (_empty((c,), acc_np, device, stream, target) for _ in range(2))
     dw, db = (None if dtype is None else _empty((c,), dtype, device, stream, target)
