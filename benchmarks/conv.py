@@ -1,26 +1,26 @@
 """Convolutions, bilinear upsampling and max pooling on the GPU, Genesis beside PyTorch (cuDNN)
 in one run.
 
-Conv2d at ResNet-50's layer shapes (batch 32: the 7x7 stride-2 stem, 3x3 and 1x1 layers of
-each stage, the stride-2 3x3) and U-Net's (batch 8, 3x3 at 256^2 to 32^2), ConvTranspose2d at
-U-Net's 2x2 stride-2 upsamplers, all bf16 without bias (those in FP32_CONV in float32 too), in
-NCHW and channels-last inputs (PyTorch's channels_last: the same strides in both frameworks);
-F.interpolate bilinear (scale 2, 32x64x128x128) and MaxPool2d 3x3 stride 2 padding 1 at
-ResNet's stem (32x64x112x112), bf16 and float32, NCHW and channels-last. float32 convolutions
-run TF32 products in both frameworks, their default (cudnn.allow_tf32; --no-tf32 turns it off
-in both); the header says which. Each case times the forward and the forward + backward
-(input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
-TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with backward) and the
-torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above is faster).
-The "graphed" columns time Genesis's convolution module made with
+Conv2d at ResNet-50's layer shapes (batch 32: the 7x7 stride-2 stem, 3x3 and 1x1 layers of each
+stage, the stride-2 3x3 and 1x1) and U-Net's (batch 8, 3x3 at 256^2 to 32^2), ConvTranspose2d
+at U-Net's 2x2 stride-2 upsamplers, all bf16 without bias (those in FP32_CONV in float32 too),
+in NCHW and channels-last inputs (PyTorch's channels_last: the same strides in both
+frameworks); F.interpolate bilinear (scale 2, 32x64x128x128) and MaxPool2d 3x3 stride 2 padding
+1 at ResNet's stem (32x64x112x112), bf16 and float32, NCHW and channels-last. float32
+convolutions run TF32 products in both frameworks, their default (cudnn.allow_tf32; --no-tf32
+turns it off in both); the header says which. Each case times the forward and the forward +
+backward (input and weight gradients) by CUDA events behind an L2 flush (ops.device_ms) and
+reports ms, TFLOP/s for convolutions (2 N OH OW C_out C_in/g R S per pass, 3 passes with
+backward) and the torch/Genesis ratio of times (speed relative to PyTorch: 1.0 is parity, above
+is faster). The "graphed" columns time Genesis's convolution module made with
 genesis.cuda.make_graphed_callables (forward and backward replayed as CUDA graphs): the same
 kernels without the host time of the eager call, which small layers' kernels do not cover.
 
 --kernels times each convolution kernel alone (forward, input gradient, weight gradient, on
-channels-last operands, so neither side copies a layout) beside cuDNN's, which
-torch.ops.aten.convolution_backward runs with one output asked for. --tiles compares block
-shapes: the Hopper TMA kernels' (each candidate's best of three interleaved rounds) on the
-layers they take, and the implicit GEMM's tiles on the rest.
+channels-last operands, so neither side copies a layout; the transposed convolutions' too)
+beside cuDNN's, which torch.ops.aten.convolution_backward runs with one output asked for.
+--tiles compares block shapes: the Hopper TMA kernels' (each candidate's best of three
+interleaved rounds) on the layers they take, and the implicit GEMM's tiles on the rest.
 
     python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
                               [--no-tf32]
@@ -48,6 +48,7 @@ CONV = [
     ("resnet 56^2 256->64 1x1", 32, 256, 56, 56, 64, 1, 1, 0),
     ("resnet 56^2 64->256 1x1", 32, 64, 56, 56, 256, 1, 1, 0),
     ("resnet 56^2 128->128 3x3/2", 32, 128, 56, 56, 128, 3, 2, 1),
+    ("resnet 56^2 256->512 1x1/2", 32, 256, 56, 56, 512, 1, 2, 0),
     ("resnet 28^2 128->128 3x3", 32, 128, 28, 28, 128, 3, 1, 1),
     ("resnet 14^2 256->256 3x3", 32, 256, 14, 14, 256, 3, 1, 1),
     ("resnet 7^2 512->512 3x3", 32, 512, 7, 7, 512, 3, 1, 1),
@@ -153,11 +154,9 @@ def run(reps, only):
     return rows
 
 
-def _kernel_operands(rng, n, c, h, w, k, r, s, p):
-    """Channels-last bf16 x, weight and output gradient of a convolution, the same values in
-    both frameworks: {name: (genesis array, torch tensor)}."""
-    o = (h + 2 * p - r) // s + 1
-    shapes = {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)}
+def _kernel_operands(rng, shapes):
+    """Channels-last bf16 arrays of `shapes` ({name: (N, H, W, C)-ordered shape}), the same
+    values in both frameworks: {name: (genesis array, torch tensor)}, each (N, C, H, W)."""
     operands = {}
     for name, shape in shapes.items():
         array = rng.standard_normal(shape, dtype=np.float32)
@@ -170,7 +169,8 @@ def _kernel_operands(rng, n, c, h, w, k, r, s, p):
 def kernel_calls(rng, n, c, h, w, k, r, s, p):
     """{pass: (Genesis's kernel call, cuDNN's)} of a convolution's forward, input gradient and
     weight gradient, each alone on channels-last operands (no layout copies on either side)."""
-    ops_ = _kernel_operands(rng, n, c, h, w, k, r, s, p)
+    o = (h + 2 * p - r) // s + 1
+    ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)})
     (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
     geometry = ((s, s), (p, p), (1, 1), 1)
 
@@ -186,14 +186,40 @@ def kernel_calls(rng, n, c, h, w, k, r, s, p):
             x, dy, (k, c, r, r), *geometry), torch_backward([False, True, False]))}
 
 
+def transpose_kernel_calls(rng, n, c, h, w, k):
+    """kernel_calls of a 2x2 stride-2 ConvTranspose2d of C -> K channels: its forward (by
+    output phases), input gradient (a stride-2 convolution) and weight gradient (a stride-2
+    convolution's, the roles of input and output gradient swapped)."""
+    ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (c, 2, 2, k),
+                                  "dy": (n, 2 * h, 2 * w, k)})
+    (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
+    geometry = ((2, 2), (0, 0), (1, 1), 1)
+
+    def torch_backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            tdy, tx, tw, None, [2, 2], [0, 0], [1, 1], True, [0, 0], 1, mask)
+    return {
+        "forward": (lambda: conv_kernels.conv_transpose2d_igemm(
+            x, wt, None, *geometry, (2 * h, 2 * w)),
+                    lambda: torch.nn.functional.conv_transpose2d(tx, tw, None, 2)),
+        "input gradient": (lambda: conv_kernels.conv2d_igemm(dy, wt, None, *geometry),
+                           torch_backward([True, False, False])),
+        "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
+            dy, x, (c, k, 2, 2), *geometry), torch_backward([False, True, False]))}
+
+
 def run_kernels(reps, only):
     """Each convolution kernel alone beside cuDNN's, bf16, channels-last operands."""
     libs, rng = (ops.Lib(genesis), ops.Lib(torch)), np.random.default_rng()
+    layers = [(name, kernel_calls, (n, c, h, w, k, r, s, p))
+              for name, n, c, h, w, k, r, s, p in CONV]
+    layers += [(name, transpose_kernel_calls, (n, c, h, w, k))
+               for name, n, c, h, w, k in CONV_TRANSPOSE]
     rows = []
-    for name, n, c, h, w, k, r, s, p in CONV:
+    for name, calls_of, shape in layers:
         if only and not any(t in name for t in only):
             continue
-        for pass_, calls in kernel_calls(rng, n, c, h, w, k, r, s, p).items():
+        for pass_, calls in calls_of(rng, *shape).items():
             g_ms, t_ms = (ops.device_ms(lib, call, reps) for lib, call in zip(libs, calls))
             rows.append({"name": name, "pass": pass_, "genesis_ms": g_ms, "torch_ms": t_ms,
                          "speed_vs_torch": t_ms / g_ms})

@@ -794,9 +794,10 @@ def conv_cases(target):
 
 def conv_hopper_cases(target):
     """The TMA kernels at the benchmark's shapes (ResNet-50's 3x3 at 56^2 to 7^2, a 1x1, the
-    stride-2 3x3 and 1x1, U-Net's 3x3 at 256^2 to 32^2), bf16: the forward into channels-last
-    with bias and into NCHW, the flipped kernel of a transposed convolution (stride 1), and the
-    weight gradient; float16 once."""
+    stride-2 3x3 and 1x1, U-Net's 3x3 at 256^2 to 32^2 and its 2x2/2 transposed convolution),
+    bf16: the forward into channels-last with bias and into NCHW, the input gradient (the
+    flipped kernel at stride 1, by phases at stride 2), and the weight gradient; float16
+    once."""
     def channels_last(shape, dtype):
         n, c, h, w = shape
         return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
@@ -814,15 +815,23 @@ def conv_hopper_cases(target):
         for out, bias, flip in ((channels_last((n, c_out, oh, ow), dtype), True, False),
                                 (placeholder((n, c_out, oh, ow), dtype), False, False),
                                 (channels_last((n, c_out, h, w), dtype), False, True)):
-            if flip and stride > 1:
-                continue
             weight = placeholder((c, c_out, k, k) if flip else (c_out, c, k, k), dtype)
             packed = placeholder((weight.shape[0], k, k, weight.shape[1]), dtype)
             b = placeholder((c_out,), dtype) if bias else None
+            if flip and stride > 1:
+                x_t = channels_last((n, c, oh, ow), dtype)
+                plan = conv_hopper.PhasePlan(x_t, weight, None, out, pad, target=target)
+                plan.run(0, x_t, packed, None, out)
+                continue
             plan = conv_hopper.ForwardPlan(x, weight, b, out, pad, flip, stride, target=target)
             plan.run(0, x, packed, b, out)
         dy, dw = channels_last((n, c_out, oh, ow), dtype), placeholder((c_out, c, k, k), dtype)
         conv_hopper.WeightGradPlan(dy, x, dw, pad, stride, target=target).run(0, dy, x, dw)
+    bf16 = ml_dtypes.bfloat16
+    x, out = channels_last((8, 512, 32, 32), bf16), channels_last((8, 256, 64, 64), bf16)
+    weight, b = placeholder((512, 256, 2, 2), bf16), placeholder((256,), bf16)
+    packed = placeholder((512, 2, 2, 256), bf16)
+    conv_hopper.PhasePlan(x, weight, b, out, (0, 0), target=target).run(0, x, packed, b, out)
 
 
 def _spatial_array(shape, dtype, channels_last):

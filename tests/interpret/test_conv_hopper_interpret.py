@@ -6,9 +6,10 @@ The conv entry points run on a pretend sm_90 GPU of four SMs, so each persistent
 several tiles, with blocks of 2 x 8 pixels of 2 images (2 x 4 in the weight gradient) and
 16-channel tiles: small odd images and odd batches walk ragged pixel blocks (TMA's zero fill),
 channel tails (C = 24 in 16-wide steps, K = 40 in 16-wide tiles) and windows past every edge of
-the padding; at stride 2, kernels of 1 to 5 taps across both phases of the input. The weight
-gradient splits its pixel blocks over several units. Each test checks that the TMA kernels, not
-the implicit GEMM, ran.
+the padding; at stride 2, kernels of 1 to 5 taps across both phases of the input, and input
+gradients and transposed convolutions stored phase by phase (a 1x1 kernel's odd phases meet no
+tap). The weight gradient splits its pixel blocks over several units. Each test checks that the
+TMA kernels, not the implicit GEMM, ran.
 """
 
 import numpy as np
@@ -43,20 +44,20 @@ STRIDE_TWO = [
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """Interpreted TMA kernels in small blocks on four SMs; "forward" and "weight_grad" count
-    their runs."""
+    """Interpreted TMA kernels in small blocks on four SMs; "forward", "phases" and
+    "weight_grad" count their runs."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    ran = {"forward": 0, "weight_grad": 0}
+    ran = {"forward": 0, "phases": 0, "weight_grad": 0}
     monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: True)
     monkeypatch.setattr(conv_hopper, "grid_sms", lambda device, target=None: 4)
     monkeypatch.setattr(conv_hopper, "MIN_OUT_CHANNELS", 16)
     monkeypatch.setattr(conv_hopper, "MIN_SPLIT_STEPS", 2)
-    monkeypatch.setattr(conv_hopper, "forward_config", lambda *args: dict(
+    monkeypatch.setattr(conv_hopper, "forward_config", lambda *args, **kwargs: dict(
         BI=2, BH=2, BW=8, BN=16, BK=16, num_warps=4, num_stages=1))
     monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda n, h, w, c_out, c_in: dict(
         BI=2, BH=2, BW=4, BM=16, BN=16, num_warps=4, num_stages=1))
-    for name, cls in (("forward", conv_hopper.ForwardPlan),
+    for name, cls in (("forward", conv_hopper.ForwardPlan), ("phases", conv_hopper.PhasePlan),
                       ("weight_grad", conv_hopper.WeightGradPlan)):
         monkeypatch.setattr(cls, "run", _counted(cls.run, ran, name))
     monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
@@ -84,20 +85,21 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
                                          ((1, 1), padding, (1, 1), 1), layout)
     # an NCHW output takes TMA where its rows are 16-byte multiples
     tma_out = [layout == "channels_last" or width % 8 == 0 for width in (out_shape[3], w)]
-    assert gpu == {"forward": sum(tma_out), "weight_grad": 1}
+    assert gpu == {"forward": sum(tma_out), "phases": 0, "weight_grad": 1}
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
 @pytest.mark.parametrize("case", STRIDE_TWO, ids=str)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_stride_two(gpu, rng, dtype, case, layout):
-    """Stride 2 through the phase view of the input: the forward and the weight gradient take
-    the TMA kernels, the input gradient (a strided transposed convolution) the implicit GEMM."""
+    """Stride 2 through the phase views: the forward and the weight gradient read the input's
+    phases, the input gradient (a strided transposed convolution) stores its output's, written
+    channels-last (and copied for an NCHW input)."""
     n, c, h, w, k, kernel, padding = case
     out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                                          ((2, 2), padding, (1, 1), 1), layout)
     tma_out = layout == "channels_last" or out_shape[3] % 8 == 0
-    assert gpu == {"forward": int(tma_out), "weight_grad": 1}
+    assert gpu == {"forward": int(tma_out), "phases": 1, "weight_grad": 1}
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -110,6 +112,32 @@ def test_conv_transpose2d_stride_one(gpu, rng, dtype):
                                       expected.shape[2:])
     _check(ti.to_host(out), expected)
     assert gpu["forward"] == 1
+
+
+# (x shape, weight shape, padding, output_padding)
+TRANSPOSED_STRIDE_TWO = [
+    ((2, 24, 3, 5), (24, 16, 2, 2), 0, 0),
+    ((1, 16, 4, 3), (16, 32, 4, 4), 1, 0),
+    ((3, 16, 3, 4), (16, 16, 3, 3), 1, 1),
+    ((1, 32, 2, 3), (32, 16, 1, 1), 0, 1),
+]
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("case", TRANSPOSED_STRIDE_TWO, ids=str)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_conv_transpose2d_stride_two(gpu, rng, dtype, case, layout):
+    """ConvTranspose2d at stride 2 with a bias, phase by phase: 2x2 (one tap a phase), 4x4
+    (four), 3x3 with output_padding (one, two or four), 1x1 (odd phases of bias alone)."""
+    x_shape, w_shape, padding, output_padding = case
+    x, weight, bias = _values(rng, dtype, x_shape, w_shape, (w_shape[1],))
+    expected = TF.conv_transpose2d(_f64(x), _f64(weight), _f64(bias), 2, padding,
+                                   output_padding).numpy()
+    out = conv.conv_transpose2d_igemm(_on_device(x, layout), ti.to_device(weight),
+                                      ti.to_device(bias), (2, 2), (padding,) * 2, (1, 1), 1,
+                                      expected.shape[2:])
+    _check(ti.to_host(out), expected)
+    assert gpu["phases"] == 1
 
 
 def test_other_geometries_take_the_implicit_gemm(gpu, rng, monkeypatch):

@@ -553,19 +553,22 @@ _wgrad_plans = LaunchCache()
 
 
 def _build_conv(x, weight, bias, out, conv, transposed):
-    """The `run(stream, x, weight, bias, out)` of this (transposed) convolution: the Hopper TMA
-    kernel where it applies, else the implicit GEMM; each packs the weight as it reads it."""
-    if conv_hopper.forward_applies(x, weight, out, conv, transposed):
+    """The `run(stream, x, weight, bias, out)` of this (transposed) convolution: a Hopper TMA
+    kernel where one applies, else the implicit GEMM; each packs the weight as it reads it."""
+    if transposed and conv_hopper.phases_apply(x, weight, out, conv):
+        plan = conv_hopper.PhasePlan(x, weight, bias, out, conv.padding)
+    elif conv_hopper.forward_applies(x, weight, out, conv, transposed):
         start = conv.padding
         if transposed:  # a convolution with the flipped kernel, its window starting R-1-pad early
             start = tuple(k - 1 - p for k, p in zip(weight.shape[2:], conv.padding))
         plan = conv_hopper.ForwardPlan(x, weight, bias, out, start, transposed, conv.stride[0])
-        return lambda stream, x, weight, bias, out: plan.run(
-            stream, x, conv_hopper.packed_weight(weight), bias, out)
-    w = _packed_weight(weight, conv.groups, transposed)
-    launch, dims = _conv_plan(x, w, bias, out, conv, transposed)
-    return lambda stream, x, weight, bias, out: _conv_launch(
-        launch, dims, stream, x, _packed_weight(weight, conv.groups, transposed), bias, out)
+    else:
+        w = _packed_weight(weight, conv.groups, transposed)
+        launch, dims = _conv_plan(x, w, bias, out, conv, transposed)
+        return lambda stream, x, weight, bias, out: _conv_launch(
+            launch, dims, stream, x, _packed_weight(weight, conv.groups, transposed), bias, out)
+    return lambda stream, x, weight, bias, out: plan.run(
+        stream, x, conv_hopper.packed_weight(weight), bias, out)
 
 
 def _run_conv(x, weight, bias, conv, transposed, out_size):

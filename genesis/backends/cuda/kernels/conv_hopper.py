@@ -213,6 +213,65 @@ def _conv_tma_kernel(
 
 
 @triton.jit
+def _conv_phase_tma_kernel(
+        # pointers: input (N, H, W, C) channels-last, weight w[c, r, s, k] as (C rows of
+        # R * S * K), bias (K) or None, output (N, K, OH, OW) channels-last
+        x_ptr, w_ptr, bias_ptr, out_ptr,
+        # sizes and the padding of the transposed convolution
+        n_images, in_h, in_w, c_in, out_h, out_w, c_out, pad_h, pad_w,
+        # the phase: output rows 2q + phase_h meet taps first_r, first_r + 2, ... (taps_h of
+        # them), likewise the columns
+        phase_h, phase_w, first_r, first_s, taps_h, taps_w,
+        # strides, in elements (the input's channels and the weight's columns are unit-stride)
+        x_sn, x_sh, x_sw, w_stride, out_sn, out_sh, out_sw,
+        # meta-parameters
+        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, HAS_BIAS: tl.constexpr,
+        BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BN: tl.constexpr,
+        BK: tl.constexpr, NUM_SMS: tl.constexpr):
+    """One output phase of a stride-2 transposed convolution, tile after tile, by NUM_SMS
+    persistent programs: out[n, 2q + phase_h, 2p + phase_w, k] = sum over the phase's taps
+    (r, s) and channels c of x[n, q + (phase_h + pad_h - r) / 2, p + (phase_w + pad_w - s) / 2,
+    c] * w[c, r, s, k] (+ bias), stored into the phase's half of the output's rows and
+    columns."""
+    BM: tl.constexpr = BI * BH * BW
+    x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
+                               BK, 1)
+    w_desc = tl.make_tensor_descriptor(w_ptr, [c_in, KERNEL_H * KERNEL_W * c_out],
+                                       [w_stride, 1], [BK, BN])
+    # the output as (N, OH/2, 2, OW/2, 2K): the row phase a dim, the column phase a half of
+    # the channels
+    out_desc = tl.make_tensor_descriptor(out_ptr,
+                                         [n_images, out_h // 2, 2, out_w // 2, 2 * c_out],
+                                         [out_sn, 2 * out_sh, out_sh, 2 * out_sw, 1],
+                                         [BI, BH, 1, BW, BN])
+    blocks_h = tl.cdiv(out_h // 2, BH)
+    blocks_w = tl.cdiv(out_w // 2, BW)
+    blocks_n = tl.cdiv(c_out, BN)
+    tiles = tl.cdiv(n_images, BI) * blocks_h * blocks_w * blocks_n
+    c_steps = tl.cdiv(c_in, BK)
+    tile_done = tl.program_id(0) - NUM_SMS
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
+        n, q, p, col = _forward_tile(tile, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        acc = tl.zeros((BN, BM), tl.float32)
+        for step in range(taps_h * taps_w * c_steps):
+            tap = step // c_steps
+            c = (step % c_steps) * BK
+            r = first_r + 2 * (tap // taps_w)
+            s = first_s + 2 * (tap % taps_w)
+            window = _window(x_desc, n, q, p, (phase_h + pad_h - r) >> 1,
+                             (phase_w + pad_w - s) >> 1, c, c_in, BM, BK, 1)
+            weights = w_desc.load([c, (r * KERNEL_W + s) * c_out + col]).T
+            acc = tl.dot(weights, window.T, acc)
+        tile_done += NUM_SMS
+        n, q, p, col = _forward_tile(tile_done, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        if HAS_BIAS:
+            k = col + tl.arange(0, BN)
+            acc += tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
+        y = acc.to(out_desc.dtype).T.reshape(BI, BH, 1, BW, BN)
+        out_desc.store([n, q, phase_h, p, phase_w * c_out + col], y)
+
+
+@triton.jit
 def _wgrad_unit(unit, tiles_m, tiles_n, TAPS: tl.constexpr):
     """(split, tap, out-channel tile, in-channel tile) of weight-gradient unit `unit`: the
     tiles of one split are consecutive units."""
@@ -331,6 +390,20 @@ def forward_applies(x, weight, out, conv, transposed=False):
             and (_tma_strides(out, 1) or _tma_strides(out, 3)))
 
 
+def phases_apply(x, weight, out, conv):
+    """Whether `_conv_phase_tma_kernel` computes this stride-2 transposed convolution of
+    channels-last `x`: one group, no dilation, and an output whose phases TMA can store (see
+    `_phases_apply`): channels-last, dense pixels, an even height and width, and out channels a
+    multiple of the channel blocks."""
+    _, c_out, out_h, out_w = out.shape
+    c_in = x.shape[1]
+    return (x.dtype.name in _HALF and conv.stride == (2, 2) and conv.dilation == (1, 1)
+            and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0
+            and c_out % MIN_OUT_CHANNELS == 0 and out_h % 2 == 0 and out_w % 2 == 0
+            and out.element_strides()[3] == c_out and weight.ptr % 16 == 0
+            and _tma_strides(x, 1) and _tma_strides(out, 1) and is_hopper(x.device))
+
+
 def weight_grad_applies(dy, x, conv):
     """Whether `_conv_wgrad_tma_kernel` computes this weight gradient (dy and x channels-last)."""
     return (_geometry_applies(x, conv, x.shape[1], dy.shape[1])
@@ -366,12 +439,15 @@ def _powers(most):
     return [1 << i for i in range(most.bit_length())]
 
 
-def forward_config(images, out_h, out_w, c_in, c_out, sms, nchw=False):
+def forward_config(images, out_h, out_w, c_in, c_out, sms, nchw=False, phases=False):
     """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs: the
     largest tile, more pixels before more channels, that still makes 0.7 tiles an SM (see the
     module docstring); the most stages that fit in shared memory. An NCHW output is stored in
-    rows of BW pixels: 32 or more of them, as rows of 16 bytes store slowly."""
-    shapes = [(area, bn) for area in (256, 128) for bn in (128, 64) if bn <= max(64, c_out)]
+    rows of BW pixels: 32 or more of them, as rows of 16 bytes store slowly. An output stored
+    by `phases` (out_h x out_w pixels each) takes channel blocks that end where its channels
+    do."""
+    shapes = [(area, bn) for area in (256, 128) for bn in (128, 64)
+              if bn <= max(64, c_out) and not (phases and c_out % bn)]
     for area, bn in shapes:
         bi, bh, bw = pixel_block(images, out_h, out_w, area, 32 if nchw else 8)
         if cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn) >= 0.7 * sms:
@@ -435,6 +511,51 @@ class ForwardPlan:
                     x, w, bias, out,
                     # sizes, strides
                     *self.args)
+
+
+class PhasePlan:
+    """The launches of a stride-2 transposed convolution (ConvTranspose2d's forward, a stride-2
+    convolution's input gradient), one per output phase: `run(stream, x, w, bias, out)`
+    computes out = conv_transpose(x, w) + bias (see `phases_apply`), `w` the weight packed
+    (`packed_weight`) as C_in rows. Each phase meets its own taps only (every other one along
+    each axis), so no product multiplies the zeros a dilated input would hold; a phase that
+    meets no tap (a 1x1 kernel's odd rows) stores zeros."""
+
+    def __init__(self, x, weight, bias, out, padding, target=None):
+        n, c_in, in_h, in_w = x.shape
+        _, _, kernel_h, kernel_w = weight.shape
+        c_out, out_h, out_w = out.shape[1:]
+        sms = grid_sms(out.device, target)
+        config = forward_config(n, out_h // 2, out_w // 2, c_in, c_out, sms, phases=True)
+        bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
+        tiles = cdiv(n, bi) * cdiv(out_h // 2, bh) * cdiv(out_w // 2, bw) * cdiv(c_out, bn)
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, HAS_BIAS=bias is not None, BI=bi,
+                    BH=bh, BW=bw, BN=bn, BK=config["BK"], NUM_SMS=sms)
+        self.launch = Launch(_conv_phase_tma_kernel, (min(sms, tiles),), meta,
+                             config["num_warps"], config["num_stages"], device=out.device,
+                             target=target)
+        xs, outs = x.element_strides(), out.element_strides()
+        self.sizes = (n, in_h, in_w, c_in, out_h, out_w, c_out) + tuple(padding)
+        self.strides = (xs[0], xs[2], xs[3], kernel_h * kernel_w * c_out, outs[0], outs[2],
+                        outs[3])
+        self.phases = [_phase(phase_h, phase_w, padding, (kernel_h, kernel_w))
+                       for phase_h in (0, 1) for phase_w in (0, 1)]
+
+    def run(self, stream, x, w, bias, out):
+        for phase in self.phases:
+            self.launch(stream,
+                        # pointers
+                        x, w, bias, out,
+                        # sizes, the phase, strides
+                        *self.sizes, *phase, *self.strides)
+
+
+def _phase(phase_h, phase_w, padding, kernel):
+    """(phase_h, phase_w, first_r, first_s, taps_h, taps_w): output row 2q + phase_h meets
+    taps r = phase_h + pad_h (mod 2), and likewise the columns."""
+    first = [(phase + pad) % 2 for phase, pad in zip((phase_h, phase_w), padding)]
+    taps = [cdiv(size - f, 2) for size, f in zip(kernel, first)]
+    return (phase_h, phase_w, *first, *taps)
 
 
 class WeightGradPlan:
