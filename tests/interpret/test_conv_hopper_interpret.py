@@ -2,14 +2,14 @@
 the CPU, through Triton's interpreter.
 
 Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_conv_hopper_interpret.py`.
-The conv entry points run on a pretend sm_90 GPU of four SMs, so each persistent program walks
-several tiles, with blocks of 2 x 8 pixels of 2 images (2 x 4 in the weight gradient) and
-16-channel tiles: small odd images and odd batches walk ragged pixel blocks (TMA's zero fill),
-channel tails (C = 24 in 16-wide steps, K = 40 in 16-wide tiles) and windows past every edge of
-the padding; at stride 2, kernels of 1 to 5 taps across both phases of the input, and input
-gradients and transposed convolutions stored phase by phase (a 1x1 kernel's odd phases meet no
-tap). The weight gradient splits its pixel blocks over several units. Each test checks that the
-TMA kernels, not the implicit GEMM, ran.
+The conv entry points run on a pretend sm_90
+GPU of four SMs, so each persistent program walks several tiles, with blocks of 2 x 8 pixels of
+2 images (2 x 4 in the weight gradient) and 16-channel tiles: small odd images and odd batches
+walk ragged pixel blocks (TMA's zero fill), channel tails (C = 24 in 16-wide steps, K = 40 in
+16-wide tiles) and windows past every edge of the padding; at stride 2, kernels of 1 to 5 taps
+across both phases of the input, and input gradients and transposed convolutions of even
+kernels stored phase by phase. The weight gradient splits its pixel blocks over several units.
+Each test checks that the TMA kernels, not the implicit GEMM, ran.
 """
 
 import numpy as np
@@ -93,13 +93,29 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_stride_two(gpu, rng, dtype, case, layout):
     """Stride 2 through the phase views: the forward and the weight gradient read the input's
-    phases, the input gradient (a strided transposed convolution) stores its output's, written
-    channels-last (and copied for an NCHW input)."""
+    phases; the input gradient (a strided transposed convolution) stores its output's where
+    the kernel is even (written channels-last, and copied for an NCHW input), else takes the
+    implicit GEMM."""
     n, c, h, w, k, kernel, padding = case
     out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                                          ((2, 2), padding, (1, 1), 1), layout)
     tma_out = layout == "channels_last" or out_shape[3] % 8 == 0
-    assert gpu == {"forward": int(tma_out), "phases": 1, "weight_grad": 1}
+    even = kernel[0] % 2 == 0 and kernel[1] % 2 == 0
+    assert gpu == {"forward": int(tma_out), "phases": int(even), "weight_grad": 1}
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("splits", [1, 3])
+def test_weight_gradient_splits(gpu, rng, monkeypatch, dtype, layout, splits):
+    """One split: the units write the gradient itself, rounded once, in the weight's layout
+    (channels-last with channels-last operands). Three splits of 10 pixel blocks: 4, 4 and
+    2, the last split's units walking two blocks past the batch (zeros)."""
+    monkeypatch.setattr(conv_hopper, "_splits", lambda *args: splits)
+    n, c, h, w, k, kernel, padding = CASES[3]
+    check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
+                             ((1, 1), padding, (1, 1), 1), layout)
+    assert gpu["weight_grad"] == 1
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
@@ -118,8 +134,8 @@ def test_conv_transpose2d_stride_one(gpu, rng, dtype):
 TRANSPOSED_STRIDE_TWO = [
     ((2, 24, 3, 5), (24, 16, 2, 2), 0, 0),
     ((1, 16, 4, 3), (16, 32, 4, 4), 1, 0),
-    ((3, 16, 3, 4), (16, 16, 3, 3), 1, 1),
-    ((1, 32, 2, 3), (32, 16, 1, 1), 0, 1),
+    ((3, 16, 3, 4), (16, 16, 4, 2), (2, 0), 0),
+    ((1, 32, 2, 3), (32, 48, 2, 4), (1, 2), 0),
 ]
 
 
@@ -127,14 +143,15 @@ TRANSPOSED_STRIDE_TWO = [
 @pytest.mark.parametrize("case", TRANSPOSED_STRIDE_TWO, ids=str)
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_conv_transpose2d_stride_two(gpu, rng, dtype, case, layout):
-    """ConvTranspose2d at stride 2 with a bias, phase by phase: 2x2 (one tap a phase), 4x4
-    (four), 3x3 with output_padding (one, two or four), 1x1 (odd phases of bias alone)."""
+    """ConvTranspose2d at stride 2 with a bias, by output phases: even kernels of 1 to 4 taps
+    a phase, odd and even paddings (the phases' first taps)."""
     x_shape, w_shape, padding, output_padding = case
     x, weight, bias = _values(rng, dtype, x_shape, w_shape, (w_shape[1],))
     expected = TF.conv_transpose2d(_f64(x), _f64(weight), _f64(bias), 2, padding,
                                    output_padding).numpy()
+    padding = padding if isinstance(padding, tuple) else (padding,) * 2
     out = conv.conv_transpose2d_igemm(_on_device(x, layout), ti.to_device(weight),
-                                      ti.to_device(bias), (2, 2), (padding,) * 2, (1, 1), 1,
+                                      ti.to_device(bias), (2, 2), padding, (1, 1), 1,
                                       expected.shape[2:])
     _check(ti.to_host(out), expected)
     assert gpu["phases"] == 1

@@ -21,8 +21,7 @@ window.
   channels), the pixels tap (r, s) reads are the (BI, BH, 1, BW, BK) box at half-row
   oh + floor((r - pad_h) / 2), row phase (r - pad_h) mod 2, and likewise for the columns:
   again one copy, zero-filled at the edges (`_input_descriptor`, `_window`). The view needs
-  an even height and width and channel blocks that end at C; the input gradient, a strided
-  transposed convolution, stays on the implicit GEMM. ResNet's 56^2 128 -> 128 3x3/2 (H200,
+  an even height and width and channel blocks that end at C. ResNet's 56^2 128 -> 128 3x3/2 (H200,
   batch 32): forward 0.026 ms (cuDNN 0.022; the implicit GEMM 0.030), weight gradient 0.033
   (cuDNN 0.034; the implicit GEMM 0.103).
 - Forward (`_conv_tma_kernel`): out[n, oh, ow, k] = sum over taps and channels of
@@ -37,13 +36,28 @@ window.
   kernel with FLIP, reading tap R*S-1-t of the weight for tap t and padding R-1-pad: a
   convolution with the flipped kernel. The weight is then (C_in, C_out, R, S), laid out as C_in
   rows of R * S * C_out, and its (BK, BN) block is transposed in shared memory.
+- Transposed, stride 2, even kernel (`_conv_phases_tma_kernel`: ConvTranspose2d's 2x2 and 4x4
+  upsamplers): output pixel (2q + a, 2p + b) meets only the taps r = a + pad_h and
+  s = b + pad_w (mod 2), R/2 x S/2 of them in each of the four phases (a, b), each reading the
+  input at (q + (a + pad_h - r) / 2, p + (b + pad_w - s) / 2): a stride-1 window again. A tile
+  is one phase's (out channels) x (pixels) block, the four phases' tiles of a pixel block
+  consecutive (for the 2x2 kernel that is one GEMM over (phase, out channel) columns), and
+  the epilogue stores it through the output viewed as (N, OH/2, 2, OW/2, 2K), the row phase a
+  dim and the column phase a half of the channels. Odd kernels meet 1 or 2 taps a phase (3x3),
+  and a loop whose length changes from tile to tile is not flattened, so their input
+  gradients stay on the implicit GEMM, which loops over each phase's taps: one launch a phase
+  was slower there (ResNet's 56^2 3x3/2: 0.051 ms against 0.044).
 - Weight gradient (`_conv_wgrad_tma_kernel`): dw[k, r, s, c] = sum over pixels of
   dy[n, oh, ow, k] * x[n, oh + r - pad_h, ow + s - pad_w, c]. A work unit is one (BM out
   channels) x (BN in channels) tile of one tap over one range of pixel blocks (split-K: the
   weight's tiles are few, the pixels many). Each step multiplies the (BI, BH, BW, BM) box of dy,
   transposed, by the shifted box of x. Pixels of dy's ragged blocks read as zeros, so they
-  add nothing. Units store float32 partial sums; `_wgrad_sum_kernel` adds each element's
-  partials in split order and writes the weight's layout: deterministic, no atomics. The dy
+  add nothing. With several splits, units store float32 partial sums and `_wgrad_sum_kernel`
+  adds each element's partials in split order and writes the weight's layout: deterministic,
+  no atomics; one split's units write the gradient itself. Every unit walks as many blocks
+  (the last split's extra ones are images past the batch, read as zeros), which lets Triton
+  flatten the walks into one pipelined loop: a walk whose length changed from unit to unit
+  stays a loop of its own, its loads started anew for each unit. The dy
   operand is wgmma's A, which Triton loads from shared memory into registers for a reshaped
   box (only B takes the view).
 
@@ -213,27 +227,38 @@ def _conv_tma_kernel(
 
 
 @triton.jit
-def _conv_phase_tma_kernel(
+def _phase_tile(tile, blocks_h, blocks_w, blocks_n, BI: tl.constexpr, BH: tl.constexpr,
+                BW: tl.constexpr, BN: tl.constexpr):
+    """(image, half-row, half-column, row phase, column phase, first out channel) of phase
+    tile `tile`: the four phases' out-channel blocks of one pixel block are consecutive
+    tiles, a GEMM's columns over (phase, out channel)."""
+    n, q, p = _pixel_block(tile // (4 * blocks_n), blocks_h, blocks_w, BI, BH, BW)
+    column = tile % (4 * blocks_n)
+    phase = column // blocks_n
+    return n, q, p, phase // 2, phase % 2, (column % blocks_n) * BN
+
+
+@triton.jit
+def _conv_phases_tma_kernel(
         # pointers: input (N, H, W, C) channels-last, weight w[c, r, s, k] as (C rows of
         # R * S * K), bias (K) or None, output (N, K, OH, OW) channels-last
         x_ptr, w_ptr, bias_ptr, out_ptr,
-        # sizes and the padding of the transposed convolution
+        # sizes and the transposed convolution's padding
         n_images, in_h, in_w, c_in, out_h, out_w, c_out, pad_h, pad_w,
-        # the phase: output rows 2q + phase_h meet taps first_r, first_r + 2, ... (taps_h of
-        # them), likewise the columns
-        phase_h, phase_w, first_r, first_s, taps_h, taps_w,
         # strides, in elements (the input's channels and the weight's columns are unit-stride)
         x_sn, x_sh, x_sw, w_stride, out_sn, out_sh, out_sw,
         # meta-parameters
         KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, HAS_BIAS: tl.constexpr,
         BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BN: tl.constexpr,
         BK: tl.constexpr, NUM_SMS: tl.constexpr):
-    """One output phase of a stride-2 transposed convolution, tile after tile, by NUM_SMS
-    persistent programs: out[n, 2q + phase_h, 2p + phase_w, k] = sum over the phase's taps
-    (r, s) and channels c of x[n, q + (phase_h + pad_h - r) / 2, p + (phase_w + pad_w - s) / 2,
-    c] * w[c, r, s, k] (+ bias), stored into the phase's half of the output's rows and
-    columns."""
+    """out = conv_transpose(x, w, stride 2) + bias for an even kernel, tile after tile, by
+    NUM_SMS persistent programs. Output pixel (2q + phase_h, 2p + phase_w) meets the taps
+    r = phase_h + pad_h (mod 2), s likewise, KERNEL_H/2 x KERNEL_W/2 of them in every phase:
+    out[n, 2q + phase_h, 2p + phase_w, k] = sum over them and the channels c of
+    x[n, q + (phase_h + pad_h - r) / 2, p + (phase_w + pad_w - s) / 2, c] * w[c, r, s, k]."""
     BM: tl.constexpr = BI * BH * BW
+    TAPS_H: tl.constexpr = KERNEL_H // 2
+    TAPS_W: tl.constexpr = KERNEL_W // 2
     x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
                                BK, 1)
     w_desc = tl.make_tensor_descriptor(w_ptr, [c_in, KERNEL_H * KERNEL_W * c_out],
@@ -247,23 +272,27 @@ def _conv_phase_tma_kernel(
     blocks_h = tl.cdiv(out_h // 2, BH)
     blocks_w = tl.cdiv(out_w // 2, BW)
     blocks_n = tl.cdiv(c_out, BN)
-    tiles = tl.cdiv(n_images, BI) * blocks_h * blocks_w * blocks_n
+    tiles = tl.cdiv(n_images, BI) * blocks_h * blocks_w * 4 * blocks_n
     c_steps = tl.cdiv(c_in, BK)
     tile_done = tl.program_id(0) - NUM_SMS
     for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
-        n, q, p, col = _forward_tile(tile, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        n, q, p, phase_h, phase_w, col = _phase_tile(tile, blocks_h, blocks_w, blocks_n, BI,
+                                                     BH, BW, BN)
+        first_r = (phase_h + pad_h) % 2
+        first_s = (phase_w + pad_w) % 2
         acc = tl.zeros((BN, BM), tl.float32)
-        for step in range(taps_h * taps_w * c_steps):
+        for step in range(TAPS_H * TAPS_W * c_steps):
             tap = step // c_steps
             c = (step % c_steps) * BK
-            r = first_r + 2 * (tap // taps_w)
-            s = first_s + 2 * (tap % taps_w)
+            r = first_r + 2 * (tap // TAPS_W)
+            s = first_s + 2 * (tap % TAPS_W)
             window = _window(x_desc, n, q, p, (phase_h + pad_h - r) >> 1,
                              (phase_w + pad_w - s) >> 1, c, c_in, BM, BK, 1)
             weights = w_desc.load([c, (r * KERNEL_W + s) * c_out + col]).T
             acc = tl.dot(weights, window.T, acc)
         tile_done += NUM_SMS
-        n, q, p, col = _forward_tile(tile_done, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
+        n, q, p, phase_h, phase_w, col = _phase_tile(tile_done, blocks_h, blocks_w, blocks_n,
+                                                     BI, BH, BW, BN)
         if HAS_BIAS:
             k = col + tl.arange(0, BN)
             acc += tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
@@ -283,48 +312,60 @@ def _wgrad_unit(unit, tiles_m, tiles_n, TAPS: tl.constexpr):
 @triton.jit
 def _conv_wgrad_tma_kernel(
         # pointers: output gradient (N, OH, OW, K) and input (N, H, W, C), channels-last; float32
-        # partial sums (splits, R * S, K, C)
-        dy_ptr, x_ptr, part_ptr,
+        # partial sums (splits, R * S, K, C), or with DIRECT the weight gradient (K, C, R, S)
+        dy_ptr, x_ptr, out_ptr,
         # sizes; the input is read from (oh - pad_h, ow - pad_w) on; each split sums
         # split_blocks pixel blocks
         n_images, out_h, out_w, c_out, in_h, in_w, c_in, pad_h, pad_w, splits, split_blocks,
-        # strides, in elements (channels are unit-stride)
-        dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw,
+        # strides, in elements (channels are unit-stride), and with DIRECT the weight
+        # gradient's
+        dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw, out_sk, out_sc, out_sr, out_ss,
         # meta-parameters
         KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, STRIDE: tl.constexpr,
-        BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BM: tl.constexpr,
-        BN: tl.constexpr, NUM_SMS: tl.constexpr):
-    """The partial sums of dw[k, r, s, c] over each split's pixel blocks, unit after unit, by
-    NUM_SMS persistent programs."""
+        DIRECT: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
+        BM: tl.constexpr, BN: tl.constexpr, NUM_SMS: tl.constexpr):
+    """The partial sums of dw[k, r, s, c] over each split's pixel blocks (DIRECT, one split:
+    dw itself, rounded once, in its layout), unit after unit, by NUM_SMS persistent programs.
+    Every unit walks split_blocks blocks, so that the walks flatten into one pipelined loop
+    (a trip count that changed from unit to unit would keep them apart): the last split's
+    blocks past the batch read images past it, which TMA fills with zeros."""
     BP: tl.constexpr = BI * BH * BW
     TAPS: tl.constexpr = KERNEL_H * KERNEL_W
     dy_desc = tl.make_tensor_descriptor(dy_ptr, [n_images, out_h, out_w, c_out],
                                         [dy_sn, dy_sh, dy_sw, 1], [BI, BH, BW, BM])
     x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
                                BN, STRIDE)
-    part_desc = tl.make_tensor_descriptor(part_ptr, [splits * TAPS, c_out, c_in],
-                                          [c_out * c_in, c_in, 1], [1, BM, BN])
+    if not DIRECT:
+        part_desc = tl.make_tensor_descriptor(out_ptr, [splits * TAPS, c_out, c_in],
+                                              [c_out * c_in, c_in, 1], [1, BM, BN])
     blocks_h = tl.cdiv(out_h, BH)
     blocks_w = tl.cdiv(out_w, BW)
-    blocks = tl.cdiv(n_images, BI) * blocks_h * blocks_w
     tiles_m = tl.cdiv(c_out, BM)
     tiles_n = tl.cdiv(c_in, BN)
     units = tiles_m * tiles_n * TAPS * splits
     unit_done = tl.program_id(0) - NUM_SMS
     for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
         split, tap, pid_m, pid_n = _wgrad_unit(unit, tiles_m, tiles_n, TAPS)
-        first = split * split_blocks
         r, s = tap // KERNEL_W, tap % KERNEL_W
         acc = tl.zeros((BM, BN), tl.float32)
-        for block in range(first, tl.minimum(first + split_blocks, blocks)):
-            n, oh, ow = _pixel_block(block, blocks_h, blocks_w, BI, BH, BW)
+        for step in range(split_blocks):
+            n, oh, ow = _pixel_block(split * split_blocks + step, blocks_h, blocks_w, BI, BH, BW)
             grad = dy_desc.load([n, oh, ow, pid_m * BM]).reshape(BP, BM)
             window = _window(x_desc, n, oh, ow, r - pad_h, s - pad_w, pid_n * BN, c_in, BP, BN,
                              STRIDE)
             acc = tl.dot(grad.T, window, acc)
         unit_done += NUM_SMS
         split, tap, pid_m, pid_n = _wgrad_unit(unit_done, tiles_m, tiles_n, TAPS)
-        part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN], acc.reshape(1, BM, BN))
+        if DIRECT:
+            k = pid_m * BM + tl.arange(0, BM)
+            c = pid_n * BN + tl.arange(0, BN)
+            offsets = (k[:, None] * out_sk + c[None, :] * out_sc
+                       + (tap // KERNEL_W) * out_sr + (tap % KERNEL_W) * out_ss)
+            tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty),
+                     mask=(k < c_out)[:, None] & (c < c_in)[None, :])
+        else:
+            part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN],
+                            acc.reshape(1, BM, BN))
 
 
 @triton.jit
@@ -391,17 +432,18 @@ def forward_applies(x, weight, out, conv, transposed=False):
 
 
 def phases_apply(x, weight, out, conv):
-    """Whether `_conv_phase_tma_kernel` computes this stride-2 transposed convolution of
-    channels-last `x`: one group, no dilation, and an output whose phases TMA can store (see
-    `_phases_apply`): channels-last, dense pixels, an even height and width, and out channels a
-    multiple of the channel blocks."""
+    """Whether `_conv_phases_tma_kernel` computes this stride-2 transposed convolution of
+    channels-last `x`: an even kernel (every phase meets as many taps), one group, no
+    dilation, and an output whose phases TMA can store: channels-last, dense pixels, an even
+    height and width, and out channels a multiple of the channel blocks."""
     _, c_out, out_h, out_w = out.shape
-    c_in = x.shape[1]
+    c_in, kernel = x.shape[1], weight.shape[2:]
     return (x.dtype.name in _HALF and conv.stride == (2, 2) and conv.dilation == (1, 1)
-            and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0
-            and c_out % MIN_OUT_CHANNELS == 0 and out_h % 2 == 0 and out_w % 2 == 0
-            and out.element_strides()[3] == c_out and weight.ptr % 16 == 0
-            and _tma_strides(x, 1) and _tma_strides(out, 1) and is_hopper(x.device))
+            and conv.groups == 1 and kernel[0] % 2 == 0 and kernel[1] % 2 == 0
+            and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0 and c_out % MIN_OUT_CHANNELS == 0
+            and out_h % 2 == 0 and out_w % 2 == 0 and out.element_strides()[3] == c_out
+            and weight.ptr % 16 == 0 and _tma_strides(x, 1) and _tma_strides(out, 1)
+            and is_hopper(x.device))
 
 
 def weight_grad_applies(dy, x, conv):
@@ -444,13 +486,14 @@ def forward_config(images, out_h, out_w, c_in, c_out, sms, nchw=False, phases=Fa
     largest tile, more pixels before more channels, that still makes 0.7 tiles an SM (see the
     module docstring); the most stages that fit in shared memory. An NCHW output is stored in
     rows of BW pixels: 32 or more of them, as rows of 16 bytes store slowly. An output stored
-    by `phases` (out_h x out_w pixels each) takes channel blocks that end where its channels
-    do."""
+    by its four `phases` (out_h x out_w pixels each) takes channel blocks that end where its
+    channels do."""
     shapes = [(area, bn) for area in (256, 128) for bn in (128, 64)
               if bn <= max(64, c_out) and not (phases and c_out % bn)]
     for area, bn in shapes:
         bi, bh, bw = pixel_block(images, out_h, out_w, area, 32 if nchw else 8)
-        if cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn) >= 0.7 * sms:
+        blocks = cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
+        if blocks * cdiv(c_out, bn) * (4 if phases else 1) >= 0.7 * sms:
             break
     return dict(BI=bi, BH=bh, BW=bw, BN=bn, BK=min(64, next_pow2(c_in)),
                 num_warps=8 if bn == 128 else 4, num_stages=3 if area * bn > 128 * 128 else 4)
@@ -470,12 +513,13 @@ def _splits(tiles, blocks, sms, step_flops, tile_bytes):
     """Splits of the weight gradient's pixel blocks that finish soonest on `sms` persistent
     programs, each range MIN_SPLIT_STEPS blocks or more: a split shortens each unit's walk over
     the blocks (`step_flops` a block) but adds a float32 partial tile (`tile_bytes`) written
-    and read again. Ties go to fewer splits."""
+    and read again (one split writes the gradient itself). Ties go to fewer splits."""
     most = max(1, min(64, blocks // MIN_SPLIT_STEPS))
 
     def seconds(splits):
         walk = cdiv(tiles * splits, sms) * cdiv(blocks, splits) * step_flops / _SM_FLOPS
-        return walk + 2 * splits * tiles * tile_bytes / _PARTIALS_BANDWIDTH
+        partials = 2 * splits * tiles * tile_bytes if splits > 1 else 0
+        return walk + partials / _PARTIALS_BANDWIDTH
     return min(range(1, most + 1), key=seconds)
 
 
@@ -514,12 +558,11 @@ class ForwardPlan:
 
 
 class PhasePlan:
-    """The launches of a stride-2 transposed convolution (ConvTranspose2d's forward, a stride-2
-    convolution's input gradient), one per output phase: `run(stream, x, w, bias, out)`
-    computes out = conv_transpose(x, w) + bias (see `phases_apply`), `w` the weight packed
-    (`packed_weight`) as C_in rows. Each phase meets its own taps only (every other one along
-    each axis), so no product multiplies the zeros a dilated input would hold; a phase that
-    meets no tap (a 1x1 kernel's odd rows) stores zeros."""
+    """The launch of a stride-2 transposed convolution with an even kernel (ConvTranspose2d's
+    2x2 and 4x4 upsamplers): `run(stream, x, w, bias, out)` computes out = conv_transpose(x,
+    w) + bias (see `phases_apply`), `w` the weight packed (`packed_weight`) as C_in rows. Each
+    output phase meets its own taps only (every other one along each axis), so no product
+    multiplies the zeros a dilated input would hold."""
 
     def __init__(self, x, weight, bias, out, padding, target=None):
         n, c_in, in_h, in_w = x.shape
@@ -528,41 +571,31 @@ class PhasePlan:
         sms = grid_sms(out.device, target)
         config = forward_config(n, out_h // 2, out_w // 2, c_in, c_out, sms, phases=True)
         bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
-        tiles = cdiv(n, bi) * cdiv(out_h // 2, bh) * cdiv(out_w // 2, bw) * cdiv(c_out, bn)
+        tiles = cdiv(n, bi) * cdiv(out_h // 2, bh) * cdiv(out_w // 2, bw) * 4 * cdiv(c_out, bn)
         meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, HAS_BIAS=bias is not None, BI=bi,
                     BH=bh, BW=bw, BN=bn, BK=config["BK"], NUM_SMS=sms)
-        self.launch = Launch(_conv_phase_tma_kernel, (min(sms, tiles),), meta,
+        self.launch = Launch(_conv_phases_tma_kernel, (min(sms, tiles),), meta,
                              config["num_warps"], config["num_stages"], device=out.device,
                              target=target)
         xs, outs = x.element_strides(), out.element_strides()
-        self.sizes = (n, in_h, in_w, c_in, out_h, out_w, c_out) + tuple(padding)
-        self.strides = (xs[0], xs[2], xs[3], kernel_h * kernel_w * c_out, outs[0], outs[2],
-                        outs[3])
-        self.phases = [_phase(phase_h, phase_w, padding, (kernel_h, kernel_w))
-                       for phase_h in (0, 1) for phase_w in (0, 1)]
+        self.args = ((n, in_h, in_w, c_in, out_h, out_w, c_out) + tuple(padding)
+                     + (xs[0], xs[2], xs[3], kernel_h * kernel_w * c_out, outs[0], outs[2],
+                        outs[3]))
 
     def run(self, stream, x, w, bias, out):
-        for phase in self.phases:
-            self.launch(stream,
-                        # pointers
-                        x, w, bias, out,
-                        # sizes, the phase, strides
-                        *self.sizes, *phase, *self.strides)
-
-
-def _phase(phase_h, phase_w, padding, kernel):
-    """(phase_h, phase_w, first_r, first_s, taps_h, taps_w): output row 2q + phase_h meets
-    taps r = phase_h + pad_h (mod 2), and likewise the columns."""
-    first = [(phase + pad) % 2 for phase, pad in zip((phase_h, phase_w), padding)]
-    taps = [cdiv(size - f, 2) for size, f in zip(kernel, first)]
-    return (phase_h, phase_w, *first, *taps)
+        self.launch(stream,
+                    # pointers
+                    x, w, bias, out,
+                    # sizes, strides
+                    *self.args)
 
 
 class WeightGradPlan:
-    """The weight gradient's two launches and its float32 workspace's shape: `run(stream, dy,
-    x, out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
+    """The weight gradient's launches and its float32 workspace's shape: `run(stream, dy, x,
+    out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
     output gradient `dy` and input `x` (see `weight_grad_applies`) of a convolution of
-    `stride` 1 or 2."""
+    `stride` 1 or 2. One split writes `out` directly; more add their partials in a second
+    launch."""
 
     def __init__(self, dy, x, out, pad, stride=1, target=None):
         n, c_out, out_h, out_w = dy.shape
@@ -578,18 +611,19 @@ class WeightGradPlan:
         split_blocks = cdiv(blocks, splits)
         splits = cdiv(blocks, split_blocks)
         self.target, self.device = target, out.device
-        self.partials = (splits, kernel_h * kernel_w, c_out, c_in)
-        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, BI=bi, BH=bh, BW=bw,
-                    BM=bm, BN=bn, NUM_SMS=sms)
+        self.partials = (splits, kernel_h * kernel_w, c_out, c_in) if splits > 1 else None
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, DIRECT=splits == 1,
+                    BI=bi, BH=bh, BW=bw, BM=bm, BN=bn, NUM_SMS=sms)
         self.units = Launch(_conv_wgrad_tma_kernel, (min(sms, tiles * splits),), meta,
                             config["num_warps"], config["num_stages"], device=out.device,
                             target=target)
         ds, xs = dy.element_strides(), x.element_strides()
         self.unit_args = ((n, out_h, out_w, c_out, in_h, in_w, c_in) + tuple(pad)
-                          + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3]))
+                          + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3])
+                          + tuple(out.element_strides()))
         self.sum = Launch(_wgrad_sum_kernel, (cdiv(out.size, _SUM_BLOCK),),
                           dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BLOCK=_SUM_BLOCK), 4,
-                          device=out.device, target=target)
+                          device=out.device, target=target) if self.partials else None
         self.sum_args = (c_out, c_in, splits) + tuple(out.element_strides())
 
     def workspace(self, stream):
@@ -598,15 +632,15 @@ class WeightGradPlan:
         return CUDAArray.empty(self.partials, np.float32, self.device, stream)
 
     def run(self, stream, dy, x, out):
-        part = self.workspace(stream)
+        part = self.workspace(stream) if self.partials else out
         self.units(stream,
                    # pointers
                    dy, x, part,
                    # sizes, strides
                    *self.unit_args)
-        self.sum(stream,
-                 # pointers
-                 part, out,
-                 # sizes, strides
-                 *self.sum_args)
-
+        if self.partials:
+            self.sum(stream,
+                     # pointers
+                     part, out,
+                     # sizes, strides
+                     *self.sum_args)
