@@ -221,19 +221,52 @@ def test_binary_ops_save_only_what_their_gradient_needs(op, b_kind, written, rng
 
 @pytest.mark.parametrize("op", ["relu_", "sigmoid_", "tanh_"])
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
-def test_activations_in_place_compute_from_the_tensor(op, dtype, rng, device, monkeypatch):
-    """relu_, sigmoid_ and tanh_ in a graph compute from the tensor itself, no snapshot copy
-    first (their backward reads only the output): the gradient and grad_fn as torch's."""
+def test_activations_in_place_write_the_tensor(op, dtype, rng, device, monkeypatch):
+    """relu_, sigmoid_ and tanh_ in a graph write the tensor itself (one version bump), no
+    snapshot or temporary first, their node saving the tensor (their backward reads only the
+    output): the gradient, grad_fn and version as torch's."""
+    from genesis.ops import inplace
     from genesis.ops.elementwise import inplace_plans
-    snapshots = []
+    copies = []
     monkeypatch.setattr(inplace_plans, "snapshot_for_graph",
-                        lambda *args: snapshots.append(args) or args[0])
+                        lambda *args: copies.append(args) or args[0])
+    monkeypatch.setattr(inplace_plans, "write_result",
+                        lambda *args: copies.append(args) or inplace.write_result(*args))
     gx, tx = make_pair((4, 5), dtype, requires_grad=True, device=device, rng=rng)
     gy, ty = gx * 2, tx * 2
-    getattr(gy, op)()
+    storage = gy.data_ptr()
+    assert getattr(gy, op)() is gy
     getattr(ty, op)()
+    assert gy.data_ptr() == storage and gy._version == ty._version
     assert gy.grad_fn.name() == ty.grad_fn.name()
+    assert_close(gy, ty)
     (gy * 3).sum().backward()
     (ty * 3).sum().backward()
     assert_close(gx.grad, tx.grad)
-    assert not snapshots
+    assert not copies
+
+
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "tanh_"])
+def test_activation_in_place_then_written_again_fails_backward(op):
+    """The node of relu_ (sigmoid_, tanh_) saves the tensor it wrote: writing it again before
+    backward fails the version check, as in torch."""
+    for lib in (genesis, torch):
+        x = lib.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+        y = x * 1
+        getattr(y, op)()
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["relu_", "tanh_"])
+def test_activation_in_place_on_a_view(op, rng, device):
+    """relu_ (tanh_) on a view of a tensor in the graph rebases the base's history."""
+    gx, tx = make_pair((3, 4), requires_grad=True, device=device, rng=rng)
+    gb, tb = gx * 1, tx * 1
+    getattr(gb[1:, ::2], op)()
+    getattr(tb[1:, ::2], op)()
+    assert_close(gb, tb)
+    (gb * gb).sum().backward()
+    (tb * tb).sum().backward()
+    assert_close(gx.grad, tx.grad)

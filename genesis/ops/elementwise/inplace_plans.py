@@ -5,9 +5,10 @@ one."""
 import math
 
 from ... import dtypes
-from ..inplace import snapshot_for_graph, write_elementwise, write_result
+from ...autograd.function import records
+from ..inplace import check_inplace_target, snapshot_for_graph, write_elementwise, write_result
 from .binary import float_power
-from .unary import UNARY_OPS
+from .unary import UNARY_OPS, UnaryInplace
 
 
 def _plan_add(self, other, alpha, sign):
@@ -78,11 +79,11 @@ def _unary_plan(name):
     return None if "f" in spec.rejects else lambda self: (spec.kernel, (self,), ())
 
 
-def _inplace(fn, name, plan=None, snapshot=True):
+def _inplace(fn, name, plan=None, from_output=None):
     """The in-place method `name` of the out-of-place `fn`; `plan` says when it is one
-    elementwise kernel that may write the tensor directly. Without `snapshot`, a recorded op
-    computes from the tensor itself, no copy first: for ops whose backward keeps only their
-    output (relu, sigmoid, tanh), which the tensor's overwriting leaves intact."""
+    elementwise kernel that may write the tensor directly. An op whose backward keeps only its
+    output (relu, sigmoid, tanh: `from_output`, its UnarySpec) writes the tensor directly in a
+    graph too, its node saving the tensor; others compute from a snapshot of it, then copy."""
 
     def method(self, *args, **kwargs):
         if plan is not None:
@@ -92,8 +93,10 @@ def _inplace(fn, name, plan=None, snapshot=True):
                 planned = None
             if planned is not None and write_elementwise(self, *planned, name):
                 return self
-        source = snapshot_for_graph(self, *args) if snapshot else self
-        return write_result(self, fn(source, *args, **kwargs), name)
+        if from_output is not None and records(self) and self.dtype.is_floating_point:
+            check_inplace_target(self, name)
+            return UnaryInplace.apply(self, from_output, {})
+        return write_result(self, fn(snapshot_for_graph(self, *args), *args, **kwargs), name)
     method.__name__ = name
     method.__doc__ = (f"In-place `{fn.__name__}`: validated first, so a failure leaves the tensor "
                       "as it was.")

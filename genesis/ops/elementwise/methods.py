@@ -13,10 +13,10 @@ from .inplace_plans import (_add_plan, _addcdiv_plan, _addcmul_plan, _clamp_max_
                             _clamp_min_plan, _clamp_plan, _div_plan, _float_power_, _inplace,
                             _lerp_plan, _mul_plan, _sub_plan, _unary_plan)
 from .selection import addcdiv, addcmul, clamp, clamp_max, clamp_min, lerp
-from .unary import (abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, erf, erfc, exp,
-                    exp2, expm1, floor, frac, isfinite, isinf, isnan, log, log10, log1p, log2,
-                    nan_to_num, neg, reciprocal, relu, round, rsqrt, sgn, sigmoid, sign, signbit,
-                    sin, sinh, sqrt, square, tan, tanh, trunc)
+from .unary import (UNARY_OPS, abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, erf,
+                    erfc, exp, exp2, expm1, floor, frac, isfinite, isinf, isnan, log, log10,
+                    log1p, log2, nan_to_num, neg, reciprocal, relu, round, rsqrt, sgn, sigmoid,
+                    sign, signbit, sin, sinh, sqrt, square, tan, tanh, trunc)
 
 
 _OPERANDS = (Tensor,) + SCALAR_TYPES
@@ -173,15 +173,15 @@ class ElementwiseMethods:
     atan_ = _inplace(atan, "atan_", _unary_plan("atan"))
     sinh_ = _inplace(sinh, "sinh_", _unary_plan("sinh"))
     cosh_ = _inplace(cosh, "cosh_", _unary_plan("cosh"))
-    tanh_ = _inplace(tanh, "tanh_", _unary_plan("tanh"), snapshot=False)
+    tanh_ = _inplace(tanh, "tanh_", _unary_plan("tanh"), UNARY_OPS["tanh"])
     asinh_ = _inplace(asinh, "asinh_", _unary_plan("asinh"))
     acosh_ = _inplace(acosh, "acosh_", _unary_plan("acosh"))
     atanh_ = _inplace(atanh, "atanh_", _unary_plan("atanh"))
     arcsin_ = _inplace(asin, "arcsin_", _unary_plan("asin"))
     arccos_ = _inplace(acos, "arccos_", _unary_plan("acos"))
     arctan_ = _inplace(atan, "arctan_", _unary_plan("atan"))
-    sigmoid_ = _inplace(sigmoid, "sigmoid_", _unary_plan("sigmoid"), snapshot=False)
-    relu_ = _inplace(relu, "relu_", _unary_plan("relu"), snapshot=False)
+    sigmoid_ = _inplace(sigmoid, "sigmoid_", _unary_plan("sigmoid"), UNARY_OPS["sigmoid"])
+    relu_ = _inplace(relu, "relu_", _unary_plan("relu"), UNARY_OPS["relu"])
     erf_ = _inplace(erf, "erf_", _unary_plan("erf"))
     erfc_ = _inplace(erfc, "erfc_", _unary_plan("erfc"))
     reciprocal_ = _inplace(reciprocal, "reciprocal_", _unary_plan("reciprocal"))

@@ -7,6 +7,7 @@ import math
 from ... import dtypes
 from ...autograd.function import Function, records
 from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch import kernel
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from .core import elementwise, reject
@@ -45,6 +46,22 @@ class Unary(Function):
         grad = spec.derivative(g.to(wide), None if x is None else x.to(wide), y.to(wide),
                                **ctx.kwargs)
         return grad.to(y.dtype), None, None
+
+
+class UnaryInplace(Unary):
+    """A unary op whose derivative needs only its output, written into its input in a graph
+    (relu_, sigmoid_, tanh_): the node saves the overwritten tensor itself, so that writing it
+    again before backward fails the version check, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, spec, kwargs):
+        kernel("elementwise_into", x.device.type)(spec.kernel, x._data, (x._data,), ())
+        x._bump_version()
+        ctx.spec, ctx.kwargs = spec, kwargs
+        ctx.node_name = spec.node_name
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(None, x)
+        return x
 
 
 class UnarySpec:
