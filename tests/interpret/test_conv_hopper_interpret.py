@@ -108,9 +108,8 @@ def test_stride_two(gpu, rng, dtype, case, layout):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 @pytest.mark.parametrize("splits", [1, 3])
 def test_weight_gradient_splits(gpu, rng, monkeypatch, dtype, layout, splits):
-    """One split: the units write the gradient itself, rounded once, in the weight's layout
-    (channels-last with channels-last operands). Three splits of 10 pixel blocks: 4, 4 and
-    2, the last split's units walking two blocks past the batch (zeros)."""
+    """One split, and three splits of 10 pixel blocks (4, 4 and 2): the partial sums added
+    in the weight's layout (channels-last with channels-last operands)."""
     monkeypatch.setattr(conv_hopper, "_splits", lambda *args: splits)
     n, c, h, w, k, kernel, padding = CASES[3]
     check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),

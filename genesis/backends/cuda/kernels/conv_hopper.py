@@ -21,9 +21,9 @@ window.
   channels), the pixels tap (r, s) reads are the (BI, BH, 1, BW, BK) box at half-row
   oh + floor((r - pad_h) / 2), row phase (r - pad_h) mod 2, and likewise for the columns:
   again one copy, zero-filled at the edges (`_input_descriptor`, `_window`). The view needs
-  an even height and width and channel blocks that end at C. ResNet's 56^2 128 -> 128 3x3/2 (H200,
-  batch 32): forward 0.026 ms (cuDNN 0.022; the implicit GEMM 0.030), weight gradient 0.033
-  (cuDNN 0.034; the implicit GEMM 0.103).
+  an even height and width and channel blocks that end at C. ResNet's 56^2 128 -> 128 3x3/2
+  (H200, batch 32): forward 0.026 ms (cuDNN 0.022; the implicit GEMM 0.030), weight gradient
+  0.033 (cuDNN 0.034; the implicit GEMM 0.103).
 - Forward (`_conv_tma_kernel`): out[n, oh, ow, k] = sum over taps and channels of
   x[n, oh + r - pad_h, ow + s - pad_w, c] * w[k, c, r, s]. A program holds a (BN out channels)
   x (BI x BH x BW pixels) float32 accumulator and walks the R * S taps, BK channels at a time,
@@ -46,20 +46,21 @@ window.
   dim and the column phase a half of the channels. Odd kernels meet 1 or 2 taps a phase (3x3),
   and a loop whose length changes from tile to tile is not flattened, so their input
   gradients stay on the implicit GEMM, which loops over each phase's taps: one launch a phase
-  was slower there (ResNet's 56^2 3x3/2: 0.051 ms against 0.044).
+  was slower there (ResNet's 56^2 3x3/2: 0.051 ms against 0.044). U-Net's 2x2 upsamplers
+  (H200, batch 8, bf16): 32^2 512 -> 256 0.025 ms (cuDNN 0.026, the implicit GEMM 0.040),
+  128^2 128 -> 64 0.038 (cuDNN 0.059, the implicit GEMM 0.078).
 - Weight gradient (`_conv_wgrad_tma_kernel`): dw[k, r, s, c] = sum over pixels of
   dy[n, oh, ow, k] * x[n, oh + r - pad_h, ow + s - pad_w, c]. A work unit is one (BM out
   channels) x (BN in channels) tile of one tap over one range of pixel blocks (split-K: the
   weight's tiles are few, the pixels many). Each step multiplies the (BI, BH, BW, BM) box of dy,
   transposed, by the shifted box of x. Pixels of dy's ragged blocks read as zeros, so they
-  add nothing. With several splits, units store float32 partial sums and `_wgrad_sum_kernel`
-  adds each element's partials in split order and writes the weight's layout: deterministic,
-  no atomics; one split's units write the gradient itself. Every unit walks as many blocks
-  (the last split's extra ones are images past the batch, read as zeros), which lets Triton
-  flatten the walks into one pipelined loop: a walk whose length changed from unit to unit
-  stays a loop of its own, its loads started anew for each unit. The dy
+  add nothing. Units store float32 partial sums; `_wgrad_sum_kernel` adds each element's
+  partials in split order and writes the weight's layout: deterministic, no atomics. The dy
   operand is wgmma's A, which Triton loads from shared memory into registers for a reshaped
-  box (only B takes the view).
+  box (only B takes the view). A unit's walk is as long as its split: Triton flattens a loop
+  nest only where the inner loop's length is the same for every outer step, and walks made
+  all as long (the last split's past the batch, read as zeros), flattened, ran slower on an
+  H200 (ResNet's 56^2 3x3: 0.049 ms against 0.039; U-Net's 256^2 3x3: 0.186 against 0.148).
 
 Both kernels are persistent (one program per SM, walking units NUM_SMS apart, the loop over
 units flattened with the one over steps, as kernels/matmul_hopper.py's), so that each program
@@ -312,60 +313,48 @@ def _wgrad_unit(unit, tiles_m, tiles_n, TAPS: tl.constexpr):
 @triton.jit
 def _conv_wgrad_tma_kernel(
         # pointers: output gradient (N, OH, OW, K) and input (N, H, W, C), channels-last; float32
-        # partial sums (splits, R * S, K, C), or with DIRECT the weight gradient (K, C, R, S)
-        dy_ptr, x_ptr, out_ptr,
+        # partial sums (splits, R * S, K, C)
+        dy_ptr, x_ptr, part_ptr,
         # sizes; the input is read from (oh - pad_h, ow - pad_w) on; each split sums
         # split_blocks pixel blocks
         n_images, out_h, out_w, c_out, in_h, in_w, c_in, pad_h, pad_w, splits, split_blocks,
-        # strides, in elements (channels are unit-stride), and with DIRECT the weight
-        # gradient's
-        dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw, out_sk, out_sc, out_sr, out_ss,
+        # strides, in elements (channels are unit-stride)
+        dy_sn, dy_sh, dy_sw, x_sn, x_sh, x_sw,
         # meta-parameters
         KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, STRIDE: tl.constexpr,
-        DIRECT: tl.constexpr, BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr, NUM_SMS: tl.constexpr):
-    """The partial sums of dw[k, r, s, c] over each split's pixel blocks (DIRECT, one split:
-    dw itself, rounded once, in its layout), unit after unit, by NUM_SMS persistent programs.
-    Every unit walks split_blocks blocks, so that the walks flatten into one pipelined loop
-    (a trip count that changed from unit to unit would keep them apart): the last split's
-    blocks past the batch read images past it, which TMA fills with zeros."""
+        BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BM: tl.constexpr,
+        BN: tl.constexpr, NUM_SMS: tl.constexpr):
+    """The partial sums of dw[k, r, s, c] over each split's pixel blocks, unit after unit, by
+    NUM_SMS persistent programs."""
     BP: tl.constexpr = BI * BH * BW
     TAPS: tl.constexpr = KERNEL_H * KERNEL_W
     dy_desc = tl.make_tensor_descriptor(dy_ptr, [n_images, out_h, out_w, c_out],
                                         [dy_sn, dy_sh, dy_sw, 1], [BI, BH, BW, BM])
     x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
                                BN, STRIDE)
-    if not DIRECT:
-        part_desc = tl.make_tensor_descriptor(out_ptr, [splits * TAPS, c_out, c_in],
-                                              [c_out * c_in, c_in, 1], [1, BM, BN])
+    part_desc = tl.make_tensor_descriptor(part_ptr, [splits * TAPS, c_out, c_in],
+                                          [c_out * c_in, c_in, 1], [1, BM, BN])
     blocks_h = tl.cdiv(out_h, BH)
     blocks_w = tl.cdiv(out_w, BW)
+    blocks = tl.cdiv(n_images, BI) * blocks_h * blocks_w
     tiles_m = tl.cdiv(c_out, BM)
     tiles_n = tl.cdiv(c_in, BN)
     units = tiles_m * tiles_n * TAPS * splits
     unit_done = tl.program_id(0) - NUM_SMS
     for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
         split, tap, pid_m, pid_n = _wgrad_unit(unit, tiles_m, tiles_n, TAPS)
+        first = split * split_blocks
         r, s = tap // KERNEL_W, tap % KERNEL_W
         acc = tl.zeros((BM, BN), tl.float32)
-        for step in range(split_blocks):
-            n, oh, ow = _pixel_block(split * split_blocks + step, blocks_h, blocks_w, BI, BH, BW)
+        for block in range(first, tl.minimum(first + split_blocks, blocks)):
+            n, oh, ow = _pixel_block(block, blocks_h, blocks_w, BI, BH, BW)
             grad = dy_desc.load([n, oh, ow, pid_m * BM]).reshape(BP, BM)
             window = _window(x_desc, n, oh, ow, r - pad_h, s - pad_w, pid_n * BN, c_in, BP, BN,
                              STRIDE)
             acc = tl.dot(grad.T, window, acc)
         unit_done += NUM_SMS
         split, tap, pid_m, pid_n = _wgrad_unit(unit_done, tiles_m, tiles_n, TAPS)
-        if DIRECT:
-            k = pid_m * BM + tl.arange(0, BM)
-            c = pid_n * BN + tl.arange(0, BN)
-            offsets = (k[:, None] * out_sk + c[None, :] * out_sc
-                       + (tap // KERNEL_W) * out_sr + (tap % KERNEL_W) * out_ss)
-            tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty),
-                     mask=(k < c_out)[:, None] & (c < c_in)[None, :])
-        else:
-            part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN],
-                            acc.reshape(1, BM, BN))
+        part_desc.store([split * TAPS + tap, pid_m * BM, pid_n * BN], acc.reshape(1, BM, BN))
 
 
 @triton.jit
@@ -513,13 +502,12 @@ def _splits(tiles, blocks, sms, step_flops, tile_bytes):
     """Splits of the weight gradient's pixel blocks that finish soonest on `sms` persistent
     programs, each range MIN_SPLIT_STEPS blocks or more: a split shortens each unit's walk over
     the blocks (`step_flops` a block) but adds a float32 partial tile (`tile_bytes`) written
-    and read again (one split writes the gradient itself). Ties go to fewer splits."""
+    and read again. Ties go to fewer splits."""
     most = max(1, min(64, blocks // MIN_SPLIT_STEPS))
 
     def seconds(splits):
         walk = cdiv(tiles * splits, sms) * cdiv(blocks, splits) * step_flops / _SM_FLOPS
-        partials = 2 * splits * tiles * tile_bytes if splits > 1 else 0
-        return walk + partials / _PARTIALS_BANDWIDTH
+        return walk + 2 * splits * tiles * tile_bytes / _PARTIALS_BANDWIDTH
     return min(range(1, most + 1), key=seconds)
 
 
@@ -591,11 +579,10 @@ class PhasePlan:
 
 
 class WeightGradPlan:
-    """The weight gradient's launches and its float32 workspace's shape: `run(stream, dy, x,
-    out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
+    """The weight gradient's two launches and its float32 workspace's shape: `run(stream, dy,
+    x, out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
     output gradient `dy` and input `x` (see `weight_grad_applies`) of a convolution of
-    `stride` 1 or 2. One split writes `out` directly; more add their partials in a second
-    launch."""
+    `stride` 1 or 2."""
 
     def __init__(self, dy, x, out, pad, stride=1, target=None):
         n, c_out, out_h, out_w = dy.shape
@@ -611,19 +598,18 @@ class WeightGradPlan:
         split_blocks = cdiv(blocks, splits)
         splits = cdiv(blocks, split_blocks)
         self.target, self.device = target, out.device
-        self.partials = (splits, kernel_h * kernel_w, c_out, c_in) if splits > 1 else None
-        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, DIRECT=splits == 1,
-                    BI=bi, BH=bh, BW=bw, BM=bm, BN=bn, NUM_SMS=sms)
+        self.partials = (splits, kernel_h * kernel_w, c_out, c_in)
+        meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, BI=bi, BH=bh, BW=bw,
+                    BM=bm, BN=bn, NUM_SMS=sms)
         self.units = Launch(_conv_wgrad_tma_kernel, (min(sms, tiles * splits),), meta,
                             config["num_warps"], config["num_stages"], device=out.device,
                             target=target)
         ds, xs = dy.element_strides(), x.element_strides()
         self.unit_args = ((n, out_h, out_w, c_out, in_h, in_w, c_in) + tuple(pad)
-                          + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3])
-                          + tuple(out.element_strides()))
+                          + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3]))
         self.sum = Launch(_wgrad_sum_kernel, (cdiv(out.size, _SUM_BLOCK),),
                           dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BLOCK=_SUM_BLOCK), 4,
-                          device=out.device, target=target) if self.partials else None
+                          device=out.device, target=target)
         self.sum_args = (c_out, c_in, splits) + tuple(out.element_strides())
 
     def workspace(self, stream):
@@ -632,15 +618,15 @@ class WeightGradPlan:
         return CUDAArray.empty(self.partials, np.float32, self.device, stream)
 
     def run(self, stream, dy, x, out):
-        part = self.workspace(stream) if self.partials else out
+        part = self.workspace(stream)
         self.units(stream,
                    # pointers
                    dy, x, part,
                    # sizes, strides
                    *self.unit_args)
-        if self.partials:
-            self.sum(stream,
-                     # pointers
-                     part, out,
-                     # sizes, strides
-                     *self.sum_args)
+        self.sum(stream,
+                 # pointers
+                 part, out,
+                 # sizes, strides
+                 *self.sum_args)
+
