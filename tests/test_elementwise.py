@@ -463,6 +463,19 @@ def test_inplace_operators(name, dtype, rng, device):
                    rounded_once=rounded_once)
 
 
+@pytest.mark.parametrize("dtype", [genesis.int8, genesis.uint8, genesis.int32, genesis.int64],
+                         ids=str)
+def test_inplace_integer_arithmetic_writes_directly(dtype, rng, device, monkeypatch):
+    """add_, sub_ and mul_ of an integer tensor by Python ints or tensors of its dtype write it
+    directly, no temporary and copy (a step counter's add_(1)), wrapping as torch's do."""
+    from genesis.ops.elementwise import inplace_plans
+    monkeypatch.setattr(inplace_plans, "write_result", None)
+    x = pair(values((3, 4), dtype, rng, "add", 0), dtype, device=device)
+    other = pair(values((4,), dtype, rng, "add", 1), dtype, device=device)
+    for name, operand in (("add_", 1), ("mul_", 1000), ("sub_", other), ("add_", 2 ** 40)):
+        _inplace_check(lambda s, o, name=name: getattr(s, name)(o), x, operand)
+
+
 INPLACE_UNARY = [n for n in UNARY if n not in FUNCTIONAL and hasattr(torch.Tensor, n + "_")]
 
 

@@ -82,17 +82,24 @@ def write_result(self, result, op):
     return self
 
 
+# Kernels whose result has an integer tensor's dtype when every operand is an integer of it.
+_INTEGER_OPS = frozenset(("add", "sub", "mul"))
+
+
 def write_elementwise(self, op, operands, params, name):
     """In-place `name` as the elementwise kernel `op` over `operands` (among them `self`)
     writing `self` directly; False, having written nothing, unless that is the whole op.
 
-    It is when no graph is recorded, `self` is floating and every other operand is a Python
-    int or float or a tensor of self's dtype (a `where` condition: bool) and device that
-    broadcasts to self's shape. Otherwise the caller computes out of place and copies
-    (`write_result`), which also raises the errors."""
+    It is when no graph is recorded and every other operand is a Python number or a tensor of
+    self's dtype (a `where` condition: bool) and device that broadcasts to self's shape, with
+    `self` floating, or integral (not bool) under an op in _INTEGER_OPS with Python int
+    scalars (a step counter's `add_(1)`). Otherwise the caller computes out of place and
+    copies (`write_result`), which also raises the errors."""
     dtype, device, shape = self.dtype, self.device, self._data.shape
     grad = is_grad_enabled()
-    if not dtype.is_floating_point or grad and _in_graph(self):
+    floating = dtype.is_floating_point
+    if grad and _in_graph(self) or not floating and (
+            op not in _INTEGER_OPS or dtype is dtypes.bool_ or dtype.is_complex):
         return False
     args = []
     for i, x in enumerate(operands):
@@ -106,7 +113,7 @@ def write_elementwise(self, op, operands, params, name):
             if x._data.shape != shape and not _broadcasts_to(x._data.shape, shape):
                 return False
             args.append(broadcast_data(x, shape))
-        elif type(x) in (int, float):  # not bool: sub rejects it, the general path says so
+        elif type(x) is int or floating and type(x) is float:  # not bool: sub rejects it
             args.append(scalar_for(dtype, x))
         else:
             return False
