@@ -795,8 +795,8 @@ def conv_cases(target):
 def conv_hopper_cases(target):
     """The TMA kernels at the benchmark's shapes (ResNet-50's 3x3 at 56^2 to 7^2, a 1x1, the
     stride-2 3x3 and 1x1, U-Net's 3x3 at 256^2 to 32^2 and its 2x2/2 transposed convolution),
-    bf16: the forward into channels-last with bias and into NCHW, the flipped kernel of a
-    transposed convolution (stride 1; at stride 2 by output phases), and the weight gradient;
+    bf16: the forward into channels-last with bias and into NCHW, the transposed convolution
+    (the flipped kernel at stride 1, by output phases at stride 2), and the weight gradient;
     float16 once."""
     def channels_last(shape, dtype):
         n, c, h, w = shape
@@ -819,6 +819,9 @@ def conv_hopper_cases(target):
             packed = placeholder((weight.shape[0], k, k, weight.shape[1]), dtype)
             b = placeholder((c_out,), dtype) if bias else None
             if flip and stride > 1:
+                x_t = channels_last((n, c, oh, ow), dtype)
+                plan = conv_hopper.PhasePlan(x_t, weight, None, out, pad, target=target)
+                plan.run(0, x_t, packed, None, out)
                 continue
             plan = conv_hopper.ForwardPlan(x, weight, b, out, pad, flip, stride, target=target)
             plan.run(0, x, packed, b, out)

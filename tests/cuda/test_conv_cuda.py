@@ -125,14 +125,14 @@ def test_conv2d(dtype, name, layout):
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
 def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
     """On an sm_90 GPU, stride-1 and stride-2 half-type convolutions run kernels/conv_hopper.py's
-    TMA kernels (forward, stride 1's input gradient, weight gradient) with the results of the
-    others: ragged pixel blocks, channel tails, NCHW outputs where their rows are 16-byte
-    multiples."""
+    TMA kernels (forward, input gradient: the flipped kernel at stride 1, by output phases at
+    stride 2; weight gradient) with the results of the others: ragged pixel blocks, channel
+    tails, NCHW outputs where their rows are 16-byte multiples."""
     from genesis.backends.cuda.kernels import conv, conv_hopper
     if not conv_hopper.is_hopper(0):
         pytest.skip("the TMA kernels run on sm_90")
     ran = []
-    for cls in (conv_hopper.ForwardPlan, conv_hopper.WeightGradPlan):
+    for cls in (conv_hopper.ForwardPlan, conv_hopper.PhasePlan, conv_hopper.WeightGradPlan):
         monkeypatch.setattr(cls, "run", lambda self, *a, run=cls.run: ran.append(self) or run(
             self, *a))
     monkeypatch.setattr(conv, "_conv_plans", conv.LaunchCache())
@@ -141,13 +141,16 @@ def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
     _compare(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
              lambda x, w, b: TF.conv2d(x, w, b, stride, padding),
              (x_shape, w_shape, (w_shape[0],)), dtype, layout)
-    # outputs are laid out as x: NCHW ones take TMA where their rows are 16-byte multiples; the
-    # input gradient's out channels (x's) must be 64 or more, its stride 1 (at stride 2 only
-    # even kernels go by output phases)
+    # outputs are laid out as x: NCHW ones take TMA where their rows are 16-byte multiples (a
+    # stride-2 input gradient is written channels-last and copied); the input gradient's out
+    # channels (x's) must be 64 or more, by phases a multiple of 64
     out_w = (x_shape[3] + 2 * padding - w_shape[3]) // stride + 1
     forward = layout == "channels_last" or out_w % 8 == 0
-    input_grad = ((layout == "channels_last" or x_shape[3] % 8 == 0) and stride == 1
-                  and x_shape[1] >= conv_hopper.MIN_OUT_CHANNELS)
+    if stride == 1:
+        input_grad = ((layout == "channels_last" or x_shape[3] % 8 == 0)
+                      and x_shape[1] >= conv_hopper.MIN_OUT_CHANNELS)
+    else:
+        input_grad = x_shape[1] % conv_hopper.MIN_OUT_CHANNELS == 0
     assert len(ran) == forward + input_grad + 1
 
 

@@ -36,19 +36,20 @@ window.
   kernel with FLIP, reading tap R*S-1-t of the weight for tap t and padding R-1-pad: a
   convolution with the flipped kernel. The weight is then (C_in, C_out, R, S), laid out as C_in
   rows of R * S * C_out, and its (BK, BN) block is transposed in shared memory.
-- Transposed, stride 2, even kernel (`_conv_phases_tma_kernel`: ConvTranspose2d's 2x2 and 4x4
-  upsamplers): output pixel (2q + a, 2p + b) meets only the taps r = a + pad_h and
-  s = b + pad_w (mod 2), R/2 x S/2 of them in each of the four phases (a, b), each reading the
+- Transposed, stride 2 (`_conv_phases_tma_kernel`: ConvTranspose2d's 2x2 and 4x4 upsamplers,
+  a stride-2 convolution's input gradient): output pixel (2q + a, 2p + b) meets only the taps
+  r = a + pad_h and s = b + pad_w (mod 2) of each of the four phases (a, b), each reading the
   input at (q + (a + pad_h - r) / 2, p + (b + pad_w - s) / 2): a stride-1 window again. A tile
   is one phase's (out channels) x (pixels) block, the four phases' tiles of a pixel block
   consecutive (for the 2x2 kernel that is one GEMM over (phase, out channel) columns), and
   the epilogue stores it through the output viewed as (N, OH/2, 2, OW/2, 2K), the row phase a
-  dim and the column phase a half of the channels. Odd kernels meet 1 or 2 taps a phase (3x3),
-  and a loop whose length changes from tile to tile is not flattened, so their input
-  gradients stay on the implicit GEMM, which loops over each phase's taps: one launch a phase
-  was slower there (ResNet's 56^2 3x3/2: 0.051 ms against 0.044). U-Net's 2x2 upsamplers
-  (H200, batch 8, bf16): 32^2 512 -> 256 0.025 ms (cuDNN 0.026, the implicit GEMM 0.040),
-  128^2 128 -> 64 0.038 (cuDNN 0.059, the implicit GEMM 0.078).
+  dim and the column phase a half of the channels. An even kernel meets R/2 x S/2 taps in
+  every phase, and its tiles' walks flatten into one pipelined loop; an odd one's phases meet
+  different counts (a 3x3's 1, 2 or 4 taps), one launch for all of them keeping the SMs busy
+  where one launch a phase left each short (ResNet's 56^2 3x3/2: 0.051 ms against the
+  implicit GEMM's 0.044). U-Net's 2x2 upsamplers (H200, batch 8, bf16): 32^2 512 -> 256
+  0.025 ms (cuDNN 0.026, the implicit GEMM 0.040), 128^2 128 -> 64 0.038 (cuDNN 0.059, the
+  implicit GEMM 0.078).
 - Weight gradient (`_conv_wgrad_tma_kernel`): dw[k, r, s, c] = sum over pixels of
   dy[n, oh, ow, k] * x[n, oh + r - pad_h, ow + s - pad_w, c]. A work unit is one (BM out
   channels) x (BN in channels) tile of one tap over one range of pixel blocks (split-K: the
@@ -252,14 +253,15 @@ def _conv_phases_tma_kernel(
         KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, HAS_BIAS: tl.constexpr,
         BI: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, BN: tl.constexpr,
         BK: tl.constexpr, NUM_SMS: tl.constexpr):
-    """out = conv_transpose(x, w, stride 2) + bias for an even kernel, tile after tile, by
-    NUM_SMS persistent programs. Output pixel (2q + phase_h, 2p + phase_w) meets the taps
-    r = phase_h + pad_h (mod 2), s likewise, KERNEL_H/2 x KERNEL_W/2 of them in every phase:
-    out[n, 2q + phase_h, 2p + phase_w, k] = sum over them and the channels c of
-    x[n, q + (phase_h + pad_h - r) / 2, p + (phase_w + pad_w - s) / 2, c] * w[c, r, s, k]."""
+    """out = conv_transpose(x, w, stride 2) + bias, tile after tile, by NUM_SMS persistent
+    programs. Output pixel (2q + phase_h, 2p + phase_w) meets the taps r = phase_h + pad_h
+    (mod 2), s likewise: out[n, 2q + phase_h, 2p + phase_w, k] = sum over them and the
+    channels c of x[n, q + (phase_h + pad_h - r) / 2, p + (phase_w + pad_w - s) / 2, c] *
+    w[c, r, s, k]. An even kernel meets KERNEL_H/2 x KERNEL_W/2 taps in every phase, a
+    compile-time count that lets Triton flatten the tiles' walks into one pipelined loop; an
+    odd one meets (R+1)/2 or (R-1)/2 rows of them (none: a 1x1 kernel's odd phases store
+    zeros), each tile's walk its own loop."""
     BM: tl.constexpr = BI * BH * BW
-    TAPS_H: tl.constexpr = KERNEL_H // 2
-    TAPS_W: tl.constexpr = KERNEL_W // 2
     x_desc = _input_descriptor(x_ptr, n_images, in_h, in_w, c_in, x_sn, x_sh, x_sw, BI, BH, BW,
                                BK, 1)
     w_desc = tl.make_tensor_descriptor(w_ptr, [c_in, KERNEL_H * KERNEL_W * c_out],
@@ -281,12 +283,18 @@ def _conv_phases_tma_kernel(
                                                      BH, BW, BN)
         first_r = (phase_h + pad_h) % 2
         first_s = (phase_w + pad_w) % 2
+        if KERNEL_H % 2 == 0 and KERNEL_W % 2 == 0:
+            taps_h = KERNEL_H // 2
+            taps_w = KERNEL_W // 2
+        else:
+            taps_h = (KERNEL_H - first_r + 1) // 2
+            taps_w = (KERNEL_W - first_s + 1) // 2
         acc = tl.zeros((BN, BM), tl.float32)
-        for step in range(TAPS_H * TAPS_W * c_steps):
+        for step in range(taps_h * taps_w * c_steps):
             tap = step // c_steps
             c = (step % c_steps) * BK
-            r = first_r + 2 * (tap // TAPS_W)
-            s = first_s + 2 * (tap % TAPS_W)
+            r = first_r + 2 * (tap // taps_w)
+            s = first_s + 2 * (tap % taps_w)
             window = _window(x_desc, n, q, p, (phase_h + pad_h - r) >> 1,
                              (phase_w + pad_w - s) >> 1, c, c_in, BM, BK, 1)
             weights = w_desc.load([c, (r * KERNEL_W + s) * c_out + col]).T
@@ -422,17 +430,16 @@ def forward_applies(x, weight, out, conv, transposed=False):
 
 def phases_apply(x, weight, out, conv):
     """Whether `_conv_phases_tma_kernel` computes this stride-2 transposed convolution of
-    channels-last `x`: an even kernel (every phase meets as many taps), one group, no
-    dilation, and an output whose phases TMA can store: channels-last, dense pixels, an even
-    height and width, and out channels a multiple of the channel blocks."""
+    channels-last `x`: one group, no dilation, and an output whose phases TMA can store:
+    channels-last, dense pixels, an even height and width, and out channels a multiple of the
+    channel blocks."""
     _, c_out, out_h, out_w = out.shape
-    c_in, kernel = x.shape[1], weight.shape[2:]
+    c_in = x.shape[1]
     return (x.dtype.name in _HALF and conv.stride == (2, 2) and conv.dilation == (1, 1)
-            and conv.groups == 1 and kernel[0] % 2 == 0 and kernel[1] % 2 == 0
-            and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0 and c_out % MIN_OUT_CHANNELS == 0
-            and out_h % 2 == 0 and out_w % 2 == 0 and out.element_strides()[3] == c_out
-            and weight.ptr % 16 == 0 and _tma_strides(x, 1) and _tma_strides(out, 1)
-            and is_hopper(x.device))
+            and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0
+            and c_out % MIN_OUT_CHANNELS == 0 and out_h % 2 == 0 and out_w % 2 == 0
+            and out.element_strides()[3] == c_out and weight.ptr % 16 == 0
+            and _tma_strides(x, 1) and _tma_strides(out, 1) and is_hopper(x.device))
 
 
 def weight_grad_applies(dy, x, conv):
