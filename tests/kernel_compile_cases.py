@@ -797,7 +797,7 @@ def conv_hopper_cases(target):
     stride-2 3x3 and 1x1, U-Net's 3x3 at 256^2 to 32^2 and its 2x2/2 transposed convolution),
     bf16: the forward into channels-last with bias and into NCHW, the transposed convolution
     (the flipped kernel at stride 1, by output phases at stride 2), and the weight gradient;
-    float16 once."""
+    float16 once, float32 (TF32 products) at 14^2 and at stride 2."""
     def channels_last(shape, dtype):
         n, c, h, w = shape
         return placeholder(shape, dtype, (h * w * c, 1, w * c, c))
@@ -808,7 +808,7 @@ def conv_hopper_cases(target):
               ((8, 128, 128, 128), 128, 3, 1), ((8, 512, 32, 32), 512, 3, 1),
               ((32, 128, 56, 56), 128, 3, 2), ((32, 256, 56, 56), 512, 1, 2)]
     for i, (x_shape, c_out, k, stride) in enumerate(layers):
-        dtype = np.float16 if i == 1 else ml_dtypes.bfloat16
+        dtype = {1: np.float16, 2: np.float32, 8: np.float32}.get(i, ml_dtypes.bfloat16)
         n, c, h, w = x_shape
         x, pad = channels_last(x_shape, dtype), (k // 2, k // 2)
         oh, ow = (h + 2 * pad[0] - k) // stride + 1, (w + 2 * pad[1] - k) // stride + 1

@@ -122,12 +122,12 @@ def test_conv2d(dtype, name, layout):
                                   ((3, 64, 14, 30), (128, 64, 3, 3), 1, 2),
                                   ((2, 128, 16, 32), (64, 128, 1, 1), 0, 2)], ids=str)
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
-@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16, genesis.float32], ids=str)
 def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
-    """On an sm_90 GPU, stride-1 and stride-2 half-type convolutions run kernels/conv_hopper.py's
-    TMA kernels (forward, input gradient: the flipped kernel at stride 1, by output phases at
-    stride 2; weight gradient) with the results of the others: ragged pixel blocks, channel
-    tails, NCHW outputs where their rows are 16-byte multiples."""
+    """On an sm_90 GPU, stride-1 and stride-2 half-type and TF32 convolutions run
+    kernels/conv_hopper.py's TMA kernels (forward, input gradient: the flipped kernel at
+    stride 1, by output phases at stride 2; weight gradient) with the results of the others:
+    ragged pixel blocks, channel tails, NCHW outputs where their rows are 16-byte multiples."""
     from genesis.backends.cuda.kernels import conv, conv_hopper
     if not conv_hopper.is_hopper(0):
         pytest.skip("the TMA kernels run on sm_90")
@@ -145,9 +145,9 @@ def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
     # stride-2 input gradient is written channels-last and copied); the input gradient's out
     # channels (x's) must be 64 or more, by phases a multiple of 64
     out_w = (x_shape[3] + 2 * padding - w_shape[3]) // stride + 1
-    forward = layout == "channels_last" or out_w % 8 == 0
+    forward = layout == "channels_last" or out_w * dtype.itemsize % 16 == 0
     if stride == 1:
-        input_grad = ((layout == "channels_last" or x_shape[3] % 8 == 0)
+        input_grad = ((layout == "channels_last" or x_shape[3] * dtype.itemsize % 16 == 0)
                       and x_shape[1] >= conv_hopper.MIN_OUT_CHANNELS)
     else:
         input_grad = x_shape[1] % conv_hopper.MIN_OUT_CHANNELS == 0

@@ -20,11 +20,13 @@ from interpret.test_conv_interpret import (BF16, _check, _f64, _on_device, _valu
                                            check_conv_and_gradients)
 from triton.runtime import interpreter
 
+import genesis
 from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import conv, conv_hopper
 from genesis.backends.cuda.launch import LaunchCache
 
-HALF = [np.dtype(np.float16), BF16]
+# float32 takes the TMA kernels as TF32 products (cudnn.allow_tf32, the default)
+DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32)]
 # (N, C, H, W, K, (R, S), padding)
 CASES = [
     (2, 16, 5, 7, 24, (3, 3), (1, 1)),
@@ -55,7 +57,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(conv_hopper, "MIN_SPLIT_STEPS", 2)
     monkeypatch.setattr(conv_hopper, "forward_config", lambda *args, **kwargs: dict(
         BI=2, BH=2, BW=8, BN=16, BK=16, num_warps=4, num_stages=1))
-    monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda n, h, w, c_out, c_in: dict(
+    monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda *args: dict(
         BI=2, BH=2, BW=4, BM=16, BN=16, num_warps=4, num_stages=1))
     for name, cls in (("forward", conv_hopper.ForwardPlan), ("phases", conv_hopper.PhasePlan),
                       ("weight_grad", conv_hopper.WeightGradPlan)):
@@ -76,7 +78,7 @@ def _counted(run, ran, name):
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
 @pytest.mark.parametrize("case", CASES, ids=str)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     """Forward with bias (channels-last output, or NCHW where its rows are 16-byte multiples),
     the input gradient (the flipped kernel) and the weight gradient."""
@@ -84,13 +86,14 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                                          ((1, 1), padding, (1, 1), 1), layout)
     # an NCHW output takes TMA where its rows are 16-byte multiples
-    tma_out = [layout == "channels_last" or width % 8 == 0 for width in (out_shape[3], w)]
+    tma_out = [layout == "channels_last" or width * dtype.itemsize % 16 == 0
+               for width in (out_shape[3], w)]
     assert gpu == {"forward": sum(tma_out), "phases": 0, "weight_grad": 1}
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
 @pytest.mark.parametrize("case", STRIDE_TWO, ids=str)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_stride_two(gpu, rng, dtype, case, layout):
     """Stride 2 through the phase views: the forward and the weight gradient read the input's
     phases, the input gradient (a strided transposed convolution) stores its output's
@@ -99,12 +102,12 @@ def test_stride_two(gpu, rng, dtype, case, layout):
     n, c, h, w, k, kernel, padding = case
     out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                                          ((2, 2), padding, (1, 1), 1), layout)
-    tma_out = layout == "channels_last" or out_shape[3] % 8 == 0
+    tma_out = layout == "channels_last" or out_shape[3] * dtype.itemsize % 16 == 0
     assert gpu == {"forward": int(tma_out), "phases": 1, "weight_grad": 1}
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("splits", [1, 3])
 def test_weight_gradient_splits(gpu, rng, monkeypatch, dtype, layout, splits):
     """One split, and three splits of 10 pixel blocks (4, 4 and 2): the partial sums added
@@ -116,7 +119,7 @@ def test_weight_gradient_splits(gpu, rng, monkeypatch, dtype, layout, splits):
     assert gpu["weight_grad"] == 1
 
 
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_conv_transpose2d_stride_one(gpu, rng, dtype):
     """ConvTranspose2d at stride 1 (padding 0 grows the output by R-1) with a bias."""
     x, weight, bias = _values(rng, dtype, (2, 24, 5, 6), (24, 16, 3, 3), (16,))
@@ -140,7 +143,7 @@ TRANSPOSED_STRIDE_TWO = [
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
 @pytest.mark.parametrize("case", TRANSPOSED_STRIDE_TWO, ids=str)
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_conv_transpose2d_stride_two(gpu, rng, dtype, case, layout):
     """ConvTranspose2d at stride 2 with a bias, by output phases: even kernels of 1 to 4 taps
     a phase, odd and even paddings (the phases' first taps), an odd kernel with
@@ -155,6 +158,19 @@ def test_conv_transpose2d_stride_two(gpu, rng, dtype, case, layout):
                                       expected.shape[2:])
     _check(ti.to_host(out), expected)
     assert gpu["phases"] == 1
+
+
+def test_float32_without_tf32_takes_the_implicit_gemm(gpu, rng, monkeypatch):
+    """float32 with cudnn.allow_tf32 off runs IEEE products: the implicit GEMM's."""
+    monkeypatch.setattr(genesis.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(conv, "_tiles", lambda rows, c_out, c_in, dtype, programs:
+                        (16, 16, 16, 4, 1))
+    x, weight = _values(rng, np.float32, (1, 16, 6, 6), (16, 16, 3, 3))
+    expected = TF.conv2d(_f64(x), _f64(weight), None, 1, 1).numpy()
+    out = conv.conv2d_igemm(_on_device(x, "channels_last"), ti.to_device(weight), None, (1, 1),
+                            (1, 1), (1, 1), 1)
+    _check(ti.to_host(out), expected)
+    assert gpu["forward"] == 0
 
 
 def test_other_geometries_take_the_implicit_gemm(gpu, rng, monkeypatch):

@@ -94,6 +94,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from ... import cudnn
 from ..array_ops import as_strided, contiguous
 from ..launch import Launch
 from ..runtime.array import CUDAArray
@@ -101,6 +102,8 @@ from ._strided_indexing import cdiv, next_pow2, placeholder, stride_arg
 from .matmul_hopper import grid_sms, is_hopper
 
 _HALF = ("float16", "bfloat16")
+# Shared memory an sm_90 block may take (227 KB), less a margin for the pipeline's barriers.
+_SHARED_BYTES = 227 * 1024 - 2048
 # The least channel counts: in, a 32-byte TMA row; out, wgmma's 64-row tile (forward) and A
 # operand (weight gradient).
 MIN_IN_CHANNELS, MIN_OUT_CHANNELS = 16, 64
@@ -399,12 +402,18 @@ def _tma_strides(arr, unit_dim):
                     for d, s in enumerate(strides) if d != unit_dim))
 
 
+def _dtype_applies(x):
+    """A 16-bit type, or float32 where cudnn.allow_tf32 lets its products round to TF32
+    (wgmma's float32 products)."""
+    return x.dtype.name in _HALF or x.dtype.name == "float32" and cudnn.allow_tf32
+
+
 def _geometry_applies(x, conv, c_in, c_out, transposed=False):
-    """The shared conditions: an sm_90 GPU, a 16-bit type, stride 1 (or 2, `_phases_apply`,
-    not transposed), no dilation, one group, channel counts wgmma and TMA take (16 or more in,
-    64 or more out, multiples of 8)."""
+    """The shared conditions: an sm_90 GPU, a 16-bit type or TF32, stride 1 (or 2,
+    `_phases_apply`, not transposed), no dilation, one group, channel counts wgmma and TMA take
+    (16 or more in, 64 or more out, multiples of 8)."""
     strided = conv.stride == (2, 2) and not transposed and _phases_apply(x)
-    return (x.dtype.name in _HALF and (conv.stride == (1, 1) or strided)
+    return (_dtype_applies(x) and (conv.stride == (1, 1) or strided)
             and conv.dilation == (1, 1) and conv.groups == 1 and c_in >= MIN_IN_CHANNELS
             and c_out >= MIN_OUT_CHANNELS and c_in % 8 == 0 and c_out % 8 == 0
             and is_hopper(x.device))
@@ -435,7 +444,7 @@ def phases_apply(x, weight, out, conv):
     channel blocks."""
     _, c_out, out_h, out_w = out.shape
     c_in = x.shape[1]
-    return (x.dtype.name in _HALF and conv.stride == (2, 2) and conv.dilation == (1, 1)
+    return (_dtype_applies(x) and conv.stride == (2, 2) and conv.dilation == (1, 1)
             and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0
             and c_out % MIN_OUT_CHANNELS == 0 and out_h % 2 == 0 and out_w % 2 == 0
             and out.element_strides()[3] == c_out and weight.ptr % 16 == 0
@@ -477,32 +486,45 @@ def _powers(most):
     return [1 << i for i in range(most.bit_length())]
 
 
-def forward_config(images, out_h, out_w, c_in, c_out, sms, nchw=False, phases=False):
-    """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs: the
-    largest tile, more pixels before more channels, that still makes 0.7 tiles an SM (see the
-    module docstring); the most stages that fit in shared memory. An NCHW output is stored in
-    rows of BW pixels: 32 or more of them, as rows of 16 bytes store slowly. An output stored
-    by its four `phases` (out_h x out_w pixels each) takes channel blocks that end where its
-    channels do."""
-    shapes = [(area, bn) for area in (256, 128) for bn in (128, 64)
+def forward_config(images, out_h, out_w, c_in, c_out, sms, itemsize=2, nchw=False,
+                   phases=False):
+    """{BI, BH, BW, BN, BK, num_warps, num_stages} of the forward kernel on `sms` SMs for
+    elements of `itemsize` bytes: the largest tile, more pixels before more channels, that
+    still makes 0.7 tiles an SM (see the module docstring) and fits three stages; the most
+    stages (up to 4) that fit in shared memory beside the staged output tile. An NCHW output
+    is stored in rows of BW pixels: 32 or more of them, as rows of 16 bytes store slowly. An
+    output stored by its four `phases` (out_h x out_w pixels each) takes channel blocks that
+    end where its channels do."""
+    bk = min(128 // itemsize, next_pow2(c_in))  # one 128-byte swizzle row of channels
+    shapes = [(area, bn, _stages((area + bn) * bk * itemsize, area * bn * itemsize))
+              for area in (256, 128) for bn in (128, 64)
               if bn <= max(64, c_out) and not (phases and c_out % bn)]
-    for area, bn in shapes:
+    shapes = [shape for shape in shapes if shape[2] >= 3]
+    for area, bn, stages in shapes:
         bi, bh, bw = pixel_block(images, out_h, out_w, area, 32 if nchw else 8)
         blocks = cdiv(images, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
         if blocks * cdiv(c_out, bn) * (4 if phases else 1) >= 0.7 * sms:
             break
-    return dict(BI=bi, BH=bh, BW=bw, BN=bn, BK=min(64, next_pow2(c_in)),
-                num_warps=8 if bn == 128 else 4, num_stages=3 if area * bn > 128 * 128 else 4)
+    return dict(BI=bi, BH=bh, BW=bw, BN=bn, BK=bk, num_warps=8 if bn == 128 else 4,
+                num_stages=stages)
 
 
-def weight_grad_config(images, out_h, out_w, c_out, c_in):
-    """{BI, BH, BW, BM, BN, num_warps, num_stages} of the weight gradient: 128-pixel steps,
-    channel tiles up to 128 x 128, the most stages that fit in shared memory."""
-    bi, bh, bw = pixel_block(images, out_h, out_w, 128)
+def _stages(stage_bytes, staged_bytes=0):
+    """The pipeline stages of `stage_bytes` each (up to 4) that fit in shared memory beside
+    `staged_bytes` more."""
+    return min(4, (_SHARED_BYTES - staged_bytes) // stage_bytes)
+
+
+def weight_grad_config(images, out_h, out_w, c_out, c_in, itemsize=2):
+    """{BI, BH, BW, BM, BN, num_warps, num_stages} of the weight gradient for elements of
+    `itemsize` bytes: 256-byte pixel steps (128 pixels of a 16-bit type), channel tiles up to
+    128 x 128, the most stages that fit in shared memory (the partial tile reuses theirs)."""
+    area = 256 // itemsize
+    bi, bh, bw = pixel_block(images, out_h, out_w, area)
     bm = 128 if c_out >= 128 else 64
     bn = min(128, next_pow2(c_in))
     return dict(BI=bi, BH=bh, BW=bw, BM=bm, BN=bn, num_warps=8 if bm == 128 else 4,
-                num_stages=3 if bm * bn > 64 * 128 else 4)
+                num_stages=_stages(area * (bm + bn) * itemsize))
 
 
 def _splits(tiles, blocks, sms, step_flops, tile_bytes):
@@ -531,7 +553,8 @@ class ForwardPlan:
         c_out, out_h, out_w = out.shape[1:]
         sms = grid_sms(out.device, target)
         out_strides = out.element_strides()
-        config = forward_config(n, out_h, out_w, c_in, c_out, sms, out_strides[1] != 1)
+        config = forward_config(n, out_h, out_w, c_in, c_out, sms, x.dtype.itemsize,
+                                out_strides[1] != 1)
         bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
         tiles = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw) * cdiv(c_out, bn)
         meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, FLIP=flip,
@@ -564,7 +587,8 @@ class PhasePlan:
         _, _, kernel_h, kernel_w = weight.shape
         c_out, out_h, out_w = out.shape[1:]
         sms = grid_sms(out.device, target)
-        config = forward_config(n, out_h // 2, out_w // 2, c_in, c_out, sms, phases=True)
+        config = forward_config(n, out_h // 2, out_w // 2, c_in, c_out, sms,
+                                x.dtype.itemsize, phases=True)
         bi, bh, bw, bn = config["BI"], config["BH"], config["BW"], config["BN"]
         tiles = cdiv(n, bi) * cdiv(out_h // 2, bh) * cdiv(out_w // 2, bw) * 4 * cdiv(c_out, bn)
         meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, HAS_BIAS=bias is not None, BI=bi,
@@ -595,7 +619,7 @@ class WeightGradPlan:
         n, c_out, out_h, out_w = dy.shape
         _, c_in, in_h, in_w = x.shape
         kernel_h, kernel_w = out.shape[2:]
-        config = weight_grad_config(n, out_h, out_w, c_out, c_in)
+        config = weight_grad_config(n, out_h, out_w, c_out, c_in, x.dtype.itemsize)
         bi, bh, bw = config["BI"], config["BH"], config["BW"]
         bm, bn = config["BM"], config["BN"]
         blocks = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
