@@ -1,6 +1,7 @@
 """Convolutions on Hopper by TMA: implicit GEMMs whose input windows the Tensor Memory
 Accelerator copies, the kernels kernels/conv.py runs on sm_90 where they apply (stride 1 or
-2, no dilation, one group, 16-bit types; `forward_applies`, `weight_grad_applies`).
+2, no dilation, one group, 16-bit types, or float32 as TF32 products where
+cudnn.allow_tf32 allows them; `forward_applies`, `phases_apply`, `weight_grad_applies`).
 
 The idea
 --------
@@ -71,15 +72,17 @@ pixel block (forward), the taps and channel tiles of one pixel range (weight gra
 
 Block sizes (`forward_config`, `weight_grad_config`), measured on an H200 (bf16, batch 32
 ResNet-50 and batch 8 U-Net 3x3 layers, each kernel alone against cuDNN's, `python
-benchmarks/conv.py --tiles`): BK = 64 channels (128 bytes, one swizzle row); BN = 128 out
+benchmarks/conv.py --tiles`): BK = 64 channels (128 bytes, one swizzle row; 32 of float32,
+whose blocks are sized in bytes throughout, so that a stage holds the same bytes); BN = 128 out
 channels with 8 warps (two warpgroups of wgmma's 64 rows) or 64 with 4. The forward takes the
 largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x 128 and
 128 x 64 (pixels x channels) in turn: U-Net 128^2 128 -> 128 runs 256 x 128 (0.069 ms against
 0.081-0.087 with 128 pixels), ResNet 14^2 256 x 64 (0.0225 ms against 0.0246 with 128 x 128),
 7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle);
-3 stages (4 for tiles of 128 x 128 or less) of (BN + pixels) x 64 x 2 bytes. The weight
-gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with 64) in 3
-stages, and `_splits` weighs a shorter walk against the partials' traffic: ResNet 14^2 takes 3
+as many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the
+staged output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The
+weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with
+64; 64 pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs a shorter walk against the partials' traffic: ResNet 14^2 takes 3
 splits (0.0331 ms, against 0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053
 against 0.061 with 4). `pixel_block` picks the block's shape: the least padding, few images
 per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
