@@ -57,6 +57,7 @@ float64 = dtype("float64", np.float64, True, True, 9)
 
 all_dtypes = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 floating_dtypes = (float16, bfloat16, float32, float64)
+half_dtypes = (float16, bfloat16)
 integer_dtypes = (uint8, int8, int16, int32, int64)
 
 _BY_NAME = {d.name: d for d in all_dtypes}
@@ -197,10 +198,20 @@ _C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int3
                  "float32": "float", "float64": "double"}
 
 
+def round_to_half(value, d):
+    """The Python number `value` as the half type `d` holds it, a float: rounded to float32
+    first, then to `d`, as c10 converts a double (two roundings, which can differ from one)."""
+    if not -65504.0 <= value <= 65504.0:  # may overflow to inf: numpy would warn
+        with np.errstate(over="ignore"):
+            return float(d.numpy_dtype.type(np.float32(value)))
+    return float(d.numpy_dtype.type(np.float32(value)))
+
+
 def storable_scalar(value, d):
-    """The Python number `value` as a fill of dtype `d` stores it, or RuntimeError with
-    PyTorch's text when it overflows: beyond an integer type's range, or a finite value beyond
-    a floating type's. A negative value wraps into uint8 (-1 is 255), as c10 allows."""
+    """The Python number `value` as a fill of dtype `d` stores it (a half type's value as
+    `round_to_half` gives it), or RuntimeError with PyTorch's text when it overflows: beyond an
+    integer type's range, or a finite value beyond a floating type's. A negative value wraps
+    into uint8 (-1 is 255), as c10 allows."""
     if d is bool_ or type(value) not in (int, float):
         return value
     if d.is_floating_point:
@@ -216,7 +227,7 @@ def storable_scalar(value, d):
     if not fits:
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[d.name]} without "
                            "overflow")
-    return value
+    return round_to_half(value, d) if d in half_dtypes else value
 
 
 def can_cast(from_, to):

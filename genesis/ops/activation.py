@@ -7,12 +7,11 @@ derivatives, written with genesis ops, are themselves differentiable.
 
 import math
 
-import numpy as np
-
 from .. import dtypes
 from ..autograd.function import name_node
 from ..tensor import Tensor
 from .autocast import autocast_policy
+from .common import rounded_scalar
 from .elementwise import UnarySpec, abs, erf, exp, sigmoid, tanh, where
 
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -53,9 +52,9 @@ def _inside(x, low, high):
 
 
 def _shrink_grad(g, x, y, lambd):
-    """Zero on [-lambd, lambd] with lambd rounded to x's type (torch's shrink backward)."""
-    bound = float(np.asarray(lambd, x.dtype.numpy_dtype))
-    return where((x >= -bound) & (x <= bound), 0.0, g)
+    """Zero on [-lambd, lambd] with lambd rounded to x's type (torch's shrink backward), as the
+    comparisons round it."""
+    return where((x >= -lambd) & (x <= lambd), 0.0, g)
 
 
 def _hardswish_grad(g, x, y):
@@ -174,7 +173,7 @@ def hardswish(input):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0; lambd rounded to input's type, as torch compares."""
     if isinstance(input, Tensor) and input.dtype.is_floating_point:
-        lambd = float(np.asarray(lambd, input.dtype.numpy_dtype))
+        lambd = rounded_scalar(input.dtype, lambd)
     return _SPECS["hardshrink"](input, lambd=lambd)
 
 

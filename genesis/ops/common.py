@@ -95,6 +95,29 @@ def scalar_for(dtype, value):
     return int(value)
 
 
+def rounded_scalar(dtype, value):
+    """A Python scalar that PyTorch casts to `dtype` before its kernel reads it, as a kernel of
+    `dtype` reads it: rounded to a half type first, so that kernels computing half types in
+    float32 see the half value, as PyTorch's do; other dtypes as `scalar_for`."""
+    if dtype in dtypes.half_dtypes:
+        return dtypes.round_to_half(value, dtype)
+    return scalar_for(dtype, value)
+
+
+# The Python-scalar operand that PyTorch's CPU kernels read as the number itself (in float32 for
+# half types): the second of mul and the divisions, and lerp's weight. Every other scalar operand
+# of an elementwise op is cast to the op's dtype first (TensorIterator's "wrapped numbers").
+_UNROUNDED_OPERAND = {"mul": 1, "div": 1, "floor_divide": 1, "trunc_divide": 1, "lerp": 2}
+
+
+def operand_scalar(op, i, dtype, value):
+    """The Python scalar `value`, operand `i` of elementwise kernel `op` computed in `dtype`, as
+    the kernel reads it: rounded to the dtype first unless PyTorch reads that one unrounded."""
+    if _UNROUNDED_OPERAND.get(op) == i:
+        return scalar_for(dtype, value)
+    return rounded_scalar(dtype, value)
+
+
 def normalize_dims(dim, ndim, op):
     """`dim` (None, an int or a sequence) as a sorted tuple of non-negative dims; None = all."""
     if dim is None:

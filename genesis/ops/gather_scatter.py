@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
-from .common import broadcast_shapes, call, scalar_for, wrap
+from .common import broadcast_shapes, call, rounded_scalar, wrap
 from .creation import zeros
 from .elementwise import _inplace
 from .index import _INDEX_DTYPES, Index, IndexPut, checked_index
@@ -52,7 +52,7 @@ class Scatter(Function):
         ctx.dim, ctx.reduce = dim, reduce
         ctx.save_for_backward(index)
         out = call("contiguous", x)
-        vals = src._data if isinstance(src, Tensor) else scalar_for(x.dtype, src)
+        vals = src._data if isinstance(src, Tensor) else rounded_scalar(x.dtype, src)
         kernel("scatter", x.device.type)(out, dim, index._data, vals, reduce)
         return wrap(out, x.device, x.dtype)
 

@@ -21,7 +21,8 @@ from ..autograd.views import AsStridedScatter
 from ..dispatch import kernel
 from ..tensor import Tensor
 from .autocast import autocast_policy
-from .common import SCALAR_TYPES, broadcast_shapes, call, cast, contiguous_strides, scalar_for, wrap
+from .common import (SCALAR_TYPES, broadcast_shapes, call, cast, contiguous_strides,
+                     rounded_scalar, wrap)
 from .creation import full, tensor, zeros
 from .elementwise import _inplace, where
 from .inplace import check_inplace_target, snapshot_for_graph, write_result
@@ -84,7 +85,7 @@ class IndexPut(Function):
         ctx.accumulate = accumulate
         ctx.save_for_backward(*indices)
         out = call("contiguous", x)
-        vals = values._data if isinstance(values, Tensor) else scalar_for(x.dtype, values)
+        vals = values._data if isinstance(values, Tensor) else rounded_scalar(x.dtype, values)
         kernel("index_put", x.device.type)(out, [i._data for i in indices], vals, accumulate)
         return wrap(out, x.device, x.dtype)
 
@@ -352,7 +353,7 @@ def _put_in_place(self, plan, value, accumulate, op):
             kernel("copy_", self.device.type)(view._data, value._data)
         else:
             operand = _advanced_operand(self, plan)
-            data = value._data if isinstance(value, Tensor) else scalar_for(self.dtype, value)
+            data = value._data if isinstance(value, Tensor) else rounded_scalar(self.dtype, value)
             kernel("index_put", self.device.type)(operand._data, [i._data for i in plan.indices],
                                                   data, accumulate)
     self._bump_version()

@@ -18,7 +18,7 @@ from ..autograd.function import edge_of
 from ..autograd.views import rebase_history
 from ..dispatch import kernel
 from ..tensor import Tensor
-from .common import broadcast_data, scalar_for
+from .common import broadcast_data, operand_scalar
 
 
 def _has_internal_overlap(t):
@@ -114,7 +114,7 @@ def write_elementwise(self, op, operands, params, name):
                 return False
             args.append(broadcast_data(x, shape))
         elif type(x) is int or floating and type(x) is float:  # not bool: sub rejects it
-            args.append(scalar_for(dtype, x))
+            args.append(operand_scalar(op, i, dtype, x))
         else:
             return False
     check_inplace_target(self, name)

@@ -5,7 +5,7 @@ forms compute out of place and write the input, as in-place tensor ops do (so a 
 leaves the input as it was and autograd sees the write).
 """
 
-from ... import ops
+from ... import dtypes, ops
 from ...autograd.function import name_node
 from ...ops import activation as act
 from ...ops import creation
@@ -126,7 +126,11 @@ def tanhshrink(input):
 
 
 def _threshold(input, threshold, value):
-    return name_node(ew.where(input > threshold, input, value), "ThresholdBackward0")
+    """`value` where input <= threshold; PyTorch's kernel compares a half input in float32 with
+    the threshold unrounded (and casts `value` to the input's dtype, as `where` does)."""
+    wide = dtypes.float32 if input.dtype in dtypes.half_dtypes else None
+    above = ew.elementwise("gt", input, threshold, dtype=wide)
+    return name_node(ew.where(above, input, value), "ThresholdBackward0")
 
 
 def threshold(input, threshold, value, inplace=False):

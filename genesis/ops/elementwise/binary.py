@@ -8,19 +8,27 @@ from ... import dtypes
 from ...autograd.function import Function, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
+from ..common import cast, rounded_scalar
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
                    elementwise, reject, scalar_first)
 from .selection import where
 from .unary import exp, floor, isnan, log, trunc
 
 
-def _scaled(op, b, alpha, dtype):
-    """`alpha * b` for add/sub (alpha != 1); a float alpha is an error for integral results, as
-    in PyTorch."""
+def _scaled_add(op, a, b, alpha):
+    """`a + alpha * b` (op "add") or `a - alpha * b` ("sub") for alpha != 1. PyTorch's kernels
+    read alpha in the op's dtype (rounded to a half type) and, for floating tensors, round the
+    sum once: one addcmul kernel. A float alpha is an error for integral results."""
+    dtype = dtypes.result_type(a, b)
     if isinstance(alpha, float) and not dtype.is_floating_point:
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a "
                            "floating point number.")
-    return elementwise("mul", b, alpha, dtype=dtype)
+    if dtype.is_floating_point:
+        alpha = rounded_scalar(dtype, alpha)
+        if isinstance(a, Tensor):
+            return elementwise("addcmul", a, b, 1.0, dtype=dtype,
+                               value=alpha if op == "add" else -alpha)
+    return elementwise(op, a, elementwise("mul", b, alpha, dtype=dtype), dtype=dtype)
 
 
 def _add_sub(op, a, b, alpha):
@@ -34,8 +42,7 @@ def _add_sub(op, a, b, alpha):
                            "`logical_not()` operator instead.")
     if alpha == 1:
         return elementwise(op, a, b)
-    dtype = dtypes.result_type(a, b)
-    return elementwise(op, a, _scaled(op, b, alpha, dtype), dtype=dtype)
+    return _scaled_add(op, a, b, alpha)
 
 
 class Add(Function):
@@ -91,6 +98,9 @@ def _div(a, b, rounding_mode):
                          f"but found '{rounding_mode}'")
     dtype = dtypes.result_type(a, b)
     reject(f"div_{rounding_mode}", dtype, "b")
+    if dtype in dtypes.half_dtypes and not isinstance(b, Tensor):
+        # PyTorch's CPU kernel divides a half type by a Python scalar in float32, rounding once
+        return cast(elementwise(f"{rounding_mode}_divide", a, b, dtype=dtypes.float32), dtype)
     return elementwise(f"{rounding_mode}_divide", a, b, dtype=dtype)
 
 

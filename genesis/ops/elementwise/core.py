@@ -9,7 +9,8 @@ from ... import dtypes
 from ..._warnings import warn_once
 from ...dispatch import kernel
 from ...tensor import Tensor
-from ..common import SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, scalar_for, sum_to, wrap
+from ..common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, operand_scalar,
+                      scalar_for, sum_to, wrap)
 
 
 def _shape(x):
@@ -31,11 +32,12 @@ def _device(op, operands):
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 
 
-def _operand(x, dtype, shape, device, reads_halves=False):
-    """A kernel argument: a Python scalar, or a backend array cast to `dtype` viewed as `shape`;
-    a half-type array left as it is where the kernel `reads_halves` as float32 itself."""
+def _operand(op, i, x, dtype, shape, device, reads_halves=False):
+    """Operand `i` of kernel `op` as its argument: a Python scalar as the kernel reads it
+    (`operand_scalar`), or a backend array cast to `dtype` viewed as `shape`; a half-type array
+    left as it is where the kernel `reads_halves` as float32 itself."""
     if not isinstance(x, Tensor):
-        return scalar_for(dtype, x)
+        return operand_scalar(op, i, dtype, x)
     if x.device != device:
         return scalar_for(dtype, x.item())
     if not (reads_halves and x.dtype in _HALVES):
@@ -60,14 +62,14 @@ def _check_operands(op, operands):
             raise TypeError(f"{op}(): expected Tensor or Number operands, got {type(x).__name__}")
 
 
-def _uniform(operands):
-    """(first tensor, kernel arguments, whether their shapes differ) when the operands are
-    tensors of one dtype and device, and Python scalars that keep that dtype (a float with a
-    floating tensor, an int with a non-bool one, a bool); else (None, None, None).
+def _uniform(op, operands):
+    """(first tensor, kernel arguments, whether their shapes differ) when the operands of kernel
+    `op` are tensors of one dtype and device, and Python scalars that keep that dtype (a float
+    with a floating tensor, an int with a non-bool one, a bool); else (None, None, None).
 
     Such operands need no promotion or cast, and when their shapes agree no broadcast: the fast
     path of the hot small ops. The arguments are the tensors' arrays and the scalars as a
-    kernel of that dtype reads them.
+    kernel of that dtype reads them (`operand_scalar`).
     """
     first, args = None, []
     floats = ints = bools = reshaped = False
@@ -97,7 +99,10 @@ def _uniform(operands):
     dtype = first.dtype
     if floats and not dtype.is_floating_point or ints and dtype is dtypes.bool_:
         return None, None, None
-    if bools or ints and dtype.is_floating_point:
+    if dtype in _HALVES and (floats or ints or bools):
+        args = [operand_scalar(op, i, dtype, x) if type(x) in SCALAR_TYPES else a
+                for i, (x, a) in enumerate(zip(operands, args))]
+    elif bools or ints and dtype.is_floating_point:
         args = [scalar_for(dtype, x) if type(x) in SCALAR_TYPES else a
                 for x, a in zip(operands, args)]
     return first, args, reshaped
@@ -105,7 +110,7 @@ def _uniform(operands):
 
 def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     """Run kernel `op` on `operands` broadcast together, computed in `dtype` (default: promoted)."""
-    first, args, reshaped = _uniform(operands)
+    first, args, reshaped = _uniform(kernel_op or op, operands)
     if first is not None and (dtype is None or dtype is first.dtype):
         device = first.device
         if reshaped:
@@ -119,7 +124,8 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
     shape = broadcast_shapes(*(_shape(x) for x in operands), op=op)
     fn = kernel(kernel_op or op, device.type)
     reads_halves = _reads_halves(fn, dtype, operands, device)
-    args = [_operand(x, dtype, shape, device, reads_halves) for x in operands]
+    args = [_operand(kernel_op or op, i, x, dtype, shape, device, reads_halves)
+            for i, x in enumerate(operands)]
     return wrap(fn(*args, **kwargs), device)
 
 

@@ -6,17 +6,21 @@ import math
 
 from ... import dtypes
 from ...autograd.function import records
+from ..common import rounded_scalar
 from ..inplace import check_inplace_target, snapshot_for_graph, write_elementwise, write_result
 from .binary import float_power
 from .unary import UNARY_OPS, UnaryInplace
 
 
 def _plan_add(self, other, alpha, sign):
-    """self + sign * alpha * other as one kernel: add/sub, else addcmul(self, other, 1, alpha)."""
+    """self + sign * alpha * other as one kernel: add/sub, else addcmul(self, other, 1, alpha),
+    alpha read in self's dtype as PyTorch's add reads it."""
     if alpha == 1:
         return ("add" if sign == 1 else "sub"), (self, other), ()
     if type(alpha) not in (int, float):
         return None
+    if self.dtype.is_floating_point:
+        alpha = rounded_scalar(self.dtype, alpha)
     return "addcmul", (self, other, 1.0), (sign * alpha,)
 
 

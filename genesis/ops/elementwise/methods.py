@@ -244,16 +244,17 @@ class ElementwiseMethods:
         return mul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
     def __rmul__(self, other):
-        """other * self."""
-        return mul(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+        """other * self, as PyTorch's: self.mul(other)."""
+        return mul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
     def __truediv__(self, other):
         """self / other."""
         return div(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
     def __rtruediv__(self, other):
-        """other / self."""
-        return div(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+        """other / self, as PyTorch's: self.reciprocal() * other (the reciprocal rounded to a
+        half type first, the number then read unrounded)."""
+        return mul(reciprocal(self), other) if isinstance(other, _OPERANDS) else NotImplemented
 
     def __floordiv__(self, other):
         """self // other."""

@@ -26,7 +26,8 @@ class Where(Function):
         shape = broadcast_shapes(tuple(cond.shape), _shape(a), _shape(b), op="where")
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             a = full((), a, dtype=dtype, device=device)
-        args = [broadcast_data(cond, shape)] + [_operand(x, dtype, shape, device) for x in (a, b)]
+        args = [broadcast_data(cond, shape)] + [_operand("where", i, x, dtype, shape, device)
+                                                for i, x in enumerate((a, b), 1)]
         return wrap(kernel("where", device.type)(*args), device, dtype)
 
     @staticmethod
@@ -60,7 +61,8 @@ class Clamp(Function):
             _check_fits("clamp", dtype, v)
         shape = broadcast_shapes(*(_shape(v) for v in bounds), op="clamp")
         device = _device("clamp", bounds)
-        args = [None if v is None else _operand(v, dtype, shape, device) for v in (x, low, high)]
+        args = [None if v is None else _operand("clamp", i, v, dtype, shape, device)
+                for i, v in enumerate((x, low, high))]
         out = wrap(kernel("clamp", device.type)(*args), device, dtype)
         _save_operands(ctx, x, low, high)
         return out

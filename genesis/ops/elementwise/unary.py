@@ -10,6 +10,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..autocast import autocast_policy
+from ..common import rounded_scalar
 from .core import elementwise, reject
 from .selection import where
 
@@ -363,7 +364,11 @@ def round(input, *, decimals=0):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    """NaN, +inf and -inf replaced by `nan`, `posinf`, `neginf` (default: the dtype's extremes)."""
+    """NaN, +inf and -inf replaced by `nan`, `posinf`, `neginf` (default: the dtype's extremes),
+    which PyTorch casts to a floating input's dtype first."""
+    if isinstance(input, Tensor) and input.dtype.is_floating_point:
+        nan, posinf, neginf = (None if v is None else rounded_scalar(input.dtype, v)
+                               for v in (nan, posinf, neginf))
     return UNARY_OPS["nan_to_num"](input, nan=nan, posinf=posinf, neginf=neginf)
 
 
