@@ -18,13 +18,14 @@ kernels without the host time of the eager call, which small layers' kernels do 
 
 --kernels times each convolution kernel alone (forward, input gradient, weight gradient, on
 channels-last operands, so neither side copies a layout; the transposed convolutions' too)
-beside cuDNN's, which torch.ops.aten.convolution_backward runs with one output asked for.
+beside cuDNN's, which torch.ops.aten.convolution_backward runs with one output asked for; bf16,
+or float32 with --dtype fp32.
 --tiles compares block shapes: the Hopper TMA kernels' (each candidate's best of three
 interleaved rounds) on the layers they take, and the implicit GEMM's tiles on the rest.
 
     python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
                               [--no-tf32]
-    python benchmarks/conv.py --kernels [--json PATH] [--only TEXT ...]
+    python benchmarks/conv.py --kernels [--json PATH] [--only TEXT ...] [--dtype bf16|fp32]
     python benchmarks/conv.py --tiles [--only TEXT ...]
 """
 
@@ -154,23 +155,26 @@ def run(reps, only):
     return rows
 
 
-def _kernel_operands(rng, shapes):
-    """Channels-last bf16 arrays of `shapes` ({name: (N, H, W, C)-ordered shape}), the same
-    values in both frameworks: {name: (genesis array, torch tensor)}, each (N, C, H, W)."""
+def _kernel_operands(rng, shapes, dtype):
+    """Channels-last arrays of `shapes` ({name: (N, H, W, C)-ordered shape}) in `dtype` (a key
+    of DTYPES), the same values in both frameworks: {name: (genesis array, torch tensor)},
+    each (N, C, H, W)."""
+    g_dtype, t_dtype = DTYPES[dtype]
     operands = {}
     for name, shape in shapes.items():
         array = rng.standard_normal(shape, dtype=np.float32)
-        g = genesis.tensor(array, device="cuda").to(genesis.bfloat16).permute(0, 3, 1, 2)
-        t = torch.from_numpy(array).cuda().to(torch.bfloat16).permute(0, 3, 1, 2)
+        g = genesis.tensor(array, device="cuda").to(g_dtype).permute(0, 3, 1, 2)
+        t = torch.from_numpy(array).cuda().to(t_dtype).permute(0, 3, 1, 2)
         operands[name] = (g._data, t)
     return operands
 
 
-def kernel_calls(rng, n, c, h, w, k, r, s, p):
+def kernel_calls(rng, n, c, h, w, k, r, s, p, dtype="bf16"):
     """{pass: (Genesis's kernel call, cuDNN's)} of a convolution's forward, input gradient and
     weight gradient, each alone on channels-last operands (no layout copies on either side)."""
     o = (h + 2 * p - r) // s + 1
-    ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)})
+    ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)},
+                            dtype)
     (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
     geometry = ((s, s), (p, p), (1, 1), 1)
 
@@ -186,12 +190,12 @@ def kernel_calls(rng, n, c, h, w, k, r, s, p):
             x, dy, (k, c, r, r), *geometry), torch_backward([False, True, False]))}
 
 
-def transpose_kernel_calls(rng, n, c, h, w, k):
+def transpose_kernel_calls(rng, n, c, h, w, k, dtype="bf16"):
     """kernel_calls of a 2x2 stride-2 ConvTranspose2d of C -> K channels: its forward (by
     output phases), input gradient (a stride-2 convolution) and weight gradient (a stride-2
     convolution's, the roles of input and output gradient swapped)."""
     ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (c, 2, 2, k),
-                                  "dy": (n, 2 * h, 2 * w, k)})
+                                  "dy": (n, 2 * h, 2 * w, k)}, dtype)
     (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
     geometry = ((2, 2), (0, 0), (1, 1), 1)
 
@@ -208,8 +212,9 @@ def transpose_kernel_calls(rng, n, c, h, w, k):
             dy, x, (c, k, 2, 2), *geometry), torch_backward([False, True, False]))}
 
 
-def run_kernels(reps, only):
-    """Each convolution kernel alone beside cuDNN's, bf16, channels-last operands."""
+def run_kernels(reps, only, dtype="bf16"):
+    """Each convolution kernel alone beside cuDNN's, channels-last operands of `dtype` (fp32:
+    TF32 products on both sides, or IEEE float32 with --no-tf32)."""
     libs, rng = (ops.Lib(genesis), ops.Lib(torch)), np.random.default_rng()
     layers = [(name, kernel_calls, (n, c, h, w, k, r, s, p))
               for name, n, c, h, w, k, r, s, p in CONV]
@@ -219,7 +224,7 @@ def run_kernels(reps, only):
     for name, calls_of, shape in layers:
         if only and not any(t in name for t in only):
             continue
-        for pass_, calls in calls_of(rng, *shape).items():
+        for pass_, calls in calls_of(rng, *shape, dtype).items():
             g_ms, t_ms = (ops.device_ms(lib, call, reps) for lib, call in zip(libs, calls))
             rows.append({"name": name, "pass": pass_, "genesis_ms": g_ms, "torch_ms": t_ms,
                          "speed_vs_torch": t_ms / g_ms})
@@ -352,6 +357,8 @@ def main():
                         help="sweep the TMA kernels' blocks and the implicit GEMM's tiles")
     parser.add_argument("--kernels", action="store_true",
                         help="each convolution kernel alone beside cuDNN's")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16",
+                        help="the operands' dtype with --kernels")
     parser.add_argument("--no-tf32", action="store_true",
                         help="float32 convolutions in IEEE float32 in both (cudnn.allow_tf32 off)")
     args = parser.parse_args()
@@ -362,7 +369,8 @@ def main():
         sweep_tiles(args.reps, args.only)
         return
     if args.kernels:
-        rows = run_kernels(args.reps, args.only)
+        print(precision)
+        rows = run_kernels(args.reps, args.only, args.dtype)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=1)
