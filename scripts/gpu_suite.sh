@@ -64,5 +64,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     name=$(basename "$b" .py)
     timeout 300 python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" || status=1
   done
+  # each convolution kernel alone beside cuDNN's, bf16 and TF32 (benchmarks/README.md's tables)
+  for dtype in bf16 fp32; do
+    timeout 300 python3 benchmarks/conv.py --kernels --dtype "$dtype" \
+      --json "$OUT/conv_kernels_$dtype.json" 2>&1 | tee "$OUT/conv_kernels_$dtype.log" || status=1
+  done
 fi
 exit $status
