@@ -198,6 +198,20 @@ _C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int3
                  "float32": "float", "float64": "double"}
 
 
+_HALF_NUMPY = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+def half_source(array, numpy_dtype):
+    """The numpy `array` to convert into `numpy_dtype`: itself, or, for a half type, the array
+    in float32 first, as c10 converts into a half type through float (a float64 or a wide
+    integer is rounded twice, and may differ from one rounding in its last bit)."""
+    if np.dtype(numpy_dtype) in _HALF_NUMPY and array.dtype not in _HALF_NUMPY + (
+            np.dtype(np.float32),):
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, as in c10
+            return array.astype(np.float32)
+    return array
+
+
 def round_to_half(value, d):
     """The Python number `value` as the half type `d` holds it, a float: rounded to float32
     first, then to `d`, as c10 converts a double (two roundings, which can differ from one)."""

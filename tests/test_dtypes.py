@@ -131,3 +131,26 @@ def test_set_default_dtype_rejects_non_float(dtype):
     with pytest.raises(TypeError):
         genesis.set_default_dtype(dtype)
     assert genesis.get_default_dtype() is genesis.float32
+
+
+# (source dtype, half dtype, value) where rounding through float32 (c10's conversion) and
+# rounding once give different half values
+DOUBLE_ROUNDINGS = [(genesis.float64, genesis.float16, 1 + 2 ** -11 + 2 ** -40),
+                    (genesis.float64, genesis.bfloat16, 1 + 2 ** -8 + 2 ** -40),
+                    (genesis.int64, genesis.bfloat16, 2 ** 24 + 2 ** 16 + 1)]
+
+
+@pytest.mark.parametrize("source,half,value", DOUBLE_ROUNDINGS, ids=str)
+def test_conversions_into_half_types_round_as_torch(source, half, value, device):
+    """tensor(), .to() and copy_ from float64 and int64 into float16 and bfloat16 go through
+    float32, as PyTorch's conversions do: the same half value bit for bit."""
+    t_source, t_half = TORCH_DTYPES[source], TORCH_DTYPES[half]
+    wide = torch.tensor([value] * 3, dtype=t_source)
+    expected = [wide.to(t_half), torch.tensor([value] * 3, dtype=t_half),
+                torch.zeros(3, dtype=t_half).copy_(wide)]
+    g_wide = genesis.tensor([value] * 3, dtype=source, device=device)
+    got = [g_wide.to(half), genesis.tensor([value] * 3, dtype=half, device=device),
+           genesis.zeros(3, dtype=half, device=device).copy_(g_wide)]
+    for g, t in zip(got, expected):
+        assert g.dtype is half
+        np.testing.assert_array_equal(g.float().cpu().numpy(), t.float().numpy())

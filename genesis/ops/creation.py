@@ -144,7 +144,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     else:
         dtype = _infer_dtype(data) or dtypes.get_default_dtype()
     with np.errstate(over="ignore"):
-        array = np.array(array, dtype=dtype.numpy_dtype, copy=True, order="C")
+        array = np.array(dtypes.half_source(array, dtype.numpy_dtype), dtype=dtype.numpy_dtype,
+                         copy=True, order="C")
     if device is None and isinstance(data, Tensor):
         device = data.device
     return _from_host(array, factory_device(device), dtype, requires_grad)

@@ -8,6 +8,7 @@ triton_interpret.py).
 """
 
 import inspect
+import math
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +18,7 @@ from kernel_compile_cases import elementwise_case, reduce_case, softmax_case
 
 import genesis.backends.cpu  # noqa: F401  (registers every CPU kernel, for the twin test)
 from genesis import dispatch
+from genesis.dtypes import half_source
 from genesis.backends.cuda import array_ops
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import norm
@@ -926,7 +928,8 @@ def _check_copy(shape, src_layout, dst_layout, src_dtype, dst_dtype, rng):
     x, src = _layout_view(values(shape, np.dtype(src_dtype), rng), src_layout)
     _, dst = _layout_view(np.zeros(shape, dst_dtype), dst_layout)
     copy.strided_copy(dst, src, 0)
-    expected = (x != 0) if np.dtype(dst_dtype) == np.bool_ else x.astype(dst_dtype)
+    expected = ((x != 0) if np.dtype(dst_dtype) == np.bool_
+                else half_source(x, dst_dtype).astype(dst_dtype))
     np.testing.assert_array_equal(ti.to_host(dst), expected)
 
 
@@ -943,11 +946,29 @@ def test_strided_copy(gpu, shape, src_layout, dst_layout, rng):
 
 
 @pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float16, np.float64),
-                                    (np.int64, np.bool_), (np.bool_, np.int8)], ids=str)
+                                    (np.int64, np.bool_), (np.bool_, np.int8),
+                                    (np.float64, np.float16), (np.int64, BF16)], ids=str)
 @pytest.mark.parametrize("layouts", [("permuted", "contiguous"), ("stepped", "permuted")],
                          ids=str)
 def test_strided_copy_dtypes(gpu, dtypes, layouts, rng):
     _check_copy((3, 70, 90), *layouts, *dtypes, rng)
+
+
+@pytest.mark.parametrize("src_dtype,dst_dtype,value,expected", [
+    (np.float64, np.float16, 1 + 2 ** -11 + 2 ** -40, 1.0),
+    (np.float64, BF16, 1 + 2 ** -8 + 2 ** -40, 1.0),
+    (np.int64, BF16, 2 ** 24 + 2 ** 16 + 1, 2.0 ** 24)], ids=str)
+def test_copy_into_half_types_rounds_through_float32(gpu, src_dtype, dst_dtype, value, expected):
+    """float64 and int64 go into a half type through float32, rounded twice, as c10 converts
+    (one rounding gives the next half value up for these)."""
+    from genesis.backends.cuda.kernels import copy
+    src = ti.to_device(np.full(5, value, src_dtype))
+    dst = ti.to_device(np.zeros(5, dst_dtype))
+    copy.strided_copy(dst, src, 0)
+    assert (ti.to_host(dst).astype(np.float64) == expected).all()
+    mantissa, exponent = math.frexp(value)
+    bits = 11 if np.dtype(dst_dtype) == np.float16 else 8  # the significand's, with the hidden one
+    assert round(mantissa * 2 ** bits) / 2 ** bits * 2 ** exponent != expected  # rounded once
 
 
 @pytest.mark.parametrize("shape,perm", [((130, 200), (1, 0)), ((4, 33, 65), (0, 2, 1)),

@@ -10,6 +10,7 @@ from numpy.lib.array_utils import byte_bounds
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from ...dispatch import register
+from ...dtypes import half_source
 
 
 @register("storage_of", "cpu")
@@ -72,16 +73,16 @@ def to_numpy(arr, non_blocking=False):
 @register("copy_", "cpu")
 def copy_(dst, src):
     """Write `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place."""
-    np.copyto(dst, src, casting="unsafe")
+    np.copyto(dst, half_source(np.asarray(src), dst.dtype), casting="unsafe")
     return dst
 
 
 @register("cast", "cpu")
 def cast(arr, dtype):
-    """`arr` converted to `dtype`; values beyond a floating dtype's range become inf, silently,
-    as in PyTorch."""
+    """`arr` converted to `dtype` (into a half type through float32, as c10 converts); values
+    beyond a floating dtype's range become inf, silently, as in PyTorch."""
     with np.errstate(over="ignore"):
-        return arr.astype(dtype.numpy_dtype)
+        return half_source(arr, dtype.numpy_dtype).astype(dtype.numpy_dtype)
 
 
 @register("contiguous", "cpu")

@@ -42,10 +42,15 @@ _OUTER_DIMS = MAX_DIMS - 2
 
 @triton.jit
 def _converted(x, dst, TO_BOOL: tl.constexpr):
-    """`x` in the destination's element type (any nonzero value is True for bool)."""
+    """`x` in the destination's element type (any nonzero value is True for bool; into a half
+    type through float32, as c10 converts, so that float64 and wide integers round twice)."""
     if TO_BOOL:
         x = x != 0
-    return x.to(dst.dtype.element_ty)
+    to = dst.dtype.element_ty
+    if (to == tl.float16 or to == tl.bfloat16) and x.dtype != tl.float16 \
+            and x.dtype != tl.bfloat16 and x.dtype != tl.float32:
+        x = x.to(tl.float32)
+    return x.to(to)
 
 
 @triton.jit
