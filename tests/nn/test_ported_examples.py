@@ -418,6 +418,87 @@ def translator_step(lib, model, data):
     return loss
 
 
+def dcgan(lib, device):
+    """dcgan/main.py: a ConvTranspose2d generator (4x4 kernels, stride 2, padding 1, no bias)
+    and a Conv2d discriminator, with BatchNorm2d, in-place ReLU and LeakyReLU, Tanh and
+    Sigmoid, initialized by the script's weights_init (class-name tests, normal_ and fill_ on
+    .data), and two Adams with betas (0.5, 0.999)."""
+    nn = lib.nn
+    nz, ngf, ndf, nc = 8, 4, 4, 3
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.main = nn.Sequential(
+                nn.ConvTranspose2d(nz, ngf * 4, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 4),
+                nn.ReLU(True),
+                nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
+                nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+                nn.ConvTranspose2d(ngf * 2, nc, 4, 2, 1, bias=False), nn.Tanh())
+
+        def forward(self, input):
+            return self.main(input)
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.main = nn.Sequential(
+                nn.Conv2d(nc, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf * 2, 1, 4, 1, 0, bias=False), nn.Sigmoid())
+
+        def forward(self, input):
+            return self.main(input).view(-1, 1).squeeze(1)
+
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find("Conv") != -1:
+            m.weight.data.normal_(0.0, 0.02)
+        elif classname.find("BatchNorm") != -1:
+            m.weight.data.normal_(1.0, 0.02)
+            m.bias.data.fill_(0)
+
+    model = nn.Module()
+    model.netG, model.netD = Generator().to(device), Discriminator().to(device)
+    model.netG.apply(weights_init)
+    model.netD.apply(weights_init)
+    model.optimizer = lambda: (
+        lib.optim.Adam(model.netD.parameters(), lr=0.0002, betas=(0.5, 0.999)),
+        lib.optim.Adam(model.netG.parameters(), lr=0.0002, betas=(0.5, 0.999)))
+    return model
+
+
+def dcgan_step(lib, model, data):
+    """One iteration of the script's loop: the discriminator on real images (label 1) and on
+    detached fakes (label 0, by fill_), then the generator through the discriminator (label
+    1); errD + errG. The noise is the data's, the same in both frameworks."""
+    netD, netG = model.netD, model.netG
+    optimizerD, optimizerG = model.opt
+    criterion = lib.nn.BCELoss()
+    real_cpu = data["images"]
+    batch_size = real_cpu.size(0)
+    netD.zero_grad()
+    label = lib.full((batch_size,), 1, dtype=real_cpu.dtype, device=real_cpu.device)
+    output = netD(real_cpu)
+    errD_real = criterion(output, label)
+    errD_real.backward()
+    fake = netG(data["noise"])
+    label.fill_(0)
+    output = netD(fake.detach())
+    errD_fake = criterion(output, label)
+    errD_fake.backward()
+    errD = errD_real + errD_fake
+    optimizerD.step()
+    netG.zero_grad()
+    label.fill_(1)
+    output = netD(fake)
+    errG = criterion(output, label)
+    errG.backward()
+    optimizerG.step()
+    return errD + errG
+
+
 def _tokens(rng, length, batch):
     """Token ids (4..19) framed by <bos> 2 and <eos> 3, padded with 1, sequence first."""
     out = np.ones((length, batch), dtype=np.int64)
@@ -458,6 +539,9 @@ def _case_data(rng, name):
         data["same"] = np.array([1, 0, 1, 1, 0, 1], np.float32)
     elif name == "regression":
         data["x"] = rng.standard_normal(32).astype(np.float32)
+    elif name == "dcgan":
+        data["images"] = rng.uniform(-1, 1, (6, 3, 16, 16)).astype(np.float32)
+        data["noise"] = rng.standard_normal((6, 8, 1, 1)).astype(np.float32)
     return data
 
 
@@ -471,6 +555,7 @@ CASES = {
     "actor_critic": (actor_critic, actor_critic_step),
     "siamese": (siamese, siamese_step),
     "translator": (translator, translator_step),
+    "dcgan": (dcgan, dcgan_step),
 }
 
 
