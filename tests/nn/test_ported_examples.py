@@ -499,6 +499,98 @@ def dcgan_step(lib, model, data):
     return errD + errG
 
 
+def vae(lib, device):
+    """vae/main.py: encode (relu, two heads), reparameterize (exp, the noise the data gives in
+    place of randn_like, which no two frameworks draw alike), decode (sigmoid), and the loss of
+    binary_cross_entropy(reduction='sum') plus the KL term (pow, exp, sum)."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(64, 32)
+            self.fc21 = nn.Linear(32, 4)
+            self.fc22 = nn.Linear(32, 4)
+            self.fc3 = nn.Linear(4, 32)
+            self.fc4 = nn.Linear(32, 64)
+            self.eps = None
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            std = lib.exp(0.5 * logvar)
+            return mu + self.eps * std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return lib.sigmoid(self.fc4(h3))
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, 64))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+    model = VAE().to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-3)
+    return model
+
+
+def vae_step(lib, model, data):
+    F = lib.nn.functional
+    model.opt.zero_grad()
+    model.eps = data["eps"]
+    recon_batch, mu, logvar = model(data["images"])
+    bce = F.binary_cross_entropy(recon_batch, data["images"].view(-1, 64), reduction="sum")
+    kld = -0.5 * lib.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    loss = bce + kld
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def super_resolution(lib, device):
+    """super_resolution/model.py: convs with ReLU into a PixelShuffle, orthogonal_ weights
+    scaled by calculate_gain('relu'), MSELoss and Adam."""
+    nn, init = lib.nn, lib.nn.init
+
+    class Net(nn.Module):
+        def __init__(self, upscale_factor):
+            super().__init__()
+            self.relu = nn.ReLU()
+            self.conv1 = nn.Conv2d(1, 8, (5, 5), (1, 1), (2, 2))
+            self.conv2 = nn.Conv2d(8, 8, (3, 3), (1, 1), (1, 1))
+            self.conv3 = nn.Conv2d(8, 4, (3, 3), (1, 1), (1, 1))
+            self.conv4 = nn.Conv2d(4, upscale_factor ** 2, (3, 3), (1, 1), (1, 1))
+            self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.relu(self.conv1(x))
+            x = self.relu(self.conv2(x))
+            x = self.relu(self.conv3(x))
+            return self.pixel_shuffle(self.conv4(x))
+
+        def _initialize_weights(self):
+            init.orthogonal_(self.conv1.weight, init.calculate_gain("relu"))
+            init.orthogonal_(self.conv2.weight, init.calculate_gain("relu"))
+            init.orthogonal_(self.conv3.weight, init.calculate_gain("relu"))
+            init.orthogonal_(self.conv4.weight)
+
+    model = Net(upscale_factor=2).to(device)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=0.01)
+    return model
+
+
+def super_resolution_step(lib, model, data):
+    model.opt.zero_grad()
+    loss = lib.nn.MSELoss()(model(data["images"]), data["target"])
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
 def _tokens(rng, length, batch):
     """Token ids (4..19) framed by <bos> 2 and <eos> 3, padded with 1, sequence first."""
     out = np.ones((length, batch), dtype=np.int64)
@@ -539,6 +631,12 @@ def _case_data(rng, name):
         data["same"] = np.array([1, 0, 1, 1, 0, 1], np.float32)
     elif name == "regression":
         data["x"] = rng.standard_normal(32).astype(np.float32)
+    elif name == "vae":
+        data["images"] = rng.random((6, 1, 8, 8)).astype(np.float32)
+        data["eps"] = rng.standard_normal((6, 4)).astype(np.float32)
+    elif name == "super_resolution":
+        data["images"] = rng.random((4, 1, 8, 8)).astype(np.float32)
+        data["target"] = rng.random((4, 1, 16, 16)).astype(np.float32)
     elif name == "dcgan":
         data["images"] = rng.uniform(-1, 1, (6, 3, 16, 16)).astype(np.float32)
         data["noise"] = rng.standard_normal((6, 8, 1, 1)).astype(np.float32)
@@ -556,6 +654,8 @@ CASES = {
     "siamese": (siamese, siamese_step),
     "translator": (translator, translator_step),
     "dcgan": (dcgan, dcgan_step),
+    "vae": (vae, vae_step),
+    "super_resolution": (super_resolution, super_resolution_step),
 }
 
 
