@@ -5,11 +5,10 @@ families in `genesis.ops`, each as a mixin class of explicit methods bound onto 
 this module holds what every tensor is.
 """
 
-import warnings
-
 import numpy as np
 
 from . import dtypes
+from ._warnings import warn_once
 from . import memory_formats as formats
 from .layouts import strided
 from .device import device as Device
@@ -241,10 +240,11 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
-        if self.requires_grad:
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
-                          "unexpected behavior.\nConsider using tensor.detach() first.",
-                          stacklevel=2)
+        from .autograd.grad_mode import is_grad_enabled  # (that package imports this module)
+        if self.requires_grad and is_grad_enabled():  # once a process, as PyTorch's TORCH_WARN_ONCE
+            warn_once("float_of_requires_grad", "Converting a tensor with requires_grad=True to a "
+                      "scalar may lead to unexpected behavior.\nConsider using tensor.detach() "
+                      "first.")
         return float(self.item())
 
     def __int__(self):

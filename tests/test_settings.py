@@ -6,6 +6,7 @@ import pathlib
 import pickle
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -229,4 +230,22 @@ def test_set_default_tensor_type_as_torch():
     finally:
         for lib in (genesis, torch):
             lib.set_default_dtype(lib.float32)
+            lib.set_warn_always(False)
+
+
+def test_float_of_a_tensor_requiring_grad_warns_in_grad_mode_only():
+    """float() of a tensor that requires grad warns (once a process; every time here) where
+    grad mode is on, and not under no_grad, where LBFGS reads its losses, as PyTorch's."""
+    try:
+        for lib in (genesis, torch):
+            lib.set_warn_always(True)
+            y = lib.ones(2, requires_grad=True).sum()
+            with pytest.warns(UserWarning, match="requires_grad=True to a scalar"):
+                assert float(y) == 2.0
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with lib.no_grad():
+                    assert float(y) == 2.0
+    finally:
+        for lib in (genesis, torch):
             lib.set_warn_always(False)

@@ -591,6 +591,57 @@ def super_resolution_step(lib, model, data):
     return loss
 
 
+def time_sequence(lib, device):
+    """time_sequence_prediction/train.py: two LSTMCells unrolled over a sequence in float64
+    (h_t, c_t from zeros of the input's dtype), chunked input, stacked outputs, and LBFGS with a
+    closure."""
+    nn = lib.nn
+
+    class Sequence(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm1 = nn.LSTMCell(1, 8)
+            self.lstm2 = nn.LSTMCell(8, 8)
+            self.linear = nn.Linear(8, 1)
+
+        def forward(self, input, future=0):
+            outputs = []
+            h_t = lib.zeros(input.size(0), 8, dtype=lib.double, device=input.device)
+            c_t = lib.zeros(input.size(0), 8, dtype=lib.double, device=input.device)
+            h_t2 = lib.zeros(input.size(0), 8, dtype=lib.double, device=input.device)
+            c_t2 = lib.zeros(input.size(0), 8, dtype=lib.double, device=input.device)
+            for input_t in input.split(1, dim=1):
+                h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            for i in range(future):
+                h_t, c_t = self.lstm1(output, (h_t, c_t))
+                h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                output = self.linear(h_t2)
+                outputs += [output]
+            return lib.cat(outputs, dim=1)
+
+    model = Sequence().double().to(device)
+    model.optimizer = lambda: lib.optim.LBFGS(model.parameters(), lr=0.8)
+    return model
+
+
+def time_sequence_step(lib, model, data):
+    criterion = lib.nn.MSELoss()
+
+    def closure():
+        model.opt.zero_grad()
+        out = model(data["wave_in"])
+        loss = criterion(out, data["wave_target"])
+        loss.backward()
+        return loss
+    model.opt.step(closure)
+    with lib.no_grad():
+        pred = model(data["wave_in"][:2], future=3)
+        return criterion(pred[:, :-3], data["wave_target"][:2])
+
+
 def _tokens(rng, length, batch):
     """Token ids (4..19) framed by <bos> 2 and <eos> 3, padded with 1, sequence first."""
     out = np.ones((length, batch), dtype=np.int64)
@@ -637,6 +688,10 @@ def _case_data(rng, name):
     elif name == "super_resolution":
         data["images"] = rng.random((4, 1, 8, 8)).astype(np.float32)
         data["target"] = rng.random((4, 1, 16, 16)).astype(np.float32)
+    elif name == "time_sequence":
+        t = np.arange(13)[None, :] + rng.integers(-4, 4, (5, 1))
+        wave = np.sin(t / 2.0).astype(np.float64)
+        data["wave_in"], data["wave_target"] = wave[:, :-1], wave[:, 1:]
     elif name == "dcgan":
         data["images"] = rng.uniform(-1, 1, (6, 3, 16, 16)).astype(np.float32)
         data["noise"] = rng.standard_normal((6, 8, 1, 1)).astype(np.float32)
@@ -656,6 +711,7 @@ CASES = {
     "dcgan": (dcgan, dcgan_step),
     "vae": (vae, vae_step),
     "super_resolution": (super_resolution, super_resolution_step),
+    "time_sequence": (time_sequence, time_sequence_step),
 }
 
 
