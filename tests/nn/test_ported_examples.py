@@ -642,6 +642,167 @@ def time_sequence_step(lib, model, data):
         return criterion(pred[:, :-3], data["wave_target"][:2])
 
 
+def word_language_model(lib, device, rnn_type="LSTM"):
+    """word_language_model/model.py's RNNModel (Embedding, an nn.LSTM/GRU by getattr, a
+    Linear decoder with tied weights, init_weights by uniform_ and zeros_, log_softmax
+    outputs) and main.py's loop: batchify by narrow/view/t, get_batch slices, init_hidden by
+    weight.new_zeros, repackage_hidden (detach), clip_grad_norm_, and the hand-written SGD
+    update p.data.add_(p.grad, alpha=-lr)."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class RNNModel(nn.Module):
+        def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.0):
+            super().__init__()
+            self.ntoken = ntoken
+            self.drop = nn.Dropout(dropout)
+            self.encoder = nn.Embedding(ntoken, ninp)
+            self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+            self.decoder = nn.Linear(nhid, ntoken)
+            self.decoder.weight = self.encoder.weight
+            self.init_weights()
+            self.rnn_type, self.nhid, self.nlayers = rnn_type, nhid, nlayers
+
+        def init_weights(self):
+            initrange = 0.1
+            nn.init.uniform_(self.encoder.weight, -initrange, initrange)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+
+        def forward(self, input, hidden):
+            emb = self.drop(self.encoder(input))
+            output, hidden = self.rnn(emb, hidden)
+            output = self.drop(output)
+            decoded = self.decoder(output)
+            decoded = decoded.view(-1, self.ntoken)
+            return F.log_softmax(decoded, dim=1), hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters())
+            if self.rnn_type == "LSTM":
+                return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                        weight.new_zeros(self.nlayers, bsz, self.nhid))
+            return weight.new_zeros(self.nlayers, bsz, self.nhid)
+
+    model = RNNModel(rnn_type, 20, 8, 8, 2).to(device)
+    model.optimizer = lambda: None
+    model.hidden = None
+    return model
+
+
+def word_language_transformer(lib, device):
+    """word_language_model/model.py's TransformerModel: a PositionalEncoding buffer (sin/cos by
+    stepped slices, unsqueeze, transpose), nn.TransformerEncoder over TransformerEncoderLayers,
+    the causal mask as log(tril(ones)) (log of zero: -inf), the embedding scaled by
+    sqrt(ninp)."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, d_model, dropout=0.0, max_len=32):
+            super().__init__()
+            self.dropout = nn.Dropout(p=dropout)
+            pe = lib.zeros(max_len, d_model)
+            position = lib.arange(0, max_len, dtype=lib.float).unsqueeze(1)
+            div_term = lib.exp(lib.arange(0, d_model, 2).float()
+                               * (-math.log(10000.0) / d_model))
+            pe[:, 0::2] = lib.sin(position * div_term)
+            pe[:, 1::2] = lib.cos(position * div_term)
+            pe = pe.unsqueeze(0).transpose(0, 1)
+            self.register_buffer("pe", pe)
+
+        def forward(self, x):
+            x = x + self.pe[:x.size(0), :]
+            return self.dropout(x)
+
+    class TransformerModel(nn.Transformer):
+        def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.0):
+            super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
+                             num_encoder_layers=nlayers, dropout=dropout)
+            self.model_type = "Transformer"
+            self.src_mask = None
+            self.pos_encoder = PositionalEncoding(ninp, dropout)
+            self.input_emb = nn.Embedding(ntoken, ninp)
+            self.ninp = ninp
+            self.decoder = nn.Linear(ninp, ntoken)
+            self.init_weights()
+
+        def _generate_square_subsequent_mask(self, sz):
+            return lib.log(lib.tril(lib.ones(sz, sz)))
+
+        def init_weights(self):
+            initrange = 0.1
+            nn.init.uniform_(self.input_emb.weight, -initrange, initrange)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+
+        def forward(self, src, has_mask=True):
+            if has_mask:
+                device = src.device
+                if self.src_mask is None or self.src_mask.size(0) != len(src):
+                    self.src_mask = self._generate_square_subsequent_mask(len(src)).to(device)
+            else:
+                self.src_mask = None
+            src = self.input_emb(src) * math.sqrt(self.ninp)
+            src = self.pos_encoder(src)
+            output = self.encoder(src, mask=self.src_mask)
+            output = self.decoder(output)
+            return F.log_softmax(output, dim=-1)
+
+    model = TransformerModel(20, 8, 2, 16, 2).to(device)
+    model.optimizer = lambda: None
+    return model
+
+
+def word_language_transformer_step(lib, model, data, bptt=5, lr=0.5):
+    """main.py's loop for the Transformer: no hidden state, the same clipping and SGD."""
+    train_data = _batchify(data["corpus"], 3)
+    total = 0.0
+    for i in range(0, train_data.size(0) - 1, bptt):
+        seq_len = min(bptt, len(train_data) - 1 - i)
+        batch, targets = train_data[i:i + seq_len], train_data[i + 1:i + 1 + seq_len].view(-1)
+        model.zero_grad()
+        output = model(batch).view(-1, 20)
+        loss = lib.nn.NLLLoss()(output, targets)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+        total = total + loss.detach()
+    return total / math.ceil((train_data.size(0) - 1) / bptt)
+
+
+def _batchify(data, bsz):
+    nbatch = data.size(0) // bsz
+    data = data.narrow(0, 0, nbatch * bsz)
+    return data.view(bsz, -1).t().contiguous()
+
+
+def _repackage_hidden(h):
+    if isinstance(h, (tuple, list)):
+        return tuple(_repackage_hidden(v) for v in h)
+    return h.detach()
+
+
+def word_language_model_step(lib, model, data, bptt=5, lr=20.0):
+    """One pass over the batchified corpus, bptt tokens at a time; the mean loss."""
+    train_data = _batchify(data["corpus"], 3)
+    if model.hidden is None:
+        model.hidden = model.init_hidden(3)
+    total = 0.0
+    for i in range(0, train_data.size(0) - 1, bptt):
+        seq_len = min(bptt, len(train_data) - 1 - i)
+        batch, targets = train_data[i:i + seq_len], train_data[i + 1:i + 1 + seq_len].view(-1)
+        model.zero_grad()
+        model.hidden = _repackage_hidden(model.hidden)
+        output, model.hidden = model(batch, model.hidden)
+        loss = lib.nn.NLLLoss()(output, targets)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+        total = total + loss.detach()
+    return total / math.ceil((train_data.size(0) - 1) / bptt)
+
+
 def _tokens(rng, length, batch):
     """Token ids (4..19) framed by <bos> 2 and <eos> 3, padded with 1, sequence first."""
     out = np.ones((length, batch), dtype=np.int64)
@@ -692,6 +853,8 @@ def _case_data(rng, name):
         t = np.arange(13)[None, :] + rng.integers(-4, 4, (5, 1))
         wave = np.sin(t / 2.0).astype(np.float64)
         data["wave_in"], data["wave_target"] = wave[:, :-1], wave[:, 1:]
+    elif name.startswith("word_language_model"):
+        data["corpus"] = rng.integers(0, 20, 50)
     elif name == "dcgan":
         data["images"] = rng.uniform(-1, 1, (6, 3, 16, 16)).astype(np.float32)
         data["noise"] = rng.standard_normal((6, 8, 1, 1)).astype(np.float32)
@@ -712,6 +875,11 @@ CASES = {
     "vae": (vae, vae_step),
     "super_resolution": (super_resolution, super_resolution_step),
     "time_sequence": (time_sequence, time_sequence_step),
+    "word_language_model_lstm": (word_language_model, word_language_model_step),
+    "word_language_model_gru": (lambda lib, device: word_language_model(lib, device, "GRU"),
+                                word_language_model_step),
+    "word_language_model_transformer": (word_language_transformer,
+                                        word_language_transformer_step),
 }
 
 
