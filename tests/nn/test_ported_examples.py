@@ -752,22 +752,8 @@ def word_language_transformer(lib, device):
     return model
 
 
-def word_language_transformer_step(lib, model, data, bptt=5, lr=0.5):
-    """main.py's loop for the Transformer: no hidden state, the same clipping and SGD."""
-    train_data = _batchify(data["corpus"], 3)
-    total = 0.0
-    for i in range(0, train_data.size(0) - 1, bptt):
-        seq_len = min(bptt, len(train_data) - 1 - i)
-        batch, targets = train_data[i:i + seq_len], train_data[i + 1:i + 1 + seq_len].view(-1)
-        model.zero_grad()
-        output = model(batch).view(-1, 20)
-        loss = lib.nn.NLLLoss()(output, targets)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-        for p in model.parameters():
-            p.data.add_(p.grad, alpha=-lr)
-        total = total + loss.detach()
-    return total / math.ceil((train_data.size(0) - 1) / bptt)
+def word_language_transformer_step(lib, model, data):
+    return _language_model_epoch(lib, model, data, lambda batch: model(batch).view(-1, 20), 0.5)
 
 
 def _batchify(data, bsz):
@@ -782,19 +768,28 @@ def _repackage_hidden(h):
     return h.detach()
 
 
-def word_language_model_step(lib, model, data, bptt=5, lr=20.0):
-    """One pass over the batchified corpus, bptt tokens at a time; the mean loss."""
-    train_data = _batchify(data["corpus"], 3)
+def word_language_model_step(lib, model, data):
+    """The RNN's hidden state carried from batch to batch, cut from the graph each time."""
     if model.hidden is None:
         model.hidden = model.init_hidden(3)
+
+    def forward(batch):
+        model.hidden = _repackage_hidden(model.hidden)
+        output, model.hidden = model(batch, model.hidden)
+        return output
+    return _language_model_epoch(lib, model, data, forward, 20.0)
+
+
+def _language_model_epoch(lib, model, data, forward, lr, bptt=5):
+    """main.py's train(): the batchified corpus bptt tokens at a time, NLLLoss of `forward`'s
+    log-probabilities, clip_grad_norm_ and the hand-written SGD update; the mean loss."""
+    train_data = _batchify(data["corpus"], 3)
     total = 0.0
     for i in range(0, train_data.size(0) - 1, bptt):
         seq_len = min(bptt, len(train_data) - 1 - i)
         batch, targets = train_data[i:i + seq_len], train_data[i + 1:i + 1 + seq_len].view(-1)
         model.zero_grad()
-        model.hidden = _repackage_hidden(model.hidden)
-        output, model.hidden = model(batch, model.hidden)
-        loss = lib.nn.NLLLoss()(output, targets)
+        loss = lib.nn.NLLLoss()(forward(batch), targets)
         loss.backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         for p in model.parameters():
