@@ -259,6 +259,17 @@ def test_activation_in_place_then_written_again_fails_backward(op):
             y.sum().backward()
 
 
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "tanh", "relu_", "sigmoid_", "tanh_"])
+def test_output_only_nodes_have_no_saved_self(op):
+    """ReluBackward0 (SigmoidBackward0, TanhBackward0), out of place or in place, keeps its
+    result alone: grad_fn._saved_result, and no _saved_self, as in torch."""
+    for lib in (genesis, torch):
+        y = lib.tensor([1.0, -2.0], requires_grad=True) * 1
+        y = getattr(y, op)()
+        assert not hasattr(y.grad_fn, "_saved_self")
+        assert y.grad_fn._saved_result.tolist() == y.tolist()
+
+
 @pytest.mark.parametrize("op", ["relu_", "tanh_"])
 def test_activation_in_place_on_a_view(op, rng, device):
     """relu_ (tanh_) on a view of a tensor in the graph rebases the base's history."""

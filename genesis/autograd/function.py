@@ -313,9 +313,10 @@ class BackwardNode(Node):
 
     def _saved_value(self, key):
         """`grad_fn._saved_self`, `_saved_other`, `_saved_result`...: what the node saved, by
-        PyTorch's argument name (the Function's `saved_names`, one per saved entry); a Python
-        scalar operand where it saved no tensor. After backward, PyTorch's freed-graph error."""
-        names = getattr(self._function, "saved_names", ())
+        PyTorch's argument name (the node's or its Function's `saved_names`, one per saved
+        entry, None for one without a name); a Python scalar operand where it saved no tensor.
+        After backward, PyTorch's freed-graph error."""
+        names = self.__dict__.get("saved_names") or getattr(self._function, "saved_names", ())
         name = key[len("_saved_"):]
         if name not in names:
             raise AttributeError(f"'{self.name()}' object has no attribute '{key}'")

@@ -29,8 +29,7 @@ class Unary(Function):
     @staticmethod
     def forward(ctx, x, spec, kwargs):
         out = spec.values(x, kwargs)
-        ctx.spec, ctx.kwargs = spec, kwargs
-        ctx.node_name = spec.node_name
+        _setup(ctx, spec, kwargs)
         # a derivative of the output alone keeps no input: its in-place form may overwrite it
         ctx.save_for_backward(None if spec.from_output else x, out)
         return out
@@ -58,11 +57,19 @@ class UnaryInplace(Unary):
     def forward(ctx, x, spec, kwargs):
         kernel("elementwise_into", x.device.type)(spec.kernel, x._data, (x._data,), ())
         x._bump_version()
-        ctx.spec, ctx.kwargs = spec, kwargs
-        ctx.node_name = spec.node_name
+        _setup(ctx, spec, kwargs)
         ctx.mark_dirty(x)
         ctx.save_for_backward(None, x)
         return x
+
+
+def _setup(ctx, spec, kwargs):
+    """The node's op, its arguments and names; one whose derivative reads the output alone
+    has no grad_fn._saved_self, as PyTorch's (ReluBackward0 keeps _saved_result only)."""
+    ctx.spec, ctx.kwargs = spec, kwargs
+    ctx.node_name = spec.node_name
+    if spec.from_output:
+        ctx.saved_names = (None, "result")
 
 
 class UnarySpec:
