@@ -26,7 +26,7 @@ interleaved rounds) on the layers they take, and the implicit GEMM's tiles on th
     python benchmarks/conv.py [--json PATH] [--reps N] [--only TEXT ...] [--cudnn-benchmark]
                               [--no-tf32]
     python benchmarks/conv.py --kernels [--json PATH] [--only TEXT ...] [--dtype bf16|fp32]
-    python benchmarks/conv.py --tiles [--only TEXT ...]
+    python benchmarks/conv.py --tiles [--only TEXT ...] [--dtype bf16|fp32]
 """
 
 import argparse
@@ -252,68 +252,84 @@ def _fastest(candidates, time_one, rounds):
     return sorted((ms, candidates[i]) for i, ms in best.items() if ms is not None)
 
 
-def _forward_blocks(n, h, w, c, k):
-    """The TMA forward's configs to compare: 64-, 128- and 256-pixel blocks (the least padded
-    shape of each), 64 or 128 output channels, 3 to 5 stages."""
+def _forward_blocks(n, h, w, c, k, itemsize):
+    """The TMA forward's configs to compare (also the output-phase kernel's, over the phases'
+    half-size pixels): 64-, 128- and 256-pixel blocks (the least padded shape of each), 64 or
+    128 output channels, 128-byte channel steps, 3 to 5 stages."""
     for area, bn, stages in itertools.product((64, 128, 256), (64, 128), (3, 4, 5)):
         if bn <= max(64, k):
             bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
-            yield {"BI": bi, "BH": bh, "BW": bw, "BN": bn, "BK": min(64, c),
+            yield {"BI": bi, "BH": bh, "BW": bw, "BN": bn, "BK": min(128 // itemsize, c),
                    "num_warps": 8 if bn == 128 else 4, "num_stages": stages}
 
 
-def _weight_grad_blocks(n, h, w, c, k):
-    """(config, splits) of the TMA weight gradient to compare: 64- and 128-pixel steps, 64 or
-    128 rows and columns, 1 to 8 splits of the pixel steps."""
-    for area, bm, bn, splits in itertools.product((64, 128), (64, 128), (64, 128),
-                                                  (1, 2, 3, 4, 6, 8)):
+def _weight_grad_blocks(n, h, w, c, k, itemsize):
+    """(config, splits) of the TMA weight gradient to compare: 128- and 256-byte pixel steps
+    (64 and 128 pixels of a 16-bit type), 64 or 128 rows and columns, 1 to 8 splits of the
+    pixel steps."""
+    for area, bm, bn, splits in itertools.product((128 // itemsize, 256 // itemsize), (64, 128),
+                                                  (64, 128), (1, 2, 3, 4, 6, 8)):
         if bm <= max(64, k) and bn <= max(64, c):
             bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
             yield ({"BI": bi, "BH": bh, "BW": bw, "BM": bm, "BN": bn,
                     "num_warps": 8 if bm == 128 else 4,
-                    "num_stages": 3 if bm * bn > 64 * 128 else 4}, splits)
+                    "num_stages": 3 if bm * bn * itemsize > 64 * 128 * 2 else 4}, splits)
 
 
-def sweep_tma_blocks(reps, only, rounds=3, shown=6):
-    """The Hopper TMA kernels' blocks on the layers they take (all but the stem): the forward
-    (which also computes a stride-1 layer's input gradient) and the weight gradient, fastest
-    first beside the default choice and cuDNN."""
-    rng, lib, torch_lib = np.random.default_rng(), ops.Lib(genesis), ops.Lib(torch)
-    defaults = conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits
+def _tma_sweeps(rng, only, dtype):
+    """(layer, pass, Genesis's and cuDNN's calls, "forward" or "weight gradient" blocks, the
+    blocks' pixel grid (n, h, w, c, k)) of every TMA kernel on the benchmark's layers: the
+    forward, the weight gradient, and the stride-2 input gradients and transposed forwards,
+    which go by output phases (half-size pixel grids)."""
     for name, n, c, h, w, k, r, s, p in CONV:
         if c < conv_hopper.MIN_IN_CHANNELS or (only and not any(t in name for t in only)):
             continue
-        calls = kernel_calls(rng, n, c, h, w, k, r, s, p)
+        calls = kernel_calls(rng, n, c, h, w, k, r, s, p, dtype)
+        o = (h + 2 * p - r) // s + 1
+        yield name, "forward", calls["forward"], "forward", (n, o, o, c, k)
+        yield name, "weight gradient", calls["weight gradient"], "weight gradient", (n, o, o, c, k)
+        if s == 2:
+            yield (name, "input gradient", calls["input gradient"], "forward",
+                   (n, h // 2, w // 2, k, c))
+    for name, n, c, h, w, k in CONV_TRANSPOSE:
+        if not only or any(t in name for t in only):
+            calls = transpose_kernel_calls(rng, n, c, h, w, k, dtype)
+            yield name, "forward", calls["forward"], "forward", (n, h, w, c, k)
 
-        def forward_ms(config, calls=calls):
-            conv_hopper.forward_config = lambda *args: config
+
+def sweep_tma_blocks(reps, only, dtype="bf16", rounds=3, shown=6):
+    """The Hopper TMA kernels' blocks on the layers they take (all but the stem; see
+    _tma_sweeps), fastest first beside the default choice and cuDNN, in `dtype` (fp32: TF32)."""
+    rng, lib, torch_lib = np.random.default_rng(), ops.Lib(genesis), ops.Lib(torch)
+    itemsize = DTYPES[dtype][0].itemsize
+    defaults = conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits
+
+    def restore():
+        conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits = \
+            defaults
+        conv_kernels._conv_plans.clear()
+        conv_kernels._wgrad_plans.clear()
+
+    for name, pass_, (call, cudnn_call), kind, grid in _tma_sweeps(rng, only, dtype):
+        def timed(choice, call=call, kind=kind):
+            if kind == "forward":
+                conv_hopper.forward_config = lambda *args, **kwargs: choice
+            else:
+                conv_hopper.weight_grad_config = lambda *args: choice[0]
+                conv_hopper._splits = lambda *args: choice[1]
             conv_kernels._conv_plans.clear()
-            return ops.device_ms(lib, calls["forward"][0], reps)
-
-        def weight_grad_ms(choice, calls=calls):
-            conv_hopper.weight_grad_config = lambda *args: choice[0]
-            conv_hopper._splits = lambda *args: choice[1]
             conv_kernels._wgrad_plans.clear()
-            return ops.device_ms(lib, calls["weight gradient"][0], reps)
+            return ops.device_ms(lib, call, reps)
 
-        for pass_, timed, candidates, default in (
-                ("forward", forward_ms, list(_forward_blocks(n, h, w, c, k)),
-                 defaults[0](n, h, w, c, k, conv_hopper.grid_sms(None))),
-                ("weight gradient", weight_grad_ms, list(_weight_grad_blocks(n, h, w, c, k)),
-                 None)):
-            cudnn = ops.device_ms(torch_lib, calls[pass_][1], reps)
-            conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits = \
-                defaults
-            conv_kernels._conv_plans.clear()
-            conv_kernels._wgrad_plans.clear()
-            chosen = ops.device_ms(lib, calls[pass_][0], reps)
-            print(f"{name} {pass_}: cuDNN {cudnn:.4f} ms, default {chosen:.4f} "
-                  f"({cudnn / chosen:.2f}) {default or ''}", flush=True)
-            for ms, candidate in _fastest(candidates, timed, rounds)[:shown]:
-                print(f"  {ms:.4f} ({cudnn / ms:.2f}) {candidate}", flush=True)
-    conv_hopper.forward_config, conv_hopper.weight_grad_config, conv_hopper._splits = defaults
-    conv_kernels._conv_plans.clear()
-    conv_kernels._wgrad_plans.clear()
+        blocks = _forward_blocks if kind == "forward" else _weight_grad_blocks
+        cudnn = ops.device_ms(torch_lib, cudnn_call, reps)
+        restore()
+        chosen = ops.device_ms(lib, call, reps)
+        print(f"{name} {pass_}: cuDNN {cudnn:.4f} ms, default {chosen:.4f} "
+              f"({cudnn / chosen:.2f})", flush=True)
+        for ms, candidate in _fastest(list(blocks(*grid, itemsize)), timed, rounds)[:shown]:
+            print(f"  {ms:.4f} ({cudnn / ms:.2f}) {candidate}", flush=True)
+    restore()
 
 
 # The implicit GEMM's forward/transposed tiles to compare: (BM, BN, BK, warps, stages).
@@ -358,14 +374,14 @@ def main():
     parser.add_argument("--kernels", action="store_true",
                         help="each convolution kernel alone beside cuDNN's")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16",
-                        help="the operands' dtype with --kernels")
+                        help="the operands' dtype with --kernels and --tiles")
     parser.add_argument("--no-tf32", action="store_true",
                         help="float32 convolutions in IEEE float32 in both (cudnn.allow_tf32 off)")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     precision = ops.cudnn_tf32(not args.no_tf32)
     if args.tiles:
-        sweep_tma_blocks(args.reps, args.only)
+        sweep_tma_blocks(args.reps, args.only, args.dtype)
         sweep_tiles(args.reps, args.only)
         return
     if args.kernels:
