@@ -58,6 +58,7 @@ from . import (accelerator, amp, cpu, distributed, func, functional, jit, models
 from .func import vmap
 from .cuda import OutOfMemoryError
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)
+from .autograd import profiler as _autograd_profiler  # noqa: F401  (genesis.autograd.profiler)
 from .compiler import compile  # noqa: A001
 from .amp import (GradScaler, autocast, clear_autocast_cache, get_autocast_dtype,
                   is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)

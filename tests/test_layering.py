@@ -6,6 +6,8 @@ Layers, bottom to top:
                     genesis.layouts, genesis._warnings
   2 backends        genesis.backends.*
   3 tensor+autograd genesis.tensor, genesis._tensor_str, genesis.dlpack, genesis.autograd.*
+                    (but genesis.autograd.profiler, public: torch.autograd.profiler's facade
+                    over genesis.profiler)
   4 ops             genesis.ops.* (any module added there), genesis.random
   5 public          genesis itself, genesis.cuda, nn, optim, utils, serialization and any other
                     module or package added under genesis/
@@ -43,6 +45,7 @@ LAYERS = {
     "genesis._tensor_str": TENSOR,
     "genesis.dlpack": TENSOR,
     "genesis.autograd": TENSOR,
+    "genesis.autograd.profiler": PUBLIC,  # torch.autograd.profiler, over genesis.profiler
     "genesis.ops": OPS,
     "genesis.random": OPS,
 }

@@ -397,3 +397,30 @@ def test_cuda_only_activity(fake, monkeypatch):  # noqa: F811
 
 def test_cuda_ops_on_the_simulated_device():
     run_checks_worker(pathlib.Path(__file__).with_name("profiler_api_worker.py"))
+
+
+def _legacy_profiled(lib, rng, **kwargs):
+    """_program under torch.autograd.profiler's profile (the legacy API)."""
+    inputs = _inputs(lib, rng)
+    with lib.autograd.profiler.profile(**kwargs) as prof:
+        _program(lib, *inputs)
+    return prof
+
+
+def test_autograd_profiler_as_torch(rng):
+    """torch.autograd.profiler.profile: the same op counts through function_events and
+    key_averages, the same table columns, printing as the table, and nothing before its block
+    has run."""
+    names = {"aten::add", "aten::mul", "aten::sum", "step_body", "inner"}
+    profs = [_legacy_profiled(lib, rng, record_shapes=True) for lib in (genesis, torch)]
+    assert [_counts(p, names) for p in profs] == [{name: 3 for name in names}] * 2
+    for p in profs:
+        assert isinstance(p.function_events, list) and str(p) == p.table()
+        assert p.self_cpu_time_total == pytest.approx(p.total_average().self_cpu_time_total)
+    headers = [p.key_averages().table().splitlines()[1].split() for p in profs]
+    assert headers[0] == headers[1]
+    for lib in (genesis, torch):
+        unused = lib.autograd.profiler.profile()
+        assert str(unused.key_averages()) == "" and unused.table() == ""
+        with lib.autograd.profiler.profile(enabled=False) as disabled:
+            assert disabled is None

@@ -243,6 +243,9 @@ class EventList(list):
     def self_cpu_time_total(self):
         return sum(e.self_cpu_time_total for e in self)
 
+    def __str__(self):
+        return self.table()
+
     def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0,
                      group_by_overload_name=False):
         """One FunctionEventAvg per key (and input shapes, and top stack entries, when asked),
