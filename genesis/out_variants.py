@@ -4,8 +4,10 @@ The function runs as usual, then its result is written into `out` as PyTorch's o
 leave it: in place when the shapes agree (so `out` may be a view into a larger buffer), else
 `out` is resized to the result's shape, with PyTorch's deprecation warning when it held
 elements. The result is cast to out's dtype where PyTorch's casting rule allows it (a float
-result into an integer tensor raises); factories (`zeros`, `arange`, `randn`, ...) are made in
-out's dtype and on its device. As in PyTorch, out= does not record gradients: with grad mode on,
+result into an integer tensor raises), except for the ops whose kernels want out in the
+result's dtype exactly (`_SAME_DTYPE`, with their error texts); sums and products compute in
+out's dtype (`_COMPUTE_IN_OUT`); factories (`zeros`, `arange`, `randn`, ...) are made in out's
+dtype and on its device. As in PyTorch, out= does not record gradients: with grad mode on,
 an argument that requires grad is an error, raised before anything is written.
 """
 
@@ -59,6 +61,84 @@ FACTORIES = frozenset(
     "tril_indices triu_indices zeros".split())
 
 
+# The C++ type names PyTorch's structured kernels print for a dtype.
+_TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                    "int16": "short int", "int32": "int", "int64": "long int",
+                    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                    "float64": "double"}
+
+
+def _meta(d):
+    return _TYPE_META_NAMES[d.name]
+
+
+def _named(template, namer=dtypes.scalar_type_name, applies=lambda result, out: True,
+           error=RuntimeError):
+    """A rule: the error a result of one dtype written into an out of another raises (where
+    `applies`), its text naming both dtypes."""
+    def rule(name, result, out):
+        if applies(result, out):
+            return error(template.format(name=name, result=namer(result), out=namer(out),
+                                         flag=result is dtypes.int32))
+        return None
+    return rule
+
+
+_EXACT = _named("Expected out tensor to have dtype {result}, but got {out} instead", _meta)
+_FOUND = _named("Found dtype {out} but expected {result}")
+# Ops whose out= must have the result's dtype exactly, as PyTorch's kernels check it, with their
+# error texts; the others accept any dtype the result casts to (`dtypes.check_result_cast`).
+# `_EXACT` checks every output (sort's indices too); the rest the values alone.
+_SAME_DTYPE = {
+    **dict.fromkeys("addmm addmv baddbmm bmm cross det diag gather index_add inv inverse "
+                    "log_softmax matmul matrix_power mm msort mv norm renorm softmax sort "
+                    "take_along_dim topk tril triu argmax argmin max min".split(), _EXACT),
+    **dict.fromkeys(("cat", "concat", "concatenate", "stack"), _named(
+        "torch.cat(): input types can't be cast to the desired output type {out}",
+        applies=lambda result, out: not dtypes.can_cast(result, out), error=TypeError)),
+    "logsumexp": _named(
+        "logsumexp(): Expected floating point type for result tensor, but got: {out}",
+        applies=lambda result, out: not out.is_floating_point),
+    **dict.fromkeys("abs absolute ceil clamp clamp_max clamp_min clip fix floor frac neg "
+                    "negative round sgn sign trunc".split(), _FOUND),
+    **dict.fromkeys(("dot", "vdot"),
+                    _named("result dtype {out} does not match input dtype {result}")),
+    **dict.fromkeys(("amax", "amin"), _named(
+        "Expected the dtype for input and out to match, but got {result} for input's dtype and "
+        "{out} for out's dtype.")),
+    **dict.fromkeys(("cummax", "cummin", "logcumsumexp"),
+                    _named("expected scalar_type {result} but found {out}")),
+    **dict.fromkeys(("inner", "tensordot"), _named(
+        "tensordot: Expected the output tensor to have dtype {result}, but got an output "
+        "tensor with dtype {out}")),
+    **dict.fromkeys(("index_select", "masked_select"),
+                    _named("{name}(): self and result must have the same scalar type")),
+    **dict.fromkeys(("quantile", "nanquantile"),
+                    _named("quantile() out tensor must be same dtype as the input tensor")),
+    "where": _named("Expected out type to be {result} but got {out}"),
+    "nonzero": _named("nonzero: Expected out tensor to have scalar type Long but got scalar "
+                      "type{out}"),
+    "signbit": _named("signbit does not support non-boolean outputs."),
+    "heaviside": _named("heaviside is not yet implemented for tensors with different dtypes."),
+    **dict.fromkeys(("searchsorted", "bucketize"), _named(
+        "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+        "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
+        "dtype {out} and out_int32 flag is {flag}")),
+    "take": _named("take(): self and out expected to have the same dtype, but got self.dtype = "
+                   "{result} and out.dtype = {out}"),
+    "nan_to_num": _named("nan_to_num: dtype of out: {out} should be same as input: {result}"),
+    "kthvalue": _named("output values must be of same type as input"),
+    "mode": _named("expected scalar type '{result}' but got '{out}' for values output"),
+    "histc": _named("torch.histogram: input tensor and hist tensor should have the same dtype, "
+                    "but got input {result} and hist {out}", _meta),
+}
+# max and min check their values and indices where they reduce a dim (two results) only.
+_DIM_ONLY = frozenset(("max", "min"))
+# Reductions whose out= sets the dtype they compute in, as their dtype= argument does: summing
+# float values into an integer out sums the truncated values.
+_COMPUTE_IN_OUT = frozenset(("sum", "nansum", "prod", "cumsum", "cumprod"))
+
+
 def install(namespace, names):
     """Give each function `names` of `namespace` (a module's globals) the out= keyword; names
     of one function (aliases, as abs and absolute) keep naming one function."""
@@ -92,11 +172,14 @@ def _call_into(fn, name, factory, args, kwargs, out):
     _check_no_grad(name, args, kwargs, outs)
     if factory:
         kwargs = _factory_kwargs(name, kwargs, outs[0])
+    elif name in _COMPUTE_IN_OUT and kwargs.get("dtype") is None:
+        kwargs = dict(kwargs, dtype=outs[0].dtype)
     result = fn(*args, **kwargs)
     results = (result,) if isinstance(result, Tensor) else tuple(result)
     if len(results) != len(outs):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(results)} Tensors, "
                         f"got {len(outs)}")
+    _check_same_dtype(name, results, outs)
     for value, target in zip(results, outs):
         _check_writable(value, target)
     for value, target in zip(results, outs):
@@ -135,6 +218,18 @@ def _factory_kwargs(name, kwargs, out):
         raise RuntimeError(f"dtype {dtypes.scalar_type_name(dtypes.as_dtype(dtype))} does not "
                            f"match dtype of out parameter ({dtypes.scalar_type_name(out.dtype)})")
     return dict(kwargs, dtype=out.dtype, device=out.device)
+
+
+def _check_same_dtype(name, results, outs):
+    """PyTorch's error where op `name` wants its out= in the result's dtype exactly."""
+    rule = _SAME_DTYPE.get(name)
+    if rule is None or name in _DIM_ONLY and len(results) == 1:
+        return
+    checked = zip(results, outs) if rule is _EXACT else zip(results[:1], outs[:1])
+    for value, target in checked:
+        error = value.dtype is not target.dtype and rule(name, value.dtype, target.dtype)
+        if error:
+            raise error
 
 
 def _check_writable(value, out):

@@ -243,3 +243,69 @@ def test_out_under_no_grad_and_on_cuda_tensors():
         np.testing.assert_allclose(o.cpu().numpy(), np.exp(np.arange(4.0)), rtol=1e-6)
         with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
             genesis.exp(y, out=genesis.empty(4))
+
+
+def _matrix(lib):
+    return lib.tensor([[1.0, 2.0], [3.0, 4.0]])
+
+
+# ops whose out= must hold their result's dtype exactly, each with PyTorch's own error text
+SAME_DTYPE_OUTS = {
+    "matmul": lambda lib, o: lib.matmul(_matrix(lib), _matrix(lib), out=o),
+    "addmm": lambda lib, o: lib.addmm(_matrix(lib), _matrix(lib), _matrix(lib), out=o),
+    "mv": lambda lib, o: lib.mv(_matrix(lib), _matrix(lib)[0], out=o),
+    "softmax": lambda lib, o: lib.softmax(_matrix(lib), 0, out=o),
+    "argmax": lambda lib, o: lib.argmax(_matrix(lib), 0, out=o),
+    "sort": lambda lib, o: lib.sort(_matrix(lib), 0, out=(o, lib.empty(0, dtype=lib.int64))),
+    "sort indices": lambda lib, o: lib.sort(_matrix(lib), 0, out=(lib.empty(0), o)),
+    "max dim": lambda lib, o: lib.max(_matrix(lib), 0, out=(o, lib.empty(0, dtype=lib.int64))),
+    "tril": lambda lib, o: lib.tril(_matrix(lib), out=o),
+    "gather": lambda lib, o: lib.gather(_matrix(lib), 0, lib.tensor([[0, 1]]), out=o),
+    "neg": lambda lib, o: lib.neg(_matrix(lib), out=o),
+    "clamp": lambda lib, o: lib.clamp(_matrix(lib), 0, 1, out=o),
+    "floor": lambda lib, o: lib.floor(_matrix(lib), out=o),
+    "dot": lambda lib, o: lib.dot(_matrix(lib)[0], _matrix(lib)[1], out=o),
+    "amax": lambda lib, o: lib.amax(_matrix(lib), 0, out=o),
+    "where": lambda lib, o: lib.where(_matrix(lib) > 2, _matrix(lib), _matrix(lib), out=o),
+    "take": lambda lib, o: lib.take(_matrix(lib), lib.tensor([0]), out=o),
+    "cummax": lambda lib, o: lib.cummax(_matrix(lib), 0, out=(o, lib.empty(0, dtype=lib.int64))),
+    "tensordot": lambda lib, o: lib.tensordot(_matrix(lib), _matrix(lib), out=o),
+    "index_select": lambda lib, o: lib.index_select(_matrix(lib), 0, lib.tensor([1]), out=o),
+    "nan_to_num": lambda lib, o: lib.nan_to_num(_matrix(lib), out=o),
+    "quantile": lambda lib, o: lib.quantile(_matrix(lib), 0.5, dim=0, out=o),
+    "cat": lambda lib, o: lib.cat([_matrix(lib), _matrix(lib)], out=o),
+    "logsumexp": lambda lib, o: lib.logsumexp(_matrix(lib), 0, out=o),
+    "nonzero": lambda lib, o: lib.nonzero(_matrix(lib), out=o),
+    "searchsorted": lambda lib, o: lib.searchsorted(lib.tensor([1.0, 2.0]), _matrix(lib), out=o),
+}
+
+
+@pytest.mark.parametrize("out_dtype", ["float64", "int32", "float16"])
+@pytest.mark.parametrize("case", SAME_DTYPE_OUTS)
+def test_out_dtype_rules_per_op_as_torch(case, out_dtype):
+    """Where PyTorch's kernel wants out= in the result's dtype (matmul, sort, where, neg, ...),
+    the same error and text; where it casts (cat into a wider type, logsumexp into a float),
+    the same values."""
+    def call(lib):
+        return SAME_DTYPE_OUTS[case](lib, lib.empty(0, dtype=getattr(lib, out_dtype)))
+    try:
+        expected = call(torch)
+    except (RuntimeError, TypeError):
+        assert _error(genesis, call) == _error(torch, call)
+        return
+    got = call(genesis)
+    for g, t in zip(*((r,) if isinstance(r, (genesis.Tensor, torch.Tensor)) else r
+                      for r in (got, expected))):
+        assert str(g.dtype)[8:] == str(t.dtype)[6:]
+        np.testing.assert_allclose(g.float().numpy(), t.float().numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "cumsum", "cumprod"])
+def test_sums_and_products_compute_in_out_dtype(name):
+    """sum(x, out=int) sums the truncated values, as PyTorch's: out= sets the dtype the
+    reduction computes in (dtype=)."""
+    results = []
+    for lib in (genesis, torch):
+        x = lib.tensor([1.5, 1.5, 0.7, 2.9])
+        results.append(getattr(lib, name)(x, 0, out=lib.empty(0, dtype=lib.int64)).tolist())
+    assert results[0] == results[1]
