@@ -136,7 +136,7 @@ _SAME_DTYPE = {
 _DIM_ONLY = frozenset(("max", "min"))
 # Reductions whose out= sets the dtype they compute in, as their dtype= argument does: summing
 # float values into an integer out sums the truncated values.
-_COMPUTE_IN_OUT = frozenset(("sum", "nansum", "prod", "cumsum", "cumprod"))
+_COMPUTE_IN_OUT = frozenset(("sum", "prod", "cumsum", "cumprod"))
 
 
 def install(namespace, names):
@@ -172,8 +172,8 @@ def _call_into(fn, name, factory, args, kwargs, out):
     _check_no_grad(name, args, kwargs, outs)
     if factory:
         kwargs = _factory_kwargs(name, kwargs, outs[0])
-    elif name in _COMPUTE_IN_OUT and kwargs.get("dtype") is None:
-        kwargs = dict(kwargs, dtype=outs[0].dtype)
+    elif name in _COMPUTE_IN_OUT:
+        kwargs = _compute_in(name, kwargs, outs[0])
     result = fn(*args, **kwargs)
     results = (result,) if isinstance(result, Tensor) else tuple(result)
     if len(results) != len(outs):
@@ -218,6 +218,17 @@ def _factory_kwargs(name, kwargs, out):
         raise RuntimeError(f"dtype {dtypes.scalar_type_name(dtypes.as_dtype(dtype))} does not "
                            f"match dtype of out parameter ({dtypes.scalar_type_name(out.dtype)})")
     return dict(kwargs, dtype=out.dtype, device=out.device)
+
+
+def _compute_in(name, kwargs, out):
+    """A sum's or product's keywords computing in out's dtype; a dtype= asked is out's."""
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        return dict(kwargs, dtype=out.dtype)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is not out.dtype:
+        raise _EXACT(name, dtype, out.dtype)
+    return kwargs
 
 
 def _check_same_dtype(name, results, outs):

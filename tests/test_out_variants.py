@@ -303,9 +303,13 @@ def test_out_dtype_rules_per_op_as_torch(case, out_dtype):
 @pytest.mark.parametrize("name", ["sum", "prod", "cumsum", "cumprod"])
 def test_sums_and_products_compute_in_out_dtype(name):
     """sum(x, out=int) sums the truncated values, as PyTorch's: out= sets the dtype the
-    reduction computes in (dtype=)."""
+    reduction computes in (dtype=); a dtype= that differs from out's is PyTorch's error."""
     results = []
     for lib in (genesis, torch):
         x = lib.tensor([1.5, 1.5, 0.7, 2.9])
         results.append(getattr(lib, name)(x, 0, out=lib.empty(0, dtype=lib.int64)).tolist())
     assert results[0] == results[1]
+
+    def asked_otherwise(lib):
+        return getattr(lib, name)(lib.ones(2), 0, dtype=lib.float64, out=lib.empty(0))
+    assert _error(genesis, asked_otherwise) == _error(torch, asked_otherwise)
