@@ -20,32 +20,28 @@ from .autograd.grad_mode import is_grad_enabled, no_grad
 from .tensor import Tensor
 
 FUNCTIONS = (
-    "abs absolute acos acosh adaptive_avg_pool1d add addbmm addcdiv addcmul addmm addmv addr all "
-    "amax amin aminmax any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax "
-    "argmin argsort as_strided_scatter asin asinh atan atan2 atanh avg_pool1d baddbmm "
-    "bartlett_window bernoulli binary_cross_entropy_with_logits bincount binomial bitwise_and "
-    "bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor blackman_window "
-    "block_diag bmm bucketize cat ceil celu chain_matmul channel_shuffle cholesky "
-    "cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip clone column_stack concat "
-    "concatenate copysign cos cosh count_nonzero cross cummax cummin cumprod cumsum deg2rad diag "
-    "diag_embed diagonal_scatter diff digamma dist div divide dot dstack empty eq erf erfc erfinv "
-    "exp exp2 expm1 eye fill fix flip float_power floor floor_divide fmax fmin fmod frac frexp "
-    "frobenius_norm full gather gcd ge ger greater greater_equal gt hamming_window hann_window "
-    "hardshrink heaviside histc histogram hstack hypot i0 igamma igammac index_add index_copy "
-    "index_fill index_put index_reduce index_select inner inverse isin isinf isnan isneginf "
-    "isposinf kaiser_window kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log "
-    "log10 log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp logical_and logical_not "
-    "logical_or logical_xor logit logspace logsumexp lt lu_solve lu_unpack masked_fill "
-    "masked_scatter masked_select matmul matrix_power max maximum mean median min minimum mm mode "
-    "msort mul multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum "
-    "ne neg negative nextafter nonzero norm normal not_equal nuclear_norm ones outer "
-    "pixel_shuffle pixel_unshuffle poisson polygamma pow prod put qr quantile rad2deg rand "
-    "randint randn randperm range reciprocal relu remainder renorm repeat_interleave roll rot90 "
-    "round row_stack rsqrt rsub scalar_tensor scatter scatter_add scatter_reduce searchsorted "
-    "select_scatter sgn sigmoid sign signbit sin sinc sinh slice_scatter slogdet softmax sort "
-    "sqrt square stack std std_mean sub subtract sum svd take take_along_dim tan tanh tensordot "
-    "threshold topk trace triangular_solve tril tril_indices triu triu_indices true_divide trunc "
-    "unique_consecutive var var_mean vdot vstack where xlogy zeros").split()
+    "abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin "
+    "aminmax any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin "
+    "asin asinh atan atan2 atanh baddbmm bartlett_window bernoulli bitwise_and "
+    "bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor "
+    "blackman_window bmm bucketize cat ceil chain_matmul cholesky cholesky_inverse "
+    "cholesky_solve clamp clamp_max clamp_min clip column_stack concat concatenate copysign "
+    "cos cosh cross cummax cummin cumprod cumsum deg2rad diag diff digamma div divide dot "
+    "dstack empty eq erf erfc erfinv exp exp2 expm1 eye fix float_power floor floor_divide "
+    "fmax fmin fmod frac frexp frobenius_norm full gather gcd ge ger greater greater_equal gt "
+    "hamming_window hann_window hardshrink heaviside histc histogram hstack hypot i0 igamma "
+    "igammac index_add index_copy index_reduce index_select inner inverse isin isneginf "
+    "isposinf kaiser_window kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace "
+    "log log10 log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp logical_and "
+    "logical_not logical_or logical_xor logit logspace logsumexp lt lu_solve lu_unpack "
+    "masked_select matmul matrix_power max maximum mean median min minimum mm mode msort mul "
+    "multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum ne neg "
+    "negative nextafter nonzero norm normal not_equal nuclear_norm ones outer polygamma pow "
+    "prod qr quantile rad2deg rand randint randn randperm range reciprocal remainder renorm "
+    "round row_stack rsqrt scatter scatter_add scatter_reduce searchsorted sgn sigmoid sign "
+    "signbit sin sinc sinh slice_scatter softmax sort sqrt square stack std sub subtract sum "
+    "svd take take_along_dim tan tanh tensordot threshold topk triangular_solve tril triu "
+    "true_divide trunc var vdot vstack where xlogy zeros").split()
 LINALG_FUNCTIONS = (
     "cholesky cholesky_ex cond cross det eigh eigvalsh inv inv_ex lstsq lu lu_factor lu_factor_ex "
     "lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm pinv qr "
@@ -57,8 +53,7 @@ SPECIAL_FUNCTIONS = (
 # Functions that make a tensor from sizes alone: with out=, made in out's dtype and device.
 FACTORIES = frozenset(
     "arange bartlett_window blackman_window empty eye full hamming_window hann_window "
-    "kaiser_window linspace logspace ones rand randint randn randperm range scalar_tensor "
-    "tril_indices triu_indices zeros".split())
+    "kaiser_window linspace logspace ones rand randint randn randperm range zeros".split())
 
 
 # The C++ type names PyTorch's structured kernels print for a dtype.

@@ -20,6 +20,15 @@ INTERNAL = {"affine_grid_generator", "constant_pad_nd", "convolution", "embeddin
             "empty_permuted", "empty_strided", "full_like", "grid_sampler_2d", "grid_sampler_3d",
             "ones_like", "rand_like", "randint_like", "randn_like", "unsafe_split",
             "unsafe_split_with_sizes", "zeros_like"}
+# torch functions with an aten out overload whose Python forms reject out= (a TypeError).
+NO_PYTHON_OUT = {
+    "adaptive_avg_pool1d", "argsort", "as_strided_scatter", "avg_pool1d",
+    "binary_cross_entropy_with_logits", "bincount", "binomial", "block_diag", "celu",
+    "channel_shuffle", "clone", "count_nonzero", "diag_embed", "diagonal_scatter", "dist",
+    "fill", "flip", "index_fill", "index_put", "isinf", "isnan", "masked_fill",
+    "masked_scatter", "pixel_shuffle", "pixel_unshuffle", "poisson", "put", "relu",
+    "repeat_interleave", "roll", "rot90", "rsub", "scalar_tensor", "select_scatter", "slogdet",
+    "std_mean", "trace", "tril_indices", "triu_indices", "unique_consecutive", "var_mean"}
 
 
 def _has_out_overload(qualified):
@@ -32,18 +41,31 @@ def _has_out_overload(qualified):
                for s in schemas for a in s.arguments)
 
 
-@pytest.mark.parametrize("module,prefix,names", [
-    ("", "aten::", out_variants.FUNCTIONS),
-    ("linalg", "aten::linalg_", out_variants.LINALG_FUNCTIONS),
-    ("special", "aten::special_", out_variants.SPECIAL_FUNCTIONS)])
-def test_every_out_overload_is_offered(module, prefix, names):
+@pytest.mark.parametrize("module,prefix,names,left_out", [
+    ("", "aten::", out_variants.FUNCTIONS, INTERNAL | NO_PYTHON_OUT),
+    ("linalg", "aten::linalg_", out_variants.LINALG_FUNCTIONS, INTERNAL),
+    ("special", "aten::special_", out_variants.SPECIAL_FUNCTIONS, INTERNAL)])
+def test_every_out_overload_is_offered(module, prefix, names, left_out):
     t_mod = getattr(torch, module) if module else torch
     g_mod = getattr(genesis, module) if module else genesis
     have = {n for n in dir(t_mod) if not n.startswith("_") and hasattr(g_mod, n)
             and callable(getattr(t_mod, n)) and not isinstance(getattr(t_mod, n), type)}
-    expected = {n for n in have if _has_out_overload(prefix + n)} - INTERNAL
+    expected = {n for n in have if _has_out_overload(prefix + n)} - left_out
     assert set(names) == expected
     assert all(getattr(getattr(g_mod, n), "__out_variant__", False) for n in names)
+
+
+@pytest.mark.parametrize("name", ["flip", "relu", "clone", "std_mean", "tril_indices"])
+def test_out_where_torch_takes_none_is_a_type_error(name):
+    """Functions whose Python forms take no out= reject it, as torch's do."""
+    calls = {"flip": lambda lib, o: lib.flip(lib.ones(2), [0], out=o),
+             "relu": lambda lib, o: lib.relu(lib.ones(2), out=o),
+             "clone": lambda lib, o: lib.clone(lib.ones(2), out=o),
+             "std_mean": lambda lib, o: lib.std_mean(lib.ones(2, 2), 0, out=(o, o)),
+             "tril_indices": lambda lib, o: lib.tril_indices(2, 2, out=o)}
+    for lib in (genesis, torch):
+        with pytest.raises(TypeError, match="out"):
+            calls[name](lib, lib.empty(0))
 
 
 def _pair(array):
