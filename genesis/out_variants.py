@@ -44,7 +44,7 @@ FUNCTIONS = (
     "true_divide trunc var vdot vstack where xlogy zeros").split()
 LINALG_FUNCTIONS = (
     "cholesky cholesky_ex cond cross det eigh eigvalsh inv inv_ex lstsq lu lu_factor lu_factor_ex "
-    "lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm pinv qr "
+    "lu_solve matmul matrix_norm matrix_power matrix_rank multi_dot norm pinv qr "
     "slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot "
     "vector_norm").split()
 SPECIAL_FUNCTIONS = (
