@@ -169,6 +169,16 @@ def _kernel_operands(rng, shapes, dtype):
     return operands
 
 
+def _cudnn_gradients(tdy, tx, tw, stride, padding, transposed):
+    """cuDNN's input-gradient and weight-gradient calls of a (transposed) convolution:
+    torch.ops.aten.convolution_backward with one output asked for."""
+    def backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            tdy, tx, tw, None, [stride] * 2, [padding] * 2, [1, 1], transposed, [0, 0], 1,
+            mask)
+    return backward([True, False, False]), backward([False, True, False])
+
+
 def kernel_calls(rng, n, c, h, w, k, r, s, p, dtype="bf16"):
     """{pass: (Genesis's kernel call, cuDNN's)} of a convolution's forward, input gradient and
     weight gradient, each alone on channels-last operands (no layout copies on either side)."""
@@ -177,17 +187,14 @@ def kernel_calls(rng, n, c, h, w, k, r, s, p, dtype="bf16"):
                             dtype)
     (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
     geometry = ((s, s), (p, p), (1, 1), 1)
-
-    def torch_backward(mask):
-        return lambda: torch.ops.aten.convolution_backward(
-            tdy, tx, tw, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, mask)
+    input_grad, weight_grad = _cudnn_gradients(tdy, tx, tw, s, p, transposed=False)
     return {
         "forward": (lambda: conv_kernels.conv2d_igemm(x, wt, None, *geometry),
                     lambda: torch.nn.functional.conv2d(tx, tw, None, s, p)),
         "input gradient": (lambda: conv_kernels.conv_transpose2d_igemm(
-            dy, wt, None, *geometry, (h, w)), torch_backward([True, False, False])),
+            dy, wt, None, *geometry, (h, w)), input_grad),
         "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
-            x, dy, (k, c, r, r), *geometry), torch_backward([False, True, False]))}
+            x, dy, (k, c, r, r), *geometry), weight_grad)}
 
 
 def transpose_kernel_calls(rng, n, c, h, w, k, dtype="bf16"):
@@ -198,18 +205,15 @@ def transpose_kernel_calls(rng, n, c, h, w, k, dtype="bf16"):
                                   "dy": (n, 2 * h, 2 * w, k)}, dtype)
     (x, tx), (wt, tw), (dy, tdy) = ops_["x"], ops_["w"], ops_["dy"]
     geometry = ((2, 2), (0, 0), (1, 1), 1)
-
-    def torch_backward(mask):
-        return lambda: torch.ops.aten.convolution_backward(
-            tdy, tx, tw, None, [2, 2], [0, 0], [1, 1], True, [0, 0], 1, mask)
+    input_grad, weight_grad = _cudnn_gradients(tdy, tx, tw, 2, 0, transposed=True)
     return {
         "forward": (lambda: conv_kernels.conv_transpose2d_igemm(
             x, wt, None, *geometry, (2 * h, 2 * w)),
                     lambda: torch.nn.functional.conv_transpose2d(tx, tw, None, 2)),
         "input gradient": (lambda: conv_kernels.conv2d_igemm(dy, wt, None, *geometry),
-                           torch_backward([True, False, False])),
+                           input_grad),
         "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
-            dy, x, (c, k, 2, 2), *geometry), torch_backward([False, True, False]))}
+            dy, x, (c, k, 2, 2), *geometry), weight_grad)}
 
 
 def run_kernels(reps, only, dtype="bf16"):

@@ -81,9 +81,9 @@ largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x
 as many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the
 staged output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The
 weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with
-64; 64 pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs a shorter walk against the partials' traffic: ResNet 14^2 takes 3
-splits (0.0331 ms, against 0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053
-against 0.061 with 4). `pixel_block` picks the block's shape: the least padding, few images
+64; 64 pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs
+a shorter walk against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against
+0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4). `pixel_block` picks the block's shape: the least padding, few images
 per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
 rows copy slowly: 16 7x7 images a box ran at half the speed of 2. Rows of 8 pixels store
 slowly into an NCHW output (16 bytes each), so its blocks are 32 or more pixels wide: ResNet's
@@ -165,6 +165,14 @@ def _window(x_desc, n, oh, ow, dh, dw, c, c_in, BP: tl.constexpr, BC: tl.constex
 
 
 @triton.jit
+def _with_bias(acc, bias_ptr, col, c_out, BN: tl.constexpr):
+    """The (out channels, pixels) accumulator plus the bias of channels col.. col + BN, in
+    float32, before the epilogue's one rounding."""
+    k = col + tl.arange(0, BN)
+    return acc + tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
+
+
+@triton.jit
 def _forward_tile(tile, blocks_h, blocks_w, blocks_n, BI: tl.constexpr, BH: tl.constexpr,
                   BW: tl.constexpr, BN: tl.constexpr):
     """(image, row, column, first out channel) of forward tile `tile`: out-channel blocks of
@@ -229,8 +237,7 @@ def _conv_tma_kernel(
         tile_done += NUM_SMS
         n, oh, ow, col = _forward_tile(tile_done, blocks_h, blocks_w, blocks_n, BI, BH, BW, BN)
         if HAS_BIAS:
-            k = col + tl.arange(0, BN)
-            acc += tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
+            acc = _with_bias(acc, bias_ptr, col, c_out, BN)
         y = acc.to(out_desc.dtype)
         if OUT_NCHW:
             y = tl.permute(y.reshape(BN, BI, BH, BW), (1, 0, 2, 3))
@@ -314,8 +321,7 @@ def _conv_phases_tma_kernel(
         n, q, p, phase_h, phase_w, col = _phase_tile(tile_done, blocks_h, blocks_w, blocks_n,
                                                      BI, BH, BW, BN)
         if HAS_BIAS:
-            k = col + tl.arange(0, BN)
-            acc += tl.load(bias_ptr + k, mask=k < c_out, other=0.0).to(tl.float32)[:, None]
+            acc = _with_bias(acc, bias_ptr, col, c_out, BN)
         y = acc.to(out_desc.dtype).T.reshape(BI, BH, 1, BW, BN)
         out_desc.store([n, q, phase_h, p, phase_w * c_out + col], y)
 
