@@ -83,8 +83,8 @@ staged output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 woul
 weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with
 64; 64 pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs
 a shorter walk against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against
-0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4). `pixel_block` picks the block's shape: the least padding, few images
-per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
+0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4).
+`pixel_block` picks the block's shape: the least padding, few images per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
 rows copy slowly: 16 7x7 images a box ran at half the speed of 2. Rows of 8 pixels store
 slowly into an NCHW output (16 bytes each), so its blocks are 32 or more pixels wide: ResNet's
 56^2 64 -> 256 1x1 into NCHW took 0.054 ms against 0.105 with 8-pixel rows.
