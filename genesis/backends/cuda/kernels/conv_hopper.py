@@ -74,20 +74,21 @@ Block sizes (`forward_config`, `weight_grad_config`), measured on an H200 (bf16,
 ResNet-50 and batch 8 U-Net 3x3 layers, each kernel alone against cuDNN's, `python
 benchmarks/conv.py --tiles`): BK = 64 channels (128 bytes, one swizzle row); BN = 128 out
 channels with 8 warps (two warpgroups of wgmma's 64 rows) or 64 with 4. The forward takes the
-largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x 128 and
-128 x 64 (pixels x channels) in turn: U-Net 128^2 128 -> 128 runs 256 x 128 (0.069 ms against
+largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x 128 and 128 x
+64 (pixels x channels) in turn: U-Net 128^2 128 -> 128 runs 256 x 128 (0.069 ms against
 0.081-0.087 with 128 pixels), ResNet 14^2 256 x 64 (0.0225 ms against 0.0246 with 128 x 128),
-7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle);
-as many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the
-staged output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The
-weight gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with
-64; 64 pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs
-a shorter walk against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against
-0.0367 with the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4).
-`pixel_block` picks the block's shape: the least padding, few images per box. Padding costs compute (TMA fills it, wgmma multiplies it), and boxes of many short
-rows copy slowly: 16 7x7 images a box ran at half the speed of 2. Rows of 8 pixels store
-slowly into an NCHW output (16 bytes each), so its blocks are 32 or more pixels wide: ResNet's
-56^2 64 -> 256 1x1 into NCHW took 0.054 ms against 0.105 with 8-pixel rows.
+7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle); as
+many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the staged
+output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The weight
+gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with 64; 64
+pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs a shorter
+walk against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against 0.0367 with
+the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4). `pixel_block`
+picks the block's shape: the least padding, few images per box. Padding costs compute (TMA fills
+it, wgmma multiplies it), and boxes of many short rows copy slowly: 16 7x7 images a box ran at
+half the speed of 2. Rows of 8 pixels store slowly into an NCHW output (16 bytes each), so its
+blocks are 32 or more pixels wide: ResNet's 56^2 64 -> 256 1x1 into NCHW took 0.054 ms against
+0.105 with 8-pixel rows.
 
 float32 (TF32 products) takes the same blocks in bytes: 32 channels a step, 64-pixel steps in
 the weight gradient, so that a stage holds what a 16-bit one does; 256 x 128 tiles, which
