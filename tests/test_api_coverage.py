@@ -12,6 +12,7 @@ import inspect
 import re
 import types
 
+import pytest
 import torch
 
 import genesis
@@ -166,3 +167,25 @@ def test_left_out_names_are_really_left_out():
     gained = [n for n in LEFT_OUT if hasattr(genesis, n) or _has(sample, n)]
     assert not gained, f"remove from LEFT_OUT: {gained}"
     assert all(LEFT_OUT.values())
+
+
+# SummaryWriter methods that genesis.utils.tensorboard has but refuses (NotImplementedError), and
+# why. Every other method of torch.utils.tensorboard.SummaryWriter must be there.
+TENSORBOARD_LEFT_OUT = {
+    "add_graph": "torch traces the model with torch.jit; genesis.jit.trace records no graph (the "
+                 "JIT is disabled, as under PYTORCH_JIT=0) and the autograd graph holds backward "
+                 "nodes, not the forward's ops and module scopes",
+}
+
+
+def test_tensorboard_writer_coverage(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from genesis.utils.tensorboard import SummaryWriter
+    names = [n for n in dir(TorchWriter) if not n.startswith("_")]
+    assert [n for n in names if not hasattr(SummaryWriter, n)] == []
+    with SummaryWriter(tmp_path) as writer:
+        for name in TENSORBOARD_LEFT_OUT:
+            with pytest.raises(NotImplementedError):
+                getattr(writer, name)(None)
+    assert all(TENSORBOARD_LEFT_OUT.values())
