@@ -53,7 +53,7 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import (accelerator, amp, cpu, distributed, func, functional, jit, models,
+from . import (accelerator, amp, cpu, distributed, func, functional, hub, jit, models,
                multiprocessing, onnx, profiler, xpu)
 from .func import vmap
 from .cuda import OutOfMemoryError

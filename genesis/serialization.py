@@ -12,8 +12,10 @@ trusts: `load` then imports the modules that define those names, makes each obje
 `object.__new__` (no `__init__` runs) and restores its attributes. Nothing else is looked up or
 called. Tensors of a flat dict are stored under the dict's keys, so
 `safetensors.torch.load_file` reads a genesis checkpoint of a state dict, and genesis loads any
-safetensors file (as a flat dict). Writes go to a temporary file in the same directory that
-replaces the target only once complete, so a failed save leaves the old checkpoint intact.
+safetensors file (as a flat dict), and reads the files `torch.save` writes, weights only
+(`_torch_format`: tensors, parameters and containers; no code from the file runs). Writes go to
+a temporary file in the same directory that replaces the target only once complete, so a failed
+save leaves the old checkpoint intact.
 """
 
 import importlib
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _safetensors, dtypes
+from . import _safetensors, _torch_format, dtypes
 from .device import as_device
 from .device import device as Device
 from .tensor import Tensor
@@ -253,14 +255,18 @@ def load(f, map_location=None, weights_only=True):
     `(tensor, saved_location) -> tensor or None`) moves tensors as PyTorch's does. A whole
     module saved with `save(model, f)` loads only with `weights_only=False` (see the module
     docstring); otherwise it raises pickle.UnpicklingError, as PyTorch's weights-only load does.
+    A file torch.save wrote loads weights only, whatever `weights_only` says (`_torch_format`).
     """
     if hasattr(f, "read"):
-        name = getattr(f, "name", repr(f))
-        arrays, metadata = _safetensors.read(f, name)
-    else:
-        name = os.fspath(f)
-        with open(name, "rb") as fh:
-            arrays, metadata = _safetensors.read(fh, name)
+        return _load(f, getattr(f, "name", repr(f)), map_location, weights_only)
+    with open(os.fspath(f), "rb") as fh:
+        return _load(fh, os.fspath(f), map_location, weights_only)
+
+
+def _load(f, name, map_location, weights_only):
+    if _torch_format.is_torch_file(f):
+        return _torch_format.load(f, name, lambda t, where: _relocate(t, where, map_location))
+    arrays, metadata = _safetensors.read(f, name)
     decoder = _Decoder(arrays, map_location, name, weights_only)
     if STRUCTURE_KEY not in metadata:
         return {key: decoder.tensor(key, "cpu") for key in arrays}

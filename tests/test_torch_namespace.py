@@ -57,7 +57,6 @@ def test_cpu_module_for_device_agnostic_code():
 # torch's public submodules that genesis does not have, and why. Any other is a gap.
 MODULES_LEFT_OUT = {
     "fft": "its transforms return complex tensors (complex dtypes are out of scope)",
-    "hub": "downloads code and weights from the network; genesis loads safetensors files",
     "export": "torch.export's graph capture; genesis runs eagerly",
     "fx": "symbolic tracing to graphs; genesis runs eagerly",
     "package": "packages TorchScript and pickled code; genesis never loads code from files",
