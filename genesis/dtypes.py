@@ -193,6 +193,18 @@ def scalar_type_name(d):
     return _SCALAR_TYPE_NAMES.get(d.name, d.name)
 
 
+_TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                    "int16": "short int", "int32": "int", "int64": "long int",
+                    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                    "float64": "double"}
+
+
+def type_meta_name(d):
+    """The C++ type name PyTorch prints for a tensor's dtype in its messages ("float",
+    "long int", "c10::BFloat16")."""
+    return _TYPE_META_NAMES.get(d.name, d.name)
+
+
 _C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
                  "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                  "float32": "float", "float64": "double"}

@@ -56,17 +56,6 @@ FACTORIES = frozenset(
     "kaiser_window linspace logspace ones rand randint randn randperm range zeros".split())
 
 
-# The C++ type names PyTorch's structured kernels print for a dtype.
-_TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-                    "int16": "short int", "int32": "int", "int64": "long int",
-                    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-                    "float64": "double"}
-
-
-def _meta(d):
-    return _TYPE_META_NAMES[d.name]
-
-
 def _named(template, namer=dtypes.scalar_type_name, applies=lambda result, out: True,
            error=RuntimeError):
     """A rule: the error a result of one dtype written into an out of another raises (where
@@ -79,7 +68,8 @@ def _named(template, namer=dtypes.scalar_type_name, applies=lambda result, out: 
     return rule
 
 
-_EXACT = _named("Expected out tensor to have dtype {result}, but got {out} instead", _meta)
+_EXACT = _named("Expected out tensor to have dtype {result}, but got {out} instead",
+                dtypes.type_meta_name)
 _FOUND = _named("Found dtype {out} but expected {result}")
 # Ops whose out= must have the result's dtype exactly, as PyTorch's kernels check it, with their
 # error texts; the others accept any dtype the result casts to (`dtypes.check_result_cast`).
@@ -125,7 +115,7 @@ _SAME_DTYPE = {
     "kthvalue": _named("output values must be of same type as input"),
     "mode": _named("expected scalar type '{result}' but got '{out}' for values output"),
     "histc": _named("torch.histogram: input tensor and hist tensor should have the same dtype, "
-                    "but got input {result} and hist {out}", _meta),
+                    "but got input {result} and hist {out}", dtypes.type_meta_name),
 }
 # max and min check their values and indices where they reduce a dim (two results) only.
 _DIM_ONLY = frozenset(("max", "min"))

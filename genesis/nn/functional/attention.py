@@ -9,7 +9,9 @@ grouped-query heads (enable_gqa) are read in place instead of repeated. One quer
 as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read in
 place.
 `cached_attention` is that path with the valid length of a static cache read on the device.
-Everything else composes matmul, softmax, where and dropout, differentiable to any order.
+Everything else composes matmul, softmax, where and dropout, differentiable to any order, with
+float16 and bfloat16 computed in float32 and rounded once, as torch's math backend. Which of
+these runs follows the SDP flags (`genesis.nn.attention.sdpa_kernel`; sdpa_backends.py).
 """
 
 import math
@@ -18,6 +20,8 @@ import math
 from ... import dtypes
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
+from ...backends.cuda import sdp
+from ...backends.cuda.sdp import SDPAParams, SDPBackend
 from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops import elementwise as ew
@@ -25,11 +29,14 @@ from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...settings import are_deterministic_algorithms_enabled
+from ..attention.bias import CausalBias, CausalVariant
+from . import sdpa_backends
 from ._utils import warn
 from .activation import softmax
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
+from .sdpa_backends import GPU_FUSED_DTYPES
 
 
 def _causal_mask(query_len, key_len, device):
@@ -46,14 +53,19 @@ def _repeat_heads(x, groups):
 
 
 def _attention_weights(scores, attn_mask, is_causal):
-    """Softmax over the keys with the mask applied (bool: True may attend; float: added).
+    """Softmax over the keys with the masks applied (causal; bool: True may attend; float:
+    added).
 
     Rows that may attend to nothing give zeros instead of NaN, as torch's math kernel does; a
-    causal mask always leaves key 0, so it needs no such fix.
+    causal mask alone always leaves key 0, so it needs no such fix.
     """
     if is_causal:
-        allowed = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
-        return softmax(ew.where(allowed, scores, -math.inf), -1)
+        causal = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+        if attn_mask is None:
+            return softmax(ew.where(causal, scores, -math.inf), -1)
+        scores = ew.where(causal, scores, -math.inf)
+        if attn_mask.dtype is dtypes.bool_:
+            attn_mask = attn_mask & causal
     if attn_mask is None:
         return softmax(scores, -1)
     if attn_mask.dtype is dtypes.bool_:
@@ -70,49 +82,108 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(Q K^T * scale + mask) V over (..., L, E) queries and (..., S, E) keys.
 
     A bool `attn_mask` marks the positions that may be attended (True) and a float one is
-    added to the scores; `is_causal` applies a lower-triangular mask and excludes `attn_mask`.
+    added to the scores; `is_causal` applies a lower-triangular mask. A CausalBias
+    (genesis.nn.attention.bias) as the mask is its causal mask. Which implementation runs
+    follows the SDP flags (sdpa_backends.py).
     """
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set "
-                           "when is_causal=True")
+    if isinstance(attn_mask, CausalBias):
+        return _causal_bias_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                      enable_gqa)
+    _check_inputs(query, key, value, attn_mask)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
+        return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    decodable = not is_causal and dropout_p == 0.0 and _decodable(query, key, value, attn_mask,
+                                                                  enable_gqa)
+    params = SDPAParams(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    if sdpa_backends.choose(params, fits=True if decodable else None) is SDPBackend.MATH:
+        return _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if decodable:
+        return _decode(query, key, value, attn_mask, None, scale)
+    if query.device.type == "cuda":
+        return _flash(query, key, value, is_causal, scale)
+    out = _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return name_node(out, "ScaledDotProductFlashAttentionForCpuBackward0") \
+        if out.requires_grad else out
+
+
+def _check_inputs(query, key, value, attn_mask):
+    """torch's checks of the shapes and dtypes, whichever backend runs."""
     q_shape, k_shape, v_shape = query._data.shape, key._data.shape, value._data.shape
-    if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2 or q_shape[-1] != k_shape[-1] \
-            or k_shape[-2] != v_shape[-2]:
+    if len(q_shape) < 2 or len(k_shape) < 2 or len(v_shape) < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {len(q_shape)} key.dim: {len(k_shape)} and "
+                           f"value.dim: {len(v_shape)} instead.")
+    if q_shape[-1] != k_shape[-1] or k_shape[-2] != v_shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: expected query (..., L, E), key "
                            f"(..., S, E) and value (..., S, Ev), got {list(query.shape)}, "
                            f"{list(key.shape)} and {list(value.shape)}")
-    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else scale
-    if not is_causal and dropout_p == 0.0 and _decodable(query, key, value, attn_mask,
-                                                         enable_gqa):
-        return _decode(query, key, value, attn_mask, None, scale)
-    grouped = enable_gqa and len(q_shape) >= 3 and k_shape[-3] != q_shape[-3]
-    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value, grouped):
-        return _flash(query, key, value, is_causal, scale)
-    if grouped:
-        groups = query.shape[-3] // key.shape[-3]
-        key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
-    scores = linalg.matmul(query * scale, key.transpose(-2, -1))
+    if not query.dtype is key.dtype is value.dtype:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {dtypes.type_meta_name(query.dtype)} key.dtype: "
+                           f"{dtypes.type_meta_name(key.dtype)} and value.dtype: "
+                           f"{dtypes.type_meta_name(value.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype is not dtypes.bool_ \
+            and attn_mask.dtype is not query.dtype:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: "
+                           f"{dtypes.type_meta_name(attn_mask.dtype)} and  query.dtype: "
+                           f"{dtypes.type_meta_name(query.dtype)} instead.")
+
+
+def _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The math backend: the composite, half types in float32 unless
+    allow_fp16_bf16_reduction_math_sdp."""
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                      half_in_float=not sdp.fp16_bf16_reduction_math_sdp_allowed())
+
+
+def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+               half_in_float=True):
+    """Attention by matmul, softmax and dropout, differentiable to any order; float16 and
+    bfloat16 computed in float32 and rounded once (`half_in_float`). As torch's math kernel,
+    each side of the scores' product is scaled by sqrt(scale)."""
+    dtype = query.dtype
+    if half_in_float and dtype in _HALF:
+        query, key, value = query.float(), key.float(), value.float()
+        if attn_mask is not None and attn_mask.dtype is not dtypes.bool_:
+            attn_mask = attn_mask.float()
+    if enable_gqa and query.ndim >= 3:
+        key, value = _grouped_heads(key, query.shape[-3]), _grouped_heads(value, query.shape[-3])
+    root = math.sqrt(abs(scale))
+    scores = linalg.matmul(query * math.copysign(root, scale), key.transpose(-2, -1) * root)
     weights = _attention_weights(scores, attn_mask, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     out = linalg.matmul(weights, value)
-    if _cpu_flash(query, key, value, attn_mask, dropout_p, grouped):
-        return name_node(out, "ScaledDotProductFlashAttentionForCpuBackward0")
-    return out
+    return out.to(dtype) if out.dtype is not dtype else out
 
 
-def _cpu_flash(query, key, value, attn_mask, dropout_p, grouped):
-    """True where PyTorch's CPU build runs this attention as its fused flash kernel (one
-    backward node): 4-d non-empty inputs of one batch and head dim, keys and values alike, heads
-    equal or grouped, no dropout and no mask that needs a gradient."""
-    return (query.device.type == "cpu" and query.ndim == key.ndim == value.ndim == 4
-            and key.shape == value.shape and query.shape[0] == key.shape[0]
-            and query.shape[-1] == value.shape[-1] and (grouped or query.shape[1] == key.shape[1])
-            and query.numel() > 0 and key.numel() > 0 and dropout_p == 0.0
-            and (attn_mask is None or not attn_mask.requires_grad))
+def _grouped_heads(x, heads):
+    """Key or value heads repeated up to the query's `heads` (grouped-query attention)."""
+    if x.shape[-3] == heads:
+        return x
+    if x.shape[-3] == 0 or heads % x.shape[-3]:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+    return _repeat_heads(x, heads // x.shape[-3])
 
 
-_FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+def _causal_bias_attention(query, key, value, bias, dropout_p, is_causal, scale, enable_gqa):
+    """Attention under a CausalBias: is_causal where its alignment is the top-left one, else
+    its materialized lower-right mask."""
+    if is_causal:
+        raise ValueError("CausalBias should not be used with causal=True")
+    if bias.seq_len_q == bias.seq_len_kv or bias.variant == CausalVariant.UPPER_LEFT:
+        return scaled_dot_product_attention(query, key, value, None, dropout_p, True, scale,
+                                            enable_gqa)
+    return scaled_dot_product_attention(query, key, value, bias._materialize(query.device),
+                                        dropout_p, False, scale, enable_gqa)
+
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
 
 
 def cached_attention(query, key, value, attn_mask=None, valid_length=None, scale=None):
@@ -143,7 +214,7 @@ def _decodable(query, key, value, attn_mask, enable_gqa):
     if _needs_grad(query, key, value):
         return False
     if not (query.ndim == key.ndim == value.ndim == 4 and query.shape[2] == 1
-            and query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
+            and query.dtype in GPU_FUSED_DTYPES and key.dtype is query.dtype
             and value.dtype is query.dtype and key.shape == value.shape
             and key.shape[0] == query.shape[0] and key.shape[-1] == query.shape[-1]
             and 16 <= query.shape[-1] <= 128 and key.shape[2] > 0 and query.numel() > 0):
@@ -176,28 +247,6 @@ def _decode(query, key, value, attn_mask, valid_length, scale):
 
 def _needs_grad(*tensors):
     return is_grad_enabled() and any(t.requires_grad for t in tensors)
-
-
-def _fusable(query, key, value, grouped=False):
-    """The fused kernels compute this: CUDA, one dtype (float32/16, bfloat16), (B, H, L, D)
-    operands of equal leading dims (at most two; `grouped`: keys and values may have fewer
-    heads, dividing the query's), head dim 16..128 shared by values, nothing empty."""
-    device = query.device
-    if device.type != "cuda" or key.device != device or value.device != device:
-        return False
-    if not (query.dtype in _FUSED_DTYPES and key.dtype is query.dtype
-            and value.dtype is query.dtype):
-        return False
-    q_shape, k_shape, v_shape = query._data.shape, key._data.shape, value._data.shape
-    ndim, head = len(q_shape), q_shape[-1]
-    lead = q_shape[:-2] == k_shape[:-2]
-    if grouped and ndim >= 3 and len(k_shape) == ndim and k_shape[-3]:
-        lead = q_shape[:-3] == k_shape[:-3] and q_shape[-3] % k_shape[-3] == 0
-    return (ndim <= 4 and len(k_shape) == ndim and len(v_shape) == ndim
-            and lead and k_shape[:-2] == v_shape[:-2]
-            and v_shape[-1] == head and 16 <= head <= 128
-            and 0 not in q_shape and 0 not in k_shape
-            and has_kernel("flash_attention", device.type))
 
 
 def _flash(query, key, value, is_causal, scale):
