@@ -4,12 +4,11 @@ Nothing here touches the driver until a function is called; without a GPU or wit
 `cuda` extra, `is_available()` is False and everything else raises a clear error.
 """
 
-import contextlib
-
 from .._warnings import deprecated_alias
 from ..backends.cuda.runtime import device as _devices
 from ..backends.cuda.runtime import driver as _driver
-from ..backends.cuda.runtime.driver import CudaError, CudaUnavailable
+from ..backends.cuda.runtime import sync_debug as _sync_debug
+from ..backends.cuda.runtime.driver import AcceleratorError, CudaError, CudaUnavailable
 from ..backends.cuda.autotune import AutoTuner
 from ..backends.cuda.nvrtc import NVRTCError, compile_kernel
 from ..backends.cuda.runtime.memory import OutOfMemoryError
@@ -21,7 +20,26 @@ from ..tensor import Tensor as _Tensor
 from .graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing
 from .graphed_callables import make_graphed_callables
 from .profiler import GPUProfiler, enable_profiling, is_profiling_enabled
+from .streams import ExternalStream, StreamContext, get_stream_from_external, set_stream
+from .memory import (MemPool, caching_allocator_alloc, caching_allocator_delete,
+                     caching_allocator_disabled, caching_allocator_enable, get_allocator_backend,
+                     host_memory_stats, host_memory_stats_as_nested_dict,
+                     memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
+                     reset_peak_host_memory_stats, use_mem_pool)
+from .nvml import (clock_rate, device_memory_used, list_gpu_processes, memory_usage, power_draw,
+                   temperature, utilization)
+from .cudart import check_error, cudaStatus, cudart
 from ..utils.benchmark import analyze_memory_bandwidth, measured_peak_bandwidth, warm_up_kernels
+
+
+has_half = True  # float16 tensors and kernels
+has_magma = False  # linear algebra runs on cuSOLVER (or the host), never MAGMA
+
+
+class DeferredCudaCallError(Exception):
+    """PyTorch's error for a CUDA call it queued until initialisation and that then failed.
+    Genesis queues none (seeding before initialisation needs no driver), so it never raises it;
+    the name is here for scripts that catch it."""
 
 
 def is_available():
@@ -240,16 +258,80 @@ def default_stream(device=None):
     return _runtime()[1].default_stream(device)
 
 
-def set_stream(stream):
-    """Make `stream` this thread's current stream on its device (prefer `with stream(s):`)."""
-    _runtime()[1].set_stream(stream)
-
-
 def stream(stream):
-    """`with genesis.cuda.stream(s):` runs the block's work on `s`."""
-    if stream is None:
-        return contextlib.nullcontext()
-    return _runtime()[1].stream_context(stream)
+    """`with genesis.cuda.stream(s):` runs the block's work on `s` (a StreamContext; None: a
+    no-op)."""
+    return StreamContext(stream)
+
+
+def can_device_access_peer(device, peer_device):
+    """Whether `device` can read and write `peer_device`'s memory directly (NVLink or PCIe
+    peer-to-peer); AssertionError for an index that names no device, as PyTorch's."""
+    _runtime()
+    count = device_count()
+    index, peer = _index(device), _index(peer_device)
+    if not 0 <= index < count:
+        raise AssertionError("Invalid device id")
+    if not 0 <= peer < count:
+        raise AssertionError("Invalid peer device id")
+    return _driver.can_access_peer(index, peer)
+
+
+def _library_handle(name, lib):
+    """The current device's handle of library `lib` (nvmath-python's bindings; made on first
+    request, shared with Genesis's own calls), bound to the current stream."""
+    handle = _runtime()[0].get_context().handle(name, lib.create, lib.destroy)
+    lib.set_stream(handle, current_stream().cuda_stream)
+    return handle
+
+
+def current_blas_handle():
+    """The current device's cuBLAS handle (a cublasHandle_t as an int) on the current stream,
+    for libraries that call cuBLAS themselves (Genesis's matmuls use cuBLASLt and Triton)."""
+    from nvmath.bindings import cublas
+    return _library_handle("cublas", cublas)
+
+
+def current_solver_handle():
+    """The current device's cuSOLVER dense handle (a cusolverDnHandle_t as an int) on the
+    current stream: the one Genesis's linear algebra uses."""
+    from nvmath.bindings import cusolverDn
+    return _library_handle("cusolverDn", cusolverDn)
+
+
+def get_arch_list():
+    """The architectures Genesis's kernels are built for, "sm_90" and the like: Triton
+    compiles them on first use for each visible device, so these are the devices'; [] without
+    CUDA."""
+    if not is_available():
+        return []
+    capabilities = {(_driver.device_attribute(i, "COMPUTE_CAPABILITY_MAJOR"),
+                     _driver.device_attribute(i, "COMPUTE_CAPABILITY_MINOR"))
+                    for i in range(device_count())}
+    return [f"sm_{major}{minor}" for major, minor in sorted(capabilities)]
+
+
+def get_gencode_flags():
+    """`get_arch_list()` as NVCC's -gencode flags ("" without CUDA)."""
+    return " ".join(f"-gencode compute=compute_{arch},code={kind}_{arch}"
+                    for kind, arch in (name.split("_") for name in get_arch_list()))
+
+
+def set_sync_debug_mode(debug_mode):
+    """Whether implicit host-device synchronizations (.item(), .cpu(), a blocking copy to the
+    device, nonzero, Stream.synchronize()) pass ("default" or 0), warn ("warn" or 1) or raise
+    ("error" or 2) with PyTorch's message, "called a synchronizing CUDA operation"."""
+    _sync_debug.set_mode(debug_mode)
+
+
+def get_sync_debug_mode():
+    """The synchronization debug mode as an int: 0 default, 1 warn, 2 error."""
+    return _sync_debug.mode
+
+
+def ipc_collect():
+    """PyTorch frees memory other processes received through CUDA IPC here; Genesis shares no
+    device memory between processes (no CUDA IPC), so there is none to collect."""
 
 
 def _allocator(device=None):
@@ -548,7 +630,17 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "is_current_stream_capturing", "make_graphed_callables", "compile_kernel",
            "NVRTCError", "is_bf16_supported", "is_tf32_supported", "device_of",
            "set_per_process_memory_fraction", "get_per_process_memory_fraction", "memory_cached",
-           "max_memory_cached", "reset_max_memory_allocated", "reset_max_memory_cached"]
+           "max_memory_cached", "reset_max_memory_allocated", "reset_max_memory_cached",
+           "AcceleratorError", "DeferredCudaCallError", "has_half", "has_magma", "StreamContext",
+           "ExternalStream", "get_stream_from_external", "MemPool", "use_mem_pool",
+           "caching_allocator_alloc", "caching_allocator_delete", "caching_allocator_enable",
+           "caching_allocator_disabled", "get_allocator_backend", "memory_stats_as_nested_dict",
+           "host_memory_stats", "host_memory_stats_as_nested_dict",
+           "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats",
+           "device_memory_used", "memory_usage", "utilization", "temperature", "power_draw",
+           "clock_rate", "list_gpu_processes", "can_device_access_peer", "current_blas_handle",
+           "current_solver_handle", "get_arch_list", "get_gencode_flags", "set_sync_debug_mode",
+           "get_sync_debug_mode", "ipc_collect", "cudart", "cudaStatus", "check_error"]
 
 
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
@@ -556,8 +648,12 @@ _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", 
 
 
 def __getattr__(name):
-    """The legacy typed constructors (`genesis.cuda.FloatTensor`, ...), looked up on first use."""
+    """The legacy typed constructors (`genesis.cuda.FloatTensor`, ...), looked up on first use,
+    and `default_generators`: the default generator of each visible device."""
     if name in _LEGACY_TYPES:
         from ..ops.legacy import CUDA_LEGACY_TYPES
         return CUDA_LEGACY_TYPES[name]
+    if name == "default_generators":
+        from .random import default_generator
+        return tuple(default_generator(i) for i in range(device_count()))
     raise AttributeError(f"module 'genesis.cuda' has no attribute '{name}'")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...dispatch import register
 from .kernels.copy import fill, strided_copy
-from .runtime import driver
+from .runtime import driver, sync_debug
 from .runtime.array import CUDAArray
 from .runtime.device import activate, activated
 from .runtime.graphs import check_not_capturing
@@ -66,6 +66,7 @@ def from_numpy(array, device_index=None, non_blocking=False):
         driver.memcpy_htod(out.ptr, buf.ptr, host.nbytes, stream)
         staging.release_after(buf, stream)
     else:
+        sync_debug.warn_or_error_on_sync()
         driver.memcpy_htod(out.ptr, host.ctypes.data, host.nbytes, stream)
     return out
 
@@ -87,6 +88,8 @@ def to_numpy(arr, non_blocking=False):
     else:
         host = np.empty(arr.shape, dtype=arr.dtype)
     if host.nbytes:
+        if not non_blocking:
+            sync_debug.warn_or_error_on_sync()
         driver.memcpy_dtoh(host.ctypes.data, src.ptr, host.nbytes, stream)
         if not non_blocking:
             driver.stream_synchronize(stream)

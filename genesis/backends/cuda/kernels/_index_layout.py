@@ -6,7 +6,7 @@ from math import prod
 
 import numpy as np
 
-from ..runtime import driver
+from ..runtime import driver, sync_debug
 from ..runtime.array import CUDAArray
 from ..runtime.graphs import check_not_capturing
 from ..runtime.stream import current_stream_handle
@@ -88,6 +88,7 @@ def read_int64(arr, position):
     check_not_capturing("reading a data-dependent size or value on the host (nonzero, "
                         "masked_select, unique, boolean-mask indexing...)", stream)
     host = np.zeros(1, INT64)
+    sync_debug.warn_or_error_on_sync()
     driver.memcpy_dtoh(host.ctypes.data, arr.ptr + position * 8, 8, stream)
     driver.stream_synchronize(stream)
     return int(host[0])

@@ -35,7 +35,7 @@ from triton.language.standard import _indicator, _log2, xor_sum
 
 from ....dispatch import register
 from ..launch import Launch, LaunchCache
-from ..runtime import driver
+from ..runtime import driver, sync_debug
 from ..runtime.array import CUDAArray, contiguous_byte_strides
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -666,6 +666,7 @@ def _flat(arr):
 def _read_last(arr, stream):
     """The last element of the int64 device array `arr`, on the host (waits for the stream)."""
     host = np.zeros(1, np.int64)
+    sync_debug.warn_or_error_on_sync()
     driver.memcpy_dtoh(host.ctypes.data, arr.ptr + (arr.size - 1) * 8, 8, stream)
     driver.stream_synchronize(stream)
     return int(host[0])

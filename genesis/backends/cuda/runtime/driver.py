@@ -17,7 +17,11 @@ class CudaUnavailable(RuntimeError):
     """CUDA cannot be used here: no cuda-bindings package, no driver or no device."""
 
 
-class CudaError(RuntimeError):
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device (torch.AcceleratorError's place)."""
+
+
+class CudaError(AcceleratorError):
     """A CUDA driver call failed; the message names the call and the driver's error."""
 
 
@@ -107,16 +111,32 @@ def set_current_context(ctx):
     check(_cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
-def device_name(index):
-    cu = load()
-    raw = check(cu.cuDeviceGetName(256, device_handle(index)), "cuDeviceGetName")
+def _device_string(call, length, index):
+    """The NUL-terminated string driver call `call` writes for device `index`."""
+    raw = check(getattr(load(), call)(length, device_handle(index)), call)
     return raw.split(b"\0", 1)[0].decode()
+
+
+def device_name(index):
+    return _device_string("cuDeviceGetName", 256, index)
 
 
 def device_attribute(index, name):
     cu = load()
     attr = getattr(cu.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)
     return check(cu.cuDeviceGetAttribute(attr, device_handle(index)), f"cuDeviceGetAttribute({name})")
+
+
+def device_pci_bus_id(index):
+    """The device's PCI bus id, "0000:3B:00.0": how NVML finds the device CUDA numbers `index`."""
+    return _device_string("cuDeviceGetPCIBusId", 32, index)
+
+
+def can_access_peer(index, peer):
+    """Whether device `index` can read and write device `peer`'s memory directly."""
+    cu = load()
+    return bool(check(cu.cuDeviceCanAccessPeer(device_handle(index), device_handle(peer)),
+                      "cuDeviceCanAccessPeer"))
 
 
 def total_memory(index):
@@ -170,6 +190,10 @@ def stream_create(non_blocking=True, priority=0):
 
 def stream_destroy(stream):
     check(_cu.cuStreamDestroy(stream), "cuStreamDestroy")
+
+
+def stream_priority(stream):
+    return check(_cu.cuStreamGetPriority(stream), "cuStreamGetPriority")
 
 
 def stream_synchronize(stream):

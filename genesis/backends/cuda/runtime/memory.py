@@ -128,6 +128,10 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             self._recount()
         self._stats_on = config.enable_stats
         self._shrink_cache()
+        if not config.caching:  # what the caches and free segments hold goes back at once
+            self._flush_all_caches()
+            if not self._root._capture_pools:
+                self._release_free_segments()
 
     # Allocation and free: the hot path.
 
@@ -135,8 +139,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
         """A block of at least `nbytes` bytes for use on `stream` (ptr 0 when nbytes is 0)."""
         if nbytes <= 0:
             return self._empty_block(nbytes, stream)
-        if self._capture_pools:
-            pool = self._capture_pool_for(stream)
+        if self._routed:
+            pool = self._routed_pool(stream)
             if pool is not None:
                 return pool.malloc(nbytes, stream)
         size = (nbytes + _ROUND_UP) & _ROUND_MASK  # round_size, inlined
@@ -237,6 +241,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 self._defer_or_wait_for_capture(block)
             elif self._near_cap:
                 self._pool.release(block)
+                if not self._config.caching:
+                    self._release_if_unused(segment)
             elif block.size <= SMALL_SIZE and len(self._lru) < self._max_cached_blocks:
                 size = block.size  # _cache_block's usual case, inlined
                 by_size = self._small_cache.get(block.stream)
@@ -435,6 +441,8 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
             if self._new_segment(size, pool, stream):
                 block = self._pool.take(size, pool, stream)
         if block is None:
+            block = self._take_from_oom_pools(size, pool, stream)
+        if block is None:
             self._stats.num_ooms += 1
             error = OutOfMemoryError(self._oom_message(nbytes))
             self._notify("oom", nbytes, stream)
@@ -453,17 +461,28 @@ class CachingAllocator(ReportingMixin, GraphPoolsMixin):
                 "cap with set_memory_fraction / GENESIS_CUDA_MEMORY_FRACTION.")
 
     def _update_pressure(self):
-        """Near the cap: another segment of the usual size would not fit."""
-        self._near_cap = self._stats.reserved() + self._config.segment_size > self._cap
+        """Near the cap (another segment of the usual size would not fit), or caching off: a
+        freed block goes straight to the pool."""
+        self._near_cap = (not self._config.caching
+                          or self._stats.reserved() + self._config.segment_size > self._cap)
 
     def _release_free_segments(self):
         for segment in [s for s in self._segments.values() if s.is_free()]:
-            self._pool.discard(segment)
-            self._driver.mem_free(segment.ptr)
-            del self._segments[segment.ptr]
-            self._stats.on_segment(segment.pool, segment.size, False)
-            self._update_pressure()
-            self._notify("segment_free", segment.size, segment.stream)
+            self._release_segment(segment)
+
+    def _release_if_unused(self, segment):
+        """With caching off: give `segment` back once it is all free (never during a capture)."""
+        if segment.is_free() and not self._root._capture_pools:
+            self._release_segment(segment)
+
+    def _release_segment(self, segment):
+        """Give entirely free `segment` back to the driver."""
+        self._pool.discard(segment)
+        self._driver.mem_free(segment.ptr)
+        del self._segments[segment.ptr]
+        self._stats.on_segment(segment.pool, segment.size, False)
+        self._update_pressure()
+        self._notify("segment_free", segment.size, segment.stream)
 
     # Cross-stream frees: events.
 

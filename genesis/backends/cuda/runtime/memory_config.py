@@ -94,6 +94,7 @@ _PARSERS = {
     "enable_stats": (parse_bool, BOOL_FORMS),
     "memory_fraction": (parse_fraction, FRACTION_FORMS),
     "debug": (parse_bool, BOOL_FORMS),
+    "caching": (parse_bool, BOOL_FORMS),
     "allocation_strategy": (lambda v: v if v == "best_fit" else _reject(v), "'best_fit'"),
 }
 
@@ -104,7 +105,8 @@ def _reject(value):
 
 @dataclasses.dataclass(frozen=True)
 class MemoryConfig:
-    """The allocator's settings; `cache_size` is (max blocks, max bytes), None meaning unbounded."""
+    """The allocator's settings; `cache_size` is (max blocks, max bytes), None meaning unbounded;
+    `caching` False returns each freed block's segment to the driver once it is all free."""
 
     segment_size: int = 20 * MiB
     cache_size: tuple = (1000, None)
@@ -112,6 +114,7 @@ class MemoryConfig:
     enable_stats: bool = True
     memory_fraction: float = 1.0
     debug: bool = False
+    caching: bool = True
     allocation_strategy: str = "best_fit"
     debug_max_frames: int = 16
     async_workers: int = 2

@@ -6,7 +6,7 @@ blocking streams. `Stream()` makes a non-blocking stream by default.
 
 import threading
 
-from . import driver
+from . import driver, sync_debug
 from .device import activate, device_index, get_context
 from .graphs import check_not_capturing
 
@@ -41,6 +41,7 @@ class Stream:
 
     def synchronize(self):
         check_not_capturing("Stream.synchronize()", self.cuda_stream)
+        sync_debug.warn_or_error_on_sync()
         driver.stream_synchronize(self.cuda_stream)
 
     def retain_handle(self):
