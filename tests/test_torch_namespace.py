@@ -75,8 +75,8 @@ MODULES_LEFT_OUT = {
     "mps": "Apple's GPUs; genesis's GPU backend is CUDA",
     "mtia": "Meta's accelerators; genesis's GPU backend is CUDA",
     "torch_version": "the TorchVersion class; genesis.__version__ is a string",
-    "signal": "windows beyond genesis's hann/hamming/blackman/bartlett/kaiser window functions",
-    "windows": "see signal",
+    "windows": "torch.signal.windows, which an import inside torch leaves in its namespace; "
+               "genesis.signal.windows",
     "quasirandom": "the Sobol sequence engine",
     "cpp": "C++ extension helpers",
     "types": "type aliases for annotations of torch's own signatures",
