@@ -52,9 +52,6 @@ LEFT_OUT = {
     "storage_type": "genesis has no storage objects",
     "is_set_to": "compares storages; genesis has no storage objects",
     "set_": "rebinds a tensor to another storage; genesis has no storage objects",
-    "share_memory_": "shared-memory storages for torch.multiprocessing; DataLoader workers "
-                     "send tensors by pickling instead",
-    "is_shared": "shared-memory storages (see share_memory_)",
     "resize": "deprecated alias of resize_",
     "resize_as": "deprecated alias of resize_as_",
     "reinforce": "removed stochastic-function API (raises in PyTorch itself)",

@@ -1,19 +1,24 @@
 """genesis.multiprocessing, as torch.multiprocessing: Python's multiprocessing plus `spawn` and
 `start_processes`, which run a function in N processes and raise the first failure in the parent.
 
-Genesis tensors cross process boundaries by pickling their values (there are no shared-memory
-storages), so the sharing strategy is recorded for PyTorch's API but changes nothing.
+Importing it registers reductions.py's reducer with multiprocessing's pickler: a CPU tensor sent
+to another process (Process arguments, Queue, Pipe, Pool) moves into shared memory and travels as
+a handle, so both processes write the same values. The sharing strategy says how that memory is
+made and sent: "file_descriptor" (an anonymous memfd, its descriptor passed along) or
+"file_system" (a named segment under /dev/shm, passed by name; see genesis/backends/cpu/shared).
+DataLoader workers still send their batches by value, pickled to bytes.
 """
 
 import multiprocessing
 import sys
 from multiprocessing import *  # noqa: F401,F403  (torch.multiprocessing re-exports it)
 
+from ..backends.cpu import shared as _shared
+from .reductions import init_reductions
 from .spawn import (ProcessContext, ProcessException, ProcessExitedException,
                     ProcessRaisedException, spawn, start_processes)
 
 _STRATEGIES = {"file_descriptor", "file_system"} if sys.platform != "darwin" else {"file_system"}
-_strategy = "file_descriptor" if sys.platform != "darwin" else "file_system"
 
 
 def get_all_sharing_strategies():
@@ -23,16 +28,19 @@ def get_all_sharing_strategies():
 
 def get_sharing_strategy():
     """The strategy last set (the platform's default until then)."""
-    return _strategy
+    return _shared.strategy
 
 
 def set_sharing_strategy(new_strategy):
-    """Record `new_strategy`; tensors are pickled by value in every strategy."""
-    global _strategy
+    """Make and send shared memory the `new_strategy` way from now on (memory shared
+    already keeps its kind)."""
     if new_strategy not in _STRATEGIES:
         raise AssertionError(f"invalid sharing strategy {new_strategy!r}, expected one of "
                              f"{_STRATEGIES}")
-    _strategy = new_strategy
+    _shared.strategy = new_strategy
+
+
+init_reductions()
 
 
 __all__ = multiprocessing.__all__ + [

@@ -10,7 +10,7 @@ from ..tensor import Tensor
 from . import activation, creation, elementwise, index, linalg, random, reduce, shape
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, gather_scatter, matrix_functions, shape_copies, sorting, statistics
-from . import python_calls, random_counts, windows
+from . import python_calls, random_counts, sharing, windows
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
@@ -24,7 +24,7 @@ METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.Shape
            rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
            legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,
            matrix_functions.MatrixFunctionsMethods, activation.ActivationMethods,
-           python_calls.PythonCallsMethods)
+           python_calls.PythonCallsMethods, sharing.SharingMethods)
 
 
 def bind(methods):

@@ -7,3 +7,4 @@ from . import amp, attention  # noqa: F401
 from . import conv, recurrent  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import optim_extra  # noqa: F401
+from . import shared  # noqa: F401

@@ -380,6 +380,10 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """Move the parameters, gradients and buffers into shared memory (`share_memory_`)."""
+        return self._apply(lambda t: t.share_memory_())
+
     def type(self, dst_type):
         return self._apply(lambda t: t.type(dst_type))
 
