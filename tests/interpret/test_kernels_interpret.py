@@ -35,8 +35,9 @@ TOL = {np.dtype(np.float32): (1.3e-6, 1e-5), np.dtype(np.float16): (1e-3, 1e-5),
 LAYOUTS = ["contiguous", "transposed", "broadcast", "sliced"]
 
 
-# ops/linalg.py reduces einsum to matmuls on a device without an einsum kernel
-CPU_ONLY = {"einsum"}
+# ops/linalg.py reduces einsum to matmuls on a device without an einsum kernel; shared memory
+# is a property of CPU storages (ops/sharing.py: CUDA tensors count as shared, as in torch)
+CPU_ONLY = {"einsum", "share_storage", "is_shared"}
 
 
 def _cpu_kernels():
