@@ -553,6 +553,7 @@ def test_resize_as_torch(device):
         cl = lib.zeros(2, 3, 4, 5, device=dev).resize_(2, 3, 4, 5,
                                                         memory_format=lib.channels_last)
         steps += [cl.stride(), lib.zeros(1, device=dev).resize_as_(cl).stride()]
+        steps += [tuple(lib.resize_as_(lib.zeros(2, device=dev), cl).shape)]
         with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
             lib.zeros(2, requires_grad=True, device=dev).resize_(3)
         results.append(steps)

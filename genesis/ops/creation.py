@@ -752,6 +752,6 @@ class CreationMethods:
         return self.to(dtypes.bool_)
 
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "frombuffer", "empty", "zeros", "ones", "full", "empty_like",
-           "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace", "logspace",
-           "clone"]
+__all__ = ["tensor", "as_tensor", "from_numpy", "frombuffer", "empty", "zeros", "ones", "full",
+           "empty_like", "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace",
+           "logspace", "clone", "resize_as_"]
