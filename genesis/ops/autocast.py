@@ -19,7 +19,7 @@ LOWER, FLOAT32, PROMOTE, BANNED = "lower", "float32", "promote", "banned"
 
 _MATRIX_OPS = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "conv1d", "conv2d",
                "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-               "scaled_dot_product_attention")
+               "scaled_dot_product_attention", "flex_attention")
 _CUDA_ONLY_LOWER = ("mv", "addmv", "addr", "einsum", "chain_matmul", "multi_dot", "lstm_cell",
                     "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
 _LOSSES = ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",

@@ -1,5 +1,6 @@
 """genesis.nn.attention, as torch.nn.attention: choosing scaled_dot_product_attention's backend
-(`sdpa_kernel`, `SDPBackend`) and the causal biases (`bias`).
+(`sdpa_kernel`, `SDPBackend`) and the causal biases (`bias`). flex_attention and its block masks
+are the submodule `genesis.nn.attention.flex_attention`, imported on its own as torch's is.
 
 The backends and how they map onto Genesis's kernels are described in
 genesis/backends/cuda/sdp.py. torch's registry of alternative flash implementations
