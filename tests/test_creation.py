@@ -558,3 +558,21 @@ def test_resize_as_torch(device):
             lib.zeros(2, requires_grad=True, device=dev).resize_(3)
         results.append(steps)
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("name", ["new_zeros", "new_ones", "new_empty"])
+def test_new_factories_take_sizes_as_torch(name, device):
+    """Sizes as arguments, one sequence or the `size` keyword; torch's TypeErrors otherwise."""
+    results = []
+    for lib in (torch, genesis):
+        x = lib.ones(2, dtype=lib.float64, device=device if lib is genesis else "cpu")
+        make = getattr(x, name)
+        made = [make(2, 3), make((2, 3)), make(size=[1, 4]), make(()),
+                make(size=(), dtype=lib.int32)]
+        steps = [(tuple(t.shape), str(t.dtype).split(".")[-1]) for t in made]
+        for call in (lambda: make(2, size=(3,)), lambda: make()):
+            with pytest.raises(TypeError) as error:
+                call()
+            steps.append(str(error.value))
+        results.append(steps)
+    assert results[1] == results[0]

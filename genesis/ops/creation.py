@@ -656,6 +656,16 @@ def resize_as_(t, other, memory_format=None):
     return resize_(t, tuple(other.shape), memory_format=memory_format)
 
 
+def _new_size(sizes, size, op):
+    """The shape given to new_zeros/new_ones/new_empty: sizes as arguments, one sequence, or
+    the `size` keyword, with torch's TypeErrors."""
+    if size is None and not sizes:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    if size is not None and sizes:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    return _shape_arg(sizes if size is None else (size,), op)
+
+
 class CreationMethods:
     """Tensor methods of this family: copies, fills, new tensors like this one, resizing, and
     moves between devices and dtypes."""
@@ -673,19 +683,19 @@ class CreationMethods:
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         """Zeros of `size`, with this tensor's dtype and device unless given."""
-        return zeros(_shape_arg(size, "new_zeros"), dtype=dtype or self.dtype,
+        return zeros(_new_size(sizes, size, "new_zeros"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         """Ones of `size`, with this tensor's dtype and device unless given."""
-        return ones(_shape_arg(size, "new_ones"), dtype=dtype or self.dtype,
+        return ones(_new_size(sizes, size, "new_ones"), dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         """An uninitialized tensor of `size`, with this tensor's dtype and device unless given."""
-        return empty(_shape_arg(size, "new_empty"), dtype=dtype or self.dtype,
+        return empty(_new_size(sizes, size, "new_empty"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):

@@ -18,6 +18,7 @@ import math
 
 
 from ... import dtypes
+from ...autograd import autocast_state
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...backends.cuda import sdp
@@ -144,10 +145,19 @@ def _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                half_in_float=True):
     """Attention by matmul, softmax and dropout, differentiable to any order; float16 and
-    bfloat16 computed in float32 and rounded once (`half_in_float`). As torch's math kernel,
-    each side of the scores' product is scaled by sqrt(scale)."""
+    bfloat16 computed in float32 and rounded once (`half_in_float`: torch's math backend, and
+    the closest of the orders tried to its CPU flash kernel), else rounded after each op. As
+    torch's math kernel, each side of the scores' product is scaled by sqrt(scale). It is one
+    op to autocast, whose policy cast the inputs where it was called: the ops inside follow
+    none."""
+    with autocast_state.suspended():
+        return _composite_ops(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                              enable_gqa, half_in_float and query.dtype in _HALF)
+
+
+def _composite_ops(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, widen):
     dtype = query.dtype
-    if half_in_float and dtype in _HALF:
+    if widen:
         query, key, value = query.float(), key.float(), value.float()
         if attn_mask is not None and attn_mask.dtype is not dtypes.bool_:
             attn_mask = attn_mask.float()
