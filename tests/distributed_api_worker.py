@@ -272,10 +272,11 @@ def check_queries(rank, world):
     assert dist.group.WORLD is dist.GroupMember.WORLD is not None
     assert dist.get_process_group_ranks(dist.group.WORLD) == list(range(world))
     assert dist.get_global_rank(dist.group.WORLD, 1) == 1
-    assert dist.get_backend() == dist.get_default_backend_for_device(DEVICE)
+    assert dist.get_backend() == BACKEND
     assert dist.get_node_local_rank(fallback_rank=rank) in (0, rank)
 
 
+BACKEND = "nccl" if DEVICE == "cuda" else "mpi"
 CHECKS = [check_send_recv, check_batch_isend_irecv, check_all_to_all_single, check_all_to_all,
           check_reduce_scatter_and_coalesced, check_objects, check_group, check_unsorted_group,
           check_monitored_barrier, check_queries]
@@ -284,7 +285,7 @@ CHECKS = [check_send_recv, check_batch_isend_irecv, check_all_to_all_single, che
 def main():
     if DEVICE == "cuda":
         genesis.cuda.set_device(dist.get_node_local_rank(0))
-    dist.init_process_group(dist.get_default_backend_for_device(DEVICE))
+    dist.init_process_group(BACKEND)
     rank, world = dist.get_rank(), dist.get_world_size()
     assert world >= 2, "the checks need a world of 2 or more (--nproc-per-node 2)"
     for check in CHECKS:

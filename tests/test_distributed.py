@@ -229,16 +229,16 @@ def test_backend_of_a_non_string_is_an_error():
 
 def test_backend_availability():
     import importlib.util
-    assert dist.is_mpi_available() and not dist.is_gloo_available()
+    assert dist.is_mpi_available() and dist.is_gloo_available()
     assert dist.is_nccl_available() == (importlib.util.find_spec("nccl") is not None)
-    assert dist.is_backend_available("MPI") and not dist.is_backend_available("gloo")
+    assert dist.is_backend_available("MPI") and dist.is_backend_available("gloo")
     assert dist.is_backend_available("fake") and not dist.is_backend_available("ucc")
     assert dist.is_backend_available("cpu:mpi")
-    assert not dist.is_backend_available("cpu:mpi,cuda:gloo")
+    assert not dist.is_backend_available("cpu:mpi,cuda:ucc")
 
 
 def test_default_backend_for_device():
-    assert dist.get_default_backend_for_device("cpu") == "mpi"
+    assert dist.get_default_backend_for_device("cpu") == "gloo"
     assert dist.get_default_backend_for_device("cuda:1") == "nccl"
     assert dist.get_default_backend_for_device(genesis.device("cuda")) == "nccl"
     with pytest.raises(ValueError, match="Default backend not registered for device : meta"):

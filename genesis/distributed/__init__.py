@@ -1,7 +1,8 @@
 """Data-parallel communication with PyTorch's `torch.distributed` API.
 
-Backends: "nccl" for CUDA tensors (nccl4py) and "mpi" for CPU tensors (mpi4py). Both are
-imported when a process group is created, never at `import genesis`.
+Backends: "nccl" for CUDA tensors (nccl4py); for CPU tensors "gloo" (the default: pure Python
+over TCP sockets, ranks started by any means) and "mpi" (mpi4py, ranks started by mpiexec).
+Each is imported when a process group is created, never at `import genesis`.
 """
 
 from .backend import (Backend, get_default_backend_for_device, is_backend_available,

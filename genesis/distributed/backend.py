@@ -6,7 +6,8 @@ import importlib.util
 
 class Backend(str):
     """The backend names, lower case: `Backend("NCCL")` returns "nccl", an unknown name comes
-    back lowered, as in PyTorch. Genesis runs "nccl" (CUDA tensors) and "mpi" (CPU tensors)."""
+    back lowered, as in PyTorch. Genesis runs "nccl" (CUDA tensors), "gloo" and "mpi" (CPU
+    tensors)."""
 
     UNDEFINED = "undefined"
     GLOO = "gloo"
@@ -17,8 +18,8 @@ class Backend(str):
     FAKE = "fake"
 
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]
-    default_device_backend_map = {"cpu": MPI, "cuda": NCCL}
-    backend_capability = {NCCL: ["cuda"], MPI: ["cpu"]}
+    default_device_backend_map = {"cpu": GLOO, "cuda": NCCL}
+    backend_capability = {GLOO: ["cpu"], NCCL: ["cuda"], MPI: ["cpu"]}
 
     def __new__(cls, name):
         if not isinstance(name, str):
@@ -41,7 +42,8 @@ def is_nccl_available():
 
 
 def is_gloo_available():
-    return False
+    """Always True: genesis's gloo backend is pure Python over sockets."""
+    return True
 
 
 def is_ucc_available():
@@ -57,7 +59,8 @@ _AVAILABLE = {"mpi": is_mpi_available, "nccl": is_nccl_available, "gloo": is_glo
 
 
 def is_backend_available(backend):
-    """Whether `backend` ("nccl", "mpi", or "cpu:mpi,cuda:nccl" device by device) can run."""
+    """Whether `backend` ("nccl", "gloo", "mpi", or "cpu:gloo,cuda:nccl" device by device)
+    can run."""
     if ":" in backend:
         names = [part.split(":", 1)[-1] for part in backend.lower().split(",")]
         return all(_one_available(name) for name in names)
@@ -70,7 +73,7 @@ def _one_available(name):
 
 
 def get_default_backend_for_device(device):
-    """The backend collectives on `device`'s tensors use: "mpi" for cpu, "nccl" for cuda."""
+    """The backend collectives on `device`'s tensors use: "gloo" for cpu, "nccl" for cuda."""
     kind = device.split(":")[0] if isinstance(device, str) else device.type
     backend = Backend.default_device_backend_map.get(kind)
     if backend is None:

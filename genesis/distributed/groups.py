@@ -13,6 +13,7 @@ class ProcessGroup:
         self._backend, self._ranks, self.group_name = backend, list(ranks), group_name
         self._group_rank = {g: i for i, g in enumerate(self._ranks)}
         self._timeout = timeout
+        backend.timeout = timeout.total_seconds()  # how long gloo waits for a peer
 
     def rank(self):
         return self._backend.rank

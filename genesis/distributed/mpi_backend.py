@@ -47,6 +47,7 @@ class MPIBackend:
     """The world communicator and the collectives over it; every call returns a Work."""
 
     name = "mpi"
+    reduce_ops = tuple(ReduceOp)
 
     def __init__(self, rank, world_size, comm=None):
         self.MPI = MPI = _mpi()
@@ -61,7 +62,8 @@ class MPIBackend:
                     f"or `python -m genesis.distributed.run --mpi --nproc-per-node N script.py`")
         self.monitor, self._monitored, self._unanswered = self.comm.Dup(), 0, []
         self.ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
-                    ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}
+                    ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
+                    ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
 
     @classmethod
     def joined(cls, store, rank, world_size):

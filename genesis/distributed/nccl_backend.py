@@ -33,6 +33,7 @@ class NCCLBackend:
     """One NCCL communicator over the world, on the device `cuda:LOCAL_RANK`."""
 
     name = "nccl"
+    reduce_ops = tuple(_OPS)
 
     def __init__(self, comm, rank, world_size, store, device_index, prefix=""):
         from .. import cuda

@@ -10,7 +10,9 @@ from .groups import (GroupMember, ProcessGroup, _world, default_group, group_pee
 from .rendezvous import rendezvous, resolve
 from .work import ReduceOp
 
-_DEFAULT_TIMEOUT = timedelta(minutes=10)
+# PyTorch's defaults: 10 minutes for NCCL, 30 for the CPU backends.
+_DEFAULT_TIMEOUT = {"nccl": timedelta(minutes=10), "gloo": timedelta(minutes=30),
+                    "mpi": timedelta(minutes=30)}
 
 
 def is_available():
@@ -27,20 +29,36 @@ def _debug():
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
                        store=None, group_name="", pg_options=None, device_id=None):
-    """Join the job's process group: `backend` "nccl" (CUDA tensors) or "mpi" (CPU tensors)."""
+    """Join the job's process group: `backend` "nccl" (CUDA tensors), "gloo" or "mpi" (CPU
+    tensors). Genesis runs one backend per job: a device map such as "cpu:gloo,cuda:nccl" (and
+    no backend at all) picks the cuda one where CUDA is available, else the cpu one."""
     if _world.default_pg is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
-    from .. import cuda
-    backend = Backend(backend or ("nccl" if cuda.is_available() else "mpi"))
-    timeout = timeout or _DEFAULT_TIMEOUT
+    backend = _one_backend(backend)
+    timeout = timeout or _DEFAULT_TIMEOUT[backend]
     seconds = timeout.total_seconds()
     if backend == "mpi":
         made = _init_mpi(init_method, rank, world_size, seconds)
     elif backend == "nccl":
         made = _init_nccl(init_method, rank, world_size, store, seconds, device_id)
     else:
-        raise ValueError(f"init_process_group: unknown backend {backend!r} ('nccl' or 'mpi')")
+        made = _init_gloo(init_method, rank, world_size, store, seconds)
     _world.default_pg = ProcessGroup(made, range(made.world_size), "0", timeout)
+
+
+def _one_backend(backend):
+    """The backend this job runs, from a name, a "device:backend,..." map or None."""
+    if backend is None or ":" in backend:
+        from .. import cuda
+        device = "cuda" if cuda.is_available() else "cpu"
+        chosen = dict(part.split(":", 1) for part in backend.lower().split(",")) if backend \
+            else Backend.default_device_backend_map
+        backend = chosen.get(device) or next(iter(chosen.values()))
+    backend = Backend(backend)
+    if backend not in ("nccl", "gloo", "mpi"):
+        raise ValueError(f"init_process_group: unknown backend {backend!r} ('nccl', 'gloo' or "
+                         f"'mpi')")
+    return backend
 
 
 def _init_mpi(init_method, rank, world_size, seconds):
@@ -64,6 +82,16 @@ def _init_nccl(init_method, rank, world_size, store, seconds, device_id):
     host, port, rank, world_size = resolve(init_method, rank, world_size)
     store = rendezvous(host, port, rank, world_size, seconds)
     return _owning(store, lambda: NCCLBackend.create(rank, world_size, store, index or 0))
+
+
+def _init_gloo(init_method, rank, world_size, store, seconds):
+    """The ranks connected to each other through `store` (or the rendezvous's store)."""
+    from .gloo_backend import GlooBackend
+    if store is not None:
+        return GlooBackend.create(store, rank, world_size, seconds)
+    host, port, rank, world_size = resolve(init_method, rank, world_size)
+    store = rendezvous(host, port, rank, world_size, seconds)
+    return _owning(store, lambda: GlooBackend.create(store, rank, world_size, seconds))
 
 
 def _owning(store, make_backend):
@@ -190,9 +218,15 @@ def _finish(work, async_op):
     return None
 
 
-def _check_op(name, tensor, op):
+def _check_op(name, backend, tensor, op):
+    """PyTorch's errors for ops the backend lacks, bitwise ops on floats, AVG on integers."""
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{name}: op must be a ReduceOp, got {op!r}")
+    if op not in backend.reduce_ops:
+        raise ValueError(f"Cannot use {op} with {backend.name.upper()}")
+    bitwise = (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR)
+    if op in bitwise and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise RuntimeError(f"Cannot use {op} with non-integral dtype")
     if op is ReduceOp.AVG and not tensor.dtype.is_floating_point:
         raise ValueError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got "
                          f"{tensor.dtype}")
@@ -211,7 +245,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = member_group("all_reduce", group)
     if pg is None:
         return None
-    _check_op("all_reduce", tensor, op)
+    _check_op("all_reduce", pg._backend, tensor, op)
     _check("all_reduce", pg._backend, tensor)
     return _finish(pg._backend.all_reduce(tensor, op), async_op)
 
@@ -232,7 +266,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     if pg is None:
         return None
     root = root_rank("reduce", "dst", pg, dst, group_dst)
-    _check_op("reduce", tensor, op)
+    _check_op("reduce", pg._backend, tensor, op)
     _check("reduce", pg._backend, tensor)
     return _finish(pg._backend.reduce(tensor, root, op), async_op)
 
@@ -253,7 +287,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     pg = member_group("reduce_scatter_tensor", group)
     if pg is None:
         return None
-    _check_op("reduce_scatter_tensor", input, op)
+    _check_op("reduce_scatter_tensor", pg._backend, input, op)
     same_dtype("reduce_scatter_tensor", [output, input])
     _check_sizes("reduce_scatter_tensor", input, output, pg.size())
     _check("reduce_scatter_tensor", pg._backend, output, input)
@@ -409,13 +443,13 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     """A barrier that names the ranks which did not reach it within `timeout` (default: the
-    group's): rank 0 hears from every other rank, then answers each (MPI backend only)."""
+    group's): rank 0 hears from every other rank, then answers each (gloo and mpi backends)."""
     pg = member_group("monitored_barrier", group)
     if pg is None:
         return None
-    if pg.name() != Backend.MPI:
-        raise ValueError("monitored_barrier is only implemented for the MPI (CPU) backend, "
-                         "where PyTorch has GLOO.")
+    if pg.name() not in (Backend.GLOO, Backend.MPI):
+        raise ValueError("monitored_barrier is only implemented for GLOO backend (and MPI in "
+                         "genesis).")
     if isinstance(timeout, float):
         warnings.warn(f"Please specify timeout arg as a timedelta. Converting current value of "
                       f"{timeout} assuming it represents seconds", stacklevel=2)

@@ -4,13 +4,17 @@ from enum import Enum
 
 
 class ReduceOp(Enum):
-    """How a reduction combines the ranks' values (PyTorch's `dist.ReduceOp`)."""
+    """How a reduction combines the ranks' values (PyTorch's `dist.ReduceOp`); the bitwise ones
+    are for integer and bool tensors, on the gloo and mpi backends."""
 
     SUM = "sum"
     AVG = "avg"
     PRODUCT = "product"
     MIN = "min"
     MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
 
 
 class Work:
