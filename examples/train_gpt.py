@@ -10,7 +10,7 @@ and prints a sample of generated text.
     python examples/train_gpt.py --resume --steps 1200
     python examples/train_gpt.py --no-cuda-graphs  # launch every kernel from Python each step
     python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py   # 2 GPUs
-    python -m genesis.distributed.run --mpi --nproc-per-node 2 examples/train_gpt.py  # 2 CPUs
+    python -m genesis.distributed.run --nproc-per-node 2 examples/train_gpt.py --device cpu
 
 On one GPU the whole training step (forward, backward, clipping, the optimizer and, in float16,
 the loss scaler) is captured once into a CUDA graph and replayed every step: the step then costs
@@ -222,14 +222,17 @@ def save_checkpoint(path, model, optimizer, step, history, data, config):
 
 def setup_distributed(device):
     """(rank, world size): joins the process group in a world of several processes (WORLD_SIZE
-    from the launcher, PMI_SIZE from mpiexec): NCCL on the GPU `cuda:LOCAL_RANK`, MPI on the
-    CPU (under the launcher with --mpi, or mpiexec); else (0, 1)."""
+    from the launcher, PMI_SIZE from mpiexec): NCCL on the GPU `cuda:LOCAL_RANK`; on the CPU,
+    MPI under mpiexec (or the launcher with --mpi), else Gloo; else (0, 1)."""
     world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("PMI_SIZE", 1)))
     if world_size == 1:
         return 0, 1
     if device == "cuda":
         genesis.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    genesis.distributed.init_process_group("nccl" if device == "cuda" else "mpi")
+        backend = "nccl"
+    else:
+        backend = "mpi" if "PMI_SIZE" in os.environ else "gloo"
+    genesis.distributed.init_process_group(backend)
     return genesis.distributed.get_rank(), world_size
 
 

@@ -163,16 +163,20 @@ TINY_GPT = ["--device", "cpu", "--batch-size", "4", "--block-size", "16", "--n-l
             "--sample-chars", "5", "--warmup", "2"]
 
 
-@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="mpiexec (the mpich wheel) missing")
-def test_train_gpt_data_parallel_then_resumes_on_one_process(tmp_path):
-    """The main job under the launcher, 2 MPI ranks: rank 0 alone reports and checkpoints; one
-    process resumes from its checkpoint."""
+@pytest.mark.parametrize("backend", [
+    pytest.param("mpi", marks=pytest.mark.skipif(not os.path.exists(MPIEXEC),
+                                                 reason="mpiexec (the mpich wheel) missing")),
+    "gloo"])
+def test_train_gpt_data_parallel_then_resumes_on_one_process(backend, tmp_path):
+    """The main job under the launcher, 2 ranks over MPI (--mpi) or Gloo: rank 0 alone reports
+    and checkpoints; one process resumes from its checkpoint."""
     data = tmp_path / "text.txt"
     data.write_text("the quick brown fox jumps over the lazy dog. " * 100)
     args = TINY_GPT + ["--data", str(data), "--out-dir", str(tmp_path / "run")]
     env = {"PYTHONPATH": ROOT}
-    two = run(LAUNCHER + ["--mpi", "--nproc-per-node", "2", TRAIN_GPT] + args +
-              ["--steps", "4"], **env)
+    mpi = ["--mpi"] if backend == "mpi" else []
+    two = run(LAUNCHER + mpi + ["--nproc-per-node", "2", TRAIN_GPT] + args + ["--steps", "4"],
+              **env)
     assert two.returncode == 0, two.stderr[-4000:]
     assert two.stdout.count("2 processes | device cpu") == 1
     assert two.stdout.count("validation loss") == 1
