@@ -49,7 +49,13 @@ LINALG_FUNCTIONS = (
     "vector_norm").split()
 SPECIAL_FUNCTIONS = (
     "digamma entr erf erfc erfinv exp2 expit expm1 gammainc gammaincc gammaln i0 i0e i1 i1e log1p "
-    "log_ndtr logit logsumexp multigammaln ndtr ndtri polygamma psi round sinc xlog1py xlogy").split()
+    "log_ndtr logit logsumexp multigammaln ndtr ndtri polygamma psi round sinc xlog1py xlogy "
+    "airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_i0 modified_bessel_i1 "
+    "modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1 "
+    "spherical_bessel_j0 chebyshev_polynomial_t chebyshev_polynomial_u chebyshev_polynomial_v "
+    "chebyshev_polynomial_w shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u "
+    "shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w hermite_polynomial_h "
+    "hermite_polynomial_he laguerre_polynomial_l legendre_polynomial_p erfcx zeta").split()
 # Functions that make a tensor from sizes alone: with out=, made in out's dtype and device.
 FACTORIES = frozenset(
     "arange bartlett_window blackman_window empty eye full hamming_window hann_window "

@@ -13,7 +13,7 @@ from genesis.backends import cudnn
 from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, batch_norm, conv,
                                            conv_hopper, copy, index, loss, median, norm, optim,
                                            optim_extra, pool, random, recurrent, residual_norm,
-                                           rotary, shape, softmax, swiglu, upsample)
+                                           rotary, shape, softmax, special, swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import gemv
@@ -894,6 +894,15 @@ def avg_pool_case(x, out, window, geometry, last, target):
         pool._avg_launch(launch, 0, source, result, 3 if override else 0, adjoint)
 
 
+def special_cases(target):
+    """Every special function and polynomial in float32 and float64."""
+    for op in special.UNARY_OPS + special.POLYNOMIAL_OPS + ("zeta",):
+        for dtype in (np.float32, np.float64):
+            x = placeholder((1000,), dtype)
+            operands = (x,) if op in special.UNARY_OPS else (x, x)
+            special.plan(op, 1000, 0, target)(0, *operands, x, 1000)
+
+
 def upsample_cases(target):
     """U-Net's 2x bilinear upsampling in every float dtype, NCHW and channels-last, with and
     without align_corners, forward and backward; linear and trilinear."""
@@ -927,4 +936,5 @@ CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "recurrent": recurrent_cases, "reduce": reduce_cases,
          "residual_norm": residual_norm_cases, "rotary": rotary_cases, "scan": scan_cases,
          "shape": shape_cases, "softmax": softmax_cases, "sort": sort_cases,
+         "special": special_cases,
          "swiglu": swiglu_cases, "upsample": upsample_cases}

@@ -8,3 +8,5 @@ from . import conv, recurrent  # noqa: F401
 from . import decompositions  # noqa: F401
 from . import optim_extra  # noqa: F401
 from . import shared  # noqa: F401
+from . import special  # noqa: F401
+from . import polynomials  # noqa: F401

@@ -13,3 +13,4 @@ from . import linalg_host, linalg_cusolver  # noqa: F401
 from .kernels import optim_extra  # noqa: F401
 from .kernels import arange  # noqa: F401
 from .kernels import pool, upsample  # noqa: F401
+from .kernels import special  # noqa: F401
