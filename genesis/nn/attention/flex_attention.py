@@ -15,7 +15,7 @@ vmap) and what they may contain is described in _block_mask.py.
 import math
 import typing
 import warnings
-from typing import Literal, NamedTuple, NotRequired, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from ... import dtypes
 from ...autograd import autocast_state
@@ -37,24 +37,24 @@ class FlexKernelOptions(TypedDict, total=False):
     one to that pass). Genesis's eager path accepts and ignores them, as torch's math path does;
     only torch's checks of BACKEND and FORCE_USE_FLEX_ATTENTION apply."""
 
-    num_warps: NotRequired[int]
-    num_stages: NotRequired[int]
-    BLOCK_M: NotRequired[int]
-    BLOCK_N: NotRequired[int]
-    BLOCK_M1: NotRequired[int]
-    BLOCK_N1: NotRequired[int]
-    BLOCK_M2: NotRequired[int]
-    BLOCK_N2: NotRequired[int]
-    PRESCALE_QK: NotRequired[bool]
-    ROWS_GUARANTEED_SAFE: NotRequired[bool]
-    BLOCKS_ARE_CONTIGUOUS: NotRequired[bool]
-    WRITE_DQ: NotRequired[bool]
-    FORCE_USE_FLEX_ATTENTION: NotRequired[bool]
-    USE_TMA: NotRequired[bool]
-    kpack: NotRequired[int]
-    matrix_instr_nonkdim: NotRequired[int]
-    waves_per_eu: NotRequired[int]
-    BACKEND: NotRequired[_Backend]
+    num_warps: int
+    num_stages: int
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_M1: int
+    BLOCK_N1: int
+    BLOCK_M2: int
+    BLOCK_N2: int
+    PRESCALE_QK: bool
+    ROWS_GUARANTEED_SAFE: bool
+    BLOCKS_ARE_CONTIGUOUS: bool
+    WRITE_DQ: bool
+    FORCE_USE_FLEX_ATTENTION: bool
+    USE_TMA: bool
+    kpack: int
+    matrix_instr_nonkdim: int
+    waves_per_eu: int
+    BACKEND: _Backend
 
 
 class AuxRequest(NamedTuple):
