@@ -20,7 +20,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from .gloo_transport import Mesh, PeerClosed
-from .store import DistBackendError
+from .errors import DistBackendError
 from .work import ReduceOp, Work
 
 _COMBINE = {ReduceOp.SUM: np.add, ReduceOp.AVG: np.add, ReduceOp.PRODUCT: np.multiply,

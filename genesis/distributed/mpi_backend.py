@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .store import DistBackendError
+from .errors import DistBackendError
 from .work import ReduceOp, Work
 
 _HALF = (np.float16, )

@@ -7,7 +7,7 @@ inputs; the returned Work's `wait()` makes the current stream wait for the colle
 communication stream so the caching allocator does not reuse them early.
 """
 
-from .store import DistBackendError
+from .errors import DistBackendError
 from .work import ReduceOp, Work
 
 # ncclRedOp_t and ncclDataType_t values from nccl.h.

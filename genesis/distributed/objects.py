@@ -1,11 +1,13 @@
-"""Collectives of picklable Python objects (PyTorch's *_object and *_object_list): the objects
-travel pickled, as uint8 tensors on the backend's device."""
+"""Collectives of picklable Python objects (PyTorch's *_object and *_object_list, and the
+point-to-point send/recv_object_list): the objects travel pickled, as uint8 tensors on the
+backend's device."""
 
 import pickle
 
 import numpy as np
 
 from .groups import member_group
+from .p2p import recv, send
 from .process_group import broadcast, output_list_only_on_root, root_rank
 
 
@@ -60,6 +62,38 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     objects = list(scatter_object_input_list) if pg.rank() == root else [None] * pg.size()
     broadcast_object_list(objects, group=pg, group_src=root)
     scatter_object_output_list[0] = objects[pg.rank()]
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None,
+                     use_batch=False):
+    """Send the picklable objects of `object_list` to rank `dst` (its recv_object_list)."""
+    pg = member_group("send_object_list", group)
+    if pg is None:
+        return
+    device = device or _device(pg)
+    from .. import cat, tensor
+    payloads = [_to_tensor(obj, device) for obj in object_list]
+    sizes = tensor([p.numel() for p in payloads], dtype=_int64(), device=device)
+    send(sizes, dst, pg, group_dst=group_dst)
+    send(cat(payloads), dst, pg, group_dst=group_dst)
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None,
+                     use_batch=False):
+    """Receive into `object_list` (of the sent list's length) the objects rank `src` sends
+    (None: any rank); returns the sender's global rank, or -1 outside `group`."""
+    pg = member_group("recv_object_list", group)
+    if pg is None:
+        return -1
+    device = device or _device(pg)
+    from .. import empty
+    sizes = empty(len(object_list), dtype=_int64(), device=device)
+    sender = recv(sizes, src, pg, group_src=group_src)
+    counts = sizes.tolist()
+    data = empty(sum(counts), dtype=_uint8(), device=device)
+    recv(data, sender, pg)
+    object_list[:] = [pickle.loads(part.cpu().numpy().tobytes()) for part in data.split(counts)]
+    return sender
 
 
 def _to_tensor(obj, device):

@@ -5,14 +5,16 @@ import warnings
 from datetime import timedelta
 
 from .backend import Backend
+from .debug import DebugLevel, get_debug_level
 from .groups import (GroupMember, ProcessGroup, _world, default_group, group_peer,
                      member_group)
 from .rendezvous import rendezvous, resolve
 from .work import ReduceOp
 
 # PyTorch's defaults: 10 minutes for NCCL, 30 for the CPU backends.
-_DEFAULT_TIMEOUT = {"nccl": timedelta(minutes=10), "gloo": timedelta(minutes=30),
-                    "mpi": timedelta(minutes=30)}
+default_pg_timeout = timedelta(minutes=30)
+_DEFAULT_TIMEOUT = {"nccl": timedelta(minutes=10), "gloo": default_pg_timeout,
+                    "mpi": default_pg_timeout}
 
 
 def is_available():
@@ -24,7 +26,7 @@ def is_initialized():
 
 
 def _debug():
-    return os.environ.get("GENESIS_DISTRIBUTED_DEBUG", "0") not in ("", "0")
+    return get_debug_level() is DebugLevel.DETAIL
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
@@ -151,6 +153,11 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     return pg
 
 
+def get_pg_count():
+    """How many process groups this rank belongs to: the default one and those made since."""
+    return 0 if _world.default_pg is None else 1 + len(_world.groups)
+
+
 def _group_ranks(ranks, world_size, sort_ranks):
     """`ranks` checked against the world (PyTorch's errors), sorted unless asked not to."""
     if ranks is None:
@@ -211,7 +218,9 @@ def check_placement(name, backend, *tensors):
             raise ValueError(f"{name}: Tensors must be contiguous")
 
 
-def _finish(work, async_op):
+def _finish(work, async_op, outputs=()):
+    """`work` (recording `outputs`) for async_op, else None once it is done."""
+    work._outputs = list(outputs)
     if async_op:
         return work
     work.wait()
@@ -247,7 +256,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         return None
     _check_op("all_reduce", pg._backend, tensor, op)
     _check("all_reduce", pg._backend, tensor)
-    return _finish(pg._backend.all_reduce(tensor, op), async_op)
+    return _finish(pg._backend.all_reduce(tensor, op), async_op, [tensor])
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -257,7 +266,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
         return None
     root = root_rank("broadcast", "src", pg, src, group_src)
     _check("broadcast", pg._backend, tensor)
-    return _finish(pg._backend.broadcast(tensor, root), async_op)
+    return _finish(pg._backend.broadcast(tensor, root), async_op, [tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
@@ -268,7 +277,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     root = root_rank("reduce", "dst", pg, dst, group_dst)
     _check_op("reduce", pg._backend, tensor, op)
     _check("reduce", pg._backend, tensor)
-    return _finish(pg._backend.reduce(tensor, root, op), async_op)
+    return _finish(pg._backend.reduce(tensor, root, op), async_op, [tensor])
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -279,7 +288,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     same_dtype("all_gather_into_tensor", [output_tensor, input_tensor])
     _check_sizes("all_gather_into_tensor", output_tensor, input_tensor, pg.size())
     _check("all_gather_into_tensor", pg._backend, output_tensor, input_tensor)
-    return _finish(pg._backend.all_gather_into_tensor(output_tensor, input_tensor), async_op)
+    return _finish(pg._backend.all_gather_into_tensor(output_tensor, input_tensor), async_op,
+                   [output_tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -291,7 +301,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     same_dtype("reduce_scatter_tensor", [output, input])
     _check_sizes("reduce_scatter_tensor", input, output, pg.size())
     _check("reduce_scatter_tensor", pg._backend, output, input)
-    return _finish(pg._backend.reduce_scatter_tensor(output, input, op), async_op)
+    return _finish(pg._backend.reduce_scatter_tensor(output, input, op), async_op, [output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -328,7 +338,7 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
     if work is None:
         return None
     parts = flat.split([t.numel() for t in tensors])
-    return _finish(then_copy(work, tensors, parts), async_op)
+    return _finish(then_copy(work, tensors, parts), async_op, tensors)
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
@@ -343,7 +353,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     check_placement("all_to_all_single", pg._backend, output, input)
     counts = [_split_counts(t, sizes, pg.size())
               for t, sizes in ((output, output_split_sizes), (input, input_split_sizes))]
-    return _finish(pg._backend.all_to_all_single(output, input, *counts), async_op)
+    return _finish(pg._backend.all_to_all_single(output, input, *counts), async_op, [output])
 
 
 def _split_counts(tensor, split_sizes, group_size):
@@ -383,7 +393,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     flat_out = empty(sum(sizes_out), dtype=flat_in.dtype, device=flat_in.device)
     work = all_to_all_single(flat_out, flat_in, sizes_out,
                              [t.numel() for t in input_tensor_list], pg, async_op=True)
-    return _finish(then_copy(work, output_tensor_list, flat_out.split(sizes_out)), async_op)
+    return _finish(then_copy(work, output_tensor_list, flat_out.split(sizes_out)), async_op,
+                   output_tensor_list)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -397,7 +408,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     from .. import empty
     flat = empty((pg.size(), *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     work = all_gather_into_tensor(flat, tensor.contiguous(), pg, async_op=True)
-    return _finish(then_copy(work, tensor_list, flat), async_op)
+    return _finish(then_copy(work, tensor_list, flat), async_op, tensor_list)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -432,7 +443,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     else:
         flat = empty((pg.size(), *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     work = broadcast(flat, group=pg, async_op=True, group_src=root)
-    return _finish(then_copy(work, [tensor], flat[pg.rank():]), async_op)
+    return _finish(then_copy(work, [tensor], flat[pg.rank():]), async_op, [tensor])
 
 
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):

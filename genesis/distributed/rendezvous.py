@@ -4,7 +4,8 @@ import os
 import time
 from urllib.parse import urlparse
 
-from .store import DistStoreError, TCPStore
+from .errors import DistStoreError
+from .store import TCPStore
 
 
 def _env_int(name, given):
@@ -51,3 +52,9 @@ def rendezvous(host, port, rank, world_size, timeout):
                 f"join at {host}:{port}: {joined} of {world_size} joined")
         time.sleep(0.02)
     return store
+
+
+def is_torchelastic_launched():
+    """True in a process that a launcher started (torchrun, or genesis.distributed.run, which
+    set TORCHELASTIC_RUN_ID): the rank and world come from the environment."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None

@@ -51,7 +51,8 @@ def _worker_env(args, port, rank):
     env = dict(os.environ)
     env.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port), RANK=str(rank),
                LOCAL_RANK=str(rank), WORLD_SIZE=str(args.nproc_per_node),
-               LOCAL_WORLD_SIZE=str(args.nproc_per_node), GROUP_RANK="0")
+               LOCAL_WORLD_SIZE=str(args.nproc_per_node), GROUP_RANK="0",
+               TORCHELASTIC_RUN_ID="none")
     return env
 
 

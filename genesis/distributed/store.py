@@ -13,23 +13,10 @@ import threading
 import time
 from datetime import timedelta
 
+from .errors import DistStoreError
+from .store_api import OPERATIONS, Shared, Store
+
 _HEADER = struct.Struct("!I")
-
-
-class DistError(RuntimeError):
-    """A distributed operation failed."""
-
-
-class DistStoreError(DistError):
-    """The store did not answer in time (a rank that never joined, a key never set)."""
-
-
-class DistBackendError(DistError):
-    """The communication backend (NCCL, MPI) reported an error; its message is included."""
-
-
-def _seconds(timeout):
-    return timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
 
 
 def _encode(obj):
@@ -73,10 +60,8 @@ def _recv(sock):
 class _Server:
     """The store's data and the thread that answers clients, one handler thread per client."""
 
-    OPERATIONS = ("set", "add", "wait", "check", "delete_key", "num_keys")
-
     def __init__(self, host, port):
-        self.data, self.cond = {}, threading.Condition()
+        self.shared = Shared()
         try:
             self.sock = socket.create_server((host, port))
         except OSError as e:
@@ -97,48 +82,17 @@ class _Server:
             try:
                 while True:
                     op, args = _recv(conn)
-                    if op not in self.OPERATIONS:
+                    if op not in OPERATIONS:
                         return
-                    _send(conn, getattr(self, "_" + op)(*args))
+                    _send(conn, self.shared.call(op, *args))
             except (ConnectionError, OSError, EOFError, ValueError, TypeError):
                 return
-
-    def _set(self, key, value):
-        with self.cond:
-            self.data[key] = value
-            self.cond.notify_all()
-
-    def _add(self, key, amount):
-        with self.cond:
-            value = int(self.data.get(key, b"0")) + amount
-            self.data[key] = str(value).encode()
-            self.cond.notify_all()
-            return value
-
-    def _wait(self, keys, timeout):
-        """The values of `keys` once all exist, or None after `timeout` seconds."""
-        with self.cond:
-            if not self.cond.wait_for(lambda: all(k in self.data for k in keys), timeout):
-                return None
-            return [self.data[k] for k in keys]
-
-    def _check(self, keys):
-        with self.cond:
-            return all(k in self.data for k in keys)
-
-    def _delete_key(self, key):
-        with self.cond:
-            return self.data.pop(key, None) is not None
-
-    def _num_keys(self):
-        with self.cond:
-            return len(self.data)
 
     def close(self):
         self.sock.close()
 
 
-class TCPStore:
+class TCPStore(Store):
     """A key-value store at `host_name:port`, served by the process with `is_master=True`.
 
     `port=0` on the master picks a free port (read it back from `.port`). Clients retry the
@@ -147,21 +101,22 @@ class TCPStore:
 
     def __init__(self, host_name, port, world_size=None, is_master=False,
                  timeout=timedelta(seconds=300), wait_for_workers=True):
-        self.host, self.timeout = host_name, _seconds(timeout)
+        super().__init__(timeout)
+        self.host, self.world_size = host_name, world_size
         self._server = _Server(host_name, port) if is_master else None
         self.port = self._server.port if is_master else port
         self._lock = threading.Lock()
         self._sock = self._connect()
 
     def _connect(self):
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout.total_seconds()
         while True:
             try:
                 return socket.create_connection((self.host, self.port), timeout=None)
             except OSError as e:
                 if time.monotonic() > deadline:
                     raise DistStoreError(f"TCPStore: could not connect to {self.host}:{self.port} "
-                                       f"within {self.timeout:g} s ({e})") from None
+                                       f"within {self._seconds:g} s ({e})") from None
                 time.sleep(0.05)
 
     def _call(self, op, *args):
@@ -169,39 +124,12 @@ class TCPStore:
             _send(self._sock, (op, args))
             return _recv(self._sock)
 
-    def set(self, key, value):
-        """Store `value` (bytes or str) under `key`."""
-        self._call("set", key, value.encode() if isinstance(value, str) else bytes(value))
+    def _where(self):
+        return f" at {self.host}:{self.port}"
 
-    def get(self, key):
-        """The value of `key`, waiting up to the store's timeout for it to be set."""
-        return self.wait([key])[0]
-
-    def add(self, key, amount):
-        """Add `amount` to the integer under `key` (0 when absent) and return the new value."""
-        return self._call("add", key, int(amount))
-
-    def wait(self, keys, timeout=None):
-        """Block until every key in `keys` is set; returns their values."""
-        timeout = self.timeout if timeout is None else _seconds(timeout)
-        values = self._call("wait", list(keys), timeout)
-        if values is None:
-            raise DistStoreError(f"TCPStore: timed out after {timeout:g} s waiting for keys "
-                               f"{list(keys)} at {self.host}:{self.port}")
-        return values
-
-    def check(self, keys):
-        """True when every key in `keys` is set (does not wait)."""
-        return self._call("check", list(keys))
-
-    def delete_key(self, key):
-        return self._call("delete_key", key)
-
-    def num_keys(self):
-        return self._call("num_keys")
-
-    def set_timeout(self, timeout):
-        self.timeout = _seconds(timeout)
+    def clone(self):
+        """Another client of the same store, with a connection of its own."""
+        return TCPStore(self.host, self.port, self.world_size, timeout=self.timeout)
 
     def close(self):
         """Close this client's connection, and the server on the master."""

@@ -22,11 +22,12 @@ class Work:
 
     `wait_fn` finishes the collective (and any copy back it needs); `test_fn` returns True once
     it has completed, without blocking; a receive's `source_fn` gives the rank it heard from.
+    The collective that returns it records its output tensors, for `result()` and futures.
     """
 
     def __init__(self, wait_fn, test_fn, source_fn=None):
         self._wait_fn, self._test_fn, self._done = wait_fn, test_fn, False
-        self._source_fn = source_fn
+        self._source_fn, self._outputs = source_fn, []
 
     def wait(self, timeout=None):
         if not self._done:
@@ -42,6 +43,22 @@ class Work:
     def is_success(self):
         return self.is_completed()
 
+    def result(self):
+        """The collective's output tensors (once waited on, they hold its result)."""
+        return list(self._outputs)
+
+    def get_future(self):
+        """A genesis.futures.Future of `result()`, completed by waiting on this Work."""
+        from ..futures import Future
+
+        def finish():
+            self.wait()
+            fut.set_result(self.result())
+        fut = Future._waiting_on(finish)
+        if self._done:
+            fut.set_result(self.result())
+        return fut
+
     def _source_rank(self):
         """The group rank a receive from any source got its message from."""
         if self._source_fn is None:
@@ -49,3 +66,9 @@ class Work:
         self.wait()
         return self._source_fn()
 
+
+
+def supports_complex(reduceOp):
+    """Whether `reduceOp` may reduce complex tensors: never in genesis, which has no complex
+    dtypes (PyTorch answers True for SUM, AVG and the like)."""
+    return False

@@ -3,15 +3,19 @@
 Parameters are packed, in reverse order (roughly the order backward produces their gradients),
 into flat buckets of at most `bucket_cap_mb` of one dtype and device. A post-accumulate hook on
 each parameter copies its gradient into its bucket; a bucket whose gradients are all in is
-all-reduced (averaged) at once, asynchronously, while backward computes the rest. Buckets are
+reduced at once, asynchronously, while backward computes the rest: by the registered
+communication hook, or by DDP's own (divide by the world size, all-reduce the sum). Buckets are
 launched in index order so that every rank issues the same collectives in the same order. The
-last gradient of the iteration waits for the reductions and copies the averages back to `.grad`.
+last gradient of the iteration waits for the hooks' futures and copies their results back to
+`.grad`. A rank that has joined (uneven inputs) matches the reductions with zero buckets.
 """
 
 from ... import distributed as dist
 from ...autograd.function import AccumulateGrad
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import zeros
+from ...distributed.algorithms.ddp_comm_hooks.default_hooks import sum_future
+from ...distributed.grad_bucket import GradBucket
+from ...ops.creation import zeros, zeros_like
 
 
 class _Bucket:
@@ -47,9 +51,10 @@ def _bucket_params(params, cap_bytes):
 class Reducer:
     """Averages the gradients of `params` over the world during backward."""
 
-    def __init__(self, params, bucket_cap_mb, find_unused_parameters):
-        self.params = params
+    def __init__(self, params, bucket_cap_mb, find_unused_parameters, process_group):
+        self.params, self.group = params, process_group
         self.find_unused = find_unused_parameters
+        self.comm_state = self.comm_hook = self.count_work = None
         self.buckets = [_Bucket(b) for b in
                         _bucket_params(list(reversed(params)), bucket_cap_mb * 2 ** 20)]
         self.where = {id(p): (b, i) for b, bucket in enumerate(self.buckets)
@@ -69,7 +74,7 @@ class Reducer:
                 f"the loss. Parameter indices that did not receive a gradient: {missing}")
         self.armed, self.ready, self.used = True, set(), set()
         self.pending = [len(b.params) for b in self.buckets]
-        self.works, self.next_launch = [], 0
+        self.futures, self.next_launch = [], 0
         if self.find_unused:
             reached = _leaves_reached(outputs)
             for p in self.params:
@@ -92,16 +97,16 @@ class Reducer:
         self.ready.add(id(p))
         self.pending[b] -= 1
         while self.next_launch < len(self.buckets) and self.pending[self.next_launch] == 0:
-            flat = self.buckets[self.next_launch].flat
-            self.works.append(dist.all_reduce(flat, dist.ReduceOp.AVG, async_op=True))
+            buffer = self.buckets[self.next_launch].flat
+            self.futures.append(self.run_comm_hook(self.next_launch, buffer))
             self.next_launch += 1
         if self.next_launch == len(self.buckets):
             self._finish()
 
     def _finish(self):
         """Wait for the reductions and write the averaged gradients back to `.grad`."""
-        for work in self.works:
-            work.wait()
+        for bucket, fut in zip(self.buckets, self.futures):
+            _take_result(bucket.flat, fut.wait())
         used = self._globally_used() if self.find_unused else None
         with no_grad():
             for bucket in self.buckets:
@@ -110,14 +115,60 @@ class Reducer:
                         _write_grad(p, bucket.slice(i))
         self.armed = False
 
+    def register_comm_hook(self, state, hook):
+        """Reduce each bucket with `hook(state, GradBucket)`, which returns a Future."""
+        if self.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        self.comm_state, self.comm_hook = state, hook
+
+    def set_count_work(self, work, divide_by_initial_world_size):
+        """Under join: the Work of the count of ranks still training, which DDP's own reduction
+        divides by unless `divide_by_initial_world_size`."""
+        self.count_work = None if divide_by_initial_world_size else work
+
+    def run_comm_hook(self, index, buffer):
+        """The Future of bucket `index`'s reduction, with `buffer` as its gradients."""
+        bucket = self.buckets[index]
+        grad_bucket = GradBucket(index, buffer, bucket.params, bucket.offsets,
+                                 index == len(self.buckets) - 1)
+        if self.comm_hook is not None:
+            return self.comm_hook(self.comm_state, grad_bucket)
+        return sum_future(self.group, buffer.div_(self._divide_by()))
+
+    def _divide_by(self):
+        if self.count_work is None:
+            return self.group.size()
+        self.count_work.wait()
+        return self.count_work.result()[0].item()
+
+    def match_backward(self):
+        """A joined rank's share of one backward: every bucket reduced with zeros (and the
+        used-parameter flags, with find_unused_parameters)."""
+        futures = [self.run_comm_hook(i, zeros_like(b.flat)) for i, b in enumerate(self.buckets)]
+        for fut in futures:
+            fut.wait()
+        if self.find_unused:
+            self._globally_used()
+
     def _globally_used(self):
         """Which parameters got a gradient on at least one rank (others keep `.grad` None)."""
         flags = zeros(len(self.params), device=self.params[0].device)
         for k, p in enumerate(self.params):
             if id(p) in self.used:
                 flags[k] = 1.0
-        dist.all_reduce(flags, dist.ReduceOp.MAX)
+        dist.all_reduce(flags, dist.ReduceOp.MAX, group=self.group)
         return {id(p): f > 0 for p, f in zip(self.params, flags.tolist())}
+
+
+def _take_result(flat, result):
+    """Copy a hook's result (the reduced bucket, maybe of another dtype) into `flat`."""
+    if result is flat:
+        return
+    if result.numel() != flat.numel():
+        raise RuntimeError(f"The comm hook's future must hold a tensor of the bucket's "
+                           f"{flat.numel()} elements, got shape {tuple(result.shape)}")
+    flat.copy_(result.reshape(flat.shape))
 
 
 def _write_grad(p, averaged):
