@@ -53,8 +53,8 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import (accelerator, amp, cpu, distributed, func, functional, hub, jit, models,
-               multiprocessing, onnx, profiler, signal, xpu)
+from . import (accelerator, amp, cpu, distributed, func, functional, futures, hub, jit,
+               models, multiprocessing, onnx, profiler, signal, xpu)
 from .func import vmap
 from .cuda import OutOfMemoryError
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)

@@ -65,7 +65,6 @@ MODULES_LEFT_OUT = {
     "library": "registers custom ATen operators; genesis ops are Python functions",
     "classes": "TorchScript custom classes",
     "monitor": "the C++ event and stat logging of the TorchScript runtime",
-    "futures": "futures of the RPC framework, which genesis does not have",
     "masked": "masked tensors, a prototype in PyTorch",
     "nested": "nested tensors (out of scope)",
     "sparse": "sparse layouts (out of scope)",
