@@ -36,14 +36,15 @@ FUNCTIONS = (
     "logical_not logical_or logical_xor logit logspace logsumexp lt lu_solve lu_unpack "
     "masked_select matmul matrix_power max maximum mean median min minimum mm mode msort mul "
     "multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum ne neg "
-    "negative nextafter nonzero norm normal not_equal nuclear_norm ones outer polygamma pow "
+    "negative nextafter nonzero norm normal not_equal nuclear_norm ones orgqr outer polygamma pow "
     "prod qr quantile rad2deg rand randint randn randperm range reciprocal remainder renorm "
     "round row_stack rsqrt scatter scatter_add scatter_reduce searchsorted sgn sigmoid sign "
     "signbit sin sinc sinh slice_scatter softmax sort sqrt square stack std sub subtract sum "
     "svd take take_along_dim tan tanh tensordot threshold topk triangular_solve tril triu "
     "true_divide trunc var vdot vstack where xlogy zeros").split()
 LINALG_FUNCTIONS = (
-    "cholesky cholesky_ex cond cross det eigh eigvalsh inv inv_ex lstsq lu lu_factor lu_factor_ex "
+    "cholesky cholesky_ex cond cross det eigh eigvalsh householder_product inv inv_ex ldl_factor "
+    "ldl_factor_ex ldl_solve lstsq lu lu_factor lu_factor_ex "
     "lu_solve matmul matrix_norm matrix_power matrix_rank multi_dot norm pinv qr "
     "slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot "
     "vector_norm").split()

@@ -73,8 +73,8 @@ LEFT_OUT = {
     "eig": "removed from PyTorch (it raises there); its results are complex (out of scope)",
     "symeig": "removed from PyTorch (it raises there); linalg.eigh",
     "matrix_rank": "removed from PyTorch (it raises there); linalg.matrix_rank",
-    "geqrf": "LAPACK's Householder form of QR, for orgqr/ormqr; linalg.qr gives Q and R",
-    "orgqr": "takes geqrf's Householder form (see geqrf)",
+    "geqrf": "LAPACK's Householder form of QR, for orgqr/ormqr; linalg.qr gives Q and R (orgqr, "
+             "as linalg.householder_product, takes such a form made otherwise)",
     "ormqr": "takes geqrf's Householder form (see geqrf)",
     "lobpcg": "iterative eigensolver for large sparse matrices (sparse layouts are out of "
               "scope); linalg.eigh solves dense ones",

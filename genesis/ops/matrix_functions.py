@@ -12,6 +12,7 @@ from .. import dtypes
 from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
+from .householder import householder_product as orgqr
 from .linalg import matmul
 from .random import randn
 from .reduce import amax, amin, cumprod, sum, vector_norm
@@ -387,6 +388,7 @@ class MatrixFunctionsMethods:
     matrix_exp = matrix_exp
     lu = lu
     lu_solve = lu_solve
+    orgqr = orgqr
 
     def svd(self, some=True, compute_uv=True):
         """`torch.svd` of this tensor: (U, S, V), reduced unless some=False."""
@@ -395,7 +397,7 @@ class MatrixFunctionsMethods:
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "svd", "qr", "pinverse",
            "matrix_power", "cholesky_solve", "cholesky_inverse", "triangular_solve", "cross",
-           "matrix_exp", "lu", "lu_unpack", "lu_solve", "frobenius_norm", "nuclear_norm",
+           "matrix_exp", "lu", "lu_unpack", "lu_solve", "orgqr", "frobenius_norm", "nuclear_norm",
            "svd_lowrank", "pca_lowrank"]
 
 det = dec.det

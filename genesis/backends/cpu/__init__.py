@@ -10,3 +10,4 @@ from . import optim_extra  # noqa: F401
 from . import shared  # noqa: F401
 from . import special  # noqa: F401
 from . import polynomials  # noqa: F401
+from . import ldl  # noqa: F401

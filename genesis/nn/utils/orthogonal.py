@@ -11,6 +11,7 @@ import math
 
 from ...autograd.grad_mode import no_grad
 from ...ops import creation, random
+from ...ops.householder import householder_product
 from ...ops.shape_copies import cat, stack
 from ..modules.module import Module
 from . import parametrize
@@ -38,21 +39,6 @@ def matrix_exp(a):
     for _ in range(squarings):
         result = result @ result
     return result
-
-
-def householder_product(a, tau):
-    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of `a`
-    below the diagonal and 1 on it (LAPACK's orgqr, as torch.linalg.householder_product)."""
-    n, k = a.shape[-2], a.shape[-1]
-    q = _eye_like(a, n)
-    below = a.tril(-1)
-    for i in range(k):
-        unit = creation.zeros(n, dtype=a.dtype, device=a.device)
-        unit[i] = 1
-        v = below[..., :, i] + unit
-        qv = q @ v.unsqueeze(-1)
-        q = q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * (qv @ v.unsqueeze(-2))
-    return q[..., :k]
 
 
 def _make_orthogonal(a):
