@@ -54,7 +54,8 @@ def test_requires_grad_gives_a_differentiable_window():
     (lambda m: m.kaiser(4, beta=-1.0), ValueError, "beta must be non-negative"),
     (lambda m: m.general_cosine(4, a=3), TypeError, "Coefficients must be a list/tuple"),
     (lambda m: m.general_cosine(4, a=[]), ValueError, "Coefficients cannot be empty"),
-], ids=["negative M", "negative M of hann", "dtype", "std", "tau", "center", "beta", "a type", "a empty"])
+], ids=["negative M", "negative M of hann", "dtype", "std", "tau", "center", "beta", "a type",
+        "a empty"])
 def test_errors_as_torch(call, error, text):
     for module in (W, TW):
         with pytest.raises(error, match=text):
