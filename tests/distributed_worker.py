@@ -100,7 +100,7 @@ def check_gathers(rank, world):
     every = [rank_data((2, 3), r) for r in range(world)]
     for dtype in ("float32", "bfloat16"):
         out = empty((2 * world, 3), dtype=DTYPES[dtype][0])
-        dist.all_gather_into_tensor(out, tensor(every[rank], dtype))
+        dist.all_gather_single(out, tensor(every[rank], dtype))
         close(host(out.to(genesis.float64)),
               host(tensor(np.concatenate(every), dtype).to(genesis.float64)), dtype)
     parts = [empty((2, 3)) for _ in range(world)]
@@ -125,7 +125,7 @@ def check_reduce_scatter(rank, world):
     every = [rank_data((3 * world, 2), r) for r in range(world)]
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MIN):
         out = empty((3, 2), dtype=genesis.float64)
-        dist.reduce_scatter_tensor(out, on_device(every[rank], dtype=genesis.float64), op)
+        dist.reduce_scatter_single(out, on_device(every[rank], dtype=genesis.float64), op)
         close(host(out), OPS[op](np.stack(every), axis=0)[3 * rank:3 * rank + 3], "float64")
 
 
@@ -136,7 +136,7 @@ def check_errors(rank, world):
                  lambda: dist.all_reduce(ones(3, dtype=genesis.int64),
                                          dist.ReduceOp.AVG))
     expect_error(ValueError, "world_size",
-                 lambda: dist.all_gather_into_tensor(empty(5), empty(3)))
+                 lambda: dist.all_gather_single(empty(5), empty(3)))
     expect_error(ValueError, f"is not a rank of a world of {world}",
                  lambda: dist.broadcast(empty(1), world))
 

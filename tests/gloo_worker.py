@@ -109,7 +109,7 @@ def check_rooted(rank, world, inputs):
 def check_gathers_and_scatters(rank, world, inputs):
     every = inputs.every((2, 3), genesis.float32, world)
     flat = genesis.empty(world * 2, 3)
-    dist.all_gather_into_tensor(flat, every[rank])
+    dist.all_gather_single(flat, every[rank])
     same(flat, np.concatenate([t.numpy() for t in every]))
     listed = [genesis.empty(2, 3) for _ in range(world)]
     dist.all_gather(listed, every[rank], async_op=True).wait()
@@ -118,7 +118,7 @@ def check_gathers_and_scatters(rank, world, inputs):
     for op in (R.SUM, R.MAX):
         every = inputs.every((world * 2, 3), genesis.float32, world)
         out = genesis.empty(2, 3)
-        dist.reduce_scatter_tensor(out, every[rank], op)
+        dist.reduce_scatter_single(out, every[rank], op)
         same(out, expected(every, op)[2 * rank:2 * rank + 2])
     every = [inputs.every((4,), genesis.float32, world) for _ in range(world)]
     out = genesis.empty(4)
@@ -224,7 +224,7 @@ def check_errors(rank, world):
     with pytest.raises(ValueError, match="Tensors must be contiguous"):
         dist.all_reduce(genesis.ones(3, 2).t())
     with pytest.raises(ValueError, match="Invalid usage of tensors with different dtypes"):
-        dist.all_gather_into_tensor(genesis.empty(world, dtype=genesis.float64), genesis.ones(1))
+        dist.all_gather_single(genesis.empty(world, dtype=genesis.float64), genesis.ones(1))
 
 
 def collectives(rank, world, port, seed):

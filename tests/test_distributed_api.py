@@ -46,8 +46,6 @@ LEFT_OUT = {
     "shrink_group": "rebuilds a C++ communicator without failed ranks (fault tolerance)",
     "split_group": "ncclCommSplit-based groups; new_group serves",
     "all_gather_coalesced": "deprecated in PyTorch; all_gather over each tensor serves",
-    "all_gather_single": "new in torch 2.13, not yet done; all_gather_into_tensor serves",
-    "reduce_scatter_single": "new in torch 2.13, not yet done; reduce_scatter_tensor serves",
 }
 
 FLOOR = 0.99

@@ -53,8 +53,17 @@ def test_one_rank_world_without_other_processes(monkeypatch):
         dist.all_reduce(t, dist.ReduceOp.PRODUCT)
         assert t.tolist() == [1.0, 2.0]
         out = genesis.empty(2)
-        dist.all_gather_into_tensor(out, t)
+        dist.all_gather_single(out, t)
         assert out.tolist() == [1.0, 2.0]
+        with pytest.warns(FutureWarning, match="`torch.distributed.all_gather_into_tensor` is "
+                                               "deprecated. Please use `torch.distributed."
+                                               "all_gather_single` instead."):
+            dist.all_gather_into_tensor(out, t * 2)
+        assert out.tolist() == [2.0, 4.0]
+        with pytest.warns(FutureWarning, match="`torch.distributed.reduce_scatter_tensor` is "
+                                               "deprecated"):
+            dist.reduce_scatter_tensor(t, out)
+        assert t.tolist() == [2.0, 4.0]
         if genesis.cuda.is_available():
             with pytest.raises(ValueError, match="all_reduce: the gloo backend works on cpu "
                                                  "tensors, got a tensor on cuda:0"):

@@ -138,8 +138,8 @@ def test_synchronous_collectives_order_the_compute_stream_without_blocking_the_h
     log = fake_world
     out, inp = genesis.empty(4), genesis.ones(4)
     log.clear()
-    assert dist.all_gather_into_tensor(out, inp) is None
-    dist.reduce_scatter_tensor(out, inp, dist.ReduceOp.MAX)
+    assert dist.all_gather_single(out, inp) is None
+    dist.reduce_scatter_single(out, inp, dist.ReduceOp.MAX)
     dist.broadcast(inp, 0)
     dist.reduce(inp, 0, dist.ReduceOp.MIN)
     launches = [e for e in log if " on 42" in e]

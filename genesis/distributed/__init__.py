@@ -19,13 +19,14 @@ from .groups import (GroupMember, ProcessGroup, get_global_rank, get_group_rank,
 from .objects import (broadcast_object_list, gather_object, recv_object_list,
                       scatter_object_list, send_object_list)
 from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
-from .process_group import (all_gather, all_gather_into_tensor, all_gather_object, all_reduce,
-                            all_reduce_coalesced, all_to_all, all_to_all_single, barrier,
+from .process_group import (all_gather, all_gather_into_tensor, all_gather_object,
+                            all_gather_single, all_reduce, all_reduce_coalesced, all_to_all,
+                            all_to_all_single, barrier,
                             broadcast, default_pg_timeout, destroy_process_group, gather,
                             get_backend, get_pg_count, get_rank, get_world_size,
                             init_process_group, is_available, is_initialized,
                             monitored_barrier, new_group, reduce, reduce_scatter,
-                            reduce_scatter_tensor, scatter)
+                            reduce_scatter_single, reduce_scatter_tensor, scatter)
 from .rendezvous import is_torchelastic_launched
 from .store import TCPStore
 from .store_api import Store
@@ -35,7 +36,8 @@ from .work import ReduceOp, Work, supports_complex
 
 __all__ = ["init_process_group", "destroy_process_group", "is_available", "is_initialized",
            "get_rank", "get_world_size", "get_backend", "all_reduce", "broadcast", "reduce",
-           "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "gather", "scatter",
+           "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "all_gather_single",
+           "reduce_scatter_single", "gather", "scatter",
            "barrier", "all_gather_object", "ReduceOp", "Work", "TCPStore", "DistError",
            "DistStoreError", "DistBackendError", "send", "recv", "isend", "irecv", "P2POp",
            "batch_isend_irecv", "all_to_all", "all_to_all_single", "reduce_scatter",

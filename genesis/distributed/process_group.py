@@ -280,33 +280,51 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     return _finish(pg._backend.reduce(tensor, root, op), async_op, [tensor])
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Every rank's `input_tensor`, concatenated along dim 0 in rank order, into `output_tensor`."""
-    pg = member_group("all_gather_into_tensor", group)
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """Every rank's `input_tensor`, concatenated (or stacked) along dim 0 in rank order, into
+    `output_tensor`."""
+    pg = member_group("all_gather_single", group)
     if pg is None:
         return None
-    same_dtype("all_gather_into_tensor", [output_tensor, input_tensor])
-    _check_sizes("all_gather_into_tensor", output_tensor, input_tensor, pg.size())
-    _check("all_gather_into_tensor", pg._backend, output_tensor, input_tensor)
+    same_dtype("all_gather_single", [output_tensor, input_tensor])
+    _check_sizes("all_gather_single", output_tensor, input_tensor, pg.size())
+    _check("all_gather_single", pg._backend, output_tensor, input_tensor)
     return _finish(pg._backend.all_gather_into_tensor(output_tensor, input_tensor), async_op,
                    [output_tensor])
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce `input` over the group; group rank r gets the r-th of its equal dim-0 chunks."""
-    pg = member_group("reduce_scatter_tensor", group)
+    pg = member_group("reduce_scatter_single", group)
     if pg is None:
         return None
-    _check_op("reduce_scatter_tensor", pg._backend, input, op)
-    same_dtype("reduce_scatter_tensor", [output, input])
-    _check_sizes("reduce_scatter_tensor", input, output, pg.size())
-    _check("reduce_scatter_tensor", pg._backend, output, input)
+    _check_op("reduce_scatter_single", pg._backend, input, op)
+    same_dtype("reduce_scatter_single", [output, input])
+    _check_sizes("reduce_scatter_single", input, output, pg.size())
+    _check("reduce_scatter_single", pg._backend, output, input)
     return _finish(pg._backend.reduce_scatter_tensor(output, input, op), async_op, [output])
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """all_gather_single's former name, deprecated as in torch 2.13."""
+    _deprecated("all_gather_into_tensor", "all_gather_single")
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """reduce_scatter_single's former name, deprecated as in torch 2.13."""
+    _deprecated("reduce_scatter_tensor", "reduce_scatter_single")
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _deprecated(old, new):
+    warnings.warn(f"`torch.distributed.{old}` is deprecated. Please use "
+                  f"`torch.distributed.{new}` instead.", FutureWarning, stacklevel=3)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce the ranks' `input_list`s element by element; group rank r gets `input_list[r]`'s
-    reduction (one reduce_scatter_tensor of the stacked list)."""
+    reduction (one reduce_scatter_single of the stacked list)."""
     _check_tensor_list("reduce_scatter", input_list, "input_list")
     same_dtype("reduce_scatter", [output] + input_list)
     pg = member_group("reduce_scatter", group)
@@ -318,7 +336,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
                          f"{[tuple(t.shape) for t in input_list]}")
     from .. import stack
     flat = stack([t.reshape(-1) for t in input_list])
-    return reduce_scatter_tensor(output, flat, op, pg, async_op)
+    return reduce_scatter_single(output, flat, op, pg, async_op)
 
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
@@ -407,7 +425,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
                          f"of {pg.size()}")
     from .. import empty
     flat = empty((pg.size(), *tensor.shape), dtype=tensor.dtype, device=tensor.device)
-    work = all_gather_into_tensor(flat, tensor.contiguous(), pg, async_op=True)
+    work = all_gather_single(flat, tensor.contiguous(), pg, async_op=True)
     return _finish(then_copy(work, tensor_list, flat), async_op, tensor_list)
 
 

@@ -52,9 +52,9 @@ def test_every_collective(nccl_world, rng):
     dist.reduce(t, 0)
     np.testing.assert_array_equal(t.cpu().numpy(), host)
     out = genesis.empty((4, 5), device="cuda")
-    dist.all_gather_into_tensor(out, t)
+    dist.all_gather_single(out, t)
     np.testing.assert_array_equal(out.cpu().numpy(), host)
-    dist.reduce_scatter_tensor(out, t, dist.ReduceOp.AVG)
+    dist.reduce_scatter_single(out, t, dist.ReduceOp.AVG)
     np.testing.assert_array_equal(out.cpu().numpy(), host)
     parts = [genesis.empty((4, 5), device="cuda")]
     dist.all_gather(parts, t)
