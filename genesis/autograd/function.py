@@ -30,7 +30,9 @@ class Node:
     _edges = ()
     _tensor_hooks = MappingProxyType({})
     _retain_grad_refs = MappingProxyType({})
+    _pre_hooks = None
     _post_hooks = None
+    _hooked = False  # a hook was registered on the node or its outputs: the engine looks for them
 
     def name(self):
         return type(self).__name__
@@ -48,24 +50,47 @@ class Node:
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
 
+    @property
+    def metadata(self):
+        """A dict kept on the node for the user's own annotations."""
+        return self.__dict__.setdefault("_metadata", {})
+
     def register_hook(self, hook):
-        """`hook(grad_inputs, grad_outputs)` runs after this node computes its input gradients."""
-        from ..tensor import RemovableHandle
-        if self._post_hooks is None:
-            self._post_hooks = {}
-        return RemovableHandle(self._post_hooks, hook)
+        """`hook(grad_inputs, grad_outputs)` runs after this node computes its input gradients;
+        what it returns (if not None) replaces grad_inputs."""
+        return _add_hook(self, "_post_hooks", hook)
+
+    def register_prehook(self, hook):
+        """`hook(grad_outputs)` runs before this node, after its outputs' tensor hooks; a tuple
+        it returns replaces grad_outputs."""
+        return _add_hook(self, "_pre_hooks", hook)
 
     def tensor_hooks(self, output_nr):
         """The hooks of this node's output `output_nr` (the dict `Tensor.register_hook` fills)."""
         if "_tensor_hooks" not in self.__dict__:
             self._tensor_hooks = {}
+        self._hooked = True
         return self._tensor_hooks.setdefault(output_nr, {})
 
     def retain_grad_of(self, tensor):
         """Set `tensor.grad` (an output of this node) whenever a gradient reaches it."""
         if "_retain_grad_refs" not in self.__dict__:
             self._retain_grad_refs = {}
+        self._hooked = True
         self._retain_grad_refs[tensor._output_nr] = weakref.ref(tensor)
+
+
+graph.Node.register(Node)
+
+
+def _add_hook(node, attr, hook):
+    """Register `hook` in the node's dict `attr` (made on first use); returns its handle."""
+    from ..tensor import RemovableHandle
+    hooks = node.__dict__.get(attr)
+    if hooks is None:
+        hooks = node.__dict__[attr] = {}
+    node._hooked = True
+    return RemovableHandle(hooks, hook)
 
 
 class AccumulateGrad(Node):
@@ -137,7 +162,8 @@ def _fresh_refcounts(tensor):
 
 
 def _may_steal(grad, leaf):
-    """True when `grad` can become `leaf.grad` as it is: same layout, and no one else holds it.
+    """True when `grad` can become `leaf.grad` as it is: same layout (unless
+    enforce_grad_layout_policy(False) waives it), and no one else holds it.
 
     `grad` must be referenced only by AccumulateGrad.accumulate's argument (one frame more than
     a bare argument), not be a view, and its array and storage must be referenced only by itself,
@@ -147,7 +173,8 @@ def _may_steal(grad, leaf):
     data_refs, storage_refs = _fresh_refcounts(grad)
     return (sys.getrefcount(grad) - 1 <= _REFS_OF_ARGUMENT and grad._base is None
             and grad.dtype is leaf.dtype
-            and (grad._data.strides == leaf._data.strides or grad.stride() == leaf.stride())
+            and (grad._data.strides == leaf._data.strides or grad.stride() == leaf.stride()
+                 or not grad_mode._state.grad_layout)
             and sys.getrefcount(grad._data) <= data_refs
             and sys.getrefcount(grad._storage) <= storage_refs)
 

@@ -1,6 +1,8 @@
-"""functional_call (a module run with given parameters and buffers) and stack_module_state
-(the state of several like modules stacked, ready for vmap)."""
+"""functional_call (a module run with given parameters and buffers), stack_module_state
+(the state of several like modules stacked, ready for vmap) and
+replace_all_batch_norm_modules_ (batch norms that keep no running statistics, for vmap)."""
 
+from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.utils.stateless import _functional_call
 from ..ops.shape_copies import stack
 
@@ -57,3 +59,14 @@ def stack_module_state(models):
     params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
     buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every batch norm of `root` (itself included) keep no running statistics, in place:
+    running_mean, running_var and num_batches_tracked become None and track_running_stats
+    False, so that vmap over a batch-normed model writes no shared buffer. Returns `root`."""
+    for module in root.modules():
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

@@ -1,6 +1,7 @@
-"""jvp: the function's output and its Jacobian applied to tangents, by the double-backward
-trick (genesis has no forward-mode AD): the vjp g(u) = J^T u is linear in a dummy cotangent u,
-so the gradient of g . t with respect to u is J t."""
+"""jvp and linearize: the function's output and its Jacobian applied to tangents, by the
+double-backward trick (genesis has no forward-mode AD): the vjp g(u) = J^T u is linear in a
+dummy cotangent u, so the gradient of g . t with respect to u is J t. linearize builds g once
+and applies it to each call's tangents."""
 
 from . import _autodiff
 from ._pytree import tree_flatten, tree_unflatten
@@ -28,12 +29,19 @@ def _check_primals(primals, tangents):
     return tangent_leaves
 
 
-def jacobian_vector(traced, tangents):
-    """J t for the traced run, one tensor per output leaf (flat)."""
-    keep = traced.keep or any(t.requires_grad for t in tangents)
+def vjp_graph(traced):
+    """(dummies, vjps): a dummy cotangent per output leaf and, per input, the graph of its
+    vjp g(u), ready to be differentiated with respect to the dummies."""
     with _autodiff.running():
         dummies = [o.new_zeros(o.shape).requires_grad_() for o in traced.out_leaves]
-        vjps = _autodiff.gradients(traced.out_leaves, traced.inputs, dummies, True)
+        return dummies, _autodiff.gradients(traced.out_leaves, traced.inputs, dummies, True)
+
+
+def pushed(traced, graph, tangents):
+    """J t for the traced run and its vjp `graph`, one tensor per output leaf (flat)."""
+    dummies, vjps = graph
+    keep = traced.keep or any(t.requires_grad for t in tangents)
+    with _autodiff.running():
         pairs = [(g, t) for g, t in zip(vjps, tangents) if g.requires_grad]
         return _autodiff.gradients([g for g, _ in pairs], dummies, [t for _, t in pairs], keep)
 
@@ -46,8 +54,39 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if strict and not all(o.requires_grad for o in traced.out_leaves):
         raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
                            "independent of the inputs. This is not allowed with strict=True.")
-    flat = jacobian_vector(traced, tangent_leaves)
+    flat = pushed(traced, vjp_graph(traced), tangent_leaves)
     out = tree_unflatten(_autodiff.detach_tree(flat, traced.keep), traced.out_spec)
     if has_aux:
         return traced.output, out, traced.aux
     return traced.output, out
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents), tangents shaped as the primals, gives J
+    tangents at `primals` with the output's structure. func runs once; its vjp's graph is built
+    once and kept (memory, as PyTorch's linearize keeps its traced graph), and each jvp_fn call
+    differentiates it."""
+    traced = Traced(func, primals, False, "linearize(func, *primals)")
+    graph = vjp_graph(traced)
+
+    def jvp_fn(*tangents):
+        leaves, spec = tree_flatten(tangents)
+        if spec != traced.in_spec:
+            raise RuntimeError(f"Expected the tangents {spec} to have the same argspec as the "
+                               f"primals {traced.in_spec}")
+        _check_like_primals(leaves, traced.in_leaves)
+        flat = pushed(traced, graph, leaves)
+        return tree_unflatten(_autodiff.detach_tree(flat, traced.keep), traced.out_spec)
+
+    return traced.output, jvp_fn
+
+
+def _check_like_primals(tangents, primals):
+    """PyTorch's linearize errors for a tangent whose shape, device or dtype is not its
+    primal's."""
+    for i, (t, p) in enumerate(zip(tangents, primals)):
+        for what, mine, theirs in (("shape", t.shape, p.shape), ("device", t.device, p.device),
+                                   ("dtype", t.dtype, p.dtype)):
+            if mine != theirs:
+                raise RuntimeError(f"tangent:{i} with {what} {mine} in flattened pytree doesn't "
+                                   f"match the {what} {theirs} of the corresponding primal.")

@@ -13,6 +13,7 @@ rebased (`genesis.autograd.views.rebase_history`).
 """
 
 from .. import dtypes
+from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.function import edge_of
 from ..autograd.views import rebase_history
@@ -29,7 +30,8 @@ def _has_internal_overlap(t):
 
 
 def check_inplace_target(self, op):
-    """Errors PyTorch raises before any in-place write to `self`."""
+    """Errors PyTorch raises before any in-place write to `self`; inside
+    allow_mutation_on_saved_tensors, then, a copy of what the graph saved from its memory."""
     if is_grad_enabled():
         if self._requires_grad and self.is_leaf:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
@@ -42,6 +44,8 @@ def check_inplace_target(self, op):
         raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the tensor "
                            "before performing the operation.")
+    if graph._mutation_context is not None:
+        graph._mutation_context.before_write(self)
 
 
 def snapshot_for_graph(self, *args):
