@@ -1,7 +1,8 @@
 """Ported GPT scripts (nanoGPT, build-nanogpt, minGPT, makemore, ng-video-lecture): the smallest
 models that use the same API, written once against a framework (`torch` or `genesis`), trained
 a few steps from the same initial weights in both; losses and gradient norms agree within 2e-4
-relative in float32 (the GPT runs measured against a float64 run, see assert_trajectory_close)."""
+relative in float32 (widened where torch's own float32 run drifts from its float64 run: see
+nn_compare.assert_trajectory_close)."""
 
 import copy
 import dataclasses
@@ -14,7 +15,7 @@ import torch
 
 import genesis
 from helpers import TORCH_DTYPES
-from nn_compare import copy_module
+from nn_compare import assert_trajectory_close, copy_module
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -168,19 +169,6 @@ def _batches(rng, n=2):
 def _gpt_pair(config, device):
     torch_model = gpt(torch, config)
     return torch_model, copy_module(gpt(genesis, config), torch_model, device)
-
-
-def assert_trajectory_close(got, expected, exact, rtol=2e-4):
-    """Genesis's float32 run is within `rtol` of the float64 run `exact`, widened by four times
-    the largest drift torch's own float32 run `expected` has shown up to each step: a few of
-    these trajectories amplify rounding (AdamW at lr 1e-2 meets gradients near zero), and there
-    both frameworks part from the exact run alike."""
-    got, expected, exact = (np.asarray(a, dtype=np.float64) for a in (got, expected, exact))
-    drift = np.maximum.accumulate(np.abs(expected - exact) / np.abs(exact), axis=-1)
-    error = np.abs(got - exact) / np.abs(exact)
-    assert (error <= rtol + 4 * drift).all(), (
-        f"genesis {got} against float64 {exact}: relative error {error}, "
-        f"bound {rtol} + 4 x torch float32's drift {drift}")
 
 
 @pytest.mark.parametrize("config", [GPTConfig(), GPTConfig(bias=False, gelu="tanh"),
