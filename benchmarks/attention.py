@@ -6,7 +6,10 @@ benchmarks/train_step.py's float32 models; each case times one forward and one b
 gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
 Genesis/torch ratio of times, for Genesis's one-pass backward (the default) and its
-deterministic one (under genesis.use_deterministic_algorithms(True)).
+deterministic one (under genesis.use_deterministic_algorithms(True)). A second table times
+attention under a key-padding mask (the last eighth of each sequence's keys hidden, as in a
+padded batch; not causal) in bf16: Genesis runs its float32 composite there, torch its
+memory-efficient kernel.
 
     python benchmarks/attention.py [--json PATH] [--reps N]
     python benchmarks/attention.py --tiles [--dtype fp32] [--only forward|one_pass|two_pass]
@@ -47,6 +50,36 @@ def _step(lib, shape, dtype, rng, backward=True):
         if backward:
             out.backward(grad)
     return step
+
+
+def _masked_step(lib, shape, dtype, rng):
+    """A closure running forward and backward of attention under a key-padding mask."""
+    b, _, t, _ = shape
+    arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]
+    q, k, v, grad = (lib.tensor(a).to(dtype) for a in arrays)
+    for x in (q, k, v):
+        x.requires_grad_(True)
+    keep = np.arange(t) < t - t // 8
+    mask = lib.tensor(np.broadcast_to(keep, (b, 1, 1, t)).copy())
+    sdpa = lib.module.nn.functional.scaled_dot_product_attention
+
+    def step():
+        sdpa(q, k, v, attn_mask=mask).backward(grad)
+    return step
+
+
+def run_masked(reps):
+    """Rows of forward + backward ms under a key-padding mask, bf16, Genesis beside torch."""
+    ours, theirs = ops.Lib(genesis), ops.Lib(torch)
+    rng = np.random.default_rng()
+    rows = []
+    for shape in CASES:
+        genesis_ms = ops.device_ms(ours, _masked_step(ours, shape, genesis.bfloat16, rng), reps)
+        torch_ms = ops.device_ms(theirs, _masked_step(theirs, shape, torch.bfloat16, rng), reps)
+        rows.append({"shape": list(shape), "dtype": "bf16", "mask": "key padding",
+                     "genesis_ms": genesis_ms, "torch_ms": torch_ms,
+                     "ratio": genesis_ms / torch_ms})
+    return rows
 
 
 def _tflops(shape, ms):
@@ -163,9 +196,15 @@ def main():
               f"{r['genesis_deterministic_ms']:>12.3f}{r['torch_ms']:>10.3f}"
               f"{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}{r['ratio']:>8.2f}"
               f"{r['deterministic_ratio']:>15.2f}")
+    masked = run_masked(args.reps)
+    print(f"\nkey-padding mask, bf16\n{'B,H,T,D':<18}{'genesis ms':>12}{'torch ms':>10}"
+          f"{'ratio':>8}")
+    for r in masked:
+        print(f"{','.join(map(str, r['shape'])):<18}{r['genesis_ms']:>12.3f}"
+              f"{r['torch_ms']:>10.3f}{r['ratio']:>8.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(rows + masked, f, indent=1)
 
 
 if __name__ == "__main__":
