@@ -29,15 +29,23 @@ from genesis.utils.tensorboard import summary as genesis_summary
 
 def _events(root):
     """{directory relative to root: [events, wall times zeroed]} of every event file under
-    root, files in name order. Events compare as their text form (every field, floats to the
-    last bit, bytes escaped), which shows where they differ."""
+    root, files in the order they were opened. Events compare as their text form (every field,
+    floats to the last bit, bytes escaped), which shows where they differ."""
     runs = {}
-    for path in sorted(pathlib.Path(root).rglob("events.out.tfevents.*")):
+    for path in sorted(pathlib.Path(root).rglob("events.out.tfevents.*"), key=_opened):
         events = runs.setdefault(str(path.parent.relative_to(root)), [])
         for event in LegacyEventFileLoader(str(path)).Load():
             event.wall_time = 0
             events.append(str(event))
     return runs
+
+
+def _opened(path):
+    """(directory, second, counter) of an event file named events.out.tfevents.<second>.<host>.
+    <pid>.<counter><suffix> by tensorboard's writer: its counter, process-wide, orders files
+    opened in one second (as numbers: 10 after 9)."""
+    match = re.fullmatch(r"events\.out\.tfevents\.(\d+)\..+\.\d+\.(\d+)(.*)", path.name)
+    return str(path.parent), int(match.group(1)), int(match.group(2))
 
 
 class Lib:
