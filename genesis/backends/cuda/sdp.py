@@ -107,16 +107,6 @@ def enabled_backends():
     return [b for b in _state["priority"] if b in _state["enabled"]]
 
 
-def priority():
-    """The order in which enabled backends are tried."""
-    return _state["priority"]
-
-
-def set_priority_order(order):
-    """Try the backends in `order` (all of them, as `priority` returns)."""
-    _state["priority"] = tuple(order)
-
-
 def set_backends(backends, set_priority=False):
     """Enable exactly `backends`; with `set_priority`, try them in their order first."""
     backends = list(dict.fromkeys(backends))
@@ -124,6 +114,18 @@ def set_backends(backends, set_priority=False):
     if set_priority:
         _state["priority"] = tuple(backends) + tuple(
             b for b in _state["priority"] if b not in backends)
+
+
+@contextlib.contextmanager
+def backends_within(backends, set_priority=False):
+    """Within the block only `backends` are enabled (see set_backends); the flags and order in
+    force before are restored after it."""
+    saved = set(_state["enabled"]), _state["priority"]
+    try:
+        set_backends(backends, set_priority)
+        yield {}
+    finally:
+        _state["enabled"], _state["priority"] = saved
 
 
 @contextlib.contextmanager
@@ -139,12 +141,8 @@ def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
                               (SDPBackend.EFFICIENT_ATTENTION, enable_mem_efficient),
                               (SDPBackend.MATH, enable_math),
                               (SDPBackend.CUDNN_ATTENTION, enable_cudnn)) if on]
-    previous = enabled_backends()
-    set_backends(chosen)
-    try:
-        yield {}
-    finally:
-        set_backends(previous)
+    with backends_within(chosen) as context:
+        yield context
 
 
 class SDPAParams:

@@ -28,11 +28,5 @@ def sdpa_kernel(backends, set_priority=False):
         raise AssertionError(f"Backend must be an instance of SDPBackend or a list of SDPBackend "
                              f"instances, got {type(backends).__name__}")
     backends = [backends] if isinstance(backends, SDPBackend) else backends
-    previous = sdp.enabled_backends()
-    saved_priority = sdp.priority()
-    try:
-        sdp.set_backends(backends, set_priority)
-        yield {}
-    finally:
-        sdp.set_backends(previous)
-        sdp.set_priority_order(saved_priority)
+    with sdp.backends_within(backends, set_priority) as context:
+        yield context

@@ -19,6 +19,13 @@ class CausalVariant(enum.IntEnum):
     LOWER_RIGHT = 2
 
 
+def causal_mask(seq_len_q, seq_len_kv, device, offset=0):
+    """Bool (L, S) mask letting query i attend to keys 0..i + offset (0: top-left aligned),
+    made on `device`."""
+    ones = creation.ones((seq_len_q, seq_len_kv), dtype=dtypes.bool_, device=device)
+    return shape_copies.tril(ones, offset)
+
+
 class CausalBias:
     """A causal (L, S) attention mask of one variant, kept as its sizes rather than a tensor.
     Made by causal_upper_left and causal_lower_right."""
@@ -33,10 +40,8 @@ class CausalBias:
 
     def _materialize(self, device=None):
         """The bool mask itself (True: may attend), on `device` (default: the CPU)."""
-        ones = creation.ones((self.seq_len_q, self.seq_len_kv), dtype=dtypes.bool_,
-                             device=device or "cpu")
         offset = 0 if self.variant == CausalVariant.UPPER_LEFT else self.seq_len_kv - self.seq_len_q
-        return shape_copies.tril(ones, offset)
+        return causal_mask(self.seq_len_q, self.seq_len_kv, device or "cpu", offset)
 
     def __repr__(self):
         return repr(self._materialize())

@@ -30,7 +30,7 @@ from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
 from ...settings import are_deterministic_algorithms_enabled
-from ..attention.bias import CausalBias, CausalVariant
+from ..attention.bias import CausalBias, CausalVariant, causal_mask
 from . import sdpa_backends
 from ._utils import warn
 from .activation import softmax
@@ -38,12 +38,6 @@ from .dropout import dropout
 from .linear import linear
 from .padding import pad
 from .sdpa_backends import GPU_FUSED_DTYPES
-
-
-def _causal_mask(query_len, key_len, device):
-    """Bool (L, S) mask allowing position i to attend to keys 0..i (top-left aligned), made on
-    the device."""
-    return shape_copies.tril(creation.ones((query_len, key_len), dtype=dtypes.bool_, device=device))
 
 
 def _repeat_heads(x, groups):
@@ -61,7 +55,7 @@ def _attention_weights(scores, attn_mask, is_causal):
     causal mask alone always leaves key 0, so it needs no such fix.
     """
     if is_causal:
-        causal = _causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
+        causal = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
         if attn_mask is None:
             return softmax(ew.where(causal, scores, -math.inf), -1)
         scores = ew.where(causal, scores, -math.inf)

@@ -179,10 +179,9 @@ def choose(p, fits=None):
 
 
 def _warn_why_not(p, fused_on):
-    reasons = list(_fused_reasons(p))
+    reasons, enabled = list(_fused_reasons(p)), sdp.enabled_backends()
     for backend in sorted(fused_on, key=(EFFICIENT, FLASH, CUDNN).index):
         warn(_HEADERS[backend])
-        for reason in ([_DISABLED[backend]] if backend not in sdp.enabled_backends()
-                       else reasons):
+        for reason in [_DISABLED[backend]] if backend not in enabled else reasons:
             warn(reason)
 
