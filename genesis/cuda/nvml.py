@@ -60,7 +60,7 @@ def utilization(device=None):
 def temperature(device=None):
     """The GPU die's temperature in degrees C, averaged over the last sample period."""
     nvml, handle = _query(device)
-    return nvml.device_get_temperature_v(handle, nvml.TemperatureSensors.GPU)
+    return nvml.device_get_temperature_v(handle, nvml.TemperatureSensors.TEMPERATURE_GPU)
 
 
 def power_draw(device=None):

@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.attention.bias  # noqa: F401  (torch 2.11 does not import it with torch.nn.attention)
 import torch.nn.functional as TF
 from helpers import assert_close, from_torch, skip_no_cuda
 

@@ -49,8 +49,20 @@ def _converted(x, dst, TO_BOOL: tl.constexpr):
     to = dst.dtype.element_ty
     if (to == tl.float16 or to == tl.bfloat16) and x.dtype != tl.float16 \
             and x.dtype != tl.bfloat16 and x.dtype != tl.float32:
+        if to == tl.bfloat16 and x.dtype.is_int():
+            return _bfloat16_rn(x.to(tl.float32))
         x = x.to(tl.float32)
     return x.to(to)
+
+
+@triton.jit
+def _bfloat16_rn(x):
+    """The finite float32 `x` rounded to bfloat16, to nearest even, in integer arithmetic: LLVM
+    folds an integer's conversion to float32 and then to bfloat16 into one conversion (a single
+    rounding, cvt.rn.bf16.s64), which this keeps apart."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
 
 
 @triton.jit
