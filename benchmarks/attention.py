@@ -8,7 +8,7 @@ TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) 
 Genesis/torch ratio of times, for Genesis's one-pass backward (the default) and its
 deterministic one (under genesis.use_deterministic_algorithms(True)). A second table times
 attention under a key-padding mask (the last eighth of each sequence's keys hidden, as in a
-padded batch; not causal) in bf16: Genesis runs its float32 composite there, torch its
+padded batch; not causal) in bf16, Genesis's fused kernels reading the mask beside torch's
 memory-efficient kernel.
 
     python benchmarks/attention.py [--json PATH] [--reps N]

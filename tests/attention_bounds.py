@@ -27,22 +27,26 @@ UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 SUBNORMAL_ROUNDING = {"float16": 2.0 ** -25, "bfloat16": 0.0}
 
 
-def _softmax(q, k, v, grad, causal, scale):
+def _softmax(q, k, v, grad, causal, scale, mask=None):
     """(float64 q, k, v, grad, the probabilities P, the score scale s), causal top-left
-    aligned."""
+    aligned, under `mask` (bool: True may attend; else added); rows no key may reach are 0."""
     q, k, v, g = (torch.as_tensor(t).detach().double() for t in (q, k, v, grad))
     s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q @ k.mT * s
+    if mask is not None:
+        mask = torch.as_tensor(mask if mask.dtype == bool else mask.astype("float64"))
+        scores = (scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
+                  else scores + mask.double())
     if causal:
         keep = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
-    return q, k, v, g, scores.softmax(-1), s
+    return q, k, v, g, scores.softmax(-1).nan_to_num(0.0), s
 
 
-def half_rounding_bounds(q, k, v, grad, causal, scale, dtype_name):
+def half_rounding_bounds(q, k, v, grad, causal, scale, dtype_name, mask=None):
     """float64 bounds (out, dq, dk, dv) for (..., L, D) queries and (..., S, D) keys and values
     (as many heads as the queries); zeros for dtypes other than float16 and bfloat16."""
-    q, k, v, g, p, s = _softmax(q, k, v, grad, causal, scale)
+    q, k, v, g, p, s = _softmax(q, k, v, grad, causal, scale, mask)
     u, e = UNIT_ROUNDOFF.get(dtype_name, 0.0), SUBNORMAL_ROUNDING.get(dtype_name, 0.0)
     seen = (p > 0).double()
     out = u * (p @ v.abs()) + e * (seen @ v.abs())
@@ -52,9 +56,9 @@ def half_rounding_bounds(q, k, v, grad, causal, scale, dtype_name):
             u * (p.mT @ g.abs()) + e * (seen.mT @ g.abs()))
 
 
-def cancellation_bounds(q, k, v, grad, causal, scale):
+def cancellation_bounds(q, k, v, grad, causal, scale, mask=None):
     """float64 bounds (dq, dk) of float32's rounding where dP and Delta cancel."""
-    q, k, v, g, p, s = _softmax(q, k, v, grad, causal, scale)
+    q, k, v, g, p, s = _softmax(q, k, v, grad, causal, scale, mask)
     terms = p * (g.abs() @ v.abs().mT + (g.abs() * (p @ v).abs()).sum(-1, keepdim=True))
     eps = 2.0 ** -24
     return eps * s * (terms @ k.abs()), eps * s * (terms.mT @ q.abs())

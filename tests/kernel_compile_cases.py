@@ -85,30 +85,35 @@ def scan_cases(target):
 def attention_cases(target):
     """float16 D=64 causal and not, bfloat16 D=128 causal, float16 D=80 (padded to 128),
     float32 D=64 causal (TF32 x3) and float32 D=128 with TF32, forward and both backwards
-    (one-pass and deterministic); Llama-3-shaped grouped heads (32 over 8), forward and both
-    backwards."""
-    cases = [(np.float16, 64, False, True), (np.float16, 64, False, False),
-             (ml_dtypes.bfloat16, 128, False, True), (np.float16, 80, False, False),
-             (np.float32, 64, False, True), (np.float32, 128, True, False)]
-    for dtype, head, tf32, causal in cases:
+    (one-pass and deterministic); Llama-3-shaped grouped heads (32 over 8); attn_masks: a bool
+    key-padding mask (B, 1, 1, S) broadcast, an additive (L, S) mask broadcast over batch and
+    heads, and a float32 additive mask read across (key stride L)."""
+    cases = [(np.float16, 64, False, True, None), (np.float16, 64, False, False, None),
+             (ml_dtypes.bfloat16, 128, False, True, None), (np.float16, 80, False, False, None),
+             (np.float32, 64, False, True, None), (np.float32, 128, True, False, None),
+             (ml_dtypes.bfloat16, 64, False, False, (np.bool_, (1024, 0, 0, 1))),
+             (np.float16, 128, False, True, (np.float16, (0, 0, 1024, 1))),
+             (np.float32, 64, False, False, (np.float32, (0, 0, 1, 1024)))]
+    for dtype, head, tf32, causal, mask_layout in cases:
         x = placeholder((4, 8, 1024, head), dtype)
         out = placeholder(x.shape, np.float32)
         lse = placeholder(x.shape[:-1], np.float32)
-        launch, dims = attention._forward_plan(x, x, x, causal, tf32, True, target=target)
-        attention._forward_launch(launch, dims, 0, x, x, x, x, lse, out, 0.125)
-        for deterministic in (False, True):
-            plan = attention._BackwardPlan(x, x, x, x, out, causal, tf32, deterministic,
-                                           target=target)
-            plan.run(0, x, x, x, x, out, lse, 0.125, x, x, x)
+        mask = None if mask_layout is None else placeholder((4, 8, 1024, 1024), *mask_layout)
+        _attention_case(x, x, mask, out, lse, causal, tf32, target)
     q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
     kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
-    lse = placeholder(q.shape[:-1], np.float32)
-    launch, dims = attention._forward_plan(q, kv, kv, True, False, False, target=target)
-    attention._forward_launch(launch, dims, 0, q, kv, kv, q, lse, None, 0.125)
+    _attention_case(q, kv, None, q, placeholder(q.shape[:-1], np.float32), True, False, target)
+
+
+def _attention_case(q, kv, mask, out, lse, causal, tf32, target):
+    """The forward and both backwards of queries `q` over keys and values `kv`."""
+    launch, dims = attention._forward_plan(q, kv, kv, mask, causal, tf32, True, target=target)
+    attention._forward_launch(launch, dims, 0, q, kv, kv, mask, q, lse, None if out is q else out,
+                              0.125)
     for deterministic in (False, True):
-        plan = attention._BackwardPlan(q, q, kv, kv, q, True, False, deterministic,
+        plan = attention._BackwardPlan(q, q, kv, kv, out, mask, causal, tf32, deterministic,
                                        target=target)
-        plan.run(0, q, q, kv, kv, q, lse, 0.125, q, kv, kv)
+        plan.run(0, q, q, kv, kv, out, mask, lse, 0.125, q, kv, kv)
 
 
 def copy_cases(target):

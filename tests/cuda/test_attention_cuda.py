@@ -57,28 +57,44 @@ def _leaves(shapes, dtype, transposed=False):
     return pairs
 
 
-def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None):
+def _check(shape_q, shape_k, dtype, causal, transposed=False, scale=None, mask=None):
     """Output and gradients against torch; keys and values with fewer heads than the queries
-    are grouped (enable_gqa), their bounds those of the repeated heads summed back."""
+    are grouped (enable_gqa), their bounds those of the repeated heads summed back. `mask`: a
+    torch attn_mask (bool, or additive of the dtype), against torch's math backend with the
+    causal mask merged into it."""
     (q, tq), (k, tk), (v, tv) = _leaves((shape_q, shape_k, shape_k), dtype, transposed)
     gqa = len(shape_q) >= 3 and shape_q[-3] != shape_k[-3]
     group = shape_q[-3] // shape_k[-3] if gqa else 1
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=gqa)
+    g_mask = None if mask is None else from_torch(mask, "cuda")
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=g_mask, is_causal=causal,
+                                         scale=scale, enable_gqa=gqa)
     assert out.grad_fn.name() == FUSED
-    expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale,
-                                               enable_gqa=gqa)
+    t_mask = None if mask is None else _merged(mask.to(tq.dtype) if mask.is_floating_point()
+                                               else mask, shape_q[-2], shape_k[-2], causal)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=t_mask,
+                                                   is_causal=causal and mask is None,
+                                                   scale=scale, enable_gqa=gqa)
     grad = torch.randn(expected.shape).to(TORCH[dtype])
     expected.backward(grad.to(expected.dtype))
     out.backward(from_torch(grad, "cuda"))
     rk, rv = (t.detach().repeat_interleave(group, -3) if gqa else t for t in (tk, tv))
     o_half, dq_half, dk_half, dv_half = half_rounding_bounds(tq, rk, rv, grad, causal, scale,
-                                                             dtype.name)
+                                                             dtype.name, t_mask)
     _assert_grad_close(out, expected, o_half, dtype)
-    dq_bound, dk_bound = cancellation_bounds(tq, rk, rv, grad, causal, scale)
+    dq_bound, dk_bound = cancellation_bounds(tq, rk, rv, grad, causal, scale, t_mask)
     for actual, ref, bound in ((q, tq, dq_bound + dq_half),
                                (k, tk, _sum_groups(dk_bound + dk_half, group)),
                                (v, tv, _sum_groups(dv_half, group))):
         _assert_grad_close(actual.grad, ref.grad, bound, dtype)
+
+
+def _merged(mask, length, keys, causal):
+    """`mask` with the top-left causal mask merged in (torch's math backend takes one)."""
+    if not causal:
+        return mask
+    keep = torch.ones(length, keys, dtype=torch.bool).tril()
+    return mask & keep if mask.dtype == torch.bool else mask.masked_fill(~keep, -math.inf)
 
 
 def _sum_groups(bound, group):
@@ -259,17 +275,42 @@ def test_no_grad_forward():
     _assert_grad_close(out, expected, bound.numpy(), genesis.float16)
 
 
-@pytest.mark.parametrize("case", ["mask", "dropout", "float64", "head8", "head256"])
+@pytest.mark.parametrize("case", ["dropout", "float64", "head8", "head256"])
 def test_other_cases_stay_composed(case):
     dtype = {"float64": genesis.float64}.get(case, genesis.float32)
     head = {"head8": 8, "head256": 256}.get(case, 32)
     q = genesis.randn(1, 2, 16, head, dtype=dtype, device="cuda", requires_grad=True)
-    kwargs = {"mask": {"attn_mask": genesis.ones(16, 16, dtype=genesis.bool, device="cuda")},
-              "dropout": {"dropout_p": 0.1}}.get(case, {})
+    kwargs = {"dropout": {"dropout_p": 0.1}}.get(case, {})
     out = F.scaled_dot_product_attention(q, q, q, **kwargs)
     assert out.grad_fn.name() != FUSED
     if case != "dropout":
         tq = torch.from_numpy(q.detach().cpu().numpy())
-        expected = TF.scaled_dot_product_attention(tq, tq, tq, **(
-            {"attn_mask": torch.ones(16, 16, dtype=torch.bool)} if case == "mask" else {}))
+        expected = TF.scaled_dot_product_attention(tq, tq, tq)
         assert_close(out, expected)
+
+
+def _mask(kind, shape, dtype):
+    """A bool (True: may attend) or additive attn_mask of `shape` hiding about a quarter of
+    the positions, and every key of its first row (zeros there, as torch's math backend)."""
+    hidden = torch.rand(shape) < 0.25
+    hidden[..., 0, :] = True
+    if kind == "bool":
+        return ~hidden
+    return (torch.randn(shape) * 2).masked_fill(hidden, -math.inf).to(TORCH[dtype])
+
+
+@pytest.mark.usefixtures("backward_form")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 1, 1, 333), (300, 333), (2, 4, 300, 333)], ids=str)
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16, genesis.float32], ids=str)
+def test_attn_masks(dtype, kind, shape, causal):
+    """Bool and additive masks (key padding, one (L, S) mask, one per head) through the fused
+    kernels, beside is_causal or alone."""
+    _check((2, 4, 300, 64), (2, 4, 333, 64), dtype, causal, mask=_mask(kind, shape, dtype))
+
+
+@pytest.mark.usefixtures("backward_form")
+def test_attn_mask_with_grouped_heads_at_head_dim_128():
+    _check((2, 8, 256, 128), (2, 2, 256, 128), genesis.bfloat16, False,
+           mask=_mask("bool", (2, 1, 1, 256), genesis.bfloat16))

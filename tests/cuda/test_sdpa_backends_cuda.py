@@ -44,18 +44,32 @@ def test_math_backend_runs_the_composite_in_float32():
     assert_close(out, expected)
 
 
-def test_a_mask_with_only_fused_backends_raises():
+def test_a_mask_runs_fused_as_the_memory_efficient_backend():
+    """As torch's, the flash backend takes no attn_mask and the memory-efficient one does:
+    a masked call runs fused under the default flags, and raises with flash alone."""
     (q, _), (k, _), (v, _) = _leaves((2, 4, 64, 64), (2, 4, 64, 64), (2, 4, 64, 64))
     mask = genesis.ones(64, 64, dtype=genesis.bool, device="cuda")
+    assert F.scaled_dot_product_attention(q, k, v, attn_mask=mask).grad_fn.name() == FUSED
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        assert F.scaled_dot_product_attention(q, k, v, attn_mask=mask).grad_fn.name() == FUSED
     with warnings.catch_warnings(record=True) as caught, \
-            sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+            sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         warnings.simplefilter("always")
         with pytest.raises(RuntimeError, match="No available kernel. Aborting execution."):
             F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     texts = [str(w.message) for w in caught]
     assert "Flash attention kernel not used because:" in texts
     assert any("takes no attn_mask" in t for t in texts)
-    assert "CuDNN attention has been runtime disabled." in texts
+    assert "Memory Efficient attention has been runtime disabled." in texts
+
+
+def test_a_mask_that_needs_a_gradient_runs_the_math_backend():
+    (q, _), (k, _), (v, _) = _leaves((2, 4, 64, 64), (2, 4, 64, 64), (2, 4, 64, 64))
+    mask = genesis.zeros(64, 64, dtype=genesis.bfloat16, device="cuda", requires_grad=True)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert out.grad_fn.name() != FUSED
+    out.sum().backward()
+    assert mask.grad is not None
 
 
 def test_causal_lower_right_bias():

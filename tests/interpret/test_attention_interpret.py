@@ -63,12 +63,20 @@ def _operand(arr, layout):
     return ti.view(dev, arr.shape, (t * h * d, d, h * d, 1))
 
 
-def _reference(q, k, v, g, causal, scale):
-    """torch's output and input gradients in float32, rounded to the inputs' dtype; key and
-    value may have fewer heads (enable_gqa)."""
+def _reference(q, k, v, g, causal, scale, mask=None):
+    """torch's output and input gradients in float32 (its math backend), rounded to the
+    inputs' dtype; key and value may have fewer heads (enable_gqa)."""
     tq, tk, tv = (torch.from_numpy(a.astype(np.float32)).requires_grad_() for a in (q, k, v))
-    out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
-                                                           scale=scale, enable_gqa=True)
+    t_mask = None if mask is None else torch.from_numpy(
+        mask if mask.dtype == np.bool_ else mask.astype(np.float32))
+    if causal and t_mask is not None:  # the math backend takes one of the two: merge them
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        t_mask = t_mask & keep if t_mask.dtype == torch.bool else t_mask.masked_fill(
+            ~keep, -math.inf)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        out = torch.nn.functional.scaled_dot_product_attention(
+            tq, tk, tv, attn_mask=t_mask, is_causal=causal and t_mask is None, scale=scale,
+            enable_gqa=True)
     out.backward(torch.from_numpy(g.astype(np.float32)))
     return [t.detach().numpy().astype(q.dtype) for t in (out, tq.grad, tk.grad, tv.grad)]
 
@@ -83,14 +91,14 @@ def _check(actual, expected, bound=0.0):
     assert excess.max(initial=0.0) <= 0, f"off by up to {excess.max():.3g} beyond the tolerance"
 
 
-def _bounds(q, k, v, g, causal, scale):
+def _bounds(q, k, v, g, causal, scale, mask=None):
     """Rounding bounds of (out, dq, dk, dv): a half type's P and dS, float32's cancellation.
     Keys and values with fewer heads are repeated, their gradients' bounds summed back."""
     group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
     wide = [a.astype(np.float32) for a in (q, np.repeat(k, group, -3), np.repeat(v, group, -3),
                                            g)]
-    out, dq, dk, dv = half_rounding_bounds(*wide, causal, scale, q.dtype.name)
-    cancel_q, cancel_k = cancellation_bounds(*wide, causal, scale)
+    out, dq, dk, dv = half_rounding_bounds(*wide, causal, scale, q.dtype.name, mask)
+    cancel_q, cancel_k = cancellation_bounds(*wide, causal, scale, mask)
     return [out.numpy(), (dq + cancel_q).numpy(), _group_sum((dk + cancel_k).numpy(), group),
             _group_sum(dv.numpy(), group)]
 
@@ -102,20 +110,31 @@ def _group_sum(a, group):
 
 
 def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous",
-         deterministic=False):
+         deterministic=False, mask=None):
+    """The forward and backward kernels against torch; `mask` (or None) a numpy attn_mask
+    that broadcasts to the scores' shape, read in place through zero strides."""
     q, k, v = (rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_k, shape_k))
     g = rng.standard_normal(shape_q).astype(dtype)
     scale = 1.0 / math.sqrt(shape_q[-1]) if scale is None else scale
-    expected = _reference(q, k, v, g, causal, scale)
+    expected = _reference(q, k, v, g, causal, scale, mask)
     dq, dk, dv = (_operand(a, layout) for a in (q, k, v))
-    o_bound, *bounds = _bounds(q, k, v, g, causal, scale)
-    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, causal, scale, True)
+    d_mask = None if mask is None else _broadcast(mask, shape_q[:-1] + shape_k[-2:-1])
+    o_bound, *bounds = _bounds(q, k, v, g, causal, scale, mask)
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, causal,
+                                                                 scale, True)
     _check(out, expected[0], o_bound)
     grads = dispatch.kernel("flash_attention_backward", "cuda")(
-        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, lse, causal, scale,
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, lse, causal, scale,
         deterministic)
     for actual, exp, bound in zip(grads, expected[1:], bounds):
         _check(actual, exp, bound)
+
+
+def _broadcast(mask, shape):
+    """A device view of `mask` at `shape`, its broadcast dims at stride 0."""
+    full = np.broadcast_to(mask, shape)
+    strides = tuple(st // mask.itemsize for st in full.strides)
+    return ti.view(ti.to_device(np.ascontiguousarray(mask)), shape, strides)
 
 
 @BACKWARDS
@@ -161,8 +180,8 @@ def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
     """The one-pass backward adds dQ up in a float32 accumulator and scales it into dQ in a
     last launch; the deterministic one computes dQ in a kernel of its own."""
     x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float16))
-    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, True, 0.25, True)
-    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, lse, True, 0.25,
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, None, True, 0.25, True)
+    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, None, lse, True, 0.25,
                                                         deterministic)
     (plan,) = [p for key, p in at._plans.items() if key[0] == "bwd"]
     assert plan.dq.fn is (at._attn_dq_kernel if deterministic else at._attn_dq_cast_kernel)
@@ -233,3 +252,81 @@ def test_grouped_query_heads(gpu, rng, dtype, causal, deterministic):
     without repeating the keys and values: dK and dV summed over each key/value head's three
     query heads."""
     _run(rng, (2, 6, 37, 32), (2, 2, 37, 32), dtype, causal, deterministic=deterministic)
+
+
+def _mask(rng, kind, shape, dtype):
+    """A bool (True: may attend) or additive attn_mask of `shape` in which about a quarter of
+    the positions are masked and the first row is masked everywhere: by False or -inf, so
+    that row's output and gradients are zeros."""
+    hidden = rng.random(shape) < 0.25
+    hidden[..., 0, :] = True
+    if kind == "bool":
+        return ~hidden
+    values = (rng.standard_normal(shape) * 2).astype(dtype)
+    return np.where(hidden, np.array(-np.inf, dtype), values)
+
+
+MASK_SHAPES = {"key_padding": (2, 1, 1, 45), "scores": (37, 45), "per_head": (2, 3, 37, 45)}
+
+
+@BACKWARDS
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("broadcast", list(MASK_SHAPES))
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_attn_masks(gpu, rng, dtype, kind, broadcast, causal, deterministic):
+    """Bool and additive masks of the shapes scripts pass (a key-padding mask, one (L, S)
+    mask for every head, one per head), read through zero strides where they broadcast,
+    beside is_causal or alone; rows masked everywhere give zeros, as torch's math backend."""
+    mask = _mask(rng, kind, MASK_SHAPES[broadcast], dtype)
+    _run(rng, (2, 3, 37, 32), (2, 3, 45, 32), dtype, causal, deterministic=deterministic,
+         mask=mask)
+
+
+@BACKWARDS
+def test_mask_read_across_with_grouped_heads(gpu, rng, deterministic):
+    """A transposed (keys stride L) additive mask under grouped-query heads."""
+    mask = np.ascontiguousarray(_mask(rng, "additive", (45, 37), np.float32).T)
+    q, k, v, g = (rng.standard_normal(s).astype(np.float32)
+                  for s in ((1, 4, 37, 16), (1, 2, 45, 16), (1, 2, 45, 16), (1, 4, 37, 16)))
+    expected = _reference(q, k, v, g, False, 0.25, mask)
+    d_mask = ti.view(ti.to_device(mask.T.copy()), (1, 4, 37, 45), (0, 0, 1, 37))
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(
+        *map(ti.to_device, (q, k, v)), d_mask, False, 0.25, True)
+    _check(out, expected[0])
+    grads = dispatch.kernel("flash_attention_backward", "cuda")(
+        ti.to_device(g), *map(ti.to_device, (q, k, v)), out, d_mask, lse, False, 0.25,
+        deterministic)
+    for actual, exp in zip(grads, expected[1:]):
+        _check(actual, exp)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=str)
+def test_rows_masked_by_the_dtypes_min(gpu, rng, dtype):
+    """Hugging Face masks with the dtype's most negative finite value: a row masked so
+    everywhere gets uniform weights (the mean of the values), as in torch's float32 math,
+    not zeros; where its output gradient is zero, as a padding row's is in training, its
+    gradients are exact. (float16's min, -65504, leaves the scores' differences in float32:
+    such a row is the softmax of its scores, within float32's rounding at 65504 log2(e).)"""
+    lowest = ml_dtypes.finfo(dtype).min
+    mask = np.where(rng.random((20, 24)) < 0.3, lowest, 0.0).astype(dtype)
+    mask[:5] = lowest
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((1, 2, 20, 16), (1, 2, 24, 16),
+                                                              (1, 2, 24, 16)))
+    g = rng.standard_normal(q.shape).astype(dtype)
+    g[..., :5, :] = 0
+    expected = _reference(q, k, v, g, False, 0.25, mask)
+    uniform = np.broadcast_to(v.astype(np.float32).mean(-2, keepdims=True), (1, 2, 5, 16))
+    np.testing.assert_allclose(expected[0][..., :5, :].astype(np.float32), uniform,
+                               rtol=1e-2, atol=1e-2)
+    dq, dk, dv = map(ti.to_device, (q, k, v))
+    o_bound, *bounds = _bounds(q, k, v, g, False, 0.25, mask)
+    d_mask = _broadcast(mask, (1, 2, 20, 24))
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, False, 0.25,
+                                                                 True)
+    _check(out, expected[0], o_bound)
+    grads = dispatch.kernel("flash_attention_backward", "cuda")(
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, lse, False, 0.25,
+        False)
+    for actual, exp, bound in zip(grads, expected[1:], bounds):
+        _check(actual, exp, bound)

@@ -43,7 +43,7 @@ def test_fused_function_matches_torch(rng, dtype, shapes, causal, transposed):
     """Output and gradients against torch in float32 (rounded once for half types)."""
     (q, tq), (k, tk), (v, tv) = _inputs(rng, *shapes, dtype, transposed)
     scale = 1.0 / math.sqrt(shapes[0][-1])
-    out = _FlashAttention.apply(q, k, v, causal, scale)
+    out = _FlashAttention.apply(q, k, v, None, causal, scale)
     expected = TF.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
     grad = torch.randn(expected.shape).to(genesis_to_torch(dtype))
     expected.backward(grad.float())
@@ -59,7 +59,53 @@ def test_fused_function_gradchecks(rng, causal):
     """float64: the numpy kernels' backward, and the recomputed backward of the backward."""
     q, k, v = (genesis.tensor(rng.uniform(-1, 1, (1, 2, 5, 4)), dtype=genesis.float64,
                               requires_grad=True) for _ in range(3))
-    fn = lambda q, k, v: _FlashAttention.apply(q, k, v, causal, 0.7)
+    fn = lambda q, k, v: _FlashAttention.apply(q, k, v, None, causal, 0.7)
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+def _masks(rng, shape):
+    """A bool mask (True: may attend) and an additive one of `shape`, each hiding row 0
+    entirely (its output and gradients are zeros, as torch's math backend gives)."""
+    hidden = rng.random(shape) < 0.3
+    hidden[..., 0, :] = True
+    additive = np.where(hidden, -np.inf, rng.standard_normal(shape))
+    return ~hidden, additive
+
+
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mask_shape", [(2, 1, 1, 11), (7, 11), (2, 3, 7, 11)], ids=str)
+def test_fused_function_with_masks_matches_torch(rng, mask_shape, causal, kind):
+    """Bool and additive masks, broadcast (key padding, one (L, S) mask) or full, beside
+    is_causal or alone, against torch's math backend (which takes one of the two: merged)."""
+    (q, tq), (k, tk), (v, tv) = _inputs(rng, (2, 3, 7, 16), (2, 3, 11, 16), genesis.float32)
+    as_bool, additive = _masks(rng, mask_shape)
+    t_mask = torch.from_numpy(as_bool if kind == "bool" else additive.astype(np.float32))
+    mask = from_torch(t_mask)
+    out = _FlashAttention.apply(q, k, v, mask.expand(2, 3, 7, 11), causal, 0.25)
+    if causal:
+        keep = torch.ones(7, 11, dtype=torch.bool).tril()
+        t_mask = t_mask & keep if kind == "bool" else t_mask.masked_fill(~keep, -math.inf)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=t_mask, scale=0.25)
+    grad = torch.randn(expected.shape)
+    expected.backward(grad)
+    out.backward(from_torch(grad))
+    assert_close(out, expected.detach())
+    for actual, ref in ((q, tq), (k, tk), (v, tv)):
+        assert_close(actual.grad, ref.grad)
+
+
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_fused_function_with_a_mask_gradchecks(rng, kind):
+    """float64 under a mask: the kernels' backward, and the recomputed backward of the
+    backward (genesis ops under the same mask)."""
+    q, k, v = (genesis.tensor(rng.uniform(-1, 1, (1, 2, 5, 4)), dtype=genesis.float64,
+                              requires_grad=True) for _ in range(3))
+    as_bool, additive = _masks(rng, (5, 5))
+    mask = genesis.tensor(as_bool if kind == "bool" else additive).expand(1, 2, 5, 5)
+    fn = lambda q, k, v: _FlashAttention.apply(q, k, v, mask, False, 0.7)
     assert gradcheck(fn, (q, k, v))
     assert gradgradcheck(fn, (q, k, v))
 
@@ -68,7 +114,7 @@ def test_fused_function_computes_only_needed_gradients(rng):
     q, k = (genesis.tensor(rng.standard_normal((1, 1, 6, 16)), dtype=genesis.float32,
                            requires_grad=True) for _ in range(2))
     v = genesis.tensor(rng.standard_normal((1, 1, 6, 16)), dtype=genesis.float32)
-    _FlashAttention.apply(q, k, v, True, 0.25).sum().backward()
+    _FlashAttention.apply(q, k, v, None, True, 0.25).sum().backward()
     assert q.grad is not None and k.grad is not None and v.grad is None
 
 

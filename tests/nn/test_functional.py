@@ -135,6 +135,7 @@ SDPA_CASES = [
     ({"scale": 0.7}, "bool"),
     ({}, "float"),
     ({}, "blocked_row"),
+    ({}, "float_blocked_row"),
     ({"enable_gqa": True}, "gqa"),
 ]
 
@@ -152,8 +153,10 @@ def test_sdpa_matches_torch(kwargs, mask, rng, device):
         if mask == "blocked_row":
             m[1] = False
         g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m, device=device), torch.from_numpy(m)
-    elif mask == "float":
+    elif mask in ("float", "float_blocked_row"):
         m = rng.standard_normal((4, 3, 6))
+        if mask == "float_blocked_row":
+            m[1, 2] = -math.inf
         g_kw["attn_mask"], t_kw["attn_mask"] = genesis.tensor(m, device=device), torch.from_numpy(m)
     g_out = F.scaled_dot_product_attention(q[0], k[0], v[0], **g_kw)
     t_out = TF.scaled_dot_product_attention(q[1], k[1], v[1], **t_kw)

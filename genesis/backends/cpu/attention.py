@@ -21,36 +21,43 @@ def _compute(*arrays):
     return [a.astype(ct, copy=False) for a in arrays]
 
 
-def _scores(q, k, is_causal, scale):
-    """Q K^T * scale with keys past the diagonal at -inf when causal (top-left aligned)."""
+def _scores(q, k, attn_mask, is_causal, scale):
+    """Q K^T * scale under the mask (bool: -inf where False; else added) with keys past the
+    diagonal at -inf when causal (top-left aligned)."""
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if attn_mask is not None and attn_mask.dtype == np.bool_:
+        s = np.where(attn_mask, s, -np.inf)
+    elif attn_mask is not None:
+        s = s + attn_mask.astype(s.dtype)
     if is_causal:
         s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
     return s
 
 
 @register("flash_attention", "cpu")
-def flash_attention(query, key, value, is_causal, scale, keep_float):
-    """(softmax(Q K^T * scale, causal) V, row logsumexp of the scaled scores, the output in
-    float32 for half types when `keep_float` (for the backward's rowsum(dO * O)), else None)."""
+def flash_attention(query, key, value, attn_mask, is_causal, scale, keep_float):
+    """(softmax(Q K^T * scale + mask, causal) V, row logsumexp of the scaled scores, the output
+    in float32 for half types when `keep_float` (for the backward's rowsum(dO * O)), else
+    None). A row no key may reach gets zeros and a logsumexp of +inf."""
     q, k, v = _compute(query, key, value)
     with np.errstate(all="ignore"):
-        s = _scores(q, k, is_causal, scale)
+        s = _scores(q, k, attn_mask, is_causal, scale)
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         lse = m + np.log(np.sum(np.exp(s - m), axis=-1, keepdims=True))
+        lse = np.where(m == -np.inf, np.inf, lse)
         out = np.matmul(np.exp(s - lse), v)
     keep_float = keep_float and out.dtype != query.dtype
     return out.astype(query.dtype), lse[..., 0], out if keep_float else None
 
 
 @register("flash_attention_backward", "cpu")
-def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale,
+def flash_attention_backward(grad, query, key, value, out, attn_mask, lse, is_causal, scale,
                              deterministic):
     """(dQ, dK, dV) from the output gradient and flash_attention's logsumexp and output (the
     float32 one where it kept it); deterministic either way."""
     g, q, k, v, o = _compute(grad, query, key, value, out)
     with np.errstate(all="ignore"):
-        p = np.exp(_scores(q, k, is_causal, scale) - lse[..., None])
+        p = np.exp(_scores(q, k, attn_mask, is_causal, scale) - lse[..., None])
         dv = np.matmul(np.swapaxes(p, -1, -2), g)
         dp = np.matmul(g, np.swapaxes(v, -1, -2))
         ds = p * (dp - np.sum(g * o, axis=-1, keepdims=True))

@@ -1,9 +1,10 @@
 """Attention with torch's semantics: scaled_dot_product_attention, multi_head_attention_forward.
 
-On CUDA, scaled_dot_product_attention without a mask other than is_causal and without dropout
-runs as fused FlashAttention kernels (backends/cuda/kernels/attention.py: one launch forward,
-three backward, no (L, S) scores in memory; the backward's deterministic form under
-use_deterministic_algorithms(True), else its one-pass form, whose dQ sums with float atomics);
+On CUDA, scaled_dot_product_attention without dropout runs as fused FlashAttention kernels
+(backends/cuda/kernels/attention.py: one launch forward, three backward, no (L, S) scores in
+memory; the backward's deterministic form under use_deterministic_algorithms(True), else its
+one-pass form, whose dQ sums with float atomics), is_causal and a bool or additive attn_mask
+(read in place, broadcast dims at stride 0) applied inside them;
 grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per head
 (decoding against a cache), without gradients and with at most a bool mask over the keys, runs
 as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read in
@@ -49,11 +50,7 @@ def _repeat_heads(x, groups):
 
 def _attention_weights(scores, attn_mask, is_causal):
     """Softmax over the keys with the masks applied (causal; bool: True may attend; float:
-    added).
-
-    Rows that may attend to nothing give zeros instead of NaN, as torch's math kernel does; a
-    causal mask alone always leaves key 0, so it needs no such fix.
-    """
+    added). Rows that may attend to nothing give zeros, as torch's math kernel does."""
     if is_causal:
         causal = causal_mask(scores.shape[-2], scores.shape[-1], scores.device)
         if attn_mask is None:
@@ -64,11 +61,16 @@ def _attention_weights(scores, attn_mask, is_causal):
     if attn_mask is None:
         return softmax(scores, -1)
     if attn_mask.dtype is dtypes.bool_:
-        weights = softmax(ew.where(attn_mask, scores, -math.inf), -1)
-        return ew.where(~attn_mask.any(-1, keepdim=True), 0.0, weights)
+        return _safe_softmax(ew.where(attn_mask, scores, -math.inf),
+                             ~attn_mask.any(-1, keepdim=True))
     scores = scores + attn_mask
-    weights = softmax(scores, -1)
-    return ew.where((scores == -math.inf).all(-1, keepdim=True), 0.0, weights)
+    return _safe_softmax(scores, (scores == -math.inf).all(-1, keepdim=True))
+
+
+def _safe_softmax(scores, empty):
+    """softmax over the keys with zeros in the `empty` rows (every score -inf): their scores
+    are replaced before the softmax, so neither the values nor the gradients there are NaN."""
+    return ew.where(empty, 0.0, softmax(ew.where(empty, 0.0, scores), -1))
 
 
 @autocast_policy("scaled_dot_product_attention")
@@ -96,7 +98,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if decodable:
         return _decode(query, key, value, attn_mask, None, scale)
     if query.device.type == "cuda":
-        return _flash(query, key, value, is_causal, scale)
+        return _flash(query, key, value, attn_mask, is_causal, scale)
     out = _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return name_node(out, "ScaledDotProductFlashAttentionForCpuBackward0") \
         if out.requires_grad else out
@@ -253,11 +255,13 @@ def _needs_grad(*tensors):
     return is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
-def _flash(query, key, value, is_causal, scale):
+def _flash(query, key, value, attn_mask, is_causal, scale):
     query, key, value = (_unit_last_stride(t) for t in (query, key, value))
+    if attn_mask is not None:
+        attn_mask = attn_mask.expand(*query.shape[:-1], key.shape[-2])
     if records(query, key, value):
-        return _FlashAttention.apply(query, key, value, is_causal, scale)
-    return _FlashAttention.compute(query, key, value, is_causal, scale, False)[0]
+        return _FlashAttention.apply(query, key, value, attn_mask, is_causal, scale)
+    return _FlashAttention.compute(query, key, value, attn_mask, is_causal, scale, False)[0]
 
 
 def _unit_last_stride(t):
@@ -267,24 +271,27 @@ def _unit_last_stride(t):
 
 
 class _FlashAttention(Function):
-    """softmax(Q K^T * scale, causal) V through the backend's fused kernels. The forward saves
-    the row logsumexp (and, for half types, its output in float32) so the backward rebuilds
-    the probabilities without storing them; when the backward itself is differentiated
-    (create_graph), the gradients are recomputed with genesis ops so every order is exact."""
+    """softmax(Q K^T * scale + mask, causal) V through the backend's fused kernels, the mask
+    (bool or additive, broadcast to the scores' shape; or None) taking no gradient. The forward
+    saves the row logsumexp (and, for half types, its output in float32) so the backward
+    rebuilds the probabilities without storing them; when the backward itself is
+    differentiated (create_graph), the gradients are recomputed with genesis ops so every
+    order is exact."""
 
     @staticmethod
-    def compute(query, key, value, is_causal, scale, keep):
+    def compute(query, key, value, attn_mask, is_causal, scale, keep):
         """(the output, the row logsumexp, with `keep` the output in float32 for half types
         else None) from the kernel; the last two are arrays."""
-        out, lse, out_f = call("flash_attention", query, key, value, is_causal, scale, keep,
-                               device=query.device)
+        mask = None if attn_mask is None else attn_mask._data
+        out, lse, out_f = call("flash_attention", query, key, value, mask, is_causal, scale,
+                               keep, device=query.device)
         return wrap(out, query.device), lse, out_f
 
     @staticmethod
-    def forward(ctx, query, key, value, is_causal, scale):
-        out, lse, out_f = _FlashAttention.compute(query, key, value, is_causal, scale,
-                                                  any(ctx.needs_input_grad[:3]))
-        ctx.is_causal, ctx.scale = is_causal, scale
+    def forward(ctx, query, key, value, attn_mask, is_causal, scale):
+        out, lse, out_f = _FlashAttention.compute(query, key, value, attn_mask, is_causal,
+                                                  scale, any(ctx.needs_input_grad[:3]))
+        ctx.is_causal, ctx.scale, ctx.attn_mask = is_causal, scale, attn_mask
         kept = out if out_f is None else wrap(out_f, query.device)
         ctx.save_for_backward(query, key, value, kept, wrap(lse, query.device))
         return out
@@ -292,24 +299,26 @@ class _FlashAttention(Function):
     @staticmethod
     def backward(ctx, grad):
         query, key, value, out, lse = ctx.saved_tensors
+        mask = ctx.attn_mask
         if is_grad_enabled():
-            grads = _attention_grads(grad, query, key, value, ctx.is_causal, ctx.scale)
+            grads = _attention_grads(grad, query, key, value, mask, ctx.is_causal, ctx.scale)
         else:
             grads = call("flash_attention_backward", _unit_last_stride(grad), query, key, value,
-                         out, lse, ctx.is_causal, ctx.scale,
-                         are_deterministic_algorithms_enabled(), device=query.device)
+                         out, None if mask is None else mask._data, lse, ctx.is_causal,
+                         ctx.scale, are_deterministic_algorithms_enabled(), device=query.device)
             grads = [wrap(g, query.device) for g in grads]
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) \
-            + (None, None)
+            + (None, None, None)
 
 
-def _attention_grads(grad, query, key, value, is_causal, scale):
-    """(dQ, dK, dV) of softmax(Q K^T * scale) V with genesis ops (differentiable again); keys
-    and values with fewer heads than the query are repeated, their gradients summed back."""
+def _attention_grads(grad, query, key, value, attn_mask, is_causal, scale):
+    """(dQ, dK, dV) of softmax(Q K^T * scale + mask) V with genesis ops (differentiable
+    again); keys and values with fewer heads than the query are repeated, their gradients
+    summed back."""
     groups = query.shape[-3] // key.shape[-3] if query.ndim >= 3 else 1
     if groups > 1:
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
-    weights = _attention_weights(linalg.matmul(query * scale, key.transpose(-2, -1)), None,
+    weights = _attention_weights(linalg.matmul(query * scale, key.transpose(-2, -1)), attn_mask,
                                  is_causal)
     d_value = linalg.matmul(weights.transpose(-2, -1), grad)
     d_weights = linalg.matmul(grad, value.transpose(-2, -1))

@@ -4,7 +4,7 @@
 The fused implementation's rules are written once each, as generators of the reasons it cannot
 take a call: selection stops at the first reason, and `debug` (can_use_*(params, True), or a call
 no enabled backend takes) warns them all. On the CPU they are PyTorch's CPU flash kernel's, with
-its texts; on the GPU they are Genesis's flash kernel's.
+its texts; on the GPU they are Genesis's fused kernel's.
 """
 
 from ... import dtypes
@@ -85,14 +85,16 @@ def _batch_and_heads_reasons(q, k, v, enable_gqa):
                f"instead.")
 
 
-def gpu_flash_reasons(p):
-    """Why Genesis's GPU flash kernel cannot run this call."""
-    q, k, v = p.query, p.key, p.value
+def gpu_fused_reasons(p, backend):
+    """Why Genesis's GPU fused kernel cannot run this call as `backend`. One kernel serves
+    every fused backend; as torch's, the flash backend takes no attn_mask and the
+    memory-efficient and cuDNN ones do."""
+    q, k, v, mask = p.query, p.key, p.value, p.attn_mask
     if not (q.device == k.device == v.device and has_kernel("flash_attention", "cuda")):
         yield "Genesis's fused attention kernel takes CUDA tensors of one device"
         return
-    if p.attn_mask is not None:
-        yield "Genesis's fused attention kernel takes no attn_mask (use is_causal)"
+    if mask is not None:
+        yield from _gpu_mask_reasons(mask, q, k, backend)
     if p.dropout > 0.0:
         yield "Genesis's fused attention kernel does not support non-zero dropout"
     if not (q.dtype in GPU_FUSED_DTYPES and k.dtype is q.dtype and v.dtype is q.dtype):
@@ -114,6 +116,27 @@ def gpu_flash_reasons(p):
         yield "Genesis's fused attention kernel takes no empty inputs"
 
 
+def _gpu_mask_reasons(mask, q, k, backend):
+    if backend is FLASH:
+        yield ("Genesis's flash attention backend takes no attn_mask (its memory-efficient "
+               "backend does)")
+        return
+    if mask.device != q.device:
+        yield f"the attn_mask is on {mask.device}, the query on {q.device}"
+    if mask.requires_grad:
+        yield "the attention mask requires a gradient, which the fused kernel does not compute"
+    if not broadcasts_to(tuple(mask.shape), tuple(q.shape[:-1]) + (k.shape[-2],)):
+        yield (f"Genesis's fused attention kernel takes an attn_mask that broadcasts to the "
+               f"scores' shape {[*q.shape[:-1], k.shape[-2]]}, got {_sizes(mask)}")
+
+
+def broadcasts_to(shape, target):
+    """Whether `shape` broadcasts to `target` without growing it."""
+    if len(shape) > len(target):
+        return False
+    return all(n in (1, t) for n, t in zip(reversed(shape), reversed(target)))
+
+
 def _leading_dims_fit(q, k, v, enable_gqa):
     if k.shape[:-2] != v.shape[:-2]:
         return False
@@ -123,17 +146,17 @@ def _leading_dims_fit(q, k, v, enable_gqa):
             and q.shape[-3] % k.shape[-3] == 0)
 
 
-_REASONS = {"cpu": cpu_flash_reasons, "cuda": gpu_flash_reasons}
+_REASONS = {"cpu": lambda p, backend: cpu_flash_reasons(p), "cuda": gpu_fused_reasons}
 
 
-def _fused_reasons(p):
+def _fused_reasons(p, backend):
     reasons = _REASONS.get(p.query.device.type)
-    return reasons(p) if reasons else iter(("no fused attention kernel on this device",))
+    return reasons(p, backend) if reasons else iter(("no fused attention kernel on this device",))
 
 
-def fused_fits(p):
-    """Whether the device's fused kernel takes this call."""
-    return next(_fused_reasons(p), None) is None
+def fused_fits(p, backend):
+    """Whether the device's fused kernel takes this call as `backend`."""
+    return next(_fused_reasons(p, backend), None) is None
 
 
 def _check(backend):
@@ -144,8 +167,8 @@ def _check(backend):
                 warn(f"{backend.name} is not available on {p.query.device.type}")
             return False
         if not debug:
-            return fused_fits(p)
-        reasons = list(_fused_reasons(p))
+            return fused_fits(p, backend)
+        reasons = list(_fused_reasons(p, backend))
         for reason in reasons:
             warn(reason)
         return not reasons
@@ -158,7 +181,7 @@ sdp.register_checks({b: _check(b) for b in (FLASH, EFFICIENT, CUDNN)})
 def choose(p, fits=None):
     """MATH or FLASH (the fused kernel, for any fused backend) for this call, by the enabled
     backends in priority order; the errors PyTorch gives when none takes it. `fits`: whether
-    the fused kernel takes the call, when the caller knows already."""
+    the fused kernel takes the call as any fused backend, when the caller knows already."""
     device = p.query.device.type
     fused_on = _FUSED_ON.get(device, ())
     enabled = [b for b in sdp.enabled_backends() if b is MATH or b in fused_on]
@@ -169,9 +192,7 @@ def choose(p, fits=None):
     for backend in enabled:
         if backend is MATH:
             return MATH
-        if fits is None:
-            fits = fused_fits(p)
-        if fits:
+        if fits if fits is not None else fused_fits(p, backend):
             return FLASH
     _warn_why_not(p, fused_on)
     raise RuntimeError("No available kernel.  Aborting execution." if device == "cpu" else
@@ -179,9 +200,10 @@ def choose(p, fits=None):
 
 
 def _warn_why_not(p, fused_on):
-    reasons, enabled = list(_fused_reasons(p)), sdp.enabled_backends()
+    enabled = sdp.enabled_backends()
     for backend in sorted(fused_on, key=(EFFICIENT, FLASH, CUDNN).index):
         warn(_HEADERS[backend])
-        for reason in [_DISABLED[backend]] if backend not in enabled else reasons:
+        for reason in ([_DISABLED[backend]] if backend not in enabled
+                       else _fused_reasons(p, backend)):
             warn(reason)
 

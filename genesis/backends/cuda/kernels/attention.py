@@ -6,7 +6,11 @@ its BM queries in registers and walks the keys BN at a time with an online softm
 (L, S) scores never reach memory. It writes O and the row logsumexp of the scaled scores
 (natural log, float32), which the backward uses to rebuild P = exp(S * scale - lse) exactly.
 Causal masking (query i sees keys j <= i, top-left aligned as torch) skips the key blocks past
-the diagonal; only the blocks on the diagonal and the key tail pay for the mask.
+the diagonal; only the blocks on the diagonal and the key tail pay for the mask. An attn_mask
+(bool, or additive in the query's dtype; MASK) is read in place through its strides, zero
+where it broadcasts (a (B, 1, 1, S) key-padding mask is one row per batch), one tile per block
+of scores in the forward and again in the backward, which rebuilds P under it. A row that
+every key is masked from gives zeros, as torch's math backend does.
 
 Backward ("flash_attention_backward"): a preprocess launch for Delta = rowsum(dO * O), then one
 of two forms, each recomputing P from the saved logsumexp. One-pass (FlashAttention-2's, the
@@ -54,7 +58,7 @@ import triton.language as tl
 from ....dispatch import register
 from .. import matmul as flags
 from ..array_ops import as_strided
-from ..launch import Launch, LaunchCache
+from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
@@ -63,12 +67,24 @@ from ._strided_indexing import cdiv, next_pow2, placeholder
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+NO_MASK, BOOL_MASK, ADDITIVE_MASK = 0, 1, 2
+LOG2E = tl.constexpr(1.4426950408889634)
+FLT_MAX = tl.constexpr(3.4028234663852886e38)
 
 
 @triton.jit
 def _head(ptr, bh, H, s_b, s_h):
     """The (batch, head) plane `bh` of a (B, H, rows, D) operand."""
     return ptr + (bh // H) * s_b + (bh % H) * s_h
+
+
+@triton.jit
+def _mask_plane(mask_ptr, bh, H, s_b, s_h, MASK: tl.constexpr):
+    """The attn_mask's plane for (batch, head) plane `bh` (None without a mask)."""
+    plane = mask_ptr
+    if MASK != 0:
+        plane = _head(mask_ptr, bh, H, s_b, s_h)
+    return plane
 
 
 @triton.jit
@@ -130,15 +146,40 @@ def _dot_f32(a, b, acc, PRECISION: tl.constexpr):
 
 
 @triton.jit
-def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
-                HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr,
-                MASKED: tl.constexpr, PRECISION: tl.constexpr):
+def _apply_mask(s, mask_p, qi, ki, L, S, m_row_stride, m_col_stride, MASK: tl.constexpr):
+    """The base-2 scores `s` of queries `qi` and keys `ki` (index tiles that broadcast to s's
+    shape) under the attn_mask plane `mask_p`: MASK 1 a bool mask (False: -inf), 2 an
+    additive one (in natural-log units, like the scores before their base change), 0 none.
+
+    An additive value that is finite stays finite (at least -FLT_MAX), as it does in torch's
+    float32 math: a row masked everywhere by a huge finite value (as Hugging Face's masks
+    use the dtype's min) then gives uniform weights, as torch's, not zeros."""
+    if MASK == 1:
+        keep = tl.load(mask_p + qi * m_row_stride + ki * m_col_stride,
+                       mask=(qi < L) & (ki < S), other=0)
+        s = tl.where(keep != 0, s, float("-inf"))
+    elif MASK == 2:
+        add = tl.load(mask_p + qi * m_row_stride + ki * m_col_stride,
+                      mask=(qi < L) & (ki < S), other=0.0).to(tl.float32)
+        s = tl.where(add == float("-inf"), add, tl.maximum(s + add * LOG2E, -FLT_MAX))
+    return s
+
+
+@triton.jit
+def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rows, lo, hi, L, S,
+                qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr,
+                CAUSAL: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
+                PRECISION: tl.constexpr):
     """The online softmax over key blocks lo..hi; MASKED: blocks with the key tail or the
-    diagonal in them."""
+    diagonal in them; MASK: the attn_mask's kind (_apply_mask).
+
+    The running max starts at -FLT_MAX, not -inf: a row no key of a block may reach keeps
+    exp2(-inf - m) = 0 and a rescale of exp2(0) = 1 instead of NaN."""
     for n0 in range(lo, hi, BN):
         n = n0 + tl.arange(0, BN)
         k = _load_rows(kp, n, k_sn, S, d, HEAD, BD, MASKED)
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
+        s = _apply_mask(s, mask_p, rows[:, None], n[None, :], L, S, m_sr, m_sc, MASK)
         if MASKED:
             ok = (n < S)[None, :]
             if CAUSAL:
@@ -156,9 +197,9 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale,
 
 @triton.jit
 def _attn_fwd_kernel(
-        # pointers: queries, keys, values; the output, the row logsumexp, the float32 output
-        # (or None)
-        q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, out_f_ptr,
+        # pointers: queries, keys, values, the attn_mask (or None); the output, the row
+        # logsumexp, the float32 output (or None)
+        q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, lse_ptr, out_f_ptr,
         # the score scale
         scale,
         # sizes: heads, query rows, key rows
@@ -166,11 +207,16 @@ def _attn_fwd_kernel(
         # strides, in elements, of each operand's batch, head and row dims
         q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride, k_row_stride,
         v_batch_stride, v_head_stride, v_row_stride, o_batch_stride, o_head_stride, o_row_stride,
+        # strides, in elements, of the attn_mask's batch, head, query and key dims (0 where
+        # it broadcasts)
+        m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
+        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
-    pid0*BM.. of plane pid1; GROUP query heads share each key/value head."""
+    pid0*BM.. of plane pid1; GROUP query heads share each key/value head. A row that no key
+    may reach (every key masked to -inf) gets O = 0 and logsumexp +inf, so the backward's
+    P = exp(S - lse) is 0 there: torch's math backend's zeros."""
     start = tl.program_id(0) * BM
     bh = tl.program_id(1)
     rows = start + tl.arange(0, BM)
@@ -179,8 +225,9 @@ def _attn_fwd_kernel(
     vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
     qt = _load_rows(_head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride), rows, q_row_stride,
                     q_len, d, HEAD, BD, True)
-    qk_scale = scale * 1.4426950408889634
-    m_i = tl.full([BM], -1.0e38, tl.float32)
+    mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
+    qk_scale = scale * LOG2E
+    m_i = tl.full([BM], -FLT_MAX, tl.float32)
     l_i = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, BD], tl.float32)
     full = (k_len // BN) * BN
@@ -188,14 +235,19 @@ def _attn_fwd_kernel(
     if CAUSAL:
         full = tl.minimum(full, start)
         end = tl.minimum(k_len, start + BM)
-    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, 0,
-                                full, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, False,
-                                PRECISION)
-    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, rows, full,
-                                end, k_len, qk_scale, d, HEAD, BD, BN, CAUSAL, True, PRECISION)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, mask_p,
+                                m_row_stride, m_col_stride, rows, 0, full, q_len, k_len,
+                                qk_scale, d, HEAD, BD, BN, CAUSAL, False, MASK, PRECISION)
+    acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, mask_p,
+                                m_row_stride, m_col_stride, rows, full, end, q_len, k_len,
+                                qk_scale, d, HEAD, BD, BN, CAUSAL, True, MASK, PRECISION)
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    if MASK != 0:
+        lse = tl.where(l_i == 0.0, float("inf"), lse)
+        l_i = tl.where(l_i == 0.0, 1.0, l_i)
     o = acc * div_rn(1.0, l_i)[:, None]
     plane = bh.to(tl.int64) * q_len
-    tl.store(lse_ptr + plane + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=rows < q_len)
+    tl.store(lse_ptr + plane + rows, lse, mask=rows < q_len)
     _store_rows(_head(out_ptr, bh, n_heads, o_batch_stride, o_head_stride), rows, o_row_stride,
                 q_len, d, o, HEAD, BD)
     if out_f_ptr is not None:
@@ -233,9 +285,18 @@ def _attn_delta_kernel(
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, q_sm, do_sm, n, lo, hi, L, S,
-                 qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
-                 MASKED: tl.constexpr, PRECISION: tl.constexpr):
+def _lse2(lsep, rows, L, other):
+    """The forward's logsumexp of rows `rows` in base 2 (`other` past L), at least -FLT_MAX:
+    a row of huge finite mask values has one near -FLT_MAX that the base change may round
+    past it."""
+    return tl.maximum(tl.load(lsep + rows, mask=rows < L, other=other) * LOG2E, -FLT_MAX)
+
+
+@triton.jit
+def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, mask_p, m_sr, m_sc, q_sm, do_sm, n,
+                 lo, hi, L, S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr,
+                 BM: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
+                 PRECISION: tl.constexpr):
     """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal); with a
     float32 dQ accumulator plane `dqp` (None for none), also these keys' share dS K of dQ,
     added to it atomically.
@@ -246,8 +307,10 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, q_sm, do_sm, n, lo, h
     for m0 in range(lo, hi, BM):
         m = m0 + tl.arange(0, BM)
         qT = _load_cols(qp, m, q_sm, L, d, HEAD, BD)
-        lse2 = tl.load(lsep + m, mask=m < L, other=float("inf")) * 1.4426950408889634
-        pT = tl.exp2(tl.dot(k, qT, input_precision=PRECISION) * qk_scale - lse2[None, :])
+        lse2 = _lse2(lsep, m, L, float("inf"))
+        sT = tl.dot(k, qT, input_precision=PRECISION) * qk_scale
+        sT = _apply_mask(sT, mask_p, m[None, :], n[:, None], L, S, m_sr, m_sc, MASK)
+        pT = tl.exp2(sT - lse2[None, :])
         if MASKED:
             pT = tl.where(m[None, :] >= n[:, None], pT, 0.0)
         if dqp is not None:
@@ -265,9 +328,10 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, q_sm, do_sm, n, lo, h
 
 @triton.jit
 def _attn_dkdv_kernel(
-        # pointers: queries, keys, values, the output gradient, the forward's logsumexp, Delta;
-        # the key and value gradients, the float32 dQ accumulator (None: the dQ kernel's)
-        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_acc_ptr,
+        # pointers: queries, keys, values, the attn_mask (or None), the output gradient, the
+        # forward's logsumexp, Delta; the key and value gradients, the float32 dQ accumulator
+        # (None: the dQ kernel's)
+        q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_acc_ptr,
         # the score scale
         scale,
         # sizes: heads, query rows, key rows
@@ -277,9 +341,11 @@ def _attn_dkdv_kernel(
         v_batch_stride, v_head_stride, v_row_stride, do_batch_stride, do_head_stride,
         do_row_stride, dk_batch_stride, dk_head_stride, dk_row_stride, dv_batch_stride,
         dv_head_stride, dv_row_stride,
+        # strides, in elements, of the attn_mask's batch, head, query and key dims
+        m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
+        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
     """dK and dV of keys pid0*BN.. of key/value plane pid1, summed over its GROUP query heads
     and every query block that sees them (and their share of dQ, unscaled, added to the dQ
     accumulator when there is one)."""
@@ -294,7 +360,7 @@ def _attn_dkdv_kernel(
                     k_len, d, HEAD, BD, True)
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
-    qk_scale = scale * 1.4426950408889634
+    qk_scale = scale * LOG2E
     lo = 0
     if CAUSAL:
         lo = tl.minimum(start + BN, q_len)
@@ -302,19 +368,21 @@ def _attn_dkdv_kernel(
         bh = (kv // kv_heads) * n_heads + (kv % kv_heads) * GROUP + h
         qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
         dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
+        mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
         plane = bh.to(tl.int64) * q_len
         dqp = None
         if dq_acc_ptr is not None:
             dqp = dq_acc_ptr + plane * HEAD
         if CAUSAL:
             dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
-                                          delta_ptr + plane, dqp, q_row_stride, do_row_stride,
-                                          n, start, lo, q_len, k_len, qk_scale, d, HEAD, BD, BM,
-                                          True, PRECISION)
+                                          delta_ptr + plane, dqp, mask_p, m_row_stride,
+                                          m_col_stride, q_row_stride, do_row_stride, n, start,
+                                          lo, q_len, k_len, qk_scale, d, HEAD, BD, BM, True,
+                                          MASK, PRECISION)
         dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
-                                      delta_ptr + plane, dqp, q_row_stride, do_row_stride, n,
-                                      lo, q_len, q_len, k_len, qk_scale, d, HEAD, BD, BM, False,
-                                      PRECISION)
+                                      delta_ptr + plane, dqp, mask_p, m_row_stride, m_col_stride,
+                                      q_row_stride, do_row_stride, n, lo, q_len, q_len, k_len,
+                                      qk_scale, d, HEAD, BD, BM, False, MASK, PRECISION)
     _store_rows(_head(dk_ptr, kv, kv_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
                 k_len, d, dk_acc * scale, HEAD, BD)
     _store_rows(_head(dv_ptr, kv, kv_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
@@ -322,16 +390,18 @@ def _attn_dkdv_kernel(
 
 
 @triton.jit
-def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_scale, d,
-               HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr,
-               PRECISION: tl.constexpr):
+def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rows, lo, hi, L,
+               S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr,
+               MASKED: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr):
     """dQ of queries `rows` from key blocks lo..hi (MASKED: on the causal diagonal).
 
     Keys past S load zeros, so they add nothing to dQ = dS K."""
     for n0 in range(lo, hi, BN):
         n = n0 + tl.arange(0, BN)
         kT = _load_cols(kp, n, k_sn, S, d, HEAD, BD)
-        p = tl.exp2(tl.dot(q, kT, input_precision=PRECISION) * qk_scale - lse2[:, None])
+        s = tl.dot(q, kT, input_precision=PRECISION) * qk_scale
+        s = _apply_mask(s, mask_p, rows[:, None], n[None, :], L, S, m_sr, m_sc, MASK)
+        p = tl.exp2(s - lse2[:, None])
         if MASKED:
             p = tl.where(n[None, :] <= rows[:, None], p, 0.0)
         vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
@@ -343,9 +413,9 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, rows, lo, hi, S, qk_sc
 
 @triton.jit
 def _attn_dq_kernel(
-        # pointers: queries, keys, values, the output gradient, the forward's logsumexp, Delta;
-        # the query gradient
-        q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+        # pointers: queries, keys, values, the attn_mask (or None), the output gradient, the
+        # forward's logsumexp, Delta; the query gradient
+        q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
         # the score scale
         scale,
         # sizes: heads, query rows, key rows
@@ -354,9 +424,11 @@ def _attn_dq_kernel(
         q_batch_stride, q_head_stride, q_row_stride, k_batch_stride, k_head_stride, k_row_stride,
         v_batch_stride, v_head_stride, v_row_stride, do_batch_stride, do_head_stride,
         do_row_stride, dq_batch_stride, dq_head_stride, dq_row_stride,
+        # strides, in elements, of the attn_mask's batch, head, query and key dims
+        m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr, PRECISION: tl.constexpr,
-        BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
+        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
     """dQ of queries pid0*BM.. of plane pid1, over every key block they see; GROUP query heads
     share each key/value head."""
     start = tl.program_id(0) * BM
@@ -368,21 +440,23 @@ def _attn_dq_kernel(
                     q_len, d, HEAD, BD, True)
     g = _load_rows(_head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride), rows,
                    do_row_stride, q_len, d, HEAD, BD, True)
-    lse2 = tl.load(lse_ptr + plane + rows, mask=rows < q_len, other=0.0) * 1.4426950408889634
+    lse2 = _lse2(lse_ptr + plane, rows, q_len, 0.0)
     delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
+    mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
     kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
     vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
-    qk_scale = scale * 1.4426950408889634
+    qk_scale = scale * LOG2E
     acc = tl.zeros([BM, BD], tl.float32)
     end = k_len
     if CAUSAL:
         end = tl.minimum(start, k_len)
-    acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, 0, end,
-                     k_len, qk_scale, d, HEAD, BD, BN, False, PRECISION)
+    acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, mask_p,
+                     m_row_stride, m_col_stride, rows, 0, end, q_len, k_len, qk_scale, d, HEAD,
+                     BD, BN, False, MASK, PRECISION)
     if CAUSAL:
-        acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, rows, end,
-                         tl.minimum(start + BM, k_len), k_len, qk_scale, d, HEAD, BD, BN, True,
-                         PRECISION)
+        acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, mask_p,
+                         m_row_stride, m_col_stride, rows, end, tl.minimum(start + BM, k_len),
+                         q_len, k_len, qk_scale, d, HEAD, BD, BN, True, MASK, PRECISION)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
 
@@ -515,10 +589,26 @@ def _tiles(dtype, head_dim, tf32):
 
 
 def _index_type(*arrays):
-    """int32 when every offset into every array fits, else int64."""
+    """int32 when every offset into every array (None: no array) fits, else int64."""
     reach = max(sum((n - 1) * abs(s) for n, s in zip(a.shape, a.element_strides())) + a.size
-                for a in arrays)
+                for a in arrays if a is not None)
     return "i32" if reach < 2 ** 31 else "i64"
+
+
+def _mask_kind(mask):
+    """The kernels' MASK for an attn_mask array (or None)."""
+    if mask is None:
+        return NO_MASK
+    return BOOL_MASK if mask.dtype == np.bool_ else ADDITIVE_MASK
+
+
+def _mask_strides(mask):
+    """Element strides of the attn_mask's (batch, head, query, key) dims, zeros for none; a
+    key stride of 1 is compiled in (contiguous loads)."""
+    if mask is None:
+        return (0, 0, 0, 0)
+    strides = (0,) * (4 - mask.ndim) + tuple(mask.element_strides())
+    return strides[:3] + (Const(1) if strides[3] == 1 else strides[3],)
 
 
 def _attention_launch(kernel, grid, meta, warps, stages, ity, device, target):
@@ -527,31 +617,32 @@ def _attention_launch(kernel, grid, meta, warps, stages, ity, device, target):
                   device=device, target=target)
 
 
-def _forward_plan(q, k, v, causal, tf32, keep_float, device=0, target=None):
+def _forward_plan(q, k, v, mask, causal, tf32, keep_float, device=0, target=None):
     """(the forward launch for operands laid out like these, the sizes and strides
     _forward_launch passes)."""
     (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
     bd, (bm, bn, warps, stages), _, _, precision = _tiles(q.dtype, q.shape[-1], tf32)
-    meta = dict(CAUSAL=causal, HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm,
-                BN=bn, GROUP=lead[1] // kv_lead[1])
+    meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), HEAD=q.shape[-1], BD=bd,
+                PRECISION=precision, BM=bm, BN=bn, GROUP=lead[1] // kv_lead[1])
     launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
-                               meta, warps, stages, _index_type(q, k, v), device, target)
+                               meta, warps, stages, _index_type(q, k, v, mask), device, target)
     sizes = (lead[1], q.shape[-2], k.shape[-2])
-    return launch, (sizes, q_strides, k_strides, v_strides, _geometry_like(q)[1])
+    return launch, (sizes, q_strides, k_strides, v_strides, _geometry_like(q)[1],
+                    _mask_strides(mask))
 
 
-def _forward_launch(launch, dims, stream, q, k, v, out, lse, out_f, scale):
+def _forward_launch(launch, dims, stream, q, k, v, mask, out, lse, out_f, scale):
     """The call of _attn_fwd_kernel; `dims` as _forward_plan makes them."""
-    sizes, q_strides, k_strides, v_strides, o_strides = dims
+    sizes, q_strides, k_strides, v_strides, o_strides, m_strides = dims
     launch(stream,
            # pointers
-           q, k, v, out, lse, out_f,
+           q, k, v, mask, out, lse, out_f,
            # the score scale
            scale,
            # sizes
            *sizes,
            # strides
-           *q_strides, *k_strides, *v_strides, *o_strides)
+           *q_strides, *k_strides, *v_strides, *o_strides, *m_strides)
 
 
 class _BackwardPlan:
@@ -561,20 +652,21 @@ class _BackwardPlan:
     kernel also zeroes a float32 dQ accumulator, the dK/dV kernel adds dS K to it atomically,
     and a last kernel scales it into dQ."""
 
-    def __init__(self, g, q, k, v, out, causal, tf32, deterministic, device=0, target=None):
+    def __init__(self, g, q, k, v, out, mask, causal, tf32, deterministic, device=0,
+                 target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead, kv_lead = geos[0][0], geos[1][0]
         bd, _, two_pass, one_pass, precision = _tiles(q.dtype, q.shape[-1], tf32)
         block, step, warps, stages = two_pass if deterministic else one_pass
-        ity = _index_type(q, k, v, g)
+        ity = _index_type(q, k, v, g, mask)
         planes, length, head = lead[0] * lead[1], q.shape[-2], q.shape[-1]
         self.device, self.target, self.deterministic = device, target, deterministic
         self.delta_shape = q.shape[:-1]
         rows = dict(HEAD=head, BD=bd, BM=block)
         self.delta = _attention_launch(_attn_delta_kernel, (cdiv(length, block), planes), rows,
                                        warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, HEAD=head, BD=bd, PRECISION=precision,
-                    GROUP=lead[1] // kv_lead[1])
+        meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), HEAD=head, BD=bd,
+                    PRECISION=precision, GROUP=lead[1] // kv_lead[1])
         self.dkdv = _attention_launch(_attn_dkdv_kernel,
                                       (cdiv(k.shape[-2], block), kv_lead[0] * kv_lead[1]),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
@@ -589,6 +681,7 @@ class _BackwardPlan:
         self.sizes = (lead[1], length, k.shape[-2])
         self.strides = tuple(geo[1] for geo in geos) + (_Geometry.of(out)[1],) + tuple(
             _geometry_like(a)[1] for a in (q, k, v))
+        self.mask_strides = _mask_strides(mask)
 
     def _scratch(self, shape, stream):
         """A new float32 array (a placeholder when only compiling)."""
@@ -596,8 +689,9 @@ class _BackwardPlan:
             return placeholder(shape, np.float32)
         return CUDAArray.empty(shape, np.float32, self.device, stream)
 
-    def run(self, stream, g, q, k, v, out, lse, scale, dq, dk, dv):
+    def run(self, stream, g, q, k, v, out, mask, lse, scale, dq, dk, dv):
         q_st, k_st, v_st, g_st, o_st, dq_st, dk_st, dv_st = self.strides
+        m_st = self.mask_strides
         n_heads, q_len, k_len = self.sizes
         delta = self._scratch(self.delta_shape, stream)
         dq_acc = None if self.deterministic else self._scratch(q.shape, stream)
@@ -610,23 +704,23 @@ class _BackwardPlan:
                    *g_st, *o_st)
         self.dkdv(stream,
                   # pointers
-                  q, k, v, g, lse, delta, dk, dv, dq_acc,
+                  q, k, v, mask, g, lse, delta, dk, dv, dq_acc,
                   # the score scale
                   scale,
                   # sizes
                   *self.sizes,
                   # strides
-                  *q_st, *k_st, *v_st, *g_st, *dk_st, *dv_st)
+                  *q_st, *k_st, *v_st, *g_st, *dk_st, *dv_st, *m_st)
         if self.deterministic:
             self.dq(stream,
                     # pointers
-                    q, k, v, g, lse, delta, dq,
+                    q, k, v, mask, g, lse, delta, dq,
                     # the score scale
                     scale,
                     # sizes
                     *self.sizes,
                     # strides
-                    *q_st, *k_st, *v_st, *g_st, *dq_st)
+                    *q_st, *k_st, *v_st, *g_st, *dq_st, *m_st)
         else:
             self.dq(stream,
                     # pointers
@@ -643,11 +737,19 @@ _plans = LaunchCache()
 
 
 def _key(*arrays):
-    return tuple([(a.shape, a.strides, a.dtype, a.ptr % 16 == 0) for a in arrays])
+    return tuple([None if a is None else (a.shape, a.strides, a.dtype, a.ptr % 16 == 0)
+                  for a in arrays])
 
 
-def _check(q, k, v):
-    """Operands the kernels take (k and v may have fewer heads, dividing q's)."""
+def _check(q, k, v, mask):
+    """Operands the kernels take (k and v may have fewer heads, dividing q's; the mask, when
+    given, of shape (..., L, S) with q's leading dims, broadcast dims at stride 0)."""
+    mask_shape = q.shape[:-1] + k.shape[-2:-1]
+    if mask is not None and (mask.shape != mask_shape or mask.ndim > 4 or not (
+            mask.dtype == np.bool_ or mask.dtype == q.dtype)):
+        raise RuntimeError(f"flash_attention: an attn_mask of {mask.shape} and {mask.dtype} "
+                           f"for queries {q.shape} and keys {k.shape} of {q.dtype}: expected "
+                           f"bool or {q.dtype} of {mask_shape}")
     lead_ok = q.shape[:-2] == k.shape[:-2]
     if not lead_ok and q.ndim >= 3 and k.ndim == q.ndim and k.shape[-3]:
         lead_ok = (q.shape[:-3] == k.shape[:-3] and q.shape[-3] % k.shape[-3] == 0)
@@ -660,51 +762,54 @@ def _check(q, k, v):
 
 
 @register("flash_attention", "cuda")
-def flash_attention(query, key, value, is_causal, scale, keep_float):
-    """(softmax(Q K^T * scale, causal) V laid out like the query, row logsumexp of the scaled
-    scores as float32, the output in float32 for half types when `keep_float` (what the
+def flash_attention(query, key, value, attn_mask, is_causal, scale, keep_float):
+    """(softmax(Q K^T * scale + mask, causal) V laid out like the query, row logsumexp of the
+    scaled scores as float32, the output in float32 for half types when `keep_float` (what the
     backward's Delta = rowsum(dO * O) needs to match attention computed in float32), else
-    None). Key and value may have fewer heads than the query (grouped-query attention)."""
+    None). Key and value may have fewer heads than the query (grouped-query attention).
+    `attn_mask` (or None): bool (True: may attend) or additive of the query's dtype, of shape
+    (..., L, S), broadcast dims at stride 0."""
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
     keep_float = keep_float and query.dtype in _HALF
     tf32 = flags.allow_tf32
-    key_ = ("fwd", _key(query, key, value), is_causal, tf32, keep_float, device)
+    key_ = ("fwd", _key(query, key, value, attn_mask), is_causal, tf32, keep_float, device)
     plan = _plans.get(key_)
     if plan is None:  # operands of a new geometry (the key holds all _check reads)
-        _check(query, key, value)
+        _check(query, key, value, attn_mask)
         if query.size:
             plan = _plans.get_or_build(key_, lambda: _forward_plan(
-                query, key, value, is_causal, tf32, keep_float, device) + (_dense_like(query),))
+                query, key, value, attn_mask, is_causal, tf32, keep_float, device)
+                + (_dense_like(query),))
     strides = _dense_like(query) if plan is None else plan[2]
     out = _empty_strided(query, query.dtype, strides, stream)
     lse = CUDAArray.empty(query.shape[:-1], np.float32, device, stream)
     out_f = _empty_strided(query, np.float32, strides, stream) if keep_float else None
     if plan is not None:
-        _forward_launch(plan[0], plan[1], stream, query, key, value, out, lse, out_f,
+        _forward_launch(plan[0], plan[1], stream, query, key, value, attn_mask, out, lse, out_f,
                         float(scale))
     return out, lse, out_f
 
 
 @register("flash_attention_backward", "cuda")
-def flash_attention_backward(grad, query, key, value, out, lse, is_causal, scale,
+def flash_attention_backward(grad, query, key, value, out, attn_mask, lse, is_causal, scale,
                              deterministic):
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
     and its saved lse and out (the float32 one where it kept it). `deterministic`: the two-pass
     backward, every element summed in a fixed order; else the one-pass backward, whose dQ sums
     with float atomics (its last bits vary from run to run). Key and value may have fewer
-    heads than the query (grouped-query attention)."""
-    _check(query, key, value)
+    heads than the query (grouped-query attention); `attn_mask` as the forward's."""
+    _check(query, key, value, attn_mask)
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
     grads = tuple(_empty_like(a, a.dtype, stream) for a in (query, key, value))
     if all(a.size for a in grads):
         tf32 = flags.allow_tf32
-        key_ = ("bwd", _key(grad, query, key, value, out), is_causal, tf32, deterministic,
-                device)
+        key_ = ("bwd", _key(grad, query, key, value, out, attn_mask), is_causal, tf32,
+                deterministic, device)
         plan = _plans.get_or_build(key_, lambda: _BackwardPlan(
-            grad, query, key, value, out, is_causal, tf32, deterministic, device))
-        plan.run(stream, grad, query, key, value, out, lse, float(scale), *grads)
+            grad, query, key, value, out, attn_mask, is_causal, tf32, deterministic, device))
+        plan.run(stream, grad, query, key, value, out, attn_mask, lse, float(scale), *grads)
     return grads
