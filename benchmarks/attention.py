@@ -7,9 +7,10 @@ gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and r
 TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
 Genesis/torch ratio of times, for Genesis's one-pass backward (the default) and its
 deterministic one (under genesis.use_deterministic_algorithms(True)). A second table times
-attention under a key-padding mask (the last eighth of each sequence's keys hidden, as in a
-padded batch; not causal) in bf16, Genesis's fused kernels reading the mask beside torch's
-memory-efficient kernel.
+bf16 attention under a key-padding mask (the last eighth of each sequence's keys hidden, as
+in a padded batch; not causal), Genesis's fused kernels reading the mask beside torch's
+memory-efficient kernel, and causal attention with dropout_p=0.1 (training a GPT with
+dropout), beside torch's flash kernel.
 
     python benchmarks/attention.py [--json PATH] [--reps N]
     python benchmarks/attention.py --tiles [--dtype fp32] [--only forward|one_pass|two_pass]
@@ -52,33 +53,39 @@ def _step(lib, shape, dtype, rng, backward=True):
     return step
 
 
-def _masked_step(lib, shape, dtype, rng):
-    """A closure running forward and backward of attention under a key-padding mask."""
+def _variant_step(lib, shape, dtype, rng, variant):
+    """A closure running forward and backward of attention under a key-padding mask or of
+    causal attention with dropout."""
     b, _, t, _ = shape
     arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]
     q, k, v, grad = (lib.tensor(a).to(dtype) for a in arrays)
     for x in (q, k, v):
         x.requires_grad_(True)
     keep = np.arange(t) < t - t // 8
-    mask = lib.tensor(np.broadcast_to(keep, (b, 1, 1, t)).copy())
+    kwargs = {"key padding": {"attn_mask": lib.tensor(np.broadcast_to(keep, (b, 1, 1, t)).copy())},
+              "dropout 0.1": {"is_causal": True, "dropout_p": 0.1}}[variant]
     sdpa = lib.module.nn.functional.scaled_dot_product_attention
 
     def step():
-        sdpa(q, k, v, attn_mask=mask).backward(grad)
+        sdpa(q, k, v, **kwargs).backward(grad)
     return step
 
 
-def run_masked(reps):
-    """Rows of forward + backward ms under a key-padding mask, bf16, Genesis beside torch."""
+def run_variants(reps):
+    """Rows of bf16 forward + backward ms under a key-padding mask and with dropout, Genesis
+    beside torch."""
     ours, theirs = ops.Lib(genesis), ops.Lib(torch)
     rng = np.random.default_rng()
     rows = []
-    for shape in CASES:
-        genesis_ms = ops.device_ms(ours, _masked_step(ours, shape, genesis.bfloat16, rng), reps)
-        torch_ms = ops.device_ms(theirs, _masked_step(theirs, shape, torch.bfloat16, rng), reps)
-        rows.append({"shape": list(shape), "dtype": "bf16", "mask": "key padding",
-                     "genesis_ms": genesis_ms, "torch_ms": torch_ms,
-                     "ratio": genesis_ms / torch_ms})
+    for variant in ("key padding", "dropout 0.1"):
+        for shape in CASES:
+            genesis_ms = ops.device_ms(
+                ours, _variant_step(ours, shape, genesis.bfloat16, rng, variant), reps)
+            torch_ms = ops.device_ms(
+                theirs, _variant_step(theirs, shape, torch.bfloat16, rng, variant), reps)
+            rows.append({"shape": list(shape), "dtype": "bf16", "variant": variant,
+                         "genesis_ms": genesis_ms, "torch_ms": torch_ms,
+                         "ratio": genesis_ms / torch_ms})
     return rows
 
 
@@ -196,15 +203,15 @@ def main():
               f"{r['genesis_deterministic_ms']:>12.3f}{r['torch_ms']:>10.3f}"
               f"{r['genesis_tflops']:>14.1f}{r['torch_tflops']:>12.1f}{r['ratio']:>8.2f}"
               f"{r['deterministic_ratio']:>15.2f}")
-    masked = run_masked(args.reps)
-    print(f"\nkey-padding mask, bf16\n{'B,H,T,D':<18}{'genesis ms':>12}{'torch ms':>10}"
-          f"{'ratio':>8}")
-    for r in masked:
-        print(f"{','.join(map(str, r['shape'])):<18}{r['genesis_ms']:>12.3f}"
+    variants = run_variants(args.reps)
+    print(f"\nbf16, forward + backward\n{'B,H,T,D':<18}{'variant':>12}{'genesis ms':>12}"
+          f"{'torch ms':>10}{'ratio':>8}")
+    for r in variants:
+        print(f"{','.join(map(str, r['shape'])):<18}{r['variant']:>12}{r['genesis_ms']:>12.3f}"
               f"{r['torch_ms']:>10.3f}{r['ratio']:>8.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows + masked, f, indent=1)
+            json.dump(rows + variants, f, indent=1)
 
 
 if __name__ == "__main__":

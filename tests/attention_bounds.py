@@ -34,7 +34,8 @@ def _softmax(q, k, v, grad, causal, scale, mask=None):
     s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q @ k.mT * s
     if mask is not None:
-        mask = torch.as_tensor(mask if mask.dtype == bool else mask.astype("float64"))
+        if not isinstance(mask, torch.Tensor):
+            mask = torch.as_tensor(mask if mask.dtype == bool else mask.astype("float64"))
         scores = (scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
                   else scores + mask.double())
     if causal:

@@ -87,33 +87,45 @@ def attention_cases(target):
     float32 D=64 causal (TF32 x3) and float32 D=128 with TF32, forward and both backwards
     (one-pass and deterministic); Llama-3-shaped grouped heads (32 over 8); attn_masks: a bool
     key-padding mask (B, 1, 1, S) broadcast, an additive (L, S) mask broadcast over batch and
-    heads, and a float32 additive mask read across (key stride L)."""
+    heads, and a float32 additive mask read across (key stride L); dropout (bf16, D=64, with a
+    mask; fp16, D=128, causal), one specialization for the host's seed and a CUDA graph's;
+    the dropout mask kernel."""
     cases = [(np.float16, 64, False, True, None), (np.float16, 64, False, False, None),
              (ml_dtypes.bfloat16, 128, False, True, None), (np.float16, 80, False, False, None),
              (np.float32, 64, False, True, None), (np.float32, 128, True, False, None),
              (ml_dtypes.bfloat16, 64, False, False, (np.bool_, (1024, 0, 0, 1))),
              (np.float16, 128, False, True, (np.float16, (0, 0, 1024, 1))),
              (np.float32, 64, False, False, (np.float32, (0, 0, 1, 1024)))]
+    graph_state = placeholder((2,), np.int64)
+    dropouts = {(ml_dtypes.bfloat16, 64): (0.1, graph_state, 64),
+                (np.float16, 128): (0.1, graph_state, 0)}
     for dtype, head, tf32, causal, mask_layout in cases:
         x = placeholder((4, 8, 1024, head), dtype)
         out = placeholder(x.shape, np.float32)
         lse = placeholder(x.shape[:-1], np.float32)
         mask = None if mask_layout is None else placeholder((4, 8, 1024, 1024), *mask_layout)
-        _attention_case(x, x, mask, out, lse, causal, tf32, target)
+        dropout = dropouts.get((dtype, head)) if mask_layout is not None else None
+        _attention_case(x, x, mask, dropout, out, lse, causal, tf32, target)
     q = placeholder((1, 32, 2048, 64), ml_dtypes.bfloat16)
     kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
-    _attention_case(q, kv, None, q, placeholder(q.shape[:-1], np.float32), True, False, target)
+    _attention_case(q, kv, None, None, q, placeholder(q.shape[:-1], np.float32), True, False,
+                    target)
+    keep = placeholder((4, 8, 1024, 1000), np.bool_)
+    launch = attention._attention_launch(attention._dropout_mask_kernel, (1, 1),
+                                         dict(BM=32, BN=64), 4, 1, "i32", 0, target)
+    launch(0, keep, graph_state, 0.1, 12345, 0, 0, 1024, 1000, 16)
 
 
-def _attention_case(q, kv, mask, out, lse, causal, tf32, target):
+def _attention_case(q, kv, mask, dropout, out, lse, causal, tf32, target):
     """The forward and both backwards of queries `q` over keys and values `kv`."""
-    launch, dims = attention._forward_plan(q, kv, kv, mask, causal, tf32, True, target=target)
+    launch, dims = attention._forward_plan(q, kv, kv, mask, dropout, causal, tf32, True,
+                                           target=target)
     attention._forward_launch(launch, dims, 0, q, kv, kv, mask, q, lse, None if out is q else out,
-                              0.125)
+                              0.125, dropout)
     for deterministic in (False, True):
-        plan = attention._BackwardPlan(q, q, kv, kv, out, mask, causal, tf32, deterministic,
-                                       target=target)
-        plan.run(0, q, q, kv, kv, out, mask, lse, 0.125, q, kv, kv)
+        plan = attention._BackwardPlan(q, q, kv, kv, out, mask, dropout, causal, tf32,
+                                       deterministic, target=target)
+        plan.run(0, q, q, kv, kv, out, mask, dropout, lse, 0.125, q, kv, kv)
 
 
 def copy_cases(target):

@@ -61,8 +61,8 @@ def test_sync_point_warns_or_raises_with_torchs_message(quiet_sync_mode):
 class _FakeNVML(types.SimpleNamespace):
     """cuda.bindings.nvml's calls genesis makes, over fixed readings of two devices."""
 
-    TemperatureSensors = types.SimpleNamespace(GPU=0)
-    ClockType = types.SimpleNamespace(SM=1)
+    TemperatureSensors = types.SimpleNamespace(TEMPERATURE_GPU=0)
+    ClockType = types.SimpleNamespace(CLOCK_SM=1)
     BUS = {"0000:1A:00.0": 100, "0000:3B:00.0": 101}
 
     def device_get_handle_by_pci_bus_id_v2(self, bus_id):

@@ -72,7 +72,7 @@ def power_draw(device=None):
 def clock_rate(device=None):
     """The SM clock in MHz over the last sample period, as nvidia-smi shows it."""
     nvml, handle = _query(device)
-    return nvml.device_get_clock_info(handle, nvml.ClockType.SM)
+    return nvml.device_get_clock_info(handle, nvml.ClockType.CLOCK_SM)
 
 
 def list_gpu_processes(device=None):

@@ -275,18 +275,15 @@ def test_no_grad_forward():
     _assert_grad_close(out, expected, bound.numpy(), genesis.float16)
 
 
-@pytest.mark.parametrize("case", ["dropout", "float64", "head8", "head256"])
+@pytest.mark.parametrize("case", ["float64", "head8", "head256"])
 def test_other_cases_stay_composed(case):
     dtype = {"float64": genesis.float64}.get(case, genesis.float32)
     head = {"head8": 8, "head256": 256}.get(case, 32)
     q = genesis.randn(1, 2, 16, head, dtype=dtype, device="cuda", requires_grad=True)
-    kwargs = {"dropout": {"dropout_p": 0.1}}.get(case, {})
-    out = F.scaled_dot_product_attention(q, q, q, **kwargs)
+    out = F.scaled_dot_product_attention(q, q, q)
     assert out.grad_fn.name() != FUSED
-    if case != "dropout":
-        tq = torch.from_numpy(q.detach().cpu().numpy())
-        expected = TF.scaled_dot_product_attention(tq, tq, tq)
-        assert_close(out, expected)
+    tq = torch.from_numpy(q.detach().cpu().numpy())
+    assert_close(out, TF.scaled_dot_product_attention(tq, tq, tq))
 
 
 def _mask(kind, shape, dtype):
@@ -314,3 +311,46 @@ def test_attn_masks(dtype, kind, shape, causal):
 def test_attn_mask_with_grouped_heads_at_head_dim_128():
     _check((2, 8, 256, 128), (2, 2, 256, 128), genesis.bfloat16, False,
            mask=_mask("bool", (2, 1, 1, 256), genesis.bfloat16))
+
+
+def _flags(shape, draw):
+    """The flags fused attention keeps for the generator's draw (p, seed, offset), from the
+    device kernel, checked against the host's Philox bit for bit."""
+    from genesis import dispatch
+    from genesis.backends.cuda.array_ops import to_numpy
+    got = dispatch.kernel("attention_dropout_mask", "cuda")(shape, *draw, 0)
+    expected = dispatch.kernel("attention_dropout_mask", "cpu")(shape, *draw, None)
+    np.testing.assert_array_equal(to_numpy(got), expected)
+    return torch.from_numpy(expected)
+
+
+@pytest.mark.usefixtures("backward_form")
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float32], ids=str)
+def test_dropout(dtype, masked):
+    """dropout_p runs fused: the probabilities dropped are the flags the CUDA generator's draw
+    names (the same in the backward), against torch's math on those flags; a key-padding
+    mask beside it; the generator's offset advances past the draw."""
+    (q, tq), (k, tk), (v, tv) = _leaves([(2, 4, 200, 64), (2, 4, 230, 64), (2, 4, 230, 64)],
+                                        dtype)
+    mask = torch.rand(2, 1, 1, 230) > 0.2 if masked else None
+    generator = genesis.cuda.default_generators[0]
+    seed, offset = generator.initial_seed(), generator.get_offset()
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=None if mask is None else from_torch(mask, "cuda"), dropout_p=0.2)
+    assert out.grad_fn.name() == FUSED
+    assert generator.get_offset() == offset + 2 * 4 * 200 * 58
+    scores = (tq @ tk.mT / 8.0)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    keep = _flags((2, 4, 200, 230), (0.2, seed, offset))
+    expected = (scores.softmax(-1) * keep / 0.8) @ tv
+    grad = torch.randn(expected.shape).to(TORCH[dtype])
+    expected.backward(grad.to(expected.dtype))
+    out.backward(from_torch(grad, "cuda"))
+    bounds = half_rounding_bounds(tq, tk, tv, grad, False, 1 / 8.0, dtype.name, mask)
+    cancel_q, cancel_k = cancellation_bounds(tq, tk, tv, grad, False, 1 / 8.0, mask)
+    bounds = [bounds[0], bounds[1] + cancel_q, bounds[2] + cancel_k, bounds[3]]
+    for actual, ref, bound in zip((out, q.grad, k.grad, v.grad),
+                                  (expected, tq.grad, tk.grad, tv.grad), bounds):
+        _assert_grad_close(actual, ref, bound / 0.8, dtype)

@@ -120,12 +120,12 @@ def _run(rng, shape_q, shape_k, dtype, causal, scale=None, layout="contiguous",
     dq, dk, dv = (_operand(a, layout) for a in (q, k, v))
     d_mask = None if mask is None else _broadcast(mask, shape_q[:-1] + shape_k[-2:-1])
     o_bound, *bounds = _bounds(q, k, v, g, causal, scale, mask)
-    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, causal,
-                                                                 scale, True)
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, None,
+                                                                 causal, scale, True)
     _check(out, expected[0], o_bound)
     grads = dispatch.kernel("flash_attention_backward", "cuda")(
-        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, lse, causal, scale,
-        deterministic)
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, None, lse, causal,
+        scale, deterministic)
     for actual, exp, bound in zip(grads, expected[1:], bounds):
         _check(actual, exp, bound)
 
@@ -180,9 +180,10 @@ def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
     """The one-pass backward adds dQ up in a float32 accumulator and scales it into dQ in a
     last launch; the deterministic one computes dQ in a kernel of its own."""
     x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float16))
-    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, None, True, 0.25, True)
-    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, None, lse, True, 0.25,
-                                                        deterministic)
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, None, None, True, 0.25,
+                                                                 True)
+    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, None, None, lse, True,
+                                                        0.25, deterministic)
     (plan,) = [p for key, p in at._plans.items() if key[0] == "bwd"]
     assert plan.dq.fn is (at._attn_dq_kernel if deterministic else at._attn_dq_cast_kernel)
 
@@ -292,10 +293,10 @@ def test_mask_read_across_with_grouped_heads(gpu, rng, deterministic):
     expected = _reference(q, k, v, g, False, 0.25, mask)
     d_mask = ti.view(ti.to_device(mask.T.copy()), (1, 4, 37, 45), (0, 0, 1, 37))
     out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(
-        *map(ti.to_device, (q, k, v)), d_mask, False, 0.25, True)
+        *map(ti.to_device, (q, k, v)), d_mask, None, False, 0.25, True)
     _check(out, expected[0])
     grads = dispatch.kernel("flash_attention_backward", "cuda")(
-        ti.to_device(g), *map(ti.to_device, (q, k, v)), out, d_mask, lse, False, 0.25,
+        ti.to_device(g), *map(ti.to_device, (q, k, v)), out, d_mask, None, lse, False, 0.25,
         deterministic)
     for actual, exp in zip(grads, expected[1:]):
         _check(actual, exp)
@@ -322,11 +323,64 @@ def test_rows_masked_by_the_dtypes_min(gpu, rng, dtype):
     dq, dk, dv = map(ti.to_device, (q, k, v))
     o_bound, *bounds = _bounds(q, k, v, g, False, 0.25, mask)
     d_mask = _broadcast(mask, (1, 2, 20, 24))
-    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, False, 0.25,
-                                                                 True)
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, d_mask, None,
+                                                                 False, 0.25, True)
     _check(out, expected[0], o_bound)
     grads = dispatch.kernel("flash_attention_backward", "cuda")(
-        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, lse, False, 0.25,
-        False)
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, d_mask, None, lse, False,
+        0.25, False)
     for actual, exp, bound in zip(grads, expected[1:], bounds):
         _check(actual, exp, bound)
+
+
+def _dropout_reference(q, k, v, g, causal, scale, dropout):
+    """torch's output and gradients in float32 with the probabilities dropped by the flags
+    the host's Philox draws for `dropout` (the CPU kernel of attention_dropout_mask)."""
+    p = dropout[0]
+    keep = torch.from_numpy(dispatch.kernel("attention_dropout_mask", "cpu")(
+        q.shape[:-1] + k.shape[-2:-1], *dropout, None))
+    tq, tk, tv = (torch.from_numpy(a.astype(np.float32)).requires_grad_() for a in (q, k, v))
+    scores = tq @ tk.mT * scale
+    if causal:
+        scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(),
+                                    -math.inf)
+    out = (scores.softmax(-1) * keep / (1 - p)) @ tv
+    out.backward(torch.from_numpy(g.astype(np.float32)))
+    return [t.detach().numpy().astype(q.dtype) for t in (out, tq.grad, tk.grad, tv.grad)]
+
+
+@BACKWARDS
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_dropout(gpu, rng, dtype, causal, deterministic):
+    """The kernels drop the probabilities the host's Philox flags name, the same ones in the
+    forward and in either backward; the half types within their rounding bounds scaled by
+    1 / (1 - p), the largest factor a kept probability takes."""
+    shape_q, shape_k = (2, 3, 37, 32), (2, 3, 45, 32)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_k, shape_k))
+    g = rng.standard_normal(shape_q).astype(dtype)
+    dropout = (0.25, int(rng.integers(1 << 62)), 4 * int(rng.integers(1000)))
+    expected = _dropout_reference(q, k, v, g, causal, 0.2, dropout)
+    bounds = [b / 0.75 for b in _bounds(q, k, v, g, causal, 0.2)]
+    dq, dk, dv = map(ti.to_device, (q, k, v))
+    out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, None, dropout,
+                                                                 causal, 0.2, True)
+    _check(out, expected[0], bounds[0])
+    grads = dispatch.kernel("flash_attention_backward", "cuda")(
+        ti.to_device(g), dq, dk, dv, out if out_f is None else out_f, None, dropout, lse, causal,
+        0.2, deterministic)
+    for actual, exp, bound in zip(grads, expected[1:], bounds[1:]):
+        _check(actual, exp, bound)
+
+
+def test_dropout_mask_kernel_draws_the_hosts_flags(gpu, rng):
+    """attention_dropout_mask on the device and on the host, bit for bit: with the
+    generator's seed, and in a CUDA graph with the seed and base offset read from memory."""
+    shape, seed = (2, 3, 37, 45), int(rng.integers(1 << 63))
+    expected = dispatch.kernel("attention_dropout_mask", "cpu")(shape, 0.3, seed, 100, None)
+    got = dispatch.kernel("attention_dropout_mask", "cuda")(shape, 0.3, seed, 100, 0)
+    np.testing.assert_array_equal(ti.to_host(got), expected)
+    state = ti.to_device(np.array([seed - (1 << 64) if seed >= 1 << 63 else seed, 60],
+                                  dtype=np.int64))
+    in_graph = dispatch.kernel("attention_dropout_mask", "cuda")(shape, 0.3, state, 40, 0)
+    np.testing.assert_array_equal(ti.to_host(in_graph), expected)

@@ -3,16 +3,19 @@
 "flash_attention" returns the output and the row logsumexp of the scaled scores, and
 "flash_attention_backward" the three input gradients from them, as the GPU's FlashAttention
 kernels do (kernels/attention.py); for half types the forward can also keep its output in
-float32, from which the backward takes rowsum(dO * O) as attention computed in float32 does. Half types compute in float32 and round once; the
-logsumexp is float32 (float64 for float64 inputs, so gradient checks stay exact). The CPU takes
-the composed ops in scaled_dot_product_attention (nothing to gain from fusing here: numpy
-materializes the scores either way); these kernels define the contract, test it, and run the
-fused autograd Function on the CPU in tests.
+float32, from which the backward takes rowsum(dO * O) as attention computed in float32 does.
+Half types compute in float32 and round once; the logsumexp is float32 (float64 for float64
+inputs, so gradient checks stay exact). Dropout drops the probabilities the CUDA kernels drop,
+by the same Philox draw (philox.py). The CPU takes the composed ops in
+scaled_dot_product_attention (nothing to gain from fusing here: numpy materializes the scores
+either way); these kernels define the contract, test it, and run the fused autograd Function
+on the CPU in tests.
 """
 
 import numpy as np
 
 from ...dispatch import register
+from .philox import attention_dropout_keep
 
 
 def _compute(*arrays):
@@ -34,32 +37,51 @@ def _scores(q, k, attn_mask, is_causal, scale):
     return s
 
 
+def _dropped(p, dropout, shape):
+    """The probabilities `p` under dropout (None: as they are): the kept ones scaled by
+    1 / (1 - p), the others 0, by the flags the GPU kernels draw (backends/cpu/philox.py)."""
+    if dropout is None:
+        return p
+    keep = attention_dropout_mask(shape, *dropout, None)
+    return np.where(keep, p * (1.0 / (1.0 - dropout[0])), 0.0).astype(p.dtype)
+
+
+@register("attention_dropout_mask", "cpu")
+def attention_dropout_mask(shape, dropout_p, seed, offset, device_index):
+    """The (..., L, S) bool flags fused attention's dropout keeps for the draw (p, seed,
+    offset), as the CUDA kernels draw them."""
+    *lead, rows, keys = shape
+    planes = int(np.prod(lead, dtype=np.int64))
+    return attention_dropout_keep(seed, offset, planes, rows, keys, dropout_p).reshape(shape)
+
+
 @register("flash_attention", "cpu")
-def flash_attention(query, key, value, attn_mask, is_causal, scale, keep_float):
+def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, keep_float):
     """(softmax(Q K^T * scale + mask, causal) V, row logsumexp of the scaled scores, the output
     in float32 for half types when `keep_float` (for the backward's rowsum(dO * O)), else
-    None). A row no key may reach gets zeros and a logsumexp of +inf."""
+    None). A row no key may reach gets zeros and a logsumexp of +inf. `dropout`: None or
+    (p, seed, offset), the probabilities the CUDA kernels drop dropped."""
     q, k, v = _compute(query, key, value)
     with np.errstate(all="ignore"):
         s = _scores(q, k, attn_mask, is_causal, scale)
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         lse = m + np.log(np.sum(np.exp(s - m), axis=-1, keepdims=True))
         lse = np.where(m == -np.inf, np.inf, lse)
-        out = np.matmul(np.exp(s - lse), v)
+        out = np.matmul(_dropped(np.exp(s - lse), dropout, s.shape), v)
     keep_float = keep_float and out.dtype != query.dtype
     return out.astype(query.dtype), lse[..., 0], out if keep_float else None
 
 
 @register("flash_attention_backward", "cpu")
-def flash_attention_backward(grad, query, key, value, out, attn_mask, lse, is_causal, scale,
-                             deterministic):
+def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, lse, is_causal,
+                             scale, deterministic):
     """(dQ, dK, dV) from the output gradient and flash_attention's logsumexp and output (the
     float32 one where it kept it); deterministic either way."""
     g, q, k, v, o = _compute(grad, query, key, value, out)
     with np.errstate(all="ignore"):
         p = np.exp(_scores(q, k, attn_mask, is_causal, scale) - lse[..., None])
-        dv = np.matmul(np.swapaxes(p, -1, -2), g)
-        dp = np.matmul(g, np.swapaxes(v, -1, -2))
+        dv = np.matmul(np.swapaxes(_dropped(p, dropout, p.shape), -1, -2), g)
+        dp = _dropped(np.matmul(g, np.swapaxes(v, -1, -2)), dropout, p.shape)
         ds = p * (dp - np.sum(g * o, axis=-1, keepdims=True))
         dq = np.matmul(ds, k) * scale
         dk = np.matmul(np.swapaxes(ds, -1, -2), q) * scale

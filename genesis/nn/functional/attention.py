@@ -1,10 +1,11 @@
 """Attention with torch's semantics: scaled_dot_product_attention, multi_head_attention_forward.
 
-On CUDA, scaled_dot_product_attention without dropout runs as fused FlashAttention kernels
+On CUDA, scaled_dot_product_attention runs as fused FlashAttention kernels
 (backends/cuda/kernels/attention.py: one launch forward, three backward, no (L, S) scores in
 memory; the backward's deterministic form under use_deterministic_algorithms(True), else its
-one-pass form, whose dQ sums with float atomics), is_causal and a bool or additive attn_mask
-(read in place, broadcast dims at stride 0) applied inside them;
+one-pass form, whose dQ sums with float atomics), is_causal, a bool or additive attn_mask
+(read in place, broadcast dims at stride 0) and dropout (drawn from the CUDA generator by
+counter, the same flags again in the backward) applied inside them;
 grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per head
 (decoding against a cache), without gradients and with at most a bool mask over the keys, runs
 as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read in
@@ -30,6 +31,7 @@ from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, wrap
+from ...ops.random import philox_args
 from ...settings import are_deterministic_algorithms_enabled
 from ..attention.bias import CausalBias, CausalVariant, causal_mask
 from . import sdpa_backends
@@ -39,6 +41,12 @@ from .dropout import dropout
 from .linear import linear
 from .padding import pad
 from .sdpa_backends import GPU_FUSED_DTYPES
+
+
+def dropout_counters(planes, q_len, k_len):
+    """How many Philox counters the fused kernels' dropout draws: one per four keys of each
+    query row of each plane (backends/cuda/kernels/attention.py's layout)."""
+    return planes * q_len * -(-k_len // 4)
 
 
 def _repeat_heads(x, groups):
@@ -98,7 +106,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if decodable:
         return _decode(query, key, value, attn_mask, None, scale)
     if query.device.type == "cuda":
-        return _flash(query, key, value, attn_mask, is_causal, scale)
+        return _flash(query, key, value, attn_mask, dropout_p, is_causal, scale)
     out = _composite(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return name_node(out, "ScaledDotProductFlashAttentionForCpuBackward0") \
         if out.requires_grad else out
@@ -255,13 +263,20 @@ def _needs_grad(*tensors):
     return is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
-def _flash(query, key, value, attn_mask, is_causal, scale):
+def _flash(query, key, value, attn_mask, dropout_p, is_causal, scale):
     query, key, value = (_unit_last_stride(t) for t in (query, key, value))
+    scores_shape = (*query.shape[:-1], key.shape[-2])
     if attn_mask is not None:
-        attn_mask = attn_mask.expand(*query.shape[:-1], key.shape[-2])
+        attn_mask = attn_mask.expand(*scores_shape)
+    dropout = None
+    if dropout_p > 0.0:
+        planes = math.prod(query.shape[:-2])
+        draw = philox_args(query.device, None, dropout_counters(planes, *scores_shape[-2:]))
+        dropout = (float(dropout_p), *draw)
     if records(query, key, value):
-        return _FlashAttention.apply(query, key, value, attn_mask, is_causal, scale)
-    return _FlashAttention.compute(query, key, value, attn_mask, is_causal, scale, False)[0]
+        return _FlashAttention.apply(query, key, value, attn_mask, dropout, is_causal, scale)
+    return _FlashAttention.compute(query, key, value, attn_mask, dropout, is_causal, scale,
+                                   False)[0]
 
 
 def _unit_last_stride(t):
@@ -271,27 +286,29 @@ def _unit_last_stride(t):
 
 
 class _FlashAttention(Function):
-    """softmax(Q K^T * scale + mask, causal) V through the backend's fused kernels, the mask
-    (bool or additive, broadcast to the scores' shape; or None) taking no gradient. The forward
+    """dropout(softmax(Q K^T * scale + mask, causal)) V through the backend's fused kernels,
+    the mask (bool or additive, broadcast to the scores' shape; or None) taking no gradient,
+    dropout None or (p, seed, offset) of the generator's draw. The forward
     saves the row logsumexp (and, for half types, its output in float32) so the backward
     rebuilds the probabilities without storing them; when the backward itself is
     differentiated (create_graph), the gradients are recomputed with genesis ops so every
     order is exact."""
 
     @staticmethod
-    def compute(query, key, value, attn_mask, is_causal, scale, keep):
+    def compute(query, key, value, attn_mask, dropout, is_causal, scale, keep):
         """(the output, the row logsumexp, with `keep` the output in float32 for half types
         else None) from the kernel; the last two are arrays."""
         mask = None if attn_mask is None else attn_mask._data
-        out, lse, out_f = call("flash_attention", query, key, value, mask, is_causal, scale,
-                               keep, device=query.device)
+        out, lse, out_f = call("flash_attention", query, key, value, mask, dropout, is_causal,
+                               scale, keep, device=query.device)
         return wrap(out, query.device), lse, out_f
 
     @staticmethod
-    def forward(ctx, query, key, value, attn_mask, is_causal, scale):
-        out, lse, out_f = _FlashAttention.compute(query, key, value, attn_mask, is_causal,
-                                                  scale, any(ctx.needs_input_grad[:3]))
-        ctx.is_causal, ctx.scale, ctx.attn_mask = is_causal, scale, attn_mask
+    def forward(ctx, query, key, value, attn_mask, dropout, is_causal, scale):
+        out, lse, out_f = _FlashAttention.compute(query, key, value, attn_mask, dropout,
+                                                  is_causal, scale,
+                                                  any(ctx.needs_input_grad[:3]))
+        ctx.is_causal, ctx.scale, ctx.attn_mask, ctx.dropout = is_causal, scale, attn_mask, dropout
         kept = out if out_f is None else wrap(out_f, query.device)
         ctx.save_for_backward(query, key, value, kept, wrap(lse, query.device))
         return out
@@ -301,27 +318,35 @@ class _FlashAttention(Function):
         query, key, value, out, lse = ctx.saved_tensors
         mask = ctx.attn_mask
         if is_grad_enabled():
-            grads = _attention_grads(grad, query, key, value, mask, ctx.is_causal, ctx.scale)
+            grads = _attention_grads(grad, query, key, value, mask, ctx.dropout, ctx.is_causal,
+                                     ctx.scale)
         else:
             grads = call("flash_attention_backward", _unit_last_stride(grad), query, key, value,
-                         out, None if mask is None else mask._data, lse, ctx.is_causal,
-                         ctx.scale, are_deterministic_algorithms_enabled(), device=query.device)
+                         out, None if mask is None else mask._data, ctx.dropout, lse,
+                         ctx.is_causal, ctx.scale, are_deterministic_algorithms_enabled(),
+                         device=query.device)
             grads = [wrap(g, query.device) for g in grads]
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) \
-            + (None, None, None)
+            + (None, None, None, None)
 
 
-def _attention_grads(grad, query, key, value, attn_mask, is_causal, scale):
-    """(dQ, dK, dV) of softmax(Q K^T * scale + mask) V with genesis ops (differentiable
-    again); keys and values with fewer heads than the query are repeated, their gradients
-    summed back."""
+def _attention_grads(grad, query, key, value, attn_mask, dropout, is_causal, scale):
+    """(dQ, dK, dV) of dropout(softmax(Q K^T * scale + mask)) V with genesis ops
+    (differentiable again), dropout by the flags the kernels drew; keys and values with fewer
+    heads than the query are repeated, their gradients summed back."""
     groups = query.shape[-3] // key.shape[-3] if query.ndim >= 3 else 1
     if groups > 1:
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     weights = _attention_weights(linalg.matmul(query * scale, key.transpose(-2, -1)), attn_mask,
                                  is_causal)
-    d_value = linalg.matmul(weights.transpose(-2, -1), grad)
-    d_weights = linalg.matmul(grad, value.transpose(-2, -1))
+    kept = 1.0
+    if dropout is not None:
+        p, seed, offset = dropout
+        flags = call("attention_dropout_mask", tuple(weights.shape), p, seed, offset,
+                     query.device.index, device=query.device)
+        kept = wrap(flags, query.device).to(weights.dtype) * (1.0 / (1.0 - p))
+    d_value = linalg.matmul((weights * kept).transpose(-2, -1), grad)
+    d_weights = linalg.matmul(grad, value.transpose(-2, -1)) * kept
     d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True)) * scale
     d_key = linalg.matmul(d_scores.transpose(-2, -1), query)
     if groups > 1:

@@ -95,8 +95,8 @@ def gpu_fused_reasons(p, backend):
         return
     if mask is not None:
         yield from _gpu_mask_reasons(mask, q, k, backend)
-    if p.dropout > 0.0:
-        yield "Genesis's fused attention kernel does not support non-zero dropout"
+    if p.dropout >= 1.0:
+        yield "Genesis's fused attention kernel takes dropout_p below 1"
     if not (q.dtype in GPU_FUSED_DTYPES and k.dtype is q.dtype and v.dtype is q.dtype):
         yield (f"Genesis's fused attention kernel takes float32, float16 or bfloat16 inputs "
                f"of one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")

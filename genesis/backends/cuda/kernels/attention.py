@@ -64,6 +64,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
 from ._strided_indexing import cdiv, next_pow2, placeholder
+from .random import placeholder_rng_state, signed64
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -166,12 +167,44 @@ def _apply_mask(s, mask_p, qi, ki, L, S, m_row_stride, m_col_stride, MASK: tl.co
 
 
 @triton.jit
-def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rows, lo, hi, L, S,
-                qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr,
-                CAUSAL: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
-                PRECISION: tl.constexpr):
+def _rng_state(seed, offset, rng_state_ptr, seed_in_memory):
+    """(Philox key, first counter): the generator's seed and offset, or in a CUDA graph
+    (seed_in_memory 1) the seed and base offset read from rng_state_ptr (offset then counts
+    from that base). One specialization serves both, so a capture compiles nothing new."""
+    key = seed
+    start = offset
+    if rng_state_ptr is not None:
+        if seed_in_memory != 0:
+            key = tl.load(rng_state_ptr)
+            start += tl.load(rng_state_ptr + 1)
+    return key, start
+
+
+@triton.jit
+def _dropout_keep(key, start, plane, L, S, rows, n0, p, BM: tl.constexpr, BN: tl.constexpr):
+    """Which of the (BM, BN) probabilities of queries `rows` x keys n0..n0+BN (n0 a multiple
+    of 4) of plane `plane` dropout keeps: element (i, j) reads word j % 4 of Philox counter
+    start + (plane * L + i) * ceil(S / 4) + j // 4 and is kept when its top 24 bits, as a
+    fraction of 2**24, are at least p. One counter serves four keys, and any tile of the
+    (L, S) plane, read either way, draws the same bits (backends/cpu/philox.py draws them
+    on the host)."""
+    groups = (S + 3) // 4
+    g = n0 // 4 + tl.arange(0, BN // 4)
+    counter = start + (plane.to(tl.int64) * L + rows)[:, None] * groups + g[None, :]
+    w0, w1, w2, w3 = tl.randint4x(key, counter)
+    words = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (BM, BN))
+    return (words >> 8).to(tl.float32) * (1.0 / (1 << 24)) >= p
+
+
+@triton.jit
+def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rng, rows, lo, hi, L,
+                S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+                BN: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+                MASK: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
     """The online softmax over key blocks lo..hi; MASKED: blocks with the key tail or the
-    diagonal in them; MASK: the attn_mask's kind (_apply_mask).
+    diagonal in them; MASK: the attn_mask's kind (_apply_mask); DROPOUT: `rng` = (key, first
+    counter, plane, p) of _dropout_keep, the dropped probabilities left out of O but not of
+    the softmax's sum.
 
     The running max starts at -FLT_MAX, not -inf: a row no key of a block may reach keeps
     exp2(-inf - m) = 0 and a rescale of exp2(0) = 1 instead of NaN."""
@@ -189,6 +222,9 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rows, 
         p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
+        if DROPOUT:
+            p = tl.where(_dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN),
+                         p, 0.0)
         v = _load_rows(vp, n, v_sn, S, d, HEAD, BD, MASKED)
         acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION)
         m_i = m_new
@@ -200,8 +236,10 @@ def _attn_fwd_kernel(
         # pointers: queries, keys, values, the attn_mask (or None); the output, the row
         # logsumexp, the float32 output (or None)
         q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, lse_ptr, out_f_ptr,
-        # the score scale
-        scale,
+        # the score scale; dropout: its probability, 1 / (1 - it), the Philox seed and first
+        # counter, the device's [seed, base offset] (None without dropout) and whether to read
+        # them from it (1 in a CUDA graph)
+        scale, dropout_p, dropout_scale, seed, offset, rng_state_ptr, seed_in_memory,
         # sizes: heads, query rows, key rows
         n_heads, q_len, k_len,
         # strides, in elements, of each operand's batch, head and row dims
@@ -211,8 +249,9 @@ def _attn_fwd_kernel(
         # it broadcasts)
         m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, DROPOUT: tl.constexpr, HEAD: tl.constexpr,
+        BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+        GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
     pid0*BM.. of plane pid1; GROUP query heads share each key/value head. A row that no key
     may reach (every key masked to -inf) gets O = 0 and logsumexp +inf, so the backward's
@@ -226,6 +265,8 @@ def _attn_fwd_kernel(
     qt = _load_rows(_head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride), rows, q_row_stride,
                     q_len, d, HEAD, BD, True)
     mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
+    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    rng = (key, start_counter, bh, dropout_p)
     qk_scale = scale * LOG2E
     m_i = tl.full([BM], -FLT_MAX, tl.float32)
     l_i = tl.zeros([BM], tl.float32)
@@ -236,16 +277,20 @@ def _attn_fwd_kernel(
         full = tl.minimum(full, start)
         end = tl.minimum(k_len, start + BM)
     acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, mask_p,
-                                m_row_stride, m_col_stride, rows, 0, full, q_len, k_len,
-                                qk_scale, d, HEAD, BD, BN, CAUSAL, False, MASK, PRECISION)
+                                m_row_stride, m_col_stride, rng, rows, 0, full, q_len, k_len,
+                                qk_scale, d, HEAD, BD, BM, BN, CAUSAL, False, MASK, DROPOUT,
+                                PRECISION)
     acc, m_i, l_i = _fwd_blocks(acc, m_i, l_i, qt, kp, vp, k_row_stride, v_row_stride, mask_p,
-                                m_row_stride, m_col_stride, rows, full, end, q_len, k_len,
-                                qk_scale, d, HEAD, BD, BN, CAUSAL, True, MASK, PRECISION)
+                                m_row_stride, m_col_stride, rng, rows, full, end, q_len, k_len,
+                                qk_scale, d, HEAD, BD, BM, BN, CAUSAL, True, MASK, DROPOUT,
+                                PRECISION)
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     if MASK != 0:
         lse = tl.where(l_i == 0.0, float("inf"), lse)
         l_i = tl.where(l_i == 0.0, 1.0, l_i)
     o = acc * div_rn(1.0, l_i)[:, None]
+    if DROPOUT:
+        o = o * dropout_scale
     plane = bh.to(tl.int64) * q_len
     tl.store(lse_ptr + plane + rows, lse, mask=rows < q_len)
     _store_rows(_head(out_ptr, bh, n_heads, o_batch_stride, o_head_stride), rows, o_row_stride,
@@ -293,13 +338,15 @@ def _lse2(lsep, rows, L, other):
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, mask_p, m_sr, m_sc, q_sm, do_sm, n,
-                 lo, hi, L, S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr,
-                 BM: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
-                 PRECISION: tl.constexpr):
-    """dK, dV of keys `n` from query blocks lo..hi (MASKED: on the causal diagonal); with a
-    float32 dQ accumulator plane `dqp` (None for none), also these keys' share dS K of dQ,
-    added to it atomically.
+def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, mask_p, m_sr, m_sc, rng, q_sm, do_sm,
+                 n, n_start, lo, hi, L, S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
+                 DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
+    """dK, dV of keys `n` (n_start..) from query blocks lo..hi (MASKED: on the causal
+    diagonal); with a float32 dQ accumulator plane `dqp` (None for none), also these keys'
+    share dS K of dQ, added to it atomically. DROPOUT: `rng` = (key, first counter, plane, p,
+    1 / (1 - p)); dV takes the kept probabilities scaled, and dS the output gradient's share
+    through them.
 
     Query rows past L load zeros and an infinite logsumexp, so their P is 0. Keys past S load
     zeros: their dK, dV are not stored, and with `dqp` their P is zeroed so that they add
@@ -316,8 +363,14 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, mask_p, m_sr, m_sc, q
         if dqp is not None:
             pT = tl.where((n < S)[:, None], pT, 0.0)
         g = _load_rows(dop, m, do_sm, L, d, HEAD, BD, True)
-        dv = _dot_f32(pT, g, dv, PRECISION)
         dpT = tl.dot(v, tl.trans(g), input_precision=PRECISION)
+        if DROPOUT:
+            keepT = tl.trans(_dropout_keep(rng[0], rng[1], rng[2], L, S, m, n_start, rng[3],
+                                           BM, BN))
+            dv = _dot_f32(tl.where(keepT, pT * rng[4], 0.0), g, dv, PRECISION)
+            dpT = tl.where(keepT, dpT * rng[4], 0.0)
+        else:
+            dv = _dot_f32(pT, g, dv, PRECISION)
         delta = tl.load(deltap + m, mask=m < L, other=0.0)
         dsT = pT * (dpT - delta[None, :])
         dk = _dot_f32(dsT, tl.trans(qT), dk, PRECISION)
@@ -332,8 +385,8 @@ def _attn_dkdv_kernel(
         # forward's logsumexp, Delta; the key and value gradients, the float32 dQ accumulator
         # (None: the dQ kernel's)
         q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_acc_ptr,
-        # the score scale
-        scale,
+        # the score scale and the forward's dropout (see _attn_fwd_kernel)
+        scale, dropout_p, dropout_scale, seed, offset, rng_state_ptr, seed_in_memory,
         # sizes: heads, query rows, key rows
         n_heads, q_len, k_len,
         # strides, in elements, of each operand's batch, head and row dims
@@ -344,8 +397,9 @@ def _attn_dkdv_kernel(
         # strides, in elements, of the attn_mask's batch, head, query and key dims
         m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, DROPOUT: tl.constexpr, HEAD: tl.constexpr,
+        BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+        GROUP: tl.constexpr):
     """dK and dV of keys pid0*BN.. of key/value plane pid1, summed over its GROUP query heads
     and every query block that sees them (and their share of dQ, unscaled, added to the dQ
     accumulator when there is one)."""
@@ -360,6 +414,7 @@ def _attn_dkdv_kernel(
                     k_len, d, HEAD, BD, True)
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
+    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
     qk_scale = scale * LOG2E
     lo = 0
     if CAUSAL:
@@ -369,6 +424,7 @@ def _attn_dkdv_kernel(
         qp = _head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride)
         dop = _head(do_ptr, bh, n_heads, do_batch_stride, do_head_stride)
         mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
+        rng = (key, start_counter, bh, dropout_p, dropout_scale)
         plane = bh.to(tl.int64) * q_len
         dqp = None
         if dq_acc_ptr is not None:
@@ -376,13 +432,14 @@ def _attn_dkdv_kernel(
         if CAUSAL:
             dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
                                           delta_ptr + plane, dqp, mask_p, m_row_stride,
-                                          m_col_stride, q_row_stride, do_row_stride, n, start,
-                                          lo, q_len, k_len, qk_scale, d, HEAD, BD, BM, True,
-                                          MASK, PRECISION)
+                                          m_col_stride, rng, q_row_stride, do_row_stride, n,
+                                          start, start, lo, q_len, k_len, qk_scale, d, HEAD, BD,
+                                          BM, BN, True, MASK, DROPOUT, PRECISION)
         dk_acc, dv_acc = _dkdv_blocks(dk_acc, dv_acc, kt, vt, qp, dop, lse_ptr + plane,
                                       delta_ptr + plane, dqp, mask_p, m_row_stride, m_col_stride,
-                                      q_row_stride, do_row_stride, n, lo, q_len, q_len, k_len,
-                                      qk_scale, d, HEAD, BD, BM, False, MASK, PRECISION)
+                                      rng, q_row_stride, do_row_stride, n, start, lo, q_len,
+                                      q_len, k_len, qk_scale, d, HEAD, BD, BM, BN, False, MASK,
+                                      DROPOUT, PRECISION)
     _store_rows(_head(dk_ptr, kv, kv_heads, dk_batch_stride, dk_head_stride), n, dk_row_stride,
                 k_len, d, dk_acc * scale, HEAD, BD)
     _store_rows(_head(dv_ptr, kv, kv_heads, dv_batch_stride, dv_head_stride), n, dv_row_stride,
@@ -390,9 +447,10 @@ def _attn_dkdv_kernel(
 
 
 @triton.jit
-def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rows, lo, hi, L,
-               S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BN: tl.constexpr,
-               MASKED: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr):
+def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rng, rows, lo, hi,
+               L, S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
+               BN: tl.constexpr, MASKED: tl.constexpr, MASK: tl.constexpr,
+               DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
     """dQ of queries `rows` from key blocks lo..hi (MASKED: on the causal diagonal).
 
     Keys past S load zeros, so they add nothing to dQ = dS K."""
@@ -406,6 +464,9 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, ro
             p = tl.where(n[None, :] <= rows[:, None], p, 0.0)
         vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
         dp = tl.dot(g, vT, input_precision=PRECISION)
+        if DROPOUT:
+            keep = _dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN)
+            dp = tl.where(keep, dp * rng[4], 0.0)
         ds = p * (dp - delta[:, None])
         dq = _dot_f32(ds, tl.trans(kT), dq, PRECISION)
     return dq
@@ -416,8 +477,8 @@ def _attn_dq_kernel(
         # pointers: queries, keys, values, the attn_mask (or None), the output gradient, the
         # forward's logsumexp, Delta; the query gradient
         q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
-        # the score scale
-        scale,
+        # the score scale and the forward's dropout (see _attn_fwd_kernel)
+        scale, dropout_p, dropout_scale, seed, offset, rng_state_ptr, seed_in_memory,
         # sizes: heads, query rows, key rows
         n_heads, q_len, k_len,
         # strides, in elements, of each operand's batch, head and row dims
@@ -427,8 +488,9 @@ def _attn_dq_kernel(
         # strides, in elements, of the attn_mask's batch, head, query and key dims
         m_batch_stride, m_head_stride, m_row_stride, m_col_stride,
         # meta-parameters
-        CAUSAL: tl.constexpr, MASK: tl.constexpr, HEAD: tl.constexpr, BD: tl.constexpr,
-        PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+        CAUSAL: tl.constexpr, MASK: tl.constexpr, DROPOUT: tl.constexpr, HEAD: tl.constexpr,
+        BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+        GROUP: tl.constexpr):
     """dQ of queries pid0*BM.. of plane pid1, over every key block they see; GROUP query heads
     share each key/value head."""
     start = tl.program_id(0) * BM
@@ -443,6 +505,8 @@ def _attn_dq_kernel(
     lse2 = _lse2(lse_ptr + plane, rows, q_len, 0.0)
     delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
     mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
+    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    rng = (key, start_counter, bh, dropout_p, dropout_scale)
     kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
     vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
     qk_scale = scale * LOG2E
@@ -451,12 +515,13 @@ def _attn_dq_kernel(
     if CAUSAL:
         end = tl.minimum(start, k_len)
     acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, mask_p,
-                     m_row_stride, m_col_stride, rows, 0, end, q_len, k_len, qk_scale, d, HEAD,
-                     BD, BN, False, MASK, PRECISION)
+                     m_row_stride, m_col_stride, rng, rows, 0, end, q_len, k_len, qk_scale, d,
+                     HEAD, BD, BM, BN, False, MASK, DROPOUT, PRECISION)
     if CAUSAL:
         acc = _dq_blocks(acc, qt, g, lse2, delta, kp, vp, k_row_stride, v_row_stride, mask_p,
-                         m_row_stride, m_col_stride, rows, end, tl.minimum(start + BM, k_len),
-                         q_len, k_len, qk_scale, d, HEAD, BD, BN, True, MASK, PRECISION)
+                         m_row_stride, m_col_stride, rng, rows, end,
+                         tl.minimum(start + BM, k_len), q_len, k_len, qk_scale, d, HEAD, BD, BM,
+                         BN, True, MASK, DROPOUT, PRECISION)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
 
@@ -482,6 +547,31 @@ def _attn_dq_cast_kernel(
                      BD, True)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
+
+
+@triton.jit
+def _dropout_mask_kernel(
+        # pointers: the (planes, L, S) bool keep flags; the device's [seed, base offset]
+        keep_ptr, rng_state_ptr,
+        # dropout's probability, the Philox seed and first counter, whether to read the seed
+        # and base offset from rng_state_ptr (1 in a CUDA graph)
+        dropout_p, seed, offset, seed_in_memory,
+        # sizes: query rows, key rows, key blocks
+        q_len, k_len, n_key_blocks,
+        # meta-parameters
+        BM: tl.constexpr, BN: tl.constexpr):
+    """The flags fused attention's dropout keeps (_dropout_keep) for queries and keys of
+    block pid0 (query block pid0 // n_key_blocks, key block pid0 % n_key_blocks) of plane
+    pid1: what the gradients of gradients, and tests, apply as a mask."""
+    rows = (tl.program_id(0) // n_key_blocks) * BM + tl.arange(0, BM)
+    n0 = (tl.program_id(0) % n_key_blocks) * BN
+    n = n0 + tl.arange(0, BN)
+    bh = tl.program_id(1)
+    key, start = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    keep = _dropout_keep(key, start, bh, q_len, k_len, rows, n0, dropout_p, BM, BN)
+    row_start = (bh.to(tl.int64) * q_len + rows) * k_len
+    tl.store(keep_ptr + row_start[:, None] + n[None, :], keep,
+             mask=(rows < q_len)[:, None] & (n < k_len)[None, :])
 
 
 def supports(dtype, head_dim):
@@ -611,19 +701,39 @@ def _mask_strides(mask):
     return strides[:3] + (Const(1) if strides[3] == 1 else strides[3],)
 
 
+_PER_CALL = ("scale", "dropout_p", "dropout_scale", "seed", "offset", "rng_state_ptr",
+             "seed_in_memory")
+_RNG_TYPES = {"seed": "i64", "offset": "i64"}
+
+
 def _attention_launch(kernel, grid, meta, warps, stages, ity, device, target):
-    """A Launch of one of the attention kernels (the score scale changes from call to call)."""
-    return Launch(kernel, grid, meta, warps, stages, int_type=ity, per_call=("scale",),
-                  device=device, target=target)
+    """A Launch of one of the attention kernels (the score scale and dropout's draw change
+    from call to call)."""
+    return Launch(kernel, grid, meta, warps, stages, int_type=ity, types=_RNG_TYPES,
+                  per_call=_PER_CALL, device=device, target=target)
 
 
-def _forward_plan(q, k, v, mask, causal, tf32, keep_float, device=0, target=None):
+def _rng_args(dropout, device):
+    """(dropout_p, dropout_scale, seed, offset, rng_state_ptr, seed_in_memory) of the kernels
+    for `dropout`: None, or (p, the generator's seed, or in a CUDA graph its device state,
+    offset)."""
+    if dropout is None:
+        return 0.0, 1.0, 0, 0, None, 0
+    p, seed, offset = dropout
+    if seed.__class__ is CUDAArray:
+        return p, 1.0 / (1.0 - p), 0, offset, seed, 1
+    return p, 1.0 / (1.0 - p), signed64(seed), offset, placeholder_rng_state(device), 0
+
+
+
+def _forward_plan(q, k, v, mask, dropout, causal, tf32, keep_float, device=0, target=None):
     """(the forward launch for operands laid out like these, the sizes and strides
     _forward_launch passes)."""
     (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
     bd, (bm, bn, warps, stages), _, _, precision = _tiles(q.dtype, q.shape[-1], tf32)
-    meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), HEAD=q.shape[-1], BD=bd,
-                PRECISION=precision, BM=bm, BN=bn, GROUP=lead[1] // kv_lead[1])
+    meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
+                HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm, BN=bn,
+                GROUP=lead[1] // kv_lead[1])
     launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
                                meta, warps, stages, _index_type(q, k, v, mask), device, target)
     sizes = (lead[1], q.shape[-2], k.shape[-2])
@@ -631,14 +741,14 @@ def _forward_plan(q, k, v, mask, causal, tf32, keep_float, device=0, target=None
                     _mask_strides(mask))
 
 
-def _forward_launch(launch, dims, stream, q, k, v, mask, out, lse, out_f, scale):
+def _forward_launch(launch, dims, stream, q, k, v, mask, out, lse, out_f, scale, dropout):
     """The call of _attn_fwd_kernel; `dims` as _forward_plan makes them."""
     sizes, q_strides, k_strides, v_strides, o_strides, m_strides = dims
     launch(stream,
            # pointers
            q, k, v, mask, out, lse, out_f,
-           # the score scale
-           scale,
+           # the score scale, dropout
+           scale, *_rng_args(dropout, launch.device),
            # sizes
            *sizes,
            # strides
@@ -652,7 +762,7 @@ class _BackwardPlan:
     kernel also zeroes a float32 dQ accumulator, the dK/dV kernel adds dS K to it atomically,
     and a last kernel scales it into dQ."""
 
-    def __init__(self, g, q, k, v, out, mask, causal, tf32, deterministic, device=0,
+    def __init__(self, g, q, k, v, out, mask, dropout, causal, tf32, deterministic, device=0,
                  target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead, kv_lead = geos[0][0], geos[1][0]
@@ -665,8 +775,8 @@ class _BackwardPlan:
         rows = dict(HEAD=head, BD=bd, BM=block)
         self.delta = _attention_launch(_attn_delta_kernel, (cdiv(length, block), planes), rows,
                                        warps, 1, ity, device, target)
-        meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), HEAD=head, BD=bd,
-                    PRECISION=precision, GROUP=lead[1] // kv_lead[1])
+        meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
+                    HEAD=head, BD=bd, PRECISION=precision, GROUP=lead[1] // kv_lead[1])
         self.dkdv = _attention_launch(_attn_dkdv_kernel,
                                       (cdiv(k.shape[-2], block), kv_lead[0] * kv_lead[1]),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
@@ -689,9 +799,9 @@ class _BackwardPlan:
             return placeholder(shape, np.float32)
         return CUDAArray.empty(shape, np.float32, self.device, stream)
 
-    def run(self, stream, g, q, k, v, out, mask, lse, scale, dq, dk, dv):
+    def run(self, stream, g, q, k, v, out, mask, dropout, lse, scale, dq, dk, dv):
         q_st, k_st, v_st, g_st, o_st, dq_st, dk_st, dv_st = self.strides
-        m_st = self.mask_strides
+        m_st, rng = self.mask_strides, _rng_args(dropout, self.device)
         n_heads, q_len, k_len = self.sizes
         delta = self._scratch(self.delta_shape, stream)
         dq_acc = None if self.deterministic else self._scratch(q.shape, stream)
@@ -705,8 +815,8 @@ class _BackwardPlan:
         self.dkdv(stream,
                   # pointers
                   q, k, v, mask, g, lse, delta, dk, dv, dq_acc,
-                  # the score scale
-                  scale,
+                  # the score scale, dropout
+                  scale, *rng,
                   # sizes
                   *self.sizes,
                   # strides
@@ -715,8 +825,8 @@ class _BackwardPlan:
             self.dq(stream,
                     # pointers
                     q, k, v, mask, g, lse, delta, dq,
-                    # the score scale
-                    scale,
+                    # the score scale, dropout
+                    scale, *rng,
                     # sizes
                     *self.sizes,
                     # strides
@@ -762,25 +872,28 @@ def _check(q, k, v, mask):
 
 
 @register("flash_attention", "cuda")
-def flash_attention(query, key, value, attn_mask, is_causal, scale, keep_float):
+def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, keep_float):
     """(softmax(Q K^T * scale + mask, causal) V laid out like the query, row logsumexp of the
     scaled scores as float32, the output in float32 for half types when `keep_float` (what the
     backward's Delta = rowsum(dO * O) needs to match attention computed in float32), else
     None). Key and value may have fewer heads than the query (grouped-query attention).
     `attn_mask` (or None): bool (True: may attend) or additive of the query's dtype, of shape
-    (..., L, S), broadcast dims at stride 0."""
+    (..., L, S), broadcast dims at stride 0. `dropout` (or None): (p, seed, offset), the
+    generator's draw of dropout_counters(...) counters (the seed is a device array in a CUDA
+    graph); the backward takes the same to drop the same probabilities."""
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
     keep_float = keep_float and query.dtype in _HALF
     tf32 = flags.allow_tf32
-    key_ = ("fwd", _key(query, key, value, attn_mask), is_causal, tf32, keep_float, device)
+    key_ = ("fwd", _key(query, key, value, attn_mask), dropout is None, is_causal, tf32,
+            keep_float, device)
     plan = _plans.get(key_)
     if plan is None:  # operands of a new geometry (the key holds all _check reads)
         _check(query, key, value, attn_mask)
         if query.size:
             plan = _plans.get_or_build(key_, lambda: _forward_plan(
-                query, key, value, attn_mask, is_causal, tf32, keep_float, device)
+                query, key, value, attn_mask, dropout, is_causal, tf32, keep_float, device)
                 + (_dense_like(query),))
     strides = _dense_like(query) if plan is None else plan[2]
     out = _empty_strided(query, query.dtype, strides, stream)
@@ -788,18 +901,19 @@ def flash_attention(query, key, value, attn_mask, is_causal, scale, keep_float):
     out_f = _empty_strided(query, np.float32, strides, stream) if keep_float else None
     if plan is not None:
         _forward_launch(plan[0], plan[1], stream, query, key, value, attn_mask, out, lse, out_f,
-                        float(scale))
+                        float(scale), dropout)
     return out, lse, out_f
 
 
 @register("flash_attention_backward", "cuda")
-def flash_attention_backward(grad, query, key, value, out, attn_mask, lse, is_causal, scale,
-                             deterministic):
+def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, lse, is_causal,
+                             scale, deterministic):
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
     and its saved lse and out (the float32 one where it kept it). `deterministic`: the two-pass
     backward, every element summed in a fixed order; else the one-pass backward, whose dQ sums
     with float atomics (its last bits vary from run to run). Key and value may have fewer
-    heads than the query (grouped-query attention); `attn_mask` as the forward's."""
+    heads than the query (grouped-query attention); `attn_mask` and `dropout` as the
+    forward's."""
     _check(query, key, value, attn_mask)
     device = query.device
     activate(device)
@@ -808,8 +922,43 @@ def flash_attention_backward(grad, query, key, value, out, attn_mask, lse, is_ca
     if all(a.size for a in grads):
         tf32 = flags.allow_tf32
         key_ = ("bwd", _key(grad, query, key, value, out, attn_mask), is_causal, tf32,
-                deterministic, device)
+                deterministic, device, dropout is None)
         plan = _plans.get_or_build(key_, lambda: _BackwardPlan(
-            grad, query, key, value, out, attn_mask, is_causal, tf32, deterministic, device))
-        plan.run(stream, grad, query, key, value, out, attn_mask, lse, float(scale), *grads)
+            grad, query, key, value, out, attn_mask, dropout, is_causal, tf32, deterministic,
+            device))
+        plan.run(stream, grad, query, key, value, out, attn_mask, dropout, lse, float(scale),
+                 *grads)
     return grads
+
+
+_MASK_TILE = (32, 64)
+"""The dropout mask kernel's (BM queries, BN keys): any tile draws the same flags; 64 keys
+make 16 Philox counters a row."""
+
+
+@register("attention_dropout_mask", "cuda")
+def attention_dropout_mask(shape, dropout_p, seed, offset, device_index):
+    """The (..., L, S) bool flags that fused attention's dropout keeps for the draw (p, seed,
+    offset): a new array."""
+    activate(device_index)
+    stream = current_stream_handle(device_index)
+    keep = CUDAArray.empty(tuple(shape), np.bool_, device_index, stream)
+    q_len, k_len = shape[-2], shape[-1]
+    planes = keep.size // max(q_len * k_len, 1)
+    if keep.size == 0:
+        return keep
+    bm, bn = _MASK_TILE
+    key_blocks = cdiv(k_len, bn)
+    p, _, seed_, offset_, state, in_memory = _rng_args((dropout_p, seed, offset), device_index)
+    launch = _plans.get_or_build(("dropout_mask", planes, q_len, k_len, device_index),
+                                 lambda: _attention_launch(
+        _dropout_mask_kernel, (cdiv(q_len, bm) * key_blocks, planes), dict(BM=bm, BN=bn), 4, 1,
+        "i32", device_index, None))
+    launch(stream,
+           # pointers
+           keep, state,
+           # dropout's probability, the Philox seed and first counter, where the seed is
+           p, seed_, offset_, in_memory,
+           # sizes
+           q_len, k_len, key_blocks)
+    return keep

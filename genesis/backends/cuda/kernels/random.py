@@ -250,7 +250,7 @@ def _fill_launch(launch, dims, stream, out, src, seed, offset, state, a, b):
            # pointers
            out, src,
            # elements, seed, first counter, graph state
-           out.size, seed, offset, _unused_state(out.device) if state is None else state,
+           out.size, seed, offset, placeholder_rng_state(out.device) if state is None else state,
            int(state is not None),
            # the distribution's parameters
            a, b,
@@ -270,7 +270,7 @@ def _dims(*arrays):
     return len(coalesce(arrays[0].shape, *(arr.element_strides() for arr in arrays))[0])
 
 
-def _signed64(value):
+def signed64(value):
     """The int64 with `value`'s low 64 bits (Triton takes seeds and spans as i64)."""
     value &= (1 << 64) - 1
     return value - (1 << 64) if value >= 1 << 63 else value
@@ -298,18 +298,18 @@ def _fill(dist, out, src, a, b, seed, offset):
     if seed.__class__ is CUDAArray:
         _fill_launch(launch, dims, stream, out, src, 0, offset, seed, a, b)
     else:
-        _fill_launch(launch, dims, stream, out, src, _signed64(seed), offset, None, a, b)
+        _fill_launch(launch, dims, stream, out, src, signed64(seed), offset, None, a, b)
     return out
 
 
-_unused_states = {}
+_placeholder_states = {}
 
 
-def _unused_state(device):
+def placeholder_rng_state(device):
     """A device's placeholder for the graph-state argument, which eager launches never read."""
-    state = _unused_states.get(device)
+    state = _placeholder_states.get(device)
     if state is None:
-        state = _unused_states[device] = CUDAArray.empty((2,), np.int64, device)
+        state = _placeholder_states[device] = CUDAArray.empty((2,), np.int64, device)
     return state
 
 
@@ -334,7 +334,7 @@ def exponential_(out, lambd, seed, offset):
 @register("random_", "cuda")
 def random_(out, low, high, seed, offset):
     """Integers uniform on [low, high) in place, cast to out's dtype (high - low <= 2**64 - 1)."""
-    return _fill(INTEGER, out, None, _signed64(low), _signed64(high - low), seed, offset)
+    return _fill(INTEGER, out, None, signed64(low), signed64(high - low), seed, offset)
 
 
 @register("bernoulli_", "cuda")
