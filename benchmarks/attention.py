@@ -5,7 +5,7 @@ Shapes are GPT-2 small and medium heads at training lengths in bf16 and fp16, an
 benchmarks/train_step.py's float32 models; each case times one forward and one backward (the
 gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
-Genesis/torch ratio of times, for Genesis's one-pass backward (the default) and its
+Genesis/torch ratio of times, for Genesis's default backward (attention._two_pass) and its
 deterministic one (under genesis.use_deterministic_algorithms(True)). A second table times
 bf16 attention under a key-padding mask (the last eighth of each sequence's keys hidden, as
 in a padded batch; not causal), Genesis's fused kernels reading the mask beside torch's
@@ -95,7 +95,7 @@ def _tflops(shape, ms):
 
 
 def _genesis_ms(lib, shape, dtype, rng, reps, deterministic):
-    """Genesis's forward + backward ms with its one-pass or its deterministic backward."""
+    """Genesis's forward + backward ms with its default or its deterministic backward."""
     genesis.use_deterministic_algorithms(deterministic)
     try:
         return ops.device_ms(lib, _step(lib, shape, dtype, rng), reps)
@@ -125,18 +125,13 @@ def run(reps):
 # Tile choices to compare, by kernel: forward (BM, BN, warps, stages); the two-pass
 # (deterministic) and the one-pass backward (BLOCK keys, STEP queries, warps, stages; STEP |
 # BLOCK). The one-pass dK/dV kernel holds two BLOCK x D float32 accumulators (dK, dV) and a
-# STEP x D one for each dS K it adds to dQ: BLOCK 128 halves the atomic adds into dQ and the
-# reloads of Q and dO against 64; with 4 warps only BLOCK 32 keeps them in registers at D=128
-# (attention.HALF_ONE_PASS_TILES gives ptxas's counts).
+# STEP x D one for each dS K it adds to dQ; it runs for float32 at head dims up to 64 only
+# (attention._two_pass).
 TILES = {
     "bf16": {"forward": [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3),
                          (64, 64, 4, 4), (128, 32, 4, 3), (64, 32, 4, 3)],
              "two_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 4, 2),
-                          (128, 32, 4, 3), (128, 64, 8, 2), (128, 32, 8, 3), (128, 64, 4, 2)],
-             "one_pass": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 8, 2), (64, 64, 8, 3),
-                          (64, 32, 4, 2), (64, 32, 4, 3), (64, 16, 4, 3), (32, 32, 4, 2),
-                          (128, 32, 4, 2), (128, 32, 4, 3), (128, 32, 8, 2), (128, 32, 8, 3),
-                          (128, 64, 8, 2), (128, 64, 8, 3), (128, 16, 4, 3)]},
+                          (128, 32, 4, 3), (128, 64, 8, 2), (128, 32, 8, 3), (128, 64, 4, 2)]},
     "fp32": {"forward": [(64, 64, 4, 3), (64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2),
                          (64, 32, 8, 2), (128, 64, 8, 3), (32, 32, 4, 2)],
              "two_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (32, 32, 4, 2), (32, 32, 8, 2),
@@ -161,11 +156,11 @@ def sweep_tiles(reps, dtype_name, only=None):
     backward (the deterministic one for "two_pass"), the other tiles as chosen."""
     chosen, rng, lib = attention._tiles, np.random.default_rng(), ops.Lib(genesis)
     dtype = DTYPES[dtype_name][0]
-    kernels = [only] if only else list(_SLOTS)
+    kernels = [only] if only else [k for k in _SLOTS if k in TILES[dtype_name]]
     for shape in CASES if dtype_name != "fp32" else FP32_CASES:
         fwd, step = (_step(lib, shape, dtype, rng, b) for b in (False, True))
         for kernel in kernels:
-            for tile in TILES[dtype_name][kernel]:
+            for tile in TILES[dtype_name].get(kernel, ()):
                 attention._tiles = _with_tile(chosen, kernel, tile)
                 attention._plans.clear()
                 genesis.use_deterministic_algorithms(kernel == "two_pass")

@@ -75,8 +75,8 @@ def check_cnn_step_captures():
 def check_attention_backward_captures():
     """Fused attention's forward and each backward: the one-pass one (its float32 dQ
     accumulator from the pool, zeroed on the device) and the deterministic one."""
-    q = genesis.randn(2, 4, 100, 64, dtype=genesis.bfloat16, device="cuda", requires_grad=True)
-    grad = genesis.randn(2, 4, 100, 64, dtype=genesis.bfloat16, device="cuda")
+    q = genesis.randn(2, 4, 100, 64, device="cuda", requires_grad=True)  # float32: one-pass
+    grad = genesis.randn(2, 4, 100, 64, device="cuda")
     step = lambda: genesis.autograd.grad(  # noqa: E731
         genesis.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), q, grad)
     from genesis.backends.cuda.kernels import attention

@@ -177,12 +177,13 @@ def test_padded_head_dim(gpu, rng, deterministic):
 
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
-    """The one-pass backward adds dQ up in a float32 accumulator and scales it into dQ in a
-    last launch; the deterministic one computes dQ in a kernel of its own."""
-    x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float16))
+    """The one-pass backward (float32 at head dims up to 64) adds dQ up in a float32
+    accumulator and scales it into dQ in a last launch; the deterministic one computes dQ in
+    a kernel of its own."""
+    x = ti.to_device(rng.standard_normal((1, 2, 40, 16)).astype(np.float32))
     out, lse, out_f = dispatch.kernel("flash_attention", "cuda")(x, x, x, None, None, True, 0.25,
                                                                  True)
-    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out_f, None, None, lse, True,
+    dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out, None, None, lse, True,
                                                         0.25, deterministic)
     (plan,) = [p for key, p in at._plans.items() if key[0] == "bwd"]
     assert plan.dq.fn is (at._attn_dq_kernel if deterministic else at._attn_dq_cast_kernel)
@@ -384,3 +385,23 @@ def test_dropout_mask_kernel_draws_the_hosts_flags(gpu, rng):
                                   dtype=np.int64))
     in_graph = dispatch.kernel("attention_dropout_mask", "cuda")(shape, 0.3, state, 40, 0)
     np.testing.assert_array_equal(ti.to_host(in_graph), expected)
+
+
+@BACKWARDS
+def test_rows_of_very_negative_scores(gpu, rng, deterministic):
+    """A query row whose every score is far below zero (its logsumexp under -88): the keys
+    past the last block's end must add nothing to dQ, not exp(0 - lse) = inf times zero."""
+    q = rng.standard_normal((1, 2, 37, 16)).astype(np.float32)
+    k = (rng.standard_normal((1, 2, 45, 16)) + 3.0).astype(np.float32)
+    v = rng.standard_normal((1, 2, 45, 16)).astype(np.float32)
+    q[:, :, 0] = -10.0
+    g = rng.standard_normal(q.shape).astype(np.float32)
+    expected = _reference(q, k, v, g, False, 0.25)
+    dq, dk, dv = map(ti.to_device, (q, k, v))
+    out, lse, _ = dispatch.kernel("flash_attention", "cuda")(dq, dk, dv, None, None, False, 0.25,
+                                                             True)
+    assert ti.to_host(lse)[0, 0, 0] < -88
+    grads = dispatch.kernel("flash_attention_backward", "cuda")(
+        ti.to_device(g), dq, dk, dv, out, None, None, lse, False, 0.25, deterministic)
+    for actual, exp in zip((out,) + tuple(grads), expected):
+        _check(actual, exp)

@@ -13,16 +13,17 @@ of scores in the forward and again in the backward, which rebuilds P under it. A
 every key is masked from gives zeros, as torch's math backend does.
 
 Backward ("flash_attention_backward"): a preprocess launch for Delta = rowsum(dO * O), then one
-of two forms, each recomputing P from the saved logsumexp. One-pass (FlashAttention-2's, the
-default): one kernel over key blocks walks the query blocks once, computing P, dV += P^T dO,
-dP = dO V^T, dS, dK += dS^T Q and each query block's share dS K of dQ, which it adds with float32
-atomics to a float32 accumulator (zeroed by the Delta launch); a last launch scales that into dQ.
-Five products per block pair, and the order of the atomic adds, so dQ's last bits, varies from
-run to run, as in torch's flash and memory-efficient backwards. Deterministic (under
-genesis.use_deterministic_algorithms(True), as torch's rule): the same kernel over key blocks
-for dK, dV only, and one over query blocks (dQ: walks the key blocks), recomputing Q K^T and
-dP there (seven products per block pair); every gradient element is summed by one program in a
-fixed order, no atomics.
+of two forms, each recomputing P from the saved logsumexp. One-pass (FlashAttention-2's): one
+kernel over key blocks walks the query blocks once, computing P, dV += P^T dO, dP = dO V^T, dS,
+dK += dS^T Q and each query block's share dS K of dQ, which it adds with float32 atomics to a
+float32 accumulator (zeroed by the Delta launch); a last launch scales that into dQ. Five
+products per block pair, and the order of the atomic adds, so dQ's last bits, varies from run
+to run, as in torch's flash and memory-efficient backwards. Two-pass (deterministic): the same
+kernel over key blocks for dK, dV only, and one over query blocks (dQ: walks the key blocks),
+recomputing Q K^T and dP there (seven products per block pair); every gradient element is
+summed by one program in a fixed order, no atomics. The two-pass form runs under
+genesis.use_deterministic_algorithms(True) (torch's rule), and also wherever it is the faster
+(`_two_pass`): the one-pass form's atomic adds of dQ cost more than the two extra products.
 
 Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities P (and
 dS) are rounded to the input dtype before they enter their second product, as FlashAttention and
@@ -47,8 +48,8 @@ to (B, H, T, D), transposing O and the gradients back is then a view, not a copy
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): small tiles with 4 warps, since more programs in flight hide the loads better than
 spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward takes
-64 x 64 in 2 stages (at D=128 2.3x faster than 128 x 64 with 8 warps); the one-pass
-backward's: see HALF_ONE_PASS_TILES; float32 tiles: see FP32_TILES.
+64 x 64 in 2 stages (at D=128 2.3x faster than 128 x 64 with 8 warps); float32 tiles: see
+FP32_TILES.
 """
 
 import numpy as np
@@ -453,13 +454,14 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rn
                DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
     """dQ of queries `rows` from key blocks lo..hi (MASKED: on the causal diagonal).
 
-    Keys past S load zeros, so they add nothing to dQ = dS K."""
+    Keys past S load zeros and get P = 0: their exp(0 - lse) overflows where every score of
+    a row is far below zero (lse < -88), and inf times their zero K is NaN."""
     for n0 in range(lo, hi, BN):
         n = n0 + tl.arange(0, BN)
         kT = _load_cols(kp, n, k_sn, S, d, HEAD, BD)
         s = tl.dot(q, kT, input_precision=PRECISION) * qk_scale
         s = _apply_mask(s, mask_p, rows[:, None], n[None, :], L, S, m_sr, m_sc, MASK)
-        p = tl.exp2(s - lse2[:, None])
+        p = tl.where((n < S)[None, :], tl.exp2(s - lse2[:, None]), 0.0)
         if MASKED:
             p = tl.where(n[None, :] <= rows[:, None], p, 0.0)
         vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
@@ -625,10 +627,11 @@ def _geometry_like(arr):
 
 FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2)),
               64: ((64, 64, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2)),
-              128: ((32, 32, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2))}
+              128: ((32, 32, 4, 2), (32, 32, 4, 2), None)}
 """float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (two-pass
-backward BLOCK, STEP, warps, stages), (one-pass backward, the same). Measured on an H200
-(causal, `attention.py --tiles --dtype fp32`), forward and forward + two-pass backward: B=16
+backward BLOCK, STEP, warps, stages), (one-pass backward, the same; none at D=128, where the
+backward is two-pass, _two_pass). Measured on an H200 (causal, `attention.py --tiles
+--dtype fp32`), forward and forward + two-pass backward: B=16
 H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256 D=64 0.073 ms with
 64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms with 32 x 32 backward
 tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128 0.390 ms forward with
@@ -648,32 +651,15 @@ on an H200 (bf16, causal, `attention.py --tiles --only forward`), ms: B=8 H=12 T
 with 128 x 64 and 8 warps, 0.069 with 128 x 128 (torch 0.042)."""
 
 
-HALF_ONE_PASS_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
-                       128: (64, 16, 4, 3)}
-"""The one-pass backward's half-type tiles by head tile: (BLOCK keys, STEP queries, warps,
-stages). Its kernel holds the dK and dV accumulators (BLOCK x D float32 each) across the walk,
-and each step adds a STEP x D float32 dS K to dQ. Measured on an H200 (bf16, causal,
-`attention.py --tiles --only one_pass`), forward + backward ms: D=64 (B=8 H=12 T=1024) 0.268
-with 64 x 64 and 4 warps in 3 stages, against 0.303 in 2, 0.283 with 128 x 64 and 8 warps,
-0.290 with 64 x 32; D=128 (B=4 H=12 T=1024) 0.309 with 64 x 16, against 0.327 with 128 x 64
-and 8 warps in 3 stages, 0.341-0.349 with 64 x 64 (4 or 8 warps) and 0.42-0.81 with the other
-128-key tiles. At D=128 every 64-key tile with 4 warps spills (ptxas, sm_90a: 64 x 64 408
-bytes a thread, 64 x 32 92): the 16-query steps keep the spills small and the programs many.
-With these and HALF_FORWARD_TILES against the tiles before them (forward 64 x 64; one-pass 64
-x 64, 2 stages, 8 warps at D=128), alternated three times in one process on an H200, forward +
-backward ms: D=128 0.315-0.322 against 0.342-0.371; B=4 H=16 T=2048 D=64 0.559-0.563 against
-0.581-0.585; B=8 H=12 T=1024 D=64 equal within the machine's noise."""
-
-
 def _tiles(dtype, head_dim, tf32):
     """(head tile, (forward BM, BN, warps, stages), (two-pass backward BLOCK, STEP, warps,
-    stages), (one-pass backward, the same), precision); see the module docstring. The forward
-    needs BN | BM, the backward STEP | BLOCK: the dK/dV kernel holds BLOCK keys and walks the
-    queries STEP at a time, the dQ kernel holds BLOCK queries and walks the keys STEP at a
-    time."""
+    stages), (one-pass backward, the same; None where it never runs, see _two_pass),
+    precision); see the module docstring. The forward needs BN | BM, the backward STEP |
+    BLOCK: the dK/dV kernel holds BLOCK keys and walks the queries STEP at a time, the dQ
+    kernel holds BLOCK queries and walks the keys STEP at a time."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, HALF_FORWARD_TILES[bd], (64, 64, 4, 2), HALF_ONE_PASS_TILES[bd], "tf32"
+        return bd, HALF_FORWARD_TILES[bd], (64, 64, 4, 2), None, "tf32"
     forward, two_pass, one_pass = FP32_TILES[max(bd, 32)]
     return bd, forward, two_pass, one_pass, "tf32" if tf32 else "tf32x3"
 
@@ -758,15 +744,16 @@ def _forward_launch(launch, dims, stream, q, k, v, mask, out, lse, out_f, scale,
 class _BackwardPlan:
     """The backward's launches for operands laid out like these. Both forms first run the
     Delta kernel (into a float32 buffer of the query rows, fresh per run: the later launches
-    read it). Deterministic: then the dK/dV kernel and the dQ kernel. One-pass: the Delta
-    kernel also zeroes a float32 dQ accumulator, the dK/dV kernel adds dS K to it atomically,
-    and a last kernel scales it into dQ."""
+    read it). Two-pass (deterministic; which form runs, _two_pass): then the dK/dV kernel and
+    the dQ kernel. One-pass: the Delta kernel also zeroes a float32 dQ accumulator, the dK/dV
+    kernel adds dS K to it atomically, and a last kernel scales it into dQ."""
 
     def __init__(self, g, q, k, v, out, mask, dropout, causal, tf32, deterministic, device=0,
                  target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead, kv_lead = geos[0][0], geos[1][0]
         bd, _, two_pass, one_pass, precision = _tiles(q.dtype, q.shape[-1], tf32)
+        deterministic = _two_pass(q.dtype, q.shape[-1], deterministic)
         block, step, warps, stages = two_pass if deterministic else one_pass
         ity = _index_type(q, k, v, g, mask)
         planes, length, head = lead[0] * lead[1], q.shape[-2], q.shape[-1]
@@ -905,15 +892,27 @@ def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, kee
     return out, lse, out_f
 
 
+def _two_pass(dtype, head_dim, deterministic):
+    """Whether the backward runs in two passes: under deterministic algorithms, and for half
+    types and head dims over 64, where it is also the faster. On an H200 (attention.py, bf16,
+    causal, three runs, ms two-pass / one-pass): B=8 H=12 T=1024 D=64 0.260 / 0.267-0.269,
+    B=4 H=16 T=2048 D=64 0.520 / 0.543-0.546, B=4 H=12 T=1024 D=128 0.256-0.259 /
+    0.317-0.319; float32 D=128 1.915 / 2.18. float32 at D <= 64 keeps the one-pass form
+    (B=32 H=6 T=256 D=64: 0.292 / 0.327 in two runs of three)."""
+    return (deterministic or np.dtype(dtype) in _HALF
+            or next_pow2(head_dim) > 64)
+
+
 @register("flash_attention_backward", "cuda")
 def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, lse, is_causal,
                              scale, deterministic):
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
-    and its saved lse and out (the float32 one where it kept it). `deterministic`: the two-pass
-    backward, every element summed in a fixed order; else the one-pass backward, whose dQ sums
-    with float atomics (its last bits vary from run to run). Key and value may have fewer
-    heads than the query (grouped-query attention); `attn_mask` and `dropout` as the
-    forward's."""
+    and its saved lse and out (the float32 one where it kept it). `deterministic`: every
+    element summed in a fixed order (the two-pass backward); else the faster form for these
+    operands (`_two_pass`), which for float32 at head dims up to 64 is the one-pass backward,
+    whose dQ sums with float atomics (its last bits vary from run to run). Key and value may
+    have fewer heads than the query (grouped-query attention); `attn_mask` and `dropout` as
+    the forward's."""
     _check(query, key, value, attn_mask)
     device = query.device
     activate(device)
