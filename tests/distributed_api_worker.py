@@ -245,7 +245,7 @@ def check_unsorted_group(rank, world):
 
 def check_monitored_barrier(rank, world):
     if DEVICE == "cuda":
-        expect_error(ValueError, "only implemented for the MPI",
+        expect_error(ValueError, "only implemented for GLOO backend",
                      lambda: dist.monitored_barrier())
         return
     dist.monitored_barrier(timeout=timedelta(seconds=10))

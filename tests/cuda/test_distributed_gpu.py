@@ -32,8 +32,24 @@ def cuda_tensor(rng, shape, dtype):
                           dtype=dtype)
 
 
+NCCL_OPS = [op for op in dist.ReduceOp
+            if op not in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR)]
+
+
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
-@pytest.mark.parametrize("op", list(dist.ReduceOp), ids=lambda o: o.name)
+@pytest.mark.parametrize("op", [dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR],
+                         ids=lambda o: o.name)
+def test_bitwise_reductions_are_not_nccls(nccl_world, rng, dtype, op):
+    """As PyTorch's NCCL group: no bitwise reductions, and the tensor left as it was."""
+    t = cuda_tensor(rng, (3, 4), dtype)
+    before = t.cpu().numpy().copy()
+    with pytest.raises(ValueError, match=f"Cannot use {op} with NCCL"):
+        dist.all_reduce(t, op)
+    np.testing.assert_array_equal(t.cpu().numpy(), before)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+@pytest.mark.parametrize("op", NCCL_OPS, ids=lambda o: o.name)
 def test_all_reduce_of_one_rank_is_the_identity(nccl_world, rng, dtype, op):
     t = cuda_tensor(rng, (33, 7), dtype)
     before = t.cpu().numpy().copy()
@@ -121,7 +137,7 @@ def test_point_to_point_all_to_all_objects_and_groups_of_one_rank(nccl_world, rn
     dist.all_reduce(t, group=group)
     np.testing.assert_array_equal(t.cpu().numpy(), host)
     dist.destroy_process_group(group)
-    with pytest.raises(ValueError, match="only implemented for the MPI"):
+    with pytest.raises(ValueError, match="only implemented for GLOO backend"):
         dist.monitored_barrier()
 
 
