@@ -47,9 +47,8 @@ to (B, H, T, D), transposing O and the gradients back is then a view, not a copy
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): small tiles with 4 warps, since more programs in flight hide the loads better than
-spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward takes
-64 x 64 in 2 stages (at D=128 2.3x faster than 128 x 64 with 8 warps); float32 tiles: see
-FP32_TILES.
+spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward's: see
+HALF_TWO_PASS_TILES; float32 tiles: see FP32_TILES.
 """
 
 import numpy as np
@@ -651,6 +650,17 @@ on an H200 (bf16, causal, `attention.py --tiles --only forward`), ms: B=8 H=12 T
 with 128 x 64 and 8 warps, 0.069 with 128 x 128 (torch 0.042)."""
 
 
+HALF_TWO_PASS_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
+                       128: (64, 64, 4, 2)}
+"""The two-pass backward's half-type tiles by head tile: (BLOCK, STEP, warps, stages), the
+dK/dV kernel holding BLOCK keys and walking the queries STEP at a time, the dQ kernel the
+other way round. Alternated three times in one process on an H200 (bf16, causal, forward +
+backward ms): B=8 H=12 T=1024 D=64 0.251-0.256 in 3 stages against 0.263-0.287 in 2 (64 x 32
+in 3: 0.253-0.260; torch 0.233-0.268); B=4 H=16 T=2048 D=64 0.498-0.501 against 0.522-0.523
+(torch 0.435). At D=128 that run's times moved by half between rounds (torch's too), so the
+2-stage tile, 2.3x faster there than 128 x 64 with 8 warps when it was chosen, stays."""
+
+
 def _tiles(dtype, head_dim, tf32):
     """(head tile, (forward BM, BN, warps, stages), (two-pass backward BLOCK, STEP, warps,
     stages), (one-pass backward, the same; None where it never runs, see _two_pass),
@@ -659,7 +669,7 @@ def _tiles(dtype, head_dim, tf32):
     kernel holds BLOCK queries and walks the keys STEP at a time."""
     bd = next_pow2(head_dim)
     if np.dtype(dtype) in _HALF:
-        return bd, HALF_FORWARD_TILES[bd], (64, 64, 4, 2), None, "tf32"
+        return bd, HALF_FORWARD_TILES[bd], HALF_TWO_PASS_TILES[bd], None, "tf32"
     forward, two_pass, one_pass = FP32_TILES[max(bd, 32)]
     return bd, forward, two_pass, one_pass, "tf32" if tf32 else "tf32x3"
 
