@@ -657,8 +657,9 @@ dK/dV kernel holding BLOCK keys and walking the queries STEP at a time, the dQ k
 other way round. Alternated three times in one process on an H200 (bf16, causal, forward +
 backward ms): B=8 H=12 T=1024 D=64 0.251-0.256 in 3 stages against 0.263-0.287 in 2 (64 x 32
 in 3: 0.253-0.260; torch 0.233-0.268); B=4 H=16 T=2048 D=64 0.498-0.501 against 0.522-0.523
-(torch 0.435). At D=128 that run's times moved by half between rounds (torch's too), so the
-2-stage tile, 2.3x faster there than 128 x 64 with 8 warps when it was chosen, stays."""
+(torch 0.435). B=4 H=12 T=1024 D=128, rounds 2-5 of five: 0.256-0.258 in 2 stages, 0.295-0.296
+in 3; 64 x 32 in 3 stages 0.254-0.256, 128 x 64 with 8 warps 0.291-0.292, 128 x 32 with 8 warps
+0.293-0.295, 64 x 64 with 8 warps 0.374-0.376 (torch 0.207-0.209)."""
 
 
 def _tiles(dtype, head_dim, tf32):
