@@ -2,18 +2,18 @@
 
 On CUDA, scaled_dot_product_attention runs as fused FlashAttention kernels
 (backends/cuda/kernels/attention.py: one launch forward, three backward, no (L, S) scores in
-memory; the backward's deterministic form under use_deterministic_algorithms(True), else its
-one-pass form, whose dQ sums with float atomics), is_causal, a bool or additive attn_mask
-(read in place, broadcast dims at stride 0) and dropout (drawn from the CUDA generator by
-counter, the same flags again in the backward) applied inside them;
-grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per head
-(decoding against a cache), without gradients and with at most a bool mask over the keys, runs
-as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read in
-place.
-`cached_attention` is that path with the valid length of a static cache read on the device.
-Everything else composes matmul, softmax, where and dropout, differentiable to any order, with
-float16 and bfloat16 computed in float32 and rounded once, as torch's math backend. Which of
-these runs follows the SDP flags (`genesis.nn.attention.sdpa_kernel`; sdpa_backends.py).
+memory; the backward's deterministic two-pass form for half types, head dims over 64 and under
+use_deterministic_algorithms(True), else its one-pass form, whose dQ sums with float atomics),
+is_causal, a bool or additive attn_mask (read in place, broadcast dims at stride 0) and dropout
+(drawn from the CUDA generator by counter, the same flags again in the backward) applied inside
+them; grouped-query heads (enable_gqa) are read in place instead of repeated. One query row per
+head (decoding against a cache), without gradients and with at most a bool mask over the keys,
+runs as the decode kernel (backends/cuda/kernels/decode_attention.py), grouped-query heads read
+in place. `cached_attention` is that path with the valid length of a static cache read on the
+device. Everything else composes matmul, softmax, where and dropout, differentiable to any
+order, with float16 and bfloat16 computed in float32 and rounded once, as torch's math backend.
+Which of these runs follows the SDP flags (`genesis.nn.attention.sdpa_kernel`;
+sdpa_backends.py).
 """
 
 import math
@@ -288,11 +288,10 @@ def _unit_last_stride(t):
 class _FlashAttention(Function):
     """dropout(softmax(Q K^T * scale + mask, causal)) V through the backend's fused kernels,
     the mask (bool or additive, broadcast to the scores' shape; or None) taking no gradient,
-    dropout None or (p, seed, offset) of the generator's draw. The forward
-    saves the row logsumexp (and, for half types, its output in float32) so the backward
-    rebuilds the probabilities without storing them; when the backward itself is
-    differentiated (create_graph), the gradients are recomputed with genesis ops so every
-    order is exact."""
+    dropout None or (p, seed, offset) of the generator's draw. The forward saves the row
+    logsumexp (and, for half types, its output in float32) so the backward rebuilds the
+    probabilities without storing them; when the backward itself is differentiated
+    (create_graph), the gradients are recomputed with genesis ops so every order is exact."""
 
     @staticmethod
     def compute(query, key, value, attn_mask, dropout, is_causal, scale, keep):
