@@ -121,3 +121,22 @@ def test_fully_masked_rows_and_a_block_mask_on_another_device():
     assert (out[:, :, :3] == 0).all().item()
     assert (aux.lse[:, :, :3] == -math.inf).all().item()
     assert (aux.max_scores[:, :, :3] == -math.inf).all().item()
+
+
+def test_a_mask_mod_alone_runs_the_fused_kernels():
+    """No score_mod, no statistics: the sliding-window and document mask through the fused
+    attention kernels (grouped heads in place), against torch's math in float64."""
+    g_args, t_args = _inputs(grad=True)
+    _, g_mask_mod = _mods(*g_args[3:])
+    _, t_mask_mod = _mods(*t_args[3:])
+    block_mask = G.create_block_mask(g_mask_mod, B, HQ, L, S, device="cuda", BLOCK_SIZE=16)
+    out = G.flex_attention(*g_args[:3], block_mask=block_mask, enable_gqa=True)
+    assert out.grad_fn.name() == "_FlashAttentionBackward0"
+    expected = math_attention(*t_args[:3], lambda s, b, h, q, k: s, (t_mask_mod,),
+                              1 / math.sqrt(E), {"enable_gqa": True})[0]
+    weights = torch.randn(expected.shape, dtype=torch.float64)
+    (expected * weights).sum().backward()
+    (out * from_torch(weights.float(), "cuda")).sum().backward()
+    assert_close(out, expected.detach().float(), rtol=1e-4, atol=1e-4)
+    for g, t in zip(g_args[:3], t_args[:3]):
+        assert_close(g.grad, t.grad.float(), rtol=1e-4, atol=1e-4)

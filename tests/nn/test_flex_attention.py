@@ -483,3 +483,60 @@ def test_public_names():
     assert G.FlexKernelOptions.__annotations__.keys() == T.FlexKernelOptions.__annotations__.keys()
     assert G.AuxRequest._fields == T.AuxRequest._fields
     assert G.AuxOutput._fields == T.AuxOutput._fields
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A stand-in "cuda" device (tests/fake_cuda.py) whose fused attention kernels are the
+    CPU's numpy kernels of the same contract."""
+    import fake_cuda
+    fake_cuda.install_for_test(monkeypatch)
+
+
+def _window_or_documents(name, lib, q_doc, kv_doc):
+    """A mask_mod written with `lib`'s ops (None: no block mask)."""
+    if name == "sliding":
+        return lambda b, h, q, k: (k <= q + 2) & (k >= q - 4)
+    if name == "documents":
+        q_doc, kv_doc = lib.tensor(q_doc), lib.tensor(kv_doc)
+        return lambda b, h, q, k: q_doc.to(q.device)[q] == kv_doc.to(k.device)[k]
+    return None
+
+
+@pytest.mark.parametrize("mask", ["sliding", "documents", "none"])
+def test_a_mask_mod_alone_runs_the_fused_kernels_on_cuda(fake_gpu, rng, mask):
+    """No score_mod and no statistics asked for: attention under mask_mod's bool mask (as
+    broadcast as the mod leaves it) through scaled_dot_product_attention's fused kernels,
+    grouped heads read in place; values and gradients as torch's eager math in float64."""
+    q_doc, kv_doc = (np.sort(rng.integers(0, 3, n)) for n in (L, S))
+    head = 16  # the fused kernels' smallest head dim
+    arrays = [rng.standard_normal(shape).astype(np.float32)
+              for shape in ((B, HQ, L, head), (B, HKV, S, head), (B, HKV, S, head))]
+    leaves = [genesis.tensor(a, device="cuda", requires_grad=True) for a in arrays]
+    mask_mod = _window_or_documents(mask, genesis, q_doc, kv_doc)
+    block_mask = None if mask_mod is None else G.create_block_mask(
+        mask_mod, B, HQ, L, S, device="cuda", BLOCK_SIZE=8)
+    out = G.flex_attention(*leaves, block_mask=block_mask, enable_gqa=True)
+    assert out.device.type == "cuda" and out.grad_fn.name() == "_FlashAttentionBackward0"
+    t_leaves = [torch.from_numpy(a).double().requires_grad_() for a in arrays]
+    t_mask_mod = _window_or_documents(mask, torch, q_doc, kv_doc) or T.noop_mask
+    expected = math_attention(*t_leaves, lambda s, b, h, q, k: s, (t_mask_mod,),
+                              1 / math.sqrt(head), {"enable_gqa": True})[0]
+    grad = rng.standard_normal(tuple(expected.shape))
+    expected.backward(torch.from_numpy(grad))
+    out.backward(genesis.tensor(grad.astype(np.float32), device="cuda"))
+    assert_close(out, expected.detach().float(), rtol=1e-5, atol=1e-5)
+    for g, t in zip(leaves, t_leaves):
+        assert_close(g.grad, t.grad.float(), rtol=1e-5, atol=1e-5)
+
+
+def test_score_mods_and_statistics_keep_the_math_on_cuda(fake_gpu, rng):
+    """A score_mod, or a log-sum-exp asked for, keeps torch's eager math (the fused kernels
+    compute neither)."""
+    q = genesis.tensor(rng.standard_normal((1, 2, 9, 16)).astype(np.float32), device="cuda",
+                       requires_grad=True)
+    for kwargs in ({"score_mod": lambda s, b, h, qi, ki: s * 0.5},
+                   {"return_aux": G.AuxRequest(lse=True)}):
+        out = G.flex_attention(q, q, q, **kwargs)
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.grad_fn.name() != "_FlashAttentionBackward0"

@@ -24,6 +24,23 @@ def _compute(*arrays):
     return [a.astype(ct, copy=False) for a in arrays]
 
 
+def _groups(q, k):
+    """How many query heads share each key/value head (grouped-query attention)."""
+    return q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+
+
+def _repeated(x, groups):
+    """Key or value heads repeated for the query heads that share them."""
+    return x if groups == 1 else np.repeat(x, groups, axis=-3)
+
+
+def _summed(x, groups):
+    """The gradient of _repeated: each run of `groups` heads summed."""
+    if groups == 1:
+        return x
+    return x.reshape(*x.shape[:-3], x.shape[-3] // groups, groups, *x.shape[-2:]).sum(-3)
+
+
 def _scores(q, k, attn_mask, is_causal, scale):
     """Q K^T * scale under the mask (bool: -inf where False; else added) with keys past the
     diagonal at -inf when causal (top-left aligned)."""
@@ -60,8 +77,10 @@ def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, kee
     """(softmax(Q K^T * scale + mask, causal) V, row logsumexp of the scaled scores, the output
     in float32 for half types when `keep_float` (for the backward's rowsum(dO * O)), else
     None). A row no key may reach gets zeros and a logsumexp of +inf. `dropout`: None or
-    (p, seed, offset), the probabilities the CUDA kernels drop dropped."""
+    (p, seed, offset), the probabilities the CUDA kernels drop dropped. Key and value may
+    have fewer heads than the query (grouped-query attention)."""
     q, k, v = _compute(query, key, value)
+    k, v = _repeated(k, _groups(q, k)), _repeated(v, _groups(q, k))
     with np.errstate(all="ignore"):
         s = _scores(q, k, attn_mask, is_causal, scale)
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
@@ -78,6 +97,8 @@ def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, l
     """(dQ, dK, dV) from the output gradient and flash_attention's logsumexp and output (the
     float32 one where it kept it); deterministic either way."""
     g, q, k, v, o = _compute(grad, query, key, value, out)
+    groups = _groups(q, k)
+    k, v = _repeated(k, groups), _repeated(v, groups)
     with np.errstate(all="ignore"):
         p = np.exp(_scores(q, k, attn_mask, is_causal, scale) - lse[..., None])
         dv = np.matmul(np.swapaxes(_dropped(p, dropout, p.shape), -1, -2), g)
@@ -85,6 +106,7 @@ def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, l
         ds = p * (dp - np.sum(g * o, axis=-1, keepdims=True))
         dq = np.matmul(ds, k) * scale
         dk = np.matmul(np.swapaxes(ds, -1, -2), q) * scale
+    dk, dv = _summed(dk, groups), _summed(dv, groups)
     return dq.astype(query.dtype), dk.astype(key.dtype), dv.astype(value.dtype)
 
 

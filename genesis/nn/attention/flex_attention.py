@@ -5,7 +5,10 @@ Genesis has no compiler to fuse the mods into a kernel, so flex_attention runs w
 eager path runs (torch._higher_order_ops.flex_attention.math_attention): the (B, H, L, S)
 scores in float32 (float64 for float64 inputs), score_mod, then -inf where mask_mod is False,
 the log-sum-exp (-inf for fully masked rows), a softmax that gives zeros for fully masked rows,
-and the weights cast to the query's dtype times the values. It runs on CPU and CUDA tensors
+and the weights cast to the query's dtype times the values. A call on CUDA with no score_mod
+and no statistics asked for is attention under a bool mask: mask_mod's mask, as broadcast as
+mask_mod leaves it, goes to the fused kernels of scaled_dot_product_attention where they take
+it (same query and key batch, one head dim of 16 to 128), without the float scores. It runs on CPU and CUDA tensors
 alike and is differentiable, in the inputs and in tensors the mods capture (torch refuses
 backward on the CPU). The block lists of a BlockMask are not read: the math applies mask_mod to
 every score, as torch's does. How mods are called (once, on broadcast index tensors, not under
@@ -22,6 +25,7 @@ from ...autograd import autocast_state
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
 from ..functional.activation import softmax
+from ..functional.attention import fused_masked_attention
 from ._block_mask import (_LARGE_SPARSE_BLOCK_SIZE, BlockMask, _sliced_mask_mod_error,
                           and_masks, bhqk_grids, create_block_mask, create_mask, noop_mask,
                           or_masks)
@@ -201,11 +205,15 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     _check_options(kernel_options, return_lse, return_aux)
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     mask_mod = noop_mask if block_mask is None else block_mask.mask_mod
+    want_lse = return_lse or (return_aux is not None and return_aux.lse)
     with autocast_state.suspended():
+        if score_mod is None and not want_lse and return_aux is None:
+            out = _fused(query, key, value, mask_mod, scale, enable_gqa)
+            if out is not None:
+                return _laid_out_as(out, query)
         out, lse, max_scores = _math_attention(
             query, key, value, _identity if score_mod is None else score_mod, mask_mod, scale)
     out = _laid_out_as(out, query)
-    want_lse = return_lse or (return_aux is not None and return_aux.lse)
     if return_aux is not None:
         return out, AuxOutput(lse=lse if want_lse else None,
                               max_scores=max_scores if return_aux.max_scores else None)
@@ -231,6 +239,20 @@ def _math_attention(query, key, value, score_mod, mask_mod, scale):
     weights = ew.where(masked_rows, 0.0, softmax(safe, dim=-1))
     out = weights.to(query.dtype) @ value.to(query.dtype)
     return out, lse, scores.max(dim=-1).values
+
+
+def _fused(query, key, value, mask_mod, scale, enable_gqa):
+    """The output of the fused kernels under mask_mod's bool mask (as broadcast as mask_mod
+    leaves it; none for noop_mask) where they take the call, else None."""
+    if query.device.type != "cuda":
+        return None
+    mask = None
+    if mask_mod is not noop_mask:
+        shape = (query.size(0), query.size(1), query.size(-2), key.size(-2))
+        mask = mask_mod(*bhqk_grids(*shape, query.device))
+        if mask.dtype is not dtypes.bool_:
+            return None
+    return fused_masked_attention(query, key, value, mask, scale, enable_gqa)
 
 
 def _modded_scores(scores, score_mod, mask_mod):

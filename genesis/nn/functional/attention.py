@@ -279,6 +279,18 @@ def _flash(query, key, value, attn_mask, dropout_p, is_causal, scale):
                                    False)[0]
 
 
+def fused_masked_attention(query, key, value, attn_mask, scale, enable_gqa):
+    """softmax(Q K^T * scale where attn_mask) V through the fused kernels when they take the
+    call by the memory-efficient backend's rules, whatever the SDP flags, else None:
+    flex_attention's route for a mask_mod alone."""
+    if query.device.type != "cuda":
+        return None
+    params = SDPAParams(query, key, value, attn_mask, 0.0, False, enable_gqa)
+    if not sdpa_backends.fused_fits(params, SDPBackend.EFFICIENT_ATTENTION):
+        return None
+    return _flash(query, key, value, attn_mask, 0.0, False, scale)
+
+
 def _unit_last_stride(t):
     """`t` itself when its last dim is read with unit stride (the kernels take any other
     strides), else a contiguous copy."""
