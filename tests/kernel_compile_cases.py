@@ -559,7 +559,7 @@ def arange_cases(target):
 def random_case(dist, out, src, target):
     """Compile the launch of one Philox fill of `out` (reading `src`)."""
     launch, dims = random._fill_plan(dist, out, src, target)
-    random._fill_launch(launch, dims, 0, out, src, 1, 0, placeholder((2,), np.int64), 0.0, 1.0)
+    random._fill_launch(launch, dims, 0, out, src, placeholder((2,), np.int64), 0, 0.0, 1.0)
 
 
 def random_cases(target):
@@ -582,7 +582,7 @@ def random_cases(target):
     for dtype in (np.int64, ml_dtypes.bfloat16):
         out = placeholder(shape, dtype)
         launch, dims = random._fill_plan(random.INTEGER, out, None, target)
-        random._fill_launch(launch, dims, 0, out, None, 1, 0, placeholder((2,), np.int64), 0, 10)
+        random._fill_launch(launch, dims, 0, out, None, placeholder((2,), np.int64), 0, 0, 10)
     random_case(random.BERNOULLI, placeholder(shape, np.bool_), None, target)
 
 

@@ -54,13 +54,17 @@ def _scores(q, k, attn_mask, is_causal, scale):
     return s
 
 
-def _dropped(p, dropout, shape):
-    """The probabilities `p` under dropout (None: as they are): the kept ones scaled by
-    1 / (1 - p), the others 0, by the flags the GPU kernels draw (backends/cpu/philox.py)."""
+def _kept(dropout, shape):
+    """dropout's factor of each probability (None without dropout): 1 / (1 - p) where the
+    flags the GPU kernels draw keep it (backends/cpu/philox.py), else 0."""
     if dropout is None:
-        return p
-    keep = attention_dropout_mask(shape, *dropout, None)
-    return np.where(keep, p * (1.0 / (1.0 - dropout[0])), 0.0).astype(p.dtype)
+        return None
+    return attention_dropout_mask(shape, *dropout, None) * (1.0 / (1.0 - dropout[0]))
+
+
+def _dropped(x, kept):
+    """`x` times dropout's factors (`x` itself without dropout), in x's dtype."""
+    return x if kept is None else x * kept.astype(x.dtype)
 
 
 @register("attention_dropout_mask", "cpu")
@@ -86,7 +90,7 @@ def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, kee
         m = np.max(s, axis=-1, keepdims=True, initial=-np.inf)
         lse = m + np.log(np.sum(np.exp(s - m), axis=-1, keepdims=True))
         lse = np.where(m == -np.inf, np.inf, lse)
-        out = np.matmul(_dropped(np.exp(s - lse), dropout, s.shape), v)
+        out = np.matmul(_dropped(np.exp(s - lse), _kept(dropout, s.shape)), v)
     keep_float = keep_float and out.dtype != query.dtype
     return out.astype(query.dtype), lse[..., 0], out if keep_float else None
 
@@ -101,8 +105,9 @@ def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, l
     k, v = _repeated(k, groups), _repeated(v, groups)
     with np.errstate(all="ignore"):
         p = np.exp(_scores(q, k, attn_mask, is_causal, scale) - lse[..., None])
-        dv = np.matmul(np.swapaxes(_dropped(p, dropout, p.shape), -1, -2), g)
-        dp = _dropped(np.matmul(g, np.swapaxes(v, -1, -2)), dropout, p.shape)
+        kept = _kept(dropout, p.shape)
+        dv = np.matmul(np.swapaxes(_dropped(p, kept), -1, -2), g)
+        dp = _dropped(np.matmul(g, np.swapaxes(v, -1, -2)), kept)
         ds = p * (dp - np.sum(g * o, axis=-1, keepdims=True))
         dq = np.matmul(ds, k) * scale
         dk = np.matmul(np.swapaxes(ds, -1, -2), q) * scale

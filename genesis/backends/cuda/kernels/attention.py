@@ -64,7 +64,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
 from ._strided_indexing import cdiv, next_pow2, placeholder
-from .random import placeholder_rng_state, signed64
+from .random import philox_args, philox_start
 
 MIN_HEAD, MAX_HEAD = 16, 128
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
@@ -167,20 +167,6 @@ def _apply_mask(s, mask_p, qi, ki, L, S, m_row_stride, m_col_stride, MASK: tl.co
 
 
 @triton.jit
-def _rng_state(seed, offset, rng_state_ptr, seed_in_memory):
-    """(Philox key, first counter): the generator's seed and offset, or in a CUDA graph
-    (seed_in_memory 1) the seed and base offset read from rng_state_ptr (offset then counts
-    from that base). One specialization serves both, so a capture compiles nothing new."""
-    key = seed
-    start = offset
-    if rng_state_ptr is not None:
-        if seed_in_memory != 0:
-            key = tl.load(rng_state_ptr)
-            start += tl.load(rng_state_ptr + 1)
-    return key, start
-
-
-@triton.jit
 def _dropout_keep(key, start, plane, L, S, rows, n0, p, BM: tl.constexpr, BN: tl.constexpr):
     """Which of the (BM, BN) probabilities of queries `rows` x keys n0..n0+BN (n0 a multiple
     of 4) of plane `plane` dropout keeps: element (i, j) reads word j % 4 of Philox counter
@@ -265,7 +251,7 @@ def _attn_fwd_kernel(
     qt = _load_rows(_head(q_ptr, bh, n_heads, q_batch_stride, q_head_stride), rows, q_row_stride,
                     q_len, d, HEAD, BD, True)
     mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
-    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    key, start_counter = philox_start(seed, offset, rng_state_ptr, seed_in_memory)
     rng = (key, start_counter, bh, dropout_p)
     qk_scale = scale * LOG2E
     m_i = tl.full([BM], -FLT_MAX, tl.float32)
@@ -414,7 +400,7 @@ def _attn_dkdv_kernel(
                     k_len, d, HEAD, BD, True)
     dk_acc = tl.zeros([BN, BD], tl.float32)
     dv_acc = tl.zeros([BN, BD], tl.float32)
-    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    key, start_counter = philox_start(seed, offset, rng_state_ptr, seed_in_memory)
     qk_scale = scale * LOG2E
     lo = 0
     if CAUSAL:
@@ -506,7 +492,7 @@ def _attn_dq_kernel(
     lse2 = _lse2(lse_ptr + plane, rows, q_len, 0.0)
     delta = tl.load(delta_ptr + plane + rows, mask=rows < q_len, other=0.0)
     mask_p = _mask_plane(mask_ptr, bh, n_heads, m_batch_stride, m_head_stride, MASK)
-    key, start_counter = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    key, start_counter = philox_start(seed, offset, rng_state_ptr, seed_in_memory)
     rng = (key, start_counter, bh, dropout_p, dropout_scale)
     kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
     vp = _head(v_ptr, bh // GROUP, n_heads // GROUP, v_batch_stride, v_head_stride)
@@ -568,7 +554,7 @@ def _dropout_mask_kernel(
     n0 = (tl.program_id(0) % n_key_blocks) * BN
     n = n0 + tl.arange(0, BN)
     bh = tl.program_id(1)
-    key, start = _rng_state(seed, offset, rng_state_ptr, seed_in_memory)
+    key, start = philox_start(seed, offset, rng_state_ptr, seed_in_memory)
     keep = _dropout_keep(key, start, bh, q_len, k_len, rows, n0, dropout_p, BM, BN)
     row_start = (bh.to(tl.int64) * q_len + rows) * k_len
     tl.store(keep_ptr + row_start[:, None] + n[None, :], keep,
@@ -717,9 +703,7 @@ def _rng_args(dropout, device):
     if dropout is None:
         return 0.0, 1.0, 0, 0, None, 0
     p, seed, offset = dropout
-    if seed.__class__ is CUDAArray:
-        return p, 1.0 / (1.0 - p), 0, offset, seed, 1
-    return p, 1.0 / (1.0 - p), signed64(seed), offset, placeholder_rng_state(device), 0
+    return (p, 1.0 / (1.0 - p), *philox_args(seed, offset, device))
 
 
 

@@ -159,6 +159,21 @@ def _emit(v, e, out, src, N, a, b, sizes, o_strides, x_strides,
 
 
 @triton.jit
+def philox_start(seed, offset, state_ptr, seed_in_memory):
+    """(Philox key, first counter): the generator's seed and offset, or in a CUDA graph
+    (seed_in_memory 1) the seed and base offset read from state_ptr, the offset counting from
+    that base. One specialization serves both, so a capture compiles nothing new; a kernel
+    that draws nothing passes state_ptr None."""
+    key = seed
+    start = offset
+    if state_ptr is not None:
+        if seed_in_memory != 0:
+            key = tl.load(state_ptr)
+            start += tl.load(state_ptr + 1)
+    return key, start
+
+
+@triton.jit
 def _philox_kernel(
         # pointers: the output, the input of bernoulli (p) and dropout (x), else None
         out_ptr, src_ptr,
@@ -178,11 +193,7 @@ def _philox_kernel(
     graph reads the seed and base offset from memory, so that each replay draws new numbers."""
     V: tl.constexpr = 2 if WIDE else 4
     Q: tl.constexpr = BLOCK // V
-    key = seed
-    start = offset
-    if seed_in_memory != 0:
-        key = tl.load(state_ptr)
-        start += tl.load(state_ptr + 1)
+    key, start = philox_start(seed, offset, state_ptr, seed_in_memory)
     pid = tl.program_id(0)
     lane = tl.arange(0, Q)
     counter = start + pid.to(tl.int64) * Q + lane
@@ -242,16 +253,15 @@ def _fill_plan(dist, out, src, target=None):
     return launch, (dim_sizes(sizes, MAX_DIMS), dim_strides(strides[0], MAX_DIMS), src_strides)
 
 
-def _fill_launch(launch, dims, stream, out, src, seed, offset, state, a, b):
-    """The call of _philox_kernel; `dims` as _fill_plan makes them. `state`: the device array
-    [seed, base offset] of a CUDA graph (then `seed` is ignored), or None."""
+def _fill_launch(launch, dims, stream, out, src, seed, offset, a, b):
+    """The call of _philox_kernel; `dims` as _fill_plan makes them; `seed` and `offset` as
+    philox_args takes them."""
     sizes, out_strides, src_strides = dims
     launch(stream,
            # pointers
            out, src,
-           # elements, seed, first counter, graph state
-           out.size, seed, offset, placeholder_rng_state(out.device) if state is None else state,
-           int(state is not None),
+           # elements, seed, first counter, graph state, whether to read it
+           out.size, *philox_args(seed, offset, out.device),
            # the distribution's parameters
            a, b,
            # sizes and strides
@@ -295,17 +305,23 @@ def _fill(dist, out, src, a, b, seed, offset):
         return out
     key = (dist, out.shape, _geometry(out), _geometry(src), out.device)
     launch, dims = _launches.get_or_build(key, lambda: _fill_plan(dist, out, src))
-    if seed.__class__ is CUDAArray:
-        _fill_launch(launch, dims, stream, out, src, 0, offset, seed, a, b)
-    else:
-        _fill_launch(launch, dims, stream, out, src, signed64(seed), offset, None, a, b)
+    _fill_launch(launch, dims, stream, out, src, seed, offset, a, b)
     return out
+
+
+def philox_args(seed, offset, device):
+    """(seed, first counter, graph state, seed_in_memory): philox_start's arguments for a
+    draw of the generator, whose `seed` is its seed, or in a CUDA graph its device array
+    [seed, base offset] that `offset` counts from."""
+    if seed.__class__ is CUDAArray:
+        return 0, offset, seed, 1
+    return signed64(seed), offset, _placeholder_rng_state(device), 0
 
 
 _placeholder_states = {}
 
 
-def placeholder_rng_state(device):
+def _placeholder_rng_state(device):
     """A device's placeholder for the graph-state argument, which eager launches never read."""
     state = _placeholder_states.get(device)
     if state is None:
