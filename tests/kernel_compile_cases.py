@@ -10,10 +10,11 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends import cudnn
-from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, batch_norm, conv,
-                                           conv_hopper, copy, index, loss, median, norm, optim,
-                                           optim_extra, pool, random, recurrent, residual_norm,
-                                           rotary, shape, softmax, special, swiglu, upsample)
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, attention_dropout,
+                                           batch_norm, conv, conv_hopper, copy, index, loss,
+                                           median, norm, optim, optim_extra, pool, random,
+                                           recurrent, residual_norm, rotary, shape, softmax,
+                                           special, swiglu, upsample)
 from genesis.backends.cuda.kernels import decode_attention as decode
 from genesis.backends.cuda.kernels import elementwise as ew
 from genesis.backends.cuda.kernels import gemv
@@ -88,8 +89,7 @@ def attention_cases(target):
     (one-pass and deterministic); Llama-3-shaped grouped heads (32 over 8); attn_masks: a bool
     key-padding mask (B, 1, 1, S) broadcast, an additive (L, S) mask broadcast over batch and
     heads, and a float32 additive mask read across (key stride L); dropout (bf16, D=64, with a
-    mask; fp16, D=128, causal), one specialization for the host's seed and a CUDA graph's;
-    the dropout mask kernel."""
+    mask; fp16, D=128, causal), one specialization for the host's seed and a CUDA graph's."""
     cases = [(np.float16, 64, False, True, None), (np.float16, 64, False, False, None),
              (ml_dtypes.bfloat16, 128, False, True, None), (np.float16, 80, False, False, None),
              (np.float32, 64, False, True, None), (np.float32, 128, True, False, None),
@@ -110,10 +110,13 @@ def attention_cases(target):
     kv = placeholder((1, 8, 2048, 64), ml_dtypes.bfloat16)
     _attention_case(q, kv, None, None, q, placeholder(q.shape[:-1], np.float32), True, False,
                     target)
+
+
+def attention_dropout_cases(target):
+    """The dropout mask kernel (one specialization for the host's seed and a graph's)."""
     keep = placeholder((4, 8, 1024, 1000), np.bool_)
-    launch = attention._attention_launch(attention._dropout_mask_kernel, (1, 1),
-                                         dict(BM=32, BN=64), 4, 1, "i32", 0, target)
-    launch(0, keep, graph_state, 0.1, 12345, 0, 0, 1024, 1000, 16)
+    attention_dropout.mask_launch(32, 1024, 1000, 0, target)(
+        0, keep, placeholder((2,), np.int64), 0.1, 12345, 0, 0, 1024, 1000, 16)
 
 
 def _attention_case(q, kv, mask, dropout, out, lse, causal, tf32, target):
@@ -941,6 +944,7 @@ def upsample_cases(target):
 
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
+         "attention_dropout": attention_dropout_cases,
          "batch_norm": batch_norm_cases, "conv": conv_cases, "conv_hopper": conv_hopper_cases,
          "copy": copy_cases,
          "decode_attention": decode_attention_cases,

@@ -10,7 +10,9 @@ the diagonal; only the blocks on the diagonal and the key tail pay for the mask.
 (bool, or additive in the query's dtype; MASK) is read in place through its strides, zero
 where it broadcasts (a (B, 1, 1, S) key-padding mask is one row per batch), one tile per block
 of scores in the forward and again in the backward, which rebuilds P under it. A row that
-every key is masked from gives zeros, as torch's math backend does.
+every key is masked from gives zeros, as torch's math backend does. Dropout drops the
+probabilities (after the softmax's sum) by flags drawn by Philox counter in each kernel, the
+same in the forward and the backward (attention_dropout.py).
 
 Backward ("flash_attention_backward"): a preprocess launch for Delta = rowsum(dO * O), then one
 of two forms, each recomputing P from the saved logsumexp. One-pass (FlashAttention-2's): one
@@ -64,6 +66,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
 from ._strided_indexing import cdiv, next_pow2, placeholder
+from .attention_dropout import dropout_keep
 from .random import philox_args, philox_start
 
 MIN_HEAD, MAX_HEAD = 16, 128
@@ -167,29 +170,13 @@ def _apply_mask(s, mask_p, qi, ki, L, S, m_row_stride, m_col_stride, MASK: tl.co
 
 
 @triton.jit
-def _dropout_keep(key, start, plane, L, S, rows, n0, p, BM: tl.constexpr, BN: tl.constexpr):
-    """Which of the (BM, BN) probabilities of queries `rows` x keys n0..n0+BN (n0 a multiple
-    of 4) of plane `plane` dropout keeps: element (i, j) reads word j % 4 of Philox counter
-    start + (plane * L + i) * ceil(S / 4) + j // 4 and is kept when its top 24 bits, as a
-    fraction of 2**24, are at least p. One counter serves four keys, and any tile of the
-    (L, S) plane, read either way, draws the same bits (backends/cpu/philox.py draws them
-    on the host)."""
-    groups = (S + 3) // 4
-    g = n0 // 4 + tl.arange(0, BN // 4)
-    counter = start + (plane.to(tl.int64) * L + rows)[:, None] * groups + g[None, :]
-    w0, w1, w2, w3 = tl.randint4x(key, counter)
-    words = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (BM, BN))
-    return (words >> 8).to(tl.float32) * (1.0 / (1 << 24)) >= p
-
-
-@triton.jit
 def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rng, rows, lo, hi, L,
                 S, qk_scale, d, HEAD: tl.constexpr, BD: tl.constexpr, BM: tl.constexpr,
                 BN: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
                 MASK: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
     """The online softmax over key blocks lo..hi; MASKED: blocks with the key tail or the
     diagonal in them; MASK: the attn_mask's kind (_apply_mask); DROPOUT: `rng` = (key, first
-    counter, plane, p) of _dropout_keep, the dropped probabilities left out of O but not of
+    counter, plane, p) of dropout_keep, the dropped probabilities left out of O but not of
     the softmax's sum.
 
     The running max starts at -FLT_MAX, not -inf: a row no key of a block may reach keeps
@@ -209,7 +196,7 @@ def _fwd_blocks(acc, m_i, l_i, q, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rng, r
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:
-            p = tl.where(_dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN),
+            p = tl.where(dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN),
                          p, 0.0)
         v = _load_rows(vp, n, v_sn, S, d, HEAD, BD, MASKED)
         acc = _dot_f32(p, v, acc * alpha[:, None], PRECISION)
@@ -351,7 +338,7 @@ def _dkdv_blocks(dk, dv, k, v, qp, dop, lsep, deltap, dqp, mask_p, m_sr, m_sc, r
         g = _load_rows(dop, m, do_sm, L, d, HEAD, BD, True)
         dpT = tl.dot(v, tl.trans(g), input_precision=PRECISION)
         if DROPOUT:
-            keepT = tl.trans(_dropout_keep(rng[0], rng[1], rng[2], L, S, m, n_start, rng[3],
+            keepT = tl.trans(dropout_keep(rng[0], rng[1], rng[2], L, S, m, n_start, rng[3],
                                            BM, BN))
             dv = _dot_f32(tl.where(keepT, pT * rng[4], 0.0), g, dv, PRECISION)
             dpT = tl.where(keepT, dpT * rng[4], 0.0)
@@ -452,7 +439,7 @@ def _dq_blocks(dq, q, g, lse2, delta, kp, vp, k_sn, v_sn, mask_p, m_sr, m_sc, rn
         vT = _load_cols(vp, n, v_sn, S, d, HEAD, BD)
         dp = tl.dot(g, vT, input_precision=PRECISION)
         if DROPOUT:
-            keep = _dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN)
+            keep = dropout_keep(rng[0], rng[1], rng[2], L, S, rows, n0, rng[3], BM, BN)
             dp = tl.where(keep, dp * rng[4], 0.0)
         ds = p * (dp - delta[:, None])
         dq = _dot_f32(ds, tl.trans(kT), dq, PRECISION)
@@ -534,31 +521,6 @@ def _attn_dq_cast_kernel(
                      BD, True)
     _store_rows(_head(dq_ptr, bh, n_heads, dq_batch_stride, dq_head_stride), rows, dq_row_stride,
                 q_len, d, acc * scale, HEAD, BD)
-
-
-@triton.jit
-def _dropout_mask_kernel(
-        # pointers: the (planes, L, S) bool keep flags; the device's [seed, base offset]
-        keep_ptr, rng_state_ptr,
-        # dropout's probability, the Philox seed and first counter, whether to read the seed
-        # and base offset from rng_state_ptr (1 in a CUDA graph)
-        dropout_p, seed, offset, seed_in_memory,
-        # sizes: query rows, key rows, key blocks
-        q_len, k_len, n_key_blocks,
-        # meta-parameters
-        BM: tl.constexpr, BN: tl.constexpr):
-    """The flags fused attention's dropout keeps (_dropout_keep) for queries and keys of
-    block pid0 (query block pid0 // n_key_blocks, key block pid0 % n_key_blocks) of plane
-    pid1: what the gradients of gradients, and tests, apply as a mask."""
-    rows = (tl.program_id(0) // n_key_blocks) * BM + tl.arange(0, BM)
-    n0 = (tl.program_id(0) % n_key_blocks) * BN
-    n = n0 + tl.arange(0, BN)
-    bh = tl.program_id(1)
-    key, start = philox_start(seed, offset, rng_state_ptr, seed_in_memory)
-    keep = _dropout_keep(key, start, bh, q_len, k_len, rows, n0, dropout_p, BM, BN)
-    row_start = (bh.to(tl.int64) * q_len + rows) * k_len
-    tl.store(keep_ptr + row_start[:, None] + n[None, :], keep,
-             mask=(rows < q_len)[:, None] & (n < k_len)[None, :])
 
 
 def supports(dtype, head_dim):
@@ -924,35 +886,3 @@ def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, l
                  *grads)
     return grads
 
-
-_MASK_TILE = (32, 64)
-"""The dropout mask kernel's (BM queries, BN keys): any tile draws the same flags; 64 keys
-make 16 Philox counters a row."""
-
-
-@register("attention_dropout_mask", "cuda")
-def attention_dropout_mask(shape, dropout_p, seed, offset, device_index):
-    """The (..., L, S) bool flags that fused attention's dropout keeps for the draw (p, seed,
-    offset): a new array."""
-    activate(device_index)
-    stream = current_stream_handle(device_index)
-    keep = CUDAArray.empty(tuple(shape), np.bool_, device_index, stream)
-    q_len, k_len = shape[-2], shape[-1]
-    planes = keep.size // max(q_len * k_len, 1)
-    if keep.size == 0:
-        return keep
-    bm, bn = _MASK_TILE
-    key_blocks = cdiv(k_len, bn)
-    p, _, seed_, offset_, state, in_memory = _rng_args((dropout_p, seed, offset), device_index)
-    launch = _plans.get_or_build(("dropout_mask", planes, q_len, k_len, device_index),
-                                 lambda: _attention_launch(
-        _dropout_mask_kernel, (cdiv(q_len, bm) * key_blocks, planes), dict(BM=bm, BN=bn), 4, 1,
-        "i32", device_index, None))
-    launch(stream,
-           # pointers
-           keep, state,
-           # dropout's probability, the Philox seed and first counter, where the seed is
-           p, seed_, offset_, in_memory,
-           # sizes
-           q_len, k_len, key_blocks)
-    return keep
