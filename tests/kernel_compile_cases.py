@@ -11,7 +11,8 @@ import numpy as np
 
 from genesis.backends import cudnn
 from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, attention_dropout,
-                                           batch_norm, conv, conv_hopper, copy, index, loss,
+                                           batch_norm, conv, conv_few_channels, conv_hopper,
+                                           copy, index, loss,
                                            median, norm, optim, optim_extra, pool, random,
                                            recurrent, residual_norm, rotary, shape, softmax,
                                            special, swiglu, upsample)
@@ -854,6 +855,28 @@ def conv_hopper_cases(target):
     conv_hopper.PhasePlan(x, weight, b, out, (0, 0), target=target).run(0, x, packed, b, out)
 
 
+def conv_few_channels_cases(target):
+    """The weight gradients over an unfolded input: ResNet-50's 7x7/2 RGB stem at batch 32 in
+    bf16 (channels-last and NCHW input, the gradient channels-last) and float32 (TF32), U-Net's
+    3x3 RGB layer, and a 1-channel audio front end (kernel 10, stride 5)."""
+    bf16 = ml_dtypes.bfloat16
+    layers = [((32, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3), bf16, True),
+              ((32, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3), bf16, False),
+              ((32, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3), np.float32, True),
+              ((8, 3, 256, 256), (64, 3, 3, 3), (1, 1), (1, 1), bf16, True),
+              ((16, 1, 1, 16000), (512, 1, 1, 10), (1, 5), (0, 0), np.float16, True)]
+    for x_shape, w_shape, stride, padding, dtype, channels_last in layers:
+        n, c, h, w = x_shape
+        geometry = conv.Conv(stride, padding, (1, 1), 1)
+        oh, ow = conv._out_size((h, w), w_shape[2:], geometry)
+        k = w_shape[0]
+        x = placeholder(x_shape, dtype, (h * w * c, 1, w * c, c) if channels_last else None)
+        dy = placeholder((n, k, oh, ow), dtype, (oh * ow * k, 1, ow * k, k))
+        _, _, r, s = w_shape
+        dw = placeholder(w_shape, dtype, (r * s * c, 1, s * c, c))
+        conv_few_channels.WeightGradPlan(dy, x, dw, geometry, target).run(0, dy, x, dw)
+
+
 def _spatial_array(shape, dtype, channels_last):
     """A placeholder (N, C, *spatial) array, channels-last or contiguous, as a 3-D view."""
     n, c, *spatial = shape
@@ -945,7 +968,8 @@ def upsample_cases(target):
 
 CASES = {"amp": amp_cases, "arange": arange_cases, "attention": attention_cases,
          "attention_dropout": attention_dropout_cases,
-         "batch_norm": batch_norm_cases, "conv": conv_cases, "conv_hopper": conv_hopper_cases,
+         "batch_norm": batch_norm_cases, "conv": conv_cases,
+         "conv_few_channels": conv_few_channels_cases, "conv_hopper": conv_hopper_cases,
          "copy": copy_cases,
          "decode_attention": decode_attention_cases,
          "elementwise": elementwise_cases, "gemv": gemv_cases, "index": index_cases,

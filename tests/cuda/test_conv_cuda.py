@@ -161,6 +161,32 @@ def test_hopper_tma_kernels(monkeypatch, dtype, layout, case):
     assert len(ran) == forward + input_grad + 1
 
 
+@pytest.mark.parametrize("case", [((3, 3, 64, 60), (64, 3, 7, 7), 3, 2),
+                                  ((2, 3, 33, 40), (64, 3, 3, 3), 1, 1),
+                                  ((2, 1, 1, 4003), (128, 1, 1, 10), 0, (1, 5))], ids=str)
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16, genesis.float32], ids=str)
+def test_few_channel_weight_gradient(monkeypatch, dtype, layout, case):
+    """On an sm_90 GPU, the weight gradient of an RGB stem (7x7/2), a 3x3 RGB layer and a
+    1-channel strided front end runs kernels/conv_few_channels.py's unfolded TMA kernel, with
+    the others' results."""
+    from genesis.backends.cuda.kernels import conv, conv_few_channels, conv_hopper
+    if not conv_hopper.is_hopper(0):
+        pytest.skip("the TMA kernels run on sm_90")
+    tf32 = dtype is genesis.float32
+    monkeypatch.setattr(genesis.backends.cudnn, "allow_tf32", tf32)
+    ran = []
+    cls = conv_few_channels.WeightGradPlan
+    monkeypatch.setattr(cls, "run", lambda self, *a, run=cls.run: ran.append(self) or run(
+        self, *a))
+    monkeypatch.setattr(conv, "_wgrad_plans", conv.LaunchCache())
+    x_shape, w_shape, padding, stride = case
+    _compare(lambda x, w, b: F.conv2d(x, w, b, stride, padding),
+             lambda x, w, b: TF.conv2d(x, w, b, stride, padding),
+             (x_shape, w_shape, (w_shape[0],)), dtype, layout, tf32=tf32)
+    assert len(ran) == 1
+
+
 def test_channels_last_in_channels_last_out():
     (x, _), (w, _) = _tensors(((2, 32, 9, 9), (16, 32, 3, 3)), genesis.bfloat16,
                               "channels_last")

@@ -9,7 +9,9 @@ walk ragged pixel blocks (TMA's zero fill), channel tails (C = 24 in 16-wide ste
 16-wide tiles) and windows past every edge of the padding; at stride 2, kernels of 1 to 5 taps
 across both phases of the input, and input gradients and transposed convolutions of even
 kernels stored phase by phase. The weight gradient splits its pixel blocks over several units.
-Each test checks that the TMA kernels, not the implicit GEMM, ran.
+Inputs of fewer than 16 channels take the weight gradient over their unfolded copy
+(kernels/conv_few_channels.py). Each test checks that the TMA kernels, not the implicit GEMM,
+ran.
 """
 
 import numpy as np
@@ -22,7 +24,7 @@ from triton.runtime import interpreter
 
 import genesis
 from genesis.backends.cuda import array_ops
-from genesis.backends.cuda.kernels import conv, conv_hopper
+from genesis.backends.cuda.kernels import conv, conv_few_channels, conv_hopper
 from genesis.backends.cuda.launch import LaunchCache
 
 # float32 takes the TMA kernels as TF32 products (cudnn.allow_tf32, the default)
@@ -50,7 +52,7 @@ def gpu(monkeypatch):
     "weight_grad" count their runs."""
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    ran = {"forward": 0, "phases": 0, "weight_grad": 0}
+    ran = {"forward": 0, "phases": 0, "weight_grad": 0, "few_channels": 0}
     monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: True)
     monkeypatch.setattr(conv_hopper, "grid_sms", lambda device, target=None: 4)
     monkeypatch.setattr(conv_hopper, "MIN_OUT_CHANNELS", 16)
@@ -60,12 +62,13 @@ def gpu(monkeypatch):
     monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda *args: dict(
         BI=2, BH=2, BW=4, BM=16, BN=16, num_warps=4, num_stages=1))
     for name, cls in (("forward", conv_hopper.ForwardPlan), ("phases", conv_hopper.PhasePlan),
-                      ("weight_grad", conv_hopper.WeightGradPlan)):
+                      ("weight_grad", conv_hopper.WeightGradPlan),
+                      ("few_channels", conv_few_channels.WeightGradPlan)):
         monkeypatch.setattr(cls, "run", _counted(cls.run, ran, name))
     monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
     monkeypatch.setattr(conv, "_wgrad_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
-    with ti.device(conv, conv_hopper, array_ops):
+    with ti.device(conv, conv_hopper, conv_few_channels, array_ops):
         yield ran
 
 
@@ -88,7 +91,7 @@ def test_conv2d_and_gradients(gpu, rng, dtype, case, layout):
     # an NCHW output takes TMA where its rows are 16-byte multiples
     tma_out = [layout == "channels_last" or width * dtype.itemsize % 16 == 0
                for width in (out_shape[3], w)]
-    assert gpu == {"forward": sum(tma_out), "phases": 0, "weight_grad": 1}
+    assert gpu == {"forward": sum(tma_out), "phases": 0, "weight_grad": 1, "few_channels": 0}
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
@@ -103,7 +106,7 @@ def test_stride_two(gpu, rng, dtype, case, layout):
     out_shape = check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                                          ((2, 2), padding, (1, 1), 1), layout)
     tma_out = layout == "channels_last" or out_shape[3] * dtype.itemsize % 16 == 0
-    assert gpu == {"forward": int(tma_out), "phases": 1, "weight_grad": 1}
+    assert gpu == {"forward": int(tma_out), "phases": 1, "weight_grad": 1, "few_channels": 0}
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
@@ -117,6 +120,37 @@ def test_weight_gradient_splits(gpu, rng, monkeypatch, dtype, layout, splits):
     check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
                              ((1, 1), padding, (1, 1), 1), layout)
     assert gpu["weight_grad"] == 1
+
+
+# Few channels, (N, C, H, W, K, (R, S), stride, padding): the stem's 7x7/2 (48 unfolded
+# channels: three 16-wide tiles), a 3x3 at stride 1 (9 used of 16), a strided 1-D front end of
+# one channel, unequal strides, and stride 3 with a kernel its phases do not divide.
+FEW_CHANNELS = [
+    (2, 3, 10, 9, 16, (7, 7), (2, 2), (3, 3)),
+    (1, 3, 6, 7, 16, (3, 3), (1, 1), (1, 1)),
+    (2, 1, 1, 40, 24, (1, 10), (1, 5), (0, 0)),
+    (1, 2, 9, 11, 16, (5, 3), (2, 1), (2, 1)),
+    (1, 3, 11, 10, 16, (4, 4), (3, 3), (1, 0)),
+]
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("case", FEW_CHANNELS, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_few_channel_weight_gradient(gpu, rng, dtype, case, layout):
+    """The weight gradient of an input of few channels, by the TMA kernel over its unfolded
+    copy, written in the weight's layout (channels-last with channels-last operands)."""
+    n, c, h, w, k, kernel, stride, padding = case
+    x, weight = _values(rng, dtype, (n, c, h, w), (k, c, *kernel))
+    tw = _f64(weight).requires_grad_()
+    expected = TF.conv2d(_f64(x), tw, None, stride, padding)
+    (grad,) = _values(rng, dtype, expected.shape)
+    expected.backward(_f64(grad))
+    dw = conv.conv2d_igemm_weight_grad(_on_device(x, layout), _on_device(grad, layout),
+                                       weight.shape, stride, padding, (1, 1), 1,
+                                       layout == "channels_last")
+    _check(ti.to_host(dw), tw.grad.numpy())
+    assert gpu == {"forward": 0, "phases": 0, "weight_grad": 0, "few_channels": 1}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -5,7 +5,8 @@ Run explicitly: `TRITON_INTERPRET=1 python -m pytest tests/interpret/test_conv_i
 16 x 16 x 16 tiles make small odd shapes walk several tiles, channel blocks and ragged tails;
 the weight gradient runs split (float32 partials summed by a second kernel) and direct.
 The reference is torch in float64 on the same values, rounded once to the dtype: float32 within
-its tolerances, half types within 1 ulp (or float32 accumulation error near zero).
+its tolerances (or a few ulps of the largest output), half types within 1 ulp (or float32
+accumulation error near zero).
 
 The functional tests register the kernels as the CPU backend's implicit-GEMM kernels for the
 test's duration, so genesis's F.conv*d on CPU tensors takes the path the GPU takes (autograd,
@@ -89,7 +90,10 @@ def _check(actual, expected):
     assert actual.shape == expected.shape
     dtype = actual.dtype
     if dtype == np.float32:
+        # a sum of hundreds of products rounds at the magnitude of its largest partial sums:
+        # the absolute bound grows with the output's, 16 float32 half-ulps of its largest
         rtol, atol = TOLERANCES[genesis.float32]
+        atol = max(atol, 16 * 2.0 ** -24 * np.abs(expected).max())
         np.testing.assert_allclose(actual.astype(np.float64), expected, rtol=rtol, atol=atol)
         return
     rounded = expected.astype(dtype)

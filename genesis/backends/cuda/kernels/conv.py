@@ -46,7 +46,9 @@ pairs of which lie contiguous in a channels-last input (ROW_RUNS). The weight gr
 takes the whole kernel's (r, s, c) as its columns (147 for the 7x7 stem, two 128-wide tiles),
 reading each kernel row as such a run: one GEMM instead of 49 per-tap ones, each of which
 reads the whole output gradient (on an H200, batch 32: 0.60 ms against 1.73 per tap; cuDNN's
-0.16, as the 2-byte gathers of unaligned 21-element runs cost the rest).
+0.16, as the 2-byte gathers of unaligned 21-element runs cost the rest). On Hopper that weight
+gradient runs instead as the TMA kernel's over an unfolded copy of the input
+(kernels/conv_few_channels.py).
 
 Block sizes (`_tiles`): 128 x 128 x 64 (half types; BK 32 for TF32, 16 for IEEE float32) with
 8 warps and 3 stages keeps (128 + 128) * 64 * 2 bytes * 3 = 96 KB of operands in flight per SM
@@ -71,7 +73,7 @@ from ..launch import Const, Launch, LaunchCache
 from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
-from . import conv_hopper
+from . import conv_few_channels, conv_hopper
 from .copy import strided_copy
 from ._strided_indexing import cdiv, next_pow2, placeholder
 
@@ -624,10 +626,13 @@ def conv_transpose2d_igemm(x, weight, bias, stride, padding, dilation, groups, o
 
 def _build_weight_grad(grad, x, out, conv):
     """The `run(stream, grad, x, out)` of this weight gradient: the Hopper TMA kernel where it
-    applies, else the implicit GEMM (split into float32 partials where its tiles are few)."""
+    applies (over an unfolded input where channels are few), else the implicit GEMM (split
+    into float32 partials where its tiles are few)."""
+    weight_shape = out.shape
     if conv_hopper.weight_grad_applies(grad, x, conv):
         return conv_hopper.WeightGradPlan(grad, x, out, conv.padding, conv.stride[0]).run
-    weight_shape = out.shape
+    if conv_few_channels.weight_grad_applies(grad, x, weight_shape, conv):
+        return conv_few_channels.WeightGradPlan(grad, x, out, conv).run
     splits, split_len = _wgrad_splits(grad, x, conv, weight_shape)
     part = out if splits == 1 else _partials(splits, out, None)
     launch, dims = _wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,

@@ -628,7 +628,8 @@ class WeightGradPlan:
     """The weight gradient's two launches and its float32 workspace's shape: `run(stream, dy,
     x, out)` writes the gradient of the weight into `out` (K, C, R, S) from the channels-last
     output gradient `dy` and input `x` (see `weight_grad_applies`) of a convolution of
-    `stride` 1 or 2."""
+    `stride` 1 or 2; `partial_sums(stream, dy, x)` runs the first launch alone (the float32
+    partials, for kernels/conv_few_channels.py's fold of an unfolded input)."""
 
     def __init__(self, dy, x, out, pad, stride=1, target=None):
         n, c_out, out_h, out_w = dy.shape
@@ -639,23 +640,23 @@ class WeightGradPlan:
         bm, bn = config["BM"], config["BN"]
         blocks = cdiv(n, bi) * cdiv(out_h, bh) * cdiv(out_w, bw)
         tiles = cdiv(c_out, bm) * cdiv(c_in, bn) * kernel_h * kernel_w
-        sms = grid_sms(out.device, target)
+        sms = grid_sms(dy.device, target)
         splits = _splits(tiles, blocks, sms, 2 * bm * bn * bi * bh * bw, 4 * bm * bn)
         split_blocks = cdiv(blocks, splits)
         splits = cdiv(blocks, split_blocks)
-        self.target, self.device = target, out.device
+        self.target, self.device = target, dy.device
         self.partials = (splits, kernel_h * kernel_w, c_out, c_in)
         meta = dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, STRIDE=stride, BI=bi, BH=bh, BW=bw,
                     BM=bm, BN=bn, NUM_SMS=sms)
         self.units = Launch(_conv_wgrad_tma_kernel, (min(sms, tiles * splits),), meta,
-                            config["num_warps"], config["num_stages"], device=out.device,
+                            config["num_warps"], config["num_stages"], device=dy.device,
                             target=target)
         ds, xs = dy.element_strides(), x.element_strides()
         self.unit_args = ((n, out_h, out_w, c_out, in_h, in_w, c_in) + tuple(pad)
                           + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3]))
         self.sum = Launch(_wgrad_sum_kernel, (cdiv(out.size, _SUM_BLOCK),),
                           dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BLOCK=_SUM_BLOCK), 4,
-                          device=out.device, target=target)
+                          device=dy.device, target=target)
         self.sum_args = (c_out, c_in, splits) + tuple(out.element_strides())
 
     def workspace(self, stream):
@@ -663,13 +664,18 @@ class WeightGradPlan:
             return placeholder(self.partials, np.float32)
         return CUDAArray.empty(self.partials, np.float32, self.device, stream)
 
-    def run(self, stream, dy, x, out):
+    def partial_sums(self, stream, dy, x):
+        """The float32 partial sums (splits, R * S, K, C) of the weight gradient."""
         part = self.workspace(stream)
         self.units(stream,
                    # pointers
                    dy, x, part,
                    # sizes, strides
                    *self.unit_args)
+        return part
+
+    def run(self, stream, dy, x, out):
+        part = self.partial_sums(stream, dy, x)
         self.sum(stream,
                  # pointers
                  part, out,
