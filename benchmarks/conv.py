@@ -181,7 +181,8 @@ def _cudnn_gradients(tdy, tx, tw, stride, padding, transposed):
 
 def kernel_calls(rng, n, c, h, w, k, r, s, p, dtype="bf16"):
     """{pass: (Genesis's kernel call, cuDNN's)} of a convolution's forward, input gradient and
-    weight gradient, each alone on channels-last operands (no layout copies on either side)."""
+    weight gradient, each alone on channels-last operands (no layout copies on either side),
+    the weight gradient channels-last as the weight is."""
     o = (h + 2 * p - r) // s + 1
     ops_ = _kernel_operands(rng, {"x": (n, h, w, c), "w": (k, r, r, c), "dy": (n, o, o, k)},
                             dtype)
@@ -194,7 +195,7 @@ def kernel_calls(rng, n, c, h, w, k, r, s, p, dtype="bf16"):
         "input gradient": (lambda: conv_kernels.conv_transpose2d_igemm(
             dy, wt, None, *geometry, (h, w)), input_grad),
         "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
-            x, dy, (k, c, r, r), *geometry), weight_grad)}
+            x, dy, (k, c, r, r), *geometry, True), weight_grad)}
 
 
 def transpose_kernel_calls(rng, n, c, h, w, k, dtype="bf16"):
@@ -213,7 +214,7 @@ def transpose_kernel_calls(rng, n, c, h, w, k, dtype="bf16"):
         "input gradient": (lambda: conv_kernels.conv2d_igemm(dy, wt, None, *geometry),
                            input_grad),
         "weight gradient": (lambda: conv_kernels.conv2d_igemm_weight_grad(
-            dy, x, (c, k, 2, 2), *geometry), weight_grad)}
+            dy, x, (c, k, 2, 2), *geometry, True), weight_grad)}
 
 
 def run_kernels(reps, only, dtype="bf16"):

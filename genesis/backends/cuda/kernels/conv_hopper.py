@@ -57,7 +57,9 @@ window.
   weight's tiles are few, the pixels many). Each step multiplies the (BI, BH, BW, BM) box of dy,
   transposed, by the shifted box of x. Pixels of dy's ragged blocks read as zeros, so they
   add nothing. Units store float32 partial sums; `_wgrad_sum_kernel` adds each element's
-  partials in split order and writes the weight's layout: deterministic, no atomics. The dy
+  partials in a fixed order and writes the weight's layout: deterministic, no atomics. It
+  loads up to 16 splits at once, as a loop of one load a split waits on each in turn: ResNet's
+  56^2 1x1 (61 splits of 2 tiles) sums in 0.004 ms, where it took 0.012 one split a load. The dy
   operand is wgmma's A, which Triton loads from shared memory into registers for a reshaped
   box (only B takes the view). A unit's walk is as long as its split: Triton flattens a loop
   nest only where the inner loop's length is the same for every outer step, and walks made
@@ -121,7 +123,6 @@ MIN_SPLIT_STEPS = 4
 # What `_splits` weighs, measured on an H200: the products one SM sustains in the weight
 # gradient's steps (flop/s), and the rate at which the float32 partials go out and come back.
 _SM_FLOPS, _PARTIALS_BANDWIDTH = 5e12, 3e12
-_SUM_BLOCK = 1024
 
 
 @triton.jit
@@ -392,19 +393,34 @@ def _wgrad_sum_kernel(
         # strides, in elements, of the weight gradient
         out_sk, out_sc, out_sr, out_ss,
         # meta-parameters
-        KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, BLOCK: tl.constexpr):
-    """dw = the sum of the partials, added in split order, rounded once, in dw's layout."""
-    per_split = KERNEL_H * KERNEL_W * c_out * c_in
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < per_split
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for split in range(splits):
-        acc += tl.load(part_ptr + split * per_split + i, mask=mask, other=0.0)
-    c = i % c_in
-    k = (i // c_in) % c_out
-    tap = i // (c_in * c_out)
-    offset = k * out_sk + c * out_sc + (tap // KERNEL_W) * out_sr + (tap % KERNEL_W) * out_ss
-    tl.store(out_ptr + offset, acc.to(out_ptr.dtype.element_ty), mask=mask)
+        KERNEL_W: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dw[k, c, r, s] = the sum of the partials, rounded once: BLOCK_C channels of one tap
+    and out channel (grid axis 0, taps outermost: consecutive programs read consecutive
+    rows), BLOCK_S splits a load (a loop of one load a split would wait on each in turn)."""
+    tap, k = tl.program_id(0) // c_out, tl.program_id(0) % c_out
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    row = part_ptr + (tap * c_out + k).to(tl.int64) * c_in
+    per_split = tl.num_programs(0).to(tl.int64) * c_in  # R * S * K * C
+    acc = tl.zeros((BLOCK_C,), tl.float32)
+    for first in range(0, splits, BLOCK_S):
+        split = first + tl.arange(0, BLOCK_S)
+        part = tl.load(row + (split * per_split)[:, None] + c[None, :],
+                       mask=(split < splits)[:, None] & (c < c_in)[None, :], other=0.0)
+        acc += tl.sum(part, axis=0)
+    r, s = tap // KERNEL_W, tap % KERNEL_W
+    tl.store(out_ptr + k * out_sk + r * out_sr + s * out_ss + c * out_sc,
+             acc.to(out_ptr.dtype.element_ty), mask=c < c_in)
+
+
+def sum_blocks(splits, rows, c_in, programs=2 * 132):
+    """(BLOCK_S, BLOCK_C) of the sum of float32 partials over `splits` of `rows` x `c_in`: up
+    to 16 splits a load, and channel blocks of about 4096 elements, halved (to 32) while the
+    grid has fewer than `programs` (two an SM)."""
+    block_s = min(16, next_pow2(splits))
+    block_c = min(next_pow2(c_in), 4096 // block_s)
+    while block_c > 32 and rows * cdiv(c_in, block_c) < programs:
+        block_c //= 2
+    return block_s, block_c
 
 
 def _tma_strides(arr, unit_dim):
@@ -654,8 +670,10 @@ class WeightGradPlan:
         ds, xs = dy.element_strides(), x.element_strides()
         self.unit_args = ((n, out_h, out_w, c_out, in_h, in_w, c_in) + tuple(pad)
                           + (splits, split_blocks, ds[0], ds[2], ds[3], xs[0], xs[2], xs[3]))
-        self.sum = Launch(_wgrad_sum_kernel, (cdiv(out.size, _SUM_BLOCK),),
-                          dict(KERNEL_H=kernel_h, KERNEL_W=kernel_w, BLOCK=_SUM_BLOCK), 4,
+        taps = kernel_h * kernel_w
+        block_s, block_c = sum_blocks(splits, taps * c_out, c_in)
+        self.sum = Launch(_wgrad_sum_kernel, (taps * c_out, cdiv(c_in, block_c)),
+                          dict(KERNEL_W=kernel_w, BLOCK_S=block_s, BLOCK_C=block_c), 4,
                           device=dy.device, target=target)
         self.sum_args = (c_out, c_in, splits) + tuple(out.element_strides())
 
