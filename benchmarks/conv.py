@@ -270,15 +270,15 @@ def _forward_blocks(n, h, w, c, k, itemsize):
 
 def _weight_grad_blocks(n, h, w, c, k, itemsize):
     """(config, splits) of the TMA weight gradient to compare: 128- and 256-byte pixel steps
-    (64 and 128 pixels of a 16-bit type), 64 or 128 rows and columns, 1 to 8 splits of the
-    pixel steps."""
-    for area, bm, bn, splits in itertools.product((128 // itemsize, 256 // itemsize), (64, 128),
-                                                  (64, 128), (1, 2, 3, 4, 6, 8)):
-        if bm <= max(64, k) and bn <= max(64, c):
+    (64 and 128 pixels of a 16-bit type), 64 or 128 rows and columns, one tap a unit or (64 x
+    64 tiles) three, 1 to 8 splits of the pixel steps."""
+    for area, bm, bn, row_taps, splits in itertools.product(
+            (128 // itemsize, 256 // itemsize), (64, 128), (64, 128), (1, 3), (1, 2, 3, 4, 6, 8)):
+        if bm <= max(64, k) and bn <= max(64, c) and (row_taps == 1 or bm * bn <= 64 * 64):
             bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
-            yield ({"BI": bi, "BH": bh, "BW": bw, "BM": bm, "BN": bn,
-                    "num_warps": 8 if bm == 128 else 4,
-                    "num_stages": 3 if bm * bn * itemsize > 64 * 128 * 2 else 4}, splits)
+            stages = conv_hopper._stages(area * (bm + row_taps * bn) * itemsize)
+            yield ({"BI": bi, "BH": bh, "BW": bw, "BM": bm, "BN": bn, "ROW_TAPS": row_taps,
+                    "num_warps": 8 if bm == 128 else 4, "num_stages": stages}, splits)
 
 
 def _tma_sweeps(rng, only, dtype):

@@ -50,16 +50,20 @@ def test_forward_blocks_fit_shared_memory(layer, dtype):
         assert not phases or c_out % config["BN"] == 0
 
 
+@pytest.mark.parametrize("kernel_w", [1, 3])
 @pytest.mark.parametrize("dtype", [BF16, FP32], ids=str)
 @pytest.mark.parametrize("layer", LAYERS, ids=str)
-def test_weight_grad_blocks_fit_shared_memory(layer, dtype):
+def test_weight_grad_blocks_fit_shared_memory(layer, dtype, kernel_w):
     """The weight gradient steps 256 bytes of pixels (128 of bf16, 64 of float32) in stages
-    that fit in shared memory."""
+    that fit in shared memory: a block of dy and the windows of the taps a unit takes (a
+    3-wide kernel row's three for 64 x 64 tiles)."""
     n, h, w, c_in, c_out = layer
-    config = conv_hopper.weight_grad_config(n, h, w, c_out, c_in, dtype.itemsize)
+    config = conv_hopper.weight_grad_config(n, h, w, c_out, c_in, dtype.itemsize, kernel_w)
     area = config["BI"] * config["BH"] * config["BW"]
     assert area * dtype.itemsize == 256
-    stage = area * (config["BM"] + config["BN"]) * dtype.itemsize
+    small = config["BM"] * config["BN"] <= 64 * 64
+    assert config["ROW_TAPS"] == (3 if small and kernel_w == 3 else 1)
+    stage = area * (config["BM"] + config["ROW_TAPS"] * config["BN"]) * dtype.itemsize
     assert 3 <= config["num_stages"] <= 4 and config["num_stages"] * stage <= SMEM
 
 

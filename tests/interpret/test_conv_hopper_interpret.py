@@ -60,7 +60,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(conv_hopper, "forward_config", lambda *args, **kwargs: dict(
         BI=2, BH=2, BW=8, BN=16, BK=16, num_warps=4, num_stages=1))
     monkeypatch.setattr(conv_hopper, "weight_grad_config", lambda *args: dict(
-        BI=2, BH=2, BW=4, BM=16, BN=16, num_warps=4, num_stages=1))
+        BI=2, BH=2, BW=4, BM=16, BN=16, ROW_TAPS=1, num_warps=4, num_stages=1))
     for name, cls in (("forward", conv_hopper.ForwardPlan), ("phases", conv_hopper.PhasePlan),
                       ("weight_grad", conv_hopper.WeightGradPlan),
                       ("few_channels", conv_few_channels.WeightGradPlan)):
@@ -151,6 +151,24 @@ def test_few_channel_weight_gradient(gpu, rng, dtype, case, layout):
                                        layout == "channels_last")
     _check(ti.to_host(dw), tw.grad.numpy())
     assert gpu == {"forward": 0, "phases": 0, "weight_grad": 0, "few_channels": 1}
+
+
+@pytest.mark.parametrize("row_taps", [2, 3])
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], STRIDE_TWO[2],
+                                  (1, 16, 6, 9, 16, (3, 5), (1, 2))], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_weight_gradient_row_taps(gpu, rng, monkeypatch, dtype, case, row_taps):
+    """Units of two or three taps of a kernel row (the last unit of a row past its end where
+    they do not divide it: 3 taps by 2, 5 by 2 and 3; at stride 2 as well): each tap's
+    partials land where a unit of one would put them."""
+    config = conv_hopper.weight_grad_config
+    monkeypatch.setattr(conv_hopper, "weight_grad_config",
+                        lambda *args: dict(config(*args), ROW_TAPS=row_taps))
+    n, c, h, w, k, kernel, padding = case
+    stride = 2 if case in STRIDE_TWO else 1
+    check_conv_and_gradients(rng, dtype, (n, c, h, w), (k, c, *kernel),
+                             ((stride, stride), padding, (1, 1), 1), "channels_last")
+    assert gpu["weight_grad"] == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
