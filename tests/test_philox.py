@@ -29,14 +29,16 @@ def test_randint4x_splits_seed_and_counter_into_words():
 
 
 def test_attention_dropout_flags_layout_and_rate():
-    """Four keys share a counter (one word each), rows take consecutive runs of counters, a
-    later offset continues the stream, and about 1 - p of the flags are kept."""
+    """Eight keys share a counter (a 16-bit half of a word each, low half first), rows take
+    consecutive runs of counters, a later offset continues the stream, and about 1 - p of the
+    flags are kept."""
     keep = attention_dropout_keep(7, 40, planes=3, rows=50, keys=70, p=0.3)
     assert keep.shape == (3, 50, 70)
-    groups = 18  # ceil(70 / 4)
-    words = randint4x(7, 40 + (2 * 50 + 9) * groups + 5)  # plane 2, row 9, keys 20..23
-    flags = [(int(w) >> 8) / 2 ** 24 >= 0.3 for w in words]
-    assert list(keep[2, 9, 20:24]) == flags
+    groups = 9  # ceil(70 / 8)
+    words = randint4x(7, 40 + (2 * 50 + 9) * groups + 2)  # plane 2, row 9, keys 16..23
+    halves = [int(w) >> shift & 0xFFFF for w in words for shift in (0, 16)]
+    flags = [h / 2 ** 16 >= 0.3 for h in halves]
+    assert list(keep[2, 9, 16:24]) == flags
     shifted = attention_dropout_keep(7, 40 + groups, planes=1, rows=1, keys=70, p=0.3)
     assert (shifted[0, 0] == keep[0, 1]).all()
     big = attention_dropout_keep(11, 0, planes=4, rows=256, keys=256, p=0.3)

@@ -45,14 +45,15 @@ def _mul_wide(a, b):
 
 def attention_dropout_keep(seed, offset, planes, rows, keys, p):
     """Which probabilities fused attention keeps under dropout `p`, as a (planes, rows, keys)
-    bool array: element (b, i, j) reads word j % 4 of counter
-    offset + (b * rows + i) * ceil(keys / 4) + j // 4, and is kept when its top 24 bits,
-    as a fraction of 2**24, are at least p (kernels/attention.py's layout)."""
-    groups = -(-keys // 4)
+    bool array: element (b, i, j) reads 16-bit half j % 2 (the low one first) of word
+    (j % 8) // 2 of counter offset + (b * rows + i) * ceil(keys / 8) + j // 8, and is kept when
+    that half, as a fraction of 2**16, is at least p (kernels/attention_dropout.py's layout)."""
+    groups = -(-keys // 8)
     j = np.arange(keys, dtype=np.uint64)
     row = np.arange(planes * rows, dtype=np.uint64).reshape(planes, rows, 1)
-    counters = np.uint64(offset) + row * np.uint64(groups) + j // np.uint64(4)
+    counters = np.uint64(offset) + row * np.uint64(groups) + j // np.uint64(8)
     words = np.stack(randint4x(seed, counters), axis=-1)
-    word = np.take_along_axis(words, (j % np.uint64(4)).astype(np.intp)[None, None, :, None],
-                              axis=-1)[..., 0]
-    return (word >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24) >= np.float32(p)
+    word = np.take_along_axis(words, ((j % np.uint64(8)) // np.uint64(2)).astype(np.intp)
+                              [None, None, :, None], axis=-1)[..., 0]
+    half = (word >> (np.uint32(16) * (j % np.uint64(2)).astype(np.uint32))) & np.uint32(0xFFFF)
+    return half.astype(np.float32) * np.float32(2.0 ** -16) >= np.float32(p)

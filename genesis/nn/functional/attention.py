@@ -44,9 +44,9 @@ from .sdpa_backends import GPU_FUSED_DTYPES
 
 
 def dropout_counters(planes, q_len, k_len):
-    """How many Philox counters the fused kernels' dropout draws: one per four keys of each
-    query row of each plane (backends/cuda/kernels/attention.py's layout)."""
-    return planes * q_len * -(-k_len // 4)
+    """How many Philox counters the fused kernels' dropout draws: one per eight keys of each
+    query row of each plane (backends/cuda/kernels/attention_dropout.py's layout)."""
+    return planes * q_len * -(-k_len // 8)
 
 
 def _repeat_heads(x, groups):

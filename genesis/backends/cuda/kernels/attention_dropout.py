@@ -1,12 +1,14 @@
 """The flags fused attention's dropout keeps, drawn by Philox counter inside the kernels.
 
-Element (plane b, query i, key j) of the (planes, L, S) probabilities reads word j % 4 of
-counter start + (b * L + i) * ceil(S / 4) + j // 4 (`randint4x`: four 32-bit words a counter),
-and is kept when its top 24 bits, as a fraction of 2**24, are at least p. Any tile of a plane,
-read either way, draws the same bits, so the forward (kernels/attention.py) and either backward
-drop the same probabilities without storing them; backends/cpu/philox.py draws them on the host.
-One counter serves four keys: the Philox rounds are the cost (a counter per key measured 2.01
-against 1.21 ms for a bf16 forward + backward at B=4 H=16 T=2048 D=64 on an H200).
+Element (plane b, query i, key j) of the (planes, L, S) probabilities reads 16-bit half
+j % 2 (the low one first) of word (j % 8) // 2 of counter start + (b * L + i) * ceil(S / 8)
++ j // 8 (`randint4x`: four 32-bit words a counter), and is kept when that half, as a fraction
+of 2**16, is at least p. Any tile of a plane, read either way, draws the same bits, so the
+forward (kernels/attention.py) and either backward drop the same probabilities without storing
+them; backends/cpu/philox.py draws them on the host. One counter serves eight keys: the Philox
+rounds are the cost (four keys a counter, 24 bits a flag, measured 1.21 ms for a bf16 forward
++ backward at B=4 H=16 T=2048 D=64 on an H200; a counter a key, 2.01). Sixteen bits resolve p
+to 2**-16 (torch's flash kernel draws 8).
 
 `attention_dropout_mask` writes the flags out, for the gradients of gradients and tests.
 """
@@ -27,14 +29,16 @@ from .random import philox_args, philox_start
 @triton.jit
 def dropout_keep(key, start, plane, L, S, rows, n0, p, BM: tl.constexpr, BN: tl.constexpr):
     """Which of the (BM, BN) probabilities of queries `rows` x keys n0..n0+BN (n0 a multiple
-    of 4) of plane `plane` dropout keeps (the module docstring's layout), from Philox key
+    of 8) of plane `plane` dropout keeps (the module docstring's layout), from Philox key
     `key` and first counter `start`."""
-    groups = (S + 3) // 4
-    g = n0 // 4 + tl.arange(0, BN // 4)
+    groups = (S + 7) // 8
+    g = n0 // 8 + tl.arange(0, BN // 8)
     counter = start + (plane.to(tl.int64) * L + rows)[:, None] * groups + g[None, :]
     w0, w1, w2, w3 = tl.randint4x(key, counter)
-    words = tl.reshape(tl.join(tl.join(w0, w2), tl.join(w1, w3)), (BM, BN))
-    return (words >> 8).to(tl.float32) * (1.0 / (1 << 24)) >= p
+    low = tl.join(tl.join(w0 & 0xFFFF, w2 & 0xFFFF), tl.join(w1 & 0xFFFF, w3 & 0xFFFF))
+    high = tl.join(tl.join(w0 >> 16, w2 >> 16), tl.join(w1 >> 16, w3 >> 16))
+    halves = tl.reshape(tl.join(low, high), (BM, BN))  # key 8g + 2w + h: half h of word w
+    return halves.to(tl.float32) * (1.0 / (1 << 16)) >= p
 
 
 @triton.jit
@@ -62,7 +66,7 @@ def _dropout_mask_kernel(
 
 
 MASK_TILE = (32, 64)
-"""The mask kernel's (BM queries, BN keys): any tile draws the same flags; 64 keys make 16
+"""The mask kernel's (BM queries, BN keys): any tile draws the same flags; 64 keys make 8
 Philox counters a row."""
 
 
