@@ -187,6 +187,24 @@ def test_few_channel_weight_gradient(monkeypatch, dtype, layout, case):
     assert len(ran) == 1
 
 
+@pytest.mark.parametrize("case", [((3, 256, 14, 15), (64, 256, 1, 1)),
+                                  ((2, 64, 9, 8), (96, 64, 1, 1))], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_pointwise_nchw_runs_as_a_matmul(monkeypatch, dtype, case):
+    """A 1x1 convolution of an NCHW input, forward and input gradient, is one batched matmul
+    over its NCHW views (no copy to channels-last), with the others' results; the weight
+    gradient keeps its kernel."""
+    from genesis.backends.cuda.kernels import conv
+    from genesis.backends.cuda.kernels.matmul import matmul_arrays
+    products = []
+    monkeypatch.setattr(conv, "matmul_arrays", lambda *a, **k: products.append(a) or
+                        matmul_arrays(*a, **k))
+    x_shape, w_shape = case
+    _compare(lambda x, w, b: F.conv2d(x, w, b), lambda x, w, b: TF.conv2d(x, w, b),
+             (x_shape, w_shape, (w_shape[0],)), dtype)
+    assert len(products) == 2
+
+
 def test_channels_last_in_channels_last_out():
     (x, _), (w, _) = _tensors(((2, 32, 9, 9), (16, 32, 3, 3)), genesis.bfloat16,
                               "channels_last")

@@ -54,6 +54,7 @@ def gpu(monkeypatch):
         pytest.skip("set TRITON_INTERPRET=1 to run")
     ran = {"forward": 0, "phases": 0, "weight_grad": 0, "few_channels": 0}
     monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: True)
+    monkeypatch.setattr(conv, "_pointwise_applies", lambda *args: False)  # not a matmul
     monkeypatch.setattr(conv_hopper, "grid_sms", lambda device, target=None: 4)
     monkeypatch.setattr(conv_hopper, "MIN_OUT_CHANNELS", 16)
     monkeypatch.setattr(conv_hopper, "MIN_SPLIT_STEPS", 2)

@@ -64,6 +64,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(conv, "_wgrad_tiles", _small_wgrad_tiles)
     monkeypatch.setattr(conv, "_MIN_SPLIT", 8)
     monkeypatch.setattr(conv_hopper, "is_hopper", lambda device: False)
+    monkeypatch.setattr(conv, "_pointwise_applies", lambda *args: False)  # not a matmul
     monkeypatch.setattr(conv, "_conv_plans", LaunchCache())
     monkeypatch.setattr(conv, "_wgrad_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)

@@ -75,6 +75,7 @@ from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from . import conv_few_channels, conv_hopper
 from .copy import strided_copy
+from .matmul import matmul_arrays
 from ._strided_indexing import cdiv, next_pow2, placeholder
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -573,6 +574,32 @@ def _build_conv(x, weight, bias, out, conv, transposed):
         stream, x, conv_hopper.packed_weight(weight), bias, out)
 
 
+def _pointwise_applies(x, weight, conv, out_size):
+    """Whether this (transposed) convolution is a 1x1 product over an NCHW input (stride 1, no
+    padding, one group, the full output): per image, out (C_out, HW) = W (C_out, C) @ x (C, HW),
+    which `_pointwise` runs as one batched matmul, reading and writing NCHW where it lies."""
+    _, _, x_sh, x_sw = x.element_strides()
+    return (weight.shape[2:] == (1, 1) and conv.stride == (1, 1) and conv.padding == (0, 0)
+            and conv.groups == 1 and tuple(out_size) == x.shape[2:] and not _channels_fast(x)
+            and x_sw == 1 and x_sh == x.shape[3])
+
+
+def _pointwise(x, weight, bias, transposed, out):
+    """out = the 1x1 convolution of NCHW `x` (see `_pointwise_applies`) as the batched product
+    out^T (N, HW, C_out) = x^T (N, HW, C) @ W^T (+ bias along C_out), over transposed views of
+    x, W and the NCHW `out`: no copy to channels-last. `transposed`: W is (C, C_out), a
+    transposed convolution's (the input gradient of a convolution)."""
+    n, c_in, h, w = x.shape
+    c_out = out.shape[1]
+    x_sn, x_sc = x.element_strides()[:2]
+    w_s0, w_s1 = weight.element_strides()[:2]
+    a = as_strided(x, (n, h * w, c_in), (x_sn, 1, x_sc), 0)
+    b = as_strided(weight, (c_in, c_out), (w_s0, w_s1) if transposed else (w_s1, w_s0), 0)
+    c = as_strided(out, (n, h * w, c_out), (c_out * h * w, 1, h * w), 0)
+    matmul_arrays(a, b, bias, out=c, allow_tf32=cudnn.allow_tf32)
+    return out
+
+
 def _run_conv(x, weight, bias, conv, transposed, out_size):
     """The (transposed) convolution into an output laid out as `x` (channels-last or NCHW).
     An NCHW output of a strided transposed convolution, whose rows are phases, not runs of
@@ -587,6 +614,8 @@ def _run_conv(x, weight, bias, conv, transposed, out_size):
     channels_last = _channels_fast(x)
     by_rows = not channels_last and transposed and conv.stride != (1, 1)
     out = _empty_output(shape, x.dtype, channels_last or by_rows, device, stream)
+    if _pointwise_applies(x, weight, conv, out_size):
+        return _pointwise(x, weight, bias, transposed, out)
     key = (x.shape, x.strides, weight.shape, weight.strides, x.dtype, x.ptr % 16 == 0,
            weight.ptr % 16 == 0, None if bias is None else bias.ptr % 16 == 0, conv.key(),
            transposed, out_size, cudnn.allow_tf32, device)
