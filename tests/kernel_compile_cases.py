@@ -774,7 +774,7 @@ def wgrad_case(dtype, x_shape, w_shape, conv_args, target):
     conv._wgrad_launch(launch, dims, 0, dy, x, out)
     if splits > 1:
         total = placeholder(w_shape, dtype)
-        conv._sum_launch(conv._sum_plan(total.size, 0, target), 0, out, total, total.size,
+        conv._sum_launch(conv._sum_plan(total.size, splits, 0, target), 0, out, total, total.size,
                          splits)
 
 

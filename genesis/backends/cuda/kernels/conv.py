@@ -84,7 +84,6 @@ _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _TARGET_PROGRAMS = 264
 # The weight gradient's split length never drops under this many (n, oh, ow) positions.
 _MIN_SPLIT = 512
-_SUM_BLOCK = 1024
 # Under this many channels per group (tl.dot's least inner tile), the forward's inner loop runs
 # over whole kernel rows (ROW_RUNS): (s, c) pairs, the 7x7 stem's 21 in one 32-wide tile.
 _MIN_RUN_CHANNELS = 16
@@ -311,13 +310,17 @@ def _split_sum_kernel(
         # sizes
         n, splits,
         # meta-parameters
-        BLOCK: tl.constexpr):
-    """out[i] = sum over splits of part[split, i], added in split order, rounded once."""
+        BLOCK_S: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = sum over splits of part[split, i], rounded once: BLOCK_S splits a load, as a
+    loop of one load a split waits on each in turn."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     acc = tl.zeros((BLOCK,), tl.float32)
-    for split in range(splits):
-        acc += tl.load(part_ptr + split * n + i, mask=mask, other=0.0)
+    for first in range(0, splits, BLOCK_S):
+        split = first + tl.arange(0, BLOCK_S)
+        part = tl.load(part_ptr + (split.to(tl.int64) * n)[:, None] + i[None, :],
+                       mask=(split < splits)[:, None] & mask[None, :], other=0.0)
+        acc += tl.sum(part, axis=0)
     tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -503,8 +506,11 @@ def _wgrad_launch(launch, dims, stream, dy, x, out):
            *dy_strides, *x_strides, *out_strides)
 
 
-def _sum_plan(n, device, target=None):
-    return Launch(_split_sum_kernel, (cdiv(n, _SUM_BLOCK),), dict(BLOCK=_SUM_BLOCK), 4,
+def _sum_plan(n, splits, device, target=None):
+    """The Launch of _split_sum_kernel: up to 16 splits a load, blocks of about 4096 partials."""
+    block_s = min(16, next_pow2(splits))
+    block = 4096 // block_s
+    return Launch(_split_sum_kernel, (cdiv(n, block),), dict(BLOCK_S=block_s, BLOCK=block), 4,
                   device=device, target=target)
 
 
@@ -666,7 +672,7 @@ def _build_weight_grad(grad, x, out, conv):
     part = out if splits == 1 else _partials(splits, out, None)
     launch, dims = _wgrad_plan(grad, x, _as_splits(part, splits), conv, weight_shape[2:], splits,
                                split_len)
-    total = _sum_plan(out.size, out.device) if splits > 1 else None
+    total = _sum_plan(out.size, splits, out.device) if splits > 1 else None
 
     def run(stream, grad, x, out):
         if total is None:
