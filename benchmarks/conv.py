@@ -276,7 +276,7 @@ def _weight_grad_blocks(n, h, w, c, k, itemsize):
             (128 // itemsize, 256 // itemsize), (64, 128), (64, 128), (1, 3), (1, 2, 3, 4, 6, 8)):
         if bm <= max(64, k) and bn <= max(64, c) and (row_taps == 1 or bm * bn <= 64 * 64):
             bi, bh, bw = conv_hopper.pixel_block(n, h, w, area)
-            stages = conv_hopper._stages(area * (bm + row_taps * bn) * itemsize)
+            stages = conv_hopper.pipeline_stages(area * (bm + row_taps * bn) * itemsize)
             yield ({"BI": bi, "BH": bh, "BW": bw, "BM": bm, "BN": bn, "ROW_TAPS": row_taps,
                     "num_warps": 8 if bm == 128 else 4, "num_stages": stages}, splits)
 

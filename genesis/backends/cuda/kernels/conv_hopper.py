@@ -446,7 +446,7 @@ def sum_blocks(splits, rows, c_in, programs=2 * 132):
     return block_s, block_c
 
 
-def _tma_strides(arr, unit_dim):
+def tma_strides(arr, unit_dim):
     """Whether `arr` has a unit stride along `unit_dim`, its other strides multiples of 16
     bytes, and a 16-byte-aligned address: what a TMA descriptor over it needs."""
     strides = arr.element_strides()
@@ -456,7 +456,7 @@ def _tma_strides(arr, unit_dim):
                     for d, s in enumerate(strides) if d != unit_dim))
 
 
-def _dtype_applies(x):
+def dtype_applies(x):
     """A 16-bit type, or float32 where cudnn.allow_tf32 lets its products round to TF32
     (wgmma's float32 products)."""
     return x.dtype.name in _HALF or x.dtype.name == "float32" and cudnn.allow_tf32
@@ -467,7 +467,7 @@ def _geometry_applies(x, conv, c_in, c_out, transposed=False):
     `_phases_apply`, not transposed), no dilation, one group, channel counts wgmma and TMA take
     (16 or more in, 64 or more out, multiples of 8)."""
     strided = conv.stride == (2, 2) and not transposed and _phases_apply(x)
-    return (_dtype_applies(x) and (conv.stride == (1, 1) or strided)
+    return (dtype_applies(x) and (conv.stride == (1, 1) or strided)
             and conv.dilation == (1, 1) and conv.groups == 1 and c_in >= MIN_IN_CHANNELS
             and c_out >= MIN_OUT_CHANNELS and c_in % 8 == 0 and c_out % 8 == 0
             and is_hopper(x.device))
@@ -487,8 +487,8 @@ def forward_applies(x, weight, out, conv, transposed=False):
     into `out` (channels-last, or NCHW) with `weight` (either kind's), laid out as TMA reads
     and writes them."""
     return (_geometry_applies(x, conv, x.shape[1], out.shape[1], transposed)
-            and weight.ptr % 16 == 0 and _tma_strides(x, 1)
-            and (_tma_strides(out, 1) or _tma_strides(out, 3)))
+            and weight.ptr % 16 == 0 and tma_strides(x, 1)
+            and (tma_strides(out, 1) or tma_strides(out, 3)))
 
 
 def phases_apply(x, weight, out, conv):
@@ -498,17 +498,17 @@ def phases_apply(x, weight, out, conv):
     channel blocks."""
     _, c_out, out_h, out_w = out.shape
     c_in = x.shape[1]
-    return (_dtype_applies(x) and conv.stride == (2, 2) and conv.dilation == (1, 1)
+    return (dtype_applies(x) and conv.stride == (2, 2) and conv.dilation == (1, 1)
             and conv.groups == 1 and c_in >= MIN_IN_CHANNELS and c_in % 8 == 0
             and c_out % MIN_OUT_CHANNELS == 0 and out_h % 2 == 0 and out_w % 2 == 0
             and out.element_strides()[3] == c_out and weight.ptr % 16 == 0
-            and _tma_strides(x, 1) and _tma_strides(out, 1) and is_hopper(x.device))
+            and tma_strides(x, 1) and tma_strides(out, 1) and is_hopper(x.device))
 
 
 def weight_grad_applies(dy, x, conv):
     """Whether `_conv_wgrad_tma_kernel` computes this weight gradient (dy and x channels-last)."""
     return (_geometry_applies(x, conv, x.shape[1], dy.shape[1])
-            and _tma_strides(dy, 1) and _tma_strides(x, 1))
+            and tma_strides(dy, 1) and tma_strides(x, 1))
 
 
 def packed_weight(weight):
@@ -550,7 +550,7 @@ def forward_config(images, out_h, out_w, c_in, c_out, sms, itemsize=2, nchw=Fals
     output stored by its four `phases` (out_h x out_w pixels each) takes channel blocks that
     end where its channels do."""
     bk = min(128 // itemsize, next_pow2(c_in))  # one 128-byte swizzle row of channels
-    shapes = [(area, bn, _stages((area + bn) * bk * itemsize, area * bn * itemsize))
+    shapes = [(area, bn, pipeline_stages((area + bn) * bk * itemsize, area * bn * itemsize))
               for area in (256, 128) for bn in (128, 64)
               if bn <= max(64, c_out) and not (phases and c_out % bn)]
     shapes = [shape for shape in shapes if shape[2] >= 3]
@@ -563,7 +563,7 @@ def forward_config(images, out_h, out_w, c_in, c_out, sms, itemsize=2, nchw=Fals
                 num_stages=stages)
 
 
-def _stages(stage_bytes, staged_bytes=0):
+def pipeline_stages(stage_bytes, staged_bytes=0):
     """The pipeline stages of `stage_bytes` each (up to 4) that fit in shared memory beside
     `staged_bytes` more."""
     return min(4, (_SHARED_BYTES - staged_bytes) // stage_bytes)
@@ -582,7 +582,7 @@ def weight_grad_config(images, out_h, out_w, c_out, c_in, itemsize=2, kernel_w=1
     row_taps = 3 if bm * bn <= 64 * 64 and kernel_w % 3 == 0 else 1
     return dict(BI=bi, BH=bh, BW=bw, BM=bm, BN=bn, ROW_TAPS=row_taps,
                 num_warps=8 if bm == 128 else 4,
-                num_stages=_stages(area * (bm + row_taps * bn) * itemsize))
+                num_stages=pipeline_stages(area * (bm + row_taps * bn) * itemsize))
 
 
 def _splits(tiles, blocks, sms, step_flops, tile_bytes):
