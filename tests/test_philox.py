@@ -1,7 +1,6 @@
 """The CPU's Philox4x32-10 (backends/cpu/philox.py), which lets the CPU kernels draw the bits
 the CUDA kernels draw: Random123's known answers, and the flags of fused attention's dropout."""
 
-import numpy as np
 import pytest
 
 from genesis.backends.cpu.philox import attention_dropout_keep, philox4x32_10, randint4x
