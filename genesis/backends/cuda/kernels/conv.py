@@ -33,6 +33,10 @@ loads). The output is channels-last when the input is, else contiguous NCHW: the
 rows are positions of one image (PER_IMAGE), contiguous in the output, so its stores are
 vectors too (a strided transposed convolution, whose rows are phases, writes channels-last and
 copies). The weight is repacked as (groups, R, S, C_in/g, C_out/g), out channels contiguous.
+A 1x1 convolution of an NCHW input (stride 1, no padding, one group) needs no gather: its
+forward and input gradient run as one batched matmul over the NCHW views (`_pointwise`),
+with no copy to channels-last (ResNet's 56^2 1x1 layers, bf16 on an H200: 0.028-0.033 ms
+against 0.054-0.060 with the copy).
 
 Numerics: bfloat16/float16 operands go through tl.dot on tensor cores with a float32
 accumulator, rounded once to the output type (bias added in float32 before). float32 runs TF32
