@@ -1,8 +1,10 @@
 """Checks that tests/test_distributed_api.py runs inside each rank of a two-rank gloo job: DDP
-communication hooks, join with uneven inputs, object point-to-point and subgroups. Every rank
+communication hooks (PowerSGD's too), join with uneven inputs, object point-to-point and
+subgroups. Every rank
 builds both ranks' data from the job's seed, so it computes each expected result itself."""
 
 import os
+import pickle
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +15,7 @@ import genesis.distributed as dist
 from genesis import nn
 from genesis.distributed.algorithms.ddp_comm_hooks import (DDPCommHookType, default_hooks,
                                                            register_ddp_comm_hook)
+from genesis.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 from genesis.nn.parallel import DistributedDataParallel as DDP
 
 TINY_BUCKETS = 1e-5  # MB: one parameter per bucket
@@ -165,10 +168,154 @@ def check_objects_and_subgroups(rank):
         dist.new_subgroups_by_enumeration([[0, 1], [1]])
 
 
+def wide_model(seed, out=1):
+    """Gradients of shapes (6, 8), (6,), (out, 6) and (out,): with out 1 only the first is worth
+    compressing at rank 1 (PowerSGD's default min_compression_rate of 2)."""
+    genesis.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 6), nn.Tanh(), nn.Linear(6, out))
+
+
+def wide_batch(seed, step, rank):
+    rng = np.random.default_rng([seed, step, rank, 8])
+    return genesis.tensor(rng.standard_normal((6, 8)).astype(np.float32))
+
+
+def powerSGD_training(seed, rank, hook, steps=4, bucket_cap_mb=None, out=1, **options):
+    """The DDP gradients of `steps` backwards (the parameters unchanged), PowerSGD starting at
+    the third, and the state after each step (its Qs and errors copied)."""
+    ddp = DDP(wide_model(seed, out), bucket_cap_mb=bucket_cap_mb)
+    state = powerSGD.PowerSGDState(None, start_powerSGD_iter=2, **options)
+    ddp.register_comm_hook(state, hook)
+    grads, qs, errors = [], [], []
+    for step in range(steps):
+        ddp.zero_grad()
+        ddp(wide_batch(seed, step, rank)).pow(2).mean().backward()
+        grads.append([p.grad.numpy().copy() for p in ddp.module.parameters()])
+        qs.append({i: q.numpy().copy() for i, q in state.q_memory_dict.items()})
+        errors.append({i: e.numpy().copy() for i, e in state.error_dict.items()})
+    return state, grads, qs, errors
+
+
+def orthonormal(matrix):
+    """Gram-Schmidt over the columns, as PowerSGD does."""
+    out = matrix.astype(np.float64).copy()
+    for i in range(out.shape[1]):
+        out[:, i] /= np.linalg.norm(out[:, i])
+        out[:, i + 1:] -= out[:, i:i + 1] * (out[:, i] @ out[:, i + 1:])
+    return out
+
+
+def power_step(matrices, q):
+    """One PowerSGD step of the ranks' `matrices` from `q`: P Q^T, Q averaged."""
+    p = orthonormal(sum(m @ orthonormal(q) for m in matrices))
+    return p @ (sum(m.T @ p for m in matrices) / len(matrices)).T
+
+
+def check_powerSGD_exact_at_full_rank(rank, seed, per_step):
+    """At rank min(rows, cols) of every matrix the compressed average is the average: each
+    tensor compressed by powerSGD_hook, the whole bucket (8 x 8) by the batched hook."""
+    full = {powerSGD.powerSGD_hook: dict(matrix_approximation_rank=6, min_compression_rate=0.5),
+            powerSGD.batched_powerSGD_hook: dict(matrix_approximation_rank=8)}
+    for hook, options in full.items():
+        grads = powerSGD_training(seed, rank, hook, steps=3, **options)[1]
+        for step in range(3):
+            for got, *local in zip(grads[step], *per_step[step]):
+                np.testing.assert_allclose(got, (local[0] + local[1]) / 2, rtol=1e-4,
+                                           atol=1e-6)
+    grads = powerSGD_training(seed, rank, powerSGD.powerSGD_hook, steps=3, out=6,
+                              matrix_approximation_rank=6, min_compression_rate=0.5,
+                              batch_tensors_with_same_shape=True)[1]
+    per_rank = [local_grads(wide_model(seed, 6), wide_batch(seed, 2, r)) for r in range(2)]
+    for got, *local in zip(grads[2], *per_rank):  # the two (6,) biases compressed as a batch
+        np.testing.assert_allclose(got, (local[0] + local[1]) / 2, rtol=1e-4, atol=1e-6)
+
+
+def check_powerSGD_rank1(rank, seed, per_step):
+    """powerSGD_hook at rank 1: before start_powerSGD_iter plain averaging; then the (6, 8)
+    weight as one power step from the kept Q, the rest averaged, and what was lost added to
+    the next step's gradients (error feedback)."""
+    state, grads, qs, errors = powerSGD_training(seed, rank, powerSGD.powerSGD_hook)
+    for step in range(2):
+        for got, *local in zip(grads[step], *per_step[step]):
+            np.testing.assert_allclose(got, (local[0] + local[1]) / 2, rtol=1e-6, atol=1e-7)
+    for step in (2, 3):
+        errors_before = [[np.zeros_like(g) for g in grads[step]] for _ in range(2)] \
+            if step == 2 else [[g - o for g, o in zip(local, grads[2])] for local in per_step[2]]
+        inputs = [[g + e for g, e in zip(local, error)]
+                  for local, error in zip(per_step[step], errors_before)]
+        want = [(a + b) / 2 for a, b in zip(*inputs)]
+        if step == 3:
+            want[0] = power_step([inputs[0][0], inputs[1][0]], qs[2][0].reshape(8, 1))
+        for k, (got, w) in enumerate(zip(grads[step], want)):
+            if step == 2 and k == 0:
+                continue  # compressed from a random Q
+            np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-6, err_msg=f"step {step} {k}")
+    mine = np.concatenate([(g - o).ravel() for g, o in zip(per_step[3][rank], grads[3])])
+    assert sorted(errors[3]) == [0]
+    np.testing.assert_allclose(np.sort(errors[3][0]), np.sort(mine + np.concatenate(
+        [e.ravel() for e in errors_before[rank]])), rtol=1e-4, atol=1e-6)
+    assert state.iter == 4 and state.compression_stats() == (122 / 54, 122, 54)
+
+
+def check_batched_powerSGD_rank1(rank, seed, per_step):
+    """batched_powerSGD_hook at rank 1, one parameter a bucket: each bucket zero-padded to a
+    square, one power step from the kept Q, the padding's error carried too."""
+    state, grads, qs, errors = powerSGD_training(seed, rank, powerSGD.batched_powerSGD_hook,
+                                                 bucket_cap_mb=TINY_BUCKETS)
+    params = len(grads[0])
+    for k in range(params):
+        index = params - 1 - k  # buckets run in reverse parameter order
+        n = per_step[0][0][k].size
+        side = int(np.ceil(np.sqrt(n)))
+        padding = errors[2][index][n:]  # the same on both ranks: P Q^T is
+
+        def square(flat, error):
+            return np.concatenate([flat.ravel(), np.zeros(side * side - n)]).reshape(
+                side, side) + error.reshape(side, side)
+        step2 = [np.concatenate([g.ravel() - grads[2][k].ravel(), padding])
+                 for g in (per_step[2][r][k] for r in range(2))]
+        np.testing.assert_allclose(errors[2][index], step2[rank], rtol=1e-4, atol=1e-6)
+        matrices = [square(per_step[3][r][k], step2[r]) for r in range(2)]
+        want = power_step(matrices, qs[2][index]).ravel()[:n].reshape(grads[3][k].shape)
+        np.testing.assert_allclose(grads[3][k], want, rtol=1e-4, atol=1e-6)
+    assert state.compression_stats() == (122 / 56, 122, 56)
+
+
+def check_powerSGD_registration_and_pickling(rank, seed, per_step):
+    """DDPCommHookType's PowerSGD entries wrap the process group in a PowerSGDState; a pickled
+    state comes back with the default group and its memories."""
+    for hook_type in (DDPCommHookType.POWER_SGD, DDPCommHookType.BATCHED_POWER_SGD_RANK2):
+        ddp = DDP(wide_model(seed))
+        register_ddp_comm_hook(hook_type, ddp, None)
+        state = ddp.reducer.comm_state
+        assert isinstance(state, powerSGD.PowerSGDState) and state.process_group is None
+        assert state.start_powerSGD_iter == 1_000
+        assert state.matrix_approximation_rank == (2 if "RANK2" in hook_type.name else 1)
+        ddp(wide_batch(seed, 0, rank)).pow(2).mean().backward()
+        for p, *local in zip(ddp.module.parameters(), *per_step[0]):
+            np.testing.assert_allclose(p.grad.numpy(), (local[0] + local[1]) / 2, rtol=1e-6,
+                                       atol=1e-7)
+    state = powerSGD_training(seed, rank, powerSGD.powerSGD_hook, steps=3)[0]
+    restored = pickle.loads(pickle.dumps(state))
+    assert restored.process_group is dist.group.WORLD and restored.iter == 3
+    np.testing.assert_array_equal(restored.q_memory_dict[0].numpy(),
+                                  state.q_memory_dict[0].numpy())
+
+
+def check_powerSGD(rank, seed):
+    per_step = [[local_grads(wide_model(seed), wide_batch(seed, step, r)) for r in range(2)]
+                for step in range(4)]
+    check_powerSGD_exact_at_full_rank(rank, seed, per_step)
+    check_powerSGD_rank1(rank, seed, per_step)
+    check_batched_powerSGD_rank1(rank, seed, per_step)
+    check_powerSGD_registration_and_pickling(rank, seed, per_step)
+
+
 def run(rank, world, port, seed):
     start(rank, world, port)
     try:
         check_hooks(rank, seed)
+        check_powerSGD(rank, seed)
         check_join(rank, seed)
         check_objects_and_subgroups(rank)
     finally:

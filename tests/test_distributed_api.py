@@ -1,7 +1,10 @@
 """The rest of torch.distributed's API: DDP communication hooks, join, object p2p and subgroups
 over a two-rank gloo job (tests/ddp_hooks_worker.py), and in-process: the stores against
-torch's HashStore, futures, debug levels, and the coverage of torch.distributed's names."""
+torch's HashStore, futures, debug levels, PowerSGD's state, and the coverage of
+torch.distributed's names."""
 
+import inspect
+import pickle
 import random
 import socket
 import types
@@ -11,11 +14,13 @@ from datetime import timedelta
 import pytest
 import torch
 import torch.distributed as tdist
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as tpowerSGD
 
 import ddp_hooks_worker
 import genesis
 import genesis.distributed as dist
 import genesis.multiprocessing as mp
+from genesis.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 from genesis.futures import Future, collect_all, wait_all
 
 # Names torch.distributed imports for its own use: not part of its API.
@@ -181,3 +186,29 @@ def test_debug_levels_and_small_names(monkeypatch):
     assert issubclass(dist.QueueEmptyError, dist.DistStoreError)
     assert issubclass(dist.DistNetworkError, dist.DistError)
     assert dist.get_pg_count() == 0 == genesis.distributed.get_pg_count()
+
+
+def test_powerSGD_state_defaults_iterations_and_pickling():
+    """PowerSGDState's defaults are torch's; it counts an iteration at the last bucket; a
+    pickle leaves the process group out and, unpickled, asks for the default group."""
+    assert str(inspect.signature(powerSGD.PowerSGDState)) == \
+        str(inspect.signature(tpowerSGD.PowerSGDState)).replace(": bool = ", "=")
+    assert powerSGD.PowerSGDState.__slots__ == tpowerSGD.PowerSGDState.__slots__
+    with pytest.raises(ValueError, match="start_powerSGD_iter` > 1"):
+        powerSGD.PowerSGDState(None, start_powerSGD_iter=1)
+    powerSGD.PowerSGDState(None, start_powerSGD_iter=1, use_error_feedback=False,
+                           warm_start=False)
+    state = powerSGD.PowerSGDState("group", start_powerSGD_iter=2, random_seed=5)
+    buffer = genesis.zeros(3)
+    for is_last, want in ((False, 0), (True, 1), (False, 1), (True, 2)):
+        state.maybe_increase_iter(dist.GradBucket(0, buffer, [], [], is_last))
+        assert state.iter == want
+    assert state.compression_stats() == (0, 0, 0)
+    state.total_numel_before_compression, state.total_numel_after_compression = 30, 12
+    assert state.compression_stats() == (2.5, 30, 12)
+    saved = state.__getstate__()
+    assert set(saved) == set(state.__slots__) - {"process_group"} and saved["iter"] == 2
+    assert saved["rng"].randint(10 ** 9) == tpowerSGD.PowerSGDState(
+        None, random_seed=5).rng.randint(10 ** 9)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        pickle.loads(pickle.dumps(state))
