@@ -1,7 +1,7 @@
 """Checks that tests/test_distributed_api.py runs inside each rank of a two-rank gloo job: DDP
 communication hooks (PowerSGD's too), join with uneven inputs, object point-to-point and
-subgroups. Every rank
-builds both ranks' data from the job's seed, so it computes each expected result itself."""
+subgroups. Every rank builds both ranks' data from the job's seed, so it computes each expected
+result itself."""
 
 import os
 import pickle

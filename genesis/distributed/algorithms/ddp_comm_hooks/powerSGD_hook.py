@@ -1,7 +1,7 @@
-"""PowerSGD gradient compression for DDP (PyTorch's ddp_comm_hooks.powerSGD_hook, after Vogels
-et al., 2019): each gradient matrix M is all-reduced as a rank-r pair P = M Q, Q = M^T P with
-M ~ P Q^T, one power iteration a step; error feedback keeps what compression lost for the
-next step, and warm start keeps Q between steps."""
+"""PowerSGD gradient compression for DDP (PyTorch's ddp_comm_hooks.powerSGD_hook): each
+gradient matrix M is all-reduced as a rank-r pair P = M Q, Q = M^T P with M ~ P Q^T, one power
+iteration a step; error feedback keeps what compression lost for the next step, and warm start
+keeps Q between steps."""
 
 import logging
 import math
