@@ -1,7 +1,7 @@
 """Checks that tests/test_distributed_api.py runs inside each rank of a two-rank gloo job: DDP
-communication hooks (PowerSGD's too), join with uneven inputs, object point-to-point and
-subgroups. Every rank builds both ranks' data from the job's seed, so it computes each expected
-result itself."""
+communication hooks (PowerSGD's and the quantization hooks too), join with uneven inputs, object
+point-to-point and subgroups. Every rank builds both ranks' data from the job's seed, so it
+computes each expected result itself."""
 
 import os
 import pickle
@@ -16,6 +16,8 @@ from genesis import nn
 from genesis.distributed.algorithms.ddp_comm_hooks import (DDPCommHookType, default_hooks,
                                                            register_ddp_comm_hook)
 from genesis.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+from genesis.distributed.algorithms.ddp_comm_hooks import quantization_hooks as quantization
+from genesis.distributed.grad_bucket import GradBucket
 from genesis.nn.parallel import DistributedDataParallel as DDP
 
 TINY_BUCKETS = 1e-5  # MB: one parameter per bucket
@@ -311,10 +313,77 @@ def check_powerSGD(rank, seed):
     check_powerSGD_registration_and_pickling(rank, seed, per_step)
 
 
+def quantized_rows(flat, chunk):
+    """`flat` as one row, or zero-padded by `chunk - size % chunk` into rows of `chunk`."""
+    if chunk is None:
+        return flat.reshape(1, -1)
+    return np.concatenate([flat, np.zeros(chunk - flat.size % chunk, np.float32)]).reshape(
+        -1, chunk)
+
+
+def quantized_average(grads, chunk=None):
+    """Both ranks' gradients quantized to uint8 per row (MinMaxObserver's scale and zero point
+    of each row's range widened to 0), dequantized, summed in float32 from zero and halved."""
+    total = 0
+    for grad in grads:
+        rows = quantized_rows(grad.reshape(-1).astype(np.float32), chunk)
+        min_neg = np.minimum(rows.min(1, keepdims=True), 0)
+        max_pos = np.maximum(rows.max(1, keepdims=True), 0)
+        scale = np.maximum((max_pos - min_neg) / np.float32(255), np.finfo(np.float32).eps)
+        zero_point = np.clip(-np.round(min_neg / scale), 0, 255)
+        quantized = np.clip(np.round(rows / scale) + zero_point, 0, 255).astype(np.uint8)
+        total = total + scale * (quantized.astype(np.float32) - zero_point)
+    return (total / np.float32(2)).reshape(-1)[:grads[0].size].reshape(grads[0].shape)
+
+
+def check_quantization_hooks_in_ddp(rank, seed):
+    """Both hooks and their DDPCommHookType registrations, one parameter a bucket, exactly
+    equal to the numpy quantized average and within a quantization step of the true mean."""
+    per_rank = [local_grads(model(seed), batch(seed, 0, r)) for r in range(2)]
+    for hook in (quantization.quantization_pertensor_hook,
+                 quantization.quantization_perchannel_hook):
+        for got, *grads in zip(hooked_grads(seed, rank, hook)[1], *per_rank):
+            np.testing.assert_array_equal(got, quantized_average(grads))
+    registrations = {DDPCommHookType.QUANTIZE_PER_TENSOR: quantization.quantization_pertensor_hook,
+                     DDPCommHookType.QUANTIZE_PER_CHANNEL:
+                         quantization.quantization_perchannel_hook}
+    for hook_type, hook in registrations.items():
+        ddp, registered = hooked_grads(seed, rank, register=lambda m: register_ddp_comm_hook(
+            hook_type, m, None))
+        assert ddp.reducer.comm_hook is hook
+        for got, *grads in zip(registered, *per_rank):
+            np.testing.assert_array_equal(got, quantized_average(grads))
+            step = max(np.ptp(np.append(g, 0)) for g in grads) / 255
+            np.testing.assert_allclose(got, (grads[0] + grads[1]) / 2, rtol=0, atol=step)
+
+
+def check_quantization_hooks_on_large_buckets(rank, seed):
+    """Buckets past 512 elements called directly: per channel in chunks of 512 (a ragged last
+    chunk; a whole padding chunk when 512 divides) and of 100, per tensor, group given or not."""
+    for numel in (1100, 1024):
+        both = [np.random.default_rng([seed, numel, r]).standard_normal(numel).astype(
+            np.float32) * np.float32(r + 1) for r in range(2)]
+
+        def hooked(hook, group, **kwargs):
+            bucket = GradBucket(0, genesis.tensor(both[rank]), [], [], True)
+            return hook(group, bucket, **kwargs).wait().numpy()
+        for group in (None, dist.group.WORLD):
+            np.testing.assert_array_equal(
+                hooked(quantization.quantization_perchannel_hook, group),
+                quantized_average(both, 512))
+        np.testing.assert_array_equal(
+            hooked(quantization.quantization_perchannel_hook, None, bucket_size=100),
+            quantized_average(both, 100))
+        np.testing.assert_array_equal(hooked(quantization.quantization_pertensor_hook, None),
+                                      quantized_average(both))
+
+
 def run(rank, world, port, seed):
     start(rank, world, port)
     try:
         check_hooks(rank, seed)
+        check_quantization_hooks_in_ddp(rank, seed)
+        check_quantization_hooks_on_large_buckets(rank, seed)
         check_powerSGD(rank, seed)
         check_join(rank, seed)
         check_objects_and_subgroups(rank)

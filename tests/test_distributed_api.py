@@ -11,16 +11,19 @@ import types
 import warnings
 from datetime import timedelta
 
+import numpy as np
 import pytest
 import torch
 import torch.distributed as tdist
 from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as tpowerSGD
+from torch.distributed.algorithms.ddp_comm_hooks import quantization_hooks as tquantization
 
 import ddp_hooks_worker
 import genesis
 import genesis.distributed as dist
 import genesis.multiprocessing as mp
 from genesis.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+from genesis.distributed.algorithms.ddp_comm_hooks import quantization_hooks as quantization
 from genesis.futures import Future, collect_all, wait_all
 
 # Names torch.distributed imports for its own use: not part of its API.
@@ -73,6 +76,28 @@ def _torch_names():
         warnings.simplefilter("ignore", FutureWarning)
         return [n for n in dir(tdist) if not n.startswith("_") and n not in NOT_API
                 and not isinstance(getattr(tdist, n), types.ModuleType)]
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_quantization_matches_torchs_observers_and_backends(rows):
+    """The hooks' uint8 step against torch's: MinMaxObserver (one row) or
+    PerChannelMinMaxObserver qparams, quantize and dequantize, exactly. (torch's hooks
+    themselves fail over gloo, so they are checked piecewise.)"""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 512)).astype(np.float32) * np.float32(3)
+    x[-1] = np.abs(x[-1])  # a row with no negatives: zero point 0
+    observer = torch.ao.quantization.MinMaxObserver() if rows == 1 else \
+        torch.ao.quantization.PerChannelMinMaxObserver()
+    observer(torch.tensor(x.reshape(-1) if rows == 1 else x))
+    scale, zero_point = (t.float().reshape(-1) for t in observer.calculate_qparams())
+    s_and_z = quantization._qparams(genesis.tensor(x))
+    np.testing.assert_array_equal(s_and_z.numpy(), torch.stack((scale, zero_point)).numpy())
+    quantized = quantization._quantize(genesis.tensor(x), s_and_z)
+    want = tquantization._quantize_per_channel_backend(torch.tensor(x), scale, zero_point)
+    np.testing.assert_array_equal(quantized.numpy(), want.numpy())
+    np.testing.assert_array_equal(
+        quantization._dequantize(quantized, s_and_z).numpy(),
+        tquantization._dequantize_per_channel_backend(want, scale, zero_point).numpy())
 
 
 def test_torch_distributed_coverage():

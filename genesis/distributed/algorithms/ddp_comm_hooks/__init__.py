@@ -1,11 +1,13 @@
 """DDP communication hooks (PyTorch's torch.distributed.algorithms.ddp_comm_hooks): the default
-hooks, PowerSGD compression, the no-op debugging hook, and registration by name."""
+hooks, uint8 quantization, PowerSGD compression, the no-op debugging hook, and registration by
+name."""
 
 from enum import Enum
 
 from . import debugging_hooks as debugging
 from . import default_hooks as default
 from . import powerSGD_hook as powerSGD
+from . import quantization_hooks as quantization
 
 __all__ = ["DDPCommHookType", "register_ddp_comm_hook"]
 
@@ -40,6 +42,8 @@ class DDPCommHookType(Enum):
     ALLREDUCE = _Registration(default.allreduce_hook)
     FP16_COMPRESS = _Registration(default.fp16_compress_hook)
     BF16_COMPRESS = _Registration(default.bf16_compress_hook)
+    QUANTIZE_PER_TENSOR = _Registration(quantization.quantization_pertensor_hook)
+    QUANTIZE_PER_CHANNEL = _Registration(quantization.quantization_perchannel_hook)
     POWER_SGD = _PowerSGDRegistration(powerSGD.powerSGD_hook, 1)
     POWER_SGD_RANK2 = _PowerSGDRegistration(powerSGD.powerSGD_hook, 2)
     BATCHED_POWER_SGD = _PowerSGDRegistration(powerSGD.batched_powerSGD_hook, 1)
