@@ -87,8 +87,9 @@ largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x
 many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the staged
 output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The weight
 gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with 64; 64
-pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less), and `_splits` weighs a shorter
-walk against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against 0.0367 with
+pixels of float32) in 3 stages (4 for tiles of 64 x 128 or less; 3 for 64 x 64 tiles of three
+taps, whose stage holds dy's block and three windows), and `_splits` weighs a shorter walk
+against the partials' traffic: ResNet 14^2 takes 3 splits (0.0331 ms, against 0.0367 with
 the 7 that balancing the waves alone gave), 7^2 2 (0.053 against 0.061 with 4). `pixel_block`
 picks the block's shape: the least padding, few images per box. Padding costs compute (TMA fills
 it, wgmma multiplies it), and boxes of many short rows copy slowly: 16 7x7 images a box ran at
