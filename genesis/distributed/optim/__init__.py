@@ -1,0 +1,6 @@
+"""Distributed optimizers (PyTorch's torch.distributed.optim): ZeroRedundancyOptimizer, which
+shards an optimizer's state over the ranks of a process group."""
+
+from .zero_redundancy_optimizer import ZeroRedundancyOptimizer
+
+__all__ = ["ZeroRedundancyOptimizer"]
