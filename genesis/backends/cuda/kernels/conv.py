@@ -315,16 +315,10 @@ def _split_sum_kernel(
         n, splits,
         # meta-parameters
         BLOCK_S: tl.constexpr, BLOCK: tl.constexpr):
-    """out[i] = sum over splits of part[split, i], rounded once: BLOCK_S splits a load, as a
-    loop of one load a split waits on each in turn."""
+    """out[i] = sum over splits of part[split, i] (`conv_hopper.sum_splits`), rounded once."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for first in range(0, splits, BLOCK_S):
-        split = first + tl.arange(0, BLOCK_S)
-        part = tl.load(part_ptr + (split.to(tl.int64) * n)[:, None] + i[None, :],
-                       mask=(split < splits)[:, None] & mask[None, :], other=0.0)
-        acc += tl.sum(part, axis=0)
+    acc = conv_hopper.sum_splits(part_ptr, i, mask, splits, n, BLOCK_S, BLOCK)
     tl.store(out_ptr + i, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -511,8 +505,8 @@ def _wgrad_launch(launch, dims, stream, dy, x, out):
 
 
 def _sum_plan(n, splits, device, target=None):
-    """The Launch of _split_sum_kernel: up to 16 splits a load, blocks of about 4096 partials."""
-    block_s = min(16, next_pow2(splits))
+    """The Launch of _split_sum_kernel: blocks of about 4096 partials."""
+    block_s = conv_hopper.split_block(splits)
     block = 4096 // block_s
     return Launch(_split_sum_kernel, (cdiv(n, block),), dict(BLOCK_S=block_s, BLOCK=block), 4,
                   device=device, target=target)

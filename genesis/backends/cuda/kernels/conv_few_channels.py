@@ -89,8 +89,8 @@ def _fold_sum_kernel(
         C_IN: tl.constexpr, RUN: tl.constexpr, CHANNELS: tl.constexpr,
         KERNEL_H: tl.constexpr, KERNEL_W: tl.constexpr, TAPS: tl.constexpr,
         PHASE_H: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK: tl.constexpr):
-    """dw[k, c, r, s] = the sum over splits of the partial of unfolded tap r // PHASE_H,
-    channel (r % PHASE_H) * RUN + s * C + c, BLOCK_S splits a load, rounded once."""
+    """dw[k, c, r, s] = the sum over splits (`conv_hopper.sum_splits`) of the partial of
+    unfolded tap r // PHASE_H, channel (r % PHASE_H) * RUN + s * C + c, rounded once."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < c_out * C_IN * KERNEL_H * KERNEL_W
     s = i % KERNEL_W
@@ -98,13 +98,8 @@ def _fold_sum_kernel(
     c = (i // (KERNEL_W * KERNEL_H)) % C_IN
     k = i // (KERNEL_W * KERNEL_H * C_IN)
     source = ((r // PHASE_H) * c_out + k) * CHANNELS + (r % PHASE_H) * RUN + s * C_IN + c
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for first in range(0, splits, BLOCK_S):
-        split = first + tl.arange(0, BLOCK_S)
-        part = tl.load(part_ptr + (split.to(tl.int64) * (TAPS * c_out * CHANNELS))[:, None]
-                       + source[None, :], mask=(split < splits)[:, None] & mask[None, :],
-                       other=0.0)
-        acc += tl.sum(part, axis=0)
+    acc = conv_hopper.sum_splits(part_ptr, source, mask, splits, TAPS * c_out * CHANNELS,
+                                 BLOCK_S, BLOCK)
     tl.store(out_ptr + k * out_sk + c * out_sc + r * out_sr + s * out_ss,
              acc.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -160,7 +155,7 @@ class WeightGradPlan:
         self.fold = Launch(_fold_sum_kernel, (cdiv(out.size, _FOLD_BLOCK),),
                            dict(C_IN=c_in, RUN=run, CHANNELS=channels, KERNEL_H=kernel_h,
                                 KERNEL_W=kernel_w, TAPS=taps, PHASE_H=phase_h,
-                                BLOCK_S=min(16, next_pow2(splits)), BLOCK=_FOLD_BLOCK),
+                                BLOCK_S=conv_hopper.split_block(splits), BLOCK=_FOLD_BLOCK),
                            4, device=self.device, target=target)
         self.fold_args = (c_out, splits) + tuple(out.element_strides())
 

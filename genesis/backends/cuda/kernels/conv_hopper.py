@@ -409,6 +409,26 @@ def _conv_wgrad_tma_kernel(
 
 
 @triton.jit
+def sum_splits(ptr, offsets, mask, splits, split_stride, BLOCK_S: tl.constexpr,
+               BLOCK: tl.constexpr):
+    """The float32 sum over `splits` of the BLOCK values at ptr + split * split_stride +
+    offsets (zero where not `mask`), in a fixed order: BLOCK_S splits a load, as a loop of one
+    load a split waits on each in turn. The weight gradients' float32 partials, summed."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for first in range(0, splits, BLOCK_S):
+        split = first + tl.arange(0, BLOCK_S)
+        part = tl.load(ptr + (split.to(tl.int64) * split_stride)[:, None] + offsets[None, :],
+                       mask=(split < splits)[:, None] & mask[None, :], other=0.0)
+        acc += tl.sum(part, axis=0)
+    return acc
+
+
+def split_block(splits):
+    """BLOCK_S of `sum_splits`: up to 16 splits a load."""
+    return min(16, next_pow2(splits))
+
+
+@triton.jit
 def _wgrad_sum_kernel(
         # pointers: float32 partials (splits, R * S, K, C), the weight gradient (K, C, R, S)
         part_ptr, out_ptr,
@@ -418,29 +438,24 @@ def _wgrad_sum_kernel(
         out_sk, out_sc, out_sr, out_ss,
         # meta-parameters
         KERNEL_W: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
-    """dw[k, c, r, s] = the sum of the partials, rounded once: BLOCK_C channels of one tap
-    and out channel (grid axis 0, taps outermost: consecutive programs read consecutive
-    rows), BLOCK_S splits a load (a loop of one load a split would wait on each in turn)."""
+    """dw[k, c, r, s] = the sum of the partials (`sum_splits`), rounded once: BLOCK_C
+    channels of one tap and out channel (grid axis 0, taps outermost: consecutive programs
+    read consecutive rows)."""
     tap, k = tl.program_id(0) // c_out, tl.program_id(0) % c_out
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     row = part_ptr + (tap * c_out + k).to(tl.int64) * c_in
     per_split = tl.num_programs(0).to(tl.int64) * c_in  # R * S * K * C
-    acc = tl.zeros((BLOCK_C,), tl.float32)
-    for first in range(0, splits, BLOCK_S):
-        split = first + tl.arange(0, BLOCK_S)
-        part = tl.load(row + (split * per_split)[:, None] + c[None, :],
-                       mask=(split < splits)[:, None] & (c < c_in)[None, :], other=0.0)
-        acc += tl.sum(part, axis=0)
+    acc = sum_splits(row, c, c < c_in, splits, per_split, BLOCK_S, BLOCK_C)
     r, s = tap // KERNEL_W, tap % KERNEL_W
     tl.store(out_ptr + k * out_sk + r * out_sr + s * out_ss + c * out_sc,
              acc.to(out_ptr.dtype.element_ty), mask=c < c_in)
 
 
 def sum_blocks(splits, rows, c_in, programs=2 * 132):
-    """(BLOCK_S, BLOCK_C) of the sum of float32 partials over `splits` of `rows` x `c_in`: up
-    to 16 splits a load, and channel blocks of about 4096 elements, halved (to 32) while the
-    grid has fewer than `programs` (two an SM)."""
-    block_s = min(16, next_pow2(splits))
+    """(BLOCK_S, BLOCK_C) of the sum of float32 partials over `splits` of `rows` x `c_in`:
+    `split_block`'s splits a load, and channel blocks of about 4096 elements, halved (to 32)
+    while the grid has fewer than `programs` (two an SM)."""
+    block_s = split_block(splits)
     block_c = min(next_pow2(c_in), 4096 // block_s)
     while block_c > 32 and rows * cdiv(c_in, block_c) < programs:
         block_c //= 2
