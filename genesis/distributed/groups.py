@@ -63,6 +63,12 @@ class GroupMember(metaclass=_WorldMeta):
     NON_GROUP_MEMBER = -100
 
 
+def group_or_world(process_group):
+    """`process_group`, or the default group where it is None (what `process_group=None`
+    means to the hooks, averagers and optimizers of genesis.distributed)."""
+    return process_group if process_group is not None else group.WORLD
+
+
 def default_group(name):
     if _world.default_pg is None:
         raise ValueError(f"{name}: Default process group has not been initialized, please "

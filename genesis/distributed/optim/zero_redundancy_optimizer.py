@@ -14,7 +14,7 @@ from ...ops.legacy import typename
 from ...optim.optimizer import Optimizer, _cast_state
 from ...tensor import Tensor
 from ..algorithms.join import Join, Joinable, JoinHook
-from ..groups import group as _group
+from ..groups import group_or_world
 from ..objects import gather_object
 from ..process_group import broadcast, get_rank, get_world_size
 
@@ -117,7 +117,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         self._clear_cache()
         self._is_trainable_mask = self._get_is_trainable_mask()
         self._default_device = self._all_params[0].device
-        self.process_group = process_group if process_group is not None else _group.WORLD
+        self.process_group = group_or_world(process_group)
         self.world_size = get_world_size(self.process_group)
         self.rank = get_rank(self.process_group)
         self._overlap_with_ddp = False

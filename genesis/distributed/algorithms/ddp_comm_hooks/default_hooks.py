@@ -1,33 +1,29 @@
 """DDP's stock communication hooks (PyTorch's ddp_comm_hooks.default_hooks): all-reduce the
 bucket's average, optionally through a float16 or bfloat16 copy that halves the bytes sent."""
 
-from ...groups import group
+from ...groups import group_or_world
 from ...process_group import all_reduce
 
 __all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook",
            "fp16_compress_wrapper", "bf16_compress_wrapper"]
 
 
-def _group(process_group):
-    return process_group if process_group is not None else group.WORLD
-
-
 def sum_future(pg, tensor):
     """The Future of `tensor` summed over group `pg` in place (None: the default group)."""
-    return all_reduce(tensor, group=_group(pg), async_op=True).get_future().then(
+    return all_reduce(tensor, group=group_or_world(pg), async_op=True).get_future().then(
         lambda fut: fut.value()[0])
 
 
 def allreduce_hook(process_group, bucket):
     """The bucket divided by the group size, then summed: DDP's own reduction."""
-    return sum_future(process_group, bucket.buffer().div_(_group(process_group).size()))
+    return sum_future(process_group, bucket.buffer().div_(group_or_world(process_group).size()))
 
 
 def _compress_hook(dtype, process_group, bucket):
     """The bucket cast to `dtype` and divided by the group size, all-reduced in `dtype`, then
     copied back into the bucket's buffer."""
     buffer = bucket.buffer()
-    compressed = buffer.to(dtype).div_(_group(process_group).size())
+    compressed = buffer.to(dtype).div_(group_or_world(process_group).size())
     return sum_future(process_group, compressed).then(lambda fut: buffer.copy_(fut.value()))
 
 

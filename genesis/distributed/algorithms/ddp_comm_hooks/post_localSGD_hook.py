@@ -4,9 +4,10 @@ subgroup, while a model averager averages the parameters globally now and then."
 
 import logging
 
-from ... import groups
+from ...groups import group_or_world
 from ...subgroups import new_subgroups
 from . import default_hooks as default
+from .debugging_hooks import noop_hook
 
 __all__ = ["PostLocalSGDState", "post_localSGD_hook"]
 
@@ -38,25 +39,14 @@ class PostLocalSGDState:
             logger.info("Start to apply local SGD after %s iterations.", self.iter)
 
 
-def _done_future(tensor):
-    """A Future already completed with `tensor`."""
-    from ....futures import Future
-    fut = Future()
-    fut.set_result(tensor)
-    return fut
-
-
 def post_localSGD_hook(state, bucket):
     """Average the bucket over the global group before `state.start_localSGD_iter`, then over
     the subgroup (or not at all, without post_local_gradient_allreduce)."""
-    global_group_to_use = (state.process_group if state.process_group is not None
-                           else groups.group.WORLD)
-    input_tensor = bucket.buffer()
     if state.iter < state.start_localSGD_iter:
         state.maybe_increase_iter(bucket)
-        return default.allreduce_hook(global_group_to_use, bucket)
+        return default.allreduce_hook(group_or_world(state.process_group), bucket)
     if not state.post_local_gradient_allreduce:
-        return _done_future(input_tensor)
+        return noop_hook(state, bucket)
     if state.subgroup is None:
         state.subgroup, _ = new_subgroups()
     return default.allreduce_hook(state.subgroup, bucket)

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...groups import default_group
+from ...groups import default_group, group_or_world
 from . import default_hooks as default
 
 __all__ = ["PowerSGDState", "powerSGD_hook", "batched_powerSGD_hook"]
@@ -257,7 +257,7 @@ class _PowerSGDStep:
     def __init__(self, state, bucket, batches, ps, qs, uncompressed, input_copy):
         self.state, self.bucket, self.batches = state, bucket, batches
         self.ps, self.qs, self.uncompressed, self.input_copy = ps, qs, uncompressed, input_copy
-        self.group = default._group(state.process_group)
+        self.group = group_or_world(state.process_group)
         self.index = bucket.index()
 
     def sum_ps(self, fut):
@@ -339,7 +339,7 @@ def batched_powerSGD_hook(state, bucket):
     from .... import matmul
     if state.iter < state.start_powerSGD_iter:
         return _allreduce_before_start(state, bucket)
-    group, index, buffer = default._group(state.process_group), bucket.index(), bucket.buffer()
+    group, index, buffer = group_or_world(state.process_group), bucket.index(), bucket.buffer()
     matrix = _square_matrix(state, buffer)
     _report_compression_stats(bucket, state)
     padded = matrix.view(-1)

@@ -4,7 +4,7 @@ chunk, all-gathers scales, zero points and uint8 tensors, and every rank dequant
 them. Experimental: all-gather moves every rank's copy, so it is slower than all-reduce."""
 
 from ...process_group import all_gather
-from .default_hooks import _group
+from ...groups import group_or_world
 
 __all__ = ["quantization_pertensor_hook", "quantization_perchannel_hook"]
 
@@ -47,7 +47,7 @@ def _quantized_average(process_group, rows):
     as uint8 quantized with its own per-row qparams: all-gather the qparams, quantize, all-gather
     the uint8 rows, dequantize each rank's and sum in float32, divide by the group size."""
     from .... import float32, zeros_like
-    pg = _group(process_group)
+    pg = group_or_world(process_group)
     all_s_and_z, fut = _gathered(pg, _qparams(rows))
 
     def quantize_and_allgather(fut):

@@ -4,7 +4,7 @@ they count the steps and decide when to average the parameters over a process gr
 import warnings
 from abc import ABC, abstractmethod
 
-from ...groups import group
+from ...groups import group_or_world
 from . import utils
 
 __all__ = ["ModelAverager", "PeriodicModelAverager"]
@@ -14,7 +14,7 @@ class ModelAverager(ABC):
     """Base of the averagers: the group averaged over (None: the world) and the step count."""
 
     def __init__(self, process_group=None):
-        self.process_group = process_group if process_group is not None else group.WORLD
+        self.process_group = group_or_world(process_group)
         self.step = 0
 
     @abstractmethod

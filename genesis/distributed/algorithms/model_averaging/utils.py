@@ -1,7 +1,7 @@
 """Parameter averaging over a process group (PyTorch's model_averaging.utils): the parameters
 are packed into one flat buffer so that a single all-reduce averages them all."""
 
-from ...groups import GroupMember, group
+from ...groups import GroupMember, group_or_world
 from ...process_group import all_reduce, get_world_size
 
 __all__ = ["average_parameters", "get_params_to_average",
@@ -12,7 +12,7 @@ def average_parameters(params, process_group):
     """Replace each of `params` by its mean over `process_group` (None: the world); ranks
     outside the group keep theirs. Mixed dtypes are averaged in the promoted dtype."""
     from .... import accelerator, cat
-    group_to_use = process_group if process_group is not None else group.WORLD
+    group_to_use = group_or_world(process_group)
     if group_to_use == GroupMember.NON_GROUP_MEMBER:
         return
     params = list(params)
