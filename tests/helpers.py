@@ -195,3 +195,28 @@ def run_checks_worker(script, timeout=600):
                             timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().endswith("all checks passed"), result.stdout
+
+
+def free_port():
+    """A loopback TCP port nothing listens on now: a test job's MASTER_PORT."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_job(run, world):
+    """Run `run(rank, world, port, seed)` in `world` processes (genesis.multiprocessing.spawn)
+    meeting at a free port, with one random seed every rank builds its data from."""
+    import random
+
+    import genesis.multiprocessing as mp
+    mp.spawn(run, args=(world, free_port(), random.randrange(2 ** 32)), nprocs=world)
+
+
+def raised(make, *args, **kwargs):
+    """(the name of the exception type, its text) that make(*args, **kwargs) raises: to
+    compare Genesis's errors with torch's."""
+    with pytest.raises(Exception) as info:
+        make(*args, **kwargs)
+    return type(info.value).__name__, str(info.value)

@@ -5,8 +5,6 @@ torch.distributed's names."""
 
 import inspect
 import pickle
-import random
-import socket
 import types
 import warnings
 from datetime import timedelta
@@ -21,10 +19,10 @@ from torch.distributed.algorithms.ddp_comm_hooks import quantization_hooks as tq
 import ddp_hooks_worker
 import genesis
 import genesis.distributed as dist
-import genesis.multiprocessing as mp
 from genesis.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 from genesis.distributed.algorithms.ddp_comm_hooks import quantization_hooks as quantization
 from genesis.futures import Future, collect_all, wait_all
+from helpers import spawn_job
 
 # Names torch.distributed imports for its own use: not part of its API.
 NOT_API = {"timedelta", "log", "RankType"}
@@ -59,16 +57,10 @@ LEFT_OUT = {
 FLOOR = 0.99
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_comm_hooks_join_objects_and_subgroups_over_two_ranks():
     """Hooks against their numpy averages (float16/bfloat16 rounding exact), join's uneven
     inputs against one process's training, send/recv_object_list, new_subgroups."""
-    mp.spawn(ddp_hooks_worker.run, args=(2, free_port(), random.randrange(2 ** 32)), nprocs=2)
+    spawn_job(ddp_hooks_worker.run, 2)
 
 
 def _torch_names():

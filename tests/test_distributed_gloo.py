@@ -2,35 +2,24 @@
 MASTER_ADDR/MASTER_PORT (or tcp://) and run the checks of tests/gloo_worker.py; loopback only.
 Spawning costs seconds, so each job runs many checks."""
 
-import random
-import socket
-
 import pytest
 
 import genesis
 import genesis.distributed as dist
-import genesis.multiprocessing as mp
 import gloo_worker
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from helpers import free_port, spawn_job
 
 
 def test_collectives_p2p_groups_and_errors_over_three_ranks():
     """Every collective and dtype against numpy with fresh random inputs, async Works, p2p with
     tags and any source, a subgroup, object collectives and PyTorch's argument errors."""
-    mp.spawn(gloo_worker.collectives, args=(3, free_port(), random.randrange(2 ** 32)),
-             nprocs=3)
+    spawn_job(gloo_worker.collectives, 3)
 
 
 def test_ddp_matches_one_process_and_timeouts_fire_over_two_ranks():
     """DDP on each rank's half of every batch ends where one process on the whole batch does;
     a group's timeout and monitored_barrier's late rank fail in time."""
-    mp.spawn(gloo_worker.ddp_and_timeouts, args=(2, free_port(), random.randrange(2 ** 32)),
-             nprocs=2)
+    spawn_job(gloo_worker.ddp_and_timeouts, 2)
 
 
 def test_gloo_is_the_cpu_default_as_in_torch():

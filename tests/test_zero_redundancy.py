@@ -2,34 +2,18 @@
 state and buckets over a two-rank gloo job (tests/zero_redundancy_worker.py), and the
 constructor's errors in torch's words."""
 
-import random
-import socket
-
 import pytest
 import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer as TorchZeRO
 
 import genesis
-import genesis.multiprocessing as mp
 import zero_redundancy_worker
 from genesis.distributed.optim import ZeroRedundancyOptimizer
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from helpers import raised, spawn_job
 
 
 def test_zero_redundancy_over_two_ranks():
-    mp.spawn(zero_redundancy_worker.run, args=(2, free_port(), random.randrange(2 ** 32)),
-             nprocs=2)
-
-
-def _message(make, *args, **kwargs):
-    with pytest.raises(Exception) as info:
-        make(*args, **kwargs)
-    return type(info.value), str(info.value)
+    spawn_job(zero_redundancy_worker.run, 2)
 
 
 @pytest.mark.parametrize("case", ["tensor", "empty", "mixed", "no_params_key", "dtypes"])
@@ -40,9 +24,9 @@ def test_constructor_errors_match_torch(case):
                 "mixed": [lib.zeros(2), {"params": [lib.zeros(2)]}],
                 "no_params_key": [{"lr": 0.1}],
                 "dtypes": [lib.zeros(2), lib.zeros(2, dtype=lib.float64)]}[case]
-    want = _message(TorchZeRO, params(torch), torch.optim.SGD, lr=0.1)
-    got = _message(ZeroRedundancyOptimizer, params(genesis), genesis.optim.SGD, lr=0.1)
-    assert (got[0].__name__, got[1]) == (want[0].__name__, want[1])
+    want = raised(TorchZeRO, params(torch), torch.optim.SGD, lr=0.1)
+    got = raised(ZeroRedundancyOptimizer, params(genesis), genesis.optim.SGD, lr=0.1)
+    assert got == want
 
 
 def test_overlap_with_ddp_is_refused_by_name():
