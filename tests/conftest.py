@@ -32,6 +32,17 @@ def cudnn_ieee(monkeypatch):
     monkeypatch.setattr(genesis.backends.cudnn, "allow_tf32", False)
 
 
+@pytest.fixture
+def torch_validates_distributions():
+    """torch.distributions validates arguments, the oracle's default, whatever ran before:
+    importing torch._dynamo (as some torch paths do) turns torch's validation off for good."""
+    import torch.distributions
+    saved = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(saved)
+
+
 def pytest_addoption(parser):
     parser.addoption("--seed", type=int, default=None,
                      help="seed of the `rng` fixture (default: a fresh one per run, printed with "

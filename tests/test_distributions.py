@@ -16,6 +16,8 @@ import genesis.distributions as D
 from genesis.distributions.utils import digamma, lgamma
 from helpers import TOLERANCES, to_torch
 
+pytestmark = pytest.mark.usefixtures("torch_validates_distributions")
+
 DTYPES = [genesis.float32, genesis.float64]
 TORCH = {genesis.float32: torch.float32, genesis.float64: torch.float64}
 

@@ -17,6 +17,8 @@ import genesis
 import genesis.distributions as D
 from test_distributions import build, close
 
+pytestmark = pytest.mark.usefixtures("torch_validates_distributions")
+
 F64 = genesis.float64
 
 
