@@ -30,6 +30,14 @@ FAMILIES = {
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
         max_position_embeddings=128)),
+    "llama_biased": ("LlamaConfig", "LlamaForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, attention_bias=True, mlp_bias=True,
+        max_position_embeddings=128)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
+        max_position_embeddings=128)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(
         vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=128, bos_token_id=0,
         eos_token_id=0)),
@@ -40,7 +48,12 @@ def _hf_model(family, dtype=torch.float32):
     config_name, model_name, kwargs = FAMILIES[family]
     torch.manual_seed(0)
     config = getattr(transformers, config_name)(**kwargs)
-    return getattr(transformers, model_name)(config).to(dtype).eval()
+    model = getattr(transformers, model_name)(config)
+    with torch.no_grad():  # biases start at 0 and norm scales at 1: moved, so that they count
+        for param in model.parameters():
+            if param.dim() == 1:
+                param.add_(0.02 * torch.randn_like(param))
+    return model.to(dtype).eval()
 
 
 @pytest.fixture(params=sorted(FAMILIES))
@@ -437,10 +450,15 @@ def test_decode_steps_make_no_host_read(saved, rng, monkeypatch, sampling):
             original(self)
         calls.append(1)
 
+    def generate(**stop):
+        return model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+                              max_new_tokens=12, pad_token_id=0, **stop,
+                              generator=genesis.Generator().manual_seed(1), **sampling)
+
+    never = VOCAB + 1
+    stop_token = int(generate(eos_token_id=never)[-1, 6])  # the last row stops at once
     monkeypatch.setattr(DecodeStep, "__call__", guarded)
-    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
-                         max_new_tokens=12, eos_token_id=[VOCAB - 1, VOCAB - 2], pad_token_id=0,
-                         generator=genesis.Generator().manual_seed(1), **sampling)
+    out = generate(eos_token_id=[stop_token, never])
     assert len(calls) >= out.shape[1] - 6 - 1 > 0
 
 

@@ -1,4 +1,5 @@
-"""Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2 and GPT-2.
+"""Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2, Qwen3 and
+GPT-2.
 
     model = genesis.models.from_pretrained("path/to/model", dtype=genesis.bfloat16,
                                            device="cuda")
@@ -16,10 +17,12 @@ from .hub import MODEL_TYPES, from_pretrained
 from .llama import LlamaConfig, LlamaForCausalLM
 from .pretrained import PreTrainedModel, save_pretrained
 from .qwen2 import Qwen2Config, Qwen2ForCausalLM
+from .qwen3 import Qwen3Config, Qwen3ForCausalLM
 from .rotary import RotaryEmbedding, apply_rotary, rotate_half
 from .tokenizer import Tokenizer
 
 __all__ = ["from_pretrained", "save_pretrained", "Tokenizer", "TextStreamer", "StaticCache",
-           "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig", "LlamaForCausalLM",
-           "Qwen2Config", "Qwen2ForCausalLM", "GPT2Config", "GPT2LMHeadModel",
-           "RotaryEmbedding", "apply_rotary", "rotate_half"]
+           "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig",
+           "LlamaForCausalLM", "Qwen2Config", "Qwen2ForCausalLM", "Qwen3Config",
+           "Qwen3ForCausalLM", "GPT2Config", "GPT2LMHeadModel", "RotaryEmbedding", "apply_rotary",
+           "rotate_half"]

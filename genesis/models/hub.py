@@ -8,9 +8,10 @@ from .gpt2 import GPT2LMHeadModel
 from .llama import LlamaForCausalLM
 from .pretrained import load_weights
 from .qwen2 import Qwen2ForCausalLM
+from .qwen3 import Qwen3ForCausalLM
 
 MODEL_TYPES = {"llama": LlamaForCausalLM, "mistral": LlamaForCausalLM,
-               "qwen2": Qwen2ForCausalLM, "gpt2": GPT2LMHeadModel}
+               "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM, "gpt2": GPT2LMHeadModel}
 
 
 def model_class(model_type):

@@ -4,7 +4,8 @@ A decoder-only transformer: token embeddings, then per layer
     x = x + Attention(RMSNorm(x))          grouped-query attention with rotary positions
     x = x + MLP(RMSNorm(x))                SwiGLU: down(silu(gate(x)) * up(x))
 then a final RMSNorm and the vocabulary projection (`lm_head`, tied to the embeddings where the
-config says so). Qwen2 is this model with biases on the query, key and value projections.
+config says so). Qwen2 is this model with biases on the query, key and value projections,
+Qwen3 with an RMSNorm of each query and key head before the rotation.
 The query, key and value projections are one matrix, and so are gate and up (models/fused.py);
 state dicts still name them as the checkpoints do. Without gradients, each residual add and the
 RMSNorm after it run as one kernel on the GPU.
@@ -38,6 +39,16 @@ class LlamaConfig(ModelConfig):
                     bos_token_id=1, eos_token_id=2, pad_token_id=None)
 
     @property
+    def qkv_bias(self):
+        """Whether the query, key and value projections have biases."""
+        return self.attention_bias
+
+    @property
+    def qk_norm(self):
+        """Whether each query and key head is RMS-normalised before the rotation."""
+        return False
+
+    @property
     def kv_heads(self):
         return self.num_key_value_heads or self.num_attention_heads
 
@@ -50,7 +61,7 @@ class Attention(FusedParent):
     """Grouped-query self-attention: `num_key_value_heads` key/value heads shared by groups of
     query heads, rotary positions on queries and keys, a key/value cache when generating."""
 
-    def __init__(self, config, layer_idx, qkv_bias, device=None, dtype=None):
+    def __init__(self, config, layer_idx, device=None, dtype=None):
         super().__init__()
         self.layer_idx = layer_idx
         self.heads, self.kv_heads, self.head_dim = (config.num_attention_heads, config.kv_heads,
@@ -60,14 +71,19 @@ class Attention(FusedParent):
         kv_width = self.kv_heads * self.head_dim
         self.qkv_proj = FusedLinear(width, {"q_proj": self.heads * self.head_dim,
                                             "k_proj": kv_width, "v_proj": kv_width},
-                                    bias=qkv_bias, **kw)
+                                    bias=config.qkv_bias, **kw)
         self.o_proj = nn.Linear(self.heads * self.head_dim, width, bias=config.attention_bias,
                                 **kw)
+        self.q_norm, self.k_norm = ((nn.RMSNorm(self.head_dim, eps=config.rms_norm_eps, **kw),
+                                     nn.RMSNorm(self.head_dim, eps=config.rms_norm_eps, **kw))
+                                    if config.qk_norm else (None, None))
 
     def forward(self, x, cos, sin, mask, cache=None):
         B, T, _ = x.shape
         heads = self.qkv_proj.fused(x).view(B, T, -1, self.head_dim).transpose(1, 2)
         q, k, v = heads.split([self.heads, self.kv_heads, self.kv_heads], dim=1)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         if cache is None:
             q, k = apply_rotary(q, k, cos, sin)
         else:
@@ -111,11 +127,11 @@ class MLP(FusedParent):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config, layer_idx, qkv_bias, device=None, dtype=None):
+    def __init__(self, config, layer_idx, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.input_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
-        self.self_attn = Attention(config, layer_idx, qkv_bias, **kw)
+        self.self_attn = Attention(config, layer_idx, **kw)
         self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps,
                                                    **kw)
         self.mlp = MLP(config, **kw)
@@ -142,11 +158,11 @@ class DecoderLayer(nn.Module):
 class LlamaModel(nn.Module):
     """Embeddings, decoder layers and the final norm: hidden states, (batch, tokens, width)."""
 
-    def __init__(self, config, qkv_bias=False, device=None, dtype=None):
+    def __init__(self, config, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, **kw)
-        self.layers = nn.ModuleList([DecoderLayer(config, i, qkv_bias, **kw)
+        self.layers = nn.ModuleList([DecoderLayer(config, i, **kw)
                                      for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
         self.rotary = RotaryEmbedding(config.head_size, rope_parameters(config), device)
@@ -180,12 +196,11 @@ class LlamaForCausalLM(PreTrainedModel):
     """The language model: `model(input_ids)` gives (batch, tokens, vocab) logits."""
 
     config_class = LlamaConfig
-    qkv_bias = False
 
     def __init__(self, config, device=None, dtype=None):
         super().__init__()
         self.config = config
-        self.model = LlamaModel(config, self.qkv_bias, device, dtype)
+        self.model = LlamaModel(config, device, dtype)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False,
                                  device=device, dtype=dtype)
         if config.tie_word_embeddings:

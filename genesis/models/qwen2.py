@@ -9,7 +9,10 @@ class Qwen2Config(LlamaConfig):
                     intermediate_size=22016, rope_theta=10000.0, tie_word_embeddings=False,
                     rms_norm_eps=1e-6, max_position_embeddings=32768)
 
+    @property
+    def qkv_bias(self):
+        return True
+
 
 class Qwen2ForCausalLM(LlamaForCausalLM):
     config_class = Qwen2Config
-    qkv_bias = True

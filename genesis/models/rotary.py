@@ -1,4 +1,4 @@
-"""Rotary position embeddings (RoPE), as Llama, Mistral and Qwen2 use them.
+"""Rotary position embeddings (RoPE), as Llama, Mistral and Qwen use them.
 
 Each pair of channels (i, i + D/2) of a query or key is rotated by the angle
 position * inv_freq[i], inv_freq[i] = theta^(-2i/D): attention scores then depend on the
