@@ -26,10 +26,18 @@ FAMILIES = {
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=1, sliding_window=None,
         max_position_embeddings=128)),
+    "mistral_window": ("MistralConfig", "MistralForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, sliding_window=5,
+        max_position_embeddings=128)),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
         max_position_embeddings=128)),
+    "qwen2_window": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True,
+        sliding_window=6, max_window_layers=1, max_position_embeddings=128)),
     "llama_biased": ("LlamaConfig", "LlamaForCausalLM", dict(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, attention_bias=True, mlp_bias=True,

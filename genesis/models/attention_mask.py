@@ -13,18 +13,24 @@ from ..nn.functional.attention import cached_attention
 from ..ops.creation import arange
 
 
-def causal_mask(attention_mask, start, tokens, device):
+def causal_mask(attention_mask, start, tokens, device, window=None):
     """(attn_mask, is_causal, valid length) for the attention of a step: a bool (batch, 1,
     tokens, start + tokens) mask, or None with is_causal for unpadded steps; the valid length
-    is None (every key given is valid)."""
-    if attention_mask is None:
-        return None, start == 0 and tokens > 1, None
+    is None (every key given is valid). With a sliding `window`, a query sees only the keys
+    less than `window` positions before it."""
     end = start + tokens
-    keys = arange(end, device=device)
-    queries = arange(start, end, device=device)
-    visible = keys.unsqueeze(0) <= queries.unsqueeze(1)
-    padding = attention_mask[:, :end].bool()
-    return visible.unsqueeze(0).unsqueeze(0) & padding.unsqueeze(1).unsqueeze(1), False, None
+    windowed = window is not None and end > window
+    if attention_mask is None and not windowed and (start == 0 or tokens == 1):
+        return None, start == 0 and tokens > 1, None
+    keys = arange(end, device=device).unsqueeze(0)
+    queries = arange(start, end, device=device).unsqueeze(1)
+    visible = keys <= queries
+    if windowed:
+        visible = visible & (keys > queries - window)
+    visible = visible.unsqueeze(0).unsqueeze(0)
+    if attention_mask is None:
+        return visible, False, None
+    return visible & attention_mask[:, :end].bool().unsqueeze(1).unsqueeze(1), False, None
 
 
 def position_ids(attention_mask):
@@ -33,20 +39,26 @@ def position_ids(attention_mask):
     return positions.masked_fill(attention_mask == 0, 1)
 
 
-def step_inputs(input_ids, attention_mask, position_ids, cache):
-    """(position ids, (attn_mask, is_causal, valid length)) of a forward step over `input_ids`
-    that follows the `cache`'s positions (positions count up from the cache's length by
-    default; a decoding cache's steps give their position ids)."""
+def step_inputs(input_ids, attention_mask, position_ids, cache, windows=(None,)):
+    """(position ids, {window: (attn_mask, is_causal, valid length)}) of a forward step over
+    `input_ids` that follows the `cache`'s positions, with a mask for each sliding window in
+    `windows` (None: no window). Positions count up from the cache's length by default; a
+    decoding cache's steps give their position ids."""
     B, T = input_ids.shape
     if cache is not None and cache.decoding:
         if position_ids is None:
             raise ValueError("a decode step over a device-counted cache needs its position_ids")
-        mask, length = cache.decode_mask()
-        return position_ids, (mask, False, length)
+        return position_ids, {w: _decode_mask(cache, w) for w in windows}
     start = cache.length if cache is not None else 0
     if position_ids is None:
         position_ids = arange(start, start + T, device=input_ids.device).expand(B, T)
-    return position_ids, causal_mask(attention_mask, start, T, input_ids.device)
+    return position_ids, {w: causal_mask(attention_mask, start, T, input_ids.device, w)
+                          for w in windows}
+
+
+def _decode_mask(cache, window):
+    mask, length = cache.decode_mask(window)
+    return mask, False, length
 
 
 def attend(query, key, value, mask, scale=None):

@@ -48,12 +48,12 @@ class StaticCache:
         batch = self.keys[0].shape[0]
         if self.position is None:
             self.position = full((1,), self.length, dtype=dtypes.int64, device=device)
+            self.key_positions = arange(self.max_length, device=device)
         else:
             self.position.fill_(self.length)
         self.padded = attention_mask is not None
         if self.padded:
             if self.key_padding is None:
-                self.key_positions = arange(self.max_length, device=device)
                 self.key_padding = ones((batch, self.max_length), dtype=dtypes.bool_,
                                         device=device)
             else:
@@ -61,15 +61,21 @@ class StaticCache:
             self.key_padding[:, :self.length] = attention_mask[:, :self.length].bool()
         self.decoding = True
 
-    def decode_mask(self):
-        """(bool attn_mask (batch, 1, 1, max_length) or None, valid length) of a decode step, on
-        the device: the keys up to this step's slot, less the padding. Without padding the
-        valid length alone says which keys are seen."""
+    def decode_mask(self, window=None):
+        """(bool attn_mask (batch or 1, 1, 1, max_length) or None, valid length) of a decode
+        step, on the device: the keys up to this step's slot, less the padding, and less the
+        keys `window` or more positions back when a sliding window is given. Without padding
+        or window the valid length alone says which keys are seen."""
         length = self.position + 1
-        if not self.padded:
+        windowed = window is not None and self.max_length > window
+        if not (self.padded or windowed):
             return None, length
         visible = self.key_positions <= self.position
-        return (self.key_padding & visible).unsqueeze(1).unsqueeze(1), length
+        if windowed:
+            visible = visible & (self.key_positions > self.position - window)
+        if self.padded:
+            visible = self.key_padding & visible
+        return visible.view(-1, 1, 1, self.max_length), length
 
     def update(self, layer, key, value):
         """Write this step's (batch, kv heads, tokens, head_dim) keys and values after the

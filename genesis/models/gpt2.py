@@ -98,7 +98,8 @@ class GPT2Model(nn.Module):
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon, **kw)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
-        position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
+        position_ids, masks = step_inputs(input_ids, attention_mask, position_ids, cache)
+        mask = masks[None]
         x = embedding_rows(self.wte, input_ids, cache) + embedding_rows(self.wpe, position_ids,
                                                                          cache)
         for block in self.h:

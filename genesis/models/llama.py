@@ -49,6 +49,21 @@ class LlamaConfig(ModelConfig):
         return False
 
     @property
+    def layer_windows(self):
+        """Each layer's sliding attention window (a query sees the keys fewer than this many
+        positions back) or None (every earlier key): `layer_types` where the config lists
+        them, else Qwen's `use_sliding_window` from layer `max_window_layers` on, else
+        Mistral's `sliding_window` in every layer."""
+        window, layers = self.get("sliding_window"), range(self.num_hidden_layers)
+        types = self.get("layer_types")
+        if types is not None:
+            return [window if kind == "sliding_attention" else None for kind in types]
+        if self.get("use_sliding_window") is not None:
+            return [window if self.use_sliding_window and i >= self.max_window_layers else None
+                    for i in layers]
+        return [window for _ in layers]
+
+    @property
     def kv_heads(self):
         return self.num_key_value_heads or self.num_attention_heads
 
@@ -166,9 +181,11 @@ class LlamaModel(nn.Module):
                                      for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
         self.rotary = RotaryEmbedding(config.head_size, rope_parameters(config), device)
+        self.windows = config.layer_windows
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):
-        position_ids, mask = step_inputs(input_ids, attention_mask, position_ids, cache)
+        position_ids, masks = step_inputs(input_ids, attention_mask, position_ids, cache,
+                                          set(self.windows))
         x = embedding_rows(self.embed_tokens, input_ids, cache)
         bound = cache.max_length if cache is not None and cache.decoding else None
         cos, sin = self.rotary(position_ids, x.dtype, bound)
@@ -176,8 +193,9 @@ class LlamaModel(nn.Module):
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
         prefill = layers and cache is not None and not cache.decoding
         rows = layers[0].mlp.block_rows(x) if prefill else None
-        for layer, after in zip(layers, layers[1:] + [None]):
+        for layer, window, after in zip(layers, self.windows, layers[1:] + [None]):
             next_norm = self.norm if after is None else after.input_layernorm
+            mask = masks[window]
             if layer._forward_pre_hooks or layer._forward_hooks:
                 x, normed = layer(x, normed, cos, sin, mask, cache, next_norm, rows)
                 continue

@@ -9,7 +9,8 @@ class Qwen3Config(LlamaConfig):
     DEFAULTS = dict(LlamaConfig.DEFAULTS, vocab_size=151936, hidden_size=4096,
                     intermediate_size=22016, num_attention_heads=32, num_key_value_heads=32,
                     head_dim=128, rope_theta=10000.0, tie_word_embeddings=False,
-                    rms_norm_eps=1e-6, max_position_embeddings=32768)
+                    rms_norm_eps=1e-6, max_position_embeddings=32768,
+                    use_sliding_window=False, max_window_layers=28)
 
     @property
     def qk_norm(self):
