@@ -98,6 +98,19 @@ def test_logits_match_transformers(saved, rng):
     assert_close(logits, _hf_logits(hf, ids), atol=1e-5, rtol=1e-5)
 
 
+def test_prompt_in_chunks_over_a_cache_gives_the_whole_prompts_logits(saved, rng):
+    """A prompt fed in two multi-token steps over one cache: each step's queries see the
+    cached keys and, causally, their own (within the sliding window where there is one)."""
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, _ = _prompts(rng, 2, 11, padded=False)
+    cache = model.make_cache(2, 16, "cpu")
+    with genesis.no_grad():
+        first = model(genesis.tensor(ids[:, :4]), cache=cache)
+        second = model(genesis.tensor(ids[:, 4:]), cache=cache)
+    assert_close(genesis.cat([first, second], 1), _hf_logits(hf, ids), atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("batch,padded", [(1, False), (3, False), (3, True)])
 def test_greedy_generation_matches_transformers(saved, rng, batch, padded):
     family, hf, path = saved
