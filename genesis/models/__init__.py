@@ -1,5 +1,5 @@
-"""Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2, Qwen3 and
-GPT-2.
+"""Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2, Qwen3,
+Gemma 3 and GPT-2.
 
     model = genesis.models.from_pretrained("path/to/model", dtype=genesis.bfloat16,
                                            device="cuda")
@@ -11,6 +11,7 @@ GPT-2.
 
 from .cache import StaticCache
 from .config import ModelConfig
+from .gemma3 import Gemma3ForCausalLM, Gemma3TextConfig
 from .generation import GenerationMixin, TextStreamer
 from .gpt2 import GPT2Config, GPT2LMHeadModel
 from .hub import MODEL_TYPES, from_pretrained
@@ -24,5 +25,5 @@ from .tokenizer import Tokenizer
 __all__ = ["from_pretrained", "save_pretrained", "Tokenizer", "TextStreamer", "StaticCache",
            "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig",
            "LlamaForCausalLM", "Qwen2Config", "Qwen2ForCausalLM", "Qwen3Config",
-           "Qwen3ForCausalLM", "GPT2Config", "GPT2LMHeadModel", "RotaryEmbedding", "apply_rotary",
-           "rotate_half"]
+           "Qwen3ForCausalLM", "Gemma3TextConfig", "Gemma3ForCausalLM", "GPT2Config",
+           "GPT2LMHeadModel", "RotaryEmbedding", "apply_rotary", "rotate_half"]

@@ -76,6 +76,9 @@ class Attention(FusedParent):
     """Grouped-query self-attention: `num_key_value_heads` key/value heads shared by groups of
     query heads, rotary positions on queries and keys, a key/value cache when generating."""
 
+    norm_class = nn.RMSNorm
+    """The norm of each query and key head, where the config asks for one."""
+
     def __init__(self, config, layer_idx, device=None, dtype=None):
         super().__init__()
         self.layer_idx = layer_idx
@@ -89,9 +92,10 @@ class Attention(FusedParent):
                                     bias=config.qkv_bias, **kw)
         self.o_proj = nn.Linear(self.heads * self.head_dim, width, bias=config.attention_bias,
                                 **kw)
-        self.q_norm, self.k_norm = ((nn.RMSNorm(self.head_dim, eps=config.rms_norm_eps, **kw),
-                                     nn.RMSNorm(self.head_dim, eps=config.rms_norm_eps, **kw))
-                                    if config.qk_norm else (None, None))
+        self.q_norm, self.k_norm = (
+            [self.norm_class(self.head_dim, eps=config.rms_norm_eps, **kw) for _ in "qk"]
+            if config.qk_norm else (None, None))
+        self.scale = None  # softmax(q k^T * scale): None is 1 / sqrt(head_dim)
 
     def forward(self, x, cos, sin, mask, cache=None):
         B, T, _ = x.shape
@@ -103,7 +107,7 @@ class Attention(FusedParent):
             q, k = apply_rotary(q, k, cos, sin)
         else:
             q, k, v = cache.rotate_and_update(self.layer_idx, q, k, v, cos, sin)
-        y = attend(q, k, v, mask)
+        y = attend(q, k, v, mask, self.scale)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 
 
@@ -214,11 +218,12 @@ class LlamaForCausalLM(PreTrainedModel):
     """The language model: `model(input_ids)` gives (batch, tokens, vocab) logits."""
 
     config_class = LlamaConfig
+    base_model_class = LlamaModel
 
     def __init__(self, config, device=None, dtype=None):
         super().__init__()
         self.config = config
-        self.model = LlamaModel(config, device, dtype)
+        self.model = self.base_model_class(config, device, dtype)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False,
                                  device=device, dtype=dtype)
         if config.tie_word_embeddings:

@@ -25,11 +25,13 @@ def rope_parameters(config):
     `rope_theta` and `rope_scaling` settings."""
     params = config.get("rope_parameters")
     if params is None:
-        params = dict(config.get("rope_scaling") or {})
-        params.setdefault("rope_theta", config.get("rope_theta", 10000.0))
-    params = dict(params)
-    params["rope_type"] = params.get("rope_type", params.get("type", "default"))
-    return params
+        return older_rope_parameters(config.get("rope_scaling"), config.get("rope_theta", 10000.0))
+    return dict(params, rope_type=params.get("rope_type", params.get("type", "default")))
+
+
+def older_rope_parameters(scaling, theta):
+    """The parameters of a config's older `rope_scaling` dict (or None) and `rope_theta`."""
+    return rope_parameters({"rope_parameters": {"rope_theta": theta, **(scaling or {})}})
 
 
 def inverse_frequencies(head_dim, params):
