@@ -526,3 +526,17 @@ def test_rotary_table_gives_the_computed_angles(dtype):
             assert tuple(a.shape) == (3, 1, 64) and a.dtype is dtype
             np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
     assert len(rotary._outgrown) == 2  # grown for 301 and for 1000
+
+
+def test_gemma3_configs_of_the_older_format():
+    """Gemma 3 configs written before `layer_types` and per-layer `rope_parameters`: every
+    sliding_window_pattern-th layer is global, with rope_theta and rope_scaling; the others
+    are local, with rope_local_base_freq."""
+    from genesis.models.gemma3 import FULL, SLIDING
+    config = genesis.models.Gemma3TextConfig(dict(
+        num_hidden_layers=7, sliding_window=512, sliding_window_pattern=3, rope_theta=1e6,
+        rope_local_base_freq=1e4, rope_scaling={"rope_type": "linear", "factor": 8.0}))
+    assert config.layer_kinds == [SLIDING, SLIDING, FULL] * 2 + [SLIDING]
+    assert config.layer_windows == [512, 512, None] * 2 + [512]
+    assert config.rope_of(FULL) == {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}
+    assert config.rope_of(SLIDING) == {"rope_type": "default", "rope_theta": 1e4}
