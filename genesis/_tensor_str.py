@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import dtypes
+from .autograd.forward_ad import tangent_of
 
 
 @dataclasses.dataclass
@@ -189,6 +190,9 @@ def _suffixes(t):
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    tangent = tangent_of(t)
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     return suffixes
 
 

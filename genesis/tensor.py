@@ -81,6 +81,7 @@ class Tensor:
     grad_fn = None
     _output_nr = 0
     _base = None
+    _fw_grad = None  # (dual level, tangent): see genesis.autograd.forward_ad
     _hooks = None
     _post_accumulate_hooks = None
     _retains_grad = False

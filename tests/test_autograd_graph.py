@@ -529,9 +529,6 @@ LEFT_OUT = {
     "NestedIOFunction": "the legacy instance-style Function with nested inputs; calling one "
                         "fails in PyTorch itself ('super' object has no attribute "
                         "'_do_forward'): subclass Function",
-    "forward_ad": "forward-mode AD through dual tensors needs a tangent formula per op; "
-                  "genesis.func.jvp, linearize and autograd.functional.jvp give forward-mode "
-                  "products by the double-backward trick",
     "is_tensor_like": "torch.overrides' __torch_function__ protocol, which genesis does not "
                       "have (see tests/test_torch_namespace.py's MODULES_LEFT_OUT)",
     "has_torch_function": "torch.overrides' __torch_function__ protocol (see is_tensor_like)",

@@ -19,7 +19,7 @@ import weakref
 from types import MappingProxyType
 
 from .. import memory_formats
-from . import anomaly_mode, autocast_state, grad_mode, graph
+from . import anomaly_mode, autocast_state, forward_ad, grad_mode, graph
 
 _new = object.__new__
 
@@ -251,6 +251,7 @@ class BackwardNode(Node):
     _input_meta = ()
     num_outputs = 1
     materialize_grads = True
+    _jvp_saved = None  # what save_for_forward kept, while the Function's jvp runs
 
     def __init__(self, function_cls, needs_input_grad):
         self._function = function_cls
@@ -277,8 +278,14 @@ class BackwardNode(Node):
             self._saved = tuple([None if t is None else (_Packed(hooks, t), None)
                                  for t in tensors])
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors for the Function's jvp, which reads them as `ctx.saved_tensors`."""
+        self._saved_for_forward = tensors
+
     @property
     def saved_tensors(self):
+        if self._jvp_saved is not None:
+            return self._jvp_saved
         if self._released:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -437,6 +444,9 @@ class Function:
 
     setup_context = None
     _internal = False
+    # Linear in its first argument, the others being parameters (a view, a copy): in forward
+    # mode the Function applied to that argument's tangent gives its output's tangent.
+    linear = False
 
     def __init_subclass__(cls, **kwargs):
         """Genesis's own Functions are kernels to autocast: the ops inside their forward follow
@@ -445,8 +455,18 @@ class Function:
         super().__init_subclass__(**kwargs)
         cls._internal = cls.__module__.startswith("genesis.")
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """The outputs' tangents given the inputs' (forward-mode AD); a Function used with dual
+        tensors must define it."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _dual_state.active and has_dual(args):
+            from .tangents import apply_dual
+            return apply_dual(cls, args, kwargs)
         state = grad_mode._state
         enabled = state.enabled
         if enabled:
@@ -504,16 +524,32 @@ def _apply_tracked(cls, args, kwargs):
     tensor_cls = _tensor_type
     needs = tuple([isinstance(a, tensor_cls) and (a._requires_grad if a._base is None
                                                   else _requires_grad(a)) for a in args])
-    ctx = _new(BackwardNode)  # BackwardNode(cls, needs) without the __init__ call
-    ctx._function, ctx.needs_input_grad = cls, needs
-    if anomaly_mode._enabled:
-        anomaly_mode.record_forward(ctx)
+    ctx = node_for(cls, args, needs)
     state = grad_mode._state
     state.enabled = False
     try:
         outputs = _forward(cls, ctx, args, kwargs)
     finally:
         state.enabled = True
+    return _wire_outputs(ctx, args, outputs)
+
+
+def node_for(cls, args, needs):
+    """The BackwardNode of a call of `cls` on `args`, whose inputs flagged in `needs` want a
+    gradient."""
+    ctx = _new(BackwardNode)  # BackwardNode(cls, needs) without the __init__ call
+    ctx._function = cls
+    if anomaly_mode._enabled:
+        anomaly_mode.record_forward(ctx)
+    record_inputs(ctx, args, needs)
+    return ctx
+
+
+def record_inputs(ctx, args, needs):
+    """Set the node's needs_input_grad, its inputs' graph edges and the metadata of those that
+    want a gradient."""
+    tensor_cls = _tensor_type
+    ctx.needs_input_grad = needs
     edges, input_meta, non_tensors = [], [], []
     for i, (a, need) in enumerate(zip(args, needs)):
         if need:
@@ -529,13 +565,15 @@ def _apply_tracked(cls, args, kwargs):
     ctx._edges, ctx._input_meta = tuple(edges), tuple(input_meta)
     if non_tensors:
         ctx._non_tensor_args = tuple(non_tensors)
-    return _wire_outputs(ctx, args, outputs)
 
 
 def records(*args):
-    """Whether a Function call on `args` would be recorded in the graph: grad mode is on and
-    some tensor argument requires grad (a view first catches up with its base). An op whose
-    forward makes no view may skip its Function and compute the values alone when not."""
+    """Whether a Function call on `args` would be recorded in the graph (grad mode is on and
+    some tensor argument requires grad; a view first catches up with its base) or give its
+    outputs tangents (a dual argument). An op whose forward makes no view may skip its Function
+    and compute the values alone when not."""
+    if _dual_state.active and has_dual(args):
+        return True
     if not grad_mode._state.enabled:
         return False
     tensor_cls = _tensor_type or _load_tensor_type()
@@ -547,6 +585,18 @@ def records(*args):
 
 
 _tensor_type = None
+_dual_state = forward_ad._state
+
+
+def has_dual(args):
+    """Whether tangents flow through a call on `args`: inside a dual level (forward-mode AD),
+    some argument carries one."""
+    if not _dual_state.active:
+        return False
+    for a in args:
+        if getattr(a, "_fw_grad", None) is not None:
+            return True
+    return False
 
 
 def _load_tensor_type():

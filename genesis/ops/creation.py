@@ -498,6 +498,8 @@ class ToCopy(Function):
     """A copy to another device and/or dtype, at `strides` (see copy_strides); the gradient goes
     back the same way."""
 
+    linear = True
+
     @staticmethod
     def forward(ctx, x, device, dtype, non_blocking, strides=None):
         ctx.src = (x.device, x.dtype)
@@ -536,6 +538,8 @@ def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=Fal
 
 class Clone(Function):
     """A copy of `x` at `strides` (see copy_strides); the gradient passes through."""
+
+    linear = True
 
     @staticmethod
     def forward(ctx, x, strides=None):

@@ -15,7 +15,9 @@ rebased (`genesis.autograd.views.rebase_history`).
 from .. import dtypes
 from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.function import edge_of
+from ..autograd.forward_ad import set_tangent, tangent_of
+from ..autograd.function import edge_of, has_dual
+from ..autograd.tangents import assign_tangent
 from ..autograd.views import rebase_history
 from ..dispatch import kernel
 from ..tensor import Tensor
@@ -64,6 +66,8 @@ def snapshot_for_graph(self, *args):
     edge = edge_of(self)  # a leaf's edge is its AccumulateGrad: the in-place check rejects it
     if edge is not None and self.grad_fn is not None:
         snapshot.grad_fn, snapshot._output_nr, snapshot._requires_grad = edge[0], edge[1], True
+    if self._fw_grad is not None:
+        set_tangent(snapshot, tangent_of(self))
     return snapshot
 
 
@@ -83,6 +87,8 @@ def write_result(self, result, op):
     if is_grad_enabled() and (result._requires_grad or self._requires_grad
                               or (self._base is not None and self._base._requires_grad)):
         rebase_history(self, result)
+    if has_dual((self, result)):
+        assign_tangent(self, tangent_of(result))
     return self
 
 
@@ -102,7 +108,7 @@ def write_elementwise(self, op, operands, params, name):
     dtype, device, shape = self.dtype, self.device, self._data.shape
     grad = is_grad_enabled()
     floating = dtype.is_floating_point
-    if grad and _in_graph(self) or not floating and (
+    if grad and _in_graph(self) or has_dual(operands) or not floating and (
             op not in _INTEGER_OPS or dtype is dtypes.bool_ or dtype.is_complex):
         return False
     args = []
@@ -131,7 +137,8 @@ def write_fill(self, value, name):
     """In-place `name` setting every element of `self` to the Python number `value`, written
     directly (no temporary, no copy) when no graph is recorded; False otherwise, having written
     nothing."""
-    if type(value) not in (int, float, bool) or is_grad_enabled() and _in_graph(self):
+    if (type(value) not in (int, float, bool) or is_grad_enabled() and _in_graph(self)
+            or self._fw_grad is not None):
         return False
     check_inplace_target(self, name)
     kernel("fill_", self.device.type)(self._data, value)

@@ -11,7 +11,7 @@ repeat, diag) are in shape_copies.py.
 import math
 import operator
 
-from ..autograd import grad_mode
+from ..autograd import forward_ad, grad_mode
 from ..autograd.function import Function, UntrackedNode, name_node
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.views import AsStrided, AsStridedScatter
@@ -154,13 +154,15 @@ def inverse_permutation(dims):
 
 
 class ViewFunction(Function):
-    """A Function whose forward only makes views of its input: with grad mode off its `apply`
-    is that forward alone, as Function.apply would run it (nothing to record; a view reads no
-    autocast state)."""
+    """A Function whose forward only makes views of its input: with grad mode off and no
+    tangents flowing its `apply` is that forward alone, as Function.apply would run it (nothing
+    to record; a view reads no autocast state). Its tangent is the same view of the input's."""
+
+    linear = True
 
     @classmethod
     def apply(cls, *args):
-        if grad_mode._state.enabled:
+        if grad_mode._state.enabled or forward_ad._state.active:
             return super().apply(*args)
         return cls.forward(UntrackedNode(), *args)
 
