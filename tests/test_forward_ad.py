@@ -421,3 +421,28 @@ def test_tutorial_flow():
     with gfw.dual_level():
         got = gfw.unpack_dual(_exp_function(genesis).apply(gfw.make_dual(x, t))).tangent
     assert_close(got, torch.from_numpy((t * x.exp()).detach().numpy()))
+
+
+def test_gradcheck_checks_forward_ad():
+    """gradcheck(check_forward_ad=True) compares the jvp's Jacobian with central differences,
+    with no backward needed when check_backward_ad=False."""
+    class Wrong(_exp_function(genesis)):
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t * 2
+
+    x = genesis.randn(3, 2, dtype=genesis.float64, requires_grad=True)
+    options = {"check_forward_ad": True, "check_backward_ad": False}
+    assert genesis.autograd.gradcheck(_exp_function(genesis).apply, (x,), **options)
+    assert not genesis.autograd.gradcheck(Wrong.apply, (x,), raise_exception=False, **options)
+    assert genesis.autograd.gradcheck(lambda v: (v.sin() * v).cumsum(0), (x,),
+                                      check_forward_ad=True)
+
+
+def test_dropout_tangent_follows_its_own_mask():
+    """The tangent of a random op uses the draw its primal used."""
+    x, tangent = genesis.rand(50) + 1.0, genesis.randn(50)
+    with gfw.dual_level():
+        out, out_tangent = gfw.unpack_dual(genesis.nn.functional.dropout(
+            gfw.make_dual(x, tangent), 0.5, training=True))
+    assert_close(out_tangent, torch.from_numpy((out / x * tangent).numpy()))

@@ -3,12 +3,14 @@
 Inputs are perturbed in place through their host memory (written back to the device for device
 tensors), so the checks run on every device. New tensors come from Tensor methods (`new_tensor`,
 `new_empty`), which the op layer defines: this module sits below it.
-The analytical Jacobian comes from backward passes with one-hot output gradients; the numerical one
-from central differences of the forward. Use float64 inputs: float32 differences are too coarse.
+The analytical Jacobian comes from backward passes with one-hot output gradients (and, with
+check_forward_ad, from dual tensors with one-hot tangents); the numerical one from central
+differences of the forward. Use float64 inputs: float32 differences are too coarse.
 """
 
 import numpy as np
 
+from . import forward_ad
 from .engine import grad as autograd_grad
 from .grad_mode import enable_grad, no_grad
 
@@ -77,22 +79,57 @@ def _analytical_jacobians(fn, inputs, diff_idx):
     return jacs
 
 
-def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_):
-    """True if backward's Jacobian matches central differences for every differentiable input."""
+def _forward_jacobians(fn, inputs, diff_idx):
+    """One Jacobian per differentiable input from forward-mode AD: column j holds the outputs'
+    tangents when the input's element j alone has tangent 1."""
+    jacs = []
+    for i in diff_idx:
+        x = inputs[i]
+        columns = []
+        for j in range(x.numel()):
+            onehot = np.zeros(x.numel(), dtype=x.dtype.numpy_dtype)
+            onehot[j] = 1
+            with forward_ad.dual_level():
+                duals = list(inputs)
+                duals[i] = forward_ad.make_dual(x, x.new_tensor(onehot.reshape(x.shape)))
+                columns.append(np.concatenate([_tangent_values(o)
+                                               for o in _flat_outputs(fn, duals)]))
+        jacs.append(np.stack(columns, axis=1) if columns else np.zeros((0, 0)))
+    return jacs
+
+
+def _tangent_values(out):
+    """An output's tangent, flattened (zeros where it has none)."""
+    tangent = forward_ad.unpack_dual(out).tangent
+    if tangent is None:
+        return np.zeros(out.numel())
+    return tangent._host().astype(np.float64).ravel()
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              check_backward_ad=True, check_forward_ad=False, **_):
+    """True if the Jacobians of backward (`check_backward_ad`) and of forward-mode AD
+    (`check_forward_ad`) match central differences for every differentiable input."""
     inputs = _as_tuple(inputs)
     diff_idx = _differentiable_inputs(inputs)
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
-    analytical = _analytical_jacobians(func, inputs, diff_idx)
+    checked = []
+    if check_backward_ad:
+        checked.append(("Jacobian", _analytical_jacobians(func, inputs, diff_idx)))
+    if check_forward_ad:
+        checked.append(("Jacobian computed with forward mode",
+                        _forward_jacobians(func, inputs, diff_idx)))
     for col, i in enumerate(diff_idx):
         numerical = _numerical_jacobian(func, inputs, i, eps)
-        if numerical.size == 0 and analytical[col].size == 0:
-            continue
-        if not np.allclose(analytical[col], numerical, rtol=rtol, atol=atol):
-            if not raise_exception:
-                return False
-            raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},\n"
-                                 f"numerical:{numerical}\nanalytical:{analytical[col]}")
+        for what, analytical in checked:
+            if numerical.size == 0 and analytical[col].size == 0:
+                continue
+            if not np.allclose(analytical[col], numerical, rtol=rtol, atol=atol):
+                if not raise_exception:
+                    return False
+                raise GradcheckError(f"{what} mismatch for output 0 with respect to input {i},"
+                                     f"\nnumerical:{numerical}\nanalytical:{analytical[col]}")
     return True
 
 
