@@ -55,6 +55,15 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self):
+        """`with genesis.device(d):` makes `d` the default device of factory calls inside it."""
+        _entered.append(_default_device)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(_entered.pop())
+
 
 cpu = device("cpu")
 
@@ -77,6 +86,7 @@ def as_device(value):
 
 
 _default_device = None  # set_default_device's device; None is the CPU
+_entered = []  # the default devices that `with device(...)` blocks replaced, innermost last
 
 
 def set_default_device(device):

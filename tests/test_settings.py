@@ -127,6 +127,31 @@ def test_factories_use_the_default_device():
     assert out[:4] == ["cuda:0", "['cuda']", "cpu cpu", "cpu cpu"]
 
 
+DEVICE_BLOCKS = """
+import sys
+sys.path.insert(0, TESTS)
+import fake_cuda
+import genesis
+fake_cuda.install()
+with genesis.device("cuda") as entered:
+    layer = genesis.nn.Linear(2, 3)
+    with genesis.device("cpu"):
+        inner = genesis.randn(2)
+    print(entered, layer.weight.device.type, layer(genesis.ones(2)).device.type, inner.device)
+print(genesis.zeros(2).device, genesis.get_default_device())
+"""
+
+
+def test_device_blocks_set_the_default_device():
+    """`with genesis.device(d):` makes factories and new modules use `d`, nests, and restores
+    the previous default on exit, as torch.device's context manager does."""
+    tests = str(pathlib.Path(__file__).parent)
+    code = DEVICE_BLOCKS.replace("TESTS", repr(tests))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=pathlib.Path(tests).parent, check=True).stdout.split("\n")
+    assert out[:2] == ["cuda cuda cuda cpu", "cpu cpu"]
+
+
 def test_num_threads_sizes_numpy_blas_pool():
     import threadpoolctl
     before = genesis.get_num_threads()
