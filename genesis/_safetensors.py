@@ -126,11 +126,24 @@ def read_array(f, entry, data_start):
     return arr.byteswap() if sys.byteorder == "big" and dtype.itemsize > 1 else arr
 
 
-def read(f, name):
-    """(name -> numpy array in data order, metadata) from the open binary file `f`."""
+def map_array(f, entry, data_start):
+    """The array of `entry` mapped copy-on-write from the file `f` names: its pages are read
+    when touched, and writes to it stay in memory."""
+    begin, end = entry["data_offsets"]
+    if end == begin or sys.byteorder == "big":
+        return read_array(f, entry, data_start)
+    mapped = np.memmap(f.name, DTYPE_CODES[entry["dtype"]], "c", data_start + begin,
+                       tuple(entry["shape"]))
+    return mapped.view(np.ndarray)
+
+
+def read(f, name, mmap=False):
+    """(name -> numpy array in data order, metadata) from the open binary file `f`; with `mmap`
+    the arrays map the file named `f.name` instead of being read."""
     start = f.tell()
     size = f.seek(0, os.SEEK_END) - start
     f.seek(start)
     header, metadata, data_start = read_header(f, name, size)
     order = sorted(header, key=lambda k: header[k]["data_offsets"][0])
-    return {k: read_array(f, header[k], start + data_start) for k in order}, metadata
+    fetch = map_array if mmap else read_array
+    return {k: fetch(f, header[k], start + data_start) for k in order}, metadata

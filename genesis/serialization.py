@@ -248,7 +248,7 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
-def load(f, map_location=None, weights_only=True):
+def load(f, map_location=None, weights_only=True, *, mmap=None):
     """Read what `save` wrote (or any safetensors file, as a flat dict of tensors).
 
     `map_location` (a device, a string, a dict from saved to new locations, or a callable
@@ -256,17 +256,21 @@ def load(f, map_location=None, weights_only=True):
     module saved with `save(model, f)` loads only with `weights_only=False` (see the module
     docstring); otherwise it raises pickle.UnpicklingError, as PyTorch's weights-only load does.
     A file torch.save wrote loads weights only, whatever `weights_only` says (`_torch_format`).
+    `mmap=True` (for a path only) maps the tensors of a genesis or safetensors file from the
+    file instead of reading them into memory; a file torch.save wrote is read.
     """
     if hasattr(f, "read"):
+        if mmap:
+            raise ValueError("f must be a file path in order to use the mmap argument")
         return _load(f, getattr(f, "name", repr(f)), map_location, weights_only)
     with open(os.fspath(f), "rb") as fh:
-        return _load(fh, os.fspath(f), map_location, weights_only)
+        return _load(fh, os.fspath(f), map_location, weights_only, bool(mmap))
 
 
-def _load(f, name, map_location, weights_only):
+def _load(f, name, map_location, weights_only, mmap=False):
     if _torch_format.is_torch_file(f):
         return _torch_format.load(f, name, lambda t, where: _relocate(t, where, map_location))
-    arrays, metadata = _safetensors.read(f, name)
+    arrays, metadata = _safetensors.read(f, name, mmap)
     decoder = _Decoder(arrays, map_location, name, weights_only)
     if STRUCTURE_KEY not in metadata:
         return {key: decoder.tensor(key, "cpu") for key in arrays}

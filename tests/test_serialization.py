@@ -142,6 +142,25 @@ def test_file_objects_and_map_location(tmp_path):
     assert genesis.load(tmp_path / "m", map_location={"cuda:0": "cpu"})[0].tolist() == [1.0, 1.0]
 
 
+def test_mmap_maps_the_file_copy_on_write(tmp_path, rng):
+    """load(mmap=True) gives the saved values, taken from the file, whose bytes stay as saved
+    when a loaded tensor is written to; an open file cannot be mapped, as in torch."""
+    saved = {"w": genesis.tensor(rng.standard_normal((3, 4)).astype(np.float32)),
+             "b": genesis.tensor(np.arange(5)), "e": genesis.zeros(0)}
+    genesis.save(saved, tmp_path / "m.pt")
+    loaded = genesis.load(tmp_path / "m.pt", mmap=True)
+    for key, t in saved.items():
+        _values_equal(loaded[key], t)
+    loaded["w"].add_(1.0)
+    _values_equal(genesis.load(tmp_path / "m.pt", mmap=True)["w"], saved["w"])
+    torch.save({"w": torch.ones(2)}, tmp_path / "t.pt")
+    with open(tmp_path / "m.pt", "rb") as f, pytest.raises(ValueError) as got:
+        genesis.load(f, mmap=True)
+    with open(tmp_path / "t.pt", "rb") as f, pytest.raises(ValueError) as expected:
+        torch.load(f, mmap=True)
+    assert str(got.value) == str(expected.value)
+
+
 @skip_no_cuda
 def test_cuda_tensors_saved_from_host_and_mapped(tmp_path):
     t = genesis.arange(6, dtype=genesis.float32).reshape(2, 3).cuda()
