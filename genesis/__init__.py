@@ -47,7 +47,7 @@ from .ops.matrix_functions import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from .settings import *  # noqa: F401,F403
-from . import nn, optim, utils
+from . import __future__, nn, optim, utils
 from .nn.functional import conv1d, conv2d, group_norm, layer_norm, rms_norm  # noqa: F401
 from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special

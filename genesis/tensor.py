@@ -358,6 +358,12 @@ class Tensor:
         self._requires_grad = False
         return self
 
+    def module_load(self, other, assign=False):
+        """What `load_state_dict` swaps in for this parameter or buffer given the state-dict
+        value `other`, when genesis.__future__ says to swap: `other` detached if `assign`,
+        else this tensor's storage holding `other`'s values, detached. Subclasses override it."""
+        return other.detach() if assign else self.copy_(other).detach()
+
     def retain_grad(self):
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

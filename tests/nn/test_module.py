@@ -246,6 +246,79 @@ def test_load_state_dict_casts_and_assigns():
         m.load_state_dict([("weight", new)])
 
 
+def test_swap_tensors_as_torch():
+    """swap_tensors trades classes, data and attributes; a weak reference forbids it."""
+    import weakref
+    seen = []
+    for lib in (torch, genesis):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.arange(3)
+        b.note = "b"
+        lib.utils.swap_tensors(a, b)
+        seen.append((type(a).__name__, type(b).__name__, a.tolist(), b.tolist(), a.note,
+                     b.requires_grad, a.requires_grad))
+        ref = weakref.ref(a)
+        with pytest.raises(RuntimeError) as info:
+            lib.utils.swap_tensors(b, a)
+        seen.append(str(info.value))
+        del ref
+    assert seen[2:] == seen[:2]
+
+
+@pytest.fixture
+def future_switches():
+    """Restore both frameworks' __future__ conversion switches after the test."""
+    yield
+    for lib in (torch, genesis):
+        lib.__future__.set_swap_module_params_on_conversion(False)
+        lib.__future__.set_overwrite_module_params_on_conversion(False)
+
+
+@pytest.mark.parametrize("switch", [None, "swap", "overwrite"])
+def test_conversion_switches_as_torch(switch, future_switches):
+    """Under each of genesis.__future__'s switches a dtype conversion keeps or replaces the
+    Parameter objects and converts their gradients, as torch's do."""
+    seen = []
+    for lib in (torch, genesis):
+        if switch:
+            getattr(lib.__future__, f"set_{switch}_module_params_on_conversion")(True)
+        m = lib.nn.Linear(2, 3)
+        m(lib.ones(1, 2)).sum().backward()
+        weight, grad = m.weight, m.weight.grad
+        m.double()
+        seen.append((m.weight is weight, m.weight.grad is grad, weight.dtype is lib.float64,
+                     str(m.weight.grad.dtype)[-7:], str(m.bias.dtype)[-7:], type(m.weight).__name__,
+                     m.weight.requires_grad, m.weight.grad.tolist()))
+    assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("assign", [False, True])
+def test_load_state_dict_swaps_through_module_load(assign, future_switches):
+    """With the swap switch on, load_state_dict keeps the Parameter objects and gives them
+    module_load's result: the state dict's dtype with assign, the module's without."""
+    seen = []
+    for lib in (torch, genesis):
+        lib.__future__.set_swap_module_params_on_conversion(True)
+        m = lib.nn.Linear(2, 3)
+        weight = m.weight
+        state = {"weight": lib.ones(3, 2, dtype=lib.float64), "bias": lib.zeros(3)}
+        m.load_state_dict(state, assign=assign)
+        seen.append((m.weight is weight, str(m.weight.dtype)[-7:], type(m.weight).__name__,
+                     m.weight.requires_grad, m.weight.tolist(), state["weight"] is m.weight))
+    assert seen[1] == seen[0]
+
+
+def test_module_load_returning_an_input_is_refused(future_switches):
+    class Same(nn.Parameter):
+        def module_load(self, other, assign=False):
+            return other
+
+    genesis.__future__.set_swap_module_params_on_conversion(True)
+    m = nn.Linear(2, 3)
+    m.weight = Same(m.weight.detach())
+    with pytest.raises(RuntimeError, match="module_load returned one of self or other"):
+        m.load_state_dict({"weight": genesis.ones(3, 2), "bias": genesis.zeros(3)})
+
+
 def test_forward_hooks():
     m = Scale()
     x = genesis.ones(3)

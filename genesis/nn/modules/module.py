@@ -9,10 +9,11 @@ import functools
 import itertools
 from collections import OrderedDict, namedtuple
 
-from ... import dtypes
+from ... import __future__, dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty_like, parse_to
 from ...tensor import RemovableHandle, Tensor
+from ...utils._swap import swap_tensors
 from ..parameter import Buffer, Parameter, is_lazy
 from . import hooks
 from .hooks import (register_module_backward_hook, register_module_forward_hook,  # noqa: F401
@@ -329,23 +330,47 @@ class Module:
 
     def _apply(self, fn, recurse=True):
         """Map `fn` over every parameter, gradient and buffer (the submodules' too, with
-        `recurse`); Parameters keep their identity."""
+        `recurse`); Parameters keep their identity unless genesis.__future__ says to overwrite
+        them."""
         if recurse:
             for module in self.children():
                 module._apply(fn)
         with no_grad():
-            for param in self._parameters.values():
-                if param is None:
-                    continue
-                param.data = fn(param)
-                if param.grad is not None:
-                    param.grad.data = fn(param.grad)
+            for key, param in self._parameters.items():
+                if param is not None:
+                    self._parameters[key] = self._converted(key, param, fn)
             for name, buf in self._buffers.items():
                 if is_lazy(buf):  # stays a placeholder for its lazy module
                     buf.data = fn(buf)
                 elif buf is not None:
                     self._buffers[name] = fn(buf)
         return self
+
+    def _converted(self, key, param, fn):
+        """`param` and its gradient mapped by `fn`: swapped in place, a new Parameter, or the
+        same Parameter given the new data, as genesis.__future__'s switches say."""
+        grad = param.grad
+        if __future__.get_swap_module_params_on_conversion():
+            param.grad = None
+            self._swap(key, param, Parameter(fn(param), param.requires_grad))
+            if grad is not None:
+                self._swap(key + ".grad", grad, fn(grad).requires_grad_(grad.requires_grad))
+                param.grad = grad
+            return param
+        if __future__.get_overwrite_module_params_on_conversion():
+            out = Parameter(fn(param), param.requires_grad)
+            out.grad = None if grad is None else fn(grad)
+            return out
+        param.data = fn(param)
+        if grad is not None:
+            grad.data = fn(grad)
+        return param
+
+    def _swap(self, key, tensor, new):
+        try:
+            swap_tensors(tensor, new)
+        except Exception as e:
+            raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") from e
 
     def to(self, *args, **kwargs):
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)`; only floats cast;
@@ -718,13 +743,35 @@ def _has_extra_state(module, method):
 
 
 def _write_plan(plan, assign):
-    """Write the checked entries: cast to their targets' device and dtype unless `assign`."""
+    """Write the checked entries: cast to their targets' device and dtype unless `assign`, or
+    swapped in through Tensor.module_load where genesis.__future__ says to swap."""
     with no_grad():
+        if __future__.get_swap_module_params_on_conversion():
+            for module, name, target, value in plan:
+                _swap_entry(module, target, value, assign)
+            return
         if not assign:
             plan = [(m, n, t, v if t is None else v.to(device=t.device, dtype=t.dtype))
                     for m, n, t, v in plan]
         for module, name, target, value in plan:
             _load_entry(module, name, target, value, assign)
+
+
+def _swap_entry(module, target, value, assign):
+    """Swap `target` with `target.module_load(value)`, a Parameter where `target` is one."""
+    if target is None:
+        module.set_extra_state(value)
+        return
+    loaded = target.module_load(value, assign=assign)
+    if loaded is value or loaded is target:
+        raise RuntimeError("module_load returned one of self or other, please .detach() the "
+                           "result if returning one of the inputs in module_load")
+    if isinstance(target, Parameter):
+        if isinstance(loaded, Parameter):
+            loaded.requires_grad_(target.requires_grad)
+        else:
+            loaded = Parameter(loaded, target.requires_grad)
+    swap_tensors(target, loaded)
 
 
 def _load_entry(module, name, target, value, assign):
