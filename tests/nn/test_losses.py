@@ -116,6 +116,28 @@ def test_regression_losses(name, kwargs, dtype, reduction, rng, device):
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name, kwargs", [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.5}),
+                                          ("huber_loss", {"delta": 0.7})], ids=str)
+def test_fused_regression_losses_are_one_node(name, kwargs, reduction, rng):
+    """mse, smooth L1 and Huber losses are one node with an edge to input and target, as
+    torch's fused kernels: the graph walk meets the inputs' producers next, and gradients of the
+    gradient (through create_graph) agree with torch's."""
+    x, y = _float(rng, (4, 5), genesis.float64), _float(rng, (4, 5), genesis.float64)
+    seen = []
+    for lib, a, b in ((torch, x[1], y[1]), (genesis, x[0], y[0])):
+        loss = getattr(lib.nn.functional, name)(a * 2, b, reduction=reduction, **kwargs)
+        grads = lib.autograd.grad(loss.sum(), (a, b), create_graph=True)
+        (grads[0] * grads[1]).sum().backward()
+        seen.append((loss, [repr(n).split(" object")[0] for n, _ in loss.grad_fn.next_functions],
+                     grads, a.grad, b.grad))
+    (t_loss, t_names, t_grads, *t_second), (g_loss, g_names, g_grads, *g_second) = seen
+    assert g_names == t_names == ["<MulBackward0", "<AccumulateGrad"]
+    assert_close(g_loss, t_loss)
+    for g, t in zip(g_grads + tuple(g_second), t_grads + tuple(t_second)):
+        assert_close(g, t)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_bce_loss(weighted, dtype, reduction, rng, device):

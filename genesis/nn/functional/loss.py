@@ -5,6 +5,7 @@ import math
 from ... import dtypes
 from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import is_grad_enabled
+from ...autograd.one_node import one_node
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.activation import softplus
@@ -247,11 +248,15 @@ def _check_same_size(input, target, op):
              "to broadcasting. Please ensure they have the same size.")
 
 
-def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn):
+def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn, node=None):
+    """`fn(input, target)` reduced: recorded as the single node `node` where PyTorch's fused
+    kernel makes one (MseLossBackward0), else as the ops it is made of."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, op)
     _check_same_size(input, target, op)
-    return reduce_loss(fn(input, target), reduction)
+    if node is None:
+        return reduce_loss(fn(input, target), reduction)
+    return one_node(lambda x, y: reduce_loss(fn(x, y), reduction), node, input, target)
 
 
 @autocast_policy("mse_loss")
@@ -260,8 +265,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         diff = x - y
         loss = diff * diff
         return loss if weight is None else loss * weight
-    return name_node(_pointwise_loss("mse_loss", input, target, size_average, reduce, reduction,
-                                     squared), "MseLossBackward0")
+    return _pointwise_loss("mse_loss", input, target, size_average, reduce, reduction, squared,
+                           "MseLossBackward0" if weight is None else None)
 
 
 @autocast_policy("l1_loss")
@@ -283,8 +288,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     def smooth(x, y):
         diff = ew.abs(x - y)
         return ew.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
-    return name_node(_pointwise_loss("smooth_l1_loss", input, target, size_average, reduce,
-                                     reduction, smooth), "SmoothL1LossBackward0")
+    return _pointwise_loss("smooth_l1_loss", input, target, size_average, reduce, reduction,
+                           smooth, "SmoothL1LossBackward0")
 
 
 @autocast_policy("huber_loss")
@@ -294,8 +299,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         diff = ew.abs(x - y)
         loss = ew.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
         return loss if weight is None else loss * weight
-    return name_node(_pointwise_loss("huber_loss", input, target, None, None, reduction, huber),
-                     "HuberLossBackward0")
+    return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber,
+                           "HuberLossBackward0" if weight is None else None)
 
 
 class _BinaryCrossEntropy(Function):

@@ -1,0 +1,36 @@
+"""Ops composed of several genesis ops that PyTorch records as a single graph node."""
+
+from .function import Function, name_node
+from .grad_mode import enable_grad, is_grad_enabled
+
+
+class _OneNode(Function):
+    """`fn(*tensors)` as one node whose edges are the tensors: backward recomputes `fn` and
+    differentiates it, from the inputs themselves when the backward is being recorded, so
+    gradients of every order are those of `fn`."""
+
+    @staticmethod
+    def forward(ctx, *tensors, fn):
+        ctx.fn = fn
+        ctx.save_for_backward(*tensors)
+        return fn(*tensors)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .engine import grad as differentiate
+        needs, recorded = ctx.needs_input_grad, is_grad_enabled()
+        inputs = ctx.saved_tensors
+        if not recorded:
+            inputs = [t.detach().requires_grad_(need) for t, need in zip(inputs, needs)]
+        wanted = [t for t, need in zip(inputs, needs) if need]
+        with enable_grad():
+            found = iter(differentiate(ctx.fn(*inputs), wanted, grad, create_graph=recorded,
+                                       allow_unused=True))
+        return tuple(next(found) if need else None for need in needs)
+
+
+def one_node(fn, name, *tensors):
+    """`fn(*tensors)` recorded as the single node `name` (e.g. "MseLossBackward0") with an edge
+    to each tensor, as PyTorch records the ops it runs as one kernel, so walking the graph
+    through `next_functions` meets the producers of `tensors` next."""
+    return name_node(_OneNode.apply(*tensors, fn=fn), name)
