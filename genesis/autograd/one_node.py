@@ -6,8 +6,9 @@ from .grad_mode import enable_grad, is_grad_enabled
 
 class _OneNode(Function):
     """`fn(*tensors)` as one node whose edges are the tensors: backward recomputes `fn` and
-    differentiates it, from the inputs themselves when the backward is being recorded, so
-    gradients of every order are those of `fn`."""
+    differentiates it, from the inputs themselves when the backward is being recorded and they
+    require grad, so gradients of every order are those of `fn` (a gradient wanted of an input
+    that requires none, as forward-mode AD asks, comes from a detached copy)."""
 
     @staticmethod
     def forward(ctx, *tensors, fn):
@@ -19,9 +20,8 @@ class _OneNode(Function):
     def backward(ctx, grad):
         from .engine import grad as differentiate
         needs, recorded = ctx.needs_input_grad, is_grad_enabled()
-        inputs = ctx.saved_tensors
-        if not recorded:
-            inputs = [t.detach().requires_grad_(need) for t, need in zip(inputs, needs)]
+        inputs = [t if recorded and t.requires_grad else t.detach().requires_grad_(need)
+                  for t, need in zip(ctx.saved_tensors, needs)]
         wanted = [t for t, need in zip(inputs, needs) if need]
         with enable_grad():
             found = iter(differentiate(ctx.fn(*inputs), wanted, grad, create_graph=recorded,
