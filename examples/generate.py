@@ -23,10 +23,11 @@ def parse_args(argv=None):
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
                    help="default: bfloat16 on the GPU, float32 on the CPU")
-    p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--sample", action="store_true", default=None,
+                   help="sample instead of greedy decoding")
+    for name, kind in (("temperature", float), ("top-k", int), ("top-p", float),
+                       ("min-p", float), ("repetition-penalty", float)):
+        p.add_argument(f"--{name}", type=kind, help="default: the model's generation config")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
@@ -44,7 +45,8 @@ def main(argv=None):
     tokenizer = Tokenizer.from_pretrained(args.model)
     ids, mask = tokenizer([args.prompt], device=device)
     kwargs = dict(do_sample=args.sample, temperature=args.temperature, top_k=args.top_k,
-                  top_p=args.top_p, generator=genesis.Generator(device).manual_seed(args.seed),
+                  top_p=args.top_p, min_p=args.min_p, repetition_penalty=args.repetition_penalty,
+                  generator=genesis.Generator(device).manual_seed(args.seed),
                   eos_token_id=tokenizer.eos_token_id, attention_mask=mask)
     start = time.perf_counter()
     with genesis.no_grad():

@@ -215,14 +215,68 @@ def test_sampling_filters(saved, rng):
     np.testing.assert_array_equal(draws[0], draws[1])
 
 
+@pytest.mark.parametrize("settings", [dict(repetition_penalty=1.8),
+                                      dict(repetition_penalty=0.6, min_new_tokens=5),
+                                      dict(min_new_tokens=30)])
+def test_processors_match_transformers(saved, rng, settings):
+    """Greedy generation under the repetition penalty (prompt padding ignored, as
+    transformers does) and min_new_tokens gives transformers' tokens; eos is the token each
+    row would stop on first."""
+    family, hf, path = saved
+    model = genesis.models.from_pretrained(path)
+    ids, mask = _prompts(rng, 3, 7, padded=True)
+    free = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask), max_new_tokens=8,
+                       do_sample=False, pad_token_id=0, eos_token_id=VOCAB + 1)
+    eos = int(free[-1, 7])
+    expected = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask),
+                           max_new_tokens=32, do_sample=False, pad_token_id=0,
+                           eos_token_id=eos, **settings)
+    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+                         max_new_tokens=32, pad_token_id=0, eos_token_id=eos, **settings)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_min_p_filter_matches_transformers(rng):
+    from genesis.models.sampling import filter_min_p
+    from transformers.generation.logits_process import MinPLogitsWarper
+    logits = rng.standard_normal((4, 50)).astype(np.float32) * 3
+    expected = MinPLogitsWarper(0.1)(None, torch.tensor(logits))
+    np.testing.assert_array_equal(filter_min_p(genesis.tensor(logits), 0.1).numpy(),
+                                  expected.numpy())
+
+
+def test_generation_config_sets_the_sampling_defaults(saved, rng):
+    """generation_config.json's do_sample, top_k and repetition_penalty apply where generate
+    is not given them; arguments win; invalid settings raise transformers' errors."""
+    family, hf, path = saved
+    with open(os.path.join(path, "generation_config.json"), "w") as f:
+        json.dump({"do_sample": True, "top_k": 1, "repetition_penalty": 1.8,
+                   "pad_token_id": 0}, f)
+    model = genesis.models.from_pretrained(path)
+    ids = _prompts(rng, 2, 5, padded=False)[0]
+    configured = model.generate(genesis.tensor(ids), max_new_tokens=8)
+    expected = hf.generate(torch.tensor(ids), max_new_tokens=8, do_sample=False,
+                           repetition_penalty=1.8, pad_token_id=0)
+    np.testing.assert_array_equal(configured.numpy(), expected.numpy())
+    plain = model.generate(genesis.tensor(ids), max_new_tokens=8, do_sample=False,
+                           repetition_penalty=1.0)
+    expected = hf.generate(torch.tensor(ids), max_new_tokens=8, do_sample=False,
+                           pad_token_id=0)
+    np.testing.assert_array_equal(plain.numpy(), expected.numpy())
+    with pytest.raises(ValueError, match="strictly positive"):
+        model.generate(genesis.tensor(ids), repetition_penalty=0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate(genesis.tensor(ids), temperature=0.0)
+
+
 def test_temperature_sharpens_and_flattens_the_distribution():
     """A random model's top two logits can tie within a low temperature, so temperature is
     checked on logits of known gaps."""
-    from genesis.models.generation import next_tokens
+    from genesis.models.sampling import Sampling, next_tokens
     logits = genesis.tensor([[0.0, 5.0, 1.0]]).expand(400, 3)
     generator = genesis.Generator().manual_seed(3)
-    cold = next_tokens(logits, True, 0.01, 0, 1.0, generator)
-    hot = next_tokens(logits, True, 100.0, 0, 1.0, generator)
+    cold = next_tokens(logits, Sampling(True, 0.01, 0), generator=generator)
+    hot = next_tokens(logits, Sampling(True, 100.0, 0), generator=generator)
     assert set(cold.tolist()) == {1}
     assert set(hot.tolist()) == {0, 1, 2}
 
@@ -454,7 +508,9 @@ index bounds check, an output size): on the CPU they stand in for those reads.""
 
 
 @pytest.mark.parametrize("sampling", [dict(), dict(do_sample=True, top_k=5, top_p=0.9,
-                                                   temperature=0.7)])
+                                                   temperature=0.7),
+                                      dict(do_sample=True, min_p=0.05, repetition_penalty=1.3,
+                                           min_new_tokens=3)])
 def test_decode_steps_make_no_host_read(saved, rng, monkeypatch, sampling):
     """Every DecodeStep of a batched, left-padded generation with a stop token runs with the
     host-read kernels refusing to run."""

@@ -7,6 +7,8 @@ attributes read the dict first, then the family's defaults.
 import json
 import os
 
+from .sampling import SETTINGS
+
 
 class ModelConfig:
     """The settings of one model: `config.hidden_size`, `config.to_dict()`, ..."""
@@ -56,11 +58,12 @@ def read_config_file(directory):
 
 
 def read_generation_config(directory):
-    """The token settings of `directory`/generation_config.json ({} when absent)."""
+    """The token and sampling settings of `directory`/generation_config.json ({} when
+    absent)."""
     path = os.path.join(directory, "generation_config.json")
     if not os.path.isfile(path):
         return {}
     with open(path, encoding="utf-8") as f:
         values = json.load(f)
-    return {k: values[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id")
+    return {k: values[k] for k in ("eos_token_id", "pad_token_id", "bos_token_id", *SETTINGS)
             if values.get(k) is not None}

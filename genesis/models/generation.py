@@ -2,67 +2,25 @@
 
 The prompt runs once (prefill) and fills the cache; each new token then runs alone (decode)
 against it, as a `DecodeStep`: fixed shapes, static buffers, positions counted on the device,
-sampling on the device, nothing read back to the host. The host looks at the tokens only every
-`CHECK_EVERY` steps (or at each step when streaming) to stop once every sequence has produced a
-stop token. Greedy decoding takes the most likely token; sampling draws from the softmax of the
-logits after temperature, top-k and top-p filtering, in transformers' order.
+sampling on the device (models/sampling.py), nothing read back to the host. The host looks at
+the tokens only every `CHECK_EVERY` steps (or at each step when streaming) to stop once every
+sequence has produced a stop token.
 """
-
-import math
 
 import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops.compare import isin
-from ..ops.creation import empty, empty_like, full, tensor
+from ..ops.creation import empty, full, tensor
 from ..ops.elementwise import where
-from ..ops.index import masked_fill
-from ..ops.reduce import argmax, cumsum, softmax
 from ..ops.shape_copies import cat, stack
 from .attention_mask import position_ids as positions_from_mask
 from .cache import StaticCache
+from .sampling import History, Sampling, next_tokens
 
 CHECK_EVERY = 16
 """Decode steps between two host reads of the stop flags (each read waits for the device)."""
-
-
-def _filter_top_k(logits, top_k):
-    """Logits outside the `top_k` largest of each row set to -inf."""
-    top_k = min(top_k, logits.shape[-1])
-    kth = logits.topk(top_k, dim=-1).values[..., -1:]
-    return masked_fill(logits, logits < kth, -math.inf)
-
-
-def _filter_top_p(logits, top_p):
-    """Logits outside the smallest set whose probabilities reach `top_p` set to -inf (the most
-    likely token always stays). The kept set is every logit at or above the smallest kept one
-    of the sorted row: no scatter back through the sort's order (whose index check reads the
-    device)."""
-    ascending = logits.sort(dim=-1).values
-    cumulative = cumsum(softmax(ascending, -1), -1)
-    drop = cumulative <= 1 - top_p
-    drop[..., -1] = False
-    threshold = masked_fill(ascending, drop, math.inf).amin(-1, keepdim=True)
-    return masked_fill(logits, logits < threshold, -math.inf)
-
-
-def next_tokens(logits, do_sample, temperature, top_k, top_p, generator=None):
-    """The (batch,) next tokens from (batch, vocab) logits, on the logits' device. A sample is
-    the argmax of the probabilities over Exponential(1) noise, which picks token i with
-    probability p_i (torch's multinomial draws one sample so on the GPU)."""
-    if not do_sample:
-        return argmax(logits, -1)
-    logits = logits.float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    if top_k:
-        logits = _filter_top_k(logits, top_k)
-    if top_p < 1.0:
-        logits = _filter_top_p(logits, top_p)
-    probs = softmax(logits, -1)
-    noise = empty_like(probs).exponential_(generator=generator)
-    return argmax(probs / noise, -1)
 
 
 class DecodeStep:
@@ -75,6 +33,8 @@ class DecodeStep:
                                           written, and its device mask of the visible keys
         logits         (batch, vocab)     this step's last-position logits
         finished       (batch,) bool      which sequences produced a stop token
+        history        sampling.History   the settings, and the tokens seen and made (None:
+                                          greedy, no processors)
     A call runs the model on `input_ids`, writes `logits`, samples the next tokens on the
     device (stopped sequences get `pad`), marks `finished`, and advances the positions. It
     reads nothing back to the host and its shapes never change, so it can be captured once as
@@ -95,13 +55,13 @@ class DecodeStep:
     """
 
     def __init__(self, model, cache, tokens, position_ids, finished, eos_ids, pad,
-                 sampling=(False, 1.0, 0, 1.0), generator=None):
+                 history=None, generator=None):
         self.model, self.cache = model, cache
         self.input_ids = tokens.reshape(-1, 1).to(dtypes.int64).clone()
         self.position_ids = position_ids.clone()
         self.finished = finished.clone()
         self.eos_ids, self.pad = eos_ids, pad
-        self.sampling, self.generator = sampling, generator
+        self.history, self.generator = history, generator
         self.logits = empty((tokens.shape[0], model.lm_head.out_features), dtype=model.dtype,
                             device=tokens.device)
 
@@ -116,8 +76,12 @@ class DecodeStep:
     def __call__(self):
         logits = self.model(self.input_ids, position_ids=self.position_ids, cache=self.cache)
         self.logits.copy_(logits[:, -1])
-        token = next_tokens(self.logits, *self.sampling, self.generator)
+        history = self.history
+        sampling = Sampling() if history is None else history.sampling
+        token = next_tokens(self.logits, sampling, history, self.generator)
         token = mark_stops(token, self.finished, self.eos_ids, self.pad)
+        if history is not None:
+            history.record(token)
         self.input_ids.copy_(token.unsqueeze(1))
         self.position_ids.add_(1)
 
@@ -143,10 +107,10 @@ def _stop_length(tokens, eos):
 
 class _DecodeSession:
     """What a generate call leaves for the next one with the same `key`: its cache, stop ids,
-    and (once made) its DecodeStep and the runner replaying it."""
+    token history, and (once made) its DecodeStep and the runner replaying it."""
 
-    def __init__(self, key, cache, eos_ids):
-        self.key, self.cache, self.eos_ids = key, cache, eos_ids
+    def __init__(self, key, cache, eos_ids, history):
+        self.key, self.cache, self.eos_ids, self.history = key, cache, eos_ids, history
         self.step = self.run = None
 
 
@@ -155,16 +119,18 @@ class GenerationMixin:
     (input_ids, attention_mask, position_ids, cache, logits_to_keep) and returns logits."""
 
     @no_grad()
-    def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0,
-                 top_k=50, top_p=1.0, eos_token_id=None, pad_token_id=None,
-                 attention_mask=None, streamer=None, generator=None):
+    def generate(self, input_ids, max_new_tokens=20, do_sample=None, temperature=None,
+                 top_k=None, top_p=None, eos_token_id=None, pad_token_id=None,
+                 attention_mask=None, streamer=None, generator=None, *, min_p=None,
+                 repetition_penalty=None, min_new_tokens=None):
         """The prompt followed by up to `max_new_tokens` new tokens, (batch, length).
 
         Prompts of different lengths are left-padded, with `attention_mask` marking the real
         tokens. A sequence that produced an `eos_token_id` (an int or a list) continues with
-        `pad_token_id`; generation stops once every sequence has. Both default to the model's
-        generation config, as in transformers. `streamer.put(tokens)` gets
-        each step's (batch,) tokens as they are produced, and `streamer.end()` the end.
+        `pad_token_id`; generation stops once every sequence has. These and the sampling
+        settings (models/sampling.py) default to the model's generation config, as in
+        transformers. `streamer.put(tokens)` gets each step's (batch,) tokens as they are
+        produced, and `streamer.end()` the end.
         """
         if input_ids.ndim != 2:
             raise ValueError(f"generate: input_ids must be (batch, length), got shape "
@@ -172,6 +138,10 @@ class GenerationMixin:
         batch, length = input_ids.shape
         device = input_ids.device
         defaults = self.generation_defaults()
+        given = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
+                     min_p=min_p, repetition_penalty=repetition_penalty,
+                     min_new_tokens=min_new_tokens)
+        sampling = Sampling.resolve(given, defaults)
         eos = self._eos_ids(eos_token_id if eos_token_id is not None
                             else defaults.get("eos_token_id"))
         if pad_token_id is None:
@@ -181,20 +151,21 @@ class GenerationMixin:
             return input_ids
         padded = attention_mask is not None and not bool(attention_mask.all())
         mask = attention_mask if padded else None
-        sampling, max_length = (do_sample, temperature, top_k, top_p), length + max_new_tokens
+        max_length = length + max_new_tokens
         key = (batch, max_length, padded, str(device), sampling, tuple(eos), pad, generator,
                self.training, self._state_addresses())
-        session = self._decode_session(key, batch, max_length, eos, device)
-        cache = session.cache
+        session = self._decode_session(key, batch, max_length, eos, device, sampling)
         positions = positions_from_mask(mask) if padded else None
-        logits = self(input_ids, attention_mask=mask, position_ids=positions, cache=cache,
-                      logits_to_keep=1)
-        eos_ids = session.eos_ids
+        logits = self(input_ids, attention_mask=mask, position_ids=positions,
+                      cache=session.cache, logits_to_keep=1)
+        history = session.history
+        history.start(input_ids, mask)
         finished = full((batch,), False, dtype=dtypes.bool_, device=device)
-        token = mark_stops(next_tokens(logits[:, -1], *sampling, generator), finished, eos_ids,
-                           pad)
-        generated = self._decode(session, token, mask, positions, finished, pad, sampling,
-                                 generator, max_new_tokens, streamer)
+        token = mark_stops(next_tokens(logits[:, -1], sampling, history, generator), finished,
+                           session.eos_ids, pad)
+        history.record(token)
+        generated = self._decode(session, token, mask, positions, finished, pad, generator,
+                                 max_new_tokens, streamer)
         new = stack(generated, dim=1)
         keep = _stop_length(new.cpu().numpy(), eos) if eos else new.shape[1]
         return cat([input_ids, new[:, :keep].to(input_ids.dtype)], dim=1)
@@ -205,22 +176,23 @@ class GenerationMixin:
         return tuple((t.data_ptr(), t.shape, t.dtype)
                      for t in (*self.parameters(), *self.buffers()))
 
-    def _decode_session(self, key, batch, max_length, eos, device):
-        """The cache, stop ids and decode step of the last generate call when `key` (shapes,
-        sampling, stop tokens, generator, where the weights lie) is the same, emptied for a
-        new prompt: a repeated call replays the decode graph the first one captured. A
-        different key replaces them."""
+    def _decode_session(self, key, batch, max_length, eos, device, sampling):
+        """The cache, stop ids, token history and decode step of the last generate call when
+        `key` (shapes, sampling, stop tokens, generator, where the weights lie) is the same,
+        emptied for a new prompt: a repeated call replays the decode graph the first one
+        captured. A different key replaces them."""
         session = getattr(self, "_last_decode", None)
         if session is not None and session.key == key:
             session.cache.reset()
             return session
         self._last_decode = None  # free the old cache and graph before allocating new ones
         eos_ids = tensor(eos, dtype=dtypes.int64, device=device) if eos else None
+        history = History(sampling, batch, self.lm_head.out_features, eos_ids, device)
         self._last_decode = _DecodeSession(key, self.make_cache(batch, max_length, device),
-                                           eos_ids)
+                                           eos_ids, history)
         return self._last_decode
 
-    def _decode(self, session, token, mask, positions, finished, pad, sampling, generator,
+    def _decode(self, session, token, mask, positions, finished, pad, generator,
                 max_new_tokens, streamer):
         """The new tokens, (batch,) each: `token`, then DecodeSteps until `max_new_tokens` or
         until the stop flags, read every CHECK_EVERY steps (each step when streaming), show
@@ -232,7 +204,7 @@ class GenerationMixin:
             (batch, 1), length, dtype=dtypes.int64, device=token.device)
         if session.step is None:
             session.step = DecodeStep(self, cache, token, start, finished, session.eos_ids,
-                                      pad, sampling, generator)
+                                      pad, session.history, generator)
             session.run = self.decode_runner(session.step)
         else:
             session.step.restart(token, start, finished)
@@ -284,7 +256,8 @@ class GenerationMixin:
         return list(eos_token_id) if isinstance(eos_token_id, (list, tuple)) else [eos_token_id]
 
     def generation_defaults(self):
-        """{"eos_token_id", "pad_token_id"}: generation_config.json's, else config.json's."""
+        """{"eos_token_id", "pad_token_id", and the sampling settings generation_config.json
+        gives}: generation_config.json's, else config.json's token ids."""
         config = self.config
         return {"eos_token_id": config.get("eos_token_id"),
                 "pad_token_id": config.get("pad_token_id"),
