@@ -596,3 +596,23 @@ def test_gemma3_configs_of_the_older_format():
     assert config.layer_windows == [512, 512, None] * 2 + [512]
     assert config.rope_of(FULL) == {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}
     assert config.rope_of(SLIDING) == {"rope_type": "default", "rope_theta": 1e4}
+
+
+def test_gemma3_image_text_checkpoints_load_their_language_model(tmp_path, rng):
+    """A Gemma 3 image-text checkpoint (model_type gemma3) loads as its language model, with
+    transformers' logits for text; saved, it is a text-only checkpoint transformers loads."""
+    text = dict(FAMILIES["gemma3"][2])
+    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                  num_attention_heads=2, image_size=28, patch_size=14)
+    torch.manual_seed(0)
+    hf = transformers.Gemma3ForConditionalGeneration(transformers.Gemma3Config(
+        text_config=text, vision_config=vision, mm_tokens_per_image=4)).eval()
+    hf.save_pretrained(tmp_path / "image_text")
+    model = genesis.models.from_pretrained(str(tmp_path / "image_text"))
+    ids, _ = _prompts(rng, 2, 9, padded=False)
+    with genesis.no_grad():
+        logits = model(genesis.tensor(ids))
+    assert_close(logits, _hf_logits(hf, ids), atol=1e-5, rtol=1e-5)
+    model.save_pretrained(str(tmp_path / "text"))
+    reloaded = transformers.Gemma3ForCausalLM.from_pretrained(str(tmp_path / "text")).eval()
+    assert_close(logits, _hf_logits(reloaded, ids), atol=1e-5, rtol=1e-5)

@@ -167,3 +167,41 @@ class Gemma3ForCausalLM(LlamaForCausalLM):
         logits = super().forward(input_ids, attention_mask, position_ids, cache, logits_to_keep)
         cap = self.config.final_logit_softcapping
         return logits if cap is None else (logits / cap).tanh() * cap
+
+
+class Gemma3Config(Gemma3TextConfig):
+    """The config.json of a Gemma 3 image-text checkpoint (model_type gemma3): the language
+    model's settings are its text_config's. Saved back as the text model's config (model_type
+    gemma3_text), the part Genesis holds."""
+
+    def __getattr__(self, name):
+        text = object.__getattribute__(self, "_values").get("text_config") or {}
+        if name in text:
+            return text[name]
+        return super().__getattr__(name)
+
+    def to_dict(self):
+        values = dict(self._values)
+        text = values.pop("text_config", None) or {}
+        values.pop("vision_config", None)
+        return {**values, **text, "model_type": "gemma3_text",
+                "architectures": ["Gemma3ForCausalLM"]}
+
+
+CHECKPOINT_PREFIXES = {"language_model.model.": "model.", "model.language_model.": "model.",
+                       "language_model.lm_head.": "lm_head."}
+"""Where image-text checkpoints keep the language model's tensors, and where they go."""
+
+
+class Gemma3LanguageModel(Gemma3ForCausalLM):
+    """The language model of a Gemma 3 image-text checkpoint; its vision tower and projector
+    are left unread."""
+
+    config_class = Gemma3Config
+
+    @staticmethod
+    def checkpoint_name(name):
+        for prefix, target in CHECKPOINT_PREFIXES.items():
+            if name.startswith(prefix):
+                return target + name[len(prefix):]
+        return name if name.startswith("lm_head.") else None

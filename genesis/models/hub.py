@@ -4,7 +4,7 @@ the target device and filled with the directory's weights."""
 from .. import dtypes
 from ..device import device as as_device
 from .config import read_config_file, read_generation_config
-from .gemma3 import Gemma3ForCausalLM
+from .gemma3 import Gemma3ForCausalLM, Gemma3LanguageModel
 from .gpt2 import GPT2LMHeadModel
 from .llama import LlamaForCausalLM
 from .pretrained import load_weights
@@ -13,7 +13,7 @@ from .qwen3 import Qwen3ForCausalLM
 
 MODEL_TYPES = {"llama": LlamaForCausalLM, "mistral": LlamaForCausalLM,
                "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM, "gpt2": GPT2LMHeadModel,
-               "gemma3_text": Gemma3ForCausalLM}
+               "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3LanguageModel}
 
 
 def model_class(model_type):
