@@ -1,7 +1,8 @@
 """Checks that tests/test_model_averaging.py runs inside each rank of a two-rank gloo job:
 PeriodicModelAverager's schedule, utils.average_parameters, post_localSGD_hook before and after
-its start, and PostLocalSGDOptimizer under DDP against a numpy reference. Every rank builds
-both ranks' data from the job's seed."""
+its start, and PostLocalSGDOptimizer under DDP against a numpy reference; and, in a four-rank
+job, HierarchicalModelAverager's schedule. Every rank builds every rank's data from the job's
+seed."""
 
 import os
 import warnings
@@ -15,6 +16,8 @@ from genesis import nn
 from genesis.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import (
     PostLocalSGDState, post_localSGD_hook)
 from genesis.distributed.algorithms.model_averaging import averagers, utils
+from genesis.distributed.algorithms.model_averaging.hierarchical_model_averager import (
+    HierarchicalModelAverager)
 from genesis.distributed.optim import PostLocalSGDOptimizer
 from genesis.nn.parallel import DistributedDataParallel as DDP
 
@@ -171,4 +174,23 @@ def run(rank, world, port, seed):
     check_hook(rank, seed)
     check_optimizer(rank, seed)
     check_state_dict(rank, seed)
+    dist.destroy_process_group()
+
+
+def run_hierarchical(rank, world, port, seed):
+    """{2: 2, 4: 4} after one warm-up step: steps 2 and 6 average within the pairs (0, 1) and
+    (2, 3), step 4 over all four ranks, the others not at all."""
+    start(rank, world, port)
+    shapes = [(2, 3), (4,)]
+    params = [nn.Parameter(genesis.zeros(s)) for s in shapes]
+    averager = HierarchicalModelAverager({2: 2, 4: 4}, warmup_steps=1)
+    for step in range(7):
+        set_params(params, values(seed, step, rank, shapes))
+        averager.average_parameters(params)
+        group = {2: [rank // 2 * 2, rank // 2 * 2 + 1], 6: [rank // 2 * 2, rank // 2 * 2 + 1],
+                 4: list(range(world))}.get(step, [rank])
+        ranks = [values(seed, step, r, shapes) for r in group]
+        for i, p in enumerate(params):
+            want = sum(v[i] for v in ranks) / len(ranks)
+            np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-6, atol=1e-7)
     dist.destroy_process_group()
