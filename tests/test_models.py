@@ -51,6 +51,7 @@ FAMILIES = {
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24,
         sliding_window=5, layer_types=["sliding_attention", "full_attention",
                                        "sliding_attention"],
+        rope_scaling={"rope_type": "linear", "factor": 8.0},
         max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=2)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(
         vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=128, bos_token_id=0,

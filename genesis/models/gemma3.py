@@ -23,7 +23,7 @@ from ..ops.creation import zeros
 from .attention_mask import step_inputs
 from .cache import embedding_rows
 from .llama import MLP, Attention, LlamaConfig, LlamaForCausalLM
-from .rotary import RotaryEmbedding, older_rope_parameters, rope_parameters
+from .rotary import RotaryEmbedding, older_rope_parameters, standard_rope
 
 SLIDING, FULL = "sliding_attention", "full_attention"
 
@@ -66,7 +66,7 @@ class Gemma3TextConfig(LlamaConfig):
         rope_local_base_freq (sliding layers) and rope_theta with rope_scaling (full ones)."""
         params = self.get("rope_parameters")
         if params is not None and kind in params:
-            return rope_parameters(params[kind])
+            return standard_rope(params[kind])
         if kind == SLIDING:
             return older_rope_parameters(None, self.rope_local_base_freq)
         return older_rope_parameters(self.get("rope_scaling"), self.rope_theta)

@@ -26,12 +26,19 @@ def rope_parameters(config):
     params = config.get("rope_parameters")
     if params is None:
         return older_rope_parameters(config.get("rope_scaling"), config.get("rope_theta", 10000.0))
-    return dict(params, rope_type=params.get("rope_type", params.get("type", "default")))
+    return standard_rope(params)
 
 
 def older_rope_parameters(scaling, theta):
     """The parameters of a config's older `rope_scaling` dict (or None) and `rope_theta`."""
-    return rope_parameters({"rope_parameters": {"rope_theta": theta, **(scaling or {})}})
+    return standard_rope({"rope_theta": theta, **(scaling or {})})
+
+
+def standard_rope(params):
+    """`params` with its `rope_type` named as transformers 5 names it (older configs say
+    "type", and "su" for longrope)."""
+    kind = params.get("rope_type", params.get("type", "default"))
+    return dict(params, rope_type="longrope" if kind == "su" else kind)
 
 
 def inverse_frequencies(head_dim, params):
