@@ -53,6 +53,12 @@ FAMILIES = {
                                        "sliding_attention"],
         rope_scaling={"rope_type": "linear", "factor": 8.0},
         max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=2)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        original_max_position_embeddings=16, partial_rotary_factor=0.5, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2, sliding_window=None,
+        rope_scaling={"type": "longrope", "long_factor": [1.0, 2.5], "short_factor": [1.0, 1.2]})),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(
         vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=128, bos_token_id=0,
         eos_token_id=0)),

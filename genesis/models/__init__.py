@@ -1,5 +1,5 @@
 """Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2, Qwen3,
-Gemma 3 and GPT-2.
+Gemma 3, Phi-3 and GPT-2.
 
     model = genesis.models.from_pretrained("path/to/model", dtype=genesis.bfloat16,
                                            device="cuda")
@@ -16,6 +16,7 @@ from .generation import GenerationMixin, TextStreamer
 from .gpt2 import GPT2Config, GPT2LMHeadModel
 from .hub import MODEL_TYPES, from_pretrained
 from .llama import LlamaConfig, LlamaForCausalLM
+from .phi3 import Phi3Config, Phi3ForCausalLM
 from .pretrained import PreTrainedModel, save_pretrained
 from .qwen2 import Qwen2Config, Qwen2ForCausalLM
 from .qwen3 import Qwen3Config, Qwen3ForCausalLM
@@ -25,5 +26,6 @@ from .tokenizer import Tokenizer
 __all__ = ["from_pretrained", "save_pretrained", "Tokenizer", "TextStreamer", "StaticCache",
            "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig",
            "LlamaForCausalLM", "Qwen2Config", "Qwen2ForCausalLM", "Qwen3Config",
-           "Qwen3ForCausalLM", "Gemma3TextConfig", "Gemma3ForCausalLM", "GPT2Config",
+           "Qwen3ForCausalLM", "Gemma3TextConfig", "Gemma3ForCausalLM", "Phi3Config",
+           "Phi3ForCausalLM", "GPT2Config",
            "GPT2LMHeadModel", "RotaryEmbedding", "apply_rotary", "rotate_half"]

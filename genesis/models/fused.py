@@ -56,8 +56,11 @@ class FusedLinear(nn.Linear):
 
     def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
                               error_msgs, plan):
-        """Nothing under the fused name: the parent reads the parts."""
-        unexpected_keys.extend(state_dict)
+        """Nothing under the fused name: the parent reads the parts (also a part named as
+        this module, the whole matrix, as Phi-3's checkpoints keep it)."""
+        name = prefix[:-1].rpartition(".")[2]
+        read = {prefix + p for p in self._parameters} if name in self.parts else set()
+        unexpected_keys.extend(k for k in state_dict if k not in read)
 
 
 class FusedParent(nn.Module):

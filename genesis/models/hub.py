@@ -7,13 +7,15 @@ from .config import read_config_file, read_generation_config
 from .gemma3 import Gemma3ForCausalLM, Gemma3LanguageModel
 from .gpt2 import GPT2LMHeadModel
 from .llama import LlamaForCausalLM
+from .phi3 import Phi3ForCausalLM
 from .pretrained import load_weights
 from .qwen2 import Qwen2ForCausalLM
 from .qwen3 import Qwen3ForCausalLM
 
 MODEL_TYPES = {"llama": LlamaForCausalLM, "mistral": LlamaForCausalLM,
                "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM, "gpt2": GPT2LMHeadModel,
-               "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3LanguageModel}
+               "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3LanguageModel,
+               "phi3": Phi3ForCausalLM}
 
 
 def model_class(model_type):

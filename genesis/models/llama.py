@@ -48,6 +48,15 @@ class LlamaConfig(ModelConfig):
         """Whether each query and key head is RMS-normalised before the rotation."""
         return False
 
+    def checkpoint_parts(self, parts, fused_name):
+        """How checkpoints name a fused projection's rows: `parts` (name -> rows), each
+        projection on its own."""
+        return parts
+
+    def rope(self):
+        """The rotary embedding's parameters (models/rotary.py)."""
+        return rope_parameters(self)
+
     @property
     def layer_windows(self):
         """Each layer's sliding attention window (a query sees the keys fewer than this many
@@ -87,8 +96,8 @@ class Attention(FusedParent):
         kw = dict(device=device, dtype=dtype)
         width = config.hidden_size
         kv_width = self.kv_heads * self.head_dim
-        self.qkv_proj = FusedLinear(width, {"q_proj": self.heads * self.head_dim,
-                                            "k_proj": kv_width, "v_proj": kv_width},
+        parts = {"q_proj": self.heads * self.head_dim, "k_proj": kv_width, "v_proj": kv_width}
+        self.qkv_proj = FusedLinear(width, config.checkpoint_parts(parts, "qkv_proj"),
                                     bias=config.qkv_bias, **kw)
         self.o_proj = nn.Linear(self.heads * self.head_dim, width, bias=config.attention_bias,
                                 **kw)
@@ -118,15 +127,15 @@ class MLP(FusedParent):
         super().__init__()
         kw = dict(bias=config.mlp_bias, device=device, dtype=dtype)
         inner = config.intermediate_size
-        self.gate_up_proj = FusedLinear(config.hidden_size, {"gate_proj": inner,
-                                                             "up_proj": inner}, **kw)
+        parts = config.checkpoint_parts({"gate_proj": inner, "up_proj": inner}, "gate_up_proj")
+        self.gate_up_proj = FusedLinear(config.hidden_size, parts, **kw)
         self.down_proj = nn.Linear(inner, config.hidden_size, **kw)
         self.act = ACTIVATIONS[config.hidden_act]
 
     def forward(self, x):
         if self.act is F.silu:
             return silu_gate_down(self.gate_up_proj.fused(x), self.down_proj)
-        gate, up = self.gate_up_proj(x)
+        gate, up = self.gate_up_proj.fused(x).chunk(2, -1)
         return self.down_proj(self.act(gate) * up)
 
     def blockwise(self, x, rows):
@@ -184,7 +193,7 @@ class LlamaModel(nn.Module):
         self.layers = nn.ModuleList([DecoderLayer(config, i, **kw)
                                      for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
-        self.rotary = RotaryEmbedding(config.head_size, rope_parameters(config), device)
+        self.rotary = RotaryEmbedding(config.head_size, config.rope(), device)
         self.windows = config.layer_windows
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None):

@@ -1,9 +1,11 @@
-"""Rotary position embeddings (RoPE), as Llama, Mistral and Qwen use them.
+"""Rotary position embeddings (RoPE), as Llama, Mistral, Qwen, Gemma and Phi use them.
 
 Each pair of channels (i, i + D/2) of a query or key is rotated by the angle
 position * inv_freq[i], inv_freq[i] = theta^(-2i/D): attention scores then depend on the
 distance between two positions, not on where they are. Llama 3 stretches the low frequencies
-for long contexts ("llama3" scaling); "linear" scaling divides every frequency by a factor.
+for long contexts ("llama3" scaling); "linear" scaling divides every frequency by a factor;
+LongRoPE (Phi) divides each by its own factor, from a short or a long list, and scales cos and
+sin. With `partial_rotary_factor`, only the first channels of each head rotate (D is theirs).
 Where the backend has the fused kernel (CUDA), queries and keys rotate in one launch instead of
 ten ops, and come out laid out as a (batch, tokens, heads * head_dim) projection.
 """
@@ -17,6 +19,7 @@ from ..autograd.function import Function, records
 from ..dispatch import has_kernel, kernel
 from ..ops.common import call, wrap
 from ..ops.creation import arange, tensor
+from ..ops.elementwise import where
 from ..ops.shape_copies import cat, stack
 
 
@@ -41,10 +44,17 @@ def standard_rope(params):
     return dict(params, rope_type="longrope" if kind == "su" else kind)
 
 
-def inverse_frequencies(head_dim, params):
-    """inv_freq (float32 numpy, head_dim / 2 values) for the scaling `params` describe."""
-    exponents = np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim)
-    inv_freq = (np.float32(1.0) / np.float32(params["rope_theta"]) ** exponents)
+def rotary_dim(head_dim, params):
+    """The channels of a head that rotate: all, or the first `partial_rotary_factor` of them."""
+    return int(head_dim * params.get("partial_rotary_factor", 1.0))
+
+
+def inverse_frequencies(dim, params, long=False):
+    """inv_freq (float32 numpy, dim / 2 values) for the scaling `params` describe; longrope's
+    with its long factors where `long`, else its short ones."""
+    exponents = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+    powers = np.float32(params["rope_theta"]) ** exponents
+    inv_freq = np.float32(1.0) / powers
     kind = params["rope_type"]
     if kind == "default":
         return inv_freq.astype(np.float32)
@@ -52,8 +62,24 @@ def inverse_frequencies(head_dim, params):
         return (inv_freq / np.float32(params["factor"])).astype(np.float32)
     if kind == "llama3":
         return _llama3(inv_freq, params)
+    if kind == "longrope":
+        factors = np.asarray(params["long_factor" if long else "short_factor"], np.float32)
+        return (np.float32(1.0) / (factors * powers)).astype(np.float32)
     raise NotImplementedError(f"rotary embeddings: rope_type {kind!r} is not supported "
-                              "(default, linear and llama3 are)")
+                              "(default, linear, llama3 and longrope are)")
+
+
+def attention_scaling(params):
+    """The factor cos and sin are scaled by: longrope's attention_factor (by default
+    sqrt(1 + ln(factor) / ln(original context)) for a context stretched `factor` times), else
+    1."""
+    if params["rope_type"] != "longrope":
+        return 1.0
+    if params.get("attention_factor") is not None:
+        return params["attention_factor"]
+    context = params["original_max_position_embeddings"]
+    factor = params.get("factor") or params["max_position_embeddings"] / context
+    return math.sqrt(1 + math.log(factor) / math.log(context)) if factor > 1.0 else 1.0
 
 
 def _llama3(inv_freq, params):
@@ -73,32 +99,57 @@ class RotaryEmbedding:
     """cos and sin of position * inv_freq for given positions, in float32, then cast. Positions
     known to lie below a bound (a decoding cache's) are looked up in a table of every position
     up to it, made once per dtype and device with the same ops: one gather a decode step
-    instead of six ops."""
+    instead of six ops. Longrope has two sets of frequencies, its long ones taken, as in
+    transformers, once the largest position reaches past the original context: chosen on the
+    device, so that a decode step stays free of host reads."""
 
     def __init__(self, head_dim, params, device=None):
-        self.inv_freq = tensor(inverse_frequencies(head_dim, params), device=device)
+        self.dim = rotary_dim(head_dim, params)
+        self.inv_freq = tensor(inverse_frequencies(self.dim, params), device=device)
+        self.scaling = attention_scaling(params)
+        self.long_freq = self.long_after = None
+        if params["rope_type"] == "longrope":
+            self.long_freq = tensor(inverse_frequencies(self.dim, params, long=True),
+                                    device=device)
+            self.long_after = params["original_max_position_embeddings"]
         self._tables, self._outgrown = {}, []
 
     def __call__(self, position_ids, dtype, bound=None):
-        """(cos, sin), each (batch, tokens, head_dim), for (batch, tokens) integer positions;
+        """(cos, sin), each (batch, tokens, rotary dim), for (batch, tokens) integer positions;
         `bound`, when given, exceeds every one of them."""
         table = None if bound is None else self._table(bound, dtype, position_ids.device)
         if table is None:
-            return self._angles(position_ids, dtype)
+            return self._select(position_ids, *self._angles(position_ids, dtype))
         device = position_ids.device
         rows = wrap(kernel("index", device.type)(table._data, [position_ids._data]), device,
                     dtype)
-        return rows[:, :, 0], rows[:, :, 1]
+        return self._select(position_ids, *rows.unbind(2))
 
     def _angles(self, positions, dtype):
-        inv_freq = self.inv_freq.to(positions.device)
-        freqs = positions.to(dtypes.float32).unsqueeze(-1) * inv_freq
+        """(cos, sin) of `positions` by each set of frequencies, the long ones last."""
+        freqs = [self.inv_freq] + ([] if self.long_freq is None else [self.long_freq])
+        return [part for inv_freq in freqs for part in self._cos_sin(positions, inv_freq, dtype)]
+
+    def _cos_sin(self, positions, inv_freq, dtype):
+        freqs = positions.to(dtypes.float32).unsqueeze(-1) * inv_freq.to(positions.device)
         angles = cat([freqs, freqs], dim=-1)
-        return angles.cos().to(dtype), angles.sin().to(dtype)
+        cos, sin = angles.cos(), angles.sin()
+        if self.scaling != 1.0:
+            cos, sin = cos * self.scaling, sin * self.scaling
+        return cos.to(dtype), sin.to(dtype)
+
+    def _select(self, positions, cos, sin, long_cos=None, long_sin=None):
+        """(cos, sin): the long frequencies' once `positions` reach past the original
+        context."""
+        if long_cos is None:
+            return cos, sin
+        long = positions.amax() >= self.long_after
+        return where(long, long_cos, cos), where(long, long_sin, sin)
 
     def _table(self, bound, dtype, device):
-        """(positions, 2, head_dim): cos and sin of positions 0.. (at least `bound` of them), or
-        None while a CUDA graph is being captured and the table would have to grow."""
+        """(positions, 2 or 4, rotary dim): cos and sin of positions 0.. (at least `bound` of
+        them) by each set of frequencies, or None while a CUDA graph is being captured and the
+        table would have to grow."""
         key = (dtype, str(device))
         table = self._tables.get(key)
         if table is None or table.shape[0] < bound:
@@ -108,8 +159,8 @@ class RotaryEmbedding:
                     return None
             if table is not None:  # a captured decode step may still read it: kept alive
                 self._outgrown.append(table)
-            cos, sin = self._angles(arange(bound, device=device), dtype)
-            table = self._tables[key] = stack([cos, sin], 1)
+            table = self._tables[key] = stack(self._angles(arange(bound, device=device), dtype),
+                                              1)
         return table
 
 
@@ -120,8 +171,12 @@ def rotate_half(x):
 
 
 def apply_rotary(q, k, cos, sin):
-    """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, head_dim)
-    angles."""
+    """Rotate (batch, heads, tokens, head_dim) queries and keys by (batch, tokens, rotary dim)
+    angles: the first rotary-dim channels of each head, the rest passing through."""
+    dim = cos.shape[-1]
+    if dim < q.shape[-1]:
+        q_rot, k_rot = apply_rotary(q[..., :dim], k[..., :dim], cos, sin)
+        return cat([q_rot, q[..., dim:]], dim=-1), cat([k_rot, k[..., dim:]], dim=-1)
     if fusable(q, k, cos, sin):
         if records(q, k, cos, sin):
             return _Rotary.apply(q, k, cos, sin)
