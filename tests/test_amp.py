@@ -238,6 +238,22 @@ def test_bad_arguments():
         assert not genesis.is_autocast_enabled("cpu")
 
 
+def test_cuda_region_without_cuda_warns_and_is_off(monkeypatch):
+    """As torch: a CUDA region (the decorator of old scripts included) on a machine without CUDA
+    warns once and runs with autocast off."""
+    monkeypatch.setattr(genesis.amp.autocast_mode.driver, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="CUDA is not available.*Disabling autocast"):
+        region = genesis.autocast("cuda")
+
+    @region
+    def inside():
+        return genesis.is_autocast_enabled("cuda")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not inside()
+
+
 class _Scaled(genesis.autograd.Function):
     @staticmethod
     @genesis.amp.custom_fwd(device_type="cpu", cast_inputs=genesis.float32)

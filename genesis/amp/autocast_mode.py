@@ -12,6 +12,7 @@ import warnings
 
 from .. import dtypes
 from ..autograd import autocast_state
+from ..backends.cuda.runtime import driver
 from ..ops.autocast import eligible
 from ..tensor import Tensor
 
@@ -71,7 +72,10 @@ class autocast:
         self._enabled = bool(enabled)
         self._cache_enabled = (autocast_state.is_cache_enabled() if cache_enabled is None
                                else bool(cache_enabled))
-        if self._enabled and self.fast_dtype not in _SUPPORTED[device_type]:
+        if self._enabled and device_type == "cuda" and not driver.is_available():
+            warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
+            self._enabled = False
+        elif self._enabled and self.fast_dtype not in _SUPPORTED[device_type]:
             names = ", ".join(f"genesis.{d.name}" for d in _SUPPORTED[device_type])
             warnings.warn(f"In {device_type.upper()} autocast, but the target dtype is not "
                           f"supported. Disabling autocast.\n{device_type.upper()} Autocast only "
