@@ -405,8 +405,8 @@ def test_gather_scatter_errors(device):
         x.gather(1, genesis.tensor([[-1]], device=device))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         x.gather(1, genesis.tensor([1], device=device))
-    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
-        x.gather(1, genesis.tensor([[1]], dtype=genesis.int32, device=device))
+    with pytest.raises(RuntimeError, match=r"gather\(\): Expected dtype int32/int64 for index"):
+        x.gather(1, genesis.tensor([[1]], dtype=genesis.int16, device=device))
     with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
         x.scatter(1, genesis.tensor([[7]], device=device), 1.0)
     with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
@@ -414,6 +414,27 @@ def test_gather_scatter_errors(device):
                   genesis.ones(1, 1, dtype=genesis.float64, device=device))
     with pytest.raises(RuntimeError, match="Size does not match at dimension 0"):
         x.gather(1, genesis.zeros(3, 1, dtype=genesis.int64, device=device))
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "scatter_add", "scatter_reduce"])
+def test_gather_scatter_take_int32_index(op, rng, device):
+    """As torch, the gather/scatter family takes an int32 index as it does an int64 one;
+    take_along_dim keeps to int64 (with torch's message)."""
+    x_g, x_t = make_pair((3, 4), genesis.float64, rng=rng, requires_grad=True, device=device)
+    src_g, src_t = make_pair((2, 4), genesis.float64, rng=rng, device=device)
+    idx = _perm_index(rng, (3, 4), 0)[:2]
+    i_g = genesis.tensor(idx, dtype=genesis.int32, device=device)
+    i_t = torch.from_numpy(idx).int()
+    extra = {"gather": (), "scatter": (1.5,), "scatter_add": (None,),
+             "scatter_reduce": (None, "amax")}[op]
+    args_g = tuple(src_g if a is None else a for a in extra)
+    args_t = tuple(src_t if a is None else a for a in extra)
+    out_g, out_t = getattr(x_g, op)(0, i_g, *args_g), getattr(x_t, op)(0, i_t, *args_t)
+    assert_close(out_g, out_t)
+    check_backward((out_g,), (out_t,), x_g, x_t, rng)
+    with pytest.raises(RuntimeError, match=r"take_along_dim\(\): dtype of indices should be "
+                                           r"Long but got Int"):
+        genesis.take_along_dim(x_g, i_g, 0)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

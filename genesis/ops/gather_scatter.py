@@ -1,7 +1,7 @@
 """Indexing along one dim: gather/scatter, index_select/add/copy/fill, take, repeat_interleave.
 
-gather and scatter pair each element of an int64 `index` of the input's rank with a position
-along `dim`; their backward is the other one (the gradient of gather scatters, adding). The
+gather and scatter pair each element of an int32/int64 `index` of the input's rank with a
+position along `dim`; their backward is the other one (the gradient of gather scatters, adding). The
 index_* ops take a 1-D index of slices along `dim`: they move `dim` to the front and use
 index.py's advanced-indexing primitives (`Index`, `IndexPut`). take reads the input as 1-D,
 take_along_dim is a gather of broadcast operands, and repeat_interleave an index_select (or,
@@ -76,8 +76,8 @@ def _lift_0d(*tensors):
 
 
 def _check_gather_args(input, dim, index, op):
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if not isinstance(index, Tensor) or index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     if index.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = wrap_dim(dim, input.ndim, op)
@@ -90,7 +90,8 @@ def _check_gather_args(input, dim, index, op):
 
 
 def gather(input, dim, index, *, sparse_grad=False):
-    """Values of `input` along `dim` at `index` (int64, same rank, not larger elsewhere)."""
+    """Values of `input` along `dim` at `index` (int32 or int64, same rank, not larger
+    elsewhere)."""
     shape = tuple(index.shape)
     input, index = _lift_0d(input, index)
     dim, index = _check_gather_args(input, dim, index, "gather")
@@ -216,7 +217,11 @@ def take(input, index):
 
 
 def take_along_dim(input, indices, dim=None):
-    """`gather` with `input` and `indices` broadcast against each other except along `dim`."""
+    """`gather` with `input` and `indices` (int64 only, unlike gather's) broadcast against each
+    other except along `dim`."""
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError("take_along_dim(): dtype of indices should be Long but got "
+                           f"{dtypes.scalar_type_name(indices.dtype)}")
     if dim is None:
         return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
     if input.ndim != indices.ndim:

@@ -11,7 +11,7 @@ from .common import make_view
 from .creation import arange, clone, zeros
 from .elementwise import _inplace, logical_xor, maximum, minimum, where
 from .gather_scatter import index_add
-from .index import index_put, nonzero
+from .index import _INDEX_DTYPES, index_put, nonzero
 from .reduce import amax, amin, prod, sum
 from .shape import as_strided, diagonal, flatten, movedim, narrow, reshape, select, transpose
 from .shape_copies import cat, flip
@@ -219,8 +219,8 @@ def _check_scatter_reduce(input, dim, index, src, reduce):
                            f"{reduce}")
     if src.dtype is not input.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if index.dtype is not dtypes.int64:
-        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if not input.ndim == index.ndim == src.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(input.ndim):
