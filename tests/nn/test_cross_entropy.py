@@ -184,3 +184,34 @@ def test_out_of_range_target_raises_on_the_cpu():
         F.cross_entropy(genesis.randn(2, 5), genesis.tensor([0, 5]))
     with pytest.raises(IndexError, match="Target -1 is out of bounds"):
         F.cross_entropy(genesis.randn(2, 5), genesis.tensor([-1, -100]), reduction="sum")
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("shape", [(4, 5), (5,)])
+def test_byte_targets_as_torch(shape, smoothing, rng, device):
+    """uint8 class indices are torch's other target dtype, fused and composed paths alike."""
+    g_leaf, t_x, g_x = _logits(rng, shape, genesis.float32, device)
+    g_target, t_target = _targets(rng, shape[:-1], shape[-1], device)
+    _compare(rng, g_leaf, g_x, t_x, g_target.to(genesis.uint8), t_target.to(torch.uint8),
+             genesis.float32, label_smoothing=smoothing)
+    nll = F.nll_loss(g_x.detach(), g_target.to(genesis.uint8), ignore_index=2)
+    assert_close(nll, torch.nn.functional.nll_loss(t_x.detach(), t_target.to(torch.uint8),
+                                                   ignore_index=2))
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((4, 5), genesis.int32), ((4, 5), genesis.int16), ((4, 5), genesis.bool),
+    ((2, 5, 3), genesis.int32), ((2, 5, 3), genesis.uint8)])
+def test_target_dtype_errors_as_torch(shape, dtype, device):
+    """Other index dtypes fail with torch's message (uint8 too, for spatial input, which torch's
+    2-D kernel takes), whichever path the loss takes."""
+    target_shape = shape[:1] + shape[2:]
+    with pytest.raises(RuntimeError) as expected:
+        torch.nn.functional.cross_entropy(
+            torch.zeros(shape), torch.zeros(target_shape, dtype=TORCH_DTYPES[dtype]))
+    for weight in (None, genesis.ones(shape[1], device=device, requires_grad=True)):
+        with pytest.raises(RuntimeError) as got:
+            F.cross_entropy(genesis.zeros(shape, device=device),
+                            genesis.zeros(target_shape, dtype=dtype, device=device),
+                            weight=weight)
+        assert str(got.value) == f"nll_loss: {expected.value}"

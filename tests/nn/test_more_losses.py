@@ -333,6 +333,17 @@ def test_errors_match_torch():
         nn.MultiMarginLoss(p=3)
 
 
+@pytest.mark.parametrize("name", ["multi_margin_loss", "multilabel_margin_loss"])
+def test_margin_losses_take_int64_targets_only(name):
+    """torch's margin-loss kernels read int64 class indices only (no int32, unlike gather)."""
+    shape = (3,) if name == "multi_margin_loss" else (3, 4)
+    expected, got = _raises_like_torch(
+        lambda: getattr(F, name)(genesis.ones(3, 4), genesis.zeros(shape, dtype=genesis.int32)),
+        lambda: getattr(TF, name)(torch.ones(3, 4), torch.zeros(shape, dtype=torch.int32)),
+        RuntimeError)
+    assert got == f"{name}: {expected}"
+
+
 def test_module_reprs_and_defaults():
     for name in ["PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
                  "CosineEmbeddingLoss", "SoftMarginLoss", "MultiLabelMarginLoss",

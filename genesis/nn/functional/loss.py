@@ -29,9 +29,17 @@ def _class_targets_check(input, target, op):
     if tuple(target.shape) != expected:
         raise RuntimeError(f"{op}: expected target of shape {list(expected)} for input of shape "
                            f"{list(input.shape)}, got {list(target.shape)}")
-    if target.dtype.is_floating_point or target.dtype is dtypes.bool_:
-        raise RuntimeError(f"{op}: expected target of an integer dtype (class indices), got "
-                           f"{target.dtype}")
+    _check_target_dtype(input, target, op)
+
+
+def _check_target_dtype(input, target, op):
+    """torch's class-index dtypes: int64 or uint8, and int64 alone for spatial (N, C, d1, ...)
+    input, which its 2-D kernel takes."""
+    name = dtypes.scalar_type_name(target.dtype)
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got {name}")
+    if input.ndim > 2 and target.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: expected scalar type Long but found {name}")
 
 
 def _check_target_range(target, ignore_index, num_classes):
@@ -76,6 +84,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_reduction(reduction, "nll_loss")
     classes = _class_args_check(input, target, weight)
     _check_target_range(target, ignore_index, classes)
+    target = target.to(dtypes.int64)
     valid = target != ignore_index
     safe = ew.where(valid, target, 0)
     picked = -_gather_class(input, safe)
@@ -163,6 +172,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0:
         return loss
+    target = target.to(dtypes.int64)
     smooth = _smooth_loss(logp, target, weight, target != ignore_index, reduction,
                           input.shape[class_dim])
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / input.shape[class_dim])
@@ -193,6 +203,7 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
         rows = input.movedim(1, -1).reshape(-1, classes)
     if weight is not None:
         weight = weight.to(input.dtype)
+    target = target.to(dtypes.int64)
     flat = target if target.ndim == 1 else target.reshape(-1)
     loss = _CrossEntropy.apply(rows, flat, weight, ignore_index, reduction)
     if reduction == "none" and flat is not target:

@@ -82,8 +82,16 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return reduce_loss(positive + negative, reduction)
 
 
+def _check_long_target(target, op):
+    """Class indices in int64, the one dtype torch's margin-loss kernels take."""
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: expected scalar type Long but found "
+                           f"{dtypes.scalar_type_name(target.dtype)}")
+
+
 def _check_class_targets(input, target, op):
-    """(N, C) or (C,) input and (N,) or () class indices in [0, C)."""
+    """(N, C) or (C,) input and (N,) or () int64 class indices in [0, C)."""
+    _check_long_target(target, op)
     if input.ndim not in (1, 2) or input.ndim == 2 and input.shape[1] == 0:
         raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch "
                            f"size, but got: {list(input.shape)}")
@@ -138,6 +146,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.ndim not in (1, 2) or tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: "
                            f"{list(target.shape)} for input of size: {list(input.shape)}")
+    _check_long_target(target, "multilabel_margin_loss")
     classes = input.shape[-1]
     rows, labels = input.reshape(-1, classes), target.reshape(-1, classes)
     if labels.numel() and labels.device.type == "cpu" and bool(
