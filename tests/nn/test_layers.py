@@ -299,8 +299,11 @@ def test_other_layer_errors():
         nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError, match="strided convolutions"):
         nn.Conv2d(3, 3, 3, stride=2, padding="same")
-    with pytest.raises(RuntimeError, match="integer tensor of indices"):
-        nn.Embedding(3, 2)(genesis.randn(2))
+    for dtype in (genesis.float32, genesis.uint8, genesis.int16):
+        with pytest.raises(RuntimeError, match="embedding: Expected tensor for argument #1 "
+                                               "'indices' to have one of the following scalar "
+                                               "types: Long, Int"):
+            nn.Embedding(3, 2)(genesis.zeros(2, dtype=dtype))
     with pytest.raises(RuntimeError, match="Output size is too small"):
         nn.MaxPool2d(4)(genesis.randn(1, 2, 3, 3))
     with pytest.raises(RuntimeError, match="pad should be at most half"):

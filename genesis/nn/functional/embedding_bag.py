@@ -11,11 +11,10 @@ import math
 
 import numpy as np
 
-from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.creation import tensor
-from .sparse import _check_padding_idx, embedding
+from .sparse import _check_padding_idx, check_indices, embedding
 
 _MODES = ("sum", "mean", "max")
 
@@ -62,10 +61,7 @@ def _layout(bounds, device):
 def _check_args(input, weight, mode, per_sample_weights):
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
-    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
-        raise RuntimeError(f"embedding_bag: Expected tensor for argument #1 'indices' to have "
-                           f"one of the following scalar types: Long, Int; but got "
-                           f"{input.dtype} instead")
+    check_indices(input, "embedding_bag")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding_bag: 'weight' must be 2-D, got shape "
                            f"{list(weight.shape)}")

@@ -72,12 +72,17 @@ def _check_padding_idx(padding_idx, num_embeddings):
     return padding_idx % num_embeddings
 
 
+def check_indices(input, op):
+    """Embedding indices are int64 or int32, as torch's embedding kernels take."""
+    if input.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.dtype} instead")
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of `weight` selected by the integer tensor `input`: shape input.shape + [dim]."""
-    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
-        raise RuntimeError("embedding: Expected tensor for argument #1 'indices' to have one of "
-                           f"the following scalar types: Long, Int; but got {input.dtype} instead")
+    """Rows of `weight` selected by the int64/int32 tensor `input`: shape input.shape + [dim]."""
+    check_indices(input, "embedding")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
     padding_idx = _check_padding_idx(padding_idx, weight.shape[0])

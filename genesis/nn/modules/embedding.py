@@ -1,12 +1,11 @@
 """Embedding: a lookup table of `num_embeddings` vectors of size `embedding_dim`."""
 
-from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..functional.sparse import _check_padding_idx
 from ..parameter import Parameter
-from ._utils import check_input, new_parameter
+from ._utils import new_parameter
 from .module import Module
 
 
@@ -37,8 +36,6 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
-        check_input(self, not (input.dtype.is_floating_point or input.dtype is dtypes.bool_),
-                    "an integer tensor of indices", input)
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
