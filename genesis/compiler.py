@@ -81,7 +81,10 @@ class _GraphedCalls:
 
 class OptimizedModule(Module):
     """What `genesis.compile(module)` returns: calls go through the compiled forward; the
-    original module is `_orig_mod` (so state dict keys carry its prefix, as in PyTorch)."""
+    original module is `_orig_mod` (so state dict keys carry its prefix, as in PyTorch).
+    Attributes read, set or deleted on it are the original module's, except its own."""
+
+    _own_attributes = frozenset({"_orig_mod", "_calls", "forward", "training"})
 
     def __init__(self, mod, graphs):
         super().__init__()
@@ -96,3 +99,15 @@ class OptimizedModule(Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        if name in self._own_attributes or hasattr(type(self), name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in self._own_attributes or hasattr(type(self), name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)

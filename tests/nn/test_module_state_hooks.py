@@ -109,3 +109,20 @@ def test_module_compile_keeps_its_values(rng):
     expected = model(x)
     model.compile()
     assert_close(model(x), expected)
+
+
+def test_compiled_module_attributes_are_the_original_modules():
+    """As torch's OptimizedModule: attributes set or deleted on the compiled wrapper (a flag the
+    forward reads, a new submodule) land on the original module; train/eval reach both."""
+    states = []
+    for lib in (torch, genesis):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        compiled = lib.compile(model)
+        compiled.flag = 3
+        compiled.extra = lib.nn.Linear(1, 1)
+        seen = model.flag, "flag" in vars(compiled)
+        del compiled.flag
+        compiled.eval()
+        states.append((seen, hasattr(model, "flag"), list(model.state_dict()),
+                       list(compiled.state_dict()), compiled.training, model.training))
+    assert states[1] == states[0]
