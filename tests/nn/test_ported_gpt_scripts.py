@@ -1,8 +1,8 @@
-"""Ported GPT scripts (nanoGPT, build-nanogpt, minGPT, makemore, ng-video-lecture): the smallest
-models that use the same API, written once against a framework (`torch` or `genesis`), trained
-a few steps from the same initial weights in both; losses and gradient norms agree within 2e-4
-relative in float32 (widened where torch's own float32 run drifts from its float64 run: see
-nn_compare.assert_trajectory_close)."""
+"""Ported GPT scripts (nanoGPT, build-nanogpt, minGPT, makemore, ng-video-lecture, llama2.c):
+the smallest models that use the same API, written once against a framework (`torch` or
+`genesis`), trained a few steps from the same initial weights in both; losses and gradient norms
+agree within 2e-4 relative in float32 (widened where torch's own float32 run drifts from its
+float64 run: see nn_compare.assert_trajectory_close)."""
 
 import copy
 import dataclasses
@@ -517,3 +517,215 @@ def test_lecture_gpt_trains_as_torch(rng, device):
     (expected, t_text), (got, g_text) = results
     np.testing.assert_allclose(got, expected, rtol=2e-4)
     assert abs(float(g_text) - float(t_text)) <= 1e-4
+
+
+def early_mingpt(lib):
+    """minGPT's first model.py: separate key/query/value projections, a learned pos_emb
+    Parameter sliced to the sequence, -1e10 as the mask value, init through .data's in-place
+    fills, and forward decorated with the CUDA autocast of torch.cuda.amp (off without CUDA)."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.key, self.query, self.value, self.proj = (nn.Linear(EMBD, EMBD)
+                                                           for _ in range(4))
+            self.register_buffer("mask", lib.tril(lib.ones(BLOCK, BLOCK)).view(1, 1, BLOCK, BLOCK))
+
+        @lib.cuda.amp.autocast()
+        def forward(self, x):
+            B, T, C = x.size()
+            k, q, v = (f(x).view(B, T, HEADS, C // HEADS).transpose(1, 2)
+                       for f in (self.key, self.query, self.value))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = F.softmax(att.masked_fill(self.mask[:, :, :T, :T] == 0, -1e10), dim=-1)
+            return self.proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok_emb = nn.Embedding(VOCAB, EMBD)
+            self.pos_emb = nn.Parameter(lib.zeros(1, BLOCK, EMBD))
+            self.ln1, self.attn, self.ln_f = nn.LayerNorm(EMBD), Attention(), nn.LayerNorm(EMBD)
+            self.head = nn.Linear(EMBD, VOCAB, bias=False)
+            self.apply(self._init_weights)
+
+        def _init_weights(self, module):
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.data.normal_(mean=0.0, std=0.02)
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+
+        @lib.cuda.amp.autocast()
+        def forward(self, idx, targets):
+            x = self.tok_emb(idx) + self.pos_emb[:, :idx.size(1), :]
+            logits = self.head(self.ln_f(x + self.attn(self.ln1(x))))
+            return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    return GPT()
+
+
+@pytest.mark.filterwarnings("ignore:`(torch|genesis).cuda.amp.autocast:FutureWarning")
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
+def test_early_mingpt_trains_as_torch(rng):
+    torch_model = early_mingpt(torch)
+    model = copy_module(early_mingpt(genesis), torch_model)
+    data = _batches(rng, 3)
+    results = []
+    for lib, m, batches in ((torch, torch_model, _pairs(torch, data)),
+                            (genesis, model, _pairs(genesis, data))):
+        decay, no_decay = mingpt_decay_sets(lib, m)
+        params = dict(m.named_parameters())
+        optimizer = lib.optim.AdamW([
+            {"params": [params[n] for n in sorted(decay)], "weight_decay": 0.1},
+            {"params": [params[n] for n in sorted(no_decay | {"pos_emb"})], "weight_decay": 0.0},
+        ], lr=1e-2, betas=(0.9, 0.95))
+        losses = []
+        for x, y in batches * 2:
+            _, loss = m(x, y)
+            m.zero_grad()
+            loss.backward()
+            lib.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+        results.append(losses)
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-4)
+
+
+def llama2c(lib, kv_heads=1):
+    """llama2.c's model.py: RMSNorm through rsqrt in float32 then type_as, rotary embeddings
+    as cos/sin tables (outer, unbind of (..., -1, 2) pairs, stack and flatten(3)), grouped
+    keys and values repeated by a None-indexed expand, causal scaled_dot_product_attention,
+    a SwiGLU feed-forward, tied embedding, scaled init of w3/wo by parameter name, the loss
+    kept in last_loss and only the last position's logits without targets."""
+    nn, F = lib.nn, lib.nn.functional
+    head_dim = EMBD // HEADS
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(lib.ones(EMBD))
+
+        def forward(self, x):
+            x32 = x.float()
+            normed = x32 * lib.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
+            return normed.type_as(x) * self.weight
+
+    def rotate(x, cos, sin):
+        x_r, x_i = x.float().reshape(x.shape[:-1] + (-1, 2)).unbind(-1)
+        cos, sin = (t.view(1, x_r.shape[1], 1, x_r.shape[-1]) for t in (cos, sin))
+        out = lib.stack([x_r * cos - x_i * sin, x_r * sin + x_i * cos], dim=-1).flatten(3)
+        return out.type_as(x)
+
+    def repeat_kv(x, n_rep):
+        bs, slen, n_kv, hd = x.shape
+        return x if n_rep == 1 else (x[:, :, :, None, :].expand(bs, slen, n_kv, n_rep, hd)
+                                     .reshape(bs, slen, n_kv * n_rep, hd))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wq = nn.Linear(EMBD, EMBD, bias=False)
+            self.wk, self.wv = (nn.Linear(EMBD, kv_heads * head_dim, bias=False)
+                                for _ in range(2))
+            self.wo = nn.Linear(EMBD, EMBD, bias=False)
+            self.w1, self.w3 = (nn.Linear(EMBD, 3 * EMBD, bias=False) for _ in range(2))
+            self.w2 = nn.Linear(3 * EMBD, EMBD, bias=False)
+            self.attention_norm, self.ffn_norm = RMSNorm(), RMSNorm()
+
+        def forward(self, x, cos, sin):
+            bsz, seqlen, _ = x.shape
+            h = self.attention_norm(x)
+            q = self.wq(h).view(bsz, seqlen, HEADS, head_dim)
+            k, v = (f(h).view(bsz, seqlen, kv_heads, head_dim) for f in (self.wk, self.wv))
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            k, v = repeat_kv(k, HEADS // kv_heads), repeat_kv(v, HEADS // kv_heads)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                 v.transpose(1, 2), attn_mask=None,
+                                                 dropout_p=0.0, is_causal=True)
+            x = x + self.wo(out.transpose(1, 2).contiguous().view(bsz, seqlen, -1))
+            h = self.ffn_norm(x)
+            return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+    class Transformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok_embeddings = nn.Embedding(VOCAB, EMBD)
+            self.layers = nn.ModuleList([Block(), Block()])
+            self.norm, self.output = RMSNorm(), nn.Linear(EMBD, VOCAB, bias=False)
+            self.tok_embeddings.weight = self.output.weight
+            freqs = 1.0 / (10000.0 ** (lib.arange(0, head_dim, 2).float() / head_dim))
+            angles = lib.outer(lib.arange(BLOCK), freqs).float()
+            self.register_buffer("freqs_cos", lib.cos(angles), persistent=False)
+            self.register_buffer("freqs_sin", lib.sin(angles), persistent=False)
+            self.apply(self._init_weights)
+            for pn, p in self.named_parameters():
+                if pn.endswith("w3.weight") or pn.endswith("wo.weight"):
+                    lib.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(4))
+            self.last_loss = None
+
+        def _init_weights(self, module):
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                lib.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, tokens, targets=None):
+            seqlen = tokens.shape[1]
+            h = self.tok_embeddings(tokens)
+            for layer in self.layers:
+                h = layer(h, self.freqs_cos[:seqlen], self.freqs_sin[:seqlen])
+            h = self.norm(h)
+            if targets is None:
+                self.last_loss = None
+                return self.output(h[:, [-1], :])
+            logits = self.output(h)
+            self.last_loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1),
+                                             ignore_index=-1)
+            return logits
+
+    return Transformer()
+
+
+def train_llama2c(lib, model, batches, steps):
+    """llama2.c's train.py step: the loss read back from the model's last_loss, gradient
+    accumulation through a disabled GradScaler, unscale_ and clipping, parameter groups decayed
+    by p.dim(). Returns the losses and the greedy continuation."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = lib.optim.AdamW([{"params": [p for p in params if p.dim() >= 2],
+                                  "weight_decay": 0.1},
+                                 {"params": [p for p in params if p.dim() < 2],
+                                  "weight_decay": 0.0}], lr=1e-2, betas=(0.9, 0.95))
+    scaler = lib.amp.GradScaler("cpu", enabled=False)
+    losses = []
+    for _ in range(steps):
+        for x, y in batches:
+            model(x, y)
+            scaler.scale(model.last_loss / len(batches)).backward()
+        scaler.unscale_(optimizer)
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(model.last_loss.item())
+    model.eval()
+    with lib.inference_mode():
+        idx = batches[0][0][:, :2]
+        for _ in range(3):
+            _, idx_next = lib.topk(model(idx)[:, -1, :], k=1, dim=-1)
+            idx = lib.cat((idx, idx_next), dim=1)
+    return losses, idx.tolist()
+
+
+@pytest.mark.parametrize("kv_heads", [1, HEADS])
+def test_llama2c_trains_as_torch(kv_heads, rng, device):
+    torch_model = llama2c(torch, kv_heads)
+    model = copy_module(llama2c(genesis, kv_heads), torch_model, device)
+    exact_model = copy.deepcopy(torch_model).double()
+    data = _batches(rng)
+    exact, _ = train_llama2c(torch, exact_model, _pairs(torch, data), 4)
+    expected, t_idx = train_llama2c(torch, torch_model, _pairs(torch, data), 4)
+    got, g_idx = train_llama2c(genesis, model, _pairs(genesis, data, device), 4)
+    assert_trajectory_close(got, expected, exact)
+    assert g_idx == t_idx
