@@ -227,7 +227,8 @@ def test_eye(n, m, dtype, device):
 
 ARANGE = [(5,), (0,), (2, 7), (7, 2, -1), (0, 1, 0.1), (1, 2.5, 0.5), (-1.5, 1.5, 0.3),
           (0.0, 10), (10, 0, -3), (0, 1, 1 / 3), (1e-3, 1e-2, 1e-3), (2.5,), (0, 5, 2),
-          (-3, 3), (0, 0.3, 0.1), (1, 1)]
+          (-3, 3), (0, 0.3, 0.1), (1, 1), (np.int64(6),), (np.int32(1), np.int64(9), np.int8(3)),
+          (np.float32(2.5),), (0, np.int64(4), 0.5)]
 
 
 @pytest.mark.parametrize("dtype", [None, genesis.float64, genesis.int32, genesis.bfloat16],

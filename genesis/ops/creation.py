@@ -380,7 +380,8 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values from `start` to `end` (exclusive) by `step`; integer dtype if all arguments are ints.
+    """Values from `start` to `end` (exclusive) by `step`; int64 if all arguments are integers
+    (Python's or numpy's).
 
     As PyTorch: the count comes from the arguments as given (in float64, or in integers for
     int64), values are start + i * step in the dtype's accumulation type, which for integer dtypes
@@ -390,7 +391,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     start, end, step = (x.item() if isinstance(x, Tensor) else x for x in (start, end, step))
     if dtype is None:
-        is_int = all(isinstance(x, int) for x in (start, end, step))
+        is_int = all(isinstance(x, (int, np.integer)) for x in (start, end, step))
         dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
     dtype = dtypes.as_dtype(dtype)
     if dtype is dtypes.int64:
