@@ -67,6 +67,15 @@ def test_forward(op, dtype, dim, keepdim, rng, device):
     assert_close(call(g, op, **kwargs), half_reference(t, op, **kwargs))
 
 
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "std", "logsumexp", "prod", "all"])
+def test_numpy_integer_dims(op, rng, device):
+    """Dims given as numpy integers (alone or in a tuple) count as ints, as in torch."""
+    g, t = _inputs(op, genesis.float64, (2, 3, 4), rng, device)
+    dims = [np.int64(1), np.int32(-1)] + ([] if op in ("prod", "all") else [(np.int64(0), 2)])
+    for dim in dims:
+        assert_close(getattr(g, op)(dim), getattr(t, op)(dim))
+
+
 def half_reference(t, op, *args, **kwargs):
     """torch's `op`; for half inputs computed in float32 and rounded once, as Genesis does
     (torch's own half kernels for softmax and logsumexp round intermediates)."""

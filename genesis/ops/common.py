@@ -4,6 +4,10 @@ Shape, stride and broadcast arithmetic lives here, once, for every device; backe
 arrays whose shapes already agree.
 """
 
+import operator
+
+import numpy as np
+
 from .. import dtypes
 from ..autograd.views import make_view  # noqa: F401  (re-exported)
 from ..dispatch import kernel
@@ -119,12 +123,13 @@ def operand_scalar(op, i, dtype, value):
 
 
 def normalize_dims(dim, ndim, op):
-    """`dim` (None, an int or a sequence) as a sorted tuple of non-negative dims; None = all."""
+    """`dim` (None, an int, a numpy integer or a sequence) as a sorted tuple of non-negative
+    dims; None = all."""
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, int):
+    if isinstance(dim, (int, np.integer)):
         dim = (dim,)
-    dims = tuple(sorted(wrap_dim(d, ndim, op) for d in dim))
+    dims = tuple(sorted(wrap_dim(operator.index(d), ndim, op) for d in dim))
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
     return dims

@@ -9,6 +9,8 @@ import builtins
 import collections
 import math
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.function import Function, name_node, records
 from ..autograd.grad_mode import is_grad_enabled
@@ -29,7 +31,7 @@ def reduce_dims(x, dim, op, empty_means_all=True):
     if x.ndim == 0:
         normalize_dims(dim, 1, op)
         return ()
-    if empty_means_all and not isinstance(dim, int) and len(dim) == 0:
+    if empty_means_all and not isinstance(dim, (int, np.integer)) and len(dim) == 0:
         dim = None
     return normalize_dims(dim, x.ndim, op)
 
@@ -203,7 +205,7 @@ class Prod(Accumulation):
 @autocast_policy("prod")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over one `dim` (all elements by default); integer and bool inputs give int64."""
-    if dim is not None and not isinstance(dim, int):
+    if dim is not None and not isinstance(dim, (int, np.integer)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     return Prod.apply(input, reduce_dims(input, dim, "prod"), keepdim, _dtype_arg(dtype))
 
