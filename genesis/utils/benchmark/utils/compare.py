@@ -14,7 +14,7 @@ import itertools
 
 import numpy as np
 
-from .timer import Measurement, log10_float32, select_unit
+from .common import Measurement, log10_float32, select_unit
 
 BEST = "\033[92m"
 GOOD = "\033[34m"
