@@ -54,3 +54,18 @@ def test_times_a_genesis_statement():
     t = benchmark.Timer("torch.add(x, y)", globals={"x": genesis.ones(8), "y": genesis.ones(8)})
     m = t.blocked_autorange(min_run_time=0.02)
     assert m.median > 0 and m.number_per_run >= 1 and "torch.add(x, y)" in repr(m)
+
+
+def test_language_as_torch():
+    """Language.PYTHON (or its names) times Python; an unknown language fails as torch's;
+    C++ statements, which torch compiles, are refused."""
+    plain = _both(lambda t: t.timeit(10), step=0.1)[0]
+    for language in (benchmark.Language.PYTHON, "py", "python"):
+        timer = benchmark.Timer("x = 1", timer=_clock(0.1), language=language)
+        assert repr(timer.timeit(10)).split("\n", 1)[1] == plain
+    assert [m.name for m in benchmark.Language] == [m.name for m in torch_benchmark.Language]
+    for module in (benchmark, torch_benchmark):
+        with pytest.raises(ValueError, match=r"^Invalid language `java`\.$"):
+            module.Timer("pass", language="java")
+    with pytest.raises(ValueError, match="Language.CPP is not supported"):
+        benchmark.Timer("x * y;", language=benchmark.Language.CPP)

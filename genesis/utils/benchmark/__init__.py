@@ -6,9 +6,9 @@ from .bandwidth import analyze_memory_bandwidth, measured_peak_bandwidth, warm_u
 from .utils.common import Measurement, TaskSpec, select_unit
 from .utils.compare import Colorize, Compare, ordered_unique, trim_sigfig, unit_to_english
 from .utils.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
-from .utils.timer import Timer, timer
+from .utils.timer import Language, Timer, timer
 
-__all__ = ["Colorize", "Compare", "FuzzedParameter", "FuzzedTensor", "Fuzzer", "Measurement",
-           "ParameterAlias", "TaskSpec", "Timer", "ordered_unique", "select_unit", "timer",
+__all__ = ["Colorize", "Compare", "FuzzedParameter", "FuzzedTensor", "Fuzzer", "Language",
+           "Measurement", "ParameterAlias", "TaskSpec", "Timer", "ordered_unique", "select_unit", "timer",
            "trim_sigfig", "unit_to_english",
            "analyze_memory_bandwidth", "measured_peak_bandwidth", "warm_up_kernels"]

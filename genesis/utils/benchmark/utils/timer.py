@@ -8,6 +8,7 @@ waits for the GPU (when CUDA has been initialised) before reading the clock, so 
 running count.
 """
 
+import enum
 import textwrap
 import timeit as _timeit
 
@@ -45,6 +46,13 @@ def _clean(code):
     return (code[1:] if code.startswith("\n") else code).rstrip()
 
 
+class Language(enum.Enum):
+    """The language of a Timer's statement; Genesis times Python only."""
+
+    PYTHON = 0
+    CPP = 1
+
+
 class Timer:
     """Time `stmt` (Python source) after `setup`, with `globals` in scope (`torch` and
     `genesis` name genesis there unless given). `label`, `sub_label`, `description` and `env`
@@ -52,11 +60,13 @@ class Timer:
 
     def __init__(self, stmt="pass", setup="pass", global_setup="", timer=timer, globals=None,
                  label=None, sub_label=None, description=None, env=None, num_threads=1,
-                 language="python"):
+                 language=Language.PYTHON):
         if not isinstance(stmt, str):
             raise ValueError("Currently only a `str` stmt is supported.")
-        if language not in ("python", "py"):
-            raise ValueError(f"Invalid language `{language}`; Genesis times Python statements.")
+        if language in (Language.CPP, "cpp", "c++"):
+            raise ValueError("Genesis times Python statements: Language.CPP is not supported.")
+        if language not in (Language.PYTHON, "python", "py"):
+            raise ValueError(f"Invalid language `{language}`.")
         if global_setup:
             raise ValueError(f"global_setup is C++ only, got `{global_setup}`. Most likely this "
                              "code can simply be moved to `setup`.")
