@@ -5,6 +5,7 @@ import gzip
 import json
 import pathlib
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -424,3 +425,23 @@ def test_autograd_profiler_as_torch(rng):
         assert str(unused.key_averages()) == "" and unused.table() == ""
         with lib.autograd.profiler.profile(enabled=False) as disabled:
             assert disabled is None
+
+
+@pytest.mark.parametrize("acc_events", [False, True])
+def test_second_cycle_warns_events_cleared_as_torch(rng, monkeypatch, acc_events):
+    """A second recording cycle warns (once a process) that the first one's events are gone,
+    unless acc_events keeps them."""
+    monkeypatch.setattr(tp.profiler, "_WARNINGS_SHOWN", set())
+    monkeypatch.setattr(genesis._warnings, "_warned", set())
+    messages = []
+    for lib in (genesis, torch):
+        sched = lib.profiler.schedule(wait=1, warmup=1, active=2, repeat=3)
+        inputs = _inputs(lib, rng)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU],
+                                      schedule=sched, acc_events=acc_events) as prof:
+                _program(lib, *inputs, steps=13, prof=prof)
+        messages.append([str(w.message) for w in caught if "clears" in str(w.message)])
+    assert messages[0] == messages[1]
+    assert len(messages[0]) == (0 if acc_events else 1)

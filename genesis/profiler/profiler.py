@@ -13,6 +13,7 @@ import socket
 import time
 import warnings
 
+from .._warnings import warn_once
 from . import recording
 
 
@@ -200,6 +201,7 @@ class profile:
         self.step_rec_fn = None
         self._session = None
         self._events = None
+        self._cycled = False
 
     def __enter__(self):
         self.start()
@@ -245,6 +247,11 @@ class profile:
                 getattr(self, action)()
 
     def prepare_trace(self):
+        if self._cycled and not self.acc_events:
+            warn_once("profiler_clears_events", "Warning: Profiler clears events at the end of "
+                      "each cycle. Only events from the current cycle will be reported. To keep "
+                      "events across cycles, set acc_events=True.")
+        self._cycled = True
         self._session = recording.Session(
             cpu=ProfilerActivity.CPU in self.activities,
             cuda=ProfilerActivity.CUDA in self.activities,
