@@ -230,12 +230,17 @@ def test_bad_arguments():
         genesis.autocast("xla")
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         genesis.autocast(genesis.device("cpu"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        region = genesis.autocast("cpu", dtype=genesis.float64)
-    assert "Disabling autocast" in str(caught[0].message)
-    with region:
-        assert not genesis.is_autocast_enabled("cpu")
+    caught = []
+    for lib in (genesis, torch):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            region = lib.autocast("cpu", dtype=lib.float64)
+        caught.append([(str(w.message).replace("torch.", "genesis."), w.filename)
+                       for w in seen])
+        with region:
+            assert not lib.is_autocast_enabled("cpu")
+    assert caught[0] == caught[1] and caught[0][0][1] == __file__
+    assert caught[0][0][0].startswith("In CPU autocast, but the target dtype is not supported.")
 
 
 def test_cuda_region_without_cuda_warns_and_is_off(monkeypatch):

@@ -8,9 +8,9 @@ gradients. The backward pass needs no region: each op's backward runs in its for
 """
 
 import functools
-import warnings
 
 from .. import dtypes
+from .._warnings import warn
 from ..autograd import autocast_state
 from ..backends.cuda.runtime import driver
 from ..ops.autocast import eligible
@@ -77,9 +77,9 @@ class autocast:
             self._enabled = False
         elif self._enabled and self.fast_dtype not in _SUPPORTED[device_type]:
             names = ", ".join(f"genesis.{d.name}" for d in _SUPPORTED[device_type])
-            warnings.warn(f"In {device_type.upper()} autocast, but the target dtype is not "
-                          f"supported. Disabling autocast.\n{device_type.upper()} Autocast only "
-                          f"supports dtype of {names} currently.")
+            warn(f"In {device_type.upper()} autocast, but the target dtype is not supported. "
+                 f"Disabling autocast.\n{device_type.upper()} Autocast only supports dtypes of "
+                 f"{names} currently.")
             self._enabled = False
 
     def __enter__(self):
