@@ -106,6 +106,18 @@ def optimize_for_inference(mod, other_methods=None):
     return mod
 
 
+_onednn_fusion = [False]
+
+
+def enable_onednn_fusion(enabled):
+    """Record whether traced graphs would use oneDNN Graph fusion; with no JIT, nothing fuses."""
+    _onednn_fusion[0] = bool(enabled)
+
+
+def onednn_fusion_enabled():
+    return _onednn_fusion[0]
+
+
 def save(m, f, _extra_files=None):
     raise RuntimeError("genesis.jit.save: Genesis has no TorchScript; save the module's "
                        "state_dict with genesis.save and rebuild the module to load it")
@@ -116,6 +128,7 @@ def load(f, map_location=None, _extra_files=None):
                        "with genesis.save into the module with load_state_dict")
 
 
-__all__ = ["Attribute", "Future", "annotate", "export", "fork", "freeze", "ignore", "interface",
-           "is_scripting", "is_tracing", "isinstance", "load", "optimize_for_inference", "save",
-           "script", "script_if_tracing", "trace", "trace_module", "unused", "wait"]
+__all__ = ["Attribute", "Future", "annotate", "enable_onednn_fusion", "export", "fork", "freeze",
+           "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load",
+           "onednn_fusion_enabled", "optimize_for_inference", "save", "script", "script_if_tracing",
+           "trace", "trace_module", "unused", "wait"]

@@ -40,3 +40,14 @@ def test_queries_and_helpers():
 def test_torchscript_files_raise_clearly(call):
     with pytest.raises(RuntimeError, match="Genesis has no TorchScript"):
         call()
+
+
+def test_onednn_fusion_switch_as_torch():
+    import torch
+    for lib in (genesis, torch):
+        assert lib.jit.onednn_fusion_enabled() is False
+        lib.jit.enable_onednn_fusion(True)
+        try:
+            assert lib.jit.onednn_fusion_enabled() is True
+        finally:
+            lib.jit.enable_onednn_fusion(False)

@@ -445,3 +445,25 @@ def test_second_cycle_warns_events_cleared_as_torch(rng, monkeypatch, acc_events
         messages.append([str(w.message) for w in caught if "clears" in str(w.message)])
     assert messages[0] == messages[1]
     assert len(messages[0]) == (0 if acc_events else 1)
+
+
+@pytest.mark.parametrize("name", ["emit_itt", "emit_nvtx"])
+def test_annotation_blocks_as_torch(name):
+    """Disabled, both blocks run their body; enabled, emit_itt runs it and an instance enters
+    once; emit_nvtx needs CUDA, as torch's does (genesis annotates no ranges)."""
+    outcomes = []
+    for lib in (genesis, torch):
+        block = getattr(lib.autograd.profiler, name)
+        with block(enabled=False) as entered:
+            row = [entered, (lib.ones(2) + 1).tolist()]
+        annotator = block(record_shapes=True)
+        try:
+            with annotator:
+                row.append((lib.ones(2) * 3).tolist())
+            with annotator:
+                pass
+        except Exception as e:  # noqa: BLE001  (which kind of error, compared with torch's)
+            row.append((isinstance(e, RuntimeError) and "reentrant" in str(e))
+                       or not lib.cuda.is_available())
+        outcomes.append(row)
+    assert outcomes[0] == outcomes[1]

@@ -7,14 +7,17 @@
 
 over genesis.profiler's recording (the same events, names and tables): `profile` takes the
 legacy arguments (enabled, use_cuda or use_device, use_cpu) and holds the events in
-`function_events` once its block ends.
+`function_events` once its block ends. `emit_itt` and `emit_nvtx` take PyTorch's arguments and
+checks; Genesis annotates no ITT or NVTX ranges, so the profile to read is genesis.profiler's.
 """
 
 from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
 from ..profiler import ProfilerActivity
 from ..profiler import profile as _Profiler
+from .._warnings import warn_once
 
-__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "profile", "record_function"]
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "emit_itt", "emit_nvtx", "profile",
+           "record_function"]
 
 
 class profile:
@@ -79,3 +82,44 @@ class profile:
         return self.table()
 
     __repr__ = __str__
+
+
+class emit_itt:
+    """A block whose ops PyTorch annotates as Intel ITT ranges for VTune. Genesis emits none:
+    the block runs as is; like PyTorch's, an instance enters once (`enabled=False`: no-op)."""
+
+    _KIND = "ITT"
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+        self.entered = False
+        self.record_shapes = record_shapes
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        if self.entered:
+            raise RuntimeError(f"{self._KIND} annotation context manager is not reentrant")
+        self.entered = True
+        self._start()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def _start(self):
+        pass
+
+
+class emit_nvtx(emit_itt):
+    """A block whose ops PyTorch annotates as NVTX ranges for Nsight. Entering it waits for
+    the GPU (and so fails without CUDA, as PyTorch's does); Genesis then warns once that it
+    emits no NVTX ranges."""
+
+    _KIND = "NVTX"
+
+    def _start(self):
+        from .. import cuda
+        cuda.synchronize()
+        warn_once("emit_nvtx", "emit_nvtx: Genesis emits no NVTX ranges; time ops and kernels "
+                  "with genesis.profiler.profile(activities=[ProfilerActivity.CUDA]) instead")
