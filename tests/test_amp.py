@@ -309,3 +309,21 @@ def test_cuda_amp_spellings():
     x = genesis.ones(3, requires_grad=True)
     Double.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_cpu_amp_spellings_as_torch(rng):
+    """genesis.cpu.amp.autocast and GradScaler warn as torch.cpu.amp's, at the user's line, and
+    run a bfloat16 region and a CPU scaler as genesis.amp's do."""
+    seen = []
+    for lib in (genesis, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            region = lib.cpu.amp.autocast(cache_enabled=False)
+            scaler = lib.cpu.amp.GradScaler(init_scale=8.0)
+        with region:
+            a = lib.tensor(rng.standard_normal((3, 4)).astype(np.float32))
+            dtype = str((a @ a.mT).dtype).split(".")[1]
+        seen.append(([(str(w.message).replace("torch", "genesis"), w.category, w.filename)
+                      for w in caught], dtype, scaler.get_scale(), scaler.state_dict()))
+    assert seen[0] == seen[1] and seen[0][0][0][2] == __file__
+    assert seen[0][1] == "bfloat16"
