@@ -54,7 +54,7 @@ from . import special
 from . import linalg
 from . import testing
 from . import (accelerator, amp, cpu, distributed, func, functional, futures, hub, jit,
-               models, multiprocessing, onnx, profiler, signal, xpu)
+               models, multiprocessing, onnx, profiler, return_types, signal, xpu)
 from .func import vmap
 from .cuda import OutOfMemoryError
 from .cuda import amp as _cuda_amp  # noqa: F401  (genesis.cuda.amp)

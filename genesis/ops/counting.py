@@ -7,9 +7,9 @@ binary search run on all values at once: ceil(log2(M + 1)) rounds of one gather 
 
 import builtins
 import math
-from collections import namedtuple
 
 from .. import dtypes
+from ..return_types import return_type
 from ..tensor import Tensor, wrap_dim
 from .creation import full, linspace, tensor, zeros
 from .elementwise import clamp, logical_and, logical_not, ne, where
@@ -86,7 +86,7 @@ def histc(input, bins=100, min=0, max=0):
     return index_add(counts, 0, _bin_of(where(inside, x, low), low, high, bins), weights)
 
 
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+histogram_result = return_type("histogram", ("hist", "bin_edges"))
 
 
 def histogram(input, bins, *, range=None, weight=None, density=False):
@@ -116,7 +116,7 @@ def _bin_index(x, edges):
     return inside, clamp(searchsorted(edges, x, right=True) - 1, 0, edges.shape[0] - 2)
 
 
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+histogramdd_result = return_type("histogramdd", ("hist", "bin_edges"))
 
 
 def histogramdd(input, bins, *, range=None, weight=None, density=False):

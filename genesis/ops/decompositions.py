@@ -7,7 +7,6 @@ itself differentiable. Kernels report singular or indefinite matrices through an
 the error is raised here, worded as PyTorch's `LinAlgError`.
 """
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
+from ..return_types import return_type
 from ..tensor import Tensor
 from .common import broadcast_shapes, call, check_devices, wrap
 from .creation import eye, zeros
@@ -80,9 +80,9 @@ def _batch_broadcast(op, A, B):
 
 # -- determinants and inverses ------------------------------------------------------------
 
-SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
-SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+SlogdetResult = return_type("linalg_slogdet", ("sign", "logabsdet"))
+InvExResult = return_type("linalg_inv_ex", ("inverse", "info"))
+SolveExResult = return_type("linalg_solve_ex", ("result", "info"))
 
 
 class Det(Function):
@@ -259,7 +259,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 # -- Cholesky -----------------------------------------------------------------------------
 
-CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+CholeskyExResult = return_type("linalg_cholesky_ex", ("L", "info"))
 
 
 class Cholesky(Function):
@@ -307,7 +307,7 @@ def cholesky(A, *, upper=False):
 
 # -- QR -----------------------------------------------------------------------------------
 
-QRResult = namedtuple("linalg_qr", ["Q", "R"])
+QRResult = return_type("linalg_qr", ("Q", "R"))
 _QR_MODES = ("reduced", "complete", "r")
 
 
@@ -364,8 +364,8 @@ def qr(A, mode="reduced"):
 
 # -- SVD and eigh -------------------------------------------------------------------------
 
-SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
-EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = return_type("linalg_svd", ("U", "S", "Vh"))
+EighResult = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
 
 def _skew(X):
@@ -546,7 +546,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     return Pinv.apply(A, atol, rtol, bool(hermitian))
 
 
-LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+LstsqResult = return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
@@ -598,9 +598,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # -- LU -----------------------------------------------------------------------------------
 
-LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
-LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = return_type("linalg_lu", ("P", "L", "U"))
+LUFactorResult = return_type("linalg_lu_factor", ("LU", "pivots"))
+LUFactorExResult = return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
 
 
 class LU(Function):

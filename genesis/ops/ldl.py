@@ -4,15 +4,15 @@ runs them through the host, as the decompositions without a cuSOLVER path). As i
 is differentiable: a result that would need a gradient gets a node whose backward raises.
 """
 
-from collections import namedtuple
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..return_types import return_type
 from .common import call, check_devices, wrap
 from .decompositions import _batch_broadcast, _host, _raise_for, check_matrix
 
-LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
+LDLFactorExResult = return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 
 
 class _NotDifferentiable(Function):

@@ -6,9 +6,9 @@ differentiable genesis ops.
 """
 
 import math
-from collections import namedtuple
 
 from .. import dtypes
+from ..return_types import return_type
 from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
@@ -243,10 +243,10 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 # -- torch.* forms ------------------------------------------------------------------------
 
-SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
-SVDResult = namedtuple("svd", ["U", "S", "V"])
-QRResult = namedtuple("qr", ["Q", "R"])
-TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+SlogdetResult = return_type("slogdet", ("sign", "logabsdet"))
+SVDResult = return_type("svd", ("U", "S", "V"))
+QRResult = return_type("qr", ("Q", "R"))
+TriangularSolveResult = return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
 
 def logdet(input):

@@ -6,11 +6,11 @@ combinations."""
 import builtins
 import itertools
 import math
-from collections import namedtuple
 
 from .. import dtypes
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
+from ..return_types import return_type
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
 from .creation import (CreationMethods, _finfo, arange, as_tensor, empty, full_like, tensor,
@@ -69,7 +69,7 @@ def ldexp(input, other):
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _DIGITS = {dtypes.float64: 53, dtypes.float32: 24, dtypes.float16: 11, dtypes.bfloat16: 8}
-_FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+_FrexpResult = return_type("frexp", ("mantissa", "exponent"))
 
 
 def _exact_compute(t):

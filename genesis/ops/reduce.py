@@ -6,7 +6,6 @@ written with genesis ops, so it serves every device and is itself differentiable
 """
 
 import builtins
-import collections
 import math
 
 import numpy as np
@@ -15,6 +14,7 @@ from .. import dtypes
 from ..autograd.function import Function, name_node, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel, kernel
+from ..return_types import return_type
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
@@ -242,17 +242,9 @@ def amin(input, dim=(), keepdim=False):
     return _extremum(input, dim, keepdim, "amin", "amin")
 
 
-def _return_type(name, fields):
-    """A namedtuple like `torch.return_types.<name>` (fields readable by name and unpacking)."""
-    cls = collections.namedtuple(name, fields)
-    cls.__repr__ = lambda self: (f"genesis.return_types.{name}(\n"
-                                 + ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")")
-    return cls
-
-
-_RESULTS = {name: _return_type(name, ("values", "indices"))
+_RESULTS = {name: return_type(name, ("values", "indices"))
             for name in ("max", "min", "median")}
-_MinMax = _return_type("aminmax", ("min", "max"))
+_MinMax = return_type("aminmax", ("min", "max"))
 
 
 def _positions(x, dim):

@@ -3,8 +3,8 @@ tensorinv and tensorsolve (tensors reshaped to square matrices), as `torch.linal
 legacy `torch.lu`, `torch.lu_unpack`, `torch.lu_solve`."""
 
 import math
-from collections import namedtuple
 
+from ..return_types import return_type
 from . import decompositions as dec
 from .common import call, wrap
 from .creation import eye, zeros
@@ -62,7 +62,7 @@ def tensorsolve(A, B, dims=None):
     return X.reshape(*right)
 
 
-LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+LUUnpackResult = return_type("lu_unpack", ("P", "L", "U"))
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):

@@ -9,11 +9,11 @@ has no gradient.
 from .. import dtypes
 from ..autograd.function import Function
 from ..dispatch import kernel
+from ..return_types import return_type
 from ..tensor import wrap_dim
 from .common import wrap
 from .creation import zeros
 from .gather_scatter import Scatter
-from .reduce import _return_type
 from .shape import narrow, reshape
 
 
@@ -39,9 +39,9 @@ class SortLike(Function):
         return Scatter.apply(base, ctx.dim, indices, g, None), None, None, None
 
 
-_SORT = _return_type("sort", ("values", "indices"))
-_TOPK = _return_type("topk", ("values", "indices"))
-_KTHVALUE = _return_type("kthvalue", ("values", "indices"))
+_SORT = return_type("sort", ("values", "indices"))
+_TOPK = return_type("topk", ("values", "indices"))
+_KTHVALUE = return_type("kthvalue", ("values", "indices"))
 
 
 def _sorted(input, dim, op, args, result):

@@ -12,20 +12,21 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..return_types import return_type
 from ..tensor import Tensor, wrap_dim
 from .creation import arange, full, tensor
 from .elementwise import isnan, lerp, logaddexp, logical_not, logical_or, where
 from .gather_scatter import gather
 from .linalg import mm
-from .reduce import _return_type, amax, amin, any as any_, nansum, sum
+from .reduce import amax, amin, any as any_, nansum, sum
 from .shape import flatten, movedim, narrow, reshape
 from .shape_copies import cat, diag
 from .sorting import sort
 
-_CUMMAX = _return_type("cummax", ("values", "indices"))
-_CUMMIN = _return_type("cummin", ("values", "indices"))
-_NANMEDIAN = _return_type("nanmedian", ("values", "indices"))
-_MODE = _return_type("mode", ("values", "indices"))
+_CUMMAX = return_type("cummax", ("values", "indices"))
+_CUMMIN = return_type("cummin", ("values", "indices"))
+_NANMEDIAN = return_type("nanmedian", ("values", "indices"))
+_MODE = return_type("mode", ("values", "indices"))
 
 
 def _observation_weights(fweights, aweights, n):
