@@ -3,6 +3,7 @@
 import math
 import os
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
@@ -251,6 +252,21 @@ def test_batch_norm_functional_running_stats(rng, device):
     assert_close(g_var, t_var)
     assert_close(F.batch_norm(g, g_mean, g_var), TF.batch_norm(t, t_mean, t_var))
 
+
+
+@pytest.mark.parametrize("low", ["bfloat16", "float16"])
+def test_batch_norm_eval_keeps_a_half_input_dtype(rng, low):
+    """A half input normalized by float32 running statistics and affine parameters comes back
+    in the input's dtype, as torch's mixed-type batch norm."""
+    x = rng.standard_normal((4, 3, 2)).astype(np.float32)
+    stats = [rng.standard_normal(3).astype(np.float32) for _ in range(2)]
+    stats[1] = np.abs(stats[1]) + 0.5
+    affine = [rng.standard_normal(3).astype(np.float32) for _ in range(2)]
+    results = []
+    for lib, fn in ((genesis, F.batch_norm), (torch, TF.batch_norm)):
+        results.append(fn(lib.tensor(x).to(getattr(lib, low)),
+                          *(lib.tensor(a) for a in stats + affine), training=False))
+    assert_close(results[0], results[1], dtype=getattr(genesis, low))
 
 def test_conv_errors(device):
     with pytest.raises(RuntimeError, match=r"expected input\[1, 4, 5, 5\] to have 3 channels"):

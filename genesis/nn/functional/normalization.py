@@ -112,10 +112,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     x = _upcast(input)
     shape = _channel_shape(input)
     centered = x - running_mean.to(x.dtype).reshape(shape)
-    y = (centered * ew.rsqrt(running_var.to(x.dtype).reshape(shape) + eps)).to(input.dtype)
-    return name_node(_affine(y, None if weight is None else weight.reshape(shape),
-                             None if bias is None else bias.reshape(shape)),
-                     "NativeBatchNormBackward0")
+    y = _affine(centered * ew.rsqrt(running_var.to(x.dtype).reshape(shape) + eps),
+                None if weight is None else weight.reshape(shape),
+                None if bias is None else bias.reshape(shape))
+    return name_node(y.to(input.dtype), "NativeBatchNormBackward0")
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
