@@ -9,12 +9,12 @@ import builtins
 import math
 
 from .. import dtypes
-from ..return_types import return_type
 from ..tensor import Tensor, wrap_dim
 from .creation import full, linspace, tensor, zeros
 from .elementwise import clamp, logical_and, logical_not, ne, where
 from .gather_scatter import gather, index_add, take
 from .index import nonzero
+from .named_tuples import return_type
 from .reduce import amax, amin, any as any_, cumsum
 from .shape import flatten, movedim, narrow, reshape
 from .shape_copies import cat

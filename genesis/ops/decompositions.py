@@ -14,11 +14,11 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import kernel
-from ..return_types import return_type
 from ..tensor import Tensor
 from .common import broadcast_shapes, call, check_devices, wrap
 from .creation import eye, zeros
 from .linalg import matmul
+from .named_tuples import return_type
 from .reduce import amax
 from .shape_copies import cat, diag_embed, tril, triu
 from .elementwise import clamp_min, maximum, where

@@ -7,9 +7,9 @@ is differentiable: a result that would need a gradient gets a node whose backwar
 
 from .. import dtypes
 from ..autograd.function import Function
-from ..return_types import return_type
 from .common import call, check_devices, wrap
 from .decompositions import _batch_broadcast, _host, _raise_for, check_matrix
+from .named_tuples import return_type
 
 LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
 LDLFactorExResult = return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))

@@ -8,12 +8,12 @@ differentiable genesis ops.
 import math
 
 from .. import dtypes
-from ..return_types import return_type
 from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
 from .householder import householder_product as orgqr
 from .linalg import matmul
+from .named_tuples import return_type
 from .random import randn
 from .reduce import amax, amin, cumprod, sum, vector_norm
 from .shape_copies import cat

@@ -10,7 +10,6 @@ import math
 from .. import dtypes
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
-from ..return_types import return_type
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
 from .creation import (CreationMethods, _finfo, arange, as_tensor, empty, full_like, tensor,
@@ -20,6 +19,7 @@ from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh
 from .gather_scatter import index_select
 from .index import IndexMethods
 from .linalg import tensordot
+from .named_tuples import return_type
 from .products import ProductsMethods
 from .random import multinomial
 from .reduce import cumprod, cumsum, sum, vector_norm

@@ -14,12 +14,12 @@ from .. import dtypes
 from ..autograd.function import Function, name_node, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel, kernel
-from ..return_types import return_type
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
 from .creation import arange
 from .elementwise import abs, exp, isnan, logical_not, maximum, minimum, sign, where
+from .named_tuples import return_type
 
 _INF = float("inf")
 

@@ -4,11 +4,11 @@ legacy `torch.lu`, `torch.lu_unpack`, `torch.lu_solve`."""
 
 import math
 
-from ..return_types import return_type
 from . import decompositions as dec
 from .common import call, wrap
 from .creation import eye, zeros
 from .linalg import matmul
+from .named_tuples import return_type
 from .shape_copies import tril, triu
 
 

@@ -9,11 +9,11 @@ has no gradient.
 from .. import dtypes
 from ..autograd.function import Function
 from ..dispatch import kernel
-from ..return_types import return_type
 from ..tensor import wrap_dim
 from .common import wrap
 from .creation import zeros
 from .gather_scatter import Scatter
+from .named_tuples import return_type
 from .shape import narrow, reshape
 
 
