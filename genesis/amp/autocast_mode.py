@@ -73,7 +73,7 @@ class autocast:
         self._cache_enabled = (autocast_state.is_cache_enabled() if cache_enabled is None
                                else bool(cache_enabled))
         if self._enabled and device_type == "cuda" and not driver.is_available():
-            warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
+            warn("CUDA is not available. Disabling autocast.")
             self._enabled = False
         elif self._enabled and self.fast_dtype not in _SUPPORTED[device_type]:
             names = ", ".join(f"genesis.{d.name}" for d in _SUPPORTED[device_type])
