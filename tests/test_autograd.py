@@ -209,6 +209,17 @@ def test_outputs_of_which_one_feeds_another(order, rng, device):
         assert_close(g, t)
 
 
+def test_grad_only_inputs_is_accepted_and_false_warns(rng, device):
+    """only_inputs, PyTorch's deprecated flag that WGAN-GP's gradient penalty passes, is ignored;
+    False gives torch's FutureWarning."""
+    x, tx = pair(rng=rng, device=device)
+    gx, = genesis.autograd.grad((x * x).sum(), x, create_graph=True, only_inputs=True)
+    tgx, = torch.autograd.grad((tx * tx).sum(), tx, create_graph=True, only_inputs=True)
+    assert_close(gx, tgx)
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        genesis.autograd.grad(x.sum(), x, only_inputs=False)
+
+
 def test_grad_unused_inputs(device):
     x = genesis.ones(3, requires_grad=True, device=device)
     unused = genesis.ones(2, requires_grad=True, device=device)

@@ -52,6 +52,21 @@ def test_type_names_and_conversions(dtype):
     assert g.type("genesis.ShortTensor").dtype is genesis.int16
 
 
+@pytest.mark.parametrize("default", [genesis.float32, genesis.float64])
+def test_type_of_the_tensor_class_is_the_default_type(default):
+    """x.type(torch.Tensor) (CycleGAN's `batch.type(Tensor)`) and x.type('torch.Tensor') convert
+    to the default dtype."""
+    t = torch.arange(3)
+    g = from_torch(t)
+    genesis.set_default_dtype(default)
+    torch.set_default_dtype(TORCH_DTYPES[default])
+    try:
+        for target, t_target in ((genesis.Tensor, torch.Tensor), ("torch.Tensor", "torch.Tensor")):
+            assert_close(g.type(target), t.type(t_target))
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
 def test_errors():
     with pytest.raises(TypeError, match="expected a tensor of type torch.FloatTensor, got "
                                         "torch.DoubleTensor"):

@@ -11,6 +11,7 @@ see it as the thread's current GraphTask.
 import math
 import threading
 
+from .._warnings import warn
 from ..tensor import filled
 from . import anomaly_mode, autocast_state, grad_mode
 from .function import AccumulateGrad, edge_of, tensor_type
@@ -322,8 +323,13 @@ def _check_inputs(inputs, op):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
-    """The gradients of `outputs` with respect to `inputs`, as a tuple; `.grad` is untouched."""
+         only_inputs=True, allow_unused=None, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, as a tuple; `.grad` is untouched.
+    `only_inputs` is PyTorch's deprecated flag, ignored (False warns)."""
+    if not only_inputs:
+        warn("only_inputs argument is deprecated and is ignored now (defaults to True). To "
+             "accumulate gradient for other parts of the graph, please use "
+             "torch.autograd.backward.", FutureWarning)
     outputs = _as_tuple(outputs)
     inputs = _check_inputs(_as_tuple(inputs), "grad")
     retain_graph = create_graph if retain_graph is None else retain_graph

@@ -93,10 +93,13 @@ CUDA_LEGACY_TYPES = {name: _legacy_type(dtype, "cuda") for dtype, name in _NAMES
 
 
 def _parse_type_name(name):
-    """(dtype, device type) of 'torch.FloatTensor', 'torch.cuda.LongTensor', 'genesis.*'."""
+    """(dtype, device type) of 'torch.FloatTensor', 'torch.cuda.LongTensor', 'genesis.*';
+    'torch.Tensor' names the default type (the default dtype on the CPU)."""
     for prefix in ("torch.", "genesis."):
         if name.startswith(prefix):
             rest = name[len(prefix):]
+            if rest == "Tensor":
+                return dtypes.get_default_dtype(), "cpu"
             device_type = "cuda" if rest.startswith("cuda.") else "cpu"
             rest = rest[5:] if device_type == "cuda" else rest
             if rest in _DTYPES:
@@ -106,13 +109,16 @@ def _parse_type_name(name):
 
 def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
     """With no argument, the type's name ('torch.FloatTensor'); with a dtype, a type name or a
-    legacy type, this tensor converted to it (itself when it already is)."""
+    legacy type (`Tensor` the default one), this tensor converted to it (itself when it already
+    is)."""
     if dtype is None:
         return type_name(self.dtype, self.device.type)
     if isinstance(dtype, str) and dtype.startswith(("torch.", "genesis.")):
         target, device_type = _parse_type_name(dtype)
     elif isinstance(dtype, LegacyTensorType):
         target, device_type = dtype.dtype, dtype.device_type
+    elif dtype is Tensor:
+        target, device_type = dtypes.get_default_dtype(), "cpu"
     else:
         target, device_type = dtypes.as_dtype(dtype), self.device.type
     device = None if device_type == self.device.type else device_type

@@ -250,6 +250,22 @@ def test_channels_last_gradients_keep_the_layout(name, w_shape, kwargs, rng, dev
     assert_close(w.grad, tw.grad)
 
 
+@pytest.mark.parametrize("name, w_shape, kwargs", [
+    ("conv2d", (4, 1, 3, 3), {"stride": 2, "padding": 1}),
+    ("conv_transpose2d", (1, 4, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1})])
+def test_contiguous_results_and_input_gradients_as_torch(name, w_shape, kwargs, rng, device):
+    """A one-channel convolution's input gradient (a transposed convolution) is contiguous, as
+    torch's: a gradient penalty views it as (N, -1)."""
+    (x, tx), (w, tw) = (make_pair(s, device=device, rng=rng, requires_grad=True)
+                        for s in ((2, w_shape[1] if name == "conv2d" else 1, 6, 6), w_shape))
+    out = getattr(F, name)(x, w, **kwargs)
+    t_out = getattr(TF, name)(tx, tw, **kwargs)
+    gx, = genesis.autograd.grad(out.sum(), x)
+    tgx, = torch.autograd.grad(t_out.sum(), tx)
+    assert (out.stride(), gx.stride()) == (t_out.stride(), tgx.stride())
+    assert_close(gx.view(gx.size(0), -1), tgx.view(tgx.size(0), -1))
+
+
 def test_channels_last_weight_gets_its_gradient_in_its_layout(rng, device, monkeypatch):
     """A channels-last weight's gradient is computed in the weight's layout, so its .grad is
     the kernel's result, not re-laid out (PyTorch's gradient layout contract, without a copy)."""

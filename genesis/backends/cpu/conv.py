@@ -24,9 +24,10 @@ def _channels_fast(x):
 
 
 def _laid_out_as(out, x):
-    """`out` (N, C, H, W), channels-last when `x` is, as the CUDA kernels lay out their output."""
+    """`out` (N, C, H, W), channels-last when `x` is and contiguous otherwise, as the CUDA
+    kernels lay out their output (a transposed convolution's is a view of a padded buffer)."""
     if not _channels_fast(x):
-        return out
+        return np.ascontiguousarray(out)
     return np.ascontiguousarray(out.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
 
