@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import genesis
-from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_pair
+from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_pair, raised
 from test_shape import LAYOUTS, check_backward, check_forward, laid_out
 
 
@@ -131,6 +131,20 @@ def test_getitem_errors(device):
         x[genesis.tensor([True, False], device=device)]
     with pytest.raises(IndexError, match="single ellipsis"):
         x[..., ...]
+
+
+def _write(x, index):
+    x[index] = 1.0
+
+
+@pytest.mark.parametrize("index", [0, np.int64(0), 1, -1, slice(None), (0,), [0], (None, 0)],
+                         ids=repr)
+def test_zero_dim_index_errors_as_torch(index, device):
+    """One int or one slice indexing a 0-dim tensor (old scripts' `loss.data[0]`) raises torch's
+    errors, read and written; in a tuple or list, too many indices."""
+    x, t = genesis.tensor(1.5, device=device), torch.tensor(1.5)
+    assert raised(x.__getitem__, index) == raised(t.__getitem__, index)
+    assert raised(_write, x, index) == raised(_write, t, index)
 
 
 def test_getitem_0d_and_empty(rng, device):

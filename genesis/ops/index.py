@@ -236,8 +236,22 @@ def _as_tuple(index):
     return (index,)
 
 
+def _check_scalar_index(index):
+    """PyTorch's errors for a 0-dim tensor indexed by one int or one slice (`loss.data[0]`)."""
+    if isinstance(index, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        return
+    if index == 0:
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    raise IndexError(f"index {index} is out of bounds for dimension 0 with size 0")
+
+
 def parse_index(x, index):
     """Normalize `index` for `x[index]` into a `_Plan`; IndexError as PyTorch raises them."""
+    if x.ndim == 0:
+        _check_scalar_index(index)
     entries = [_classify(e, x.device) for e in _as_tuple(index)]
     entries = _expand_ellipsis(entries, x.ndim)
     plan = _Plan()
