@@ -197,6 +197,17 @@ def test_convert_sync_batchnorm(rng):
     assert type(single) is nn.SyncBatchNorm
 
 
+def test_instance_norm_with_other_channels_warns_as_torch(rng):
+    """Without affine parameters num_features is unused: another channel count (MUNIT's
+    InstanceNorm2d(64) after a narrower conv) warns and normalizes all the same."""
+    x = rng.standard_normal((2, 4, 3, 5)).astype(np.float32)
+    with pytest.warns(UserWarning, match="input's size at dim=1 does not match num_features"):
+        out = nn.InstanceNorm2d(6)(genesis.tensor(x))
+    with pytest.warns(UserWarning, match="input's size at dim=0 does not match num_features"):
+        nn.InstanceNorm1d(6)(genesis.tensor(x[0, :, 0]))
+    assert_close(out, tnn.InstanceNorm2d(4)(torch.tensor(x)))
+
+
 def test_errors():
     with pytest.raises(ValueError, match="more than 1 spatial element"):
         F.instance_norm(genesis.ones(2, 3, 1))

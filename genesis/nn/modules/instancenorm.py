@@ -1,5 +1,6 @@
 """InstanceNorm1d/2d/3d: each sample's channels normalized over their own spatial values."""
 
+from ..._warnings import warn
 from .batchnorm import _NormBase
 from .. import functional as F
 
@@ -19,10 +20,7 @@ class _InstanceNorm(_NormBase):
         if input.ndim not in (batched - 1, batched):
             raise ValueError(f"expected {batched - 1}D or {batched}D input (got {input.ndim}D "
                              f"input)")
-        channel_dim = input.ndim - self._spatial - 1
-        if input.shape[channel_dim] != self.num_features and self.affine:
-            raise ValueError(f"expected input's size at dim={channel_dim} to match num_features "
-                             f"({self.num_features}), but got: {input.shape[channel_dim]}.")
+        self._check_channels(input, input.ndim - self._spatial - 1)
         unbatched = input.ndim == batched - 1
         if unbatched:
             input = input.unsqueeze(0)
@@ -30,6 +28,18 @@ class _InstanceNorm(_NormBase):
                               self.training or not self.track_running_stats,
                               0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
+
+    def _check_channels(self, input, channel_dim):
+        """A channel count other than num_features is an error with affine parameters, else a
+        warning (num_features is then unused), as in PyTorch."""
+        if input.shape[channel_dim] == self.num_features:
+            return
+        if self.affine:
+            raise ValueError(f"expected input's size at dim={channel_dim} to match num_features "
+                             f"({self.num_features}), but got: {input.shape[channel_dim]}.")
+        warn(f"input's size at dim={channel_dim} does not match num_features. You can silence "
+             "this warning by not passing in num_features, which is not used because "
+             "affine=False")
 
 
 class InstanceNorm1d(_InstanceNorm):
