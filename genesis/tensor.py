@@ -337,7 +337,9 @@ class Tensor:
 
     @property
     def data(self):
-        return self.detach()
+        """The same data cut from the graph, with a version counter of its own: writes through
+        it go unseen by the graph's saved-tensor checks, as PyTorch's `.data` writes do."""
+        return Tensor._make(self._data, self.device, self.dtype, self._storage, self._offset)
 
     @data.setter
     def data(self, other):

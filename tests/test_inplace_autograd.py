@@ -171,6 +171,24 @@ def test_view_made_under_no_grad_stays_out_of_the_graph(device):
     assert v.tolist() == [2.0, 2.0]
 
 
+def test_writes_through_data_go_unseen_by_backward_as_torch(rng, device):
+    """`.data` has a version counter of its own (a weight update written through it between
+    forward and backward raises nothing, as in torch), while detach() shares the tensor's."""
+    (x, tx), (w, tw) = (make_pair((3,), requires_grad=True, rng=rng, device=device)
+                        for _ in range(2))
+    for lib_x, lib_w in ((x, w), (tx, tw)):
+        out = (lib_x * lib_w).sum()
+        lib_w.data.add_(1)
+        out.backward()
+        assert lib_w._version == 0 and lib_w.data._version == 0
+    assert_close(x.grad, tx.grad)
+    y = w * 1
+    z = y * y
+    y.detach().add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
 def test_optimizer_style_update_under_no_grad(rng, device):
     w, tw = make_pair((3, 3), requires_grad=True, rng=rng, device=device)
     for lib_w in (w, tw):
