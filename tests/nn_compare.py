@@ -63,6 +63,15 @@ def copy_module(g_module, t_module, device="cpu"):
     return g_module.to(device)
 
 
+def train_case(lib, model, data, step, steps):
+    """A ported case's losses over `steps` calls of step(lib, model, data), after making the
+    model's optimizer (and scheduler, where it has one)."""
+    model.opt = model.optimizer()
+    if hasattr(model, "scheduler"):
+        model.sched = model.scheduler(model.opt)
+    return [step(lib, model, data).item() for _ in range(steps)]
+
+
 def torch_state(g_module):
     """The genesis module's state_dict as torch tensors."""
     return {k: to_torch(v.detach()) for k, v in g_module.state_dict().items()}

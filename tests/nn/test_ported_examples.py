@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import genesis
-from nn_compare import assert_trajectory_close, copy_module
+from nn_compare import assert_trajectory_close, copy_module, train_case
 
 pytestmark = [pytest.mark.usefixtures("cudnn_ieee"),
               pytest.mark.filterwarnings("ignore:dropout2d")]
@@ -878,13 +878,6 @@ CASES = {
 }
 
 
-def _train(lib, model, data, step, steps):
-    model.opt = model.optimizer()
-    if hasattr(model, "scheduler"):
-        model.sched = model.scheduler(model.opt)
-    return [step(lib, model, data).item() for _ in range(steps)]
-
-
 # Examples whose few steps may amplify rounding (LBFGS at the example's lr can blow up on some
 # initial weights): compared within torch's own distance from a run one ulp apart.
 AMPLIFY_ROUNDING = {"time_sequence"}
@@ -899,13 +892,13 @@ def test_ported_example_trains_as_torch(name, rng, device):
     torch_model = build(torch, "cpu")
     model = copy_module(build(genesis, device), torch_model, device)
     twin = _one_ulp_apart(build, torch_model) if name in AMPLIFY_ROUNDING else None
-    expected = _train(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()},
-                      step, 4)
-    losses = _train(genesis, model, {k: _tensor(genesis, device, v) for k, v in arrays.items()},
-                    step, 4)
+    torch_data = {k: torch.tensor(v) for k, v in arrays.items()}
+    expected = train_case(torch, torch_model, torch_data, step, 4)
+    losses = train_case(genesis, model, {k: _tensor(genesis, device, v)
+                                         for k, v in arrays.items()}, step, 4)
     scale = np.abs(expected).max()  # a loss summing terms of both signs may cross zero
     if twin is not None:
-        neighbour = _train(torch, twin, {k: torch.tensor(v) for k, v in arrays.items()}, step, 4)
+        neighbour = train_case(torch, twin, torch_data, step, 4)
         assert_trajectory_close(losses, expected, neighbour, atol=2e-4 * scale)
     else:
         np.testing.assert_allclose(losses, expected, rtol=2e-4, atol=2e-4 * scale)
