@@ -139,12 +139,13 @@ def promote_types(a, b):
 
 
 def scalar_dtype(value):
-    """The dtype a Python scalar takes when it stands alone: bool, int64 or the default float."""
-    if isinstance(value, bool) or isinstance(value, np.bool_):
+    """The dtype a Python scalar takes when it stands alone: bool, int64 or the default float.
+    A numpy scalar counts as the Python number PyTorch reads it as (np.bool_ as a float)."""
+    if isinstance(value, bool):
         return bool_
     if isinstance(value, (int, np.integer)):
         return int64
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, (float, np.floating, np.bool_)):
         return _default_dtype
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 

@@ -170,6 +170,27 @@ def test_operators_with_python_scalars(name, dtype, scalar, rng, device):
     check(lambda s, t: op(s, t), lambda s, t: op(s, t), scalar, x, rounded_once=rounded_once)
 
 
+NUMPY_SCALARS = [np.float32(2.5), np.float16(-0.5), np.float64(1.5), np.int64(-3), np.int32(2),
+                 np.uint8(3), np.bool_(True)]
+
+
+@pytest.mark.parametrize("scalar", NUMPY_SCALARS, ids=lambda s: f"{type(s).__name__}({s})")
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_operators_and_functions_with_numpy_scalars(name, scalar, rng, device):
+    """A numpy scalar on either side of an operator (in place too), or as a function's other
+    operand, reads as the Python number torch reads it as (np.bool_ as a float): a tensor of
+    torch's dtype comes back, not numpy's array."""
+    op, inplace = OPERATORS[name], INPLACE_OPERATORS.get(name)
+    for dtype in (genesis.float32, genesis.int32, genesis.bool, genesis.float16):
+        x = pair(values((2, 3), dtype, rng, name, 1), dtype, device=device)
+        check(op, op, x, scalar)
+        check(lambda s, t: op(s, t), lambda s, t: op(s, t), scalar, x)
+        check(getattr(genesis, name), torch_fn(name), x, scalar)
+        if inplace is not None:
+            check(lambda t, s: inplace(t.clone(), s), lambda t, s: inplace(t.clone(), s), x,
+                  scalar)
+
+
 @pytest.mark.parametrize("scalar", [3, 1.5, True], ids=repr)
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "maximum", "fmod",
                                   "remainder", "atan2", "eq", "logical_and", "bitwise_or",

@@ -14,6 +14,15 @@ from ..dispatch import kernel
 from ..tensor import Tensor, contiguous_strides, wrap_dim  # noqa: F401  (re-exported)
 
 SCALAR_TYPES = (bool, int, float)
+NUMPY_SCALAR_TYPES = (np.number, np.bool_)
+
+
+def python_number(x):
+    """A numpy scalar as the Python number PyTorch reads it as (np.bool_ as a float, as torch
+    reads it); anything else as it is."""
+    if isinstance(x, np.bool_):
+        return float(x)
+    return x.item() if isinstance(x, np.number) else x
 
 
 # wrap(data, device, dtype=None): a new tensor owning the kernel result `data`; Tensor._make

@@ -10,7 +10,7 @@ from ..._warnings import warn_once
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..common import (SCALAR_TYPES, broadcast_data, broadcast_shapes, cast, operand_scalar,
-                      scalar_for, sum_to, wrap)
+                      python_number, scalar_for, sum_to, wrap)
 
 
 def _shape(x):
@@ -118,6 +118,7 @@ def elementwise(op, *operands, dtype=None, kernel_op=None, **kwargs):
             args = [broadcast_data(x, shape) if isinstance(x, Tensor) else a
                     for x, a in zip(operands, args)]
         return wrap(kernel(kernel_op or op, device.type)(*args, **kwargs), device)
+    operands = tuple(python_number(x) for x in operands)
     _check_operands(op, operands)
     device = _device(op, operands)
     dtype = dtype or dtypes.result_type(*operands)

@@ -1,9 +1,11 @@
 """The Tensor methods of the elementwise family: the functions themselves, their in-place forms,
 and Python's arithmetic, comparison and bitwise operators."""
 
+import functools
+
 from ... import dtypes
 from ...tensor import Tensor
-from ..common import SCALAR_TYPES
+from ..common import NUMPY_SCALAR_TYPES, SCALAR_TYPES, python_number
 from .binary import (add, atan2, bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or,
                      bitwise_right_shift, bitwise_xor, copysign, div, eq, float_power,
                      floor_divide, fmax, fmin, fmod, ge, gt, heaviside, hypot, le, logaddexp,
@@ -20,6 +22,17 @@ from .unary import (UNARY_OPS, abs, acos, acosh, asin, asinh, atan, atanh, ceil,
 
 
 _OPERANDS = (Tensor,) + SCALAR_TYPES
+
+
+def _numpy_scalars_read(operator):
+    """Python operator method `operator` taking a numpy scalar as the Python number PyTorch
+    reads it as (else numpy would answer `x * np.float32(2)` itself, with an array)."""
+    @functools.wraps(operator)
+    def read(self, other):
+        if isinstance(other, NUMPY_SCALAR_TYPES):
+            other = python_number(other)
+        return operator(self, other)
+    return read
 
 
 class ElementwiseMethods:
@@ -222,100 +235,125 @@ class ElementwiseMethods:
     divide_ = _inplace(div, "divide_", _div_plan)
     float_power_ = _float_power_
 
-    # operators: a Tensor or a Python number on the other side, else NotImplemented
+    # operators: a Tensor or a Python number (a numpy scalar read as one) on the other side,
+    # else NotImplemented
+    @_numpy_scalars_read
     def __add__(self, other):
         """self + other."""
         return add(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __radd__(self, other):
         """other + self."""
         return add(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __sub__(self, other):
         """self - other."""
         return sub(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rsub__(self, other):
         """other - self."""
         return sub(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __mul__(self, other):
         """self * other."""
         return mul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rmul__(self, other):
         """other * self, as PyTorch's: self.mul(other)."""
         return mul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __truediv__(self, other):
         """self / other."""
         return div(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rtruediv__(self, other):
         """other / self, as PyTorch's: self.reciprocal() * other (the reciprocal rounded to a
         half type first, the number then read unrounded)."""
         return mul(reciprocal(self), other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __floordiv__(self, other):
         """self // other."""
         return floor_divide(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rfloordiv__(self, other):
         """other // self."""
         return floor_divide(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __mod__(self, other):
         """self % other."""
         return remainder(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rmod__(self, other):
         """other % self."""
         return remainder(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __pow__(self, other):
         """self ** other."""
         return pow(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rpow__(self, other):
         """other ** self."""
         return pow(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __and__(self, other):
         """self & other."""
         return bitwise_and(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rand__(self, other):
         """other & self."""
         return bitwise_and(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __or__(self, other):
         """self | other."""
         return bitwise_or(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __ror__(self, other):
         """other | self."""
         return bitwise_or(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __xor__(self, other):
         """self ^ other."""
         return bitwise_xor(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rxor__(self, other):
         """other ^ self."""
         return bitwise_xor(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __lshift__(self, other):
         """self << other."""
         return bitwise_left_shift(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rlshift__(self, other):
         """other << self."""
         return bitwise_left_shift(other, self) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rshift__(self, other):
         """self >> other."""
         return bitwise_right_shift(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __rrshift__(self, other):
         """other >> self."""
         return bitwise_right_shift(other, self) if isinstance(other, _OPERANDS) else NotImplemented
@@ -333,26 +371,32 @@ class ElementwiseMethods:
     __ilshift__ = bitwise_left_shift_
     __irshift__ = bitwise_right_shift_
 
+    @_numpy_scalars_read
     def __eq__(self, other):
         """self == other, elementwise."""
         return eq(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __ne__(self, other):
         """self != other, elementwise."""
         return ne(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __lt__(self, other):
         """self < other, elementwise."""
         return lt(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __le__(self, other):
         """self <= other, elementwise."""
         return le(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __gt__(self, other):
         """self > other, elementwise."""
         return gt(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
+    @_numpy_scalars_read
     def __ge__(self, other):
         """self >= other, elementwise."""
         return ge(self, other) if isinstance(other, _OPERANDS) else NotImplemented
