@@ -3,11 +3,12 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
 import genesis
-from helpers import TORCH_DTYPES, assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, from_torch, raised
 
 NAMES = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
          "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
@@ -65,6 +66,19 @@ def test_type_of_the_tensor_class_is_the_default_type(default):
             assert_close(g.type(target), t.type(t_target))
     finally:
         torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("arg", [np.float32(3), np.float64(2), np.bool_(True), np.int64(3),
+                                 np.array(3.0)], ids=repr)
+def test_numpy_scalars_in_legacy_constructors_as_torch(arg):
+    """A numpy integer is a size, other numpy scalars are refused as data (named as numpy's
+    types), a 0-d array is data: as torch's legacy constructors take them."""
+    for name in ("Tensor", "LongTensor"):
+        mine, theirs = getattr(genesis, name), getattr(torch, name)
+        if isinstance(arg, (np.floating, np.bool_)):
+            assert raised(mine, arg) == raised(theirs, arg)
+        else:
+            assert (mine(arg).shape, mine(arg).type()) == (theirs(arg).shape, theirs(arg).type())
 
 
 def test_errors():

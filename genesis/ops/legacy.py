@@ -7,6 +7,8 @@ dtype on its device, and `isinstance(x, FloatTensor)` asks whether x is a float3
 PyTorch answers it. The CUDA forms touch the driver only when one is called.
 """
 
+import numpy as np
+
 from .. import dtypes
 from .. import tensor as tensor_module
 from .._warnings import warn_once
@@ -43,22 +45,22 @@ class LegacyTensorType(type):
 
 
 def _legacy_new(name, dtype, device_type, args, device):
-    """A tensor built as legacy constructor `name` builds one: empty, of sizes, from a sequence
-    of data, or (of its dtype and device type) a tensor itself."""
+    """A tensor built as legacy constructor `name` builds one: empty, of sizes (numpy integers
+    count), from a sequence of data, or (of its dtype and device type) a tensor itself."""
     where = device if device is not None else device_type
     if not args:
         return empty(0, dtype=dtype, device=where)
     if len(args) == 1 and isinstance(args[0], Tensor):
         return _existing(name, dtype, device_type, args[0])
-    if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool)
-                                         for a in args):
+    if isinstance(args[0], Size) or all(isinstance(a, (int, np.integer))
+                                         and not isinstance(a, bool) for a in args):
         sizes = tuple(args[0]) if isinstance(args[0], Size) else args
         return empty(*sizes, dtype=dtype, device=where)
     if len(args) > 1:
         raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, "
                         f"got {', '.join(type(a).__name__ for a in args)}")
-    if isinstance(args[0], (bool, int, float)):
-        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if isinstance(args[0], (bool, float, np.number, np.bool_)):
+        raise TypeError(f"new(): data must be a sequence (got {typename(args[0])})")
     return tensor(args[0], dtype=dtype, device=where)
 
 
