@@ -270,6 +270,13 @@ class Tensor:
         arr = self.detach()._host()
         return arr if dtype is None else arr.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """numpy's ufuncs over a tensor give a CPU tensor back (`np.exp(x)`, `np.ones(2) * x`),
+        as PyTorch's do; a bool result comes back as uint8, as torch gives it."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return Tensor._make(np.asarray(array), Device("cpu"))
+
     def __repr__(self):
         from ._tensor_str import tensor_repr
         return tensor_repr(self)

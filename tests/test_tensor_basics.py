@@ -94,6 +94,20 @@ def test_numpy_shares_memory(dtype):
     assert np.asarray(x).tolist() == [1.0, 1.0]
 
 
+@pytest.mark.filterwarnings("ignore:__array_wrap__ must accept context")
+@pytest.mark.parametrize("make", [
+    lambda lib, x: np.exp(x), lambda lib, x: np.sqrt(x[0].abs()), lambda lib, x: x * np.ones(3),
+    lambda lib, x: x + np.array(2.0), lambda lib, x: np.greater(x, 0), lambda lib, x: np.argmax(x)],
+    ids=["exp", "sqrt_0d", "times_array", "plus_0d_array", "greater", "argmax"])
+def test_numpy_functions_over_tensors_give_tensors_as_torch(make, rng):
+    """numpy's ufuncs over a tensor (and an array operand, which numpy takes over) give a CPU
+    tensor back, as torch's do: a bool result as uint8."""
+    arr = rng.uniform(-1, 1, 3).astype(np.float32)
+    got, want = make(genesis, genesis.tensor(arr)), make(torch, torch.tensor(arr))
+    assert isinstance(got, genesis.Tensor) and isinstance(want, torch.Tensor)
+    assert_close(got, want)
+
+
 @pytest.mark.parametrize("src", ALL_DTYPES, ids=str)
 def test_to_dtype_and_shortcuts(src, rng):
     arr = rng.uniform(-3, 3, (2, 3)) * 10
