@@ -15,7 +15,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.views import AsStridedScatter
 from ..dispatch import kernel
@@ -421,6 +421,7 @@ def masked_fill(input, mask, value):
     """`input` with `value` (a scalar or 0-d tensor) where `mask` holds; broadcasts."""
     _check_mask(mask, "masked_fill_")
     value = dtypes.storable_scalar(value, input.dtype)
+    node = "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
@@ -430,7 +431,7 @@ def masked_fill(input, mask, value):
         value = float(value)
     else:
         value = full((), value, dtype=input.dtype, device=input.device)
-    return where(mask, value, input)
+    return name_node(where(mask, value, input), node)
 
 
 def _broadcast_masked(input, mask, op):

@@ -495,11 +495,6 @@ def get_device(input):
     return input.get_device()
 
 
-def rsub(input, other, *, alpha=1):
-    """other - alpha * input."""
-    return sub(other, input, alpha=alpha)
-
-
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding `s` (in the default float dtype unless `dtype` is given)."""
     dtype = dtypes.get_default_dtype() if dtype is None else dtype
@@ -710,5 +705,5 @@ __all__ = [
     "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
     "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "trapezoid", "trapz",
     "cumulative_trapezoid", "vander", "unravel_index", "broadcast_shapes", "broadcast_tensors",
-    "combinations", "rsub", "scalar_tensor", "fill", "asarray", "range", "empty_strided",
+    "combinations", "scalar_tensor", "fill", "asarray", "range", "empty_strided",
     "gradient", "empty_permuted", "get_device"]

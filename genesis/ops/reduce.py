@@ -374,7 +374,8 @@ def _variance(input, dim, unbiased, keepdim, correction, op, take_sqrt):
     _check_float(input, op, "std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    return Var.apply(input, reduce_dims(input, dim, op), keepdim, correction, take_sqrt)
+    return name_node(Var.apply(input, reduce_dims(input, dim, op), keepdim, correction, take_sqrt),
+                     f"{op.title()}Backward0")
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -387,16 +388,22 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _variance(input, dim, unbiased, keepdim, correction, "std", True)
 
 
+def _with_mean(spread, input, dim, keepdim, name):
+    """(`spread`, the mean over `dim`), both shown as PyTorch's one node `name` shows them."""
+    return (name_node(spread, name),
+            name_node(mean(input, None if isinstance(dim, bool) else dim, keepdim), name))
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over `dim`."""
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+    return _with_mean(var(input, dim, unbiased, keepdim, correction=correction), input, dim,
+                      keepdim, "VarMeanBackward0")
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over `dim`."""
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+    return _with_mean(std(input, dim, unbiased, keepdim, correction=correction), input, dim,
+                      keepdim, "StdMeanBackward0")
 
 
 class LogSumExp(Reduction):

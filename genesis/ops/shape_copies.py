@@ -261,7 +261,8 @@ def repeat(self, *sizes):
     spread = tuple(x for s in shape for x in (1, s))
     tiled = tuple(x for r, s in zip(sizes, shape) for x in (r, s))
     out = expand(reshape(self, spread), tiled)
-    return ReshapeCopy.apply(out, tuple(r * s for r, s in zip(sizes, shape)))
+    return name_node(ReshapeCopy.apply(out, tuple(r * s for r, s in zip(sizes, shape))),
+                     "RepeatBackward0")
 
 
 def tile(input, dims):

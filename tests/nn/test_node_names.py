@@ -1,7 +1,8 @@
 """grad_fn names as PyTorch prints them (`tensor(2.30, grad_fn=<NllLossBackward0>)`) for the
 ops a training script prints the results of: losses, linear and convolution layers, norms,
 pooling, padding, resampling, attention, recurrent layers, products, softmax, transposes,
-squeezes, reductions, max/min and clamps, with PyTorch's rank-, mode-, reduction- and
+squeezes, reductions, std and var, masked fills, repeats, reflected subtraction, max/min and
+clamps, with PyTorch's rank-, mode-, reduction- and
 overload-dependent names (the CPU build's, where its kernel choice shows in the name)."""
 
 import numpy as np
@@ -134,6 +135,14 @@ def _layer_cases(lib, t):
         "gru cell": lambda: nn.GRUCell(4, 3)(t("seq")[0]),
         "stack": lambda: lib.stack([t("2d"), t("2d")], 1), "sum dim": lambda: t("2d").sum(1),
         "mean dims": lambda: t("2d").mean((0, 1)), "transpose": lambda: t("3d").transpose(0, 2),
+        "std": lambda: t("2d").std(-1, keepdim=True), "var": lambda: t("2d").var(1),
+        "std_mean mean": lambda: lib.std_mean(t("2d"), 1)[1],
+        "var_mean var": lambda: lib.var_mean(t("2d"))[0],
+        "masked_fill": lambda: t("2d").masked_fill(t("2d", 2) > 0, -1e9),
+        "masked_fill tensor": lambda: t("2d").masked_fill(t("2d", 2) > 0, lib.tensor(1.0)),
+        "masked_fill_": lambda: (t("2d") * 1).masked_fill_(t("2d", 2) > 0, 0.0),
+        "repeat": lambda: t("2d").repeat(2, 1), "tile": lambda: t("2d").tile(2),
+        "rsub": lambda: 1 - t("2d"), "rsub tensors": lambda: lib.rsub(t("2d"), t("2d", 2)),
         "norm": lambda: t("2d").norm(dim=1), "unfold": lambda: F.unfold(t("4d"), 3),
         "fold": lambda: F.fold(t("2d")[None], (3, 4), 2),
         "pixel_shuffle": lambda: F.pixel_shuffle(t("4d")[:, :2].reshape(2, 4, 4, 8), 2),

@@ -5,7 +5,7 @@ comparisons, and the logical and bitwise ops."""
 import math
 
 from ... import dtypes
-from ...autograd.function import Function, records
+from ...autograd.function import Function, name_node, records
 from ...tensor import Tensor
 from ..autocast import autocast_policy
 from ..common import cast, rounded_scalar
@@ -295,6 +295,12 @@ def sub(input, other, *deprecated, alpha=1):
     return _add_sub("sub", input, other, alpha)
 
 
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (Python's `1 - x`), its node named as PyTorch's rsub's."""
+    overload = 0 if isinstance(other, Tensor) else 1
+    return name_node(sub(other, input, alpha=alpha), f"RsubBackward{overload}")
+
+
 def mul(input, other):
     """input * other, with broadcasting and type promotion."""
     if records(input, other):
@@ -512,4 +518,4 @@ __all__ = [
     "xlogy", "copysign", "heaviside", "eq", "ne", "lt", "le", "gt", "ge", "greater",
     "greater_equal", "less", "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
     "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift", "subtract", "multiply", "divide"]
+    "bitwise_right_shift", "subtract", "multiply", "divide", "rsub"]

@@ -10,7 +10,7 @@ from .binary import (add, atan2, bitwise_and, bitwise_left_shift, bitwise_not, b
                      bitwise_right_shift, bitwise_xor, copysign, div, eq, float_power,
                      floor_divide, fmax, fmin, fmod, ge, gt, heaviside, hypot, le, logaddexp,
                      logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul,
-                     ne, pow, remainder, sub, true_divide, xlogy)
+                     ne, pow, remainder, rsub, sub, true_divide, xlogy)
 from .inplace_plans import (_add_plan, _addcdiv_plan, _addcmul_plan, _clamp_max_plan,
                             _clamp_min_plan, _clamp_plan, _div_plan, _float_power_, _inplace,
                             _lerp_plan, _mul_plan, _sub_plan, _unary_plan)
@@ -255,7 +255,7 @@ class ElementwiseMethods:
     @_numpy_scalars_read
     def __rsub__(self, other):
         """other - self."""
-        return sub(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+        return rsub(self, other) if isinstance(other, _OPERANDS) else NotImplemented
 
     @_numpy_scalars_read
     def __mul__(self, other):
