@@ -349,6 +349,20 @@ def test_div_rounding_modes(mode, dtype, rng, device):
         genesis.div(a[0], b[0], rounding_mode="nearest")
 
 
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_rounded_division_has_zero_gradients_and_floor_divide_none(mode, rng, device):
+    """A rounded division is a step function: zero gradients for both operands, as torch's;
+    floor_divide (`//`) records a node without a derivative, whose backward raises."""
+    (a, ta), (b, tb) = (make_pair((3, 4), requires_grad=True, rng=rng, device=device)
+                        for _ in range(2))
+    genesis.div(a, b * 2, rounding_mode=mode).sum().backward()
+    torch.div(ta, tb * 2, rounding_mode=mode).sum().backward()
+    assert_close(a.grad, ta.grad)
+    assert_close(b.grad, tb.grad)
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        (a // 2).sum().backward()
+
+
 @pytest.mark.parametrize("dtype", [genesis.int8, genesis.int32, genesis.int64, genesis.uint8],
                          ids=str)
 @pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod", "div_trunc", "div_floor"])

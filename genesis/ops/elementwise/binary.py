@@ -6,7 +6,7 @@ import math
 
 from ... import dtypes
 from ...autograd.function import Function, name_node, records
-from ...tensor import Tensor
+from ...tensor import Tensor, filled
 from ..autocast import autocast_policy
 from ..common import cast, rounded_scalar
 from .core import (_check_tensors, _float_dtype, _grad, _is_bool, _restore, _save_operands,
@@ -106,22 +106,42 @@ def _div(a, b, rounding_mode):
 
 class Div(Function):
     """a / b. The dividend is saved only where the divisor's gradient needs it, in PyTorch's
-    order (b, then a)."""
+    order (b, then a). Rounded ("trunc", "floor") it is a step function: zero gradients."""
 
     saved_names = ("other", "self")
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
         _save_operands(ctx, b, a if ctx.needs_input_grad[1] else None)
+        ctx.rounded = rounding_mode is not None
+        if ctx.rounded:
+            ctx.node_name = "DivBackward2"
         return _div(a, b, rounding_mode)
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.rounded:
+            zero = filled(tuple(g.shape), 0, g.dtype, g.device)
+            return _grad(ctx, 0, zero), _grad(ctx, 1, zero), None
         b, a = _restore(ctx)
         need_a, need_b = ctx.needs_input_grad[:2]
         ga = _grad(ctx, 0, g / b) if need_a else None
         gb = _grad(ctx, 1, -g * ((a / b) / b)) if need_b else None
         return ga, gb, None
+
+
+class FloorDivide(Function):
+    """floor(a / b), which PyTorch records without a derivative: its node is NotImplemented and
+    its backward raises."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.node_name = "NotImplemented"
+        return _div(a, b, "floor")
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("derivative for aten::floor_divide is not implemented")
 
 
 def _pow(a, b, dtype=None):
@@ -132,6 +152,11 @@ def _pow(a, b, dtype=None):
     elif not dtype.is_floating_point and b < 0:
         raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
     return elementwise("pow", a, b, dtype=dtype)
+
+
+# PyTorch's pow node for (base is a tensor, exponent is a tensor): Tensor_Scalar, Tensor_Tensor,
+# Scalar (a number to a tensor's power)
+_POW_OVERLOADS = {(True, False): 0, (True, True): 1, (False, True): 2}
 
 
 class Pow(Function):
@@ -147,6 +172,7 @@ class Pow(Function):
     def forward(ctx, a, b, dtype=None):
         out = _pow(a, b, dtype)
         _save_operands(ctx, a, b, out)
+        ctx.node_name = f"PowBackward{_POW_OVERLOADS[isinstance(a, Tensor), isinstance(b, Tensor)]}"
         return out
 
     @staticmethod
@@ -232,7 +258,7 @@ class FloatBinary(Function):
     @staticmethod
     def forward(ctx, a, b, op):
         out = _float_binary(a, b, op)
-        ctx.op = op
+        ctx.op, ctx.node_name = op, f"{op.title()}Backward0"
         _save_operands(ctx, a, b, out)
         return out
 
@@ -322,7 +348,7 @@ def true_divide(input, other):
 
 def floor_divide(input, other):
     """floor(input / other), as Python's `//`."""
-    return div(input, other, rounding_mode="floor")
+    return _run(FloorDivide, lambda a, b: _div(a, b, "floor"), input, other)
 
 
 @autocast_policy("pow")
@@ -349,7 +375,7 @@ def fmod(input, other):
 def _max_min(op, input, other):
     _check_tensors(op, input, other)
     if records(input, other):
-        return MaxMin.apply(input, other, op)
+        return name_node(MaxMin.apply(input, other, op), f"{op.title()}Backward0")
     return elementwise(op, input, other)
 
 
