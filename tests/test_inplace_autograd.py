@@ -127,7 +127,9 @@ def test_inplace_on_view_sets_grad_fns_like_torch(device):
     y = x * 1
     v = y[0:2]
     v.mul_(3)
-    assert y.grad_fn.name() == "AsStridedScatterBackward0"
+    ty = torch.ones(4, 3, requires_grad=True) * 1
+    ty[0:2].mul_(3)
+    assert y.grad_fn.name() == type(ty.grad_fn).__name__ == "CopySlices"
     assert v.grad_fn.name() == "AsStridedBackward0"
     assert y._version == v._version == 1
 

@@ -9,7 +9,7 @@ a view or base written in place.
 
 from ..dispatch import kernel
 from ..tensor import Tensor, contiguous_strides
-from .function import Function
+from .function import Function, name_node
 
 
 def make_view(t, shape, strides, offset):
@@ -33,10 +33,11 @@ def rebase_history(self, result):
         return
     geometry = _geometry(self)
     if base is None:
-        self.grad_fn = AsStridedScatter.apply(self, result, geometry).grad_fn
+        written = AsStridedScatter.apply(self, result, geometry)
+        self.grad_fn = name_node(written, "CopySlices").grad_fn
         self._output_nr = 0
         return
-    new_base = AsStridedScatter.apply(base, result, geometry)
+    new_base = name_node(AsStridedScatter.apply(base, result, geometry), "CopySlices")
     base.grad_fn, base._output_nr, base._requires_grad = new_base.grad_fn, 0, True
     view = AsStrided.apply(base, *geometry)
     self.grad_fn, self._output_nr, self._requires_grad = view.grad_fn, 0, True

@@ -10,7 +10,7 @@ when every repeat is the same, an expanded view flattened). The backends impleme
 """
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
@@ -141,7 +141,7 @@ def index_select(input, dim, index):
     dim, index = _dim_index(input, dim, index, "index_select")
     moved = movedim(input, dim, 0) if dim else input
     out_perm = tuple(range(1, dim + 1)) + (0,) + tuple(range(dim + 1, input.ndim)) if dim else None
-    return Index.apply(moved, (index,), out_perm)
+    return name_node(Index.apply(moved, (index,), out_perm), "IndexSelectBackward0")
 
 
 def _put_along(input, dim, index, values, accumulate):
@@ -179,7 +179,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     """`input` plus `alpha * source` added into the slices along `dim` at `index`."""
     dim, index = _dim_index(input, dim, index, "index_add", error=RuntimeError)
     _check_source(input, dim, index, source, "index_add")
-    return _put_along(input, dim, index, source if alpha == 1 else source * alpha, True)
+    return name_node(_put_along(input, dim, index, source if alpha == 1 else source * alpha, True),
+                     "IndexAddBackward0")
 
 
 @autocast_policy("index_copy")

@@ -347,11 +347,13 @@ def _put(x, plan, value, accumulate):
             value = full(region[0], value, dtype=x.dtype, device=x.device)
         if accumulate:
             value = basic_index(x, plan.items) + value
-        return AsStridedScatter.apply(x, value, region, True)
+        return name_node(AsStridedScatter.apply(x, value, region, True), "CopySlices")
     new = IndexPut.apply(_advanced_operand(x, plan), plan.indices, value, accumulate)
     if plan.perm is not None:
         new = permute(new, inverse_permutation(plan.perm))
-    return new if plan.trivial_basic else AsStridedScatter.apply(x, new, region, True)
+    if plan.trivial_basic:
+        return new
+    return name_node(AsStridedScatter.apply(x, new, region, True), "CopySlices")
 
 
 def _put_in_place(self, plan, value, accumulate, op):
@@ -463,7 +465,7 @@ def masked_scatter(input, mask, source):
     if source.numel() < count:
         raise RuntimeError("masked_scatter: Number of elements of source < number of ones in mask")
     out = IndexPut.apply(input, indices, narrow(flatten(source), 0, 0, count), False)
-    return reshape(out, shape) if not shape else out
+    return name_node(reshape(out, shape) if not shape else out, "MaskedScatterBackward0")
 
 
 def nonzero(input, *, as_tuple=False):

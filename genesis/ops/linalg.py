@@ -210,8 +210,8 @@ def _in_float32(fn, *tensors):
 @autocast_policy("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2)."""
-    return _in_float32(lambda i, a, b: _scaled_sum("addmm", i, mm(a, b), beta, alpha),
-                       input, mat1, mat2)
+    return _in_float32(lambda i, a, b: name_node(_scaled_sum("addmm", i, mm(a, b), beta, alpha),
+                                                 "AddmmBackward0"), input, mat1, mat2)
 
 
 @autocast_policy("baddbmm")

@@ -5,6 +5,7 @@ gradient and its device support come from theirs."""
 import builtins
 
 from .. import dtypes
+from ..autograd.function import name_node
 from .autocast import autocast_policy
 from .creation import zeros
 from .elementwise import _inplace
@@ -29,7 +30,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return vector_norm(diff, p, dim=-1)
+    return name_node(vector_norm(diff, p, dim=-1), "CdistBackward0")
 
 
 def kron(input, other):

@@ -234,12 +234,12 @@ def _extremum(input, dim, keepdim, kernel, op):
 
 def amax(input, dim=(), keepdim=False):
     """Maximum over `dim` (all dims by default); ties share the gradient evenly."""
-    return _extremum(input, dim, keepdim, "amax", "amax")
+    return name_node(_extremum(input, dim, keepdim, "amax", "amax"), "AmaxBackward0")
 
 
 def amin(input, dim=(), keepdim=False):
     """Minimum over `dim` (all dims by default); ties share the gradient evenly."""
-    return _extremum(input, dim, keepdim, "amin", "amin")
+    return name_node(_extremum(input, dim, keepdim, "amin", "amin"), "AminBackward0")
 
 
 _RESULTS = {name: return_type(name, ("values", "indices"))
@@ -315,8 +315,11 @@ def median(input, dim=None, keepdim=False):
     if input.dtype is dtypes.bool_:
         raise NotImplementedError("median: not implemented for 'bool'")
     if dim is None:
-        return Extremum.apply(input, tuple(range(input.ndim)), False, "median")
-    return _select_dim(input, dim, keepdim, "median")
+        return name_node(Extremum.apply(input, tuple(range(input.ndim)), False, "median"),
+                         "MedianBackward0")
+    result = _select_dim(input, dim, keepdim, "median")
+    name_node(result.values, "MedianBackward1")
+    return result
 
 
 def aminmax(input, *, dim=None, keepdim=False):
@@ -418,7 +421,8 @@ class LogSumExp(Reduction):
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over `dim`, computed stably; integer inputs give the default float."""
     x = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
-    return LogSumExp.apply(x, reduce_dims(x, dim, "logsumexp"), keepdim)
+    return name_node(LogSumExp.apply(x, reduce_dims(x, dim, "logsumexp"), keepdim),
+                     "LogsumexpBackward0")
 
 
 class VectorNorm(Reduction):
@@ -494,7 +498,7 @@ def _reverse_cumsum(t, dim):
 def cumsum(input, dim, *, dtype=None):
     """Running sum along `dim`; integer and bool inputs give int64."""
     x, dim, out_dtype = _scan_args(input, dim, dtype, "cumsum")
-    return CumSum.apply(x, dim, False, out_dtype)
+    return name_node(CumSum.apply(x, dim, False, out_dtype), "CumsumBackward0")
 
 
 class CumProd(Function):
@@ -532,7 +536,7 @@ class CumProd(Function):
 def cumprod(input, dim, *, dtype=None):
     """Running product along `dim`; integer and bool inputs give int64."""
     x, dim, out_dtype = _scan_args(input, dim, dtype, "cumprod")
-    return CumProd.apply(x, dim, out_dtype)
+    return name_node(CumProd.apply(x, dim, out_dtype), "CumprodBackward0")
 
 
 def _logical_reduction(input, dim, keepdim, op):

@@ -296,7 +296,7 @@ def reshape(input, shape):
     shape = infer_size(sizes_arg((shape,)), input.numel(), "reshape")
     strides = view_strides(input._data.shape, input.stride(), shape)
     if strides is None:
-        return ReshapeCopy.apply(input, shape)
+        return name_node(ReshapeCopy.apply(input, shape), "UnsafeViewBackward0")
     return View.apply(input, shape, strides)
 
 
@@ -470,7 +470,7 @@ def narrow(input, dim, start, length):
     start = start + size if start < 0 else start
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return basic_index(input, along(dim, ("slice", start, length, 1)), "Narrow")
+    return basic_index(input, along(dim, ("slice", start, length, 1)), "Slice")
 
 
 def select(input, dim, index):
@@ -504,7 +504,9 @@ def unbind(input, dim=0):
     if input.ndim == 0:
         raise IndexError("unbind(): Dimension specified as 0 but tensor has no dimensions")
     dim = wrap_dim(dim, input.ndim, "unbind")
-    return Split.apply(input, dim, (1,) * input.shape[dim], True)
+    pieces = Split.apply(input, dim, (1,) * input.shape[dim], True)
+    name_node(pieces[0], "UnbindBackward0")  # the pieces share one node
+    return pieces
 
 
 def split(tensor, split_size_or_sections, dim=0):

@@ -229,7 +229,7 @@ class Triangle(Function):
 
     @staticmethod
     def forward(ctx, x, diagonal, op):
-        ctx.diagonal, ctx.op = diagonal, op
+        ctx.diagonal, ctx.op, ctx.node_name = diagonal, op, f"{op.title()}Backward0"
         return wrap(call(op, x, diagonal), x.device, x.dtype)
 
     @staticmethod

@@ -7,7 +7,7 @@ has no gradient.
 """
 
 from .. import dtypes
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ..dispatch import kernel
 from ..tensor import wrap_dim
 from .common import wrap
@@ -85,7 +85,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not input.ndim:
         return _KTHVALUE(values, indices)
     pick = (lambda t: narrow(t, d, k - 1, 1)) if keepdim else (lambda t: t.select(d, k - 1))
-    return _KTHVALUE(pick(values), pick(indices))
+    return _KTHVALUE(name_node(pick(values), "KthvalueBackward0"), pick(indices))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

@@ -143,6 +143,7 @@ def _layer_cases(lib, t):
         "masked_fill_": lambda: (t("2d") * 1).masked_fill_(t("2d", 2) > 0, 0.0),
         "repeat": lambda: t("2d").repeat(2, 1), "tile": lambda: t("2d").tile(2),
         "rsub": lambda: 1 - t("2d"), "rsub tensors": lambda: lib.rsub(t("2d"), t("2d", 2)),
+        **_indexing_and_elementwise_cases(lib, t),
         "norm": lambda: t("2d").norm(dim=1), "unfold": lambda: F.unfold(t("4d"), 3),
         "fold": lambda: F.fold(t("2d")[None], (3, 4), 2),
         "pixel_shuffle": lambda: F.pixel_shuffle(t("4d")[:, :2].reshape(2, 4, 4, 8), 2),
@@ -150,6 +151,48 @@ def _layer_cases(lib, t):
         "channel_shuffle": lambda: F.channel_shuffle(t("4d")[:, :2], 2),
         "threshold": lambda: F.threshold(t("2d"), 0.1, 2.0), "celu": lambda: F.celu(t("2d")),
         **_activation_and_loss_cases(lib, t),
+    }
+
+
+def _indexing_and_elementwise_cases(lib, t):
+    """Selections, scans, writes through views and the binary ops with overload-dependent
+    names (rounded division, pow of a tensor or a number, floor division's NotImplemented)."""
+    index = lib.tensor(np.array([0, 2]))
+
+    def written(view_of):
+        out = t("2d") * 1
+        view_of(out).mul_(2)
+        return out
+
+    def assigned():
+        out = lib.zeros(4, 6)
+        out[1] = t("1d")
+        return out
+
+    return {
+        "tril": lambda: t("2d").tril(), "triu": lambda: lib.triu(t("2d"), 1),
+        "cumsum": lambda: t("2d").cumsum(1), "cumprod": lambda: t("2d").cumprod(0),
+        "logsumexp": lambda: t("2d").logsumexp(1), "amax": lambda: t("2d").amax(1),
+        "median": lambda: t("2d").median(), "median dim": lambda: t("2d").median(1)[0],
+        "kthvalue": lambda: t("2d").kthvalue(2, 1)[0], "trace": lambda: t("2d").trace(),
+        "index_select": lambda: t("2d").index_select(1, index),
+        "index_add": lambda: lib.zeros(4, 6).index_add(1, index, t("2d")[:, :2]),
+        "masked_scatter": lambda: lib.zeros(4, 6).masked_scatter(t("2d", 2) > 0, t("2d")),
+        "narrow": lambda: t("2d").narrow(1, 1, 2), "unbind": lambda: t("2d").unbind(1)[2],
+        "reshape copy": lambda: t("2d").t().reshape(-1), "setitem": assigned,
+        "write through view": lambda: written(lambda x: x[:, 0]),
+        "addmm": lambda: lib.addmm(t("1d"), t("2d").t(), t("2d")),
+        "maximum": lambda: lib.maximum(t("2d"), t("2d", 2)),
+        "minimum": lambda: t("2d").minimum(t("2d", 2)),
+        "atan2": lambda: lib.atan2(t("2d"), t("2d", 2)),
+        "hypot": lambda: lib.hypot(t("2d"), t("2d", 2)),
+        "addcmul": lambda: lib.addcmul(t("2d"), t("2d"), t("2d", 2)),
+        "addcdiv": lambda: lib.addcdiv(t("2d"), t("2d"), t("2d", 2)),
+        "square": lambda: t("2d").square(),
+        "div floor": lambda: lib.div(t("2d"), 2, rounding_mode="floor"),
+        "pow tensors": lambda: t("2d").abs().pow(t("2d", 2)),
+        "pow of a number": lambda: 2 ** t("2d"), "floor_divide": lambda: t("2d") // 2,
+        "cdist": lambda: lib.cdist(t("2d"), t("2d", 2)),
     }
 
 

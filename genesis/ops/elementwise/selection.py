@@ -174,7 +174,7 @@ def _addc(op, input, tensor1, tensor2, deprecated, value):
                                                  ("tensor1", "tensor2"))
     elif tensor2 is None:
         raise invalid_arguments(op, (tensor1,), "value", ("tensor1", "tensor2"))
-    return AddcOp.apply(input, tensor1, tensor2, value, op)
+    return name_node(AddcOp.apply(input, tensor1, tensor2, value, op), f"{op.title()}Backward0")
 
 
 @autocast_policy("addcmul")

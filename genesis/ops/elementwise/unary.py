@@ -5,7 +5,7 @@ PyTorch's do) and the dtypes it takes; `Unary` runs one, forward and backward.""
 import math
 
 from ... import dtypes
-from ...autograd.function import Function, records
+from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import kernel
 from ...tensor import Tensor
@@ -362,7 +362,7 @@ negative, absolute, arcsin, arccos, arctan = neg, abs, asin, acos, atan
 
 def square(input):
     """input * input, as PyTorch's `pow(input, 2)` (bool becomes int64)."""
-    return input ** 2 if input.dtype is dtypes.bool_ else input * input
+    return input ** 2 if input.dtype is dtypes.bool_ else name_node(input * input, "PowBackward0")
 
 
 def round(input, *, decimals=0):
