@@ -1,6 +1,7 @@
 """LR schedulers against PyTorch for 20 steps (lrs and momenta), state dicts and bad input."""
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -97,6 +98,44 @@ def test_matches_torch_20_steps(name, opt_name):
     for _ in range(20):
         _step(gopt, topt, gsched, tsched)
         _assert_same_groups(gopt, topt, gsched, tsched)
+
+
+def _step_only_scheduler(opt, sched):
+    sched.step()
+
+
+def _step_in_order(opt, sched):
+    opt.step()
+    sched.step()
+    sched.step()
+
+
+def _replace_optimizer_step(opt, sched):
+    opt.step = lambda: None
+    opt.step()
+    sched.step()
+
+
+def _read_get_lr(opt, sched):
+    opt.step()
+    sched.get_lr()
+
+
+@pytest.mark.parametrize("run", [_step_only_scheduler, _step_in_order, _replace_optimizer_step,
+                                 _read_get_lr], ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("name", ["StepLR", "LambdaLR", "OneCycleLR-cos",
+                                  "CosineAnnealingWarmRestarts-T_mult"])
+def test_step_order_and_get_lr_warnings_as_torch(name, run):
+    """A scheduler's first step before its optimizer's (or after optimizer.step was replaced)
+    and get_lr() outside step() warn as torch's do; in order, nothing warns."""
+    messages = []
+    for lib, opt in zip((lr_scheduler, torch.optim.lr_scheduler), _pair("SGD")):
+        sched = SCHEDULERS[name](lib, opt)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run(opt, sched)
+        messages.append([str(w.message) for w in caught])
+    assert messages[0] == messages[1]
 
 
 @pytest.mark.parametrize("name", ["MultiStepLR", "CosineAnnealingLR", "OneCycleLR-cos",

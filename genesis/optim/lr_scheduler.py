@@ -5,9 +5,11 @@ A scheduler sets `group["lr"]` of its optimizer on construction (epoch 0) and on
 schedulers can act on one optimizer; `step(epoch)` uses the closed form where there is one.
 """
 
+import functools
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 
@@ -39,14 +41,59 @@ def _check_optimizer(optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _track_step_calls(optimizer):
+    """Have `optimizer.step` set `optimizer._opt_called` when it runs (PyTorch's schedulers wrap
+    it the same way), so that a scheduler stepped before it can say so."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref, step = weakref.ref(optimizer), optimizer.step.__func__
+
+    @functools.wraps(step)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        opt._opt_called = True
+        return step(opt, *args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
+def _check_step_order(scheduler):
+    """PyTorch's warnings for a first scheduler step that comes before the optimizer's, or
+    after the optimizer's step was replaced."""
+    if not hasattr(scheduler.optimizer.step, "_wrapped_by_lr_sched"):
+        warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate "
+                      "scheduler initialization. Please, make sure to call `optimizer.step()` "
+                      "before `lr_scheduler.step()`. See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
+    elif not getattr(scheduler.optimizer, "_opt_called", False):
+        warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                      "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                      "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will "
+                      "result in PyTorch skipping the first value of the learning rate schedule. "
+                      "See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
+
+
+def _warn_get_lr_called_within_step(scheduler):
+    """get_lr() outside step() warns, as PyTorch's: get_last_lr() is the lr it set."""
+    if not scheduler._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
 class LRScheduler:
     """Base class: subclasses implement `get_lr()` (the lrs for `self.last_epoch`)."""
 
     _is_initial = False
+    _get_lr_called_within_step = False
 
     def __init__(self, optimizer, last_epoch=-1):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
+        _track_step_calls(optimizer)
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
@@ -83,6 +130,8 @@ class LRScheduler:
 
     def step(self, epoch=None):
         """Advance one epoch (or jump to `epoch`, deprecated in PyTorch) and set the lrs."""
+        if self._step_count == 1:
+            _check_step_order(self)
         self._step_count += 1
         if epoch is not None:
             warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is "
@@ -91,16 +140,27 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            values = (self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr")
-                      else self.get_lr())
+        values = self._stepped_lrs(lambda: self._next_lrs(epoch))
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = _group_values(self.optimizer, "lr")
+
+    def _stepped_lrs(self, compute):
+        """`compute()`, the next lrs, with get_lr() running quietly as it does within step()."""
+        self._get_lr_called_within_step = True
+        try:
+            return compute()
+        finally:
+            self._get_lr_called_within_step = False
+
+    def _next_lrs(self, epoch):
+        """The lrs of the next epoch, or (closed form where there is one) of `epoch`."""
+        if epoch is None:
+            self.last_epoch += 1
+            return self.get_lr()
+        self.last_epoch = epoch
+        return (self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr")
+                else self.get_lr())
 
 
 _LRScheduler = LRScheduler
@@ -139,6 +199,7 @@ class LambdaLR(_LambdaScheduler):
     """lr = initial_lr * lr_lambda(epoch)."""
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -146,6 +207,7 @@ class MultiplicativeLR(_LambdaScheduler):
     """lr *= lr_lambda(epoch) on every step after the first."""
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
         return [group["lr"] * fn(self.last_epoch)
@@ -160,6 +222,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_values(self.optimizer, "lr")
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
@@ -177,6 +240,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return _group_values(self.optimizer, "lr")
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
@@ -202,6 +266,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [group["lr"] * self.factor for group in self.optimizer.param_groups]
         if self.last_epoch != self.total_iters:
@@ -228,6 +293,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -251,6 +317,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
@@ -267,6 +334,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
         factor = ((1.0 - self.last_epoch / self.total_iters)
@@ -287,6 +355,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
@@ -550,6 +619,7 @@ class OneCycleLR(_MomentumCycling, LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps "
@@ -652,6 +722,7 @@ class CyclicLR(_MomentumCycling, LRScheduler):
         return self.gamma ** x
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
         if x <= self.step_ratio:
@@ -700,6 +771,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur /
                                                                      self.T_i)) / 2
                 for base in self.base_lrs]
@@ -717,7 +789,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         else:
             self._jump(epoch)
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        for group, lr in zip(self.optimizer.param_groups, self._stepped_lrs(self.get_lr)):
             group["lr"] = lr
         self._last_lr = _group_values(self.optimizer, "lr")
 

@@ -293,7 +293,6 @@ CASES = {
 }
 
 
-@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()` before")
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_model_trains_as_torch(name, rng, device):
     build, step = CASES[name]
