@@ -8,7 +8,7 @@ this module holds what every tensor is.
 import numpy as np
 
 from . import dtypes
-from ._warnings import warn_once
+from ._warnings import warn, warn_once
 from . import memory_formats as formats
 from .layouts import strided
 from .device import device as Device
@@ -353,6 +353,16 @@ class Tensor:
         if other.shape != self.shape or other.dtype is not self.dtype or other.device != self.device:
             self.dtype, self.device = other.dtype, other.device
         self._data, self._storage, self._offset = other._data, other._storage, other._offset
+
+    @property
+    def volatile(self):
+        """Always False: PyTorch removed volatile (no_grad took its place) and warns on use."""
+        warn("volatile was removed (Variable.volatile is always False)")
+        return False
+
+    @volatile.setter
+    def volatile(self, value):
+        warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.")
 
     def detach(self):
         """The same data cut from the graph: shares memory and the version counter, no history."""

@@ -55,7 +55,6 @@ LEFT_OUT = {
     "resize": "deprecated alias of resize_",
     "resize_as": "deprecated alias of resize_as_",
     "reinforce": "removed stochastic-function API (raises in PyTorch itself)",
-    "volatile": "removed pre-0.4 autograd flag",
     "output_nr": "autograd-graph internal",
     "as_subclass": "Tensor subclassing through __torch_function__ is not supported",
     "const_data_ptr": "raw pointers: use data_ptr, which genesis has",

@@ -502,7 +502,8 @@ def test_mixed_dtype_gradients_come_back_in_each_input_dtype(dtypes, rng, device
 
 def test_variable_as_torch(rng):
     """The legacy Variable: a detached tensor sharing memory, requiring grad as asked; every
-    tensor is an instance; `volatile` warns; non-tensors are refused; no data: an empty tensor."""
+    tensor is an instance; `volatile` (the argument, a tensor's attribute) warns; non-tensors are
+    refused; no data: an empty tensor."""
     x, tx = pair(rng=rng)
     for lib, t in ((genesis, x), (torch, tx)):
         v = lib.autograd.Variable(t)
@@ -512,6 +513,10 @@ def test_variable_as_torch(rng):
         assert w.requires_grad and w.is_leaf
         with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
             lib.autograd.Variable(t, volatile=True)
+        with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+            v.volatile = True
+        with pytest.warns(UserWarning, match=r"Variable.volatile is always False"):
+            assert v.volatile is False
         with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
             lib.autograd.Variable([1, 2])
         assert tuple(lib.autograd.Variable().shape) == (0,)
