@@ -575,6 +575,9 @@ def test_masked_ops_dtypes(dtype, rng, device):
 
 def test_masked_ops_errors(device):
     x = genesis.zeros(2, 5, device=device)
+    assert raised(x.masked_fill, genesis.tensor([1, 0, 1, 0, 1], dtype=genesis.uint8,
+                                                device=device), 3.0) == \
+        raised(torch.zeros(2, 5).masked_fill, torch.tensor([1, 0, 1, 0, 1]).byte(), 3.0)
     with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
         x.masked_fill(genesis.tensor([1, 0, 1, 0, 1], device=device), 3.0)
     with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):

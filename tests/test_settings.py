@@ -217,6 +217,36 @@ def test_warn_always_repeats_the_once_a_process_warnings(rng):
     assert not genesis.is_warn_always_enabled()
 
 
+def _warned(lib, call):
+    """The messages `call(lib)` warns with, PyTorch's C++ location suffix cut off."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(lib)
+    return [str(w.message).split(" (Triggered internally at")[0] for w in caught]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.range(0, 3), lambda lib: lib.ones(3)[lib.tensor([1, 0, 1]).byte()],
+    lambda lib: lib.tensor(1.0).T, lambda lib: lib.ones(3).T, lambda lib: lib.ones(2, 3, 4).T,
+    lambda lib: lib.ones(2, 3).T, lambda lib: lib.nn.NLLLoss2d(),
+    lambda lib: lib.nn.functional.upsample(lib.ones(1, 1, 2, 2), scale_factor=2),
+    lambda lib: lib.nn.functional.upsample_nearest(lib.ones(1, 1, 2, 2), scale_factor=2),
+    lambda lib: lib.nn.functional.upsample_bilinear(lib.ones(1, 1, 2, 2), scale_factor=2)],
+    ids=["range", "uint8_index", "T_0d", "T_1d", "T_3d", "T_2d", "NLLLoss2d", "upsample",
+         "upsample_nearest", "upsample_bilinear"])
+def test_deprecations_warn_as_torch(call):
+    """Deprecated names and uses old scripts still make (torch.range, uint8 masks, `.T` off
+    matrices, NLLLoss2d, F.upsample) warn with torch's text; the once-a-process ones every time
+    under set_warn_always(True)."""
+    try:
+        for lib in (genesis, torch):
+            lib.set_warn_always(True)
+        assert _warned(genesis, call) == _warned(torch, call)
+    finally:
+        for lib in (genesis, torch):
+            lib.set_warn_always(False)
+
+
 def test_layout_typename_and_legacy_names_as_torch():
     for lib in (genesis, torch):
         t = lib.randn(2, 3)

@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
+from .._warnings import warn_once
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.views import AsStridedScatter
@@ -151,6 +152,9 @@ def _classify(entry, device):
         except TypeError:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              f"Variables are valid indices (got {type(entry).__name__})") from None
+    if entry.dtype is dtypes.uint8:
+        warn_once("uint8 index", "indexing with dtype torch.uint8 is now deprecated, please use "
+                  "a dtype torch.bool instead.")
     if entry.dtype in (dtypes.bool_, dtypes.uint8):
         return ("bool", bool(entry.item())) if entry.ndim == 0 else ("mask", entry.to(device))
     if entry.dtype not in _INDEX_DTYPES:
@@ -406,8 +410,9 @@ def index_put(input, indices, values, accumulate=False):
 
 def _check_mask(mask, op):
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
-        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        kind = dtypes.type_meta_name(mask.dtype) if isinstance(mask, Tensor) else \
+            type(mask).__name__
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {kind}")
 
 
 def _plan_masked_fill(self, mask, value):

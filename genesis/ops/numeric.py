@@ -8,6 +8,7 @@ import itertools
 import math
 
 from .. import dtypes
+from .._warnings import warn_once
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor, wrap_dim
@@ -452,8 +453,11 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 
 
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Deprecated in PyTorch for arange: values from start to end inclusive, `step` apart, in
-    the default float dtype."""
+    """Deprecated in PyTorch for arange (it warns once): values from start to end inclusive,
+    `step` apart, in the default float dtype."""
+    warn_once("range", "torch.range is deprecated and will be removed in a future release because "
+              "its behavior is inconsistent with Python's range builtin. Instead, use "
+              "torch.arange, which produces values in [start, end).")
     if end is None:
         start, end = 0, start
     if step == 0 or (end - start) * step < 0:

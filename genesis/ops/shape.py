@@ -11,6 +11,7 @@ repeat, diag) are in shape_copies.py.
 import math
 import operator
 
+from .._warnings import warn_once
 from ..autograd import forward_ad, grad_mode
 from ..autograd.function import Function, UntrackedNode, name_node
 from ..autograd.grad_mode import is_grad_enabled
@@ -345,7 +346,16 @@ def t(input):
 
 
 def _reversed_dims(self):
-    """`.T`: the dimensions in reverse order (a view)."""
+    """`.T`: the dimensions in reverse order (a view); off matrices PyTorch warns, once."""
+    if self.ndim == 0:
+        warn_once("T of 0-d", "Tensor.T is deprecated on 0-D tensors. This function is the "
+                  "identity in these cases.")
+    elif self.ndim != 2:
+        warn_once("T of n-d", "The use of `x.T` on tensors of dimension other than 2 to reverse "
+                  "their shape is deprecated and it will throw an error in a future release. "
+                  "Consider `x.mT` to transpose batches of matrices or "
+                  "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                  "tensor.")
     return Permute.apply(self, tuple(reversed(range(self.ndim))))
 
 

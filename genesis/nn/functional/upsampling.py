@@ -274,20 +274,19 @@ def _upsample_node(mode, dims, antialias):
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Deprecated alias of interpolate."""
-    warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
-         "instead.")
+    warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
     """Deprecated: interpolate with mode='nearest'."""
-    warn("nn.functional.upsample_nearest is deprecated. Use "
-         "nn.functional.interpolate instead.")
+    warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` "
+         "instead.")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Deprecated: interpolate with mode='bilinear' and align_corners=True."""
-    warn("nn.functional.upsample_bilinear is deprecated. Use "
-         "nn.functional.interpolate instead.")
+    warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` "
+         "instead.")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

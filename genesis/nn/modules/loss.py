@@ -1,5 +1,6 @@
 """Loss modules: each holds its options and calls the functional form."""
 
+from ..._warnings import warn
 from .. import functional as F
 from ..functional._utils import legacy_reduction
 from .distance import PairwiseDistance
@@ -218,4 +219,11 @@ class CTCLoss(_Loss):
 
 
 class NLLLoss2d(NLLLoss):
-    """NLLLoss under its older name for (N, C, H, W) input."""
+    """NLLLoss under its older name for (N, C, H, W) input, deprecated as in PyTorch."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+             "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+             "details.", FutureWarning)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
