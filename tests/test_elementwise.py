@@ -191,6 +191,22 @@ def test_operators_and_functions_with_numpy_scalars(name, scalar, rng, device):
                   scalar)
 
 
+def test_functions_with_numpy_scalars_differentiate(rng, device):
+    """Numpy scalars as operands and as `alpha` give torch's values and gradients."""
+    g, t = pair(values((3,), genesis.float32, rng, "mul", 1), genesis.float32, device=device)
+    g.requires_grad_()
+    t.requires_grad_()
+    outs = [(fn(g, np.float32(1.5)), fn(t, np.float32(1.5)))
+            for fn in (lambda x, s: s * x + x ** s, lambda x, s: x.pow(s) / s)]
+    outs.append((genesis.add(g, np.int64(2), alpha=np.float32(0.5)),
+                 torch.add(t, np.int64(2), alpha=np.float32(0.5))))
+    for got, want in outs:
+        assert_close(got, want)
+        got.sum().backward()
+        want.sum().backward()
+    assert_close(g.grad, t.grad)
+
+
 @pytest.mark.parametrize("scalar", [3, 1.5, True], ids=repr)
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "maximum", "fmod",
                                   "remainder", "atan2", "eq", "logical_and", "bitwise_or",
