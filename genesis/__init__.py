@@ -53,7 +53,7 @@ from .nn.namespace_forms import *  # noqa: F401,F403
 from . import special
 from . import linalg
 from . import testing
-from . import (accelerator, amp, cpu, distributed, func, functional, futures, hub, jit,
+from . import (accelerator, amp, cpu, distributed, func, functional, futures, fx, hub, jit,
                models, multiprocessing, onnx, profiler, return_types, signal, xpu)
 from .func import vmap
 from .cuda import OutOfMemoryError
@@ -77,6 +77,11 @@ newaxis = None
 def result_type(tensor1, tensor2):
     """PyTorch's `torch.result_type` over tensors and Python scalars."""
     return _result_type(tensor1, tensor2)
+
+
+def _assert(condition, message):
+    """Python's assert as a call, so model code can check shapes where tracers look for it."""
+    assert condition, message
 
 
 def is_tensor(obj):
