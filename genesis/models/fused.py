@@ -19,6 +19,7 @@ from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
+from ..nn.modules.module import _load_plan
 from ..ops.common import call, wrap
 from ..ops.shape_copies import cat
 
@@ -54,8 +55,8 @@ class FusedLinear(nn.Linear):
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         """Nothing under the fused name: the parent writes the parts."""
 
-    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
-                              error_msgs, plan):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
         """Nothing under the fused name: the parent reads the parts (also a part named as
         this module, the whole matrix, as Phi-3's checkpoints keep it)."""
         name = prefix[:-1].rpartition(".")[2]
@@ -75,24 +76,25 @@ class FusedParent(nn.Module):
             for (part, pname), view in module.part_views().items():
                 destination[f"{prefix}{part}.{pname}"] = view if keep_vars else view.detach()
 
-    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
-                              error_msgs, plan):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
         parts = {}
         for _, module in self._fused():
             for (part, pname), view in module.part_views().items():
                 parts[f"{prefix}{part}.{pname}"] = (module, pname, view)
         own = {k: v for k, v in state_dict.items() if k not in parts}
-        super()._load_from_state_dict(own, prefix, missing_keys, unexpected_keys, error_msgs,
-                                      plan)
-        for key, (module, pname, view) in parts.items():
-            if key not in state_dict:
-                missing_keys.append(key)
-            elif tuple(state_dict[key].shape) != tuple(view.shape):
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{state_dict[key].shape} from checkpoint, the shape in "
-                                  f"current model is {view.shape}.")
-            else:
-                plan.append((module, pname, view.detach(), state_dict[key]))
+        super()._load_from_state_dict(own, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        with _load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
+            for key, (module, pname, view) in parts.items():
+                if key not in state_dict:
+                    missing_keys.append(key)
+                elif tuple(state_dict[key].shape) != tuple(view.shape):
+                    error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                      f"{state_dict[key].shape} from checkpoint, the shape in "
+                                      f"current model is {view.shape}.")
+                else:
+                    plan.append((module, pname, view.detach(), state_dict[key]))
 
 
 def silu_gate(gate_up):

@@ -1,5 +1,7 @@
 """Module state-dict hooks, extra state, set_submodule, to_empty and compile, against torch."""
 
+from collections import OrderedDict
+
 import pytest
 import torch
 from helpers import assert_close
@@ -79,6 +81,75 @@ def test_load_pre_hook_renames_old_keys_and_post_hook_edits_missing():
         model[0].register_load_state_dict_post_hook(forgive_bias)
         keys = model.load_state_dict({"0.old_weight": lib.full((3, 2), 2.0)})
         assert keys.missing_keys == [] and float(model[0].weight.detach().sum()) == 12.0
+
+
+def _legacy_block(lib):
+    """A block whose checkpoints before version 2 named its layers `fc_1` and `fc_2`: its
+    _load_from_state_dict override renames them, reading the version from the metadata."""
+    class Block(lib.nn.Sequential):
+        _version = 2
+
+        def __init__(self):
+            super().__init__(lib.nn.Linear(2, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2))
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs):
+            self.seen = local_metadata.get("version")
+            if self.seen is None or self.seen < 2:
+                for i, name in ((0, "fc_1"), (2, "fc_2")):
+                    for kind in ("weight", "bias"):
+                        old = f"{prefix}{name}.{kind}"
+                        if old in state_dict:
+                            state_dict[f"{prefix}{i}.{kind}"] = state_dict.pop(old)
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                          missing_keys, unexpected_keys, error_msgs)
+    return lib.nn.Sequential(Block())
+
+
+def _load_legacy(lib):
+    """Load the block's checkpoint with its layers renamed as before version 2: without
+    metadata, with version 1 and with version 2 (where the old names are unexpected)."""
+    model = _legacy_block(lib)
+    state = model.state_dict()
+    old = OrderedDict((k.replace("0.0.", "0.fc_1.").replace("0.2.", "0.fc_2."),
+                       lib.full_like(v, 2.0)) for k, v in state.items())
+    seen = [repr(model.load_state_dict(dict(old))), model[0].seen]
+    old._metadata = OrderedDict((k, dict(v)) for k, v in state._metadata.items())
+    old._metadata["0"]["version"] = 1
+    model.load_state_dict(old, assign=True)
+    seen += [model[0].seen, model[0][2].bias.detach().tolist()]
+    old._metadata["0"]["version"] = 2
+    with pytest.raises(RuntimeError) as error:
+        model.load_state_dict(old)
+    return seen + [str(error.value), list(state._metadata.items())]
+
+
+def test_load_from_state_dict_override_with_torch_arguments():
+    assert _load_legacy(genesis) == _load_legacy(torch)
+
+
+def test_load_from_state_dict_called_directly_writes_as_torch():
+    for lib in (genesis, torch):
+        layer = lib.nn.Linear(2, 2)
+        missing, unexpected, errors = [], [], []
+        layer._load_from_state_dict({"weight": lib.ones(2, 2), "bias": lib.ones(3), "x": 1}, "",
+                                    {}, True, missing, unexpected, errors)
+        assert float(layer.weight.detach().sum()) == 4.0
+        assert (missing, unexpected) == ([], ["x"]) and errors[0].startswith("size mismatch")
+
+
+@pytest.mark.parametrize("norm", ["BatchNorm1d", "InstanceNorm1d"])
+def test_norm_checkpoint_without_batch_count_as_torch(norm):
+    for lib in (genesis, torch):
+        layer = getattr(lib.nn, norm)(3, track_running_stats=True)
+        layer.num_batches_tracked.fill_(5)
+        state = layer.state_dict()
+        del state["num_batches_tracked"]
+        layer.load_state_dict(dict(state))
+        assert int(layer.num_batches_tracked) == 5
+        with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: '
+                                               r'"num_batches_tracked"'):
+            layer.load_state_dict(state)
 
 
 def test_set_submodule_as_torch():

@@ -12,6 +12,8 @@ from .module import Module
 class _NormBase(Module):
     """The parameters and running statistics of the batch and instance norms."""
 
+    _version = 2  # version 2 added num_batches_tracked
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
@@ -42,6 +44,18 @@ class _NormBase(Module):
     def reset_parameters(self):
         self.reset_running_stats()
         reset_affine(self)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """A checkpoint older than version 2 (or without metadata) may lack num_batches_tracked:
+        the module keeps its own count."""
+        key = prefix + "num_batches_tracked"
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.track_running_stats \
+                and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -5,6 +5,8 @@ Parameters, buffers and submodules assigned as attributes are kept in three orde
 and dtypes, and saved and loaded as a state dict.
 """
 
+import contextlib
+import contextvars
 import functools
 import itertools
 from collections import OrderedDict, namedtuple
@@ -552,9 +554,14 @@ class Module:
 
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         """An ordered dict of every parameter and persistent buffer (and extra state), keyed by
-        dotted name; the state-dict hooks run before and after each module's part."""
+        dotted name, whose `_metadata` holds each module's `_version` (read back when loading);
+        the state-dict hooks run before and after each module's part."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -563,7 +570,7 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
         for hook, public in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {"version": self._version})
+            result = hook(self, destination, prefix, local_metadata)
             if result is not None:
                 if public:
                     raise RuntimeError("state_dict post-hook must return None")
@@ -616,9 +623,22 @@ class Module:
         return {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items())
                 if v is not None}
 
-    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys,
-                              error_msgs, plan):
-        """Check this module's own entries of `state_dict`; record the copies to make in `plan`."""
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Run the load pre-hooks, then check this module's own entries of `state_dict`: the
+        ones that fit are written once load_state_dict has checked every module (at once when
+        called on its own), the others recorded in the three lists."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        with _load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
+            self._check_own_entries(state_dict, prefix, missing_keys, unexpected_keys,
+                                    error_msgs, plan)
+
+    def _check_own_entries(self, state_dict, prefix, missing_keys, unexpected_keys, error_msgs,
+                           plan):
+        """Sort this module's entries of `state_dict` into `plan` (the copies to make), missing,
+        unexpected and size-mismatched keys."""
         local_state = self._local_state()
         for name, param in local_state.items():
             key = prefix + name
@@ -651,20 +671,21 @@ class Module:
             if not known:
                 unexpected_keys.append(key)
 
-    def _check_state_dict(self, state_dict, prefix, missing, unexpected, errors, plan,
-                          strict=True):
+    def _check_state_dict(self, state_dict, prefix, metadata, missing, unexpected, errors,
+                          assign):
         """Check `state_dict` (only keys under `prefix`) against this module and its children,
-        after this module's load pre-hooks."""
-        for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, {"version": self._version}, strict, missing, unexpected,
-                 errors)
-        self._load_from_state_dict(state_dict, prefix, missing, unexpected, errors, plan)
+        each given its entry of the checkpoint's `metadata`."""
+        local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+        if assign:
+            local_metadata["assign_to_params_buffers"] = assign
+        self._load_from_state_dict(state_dict, prefix, local_metadata, True, missing,
+                                   unexpected, errors)
         for name, child in self._modules.items():
             if child is not None:
                 child_prefix = prefix + name + "."
                 child_state = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
-                child._check_state_dict(child_state, child_prefix, missing, unexpected, errors,
-                                        plan, strict)
+                child._check_state_dict(child_state, child_prefix, metadata, missing,
+                                        unexpected, errors, assign)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy `state_dict` into this module's parameters and buffers.
@@ -677,9 +698,14 @@ class Module:
         """
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)  # pre-hooks may edit it; the caller's stays
         missing, unexpected, errors, plan = [], [], [], []
-        self._check_state_dict(state_dict, "", missing, unexpected, errors, plan, strict)
+        token = _LOAD_PLAN.set(plan)
+        try:
+            self._check_state_dict(state_dict, "", metadata, missing, unexpected, errors, assign)
+        finally:
+            _LOAD_PLAN.reset(token)
         post_hooks = [(m, hook) for m in self.modules()
                       for hook in m._load_state_dict_post_hooks.values()]
         if not post_hooks:
@@ -740,6 +766,22 @@ _EXTRA_STATE = "_extra_state"
 def _has_extra_state(module, method):
     """Whether `module`'s class overrides get_extra_state / set_extra_state."""
     return getattr(type(module), method) is not getattr(Module, method)
+
+
+_LOAD_PLAN = contextvars.ContextVar("genesis_load_plan", default=None)
+
+
+@contextlib.contextmanager
+def _load_plan(assign):
+    """The list of checked entries to write: load_state_dict's while it checks every module,
+    else a fresh one written when the block ends."""
+    plan = _LOAD_PLAN.get()
+    if plan is not None:
+        yield plan
+        return
+    plan = []
+    yield plan
+    _write_plan(plan, assign)
 
 
 def _write_plan(plan, assign):
