@@ -431,6 +431,19 @@ def test_meshgrid(indexing, sizes, rng, device):
     check_backward(out_g, out_t, pairs[0][0], pairs[0][1], np.random.default_rng())
 
 
+def test_meshgrid_without_indexing_warns_as_torch():
+    for lib in (genesis, torch):
+        lib.set_warn_always(True)
+        try:
+            with pytest.warns(UserWarning, match="torch.meshgrid: in an upcoming release, it "
+                                                 "will be required to pass the indexing"):
+                grids = lib.meshgrid([lib.arange(2), lib.arange(3)])
+        finally:
+            lib.set_warn_always(False)
+        assert [tuple(g.shape) for g in grids] == [(2, 3), (2, 3)]
+        assert grids[0].tolist() == [[0, 0, 0], [1, 1, 1]]
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_float_views_keep_dtype_and_grad(dtype, rng, device):
     (leaf_g, leaf_t), (x_g, x_t) = laid_out((3, 4), "transposed", dtype, rng, True, device=device)

@@ -622,10 +622,15 @@ def _atleast(tensors, lift):
     return tuple(lift(x) for x in tensors)
 
 
-def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids (views) from 1-D tensors; "xy" swaps the first two output dims."""
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids (views) from 1-D tensors; "xy" swaps the first two output dims. Without
+    `indexing` it is "ij", with PyTorch's warning (once a process) that it will be required."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        warn_once("meshgrid indexing", "torch.meshgrid: in an upcoming release, it will be "
+                  "required to pass the indexing argument.")
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
                            f"received: {indexing}")
