@@ -431,6 +431,30 @@ def test_meshgrid(indexing, sizes, rng, device):
     check_backward(out_g, out_t, pairs[0][0], pairs[0][1], np.random.default_rng())
 
 
+KEYWORD_SIZES = [("reshape", {"shape": (3, 2)}), ("view", {"size": (3, -1)}),
+                 ("permute", {"dims": (1, 0)}), ("expand", {"size": (2, 2, 3)}),
+                 ("repeat", {"repeats": [2, 1]}), ("tile", {"dims": (2,)}),
+                 ("flip", {"dims": (0, 1)}), ("split", {"split_size": 2, "dim": 1})]
+
+
+@pytest.mark.parametrize("name,kwargs", KEYWORD_SIZES, ids=[k[0] for k in KEYWORD_SIZES])
+def test_sizes_by_keyword_as_torch(name, kwargs, rng, device):
+    """`x.reshape(shape=...)` and the like, as model code (MAE's patchify) writes them."""
+    g, t = make_pair((2, 3), rng=rng, device=device)
+    out_g, out_t = getattr(g, name)(**kwargs), getattr(t, name)(**kwargs)
+    if name != "split":
+        out_g, out_t = (out_g,), (out_t,)
+    for a, b in zip(out_g, out_t, strict=True):
+        assert_close(a, b)
+
+
+def test_resize_by_keyword_as_torch():
+    for lib in (genesis, torch):
+        assert tuple(lib.zeros(2, 3).resize_(size=(3, 1)).shape) == (3, 1)
+        with pytest.raises(TypeError, match="got multiple values for argument 'shape'"):
+            lib.zeros(2, 3).reshape(2, shape=(3, 2))
+
+
 def test_meshgrid_without_indexing_warns_as_torch():
     for lib in (genesis, torch):
         lib.set_warn_always(True)

@@ -45,15 +45,16 @@ def _shape_arg(size, op):
     return shape
 
 
-def _sizes(args, size, op):
+def _sizes(args, size, op, name="size"):
     """The size given positionally (`f(2, 3)`, `f((2, 3))`) or by keyword (`f(size=(2, 3))`,
-    which must be a sequence), as the argument tuple `_shape_arg` reads."""
+    which must be a sequence; `name` is the keyword's), as the argument tuple `_shape_arg`
+    reads."""
     if size is None:
         return args
     if args:
-        raise TypeError(f"{op}() got multiple values for argument 'size'")
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
     if not isinstance(size, (tuple, list)):
-        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
                         f"{type(size).__name__}")
     return (size,)
 
@@ -629,12 +630,12 @@ def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
     return device, dtype, non_blocking, copy, memory_format
 
 
-def resize_(t, *sizes, memory_format=None):
+def resize_(t, *sizes, size=None, memory_format=None):
     """Give `t` the shape `sizes`, laid out dense (row-major, or in a channels-last
     `memory_format`) from its storage offset, in place. A storage too small for it is
     replaced by a larger one that starts with the old one's values, as PyTorch grows a
     storage; views taken before that keep the old storage."""
-    shape = _shape_arg(sizes, "resize_")
+    shape = _shape_arg(_sizes(sizes, size, "resize_"), "resize_")
     if t.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     order = formats.dim_order(memory_format)

@@ -19,7 +19,7 @@ from ..autograd.views import AsStrided, AsStridedScatter
 from ..tensor import wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
-from .creation import zeros
+from .creation import _sizes, zeros
 
 
 def _geometry(t):
@@ -281,9 +281,9 @@ class Split(ViewFunction):
         return joined, None, None, None
 
 
-def view(self, *shape):
+def view(self, *shape, size=None):
     """A view with another shape (one size may be -1); RuntimeError when strides forbid it."""
-    shape = infer_size(sizes_arg(shape), self.numel(), "view")
+    shape = infer_size(sizes_arg(_sizes(shape, size, "view")), self.numel(), "view")
     strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -381,9 +381,9 @@ def adjoint(input):
     return _matrix_transpose(input)
 
 
-def expand(self, *sizes):
+def expand(self, *sizes, size=None):
     """A broadcast view: size-1 dims repeat with stride 0, -1 keeps a size, new dims lead."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(_sizes(sizes, size, "expand"))
     if len(sizes) < self.ndim:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({self.ndim})")
@@ -668,15 +668,15 @@ class ShapeMethods:
     view = view
     view_as = view_as
 
-    def reshape(self, *shape):
+    def reshape(self, *sizes, shape=None):
         """This tensor with `shape` (a view when the strides allow, else a copy)."""
-        return reshape(self, sizes_arg(shape))
+        return reshape(self, sizes_arg(_sizes(sizes, shape, "reshape", "shape")))
 
     reshape_as = reshape_as
 
-    def permute(self, *dims):
+    def permute(self, *order, dims=None):
         """A view with the dimensions in the order `dims`."""
-        return permute(self, sizes_arg(dims))
+        return permute(self, sizes_arg(_sizes(order, dims, "permute", "dims")))
 
     transpose = transpose
     swapaxes = transpose
@@ -699,7 +699,11 @@ class ShapeMethods:
     diagonal = diagonal
     as_strided = as_strided
     unbind = unbind
-    split = split
+
+    def split(self, split_size, dim=0):
+        """Pieces of `split_size` along `dim` (the last may be smaller), or of the given sizes."""
+        return split(self, split_size, dim)
+
     chunk = chunk
     tensor_split = tensor_split
     movedim = movedim

@@ -17,7 +17,7 @@ from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, check_devices, contiguous_strides, normalize_dims, wrap
-from .creation import clone, zeros
+from .creation import _sizes, clone, zeros
 from .elementwise import _inplace
 from .shape import (ReshapeCopy, SubView, atleast_1d, atleast_2d, atleast_3d, diagonal_geometry,
                     expand, flatten, narrow, reshape, scatter_region, sizes_arg, unsqueeze)
@@ -251,9 +251,9 @@ def _triangle(op):
 tril, triu = _triangle("tril"), _triangle("triu")
 
 
-def repeat(self, *sizes):
+def repeat(self, *sizes, repeats=None):
     """Tile the tensor `sizes` times along each dim (leading sizes add dims); a copy."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(_sizes(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
@@ -300,9 +300,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 class ShapeCopyMethods:
     """Tensor methods of this family: flips and rolls, triangles, repeats, diagonal matrices."""
 
-    def flip(self, *dims):
+    def flip(self, *order, dims=None):
         """A copy with the order of elements reversed along `dims`."""
-        return flip(self, sizes_arg(dims))
+        return flip(self, sizes_arg(_sizes(order, dims, "flip", "dims")))
 
     fliplr = fliplr
     flipud = flipud
@@ -311,9 +311,9 @@ class ShapeCopyMethods:
     triu = triu
     repeat = repeat
 
-    def tile(self, *dims):
+    def tile(self, *reps, dims=None):
         """This tensor repeated `dims` times along each dimension."""
-        return tile(self, sizes_arg(dims))
+        return tile(self, sizes_arg(_sizes(reps, dims, "tile", "dims")))
 
     diag = diag
     diag_embed = diag_embed
