@@ -11,6 +11,7 @@ import torch
 import genesis
 import genesis.nn as nn
 from helpers import assert_close, from_torch, to_torch
+from nn_compare import check_grads
 
 D_MODEL, NHEAD, FF = 8, 2, 16
 # A few stacked float32 layers with LayerNorm: torch's own CPU paths differ by a few ulps.
@@ -344,3 +345,22 @@ def test_multihead_attention_arguments_match_torch(kwargs, padding, attn, unbatc
     if t_weights is not None:
         assert_close(g_weights, t_weights, **TOL)
     backward_and_compare(gm, tm, g_out, t_out, pairs, rng)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_attention_pool_projects_to_another_width_as_torch(need_weights, rng, device):
+    """multi_head_attention_forward with separate q/k/v weights and an output projection to
+    another width, as CLIP's AttentionPool2d calls it."""
+    embed, out_dim, heads, L, N = 8, 5, 2, 4, 3
+    shapes = [(L, N, embed)] + [(embed, embed)] * 3 + [(3 * embed,), (out_dim, embed), (out_dim,)]
+    pairs = [random_pair(s, rng, device) for s in shapes]
+
+    def pool(lib, x, q, k, v, in_bias, out_weight, out_bias):
+        return lib.nn.functional.multi_head_attention_forward(
+            x, x, x, embed, heads, None, in_bias, None, None, False, 0.0, out_weight, out_bias,
+            need_weights=need_weights, use_separate_proj_weight=True, q_proj_weight=q,
+            k_proj_weight=k, v_proj_weight=v)[0]
+    g_out = pool(genesis, *(p[0] for p in pairs))
+    t_out = pool(torch, *(p[1] for p in pairs))
+    assert_close(g_out, t_out, **TOL)
+    check_grads(g_out, t_out, *zip(*pairs), rng, **TOL)

@@ -496,5 +496,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
         out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
         weights = None
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)  # may map to another width (CLIP's pool)
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
     return (out if batched else out.squeeze(1)), weights
