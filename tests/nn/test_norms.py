@@ -157,6 +157,28 @@ def test_half_and_empty_batch_norm(dtype, rng, device):
     assert_close(F.group_norm(from_torch(empty), 2), TF.group_norm(empty, 2))
 
 
+HALF_INPUT_NORMS = {
+    "layer_norm": lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (3,), w[:3], b[:3]),
+    "rms_norm": lambda lib, x, w, b: lib.nn.functional.rms_norm(x, (3,), w[:3], 1e-6),
+    "group_norm": lambda lib, x, w, b: lib.nn.functional.group_norm(x, 2, w, b),
+    "batch_norm": lambda lib, x, w, b: lib.nn.functional.batch_norm(x, b.abs(), w.abs() + 0.5,
+                                                                    w, b),
+}
+
+
+@pytest.mark.parametrize("name", list(HALF_INPUT_NORMS))
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=str)
+def test_half_input_with_float32_parameters_keeps_its_dtype(name, dtype, rng, device):
+    """A model converted to half but for its norms (CLIP's convert_weights) feeds half inputs
+    to float32 parameters: the result has the input's dtype, computed in float32 and rounded
+    once, as torch's."""
+    fn = HALF_INPUT_NORMS[name]
+    x = torch.tensor(rng.standard_normal((2, 4, 3)), dtype=TORCH_DTYPES[dtype])
+    w, b = (torch.tensor(rng.standard_normal(4), dtype=torch.float32) for _ in range(2))
+    out = fn(genesis, *(from_torch(t, device=device) for t in (x, w, b)))
+    assert_close(out, fn(torch, x.float(), w, b).to(x.dtype))
+
+
 @pytest.mark.parametrize("shape", [(2, 5, 3), (2, 6, 3, 4), (1, 4, 2, 3, 2)])
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_local_response_norm_matches_torch(shape, size, rng, device):

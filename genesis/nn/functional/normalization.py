@@ -1,7 +1,8 @@
 """Normalization: layer, RMS, group and batch norm, and `normalize` (unit p-norm vectors).
 
-Statistics are computed in float32 for half inputs (as PyTorch does on the CPU) and the result is
-cast back once; gradients come from autograd over mean/var and elementwise ops, except training
+Statistics and the affine step are computed in float32 for half inputs (as PyTorch does on the
+CPU) and the result is cast back once to the input's dtype, also when the parameters are float32
+(a model converted to half but for its norms); gradients come from autograd over mean/var and elementwise ops, except training
 batch norm's, written in a stable closed form (batch_stats).
 """
 
@@ -28,12 +29,13 @@ def _standardize(x, dims, eps):
     return centered * ew.rsqrt(var + eps)
 
 
-def _affine(y, weight, bias):
+def _affine(y, weight, bias, dtype):
+    """`y * weight + bias` (either may be None), rounded once to `dtype`, the input's."""
     if weight is not None:
         y = y * weight
     if bias is not None:
         y = y + bias
-    return y
+    return y.to(dtype)
 
 
 def _normalized_dims(input, normalized_shape, op):
@@ -52,7 +54,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if has_kernel("layer_norm_fwd", input.device.type):
         out = fused_norm.layer_norm(input, len(dims), weight, bias, eps)
     else:
-        out = _affine(_standardize(_upcast(input), dims, eps).to(input.dtype), weight, bias)
+        out = _affine(_standardize(_upcast(input), dims, eps), weight, bias, input.dtype)
     return name_node(out, "NativeLayerNormBackward0")
 
 
@@ -64,8 +66,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if has_kernel("rms_norm_fwd", input.device.type):
         return fused_norm.rms_norm(input, len(dims), weight, eps)
     x = _upcast(input)
-    y = (x * ew.rsqrt((x * x).mean(dims, keepdim=True) + eps)).to(input.dtype)
-    return y if weight is None else y * weight
+    return _affine(x * ew.rsqrt((x * x).mean(dims, keepdim=True) + eps), weight, None,
+                   input.dtype)
 
 
 def _channel_shape(input):
@@ -84,10 +86,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     for size in input.shape[2:]:
         per_group *= size
     grouped = _upcast(input).reshape(n, num_groups, per_group)
-    y = _standardize(grouped, (-1,), eps).reshape(input.shape).to(input.dtype)
+    y = _standardize(grouped, (-1,), eps).reshape(input.shape)
     shape = _channel_shape(input)
     return name_node(_affine(y, None if weight is None else weight.reshape(shape),
-                             None if bias is None else bias.reshape(shape)),
+                             None if bias is None else bias.reshape(shape), input.dtype),
                      "NativeGroupNormBackward0")
 
 
@@ -112,10 +114,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     x = _upcast(input)
     shape = _channel_shape(input)
     centered = x - running_mean.to(x.dtype).reshape(shape)
-    y = _affine(centered * ew.rsqrt(running_var.to(x.dtype).reshape(shape) + eps),
-                None if weight is None else weight.reshape(shape),
-                None if bias is None else bias.reshape(shape))
-    return name_node(y.to(input.dtype), "NativeBatchNormBackward0")
+    y = centered * ew.rsqrt(running_var.to(x.dtype).reshape(shape) + eps)
+    return name_node(_affine(y, None if weight is None else weight.reshape(shape),
+                             None if bias is None else bias.reshape(shape), input.dtype),
+                     "NativeBatchNormBackward0")
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
