@@ -118,8 +118,8 @@ def classify_step(lib, model, data):
 def vit(lib, device):
     """torchvision's ViT: a patchify conv, a class token expanded over the batch, encoder
     blocks checking their input with _assert and attending through batch_first
-    MultiheadAttention without weights, and an MLP block whose _load_from_state_dict override
-    (torch's arguments) renames a checkpoint's older keys."""
+    MultiheadAttention without weights, and an MLP block of a later `_version` (whose
+    checkpoints record it in their metadata)."""
     nn = lib.nn
     dim, patch = 8, 4
 
@@ -129,17 +129,6 @@ def vit(lib, device):
         def __init__(self):
             super().__init__(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Dropout(0.0),
                              nn.Linear(2 * dim, dim), nn.Dropout(0.0))
-
-        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
-                                  missing_keys, unexpected_keys, error_msgs):
-            if local_metadata.get("version", None) is None:
-                for i, new in ((1, 0), (2, 3)):
-                    for kind in ("weight", "bias"):
-                        old = f"{prefix}linear_{i}.{kind}"
-                        if old in state_dict:
-                            state_dict[f"{prefix}{new}.{kind}"] = state_dict.pop(old)
-            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
-                                          missing_keys, unexpected_keys, error_msgs)
 
     class EncoderBlock(nn.Module):
         def __init__(self):

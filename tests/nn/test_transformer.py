@@ -352,8 +352,11 @@ def test_attention_pool_projects_to_another_width_as_torch(need_weights, rng, de
     """multi_head_attention_forward with separate q/k/v weights and an output projection to
     another width, as CLIP's AttentionPool2d calls it."""
     embed, out_dim, heads, L, N = 8, 5, 2, 4, 3
-    shapes = [(L, N, embed)] + [(embed, embed)] * 3 + [(3 * embed,), (out_dim, embed), (out_dim,)]
-    pairs = [random_pair(s, rng, device) for s in shapes]
+    shapes = [(embed, embed)] * 3 + [(3 * embed,), (out_dim, embed), (out_dim,)]
+    pairs = [random_pair((L, N, embed), rng, device)] + [
+        tuple(x * embed ** -0.5 for x in random_pair(s, rng, device, requires_grad=False))
+        for s in shapes]  # parameters scaled as a layer's initialisation scales them
+    pairs = [(g.requires_grad_(), t.requires_grad_()) for g, t in pairs]
 
     def pool(lib, x, q, k, v, in_bias, out_weight, out_bias):
         return lib.nn.functional.multi_head_attention_forward(
