@@ -2,8 +2,8 @@
 
 Statistics and the affine step are computed in float32 for half inputs (as PyTorch does on the
 CPU) and the result is cast back once to the input's dtype, also when the parameters are float32
-(a model converted to half but for its norms); gradients come from autograd over mean/var and elementwise ops, except training
-batch norm's, written in a stable closed form (batch_stats).
+(a model converted to half but for its norms); gradients come from autograd over mean/var and
+elementwise ops, except training batch norm's, written in a stable closed form (batch_stats).
 """
 
 import ml_dtypes
