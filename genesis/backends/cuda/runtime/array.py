@@ -8,6 +8,7 @@ block and gives it back when the last array over it is garbage.
 import numpy as np
 
 from ....dtypes import NUMPY_DTYPE_TYPES
+from ...strided import StridedFields
 from .device import get_context
 from .stream import current_stream_handle
 
@@ -40,7 +41,7 @@ class CUDAStorage:
             pass
 
 
-class CUDAArray:
+class CUDAArray(StridedFields):
     """A strided view of a CUDAStorage; `strides` and `offset` are in bytes, as numpy's.
 
     `ptr`, the device address of the first element, and `device`, the storage's device index,
@@ -81,25 +82,6 @@ class CUDAArray:
         arr.ptr, arr.device = block.ptr, device
         return arr
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def itemsize(self):
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.size * self.dtype.itemsize
-
     def is_contiguous(self):
         """Row-major with no gaps, as torch counts it: dims of size 1, and empty arrays, have
         any strides (numpy's c_contiguous flag agrees)."""
@@ -112,10 +94,6 @@ class CUDAArray:
                 return 0 in self.shape
             expected *= size
         return True
-
-    def element_strides(self):
-        itemsize = self.dtype.itemsize
-        return tuple([s // itemsize for s in self.strides])
 
     def __repr__(self):
         return (f"CUDAArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
