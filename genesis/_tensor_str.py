@@ -172,6 +172,7 @@ def _add_suffixes(text, suffixes, indent):
 
 
 def _suffixes(t):
+    """The device, size and dtype suffixes where PyTorch shows them, then the graph's."""
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
@@ -186,6 +187,11 @@ def _suffixes(t):
             suffixes.append(f"size={tuple(t.shape)}")
         if t.dtype not in (default, dtypes.int64, dtypes.bool_):
             suffixes.append(f"dtype={t.dtype!r}")
+    return suffixes + _graph_suffixes(t)
+
+
+def _graph_suffixes(t):
+    suffixes = []
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
@@ -196,7 +202,17 @@ def _suffixes(t):
     return suffixes
 
 
+def _meta_suffixes(t):
+    """A meta tensor has no values to show: its size always, its dtype unless the default."""
+    suffixes = [f"device='{t.device}'", f"size={tuple(t.shape)}"]
+    if t.dtype is not dtypes.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype!r}")
+    return suffixes + _graph_suffixes(t)
+
+
 def tensor_repr(t, prefix="tensor("):
     """`repr(t)` as PyTorch writes it, with "genesis." where PyTorch writes "torch."."""
     indent = len(prefix)
+    if t.device.type == "meta":
+        return _add_suffixes(prefix + "...", _meta_suffixes(t), indent)
     return _add_suffixes(prefix + _values_str(t, indent), _suffixes(t), indent)

@@ -1,6 +1,7 @@
-"""Devices: where a tensor's storage lives ("cpu", or "cuda" with an index)."""
+"""Devices: where a tensor's storage lives ("cpu", "cuda" with an index, or "meta": nowhere,
+a tensor of metadata only)."""
 
-_KNOWN_TYPES = ("cpu", "cuda")
+_KNOWN_TYPES = ("cpu", "cuda", "meta")
 
 
 class device:

@@ -142,6 +142,7 @@ class PhiloxGenerator(Generator):
 
 
 default_generator = Generator()
+_meta_generator = PhiloxGenerator("meta")  # meta fills reserve counters that draw nothing
 _cuda_generators = {}
 _cuda_seed = [DEFAULT_SEED]
 
@@ -222,6 +223,8 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
 def generator_for(generator, device):
     """The generator drawing for `device` (a resolved device): `generator`, checked to be for
     that device type, or the device's default one."""
+    if device.type == "meta":  # draws nothing, so any generator will do, as in torch
+        return _meta_generator
     if generator is None:
         return cuda_generator(device.index) if device.type == "cuda" else default_generator
     if generator.device.type != device.type:

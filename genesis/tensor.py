@@ -197,6 +197,11 @@ class Tensor:
         return self.device.type == "cpu"
 
     @property
+    def is_meta(self):
+        """True on the meta device: a shape, dtype and strides with no data."""
+        return self.device.type == "meta"
+
+    @property
     def layout(self):
         """genesis.strided: the one layout Genesis's tensors have."""
         return strided
@@ -226,6 +231,8 @@ class Tensor:
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        if self.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self._host().reshape(()).item() if self.dtype not in (dtypes.bfloat16,) \
             else float(self._host().reshape(()))
 
@@ -292,7 +299,7 @@ class Tensor:
         return dlpack_device(self)
 
     def __format__(self, spec):
-        if self.ndim == 0:
+        if self.ndim == 0 and self.device.type != "meta":
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
@@ -446,7 +453,7 @@ class Tensor:
         return kernel("is_pinned", "cuda")(self._data)
 
     def get_device(self):
-        return -1 if self.device.type == "cpu" else self.device.index
+        return self.device.index if self.device.type == "cuda" else -1
 
 
 def fresh(data, device, dtype):

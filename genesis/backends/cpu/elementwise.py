@@ -305,8 +305,9 @@ DERIVATIVES = {
 for _name, _fn in DERIVATIVES.items():
     register(_name, "cpu")(_binary(_fn))
 
-for _name, _fn in {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _log_sigmoid,
-                   "hardsigmoid": _hardsigmoid, "hardswish": _hardswish}.items():
+ACTIVATIONS = {"gelu": _gelu, "silu": _silu, "mish": _mish, "log_sigmoid": _log_sigmoid,
+               "hardsigmoid": _hardsigmoid, "hardswish": _hardswish}
+for _name, _fn in ACTIVATIONS.items():
     register(_name, "cpu")(_unary(_fn))
 
 

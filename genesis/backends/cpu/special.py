@@ -53,6 +53,9 @@ def chbevl(y, coefficients):
     return 0.5 * (a - p)
 
 
+ELEMENTWISE = []  # the names numpy_kernel registers (the meta backend shares their rule)
+
+
 def numpy_kernel(name, compute=None):
     """Register fn (of float arrays of one shape) as the CPU kernel `name` of arrays of one
     dtype or Python scalars beside them: broadcast together and cast to `compute` (default:
@@ -67,6 +70,7 @@ def numpy_kernel(name, compute=None):
                 return np.asarray(fn(*(np.array(a) for a in arrays))).astype(dtype, copy=False)
         run.__name__ = run.__qualname__ = name
         register(name, "cpu")(run)
+        ELEMENTWISE.append(name)
         return fn
     return decorate
 
