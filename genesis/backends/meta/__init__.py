@@ -10,12 +10,16 @@ so that one rule serves many ops:
   draws, in-place ops) leave an array as it is; reading values raises torch's error.
 - elementwise: the broadcast shape, in the layout of an elementwise result.
 - reduce: reductions, scans, softmax and sorting.
-- shapes: products, convolutions, concatenation, indexing, attention and losses.
+- shapes: products, convolutions, concatenation, indexing and recurrent cells.
 - data_dependent: ops whose output shape depends on values (nonzero, unique...) raise
   NotImplementedError, as torch's do.
 
-Dtypes are never restated: each kernel runs the CPU kernel of its op on one-element stand-ins
-of its arrays and takes the dtypes of what comes back (`probe`). An op with no meta kernel
+Fused kernels the ops layer only uses where a device has them (attention, cross entropy,
+einsum, optimizer steps) have none here: on meta those ops run their composite forms.
+
+A result whose dtype is not simply an operand's takes it from the CPU, whose type rules are
+not restated here: the kernel runs the CPU kernel of its op on one-element stand-ins of its
+arrays and takes the dtypes of what comes back (`probe`). An op with no meta kernel
 raises the dispatcher's NotImplementedError naming the op and the device.
 """
 
