@@ -39,8 +39,8 @@ _RENAMED = {
     "flash_attention_backward": "aten::_scaled_dot_product_flash_attention_backward",
 }
 # Lookups that fetch a helper rather than run an op: not recorded.
-_NOT_OPS = frozenset({"storage_of", "data_ptr", "to_numpy", "from_numpy", "to_dlpack",
-                      "from_dlpack"})
+_NOT_OPS = frozenset({"storage_of", "storage_as", "data_ptr", "to_numpy", "from_numpy",
+                      "to_dlpack", "from_dlpack"})
 # Kernels with no aten counterpart (fused steps and Genesis's own helpers): "genesis::name".
 _GENESIS_SUFFIXES = ("_step", "_fwd", "_bwd", "_igemm", "_igemm_weight_grad")
 _GENESIS_NAMES = frozenset({

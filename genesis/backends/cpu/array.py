@@ -42,6 +42,14 @@ def as_strided(storage, shape, strides, offset):
     return np.ndarray(shape, storage.dtype, storage, offset * itemsize, byte_strides)
 
 
+@register("storage_as", "cpu")
+def storage_as(storage, dtype):
+    """The bytes of `storage` as a storage of `dtype` (a view; a tail too short for one element
+    of `dtype` is left out), for `Tensor.view(dtype)`."""
+    raw = storage.view(np.uint8)
+    return raw[:raw.size - raw.size % dtype.itemsize].view(dtype.numpy_dtype)
+
+
 @register("empty", "cpu")
 def empty(shape, dtype, device_index=None):
     return np.empty(shape, dtype=dtype.numpy_dtype)

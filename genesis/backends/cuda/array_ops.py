@@ -1,8 +1,8 @@
 """The CUDA backend's array-level kernels: the view contract, allocation, transfers, copies.
 
 These are the same entries the CPU backend registers in backends/cpu/array.py (storage_of,
-as_strided, empty, full, from_numpy, to_numpy, copy_, cast, contiguous, data_ptr), so
-device-agnostic code moves and views data identically on both.
+as_strided, storage_as, empty, full, from_numpy, to_numpy, copy_, cast, contiguous, data_ptr),
+so device-agnostic code moves and views data identically on both.
 """
 
 import numpy as np
@@ -31,6 +31,14 @@ def as_strided(storage, shape, strides, offset):
     itemsize = storage.dtype.itemsize
     return CUDAArray(storage.storage, shape, tuple([s * itemsize for s in strides]),
                      storage.offset + offset * itemsize, storage.dtype)
+
+
+@register("storage_as", "cuda")
+def storage_as(storage, dtype):
+    """The bytes of `storage` as a storage of `dtype`: a flat array over the same allocation."""
+    itemsize = dtype.itemsize
+    return CUDAArray(storage.storage, (storage.nbytes // itemsize,), (itemsize,), storage.offset,
+                     dtype.numpy_dtype)
 
 
 @register("empty", "cuda")

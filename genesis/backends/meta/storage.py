@@ -22,6 +22,15 @@ def as_strided(storage, shape, strides, offset):
                      storage.offset + offset)
 
 
+@register("storage_as", "meta")
+def storage_as(storage, dtype):
+    """The bytes of `storage` as a storage of `dtype` (its offset counted in `dtype`'s
+    elements)."""
+    itemsize = dtype.itemsize
+    return MetaArray((storage.nbytes // itemsize,), (itemsize,), dtype.numpy_dtype,
+                     storage.offset * storage.itemsize // itemsize)
+
+
 @register("empty", "meta")
 def empty(shape, dtype, device_index=None):
     return dense(shape, dtype.numpy_dtype)
