@@ -4,19 +4,22 @@ Views (view, reshape when possible, permute, expand, squeeze, narrow, select, sp
 their shape, strides and offset here, once for every device, and call `make_view`: the result
 shares the input's storage and version counter. Their backward is written with genesis ops: the
 inverse permutation, `sum_to`, or a scatter into zeros of the region the view covers. meshgrid
-and atleast_*d are made of views too. The shape ops that copy (cat, flip, roll, tril/triu,
-repeat, diag) are in shape_copies.py.
+and atleast_*d are made of views too. `view(dtype)` reads the same bytes as another dtype
+over the backend's `storage_as` of the storage; as in PyTorch it has no base and no history.
+The shape ops that copy (cat, flip, roll, tril/triu, repeat, diag) are in shape_copies.py.
 """
 
 import math
 import operator
 
+from .. import dtypes
 from .._warnings import warn_once
 from ..autograd import forward_ad, grad_mode
 from ..autograd.function import Function, UntrackedNode, name_node
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.views import AsStrided, AsStridedScatter
-from ..tensor import wrap_dim
+from ..dispatch import kernel
+from ..tensor import Tensor, wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
 from .creation import _sizes, zeros
@@ -281,8 +284,16 @@ class Split(ViewFunction):
         return joined, None, None, None
 
 
-def view(self, *shape, size=None):
-    """A view with another shape (one size may be -1); RuntimeError when strides forbid it."""
+def view(self, *shape, size=None, dtype=None):
+    """A view with another shape (one size may be -1; RuntimeError when strides forbid it), or
+    given a dtype, this tensor's bytes read as that dtype (`view_dtype`)."""
+    if dtype is None and len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        shape, dtype = (), shape[0]
+    if dtype is not None:
+        if shape or size is not None:
+            raise TypeError("view() received an invalid combination of arguments: expected "
+                            "either (dtype) or (size)")
+        return view_dtype(self, dtype)
     shape = infer_size(sizes_arg(_sizes(shape, size, "view")), self.numel(), "view")
     strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
@@ -309,6 +320,58 @@ def view_as(self, other):
 def reshape_as(self, other):
     """This tensor reshaped to `other`'s shape."""
     return reshape(self, tuple(other.shape))
+
+
+def view_dtype(self, dtype):
+    """This tensor's bytes read as `dtype`: a tensor over the same storage, sharing the version
+    counter so writes through either show in both. As in PyTorch it is not differentiable: the
+    result is a leaf that does not require grad, whatever the input."""
+    shape, strides, offset = dtype_view_geometry(self, dtype)
+    device = self.device.type
+    storage = self._storage if dtype is self.dtype \
+        else kernel("storage_as", device)(self._storage, dtype)
+    data = kernel("as_strided", device)(storage, shape, strides, offset)
+    return Tensor._make(data, self.device, dtype, storage, offset, version=self._version_counter)
+
+
+def dtype_view_geometry(t, dtype):
+    """The shape, strides and storage offset (in elements of `dtype`) of `t` read as `dtype`.
+
+    An equal element size keeps them. Otherwise the last dim, which must have stride 1, is
+    split (a smaller dtype) or merged (a larger one) by the size ratio, and the other strides
+    and the offset scaled with it; RuntimeError with PyTorch's message when they do not divide.
+    """
+    shape, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
+    old, new = t.dtype.itemsize, dtype.itemsize
+    if old == new:
+        return shape, strides, offset
+    what = (f"to view {dtypes.scalar_type_name(t.dtype)} as {dtypes.scalar_type_name(dtype)} "
+            "(different element sizes)")
+    if not shape:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    if old < new:
+        _check_mergeable(shape, strides, offset, new // old, what)
+    elif strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+    return (shape[:-1] + (shape[-1] * old // new,),
+            tuple([s * old // new for s in strides[:-1]]) + (1,), offset * old // new)
+
+
+def _check_mergeable(shape, strides, offset, ratio, what):
+    """RuntimeError unless `ratio` consecutive elements along the last dim can be read as one:
+    that dim's size, the offset and the other strides divisible by it, the last stride 1."""
+    if shape[-1] % ratio:
+        raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                           f"{shape[-1]}")
+    if offset % ratio:
+        raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
+                           f"{offset}")
+    if strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+    for d, stride in enumerate(strides[:-1]):
+        if stride % ratio:
+            raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got "
+                               f"{stride}")
 
 
 def permute(input, dims):
