@@ -447,6 +447,7 @@ def test_second_cycle_warns_events_cleared_as_torch(rng, monkeypatch, acc_events
     assert len(messages[0]) == (0 if acc_events else 1)
 
 
+@pytest.mark.filterwarnings("ignore:emit_itt:UserWarning")
 @pytest.mark.parametrize("name", ["emit_itt", "emit_nvtx"])
 def test_annotation_blocks_as_torch(name):
     """Disabled, both blocks run their body; enabled, emit_itt runs it and an instance enters
@@ -467,3 +468,14 @@ def test_annotation_blocks_as_torch(name):
                        or not lib.cuda.is_available())
         outcomes.append(row)
     assert outcomes[0] == outcomes[1]
+
+
+def test_annotation_blocks_say_they_emit_nothing():
+    """Genesis annotates no ITT ranges, and says so when a block is entered."""
+    with pytest.warns(UserWarning, match="emits no ITT ranges"):
+        genesis.set_warn_always(True)
+        try:
+            with genesis.autograd.profiler.emit_itt():
+                pass
+        finally:
+            genesis.set_warn_always(False)

@@ -86,7 +86,8 @@ class profile:
 
 class emit_itt:
     """A block whose ops PyTorch annotates as Intel ITT ranges for VTune. Genesis emits none:
-    the block runs as is; like PyTorch's, an instance enters once (`enabled=False`: no-op)."""
+    the block runs as is, after a warning (once a process) that says so; like PyTorch's, an
+    instance enters once (`enabled=False`: no-op)."""
 
     _KIND = "ITT"
 
@@ -102,24 +103,24 @@ class emit_itt:
             raise RuntimeError(f"{self._KIND} annotation context manager is not reentrant")
         self.entered = True
         self._start()
+        warn_once(type(self).__name__,
+                  f"{type(self).__name__}: Genesis emits no {self._KIND} ranges; time ops and "
+                  "kernels with genesis.profiler.profile instead")
         return self
 
     def __exit__(self, *exc):
         return False
 
     def _start(self):
-        pass
+        """What entering does before the warning."""
 
 
 class emit_nvtx(emit_itt):
     """A block whose ops PyTorch annotates as NVTX ranges for Nsight. Entering it waits for
-    the GPU (and so fails without CUDA, as PyTorch's does); Genesis then warns once that it
-    emits no NVTX ranges."""
+    the GPU (and so fails without CUDA, as PyTorch's does), then warns as emit_itt does."""
 
     _KIND = "NVTX"
 
     def _start(self):
         from .. import cuda
         cuda.synchronize()
-        warn_once("emit_nvtx", "emit_nvtx: Genesis emits no NVTX ranges; time ops and kernels "
-                  "with genesis.profiler.profile(activities=[ProfilerActivity.CUDA]) instead")
