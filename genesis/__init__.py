@@ -44,6 +44,7 @@ from .ops.windows import *  # noqa: F401,F403
 from .ops.legacy import *  # noqa: F401,F403
 from .ops.numeric import *  # noqa: F401,F403
 from .ops.matrix_functions import *  # noqa: F401,F403
+from .ops.foreach import *  # noqa: F401,F403
 from .backends import cpu as _cpu_backend  # noqa: F401  (registers the CPU kernels)
 from .serialization import load, save
 from .settings import *  # noqa: F401,F403
