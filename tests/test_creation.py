@@ -52,8 +52,25 @@ def test_tensor_from_tensors(dtype, device):
     ref = [torch.ones((), dtype=TORCH_DTYPES[dtype]), torch.zeros((), dtype=TORCH_DTYPES[dtype])]
     assert_close(genesis.tensor(parts, device=device), torch.tensor(ref))
     src = genesis.ones(2, 3, dtype=dtype, device=device)
-    copy = genesis.tensor(src, device=device)
+    with pytest.warns(UserWarning, match="To copy construct from a tensor"):
+        copy = genesis.tensor(src, device=device)
     assert copy.dtype is dtype and copy.data_ptr() != src.data_ptr()
+
+
+def _copy_construct_warnings(lib):
+    """The warnings lib.tensor gives for a tensor, a list of 0-dim tensors and an array."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lib.tensor(lib.ones(2))
+        lib.tensor([lib.ones(()), lib.zeros(())])
+        lib.tensor(np.ones(2))
+    return [(w.category, str(w.message), w.filename) for w in caught]
+
+
+def test_tensor_of_a_tensor_warns_as_torch():
+    """Copy-constructing from a tensor (as score-model code does with a time tensor) warns,
+    attributed to the caller; a list of tensors does not."""
+    assert _copy_construct_warnings(genesis) == _copy_construct_warnings(torch)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

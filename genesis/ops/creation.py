@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import memory_formats as formats
-from .._warnings import warn_once
+from .._warnings import warn, warn_once
 from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
@@ -133,8 +133,15 @@ def _to_numpy(data, op):
     raise TypeError(f"{op}: Could not infer dtype of {type(data).__name__}")
 
 
+_COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use "
+                   "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                   ".requires_grad_(True), rather than torch.tensor(sourceTensor).")
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, scalars, numpy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        warn(_COPY_CONSTRUCT)
     array = _to_numpy(data, "tensor")
     if array.dtype == object:
         raise TypeError(f"tensor: Could not infer dtype of the elements of {type(data).__name__}")
