@@ -9,10 +9,6 @@ from ..tensor import Tensor
 from .elementwise import pow  # noqa: A004  (torch's name)
 from .reduce import vector_norm
 
-_UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
-          "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
-          "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
-_BINARY = ("add", "sub", "mul", "div", "pow", "clamp_min", "clamp_max", "maximum", "minimum")
 _HAS_ALPHA = ("add", "sub")
 _CLAMPS = {"maximum": "clamp_min", "minimum": "clamp_max"}
 
@@ -149,8 +145,8 @@ def _pointwise(name, inplace):
     return _named(fn, op, f"`{method}` of each tensor of the list with the matching tensors.")
 
 
-def _lerp(inplace):
-    method = "lerp_" if inplace else "lerp"
+def _lerp(name, inplace):
+    method = name + "_" if inplace else name
     op = f"_foreach_{method}"
 
     def fn(self, tensors1, weight):
@@ -194,16 +190,52 @@ def _foreach_clone(self, *, memory_format=None):
     return tuple(t.clone(**kwargs) for t in _tensor_list("_foreach_clone", self))
 
 
-def _register():
-    """The generated forms, bound in this module under torch's names."""
-    made = [make(name, inplace) for inplace in (False, True)
-            for names, make in ((_UNARY, _unary), (_BINARY, _binary),
-                                (("addcmul", "addcdiv"), _pointwise))
-            for name in names]
-    made += [_lerp(False), _lerp(True)]
-    globals().update({fn.__name__: fn for fn in made})
-    return [fn.__name__ for fn in made]
+def _forms(make, name):
+    """The out-of-place and in-place forms of op `name` that `make` builds."""
+    return make(name, False), make(name, True)
 
 
-__all__ = _register() + ["_foreach_norm", "_foreach_max", "_foreach_copy_", "_foreach_zero_",
-                         "_foreach_clone"]
+_foreach_abs, _foreach_abs_ = _forms(_unary, "abs")
+_foreach_acos, _foreach_acos_ = _forms(_unary, "acos")
+_foreach_asin, _foreach_asin_ = _forms(_unary, "asin")
+_foreach_atan, _foreach_atan_ = _forms(_unary, "atan")
+_foreach_ceil, _foreach_ceil_ = _forms(_unary, "ceil")
+_foreach_cos, _foreach_cos_ = _forms(_unary, "cos")
+_foreach_cosh, _foreach_cosh_ = _forms(_unary, "cosh")
+_foreach_erf, _foreach_erf_ = _forms(_unary, "erf")
+_foreach_erfc, _foreach_erfc_ = _forms(_unary, "erfc")
+_foreach_exp, _foreach_exp_ = _forms(_unary, "exp")
+_foreach_expm1, _foreach_expm1_ = _forms(_unary, "expm1")
+_foreach_floor, _foreach_floor_ = _forms(_unary, "floor")
+_foreach_frac, _foreach_frac_ = _forms(_unary, "frac")
+_foreach_lgamma, _foreach_lgamma_ = _forms(_unary, "lgamma")
+_foreach_log, _foreach_log_ = _forms(_unary, "log")
+_foreach_log10, _foreach_log10_ = _forms(_unary, "log10")
+_foreach_log1p, _foreach_log1p_ = _forms(_unary, "log1p")
+_foreach_log2, _foreach_log2_ = _forms(_unary, "log2")
+_foreach_neg, _foreach_neg_ = _forms(_unary, "neg")
+_foreach_reciprocal, _foreach_reciprocal_ = _forms(_unary, "reciprocal")
+_foreach_round, _foreach_round_ = _forms(_unary, "round")
+_foreach_rsqrt, _foreach_rsqrt_ = _forms(_unary, "rsqrt")
+_foreach_sigmoid, _foreach_sigmoid_ = _forms(_unary, "sigmoid")
+_foreach_sign, _foreach_sign_ = _forms(_unary, "sign")
+_foreach_sin, _foreach_sin_ = _forms(_unary, "sin")
+_foreach_sinh, _foreach_sinh_ = _forms(_unary, "sinh")
+_foreach_sqrt, _foreach_sqrt_ = _forms(_unary, "sqrt")
+_foreach_tan, _foreach_tan_ = _forms(_unary, "tan")
+_foreach_tanh, _foreach_tanh_ = _forms(_unary, "tanh")
+_foreach_trunc, _foreach_trunc_ = _forms(_unary, "trunc")
+_foreach_add, _foreach_add_ = _forms(_binary, "add")
+_foreach_sub, _foreach_sub_ = _forms(_binary, "sub")
+_foreach_mul, _foreach_mul_ = _forms(_binary, "mul")
+_foreach_div, _foreach_div_ = _forms(_binary, "div")
+_foreach_pow, _foreach_pow_ = _forms(_binary, "pow")
+_foreach_clamp_min, _foreach_clamp_min_ = _forms(_binary, "clamp_min")
+_foreach_clamp_max, _foreach_clamp_max_ = _forms(_binary, "clamp_max")
+_foreach_maximum, _foreach_maximum_ = _forms(_binary, "maximum")
+_foreach_minimum, _foreach_minimum_ = _forms(_binary, "minimum")
+_foreach_addcmul, _foreach_addcmul_ = _forms(_pointwise, "addcmul")
+_foreach_addcdiv, _foreach_addcdiv_ = _forms(_pointwise, "addcdiv")
+_foreach_lerp, _foreach_lerp_ = _forms(_lerp, "lerp")
+
+__all__ = [name for name in dir() if name.startswith("_foreach_")]
