@@ -2,7 +2,7 @@
 
 from ... import dtypes
 from ...random import Generator
-from ...ops.creation import empty, tensor
+from ...ops.creation import as_tensor, empty
 from ...ops.random import multinomial, randint, randperm
 
 
@@ -99,7 +99,7 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got "
                              f"replacement={replacement}")
-        self.weights = tensor(weights, dtype=dtypes.float64)
+        self.weights = as_tensor(weights, dtype=dtypes.float64)
         if self.weights.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "
                              f"{tuple(self.weights.shape)}")
