@@ -4,6 +4,7 @@
 import collections
 import os
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -196,6 +197,15 @@ def test_weighted_random_sampler():
     loader = data.DataLoader(range(10), batch_size=3,
                              sampler=data.WeightedRandomSampler([1.0] * 10, 8))
     assert [len(b) for b in loader] == [3, 3, 2]
+
+
+def test_weighted_random_sampler_takes_tensor_weights_quietly():
+    """Tensor weights are taken as they are (as_tensor), without tensor()'s copy warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sampler = data.WeightedRandomSampler(genesis.tensor([1.0, 3.0]), 4)
+        tdata.WeightedRandomSampler(torch.tensor([1.0, 3.0]), 4)
+    assert sampler.weights.dtype is genesis.float64
 
 
 def test_stack_dataset():
