@@ -432,6 +432,11 @@ RANDOM_CALLS = {
                                                         **kw),
     "multinomial": lambda device, **kw: genesis.multinomial(genesis.ones(50, device=device), 20,
                                                             **kw),
+    "rand_like": lambda device, **kw: genesis.rand_like(genesis.ones(50, device=device), **kw),
+    "randn_like": lambda device, **kw: genesis.randn_like(genesis.ones(5, 10, device=device),
+                                                          **kw),
+    "randint_like": lambda device, **kw: genesis.randint_like(genesis.ones(50, device=device),
+                                                              1000, **kw),
 }
 
 

@@ -260,29 +260,31 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                    lambda s: rng.permutation(n))
 
 
-def rand_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+def rand_like(t, dtype=None, device=None, requires_grad=False, memory_format=None, *,
+              generator=None):
     """Uniform on [0, 1), with `t`'s size, dtype and device unless given (layout: see
     empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return laid_out_like(rand(shape, dtype=dtype, device=device), t, memory_format,
-                         requires_grad)
+    return laid_out_like(rand(shape, generator=generator, dtype=dtype, device=device), t,
+                         memory_format, requires_grad)
 
 
-def randn_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
+def randn_like(t, dtype=None, device=None, requires_grad=False, memory_format=None, *,
+               generator=None):
     """Standard normal, with `t`'s size, dtype and device unless given (layout: see
     empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return laid_out_like(randn(shape, dtype=dtype, device=device), t, memory_format,
-                         requires_grad)
+    return laid_out_like(randn(shape, generator=generator, dtype=dtype, device=device), t,
+                         memory_format, requires_grad)
 
 
 def randint_like(t, low, high=None, dtype=None, device=None, requires_grad=False,
-                 memory_format=None):
+                 memory_format=None, *, generator=None):
     """Integers uniform on [low, high), with `t`'s size, dtype and device unless given (layout:
     see empty_like)."""
     shape, dtype, device = _like(t, dtype, device)
-    return laid_out_like(randint(low, high, shape, dtype=dtype, device=device), t,
-                         memory_format, requires_grad)
+    drawn = randint(low, high, shape, generator=generator, dtype=dtype, device=device)
+    return laid_out_like(drawn, t, memory_format, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
