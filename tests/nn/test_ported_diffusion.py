@@ -125,8 +125,9 @@ def ddpm_step(lib, model, data):
     return loss
 
 
-def ddim_sample(lib, model, noise, steps=(9, 6, 3, 0)):
-    """Deterministic DDIM (eta 0) from `noise` over `steps`, x0 clipped to [-1, 1]."""
+def ddim_sample(lib, model, noise, steps=(7, 5, 3, 0)):
+    """Deterministic DDIM (eta 0) from `noise` over `steps`, x0 clipped to [-1, 1]; the steps
+    start below the last, whose alpha near 0 would magnify float32 rounding 200-fold."""
     x = noise
     with lib.no_grad():
         for t, t_next in zip(steps, steps[1:] + (-1,)):
