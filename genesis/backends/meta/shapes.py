@@ -1,6 +1,6 @@
 """Meta kernels whose output shape has a rule of its own: matrix products, convolutions,
-concatenation, indexing and recurrent cells. Operands arrive checked, promoted and broadcast by the ops layer, as
-for the CPU kernels, whose result dtypes these keep."""
+concatenation, indexing and recurrent cells. Operands arrive checked, promoted and broadcast by
+the ops layer, as for the CPU kernels, whose result dtypes these keep."""
 
 import numpy as np
 

@@ -9,6 +9,6 @@ from .utils.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
 from .utils.timer import Language, Timer, timer
 
 __all__ = ["Colorize", "Compare", "FuzzedParameter", "FuzzedTensor", "Fuzzer", "Language",
-           "Measurement", "ParameterAlias", "TaskSpec", "Timer", "ordered_unique", "select_unit", "timer",
-           "trim_sigfig", "unit_to_english",
-           "analyze_memory_bandwidth", "measured_peak_bandwidth", "warm_up_kernels"]
+           "Measurement", "ParameterAlias", "TaskSpec", "Timer", "ordered_unique", "select_unit",
+           "timer", "trim_sigfig", "unit_to_english", "analyze_memory_bandwidth",
+           "measured_peak_bandwidth", "warm_up_kernels"]
