@@ -4,12 +4,11 @@ written once against a framework and run in both: printed results, graph walks a
 agree with torch's."""
 
 import numpy as np
-import pytest
 import torch
-from helpers import assert_close
-from nn_compare import copy_module
 
 import genesis
+from helpers import assert_close
+from nn_compare import copy_module
 
 
 def _device_blocks(lib):
