@@ -59,8 +59,11 @@ def _host(array, device):
 
 
 def _raise_for(op, info, batched, describe):
-    """LinAlgError for the first matrix whose info is non-zero, worded by `describe(info)`."""
-    flat = info.reshape(-1)
+    """LinAlgError for the first matrix whose info (a tensor) is non-zero, worded by
+    `describe(info)`; none on meta, whose info has no values (torch checks none there)."""
+    if info.is_meta:
+        return
+    flat = _host(info._data, info.device).reshape(-1)
     bad = flat.nonzero()[0]
     if not len(bad):
         return
@@ -151,7 +154,7 @@ def inv_ex(A, *, check_errors=False):
     check_matrix("linalg.inv", A)
     out, info = Inv.apply(A)
     if check_errors:
-        _raise_for("linalg.inv", _host(info._data, info.device), A.ndim > 2,
+        _raise_for("linalg.inv", info, A.ndim > 2,
                    lambda i: f"The diagonal element {i} is zero, the inversion could not be "
                              "completed because the input matrix is singular.")
     return InvExResult(out, info)
@@ -205,7 +208,7 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     A2, B2 = _batch_broadcast("linalg.solve", A, B2)
     X, info = Solve.apply(A2, B2)
     if check_errors:
-        _raise_for("torch.linalg.solve", _host(info._data, info.device), A2.ndim > 2,
+        _raise_for("torch.linalg.solve", info, A2.ndim > 2,
                    lambda i: "The solver failed because the input matrix is singular.")
     return SolveExResult(X.squeeze(-1) if vector else X, info)
 
@@ -293,7 +296,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     check_matrix("linalg.cholesky", A)
     L, info = Cholesky.apply(A, bool(upper))
     if check_errors:
-        _raise_for("linalg.cholesky", _host(info._data, info.device), A.ndim > 2,
+        _raise_for("linalg.cholesky", info, A.ndim > 2,
                    lambda i: "The factorization could not be completed because the input is not "
                              f"positive-definite (the leading minor of order {i} is not "
                              "positive-definite).")
@@ -677,7 +680,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     k = min(A.shape[-2:])
     packed = _pack_lu(L, U, k)
     if check_errors:
-        _raise_for("torch.linalg.lu_factor_ex", _host(info._data, info.device), A.ndim > 2,
+        _raise_for("torch.linalg.lu_factor_ex", info, A.ndim > 2,
                    lambda i: f"U[{i},{i}] is zero and using it on lu_solve would result in a "
                              "division by zero.")
     return LUFactorExResult(packed, pivots, info)
@@ -697,7 +700,7 @@ def _pack_lu(L, U, k):
 def lu_factor(A, *, pivot=True):
     """(LU, pivots); RuntimeError if U has a zero on its diagonal."""
     packed, pivots, info = lu_factor_ex(A, pivot=pivot)
-    _raise_for("torch.linalg.lu_factor", _host(info._data, info.device), A.ndim > 2,
+    _raise_for("torch.linalg.lu_factor", info, A.ndim > 2,
                lambda i: f"U[{i},{i}] is zero and using it on lu_solve would result in a division "
                          "by zero. If you still want to perform the factorization, consider "
                          "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")

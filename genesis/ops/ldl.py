@@ -8,7 +8,7 @@ is differentiable: a result that would need a gradient gets a node whose backwar
 from .. import dtypes
 from ..autograd.function import Function
 from .common import call, check_devices, wrap
-from .decompositions import _batch_broadcast, _host, _raise_for, check_matrix
+from .decompositions import _batch_broadcast, _raise_for, check_matrix
 from .named_tuples import return_type
 
 LDLFactorResult = return_type("linalg_ldl_factor", ("LD", "pivots"))
@@ -48,7 +48,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
 
 def _raise_singular(op, A, info):
     """LinAlgError where D is singular (PyTorch fails an internal assert there instead)."""
-    _raise_for(op, _host(info._data, info.device), A.ndim > 2,
+    _raise_for(op, info, A.ndim > 2,
                lambda i: f"The factorization could not be completed because the input is not "
                          f"invertible: D[{i - 1},{i - 1}] is zero.")
 

@@ -11,6 +11,8 @@ so that one rule serves many ops:
 - elementwise: the broadcast shape, in the layout of an elementwise result.
 - reduce: reductions, scans, softmax and sorting.
 - shapes: products, convolutions, concatenation, indexing and recurrent cells.
+- linalg: matrix decompositions and solvers; LAPACK's results are column-major in each matrix,
+  as torch lays them out.
 - data_dependent: ops whose output shape depends on values (nonzero, unique...) raise
   NotImplementedError, as torch's do.
 
@@ -24,4 +26,4 @@ raises the dispatcher's NotImplementedError naming the op and the device.
 """
 
 # importing registers the kernels
-from . import storage, elementwise, reduce, shapes, data_dependent  # noqa: F401
+from . import storage, elementwise, reduce, shapes, linalg, data_dependent  # noqa: F401
