@@ -167,11 +167,7 @@ def test_left_out_names_are_really_left_out():
 
 # SummaryWriter methods that genesis.utils.tensorboard has but refuses (NotImplementedError), and
 # why. Every other method of torch.utils.tensorboard.SummaryWriter must be there.
-TENSORBOARD_LEFT_OUT = {
-    "add_graph": "torch traces the model with torch.jit; genesis.jit.trace records no graph (the "
-                 "JIT is disabled, as under PYTORCH_JIT=0) and the autograd graph holds backward "
-                 "nodes, not the forward's ops and module scopes",
-}
+TENSORBOARD_LEFT_OUT = {}
 
 
 def test_tensorboard_writer_coverage(tmp_path):

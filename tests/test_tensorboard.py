@@ -15,11 +15,12 @@ import pytest
 import torch
 import torch.utils.tensorboard as torch_tb
 import torch.utils.tensorboard._onnx_graph as torch_onnx_graph
+import torch.utils.tensorboard._pytorch_graph as torch_pytorch_graph
 import torch.utils.tensorboard.summary as torch_summary
 from google.protobuf import text_format
 from helpers import ALL_DTYPES, TORCH_DTYPES
 from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
-from tensorboard.compat.proto import event_pb2
+from tensorboard.compat.proto import event_pb2, graph_pb2
 
 import genesis
 import genesis.utils.tensorboard as genesis_tb
@@ -431,7 +432,7 @@ def test_api_names_are_torchs():
     def public(cls):
         return {n for n in dir(cls) if not n.startswith("_")}
 
-    assert public(genesis_tb.SummaryWriter) == public(torch_tb.SummaryWriter)  # add_graph refuses
+    assert public(genesis_tb.SummaryWriter) == public(torch_tb.SummaryWriter)
     assert public(genesis_tb.FileWriter) == public(torch_tb.FileWriter)
     assert genesis_tb.__all__ == torch_tb.__all__
     assert genesis_tb.RecordWriter is torch_tb.RecordWriter
@@ -518,3 +519,110 @@ def test_import_loads_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _cnn(nn, F):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 2, 3)
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc(F.max_pool2d(F.relu(self.conv1(x)), 2).flatten(1))
+
+    return Net()
+
+
+def _nested(nn, F):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Sequential(nn.Tanh()))
+            self.fc = nn.Linear(32, 3)
+
+        def forward(self, x):
+            return self.fc(self.features(x).flatten(1))
+
+    return Net()
+
+
+def _mlp(nn, F):
+    return nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+
+
+def _graph_summary(graph_def):
+    """(inputs, parameters, op scopes with repeats merged, outputs) of a model's GraphDef,
+    the `.N` suffixes of input and parameter names dropped (torch's vary from trace to trace)."""
+    ops = [n for n in graph_def.node if n.op not in ("IO Node", "prim::GetAttr", "prim::Constant",
+                                                     "prim::ListConstruct")]
+    scopes = [n.name.rpartition("/")[0] for n in ops]
+    merged = [s for i, s in enumerate(scopes) if i == 0 or s != scopes[i - 1]]
+    return ([re.sub(r"\.\d+$", "", n.name) for n in graph_def.node
+             if n.name.startswith("input/")],
+            sorted(re.sub(r"\.\d+$", "", n.name) for n in graph_def.node
+                   if n.op == "prim::GetAttr"),
+            merged,
+            [n.name for n in graph_def.node if n.name.startswith("output/")])
+
+
+@pytest.mark.parametrize("make, shape", [(_cnn, (1, 1, 6, 6)), (_mlp, (3, 4)),
+                                         (_nested, (1, 1, 6, 6))])
+def test_add_graph_matches_torchs_scopes_and_nodes(tmp_path, rng, make, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    with genesis_tb.SummaryWriter(tmp_path) as writer:
+        writer.add_graph(make(genesis.nn, genesis.nn.functional), genesis.tensor(x))
+    events = [text_format.Parse(t, event_pb2.Event()) for t in _events(tmp_path)["."]]
+    graph_def = graph_pb2.GraphDef.FromString(events[1].graph_def)
+    assert events[2].tagged_run_metadata.tag == "step1"
+    torch_graph, _ = torch_pytorch_graph.graph(make(torch.nn, torch.nn.functional),
+                                               torch.from_numpy(x))
+    assert _graph_summary(graph_def) == _graph_summary(torch_graph)
+    names = {n.name for n in graph_def.node}
+    assert all(i in names for n in graph_def.node for i in n.input)
+
+
+def test_add_graph_edges_follow_the_data_flow():
+    graph_def, stepstats = genesis_tb._pytorch_graph.graph(
+        _cnn(genesis.nn, genesis.nn.functional), genesis.randn(1, 1, 6, 6))
+    nodes = {n.name: n for n in graph_def.node}
+    conv = next(n for n in graph_def.node if n.op == "Convolution")
+    assert conv.name.startswith("Net/Conv2d[conv1]/")
+    assert list(conv.input) == ["input/x.1", "Net/Conv2d[conv1]/weight/weight",
+                                "Net/Conv2d[conv1]/bias/bias"]
+    relu = next(n for n in graph_def.node if n.op == "Relu")
+    assert relu.name.startswith("Net/") and list(relu.input) == [conv.name]
+    assert nodes["output/output.1"].input[0].startswith("Net/Linear[fc]/")
+    shape = nodes["input/x.1"].attr["_output_shapes"].list.shape[0]
+    assert [d.size for d in shape.dim] == [1, 1, 6, 6]
+    assert stepstats.step_stats.dev_stats[0].device == "/device:CPU:0"
+
+
+def test_add_graph_leaves_the_model_as_it_was():
+    model = _mlp(genesis.nn, genesis.nn.functional)
+    model[0].weight.requires_grad_(False)
+    x = genesis.randn(3, 4)
+    genesis_tb._pytorch_graph.graph(model, (x,))
+    assert model.training and not model[0].weight.requires_grad and model[2].weight.requires_grad
+    assert not x.requires_grad and not any(p.grad is not None for p in model.parameters())
+
+
+def test_tutorial_add_graph_then_add_scalar(tmp_path):
+    model = _cnn(genesis.nn, genesis.nn.functional)
+    with genesis_tb.SummaryWriter(tmp_path) as writer:
+        writer.add_graph(model, genesis.randn(4, 1, 6, 6), verbose=False, use_strict_trace=True)
+        writer.add_scalar("training loss", 0.5, 0)
+    events = [text_format.Parse(t, event_pb2.Event()) for t in _events(tmp_path)["."]]
+    assert [e.WhichOneof("what") for e in events] == ["file_version", "graph_def",
+                                                      "tagged_run_metadata", "summary"]
+
+
+@pytest.mark.parametrize("model, args, error", [
+    ("linear", None, RuntimeError), ("linear", "abc", RuntimeError),
+    ("linear", (3, 5), RuntimeError), ("function", (2, 4), AttributeError)])
+def test_add_graph_errors_as_torchs(tmp_path, model, args, error, capsys):
+    for name, lib, nn in (("torch", TORCH, torch.nn), ("genesis", _genesis(), genesis.nn)):
+        net = nn.Linear(4, 2) if model == "linear" else (lambda x: x)
+        x = lib.tensor(np.zeros(args, np.float32)) if isinstance(args, tuple) else args
+        with lib.SummaryWriter(tmp_path / name) as writer, pytest.raises(error):
+            writer.add_graph(net, x)

@@ -17,17 +17,12 @@ from ._convert import make_np
 from ._embedding import get_embedding_info, make_mat, make_sprite, make_tsv, write_pbtxt
 from ._images import figure_to_image
 from ._onnx_graph import load_onnx_graph
+from ._pytorch_graph import graph
 from .summary import (audio, custom_scalars, histogram, histogram_raw, hparams, image,
                       image_boxes, mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text,
                       video)
 
 __all__ = ["FileWriter", "SummaryWriter"]
-
-_NO_GRAPH = (
-    "SummaryWriter.add_graph: Genesis has no tracer to record the model's graph with "
-    "(genesis.jit.trace returns the model itself, as torch.jit does with the JIT disabled), and "
-    "the autograd graph holds backward nodes, not the forward's ops and module scopes; log the "
-    "graph from PyTorch, or an ONNX file of it with add_onnx_graph")
 
 
 def _tensorflow_bins():
@@ -201,8 +196,9 @@ class SummaryWriter:
         self._get_file_writer().add_onnx_graph(load_onnx_graph(prototxt))
 
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
-        """Refused with NotImplementedError: Genesis cannot trace a model's forward graph."""
-        raise NotImplementedError(_NO_GRAPH)
+        """The graph of `model`'s forward on `input_to_model` (a tensor or a tuple of them),
+        recorded from its autograd graph under module scopes (see _pytorch_graph)."""
+        self._get_file_writer().add_graph(graph(model, input_to_model, verbose, use_strict_trace))
 
     @staticmethod
     def _encode(rawstr):
