@@ -340,9 +340,23 @@ def test_errors(name):
 
 
 def test_an_op_without_a_meta_rule_names_itself():
-    with pytest.raises(NotImplementedError, match="'total_norm' is not implemented for device "
+    from genesis.dispatch import kernel
+    with pytest.raises(NotImplementedError, match="'amp_unscale_' is not implemented for device "
                                                   "'meta'"):
-        genesis.nn.utils.get_total_norm([genesis.empty(3, 3, device="meta")])
+        kernel("amp_unscale_", "meta")([], None, 1.0)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_gradient_clipping_on_meta(norm_type):
+    """clip_grad_norm_ over meta gradients gives torch's 0-d meta norm and leaves them meta."""
+    norms = []
+    for lib in (genesis, torch):
+        layer = lib.nn.Linear(3, 2, device="meta")
+        layer(lib.empty(4, 3, device="meta")).sum().backward()
+        norm = lib.nn.utils.clip_grad_norm_(layer.parameters(), 1.0, norm_type)
+        norms.append((tuple(norm.shape), str(norm.dtype).split(".")[-1], norm.is_meta,
+                      [p.grad.is_meta for p in layer.parameters()]))
+    assert norms[0] == norms[1]
 
 
 class _Net:

@@ -1,8 +1,10 @@
 """Reductions, scans, softmax and sorting on meta arrays. A reduction drops its dims (keeps them
 as 1 with keepdim); the others keep the input's shape or, for topk, cut one dim to k. Dtypes
-and the number of outputs come from the CPU kernels (`probe`)."""
+and the number of outputs come from the CPU kernels (`probe`). The multi-tensor norm of
+gradient clipping gives a 0-d array; the clipping itself, in place, changes no metadata."""
 
 from ...dispatch import register
+from .array import dense
 from .probe import outputs_like, probe
 
 
@@ -61,3 +63,14 @@ def topk(x, dim, k, largest, sorted_):
     found = probe("topk", (x, dim, min(k, 1), largest, sorted_))
     shape = x.shape[:dim] + (k,) + x.shape[dim + 1:]
     return outputs_like(found, _shapes(found, shape))
+
+
+@register("total_norm", "meta")
+def total_norm(arrays, norm_type, dtype):
+    """The norm of all the arrays together: a 0-d array of `dtype`."""
+    return dense((), dtype)
+
+
+@register("clip_by_total_norm_", "meta")
+def clip_by_total_norm_(arrays, max_norm, total_norm):
+    """The arrays scaled in place: their metadata stays as it is."""
