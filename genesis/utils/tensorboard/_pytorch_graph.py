@@ -35,6 +35,7 @@ from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
 from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 import genesis
+from genesis.func._pytree import tree_flatten
 
 
 def graph(model, args, verbose=False, use_strict_trace=True):
@@ -62,7 +63,7 @@ def _as_args(args):
         raise RuntimeError("add_graph needs input_to_model: a tensor, or a tuple of the tensors "
                            "the model's forward takes")
     args = args if isinstance(args, tuple) else (args,)
-    for leaf in _leaves(args):
+    for leaf in tree_flatten(args)[0]:
         if not isinstance(leaf, genesis.Tensor):
             raise RuntimeError(f"Type '{type(leaf).__name__}' cannot be traced. Only Tensors and "
                                "(possibly nested) Lists, Dicts, and Tuples of Tensors can be "
@@ -70,17 +71,9 @@ def _as_args(args):
     return args
 
 
-def _leaves(obj):
-    """The non-container values of nested tuples, lists and dicts, in order."""
-    if isinstance(obj, (tuple, list)):
-        return [leaf for item in obj for leaf in _leaves(item)]
-    if isinstance(obj, dict):
-        return [leaf for item in obj.values() for leaf in _leaves(item)]
-    return [obj]
-
-
 def _tensors(obj):
-    return [leaf for leaf in _leaves(obj) if isinstance(leaf, genesis.Tensor)]
+    """The tensors among the leaves of nested tuples, lists and dicts, in order."""
+    return [leaf for leaf in tree_flatten(obj)[0] if isinstance(leaf, genesis.Tensor)]
 
 
 def _input_names(model, count):
