@@ -19,7 +19,7 @@ from ..autograd.function import Function, records
 from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch import has_kernel
 from ..nn import functional as F
-from ..nn.modules.module import _load_plan
+from ..nn.modules.state_loading import load_plan
 from ..ops.common import call, wrap
 from ..ops.shape_copies import cat
 
@@ -85,7 +85,7 @@ class FusedParent(nn.Module):
         own = {k: v for k, v in state_dict.items() if k not in parts}
         super()._load_from_state_dict(own, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
-        with _load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
+        with load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
             for key, (module, pname, view) in parts.items():
                 if key not in state_dict:
                     missing_keys.append(key)

@@ -5,8 +5,6 @@ Parameters, buffers and submodules assigned as attributes are kept in three orde
 and dtypes, and saved and loaded as a state dict.
 """
 
-import contextlib
-import contextvars
 import functools
 import itertools
 from collections import OrderedDict, namedtuple
@@ -21,6 +19,7 @@ from . import hooks
 from .hooks import (register_module_backward_hook, register_module_forward_hook,  # noqa: F401
                     register_module_forward_pre_hook, register_module_full_backward_hook,
                     register_module_full_backward_pre_hook)
+from .state_loading import collecting, load_plan, write_plan
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -631,7 +630,7 @@ class Module:
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs)
-        with _load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
+        with load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
             self._check_own_entries(state_dict, prefix, missing_keys, unexpected_keys,
                                     error_msgs, plan)
 
@@ -701,18 +700,15 @@ class Module:
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)  # pre-hooks may edit it; the caller's stays
         missing, unexpected, errors, plan = [], [], [], []
-        token = _LOAD_PLAN.set(plan)
-        try:
+        with collecting(plan):
             self._check_state_dict(state_dict, "", metadata, missing, unexpected, errors, assign)
-        finally:
-            _LOAD_PLAN.reset(token)
         post_hooks = [(m, hook) for m in self.modules()
                       for hook in m._load_state_dict_post_hooks.values()]
         if not post_hooks:
             self._raise_load_errors(strict, missing, unexpected, errors)
         elif errors:
             self._raise_load_errors(False, missing, unexpected, errors)
-        _write_plan(plan, assign)
+        write_plan(plan, assign)
         keys = _IncompatibleKeys(missing, unexpected)
         for module, hook in post_hooks:
             if hook(module, keys) is not None:
@@ -766,64 +762,3 @@ _EXTRA_STATE = "_extra_state"
 def _has_extra_state(module, method):
     """Whether `module`'s class overrides get_extra_state / set_extra_state."""
     return getattr(type(module), method) is not getattr(Module, method)
-
-
-_LOAD_PLAN = contextvars.ContextVar("genesis_load_plan", default=None)
-
-
-@contextlib.contextmanager
-def _load_plan(assign):
-    """The list of checked entries to write: load_state_dict's while it checks every module,
-    else a fresh one written when the block ends."""
-    plan = _LOAD_PLAN.get()
-    if plan is not None:
-        yield plan
-        return
-    plan = []
-    yield plan
-    _write_plan(plan, assign)
-
-
-def _write_plan(plan, assign):
-    """Write the checked entries: cast to their targets' device and dtype unless `assign`, or
-    swapped in through Tensor.module_load where genesis.__future__ says to swap."""
-    with no_grad():
-        if __future__.get_swap_module_params_on_conversion():
-            for module, name, target, value in plan:
-                _swap_entry(module, target, value, assign)
-            return
-        if not assign:
-            plan = [(m, n, t, v if t is None else v.to(device=t.device, dtype=t.dtype))
-                    for m, n, t, v in plan]
-        for module, name, target, value in plan:
-            _load_entry(module, name, target, value, assign)
-
-
-def _swap_entry(module, target, value, assign):
-    """Swap `target` with `target.module_load(value)`, a Parameter where `target` is one."""
-    if target is None:
-        module.set_extra_state(value)
-        return
-    loaded = target.module_load(value, assign=assign)
-    if loaded is value or loaded is target:
-        raise RuntimeError("module_load returned one of self or other, please .detach() the "
-                           "result if returning one of the inputs in module_load")
-    if isinstance(target, Parameter):
-        if isinstance(loaded, Parameter):
-            loaded.requires_grad_(target.requires_grad)
-        else:
-            loaded = Parameter(loaded, target.requires_grad)
-    swap_tensors(target, loaded)
-
-
-def _load_entry(module, name, target, value, assign):
-    """Write one checked state-dict entry: copied into `target`, or put in its place (`assign`);
-    extra state (no target) goes to set_extra_state."""
-    if target is None:
-        module.set_extra_state(value)
-    elif not assign:
-        target.copy_(value)
-    elif isinstance(target, Parameter):
-        setattr(module, name, Parameter(value.detach(), target.requires_grad))
-    else:
-        setattr(module, name, value)
