@@ -59,26 +59,31 @@ class Sampling(NamedTuple):
 
 
 class History:
-    """What the processors remember of one generation, in device buffers: `seen` (batch,
-    vocab) marks each sequence's tokens, prompt and new (for the repetition penalty), `made`
-    counts the new tokens (for min_new_tokens). `start` refills them for a new prompt in
-    place, so a captured decode step that reads them stays valid."""
+    """What the processors remember of one generation, in device buffers made only for the
+    processors in use: `seen` (batch, vocab) marks each sequence's tokens, prompt and new (for
+    the repetition penalty), `made` counts the new tokens (for min_new_tokens). `start`
+    refills them for a new prompt in place, so a captured decode step that reads them stays
+    valid."""
 
     def __init__(self, sampling, batch, vocab, eos_ids, device):
         self.sampling = sampling
-        self.columns = arange(vocab, device=device)
         self.penalized = sampling.repetition_penalty != 1.0
         self.held = sampling.min_new_tokens > 0 and eos_ids is not None
-        # One column past the vocabulary takes the prompt's padding, then is dropped.
-        self.seen_or_pad = zeros((batch, vocab + 1), dtype=dtypes.bool_, device=device)
-        self.seen = self.seen_or_pad[:, :vocab]
-        self.made = zeros((1,), dtype=dtypes.int64, device=device)
-        self.stops = isin(self.columns, eos_ids) if self.held else None
+        if self.penalized or self.held:
+            self.columns = arange(vocab, device=device)
+        if self.penalized:
+            # One column past the vocabulary takes the prompt's padding, then is dropped.
+            self.seen_or_pad = zeros((batch, vocab + 1), dtype=dtypes.bool_, device=device)
+            self.seen = self.seen_or_pad[:, :vocab]
+        if self.held:
+            self.made = zeros((1,), dtype=dtypes.int64, device=device)
+            self.stops = isin(self.columns, eos_ids)
 
     def start(self, prompt, attention_mask=None):
         """Forget the last generation: `seen` holds the (batch, length) prompt's tokens (not
         its padding, where `attention_mask` is 0), `made` is 0."""
-        self.made.zero_()
+        if self.held:
+            self.made.zero_()
         if not self.penalized:
             return
         vocab = self.seen.shape[1]
@@ -92,7 +97,8 @@ class History:
         """Count a step's (batch,) new tokens as seen and made."""
         if self.penalized:
             self.seen.logical_or_(self.columns == token.unsqueeze(1))
-        self.made.add_(1)
+        if self.held:
+            self.made.add_(1)
 
 
 def next_tokens(logits, sampling, history=None, generator=None):
