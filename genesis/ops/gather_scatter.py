@@ -14,7 +14,7 @@ from ..autograd.function import Function, name_node
 from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
-from .common import broadcast_shapes, call, rounded_scalar, wrap
+from .common import broadcast_shapes, call, check_devices, rounded_scalar, wrap
 from .creation import zeros
 from .elementwise import _inplace
 from .index import _INDEX_DTYPES, Index, IndexPut, checked_index
@@ -78,6 +78,8 @@ def _lift_0d(*tensors):
 def _check_gather_args(input, dim, index, op):
     if not isinstance(index, Tensor) or index.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    if input.device.type != "meta":  # meta takes indices from any device, as torch's
+        check_devices(f"{op}()", input, index)
     if index.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = wrap_dim(dim, input.ndim, op)
@@ -108,6 +110,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     lifted, index, src = _lift_0d(input, index, src)
     dim, index = _check_gather_args(lifted, dim, index, "scatter")
     if isinstance(src, Tensor):
+        check_devices("scatter()", input, src)
         if src.dtype is not input.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         if src.ndim != index.ndim or any(i > s for i, s in zip(index.shape, src.shape)):
@@ -118,7 +121,6 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     return reshape(out, shape) if not shape else out
 
 
-@autocast_policy("scatter_add")
 @autocast_policy("scatter_add")
 def scatter_add(input, dim, index, src):
     """`input` with `src` added along `dim` at `index` (duplicates summed)."""

@@ -294,6 +294,18 @@ def test_gather_edge_cases(rng):
     check(genesis.gather, torch.gather, zero, 0, long_pair(np.array(0)))
 
 
+def test_operands_on_two_devices_are_refused():
+    x = genesis.zeros(3, 4, device="cuda")
+    index = genesis.zeros(3, 4, dtype=genesis.int64)
+    two = "Expected all tensors to be on the same device, but found at least two devices"
+    with pytest.raises(RuntimeError, match=f"gather\\(\\): {two}, cpu and cuda:0!"):
+        genesis.gather(x, 1, index)
+    with pytest.raises(RuntimeError, match=f"scatter\\(\\): {two}"):
+        x.scatter(1, index.cuda(), genesis.ones(3, 4))
+    with pytest.raises(RuntimeError, match=f"nll_loss: {two}"):
+        genesis.nn.functional.cross_entropy(x, index[:, 0])
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("reduce", [None, "add", "multiply"])
 def test_scatter(dtype, reduce, rng):

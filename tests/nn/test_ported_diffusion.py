@@ -113,7 +113,7 @@ def _q_sample(model, x0, t, noise):
 
 def ddpm_step(lib, model, data):
     if not hasattr(model, "ema"):
-        model.ema = lib._foreach_clone(list(model.parameters()))
+        model.ema = [p.detach().clone() for p in model.parameters()]
     x0 = data["images"] * 2 - 1
     pred = model(_q_sample(model, x0, data["t"], data["noise"]), data["t"])
     loss = lib.nn.functional.l1_loss(pred, data["noise"])
@@ -199,12 +199,12 @@ def score_step(lib, model, data):
 def euler_maruyama(lib, model, noise, steps=4, eps=1e-3):
     """Reverse-time VE SDE sampling from `noise`; the same noise feeds every step."""
     b = noise.shape[0]
-    times = lib.linspace(1.0, eps, steps)
+    times = lib.linspace(1.0, eps, steps, device=noise.device)
     dt = times[0] - times[1]
-    x = noise * _marginal_std(lib, lib.ones(b))[:, None, None, None]
+    x = noise * _marginal_std(lib, lib.ones(b, device=noise.device))[:, None, None, None]
     with lib.no_grad():
         for time in times:
-            t = lib.ones(b) * time
+            t = lib.ones(b, device=noise.device) * time
             g = lib.tensor(SIGMA ** t)
             mean = x + (g ** 2)[:, None, None, None] * model(x, t) * dt
             x = mean + lib.sqrt(dt) * g[:, None, None, None] * noise

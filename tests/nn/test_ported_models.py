@@ -62,10 +62,10 @@ def _push_and_pop(buffer, data, lib):
 
 
 def cyclegan_step(lib, model, data):
-    Tensor = lib.Tensor
+    Tensor = lib.cuda.FloatTensor if data["A"].is_cuda else lib.Tensor
     real_A, real_B = data["A"].type(Tensor), data["B"].type(Tensor)
-    valid = Tensor(np.ones((real_A.size(0), 1, 2, 2))).to(real_A.device)
-    fake = Tensor(np.zeros((real_A.size(0), 1, 2, 2))).to(real_A.device)
+    valid = Tensor(np.ones((real_A.size(0), 1, 2, 2)))
+    fake = Tensor(np.zeros((real_A.size(0), 1, 2, 2)))
     mse, l1 = lib.nn.MSELoss(), lib.nn.L1Loss()
     opt_G, opt_D = model.opt
     opt_G.zero_grad()

@@ -63,8 +63,8 @@ def swin(lib, device):
             nn.init.trunc_normal_(self.table, std=0.02)
             self.register_buffer("index", _relative_index(lib, window))
 
-        def shift_mask(self, h, w):
-            marks = lib.zeros(1, h, w, 1)
+        def shift_mask(self, h, w, device):
+            marks = lib.zeros(1, h, w, 1, device=device)
             spans = (slice(0, -window), slice(-window, -shift), slice(-shift, None))
             for n, (rows, cols) in enumerate((r, c) for r in spans for c in spans):
                 marks[:, rows, cols, :] = n
@@ -80,7 +80,7 @@ def swin(lib, device):
             q, k, v = self.qkv(windows).reshape(-1, n, 3, heads, c // heads).permute(2, 0, 3, 1, 4)
             bias = self.table[self.index.view(-1)].view(n, n, -1).permute(2, 0, 1)
             attn = (q * (c // heads) ** -0.5) @ k.transpose(-2, -1) + bias.unsqueeze(0)
-            mask = self.shift_mask(h, w)
+            mask = self.shift_mask(h, w, x.device)
             attn = attn.view(b, mask.shape[0], heads, n, n) + mask.unsqueeze(1).unsqueeze(0)
             out = (attn.view(-1, heads, n, n).softmax(-1) @ v).transpose(1, 2).reshape(-1, n, c)
             out = _reverse(self.proj(out), window, b, h, w)
@@ -189,7 +189,7 @@ def mae(lib, device):
             ids_shuffle = lib.argsort(noise, dim=1)
             ids_restore = lib.argsort(ids_shuffle, dim=1)
             kept = lib.gather(x, 1, ids_shuffle[:, :keep].unsqueeze(-1).repeat(1, 1, x.shape[2]))
-            mask = lib.ones(x.shape[:2])
+            mask = lib.ones(x.shape[:2], device=x.device)
             mask[:, :keep] = 0
             return kept, lib.gather(mask, 1, ids_restore), ids_restore
 
@@ -294,7 +294,7 @@ def clip(lib, device):
 def clip_step(lib, model, data):
     F = lib.nn.functional
     logits = model(data["images"], data["tokens"])
-    labels = lib.arange(logits.shape[0])
+    labels = lib.arange(logits.shape[0], device=logits.device)
     loss = (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2
     model.opt.zero_grad()
     loss.backward()

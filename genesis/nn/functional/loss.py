@@ -10,7 +10,7 @@ from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.activation import softplus
 from ...ops.autocast import autocast_policy
-from ...ops.common import call, wrap
+from ...ops.common import call, check_devices, wrap
 from ...ops.creation import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss, warn
 from .activation import log_softmax, softmax
@@ -22,6 +22,7 @@ def _class_targets_check(input, target, op):
     """Shapes of class-index targets: input (C), (N, C) or (N, C, d1, ...) and matching target."""
     if input.ndim == 0:
         raise ValueError(f"{op}: input tensor should be 1D or more, got a 0-d tensor")
+    check_devices(op, input, target)
     expected = () if input.ndim == 1 else (input.shape[0],) + tuple(input.shape[2:])
     if input.ndim >= 2 and target.ndim >= 1 and target.shape[0] != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
