@@ -47,6 +47,10 @@ as torch lays out SDPA's results. For heads cut from a (B, T, H, D) projection a
 to (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims
 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
+Order: each kernel's grid is (planes, blocks), and under a causal mask the blocks that work
+the longest start first in every plane (_block_and_plane), so that the last wave is made of
+short programs rather than of some planes' longest ones.
+
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): small tiles with 4 warps, since more programs in flight hide the loads better than
 spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward's: see
@@ -80,6 +84,19 @@ FLT_MAX = tl.constexpr(3.4028234663852886e38)
 def _head(ptr, bh, H, s_b, s_h):
     """The (batch, head) plane `bh` of a (B, H, rows, D) operand."""
     return ptr + (bh // H) * s_b + (bh % H) * s_h
+
+
+@triton.jit
+def _block_and_plane(HEAVY_LAST: tl.constexpr):
+    """(block, plane) of this program in a (planes, blocks) grid. Programs start in the order
+    of their linear id, planes fastest, so every plane's longest-working block starts first
+    and the shortest ones fill the last wave (longest-first scheduling: under a causal mask a
+    query block's work grows with its index, a key block's shrinks). HEAVY_LAST: the last
+    block is the longest, so the blocks are taken from the last."""
+    block = tl.program_id(1)
+    if HEAVY_LAST:
+        block = tl.num_programs(1) - 1 - block
+    return block, tl.program_id(0)
 
 
 @triton.jit
@@ -226,11 +243,11 @@ def _attn_fwd_kernel(
         BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
         GROUP: tl.constexpr):
     """O and logsumexp (and O in float32 when `out_f` is given, laid out as O) for queries
-    pid0*BM.. of plane pid1; GROUP query heads share each key/value head. A row that no key
-    may reach (every key masked to -inf) gets O = 0 and logsumexp +inf, so the backward's
-    P = exp(S - lse) is 0 there: torch's math backend's zeros."""
-    start = tl.program_id(0) * BM
-    bh = tl.program_id(1)
+    block*BM.. of plane bh (_block_and_plane); GROUP query heads share each key/value head.
+    A row that no key may reach (every key masked to -inf) gets O = 0 and logsumexp +inf, so
+    the backward's P = exp(S - lse) is 0 there: torch's math backend's zeros."""
+    block, bh = _block_and_plane(CAUSAL)
+    start = block * BM
     rows = start + tl.arange(0, BM)
     d = tl.arange(0, BD)
     kp = _head(k_ptr, bh // GROUP, n_heads // GROUP, k_batch_stride, k_head_stride)
@@ -373,11 +390,11 @@ def _attn_dkdv_kernel(
         CAUSAL: tl.constexpr, MASK: tl.constexpr, DROPOUT: tl.constexpr, HEAD: tl.constexpr,
         BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
         GROUP: tl.constexpr):
-    """dK and dV of keys pid0*BN.. of key/value plane pid1, summed over its GROUP query heads
-    and every query block that sees them (and their share of dQ, unscaled, added to the dQ
-    accumulator when there is one)."""
-    start = tl.program_id(0) * BN
-    kv = tl.program_id(1)
+    """dK and dV of keys block*BN.. of key/value plane kv (_block_and_plane), summed over its
+    GROUP query heads and every query block that sees them (and their share of dQ, unscaled,
+    added to the dQ accumulator when there is one)."""
+    block, kv = _block_and_plane(False)
+    start = block * BN
     kv_heads = n_heads // GROUP
     n = start + tl.arange(0, BN)
     d = tl.arange(0, BD)
@@ -465,10 +482,10 @@ def _attn_dq_kernel(
         CAUSAL: tl.constexpr, MASK: tl.constexpr, DROPOUT: tl.constexpr, HEAD: tl.constexpr,
         BD: tl.constexpr, PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
         GROUP: tl.constexpr):
-    """dQ of queries pid0*BM.. of plane pid1, over every key block they see; GROUP query heads
-    share each key/value head."""
-    start = tl.program_id(0) * BM
-    bh = tl.program_id(1)
+    """dQ of queries block*BM.. of plane bh (_block_and_plane), over every key block they
+    see; GROUP query heads share each key/value head."""
+    block, bh = _block_and_plane(CAUSAL)
+    start = block * BM
     rows = start + tl.arange(0, BM)
     d = tl.arange(0, BD)
     plane = bh.to(tl.int64) * q_len
@@ -677,7 +694,7 @@ def _forward_plan(q, k, v, mask, dropout, causal, tf32, keep_float, device=0, ta
     meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
                 HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm, BN=bn,
                 GROUP=lead[1] // kv_lead[1])
-    launch = _attention_launch(_attn_fwd_kernel, (cdiv(q.shape[-2], bm), lead[0] * lead[1]),
+    launch = _attention_launch(_attn_fwd_kernel, (lead[0] * lead[1], cdiv(q.shape[-2], bm)),
                                meta, warps, stages, _index_type(q, k, v, mask), device, target)
     sizes = (lead[1], q.shape[-2], k.shape[-2])
     return launch, (sizes, q_strides, k_strides, v_strides, _geometry_like(q)[1],
@@ -722,11 +739,11 @@ class _BackwardPlan:
         meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
                     HEAD=head, BD=bd, PRECISION=precision, GROUP=lead[1] // kv_lead[1])
         self.dkdv = _attention_launch(_attn_dkdv_kernel,
-                                      (cdiv(k.shape[-2], block), kv_lead[0] * kv_lead[1]),
+                                      (kv_lead[0] * kv_lead[1], cdiv(k.shape[-2], block)),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
                                       target)
         if deterministic:
-            self.dq = _attention_launch(_attn_dq_kernel, (cdiv(length, block), planes),
+            self.dq = _attention_launch(_attn_dq_kernel, (planes, cdiv(length, block)),
                                         dict(meta, BM=block, BN=step), warps, stages, ity,
                                         device, target)
         else:
