@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The one command for a GPU machine: the GPU test suite, then the benchmarks, logs and JSON under
 # $OUT (default ./out). Run from the repository root:
-#   bash scripts/gpu_suite.sh [tests|sanitize|bench|all|interpret]
+#   bash scripts/gpu_suite.sh [tests|cuda-tests|core-tests|sanitize|bench|all|interpret]
+# `tests` is `cuda-tests` (tests/cuda and the kernel compile checks) then `core-tests` (the
+# device-parametrized tests' cuda cases); with a cold kernel cache each half takes most of a
+# 10-minute call on an H200, so they can run as separate calls. The logs are verbose (one line a
+# test, so a run cut short still names what failed); failures also print as they happen.
 # `interpret` (not part of `all`; needs no GPU) runs the kernels of tests/interpret on the CPU
 # through Triton's interpreter.
 set -uo pipefail
@@ -22,7 +26,12 @@ python3 -c "import sys, numpy, triton, ml_dtypes; from cuda.bindings import __ve
 print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'triton', triton.__version__, \
 'cuda-bindings', cb, 'ml_dtypes', ml_dtypes.__version__)" | tee -a "$OUT/gpu.txt"
 
-if [ "$what" = tests ] || [ "$what" = all ]; then
+failures() {  # pytest's verbose output into $OUT/$1, its failures and summary on the screen
+  tee "$OUT/$1" | grep --line-buffered -E "FAILED|ERROR|passed|failed"
+}
+testing=0
+case "$what" in tests|all|cuda-tests|core-tests) testing=1 ;; esac
+if [ $testing = 1 ]; then
   # Kernel-heavy suites compile hundreds of specializations: spread them over pytest-xdist workers
   # when it is there. The runtime and memory tests measure the device and run alone. The tests
   # keep their kernels and autotuning winners apart from the benchmarks': matmul configurations
@@ -30,15 +39,19 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   bench_cache=$GENESIS_KERNEL_CACHE_DIR
   export GENESIS_KERNEL_CACHE_DIR=$bench_cache-tests
   workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")
-  serial="tests/cuda/test_runtime.py tests/cuda/test_memory_gpu.py tests/cuda/test_torch_free.py"
-  python3 -m pytest -q -rf -p no:cacheprovider $serial 2>&1 | tee "$OUT/gpu_runtime_tests.log" \
-    || status=1
-  python3 -m pytest -q -rf -p no:cacheprovider $workers tests/cuda tests/test_kernels_compile.py \
-    $(for f in $serial; do echo "--ignore=$f"; done) 2>&1 | tee "$OUT/gpu_kernel_tests.log" \
-    || status=1
-  # the core op tests' cuda cases (the same tests the CPU runs, parametrized by device)
-  python3 -m pytest -q -rf -p no:cacheprovider $workers -m cuda tests --ignore=tests/cuda \
-    2>&1 | tee "$OUT/gpu_core_tests.log" || status=1
+  pytest="python3 -m pytest -v -rf -p no:cacheprovider"
+  if [ "$what" != core-tests ]; then
+    serial="tests/cuda/test_runtime.py tests/cuda/test_memory_gpu.py tests/cuda/test_torch_free.py"
+    $pytest $serial 2>&1 | failures gpu_runtime_tests.log || status=1
+    $pytest $workers tests/cuda tests/test_kernels_compile.py \
+      $(for f in $serial; do echo "--ignore=$f"; done) 2>&1 | failures gpu_kernel_tests.log \
+      || status=1
+  fi
+  if [ "$what" != cuda-tests ]; then
+    # the core op tests' cuda cases (the same tests the CPU runs, parametrized by device)
+    $pytest $workers -m cuda tests --ignore=tests/cuda 2>&1 | failures gpu_core_tests.log \
+      || status=1
+  fi
   export GENESIS_KERNEL_CACHE_DIR=$bench_cache
 fi
 if [ "$what" = interpret ]; then
