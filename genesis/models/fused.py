@@ -85,16 +85,22 @@ class FusedParent(nn.Module):
         own = {k: v for k, v in state_dict.items() if k not in parts}
         super()._load_from_state_dict(own, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
-        with load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
-            for key, (module, pname, view) in parts.items():
-                if key not in state_dict:
-                    missing_keys.append(key)
-                elif tuple(state_dict[key].shape) != tuple(view.shape):
-                    error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                      f"{state_dict[key].shape} from checkpoint, the shape in "
-                                      f"current model is {view.shape}.")
-                else:
-                    plan.append((module, pname, view.detach(), state_dict[key]))
+        load_views(state_dict, parts, local_metadata, missing_keys, error_msgs)
+
+
+def load_views(state_dict, views, local_metadata, missing_keys, error_msgs):
+    """Check the entries of `state_dict` that fill `views` ({key: (module, parameter name, the
+    view of that parameter the key names)}) and plan their writes into the views."""
+    with load_plan(local_metadata.get("assign_to_params_buffers", False)) as plan:
+        for key, (module, pname, view) in views.items():
+            if key not in state_dict:
+                missing_keys.append(key)
+            elif tuple(state_dict[key].shape) != tuple(view.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{state_dict[key].shape} from checkpoint, the shape in "
+                                  f"current model is {view.shape}.")
+            else:
+                plan.append((module, pname, view.detach(), state_dict[key]))
 
 
 def silu_gate(gate_up):

@@ -120,23 +120,16 @@ class Attention(FusedParent):
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 
 
-class MLP(FusedParent):
-    """SwiGLU feed-forward: down(act(gate(x)) * up(x)), gate and up one matrix."""
+class RowBlocks:
+    """How a decoder layer runs its feed-forward block (a module whose forward takes the
+    normed stream): `run`, over blocks of rows in generate's prefill (`block_rows`); the
+    block gives `row_features()`, the intermediate features its forward makes a row."""
 
-    def __init__(self, config, device=None, dtype=None):
-        super().__init__()
-        kw = dict(bias=config.mlp_bias, device=device, dtype=dtype)
-        inner = config.intermediate_size
-        parts = config.checkpoint_parts({"gate_proj": inner, "up_proj": inner}, "gate_up_proj")
-        self.gate_up_proj = FusedLinear(config.hidden_size, parts, **kw)
-        self.down_proj = nn.Linear(inner, config.hidden_size, **kw)
-        self.act = ACTIVATIONS[config.hidden_act]
-
-    def forward(self, x):
-        if self.act is F.silu:
-            return silu_gate_down(self.gate_up_proj.fused(x), self.down_proj)
-        gate, up = self.gate_up_proj.fused(x).chunk(2, -1)
-        return self.down_proj(self.act(gate) * up)
+    def run(self, x, rows=None, decoding=False):
+        """forward(x), over blocks of `rows` rows if given. `decoding` (a decode step, which
+        reads nothing back to the host) changes nothing here; sparse blocks (models/moe.py)
+        route by it."""
+        return self(x) if rows is None else self.blockwise(x, rows)
 
     def blockwise(self, x, rows):
         """forward(x), computed over blocks of `rows` rows (positions): the same values, with
@@ -149,9 +142,32 @@ class MLP(FusedParent):
         """Rows per block for `blockwise` in generate's prefill, as even as they can be; None
         when the rows of `x` fit PREFILL_MLP_BYTES at once."""
         total = x.numel() // x.shape[-1]
-        per_row = self.gate_up_proj.out_features * x.element_size()
+        per_row = self.row_features() * x.element_size()
         blocks = -(-total * per_row // PREFILL_MLP_BYTES)
         return -(-total // blocks) if blocks > 1 else None
+
+
+class MLP(RowBlocks, FusedParent):
+    """SwiGLU feed-forward: down(act(gate(x)) * up(x)), gate and up one matrix;
+    `intermediate_size` defaults to the config's."""
+
+    def __init__(self, config, device=None, dtype=None, intermediate_size=None):
+        super().__init__()
+        kw = dict(bias=config.mlp_bias, device=device, dtype=dtype)
+        inner = intermediate_size or config.intermediate_size
+        parts = config.checkpoint_parts({"gate_proj": inner, "up_proj": inner}, "gate_up_proj")
+        self.gate_up_proj = FusedLinear(config.hidden_size, parts, **kw)
+        self.down_proj = nn.Linear(inner, config.hidden_size, **kw)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x):
+        if self.act is F.silu:
+            return silu_gate_down(self.gate_up_proj.fused(x), self.down_proj)
+        gate, up = self.gate_up_proj.fused(x).chunk(2, -1)
+        return self.down_proj(self.act(gate) * up)
+
+    def row_features(self):
+        return self.gate_up_proj.out_features
 
 
 class DecoderLayer(nn.Module):
@@ -162,7 +178,11 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(config, layer_idx, **kw)
         self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps,
                                                    **kw)
-        self.mlp = MLP(config, **kw)
+        self.mlp = self.feed_forward(config, layer_idx, **kw)
+
+    def feed_forward(self, config, layer_idx, device=None, dtype=None):
+        """This layer's MLP (Mixture-of-Experts families make some layers sparse)."""
+        return MLP(config, device, dtype)
 
     def forward(self, x, normed, cos, sin, mask, cache, next_norm, rows=None):
         """(the residual stream after this layer, `next_norm` of it) from the stream `x` and
@@ -170,27 +190,29 @@ class DecoderLayer(nn.Module):
         are one kernel where they can be (models/fused.py); the MLP over blocks of `rows` rows
         if given."""
         x, normed = self.attention_block(x, normed, cos, sin, mask, cache)
-        return self.mlp_block(x, normed, next_norm, rows)
+        return self.mlp_block(x, normed, next_norm, rows, cache is not None and cache.decoding)
 
     def attention_block(self, x, normed, cos, sin, mask, cache):
         """(x + attention(normed), post_attention_layernorm of it)."""
         return add_norm(x, self.self_attn(normed, cos, sin, mask, cache),
                         self.post_attention_layernorm)
 
-    def mlp_block(self, x, normed, next_norm, rows=None):
-        """(x + mlp(normed), `next_norm` of it); the MLP over blocks of `rows` rows if given."""
-        return add_norm(x, self.mlp(normed) if rows is None else
-                        self.mlp.blockwise(normed, rows), next_norm)
+    def mlp_block(self, x, normed, next_norm, rows=None, decoding=False):
+        """(x + mlp(normed), `next_norm` of it); the MLP over blocks of `rows` rows if given;
+        `decoding`: in a decode step (RowBlocks.run)."""
+        return add_norm(x, self.mlp.run(normed, rows, decoding), next_norm)
 
 
 class LlamaModel(nn.Module):
     """Embeddings, decoder layers and the final norm: hidden states, (batch, tokens, width)."""
 
+    layer_class = DecoderLayer
+
     def __init__(self, config, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, **kw)
-        self.layers = nn.ModuleList([DecoderLayer(config, i, **kw)
+        self.layers = nn.ModuleList([self.layer_class(config, i, **kw)
                                      for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
         self.rotary = RotaryEmbedding(config.head_size, config.rope(), device)
@@ -200,11 +222,11 @@ class LlamaModel(nn.Module):
         position_ids, masks = step_inputs(input_ids, attention_mask, position_ids, cache,
                                           set(self.windows))
         x = embedding_rows(self.embed_tokens, input_ids, cache)
-        bound = cache.max_length if cache is not None and cache.decoding else None
-        cos, sin = self.rotary(position_ids, x.dtype, bound)
+        decoding = cache is not None and cache.decoding
+        cos, sin = self.rotary(position_ids, x.dtype, cache.max_length if decoding else None)
         layers = list(self.layers)
         normed = layers[0].input_layernorm(x) if layers else self.norm(x)
-        prefill = layers and cache is not None and not cache.decoding
+        prefill = layers and cache is not None and not decoding
         rows = layers[0].mlp.block_rows(x) if prefill else None
         for layer, window, after in zip(layers, self.windows, layers[1:] + [None]):
             next_norm = self.norm if after is None else after.input_layernorm
@@ -217,7 +239,7 @@ class LlamaModel(nn.Module):
             # whose prefill intermediates are the forward's peak. A layer with hooks is
             # called, so that they run.
             x, normed = layer.attention_block(x, normed, cos, sin, mask, cache)
-            x, normed = layer.mlp_block(x, normed, next_norm, rows)
+            x, normed = layer.mlp_block(x, normed, next_norm, rows, decoding)
         if cache is not None:
             cache.advance(input_ids.shape[1])
         return normed

@@ -38,6 +38,12 @@ class PreTrainedModel(nn.Module, GenerationMixin):
         """The parameter a checkpoint tensor fills (None for tensors the model recomputes)."""
         return name
 
+    @staticmethod
+    def saved_name(name):
+        """The checkpoint name `save_pretrained` writes the state dict's `name` under (the
+        inverse of `checkpoint_name` where that renames)."""
+        return name
+
     def save_pretrained(self, path, max_shard_size="5GB"):
         save_pretrained(self, path, max_shard_size)
 
@@ -118,7 +124,7 @@ def save_pretrained(model, path, max_shard_size="5GB"):
     weights once), sharded with an index above `max_shard_size`."""
     os.makedirs(path, exist_ok=True)
     tied = model.tied_weights()
-    arrays = {name: t.detach().contiguous().cpu().numpy()
+    arrays = {model.saved_name(name): t.detach().contiguous().cpu().numpy()
               for name, t in model.state_dict().items() if name not in tied}
     for name, arr in arrays.items():
         if arr.dtype not in DTYPE_CODES.values():
