@@ -7,15 +7,19 @@ from .config import read_config_file, read_generation_config
 from .gemma3 import Gemma3ForCausalLM, Gemma3LanguageModel
 from .gpt2 import GPT2LMHeadModel
 from .llama import LlamaForCausalLM
+from .mixtral import MixtralForCausalLM
 from .phi3 import Phi3ForCausalLM
 from .pretrained import load_weights
 from .qwen2 import Qwen2ForCausalLM
+from .qwen2_moe import Qwen2MoeForCausalLM
 from .qwen3 import Qwen3ForCausalLM
+from .qwen3_moe import Qwen3MoeForCausalLM
 
 MODEL_TYPES = {"llama": LlamaForCausalLM, "mistral": LlamaForCausalLM,
                "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM, "gpt2": GPT2LMHeadModel,
                "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3LanguageModel,
-               "phi3": Phi3ForCausalLM}
+               "phi3": Phi3ForCausalLM, "mixtral": MixtralForCausalLM,
+               "qwen2_moe": Qwen2MoeForCausalLM, "qwen3_moe": Qwen3MoeForCausalLM}
 
 
 def model_class(model_type):
