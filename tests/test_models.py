@@ -59,6 +59,20 @@ FAMILIES = {
         original_max_position_embeddings=16, partial_rotary_factor=0.5, pad_token_id=0,
         bos_token_id=1, eos_token_id=2, sliding_window=None,
         rope_scaling={"type": "longrope", "long_factor": [1.0, 2.5], "short_factor": [1.0, 1.2]})),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=24, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+        num_experts_per_tok=2, max_position_embeddings=128)),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, moe_intermediate_size=24,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        num_experts=8, num_experts_per_tok=2, norm_topk_prob=True, mlp_only_layers=[1],
+        max_position_embeddings=128)),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
+        shared_expert_intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=6, num_experts_per_tok=3, decoder_sparse_step=2,
+        max_position_embeddings=128)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(
         vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=128, bos_token_id=0,
         eos_token_id=0)),
@@ -555,18 +569,19 @@ def test_decode_steps_make_no_host_read(saved, rng, monkeypatch, sampling):
 
 
 def test_fused_projections_keep_hugging_face_names_and_train(saved, rng):
-    """The fused QKV and gate/up weights appear in state dicts under the checkpoint's names,
-    load back from them, and get gradients."""
+    """The fused QKV and gate/up weights, and the stacked experts, appear in state dicts under
+    the checkpoint's names (as save_pretrained renames them), load back from them, and get
+    gradients."""
     family, hf, path = saved
     if family == "gpt2":
         pytest.skip("GPT-2's checkpoints fuse QKV themselves (c_attn)")
+    from safetensors.numpy import load_file
     model = genesis.models.from_pretrained(path)
     state = model.state_dict()
-    expected = {k: v.numpy() for k, v in hf.state_dict().items()
-                if not k.endswith("rotary_emb.inv_freq")}
-    assert set(state) == set(expected)
-    for name, value in expected.items():
-        np.testing.assert_array_equal(state[name].numpy(), value)
+    expected = load_file(os.path.join(path, "model.safetensors"))
+    assert {model.saved_name(k) for k in state} == set(expected)
+    for name, value in state.items():
+        np.testing.assert_array_equal(value.numpy(), expected[model.saved_name(name)])
     fresh = type(model)(model.config)
     fresh.load_state_dict(state)
     ids = genesis.tensor(_prompts(rng, 2, 5, False)[0])
@@ -575,7 +590,10 @@ def test_fused_projections_keep_hugging_face_names_and_train(saved, rng):
     fresh(ids).sum().backward()
     attn = fresh.model.layers[0].self_attn.qkv_proj.weight
     assert attn.grad is not None and float(attn.grad.abs().sum()) > 0
-    assert fresh.model.layers[0].mlp.gate_up_proj.weight.grad is not None
+    for layer in fresh.model.layers:
+        mlp = layer.mlp
+        weight = mlp.experts.gate_up_proj if hasattr(mlp, "experts") else mlp.gate_up_proj.weight
+        assert weight.grad is not None and float(weight.grad.abs().sum()) > 0
 
 
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16])
