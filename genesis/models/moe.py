@@ -18,8 +18,10 @@ them.
 Compute: by the number of (token, chosen expert) pairs, rows * top_k, against the number of
 experts:
 - pairs <= experts: each pair gathers its expert's matrices (an index of the stacks on the
-  device) and batched matmuls run them. That reads only the chosen experts' weights, what
-  batch-1 decoding (bound by weight reads) needs, and nothing goes back to the host.
+  device) and batched matmuls run them. That touches only the chosen experts' weights, what
+  batch-1 decoding (bound by weight reads) needs, and nothing goes back to the host; the
+  gather copies them, so they cross memory three times (read, written, read by the product)
+  where a product reading the stacks by expert index would read them once.
 - more pairs in a decode step, which reads nothing back to the host (it is captured in a CUDA
   graph): every expert runs over every row, and each row sums its chosen experts' outputs,
   weighted. Each expert's weights are read once; the arithmetic is experts / top_k times the
