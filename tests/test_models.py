@@ -53,6 +53,11 @@ FAMILIES = {
                                        "sliding_attention"],
         rope_scaling={"rope_type": "linear", "factor": 8.0},
         max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=2)),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24,
+        sliding_window=5, attn_logit_softcapping=1.5, final_logit_softcapping=2.0,
+        max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=2)),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
@@ -173,8 +178,8 @@ def test_decoder_layer_hooks_run(saved, rng):
     """The model runs a layer's halves itself (so that its inputs die before the MLP), but a
     layer with forward hooks is called, and its hooks see its output: the same logits."""
     family, hf, path = saved
-    if family in ("gpt2", "gemma3"):
-        pytest.skip("GPT-2's and Gemma 3's layers are always called as modules")
+    if family in ("gpt2", "gemma2", "gemma3"):
+        pytest.skip("GPT-2's and Gemma's layers are always called as modules")
     model = genesis.models.from_pretrained(path)
     ids = genesis.tensor(_prompts(rng, 2, 5, padded=False)[0])
     seen = []

@@ -1,5 +1,5 @@
 """Language models in Hugging Face's checkpoint format: Llama (and Mistral), Qwen2, Qwen3,
-Gemma 3, Phi-3, GPT-2, and the Mixture-of-Experts Mixtral, Qwen2-MoE and Qwen3-MoE
+Gemma 2, Gemma 3, Phi-3, GPT-2, and the Mixture-of-Experts Mixtral, Qwen2-MoE and Qwen3-MoE
 (models/moe.py).
 
     model = genesis.models.from_pretrained("path/to/model", dtype=genesis.bfloat16,
@@ -12,6 +12,7 @@ Gemma 3, Phi-3, GPT-2, and the Mixture-of-Experts Mixtral, Qwen2-MoE and Qwen3-M
 
 from .cache import StaticCache
 from .config import ModelConfig
+from .gemma2 import Gemma2Config, Gemma2ForCausalLM
 from .gemma3 import Gemma3ForCausalLM, Gemma3TextConfig
 from .generation import GenerationMixin, TextStreamer
 from .gpt2 import GPT2Config, GPT2LMHeadModel
@@ -31,8 +32,8 @@ from .tokenizer import Tokenizer
 __all__ = ["from_pretrained", "save_pretrained", "Tokenizer", "TextStreamer", "StaticCache",
            "GenerationMixin", "PreTrainedModel", "ModelConfig", "MODEL_TYPES", "LlamaConfig",
            "LlamaForCausalLM", "Qwen2Config", "Qwen2ForCausalLM", "Qwen3Config",
-           "Qwen3ForCausalLM", "Gemma3TextConfig", "Gemma3ForCausalLM", "Phi3Config",
-           "Phi3ForCausalLM", "GPT2Config", "GPT2LMHeadModel", "MixtralConfig",
-           "MixtralForCausalLM", "Qwen2MoeConfig", "Qwen2MoeForCausalLM", "Qwen3MoeConfig",
-           "Qwen3MoeForCausalLM", "SparseMoeBlock", "RotaryEmbedding", "apply_rotary",
-           "rotate_half"]
+           "Qwen3ForCausalLM", "Gemma2Config", "Gemma2ForCausalLM", "Gemma3TextConfig",
+           "Gemma3ForCausalLM", "Phi3Config", "Phi3ForCausalLM", "GPT2Config", "GPT2LMHeadModel",
+           "MixtralConfig", "MixtralForCausalLM", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+           "Qwen3MoeConfig", "Qwen3MoeForCausalLM", "SparseMoeBlock", "RotaryEmbedding",
+           "apply_rotary", "rotate_half"]

@@ -8,9 +8,14 @@ of a cache that counts its positions on the device (StaticCache.start_decoding) 
 cache's device mask and valid length instead: nothing about it is computed on the host.
 """
 
+import math
+
+from .. import dtypes
+from ..type_info import finfo
 from ..nn import functional as F
 from ..nn.functional.attention import cached_attention
 from ..ops.creation import arange
+from ..ops.elementwise import where
 
 
 def causal_mask(attention_mask, start, tokens, device, window=None):
@@ -61,12 +66,49 @@ def _decode_mask(cache, window):
     return mask, False, length
 
 
-def attend(query, key, value, mask, scale=None):
+def attend(query, key, value, mask, scale=None, softcap=None):
     """Attention of a step's (batch, heads, tokens, head_dim) queries over the keys and values
     its cache gave (fewer key/value heads than query heads: grouped-query attention), under
-    the step's (attn_mask, is_causal, valid length)."""
+    the step's (attn_mask, is_causal, valid length); scores capped at +-`softcap` where it is
+    given (capped_attention)."""
+    if softcap is not None:
+        return capped_attention(query, key, value, mask, scale, softcap)
     attn_mask, is_causal, length = mask
     if is_causal:
         return F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scale,
                                               enable_gqa=True)
     return cached_attention(query, key, value, attn_mask, length, scale)
+
+
+def capped_attention(query, key, value, mask, scale, softcap):
+    """attend with the scores capped by softcap * tanh(scores / softcap) (Gemma 2's
+    attn_logit_softcapping), composed of matmuls, which the fused kernels are not. As
+    transformers computes it: the scores in the queries' dtype, hidden keys at the dtype's
+    least value (so a row with every key hidden, a padding query's, gets finite uniform
+    weights rather than NaN), the softmax in float32 rounded back. Each key/value head's
+    group of query heads runs as one matrix, so the cache is not repeated per head."""
+    attn_mask, is_causal, length = mask
+    batch, heads, tokens, head_dim = query.shape
+    kv_heads, keys = key.shape[1], key.shape[2]
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    grouped = query.reshape(batch, kv_heads, heads // kv_heads * tokens, head_dim)
+    scores = (grouped @ key.transpose(-1, -2)) * scale
+    scores = ((scores / softcap).tanh() * softcap).view(batch, heads, tokens, keys)
+    visible = _visible(attn_mask, is_causal, length, tokens, keys, query.device)
+    if visible is not None:
+        scores = where(visible, scores, finfo(scores.dtype).min)
+    probs = F.softmax(scores, dim=-1, dtype=dtypes.float32).to(query.dtype)
+    out = probs.view(batch, kv_heads, heads // kv_heads * tokens, keys) @ value
+    return out.view(batch, heads, tokens, head_dim)
+
+
+def _visible(attn_mask, is_causal, length, tokens, keys, device):
+    """Which keys each query sees, as a bool tensor broadcasting to the scores, or None for
+    all: the step's mask, else the causal one, else the keys below the valid length."""
+    if attn_mask is not None:
+        return attn_mask
+    if is_causal:
+        return arange(keys, device=device) <= arange(tokens, device=device).unsqueeze(1)
+    if length is not None:
+        return arange(keys, device=device) < length
+    return None

@@ -10,7 +10,9 @@ Llama's decoder with these changes:
       x = x + post_feedforward_layernorm(MLP(pre_feedforward_layernorm(x)))
 - most layers attend within a sliding window and rotate with a local base frequency; every
   sliding_window_pattern-th layer attends globally with the global frequencies (layer_types);
-- a tanh-GELU gated MLP, and optionally tanh-capped logits (final_logit_softcapping).
+- a tanh-GELU gated MLP, and optionally tanh-capped logits (final_logit_softcapping) and
+  attention scores (attn_logit_softcapping; Gemma 3 checkpoints leave it unset, Gemma 2's
+  set it, models/gemma2.py).
 """
 
 import math
@@ -90,16 +92,15 @@ class GemmaRMSNorm(nn.Module):
 
 
 class Gemma3Attention(Attention):
-    """Llama's attention with Gemma's query/key norms and query_pre_attn_scalar scaling."""
+    """Llama's attention with Gemma's query/key norms (where the config has them),
+    query_pre_attn_scalar scaling and tanh-capped scores (attn_logit_softcapping, where set)."""
 
     norm_class = GemmaRMSNorm
 
     def __init__(self, config, layer_idx, device=None, dtype=None):
-        if config.attn_logit_softcapping is not None:
-            raise NotImplementedError("Gemma3: attn_logit_softcapping is not supported (Gemma 3 "
-                                      "checkpoints leave it unset)")
         super().__init__(config, layer_idx, device, dtype)
         self.scale = config.query_pre_attn_scalar ** -0.5
+        self.softcap = config.attn_logit_softcapping
 
 
 class Gemma3DecoderLayer(nn.Module):

@@ -4,6 +4,7 @@ the target device and filled with the directory's weights."""
 from .. import dtypes
 from ..device import device as as_device
 from .config import read_config_file, read_generation_config
+from .gemma2 import Gemma2ForCausalLM
 from .gemma3 import Gemma3ForCausalLM, Gemma3LanguageModel
 from .gpt2 import GPT2LMHeadModel
 from .llama import LlamaForCausalLM
@@ -17,9 +18,10 @@ from .qwen3_moe import Qwen3MoeForCausalLM
 
 MODEL_TYPES = {"llama": LlamaForCausalLM, "mistral": LlamaForCausalLM,
                "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM, "gpt2": GPT2LMHeadModel,
-               "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3LanguageModel,
-               "phi3": Phi3ForCausalLM, "mixtral": MixtralForCausalLM,
-               "qwen2_moe": Qwen2MoeForCausalLM, "qwen3_moe": Qwen3MoeForCausalLM}
+               "gemma2": Gemma2ForCausalLM, "gemma3_text": Gemma3ForCausalLM,
+               "gemma3": Gemma3LanguageModel, "phi3": Phi3ForCausalLM,
+               "mixtral": MixtralForCausalLM, "qwen2_moe": Qwen2MoeForCausalLM,
+               "qwen3_moe": Qwen3MoeForCausalLM}
 
 
 def model_class(model_type):

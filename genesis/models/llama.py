@@ -105,6 +105,7 @@ class Attention(FusedParent):
             [self.norm_class(self.head_dim, eps=config.rms_norm_eps, **kw) for _ in "qk"]
             if config.qk_norm else (None, None))
         self.scale = None  # softmax(q k^T * scale): None is 1 / sqrt(head_dim)
+        self.softcap = None  # scores capped at +-softcap (attention_mask.capped_attention)
 
     def forward(self, x, cos, sin, mask, cache=None):
         B, T, _ = x.shape
@@ -116,7 +117,7 @@ class Attention(FusedParent):
             q, k = apply_rotary(q, k, cos, sin)
         else:
             q, k, v = cache.rotate_and_update(self.layer_idx, q, k, v, cos, sin)
-        y = attend(q, k, v, mask, self.scale)
+        y = attend(q, k, v, mask, self.scale, self.softcap)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 
 
