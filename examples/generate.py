@@ -1,5 +1,5 @@
-"""Continue a prompt with a Hugging Face language model (Llama, Mistral, Qwen2, Qwen3, Gemma 3,
-Phi-3, GPT-2) in Genesis.
+"""Continue a prompt with a Hugging Face language model (Llama, Mistral, Qwen2, Qwen3, Gemma 2,
+Gemma 3, Phi-3, GPT-2, Mixtral, Qwen2-MoE, Qwen3-MoE) in Genesis.
 
     python examples/generate.py --model DIR --prompt "Once upon a time" [--max-new-tokens 64]
                                 [--sample --temperature 0.8 --top-k 50 --top-p 0.95]
