@@ -64,6 +64,7 @@ from .compiler import compile  # noqa: A001
 from .amp import (GradScaler, autocast, clear_autocast_cache, get_autocast_dtype,
                   is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
 from . import out_variants as _out_variants
+from . import numpy_names as _numpy_names
 from .type_info import finfo, iinfo
 from . import version
 from .version import __version__
@@ -98,6 +99,8 @@ def numel(t):
 
 
 _out_variants.install(globals(), _out_variants.FUNCTIONS)
+_numpy_names.install(globals(), "genesis")
+_numpy_names.install(Tensor, "Tensor")
 
 
 def __getattr__(name):

@@ -1,6 +1,6 @@
 """`genesis.special`: torch.special's names for the special functions in genesis.ops."""
 
-from . import out_variants
+from . import numpy_names, out_variants
 from .ops.elementwise import erf, erfc, exp2, expm1, log1p, round, sigmoid as expit, xlogy
 from .ops.reduce import log_softmax, logsumexp, softmax
 from .ops.special import (digamma, entr, erfinv, i0, i0e, i1, i1e, igamma as gammainc,
@@ -17,3 +17,4 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi
            "round", "exp2", "expm1", "log1p", *_KERNEL_FUNCTIONS]
 
 out_variants.install(globals(), out_variants.SPECIAL_FUNCTIONS)
+numpy_names.install(globals(), "genesis.special")

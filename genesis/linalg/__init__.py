@@ -16,7 +16,7 @@ from ..ops.matrix_functions import (cond, diagonal, linalg_cross as cross, matri
                                     matrix_norm, matrix_power, matrix_rank, multi_dot, norm, vander)
 from ..ops.solvers import lu_solve, tensorinv, tensorsolve
 from ..ops.reduce import vector_norm
-from .. import out_variants
+from .. import numpy_names, out_variants
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
@@ -26,3 +26,4 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "svdvals", "tensordot", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
 
 out_variants.install(globals(), out_variants.LINALG_FUNCTIONS)
+numpy_names.install(globals(), "genesis.linalg")

@@ -120,9 +120,9 @@ def cat(tensors, dim=0):
 concat = cat
 
 
-def concatenate(tensors, axis=0):
-    """`cat` under numpy's name."""
-    return cat(tensors, axis)
+def concatenate(tensors, dim=0):
+    """`cat` under numpy's name (its `axis` keyword too, as every op's: see numpy_names)."""
+    return cat(tensors, dim)
 
 
 @autocast_policy("stack")

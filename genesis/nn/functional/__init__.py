@@ -1,5 +1,6 @@
 """Functional forms of the layers and losses (`genesis.nn.functional`), named as in torch."""
 
+from ... import numpy_names
 from .activation import (
                          elu,
                          gelu,
@@ -269,3 +270,5 @@ __all__ = [
                          "dropout3d",
                          "feature_alpha_dropout",
 ]
+
+numpy_names.install(globals(), "genesis.nn.functional")
