@@ -73,6 +73,29 @@ def test_tensor_of_a_tensor_warns_as_torch():
     assert _copy_construct_warnings(genesis) == _copy_construct_warnings(torch)
 
 
+def _new_tensor_copies(lib, values, like):
+    """new_tensor of a tensor (with its warnings) and of a list, from a float64 `like`."""
+    base = lib.tensor(like)
+    source = lib.tensor(values, dtype=lib.float16).t().requires_grad_()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        copies = [base.new_tensor(source), base.new_tensor(source, dtype=lib.float32),
+                  base.new_tensor(values.tolist())]
+    return copies, [(w.category, str(w.message), w.filename) for w in caught]
+
+
+def test_new_tensor_of_a_tensor_warns_as_torch(rng):
+    """new_tensor copies a tensor into the caller's dtype (as RealNVP's sampling does), warning
+    under its own name; a list gives no warning."""
+    values, like = rng.integers(-5, 5, (3, 5)) / 4, rng.standard_normal(2)
+    ours, theirs = _new_tensor_copies(genesis, values, like), _new_tensor_copies(torch, values,
+                                                                               like)
+    assert ours[1] == theirs[1] and len(ours[1]) == 2
+    for g, t in zip(ours[0], theirs[0]):
+        assert_close(g, t)
+        assert not g.requires_grad and g.is_contiguous()
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_tensor_explicit_dtype(dtype, device):
     data = [[0, 1.5, -2], [3, 0.25, 1]]

@@ -135,13 +135,18 @@ def _to_numpy(data, op):
 
 _COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use "
                    "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
-                   ".requires_grad_(True), rather than torch.tensor(sourceTensor).")
+                   ".requires_grad_(True), rather than {}(sourceTensor).")
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, scalars, numpy arrays, tensors)."""
     if isinstance(data, Tensor):
-        warn(_COPY_CONSTRUCT)
+        warn(_COPY_CONSTRUCT.format("torch.tensor"))
+    return _copied(data, dtype, device, requires_grad)
+
+
+def _copied(data, dtype, device, requires_grad):
+    """`tensor`'s copy of `data`, without its warning."""
     array = _to_numpy(data, "tensor")
     if array.dtype == object:
         raise TypeError(f"tensor: Could not infer dtype of the elements of {type(data).__name__}")
@@ -693,8 +698,9 @@ class CreationMethods:
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A tensor of `data`, with this tensor's dtype and device unless given."""
-        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                      requires_grad=requires_grad)
+        if isinstance(data, Tensor):
+            warn(_COPY_CONSTRUCT.format("tensor.new_tensor"))
+        return _copied(data, dtype or self.dtype, device or self.device, requires_grad)
 
     def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         """Zeros of `size`, with this tensor's dtype and device unless given."""
