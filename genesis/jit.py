@@ -8,6 +8,9 @@ equivalent: those raise and point at genesis.save/genesis.load of a state dict.
 """
 
 import builtins
+import warnings
+
+from .nn.modules.module import Module
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
@@ -118,6 +121,54 @@ def onednn_fusion_enabled():
     return _onednn_fusion[0]
 
 
+class ScriptModule(Module):
+    """A Module whose `script_method`s run eagerly (RWKV's `MyModule = torch.jit.ScriptModule`),
+    as torch.jit.ScriptModule with the JIT disabled."""
+
+    def __init__(self, arg=None):
+        super().__init__()
+
+
+def script_method(fn):
+    """`fn` itself, with PyTorch's deprecation warning."""
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or "
+                  "`torch.export`.", DeprecationWarning, stacklevel=2)
+    return fn
+
+
+class Error(Exception):
+    """torch.jit.Error: TorchScript's runtime error, never raised by eager code."""
+
+
+class strict_fusion:  # noqa: N801  (torch.jit.strict_fusion)
+    """A context that checks fusion in scripted code; outside it (always, here) it warns."""
+
+    def __init__(self):
+        warnings.warn("Only works in script mode", stacklevel=2)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, type, value, tb):  # noqa: A002
+        pass
+
+
+_FUSION_STRATEGY = [[("STATIC", 2), ("DYNAMIC", 10)]]
+
+
+def set_fusion_strategy(strategy):
+    """Record the fuser's specialization strategy and return the previous one, as PyTorch does;
+    with no JIT, nothing fuses."""
+    warnings.warn("`torch.jit.set_fusion_strategy` is deprecated. Please use `torch.compile` "
+                  "instead.", DeprecationWarning, stacklevel=2)
+    strategy = [tuple(item) for item in strategy]
+    for kind, _ in strategy:
+        if kind not in ("STATIC", "DYNAMIC"):
+            raise ValueError(f"FusionBehavior only supported 'STATIC' or 'DYNAMIC', got: {kind}")
+    previous, _FUSION_STRATEGY[0] = _FUSION_STRATEGY[0], strategy
+    return previous
+
+
 def save(m, f, _extra_files=None):
     raise RuntimeError("genesis.jit.save: Genesis has no TorchScript; save the module's "
                        "state_dict with genesis.save and rebuild the module to load it")
@@ -128,7 +179,8 @@ def load(f, map_location=None, _extra_files=None):
                        "with genesis.save into the module with load_state_dict")
 
 
-__all__ = ["Attribute", "Future", "annotate", "enable_onednn_fusion", "export", "fork", "freeze",
-           "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load",
-           "onednn_fusion_enabled", "optimize_for_inference", "save", "script", "script_if_tracing",
-           "trace", "trace_module", "unused", "wait"]
+__all__ = ["Attribute", "Error", "Future", "ScriptModule", "annotate", "enable_onednn_fusion",
+           "export", "fork", "freeze", "ignore", "interface", "is_scripting", "is_tracing",
+           "isinstance", "load", "onednn_fusion_enabled", "optimize_for_inference", "save",
+           "script", "script_if_tracing", "script_method", "set_fusion_strategy",
+           "strict_fusion", "trace", "trace_module", "unused", "wait"]

@@ -1,6 +1,9 @@
 """genesis.jit behaves as torch.jit with the JIT disabled: script and trace hand back what they
 get, which runs eagerly with the same values; the decorators leave functions as they are."""
 
+import warnings
+
+import numpy as np
 import pytest
 
 import genesis
@@ -51,3 +54,52 @@ def test_onednn_fusion_switch_as_torch():
             assert lib.jit.onednn_fusion_enabled() is True
         finally:
             lib.jit.enable_onednn_fusion(False)
+
+
+def _script_module_run(lib):
+    """RWKV's `MyModule = torch.jit.ScriptModule` and `MyFunction = torch.jit.script_method`:
+    the module's output, its parameters' names and the warnings given."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        class Mix(lib.jit.ScriptModule):
+            def __init__(self):
+                super().__init__()
+                self.time_mix = lib.nn.Parameter(lib.linspace(0.0, 1.0, 5)[None, None])
+                self.time_shift = lib.nn.ZeroPad2d((0, 0, 1, -1))
+
+            @lib.jit.script_method
+            def forward(self, x):
+                return x * self.time_mix + self.time_shift(x) * (1 - self.time_mix)
+
+        model = Mix()
+        out = model(lib.arange(30.0).reshape(2, 3, 5))
+        with lib.jit.strict_fusion():
+            pass
+    messages = [(w.category, str(w.message)) for w in caught]
+    return out.detach().numpy(), [n for n, _ in model.named_parameters()], messages
+
+
+def test_script_module_and_script_method_as_torch():
+    import torch
+    ours, theirs = _script_module_run(genesis), _script_module_run(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+    assert ours[1] == theirs[1]
+    # torch's compiler scripts the submodules too (torch.jit.script's own deprecation warning),
+    # which the disabled JIT does not
+    assert ours[2] == [w for w in theirs[2] if "`torch.jit.script` is" not in w[1]]
+    assert len(ours[2]) == 2
+    assert issubclass(genesis.jit.ScriptModule, nn.Module)
+    assert isinstance(genesis.jit.Error("x"), Exception)
+
+
+def test_fusion_strategy_as_torch():
+    import torch
+    for lib in (genesis, torch):
+        with pytest.warns(DeprecationWarning, match="set_fusion_strategy` is deprecated"):
+            previous = lib.jit.set_fusion_strategy([("DYNAMIC", 3)])
+        with pytest.warns(DeprecationWarning):
+            assert lib.jit.set_fusion_strategy(previous) == [("DYNAMIC", 3)]
+        with pytest.warns(DeprecationWarning), pytest.raises(
+                ValueError, match="FusionBehavior only supported 'STATIC' or 'DYNAMIC', got: X"):
+            lib.jit.set_fusion_strategy([("X", 1)])
