@@ -872,12 +872,15 @@ def ppo_keeps(lib, model, data):
 
 
 # RWKV (v4) time and channel mixing: the token shift by ZeroPad2d((0, 0, 1, -1)), the WKV
-# recurrence by a loop over time kept stable by a running maximum exponent.
+# recurrence by a loop over time kept stable by a running maximum exponent (in place of the
+# CUDA kernel), the mixing as TorchScript methods of jit.ScriptModules (RWKV_JIT_ON).
 
 def rwkv(lib, device, n_embd=16, n_layer=2, vocab=11):
     nn, F = lib.nn, lib.nn.functional
 
-    class TimeMix(nn.Module):
+    MyModule, MyFunction = lib.jit.ScriptModule, lib.jit.script_method
+
+    class TimeMix(MyModule):
         def __init__(self, layer_id):
             super().__init__()
             ratio_0_to_1 = layer_id / (n_layer - 1)
@@ -919,15 +922,20 @@ def rwkv(lib, device, n_embd=16, n_layer=2, vocab=11):
                 aa, bb, pp = e1 * aa + e2 * vv, e1 * bb + e2, p
             return lib.stack(out, dim=1)
 
-        def forward(self, x):
+        @MyFunction
+        def jit_func(self, x):
             xx = self.time_shift(x)
             xk = x * self.time_mix_k + xx * (1 - self.time_mix_k)
             xv = x * self.time_mix_v + xx * (1 - self.time_mix_v)
             xr = x * self.time_mix_r + xx * (1 - self.time_mix_r)
             k, v, r = self.key(xk), self.value(xv), self.receptance(xr)
-            return self.output(lib.sigmoid(r) * self.wkv(k, v))
+            return lib.sigmoid(r), k, v
 
-    class ChannelMix(nn.Module):
+        def forward(self, x):
+            sr, k, v = self.jit_func(x)
+            return self.output(sr * self.wkv(k, v))
+
+    class ChannelMix(MyModule):
         def __init__(self, layer_id):
             super().__init__()
             self.time_shift = nn.ZeroPad2d((0, 0, 1, -1))
@@ -940,6 +948,7 @@ def rwkv(lib, device, n_embd=16, n_layer=2, vocab=11):
             self.receptance = nn.Linear(n_embd, n_embd, bias=False)
             self.value = nn.Linear(4 * n_embd, n_embd, bias=False)
 
+        @MyFunction
         def forward(self, x):
             xx = self.time_shift(x)
             xk = x * self.time_mix_k + xx * (1 - self.time_mix_k)
@@ -991,6 +1000,135 @@ def rwkv_keeps(lib, model, data):
         return [model(data["tokens"][:, :5]).softmax(-1)]
 
 
+# A Neural ODE (torchdiffeq's ode_demo): the spiral's dynamics learned by an MLP, integrated by
+# a hand-written fixed-step RK4, trained with RMSprop on minibatches of windows of the true
+# trajectory; its gradients by the adjoint method (a custom autograd.Function integrating the
+# augmented state backwards with vector-Jacobian products from autograd.grad).
+
+def _rk4_step(func, t0, dt, y):
+    """One RK4 step of dy/dt = func(t, y) for a tuple of tensors `y`."""
+    def add(y, k, c):
+        return tuple(a + c * b for a, b in zip(y, k))
+    k1 = func(t0, y)
+    k2 = func(t0 + dt / 2, add(y, k1, dt / 2))
+    k3 = func(t0 + dt / 2, add(y, k2, dt / 2))
+    k4 = func(t0 + dt, add(y, k3, dt))
+    return tuple(a + dt / 6 * (b1 + 2 * b2 + 2 * b3 + b4)
+                 for a, b1, b2, b3, b4 in zip(y, k1, k2, k3, k4))
+
+
+def _odeint(func, y0, t):
+    """The solution of dy/dt = func(t, y) at the times `t` (first dim), one RK4 step apart."""
+    ys = [y0]
+    for i in range(len(t) - 1):
+        ys.append(_rk4_step(lambda tt, y: (func(tt, y[0]),), t[i], t[i + 1] - t[i],
+                            (ys[-1],))[0])
+    return ys
+
+
+def neural_ode(lib, device):
+    nn = lib.nn
+
+    class ODEFunc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+            for m in self.net.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.normal_(m.weight, mean=0, std=0.1)
+                    nn.init.constant_(m.bias, val=0)
+
+        def forward(self, t, y):
+            return self.net(y ** 3)
+
+    class OdeintAdjoint(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, y0, t, func, *params):
+            with lib.no_grad():
+                trajectory = lib.stack(_odeint(func, y0, t))
+            ctx.func = func
+            ctx.save_for_backward(t, trajectory, *params)
+            return trajectory
+
+        @staticmethod
+        def backward(ctx, grad_trajectory):
+            t, trajectory, *params = ctx.saved_tensors
+            func = ctx.func
+
+            def augmented(tt, state):
+                y, adj_y = state[0], state[1]
+                with lib.enable_grad():
+                    y = y.detach().requires_grad_(True)
+                    f = func(tt, y)
+                    vjp_y, *vjp_params = lib.autograd.grad(f, (y,) + tuple(params), -adj_y,
+                                                           allow_unused=True)
+                vjp_params = [lib.zeros_like(p) if g is None else g
+                              for g, p in zip(vjp_params, params)]
+                return (f, vjp_y, *vjp_params)
+
+            adj_y = grad_trajectory[-1]
+            adj_params = [lib.zeros_like(p) for p in params]
+            for i in range(len(t) - 1, 0, -1):
+                state = (trajectory[i], adj_y, *adj_params)
+                state = _rk4_step(augmented, t[i], t[i - 1] - t[i], state)
+                adj_y, adj_params = state[1] + grad_trajectory[i - 1], list(state[2:])
+            return (adj_y, None, None, *adj_params)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.func = ODEFunc()
+
+        def forward(self, y0, t, adjoint=True):
+            if adjoint:
+                return OdeintAdjoint.apply(y0, t, self.func, *self.func.parameters())
+            return lib.stack(_odeint(self.func, y0, t))
+
+    model = Model()
+    model.optimizer = lambda: lib.optim.RMSprop(model.parameters(), lr=1e-2)
+    return model
+
+
+def _spiral(lib, device, n=16):
+    true_y0 = lib.tensor([[2., 0.]], device=device)
+    t = lib.linspace(0., 1.5, n, device=device)
+    true_A = lib.tensor([[-0.1, 2.0], [-2.0, -0.1]], device=device)
+    with lib.no_grad():
+        true_y = lib.stack(_odeint(lambda t, y: lib.mm(y ** 3, true_A), true_y0, t))
+    return t, true_y
+
+
+def neural_ode_step(lib, model, data, batch_time=5):
+    t, true_y = _spiral(lib, data["starts"].device)
+    s = data["starts"][getattr(model, "itr", 0)]
+    batch_y0 = true_y[s]
+    batch_t = t[:batch_time]
+    batch_y = lib.stack([true_y[s + i] for i in range(batch_time)], dim=0)
+    model.opt.zero_grad()
+    pred_y = model(batch_y0, batch_t)
+    loss = lib.mean(lib.abs(pred_y - batch_y))
+    loss.backward()
+    model.opt.step()
+    model.itr = getattr(model, "itr", 0) + 1
+    return loss
+
+
+def neural_ode_keeps(lib, model, data):
+    """The adjoint's gradients of a fresh loss and backpropagation's through the solver's steps
+    (the two agree up to the solver's error), and a prediction over the whole span."""
+    t, true_y = _spiral(lib, data["starts"].device)
+    grads = []
+    for adjoint in (True, False):
+        model.zero_grad()
+        pred_y = model(true_y[0], t, adjoint=adjoint)
+        lib.mean(lib.abs(pred_y - true_y)).backward()
+        grads += [p.grad.clone() for p in model.parameters()]
+    for a, b in zip(grads[:4], grads[4:]):
+        assert lib.allclose(a, b, rtol=1e-2, atol=1e-4)
+    with lib.no_grad():
+        return grads + [model(true_y[0], t, adjoint=False)]
+
+
 CASES = {
     "nerf": (nerf, nerf_step, nerf_keeps),
     "realnvp": (realnvp, realnvp_step, realnvp_keeps),
@@ -999,6 +1137,7 @@ CASES = {
     "kan": (kan, kan_step, kan_keeps),
     "ppo": (ppo, ppo_step, ppo_keeps),
     "rwkv": (rwkv, rwkv_step, rwkv_keeps),
+    "neural_ode": (neural_ode, neural_ode_step, neural_ode_keeps),
 }
 
 STEPS = 4
@@ -1029,6 +1168,8 @@ def _data(rng):
         "tokens": rng.integers(0, 11, (3, 9)),
         "features": rng.uniform(-1, 1, (16, 4)).astype(np.float32),
         "classes": rng.integers(0, 3, 16),
+        "starts": np.stack([rng.choice(np.arange(16 - 5), 4, replace=False)
+                            for _ in range(STEPS)]),
         "perms": np.stack([np.stack([rng.permutation(32) for _ in range(2)])
                            for _ in range(STEPS)]),
     }
@@ -1067,6 +1208,7 @@ def _float64_twin(build, torch_model, arrays):
     return twin.double(), data
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script")  # RWKV's ScriptModules
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_research_model_trains_as_torch(name, rng, device):
     build, step, keeps = CASES[name]
