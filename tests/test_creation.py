@@ -316,6 +316,34 @@ def test_linspace_logspace(args, dtype, device):
         genesis.linspace(0, 1, -1, device=device)
 
 
+def _count_arguments(lib):
+    """What linspace, logspace and randperm make of counts of several Python types: values,
+    or the error's type and text."""
+    calls = [lambda: lib.linspace(0, 1, np.int64(3)), lambda: lib.linspace(-1, 2, lib.tensor(4)),
+             lambda: lib.linspace(0, 1, 3.0), lambda: lib.linspace(0, 1, True),
+             lambda: lib.linspace(lib.tensor(0.5), 1, lib.tensor(3.0), dtype=lib.float64),
+             lambda: lib.logspace(0, 1, 2.5, dtype=lib.float64, device="cpu"),
+             lambda: lib.logspace(0, 2, np.float32(3)),
+             lambda: lib.linspace(0, 1, None), lambda: lib.linspace(0, 1, "3"),
+             lambda: lib.randperm(np.int64(5)).sort().values,
+             lambda: lib.randperm(lib.tensor(4)).sort().values, lambda: lib.randperm(2.5),
+             lambda: lib.randperm(lib.tensor(2.0)), lambda: lib.randperm(-2)]
+    out = []
+    for call in calls:
+        try:
+            out.append(call().tolist())
+        except (TypeError, RuntimeError) as e:
+            out.append((type(e), str(e).replace("randperm: ", "")))
+    return out
+
+
+def test_counts_of_other_types_as_torch():
+    """Integer counts of numpy and tensor types are taken; floats, bools, None and strings get
+    PyTorch's TypeErrors (linspace's names the call's types and lists the signatures), and a
+    negative permutation length its RuntimeError."""
+    assert _count_arguments(genesis) == _count_arguments(torch)
+
+
 def test_negative_sizes_raise(device):
     for fn in (genesis.zeros, genesis.ones, genesis.empty, genesis.rand, genesis.randn):
         with pytest.raises(RuntimeError, match="negative"):

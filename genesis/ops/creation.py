@@ -7,6 +7,7 @@ handed to the target device's backend; fills (`zeros`, `full`, `empty`) run on t
 import collections.abc
 import math
 import numbers
+import operator
 
 import ml_dtypes
 import numpy as np
@@ -448,6 +449,53 @@ def _check_representable(op, dtype, *values):
                                "without overflow")
 
 
+def count_arg(value):
+    """`value` as a Python int where PyTorch's parser takes it for an int argument (a Python or
+    numpy integer, an integer tensor of one element; not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, Tensor):
+        integral = not value.dtype.is_floating_point and value.dtype is not dtypes.bool_
+        return int(value.item()) if integral and value.numel() == 1 else None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _arg_type(value):
+    """How PyTorch's argument errors name a value's type."""
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, Dtype):
+        return "torch.dtype"
+    if isinstance(value, Device):
+        return "torch.device"
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+_SPACE_KEYWORDS = ("*, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+                   "torch.device device = None, bool pin_memory = False, bool requires_grad = "
+                   "False")
+
+
+def _space_steps(op, start, end, steps, keywords, extra=""):
+    """linspace's and logspace's `steps` as an int, else PyTorch's TypeError for the call
+    (`keywords`: the keyword arguments given, `extra`: the signature's parameters between
+    steps and the keywords)."""
+    count = count_arg(steps)
+    if count is not None:
+        return count
+    given = [_arg_type(v) for v in (start, end, steps)]
+    given += [f"{k}={_arg_type(v)}" for k, v in sorted(keywords.items()) if v is not None]
+    signatures = "".join(f"\n * ({a} start, {b} end, int steps{extra}, {_SPACE_KEYWORDS})"
+                         for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"),
+                                      ("Tensor", "Number"), ("Number", "Number")))
+    raise TypeError(f"{op}() received an invalid combination of arguments - got "
+                    f"({', '.join(given)}), but expected one of:{signatures}\n")
+
+
 def _linear_steps(start, end, steps, dtype, op):
     """PyTorch's two-sided linspace: start + i*step below halfway, end - (n-1-i)*step above.
 
@@ -476,6 +524,7 @@ def _linear_steps(start, end, steps, dtype, op):
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """`steps` values evenly spaced from `start` to `end`, both included."""
+    steps = _space_steps("linspace", start, end, steps, {"dtype": dtype, "device": device})
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = _linear_steps(start, end, steps, dtype, "linspace")
     return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
@@ -485,6 +534,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps), computed in float64 and rounded once (integer
     dtypes truncate start and end first, as PyTorch)."""
+    steps = _space_steps("logspace", start, end, steps, {"dtype": dtype, "device": device},
+                         ", float base = 10.0")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if dtype.is_floating_point:
         _check_representable("logspace", dtype, start, end)

@@ -19,7 +19,8 @@ from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from .creation import _finfo, _from_host, _like, _shape_arg, _sizes, empty, laid_out_like, tensor
+from .creation import (_finfo, _from_host, _like, _shape_arg, _sizes, count_arg, empty,
+                       laid_out_like, tensor)
 from .common import wrap
 from .inplace import check_inplace_target
 
@@ -253,6 +254,14 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0 .. n-1."""
+    count = count_arg(n)
+    if count is None:
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if count < 0:
+        raise RuntimeError(f"randperm: Trying to create tensor with negative dimension {count}: "
+                           f"[{count}]")
+    n = count
     if (drawn := _device_randperm(n, generator, dtype, device, requires_grad)) is not None:
         return drawn
     rng = rng_for(generator)
