@@ -1129,6 +1129,93 @@ def neural_ode_keeps(lib, model, data):
         return grads + [model(true_y[0], t, adjoint=False)]
 
 
+# A continuous normalizing flow (torchdiffeq's cnf example): a hypernetwork gives the dynamics'
+# weights at each time, the log-density change is minus the exact trace of dz/dt, summed from
+# autograd.grad(create_graph=True) of each output coordinate; trained by backpropagating
+# through the RK4 steps from the data back to a Gaussian (second derivatives).
+
+def cnf(lib, device, in_out_dim=2, hidden_dim=8, width=4):
+    nn = lib.nn
+
+    def trace_df_dz(f, z):
+        sum_diag = 0.
+        for i in range(z.shape[1]):
+            sum_diag += lib.autograd.grad(f[:, i].sum(), z,
+                                          create_graph=True)[0].contiguous()[:, i].contiguous()
+        return sum_diag.contiguous()
+
+    class HyperNetwork(nn.Module):
+        def __init__(self):
+            super().__init__()
+            blocksize = width * in_out_dim
+            self.fc1 = nn.Linear(1, hidden_dim)
+            self.fc2 = nn.Linear(hidden_dim, hidden_dim)
+            self.fc3 = nn.Linear(hidden_dim, 3 * blocksize + width)
+            self.blocksize = blocksize
+
+        def forward(self, t):
+            params = t.reshape(1, 1)
+            params = lib.tanh(self.fc1(params))
+            params = lib.tanh(self.fc2(params))
+            params = self.fc3(params).reshape(-1)
+            W = params[:self.blocksize].reshape(width, in_out_dim, 1)
+            U = params[self.blocksize:2 * self.blocksize].reshape(width, 1, in_out_dim)
+            G = params[2 * self.blocksize:3 * self.blocksize].reshape(width, 1, in_out_dim)
+            U = U * lib.sigmoid(G)
+            B = params[3 * self.blocksize:].reshape(width, 1, 1)
+            return [W, B, U]
+
+    class CNF(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hyper_net = HyperNetwork()
+
+        def forward(self, t, states):
+            z = states[0]
+            batchsize = z.shape[0]
+            with lib.set_grad_enabled(True):
+                z.requires_grad_(True)
+                W, B, U = self.hyper_net(t)
+                Z = lib.unsqueeze(z, 0).repeat(width, 1, 1)
+                h = lib.tanh(lib.matmul(Z, W) + B)
+                dz_dt = lib.matmul(h, U).mean(0)
+                dlogp_z_dt = -trace_df_dz(dz_dt, z).view(batchsize, 1)
+            return (dz_dt, dlogp_z_dt)
+
+    model = CNF()
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-2)
+    return model
+
+
+def _cnf_flow(lib, model, x, steps=4, t0=0.0, t1=2.0):
+    """(z, log-density change) at t0 from the data `x` at t1, by RK4 steps backwards."""
+    logp_diff_t1 = lib.zeros(x.shape[0], 1).type(lib.float32).to(x.device)
+    ts = lib.linspace(t1, t0, steps + 1, device=x.device)
+    state = (x, logp_diff_t1)
+    for i in range(steps):
+        state = _rk4_step(model, ts[i], ts[i + 1] - ts[i], state)
+    return state
+
+
+def cnf_step(lib, model, data):
+    x = data["moons"].type(lib.float32)
+    p_z0 = lib.distributions.MultivariateNormal(
+        loc=lib.tensor([0.0, 0.0]).to(x.device),
+        covariance_matrix=lib.tensor([[0.1, 0.0], [0.0, 0.1]]).to(x.device))
+    model.opt.zero_grad()
+    z_t0, logp_diff_t0 = _cnf_flow(lib, model, x)
+    logp_x = p_z0.log_prob(z_t0).to(x.device) - logp_diff_t0.view(-1)
+    loss = -logp_x.mean(0)
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def cnf_keeps(lib, model, data):
+    z, logp = _cnf_flow(lib, model, data["moons"][:8])
+    return [z, logp]
+
+
 CASES = {
     "nerf": (nerf, nerf_step, nerf_keeps),
     "realnvp": (realnvp, realnvp_step, realnvp_keeps),
@@ -1138,6 +1225,7 @@ CASES = {
     "ppo": (ppo, ppo_step, ppo_keeps),
     "rwkv": (rwkv, rwkv_step, rwkv_keeps),
     "neural_ode": (neural_ode, neural_ode_step, neural_ode_keeps),
+    "cnf": (cnf, cnf_step, cnf_keeps),
 }
 
 STEPS = 4
