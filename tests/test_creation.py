@@ -344,6 +344,35 @@ def test_counts_of_other_types_as_torch():
     assert _count_arguments(genesis) == _count_arguments(torch)
 
 
+_SIZE_CALLS = ["zeros(2, 3.0)", "zeros(2.0, 3)", "zeros([2, 3, 4.0])", "zeros(np.float64(2))",
+               "zeros(True)", "zeros((True, 2))", "zeros(2, True)", "zeros(lib.tensor(2.0))",
+               "zeros(lib.tensor(2))", "randn(2, 3.0)", "empty(2, 3.0)", "ones((2.0,))",
+               "zeros(2, None)", "zeros('a')", "zeros([2, [3]])", "zeros(np.array([2, 3]))",
+               "zeros((2, np.float32(3)))", "zeros((2, lib.tensor(3)))", "rand(2.0)",
+               "full((2, 3.0), 1.0)", "zeros(2, 3, 4.5)", "zeros(2, np.int32(3))",
+               "zeros((2, True))", "ones(2, 3).new_zeros((2, 3.0))", "randint(0, 5.5, (3,))",
+               "randint(5.0, (3,))", "randint(True, (3,))", "randint(np.int64(5), (3,))",
+               "nn.Linear(2.0, 3)", "nn.Linear(2, 3.5)", "nn.Embedding(10.0, 3)"]
+
+
+def _size_outcomes(lib):
+    out = []
+    for call in _SIZE_CALLS:
+        try:
+            result = eval(call, {"lib": lib, "np": np, **vars(lib)})
+            out.append(tuple(result.weight.shape if hasattr(result, "weight") else result.shape))
+        except TypeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_sizes_of_other_types_as_torch():
+    """Sizes take integers (numpy's, one-element integer tensors and bools past the first too);
+    floats, strings, None and arrays get PyTorch's TypeErrors, naming the position (a float
+    size was truncated: nn.Linear(d * 1.5, ...) built a layer torch refuses)."""
+    assert _size_outcomes(genesis) == _size_outcomes(torch)
+
+
 def test_negative_sizes_raise(device):
     for fn in (genesis.zeros, genesis.ones, genesis.empty, genesis.rand, genesis.randn):
         with pytest.raises(RuntimeError, match="negative"):

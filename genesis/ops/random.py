@@ -19,8 +19,8 @@ from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from .creation import (_finfo, _from_host, _like, _shape_arg, _sizes, count_arg, empty,
-                       laid_out_like, tensor)
+from .creation import (_arg_type, _finfo, _from_host, _like, _shape_arg, _sizes, count_arg,
+                       empty, laid_out_like, tensor)
 from .common import wrap
 from .inplace import check_inplace_target
 
@@ -233,6 +233,7 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
             requires_grad=False):
     """Integers uniform on [low, high); `randint(high, size)` and `randint(high=h, size=s)`
     start at 0."""
+    given = (low, high, size)
     if size is None:
         low, high, size = 0, low, high
     if high is None:
@@ -242,6 +243,7 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
     if high is None or size is None:
         missing = "high" if high is None else "size"
         raise TypeError(f"randint() missing 1 required positional argument: '{missing}'")
+    low, high = _randint_bounds(low, high, given)
     if low >= high:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     if (drawn := draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,
@@ -250,6 +252,29 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
     rng = rng_for(generator)
     return _random(_shape_arg((size,), "randint"), dtype or dtypes.int64, device,
                    requires_grad, lambda s: rng.integers(low, high, s))
+
+
+_RANDINT_KEYWORDS = ("Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+                     "torch.device device = None, bool pin_memory = False, bool requires_grad = "
+                     "False")
+
+
+def _randint_bounds(low, high, given):
+    """randint's bounds as ints, else PyTorch's TypeError: for `randint(high, size)` naming
+    `high`, for `randint(low, high, size)` the call's types against its signatures."""
+    bounds = count_arg(low), count_arg(high)
+    if None not in bounds:
+        return bounds
+    if given[2] is None:
+        raise TypeError(f"randint(): argument 'high' (position 1) must be int, not "
+                        f"{_arg_type(high)}")
+    signatures = "".join(
+        f"\n * ({head}tuple of ints size, *, {generator}{_RANDINT_KEYWORDS})"
+        for head in ("int high, ", "int low, int high, ")
+        for generator in ("torch.Generator generator, ", ""))
+    raise TypeError(f"randint() received an invalid combination of arguments - got "
+                    f"({', '.join(_arg_type(v) for v in given)}), but expected one of:"
+                    f"{signatures}\n")
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):

@@ -6,8 +6,12 @@ from ..parameter import Parameter
 
 
 def new_parameter(*shape, device=None, dtype=None):
-    """An uninitialised Parameter; the layer's reset_parameters fills it."""
-    return Parameter(creation.empty(*shape, device=device, dtype=dtype))
+    """An uninitialised Parameter of `shape` (sizes, or one sequence of them); the layer's
+    reset_parameters fills it. Made as torch's layers make theirs, by torch.empty((a, b)), so a
+    size of another type gets the same error."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return Parameter(creation.empty(tuple(shape), device=device, dtype=dtype))
 
 
 def check_input(module, ok, expected, input):
