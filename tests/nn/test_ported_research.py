@@ -454,7 +454,124 @@ def glow_keeps(lib, model, data):
 # Mamba in pure PyTorch (mamba-minimal): a selective state space scan by a Python loop over
 # time, a depthwise causal convolution, RMSNorm, a tied embedding head.
 
-def mamba(lib, device, d_model=16, n_layer=2, vocab=11, d_state=4, expand=2, d_conv=4):
+# mamba.py's parallel scan (Blelloch's up and down sweeps, in place on strided views of the
+# coefficients, padded to a power of two), as a custom autograd.Function with its reverse
+# scan for the gradient.
+
+def _npo2(length):
+    return 2 ** math.ceil(math.log2(length))
+
+
+def _pad_npo2(lib, X):
+    return lib.nn.functional.pad(X, (0, 0, 0, 0, 0, _npo2(X.size(1)) - X.size(1)), "constant", 0)
+
+
+def _sweep_up(Aa, Xa, steps, into, source):
+    """The up-sweep both directions share: in each pair of the current level, element `into`
+    takes in element `source`; the next level is the `into` elements."""
+    B, D = Aa.shape[:2]
+    for _ in range(steps):
+        T = Xa.size(2)
+        Aa = Aa.view(B, D, T // 2, 2, -1)
+        Xa = Xa.view(B, D, T // 2, 2, -1)
+        Xa[:, :, :, into].add_(Aa[:, :, :, into].mul(Xa[:, :, :, source]))
+        Aa[:, :, :, into].mul_(Aa[:, :, :, source])
+        Aa, Xa = Aa[:, :, :, into], Xa[:, :, :, into]
+    return Aa, Xa
+
+
+def _pscan(A, X):
+    """h[t] = A[t] h[t-1] + X[t] along dim 2 of (B, D, L, N), in place in X (A is clobbered)."""
+    B, D, L, _ = A.size()
+    num_steps = int(math.log2(L))
+    Aa, Xa = _sweep_up(A, X, num_steps - 2, 1, 0)
+    if Xa.size(2) == 4:
+        Xa[:, :, 1].add_(Aa[:, :, 1].mul(Xa[:, :, 0]))
+        Aa[:, :, 1].mul_(Aa[:, :, 0])
+        Xa[:, :, 3].add_(Aa[:, :, 3].mul(Xa[:, :, 2] + Aa[:, :, 2].mul(Xa[:, :, 1])))
+    elif Xa.size(2) == 2:
+        Xa[:, :, 1].add_(Aa[:, :, 1].mul(Xa[:, :, 0]))
+        return
+    else:
+        return
+    Aa = A[:, :, 2 ** (num_steps - 2) - 1:L:2 ** (num_steps - 2)]
+    Xa = X[:, :, 2 ** (num_steps - 2) - 1:L:2 ** (num_steps - 2)]
+    Xa[:, :, 2].add_(Aa[:, :, 2].mul(Xa[:, :, 1]))
+    Aa[:, :, 2].mul_(Aa[:, :, 1])
+    for k in range(num_steps - 3, -1, -1):
+        Aa = A[:, :, 2 ** k - 1:L:2 ** k]
+        Xa = X[:, :, 2 ** k - 1:L:2 ** k]
+        T = Xa.size(2)
+        Aa = Aa.view(B, D, T // 2, 2, -1)
+        Xa = Xa.view(B, D, T // 2, 2, -1)
+        Xa[:, :, 1:, 0].add_(Aa[:, :, 1:, 0].mul(Xa[:, :, :-1, 1]))
+        Aa[:, :, 1:, 0].mul_(Aa[:, :, :-1, 1])
+
+
+def _pscan_rev(A, X):
+    """The scan from the end: h[t] = A[t] h[t+1] + X[t], in place in X."""
+    B, D, L, _ = A.size()
+    num_steps = int(math.log2(L))
+    Aa, Xa = _sweep_up(A, X, num_steps - 2, 0, 1)
+    if Xa.size(2) == 4:
+        Xa[:, :, 2].add_(Aa[:, :, 2].mul(Xa[:, :, 3]))
+        Aa[:, :, 2].mul_(Aa[:, :, 3])
+        Xa[:, :, 0].add_(Aa[:, :, 0].mul(Xa[:, :, 1].add(Aa[:, :, 1].mul(Xa[:, :, 2]))))
+    elif Xa.size(2) == 2:
+        Xa[:, :, 0].add_(Aa[:, :, 0].mul(Xa[:, :, 1]))
+        return
+    else:
+        return
+    Aa = A[:, :, 0:L:2 ** (num_steps - 2)]
+    Xa = X[:, :, 0:L:2 ** (num_steps - 2)]
+    Xa[:, :, 1].add_(Aa[:, :, 1].mul(Xa[:, :, 2]))
+    Aa[:, :, 1].mul_(Aa[:, :, 2])
+    for k in range(num_steps - 3, -1, -1):
+        Aa = A[:, :, 0:L:2 ** k]
+        Xa = X[:, :, 0:L:2 ** k]
+        T = Xa.size(2)
+        Aa = Aa.view(B, D, T // 2, 2, -1)
+        Xa = Xa.view(B, D, T // 2, 2, -1)
+        Xa[:, :, :-1, 1].add_(Aa[:, :, :-1, 1].mul(Xa[:, :, 1:, 0]))
+        Aa[:, :, :-1, 1].mul_(Aa[:, :, 1:, 0])
+
+
+def _pscan_function(lib):
+    class PScan(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, A_in, X_in):
+            L = X_in.size(1)
+            if L == _npo2(L):
+                A, X = A_in.clone(), X_in.clone()
+            else:
+                A, X = _pad_npo2(lib, A_in), _pad_npo2(lib, X_in)
+            A, X = A.transpose(2, 1), X.transpose(2, 1)
+            _pscan(A, X)
+            ctx.save_for_backward(A_in, X)
+            return X.transpose(2, 1)[:, :L]
+
+        @staticmethod
+        def backward(ctx, grad_output_in):
+            A_in, X = ctx.saved_tensors
+            L = grad_output_in.size(1)
+            if L == _npo2(L):
+                grad_output = grad_output_in.clone()
+            else:
+                grad_output = _pad_npo2(lib, grad_output_in)
+                A_in = _pad_npo2(lib, A_in)
+            grad_output = grad_output.transpose(2, 1)
+            A_in = A_in.transpose(2, 1)
+            A = lib.nn.functional.pad(A_in[:, :, 1:], (0, 0, 0, 1))
+            _pscan_rev(A, grad_output)
+            Q = lib.zeros_like(X)
+            Q[:, :, 1:].add_(X[:, :, :-1] * grad_output[:, :, 1:])
+            return Q.transpose(2, 1)[:, :L], grad_output.transpose(2, 1)[:, :L]
+
+    return PScan.apply
+
+
+def mamba(lib, device, d_model=16, n_layer=2, vocab=11, d_state=4, expand=2, d_conv=4,
+          pscan=False):
     nn, F = lib.nn, lib.nn.functional
     d_inner = expand * d_model
     dt_rank = math.ceil(d_model / 16)
@@ -510,6 +627,11 @@ def mamba(lib, device, d_model=16, n_layer=2, vocab=11, d_state=4, expand=2, d_c
             return self.selective_scan(x, delta, A, B, C, D)
 
         def selective_scan(self, u, delta, A, B, C, D):
+            if pscan:  # mamba.py's form
+                deltaA = lib.exp(delta.unsqueeze(-1) * A)
+                BX = delta.unsqueeze(-1) * B.unsqueeze(2) * u.unsqueeze(-1)
+                hs = _pscan_function(lib)(deltaA, BX)
+                return (hs @ C.unsqueeze(-1)).squeeze(3) + D * u
             (b, l, d_in) = u.shape
             n = A.shape[1]
             deltaA = lib.exp(lib.einsum("bld,dn->bldn", delta, A))
@@ -561,6 +683,26 @@ def mamba_step(lib, model, data):
     loss.backward()
     model.opt.step()
     return loss
+
+
+def pscan_keeps(lib, model, data):
+    """mamba-minimal's generation, and the parallel scan of an odd length (padded) against the
+    loop, values and gradients."""
+    kept = mamba_keeps(lib, model, data)
+    A = data["images"][:2, :, :5, :4].transpose(1, 2).detach().requires_grad_()
+    X = data["noise"][:2, :, 1:6, 2:6].transpose(1, 2).detach().requires_grad_()
+    hs = _pscan_function(lib)(A, X)
+    h, loop = lib.zeros_like(X[:, 0]), []
+    for t in range(X.size(1)):
+        h = A[:, t] * h + X[:, t]
+        loop.append(h)
+    loop = lib.stack(loop, 1)
+    assert lib.allclose(hs, loop, atol=1e-6)
+    weights = lib.linspace(-1, 1, hs.numel()).reshape(hs.shape)
+    grads = lib.autograd.grad((hs * weights).sum(), (A, X))
+    for a, b in zip(grads, lib.autograd.grad((loop * weights).sum(), (A, X))):
+        assert lib.allclose(a, b, atol=1e-5)
+    return kept + [hs.detach(), *grads]
 
 
 def mamba_keeps(lib, model, data, top_k=3, n_tokens=3):
@@ -1221,6 +1363,7 @@ CASES = {
     "realnvp": (realnvp, realnvp_step, realnvp_keeps),
     "glow": (glow, glow_step, glow_keeps),
     "mamba": (mamba, mamba_step, mamba_keeps),
+    "mamba_pscan": (lambda lib, device: mamba(lib, device, pscan=True), mamba_step, pscan_keeps),
     "kan": (kan, kan_step, kan_keeps),
     "ppo": (ppo, ppo_step, ppo_keeps),
     "rwkv": (rwkv, rwkv_step, rwkv_keeps),
