@@ -53,7 +53,9 @@ def with_aliases(fn, name):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):
+        if not kwargs:  # the usual call, passed on as it came
+            return fn(*args)
+        if "axis" in kwargs or "keepdims" in kwargs:
             kwargs = _renamed(name, kwargs, aliases)
         return fn(*args, **kwargs)
 
