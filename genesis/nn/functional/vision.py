@@ -10,7 +10,7 @@ import itertools
 import math
 
 from ... import dtypes
-from ...autograd.function import name_node
+from ...autograd.function import Function, name_node
 from ...ops import creation, elementwise, linalg, shape_copies
 from ...ops.autocast import autocast_policy
 from ._utils import in_format_of, warn
@@ -248,6 +248,22 @@ def _check_grid_sample(input, grid, mode, padding_mode):
                            f"but got input {input.dtype} and grid {grid.dtype}")
 
 
+class _ZeroGridGradient(Function):
+    """Nearest sampling's values, with the grid as an input whose gradient is zero, as
+    PyTorch's grid_sampler backward gives it (the grid's .grad is zeros, not None, and an
+    optimizer steps it as such)."""
+
+    @staticmethod
+    def forward(ctx, values, grid):
+        ctx.grid = tuple(grid.shape), grid.dtype, grid.device
+        return values
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, device = ctx.grid
+        return grad, creation.zeros(shape, dtype=dtype, device=device)
+
+
 @autocast_policy("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample (N, C, *S) input at the normalised points `grid` (N, *out, dims; x first)."""
@@ -266,6 +282,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                   for d, c in enumerate(coords)]
         if mode == "nearest":
             out = _read(flat, spatial, [elementwise.round(c).to(dtypes.int64) for c in coords])
+            if g.requires_grad:
+                out = _ZeroGridGradient.apply(out, g)
         else:
             out = _linear_taps(flat, spatial, coords)
     return name_node(out.to(input.dtype) if half else out,
