@@ -212,7 +212,7 @@ def renorm(input, p, dim, maxnorm):
     others = [d for d in builtins.range(input.ndim) if d != dim]
     norms = vector_norm(input, p, dim=others, keepdim=True)
     scale = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
-    return input * scale.detach()
+    return input * scale
 
 
 def _spacing(y, x, dx, dim):
