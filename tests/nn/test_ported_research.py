@@ -1358,6 +1358,111 @@ def cnf_keeps(lib, model, data):
     return [z, logp]
 
 
+# A deep equilibrium model (the implicit-layers tutorial's DEQ): a residual cell's fixed point
+# found by Anderson acceleration without grad, one more step with grad, and the implicit
+# gradient by a hook on the output that solves the backward fixed point with autograd.grad
+# (reentrant, inside the backward pass) and removes itself.
+
+def _anderson(lib, f, x0, m=4, lam=1e-4, max_iter=12, tol=1e-12, beta=1.0):
+    bsz, d, H, W = x0.shape
+    X = lib.zeros(bsz, m, d * H * W, dtype=x0.dtype, device=x0.device)
+    F = lib.zeros(bsz, m, d * H * W, dtype=x0.dtype, device=x0.device)
+    X[:, 0], F[:, 0] = x0.view(bsz, -1), f(x0).view(bsz, -1)
+    X[:, 1], F[:, 1] = F[:, 0], f(F[:, 0].view_as(x0)).view(bsz, -1)
+    H = lib.zeros(bsz, m + 1, m + 1, dtype=x0.dtype, device=x0.device)
+    H[:, 0, 1:] = H[:, 1:, 0] = 1
+    y = lib.zeros(bsz, m + 1, 1, dtype=x0.dtype, device=x0.device)
+    y[:, 0] = 1
+    res = []
+    for k in range(2, max_iter):
+        n = min(k, m)
+        G = F[:, :n] - X[:, :n]
+        H[:, 1:n + 1, 1:n + 1] = lib.bmm(G, G.transpose(1, 2)) + lam * lib.eye(
+            n, dtype=x0.dtype, device=x0.device)[None]
+        alpha = lib.linalg.solve(H[:, :n + 1, :n + 1], y[:, :n + 1])[:, 1:n + 1, 0]
+        X[:, k % m] = (beta * (alpha[:, None] @ F[:, :n])[:, 0]
+                       + (1 - beta) * (alpha[:, None] @ X[:, :n])[:, 0])
+        F[:, k % m] = f(X[:, k % m].view_as(x0)).view(bsz, -1)
+        res.append((F[:, k % m] - X[:, k % m]).norm().item()
+                   / (1e-5 + F[:, k % m].norm().item()))
+        if res[-1] < tol:
+            break
+    return X[:, k % m].view_as(x0), res
+
+
+def deq(lib, device, chan=8, inner=12):
+    nn, F = lib.nn, lib.nn.functional
+
+    class ResNetLayer(nn.Module):
+        def __init__(self, n_channels, n_inner_channels, kernel_size=3, num_groups=4):
+            super().__init__()
+            self.conv1 = nn.Conv2d(n_channels, n_inner_channels, kernel_size,
+                                   padding=kernel_size // 2, bias=False)
+            self.conv2 = nn.Conv2d(n_inner_channels, n_channels, kernel_size,
+                                   padding=kernel_size // 2, bias=False)
+            self.norm1 = nn.GroupNorm(num_groups, n_inner_channels)
+            self.norm2 = nn.GroupNorm(num_groups, n_channels)
+            self.norm3 = nn.GroupNorm(num_groups, n_channels)
+            self.conv1.weight.data.normal_(0, 0.01)
+            self.conv2.weight.data.normal_(0, 0.01)
+
+        def forward(self, z, x):
+            y = self.norm1(F.relu(self.conv1(z)))
+            return self.norm3(F.relu(z + self.norm2(x + self.conv2(y))))
+
+    class DEQFixedPoint(nn.Module):
+        def __init__(self, f, solver):
+            super().__init__()
+            self.f, self.solver = f, solver
+
+        def forward(self, x):
+            with lib.no_grad():
+                z, self.forward_res = self.solver(lambda z: self.f(z, x), lib.zeros_like(x))
+            z = self.f(z, x)
+            z0 = z.clone().detach().requires_grad_()
+            f0 = self.f(z0, x)
+
+            def backward_hook(grad):
+                if self.hook is not None:
+                    self.hook.remove()
+                g, self.backward_res = self.solver(
+                    lambda y: lib.autograd.grad(f0, z0, y, retain_graph=True)[0] + grad, grad)
+                return g
+
+            self.hook = z.register_hook(backward_hook)
+            return z
+
+    model = nn.Sequential(nn.Conv2d(3, chan, kernel_size=3, bias=True, padding=1),
+                          nn.BatchNorm2d(chan),
+                          DEQFixedPoint(ResNetLayer(chan, inner), lambda f, x0: _anderson(
+                              lib, f, x0)),
+                          nn.BatchNorm2d(chan), nn.AvgPool2d(8, 8), nn.Flatten(),
+                          nn.Linear(chan, 5))
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-3)
+    return model
+
+
+def deq_step(lib, model, data):
+    yp = model(data["noise"])
+    loss = lib.nn.CrossEntropyLoss()(yp, data["classes"][:4] % 5)
+    model.opt.zero_grad()
+    loss.backward()
+    model.opt.step()
+    return loss
+
+
+def deq_keeps(lib, model, data):
+    """The solvers' residuals (forward and backward) of the last step, and eval outputs (under
+    no_grad the hook cannot be registered)."""
+    fixed = model[2]
+    residuals = lib.tensor(fixed.forward_res + fixed.backward_res)
+    model.eval()
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't "
+                                           "require gradient"), lib.no_grad():
+        model(data["noise"])
+    return [residuals, model(data["noise"])]
+
+
 CASES = {
     "nerf": (nerf, nerf_step, nerf_keeps),
     "realnvp": (realnvp, realnvp_step, realnvp_keeps),
@@ -1369,6 +1474,7 @@ CASES = {
     "rwkv": (rwkv, rwkv_step, rwkv_keeps),
     "neural_ode": (neural_ode, neural_ode_step, neural_ode_keeps),
     "cnf": (cnf, cnf_step, cnf_keeps),
+    "deq": (deq, deq_step, deq_keeps),
 }
 
 STEPS = 4
@@ -1424,11 +1530,13 @@ def _run(lib, model, data, step, keeps, steps=STEPS):
 
 
 # Cases whose few Adam steps amplify rounding (Glow's zero-initialized convolutions and
-# data-initialized ActNorm offsets get gradients near zero, whose signs rounding decides, and
-# Adam moves each such weight by the full lr): compared within four times torch's own
-# distance from its float64 run (nn_compare.assert_trajectory_close; for what the case keeps,
-# the largest distance over the array: which weights the signs move differs between runs).
-AMPLIFY_ROUNDING = {"glow"}
+# data-initialized ActNorm offsets, the DEQ's stem bias before a BatchNorm, get gradients that
+# are zero but for rounding, whose signs rounding decides, and Adam moves each such weight by
+# the full lr; the DEQ's running mean follows that bias): compared within four times torch's
+# own distance from its float64 run (nn_compare.assert_trajectory_close; for what the case
+# keeps, the largest distance over the array: which weights the signs move differs between
+# runs).
+AMPLIFY_ROUNDING = {"glow", "deq"}
 
 
 def _float64_twin(build, torch_model, arrays):
