@@ -379,6 +379,31 @@ def test_rounded_division_has_zero_gradients_and_floor_divide_none(mode, rng, de
         (a // 2).sum().backward()
 
 
+def _heaviside_record(lib, x, values):
+    """heaviside's values and node, and what a backward through it (beside a differentiable
+    term) raises."""
+    out = lib.heaviside(x, values)
+    shown = repr(out).replace("genesis", "torch")
+    with pytest.raises(RuntimeError) as caught:
+        (out * x + x).sum().backward()
+    return out.detach().numpy(), shown, out.requires_grad, str(caught.value)
+
+
+@pytest.mark.parametrize("grad_values", [False, True])
+def test_heaviside_records_a_node_without_derivative_as_torch(grad_values, rng):
+    """heaviside records a NotImplemented node whatever operand requires grad (a backward
+    through it raised nothing: its output was a constant), and computes as torch's."""
+    x = rng.integers(-2, 3, (3, 5)).astype(np.float64)
+    values = rng.standard_normal((1, 5))
+    results = []
+    for lib in (genesis, torch):
+        xs = lib.tensor(x).t().requires_grad_()  # non-contiguous
+        vs = lib.tensor(values).t().requires_grad_(grad_values)
+        results.append(_heaviside_record(lib, xs, vs))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    assert results[0][1:] == results[1][1:]
+
+
 @pytest.mark.parametrize("dtype", [genesis.int8, genesis.int32, genesis.int64, genesis.uint8],
                          ids=str)
 @pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod", "div_trunc", "div_floor"])

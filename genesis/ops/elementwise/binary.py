@@ -130,18 +130,41 @@ class Div(Function):
         return ga, gb, None
 
 
-class FloorDivide(Function):
-    """floor(a / b), which PyTorch records without a derivative: its node is NotImplemented and
-    its backward raises."""
+class _NotDifferentiable(Function):
+    """An op PyTorch records without a derivative (`name`): its node is NotImplemented, its
+    output requires grad, and its backward raises."""
+    name = None
 
     @staticmethod
-    def forward(ctx, a, b):
+    def values(a, b):
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a, b):
         ctx.node_name = "NotImplemented"
+        return cls.values(a, b)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        raise RuntimeError(f"derivative for aten::{cls.name} is not implemented")
+
+
+class FloorDivide(_NotDifferentiable):
+    """floor(a / b)."""
+    name = "floor_divide"
+
+    @staticmethod
+    def values(a, b):
         return _div(a, b, "floor")
 
+
+class Heaviside(_NotDifferentiable):
+    """0 where a < 0, b where a == 0, 1 where a > 0."""
+    name = "heaviside"
+
     @staticmethod
-    def backward(ctx, g):
-        raise RuntimeError("derivative for aten::floor_divide is not implemented")
+    def values(a, b):
+        return elementwise("heaviside", a, b)
 
 
 def _pow(a, b, dtype=None):
@@ -432,11 +455,12 @@ arctan2 = atan2
 
 
 def heaviside(input, values):
-    """0 where input < 0, `values` where input == 0, 1 where input > 0 (not differentiable)."""
+    """0 where input < 0, `values` where input == 0, 1 where input > 0 (recorded without a
+    derivative, as PyTorch: a backward through it raises)."""
     _check_tensors("heaviside", input, values)
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    return elementwise("heaviside", input, values)
+    return _run(Heaviside, Heaviside.values, input, values)
 
 
 subtract, multiply, divide = sub, mul, div
