@@ -308,9 +308,10 @@ def test_matrix_power(device, rng, n):
     g, t = pair(general(rng, (2, 3, 3)) / 2, genesis.float64, device, True)
     out_g, out_t = LA.matrix_power(g, n), torch.linalg.matrix_power(t, n)
     close(out_g, out_t)
-    if n:
-        weighted_backward([out_g], [out_t], rng)
-        close(g.grad, t.grad)
+    weighted_backward([out_g], [out_t], rng)
+    close(g.grad, t.grad)  # n == 0: zeros, not None
+    if n >= 0:  # products (and n = 0, 1: copies) are contiguous, as torch's
+        assert LA.matrix_power(g.transpose(1, 2), n).is_contiguous()
     assert genesis.matrix_power(genesis.ones(2, 2, dtype=genesis.int64), 3).tolist() == \
         torch.ones(2, 2, dtype=torch.long).matrix_power(3).tolist()
 

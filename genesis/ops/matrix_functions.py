@@ -8,6 +8,7 @@ differentiable genesis ops.
 import math
 
 from .. import dtypes
+from ..memory_formats import contiguous_format
 from . import decompositions as dec
 from .common import broadcast_shapes, check_devices, wrap_dim
 from .creation import eye, ones_like, zeros
@@ -109,8 +110,9 @@ def matrix_power(A, n):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {A.shape[-2] if A.ndim > 1 else A.shape[0]} by {A.shape[-1]} "
                            "matrices")
-    if n == 0:
-        return eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(*A.shape).clone()
+    if n == 0:  # as PyTorch: A's copy overwritten, so A's gradient is zeros (not None)
+        return A.clone(memory_format=contiguous_format).copy_(
+            eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(*A.shape))
     if n < 0:
         A, n = dec.inv(A), -n
     result, power = None, A
@@ -120,7 +122,7 @@ def matrix_power(A, n):
         n >>= 1
         if n:
             power = matmul(power, power)
-    return result if result is not A else A.clone()
+    return result if result is not A else A.clone(memory_format=contiguous_format)
 
 
 def matrix_exp(A):
