@@ -8,6 +8,7 @@ minibatch orders) come with the data."""
 
 import math
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -1463,6 +1464,72 @@ def deq_keeps(lib, model, data):
     return [residuals, model(data["noise"])]
 
 
+# A physics-informed network (Raissi's PINN, Burgers' equation, as its PyTorch ports write it):
+# u(x, t) from an MLP, u_t, u_x and u_xx from autograd.grad(create_graph=True) with ones as the
+# output gradient, the residual's and the data's mean squares, minimized by LBFGS with a
+# strong-Wolfe line search calling the closure.
+
+def pinn(lib, device):
+    nn = lib.nn
+
+    class DNN(nn.Module):
+        def __init__(self, layers):
+            super().__init__()
+            self.depth = len(layers) - 1
+            layer_list = []
+            for i in range(self.depth - 1):
+                layer_list.append((f"layer_{i}", nn.Linear(layers[i], layers[i + 1])))
+                layer_list.append((f"activation_{i}", nn.Tanh()))
+            layer_list.append((f"layer_{self.depth - 1}", nn.Linear(layers[-2], layers[-1])))
+            self.layers = nn.Sequential(OrderedDict(layer_list))
+
+        def forward(self, x):
+            return self.layers(x)
+
+    model = DNN([2, 12, 12, 1])
+    model.optimizer = lambda: lib.optim.LBFGS(model.parameters(), lr=1.0, max_iter=6,
+                                              max_eval=8, history_size=5,
+                                              tolerance_grad=1e-9, tolerance_change=1e-12,
+                                              line_search_fn="strong_wolfe")
+    return model
+
+
+def _burgers_residual(lib, model, x, t, nu=0.01 / np.pi):
+    u = model(lib.cat([x, t], dim=1))
+    u_t = lib.autograd.grad(u, t, grad_outputs=lib.ones_like(u), retain_graph=True,
+                            create_graph=True)[0]
+    u_x = lib.autograd.grad(u, x, grad_outputs=lib.ones_like(u), retain_graph=True,
+                            create_graph=True)[0]
+    u_xx = lib.autograd.grad(u_x, x, grad_outputs=lib.ones_like(u_x), retain_graph=True,
+                             create_graph=True)[0]
+    return u_t + u * u_x - nu * u_xx
+
+
+def pinn_step(lib, model, data):
+    xt = data["features"][:, :2]
+    x = xt[:, :1].clone().requires_grad_(True)
+    t = (xt[:, 1:] * 0.5 + 0.5).clone().requires_grad_(True)
+    x_u = data["features"][:8, 2:]
+    u = -lib.sin(np.pi * x_u[:, :1])
+
+    def closure():
+        model.opt.zero_grad()
+        u_pred = model(lib.cat([x_u[:, :1], lib.zeros_like(x_u[:, :1])], dim=1))
+        f_pred = _burgers_residual(lib, model, x, t)
+        loss = lib.mean((u - u_pred) ** 2) + lib.mean(f_pred ** 2)
+        loss.backward()
+        return loss
+
+    return model.opt.step(closure)
+
+
+def pinn_keeps(lib, model, data):
+    xt = data["features"][:, :2].clone().requires_grad_(True)
+    x, t = xt[:, :1], xt[:, 1:]
+    return [_burgers_residual(lib, model, x, t).detach(),
+            lib.tensor(model.opt.state[model.opt._params[0]]["n_iter"])]
+
+
 CASES = {
     "nerf": (nerf, nerf_step, nerf_keeps),
     "realnvp": (realnvp, realnvp_step, realnvp_keeps),
@@ -1475,6 +1542,7 @@ CASES = {
     "neural_ode": (neural_ode, neural_ode_step, neural_ode_keeps),
     "cnf": (cnf, cnf_step, cnf_keeps),
     "deq": (deq, deq_step, deq_keeps),
+    "pinn": (pinn, pinn_step, pinn_keeps),
 }
 
 STEPS = 4
@@ -1529,14 +1597,15 @@ def _run(lib, model, data, step, keeps, steps=STEPS):
     return losses, kept, [(w.category, str(w.message)) for w in caught]
 
 
-# Cases whose few Adam steps amplify rounding (Glow's zero-initialized convolutions and
-# data-initialized ActNorm offsets, the DEQ's stem bias before a BatchNorm, get gradients that
-# are zero but for rounding, whose signs rounding decides, and Adam moves each such weight by
-# the full lr; the DEQ's running mean follows that bias): compared within four times torch's
-# own distance from its float64 run (nn_compare.assert_trajectory_close; for what the case
-# keeps, the largest distance over the array: which weights the signs move differs between
-# runs).
-AMPLIFY_ROUNDING = {"glow", "deq"}
+# Cases whose few steps amplify rounding, compared within four times torch's own distance from
+# its float64 run (nn_compare.assert_trajectory_close; for what the case keeps, the largest
+# distance over the array, since which weights move differs between runs): Glow's
+# zero-initialized convolutions and data-initialized ActNorm offsets, and the DEQ's stem bias
+# before a BatchNorm, get gradients that are zero but for rounding, whose signs rounding
+# decides, and Adam moves each such weight by the full lr (the DEQ's running mean follows that
+# bias); the PINN's LBFGS iterations, each a line search on rounded values, part from torch's
+# float64 run as far as from genesis's.
+AMPLIFY_ROUNDING = {"glow", "deq", "pinn"}
 
 
 def _float64_twin(build, torch_model, arrays):
