@@ -74,9 +74,15 @@ def install(namespace, label, names=None):
             continue
         if not inspect.isfunction(fn):
             continue
+        fresh = id(fn) not in _WRAPPED
         op = with_aliases(fn, name)
-        if op is not fn:
-            if isinstance(namespace, type):
-                setattr(namespace, name, op)
-            else:
-                namespace[name] = op
+        if op is fn:
+            continue
+        if isinstance(namespace, type):
+            setattr(namespace, name, op)
+            owner, qualname = namespace.__module__, f"{namespace.__qualname__}.{name}"
+        else:
+            namespace[name] = op
+            owner, qualname = namespace["__name__"], name
+        if fresh:  # found by this name: pickle stores functions by where they are reached
+            op.__module__, op.__qualname__ = owner, qualname

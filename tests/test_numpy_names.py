@@ -114,3 +114,15 @@ def test_refusals_as_torch():
         with pytest.raises(TypeError, match="unexpected keyword argument 'keepdims'"):
             lib.cumsum(x, 0, keepdims=True)
     assert np.array_equal(genesis.concatenate([genesis.ones(1)], 0).numpy(), [1.0])
+
+
+@pytest.mark.parametrize("label", list(_NAMESPACES))
+def test_aliased_functions_pickle_as_themselves(label):
+    """pickle stores a function by the name it is reached at; each wrapper is found there (as
+    torch's functions are), also for a multiprocessing worker given `genesis.unsqueeze`."""
+    import pickle
+    ours = _NAMESPACES[label][0]
+    wrapped = [fn for fn in vars(ours).values() if hasattr(fn, "__numpy_names__")]
+    assert wrapped
+    for fn in wrapped:
+        assert pickle.loads(pickle.dumps(fn)) is fn
