@@ -352,7 +352,9 @@ _SIZE_CALLS = ["zeros(2, 3.0)", "zeros(2.0, 3)", "zeros([2, 3, 4.0])", "zeros(np
                "full((2, 3.0), 1.0)", "zeros(2, 3, 4.5)", "zeros(2, np.int32(3))",
                "zeros((2, True))", "ones(2, 3).new_zeros((2, 3.0))", "randint(0, 5.5, (3,))",
                "randint(5.0, (3,))", "randint(True, (3,))", "randint(np.int64(5), (3,))",
-               "nn.Linear(2.0, 3)", "nn.Linear(2, 3.5)", "nn.Embedding(10.0, 3)"]
+               "nn.Linear(2.0, 3)", "nn.Linear(2, 3.5)", "nn.Embedding(10.0, 3)",
+               "ones(2, 3).new_full((2.5,), 1.0)", "ones(2, 3).new_full([2, np.int64(2)], 7.0)",
+               "empty_strided((2, 3.0), (3, 1))", "empty_strided([2, np.int64(3)], (3, 1))"]
 
 
 def _size_outcomes(lib):

@@ -353,11 +353,15 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with `fill_value` (its dtype by default)."""
+    return _full(size, fill_value, dtype, device, requires_grad, "full")
+
+
+def _full(size, fill_value, dtype, device, requires_grad, op):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is not None:
         fill_value = dtypes.storable_scalar(fill_value, dtypes.as_dtype(dtype))
-    return _fill(_shape_arg((size,), "full"), fill_value, dtype, device, requires_grad)
+    return _fill(_shape_arg((size,), op), fill_value, dtype, device, requires_grad)
 
 
 def _like(t, dtype, device):
@@ -791,8 +795,8 @@ class CreationMethods:
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         """`fill_value` everywhere in `size`, with this tensor's dtype and device unless given."""
-        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
+        return _full(size, fill_value, dtype or self.dtype, device or self.device,
+                     requires_grad, "new_full")
 
     def to(self, *args, **kwargs):
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""

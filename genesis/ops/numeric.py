@@ -13,8 +13,8 @@ from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor, wrap_dim
 from .common import broadcast_shapes as _broadcast_shapes, sum_to
-from .creation import (CreationMethods, _finfo, arange, as_tensor, empty, full_like, tensor,
-                       zeros)
+from .creation import (CreationMethods, _finfo, _shape_arg, arange, as_tensor, empty, full_like,
+                       tensor, zeros)
 from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isfinite,
                           isinf, logaddexp, logical_and, remainder, sub, trunc, where)
 from .gather_scatter import index_select
@@ -470,7 +470,7 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given size and strides (over just enough storage)."""
-    size, stride = tuple(size), tuple(stride)
+    size, stride = _shape_arg((size,), "empty_strided"), tuple(stride)
     extent = 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     out = empty(extent, dtype=dtype, device=device).as_strided(size, stride)
     return out.requires_grad_(True) if requires_grad else out
