@@ -37,6 +37,9 @@ class Adam(Optimizer):
         check_non_negative(lr=lr, eps=eps)
         check_betas(betas)
         check_non_negative(weight_decay=weight_decay)
+        if not (all(isinstance(b, float) for b in betas[:2])
+                or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
         check_fused_options(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps,
                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
