@@ -162,9 +162,15 @@ def test_spectral_norm_matches_torch(rng):
 
 
 def test_old_style_weight_norm_and_spectral_norm(rng):
+    """The hook-based forms; weight_norm warns (FutureWarning) as PyTorch's, from the
+    caller's line."""
     g, t = _pair_linear(rng)
-    nn.utils.weight_norm(g)
-    tnn.utils.weight_norm(t)
+    with pytest.warns(FutureWarning) as expected:
+        tnn.utils.weight_norm(t)
+    with pytest.warns(FutureWarning) as got:
+        nn.utils.weight_norm(g)
+    assert [str(w.message) for w in got] == [str(w.message) for w in expected]
+    assert got[0].filename == __file__
     assert sorted(g.state_dict()) == sorted(t.state_dict())
     _check_forward_backward(g, t, rng)
     nn.utils.remove_weight_norm(g)

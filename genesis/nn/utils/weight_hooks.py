@@ -2,6 +2,7 @@
 parameters by a forward pre-hook (`weight_g`/`weight_v`; `weight_orig` with buffers `weight_u`
 and `weight_v`), as torch.nn.utils.weight_norm and spectral_norm do."""
 
+from ..._warnings import deprecated_alias
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
@@ -21,7 +22,7 @@ class _WeightNormHook:
         setattr(module, self.name, self.compute(module))
 
 
-def weight_norm(module, name="weight", dim=0):
+def _weight_norm(module, name="weight", dim=0):
     """Replace `module.<name>` by g * v / ||v|| with new parameters `<name>_g` and `<name>_v`."""
     for hook in module._forward_pre_hooks.values():
         if isinstance(hook, _WeightNormHook) and hook.name == name:
@@ -36,6 +37,11 @@ def weight_norm(module, name="weight", dim=0):
     setattr(module, name, hook.compute(module))
     module.register_forward_pre_hook(hook)
     return module
+
+
+weight_norm = deprecated_alias(
+    _weight_norm, "weight_norm", "`torch.nn.utils.weight_norm` is deprecated in favor of "
+    "`torch.nn.utils.parametrizations.weight_norm`.")
 
 
 def _remove(module, name, hook_type, kind, **compute_kwargs):
