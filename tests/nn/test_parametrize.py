@@ -1,12 +1,15 @@
 """nn.utils.parametrize and the weight_norm / spectral_norm parametrizations (and their older
 hook-based forms) against torch: values, gradients, state dict keys, removal, caching."""
 
+import copy
+import re
+
 import numpy as np
 import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.utils.parametrize as tparametrize
-from helpers import assert_close, from_torch
+from helpers import assert_close, from_torch, to_torch
 
 import genesis
 import genesis.nn as nn
@@ -231,3 +234,19 @@ def test_orthogonal_maps_and_errors(rng):
         parametrizations.orthogonal(nn.BatchNorm1d(3))
     with pytest.raises(NotImplementedError, match="cayley"):
         parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")
+
+
+def test_deepcopy_of_old_style_weight_norm_is_refused_as_torch(rng):
+    """The hook's computed weight is no graph leaf: deepcopy of the module raises PyTorch's
+    error, which points at weight_norm; the parametrized form copies."""
+    g, t = _pair_linear(rng)
+    with pytest.warns(FutureWarning):
+        nn.utils.weight_norm(g)
+        tnn.utils.weight_norm(t)
+    with pytest.raises(RuntimeError) as expected:
+        copy.deepcopy(t)
+    with pytest.raises(RuntimeError, match=re.escape(str(expected.value))):
+        copy.deepcopy(g)
+    g, _ = _pair_linear(rng)
+    parametrizations.weight_norm(g)
+    assert_close(copy.deepcopy(g).weight, to_torch(g.weight))
