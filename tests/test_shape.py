@@ -255,6 +255,26 @@ def test_cat_and_gradients(dim, layout, rng, device):
         assert_close(g_leaf.grad, t_leaf.grad)
 
 
+@pytest.mark.parametrize("order", [(1, 0, 2, 3), (2, 3, 0, 1), (3, 1, 0, 2)])
+def test_cat_and_stack_of_permuted_inputs_are_contiguous(order, rng, device):
+    """Inputs laid out in another dim order (einsum's or permute's results, not channels_last)
+    join into a contiguous result, as PyTorch's: Transformer-XL's _rel_shift views the cat of a
+    zero column and an einsum result; a mix of layouts, 1-d empties and stack too."""
+    shape = (3, 4, 2, 5)
+    g, t = make_pair(tuple(shape[i] for i in order), rng=rng, device=device)
+    inverse = tuple(np.argsort(order))
+    g, t = g.permute(inverse), t.permute(inverse)
+    zg, zt = make_pair((3, 1, 2, 5), rng=rng, device=device)
+    for fn in (lambda lib, x, z: lib.cat([z, x], dim=1), lambda lib, x, z: lib.cat([x, x], 0),
+               lambda lib, x, z: lib.cat([lib.empty(0, device=x.device), x, z], -3),
+               lambda lib, x, z: lib.stack([x, x], 2)):
+        out_g, out_t = fn(genesis, g, zg), fn(torch, t, zt)
+        assert_close(out_g, out_t)
+        assert out_g.stride() == out_t.stride() and out_g.is_contiguous()
+    padded = genesis.cat([zg, g], dim=1).view(5, 3, 2, 5)[1:].view(3, 4, 2, 5)
+    assert_close(padded, torch.cat([zt, t], dim=1).view(5, 3, 2, 5)[1:].view(3, 4, 2, 5))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_cat_stack_dtypes(dtype, rng, device):
     pairs = [make_pair((2, 3), dtype, rng=rng, device=device) for _ in range(3)]

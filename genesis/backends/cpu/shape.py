@@ -11,7 +11,11 @@ from ...dispatch import register
 
 @register("cat", "cpu")
 def cat(arrays, dim):
-    return np.concatenate(arrays, axis=dim)
+    """np.concatenate into a C-ordered result (its own keeps the inputs' layout, transposed
+    inputs giving a transposed result where PyTorch's cat is contiguous)."""
+    shape = list(arrays[0].shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    return np.concatenate(arrays, axis=dim, out=np.empty(shape, arrays[0].dtype))
 
 
 @register("flip", "cpu")
