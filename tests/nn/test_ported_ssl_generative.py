@@ -1,5 +1,6 @@
-"""Ported self-supervised, generative, segmentation and detection scripts (StyleGAN2's pure
-PyTorch paths, SimCLR, BYOL, DINO, a segmentation U-Net, a YOLO-style loss with NMS): for
+"""Ported self-supervised, generative, segmentation, detection and recurrent-memory scripts
+(StyleGAN2's pure PyTorch paths, SimCLR, BYOL, DINO, a segmentation U-Net, a YOLO-style loss
+with NMS, Transformer-XL's segment recurrence): for
 each, the smallest model using the API its reference code uses, written once against a
 framework (`torch` or `genesis`) and trained a few steps from the same initial weights on the
 same synthetic data and random draws in both; every loss a step reports must agree within 2e-4
@@ -1022,6 +1023,158 @@ def yolo_step(lib, model, data):
                       keep.float().sum()])
 
 
+
+# Transformer-XL (kimiyoung/transformer-xl's mem_transformer.py): segment recurrence with
+# memories and relative positional attention
+
+def transformer_xl(lib, device, n_token=12, d_model=16, n_head=2, d_head=8, n_layer=2,
+                   mem_len=4):
+    """Relative multi-head attention (r_w_bias / r_r_bias, einsum with its operands in a tuple,
+    the pad-and-view _rel_shift, a triu mask over query and memory keys), sinusoid positions
+    from torch.ger of a descending arange, memories concatenated, cut and detached under
+    no_grad."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class PositionalEmbedding(nn.Module):
+        def __init__(self, demb):
+            super().__init__()
+            inv_freq = 1 / (10000 ** (lib.arange(0.0, demb, 2.0) / demb))
+            self.register_buffer("inv_freq", inv_freq)
+
+        def forward(self, pos_seq, bsz=None):
+            sinusoid_inp = lib.ger(pos_seq, self.inv_freq)
+            pos_emb = lib.cat([sinusoid_inp.sin(), sinusoid_inp.cos()], dim=-1)
+            if bsz is not None:
+                return pos_emb[:, None, :].expand(-1, bsz, -1)
+            return pos_emb[:, None, :]
+
+    class RelPartialLearnableMultiHeadAttn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
+            self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)
+            self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
+            self.layer_norm = nn.LayerNorm(d_model)
+            self.scale = 1 / (d_head ** 0.5)
+
+        def _rel_shift(self, x, zero_triu=False):
+            zero_pad = lib.zeros((x.size(0), 1, *x.size()[2:]), device=x.device, dtype=x.dtype)
+            x_padded = lib.cat([zero_pad, x], dim=1)
+            x_padded = x_padded.view(x.size(1) + 1, x.size(0), *x.size()[2:])
+            return x_padded[1:].view_as(x)
+
+        def forward(self, w, r, r_w_bias, r_r_bias, attn_mask=None, mems=None):
+            qlen, rlen, bsz = w.size(0), r.size(0), w.size(1)
+            cat = lib.cat([mems, w], 0) if mems is not None else w
+            w_heads, r_head_k = self.qkv_net(cat), self.r_net(r)
+            w_head_q, w_head_k, w_head_v = lib.chunk(w_heads, 3, dim=-1)
+            w_head_q = w_head_q[-qlen:]
+            klen = w_head_k.size(0)
+            w_head_q = w_head_q.view(qlen, bsz, n_head, d_head)
+            w_head_k = w_head_k.view(klen, bsz, n_head, d_head)
+            w_head_v = w_head_v.view(klen, bsz, n_head, d_head)
+            r_head_k = r_head_k.view(rlen, n_head, d_head)
+            rw_head_q = w_head_q + r_w_bias
+            AC = lib.einsum("ibnd,jbnd->ijbn", (rw_head_q, w_head_k))
+            rr_head_q = w_head_q + r_r_bias
+            BD = self._rel_shift(lib.einsum("ibnd,jnd->ijbn", (rr_head_q, r_head_k)))
+            attn_score = (AC + BD) * self.scale
+            attn_score = attn_score.float().masked_fill(
+                attn_mask[:, :, :, None], -float("inf")).type_as(attn_score)
+            attn_prob = F.softmax(attn_score, dim=1)
+            attn_vec = lib.einsum("ijbn,jbnd->ibnd", (attn_prob, w_head_v))
+            attn_vec = attn_vec.contiguous().view(attn_vec.size(0), attn_vec.size(1),
+                                                  n_head * d_head)
+            return self.layer_norm(w + self.o_net(attn_vec))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dec_attn = RelPartialLearnableMultiHeadAttn()
+            self.pos_ff = nn.Sequential(nn.Linear(d_model, 32), nn.ReLU(inplace=True),
+                                        nn.Linear(32, d_model))
+            self.ff_norm = nn.LayerNorm(d_model)
+
+        def forward(self, dec_inp, r, r_w_bias, r_r_bias, dec_attn_mask=None, mems=None):
+            out = self.dec_attn(dec_inp, r, r_w_bias, r_r_bias, attn_mask=dec_attn_mask,
+                                mems=mems)
+            return self.ff_norm(out + self.pos_ff(out))
+
+    class MemTransformerLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word_emb = nn.Embedding(n_token, d_model)
+            self.layers = nn.ModuleList([Layer() for _ in range(n_layer)])
+            self.pos_emb = PositionalEmbedding(d_model)
+            self.r_w_bias = nn.Parameter(lib.Tensor(n_head, d_head).normal_(0.0, 0.02))
+            self.r_r_bias = nn.Parameter(lib.Tensor(n_head, d_head).normal_(0.0, 0.02))
+            self.out = nn.Linear(d_model, n_token)
+
+        def init_mems(self):
+            param = next(self.parameters())
+            return [lib.empty(0, dtype=param.dtype, device=param.device)
+                    for _ in range(n_layer + 1)]
+
+        def _update_mems(self, hids, mems, qlen, mlen):
+            with lib.no_grad():
+                new_mems = []
+                end_idx = mlen + max(0, qlen)
+                beg_idx = max(0, end_idx - mem_len)
+                for i in range(len(hids)):
+                    cat = lib.cat([mems[i], hids[i]], dim=0)
+                    new_mems.append(cat[beg_idx:end_idx].detach())
+            return new_mems
+
+        def forward(self, data, target, *mems):
+            if not mems:
+                mems = self.init_mems()
+            qlen, bsz = data.size()
+            word_emb = self.word_emb(data)
+            mlen = mems[0].size(0) if mems is not None else 0
+            klen = mlen + qlen
+            dec_attn_mask = lib.triu(word_emb.new_ones(qlen, klen),
+                                     diagonal=1 + mlen).bool()[:, :, None]
+            pos_seq = lib.arange(klen - 1, -1, -1.0, device=word_emb.device,
+                                 dtype=word_emb.dtype)
+            pos_emb = self.pos_emb(pos_seq)
+            core_out, hids = word_emb, [word_emb]
+            for i, layer in enumerate(self.layers):
+                mems_i = None if mems is None else mems[i]
+                core_out = layer(core_out, pos_emb, self.r_w_bias, self.r_r_bias,
+                                 dec_attn_mask=dec_attn_mask, mems=mems_i)
+                hids.append(core_out)
+            new_mems = self._update_mems(hids, mems, mlen, qlen)
+            logit = self.out(core_out)
+            loss = F.cross_entropy(logit.view(-1, n_token), target.reshape(-1),
+                                   reduction="none").view(qlen, bsz)
+            return [loss] + new_mems
+
+    model = MemTransformerLM()
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=2e-3)
+    model.scheduler = lambda opt: lib.optim.lr_scheduler.CosineAnnealingLR(opt, 6, eta_min=0)
+    return model
+
+
+def transformer_xl_step(lib, model, data, tgt_len=3):
+    """train.py's loop over one pass of the corpus in segments of tgt_len tokens, the
+    memories carried from segment to segment (mems = ret[1:])."""
+    tokens = data["tokens"].t().contiguous()  # (length, batch): sequence first
+    mems, losses = tuple(), []
+    for i in range(0, tokens.size(0) - 1, tgt_len):
+        seq_len = min(tgt_len, tokens.size(0) - 1 - i)
+        inp, target = tokens[i:i + seq_len], tokens[i + 1:i + 1 + seq_len]
+        ret = model(inp, target, *mems)
+        loss, mems = ret[0], ret[1:]
+        loss = loss.float().mean().type_as(loss)
+        model.opt.zero_grad()
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        model.opt.step()
+        model.sched.step()
+        losses.append(loss.detach())
+    return lib.stack(losses + [mems[-1].square().mean()])
+
+
 def _data(rng):
     """The synthetic inputs and random draws every case reads from, as numpy arrays."""
     return {"images": rng.random((4, 3, 8, 8)).astype(np.float32),
@@ -1029,6 +1182,7 @@ def _data(rng):
             "seg_images": rng.random((2, 3, 10, 11)).astype(np.float32),
             "masks": rng.integers(0, 3, (2, 10, 11)),
             "targets": _yolo_targets(rng),
+            "tokens": rng.integers(0, 12, (2, 10)),
             "z": rng.standard_normal((4, 8)).astype(np.float32),
             "path_noise": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
             **_augment_arrays(rng)}
@@ -1059,6 +1213,7 @@ CASES = {
     "unet": (unet, unet_step),
     "unet_bilinear": (lambda lib, device: unet(lib, device, bilinear=True), unet_step),
     "yolo": (yolo, yolo_step),
+    "transformer_xl": (transformer_xl, transformer_xl_step),
 }
 
 
