@@ -1,11 +1,11 @@
 """Ported self-supervised, generative, segmentation, detection and recurrent-memory scripts
 (StyleGAN2's pure PyTorch paths, SimCLR, BYOL, DINO, a segmentation U-Net, a YOLO-style loss
-with NMS, Transformer-XL's segment recurrence): for
-each, the smallest model using the API its reference code uses, written once against a
-framework (`torch` or `genesis`) and trained a few steps from the same initial weights on the
-same synthetic data and random draws in both; every loss a step reports must agree within 2e-4
-relative in float32. Each case is (build(lib, device) -> model, step(lib, model, data) -> a
-tensor of the step's losses)."""
+with NMS, Transformer-XL's segment recurrence): for each, the smallest model using the API its
+reference code uses, written once against a framework (`torch` or `genesis`) and trained a few
+steps from the same initial weights on the same synthetic data and random draws in both; every
+loss a step reports must agree within 2e-4 relative in float32, and the warnings must be the
+same. Each case is (build(lib, device) -> model, step(lib, model, data) -> a tensor of the
+step's losses)."""
 
 import copy
 import math
