@@ -1,16 +1,21 @@
 """PyTorch's numpy-style keyword names: the ops PyTorch binds from C++ take `axis` for `dim` and
-`keepdims` for `keepdim` (`x.sum(axis=1, keepdims=True)`, `torch.cat(ts, axis=0)`); the ops it
-writes in Python (`torch.norm`, `Tensor.split`, `F.softmax`...) take their own names only.
+`keepdims` for `keepdim` (`x.sum(axis=1, keepdims=True)`, `torch.cat(ts, axis=0)`), and `x`, `a`
+or `x1` for `input`, `x2` for `other` (`torch.sum(a=t)`); the ops it writes in Python
+(`torch.norm`, `Tensor.split`, `F.softmax`...) take their own names only.
 
 `install` wraps each public function of a namespace that has a `dim` or `keepdim` parameter,
 except those PyTorch writes in Python (`PYTHON_DEFINED`), so the aliases reach it under the
-real names; an alias given beside its real name is refused as PyTorch refuses it.
+real names; an alias given beside its real name is refused as PyTorch refuses it. (Ops with
+neither parameter stay unwrapped, so that their calls cost nothing more: `torch.add(x1=a,
+x2=b)` is not taken.)
 """
 
 import functools
 import inspect
 
-ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
+ALIASES = (("axis", "dim"), ("keepdims", "keepdim"), ("x", "input"), ("a", "input"),
+           ("x1", "input"), ("x2", "other"))
+_ALIAS_NAMES = frozenset(alias for alias, _ in ALIASES)
 
 # Per namespace, the names PyTorch defines in Python (not bound from C++), which take no alias.
 PYTHON_DEFINED = {
@@ -24,10 +29,13 @@ _WRAPPED = {}  # id of a function -> its wrapper, shared by the namespaces that 
 
 
 def _aliases(fn):
-    """The (alias, name) pairs that apply to `fn`'s parameters."""
+    """The (alias, name) pairs that apply to `fn`'s parameters; none unless it has a `dim` or
+    `keepdim` one."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
+        return ()
+    if "dim" not in params and "keepdim" not in params:
         return ()
     return tuple((alias, name) for alias, name in ALIASES if name in params)
 
@@ -43,8 +51,8 @@ def _renamed(name, kwargs, aliases):
 
 
 def with_aliases(fn, name):
-    """`fn` also taking the numpy names of its `dim`/`keepdim` parameters; `fn` itself where it
-    has neither."""
+    """`fn` also taking the numpy names of its parameters; `fn` itself where it has no `dim` or
+    `keepdim`."""
     if id(fn) in _WRAPPED:
         return _WRAPPED[id(fn)]
     aliases = _aliases(fn)
@@ -55,7 +63,7 @@ def with_aliases(fn, name):
     def op(*args, **kwargs):
         if not kwargs:  # the usual call, passed on as it came
             return fn(*args)
-        if "axis" in kwargs or "keepdims" in kwargs:
+        if not _ALIAS_NAMES.isdisjoint(kwargs):
             kwargs = _renamed(name, kwargs, aliases)
         return fn(*args, **kwargs)
 

@@ -472,3 +472,46 @@ def test_reducing_a_vector_along_its_dim_gives_0d(op, device):
     expected = getattr(torch.tensor([1.0, 3.0, 2.0]), op)(0)
     assert values.shape == expected.values.shape == ()
     assert indices.shape == () and indices.item() == expected.indices.item()
+
+
+@pytest.mark.parametrize("op, kwargs", [
+    ("sum", {"axis": 1, "keepdims": True}), ("mean", {"axis": (0, 2)}),
+    ("amax", {"axis": -1, "keepdims": True}), ("var", {"axis": 1, "keepdims": True}),
+    ("std", {"axis": 0, "correction": 0}), ("logsumexp", {"axis": 2, "keepdims": True}),
+    ("max", {"axis": 1, "keepdims": True}), ("argmin", {"axis": 0}),
+    ("median", {"axis": -1}), ("aminmax", {"axis": 1, "keepdims": True}),
+    ("var_mean", {"axis": 2}), ("cumsum", {"axis": 1}), ("softmax", {"axis": 0}),
+    ("count_nonzero", {"axis": (0, 1)}), ("all", {"axis": 1, "keepdims": True}),
+    ("prod", {"axis": 2, "keepdims": True})])
+def test_numpy_keyword_names(op, kwargs, rng, device):
+    """axis and keepdims name dim and keepdim, as PyTorch's argument parser takes them
+    (StyleGAN2's minibatch stddev calls mean(..., keepdims=True)); on non-contiguous inputs,
+    as functions and as methods, with gradients."""
+    g, t = make_pair((4, 3, 5), rng=rng, device=device)
+    g, t = g.transpose(0, 2).requires_grad_(), t.transpose(0, 2).requires_grad_()
+    results = [(call(g, op, **kwargs), call(t, op, **kwargs))]
+    if hasattr(torch.Tensor, op):
+        results.append((getattr(g, op)(**kwargs), getattr(t, op)(**kwargs)))
+    for got, expected in results:
+        if not isinstance(got, genesis.Tensor):
+            got, expected = got[0], expected[0]
+        assert_close(got, expected)
+    if got.dtype.is_floating_point and op not in ("max", "median"):
+        got.sum().backward()
+        expected.sum().backward()
+        assert_close(g.grad, t.grad)
+    assert_close(genesis.sum(a=g.detach()), torch.sum(a=t.detach()))
+    assert_close(genesis.mean(x=g.detach()), torch.mean(x=t.detach()))
+
+
+def test_numpy_keyword_name_beside_its_own_name_is_refused(device):
+    x = genesis.ones(2, 3, device=device)
+    for fn in (lambda lib, x: lib.sum(x, dim=1, axis=1),
+               lambda lib, x: x.mean(1, keepdim=True, keepdims=True)):
+        with pytest.raises(TypeError) as expected:
+            fn(torch, torch.ones(2, 3))
+        with pytest.raises(TypeError, match=str(expected.value).replace("(", r"\(")
+                           .replace(")", r"\)")):
+            fn(genesis, x)
+    with pytest.raises(TypeError, match=r"^softmax\(\) got an unexpected keyword argument 'axis'"):
+        genesis.nn.functional.softmax(x, axis=1)
