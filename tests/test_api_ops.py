@@ -630,6 +630,26 @@ def test_gradcheck(op, rng):
     assert gradcheck(fn, tuple(inputs))
 
 
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("q", [0.3, [0.0, 0.6, 1.0]])
+def test_quantile_of_a_nan_slice_sends_its_gradient_to_a_nan(name, q, rng):
+    """A slice holding a nan (quantile) or only nans (nanquantile) gives nan, and its gradient
+    goes to the nan, as torch's; the other slices' gradients are as usual."""
+    x = rng.uniform(-2, 2, (4, 5))
+    x[0, 2] = x[1, 4] = np.nan
+    single = np.array([[np.nan], [0.5]])
+    for values in (x, single):
+        g = genesis.tensor(values, requires_grad=True)
+        t = torch.tensor(values, requires_grad=True)
+        weights = rng.uniform(0.5, 2, (len(q),) if isinstance(q, list) else ())
+        got = getattr(genesis, name)(g, genesis.tensor(q, dtype=genesis.float64), dim=1)
+        expected = getattr(torch, name)(t, torch.tensor(q, dtype=torch.float64), dim=1)
+        assert_close(got, expected)
+        (got * genesis.tensor(weights).reshape(-1, *[1] * (got.ndim - 1))).sum().backward()
+        (expected * torch.tensor(weights).reshape(-1, *[1] * (expected.ndim - 1))).sum().backward()
+        assert_close(g.grad, t.grad)
+
+
 def _flatten(items):
     for item in items:
         if isinstance(item, (tuple, list)):

@@ -119,6 +119,19 @@ def _pick(sorted_x, ranks, interpolation):
     return lerp(low, high, weight)
 
 
+def _ranks(sorted_x, qs, ignore_nan):
+    """The fractional ranks (..., Q) of the quantiles `qs` in the sorted last dim, nans last,
+    as torch's: a slice holding a nan takes its last element (quantile: the nan), and one of
+    nans alone its first (nanquantile), so that the result is nan and its gradient goes to a
+    nan element, as torch's does."""
+    nans = isnan(sorted_x.detach())
+    last = sorted_x.shape[-1] - 1
+    if ignore_nan:
+        count = (sorted_x.shape[-1] - sum(nans, dim=-1, keepdim=True)).to(sorted_x.dtype)
+        return (qs * (count - 1)).clamp(min=0)
+    return where(any_(nans, dim=-1, keepdim=True), float(last), qs * last)
+
+
 def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     _check_quantile_args(op, input, q, interpolation)
     scalar_q = not isinstance(q, Tensor) or q.ndim == 0
@@ -128,12 +141,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     d = 0 if dim is None else wrap_dim(dim, builtins.max(input.ndim, 1), op)
     x = movedim(reshape(x, (1,)) if x.ndim == 0 else x, d, -1)
     s = sort(x, dim=-1).values                                    # nans last
-    nans = isnan(s.detach())
-    count = (s.shape[-1] - sum(nans, dim=-1, keepdim=True)).to(s.dtype)
-    ranks = qs * (count - 1) if ignore_nan else qs * (s.shape[-1] - 1) + 0 * count
-    out = _pick(s, ranks, interpolation)
-    undefined = count == 0 if ignore_nan else any_(nans, dim=-1, keepdim=True)
-    out = where(undefined, math.nan, out)                         # (..., Q)
+    out = _pick(s, _ranks(s, qs, ignore_nan), interpolation)      # (..., Q)
     out = movedim(out, -1, 0)
     if keepdim:
         kept = [1] * input.ndim if dim is None else list(input.shape)
