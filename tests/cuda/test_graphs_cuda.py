@@ -2,6 +2,7 @@
 replays see inputs changed in place; random draws differ per replay and match eager draws; a
 failed capture leaves the process working; private pools return their memory."""
 
+import gc
 import os
 import sys
 
@@ -92,6 +93,10 @@ def test_side_stream_joins_the_capture(rng):
     assert not genesis.cuda.is_current_stream_capturing()
 
 def test_pool_memory_is_released_with_the_graph():
+    """The pool's blocks go back with the graph. Garbage from earlier tests is collected first:
+    a collection during the test would free their blocks and lower the reserve below the
+    figure taken before."""
+    gc.collect()
     genesis.cuda.empty_cache()
     before = genesis.cuda.memory_reserved()
     x = genesis.ones(1 << 20, device="cuda")
