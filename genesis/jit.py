@@ -4,22 +4,42 @@ Genesis has no TorchScript compiler: `script` and `trace` return what they are g
 runs eagerly with the same results, and the decorators (`ignore`, `unused`, `export`,
 `interface`) leave functions as they are. `is_scripting()` and `is_tracing()` are False, so code
 that branches on them takes its eager path. Serialised TorchScript (`save`, `load`) has no
-equivalent: those raise and point at genesis.save/genesis.load of a state dict.
+equivalent: those raise and point at genesis.save/genesis.load of a state dict. Each entry
+point PyTorch 2.13 deprecates warns as PyTorch's does (DeprecationWarning, its text).
 """
 
 import builtins
+import sys
 import warnings
 
 from .nn.modules.module import Module
 
 
+def _deprecated(name, instead="`torch.compile` instead"):
+    """PyTorch's DeprecationWarning for torch.jit.`name`, in its words."""
+    warnings.warn(f"`torch.jit.{name}` is deprecated. Please use {instead}.", DeprecationWarning,
+                  stacklevel=3)
+
+
+def _superseded(name, by):
+    """PyTorch's DeprecationWarning for script, trace, save and load (which name what replaces
+    them, and say "not supported" from Python 3.14 on)."""
+    if sys.version_info >= (3, 14):
+        text = f"`torch.jit.{name}` is not supported in Python 3.14+ and may break. "
+    else:
+        text = f"`torch.jit.{name}` is deprecated. "
+    warnings.warn(text + f"Please switch to {by}.", DeprecationWarning, stacklevel=3)
+
+
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """`obj` itself (a function or module), to run eagerly."""
+    _superseded("script", "`torch.compile` or `torch.export`")
     return obj
 
 
 def trace(func, example_inputs=None, *args, **kwargs):
     """`func` itself (a function or module), to run eagerly."""
+    _superseded("trace", "`torch.compile` or `torch.export`")
     return func
 
 
@@ -47,6 +67,7 @@ def export(fn):
 
 
 def interface(obj):
+    _deprecated("interface")
     return obj
 
 
@@ -94,18 +115,22 @@ class Future:
 
 def fork(func, *args, **kwargs):
     """Run func(*args, **kwargs) now and wrap its result in a Future."""
+    _deprecated("fork")
     return Future(func(*args, **kwargs))
 
 
 def wait(future):
+    _deprecated("wait")
     return future.wait()
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    _deprecated("freeze")
     return mod
 
 
 def optimize_for_inference(mod, other_methods=None):
+    _deprecated("optimize_for_inference")
     return mod
 
 
@@ -131,8 +156,7 @@ class ScriptModule(Module):
 
 def script_method(fn):
     """`fn` itself, with PyTorch's deprecation warning."""
-    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or "
-                  "`torch.export`.", DeprecationWarning, stacklevel=2)
+    _superseded("script_method", "`torch.compile` or `torch.export`")
     return fn
 
 
@@ -159,8 +183,7 @@ _FUSION_STRATEGY = [[("STATIC", 2), ("DYNAMIC", 10)]]
 def set_fusion_strategy(strategy):
     """Record the fuser's specialization strategy and return the previous one, as PyTorch does;
     with no JIT, nothing fuses."""
-    warnings.warn("`torch.jit.set_fusion_strategy` is deprecated. Please use `torch.compile` "
-                  "instead.", DeprecationWarning, stacklevel=2)
+    _deprecated("set_fusion_strategy")
     strategy = [tuple(item) for item in strategy]
     for kind, _ in strategy:
         if kind not in ("STATIC", "DYNAMIC"):
@@ -170,11 +193,13 @@ def set_fusion_strategy(strategy):
 
 
 def save(m, f, _extra_files=None):
+    _superseded("save", "`torch.export`")
     raise RuntimeError("genesis.jit.save: Genesis has no TorchScript; save the module's "
                        "state_dict with genesis.save and rebuild the module to load it")
 
 
 def load(f, map_location=None, _extra_files=None):
+    _superseded("load", "`torch.export`")
     raise RuntimeError("genesis.jit.load: Genesis has no TorchScript; load a state_dict saved "
                        "with genesis.save into the module with load_state_dict")
 

@@ -103,3 +103,44 @@ def test_fusion_strategy_as_torch():
         with pytest.warns(DeprecationWarning), pytest.raises(
                 ValueError, match="FusionBehavior only supported 'STATIC' or 'DYNAMIC', got: X"):
             lib.jit.set_fusion_strategy([("X", 1)])
+
+
+def _inc(x):
+    return x + 1
+
+
+class _Interface:
+    def forward(self, x):
+        return x
+
+
+_DEPRECATED_CALLS = {
+    "script": lambda lib: lib.jit.script(_inc),
+    "trace": lambda lib: lib.jit.trace(_inc, lib.ones(2)),
+    "fork and wait": lambda lib: lib.jit.wait(lib.jit.fork(_inc, lib.ones(2))),
+    "freeze": lambda lib: lib.jit.freeze(lib.nn.Linear(2, 2).eval()),
+    "optimize_for_inference": lambda lib: lib.jit.optimize_for_inference(lib.nn.Linear(2, 2)),
+    "interface": lambda lib: lib.jit.interface(_Interface),
+    "save": lambda lib: lib.jit.save(lib.nn.Linear(2, 2), "unwritten.pt"),
+    "load": lambda lib: lib.jit.load("missing.pt"),
+}
+
+
+def _deprecations(lib, call):
+    """The DeprecationWarnings `call(lib)` gives, whatever it then returns or raises."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call(lib)
+        except Exception:  # torch's JIT refuses some of these calls after warning
+            pass
+    return {str(w.message) for w in caught if w.category is DeprecationWarning}
+
+
+@pytest.mark.parametrize("name", list(_DEPRECATED_CALLS))
+def test_deprecated_entry_points_warn_as_torch(name, tmp_path, monkeypatch):
+    import torch
+    monkeypatch.chdir(tmp_path)
+    expected = _deprecations(torch, _DEPRECATED_CALLS[name])
+    assert expected
+    assert _deprecations(genesis, _DEPRECATED_CALLS[name]) == expected
