@@ -19,11 +19,11 @@ class GradScaler(DeviceGradScaler):
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
     """`genesis.amp.custom_fwd(..., device_type="cuda")`."""
-    deprecated("cuda", "custom_fwd", "genesis.amp.custom_fwd(args..., device_type='cuda')")
+    deprecated("cuda", "custom_fwd", "torch.amp.custom_fwd(args..., device_type='cuda')")
     return amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd):
     """`genesis.amp.custom_bwd(..., device_type="cuda")`."""
-    deprecated("cuda", "custom_bwd", "genesis.amp.custom_bwd(args..., device_type='cuda')")
+    deprecated("cuda", "custom_bwd", "torch.amp.custom_bwd(args..., device_type='cuda')")
     return amp.custom_bwd(bwd, device_type="cuda")

@@ -341,7 +341,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
     """all_reduce of several tensors of one dtype as one flat buffer, each written back."""
-    warnings.warn("`genesis.distributed.all_reduce_coalesced` will be deprecated. If you must "
+    warnings.warn("`torch.distributed.all_reduce_coalesced` will be deprecated. If you must "
                   "use it, please revisit our documentation later at "
                   "https://pytorch.org/docs/main/distributed.html#collective-functions",
                   FutureWarning, stacklevel=2)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import genesis
+from nn_compare import assert_trajectory_close
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -1228,21 +1229,42 @@ def _train(lib, build, data, step, initial=None, steps=3):
         if initial is None:
             initial = {k: v.clone() for k, v in model.state_dict().items()}
         else:
-            model.load_state_dict({k: genesis.tensor(v.numpy(), device=device)
+            model.load_state_dict({k: lib.tensor(v.numpy(), device=device)
                                    for k, v in initial.items()})
         model.opt = model.optimizer()
         if hasattr(model, "scheduler"):
             model.sched = model.scheduler(model.opt)
         losses = np.stack([step(lib, model, data).detach().cpu().numpy() for _ in range(steps)])
-    # genesis's messages name torch's API as torch's do or (amp's device spellings) as genesis
-    return initial, losses, [(w.category, str(w.message).replace("genesis", "torch"))
-                             for w in caught]
+    return initial, losses, [(w.category, str(w.message)) for w in caught]
+
+
+def _float64_losses(build, step, initial, arrays, steps=3):
+    """torch's losses from the same initial weights and data in float64 (the model, its
+    buffers and, as the default dtype, the tensors the scripts make): a run apart from torch's
+    float32 one by rounding alone."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = build(torch, "cpu")
+            model.load_state_dict(initial)
+            model.double()
+            data = {k: torch.tensor(v.astype(np.float64) if v.dtype == np.float32 else v)
+                    for k, v in arrays.items()}
+            model.opt = model.optimizer()
+            if hasattr(model, "scheduler"):
+                model.sched = model.scheduler(model.opt)
+            return np.stack([step(torch, model, data).detach().numpy() for _ in range(steps)])
+    finally:
+        torch.set_default_dtype(default)
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_ssl_generative_trains_as_torch(name, rng, device):
-    """The case's losses in genesis, from torch's initial weights, within 2e-4 of torch's, with
-    the same warnings."""
+    """The case's losses in genesis, from torch's initial weights, within 2e-4 of torch's
+    (widened by torch's own distance from its float64 run: a GAN's or U-Net's few steps
+    can amplify rounding, nn_compare.assert_trajectory_close), with the same warnings."""
     build, step = CASES[name]
     arrays = _data(rng)
     initial, expected, torch_warnings = _train(torch, build, {k: torch.tensor(v)
@@ -1250,7 +1272,8 @@ def test_ported_ssl_generative_trains_as_torch(name, rng, device):
     _, losses, got_warnings = _train(genesis, build, {k: genesis.tensor(v, device=device)
                                                       for k, v in arrays.items()}, step, initial)
     assert np.isfinite(expected).all()
-    np.testing.assert_allclose(losses, expected, rtol=2e-4)
+    exact = _float64_losses(build, step, initial, arrays)
+    assert_trajectory_close(losses.T, expected.T, exact.T)
     assert got_warnings == torch_warnings
 
 def test_augment_params_draw_as_torch(rng, device):
