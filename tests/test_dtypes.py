@@ -2,6 +2,7 @@
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -154,3 +155,19 @@ def test_conversions_into_half_types_round_as_torch(source, half, value, device)
     for g, t in zip(got, expected):
         assert g.dtype is half
         np.testing.assert_array_equal(g.float().cpu().numpy(), t.float().numpy())
+
+
+@pytest.mark.parametrize("dtype", [genesis.int64, genesis.int32, genesis.int16, genesis.int8,
+                                   genesis.uint8])
+def test_nonfinite_float_to_integer_is_silent_as_torch(dtype):
+    """nan, infinities and floats past the integer range cast (by .to and by copy_) to what
+    torch's CPU cast gives, without numpy's 'invalid value encountered in cast' warning (a
+    T5 bucket's log(0) cast to long is such a value, discarded by a where)."""
+    values = [float("-inf"), float("nan"), float("inf"), 1e20, -3.7, 2.5]
+    expected = torch.tensor(values).to(TORCH_DTYPES[dtype]).tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cast = genesis.tensor(values).to(dtype)
+        copied = genesis.zeros(len(values), dtype=dtype).copy_(genesis.tensor(values))
+    assert cast.dtype == dtype and cast.tolist() == expected
+    assert copied.tolist() == expected

@@ -81,15 +81,17 @@ def to_numpy(arr, non_blocking=False):
 @register("copy_", "cpu")
 def copy_(dst, src):
     """Write `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place."""
-    np.copyto(dst, half_source(np.asarray(src), dst.dtype), casting="unsafe")
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.copyto(dst, half_source(np.asarray(src), dst.dtype), casting="unsafe")
     return dst
 
 
 @register("cast", "cpu")
 def cast(arr, dtype):
     """`arr` converted to `dtype` (into a half type through float32, as c10 converts); values
-    beyond a floating dtype's range become inf, silently, as in PyTorch."""
-    with np.errstate(over="ignore"):
+    beyond a floating dtype's range become inf, and nan, inf or out-of-range floats cast to an
+    integer dtype become what the C cast gives, silently, as in PyTorch."""
+    with np.errstate(over="ignore", invalid="ignore"):
         return half_source(arr, dtype.numpy_dtype).astype(dtype.numpy_dtype)
 
 
