@@ -217,6 +217,38 @@ def test_encoder_eval_without_grad_zeroes_padding_as_torch(rng):
     assert_close(g_out, t_out, **TOL)
 
 
+def _nested_path_warnings(lib, encoder, x, pad):
+    """The distinct warnings (their text before torch's C++ suffix) of an eval call without
+    autograd, then of a training call; the once-a-process warnings given every time (torch's
+    then come from each layer too)."""
+    saved = lib.is_warn_always_enabled()
+    lib.set_warn_always(True)
+    try:
+        texts = []
+        for train in (False, True):
+            encoder.train(train)
+            with warnings.catch_warnings(record=True) as caught, lib.no_grad():
+                warnings.simplefilter("always")
+                encoder(x, src_key_padding_mask=pad)
+            texts.append({(w.category, str(w.message).split(" (Triggered internally")[0])
+                          for w in caught})
+        return texts
+    finally:
+        lib.set_warn_always(saved)
+
+
+def test_encoder_nested_path_warns_as_torch(rng):
+    """torch's nested-tensor path warns that nested tensors are a prototype (once a process,
+    every time under set_warn_always); genesis gives the same warning where it takes the path's
+    semantics, and none in training."""
+    gm, tm = stack_pair("Encoder", 2, {"batch_first": True}, "cpu", norm=False)
+    gx, tx = random_pair((3, 5, D_MODEL), rng, "cpu", requires_grad=False)
+    pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    expected = _nested_path_warnings(torch, tm, tx, pad)
+    assert len(expected[0]) == 1 and expected[1] == set()
+    assert _nested_path_warnings(genesis, gm, gx, from_torch(pad)) == expected
+
+
 def test_nested_tensor_warning_as_torch():
     layer = nn.TransformerEncoderLayer(D_MODEL, NHEAD)
     with pytest.warns(UserWarning, match="self_attn.batch_first was not True"):

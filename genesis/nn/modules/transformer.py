@@ -9,6 +9,7 @@ import copy
 import math
 import warnings
 
+from ..._warnings import warn_once
 from ...autograd.grad_mode import is_grad_enabled
 from ...ops import creation
 from .. import functional as F
@@ -196,6 +197,13 @@ def _why_not_nested(layer):
     return next((why for failed, why in reasons if failed), "")
 
 
+# What torch warns (once a process) on building the nested tensor its fast path runs.
+_NESTED_PROTOTYPE = ("The PyTorch API of nested tensors is in prototype stage and will change in "
+                     "the near future. We recommend specifying layout=torch.jagged when "
+                     "constructing a nested tensor, as this layout receives active development, "
+                     "has better operator coverage, and works with torch.compile.")
+
+
 class TransformerEncoder(Module):
     """`num_layers` copies of `encoder_layer`, then the optional final `norm`.
 
@@ -224,11 +232,14 @@ class TransformerEncoder(Module):
         first = self.layers[0]
         is_causal = _detect_is_causal_mask(mask, is_causal,
                                            _get_seq_len(src, first.self_attn.batch_first))
+        nested = self._runs_nested(src, mask, src_key_padding_mask)
+        if nested:
+            warn_once("nested tensor", _NESTED_PROTOTYPE)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
-        if self._runs_nested(src, mask, src_key_padding_mask):
+        if nested:
             output = output.masked_fill((src_key_padding_mask != 0).unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
