@@ -2,6 +2,7 @@
 outputs and the gradients of every floating input (used by the spatial layer tests)."""
 
 import numpy as np
+import torch
 from helpers import TORCH_DTYPES, assert_close, lay_out, make_pair, to_torch
 
 import genesis
@@ -70,6 +71,17 @@ def train_case(lib, model, data, step, steps):
     if hasattr(model, "scheduler"):
         model.sched = model.scheduler(model.opt)
     return [step(lib, model, data).item() for _ in range(steps)]
+
+
+def run_both(build, arrays, device, run):
+    """`run(lib, model, data)` of a ported case in torch (on the CPU) and in genesis (on
+    `device`, from torch's initial weights), the model from `build(lib, device)` and the data
+    the numpy `arrays` as each framework's tensors: (torch's result, genesis's)."""
+    torch_model = build(torch, "cpu")
+    model = copy_module(build(genesis, device), torch_model, device)
+    expected = run(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()})
+    return expected, run(genesis, model, {k: genesis.tensor(v, device=device)
+                                          for k, v in arrays.items()})
 
 
 def torch_state(g_module):
