@@ -1,5 +1,6 @@
 """Ported NLP and speech training scripts (LoRA fine-tuning, BERT masked-language-model
-pretraining, T5 relative position biases, ALiBi, a DeepSpeech2-like CTC model): for each, the
+pretraining, T5 relative position biases, ALiBi, a DeepSpeech2-like CTC model, Tacotron 2's
+location-sensitive attention over a character encoder): for each, the
 smallest model using the API its reference code uses, written once against a framework (`torch`
 or `genesis`) and trained a few steps from the same initial weights on the same synthetic data
 in both; the losses must agree within 2e-4 relative in float32, and so must what the case keeps
@@ -11,9 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
-import genesis
 from nn_compare import run_both
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
@@ -586,12 +585,156 @@ def deepspeech_keeps(lib, model, data):
     return [sizes, probs, _greedy_decode(lib, probs, sizes), per_sample]
 
 
+# Tacotron 2 (NVIDIA's): characters through an Embedding with a padding index, padded by
+# pad_sequence, a convolution and a packed bidirectional LSTM; a decoder loop with teacher
+# forcing over LSTMCells and location-sensitive attention (a Conv1d over the previous and
+# cumulative attention weights, additive tanh energies, padding masked with -inf through
+# .data, softmax), mel frames masked past each target's length, MSE and gate BCE losses.
+
+def tacotron(lib, device, n_chars=9, emb=8, n_mel=4, attn_dim=6, rnn_dim=10):
+    nn, F = lib.nn, lib.nn.functional
+
+    class LinearNorm(nn.Module):
+        def __init__(self, in_dim, out_dim, bias=True, w_init_gain="linear"):
+            super().__init__()
+            self.linear_layer = nn.Linear(in_dim, out_dim, bias=bias)
+            nn.init.xavier_uniform_(self.linear_layer.weight,
+                                    gain=nn.init.calculate_gain(w_init_gain))
+
+        def forward(self, x):
+            return self.linear_layer(x)
+
+    class LocationLayer(nn.Module):
+        def __init__(self, n_filters=3, kernel_size=5):
+            super().__init__()
+            self.location_conv = nn.Conv1d(2, n_filters, kernel_size=kernel_size,
+                                           padding=int((kernel_size - 1) / 2), bias=False)
+            nn.init.xavier_uniform_(self.location_conv.weight)
+            self.location_dense = LinearNorm(n_filters, attn_dim, bias=False, w_init_gain="tanh")
+
+        def forward(self, attention_weights_cat):
+            return self.location_dense(self.location_conv(attention_weights_cat).transpose(1, 2))
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query_layer = LinearNorm(rnn_dim, attn_dim, bias=False, w_init_gain="tanh")
+            self.memory_layer = LinearNorm(emb, attn_dim, bias=False, w_init_gain="tanh")
+            self.v = LinearNorm(attn_dim, 1, bias=False)
+            self.location_layer = LocationLayer()
+            self.score_mask_value = -float("inf")
+
+        def forward(self, query, memory, processed_memory, attention_weights_cat, mask):
+            energies = self.v(lib.tanh(self.query_layer(query.unsqueeze(1))
+                                       + self.location_layer(attention_weights_cat)
+                                       + processed_memory)).squeeze(-1)
+            if mask is not None:
+                energies.data.masked_fill_(mask, self.score_mask_value)
+            attention_weights = F.softmax(energies, dim=1)
+            return lib.bmm(attention_weights.unsqueeze(1), memory).squeeze(1), attention_weights
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(n_chars, emb, padding_idx=0)
+            self.conv = nn.Sequential(nn.Conv1d(emb, emb, 3, padding=1), nn.BatchNorm1d(emb))
+            self.lstm = nn.LSTM(emb, emb // 2, 1, batch_first=True, bidirectional=True)
+
+        def forward(self, text, input_lengths):
+            x = F.relu(self.conv(self.embedding(text).transpose(1, 2))).transpose(1, 2)
+            x = nn.utils.rnn.pack_padded_sequence(x, input_lengths.cpu().numpy(),
+                                                  batch_first=True)
+            outputs, _ = self.lstm(x)
+            outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True)
+            return outputs
+
+    class Tacotron(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = Encoder()
+            self.prenet = nn.Sequential(LinearNorm(n_mel, 8, bias=False), nn.ReLU())
+            self.attention_rnn = nn.LSTMCell(8 + emb, rnn_dim)
+            self.attention_layer = Attention()
+            self.decoder_rnn = nn.LSTMCell(rnn_dim + emb, rnn_dim, 1)
+            self.linear_projection = LinearNorm(rnn_dim + emb, n_mel)
+            self.gate_layer = LinearNorm(rnn_dim + emb, 1, bias=True, w_init_gain="sigmoid")
+
+        def decode(self, memory, decoder_inputs, mask):
+            b, t_in = memory.size(0), memory.size(1)
+            h = [memory.new_zeros(b, rnn_dim) for _ in range(4)]
+            weights, weights_cum = memory.new_zeros(b, t_in), memory.new_zeros(b, t_in)
+            context = memory.new_zeros(b, emb)
+            processed_memory = self.attention_layer.memory_layer(memory)
+            mels, gates, alignments = [], [], []
+            for x in self.prenet(decoder_inputs):
+                h[0], h[1] = self.attention_rnn(lib.cat((x, context), -1), (h[0], h[1]))
+                weights_cat = lib.cat((weights.unsqueeze(1), weights_cum.unsqueeze(1)), dim=1)
+                context, weights = self.attention_layer(h[0], memory, processed_memory,
+                                                        weights_cat, mask)
+                weights_cum = weights_cum + weights
+                h[2], h[3] = self.decoder_rnn(lib.cat((h[0], context), -1), (h[2], h[3]))
+                hidden_context = lib.cat((h[2], context), dim=1)
+                mels.append(self.linear_projection(hidden_context))
+                gates.append(self.gate_layer(hidden_context))
+                alignments.append(weights)
+            return (lib.stack(mels).transpose(0, 1).contiguous(),
+                    lib.stack(gates).transpose(0, 1).squeeze(-1).contiguous(),
+                    lib.stack(alignments).transpose(0, 1))
+
+        def forward(self, text, text_lengths, mels, output_lengths):
+            memory = self.encoder(text, text_lengths)
+            go = memory.new_zeros(1, mels.size(0), n_mel)
+            decoder_inputs = lib.cat((go, mels.transpose(0, 1)[:-1]), dim=0)
+            mel_out, gate_out, alignments = self.decode(
+                memory, decoder_inputs, ~_mask_from_lengths(lib, text_lengths))
+            out_mask = ~_mask_from_lengths(lib, output_lengths)
+            mel_out.data.masked_fill_(out_mask.unsqueeze(-1).expand_as(mel_out), 0.0)
+            gate_out.data.masked_fill_(out_mask, 1e3)
+            return mel_out, gate_out, alignments
+
+    model = Tacotron()
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-6)
+    return model
+
+
+def _mask_from_lengths(lib, lengths):
+    max_len = lib.max(lengths).item()
+    ids = lib.arange(0, max_len, device=lengths.device)
+    return (ids < lengths.unsqueeze(1)).bool()
+
+
+def _text_batch(lib, data):
+    """The characters of each sentence (no padding) batched by pad_sequence."""
+    lengths = data["text_lengths"]
+    seqs = [data["chars"][i, :length] for i, length in enumerate(lengths.tolist())]
+    return lib.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=0), lengths
+
+
+def tacotron_step(lib, model, data):
+    text, text_lengths = _text_batch(lib, data)
+    mel_out, gate_out, model.alignments = model(text, text_lengths, data["mels"],
+                                                data["mel_lengths"])
+    gate_target = data["gates"].view(-1, 1)
+    loss = (lib.nn.MSELoss()(mel_out, data["mels"])
+            + lib.nn.BCEWithLogitsLoss()(gate_out.view(-1, 1), gate_target))
+    model.opt.zero_grad()
+    loss.backward()
+    lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    model.opt.step()
+    return loss
+
+
+def tacotron_keeps(lib, model, data):
+    return [model.alignments, model.encoder.embedding.weight[0]]
+
+
 CASES = {
     "lora": (lora, lambda lib, model, data: _lm_step(lib, model, data, "tokens"), lora_keeps),
     "bert_mlm": (bert, bert_step, bert_keeps),
     "t5_relative_bias": (t5_bias, _lm_step, t5_bias_keeps),
     "alibi": (alibi, _lm_step, alibi_keeps),
     "deepspeech2_ctc": (deepspeech, deepspeech_step, deepspeech_keeps),
+    "tacotron2_attention": (tacotron, tacotron_step, tacotron_keeps),
 }
 
 
@@ -619,7 +762,15 @@ def _data(rng):
         spect[i, ..., length:] = 0
     # the last utterance's 3 output frames cannot hold its 4 characters: an infinite loss
     target_lengths = np.array([4, 3, 3, 4])
+    text_lengths, mel_lengths = np.array([7, 6, 4]), np.array([6, 5, 3])
+    chars = rng.integers(1, 9, (3, 7))
+    chars[np.arange(7) >= text_lengths[:, None]] = 7  # not padding: pad_sequence pads
+    mels = rng.standard_normal((3, 6, 4)).astype(np.float32)
+    mels[np.arange(6) >= mel_lengths[:, None]] = 0
+    gates = (np.arange(6) >= mel_lengths[:, None] - 1).astype(np.float32)
     return {
+        "chars": chars, "text_lengths": text_lengths, "mels": mels, "mel_lengths": mel_lengths,
+        "gates": gates,
         "tokens": rng.integers(0, 11, (3, 9)),
         "long_tokens": rng.integers(0, 11, (3, 13)),
         "sentences": sentences, "segments": segments,
