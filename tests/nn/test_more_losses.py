@@ -281,6 +281,26 @@ def test_ctc_blank_zero_infinity_and_module(rng):
                              reduction="none"))
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_ctc_infinite_loss_gradient_is_nan_as_torch(reduction, rng, device):
+    """Without zero_infinity, a sample too short for its target (an infinite loss) gets torch's
+    nan gradient on its frames (zero past its length); the other samples' gradients stay."""
+    logits, targets = _ctc_inputs(rng, 6, 3, 5, 4)
+    targets[0] = torch.tensor([1, 1, 1, 1])  # 6 frames: the repeats need 7
+    input_lengths, target_lengths = [6, 5, 3], [4, 3, 2]
+    lp = logits.log_softmax(-1).float().requires_grad_(True)
+    out_t = TF.ctc_loss(lp, targets, input_lengths, target_lengths, reduction=reduction)
+    g_lp = from_torch(lp.detach(), device=device, requires_grad=True)
+    out_g = F.ctc_loss(g_lp, from_torch(targets, device=device), input_lengths, target_lengths,
+                       reduction=reduction)
+    grad = torch.rand(out_t.shape)
+    out_t.backward(grad)
+    out_g.backward(from_torch(grad, device=device))
+    assert torch.isnan(lp.grad[:, 0]).all() and not torch.isnan(lp.grad[:, 1:]).any()
+    np.testing.assert_allclose(out_g.detach().cpu().numpy(), out_t.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(g_lp.grad.cpu().numpy(), lp.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_ctc_gradcheck(rng):
     logits, targets = _ctc_inputs(rng, 5, 2, 4, 2)
     x = from_torch(logits, requires_grad=True)

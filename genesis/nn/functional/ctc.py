@@ -5,13 +5,14 @@ The forward variables alpha run over the extended label sequence l' = (blank, l1
 that autograd gives the gradient. PyTorch's gradient treats `log_probs` as the output of a
 log_softmax: it is the gradient with respect to the logits, exp(log_probs) - posterior. A term
 of value zero whose gradient is exp(log_probs) on each sample's frames reproduces it, so both
-agree whether or not log_probs comes from log_softmax.
+agree whether or not log_probs comes from log_softmax; an impossible alignment's (infinite)
+loss has a nan gradient on its frames, as torch's, unless zero_infinity zeroes both.
 """
 
 import math
 
 from ... import dtypes
-from ...autograd.function import name_node
+from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import no_grad
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
@@ -109,14 +110,32 @@ def _negative_log_likelihood(log_probs, labels, input_lengths, target_lengths, b
     return ew.where(lengths > 0, -ll, ew.where(ends > 0, math.inf, 0.0))
 
 
-def _logit_gradient_term(log_probs, input_lengths):
+class _LogitGradient(Function):
+    """Per sample a zero whose gradient with respect to log_probs is `slope`."""
+
+    @staticmethod
+    def forward(ctx, log_probs, slope):
+        ctx.save_for_backward(slope)
+        return full((log_probs.shape[1],), 0.0, dtype=log_probs.dtype, device=log_probs.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (slope,) = ctx.saved_tensors
+        return grad.reshape(1, -1, 1) * slope, None
+
+
+def _logit_gradient_term(log_probs, input_lengths, nll, zero_infinity):
     """Per sample a zero whose gradient is exp(log_probs) on the sample's frames (see the module
-    docstring)."""
-    probs = ew.exp(log_probs)
-    frames = arange(log_probs.shape[0], device=log_probs.device).unsqueeze(1) < tensor(
-        input_lengths, dtype=dtypes.int64, device=log_probs.device)
-    zero = ew.where(frames.unsqueeze(2), probs - probs.detach(), 0.0)
-    return zero.sum((0, 2))
+    docstring) and zero past them; nan on the frames of a sample whose loss is infinite unless
+    zero_infinity, as torch's backward gives (its posterior there is exp(-inf + inf))."""
+    with no_grad():
+        frames = arange(log_probs.shape[0], device=log_probs.device).unsqueeze(1) < tensor(
+            input_lengths, dtype=dtypes.int64, device=log_probs.device)
+        slope = ew.exp(log_probs)
+        if not zero_infinity:
+            slope = ew.where((nll == math.inf).reshape(1, -1, 1), math.nan, slope)
+        slope = ew.where(frames.unsqueeze(2), slope, 0.0)
+    return _LogitGradient.apply(log_probs, slope)
 
 
 @autocast_policy("ctc_loss")
@@ -141,7 +160,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     _check(log_probs, targets, input_lengths, target_lengths, blank)
     labels = _padded_targets(targets.to(dtypes.int64), target_lengths, batch)
     nll = _negative_log_likelihood(log_probs, labels, input_lengths, target_lengths, blank)
-    nll = nll + _logit_gradient_term(log_probs, input_lengths)
+    nll = nll + _logit_gradient_term(log_probs, input_lengths, nll.detach(), zero_infinity)
     if zero_infinity:
         nll = ew.where(nll == math.inf, 0.0, nll)
     if unbatched:
