@@ -301,6 +301,39 @@ def test_ctc_infinite_loss_gradient_is_nan_as_torch(reduction, rng, device):
     np.testing.assert_allclose(g_lp.grad.cpu().numpy(), lp.grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
+_CTC_BAD_CALLS = [  # (log_probs shape, dtype, targets, input_lengths, target_lengths, blank)
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3, 2), (2, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (2, 1, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, -1), (2, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 5), (2, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (2, -1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (3, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2], [1, 2]], (4, 3), (2, 1), 0),
+    ((4, 2, 5), "float32", [[[1, 2], [1, 2]]], (4, 3), (2, 1), 0),
+    ((4, 2, 5), "float32", [1, 2], (4, 3), (2, 1), 0),
+    ((4, 2, 5), "float32", [1, 2, 2, 1], (4, 3), (2, 1), 0),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (2, 1), 5),
+    ((4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (2, 1), -1),
+    ((1, 4, 2, 5), "float32", [[1, 2], [1, 2]], (4, 3), (2, 1), 0),
+    ((4, 2, 5), "int64", [[1, 2], [1, 2]], (4, 3), (2, 1), 0),
+]
+
+
+@pytest.mark.parametrize("shape, dtype, targets, input_lengths, target_lengths, blank",
+                         _CTC_BAD_CALLS)
+def test_ctc_argument_errors_match_torch(shape, dtype, targets, input_lengths, target_lengths,
+                                         blank):
+    """ctc_loss's argument checks raise torch's errors, in its order and words."""
+    log_probs = np.zeros(shape, dtype=dtype)
+    errors = []
+    for lib in (torch, genesis):
+        with pytest.raises((RuntimeError, NotImplementedError)) as caught:
+            lib.nn.functional.ctc_loss(lib.tensor(log_probs), lib.tensor(targets),
+                                       input_lengths, target_lengths, blank=blank)
+        errors.append((caught.type, str(caught.value)))
+    assert errors[1] == errors[0]
+
+
 def test_ctc_gradcheck(rng):
     logits, targets = _ctc_inputs(rng, 5, 2, 4, 2)
     x = from_torch(logits, requires_grad=True)

@@ -37,13 +37,9 @@ def _shift(x, by):
     return cat([pad, x[..., :x.shape[-1] - by]], -1)
 
 
-def _as_lengths(lengths, batch, name):
+def _as_lengths(lengths):
     values = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
-    values = [int(v) for v in (values if isinstance(values, list) else [values])]
-    if len(values) != batch:
-        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({batch}), got "
-                           f"{len(values)}")
-    return values
+    return [int(v) for v in (values if isinstance(values, list) else [values])]
 
 
 def _padded_targets(targets, target_lengths, batch):
@@ -59,21 +55,54 @@ def _padded_targets(targets, target_lengths, batch):
     return tensor(rows, dtype=dtypes.int64, device=targets.device).reshape(batch, width)
 
 
+_CHECKING = " (while checking arguments for ctc_loss_allocate_outputs)"
+
+
+def _check_dim(t, ndim, arg, expected=None):
+    if t.ndim != ndim:
+        raise RuntimeError(f"Expected {expected or f'{ndim}-dimensional tensor'}, but got "
+                           f"{t.ndim}-dimensional tensor for argument {arg}{_CHECKING}")
+
+
+def _check_size(t, dim, size):
+    if t.shape[dim] != size:
+        raise RuntimeError(f"Expected tensor to have size {size} at dimension {dim}, but got "
+                           f"size {t.shape[dim]} for argument #2 'targets'{_CHECKING}")
+
+
+def _check_at_least(name, values):
+    for value in values:
+        if value < 0:
+            raise RuntimeError(f"Expected {name} to have value at least 0, but got value "
+                               f"{value}{_CHECKING}")
+
+
 def _check(log_probs, targets, input_lengths, target_lengths, blank):
-    classes, steps = log_probs.shape[-1], log_probs.shape[0]
+    """torch's argument checks (ctc_loss_allocate_outputs), in its order and words."""
+    _check_dim(log_probs, 3, "#1 'log_probs'")
+    steps, batch, classes = log_probs.shape
     if not 0 <= blank < classes:
-        raise RuntimeError("ctc_loss: blank must be in label range")
-    for t_len, s_len in zip(input_lengths, target_lengths):
-        if t_len > steps or t_len < 0:
-            raise RuntimeError(f"ctc_loss: Expected input_lengths to have value at most {steps}, "
-                               f"but got value {t_len} (while checking arguments for ctc_loss)")
-        if targets.ndim == 2 and s_len > targets.shape[1]:
-            raise RuntimeError(f"ctc_loss: Expected tensor to have size at least {s_len} at "
-                               f"dimension 1, but got size {targets.shape[1]} for argument "
-                               f"#2 'targets' (while checking arguments for ctc_loss)")
-    if targets.ndim == 1 and sum(target_lengths) > targets.shape[0]:
-        raise RuntimeError(f"ctc_loss: the target lengths add up to {sum(target_lengths)} but "
-                           f"the concatenated targets hold {targets.shape[0]}")
+        raise RuntimeError("blank must be in label range")
+    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if len(lengths) != batch:
+            raise RuntimeError(f"{name} must be of size batch_size")
+    if targets.ndim == 1:
+        _check_at_least("target_lengths", target_lengths)
+        _check_size(targets, 0, sum(target_lengths))
+    else:
+        _check_dim(targets, 2, "#2 'targets'", "1 to 2 dimensions")
+        _check_at_least("target_lengths", target_lengths)
+        _check_size(targets, 0, batch)
+        width = max(target_lengths, default=0)
+        if targets.shape[1] < width:
+            raise RuntimeError(f"Expected tensor to have size at least {width} at dimension 1, "
+                               f"but got size {targets.shape[1]} for argument #2 'targets'"
+                               f"{_CHECKING}")
+    _check_at_least("input_lengths", input_lengths)
+    for t_len in input_lengths:
+        if t_len > steps:
+            raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got "
+                               f"value {t_len}{_CHECKING}")
 
 
 def _extended(labels, blank):
@@ -145,18 +174,15 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     (N, S) or concatenated; "mean" divides each loss by its target length, then averages."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    unbatched = log_probs.ndim == 2
+    unbatched = log_probs.ndim != 3  # torch's test: any other rank gains a batch dim
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
         targets = targets.unsqueeze(0) if targets.ndim == 1 else targets
-    if log_probs.ndim != 3:
-        raise RuntimeError(f"ctc_loss: expected log_probs of shape (T, N, C) or (T, C), got "
-                           f"{list(log_probs.shape)}")
     if not log_probs.dtype.is_floating_point:
-        raise RuntimeError(f"ctc_loss: expected floating log_probs, got {log_probs.dtype}")
+        raise NotImplementedError(f'"ctc_loss_{log_probs.device.type}" not implemented for '
+                                  f"'{dtypes.scalar_type_name(log_probs.dtype)}'")
     batch = log_probs.shape[1]
-    input_lengths = _as_lengths(input_lengths, batch, "input_lengths")
-    target_lengths = _as_lengths(target_lengths, batch, "target_lengths")
+    input_lengths, target_lengths = _as_lengths(input_lengths), _as_lengths(target_lengths)
     _check(log_probs, targets, input_lengths, target_lengths, blank)
     labels = _padded_targets(targets.to(dtypes.int64), target_lengths, batch)
     nll = _negative_log_likelihood(log_probs, labels, input_lengths, target_lengths, blank)
