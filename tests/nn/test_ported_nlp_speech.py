@@ -1,11 +1,11 @@
 """Ported NLP and speech training scripts (LoRA fine-tuning, BERT masked-language-model
 pretraining, T5 relative position biases, ALiBi, a DeepSpeech2-like CTC model, Tacotron 2's
-location-sensitive attention over a character encoder): for each, the
-smallest model using the API its reference code uses, written once against a framework (`torch`
-or `genesis`) and trained a few steps from the same initial weights on the same synthetic data
-in both; the losses must agree within 2e-4 relative in float32, and so must what the case keeps
-beside them (merged weights, learning rates, decoded transcripts). Random draws of the
-references (masking draws, replacement tokens) come with the data."""
+location-sensitive attention, a character-level seq2seq): for each, the smallest model using the
+API its reference code uses, written once against a framework (`torch` or `genesis`) and trained
+a few steps from the same initial weights on the same synthetic data in both; the losses must
+agree within 2e-4 relative in float32, and so must what the case keeps beside them (merged
+weights, learning rates, decoded transcripts). Random draws of the references (masking draws,
+replacement tokens, teacher-forcing coins) come with the data."""
 
 import math
 import warnings
@@ -728,6 +728,99 @@ def tacotron_keeps(lib, model, data):
     return [model.alignments, model.encoder.embedding.weight[0]]
 
 
+# A character-level seq2seq (the PyTorch translation tutorial's shape, batched): source and
+# target strings padded by pad_sequence, Embeddings with padding_idx, a GRU encoder over packed
+# sources, a GRU-cell decoder with dot attention masked at padding, teacher forcing where the
+# reference's random.random() fell below the ratio (draws with the data), cross entropy
+# ignoring padding, and greedy decoding by topk.
+
+SOS, EOS, PAD = 1, 2, 0
+
+
+def char_seq2seq(lib, device, n_chars=10, emb=8, hidden=12):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(n_chars, emb, padding_idx=PAD)
+            self.gru = nn.GRU(emb, hidden, batch_first=True)
+
+        def forward(self, src, lengths):
+            packed = nn.utils.rnn.pack_padded_sequence(self.embedding(src), lengths.cpu(),
+                                                       batch_first=True, enforce_sorted=False)
+            outputs, hidden_state = self.gru(packed)
+            outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True,
+                                                          total_length=src.size(1))
+            return outputs, hidden_state.squeeze(0)
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(n_chars, emb, padding_idx=PAD)
+            self.cell = nn.GRUCell(emb + hidden, hidden)
+            self.out = nn.Linear(2 * hidden, n_chars)
+
+        def forward(self, token, hidden_state, context, enc_outputs, src_mask):
+            hidden_state = self.cell(lib.cat([self.embedding(token), context], 1), hidden_state)
+            scores = lib.bmm(enc_outputs, hidden_state.unsqueeze(2)).squeeze(2)
+            weights = F.softmax(scores.masked_fill(~src_mask, float("-inf")), dim=1)
+            context = lib.bmm(weights.unsqueeze(1), enc_outputs).squeeze(1)
+            return self.out(lib.cat([hidden_state, context], 1)), hidden_state, context
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.decoder = Encoder(), Decoder()
+
+        def forward(self, src, lengths, tgt, teacher_forcing):
+            enc_outputs, hidden_state = self.encoder(src, lengths)
+            src_mask = src != PAD
+            context = lib.zeros(src.size(0), hidden, device=src.device)
+            token = lib.full((src.size(0),), SOS, dtype=lib.long, device=src.device)
+            logits = []
+            for t in range(tgt.size(1)):
+                step_logits, hidden_state, context = self.decoder(
+                    token, hidden_state, context, enc_outputs, src_mask)
+                logits.append(step_logits)
+                token = tgt[:, t] if teacher_forcing[t] else step_logits.topk(1)[1].squeeze(1)
+            return lib.stack(logits, 1)
+
+    model = Seq2Seq()
+    model.criterion = nn.CrossEntropyLoss(ignore_index=PAD)
+    model.optimizer = lambda: lib.optim.Adam(model.parameters(), lr=1e-2)
+    return model
+
+
+def _string_batch(lib, rows, lengths, eos=False):
+    """Each row's first `length` characters (then EOS when `eos`), batched by pad_sequence."""
+    seqs = [rows[i, :length] for i, length in enumerate(lengths.tolist())]
+    if eos:
+        seqs = [lib.cat([s, s.new_full((1,), EOS)]) for s in seqs]
+    return lib.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=PAD)
+
+
+def char_seq2seq_step(lib, model, data):
+    step = getattr(model, "global_step", 0)
+    src = _string_batch(lib, data["src"], data["src_lengths"])
+    tgt = _string_batch(lib, data["src"].flip(1), data["src_lengths"], eos=True)  # row's tail
+    logits = model(src, data["src_lengths"], tgt, (data["forcing"][step] < 0.5).tolist())
+    loss = model.criterion(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1))
+    model.opt.zero_grad()
+    loss.backward()
+    model.opt.step()
+    model.global_step = step + 1
+    return loss
+
+
+def char_seq2seq_keeps(lib, model, data):
+    src = _string_batch(lib, data["src"], data["src_lengths"])
+    tgt = _string_batch(lib, data["src"].flip(1), data["src_lengths"], eos=True)
+    with lib.no_grad():
+        logits = model(src, data["src_lengths"], tgt, [False] * tgt.size(1))
+    return [logits.argmax(-1), logits]
+
+
 CASES = {
     "lora": (lora, lambda lib, model, data: _lm_step(lib, model, data, "tokens"), lora_keeps),
     "bert_mlm": (bert, bert_step, bert_keeps),
@@ -735,6 +828,7 @@ CASES = {
     "alibi": (alibi, _lm_step, alibi_keeps),
     "deepspeech2_ctc": (deepspeech, deepspeech_step, deepspeech_keeps),
     "tacotron2_attention": (tacotron, tacotron_step, tacotron_keeps),
+    "char_seq2seq": (char_seq2seq, char_seq2seq_step, char_seq2seq_keeps),
 }
 
 
@@ -769,6 +863,8 @@ def _data(rng):
     mels[np.arange(6) >= mel_lengths[:, None]] = 0
     gates = (np.arange(6) >= mel_lengths[:, None] - 1).astype(np.float32)
     return {
+        "src": rng.integers(3, 10, (4, 6)), "src_lengths": np.array([4, 6, 3, 5]),
+        "forcing": rng.random((STEPS, 7)),
         "chars": chars, "text_lengths": text_lengths, "mels": mels, "mel_lengths": mel_lengths,
         "gates": gates,
         "tokens": rng.integers(0, 11, (3, 9)),
