@@ -80,9 +80,15 @@ def to_numpy(arr, non_blocking=False):
 
 @register("copy_", "cpu")
 def copy_(dst, src):
-    """Write `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.copyto(dst, half_source(np.asarray(src), dst.dtype), casting="unsafe")
+    """Write `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place; floats
+    beyond the range of `dst`'s dtype, and nan or inf into an integer one, silently, as in
+    PyTorch."""
+    src = half_source(np.asarray(src), dst.dtype)
+    if src.dtype.kind == "f" and src.dtype != dst.dtype:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(dst, src, casting="unsafe")
+    else:
+        np.copyto(dst, src, casting="unsafe")
     return dst
 
 
