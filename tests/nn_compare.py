@@ -84,6 +84,22 @@ def run_both(build, arrays, device, run):
                                           for k, v in arrays.items()})
 
 
+def assert_kept_close(got, expected, drift=0.0):
+    """An array a ported case keeps: genesis's `got` has torch's `expected` dtype and shape,
+    integers and bools equal, floats within 2e-4 of their value plus 2e-4 of the array's
+    largest, widened by `drift` (four times torch's own distance from a neighbouring run, as in
+    assert_trajectory_close), nan where torch has nan."""
+    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
+    if not np.issubdtype(expected.dtype, np.floating):
+        np.testing.assert_array_equal(got, expected)
+        return
+    scale = np.nanmax(np.abs(expected)) if expected.size else 0
+    bound = 2e-4 * (np.abs(expected) + scale) + drift
+    close = (np.abs(got - expected) <= bound) | (np.isnan(got) & np.isnan(expected))
+    assert close.all(), (f"genesis {got[~close]} against torch {expected[~close]} (bound "
+                         f"{bound[~close]})")
+
+
 def torch_state(g_module):
     """The genesis module's state_dict as torch tensors."""
     return {k: to_torch(v.detach()) for k, v in g_module.state_dict().items()}

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from nn_compare import run_both
+from nn_compare import assert_kept_close, run_both
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -905,16 +905,4 @@ def test_ported_nlp_speech_model_trains_as_torch(name, rng, device):
     assert got[2] == expected[2]
     np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
     for g, t in zip(got[1], expected[1], strict=True):
-        _assert_kept_close(g, t)
-
-
-def _assert_kept_close(g, t):
-    """Genesis's kept array `g` is torch's `t`: the same dtype and shape, integers and bools
-    equal, floats within 2e-4 of their value plus 2e-4 of the array's largest."""
-    assert (g.dtype, g.shape) == (t.dtype, t.shape)
-    if not np.issubdtype(t.dtype, np.floating):
-        np.testing.assert_array_equal(g, t)
-        return
-    bound = 2e-4 * (np.abs(t) + (np.nanmax(np.abs(t)) if t.size else 0))
-    close = (np.abs(g - t) <= bound) | (np.isnan(g) & np.isnan(t))
-    assert close.all(), f"genesis {g[~close]} against torch {t[~close]} (bound {bound[~close]})"
+        assert_kept_close(g, t)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import genesis
-from nn_compare import assert_trajectory_close, copy_module
+from nn_compare import assert_kept_close, assert_trajectory_close, copy_module
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -1640,9 +1640,5 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
         assert_trajectory_close(got[0], expected[0], exact[0])
         neighbours = exact[1]
     for g, t, n in zip(got[1], expected[1], neighbours, strict=True):
-        assert g.dtype == t.dtype and g.shape == t.shape
         drift = 4 * np.nanmax(np.abs(t - n.astype(t.dtype))) if t.size else 0
-        scale = np.nanmax(np.abs(t)) if t.size else 0
-        bound = 2e-4 * np.abs(t) + 2e-4 * scale + drift
-        close = (np.abs(g - t) <= bound) | (np.isnan(g) & np.isnan(t))
-        assert close.all(), f"genesis {g[~close]} against torch {t[~close]} (bound {bound[~close]})"
+        assert_kept_close(g, t, drift)
