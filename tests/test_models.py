@@ -144,15 +144,22 @@ def test_prompt_in_chunks_over_a_cache_gives_the_whole_prompts_logits(saved, rng
 
 
 @pytest.mark.parametrize("batch,padded", [(1, False), (3, False), (3, True)])
-def test_greedy_generation_matches_transformers(saved, rng, batch, padded):
+def test_greedy_generation_matches_transformers(saved, device, rng, batch, padded):
+    """On the GPU the decode steps run captured in a graph (each family's: MoE routing over
+    every expert, capped and sliding-window attention)."""
     family, hf, path = saved
-    model = genesis.models.from_pretrained(path)
+    version = tuple(int(part) for part in transformers.__version__.split(".")[:2])
+    if family == "phi3" and version < (5, 24):
+        pytest.skip(f"transformers {transformers.__version__} (the GPU image's) decodes past "
+                    "LongRoPE's original context otherwise than 5.24, the CI oracle, does")
+    model = genesis.models.from_pretrained(path, device=device)
     ids, mask = _prompts(rng, batch, 7, padded)
     expected = hf.generate(torch.tensor(ids), attention_mask=torch.tensor(mask),
                            max_new_tokens=32, do_sample=False, pad_token_id=0)
-    out = model.generate(genesis.tensor(ids), attention_mask=genesis.tensor(mask),
+    out = model.generate(genesis.tensor(ids, device=device),
+                         attention_mask=genesis.tensor(mask, device=device),
                          max_new_tokens=32, pad_token_id=0)
-    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(out.cpu().numpy(), expected.numpy())
 
 
 def test_prefill_mlp_in_row_blocks_generates_the_same_tokens(rng, tmp_path, monkeypatch):

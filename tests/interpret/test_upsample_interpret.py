@@ -33,6 +33,8 @@ INTERPOLATIONS = [
     ((1, 2, 9, 11), {"scale_factor": (0.45, 0.3), "mode": "bilinear"}),
     ((1, 2, 3, 4), {"scale_factor": 5, "mode": "bilinear", "align_corners": True}),
     ((1, 2, 4, 3), {"size": (1, 3), "mode": "bilinear", "align_corners": True}),
+    ((2, 3, 2, 3), {"scale_factor": 2, "mode": "bilinear", "align_corners": True}),
+    ((1, 2, 1, 2), {"size": (6, 7), "mode": "bilinear"}),
     ((1, 2, 3, 4, 3), {"size": (5, 2, 4), "mode": "trilinear"}),
     ((1, 2, 3, 2, 3), {"scale_factor": 1.5, "mode": "trilinear", "align_corners": True}),
 ]

@@ -699,7 +699,7 @@ def pscan_keeps(lib, model, data):
         loop.append(h)
     loop = lib.stack(loop, 1)
     assert lib.allclose(hs, loop, atol=1e-6)
-    weights = lib.linspace(-1, 1, hs.numel()).reshape(hs.shape)
+    weights = lib.linspace(-1, 1, hs.numel(), device=hs.device).reshape(hs.shape)
     grads = lib.autograd.grad((hs * weights).sum(), (A, X))
     for a, b in zip(grads, lib.autograd.grad((loop * weights).sum(), (A, X))):
         assert lib.allclose(a, b, atol=1e-5)

@@ -459,7 +459,8 @@ def simclr_step(lib, model, data):
     model.opt.step()
     model.sched.step()
     top1 = (logits.argmax(1) == labels).float().mean() * 100
-    return lib.stack([loss.detach(), info_nce, top1, lib.tensor(model.sched.get_last_lr()[0])])
+    lr = lib.tensor(model.sched.get_last_lr()[0], device=top1.device)
+    return lib.stack([loss.detach(), info_nce, top1, lr])
 
 
 def byol(lib, device):
@@ -1225,7 +1226,7 @@ def _train(lib, build, data, step, initial=None, steps=3):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         device = data["images"].device
-        model = build(lib, device)
+        model = build(lib, device).to(device)  # the scripts' model.to(device)
         if initial is None:
             initial = {k: v.clone() for k, v in model.state_dict().items()}
         else:

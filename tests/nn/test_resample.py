@@ -27,6 +27,8 @@ INTERPOLATIONS = [
     ((2, 3, 7, 5), {"scale_factor": (1.5, 2.3), "mode": "bilinear"}),
     ((2, 3, 7, 5), {"size": (4, 9), "mode": "bilinear", "align_corners": True}),
     ((2, 3, 7, 5), {"scale_factor": 1.7, "mode": "bilinear", "recompute_scale_factor": True}),
+    ((2, 3, 2, 3), {"scale_factor": 2, "mode": "bilinear", "align_corners": True}),
+    ((1, 2, 1, 2), {"size": (6, 7), "mode": "bilinear"}),
     ((2, 3, 7, 5), {"size": (11, 3), "mode": "bicubic"}),
     ((2, 3, 6, 5), {"scale_factor": (1.5, 0.7), "mode": "bicubic", "align_corners": True}),
     ((1, 2, 4, 5, 3), {"size": (7, 2, 5), "mode": "trilinear"}),

@@ -13,9 +13,10 @@ dim as PyTorch's kernels do (h0 * (w0 * x00 + w1 * x01) + h1 * (...)).
 Backward ("upsample_linear_bwd"): a gather, deterministic with no atomics. A lane per input
 element visits, along each dim, the outputs that can read it: those o with i0(o) in {i - 1, i},
 a run of at most ceil(2 / scale) outputs starting near (i - 1 + off) / scale - off (off 0.5, or
-0 with align_corners); the run is widened by one on each side against rounding and each
-candidate is checked with the forward's own i0, i1 and weights. Its gradient is the sum of the
-candidates' output gradients times their weights, in a fixed order, in float32 for half types.
+0 with align_corners), or at output 0 where that is negative; the run is widened by one on each
+side against rounding and each candidate is checked with the forward's own i0, i1 and weights.
+Its gradient is the sum of the candidates' output gradients times their weights, in a fixed
+order, in float32 for half types.
 TAPS_* (constexpr) is that run's length, ceil(2 / scale) + 2: 6 for a 2x upsampling.
 
 1-D and 2-D arrays run as 3-D ones with size-1 leading dims whose interpolation DIMS skips.
@@ -118,12 +119,13 @@ def _reader(first, t, i, scale, size, out_size, ALIGN: tl.constexpr, CT: tl.cons
 @triton.jit
 def _first_reader(i, inv_scale, ALIGN: tl.constexpr, CT: tl.constexpr):
     """The first candidate output reading input position `i`: one before the smallest o with
-    src(o) >= i - 1."""
+    src(o) >= i - 1, and never before -1 (for i = 0 that o is negative: a run starting there
+    would spend its candidates on outputs that do not exist and miss real ones)."""
     if ALIGN:
         a = (i - 1).to(CT) * inv_scale
     else:
         a = ((i - 1).to(CT) + 0.5) * inv_scale - 0.5
-    return tl.ceil(a).to(i.dtype) - 1
+    return tl.maximum(tl.ceil(a).to(i.dtype) - 1, -1)
 
 
 @triton.jit
