@@ -5,7 +5,9 @@
 # `tests` is `cuda-tests` (tests/cuda and the kernel compile checks) then `core-tests` (the
 # device-parametrized tests' cuda cases); with a cold kernel cache each half takes most of a
 # 10-minute call on an H200, so they can run as separate calls. The logs are verbose (one line a
-# test, so a run cut short still names what failed); failures also print as they happen.
+# test, so a run cut short still names what failed); failures also print as they happen, and
+# their tracebacks and seeds go into $OUT/failures.log at once (tests/conftest.py), not only in
+# the summary that a run cut off never reaches.
 # `interpret` (not part of `all`; needs no GPU) runs the kernels of tests/interpret on the CPU
 # through Triton's interpreter.
 set -uo pipefail
@@ -36,6 +38,7 @@ if [ $testing = 1 ]; then
   # when it is there. The runtime and memory tests measure the device and run alone. The tests
   # keep their kernels and autotuning winners apart from the benchmarks': matmul configurations
   # timed while a dozen workers share the GPU are noise, and would be reused by the benchmarks.
+  export GENESIS_FAILURE_LOG="$(cd "$OUT" && pwd)/failures.log"
   bench_cache=$GENESIS_KERNEL_CACHE_DIR
   export GENESIS_KERNEL_CACHE_DIR=$bench_cache-tests
   workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${GENESIS_TEST_WORKERS:-12}")

@@ -71,6 +71,19 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("rng", f"rng seed {seed}: replay with --seed {seed}"))
 
 
+def pytest_runtest_logreport(report):
+    """With GENESIS_FAILURE_LOG set, each failure's traceback and seed go into that file as the
+    failure happens (written once, by the controlling process under pytest-xdist): a GPU run
+    cut off by its time limit still tells why its tests failed."""
+    path = os.environ.get("GENESIS_FAILURE_LOG")
+    if not path or not report.failed or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    seeds = [content for name, content in report.sections if name == "rng"]
+    with open(path, "a") as log:
+        log.write(f"{report.nodeid} ({report.when})\n{report.longreprtext}\n"
+                  + "".join(f"{seed}\n" for seed in seeds) + "\n")
+
+
 def pytest_configure(config):
     seed = config.getoption("--seed")
     config.rng_seed = secrets.randbits(32) if seed is None else seed

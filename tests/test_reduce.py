@@ -496,7 +496,8 @@ def test_numpy_keyword_names(op, kwargs, rng, device):
         if not isinstance(got, genesis.Tensor):
             got, expected = got[0], expected[0]
         assert_close(got, expected)
-    if got.dtype.is_floating_point and op not in ("max", "median"):
+    oracle_differentiates = op != "aminmax" or torch.__version__ >= (2, 13)
+    if got.dtype.is_floating_point and op not in ("max", "median") and oracle_differentiates:
         got.sum().backward()
         expected.sum().backward()
         assert_close(g.grad, t.grad)
@@ -505,6 +506,9 @@ def test_numpy_keyword_names(op, kwargs, rng, device):
 
 
 def test_numpy_keyword_name_beside_its_own_name_is_refused(device):
+    """With torch's text; Genesis words it as torch 2.13 does."""
+    if torch.__version__ < (2, 13):
+        pytest.skip(f"torch {torch.__version__} words these errors otherwise")
     x = genesis.ones(2, 3, device=device)
     for fn in (lambda lib, x: lib.sum(x, dim=1, axis=1),
                lambda lib, x: x.mean(1, keepdim=True, keepdims=True)):

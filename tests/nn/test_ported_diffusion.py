@@ -22,7 +22,7 @@ STEPS = 10  # diffusion steps of the schedules below
 def _time_features(lib, t, dim):
     """Sinusoidal features of integer timesteps, sin then cos."""
     half = dim // 2
-    freqs = lib.exp(lib.arange(half) * -(math.log(10000) / (half - 1)))
+    freqs = lib.exp(lib.arange(half, device=t.device) * -(math.log(10000) / (half - 1)))
     angles = t[:, None].float() * freqs[None, :]
     return lib.cat((angles.sin(), angles.cos()), dim=-1)
 
