@@ -132,7 +132,7 @@ def ddim_sample(lib, model, noise, steps=(7, 5, 3, 0)):
     with lib.no_grad():
         for t, t_next in zip(steps, steps[1:] + (-1,)):
             a = model.alphas_cumprod[t]
-            eps = model(x, lib.full((x.shape[0],), t, dtype=lib.long))
+            eps = model(x, lib.full((x.shape[0],), t, dtype=lib.long, device=x.device))
             x0 = ((x - (1 - a).sqrt() * eps) / a.sqrt()).clamp(-1.0, 1.0)
             if t_next < 0:
                 return x0
