@@ -1,6 +1,8 @@
 """Run a genesis function and its torch counterpart on the same random inputs and compare the
 outputs and the gradients of every floating input (used by the spatial layer tests)."""
 
+import warnings
+
 import numpy as np
 import torch
 from helpers import TORCH_DTYPES, assert_close, lay_out, make_pair, to_torch
@@ -71,6 +73,23 @@ def train_case(lib, model, data, step, steps):
     if hasattr(model, "scheduler"):
         model.sched = model.scheduler(model.opt)
     return [step(lib, model, data).item() for _ in range(steps)]
+
+
+def run_case(lib, model, data, step, keeps, steps, warn_always=False):
+    """A ported case's losses over `steps` steps (train_case), what `keeps(lib, model, data)`
+    returns afterwards as numpy arrays, and the warnings given: (category, text before torch's
+    C++ suffix). With `warn_always`, once-a-process warnings are given every time."""
+    saved = lib.is_warn_always_enabled()
+    lib.set_warn_always(warn_always or saved)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            losses = train_case(lib, model, data, step, steps)
+            kept = [t.detach().cpu().numpy() for t in keeps(lib, model, data)]
+    finally:
+        lib.set_warn_always(saved)
+    return losses, kept, [(w.category, str(w.message).split(" (Triggered internally")[0])
+                          for w in caught]
 
 
 def run_both(build, arrays, device, run):

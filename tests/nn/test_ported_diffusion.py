@@ -5,14 +5,11 @@ weights on the same synthetic data and noise in both; the losses must agree with
 relative in float32, and so must what the case keeps beside them (the EMA shadow, samples)."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
-import torch
 
-import genesis
-from nn_compare import copy_module
+from nn_compare import run_both, run_case
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -226,27 +223,11 @@ def _data(rng):
             "t": rng.integers(0, STEPS, 4), "u": rng.random(4).astype(np.float32)}
 
 
-def _run(lib, model, data, step, keeps, steps=4):
-    """The case's losses over `steps` steps, what it keeps afterwards (numpy arrays) and the
-    warnings it gave."""
-    model.opt = model.optimizer()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        losses = [step(lib, model, data).item() for _ in range(steps)]
-        kept = [t.detach().cpu().numpy() for t in keeps(lib, model, data)]
-    return losses, kept, [(w.category, str(w.message)) for w in caught]
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_diffusion_model_trains_as_torch(name, rng, device):
     build, step, keeps = CASES[name]
-    arrays = _data(rng)
-    torch_model = build(torch, "cpu")
-    model = copy_module(build(genesis, device), torch_model, device)
-    expected = _run(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()}, step,
-                    keeps)
-    got = _run(genesis, model, {k: genesis.tensor(v, device=device) for k, v in arrays.items()},
-               step, keeps)
+    expected, got = run_both(build, _data(rng), device, lambda lib, model, data: run_case(
+        lib, model, data, step, keeps, steps=4))
     np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
     assert all(math.isfinite(v) for v in expected[0])
     for g, t in zip(got[1], expected[1], strict=True):

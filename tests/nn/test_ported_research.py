@@ -7,7 +7,6 @@ draws of the references (stratified and importance samples, prior samples, actio
 minibatch orders) come with the data."""
 
 import math
-import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -15,7 +14,8 @@ import pytest
 import torch
 
 import genesis
-from nn_compare import assert_kept_close, assert_trajectory_close, copy_module
+from nn_compare import (assert_kept_close, assert_trajectory_close, copy_module,
+                        run_case)
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -1584,19 +1584,6 @@ def _ppo_uniforms(rng):
     return rng.random((STEPS, 8, 4)).astype(np.float32)
 
 
-def _run(lib, model, data, step, keeps, steps=STEPS):
-    """The case's losses over `steps` steps, what it keeps afterwards (numpy arrays) and the
-    warnings it gave."""
-    model.opt = model.optimizer()
-    if hasattr(model, "scheduler"):
-        model.sched = model.scheduler(model.opt)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        losses = [step(lib, model, data).item() for _ in range(steps)]
-        kept = [t.detach().cpu().numpy() for t in keeps(lib, model, data)]
-    return losses, kept, [(w.category, str(w.message)) for w in caught]
-
-
 # Cases whose few steps amplify rounding, compared within four times torch's own distance from
 # its float64 run (nn_compare.assert_trajectory_close; for what the case keeps, the largest
 # distance over the array, since which weights move differs between runs): Glow's
@@ -1626,17 +1613,17 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
     torch_model = build(torch, "cpu")
     model = copy_module(build(genesis, device), torch_model, device)
     twin = _float64_twin(build, torch_model, arrays) if name in AMPLIFY_ROUNDING else None
-    expected = _run(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()}, step,
-                    keeps)
-    got = _run(genesis, model, {k: genesis.tensor(v, device=device) for k, v in arrays.items()},
-               step, keeps)
+    expected = run_case(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()},
+                        step, keeps, STEPS)
+    got = run_case(genesis, model, {k: genesis.tensor(v, device=device)
+                                    for k, v in arrays.items()}, step, keeps, STEPS)
     assert all(math.isfinite(v) for v in expected[0])
     assert got[2] == expected[2]
     if twin is None:
         np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
         neighbours = [t for t in expected[1]]
     else:
-        exact = _run(torch, *twin, step, keeps)
+        exact = run_case(torch, *twin, step, keeps, STEPS)
         assert_trajectory_close(got[0], expected[0], exact[0])
         neighbours = exact[1]
     for g, t, n in zip(got[1], expected[1], neighbours, strict=True):

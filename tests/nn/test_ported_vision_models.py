@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import genesis
-from nn_compare import copy_module
+from nn_compare import run_both, train_case
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -319,20 +319,11 @@ CASES = {
 }
 
 
-def _train(lib, model, data, step, steps=4):
-    model.opt = model.optimizer()
-    return [step(lib, model, data).item() for _ in range(steps)]
-
-
 @pytest.mark.filterwarnings("ignore:torch.meshgrid", "ignore:enable_nested_tensor")
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_vision_model_trains_as_torch(name, rng, device):
     build, step = CASES[name]
-    arrays = _data(rng)
-    torch_model = build(torch, "cpu")
-    model = copy_module(build(genesis, device), torch_model, device)
-    expected = _train(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()}, step)
-    losses = _train(genesis, model, {k: genesis.tensor(v, device=device)
-                                     for k, v in arrays.items()}, step)
+    expected, losses = run_both(build, _data(rng), device, lambda lib, model, data: train_case(
+        lib, model, data, step, steps=4))
     np.testing.assert_allclose(losses, expected, rtol=2e-4)
     assert all(math.isfinite(v) for v in expected)
