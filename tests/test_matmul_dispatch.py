@@ -108,6 +108,57 @@ def test_cublaslt_takes_plain_products_only():
     assert not libraries.cublaslt_supports(p)  # two batch dims
 
 
+def _column_major_view(buffer, rows, cols, ld):
+    """cuBLASLt's (rows x cols) matrix of leading dimension `ld` in a flat numpy buffer."""
+    item = buffer.itemsize
+    return np.lib.stride_tricks.as_strided(buffer, (rows, cols), (item, ld * item))
+
+
+def _cublaslt_emulated(problem, buffers):
+    """c as cuBLASLt computes it from the column-major terms the plan hands it
+    (libraries._lt_operands, _matrix_layout): D = op(A) op(B) written column-major into c's
+    buffer; one matrix of the batch."""
+    M, N, K, (role_a, st_a), (role_b, st_b), st_c = libraries._lt_operands(problem)
+    operands = []
+    for (rows, cols), role, strides in (((K, N), role_a, st_a), ((M, K), role_b, st_b)):
+        op, lt_rows, lt_cols, ld = libraries._matrix_layout(rows, cols, *strides[-2:])
+        matrix = _column_major_view(buffers[role], lt_rows, lt_cols, ld)
+        operands.append(matrix if op == "N" else matrix.T)
+    op, lt_rows, lt_cols, ld = libraries._matrix_layout(M, N, *st_c[-2:])
+    assert op == "N" and (lt_rows, lt_cols) == (N, M)
+    _column_major_view(buffers["c"], N, M, ld)[...] = operands[0] @ operands[1]
+
+
+@pytest.mark.parametrize("m,k,n", [(6, 5, 6), (6, 5, 4)])
+@pytest.mark.parametrize("c_layout", ["row", "column"])
+@pytest.mark.parametrize("a_layout", ["row", "column"])
+def test_cublaslt_terms_give_the_product(m, k, n, c_layout, a_layout, rng):
+    """The column-major terms cuBLASLt is given compute c = a @ b for row- and column-major
+    a and c, square c among them (an NCHW 1x1 convolution writes a column-major c of pixels x
+    channels: transposed terms must not write c transposed)."""
+    strides = {"row": lambda rows, cols: (cols, 1), "column": lambda rows, cols: (1, rows)}
+    a_values, b_values = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    a_strides, c_strides = strides[a_layout](m, k), strides[c_layout](m, n)
+    buffers = {"a": np.zeros(m * k), "b": b_values.ravel().copy(), "c": np.zeros(m * n)}
+    np.lib.stride_tricks.as_strided(buffers["a"], (m, k), [8 * s for s in a_strides])[...] = \
+        a_values
+    (p,), _ = problems(arr((m, k), a_strides), arr((k, n)))
+    (p,) = mm._problems(p.arrays["a"], p.arrays["b"], arr((m, n), c_strides), None, None,
+                        mm.ACTIVATIONS[None])
+    assert libraries.cublaslt_supports(p)
+    _cublaslt_emulated(p, buffers)
+    c = np.lib.stride_tricks.as_strided(buffers["c"], (m, n), [8 * s for s in c_strides])
+    np.testing.assert_allclose(c, a_values @ b_values, rtol=1e-12)
+
+
+def test_cublaslt_refuses_epilogues_into_a_column_major_c():
+    (p,) = mm._problems(arr((6, 5)), arr((5, 4)), arr((6, 4), (1, 6)), None, arr((4,)),
+                        mm.ACTIVATIONS[None])
+    assert not libraries.cublaslt_supports(p)
+    p.arrays["bias"] = None
+    assert libraries.cublaslt_supports(p)
+
+
 def test_plan_times_large_products_and_falls_back_in_order(monkeypatch):
     monkeypatch.setattr(libraries, "cublaslt_usable", lambda: True)
     monkeypatch.setattr(libraries, "cublaslt_algorithm_count", lambda problem: 2)

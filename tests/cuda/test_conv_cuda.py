@@ -188,14 +188,18 @@ def test_few_channel_weight_gradient(monkeypatch, dtype, layout, case):
 
 
 @pytest.mark.parametrize("case", [((3, 256, 14, 15), (64, 256, 1, 1)),
-                                  ((2, 64, 9, 8), (96, 64, 1, 1))], ids=str)
+                                  ((2, 64, 9, 8), (96, 64, 1, 1)),
+                                  ((2, 64, 8, 8), (64, 64, 1, 1))], ids=str)
+@pytest.mark.parametrize("backend", ["auto", "cublaslt"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_pointwise_nchw_runs_as_a_matmul(monkeypatch, dtype, case):
+def test_pointwise_nchw_runs_as_a_matmul(monkeypatch, dtype, backend, case):
     """A 1x1 convolution of an NCHW input, forward and input gradient, is one batched matmul
     over its NCHW views (no copy to channels-last), with the others' results; the weight
-    gradient keeps its kernel."""
+    gradient keeps its kernel. Its result, pixels x channels, is column-major: cuBLASLt (the
+    input gradient's, which has no bias) computes its transpose, square ones too."""
     from genesis.backends.cuda.kernels import conv
     from genesis.backends.cuda.kernels.matmul import matmul_arrays
+    monkeypatch.setenv("GENESIS_MATMUL_BACKEND", backend)
     products = []
     monkeypatch.setattr(conv, "matmul_arrays", lambda *a, **k: products.append(a) or
                         matmul_arrays(*a, **k))

@@ -70,21 +70,48 @@ def _matrix_layout(rows, cols, row_stride, col_stride):
     return None
 
 
+def _column_major(rows, cols, row_stride, col_stride):
+    """Whether a (rows x cols) matrix is laid out column-major (and not also row-major)."""
+    layout = _matrix_layout(rows, cols, row_stride, col_stride)
+    return layout is not None and layout[0] == "T"
+
+
+def _swapped(strides):
+    """A matrix's strides (batch strides first) as its transpose's."""
+    return (*strides[:-2], strides[-1], strides[-2])
+
+
+def _lt_operands(problem):
+    """The product as cuBLASLt runs it, D^T = B^T A^T in its column-major terms, with D^T a
+    row-major (M x N) c: (M, N, K, (role, strides) of its A (K x N), of its B (M x K), strides
+    of c). That is our b, our a and c; for a column-major c (an NCHW 1x1 convolution's output
+    seen as (pixels x channels)), the row-major c^T = b^T a^T: M and N exchange, A is our a
+    and B our b, each matrix's two strides swapped."""
+    st, M, N, K = problem.strides, problem.M, problem.N, problem.K
+    if not _column_major(M, N, *st["c"][-2:]):
+        return M, N, K, ("b", st["b"]), ("a", st["a"]), st["c"]
+    return N, M, K, ("a", _swapped(st["a"])), ("b", _swapped(st["b"])), _swapped(st["c"])
+
+
 def cublaslt_supports(problem):
     """True when cuBLASLt can run this matmul Problem (kernels/matmul.py): float16, bfloat16 or
     float32, no activation or gate, at most one batch dim, matrices with a unit stride, a
     contiguous bias. Row sums of a (its BGRADB epilogue) take a with a unit row stride (a = dY^T,
-    the layout of a weight gradient), no batch and no bias."""
+    the layout of a weight gradient), no batch and no bias. A column-major c takes neither."""
     if (problem.act or problem.gated or len(problem.batch_sizes) > 1
             or problem.arrays.get("z") is not None):
         return False
     if problem.dtype.name not in _LT_TYPES:
         return False
-    st = problem.strides
-    shapes = {"a": (problem.M, problem.K), "b": (problem.K, problem.N), "c": (problem.M, problem.N)}
-    if any(_matrix_layout(*shapes[r], *st[r][-2:]) is None for r in shapes):
+    M, N, K, (_, st_a), (_, st_b), st_c = _lt_operands(problem)
+    if any(_matrix_layout(*shape, *strides[-2:]) is None
+           for shape, strides in (((K, N), st_a), ((M, K), st_b), ((M, N), st_c))):
         return False
+    st = problem.strides
     bias, row_sum = problem.arrays.get("bias"), problem.arrays.get("row_sum")
+    if (bias is not None or row_sum is not None) and _column_major(problem.M, problem.N,
+                                                                   *st["c"][-2:]):
+        return False
     if row_sum is not None:
         return (bias is None and not problem.batch_sizes and st["a"][-2] == 1
                 and row_sum.ptr % 16 == 0)
@@ -106,7 +133,9 @@ def _set(setter, dtype_of, obj, attr, value):
 
 class _LtPlan:
     """Descriptors and the heuristic's algorithm for one problem geometry. D^T = B^T A^T in
-    cuBLASLt's column-major terms: its "A" is our b, its "B" our a, D^T our row-major c."""
+    cuBLASLt's column-major terms (`_lt_operands`): its "A" is our b, its "B" our a, D^T our
+    row-major c, or for a column-major c the other way round. `roles`: the arrays of its A and
+    B."""
 
     def __init__(self, problem, handle):
         lt, cublas, nvmath = _lib()
@@ -118,15 +147,16 @@ class _LtPlan:
             else cublas.ComputeType.COMPUTE_32F
         self.desc = lt.matmul_desc_create(int(compute), f32)
         self.layouts = []
-        st, M, N, K = problem.strides, problem.M, problem.N, problem.K
-        op_b, *lay_b = _matrix_layout(K, N, *st["b"][-2:])
-        op_a, *lay_a = _matrix_layout(M, K, *st["a"][-2:])
-        _, *lay_c = _matrix_layout(M, N, *st["c"][-2:])
+        M, N, K, (role_a, st_a), (role_b, st_b), st_c = _lt_operands(problem)
+        self.roles = role_a, role_b
+        op_a, *lay_a = _matrix_layout(K, N, *st_a[-2:])
+        op_b, *lay_b = _matrix_layout(M, K, *st_b[-2:])
+        _, *lay_c = _matrix_layout(M, N, *st_c[-2:])
         set_desc = lambda attr, value: _set(lt.matmul_desc_set_attribute,  # noqa: E731
                                             lt.get_matmul_desc_attribute_dtype, self.desc, attr,
                                             value)
-        set_desc(lt.MatmulDescAttribute.TRANSA, int(getattr(cublas.Operation, op_b)))
-        set_desc(lt.MatmulDescAttribute.TRANSB, int(getattr(cublas.Operation, op_a)))
+        set_desc(lt.MatmulDescAttribute.TRANSA, int(getattr(cublas.Operation, op_a)))
+        set_desc(lt.MatmulDescAttribute.TRANSB, int(getattr(cublas.Operation, op_b)))
         # The epilogue's vector: the bias added to c, or (BGRADB) the sum over k of cuBLASLt's
         # B, our a.
         self.vector = next((role for role in ("bias", "row_sum")
@@ -136,13 +166,13 @@ class _LtPlan:
             epilogue = lt.Epilogue.BIAS if self.vector == "bias" else lt.Epilogue.BGRADB
             set_desc(lt.MatmulDescAttribute.EPILOGUE, int(epilogue))
         batch = problem.batch_sizes[0] if problem.batch_sizes else 1
-        for lay, role in ((lay_b, "b"), (lay_a, "a"), (lay_c, "c")):
+        for lay, strides in ((lay_a, st_a), (lay_b, st_b), (lay_c, st_c)):
             layout = lt.matrix_layout_create(dtype, *lay)
             self.layouts.append(layout)
             if batch > 1:
                 for attr, value in ((lt.MatrixLayoutAttribute.BATCH_COUNT, batch),
                                     (lt.MatrixLayoutAttribute.STRIDED_BATCH_OFFSET,
-                                     st[role][0])):
+                                     strides[0])):
                     _set(lt.matrix_layout_set_attribute, lt.get_matrix_layout_attribute_dtype,
                          layout, attr, value)
         self.set_desc = set_desc
@@ -153,18 +183,18 @@ class _LtPlan:
         pref = lt.matmul_preference_create()
         try:
             attrs = lt.MatmulPreferenceAttribute
-            arrays = problem.arrays
+            arrays, (role_a, role_b) = problem.arrays, self.roles
             for attr, value in ((attrs.MAX_WORKSPACE_BYTES, _WORKSPACE_LIMIT),
-                                (attrs.MIN_ALIGNMENT_A_BYTES, _alignment(arrays["b"].ptr)),
-                                (attrs.MIN_ALIGNMENT_B_BYTES, _alignment(arrays["a"].ptr)),
+                                (attrs.MIN_ALIGNMENT_A_BYTES, _alignment(arrays[role_a].ptr)),
+                                (attrs.MIN_ALIGNMENT_B_BYTES, _alignment(arrays[role_b].ptr)),
                                 (attrs.MIN_ALIGNMENT_C_BYTES, _alignment(arrays["c"].ptr)),
                                 (attrs.MIN_ALIGNMENT_D_BYTES, _alignment(arrays["c"].ptr))):
                 _set(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype,
                      pref, attr, value)
             results = np.zeros(ALGORITHMS, dtype=lt.matmul_heuristic_result_dtype)
             count = np.zeros(1, np.int32)
-            b_l, a_l, c_l = self.layouts
-            lt.matmul_algo_get_heuristic(handle, self.desc, b_l, a_l, c_l, c_l, pref, ALGORITHMS,
+            a_l, b_l, c_l = self.layouts
+            lt.matmul_algo_get_heuristic(handle, self.desc, a_l, b_l, c_l, c_l, pref, ALGORITHMS,
                                          results.ctypes.data, count.ctypes.data)
         finally:
             lt.matmul_preference_destroy(pref)
@@ -263,12 +293,12 @@ def _run(handle, plan, problem, stream, algo):
         plan.set_desc(plan.lt.MatmulDescAttribute.BIAS_POINTER, plan.vector_ptr)
     workspace = get_context(problem.device).workspace(plan.workspace, stream) \
         if plan.workspace else None
-    b_l, a_l, c_l = plan.layouts
-    c = arrays["c"].ptr
+    a_l, b_l, c_l = plan.layouts
+    (role_a, role_b), c = plan.roles, arrays["c"].ptr
     region = profiling.region("cublaslt.matmul", m=problem.M, n=problem.N, k=problem.K,
                               batch=problem.batch) if profiling.is_enabled() else _NO_REGION
     with region:
-        plan.lt.matmul(handle, plan.desc, _ONE_PTR, arrays["b"].ptr, b_l,
-                       arrays["a"].ptr, a_l, _ZERO_PTR, c, c_l, c, c_l,
+        plan.lt.matmul(handle, plan.desc, _ONE_PTR, arrays[role_a].ptr, a_l,
+                       arrays[role_b].ptr, b_l, _ZERO_PTR, c, c_l, c, c_l,
                        plan.algos[algo], 0 if workspace is None else workspace.ptr,
                        plan.workspace, stream)
