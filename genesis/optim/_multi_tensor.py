@@ -30,9 +30,18 @@ def linear(t, flat=True):
 
 def laid_out_alike(*tensors):
     """Whether `tensors` (a parameter, its gradient and states) share strides, so that their
-    flat views pair the same elements."""
-    first = tensors[0].stride()
-    return all(t.stride() == first for t in tensors[1:])
+    flat views pair the same elements. Arrays of one shape, byte strides and item size share
+    them (the usual case, a dtype's tensors, decided without building element strides)."""
+    first = tensors[0]
+    data, itemsize = first._data, first.dtype.itemsize
+    shape, strides = data.shape, data.strides
+    for t in tensors[1:]:
+        if t._data.strides != strides or t._data.shape != shape or t.dtype.itemsize != itemsize:
+            break
+    else:
+        return True
+    element_strides = first.stride()
+    return all(t.stride() == element_strides for t in tensors[1:])
 
 
 class Updated:
