@@ -23,6 +23,9 @@ from .dlpack import from_dlpack, to_dlpack
 from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
+from .ops.ranges import *  # noqa: F401,F403
+from .ops.copies import *  # noqa: F401,F403
+from .ops.resizing import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.activation import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403

@@ -14,8 +14,8 @@ from .. import dtypes
 from ..type_info import finfo
 from ..nn import functional as F
 from ..nn.functional.attention import cached_attention
-from ..ops.creation import arange
 from ..ops.elementwise import where
+from ..ops.ranges import arange
 
 
 def causal_mask(attention_mask, start, tokens, device, window=None):

@@ -12,7 +12,8 @@ back to the host, which is what a CUDA graph needs to capture and replay it.
 from .. import dtypes
 from ..dispatch import has_kernel, kernel
 from ..ops.common import wrap
-from ..ops.creation import arange, full, ones, zeros
+from ..ops.creation import full, ones, zeros
+from ..ops.ranges import arange
 from .rotary import apply_rotary
 from .rotary import fusable as rotary_fusable
 

@@ -38,10 +38,11 @@ import numpy as np
 from .. import nn
 from ..nn import functional as F
 from ..nn import init
-from ..ops.creation import arange, empty, tensor, zeros
+from ..ops.creation import empty, tensor, zeros
 from ..ops.elementwise import where
 from ..ops.index import Index, IndexPut
 from ..ops.linalg import matmul
+from ..ops.ranges import arange
 from ..ops.shape_copies import cat
 from ..ops.sorting import topk
 from .fused import load_views, silu_gate

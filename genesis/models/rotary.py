@@ -18,8 +18,9 @@ from .. import dtypes
 from ..autograd.function import Function, records
 from ..dispatch import has_kernel, kernel
 from ..ops.common import call, wrap
-from ..ops.creation import arange, tensor
+from ..ops.creation import tensor
 from ..ops.elementwise import where
+from ..ops.ranges import arange
 from ..ops.shape_copies import cat, stack
 
 

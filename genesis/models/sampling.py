@@ -15,9 +15,10 @@ from typing import NamedTuple, Optional
 
 from .. import dtypes
 from ..ops.compare import isin
-from ..ops.creation import arange, empty_like, zeros
+from ..ops.creation import empty_like, zeros
 from ..ops.elementwise import where
 from ..ops.index import masked_fill
+from ..ops.ranges import arange
 from ..ops.reduce import argmax, cumsum, softmax
 
 SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",

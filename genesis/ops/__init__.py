@@ -11,15 +11,17 @@ from . import activation, creation, elementwise, index, linalg, random, reduce, 
 from . import compare, counting, legacy, numeric, products, random_fills, rearrange, special
 from . import decompositions, gather_scatter, matrix_functions, shape_copies, sorting, statistics
 from . import python_calls, random_counts, sharing, windows
+from . import copies, ranges, resizing
 
 # Attributes Python gives a class that are not methods (`__hash__` is None in a class that
 # defines `__eq__`; Tensor hashes by identity).
 _CLASS_ATTRIBUTES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
                      "__firstlineno__", "__static_attributes__", "__hash__"}
 
-METHODS = (creation.CreationMethods, elementwise.ElementwiseMethods, shape.ShapeMethods,
-           shape_copies.ShapeCopyMethods, index.IndexMethods, gather_scatter.GatherScatterMethods,
-           sorting.SortingMethods, reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods,
+METHODS = (creation.CreationMethods, copies.CopyMethods, resizing.ResizeMethods,
+           elementwise.ElementwiseMethods, shape.ShapeMethods, shape_copies.ShapeCopyMethods,
+           index.IndexMethods, gather_scatter.GatherScatterMethods, sorting.SortingMethods,
+           reduce.ReduceMethods, linalg.LinalgMethods, random.RandomMethods,
            compare.CompareMethods, counting.CountingMethods, products.ProductsMethods,
            rearrange.RearrangeMethods, statistics.StatisticsMethods, special.SpecialMethods,
            legacy.LegacyMethods, numeric.NumericMethods, random_fills.RandomFillsMethods,

@@ -13,7 +13,7 @@ import functools
 from .. import dtypes
 from ..autograd import autocast_state
 from ..tensor import Tensor
-from .creation import to_device_and_dtype
+from .copies import to_device_and_dtype
 
 LOWER, FLOAT32, PROMOTE, BANNED = "lower", "float32", "promote", "banned"
 

@@ -6,6 +6,7 @@ arrays whose shapes already agree.
 
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes
@@ -23,6 +24,11 @@ def python_number(x):
     if isinstance(x, np.bool_):
         return float(x)
     return x.item() if isinstance(x, np.number) else x
+
+
+def _finfo(dtype):
+    """numpy's finfo, which knows bfloat16 only through ml_dtypes."""
+    return ml_dtypes.finfo(dtype.numpy_dtype)
 
 
 # wrap(data, device, dtype=None): a new tensor owning the kernel result `data`; Tensor._make

@@ -10,11 +10,12 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor, wrap_dim
-from .creation import full, linspace, tensor, zeros
+from .creation import full, tensor, zeros
 from .elementwise import clamp, logical_and, logical_not, ne, where
 from .gather_scatter import gather, index_add, take
 from .index import nonzero
 from .named_tuples import return_type
+from .ranges import linspace
 from .reduce import amax, amin, any as any_, cumsum
 from .shape import flatten, movedim, narrow, reshape
 from .shape_copies import cat

@@ -1,84 +1,25 @@
-"""Creating tensors, copying them, and moving them between devices and dtypes.
+"""Creating tensors: from data (tensor, as_tensor, from_numpy, frombuffer), empty or filled
+(empty, zeros, ones, full, eye; fill_ and zero_ in place), and like another (*_like, new_*).
 
 Values are built on the host with numpy where that is simplest (lists, arange, random draws) and
 handed to the target device's backend; fills (`zeros`, `full`, `empty`) run on the device itself.
 """
 
 import collections.abc
-import math
 import numbers
-import operator
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes
 from .. import memory_formats as formats
 from .._warnings import warn, warn_once
-from ..autograd.function import Function, records
-from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device, factory_device, factory_resolve, resolve
-from ..device import device as Device
 from ..dtypes import dtype as Dtype
-from ..dispatch import has_kernel, kernel
+from ..dispatch import kernel
 from ..tensor import Tensor, filled, fresh
-from .common import broadcast_shapes, call, contiguous_strides, wrap
+from .copies import copy_, copy_strides
 from .inplace import write_fill, write_result
-
-
-def _shape_arg(size, op):
-    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative integers
-    (numpy's and one-element integer tensors too), with PyTorch's TypeErrors for others."""
-    if len(size) == 1:
-        first = size[0]
-        if type(first) is int and first >= 0:  # f(n): the usual case, checked first
-            return size
-        if isinstance(first, (tuple, list)):  # Size is a tuple
-            size = first
-        elif count_arg(first) is None:
-            raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
-                            f"{_arg_type(first)}")
-    elif size and count_arg(size[0]) is None:  # f(a, b, ...) whose a is no integer
-        raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
-    for s in size:
-        if type(s) is not int or s < 0:
-            break
-    else:  # plain non-negative ints, the usual case
-        return tuple(size)
-    shape = tuple(_size_item(s, i, op) for i, s in enumerate(size))
-    if shape and min(shape) < 0:
-        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
-                           f"{list(shape)}")
-    return shape
-
-
-def _size_item(value, i, op):
-    """Element `i` of a size as an int: an integer, or a bool past the first (as PyTorch's
-    parser reads them)."""
-    n = count_arg(value)
-    if n is not None:
-        return n
-    if i == 0:
-        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but found "
-                        f"element of type {_arg_type(value)} at pos 0")
-    if isinstance(value, bool):
-        return int(value)
-    raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with "
-                    f'error "type must be tuple of ints,but got {_arg_type(value)}"')
-
-
-def _sizes(args, size, op, name="size"):
-    """The size given positionally (`f(2, 3)`, `f((2, 3))`) or by keyword (`f(size=(2, 3))`,
-    which must be a sequence; `name` is the keyword's), as the argument tuple `_shape_arg`
-    reads."""
-    if size is None:
-        return args
-    if args:
-        raise TypeError(f"{op}() got multiple values for argument '{name}'")
-    if not isinstance(size, (tuple, list)):
-        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
-                        f"{type(size).__name__}")
-    return (size,)
+from .size_args import _new_size, _shape_arg, _sizes
 
 
 def _finish(t, requires_grad):
@@ -303,42 +244,6 @@ def _restride(t, strides):
     return t
 
 
-_PRESERVE = formats.preserve_format
-
-
-def copy_strides(t, memory_format=None):
-    """The element strides PyTorch gives a copy of `t` in `memory_format` (preserve_format by
-    default: memory_formats.preserved), or None when that copy is row-major and `t` itself is
-    too, with the same strides (any copy kernel's result is then right as it comes)."""
-    shape = t._data.shape
-    if memory_format is None or memory_format is _PRESERVE:
-        if 1 not in shape and 0 not in shape and t.is_contiguous():  # the usual case
-            return None
-        if t.is_contiguous() and t.stride() == contiguous_strides(shape):
-            return None
-        return formats.preserved(shape, t.stride())
-    if memory_format is formats.contiguous_format:
-        return None if t.is_contiguous() else formats.dense_strides(shape, range(len(shape)))
-    formats.check_rank(len(shape), memory_format)
-    return formats.dense_strides(shape, memory_format.order)
-
-
-def copy_laid_out(x, strides, copy, device=None, dtype=None):
-    """`copy` (a kernel from an array to a new one, on `device` in `dtype`: x's by default) of
-    `x`'s array, laid out at the dense element `strides`: the copy reads x's dims in the order
-    those strides lay them out in memory, writing them row-major, and its result is viewed back
-    at `strides`. One pass over the data, whatever the layout."""
-    device, dtype = device or x.device, dtype or x.dtype
-    shape, own = x._data.shape, x.stride()
-    order = formats.outermost_first(shape, strides)
-    view = kernel("as_strided", x.device.type)(x._storage, tuple([shape[d] for d in order]),
-                                               tuple([own[d] for d in order]), x._offset)
-    out = wrap(copy(view), device, dtype)
-    if not out.is_contiguous():  # a numpy cast keeps a broadcast view's order
-        out = wrap(kernel("contiguous", device.type)(out._data), device, dtype)
-    return kernel("as_strided", device.type)(out._storage, shape, strides, out._offset)
-
-
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 0."""
     shape = _shape_arg(_sizes(args, size, "zeros"), "zeros")
@@ -418,270 +323,6 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _from_host(values, factory_device(device), dtype, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values from `start` to `end` (exclusive) by `step`; int64 if all arguments are integers
-    (Python's or numpy's).
-
-    As PyTorch: the count comes from the arguments as given (in float64, or in integers for
-    int64), values are start + i * step in the dtype's accumulation type, which for integer dtypes
-    means start and step truncated to integers first.
-    """
-    if end is None:
-        start, end = 0, start
-    start, end, step = (x.item() if isinstance(x, Tensor) else x for x in (start, end, step))
-    if dtype is None:
-        is_int = all(isinstance(x, (int, np.integer)) for x in (start, end, step))
-        dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
-    dtype = dtypes.as_dtype(dtype)
-    if dtype is dtypes.int64:
-        start, end, step = int(start), int(end), int(step)
-    _check_arange(start, end, step)
-    if dtype is dtypes.int64:
-        count = (end - start + step - (1 if step > 0 else -1)) // step
-    else:
-        count = max(0, math.ceil((float(end) - float(start)) / float(step)))
-    if not dtype.is_floating_point:
-        start, step = int(start), int(step)
-    device = factory_resolve(device)
-    if has_kernel("arange", device.type):
-        data = kernel("arange", device.type)(count, start, step, dtype.numpy_dtype, device.index)
-        return _finish(fresh(data, device, dtype), requires_grad)
-    acc = np.float64 if dtype.is_floating_point and dtype.itemsize > 2 else \
-        np.float32 if dtype.is_floating_point else np.int64
-    values = acc(start) + np.arange(count, dtype=acc) * acc(step)
-    return _from_host(values.astype(dtype.numpy_dtype), device, dtype, requires_grad)
-
-
-def _check_arange(start, end, step):
-    if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
-
-
-def _finfo(dtype):
-    """numpy's finfo, which knows bfloat16 only through ml_dtypes."""
-    return ml_dtypes.finfo(dtype.numpy_dtype)
-
-
-def _check_representable(op, dtype, *values):
-    """RuntimeError (as PyTorch) for a finite value beyond the range of floating `dtype`."""
-    limit = float(_finfo(dtype).max)
-    for v in values:
-        if math.isfinite(v) and abs(v) > limit:
-            raise RuntimeError(f"{op}: value {v} cannot be converted to type {dtype.name} "
-                               "without overflow")
-
-
-def count_arg(value):
-    """`value` as a Python int where PyTorch's parser takes it for an int argument (a Python or
-    numpy integer, an integer tensor of one element; not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, Tensor):
-        integral = not value.dtype.is_floating_point and value.dtype is not dtypes.bool_
-        return int(value.item()) if integral and value.numel() == 1 else None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def _arg_type(value):
-    """How PyTorch's argument errors name a value's type."""
-    if isinstance(value, Tensor):
-        return "Tensor"
-    if isinstance(value, Dtype):
-        return "torch.dtype"
-    if isinstance(value, Device):
-        return "torch.device"
-    kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-
-
-_SPACE_KEYWORDS = ("*, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
-                   "torch.device device = None, bool pin_memory = False, bool requires_grad = "
-                   "False")
-
-
-def _space_steps(op, start, end, steps, keywords, extra=""):
-    """linspace's and logspace's `steps` as an int, else PyTorch's TypeError for the call
-    (`keywords`: the keyword arguments given, `extra`: the signature's parameters between
-    steps and the keywords)."""
-    count = count_arg(steps)
-    if count is not None:
-        return count
-    given = [_arg_type(v) for v in (start, end, steps)]
-    given += [f"{k}={_arg_type(v)}" for k, v in sorted(keywords.items()) if v is not None]
-    signatures = "".join(f"\n * ({a} start, {b} end, int steps{extra}, {_SPACE_KEYWORDS})"
-                         for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"),
-                                      ("Tensor", "Number"), ("Number", "Number")))
-    raise TypeError(f"{op}() received an invalid combination of arguments - got "
-                    f"({', '.join(given)}), but expected one of:{signatures}\n")
-
-
-def _linear_steps(start, end, steps, dtype, op):
-    """PyTorch's two-sided linspace: start + i*step below halfway, end - (n-1-i)*step above.
-
-    Half types compute in their own arithmetic (rounding after every operation, as PyTorch's
-    CPU kernel does); other floats in float64; integer dtypes truncate start and end first and
-    step in float64.
-    """
-    if steps < 0:
-        raise RuntimeError(f"{op}: number of steps must be non-negative, got {steps}")
-    steps = int(steps)
-    if dtype.is_floating_point:
-        acc = dtype.numpy_dtype.type if dtype.itemsize == 2 else np.float64
-        _check_representable(op, dtype, start, end)
-        start, end = acc(start), acc(end)
-    else:
-        acc = np.float64
-        start, end = acc(int(start)), acc(int(end))
-    if steps == 1:
-        return np.array([start], dtype=acc)
-    step = (end - start) / acc(steps - 1)
-    index = np.arange(steps).astype(acc)
-    low = start + step * index
-    high = end - step * (acc(steps - 1) - index)
-    return np.where(np.arange(steps) < steps // 2, low, high)
-
-
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """`steps` values evenly spaced from `start` to `end`, both included."""
-    steps = _space_steps("linspace", start, end, steps, {"dtype": dtype, "device": device})
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    values = _linear_steps(start, end, steps, dtype, "linspace")
-    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
-                      requires_grad)
-
-
-def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
-    """base ** linspace(start, end, steps), computed in float64 and rounded once (integer
-    dtypes truncate start and end first, as PyTorch)."""
-    steps = _space_steps("logspace", start, end, steps, {"dtype": dtype, "device": device},
-                         ", float base = 10.0")
-    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    if dtype.is_floating_point:
-        _check_representable("logspace", dtype, start, end)
-    exponent_dtype = dtypes.float64 if dtype.is_floating_point else dtype
-    exponents = _linear_steps(start, end, steps, exponent_dtype, "logspace")
-    values = np.power(np.float64(base), exponents)
-    return _from_host(values.astype(dtype.numpy_dtype), factory_device(device), dtype,
-                      requires_grad)
-
-
-def _cast_copy(x, dtype, strides=None):
-    """A copy of `x` as `dtype` on its own device, outside the graph, at `strides` (see
-    copy_strides)."""
-    device = x.device
-    if strides is None:
-        return wrap(kernel("cast", device.type)(x._data, dtype), device, dtype)
-
-    def cast(arr):  # into a row-major array, which a numpy cast of a permuted view is not
-        out = kernel("empty", device.type)(arr.shape, dtype, device.index)
-        return kernel("copy_", device.type)(out, arr)
-    return wrap(copy_laid_out(x, strides, cast, dtype=dtype), device, dtype)
-
-
-class ToCopy(Function):
-    """A copy to another device and/or dtype, at `strides` (see copy_strides); the gradient goes
-    back the same way."""
-
-    linear = True
-
-    @staticmethod
-    def forward(ctx, x, device, dtype, non_blocking, strides=None):
-        ctx.src = (x.device, x.dtype)
-        if device is x.device or device == x.device:
-            return _cast_copy(x, dtype, strides)
-
-        def move(arr):
-            src = arr if x.dtype is dtype else kernel("cast", x.device.type)(arr, dtype)
-            host = kernel("to_numpy", x.device.type)(src, non_blocking)
-            return kernel("from_numpy", device.type)(host, device.index, non_blocking)
-        data = move(x._data) if strides is None else copy_laid_out(x, strides, move, device, dtype)
-        return Tensor._make(data, device, dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        device, dtype = ctx.src
-        return to_device_and_dtype(grad, device, dtype), None, None, None, None
-
-
-def to_device_and_dtype(t, device=None, dtype=None, non_blocking=False, copy=False,
-                        memory_format=None):
-    """`Tensor.to`: the tensor itself if nothing changes (unless `copy`; see _to_format for
-    `memory_format`), else a differentiable copy laid out in `memory_format` (copy_strides)."""
-    device = t.device if device is None or device is t.device else resolve(device)
-    dtype = dtype or t.dtype
-    if device == t.device:
-        if dtype is t.dtype and not copy:
-            return _to_format(t, memory_format)
-        if not records(t):  # nothing for the graph to record: the copy alone, no Function call
-            return _cast_copy(t, dtype, copy_strides(t, memory_format))
-    strides = copy_strides(t, memory_format)
-    if t.requires_grad and not dtype.is_floating_point and is_grad_enabled():
-        return ToCopy.apply(t.detach(), device, dtype, non_blocking, strides)
-    return ToCopy.apply(t, device, dtype, non_blocking, strides)
-
-
-class Clone(Function):
-    """A copy of `x` at `strides` (see copy_strides); the gradient passes through."""
-
-    linear = True
-
-    @staticmethod
-    def forward(ctx, x, strides=None):
-        if strides is None:
-            return wrap(call("contiguous", x), x.device, x.dtype)
-        return wrap(copy_laid_out(x, strides, kernel("contiguous", x.device.type)), x.device,
-                    x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-def clone(t, memory_format=None):
-    """A copy with its own memory, in the graph, laid out in `memory_format`: preserve_format,
-    the default, keeps `t`'s strides where it is dense (copy_strides)."""
-    strides = copy_strides(t, memory_format)
-    return Clone.apply(t) if strides is None else Clone.apply(t, strides)
-
-
-def contiguous(t, memory_format=None):
-    """`t` if already dense in `memory_format`'s order (row-major by default), else a copy that
-    is."""
-    if formats.dim_order(memory_format) is None:
-        return t if t.is_contiguous() else Clone.apply(t)
-    return t if t.is_contiguous(memory_format) else clone(t, memory_format)  # clone checks rank
-
-
-def _to_format(t, memory_format):
-    """`Tensor.to` of `t` to its own device and dtype, as PyTorch's: `t` under preserve_format,
-    and when `t` is laid out as `memory_format` already suggests (memory_formats.suggest); else
-    a copy laid out in `memory_format`."""
-    if memory_format is None or memory_format is formats.preserve_format:
-        return t
-    if formats.suggest(t._data.shape, t.stride()) is memory_format:
-        return t
-    return clone(t, memory_format)
-
-
-def copy_(self, src, non_blocking=False):
-    """Write `src` into `self` in place: broadcast to self's shape, cast, moved across devices."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
-    value = src.to(device=self.device, dtype=self.dtype, non_blocking=non_blocking)
-    if tuple(value.shape) != tuple(self.shape):
-        if broadcast_shapes(tuple(value.shape), tuple(self.shape), op="copy_") != tuple(self.shape):
-            raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
-                               f"the destination shape {list(self.shape)}")
-        value = value.expand(tuple(self.shape))
-    return write_result(self, value, "copy_")
-
-
 def fill_(self, value):
     """Set every element to `value` (a number, or a 0-d tensor whose gradient then flows), in
     place."""
@@ -701,76 +342,11 @@ def zero_(self):
     return fill_(self, 0)
 
 
-def parse_to(*args, device=None, dtype=None, non_blocking=False, copy=False,
-             memory_format=None):
-    """`Tensor.to`'s arguments as (device, dtype, non_blocking, copy, memory_format)."""
-    for arg in args:
-        if isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, dtypes.dtype):
-            dtype = arg
-        elif isinstance(arg, bool):
-            non_blocking = arg
-        elif arg is not None:
-            device = arg
-    if dtype is not None:
-        dtype = dtypes.as_dtype(dtype)
-    return device, dtype, non_blocking, copy, memory_format
-
-
-def resize_(t, *sizes, size=None, memory_format=None):
-    """Give `t` the shape `sizes`, laid out dense (row-major, or in a channels-last
-    `memory_format`) from its storage offset, in place. A storage too small for it is
-    replaced by a larger one that starts with the old one's values, as PyTorch grows a
-    storage; views taken before that keep the old storage."""
-    shape = _shape_arg(_sizes(sizes, size, "resize_"), "resize_")
-    if t.requires_grad:
-        raise RuntimeError("cannot resize variables that require grad")
-    order = formats.dim_order(memory_format)
-    if order is None:
-        strides = contiguous_strides(shape)
-    else:
-        formats.check_rank(len(shape), memory_format)
-        strides = formats.dense_strides(shape, order)
-    device_type = t.device.type
-    storage, offset = t._storage, t._offset
-    needed = offset + math.prod(shape)
-    if needed > storage.size:
-        grown = kernel("empty", device_type)((needed,), t.dtype, t.device.index)
-        head = kernel("as_strided", device_type)(grown, (storage.size,), (1,), 0)
-        kernel("copy_", device_type)(head, storage)
-        t._storage = storage = grown
-    t._data = kernel("as_strided", device_type)(storage, shape, strides, offset)
-    t._bump_version()
-    return t
-
-
-def resize_as_(t, other, memory_format=None):
-    """`resize_` to `other`'s shape."""
-    return resize_(t, tuple(other.shape), memory_format=memory_format)
-
-
-def _new_size(sizes, size, op):
-    """The shape given to new_zeros/new_ones/new_empty: sizes as arguments, one sequence, or
-    the `size` keyword, with torch's TypeErrors."""
-    if size is None and not sizes:
-        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
-    if size is not None and sizes:
-        raise TypeError(f"{op}() got multiple values for argument 'size'")
-    return _shape_arg(sizes if size is None else (size,), op)
-
-
 class CreationMethods:
-    """Tensor methods of this family: copies, fills, new tensors like this one, resizing, and
-    moves between devices and dtypes."""
+    """Tensor methods of this family: fills in place and new tensors like this one."""
 
-    copy_ = copy_
     fill_ = fill_
     zero_ = zero_
-    clone = clone
-    contiguous = contiguous
-    resize_ = resize_
-    resize_as_ = resize_as_
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A tensor of `data`, with this tensor's dtype and device unless given."""
@@ -798,65 +374,6 @@ class CreationMethods:
         return _full(size, fill_value, dtype or self.dtype, device or self.device,
                      requires_grad, "new_full")
 
-    def to(self, *args, **kwargs):
-        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`; self if nothing changes."""
-        if not kwargs and len(args) == 1 and args[0].__class__ is Dtype:  # to(dtype): the usual
-            return to_device_and_dtype(self, None, args[0])
-        device, dtype, non_blocking, copy, memory_format = parse_to(*args, **kwargs)
-        return to_device_and_dtype(self, device, dtype, non_blocking, copy, memory_format)
-
-    def cpu(self, memory_format=None):
-        """This tensor on the CPU (itself if already there)."""
-        return self.to("cpu", memory_format=memory_format)
-
-    def cuda(self, device=None, non_blocking=False, memory_format=None):
-        """This tensor on a CUDA device (the current one unless given)."""
-        if device is not None:
-            device = Device("cuda", device if isinstance(device, int) else Device(device).index)
-        return self.to("cuda" if device is None else device, non_blocking=non_blocking,
-                       memory_format=memory_format)
-
-    def float(self):
-        """`self.to(genesis.float32)`."""
-        return self.to(dtypes.float32)
-
-    def double(self):
-        """`self.to(genesis.float64)`."""
-        return self.to(dtypes.float64)
-
-    def half(self):
-        """`self.to(genesis.float16)`."""
-        return self.to(dtypes.float16)
-
-    def bfloat16(self):
-        """`self.to(genesis.bfloat16)`."""
-        return self.to(dtypes.bfloat16)
-
-    def long(self):
-        """`self.to(genesis.int64)`."""
-        return self.to(dtypes.int64)
-
-    def int(self):
-        """`self.to(genesis.int32)`."""
-        return self.to(dtypes.int32)
-
-    def short(self):
-        """`self.to(genesis.int16)`."""
-        return self.to(dtypes.int16)
-
-    def char(self):
-        """`self.to(genesis.int8)`."""
-        return self.to(dtypes.int8)
-
-    def byte(self):
-        """`self.to(genesis.uint8)`."""
-        return self.to(dtypes.uint8)
-
-    def bool(self):
-        """`self.to(genesis.bool)`."""
-        return self.to(dtypes.bool_)
-
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "frombuffer", "empty", "zeros", "ones", "full",
-           "empty_like", "zeros_like", "ones_like", "full_like", "eye", "arange", "linspace",
-           "logspace", "clone", "resize_as_"]
+           "empty_like", "zeros_like", "ones_like", "full_like", "eye"]

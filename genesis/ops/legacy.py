@@ -14,7 +14,8 @@ from .. import tensor as tensor_module
 from .._warnings import warn_once
 from ..device import factory_resolve, set_default_device
 from ..tensor import Size, Tensor
-from .creation import empty, tensor, to_device_and_dtype
+from .copies import to_device_and_dtype
+from .creation import empty, tensor
 
 _NAMES = {
     dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor", dtypes.float16: "HalfTensor",

@@ -12,9 +12,8 @@ from .._warnings import warn_once
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor, wrap_dim
-from .common import broadcast_shapes as _broadcast_shapes, sum_to
-from .creation import (CreationMethods, _finfo, _shape_arg, arange, as_tensor, empty, full_like,
-                       tensor, zeros)
+from .common import _finfo, broadcast_shapes as _broadcast_shapes, sum_to
+from .creation import CreationMethods, as_tensor, empty, full_like, tensor, zeros
 from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isfinite,
                           isinf, logaddexp, logical_and, remainder, sub, trunc, where)
 from .gather_scatter import index_select
@@ -23,9 +22,11 @@ from .linalg import tensordot
 from .named_tuples import return_type
 from .products import ProductsMethods
 from .random import multinomial
+from .ranges import arange
 from .reduce import cumprod, cumsum, sum, vector_norm
 from .shape import ShapeMethods, broadcast_to, chunk, diagonal, flatten, narrow, split, tensor_split
 from .shape_copies import cat, diag, stack
+from .size_args import _shape_arg
 from .special import SpecialMethods, float_operands
 
 _LN2 = math.log(2.0)

@@ -19,10 +19,10 @@ from ..device import factory_device, resolve
 from ..dispatch import has_kernel, kernel
 from ..random import generator_for, rng_for
 from ..tensor import Tensor
-from .creation import (_arg_type, _finfo, _from_host, _like, _shape_arg, _sizes, count_arg,
-                       empty, laid_out_like, tensor)
-from .common import wrap
+from .common import _finfo, wrap
+from .creation import _from_host, _like, empty, laid_out_like, tensor
 from .inplace import check_inplace_target
+from .size_args import _arg_type, _shape_arg, _sizes, count_arg
 
 
 def philox_args(device, generator, count):

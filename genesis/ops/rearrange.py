@@ -8,10 +8,12 @@ from ..autograd.function import Function
 from ..autograd.views import AsStridedScatter
 from ..tensor import Tensor, wrap_dim
 from .common import make_view
-from .creation import arange, clone, zeros
+from .copies import clone
+from .creation import zeros
 from .elementwise import _inplace, logical_xor, maximum, minimum, where
 from .gather_scatter import index_add
 from .index import _INDEX_DTYPES, index_put, nonzero
+from .ranges import arange
 from .reduce import amax, amin, prod, sum
 from .shape import as_strided, diagonal, flatten, movedim, narrow, reshape, select, transpose
 from .shape_copies import cat, flip

@@ -17,9 +17,9 @@ from ..dispatch import has_kernel, kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, make_view, normalize_dims, wrap
-from .creation import arange
 from .elementwise import abs, exp, isnan, logical_not, maximum, minimum, sign, where
 from .named_tuples import return_type
+from .ranges import arange
 
 _INF = float("inf")
 

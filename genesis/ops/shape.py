@@ -22,7 +22,8 @@ from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
-from .creation import _sizes, zeros
+from .creation import zeros
+from .size_args import _sizes
 
 
 def _geometry(t):

@@ -17,10 +17,12 @@ from ..dispatch import kernel
 from ..tensor import Tensor, wrap_dim
 from .autocast import autocast_policy
 from .common import call, cast, check_devices, contiguous_strides, normalize_dims, wrap
-from .creation import _sizes, clone, zeros
+from .copies import clone
+from .creation import zeros
 from .elementwise import _inplace
 from .shape import (ReshapeCopy, SubView, atleast_1d, atleast_2d, atleast_3d, diagonal_geometry,
                     expand, flatten, narrow, reshape, scatter_region, sizes_arg, unsqueeze)
+from .size_args import _sizes
 
 
 def _is_legacy_empty(t):

@@ -13,8 +13,8 @@ import math
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
-from .common import broadcast_shapes, sum_to
-from .creation import _finfo, tensor
+from .common import _finfo, broadcast_shapes, sum_to
+from .creation import tensor
 from .elementwise import (_inplace, abs, cos, erf, erfc, exp, floor, log, log1p, logical_and,
                           sigmoid, sign, sin, sqrt, tan, where, xlogy)
 from .reduce import amin

@@ -13,11 +13,12 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor, wrap_dim
-from .creation import arange, full, tensor
+from .creation import full, tensor
 from .elementwise import isnan, lerp, logaddexp, logical_not, logical_or, where
 from .gather_scatter import gather
 from .linalg import mm
 from .named_tuples import return_type
+from .ranges import arange
 from .reduce import amax, amin, any as any_, nansum, sum
 from .shape import flatten, movedim, narrow, reshape
 from .shape_copies import cat, diag

@@ -7,8 +7,9 @@ Values are computed in the requested floating type (float32 for half types, roun
 import math
 
 from .. import dtypes
-from .creation import arange, full, ones, zeros
+from .creation import full, ones, zeros
 from .elementwise import abs, cos, sqrt
+from .ranges import arange
 from .special import i0
 
 

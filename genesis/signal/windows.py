@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from .. import dtypes
 from ..layouts import strided
-from ..ops import creation
+from ..ops import creation, ranges
 from ..ops import elementwise as ew
 from ..special import i0
 
@@ -43,8 +43,8 @@ def _trivial(M, dtype, device, requires_grad):
 
 def _samples(start, step, M, dtype, device, requires_grad):
     """M points start, start + step, ...: the window's argument."""
-    return creation.linspace(start, start + (M - 1) * step, M, dtype=dtype, device=device,
-                             requires_grad=requires_grad)
+    return ranges.linspace(start, start + (M - 1) * step, M, dtype=dtype, device=device,
+                           requires_grad=requires_grad)
 
 
 def _span(M, sym):
@@ -104,7 +104,7 @@ def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=strided, device=None,
     beta = creation.tensor(beta, dtype=dtype, device=device)
     start = -beta
     end = ew.minimum(beta, start + (M - 1) * (2.0 * beta / _span(M, sym)))
-    k = creation.linspace(start, end, M, dtype=dtype, device=device, requires_grad=requires_grad)
+    k = ranges.linspace(start, end, M, dtype=dtype, device=device, requires_grad=requires_grad)
     return i0(ew.sqrt(beta * beta - k ** 2)) / i0(beta)
 
 
@@ -122,7 +122,7 @@ def general_cosine(M, *, a, sym=True, dtype=None, layout=strided, device=None,
     k = _samples(0.0, 2 * math.pi / _span(M, sym), M, dtype, device, requires_grad)
     a_i = creation.tensor([(-1) ** i * w for i, w in enumerate(a)], dtype=dtype, device=device,
                           requires_grad=requires_grad)
-    i = creation.arange(a_i.shape[0], dtype=dtype, device=device, requires_grad=requires_grad)
+    i = ranges.arange(a_i.shape[0], dtype=dtype, device=device, requires_grad=requires_grad)
     return (a_i.unsqueeze(-1) * ew.cos(i.unsqueeze(-1) * k)).sum(0)
 
 

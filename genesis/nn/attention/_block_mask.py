@@ -18,7 +18,7 @@ import operator
 import warnings
 
 from ... import dtypes
-from ...ops import creation
+from ...ops import creation, ranges
 from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.common import broadcast_shapes
@@ -95,7 +95,7 @@ def index_grid(start, stop, dim, device):
     """int32 arange(start, stop) laid along `dim` of four (b, h, q_idx, kv_idx) dims."""
     shape = [1, 1, 1, 1]
     shape[dim] = stop - start
-    return creation.arange(start, stop, dtype=dtypes.int32, device=device).view(*shape)
+    return ranges.arange(start, stop, dtype=dtypes.int32, device=device).view(*shape)
 
 
 def bhqk_grids(batch, heads, q_len, kv_len, device):
@@ -168,7 +168,7 @@ def _ordered_to_dense(num_blocks_in_row, col_indices, num_cols):
     """The dense int32 (..., rows, num_cols) block matrix of (num_blocks_in_row, col_indices);
     the entries past a row's count are ignored (scattered to a dropped extra column)."""
     device = col_indices.device
-    listed = creation.arange(col_indices.shape[-1], dtype=dtypes.int32, device=device)
+    listed = ranges.arange(col_indices.shape[-1], dtype=dtypes.int32, device=device)
     valid = listed < num_blocks_in_row.unsqueeze(-1)
     cols = ew.where(valid, col_indices, num_cols).to(dtypes.int64)
     dense = creation.zeros((*col_indices.shape[:-1], num_cols + 1), dtype=dtypes.int32,

@@ -26,7 +26,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...backends.cuda import sdp
 from ...backends.cuda.sdp import SDPAParams, SDPBackend
 from ...dispatch import has_kernel
-from ...ops import creation, linalg
+from ...ops import creation, linalg, ranges
 from ...ops import elementwise as ew
 from ...ops import shape_copies
 from ...ops.autocast import autocast_policy
@@ -213,7 +213,7 @@ def cached_attention(query, key, value, attn_mask=None, valid_length=None, scale
     if _decodable(query, key, value, attn_mask, True):
         return _decode(query, key, value, attn_mask, valid_length, scale)
     if attn_mask is None and valid_length is not None:
-        attn_mask = creation.arange(key.shape[2], device=key.device) < valid_length
+        attn_mask = ranges.arange(key.shape[2], device=key.device) < valid_length
     return scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, scale=scale,
                                         enable_gqa=True)
 

@@ -16,7 +16,8 @@ from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import no_grad
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
-from ...ops.creation import arange, full, tensor
+from ...ops.creation import full, tensor
+from ...ops.ranges import arange
 from ...ops.shape_copies import cat
 from ...tensor import Tensor
 

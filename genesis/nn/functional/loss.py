@@ -11,7 +11,7 @@ from ...ops import elementwise as ew
 from ...ops.activation import softplus
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, check_devices, wrap
-from ...ops.creation import arange
+from ...ops.ranges import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss, warn
 from .activation import log_softmax, softmax
 

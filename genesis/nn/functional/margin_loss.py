@@ -5,7 +5,7 @@ from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
-from ...ops.creation import arange
+from ...ops.ranges import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss
 from .activation import logsigmoid
 from .distance import pairwise_distance

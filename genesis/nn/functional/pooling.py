@@ -19,7 +19,7 @@ import numpy as np
 from ... import dtypes
 from ...autograd.function import Function, name_node
 from ...dispatch import has_kernel
-from ...ops import creation, elementwise, linalg, random
+from ...ops import creation, elementwise, linalg, random, ranges
 from ...ops.common import call, wrap
 from ._utils import in_format_of, ntuple
 from .conv import HALF_TYPES, Im2Col, _Geometry, batched, unbatch
@@ -88,7 +88,7 @@ class _Pool:
 def _positions(size, device):
     """(1, 1, *size) int64 tensor of flat positions, run through the same windows as the input
     to turn a window-local argmax into PyTorch's index."""
-    return creation.arange(math.prod(size), device=device).reshape(1, 1, *size)
+    return ranges.arange(math.prod(size), device=device).reshape(1, 1, *size)
 
 
 def _pick(position_windows, argmax, dim):

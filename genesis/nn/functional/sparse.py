@@ -3,7 +3,7 @@
 from ... import dtypes
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...ops import creation
+from ...ops import creation, ranges
 from ...ops import elementwise as ew
 from ...ops.common import call, wrap
 from ...ops.index import Index, IndexAddToZeros
@@ -102,5 +102,5 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
         raise RuntimeError("one_hot: Class values must be smaller than num_classes and "
                            "non-negative.")
-    classes = creation.arange(num_classes, device=tensor.device)
+    classes = ranges.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)

@@ -11,7 +11,7 @@ import math
 
 from ... import dtypes
 from ...autograd.function import Function, name_node
-from ...ops import creation, elementwise, linalg, shape_copies
+from ...ops import creation, elementwise, linalg, ranges, shape_copies
 from ...ops.autocast import autocast_policy
 from ._utils import in_format_of, warn
 from .conv import HALF_TYPES
@@ -94,7 +94,7 @@ def _base_coords(size, align_corners, like):
     """Normalised pixel centres along one dim, in [-1, 1]."""
     if size <= 1:
         return creation.zeros(size, dtype=like.dtype, device=like.device)
-    line = creation.linspace(-1, 1, size, dtype=like.dtype, device=like.device)
+    line = ranges.linspace(-1, 1, size, dtype=like.dtype, device=like.device)
     return line if align_corners else line * ((size - 1) / size)
 
 

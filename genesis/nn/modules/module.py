@@ -11,7 +11,8 @@ from collections import OrderedDict, namedtuple
 
 from ... import __future__, dtypes
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import empty_like, parse_to
+from ...ops.copies import parse_to
+from ...ops.creation import empty_like
 from ...tensor import RemovableHandle, Tensor
 from ...utils._swap import swap_tensors
 from ..parameter import Buffer, Parameter, is_lazy

@@ -1,0 +1,100 @@
+"""Size and integer arguments read as PyTorch's argument parser reads them: the shape given as
+`f(2, 3)`, `f((2, 3))` or `f(size=(2, 3))`, integer counts, and the parser's TypeErrors."""
+
+import operator
+
+from .. import dtypes
+from ..device import device as Device
+from ..dtypes import dtype as Dtype
+from ..tensor import Tensor
+
+
+def _shape_arg(size, op):
+    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative integers
+    (numpy's and one-element integer tensors too), with PyTorch's TypeErrors for others."""
+    if len(size) == 1:
+        first = size[0]
+        if type(first) is int and first >= 0:  # f(n): the usual case, checked first
+            return size
+        if isinstance(first, (tuple, list)):  # Size is a tuple
+            size = first
+        elif count_arg(first) is None:
+            raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{_arg_type(first)}")
+    elif size and count_arg(size[0]) is None:  # f(a, b, ...) whose a is no integer
+        raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
+    for s in size:
+        if type(s) is not int or s < 0:
+            break
+    else:  # plain non-negative ints, the usual case
+        return tuple(size)
+    shape = tuple(_size_item(s, i, op) for i, s in enumerate(size))
+    if shape and min(shape) < 0:
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
+                           f"{list(shape)}")
+    return shape
+
+
+def _size_item(value, i, op):
+    """Element `i` of a size as an int: an integer, or a bool past the first (as PyTorch's
+    parser reads them)."""
+    n = count_arg(value)
+    if n is not None:
+        return n
+    if i == 0:
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but found "
+                        f"element of type {_arg_type(value)} at pos 0")
+    if isinstance(value, bool):
+        return int(value)
+    raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with "
+                    f'error "type must be tuple of ints,but got {_arg_type(value)}"')
+
+
+def _sizes(args, size, op, name="size"):
+    """The size given positionally (`f(2, 3)`, `f((2, 3))`) or by keyword (`f(size=(2, 3))`,
+    which must be a sequence; `name` is the keyword's), as the argument tuple `_shape_arg`
+    reads."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return (size,)
+
+
+def _new_size(sizes, size, op):
+    """The shape given to new_zeros/new_ones/new_empty: sizes as arguments, one sequence, or
+    the `size` keyword, with torch's TypeErrors."""
+    if size is None and not sizes:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    if size is not None and sizes:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    return _shape_arg(sizes if size is None else (size,), op)
+
+
+def count_arg(value):
+    """`value` as a Python int where PyTorch's parser takes it for an int argument (a Python or
+    numpy integer, an integer tensor of one element; not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, Tensor):
+        integral = not value.dtype.is_floating_point and value.dtype is not dtypes.bool_
+        return int(value.item()) if integral and value.numel() == 1 else None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _arg_type(value):
+    """How PyTorch's argument errors name a value's type."""
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, Dtype):
+        return "torch.dtype"
+    if isinstance(value, Device):
+        return "torch.device"
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
