@@ -497,3 +497,34 @@ def test_float_views_keep_dtype_and_grad(dtype, rng, device):
     out_t.sum().backward()
     assert_close(leaf_g.grad, leaf_t.grad)
 
+
+
+_SIZE_CALLS = ["x.view(2.0, 3)", "x.view((2.0, 3))", "x.view(-1.0)", "x.view(np.int64(3), 2)",
+               "x.view(lib.tensor(3), 2)", "x.view([3, 2.5])", "x.view('a')",
+               "x.reshape(2.0, 3)", "x.reshape((2.0, 3))", "x.reshape(3, 2.0)",
+               "x.reshape((3, 2.0))", "x.reshape(np.int32(3), -1)", "x.reshape(True, 6)",
+               "x.reshape(None)", "lib.reshape(x, (2.0, 3))", "lib.reshape(x, (3, 2.0))",
+               "lib.reshape(x, 6.0)", "x.expand(2.0, 3)", "x.expand((2, 3.0))",
+               "x.expand(2, 2, 3)", "x.permute(0.0, 1)", "x.permute((1, 0.0))",
+               "x.permute(1, True)", "lib.permute(x, (0.0, 1))", "lib.permute(x, 1.0)",
+               "x.repeat(2.0, 1)", "x.repeat((2, 1.5))", "x.repeat(2, None)", "x.flip(0.0)",
+               "x.flip((0, 1.0))", "lib.flip(x, (0.0,))", "x.tile((2.0,))", "x.tile(2, 1.0)",
+               "lib.tile(x, (2.0, 1))", "x.unflatten(1, (3.0, 1))", "x.split([1.0, 1.0])",
+               "lib.broadcast_to(x, (2.0, 3))"]
+
+
+def _size_outcomes(lib):
+    out = []
+    for call in _SIZE_CALLS:
+        try:
+            out.append(tuple(eval(call, {"lib": lib, "np": np, "x": lib.ones(2, 3)}).shape))
+        except (TypeError, RuntimeError) as e:
+            out.append(f"{type(e).__name__}: {e}")
+    return out
+
+
+def test_sizes_and_dims_of_other_types_as_torch():
+    """view, reshape, expand, permute, repeat, flip, tile, unflatten, split and broadcast_to
+    take integers (numpy's, one-element integer tensors and bools past the first too); others
+    get PyTorch's TypeErrors, naming the argument and its position (view's: its overloads)."""
+    assert _size_outcomes(genesis) == _size_outcomes(torch)

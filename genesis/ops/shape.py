@@ -23,18 +23,11 @@ from ..tensor import Tensor, wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
 from .creation import zeros
-from .size_args import _sizes
+from .size_args import _arg_type, _sizes, count_arg, int_list
 
 
 def _geometry(t):
     return t._data.shape, t.stride(), t._offset
-
-
-def sizes_arg(args):
-    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])` (entries may be -1 or 0-d int tensors)."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = args[0]
-    return tuple(map(operator.index, args))
 
 
 def infer_size(shape, numel, op):
@@ -295,7 +288,9 @@ def view(self, *shape, size=None, dtype=None):
             raise TypeError("view() received an invalid combination of arguments: expected "
                             "either (dtype) or (size)")
         return view_dtype(self, dtype)
-    shape = infer_size(sizes_arg(_sizes(shape, size, "view")), self.numel(), "view")
+    shape = _sizes(shape, size, "view")
+    _check_view_arguments(shape)
+    shape = infer_size(int_list(shape, "view"), self.numel(), "view")
     strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -304,9 +299,39 @@ def view(self, *shape, size=None, dtype=None):
     return View.apply(self, shape, strides)
 
 
+def _check_view_arguments(args):
+    """torch's TypeError for view's arguments where they fit neither of its overloads, (dtype)
+    and (size): more than one argument, the first no integer; or one argument that is neither
+    an integer nor a sequence starting with one (a dtype is taken before)."""
+    if not args or type(args[0]) is int:  # the usual case
+        return
+    given = ", ".join(_arg_type(a) for a in args)
+    if len(args) > 1:
+        if count_arg(args[0]) is None:
+            raise TypeError(f"view() received an invalid combination of arguments - got "
+                            f"({given}), but expected one of:\n * (torch.dtype dtype)\n * "
+                            "(tuple of ints size)\n")
+        return
+    first = args[0]
+    if isinstance(first, (tuple, list)):
+        if not first or count_arg(first[0]) is not None:
+            return
+        given = type(first).__name__
+        invalid = f"{given} of ({', '.join(_arg_type(a) for a in first)})"
+    elif count_arg(first) is None:
+        invalid = given
+    else:
+        return
+    mismatch = ("      didn't match because some of the arguments have invalid types: "
+                f"(!{invalid}!)\n")
+    raise TypeError(f"view() received an invalid combination of arguments - got ({given}), but "
+                    f"expected one of:\n * (torch.dtype dtype)\n{mismatch} * (tuple of ints "
+                    f"size)\n{mismatch}")
+
+
 def reshape(input, shape):
     """A view when the strides allow one, else a contiguous copy."""
-    shape = infer_size(sizes_arg((shape,)), input.numel(), "reshape")
+    shape = infer_size(int_list((shape,), "reshape", "shape", 2), input.numel(), "reshape")
     strides = view_strides(input._data.shape, input.stride(), shape)
     if strides is None:
         return name_node(ReshapeCopy.apply(input, shape), "UnsafeViewBackward0")
@@ -377,7 +402,7 @@ def _check_mergeable(shape, strides, offset, ratio, what):
 
 def permute(input, dims):
     """Reorder the dims; `dims` must name each dim once."""
-    dims = sizes_arg((dims,))
+    dims = int_list((dims,), "permute", "dims", 2)
     if len(dims) != input.ndim:
         raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
                            "not match the length of the desired ordering of dimensions i.e. "
@@ -447,7 +472,7 @@ def adjoint(input):
 
 def expand(self, *sizes, size=None):
     """A broadcast view: size-1 dims repeat with stride 0, -1 keeps a size, new dims lead."""
-    sizes = sizes_arg(_sizes(sizes, size, "expand"))
+    sizes = int_list(_sizes(sizes, size, "expand"), "expand")
     if len(sizes) < self.ndim:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({self.ndim})")
@@ -477,7 +502,7 @@ def expand_as(self, other):
 
 def broadcast_to(input, size):
     """A view of `input` broadcast to `size` (no copy)."""
-    return expand(input, tuple(size))
+    return expand(input, int_list((size,), "broadcast_to", "size", 2))
 
 
 def squeeze(input, dim=None):
@@ -517,7 +542,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     """Split dim `dim` into `sizes` (one may be -1)."""
     dim = wrap_dim(dim, input.ndim, "unflatten")
-    sizes = sizes_arg((sizes,))
+    sizes = int_list((sizes,), "unflatten", "sizes", 2)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
     size = input.shape[dim]
@@ -588,7 +613,7 @@ def split(tensor, split_size_or_sections, dim=0):
     dim = wrap_dim(dim, tensor.ndim, "split")
     size = tensor.shape[dim]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = sizes_arg((split_size_or_sections,))
+        sizes = int_list((split_size_or_sections,), "split_with_sizes", "split_sizes", 2)
         if sum(sizes) != size or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
                                f"(input tensor's size at dimension {dim}), but got "
@@ -734,13 +759,14 @@ class ShapeMethods:
 
     def reshape(self, *sizes, shape=None):
         """This tensor with `shape` (a view when the strides allow, else a copy)."""
-        return reshape(self, sizes_arg(_sizes(sizes, shape, "reshape", "shape")))
+        return reshape(self, int_list(_sizes(sizes, shape, "reshape", "shape"), "reshape",
+                                      "shape"))
 
     reshape_as = reshape_as
 
     def permute(self, *order, dims=None):
         """A view with the dimensions in the order `dims`."""
-        return permute(self, sizes_arg(_sizes(order, dims, "permute", "dims")))
+        return permute(self, int_list(_sizes(order, dims, "permute", "dims"), "permute", "dims"))
 
     transpose = transpose
     swapaxes = transpose

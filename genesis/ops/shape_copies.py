@@ -21,8 +21,8 @@ from .copies import clone
 from .creation import zeros
 from .elementwise import _inplace
 from .shape import (ReshapeCopy, SubView, atleast_1d, atleast_2d, atleast_3d, diagonal_geometry,
-                    expand, flatten, narrow, reshape, scatter_region, sizes_arg, unsqueeze)
-from .size_args import _sizes
+                    expand, flatten, narrow, reshape, scatter_region, unsqueeze)
+from .size_args import _sizes, int_list
 
 
 def _is_legacy_empty(t):
@@ -181,7 +181,7 @@ class Flip(Function):
 
 def flip(input, dims):
     """A copy with the order of `dims` reversed."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = int_list((dims,), "flip", "dims", 2)
     return Flip.apply(input, normalize_dims(dims, input.ndim, "flip"))
 
 
@@ -255,7 +255,7 @@ tril, triu = _triangle("tril"), _triangle("triu")
 
 def repeat(self, *sizes, repeats=None):
     """Tile the tensor `sizes` times along each dim (leading sizes add dims); a copy."""
-    sizes = sizes_arg(_sizes(sizes, repeats, "repeat", "repeats"))
+    sizes = int_list(_sizes(sizes, repeats, "repeat", "repeats"), "repeat", "repeats")
     if len(sizes) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
@@ -269,7 +269,7 @@ def repeat(self, *sizes, repeats=None):
 
 def tile(input, dims):
     """`repeat` with `dims` padded by leading ones to the tensor's rank."""
-    dims = sizes_arg((dims,))
+    dims = int_list((dims,), "tile", "dims", 2)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -304,7 +304,7 @@ class ShapeCopyMethods:
 
     def flip(self, *order, dims=None):
         """A copy with the order of elements reversed along `dims`."""
-        return flip(self, sizes_arg(_sizes(order, dims, "flip", "dims")))
+        return flip(self, int_list(_sizes(order, dims, "flip", "dims"), "flip", "dims"))
 
     fliplr = fliplr
     flipud = flipud
@@ -315,7 +315,7 @@ class ShapeCopyMethods:
 
     def tile(self, *reps, dims=None):
         """This tensor repeated `dims` times along each dimension."""
-        return tile(self, sizes_arg(_sizes(reps, dims, "tile", "dims")))
+        return tile(self, int_list(_sizes(reps, dims, "tile", "dims"), "tile", "dims"))
 
     diag = diag
     diag_embed = diag_embed

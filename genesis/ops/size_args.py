@@ -9,45 +9,51 @@ from ..dtypes import dtype as Dtype
 from ..tensor import Tensor
 
 
-def _shape_arg(size, op):
-    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])`; sizes must be non-negative integers
-    (numpy's and one-element integer tensors too), with PyTorch's TypeErrors for others."""
-    if len(size) == 1:
-        first = size[0]
-        if type(first) is int and first >= 0:  # f(n): the usual case, checked first
-            return size
+def int_list(args, op, name="size", position=1):
+    """The integers of an int-list argument given as `f(2, 3)`, `f((2, 3))` or `f([2, 3])`
+    (numpy's and one-element integer tensors too, bools past the first), with PyTorch's
+    TypeErrors for other values, naming the argument `name` at `position`."""
+    if len(args) == 1:
+        first = args[0]
+        if type(first) is int:  # f(n): the usual case, checked first
+            return args
         if isinstance(first, (tuple, list)):  # Size is a tuple
-            size = first
+            args = first
         elif count_arg(first) is None:
-            raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
-                            f"{_arg_type(first)}")
-    elif size and count_arg(size[0]) is None:  # f(a, b, ...) whose a is no integer
-        raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
-    for s in size:
-        if type(s) is not int or s < 0:
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of "
+                            f"ints, not {_arg_type(first)}")
+    elif args and count_arg(args[0]) is None:  # f(a, b, ...) whose a is no integer
+        raise TypeError(f"{op}() takes 1 positional argument but {len(args)} were given")
+    for s in args:
+        if type(s) is not int:
             break
-    else:  # plain non-negative ints, the usual case
-        return tuple(size)
-    shape = tuple(_size_item(s, i, op) for i, s in enumerate(size))
-    if shape and min(shape) < 0:
-        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
-                           f"{list(shape)}")
-    return shape
+    else:  # plain ints, the usual case
+        return tuple(args)
+    return tuple(_list_item(s, i, op, name, position) for i, s in enumerate(args))
 
 
-def _size_item(value, i, op):
-    """Element `i` of a size as an int: an integer, or a bool past the first (as PyTorch's
-    parser reads them)."""
+def _list_item(value, i, op, name, position):
+    """Element `i` of an int list as an int: an integer, or a bool past the first (as
+    PyTorch's parser reads them)."""
     n = count_arg(value)
     if n is not None:
         return n
     if i == 0:
-        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but found "
-                        f"element of type {_arg_type(value)} at pos 0")
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, "
+                        f"but found element of type {_arg_type(value)} at pos 0")
     if isinstance(value, bool):
         return int(value)
-    raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with "
+    raise TypeError(f"{op}(): argument '{name}' failed to unpack the object at pos {i + 1} with "
                     f'error "type must be tuple of ints,but got {_arg_type(value)}"')
+
+
+def _shape_arg(size, op):
+    """A new tensor's sizes (`int_list`), which must be non-negative."""
+    shape = int_list(size, op)
+    if shape and min(shape) < 0:
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
+                           f"{list(shape)}")
+    return shape
 
 
 def _sizes(args, size, op, name="size"):
