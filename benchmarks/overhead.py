@@ -26,6 +26,7 @@ share of the eager rows there.
 import argparse
 import contextlib
 import cProfile
+import gc
 import json
 import pstats
 import sys
@@ -173,11 +174,17 @@ MODEL_CASES = {"prefill": _prefill_cases, "gpt2_step": _gpt2_step_cases}
 
 def run_model_cases(kind, repeats):
     """One row per case of MODEL_CASES[kind]: genesis microseconds per call; the prefill's
-    under no_grad."""
+    under no_grad. The models' objects are frozen out of the garbage collector's way first, as
+    gpt2.py times its steps: a full collection over them would land in some repeats only."""
     cases = MODEL_CASES[kind]()
-    with genesis.no_grad() if kind == "prefill" else contextlib.nullcontext():
-        return [{"case": name, "genesis_us": round(_time_per_call(fn, iters, repeats), 2)}
-                for name, (fn, iters) in cases.items()]
+    gc.collect()
+    gc.freeze()
+    try:
+        with genesis.no_grad() if kind == "prefill" else contextlib.nullcontext():
+            return [{"case": name, "genesis_us": round(_time_per_call(fn, iters, repeats), 2)}
+                    for name, (fn, iters) in cases.items()]
+    finally:
+        gc.unfreeze()
 
 
 def _time_per_call(fn, iters, repeats):
