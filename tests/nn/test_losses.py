@@ -1,5 +1,7 @@
 """Loss modules and functions against torch: values and gradients of input (and target)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -221,6 +223,32 @@ def test_loss_errors(device):
         F.cross_entropy(randn(2, 3), tensor([0, 1]), label_smoothing=1.5)
     with pytest.warns(UserWarning, match="different to the input size"):
         F.mse_loss(randn(2, 3), randn(3))
+
+
+def _raised_or_warned(lib, fn, args):
+    """What `fn(*args)` of `lib` raises or warns: (category, text), or None."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn(*args)
+        except (ValueError, RuntimeError) as e:
+            return type(e), str(e)
+    return (caught[0].category, str(caught[0].message)) if caught else None
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                                  "binary_cross_entropy", "binary_cross_entropy_with_logits"])
+def test_mismatched_target_size_messages_print_sizes_as_torch(name, rng, device):
+    """A target of another shape than the input (a DQN's Q-values (N, 1) against targets (N),
+    a classifier's (N, 1) logits against labels (N)) is warned of or refused in torch's words,
+    its sizes printed as torch.Size([...])."""
+    shapes = [(3, 1), (3,)] if rng.random() < 0.5 else [(2, 4), (4,)]
+    x, y = (rng.uniform(0.1, 0.9, shape).astype(np.float32) for shape in shapes)
+    got = _raised_or_warned(genesis, getattr(nn.functional, name),
+                            (genesis.tensor(x, device=device), genesis.tensor(y, device=device)))
+    expected = _raised_or_warned(torch, getattr(torch.nn.functional, name),
+                                 (torch.from_numpy(x), torch.from_numpy(y)))
+    assert got == expected
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

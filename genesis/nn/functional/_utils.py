@@ -39,6 +39,11 @@ def laid_out(out, fmt):
     return copy if node is None else name_node(copy, node.name())
 
 
+def size_text(t):
+    """`t`'s shape as PyTorch's Python-facing messages print a size: torch.Size([2, 3])."""
+    return f"torch.Size({list(t.shape)})"
+
+
 def check_reduction(reduction, op):
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{op}: {reduction} is not a valid value for reduction")

@@ -12,7 +12,7 @@ from ...ops.activation import softplus
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, check_devices, wrap
 from ...ops.ranges import arange
-from ._utils import check_reduction, legacy_reduction, reduce_loss, warn
+from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text, warn
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -255,8 +255,8 @@ def _cross_entropy_grad(g, x, target, weight, ignore_index, reduction):
 
 def _check_same_size(input, target, op):
     if tuple(target.shape) != tuple(input.shape):
-        warn(f"Using a target size ({list(target.shape)}) that is different to the input "
-             f"size ({list(input.shape)}). This will likely lead to incorrect results due "
+        warn(f"Using a target size ({size_text(target)}) that is different to the input "
+             f"size ({size_text(input)}). This will likely lead to incorrect results due "
              "to broadcasting. Please ensure they have the same size.")
 
 
@@ -343,8 +343,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "binary_cross_entropy")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the "
-                         f"input size ({list(input.shape)}) is deprecated. Please ensure they have "
+        raise ValueError(f"Using a target size ({size_text(target)}) that is different to the "
+                         f"input size ({size_text(input)}) is deprecated. Please ensure they have "
                          "the same size.")
     if input.numel() and input.device.type == "cpu" and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -364,8 +364,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "binary_cross_entropy_with_logits")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
-                         f"({list(input.shape)})")
+        raise ValueError(f"Target size ({size_text(target)}) must be the same as input size "
+                         f"({size_text(input)})")
     softplus_neg = softplus(-input)
     if pos_weight is None:
         loss = (1 - target) * input + softplus_neg

@@ -6,7 +6,7 @@ from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
 from ...ops.ranges import arange
-from ._utils import check_reduction, legacy_reduction, reduce_loss
+from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text
 from .activation import logsigmoid
 from .distance import pairwise_distance
 
@@ -24,13 +24,9 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     reduction = _reduction(size_average, reduce, reduction, "margin_ranking_loss")
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
-                           f"target: {_size(target)} ")
+                           f"but got sizes: input1: {size_text(input1)}, input2: "
+                           f"{size_text(input2)}, target: {size_text(target)} ")
     return reduce_loss(ew.clamp_min(-target * (input1 - input2) + margin, 0), reduction)
-
-
-def _size(t):
-    return f"torch.Size({list(t.shape)})"
 
 
 @autocast_policy("hinge_embedding_loss")
