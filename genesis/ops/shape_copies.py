@@ -84,8 +84,8 @@ class Cat(Function):
 
 def _check_cat(tensors, dim, op):
     """The wrapped dim for cat; errors for empty lists, 0-d tensors and mismatched shapes."""
-    if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    if not tensors:  # refused by torch's argument parser, in its words
+        raise ValueError(f"torch.{op}(): expected a non-empty list of Tensors")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(x).__name__} at "
@@ -142,15 +142,23 @@ def stack(tensors, dim=0):
     return name_node(cat([unsqueeze(x, dim) for x in tensors], dim), "StackBackward0")
 
 
+def _nonempty(tensors, op):
+    """`tensors` as a tuple; torch's error for an empty one, named after `op`."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return tensors
+
+
 def hstack(tensors):
     """Tensors joined column-wise (along dim 1, or dim 0 for 1-d ones)."""
-    tensors = atleast_1d(tuple(tensors))
+    tensors = atleast_1d(_nonempty(tensors, "hstack"))
     return cat(tensors, 0 if all(x.ndim == 1 for x in tensors) else 1)
 
 
 def vstack(tensors):
     """Tensors joined row-wise, 1-d ones as rows."""
-    return cat(atleast_2d(tuple(tensors)), 0)
+    return cat(atleast_2d(_nonempty(tensors, "vstack")), 0)
 
 
 row_stack = vstack
@@ -158,11 +166,12 @@ row_stack = vstack
 
 def dstack(tensors):
     """Tensors joined depth-wise (along dim 2), each made at least 3-d."""
-    return cat(atleast_3d(tuple(tensors)), 2)
+    return cat(atleast_3d(_nonempty(tensors, "dstack")), 2)
 
 
 def column_stack(tensors):
     """Tensors joined as columns, 0-d and 1-d ones as single columns."""
+    tensors = _nonempty(tensors, "column_stack")
     return hstack([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in tensors])
 
 
