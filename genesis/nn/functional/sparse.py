@@ -99,8 +99,9 @@ def one_hot(tensor, num_classes=-1):
         if tensor.numel() == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max()) + 1
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
-        raise RuntimeError("one_hot: Class values must be smaller than num_classes and "
-                           "non-negative.")
+    if tensor.numel() and int(tensor.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if tensor.numel() and int(tensor.max()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     classes = ranges.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
