@@ -1,6 +1,7 @@
 """Run a genesis function and its torch counterpart on the same random inputs and compare the
 outputs and the gradients of every floating input (used by the spatial layer tests)."""
 
+import math
 import warnings
 
 import numpy as np
@@ -117,6 +118,19 @@ def assert_kept_close(got, expected, drift=0.0):
     close = (np.abs(got - expected) <= bound) | (np.isnan(got) & np.isnan(expected))
     assert close.all(), (f"genesis {got[~close]} against torch {expected[~close]} (bound "
                          f"{bound[~close]})")
+
+
+def assert_case_trains_as_torch(build, step, keeps, arrays, device, steps):
+    """A ported case run in both frameworks (run_both, with every warning given each time):
+    torch's losses finite, genesis's within 2e-4 of them, the same warnings, and what the case
+    keeps close (assert_kept_close)."""
+    expected, got = run_both(build, arrays, device, lambda lib, model, data: run_case(
+        lib, model, data, step, keeps, steps, warn_always=True))
+    assert all(math.isfinite(v) for v in expected[0])
+    assert set(got[2]) == set(expected[2])
+    np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
+    for g, t in zip(got[1], expected[1], strict=True):
+        assert_kept_close(g, t)
 
 
 def torch_state(g_module):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from nn_compare import assert_kept_close, run_both, run_case
+from nn_compare import assert_case_trains_as_torch
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -877,11 +877,4 @@ def _data(rng):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_nlp_speech_model_trains_as_torch(name, rng, device):
-    build, step, keeps = CASES[name]
-    expected, got = run_both(build, _data(rng), device, lambda lib, model, data: run_case(
-        lib, model, data, step, keeps, STEPS, warn_always=True))
-    assert all(math.isfinite(v) for v in expected[0])
-    assert set(got[2]) == set(expected[2])
-    np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
-    for g, t in zip(got[1], expected[1], strict=True):
-        assert_kept_close(g, t)
+    assert_case_trains_as_torch(*CASES[name], _data(rng), device, STEPS)
