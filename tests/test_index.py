@@ -818,3 +818,30 @@ def test_basic_index_node_names_match_torch(index):
     g = genesis.ones(3, 4, 5, requires_grad=True)[index]
     t = torch.ones(3, 4, 5, requires_grad=True)[index]
     assert g.grad_fn.name() == type(t.grad_fn).__name__
+
+
+_OUT_OF_BOUNDS_CALLS = {
+    "gather": lambda lib, x, i: x.gather(1, i.view(-1, 1)[:3]),
+    "scatter_": lambda lib, x, i: x.scatter_(1, i.view(-1, 1)[:3], 1.0),
+    "scatter_add_": lambda lib, x, i: x.scatter_add_(1, i.view(-1, 1)[:3], x[:, :1]),
+    "scatter_reduce": lambda lib, x, i: x.scatter_reduce(1, i.view(-1, 1)[:3], x[:, :1], "sum"),
+    "index_add_": lambda lib, x, i: x.index_add_(0, i, x[:1].expand(i.numel(), -1)),
+    "index_fill_": lambda lib, x, i: x.index_fill_(0, i, 1.0),
+    "index_copy_": lambda lib, x, i: x.index_copy_(0, i, x[:1].expand(i.numel(), -1)),
+    "take": lambda lib, x, i: x.take(i * 3),
+    "put_": lambda lib, x, i: x.put_(i * 3, x[0, :1].expand(i.numel())),
+    "getitem": lambda lib, x, i: x[i],
+}
+
+
+@pytest.mark.parametrize("name", list(_OUT_OF_BOUNDS_CALLS))
+def test_index_out_of_bounds_errors_are_torchs(name, rng, device):
+    """An index past its dimension (a GCN's edge list naming a node that is not there, a
+    DQN's action past the Q-values) is refused with torch's error type and words, which name
+    no op where torch's name none."""
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    index = np.array([0, int(rng.integers(3, 9))])
+    call = _OUT_OF_BOUNDS_CALLS[name]
+    assert (raised(call, genesis, genesis.tensor(x, device=device), genesis.tensor(index,
+                                                                                  device=device))
+            == raised(call, torch, torch.from_numpy(x), torch.from_numpy(index)))

@@ -17,7 +17,7 @@ from .autocast import autocast_policy
 from .common import broadcast_shapes, call, check_devices, rounded_scalar, wrap
 from .creation import zeros
 from .elementwise import _inplace
-from .index import _INDEX_DTYPES, Index, IndexPut, checked_index
+from .index import _INDEX_DTYPES, OUT_OF_BOUNDS, Index, IndexPut, checked_index
 from .shape import basic_index, expand, flatten, movedim, reshape, unsqueeze
 
 
@@ -88,7 +88,7 @@ def _check_gather_args(input, dim, index, op):
             raise RuntimeError(f"{op}(): Size does not match at dimension {d} expected index "
                                f"{list(index.shape)} to be smaller than self {list(input.shape)} "
                                f"apart from dimension {dim}")
-    return dim, checked_index(index, input.shape[dim], dim, op, False, RuntimeError)
+    return dim, checked_index(index, input.shape[dim], dim, False, RuntimeError)
 
 
 def gather(input, dim, index, *, sparse_grad=False):
@@ -127,6 +127,11 @@ def scatter_add(input, dim, index, src):
     return scatter(input, dim, index, src, reduce="add")
 
 
+# torch's words for an index out of bounds where they are not OUT_OF_BOUNDS's (index_select's
+# vary with torch's kernel path: 'index out of range in self' along dim 0, another along dim 1)
+_OUT_OF_BOUNDS_TEXTS = {"index_copy": "index_copy_(): " + OUT_OF_BOUNDS}
+
+
 def _dim_index(input, dim, index, op, allow_negative=False, error=IndexError):
     """(dim, checked 1-D index) for the index_* ops."""
     if not isinstance(index, Tensor) or index.dtype not in _INDEX_DTYPES:
@@ -134,8 +139,8 @@ def _dim_index(input, dim, index, op, allow_negative=False, error=IndexError):
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     dim = wrap_dim(dim, input.ndim, op)
-    return dim, checked_index(reshape(index, (-1,)), input.shape[dim], dim, op, allow_negative,
-                              error)
+    return dim, checked_index(reshape(index, (-1,)), input.shape[dim], dim, allow_negative,
+                              error, _OUT_OF_BOUNDS_TEXTS.get(op, OUT_OF_BOUNDS))
 
 
 def index_select(input, dim, index):
@@ -214,7 +219,7 @@ def take(input, index):
     n = input.numel()
     data, bad = call("check_index", index, n, True)
     if bad is not None:
-        raise IndexError(f"take(): out of range: tried to access index {bad} on a tensor of {n} "
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                          "elements.")
     return Index.apply(reshape(input, (-1,)), (wrap(data, index.device, dtypes.int64),), None)
 

@@ -101,11 +101,15 @@ class IndexPut(Function):
         return gx, None, gv, None
 
 
-def checked_index(index, size, dim, op, allow_negative=True, error=IndexError):
-    """`index` as a fresh int64 tensor in [0, size) (negatives wrapped when allowed)."""
+OUT_OF_BOUNDS = "index {bad} is out of bounds for dimension {dim} with size {size}"
+
+
+def checked_index(index, size, dim, allow_negative=True, error=IndexError, text=OUT_OF_BOUNDS):
+    """`index` as a fresh int64 tensor in [0, size) (negatives wrapped when allowed); else
+    `error` with torch's `text` (formatted with the index, dim and size)."""
     data, bad = call("check_index", index, size, allow_negative)
     if bad is not None:
-        raise error(f"{op}(): index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise error(text.format(bad=bad, dim=dim, size=size))
     return wrap(data, index.device, dtypes.int64)
 
 
@@ -265,7 +269,7 @@ def parse_index(x, index):
     if not advanced:
         return plan
     view_shape = plan.result_shape
-    indices = [checked_index(t, size, v, "index") for v, size, t in advanced]
+    indices = [checked_index(t, size, v) for v, size, t in advanced]
     try:
         batch = broadcast_shapes(*(tuple(i.shape) for i in indices), op="index")
     except RuntimeError:

@@ -233,8 +233,7 @@ def _check_scatter_reduce(input, dim, index, src, reduce):
     n = input.shape[dim]
     if index.numel() and (index.min().item() < 0 or index.max().item() >= n):
         bad = index.min().item() if index.min().item() < 0 else index.max().item()
-        raise RuntimeError(f"scatter_reduce(): index {bad} is out of bounds for dimension {dim} "
-                           f"with size {n}")
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
@@ -273,7 +272,7 @@ def put(input, index, source, accumulate=False):
                            f"index.numel() = {index.numel()}")
     n = input.numel()
     if index.numel() and (index.min().item() < -n or index.max().item() >= n):
-        raise IndexError(f"put_(): out of range: tried to access index "
+        raise IndexError(f"out of range: tried to access index "
                          f"{index.max().item()} on a tensor of {n} elements.")
     flat = index_put(flatten(input), (flatten(index),), flatten(source).to(input.dtype),
                      accumulate)
