@@ -848,6 +848,8 @@ ERRORS = [
      RuntimeError, "out of bounds"),
     (lambda lib: lib.cdist(lib.ones(2, 3), lib.ones(2, 4)), RuntimeError,
      "X1 and X2 must have the same number of columns"),
+    (lambda lib: lib.cdist(lib.ones(2, 3), lib.ones(2, 3, dtype=lib.int32)), RuntimeError,
+     "^cdist only supports floating-point dtypes, X2 got: Int$"),
     (lambda lib: lib.block_diag(lib.ones(2, 2, 2)), RuntimeError,
      "Input tensors must have 2 or fewer dimensions"),
     (lambda lib: lib.ones(3).put(lib.tensor([5]), lib.ones(1)), IndexError, "out of range"),
