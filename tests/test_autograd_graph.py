@@ -250,6 +250,17 @@ def test_unused_edge_with_allow_unused(rng):
         genesis.autograd.grad(x.sum(), [x, edge])
 
 
+def test_unused_input_is_refused_in_torchs_words(rng):
+    g, t = pair(rng)
+    errors = []
+    for lib, x in ((torch, t), (genesis, g)):
+        other = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as error:
+            lib.autograd.grad(x.sum(), [x, other])
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
+
+
 # increment_version
 
 

@@ -351,9 +351,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                        "a GradientEdge")
                 g = _filled_like(t, 0)
             elif not allow_unused:
-                raise RuntimeError(f"grad: One of the differentiated Tensors (input {i}, shape "
-                                   f"{list(_meta(t)[0])}) appears to not have been used in the "
-                                   "graph. Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
         elif not create_graph:
             g = g.detach()
         result.append(g)
