@@ -539,3 +539,15 @@ def test_sizes_and_dims_of_other_types_as_torch():
     take integers (numpy's, one-element integer tensors and bools past the first too); others
     get PyTorch's TypeErrors, naming the argument and its position (view's: its overloads)."""
     assert _size_outcomes(genesis) == _size_outcomes(torch)
+
+
+def test_cat_takes_a_list_or_tuple_only():
+    """As torch's parser: a deque, a generator or a tensor (which would be joined by its rows)
+    is refused with torch's TypeError."""
+    import collections
+    for lib in (torch, genesis):
+        parts = [lib.ones(2), lib.ones(2)]
+        for tensors in (collections.deque(parts), (p for p in parts), lib.ones(2, 2)):
+            with pytest.raises(TypeError, match=r"^cat\(\): argument 'tensors' \(position 1\) "
+                               "must be tuple of Tensors, not "):
+                lib.cat(tensors)

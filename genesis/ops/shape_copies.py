@@ -22,7 +22,7 @@ from .creation import zeros
 from .elementwise import _inplace
 from .shape import (ReshapeCopy, SubView, atleast_1d, atleast_2d, atleast_3d, diagonal_geometry,
                     expand, flatten, narrow, reshape, scatter_region, unsqueeze)
-from .size_args import _sizes, int_list
+from .size_args import _arg_type, _sizes, int_list
 
 
 def _is_legacy_empty(t):
@@ -113,7 +113,11 @@ def _check_cat(tensors, dim, op):
 
 @autocast_policy("cat")
 def cat(tensors, dim=0):
-    """Join tensors along an existing dim; dtypes promote as in PyTorch."""
+    """Join tensors along an existing dim; dtypes promote as in PyTorch. `tensors` is a list or
+    tuple, as torch's parser takes (a tensor would be iterated by rows)."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{_arg_type(tensors)}")
     tensors = tuple(tensors)
     dim = _check_cat(tensors, dim, "cat")
     return Cat.apply(dim, *tensors)

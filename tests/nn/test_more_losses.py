@@ -118,6 +118,20 @@ def test_losses_in_lower_precision_and_strided(dtype, rng):
         assert_close(getattr(F, name)(*g_args), getattr(TF, name)(*t_args))
 
 
+def test_soft_margin_target_broadcasts_to_the_input_only(rng):
+    """A target broadcasts to the input's shape but not past it: an (N, 1) input against an
+    (N,) target is torch's RuntimeError, not an (N, N) loss."""
+    x = _float(rng, (3, 1))
+    for target in (_signs(rng, (3,)), _signs(rng, (1, 4))):
+        with pytest.raises(RuntimeError) as expected:
+            TF.soft_margin_loss(x, target)
+        with pytest.raises(RuntimeError, match=f"^{expected.value}".replace("[", r"\[")):
+            F.soft_margin_loss(from_torch(x), from_torch(target))
+    target = _signs(rng, (1,))
+    assert_close(F.soft_margin_loss(from_torch(x), from_torch(target)),
+                 TF.soft_margin_loss(x, target))
+
+
 def test_empty_batch_matches_torch():
     for name, args in [("soft_margin_loss", (torch.ones(0, 3), torch.ones(0, 3))),
                        ("margin_ranking_loss", (torch.ones(0), torch.ones(0), torch.ones(0))),

@@ -5,6 +5,7 @@ from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
+from ...ops.common import broadcast_shapes
 from ...ops.ranges import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text
 from .activation import logsigmoid
@@ -41,8 +42,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 @autocast_policy("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """log(1 + exp(-y x)), the logistic loss of labels y in {1, -1}."""
+    """log(1 + exp(-y x)), the logistic loss of labels y in {1, -1}. The target broadcasts to
+    the input's shape, not past it: torch writes the loss into an input-shaped tensor, so an
+    (N, 1) input against an (N,) target is refused, not an (N, N) loss."""
     reduction = _reduction(size_average, reduce, reduction, "soft_margin_loss")
+    shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    if shape != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
     return name_node(reduce_loss(ew.log1p(ew.exp(-input * target)), reduction),
                      "SoftMarginLossBackward0")
 
