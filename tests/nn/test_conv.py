@@ -281,3 +281,30 @@ def test_channels_last_weight_gets_its_gradient_in_its_layout(rng, device, monke
     t_conv.load_state_dict(torch_state(conv))
     t_conv(tx).sum().backward()
     assert_close(conv.weight.grad, t_conv.weight.grad)
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_results_laid_out_as_torch(dims, dtype, channels_last, transposed):
+    """Every convolution's result has torch's strides: contiguous for a contiguous input (the
+    im2col path's product is channels-last, and a float64 or 3-D network's `.view(n, -1)`
+    failed), channels-last where torch keeps the input's."""
+    strides = []
+    for lib in (torch, genesis):
+        F = lib.nn.functional
+        x = lib.randn(2, 3, *(5,) * dims, dtype=getattr(lib, dtype))
+        if channels_last and dims > 1:
+            x = x.contiguous(memory_format=lib.channels_last if dims == 2
+                             else lib.channels_last_3d)
+        if transposed:
+            w = lib.randn(3, 4, *(3,) * dims, dtype=x.dtype)
+            out = getattr(F, f"conv_transpose{dims}d")(x, w)
+        else:
+            w = lib.randn(4, 3, *(3,) * dims, dtype=x.dtype)
+            out = getattr(F, f"conv{dims}d")(x, w, padding=1)
+        strides.append(out.stride())
+        if not channels_last:
+            out.view(2, -1)
+    assert strides[1] == strides[0]

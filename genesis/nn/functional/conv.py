@@ -261,16 +261,28 @@ def _conv_geometry(x, weight, stride, padding, dilation, op):
     return x, geometry
 
 
+def _output_format(x):
+    """The memory format of a convolution's result, as torch's CPU convolutions lay it out:
+    channels-last where the input `x` is, else contiguous; but a float64 channels_last_3d input
+    gives a contiguous result (torch's float64 path has no channels-last 3-D kernels)."""
+    fmt = memory_formats.suggest(x.shape, x.stride())
+    if fmt is memory_formats.channels_last_3d and x.dtype is dtypes.float64:
+        return memory_formats.contiguous_format
+    return fmt
+
+
 def _conv(x, weight, bias, stride, padding, dilation, groups, op):
-    """N-d convolution of a batched `x`: im2col, then one (grouped) matmul."""
+    """N-d convolution of a batched `x`: im2col, then one (grouped) matmul, the result laid out
+    as torch's (the matmul's is channels-last: a later .view(n, -1) would fail)."""
     n, out_c = x.shape[0], weight.shape[0]
+    fmt = _output_format(x)
     x, geometry = _conv_geometry(x, weight, stride, padding, dilation, op)
     blocks = geometry.blocks(*x.shape[2:])
     cols = Im2Col.apply(x, geometry, blocks)
     k = weight.shape[1] * math.prod(geometry.kernel)
     cols = cols.reshape(n, groups, k, math.prod(blocks))
     out = _window_matmul(weight.reshape(groups, out_c // groups, k), cols)
-    return _add_bias(out.reshape(n, out_c, *blocks), bias)
+    return _add_bias(out.reshape(n, out_c, *blocks), bias).contiguous(memory_format=fmt)
 
 
 def _transpose_geometry(x, weight, stride, padding, output_padding, dilation, op):
@@ -305,7 +317,7 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     w = weight.reshape(groups, c_in // groups, k).transpose(1, 2)
     cols = _window_matmul(w, x.reshape(n, groups, c_in // groups, math.prod(blocks)))
     out = Col2Im.apply(cols.reshape(n, groups * k, math.prod(blocks)), size, geometry, blocks)
-    return _add_bias(out, bias)
+    return _add_bias(out, bias).contiguous(memory_format=_output_format(x))
 
 
 _IMPLICIT_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
