@@ -140,12 +140,15 @@ def median(x):
 @float32_for_half
 def var(x, dims, keepdim, correction, take_sqrt):
     """Variance (its square root when `take_sqrt`) with `correction` subtracted from the count;
-    N - correction <= 0 gives inf or nan."""
+    N - correction <= 0 gives inf or nan. Computed in float64 and rounded once, as torch's CPU
+    kernel accumulates in double: in float32 the rounded mean swamps the deviations of nearly
+    equal values (the variance of a pair 1e-7 apart came out 100% off)."""
     count = int(np.prod([x.shape[d] for d in dims]))
+    dtype, x = x.dtype, x.astype(np.float64, copy=False)
     centered = x - _mean(x, dims, True)
     squares = np.sum(centered * centered, axis=dims, keepdims=keepdim)
-    out = np.asarray(squares / max(count - correction, 0)).astype(x.dtype, copy=False)
-    return np.asarray(np.sqrt(out)) if take_sqrt else out
+    out = np.asarray(squares / max(count - correction, 0))
+    return np.asarray(np.sqrt(out) if take_sqrt else out).astype(dtype, copy=False)
 
 
 @register("logsumexp", "cpu")
