@@ -23,7 +23,7 @@ from ..tensor import Tensor, wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
 from .creation import zeros
-from .size_args import _arg_type, _sizes, count_arg, int_list
+from .size_args import _sizes, check_view_arguments, int_list
 
 
 def _geometry(t):
@@ -289,7 +289,7 @@ def view(self, *shape, size=None, dtype=None):
                             "either (dtype) or (size)")
         return view_dtype(self, dtype)
     shape = _sizes(shape, size, "view")
-    _check_view_arguments(shape)
+    check_view_arguments(shape)
     shape = infer_size(int_list(shape, "view"), self.numel(), "view")
     strides = view_strides(self._data.shape, self.stride(), shape)
     if strides is None:
@@ -297,36 +297,6 @@ def view(self, *shape, size=None, dtype=None):
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
     return View.apply(self, shape, strides)
-
-
-def _check_view_arguments(args):
-    """torch's TypeError for view's arguments where they fit neither of its overloads, (dtype)
-    and (size): more than one argument, the first no integer; or one argument that is neither
-    an integer nor a sequence starting with one (a dtype is taken before)."""
-    if not args or type(args[0]) is int:  # the usual case
-        return
-    given = ", ".join(_arg_type(a) for a in args)
-    if len(args) > 1:
-        if count_arg(args[0]) is None:
-            raise TypeError(f"view() received an invalid combination of arguments - got "
-                            f"({given}), but expected one of:\n * (torch.dtype dtype)\n * "
-                            "(tuple of ints size)\n")
-        return
-    first = args[0]
-    if isinstance(first, (tuple, list)):
-        if not first or count_arg(first[0]) is not None:
-            return
-        given = type(first).__name__
-        invalid = f"{given} of ({', '.join(_arg_type(a) for a in first)})"
-    elif count_arg(first) is None:
-        invalid = given
-    else:
-        return
-    mismatch = ("      didn't match because some of the arguments have invalid types: "
-                f"(!{invalid}!)\n")
-    raise TypeError(f"view() received an invalid combination of arguments - got ({given}), but "
-                    f"expected one of:\n * (torch.dtype dtype)\n{mismatch} * (tuple of ints "
-                    f"size)\n{mismatch}")
 
 
 def reshape(input, shape):

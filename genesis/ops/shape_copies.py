@@ -131,12 +131,18 @@ def concatenate(tensors, dim=0):
     return cat(tensors, dim)
 
 
+def _nonempty(tensors, op):
+    """`tensors` as a tuple; torch's error for an empty one, named after `op`."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return tensors
+
+
 @autocast_policy("stack")
 def stack(tensors, dim=0):
     """Join equally shaped tensors along a new dim."""
-    tensors = tuple(tensors)
-    if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
+    tensors = _nonempty(tensors, "stack")
     for i, x in enumerate(tensors[1:], 1):
         if tuple(x.shape) != tuple(tensors[0].shape):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
@@ -144,14 +150,6 @@ def stack(tensors, dim=0):
                                f"{i}")
     dim = wrap_dim(dim, tensors[0].ndim + 1, "stack")
     return name_node(cat([unsqueeze(x, dim) for x in tensors], dim), "StackBackward0")
-
-
-def _nonempty(tensors, op):
-    """`tensors` as a tuple; torch's error for an empty one, named after `op`."""
-    tensors = tuple(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op} expects a non-empty TensorList")
-    return tensors
 
 
 def hstack(tensors):

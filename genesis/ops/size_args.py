@@ -47,6 +47,36 @@ def _list_item(value, i, op, name, position):
                     f'error "type must be tuple of ints,but got {_arg_type(value)}"')
 
 
+def check_view_arguments(args):
+    """torch's TypeError for view's arguments where they fit neither of its overloads, (dtype)
+    and (size): more than one argument, the first no integer; or one argument that is neither
+    an integer nor a sequence starting with one (a dtype is taken before)."""
+    if not args or type(args[0]) is int:  # the usual case
+        return
+    given = ", ".join(_arg_type(a) for a in args)
+    if len(args) > 1:
+        if count_arg(args[0]) is None:
+            raise TypeError(f"view() received an invalid combination of arguments - got "
+                            f"({given}), but expected one of:\n * (torch.dtype dtype)\n * "
+                            "(tuple of ints size)\n")
+        return
+    first = args[0]
+    if isinstance(first, (tuple, list)):
+        if not first or count_arg(first[0]) is not None:
+            return
+        given = type(first).__name__
+        invalid = f"{given} of ({', '.join(_arg_type(a) for a in first)})"
+    elif count_arg(first) is None:
+        invalid = given
+    else:
+        return
+    mismatch = ("      didn't match because some of the arguments have invalid types: "
+                f"(!{invalid}!)\n")
+    raise TypeError(f"view() received an invalid combination of arguments - got ({given}), but "
+                    f"expected one of:\n * (torch.dtype dtype)\n{mismatch} * (tuple of ints "
+                    f"size)\n{mismatch}")
+
+
 def _shape_arg(size, op):
     """A new tensor's sizes (`int_list`), which must be non-negative."""
     shape = int_list(size, op)

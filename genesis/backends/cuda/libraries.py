@@ -103,15 +103,14 @@ def cublaslt_supports(problem):
         return False
     if problem.dtype.name not in _LT_TYPES:
         return False
-    M, N, K, (_, st_a), (_, st_b), st_c = _lt_operands(problem)
+    M, N, K, (role_a, st_a), (_, st_b), st_c = _lt_operands(problem)
     if any(_matrix_layout(*shape, *strides[-2:]) is None
            for shape, strides in (((K, N), st_a), ((M, K), st_b), ((M, N), st_c))):
         return False
-    st = problem.strides
     bias, row_sum = problem.arrays.get("bias"), problem.arrays.get("row_sum")
-    if (bias is not None or row_sum is not None) and _column_major(problem.M, problem.N,
-                                                                   *st["c"][-2:]):
+    if role_a == "a" and (bias is not None or row_sum is not None):  # c^T = b^T a^T
         return False
+    st = problem.strides
     if row_sum is not None:
         return (bias is None and not problem.batch_sizes and st["a"][-2] == 1
                 and row_sum.ptr % 16 == 0)
