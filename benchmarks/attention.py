@@ -15,6 +15,7 @@ dropout), beside torch's flash kernel.
     python benchmarks/attention.py [--json PATH] [--reps N]
     python benchmarks/attention.py --tiles [--dtype fp32] [--only forward|one_pass|two_pass]
         # Genesis's kernels under other tiles
+    python benchmarks/attention.py --profile  # each side's kernels per bf16 forward + backward
 """
 
 import argparse
@@ -87,6 +88,23 @@ def run_variants(reps):
                          "genesis_ms": genesis_ms, "torch_ms": torch_ms,
                          "ratio": genesis_ms / torch_ms})
     return rows
+
+
+def profile(top=8):
+    """Print each side's `top` kernels by device time per bf16 forward + backward, per case,
+    from torch.profiler's CUPTI trace (benchmarks/gpt2.py's top_kernels): kernel time alone,
+    without the gaps the events above also time."""
+    from gpt2 import top_kernels
+    rng = np.random.default_rng()
+    for shape in CASES:
+        for lib, dtype in ((ops.Lib(genesis), genesis.bfloat16), (ops.Lib(torch), torch.bfloat16)):
+            step = _step(lib, shape, dtype, rng)
+            for _ in range(3):
+                step()
+            total, kernels = top_kernels(step, top)
+            print(f"{','.join(map(str, shape))} {lib.module.__name__}: {total:.3f} ms of kernels")
+            for name, calls, ms in kernels:
+                print(f"  {ms:8.3f} ms {calls:3d}x {name[:90]}")
 
 
 def _tflops(shape, ms):
@@ -182,6 +200,7 @@ def main():
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--tiles", action="store_true", help="sweep the kernels' tiles")
+    parser.add_argument("--profile", action="store_true", help="list each side's kernels")
     parser.add_argument("--dtype", choices=sorted(TILES), default="bf16",
                         help="the dtype whose tiles --tiles sweeps")
     parser.add_argument("--only", choices=list(_SLOTS),
@@ -189,6 +208,9 @@ def main():
     args = parser.parse_args()
     if args.tiles:
         sweep_tiles(args.reps, args.dtype, args.only)
+        return
+    if args.profile:
+        profile()
         return
     rows = run(args.reps)
     print(f"{'B,H,T,D':<18}{'dtype':>6}{'genesis ms':>12}{'determ. ms':>12}{'torch ms':>10}"
