@@ -8,6 +8,7 @@ differentiable entries compare gradients with PyTorch's in float64 and pass grad
 """
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -701,6 +702,17 @@ def test_nonzero_as_tuple_and_take_along_dim(device, rng):
     idx = torch.from_numpy(rng.integers(0, 4, (3, 2)))
     _compare(genesis.take_along_dim(g, from_torch(idx, device=device), 1),
              torch.take_along_dim(t, idx, 1), "take_along_dim")
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (4, 5)), ((3,), (2, 1, 4)), (3, (2, 4)),
+                                    ([2, 3], [3], [4]), ((2, 1), (1, 3), (4, 3)),
+                                    ((2, -1), (2, 3)), ((2, 3), 4), ((0,), (2,))], ids=str)
+def test_broadcast_shapes_refusals_as_torch(shapes):
+    """Each shape read from its last dim into the common shape, with torch's texts."""
+    with pytest.raises((RuntimeError, ValueError)) as expected:
+        torch.broadcast_shapes(*shapes)
+    with pytest.raises(expected.type, match=re.escape(str(expected.value))):
+        genesis.broadcast_shapes(*shapes)
 
 
 def test_scalar_helpers():

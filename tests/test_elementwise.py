@@ -143,6 +143,29 @@ def test_binary_broadcasting(name, shapes, rng, device):
     check(getattr(genesis, name), torch_fn(name), b, a)
 
 
+MISMATCHED = [("add", lambda m: m.zeros(2, 3) + m.zeros(4, 5)),
+              ("mul", lambda m: m.zeros(2, 3) * m.zeros(4, 1, 5)),
+              ("add", lambda m: m.zeros(3) + m.zeros(2, 1, 4)),
+              ("where", lambda m: m.where(m.zeros(2, 3) > 0, m.zeros(3), m.zeros(4))),
+              ("add", lambda m: m.zeros(2, 3).add_(m.zeros(4, 3))),
+              ("lerp", lambda m: m.lerp(m.zeros(2, 3), m.zeros(4, 3), 0.5)),
+              ("addcmul", lambda m: m.addcmul(m.zeros(2, 3), m.zeros(4, 3), m.zeros(3))),
+              ("broadcast_tensors", lambda m: m.broadcast_tensors(
+                  m.zeros(2, 3, 4), m.zeros(5, 1, 4)))]
+
+
+@pytest.mark.parametrize("name, call", MISMATCHED, ids=[str(i) for i in range(len(MISMATCHED))])
+def test_shapes_that_do_not_broadcast_are_refused_in_torchs_words(name, call):
+    """torch joins the operands left to right and names the first mismatch from the right
+    ("The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension
+    1"); genesis says the same between the op's name and the operands' shapes."""
+    with pytest.raises(RuntimeError) as expected:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(genesis)
+    assert str(got.value).startswith(f"{name}: {expected.value} (shapes [")
+
+
 @pytest.mark.parametrize("layout", ["transposed", "stepped", "expanded"])
 @pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.int16], ids=str)
 @pytest.mark.parametrize("name", ["add", "mul", "div", "pow", "maximum", "remainder", "lt",

@@ -50,20 +50,27 @@ def call(op, *tensors_and_args, device=None, **kwargs):
 
 
 def broadcast_shapes(*shapes, op="broadcast"):
-    """PyTorch's broadcasting: align right, sizes equal or 1. RuntimeError names the op and shapes."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for shape in shapes:
-        for i, size in enumerate(shape, ndim - len(shape)):
-            if size == out[i] or size == 1:
-                continue
-            if out[i] == 1:
-                out[i] = size
-            else:
-                raise RuntimeError(f"{op}: shapes {' and '.join(str(list(s)) for s in shapes)} "
-                                   f"cannot be broadcast together (size {size} vs {out[i]} at "
-                                   f"dimension {i - ndim})")
+    """PyTorch's broadcasting: align right, sizes equal or 1. The shapes are joined left to
+    right, as torch's TensorIterator joins its operands, so that a mismatch is reported in
+    torch's words (_broadcast_pair), between the op's name and every operand's shape."""
+    out = shapes[0] if shapes else ()
+    for shape in shapes[1:]:
+        if shape != out:
+            out = _broadcast_pair(out, shape, op, shapes)
     return tuple(out)
+
+
+def _broadcast_pair(a, b, op, shapes):
+    """The broadcast of shapes a and b, read from the last dim; RuntimeError names the first
+    mismatch from the right, by its dim in the result."""
+    ndim = max(len(a), len(b))
+    a, b = (1,) * (ndim - len(a)) + tuple(a), (1,) * (ndim - len(b)) + tuple(b)
+    for i in range(ndim - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise RuntimeError(f"{op}: The size of tensor a ({a[i]}) must match the size of "
+                               f"tensor b ({b[i]}) at non-singleton dimension {i} (shapes "
+                               f"{' and '.join(str(list(s)) for s in shapes)})")
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
 def expand_strides(t, shape):

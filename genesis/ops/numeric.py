@@ -411,9 +411,23 @@ def unravel_index(indices, shape):
 
 
 def broadcast_shapes(*shapes):
-    """The shape all of `shapes` broadcast to (a Size)."""
-    return Size(_broadcast_shapes(*((s,) if isinstance(s, int) else tuple(s) for s in shapes),
-                                  op="broadcast_shapes"))
+    """The shape all of `shapes` (ints or sequences of ints) broadcast to (a Size), with
+    torch.broadcast_shapes's errors: each shape read from its last dim into the common one."""
+    common = [1] * builtins.max([1 if isinstance(s, int) else len(s) for s in shapes],
+                                default=0)
+    for index, shape in enumerate(shapes):
+        shape = (shape,) if isinstance(shape, int) else shape
+        for dim in builtins.range(-1, -1 - len(shape), -1):
+            if shape[dim] < 0:
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
+            if common[dim] == 1:
+                common[dim] = shape[dim]
+            elif shape[dim] not in (1, common[dim]):
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[dim]} at {dim}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected shape "
+                    f"should be broadcastable to {common}")
+    return Size(common)
 
 
 def broadcast_tensors(*tensors):
