@@ -207,3 +207,26 @@ def test_integer_inputs_follow_torch():
     assert_close(F.relu6(x), TF.relu6(t))
     assert_close(F.hardtanh(x, -2, 5), TF.hardtanh(t, -2, 5))
     assert_close(F.threshold(x, 1, 7), TF.threshold(t, 1, 7))
+
+
+@pytest.mark.parametrize("name, args", [("relu", ()), ("relu6", ()), ("hardtanh", (-0.5, 1.2)),
+                                        ("leaky_relu", (0.2,)), ("hardshrink", (0.4,)),
+                                        ("softshrink", (0.3,)), ("elu", (1.3,))])
+def test_first_derivative_is_differentiable_as_torch(name, args, rng, device):
+    """The gradient taken with create_graph depends on the input even where only masks read
+    it (torch's threshold_backward, leaky_relu_backward... take the input or result as an
+    operand): it requires grad and its backward fills the input's grad (zeros for the
+    piecewise-linear ones, whose nodes have torch's names but relu's: ThresholdBackward...)."""
+    base = rng.uniform(-3.0, 3.0, (4, 5))
+    results = []
+    for lib in (torch, genesis):
+        x = lib.tensor(base, dtype=lib.float64, device="cpu" if lib is torch else device,
+                       requires_grad=True)
+        y = getattr(lib.nn.functional, name)(x, *args)
+        g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (g * g).sum().backward()
+        results.append((g.requires_grad, g.grad_fn.name(), x.grad))
+    assert results[1][0]
+    if name != "elu":
+        assert results[1][1] == results[0][1].replace("Threshold", "Relu")
+    assert_close(results[1][2], results[0][2])

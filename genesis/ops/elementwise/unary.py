@@ -8,7 +8,7 @@ from ... import dtypes
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch import kernel
-from ...tensor import Tensor
+from ...tensor import Tensor, filled
 from ..autocast import autocast_policy
 from ..common import rounded_scalar
 from .core import elementwise, reject
@@ -41,11 +41,36 @@ class Unary(Function):
         if spec.backward_kernel and not is_grad_enabled():
             return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
         if y.dtype not in _HALF_DTYPES or not spec.fused:
-            return spec.derivative(g, x, y, **ctx.kwargs), None, None
-        wide = dtypes.float32
-        grad = spec.derivative(g.to(wide), None if x is None else x.to(wide), y.to(wide),
-                               **ctx.kwargs)
-        return grad.to(y.dtype), None, None
+            grad = spec.derivative(g, x, y, **ctx.kwargs)
+        else:
+            wide = dtypes.float32
+            grad = spec.derivative(g.to(wide), None if x is None else x.to(wide), y.to(wide),
+                                   **ctx.kwargs).to(y.dtype)
+        return _anchored(grad, ctx, y if spec.from_output else x), None, None
+
+
+def _anchored(grad, ctx, saved):
+    """`grad`, in a recorded backward, made to depend on the saved tensor it was computed from
+    when only its masks did (relu, leaky_relu, hardtanh, the shrinks): torch's backward ops
+    take that tensor as an input, so their result requires grad and its derivative is zero."""
+    if (is_grad_enabled() and not grad.requires_grad and saved is not None
+            and saved.requires_grad and ctx.spec.derivative is not zero_grad):
+        grad = ZeroDerivative.apply(grad, saved, f"{ctx.node_name[:-1]}Backward0")
+    return grad
+
+
+class ZeroDerivative(Function):
+    """`value` itself, recorded as a function of `source` whose derivative is zero."""
+
+    @staticmethod
+    def forward(ctx, value, source, node_name):
+        ctx.node_name, ctx.source = node_name, (tuple(source.shape), source.dtype, source.device)
+        return Tensor._make(value._data, value.device, value.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, device = ctx.source
+        return None, filled(shape, 0, dtype, device), None
 
 
 class UnaryInplace(Unary):
