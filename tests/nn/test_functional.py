@@ -283,3 +283,23 @@ def test_conv_errors(device):
                  stride=2, padding="same")
     ones = genesis.ones(1, 1, 3, device=device)
     assert math.isclose(float(F.conv1d(ones, ones).sum()), 3.0)
+
+
+@pytest.mark.parametrize("x_shape", [(5,), (2, 5), (2, 7, 5), (0, 5), ()], ids=str)
+def test_linear_refusals_as_torch(x_shape, device):
+    """F.linear and nn.Linear refuse an input the weight cannot take in torch's words (rows of
+    the flattened input by columns of weight^T), after the op's or the layer's name."""
+    for call in (lambda m, x, w: m.nn.functional.linear(x, w),
+                 lambda m, x, w: _linear_layer(m, w)(x)):
+        with pytest.raises(RuntimeError) as expected:
+            call(torch, torch.zeros(x_shape), torch.zeros(4, 3))
+        with pytest.raises(RuntimeError) as got:
+            call(genesis, genesis.zeros(x_shape, device=device), genesis.zeros(4, 3, device=device))
+        assert str(got.value).endswith(f": {expected.value}")
+
+
+def _linear_layer(lib, weight):
+    """nn.Linear holding `weight` (out_features, in_features)."""
+    layer = lib.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+    layer.weight.data = weight
+    return layer

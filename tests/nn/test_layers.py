@@ -270,8 +270,8 @@ def test_dropout_reproducible_with_seed(device):
 
 @pytest.mark.parametrize("layer, shape, match", [
     (nn.Linear(4, 3), (2, 5),
-     (r"Linear\(in_features=4, out_features=3, bias=True\): expected input with last dimension "
-      r"4, got shape \[2, 5\]")),
+     (r"Linear\(in_features=4, out_features=3, bias=True\): mat1 and mat2 shapes cannot be "
+      r"multiplied \(2x5 and 4x3\)")),
     (nn.Conv2d(3, 4, 3), (2, 5, 8, 8), (r"Conv2d\(3, 4, .*expected 3D \(unbatched\) or 4D "
                                         r"\(batched\) input with 3 channels, got shape "
                                         r"\[2, 5, 8, 8\]")),

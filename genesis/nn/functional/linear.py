@@ -8,6 +8,8 @@ genesis.backends.cuda.matmul.allow_tf32, or per linear_activation's `allow_tf32`
 layers pass genesis.backends.cudnn.allow_tf32), in the backward as in the forward.
 """
 
+import math
+
 from ... import dtypes
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
@@ -23,11 +25,22 @@ ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
 
 
+def shape_mismatch(input_shape, weight_shape):
+    """torch's words for an input whose last dim is not the weight's, or a 0-d operand: the
+    product's rows (the input's leading dims flattened) by columns against weight^T's."""
+    if not input_shape or not weight_shape:
+        return (f"both arguments to linear need to be at least 1D, but they are "
+                f"{len(input_shape)}D and {len(weight_shape)}D")
+    rows = math.prod(input_shape[:-1])
+    out = f"x{weight_shape[0]}" if len(weight_shape) > 1 else ""
+    return (f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input_shape[-1]} and "
+            f"{weight_shape[-1]}{out})")
+
+
 def _composed(input, weight, bias):
     """input @ weight^T + bias with genesis ops (differentiable to any order)."""
-    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
-        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied (input of shape "
-                           f"{list(input.shape)} and weight of shape {list(weight.shape)})")
+    if input.ndim == 0 or weight.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise RuntimeError(f"linear: {shape_mismatch(input.shape, weight.shape)}")
     if input.ndim > 2:
         out = linalg.matmul(input.reshape(-1, input.shape[-1]), weight.t())
         out = out.reshape(*input.shape[:-1], weight.shape[0])

@@ -4,6 +4,7 @@ import math
 
 from .. import functional as F
 from .. import init
+from ..functional.linear import shape_mismatch
 from ._utils import check_input, new_parameter, optional_parameter
 from .module import Module
 
@@ -36,8 +37,9 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        check_input(self, input.ndim >= 1 and input.shape[-1] == self.in_features,
-                    f"input with last dimension {self.in_features}", input)
+        if input.ndim == 0 or input.shape[-1] != self.in_features:
+            raise RuntimeError(f"{self._get_name()}({self.extra_repr()}): "
+                               f"{shape_mismatch(input.shape, self.weight.shape)}")
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
