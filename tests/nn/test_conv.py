@@ -1,6 +1,7 @@
 """Convolutions, transposed convolutions, Fold/Unfold and the Conv layers against torch."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -132,6 +133,24 @@ CONV_ERRORS = [
 def test_conv_errors(call, error, match, device):
     with pytest.raises(error, match=match):
         call(device)
+
+
+@pytest.mark.parametrize("layer, args, shape", [
+    ("Conv2d", (3, 4, 3), (1, 5, 8, 8)), ("Conv2d", (3, 4, 3), (5, 8, 8)),
+    ("Conv2d", (3, 4, 3), (8, 8)), ("Conv2d", (4, 4, 3, 1, 0, 1, 2), (1, 6, 8, 8)),
+    ("Conv1d", (3, 4, 3), (2, 3, 4, 4)), ("Conv3d", (2, 4, 3), (1, 3, 4, 4, 4)),
+    ("ConvTranspose2d", (3, 4, 3), (1, 5, 8, 8))], ids=str)
+def test_conv_layer_refusals_as_torch(layer, args, shape, device):
+    """A convolution layer refuses an input of the wrong rank or channels in torch's words
+    (its functional's: 'Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 5, 8,
+    8] to have 3 channels, but got 5 channels instead'), after the op's name where torch's
+    functional names none."""
+    with pytest.raises(RuntimeError) as expected:
+        getattr(torch.nn, layer)(*args)(torch.zeros(shape))
+    with pytest.raises(RuntimeError) as got:
+        getattr(nn, layer)(*args).to(device)(genesis.zeros(shape, device=device))
+    text, words = str(got.value), str(expected.value)
+    assert text.endswith(words) and re.fullmatch(r"(\w+: )?", text[:-len(words)])
 
 
 # (layer, positional args, kwargs, input shape); the layer's own padding_mode is exercised.

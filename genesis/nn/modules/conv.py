@@ -6,7 +6,7 @@ from .. import functional as F
 from .. import init
 from ..functional._utils import ntuple
 from ..functional.conv import same_padding
-from ._utils import check_input, new_parameter, optional_parameter
+from ._utils import new_parameter, optional_parameter
 from .module import Module
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -76,13 +76,6 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def _check(self, input):
-        n = self._spatial
-        check_input(self, input.ndim in (n + 1, n + 2) and
-                    input.shape[-n - 1] == self.in_channels,
-                    f"{n + 1}D (unbatched) or {n + 2}D (batched) input with {self.in_channels} "
-                    "channels", input)
-
     def extra_repr(self):
         n = self._spatial
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -109,7 +102,6 @@ class _Conv(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
-        self._check(input)
         fn = type(self)._fn
         if self.padding_mode == "zeros":
             return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -174,7 +166,6 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(s - lo for s, lo in zip(size, low))
 
     def forward(self, input, output_size=None):
-        self._check(input)
         return type(self)._fn(input, self.weight, self.bias, self.stride, self.padding,
                               self._output_padding(input, output_size), self.groups,
                               self.dilation)
