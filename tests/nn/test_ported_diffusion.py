@@ -81,7 +81,7 @@ def ddpm(lib, device):
             self.dim = dim
             self.time = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(),
                                       nn.Linear(4 * dim, 4 * dim))
-            self.stem = nn.Conv2d(3, dim, 7, padding=3)
+            self.stem = nn.Conv2d(1, dim, 7, padding=3)
             self.down = Block(dim, dim, 4 * dim)
             self.pool = nn.Conv2d(dim, 2 * dim, 4, 2, 1)
             self.mid = Block(2 * dim, 2 * dim, 4 * dim)
@@ -89,7 +89,7 @@ def ddpm(lib, device):
             self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
                                     nn.Conv2d(2 * dim, dim, 3, padding=1))
             self.head = Block(2 * dim, dim, 4 * dim)
-            self.out = nn.Conv2d(dim, 3, 1)
+            self.out = nn.Conv2d(dim, 1, 1)
 
         def forward(self, x, t):
             emb = self.time(_time_features(lib, t, self.dim))
@@ -217,9 +217,14 @@ CASES = {
 
 
 def _data(rng):
-    """The synthetic inputs and noise every case reads from, as numpy arrays."""
-    return {"images": rng.random((4, 3, 8, 8)).astype(np.float32),
-            "noise": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
+    """The synthetic inputs and noise every case reads from, as numpy arrays: grayscale
+    images (as DDPM on MNIST), so that the L1 loss's gradient, sign / 256, is a power of two
+    and the output bias's gradient sums it exactly in any order. With RGB's 768 = 3 x 256
+    elements, a channel whose signs tie summed to 0 or to 1e-9 by the order of the sum, and
+    Adam's first step moved that bias by 0.12 lr on the rounding alone, which DDIM's
+    sampling then magnified past the comparison's bound."""
+    return {"images": rng.random((4, 1, 8, 8)).astype(np.float32),
+            "noise": rng.standard_normal((4, 1, 8, 8)).astype(np.float32),
             "t": rng.integers(0, STEPS, 4), "u": rng.random(4).astype(np.float32)}
 
 
