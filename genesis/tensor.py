@@ -273,6 +273,11 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
+    def __reversed__(self):
+        """The tensor flipped along dim 0 (a 0-d tensor itself), as torch's: `reversed(x)` is a
+        tensor, not an iterator, so that reversed(inputs) of a sequence runs through a model."""
+        return self if self.ndim == 0 else self.flip(0)
+
     def __array__(self, dtype=None, copy=None):
         arr = self.detach()._host()
         return arr if dtype is None else arr.astype(dtype)

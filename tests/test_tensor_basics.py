@@ -76,6 +76,23 @@ def test_len_iteration_index():
     assert f"{genesis.tensor(2.5):.2f}" == "2.50"
 
 
+def test_reversed_flips_dim0_as_torch(rng):
+    """reversed() of a tensor is the tensor flipped along dim 0 (a 0-d tensor itself), gradients
+    flowing back through it."""
+    base = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    g = genesis.tensor(base, requires_grad=True)
+    t = torch.tensor(base, requires_grad=True)
+    g_out, t_out = reversed(g), reversed(t)
+    assert isinstance(g_out, genesis.Tensor)
+    assert_close(g_out, t_out.detach())
+    weights = rng.standard_normal(base.shape).astype(np.float32)
+    (g_out * genesis.tensor(weights)).sum().backward()
+    (t_out * torch.tensor(weights)).sum().backward()
+    assert_close(g.grad, t.grad)
+    scalar = genesis.tensor(1.5)
+    assert reversed(scalar) is scalar
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_numpy_shares_memory(dtype):
     g = genesis.zeros(2, 3, dtype=dtype)
