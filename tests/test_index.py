@@ -288,6 +288,20 @@ def test_setitem_messages(device):
                                                                                       device=device)
 
 
+@pytest.mark.parametrize("index", [(slice(None), 0), 0, (Ellipsis, slice(1, None))],
+                         ids=["slice_int", "int", "ellipsis_slice"])
+def test_setitem_basic_index_mismatch_raises_as_torch(index, rng):
+    """A value that does not broadcast to a basic index's view raises expand's error, as torch's
+    copy_ into the view does (the advanced-index 'shape mismatch' is index_put's)."""
+    shape = tuple(int(n) for n in rng.integers(2, 5, 2))
+    for value_shape in ((shape[0] + 1,), (1, 2, shape[1] + 1), (3, 2, 2)):
+        found = []
+        for lib in (genesis, torch):
+            x = lib.zeros(shape)
+            found.append(raised(x.__setitem__, index, lib.ones(value_shape)))
+        assert found[0] == found[1]
+
+
 def test_setitem_on_leaf_requiring_grad(device):
     x = genesis.zeros(3, requires_grad=True, device=device)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):

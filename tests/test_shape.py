@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import genesis
-from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_pair
+from helpers import ALL_DTYPES, FLOAT_DTYPES, TORCH_DTYPES, assert_close, make_pair, raised
 
 LAYOUTS = ("contiguous", "transposed", "stepped", "offset")
 
@@ -127,6 +127,17 @@ def test_reshape_copies_when_it_must(rng, device):
     assert_close(y, x_t.reshape(-1))
     assert y._base is None and y.is_contiguous()
     assert y._storage is not x_g._storage
+
+
+@pytest.mark.parametrize("where", ["cpu", "meta"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_expand_to_fewer_dims_names_the_tensor_type_as_torch(dtype, where, rng):
+    """expand to fewer sizes than dims: torch's text, naming the tensor by its legacy type
+    ('torch.FloatTensor') or its dispatch key's ('CPUBoolType', 'MetaFloatType')."""
+    shape = tuple(int(n) for n in rng.integers(1, 4, rng.integers(2, 4)))
+    found = [raised(lambda: lib.zeros(shape, dtype=d, device=where).expand(shape[1:]))
+             for lib, d in ((genesis, dtype), (torch, TORCH_DTYPES[dtype]))]
+    assert found[0] == found[1]
 
 
 def test_view_errors(device):

@@ -320,6 +320,14 @@ def _view_name(items, shape):
     return name
 
 
+def _broadcasts_to(value, target):
+    """Whether tensor `value` broadcasts to the shape `target`."""
+    try:
+        return broadcast_shapes(tuple(value.shape), target) == target
+    except RuntimeError:
+        return False
+
+
 def _prepare_value(x, plan, value):
     """`value` for writing into `x[index]`: a scalar, or a tensor of x's dtype shaped for the
     kernel (the indexed shape, advanced dims first)."""
@@ -335,14 +343,10 @@ def _prepare_value(x, plan, value):
     target = plan.result_shape
     while value.ndim > len(target) and value.shape[0] == 1:
         value = reshape(value, tuple(value.shape[1:]))
-    try:
-        fits = broadcast_shapes(tuple(value.shape), target) == target
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if plan.indices and not _broadcasts_to(value, target):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(target)}")
-    value = expand(value, target)
+    value = expand(value, target)  # a basic index's mismatch: expand's error, as torch's copy_
     return value if plan.out_perm is None else permute(value, inverse_permutation(plan.out_perm))
 
 

@@ -31,6 +31,16 @@ def type_name(dtype, device_type):
     return ("torch.cuda." if device_type == "cuda" else "torch.") + _NAMES[dtype]
 
 
+def error_type_name(dtype, device_type):
+    """A tensor type as PyTorch's error messages name it (`Tensor::toString` through its Python
+    translation): the legacy name of a CPU or CUDA tensor of the eight oldest dtypes
+    ('torch.cuda.FloatTensor'), the dispatch key's form otherwise ('CPUBoolType')."""
+    if dtype not in (dtypes.bool_, dtypes.bfloat16) and device_type in ("cpu", "cuda"):
+        return type_name(dtype, device_type)
+    backend = "Meta" if device_type == "meta" else device_type.upper()
+    return f"{backend}{dtypes.scalar_type_name(dtype)}Type"
+
+
 class LegacyTensorType(type):
     """Metaclass of the legacy types: construction and isinstance by dtype and device."""
 

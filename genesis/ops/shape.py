@@ -23,6 +23,7 @@ from ..tensor import Tensor, wrap_dim
 from .common import (call, contiguous_strides, expand_strides, make_view, normalize_dims, sum_to,
                      wrap)
 from .creation import zeros
+from .legacy import error_type_name
 from .size_args import _sizes, check_view_arguments, int_list
 
 
@@ -444,8 +445,10 @@ def expand(self, *sizes, size=None):
     """A broadcast view: size-1 dims repeat with stride 0, -1 keeps a size, new dims lead."""
     sizes = int_list(_sizes(sizes, size, "expand"), "expand")
     if len(sizes) < self.ndim:
-        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
-                           f"or equal to the number of dimensions in the tensor ({self.ndim})")
+        name = error_type_name(self.dtype, self.device.type)
+        raise RuntimeError(f"expand({name}{{{list(self.shape)}}}, size={list(sizes)}): the number "
+                           f"of sizes provided ({len(sizes)}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({self.ndim})")
     lead = len(sizes) - self.ndim
     shape = list(sizes)
     for i in range(len(sizes) - 1, -1, -1):
