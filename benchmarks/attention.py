@@ -5,7 +5,7 @@ Shapes are GPT-2 small and medium heads at training lengths in bf16 and fp16, an
 benchmarks/train_step.py's float32 models; each case times one forward and one backward (the
 gradient of every input) by CUDA events behind an L2 flush (ops.device_ms) and reports ms,
 TFLOP/s (4 B H T^2 D flops forward and 10 backward, halved for the causal mask) and the
-Genesis/torch ratio of times, for Genesis's default backward (attention._two_pass) and its
+Genesis/torch ratio of times, for Genesis's default backward (attention_tiles.two_pass) and its
 deterministic one (under genesis.use_deterministic_algorithms(True)). A second table times
 bf16 attention under a key-padding mask (the last eighth of each sequence's keys hidden, as
 in a padded batch; not causal), Genesis's fused kernels reading the mask beside torch's
@@ -144,7 +144,7 @@ def run(reps):
 # (deterministic) and the one-pass backward (BLOCK keys, STEP queries, warps, stages; STEP |
 # BLOCK). The one-pass dK/dV kernel holds two BLOCK x D float32 accumulators (dK, dV) and a
 # STEP x D one for each dS K it adds to dQ; it runs for float32 at head dims up to 64 only
-# (attention._two_pass).
+# (attention_tiles.two_pass).
 TILES = {
     "bf16": {"forward": [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3),
                          (64, 64, 4, 4), (128, 32, 4, 3), (64, 32, 4, 3)],
@@ -157,11 +157,11 @@ TILES = {
              "one_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 32, 8, 2),
                           (32, 32, 4, 2), (32, 32, 8, 2), (32, 16, 4, 2), (16, 16, 4, 2)]},
 }
-_SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention._tiles's tuple
+_SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention.tiles's tuple
 
 
 def _with_tile(chosen, kernel, tile):
-    """attention._tiles with `tile` in `kernel`'s place."""
+    """attention.tiles with `tile` in `kernel`'s place."""
     def tiles(dtype, head_dim, tf32):
         picked = list(chosen(dtype, head_dim, tf32))
         picked[_SLOTS[kernel]] = tile
@@ -172,14 +172,14 @@ def _with_tile(chosen, kernel, tile):
 def sweep_tiles(reps, dtype_name, only=None):
     """Forward ms under each forward tile, and forward+backward ms under each tile of each
     backward (the deterministic one for "two_pass"), the other tiles as chosen."""
-    chosen, rng, lib = attention._tiles, np.random.default_rng(), ops.Lib(genesis)
+    chosen, rng, lib = attention.tiles, np.random.default_rng(), ops.Lib(genesis)
     dtype = DTYPES[dtype_name][0]
     kernels = [only] if only else [k for k in _SLOTS if k in TILES[dtype_name]]
     for shape in CASES if dtype_name != "fp32" else FP32_CASES:
         fwd, step = (_step(lib, shape, dtype, rng, b) for b in (False, True))
         for kernel in kernels:
             for tile in TILES[dtype_name].get(kernel, ()):
-                attention._tiles = _with_tile(chosen, kernel, tile)
+                attention.tiles = _with_tile(chosen, kernel, tile)
                 attention._plans.clear()
                 genesis.use_deterministic_algorithms(kernel == "two_pass")
                 label = f"{','.join(map(str, shape)):<18}{kernel:<10}{str(tile):<18}"
@@ -191,7 +191,7 @@ def sweep_tiles(reps, dtype_name, only=None):
                 finally:
                     genesis.use_deterministic_algorithms(False)
                 print(f"{label}{'forward' if kernel == 'forward' else 'both'} {ms:.3f} ms")
-    attention._tiles = chosen
+    attention.tiles = chosen
     attention._plans.clear()
 
 

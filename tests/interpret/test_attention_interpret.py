@@ -40,14 +40,14 @@ def _small_tiles(dtype, head_dim, tf32):
     return bd, (32, 16, 4, 1), (32, 16, 4, 1), (32, 16, 4, 1), precision
 
 
-_tiles = at._tiles
+_tiles = at.tiles
 
 
 @pytest.fixture
 def gpu(monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    monkeypatch.setattr(at, "_tiles", _small_tiles)
+    monkeypatch.setattr(at, "tiles", _small_tiles)
     monkeypatch.setattr(at, "_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
     with ti.device(at, attention_dropout):

@@ -25,7 +25,8 @@ kernel over key blocks for dK, dV only, and one over query blocks (dQ: walks the
 recomputing Q K^T and dP there (seven products per block pair); every gradient element is
 summed by one program in a fixed order, no atomics. The two-pass form runs under
 genesis.use_deterministic_algorithms(True) (torch's rule), and also wherever it is the faster
-(`_two_pass`): the one-pass form's atomic adds of dQ cost more than the two extra products.
+(attention_tiles.two_pass): the one-pass form's atomic adds of dQ cost more than the two extra
+products.
 
 Numerics: products accumulate in float32. For float16/bfloat16 the float32 probabilities P (and
 dS) are rounded to the input dtype before they enter their second product, as FlashAttention and
@@ -47,10 +48,10 @@ as torch lays out SDPA's results. For heads cut from a (B, T, H, D) projection a
 to (B, H, T, D), transposing O and the gradients back is then a view, not a copy. Head dims
 16..128 run in a power-of-two tile (80 and 96 in 128, masked).
 
-Order (_longest_first): where the kernels are bound by arithmetic (float32's TF32x3 products,
-dropout's Philox draws), the grid is (planes, blocks) and under a causal mask every plane's
-longest-working blocks start first, so that the last wave is made of short programs rather
-than of some planes' longest ones: on an H200, B=4 H=12 T=1024 D=128 float32 took 1.69 ms
+Order (attention_tiles.longest_first): where the kernels are bound by arithmetic (float32's
+TF32x3 products, dropout's Philox draws), the grid is (planes, blocks) and under a causal mask
+every plane's longest-working blocks start first, so that the last wave is made of short
+programs rather than of some planes' longest ones: on an H200, B=4 H=12 T=1024 D=128 float32 took 1.69 ms
 against 1.91, and bf16 dropout at B=4 H=16 T=2048 D=64 0.99 against 1.09 (forward +
 backward, two alternated rounds). Half types without dropout keep (blocks, planes), each
 plane's blocks together, sharing its keys and values in L2: the other order took 0.536 ms
@@ -58,8 +59,7 @@ against 0.499 at B=4 H=16 T=2048 D=64 in the same rounds.
 
 Tiles (sm_90), measured on an H200 (bf16, causal, D=64 and 128, `benchmarks/attention.py
 --tiles`): small tiles with 4 warps, since more programs in flight hide the loads better than
-spill-free registers do. The forward's: see HALF_FORWARD_TILES; the two-pass backward's: see
-HALF_TWO_PASS_TILES; float32 tiles: see FP32_TILES.
+spill-free registers do: attention_tiles.py holds each kernel's tiles with their timings.
 """
 
 import numpy as np
@@ -74,12 +74,12 @@ from ..runtime.array import CUDAArray
 from ..runtime.device import activate
 from ..runtime.stream import current_stream_handle
 from ._math import div_rn
-from ._strided_indexing import cdiv, next_pow2, placeholder
+from ._strided_indexing import cdiv, placeholder
 from .attention_dropout import dropout_keep
+from .attention_tiles import HALF, longest_first, tiles, two_pass
 from .random import philox_args, philox_start
 
 MIN_HEAD, MAX_HEAD = 16, 128
-_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 NO_MASK, BOOL_MASK, ADDITIVE_MASK = 0, 1, 2
 LOG2E = tl.constexpr(1.4426950408889634)
 FLT_MAX = tl.constexpr(3.4028234663852886e38)
@@ -550,7 +550,7 @@ def _attn_dq_cast_kernel(
 
 def supports(dtype, head_dim):
     """The fused kernels take this dtype and head dim (16..128)."""
-    return (np.dtype(dtype) in (np.dtype(np.float32),) + _HALF
+    return (np.dtype(dtype) in (np.dtype(np.float32),) + HALF
             and MIN_HEAD <= head_dim <= MAX_HEAD)
 
 
@@ -597,66 +597,9 @@ def _geometry_like(arr):
     return _Geometry.of(placeholder(arr.shape, arr.dtype, _dense_like(arr)))
 
 
-FP32_TILES = {32: ((64, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2)),
-              64: ((64, 64, 4, 2), (32, 32, 4, 2), (32, 32, 4, 2)),
-              128: ((32, 32, 4, 2), (32, 32, 4, 2), None)}
-"""float32 tiles by head tile (16 takes 32's): (forward BM, BN, warps, stages), (two-pass
-backward BLOCK, STEP, warps, stages), (one-pass backward, the same; none at D=128, where the
-backward is two-pass, _two_pass). Measured on an H200 (causal, `attention.py --tiles
---dtype fp32`), forward and forward + two-pass backward: B=16
-H=4 T=64 D=32 0.008 and 0.111 ms (torch 0.15 together); B=32 H=6 T=256 D=64 0.073 ms with
-64 x 64 tiles (32 x 32: 0.075, 64 x 64 with 8 warps: 0.116), and 0.373 ms with 32 x 32 backward
-tiles against 0.458 with 64 x 64 (torch 0.384); B=4 H=12 T=1024 D=128 0.390 ms forward with
-32 x 32 against 0.563 with 64 x 64. At D=128 tiles of 64 x 64 need more than the 227 KB of
-shared memory with 3 stages (forward) or 2 (backward). The one-pass tiles, not yet timed, are
-the two-pass ones but at D=32, where 64 x 64 spills 436 bytes a thread (ptxas, sm_90a) and
-64 x 32 none; TF32 x3 products take about three times the registers, and at D=128 every tile
-tried spills (the two-pass 32 x 32 too)."""
-
-
-HALF_FORWARD_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
-                      128: (64, 32, 4, 3)}
-"""The forward's half-type tiles by head tile: (BM queries, BN keys, warps, stages). Measured
-on an H200 (bf16, causal, `attention.py --tiles --only forward`), ms: B=8 H=12 T=1024 D=64
-0.056 with 64 x 64 (4 warps, 3 stages), against 0.060 with 4 stages and 0.070-0.085 with
-128-query tiles; B=4 H=12 T=1024 D=128 0.059 with 64 x 32, against 0.067 with 64 x 64, 0.066
-with 128 x 64 and 8 warps, 0.069 with 128 x 128 (torch 0.042)."""
-
-
-HALF_TWO_PASS_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3),
-                       128: (64, 64, 4, 2)}
-"""The two-pass backward's half-type tiles by head tile: (BLOCK, STEP, warps, stages), the
-dK/dV kernel holding BLOCK keys and walking the queries STEP at a time, the dQ kernel the
-other way round. Alternated three times in one process on an H200 (bf16, causal, forward +
-backward ms): B=8 H=12 T=1024 D=64 0.251-0.256 in 3 stages against 0.263-0.287 in 2 (64 x 32
-in 3: 0.253-0.260; torch 0.233-0.268); B=4 H=16 T=2048 D=64 0.498-0.501 against 0.522-0.523
-(torch 0.435). B=4 H=12 T=1024 D=128, rounds 2-5 of five: 0.256-0.258 in 2 stages, 0.295-0.296
-in 3; 64 x 32 in 3 stages 0.254-0.256, 128 x 64 with 8 warps 0.291-0.292, 128 x 32 with 8 warps
-0.293-0.295, 64 x 64 with 8 warps 0.374-0.376 (torch 0.207-0.209)."""
-
-
-def _tiles(dtype, head_dim, tf32):
-    """(head tile, (forward BM, BN, warps, stages), (two-pass backward BLOCK, STEP, warps,
-    stages), (one-pass backward, the same; None where it never runs, see _two_pass),
-    precision); see the module docstring. The forward needs BN | BM, the backward STEP |
-    BLOCK: the dK/dV kernel holds BLOCK keys and walks the queries STEP at a time, the dQ
-    kernel holds BLOCK queries and walks the keys STEP at a time."""
-    bd = next_pow2(head_dim)
-    if np.dtype(dtype) in _HALF:
-        return bd, HALF_FORWARD_TILES[bd], HALF_TWO_PASS_TILES[bd], None, "tf32"
-    forward, two_pass, one_pass = FP32_TILES[max(bd, 32)]
-    return bd, forward, two_pass, one_pass, "tf32" if tf32 else "tf32x3"
-
-
-def _longest_first(dtype, dropout):
-    """Whether the kernels start the longest-working blocks first (the module docstring's
-    Order)."""
-    return np.dtype(dtype) not in _HALF or dropout is not None
-
-
-def _grid(planes, blocks, longest_first):
+def _grid(planes, blocks, heavy_first):
     """The launch grid of `planes` x `blocks` programs in _block_and_plane's order."""
-    return (planes, blocks) if longest_first else (blocks, planes)
+    return (planes, blocks) if heavy_first else (blocks, planes)
 
 
 def _index_type(*arrays):
@@ -709,12 +652,12 @@ def _forward_plan(q, k, v, mask, dropout, causal, tf32, keep_float, device=0, ta
     """(the forward launch for operands laid out like these, the sizes and strides
     _forward_launch passes)."""
     (lead, q_strides), (kv_lead, k_strides), (_, v_strides) = (_Geometry.of(a) for a in (q, k, v))
-    bd, (bm, bn, warps, stages), _, _, precision = _tiles(q.dtype, q.shape[-1], tf32)
-    longest_first = _longest_first(q.dtype, dropout)
+    bd, (bm, bn, warps, stages), _, _, precision = tiles(q.dtype, q.shape[-1], tf32)
+    heavy_first = longest_first(q.dtype, dropout)
     meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
                 HEAD=q.shape[-1], BD=bd, PRECISION=precision, BM=bm, BN=bn,
-                GROUP=lead[1] // kv_lead[1], LONGEST_FIRST=longest_first)
-    grid = _grid(lead[0] * lead[1], cdiv(q.shape[-2], bm), longest_first)
+                GROUP=lead[1] // kv_lead[1], LONGEST_FIRST=heavy_first)
+    grid = _grid(lead[0] * lead[1], cdiv(q.shape[-2], bm), heavy_first)
     launch = _attention_launch(_attn_fwd_kernel, grid, meta, warps, stages,
                                _index_type(q, k, v, mask), device, target)
     sizes = (lead[1], q.shape[-2], k.shape[-2])
@@ -739,17 +682,17 @@ def _forward_launch(launch, dims, stream, q, k, v, mask, out, lse, out_f, scale,
 class _BackwardPlan:
     """The backward's launches for operands laid out like these. Both forms first run the
     Delta kernel (into a float32 buffer of the query rows, fresh per run: the later launches
-    read it). Two-pass (deterministic; which form runs, _two_pass): then the dK/dV kernel and
-    the dQ kernel. One-pass: the Delta kernel also zeroes a float32 dQ accumulator, the dK/dV
+    read it). Two-pass (deterministic; which form runs, attention_tiles.two_pass): then the
+    dK/dV kernel and the dQ kernel. One-pass: the Delta kernel also zeroes a float32 dQ accumulator, the dK/dV
     kernel adds dS K to it atomically, and a last kernel scales it into dQ."""
 
     def __init__(self, g, q, k, v, out, mask, dropout, causal, tf32, deterministic, device=0,
                  target=None):
         geos = [_Geometry.of(a) for a in (q, k, v, g)]
         lead, kv_lead = geos[0][0], geos[1][0]
-        bd, _, two_pass, one_pass, precision = _tiles(q.dtype, q.shape[-1], tf32)
-        deterministic = _two_pass(q.dtype, q.shape[-1], deterministic)
-        block, step, warps, stages = two_pass if deterministic else one_pass
+        bd, _, two_pass_tile, one_pass_tile, precision = tiles(q.dtype, q.shape[-1], tf32)
+        deterministic = two_pass(q.dtype, q.shape[-1], deterministic)
+        block, step, warps, stages = two_pass_tile if deterministic else one_pass_tile
         ity = _index_type(q, k, v, g, mask)
         planes, length, head = lead[0] * lead[1], q.shape[-2], q.shape[-1]
         self.device, self.target, self.deterministic = device, target, deterministic
@@ -757,18 +700,18 @@ class _BackwardPlan:
         rows = dict(HEAD=head, BD=bd, BM=block)
         self.delta = _attention_launch(_attn_delta_kernel, (cdiv(length, block), planes), rows,
                                        warps, 1, ity, device, target)
-        longest_first = _longest_first(q.dtype, dropout)
+        heavy_first = longest_first(q.dtype, dropout)
         meta = dict(CAUSAL=causal, MASK=_mask_kind(mask), DROPOUT=dropout is not None,
                     HEAD=head, BD=bd, PRECISION=precision, GROUP=lead[1] // kv_lead[1],
-                    LONGEST_FIRST=longest_first)
+                    LONGEST_FIRST=heavy_first)
         self.dkdv = _attention_launch(_attn_dkdv_kernel,
                                       _grid(kv_lead[0] * kv_lead[1], cdiv(k.shape[-2], block),
-                                            longest_first),
+                                            heavy_first),
                                       dict(meta, BM=step, BN=block), warps, stages, ity, device,
                                       target)
         if deterministic:
             self.dq = _attention_launch(_attn_dq_kernel,
-                                        _grid(planes, cdiv(length, block), longest_first),
+                                        _grid(planes, cdiv(length, block), heavy_first),
                                         dict(meta, BM=block, BN=step), warps, stages, ity,
                                         device, target)
         else:
@@ -870,7 +813,7 @@ def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, kee
     device = query.device
     activate(device)
     stream = current_stream_handle(device)
-    keep_float = keep_float and query.dtype in _HALF
+    keep_float = keep_float and query.dtype in HALF
     tf32 = flags.allow_tf32
     key_ = ("fwd", _key(query, key, value, attn_mask), dropout is None, is_causal, tf32,
             keep_float, device)
@@ -891,27 +834,16 @@ def flash_attention(query, key, value, attn_mask, dropout, is_causal, scale, kee
     return out, lse, out_f
 
 
-def _two_pass(dtype, head_dim, deterministic):
-    """Whether the backward runs in two passes: under deterministic algorithms, and for half
-    types and head dims over 64, where it is also the faster. On an H200 (attention.py, bf16,
-    causal, three runs, ms two-pass / one-pass): B=8 H=12 T=1024 D=64 0.260 / 0.267-0.269,
-    B=4 H=16 T=2048 D=64 0.520 / 0.543-0.546, B=4 H=12 T=1024 D=128 0.256-0.259 /
-    0.317-0.319; float32 D=128 1.915 / 2.18. float32 at D <= 64 keeps the one-pass form
-    (B=32 H=6 T=256 D=64: 0.292 / 0.327 in two runs of three)."""
-    return (deterministic or np.dtype(dtype) in _HALF
-            or next_pow2(head_dim) > 64)
-
-
 @register("flash_attention_backward", "cuda")
 def flash_attention_backward(grad, query, key, value, out, attn_mask, dropout, lse, is_causal,
                              scale, deterministic):
     """(dQ, dK, dV), each laid out like its input, of flash_attention from the output gradient
     and its saved lse and out (the float32 one where it kept it). `deterministic`: every
     element summed in a fixed order (the two-pass backward); else the faster form for these
-    operands (`_two_pass`), which for float32 at head dims up to 64 is the one-pass backward,
-    whose dQ sums with float atomics (its last bits vary from run to run). Key and value may
-    have fewer heads than the query (grouped-query attention); `attn_mask` and `dropout` as
-    the forward's."""
+    operands (attention_tiles.two_pass), which for float32 at head dims up to 64 is the one-pass
+    backward, whose dQ sums with float atomics (its last bits vary from run to run). Key and
+    value may have fewer heads than the query (grouped-query attention); `attn_mask` and
+    `dropout` as the forward's."""
     _check(query, key, value, attn_mask)
     device = query.device
     activate(device)
