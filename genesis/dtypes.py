@@ -197,7 +197,8 @@ def scalar_type_name(d):
 _TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
                     "int16": "short int", "int32": "int", "int64": "long int",
                     "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-                    "float64": "double"}
+                    "float64": "double", "complex64": "c10::complex<float>",
+                    "complex128": "c10::complex<double>"}
 
 
 def type_meta_name(d):

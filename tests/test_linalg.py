@@ -300,12 +300,33 @@ def test_errors(fn, shapes, message, rng, device):
         fn(genesis, *gs)
 
 
+@pytest.mark.parametrize("fn, shapes, dtypes", [
+    (_matmul, [(2, 3), (3, 2)], ("float32", "float64")),
+    (_matmul, [(2, 3), (3, 2)], ("float16", "float32")),
+    (_matmul, [(2, 3), (3, 2)], ("float32", "int64")),
+    (_matmul, [(2, 2, 3), (2, 3, 2)], ("float32", "float64")),
+    (_matmul, [(2, 2, 3), (3, 2)], ("float32", "bfloat16")),
+    (_op("mm"), [(2, 3), (3, 2)], ("float32", "int32")),
+    (_op("bmm"), [(2, 2, 3), (2, 3, 2)], ("float64", "float32")),
+    (_op("dot"), [(3,), (3,)], ("float32", "float64"))])
+def test_dtype_mismatch_refused_as_torch(fn, shapes, dtypes, device):
+    """Products of two dtypes are refused in torch's words ('expected m1 and m2 to have the
+    same dtype, but got: float != double'; bmm's 'expected scalar type Float but found
+    Double'), after the op's name where torch's names none."""
+    with pytest.raises(RuntimeError) as expected:
+        fn(torch, *(torch.ones(s, dtype=getattr(torch, d)) for s, d in zip(shapes, dtypes)))
+    with pytest.raises(RuntimeError) as got:
+        fn(genesis, *(genesis.ones(s, dtype=getattr(genesis, d), device=device)
+                      for s, d in zip(shapes, dtypes)))
+    assert str(expected.value) in (str(got.value), str(got.value).split(": ", 1)[1])
+
+
 def test_dtype_and_bool_errors(device):
     def ones(*shape, dtype=genesis.float32):
         return genesis.ones(*shape, dtype=dtype, device=device)
     with pytest.raises(RuntimeError, match="same dtype"):
         ones(2, 3) @ ones(3, 2, dtype=genesis.float64)
-    with pytest.raises(RuntimeError, match="dot: expected both vectors to have same dtype"):
+    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype"):
         genesis.dot(ones(3), ones(3, dtype=genesis.float64))
     with pytest.raises(RuntimeError, match="einsum"):
         genesis.einsum("ij,jk", ones(2, 3), ones(3, 4, dtype=genesis.float64))
