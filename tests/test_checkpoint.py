@@ -107,6 +107,23 @@ def test_rerun_once_per_backward_and_again_with_retain_graph(rng):
     np.testing.assert_allclose(x.grad.numpy(), 2 * first.numpy(), rtol=1e-12)
 
 
+def test_batch_norm_statistics_updated_once_per_rerun_as_torch(rng):
+    """A batch norm whose backward reads its saved tensors twice still reruns once a backward
+    pass: its running statistics and count advance as torch's (DenseNet's memory-efficient
+    layers)."""
+    x = rng.standard_normal((4, 3, 5, 5))
+    runs = []
+    for lib in (torch, genesis):
+        lib.manual_seed(0)
+        bn, conv = lib.nn.BatchNorm2d(3).double(), lib.nn.Conv2d(3, 2, 1).double()
+        t = lib.tensor(x, requires_grad=True)
+        out = lib.utils.checkpoint.checkpoint(lambda a: conv(bn(a)), t, use_reentrant=False)
+        out.sum().backward()
+        runs.append([v.detach().numpy() for v in bn.state_dict().values()] + [t.grad.numpy()])
+    for expected, got in zip(*runs):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
 def test_changed_recomputation_is_an_error(rng):
     sizes = iter([3, 4])
 

@@ -15,10 +15,11 @@ Two forms, as in PyTorch:
 
 import contextlib
 import warnings
+import weakref
 
 from .. import amp, random
 from ..autograd import Function
-from ..autograd.engine import backward
+from ..autograd.engine import backward, current_graph_task
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd.graph import saved_tensors_hooks
 from ..tensor import Tensor
@@ -148,7 +149,7 @@ class _Recomputation:
     def __init__(self, function, args, kwargs, preserve_rng_state, check):
         self.function, self.args, self.kwargs, self.check = function, args, kwargs, check
         self.state = _ForwardState(args, preserve_rng_state)
-        self.metadata, self.tensors, self.unread = [], None, 0
+        self.metadata, self.tensors = [], weakref.WeakKeyDictionary()  # graph task -> rerun
         self.context = contextlib.nullcontext()
 
     def pack(self, tensor):
@@ -156,14 +157,15 @@ class _Recomputation:
         return _Handle(len(self.metadata) - 1)
 
     def unpack(self, handle):
-        if self.tensors is None:
-            self.tensors = self._rerun()
-            self.unread = len(self.metadata)
-        tensor = self.tensors[handle.index]
-        self.unread -= 1
-        if self.unread == 0:  # every handle read once: a later backward reruns again
-            self.tensors = None
-        return tensor
+        """The tensor of `handle` from this backward pass's rerun (made at its first read; a
+        read outside backward reruns on its own)."""
+        task = current_graph_task()
+        tensors = None if task is None else self.tensors.get(task)
+        if tensors is None:
+            tensors = self._rerun()
+            if task is not None:
+                self.tensors[task] = tensors
+        return tensors[handle.index]
 
     def _rerun(self):
         saved = []
