@@ -1,6 +1,7 @@
 """Shared test helpers: conversions to and from PyTorch (the oracle) and tolerances by dtype."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -220,3 +221,14 @@ def raised(make, *args, **kwargs):
     with pytest.raises(Exception) as info:
         make(*args, **kwargs)
     return type(info.value).__name__, str(info.value)
+
+
+def assert_refuses_as_torch(call):
+    """call(torch) and call(genesis) raise the same exception type, genesis's text torch's (its
+    torch.Size printed as genesis.Size) or the op's name and ': ' before it, the codebase's
+    convention."""
+    kind, words = raised(call, torch)
+    words = words.replace("torch.Size", "genesis.Size")
+    got_kind, text = raised(call, genesis)
+    assert got_kind == kind and text.endswith(words), (got_kind, text, kind, words)
+    assert re.fullmatch(r"(\w+: )?", text[:len(text) - len(words)]), (text, words)

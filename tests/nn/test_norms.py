@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch
 
 import genesis
 import genesis.nn as nn
@@ -230,18 +230,43 @@ def test_instance_norm_with_other_channels_warns_as_torch(rng):
     assert_close(out, tnn.InstanceNorm2d(4)(torch.tensor(x)))
 
 
-def test_errors():
-    with pytest.raises(ValueError, match="more than 1 spatial element"):
-        F.instance_norm(genesis.ones(2, 3, 1))
-    with pytest.raises(ValueError, match="expected 2D or 3D input"):
-        nn.InstanceNorm1d(3)(genesis.ones(2, 3, 4, 5))
-    with pytest.raises(ValueError, match="to match num_features"):
-        nn.InstanceNorm1d(3, affine=True)(genesis.ones(2, 4, 5))
-    with pytest.raises(ValueError, match="3D or higher"):
-        F.local_response_norm(genesis.ones(2, 3), 2)
-    with pytest.raises(ValueError, match="more than 1 value per channel"):
-        F.batch_norm(genesis.ones(1, 3), None, None, training=True)
-    with pytest.raises(RuntimeError, match="5D"):
-        nn.BatchNorm3d(3)(genesis.ones(2, 3, 4, 5))
-    with pytest.raises(RuntimeError, match="at least 2D"):
-        nn.SyncBatchNorm(3)(genesis.ones(3))
+NORM_REFUSALS = [
+    lambda m: m.nn.LayerNorm(6)(m.zeros(2, 5)),
+    lambda m: m.nn.LayerNorm((2, 3))(m.zeros(3)),
+    lambda m: m.nn.RMSNorm(6)(m.zeros(2, 5)),
+    lambda m: m.nn.functional.rms_norm(m.zeros(5), (2, 5)),
+    lambda m: m.nn.functional.group_norm(m.zeros(2, 6), 2, m.ones(4), m.zeros(4)),
+    lambda m: m.nn.functional.group_norm(m.zeros(2, 6, 3), 2, m.ones(6), m.zeros(4)),
+    lambda m: m.nn.functional.group_norm(m.zeros(2, 6, 3), 2, None, m.zeros(4)),
+    lambda m: m.nn.functional.group_norm(m.zeros(2, 6, 3), 4),
+    lambda m: m.nn.GroupNorm(2, 4)(m.zeros(2, 6)),
+    lambda m: m.nn.GroupNorm(2, 4)(m.zeros(4)),
+    lambda m: m.nn.functional.batch_norm(m.zeros(2, 3, 3, 3), m.zeros(4), m.ones(4)),
+    lambda m: m.nn.functional.batch_norm(m.zeros(2, 3), m.zeros(3), m.ones(4)),
+    lambda m: m.nn.functional.batch_norm(m.zeros(2, 3), m.zeros(3), m.ones(3), m.ones(4)),
+    lambda m: m.nn.functional.batch_norm(m.zeros(2, 3), None, None, None, m.ones(4), True),
+    lambda m: m.nn.functional.batch_norm(m.zeros(2, 3), m.zeros(3), None),
+    lambda m: m.nn.functional.batch_norm(m.ones(1, 3), None, None, training=True),
+    lambda m: m.nn.BatchNorm2d(4)(m.zeros(2, 3, 3, 3)),
+    lambda m: m.nn.BatchNorm2d(4).eval()(m.zeros(2, 3, 3, 3)),
+    lambda m: m.nn.BatchNorm2d(4)(m.zeros(2, 4, 3)),
+    lambda m: m.nn.BatchNorm1d(4)(m.zeros(2, 4, 3, 3)),
+    lambda m: m.nn.BatchNorm3d(3)(m.ones(2, 3, 4, 5)),
+    lambda m: m.nn.LazyBatchNorm1d()(m.zeros(4)),
+    lambda m: m.nn.SyncBatchNorm(3)(m.ones(3)),
+    lambda m: m.nn.SyncBatchNorm(3)(m.ones(2, 0, 3)),
+    lambda m: m.nn.functional.instance_norm(m.zeros(2, 3, 3), m.zeros(4), m.ones(4)),
+    lambda m: m.nn.functional.instance_norm(m.zeros(2, 3, 3), None, None, None, m.ones(4)),
+    lambda m: m.nn.functional.instance_norm(m.zeros(2, 3, 3), use_input_stats=False),
+    lambda m: m.nn.functional.instance_norm(m.ones(2, 3, 1)),
+    lambda m: m.nn.InstanceNorm1d(3)(m.ones(2, 3, 4, 5)),
+    lambda m: m.nn.InstanceNorm1d(3, affine=True)(m.ones(2, 4, 5)),
+    lambda m: m.nn.functional.local_response_norm(m.ones(2, 3), 2),
+]
+
+
+@pytest.mark.parametrize("call", NORM_REFUSALS)
+def test_norm_refusals_as_torch(call):
+    """The norms refuse wrongly shaped inputs and parameters with torch's exception and words
+    (the layers' rank checks their own, the rest their functional's, after its name)."""
+    assert_refuses_as_torch(call)

@@ -5,7 +5,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from ...ops.shape_copies import cat
 from .batch_stats import BatchNormTraining, update_running
-from .normalization import batch_norm
+from .normalization import batch_norm, check_per_channel
 
 
 def _update_running(running, per_instance, momentum):
@@ -17,12 +17,18 @@ def _update_running(running, per_instance, momentum):
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalize each (sample, channel) of (N, C, *) input over its own spatial values."""
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined "
+                           "when use_input_stats is false")
+    check_per_channel("instance_norm", input.shape[1] if input.ndim > 1 else 0, True,
+                      input.shape[0] if input.ndim else 1, running_mean=running_mean,
+                      running_var=running_var, weight=weight, bias=bias)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = input.numel() // max(input.shape[0] * input.shape[1], 1) if input.ndim > 2 else 0
     if input.ndim < 3 or spatial <= 1 and input.numel():
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
-                         f"{list(input.shape)}")
+                         f"{input.shape}")
     if input.numel() == 0:
         return input.clone()
     n, c = input.shape[0], input.shape[1]
@@ -55,9 +61,9 @@ def _channel_window_sum(x, before, after):
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta."""
-    if input.ndim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
-                         f"dimensions)")
+    if input.ndim < 3:  # torch's text, with the run of spaces its source line break leaves
+        raise ValueError(f"Expected 3D or higher dimensionality{' ' * 26}input (got "
+                         f"{input.ndim} dimensions)")
     if input.numel() == 0:
         return input
     window = _channel_window_sum(input * input, size // 2, (size - 1) // 2) / size

@@ -39,11 +39,17 @@ def _affine(y, weight, bias, dtype):
 
 
 def _normalized_dims(input, normalized_shape, op):
+    """The trailing dims `normalized_shape` names, or torch's refusal of an input that does not end
+    in it (rms_norm's words join the sizes to the '*', and refuse too few dims as a ValueError)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if op == "rms_norm" and len(shape) > input.ndim:
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got "
+                         f"{input.ndim}")
     if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        sizes = ", ".join(map(str, shape))
         raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with "
-                           f"shape [*, {', '.join(map(str, shape))}], but got input of size "
-                           f"{list(input.shape)}")
+                           f"shape [*{sizes if op == 'rms_norm' else ', ' + sizes}], but got "
+                           f"input of size{list(input.shape)}")
     return tuple(range(-len(shape), 0))
 
 
@@ -75,13 +81,28 @@ def _channel_shape(input):
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
 
+def _check_group_affine(input, weight, bias):
+    """torch's refusal of a weight or bias that is not a vector of the input's channel count; its
+    text for the bias shows the weight's shape ([0] without weight), as torch's does."""
+    shown = [0] if weight is None else list(weight.shape)
+    for name, vector in (("weight", weight), ("bias", bias)):
+        if vector is not None and (vector.ndim != 1 or vector.shape[0] != input.shape[1]):
+            raise RuntimeError(f"group_norm: Expected {name} to be a vector of size equal to the "
+                               f"number of channels in input, but got {name} of shape {shown} "
+                               f"and input of shape {list(input.shape)}")
+
+
 @autocast_policy("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Standardize each group of channels of (N, C, *) input, then scale and shift per channel."""
-    if input.ndim < 2 or input.shape[1] % num_groups:
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: Expected at least 2 dimensions for input tensor but "
+                           f"received {input.ndim}")
+    if input.shape[1] % num_groups:
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    _check_group_affine(input, weight, bias)
     n, per_group = input.shape[0], input.shape[1] // num_groups
     for size in input.shape[2:]:
         per_group *= size
@@ -91,6 +112,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return name_node(_affine(y, None if weight is None else weight.reshape(shape),
                              None if bias is None else bias.reshape(shape), input.dtype),
                      "NativeGroupNormBackward0")
+
+
+def check_per_channel(op, channels, training, copies=1, **vectors):
+    """torch's refusals of batch norm's per-channel tensors, in its order: a running statistic
+    missing in evaluation, or a tensor without one element per channel (instance norm's counted
+    as the `copies`, one per sample, that torch's batch norm over the folded input sees)."""
+    for name, vector in vectors.items():
+        if vector is None and not training and name.startswith("running"):
+            raise RuntimeError(f"{op}: {name} must be defined in evaluation mode")
+        if vector is not None and vector.numel() != channels:
+            raise RuntimeError(f"{op}: {name} should contain {channels * copies} elements not "
+                               f"{vector.numel() * copies}")
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -103,14 +136,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     count = input.numel() // max(input.shape[1], 1) if input.ndim > 1 else 0
     if training and count <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"{list(input.shape)}")
+                         f"{input.shape}")
+    check_per_channel("batch_norm", input.shape[1] if input.ndim > 1 else 0, training,
+                      running_mean=running_mean, running_var=running_var, weight=weight,
+                      bias=bias)
     if training:
         y, _, _ = BatchNormTraining.apply(input, weight, bias, eps, running_mean, running_var,
                                           momentum)
         return name_node(y, "NativeBatchNormBackward0")
-    if running_mean is None or running_var is None:
-        raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
-                           "evaluation mode")
     x = _upcast(input)
     shape = _channel_shape(input)
     centered = x - running_mean.to(x.dtype).reshape(shape)

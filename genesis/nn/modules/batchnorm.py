@@ -5,7 +5,7 @@ from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops import creation
 from .. import functional as F
-from ._utils import check_input, optional_parameter, reset_affine
+from ._utils import optional_parameter, reset_affine
 from .module import Module
 
 
@@ -64,17 +64,19 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
-    """Shared by the batch norms; subclasses name the accepted input dims."""
+    """Shared by the batch norms; subclasses name the input ranks they take."""
 
     _dims = ()
-    _expected = ""
 
-    def _accepts(self, ndim):
-        return ndim in self._dims
+    def _check_input_dim(self, input):
+        """torch's ValueError for an input of another rank; the channel count is F.batch_norm's
+        to check, as in torch."""
+        if input.ndim not in self._dims:
+            ranks = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {ranks} input (got {input.ndim}D input)")
 
     def forward(self, input):
-        check_input(self, self._accepts(input.ndim) and input.shape[1] == self.num_features,
-                    self._expected.format(c=self.num_features), input)
+        self._check_input_dim(input)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
@@ -92,28 +94,23 @@ class BatchNorm1d(_BatchNorm):
     """Batch norm over (N, C) or (N, C, L) input."""
 
     _dims = (2, 3)
-    _expected = "2D (N, {c}) or 3D (N, {c}, L) input"
 
 
 class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) input."""
 
     _dims = (4,)
-    _expected = "4D (N, {c}, H, W) input"
 
 
 class BatchNorm3d(_BatchNorm):
     """Batch norm over (N, C, D, H, W) input."""
 
     _dims = (5,)
-    _expected = "5D (N, {c}, D, H, W) input"
 
 
 class SyncBatchNorm(_BatchNorm):
     """Batch norm whose statistics span every process of `process_group`; in a single process
     (no process group) it is BatchNorm over (N, C, *) input."""
-
-    _expected = "at least 2D (N, {c}, *) input"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, process_group=None, device=None, dtype=None, *,
@@ -122,8 +119,12 @@ class SyncBatchNorm(_BatchNorm):
                          dtype, bias=bias)
         self.process_group = process_group
 
-    def _accepts(self, ndim):
-        return ndim >= 2
+    def _check_input_dim(self, input):
+        """torch's ValueErrors for an input of fewer than 2 dims or of no channels."""
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):

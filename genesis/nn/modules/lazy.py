@@ -189,7 +189,7 @@ class _LazyNormBase(LazyModuleMixin):
             if self.num_features == 0:  # shaped by load_state_dict
                 self.num_features = input.shape[1] if input.ndim > 1 else input.shape[0]
             return
-        self.num_features = input.shape[1] if input.ndim > 1 else input.shape[0]
+        self.num_features = input.shape[1]
         with no_grad():
             for name in ("weight", "bias", "running_mean", "running_var"):
                 state = getattr(self, name)

@@ -2,7 +2,7 @@
 response norms."""
 
 from .. import functional as F
-from ._utils import check_input, optional_parameter, reset_affine
+from ._utils import optional_parameter, reset_affine
 from .module import Module
 
 
@@ -25,12 +25,6 @@ class _TrailingNorm(Module):
     def reset_parameters(self):
         reset_affine(self)
 
-    def _check(self, input):
-        shape = self.normalized_shape
-        check_input(self, input.ndim >= len(shape) and
-                    tuple(input.shape[input.ndim - len(shape):]) == shape,
-                    f"input of shape [*, {', '.join(map(str, shape))}]", input)
-
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
@@ -44,7 +38,6 @@ class LayerNorm(_TrailingNorm):
         super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
 
     def forward(self, input):
-        self._check(input)
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -59,7 +52,6 @@ class RMSNorm(_TrailingNorm):
         super().__init__(normalized_shape, eps, elementwise_affine, None, device, dtype)
 
     def forward(self, input):
-        self._check(input)
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
 
@@ -83,8 +75,6 @@ class GroupNorm(Module):
         reset_affine(self)
 
     def forward(self, input):
-        check_input(self, input.ndim >= 2 and input.shape[1] == self.num_channels,
-                    f"input of shape [N, {self.num_channels}, *]", input)
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
