@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close, make_pair
+from helpers import assert_close, assert_refuses_as_torch, make_pair
 from nn_compare import compare
 
 import genesis
@@ -166,8 +166,6 @@ POOL_ERRORS = [
      r"Found an invalid max index: 100 \(output volumes are of size 4x4\)"),
     (lambda d: F.fractional_max_pool2d(genesis.randn(1, 2, 5, 5, device=d), 3, output_size=4),
      "pool height 3 too large relative to input height 5"),
-    (lambda d: nn.MaxPool2d(2)(genesis.randn(4, 4, device=d)),
-     r"MaxPool2d\(.*3D \(C, H, W\) or 4D \(N, C, H, W\)"),
 ]
 
 
@@ -177,6 +175,47 @@ def test_pool_errors(call, match, device):
         call(device)
     with pytest.raises(ValueError, match="either an output_size or an output_ratio"):
         F.fractional_max_pool2d(genesis.randn(1, 2, 5, 5, device=device), 2)
+
+
+def _pool_layers(dims):
+    """Each pooling layer over `dims` dims, called as its forward is, by its name."""
+    n = dims
+    layers = {f"MaxPool{n}d": lambda m, x: getattr(m.nn, f"MaxPool{n}d")(2)(x),
+              f"AvgPool{n}d": lambda m, x: getattr(m.nn, f"AvgPool{n}d")(2)(x),
+              f"LPPool{n}d": lambda m, x: getattr(m.nn, f"LPPool{n}d")(2, 2)(x),
+              f"AdaptiveAvgPool{n}d": lambda m, x: getattr(m.nn, f"AdaptiveAvgPool{n}d")(2)(x),
+              f"AdaptiveMaxPool{n}d": lambda m, x: getattr(m.nn, f"AdaptiveMaxPool{n}d")(2)(x),
+              f"MaxUnpool{n}d": lambda m, x: getattr(m.nn, f"MaxUnpool{n}d")(2)(
+                  x, m.zeros(x.shape, dtype=m.int64))}
+    if n > 1:
+        layers[f"FractionalMaxPool{n}d"] = lambda m, x: getattr(
+            m.nn, f"FractionalMaxPool{n}d")(2, output_size=2)(x)
+    return layers
+
+
+@pytest.mark.parametrize("dims, name, rank", [
+    (dims, name, rank) for dims in (1, 2, 3) for name in _pool_layers(dims)
+    for rank in (dims, dims + 3)])
+def test_pool_layer_rank_refusals_as_torch(dims, name, rank):
+    """A pooling layer refuses an input of the wrong rank as its torch functional does: each
+    kernel's own words ('non-empty 3D or 4D (batch mode) tensor expected for input', 'Expected 2
+    to 3 dimensions, but got 1-dimensional tensor ...'), or the IndexError of avg_pool2d's and
+    the fractional pools' shape arithmetic."""
+    call = _pool_layers(dims)[name]
+    assert_refuses_as_torch(lambda m: call(m, m.ones((4,) * rank)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.max_unpool2d(m.zeros(1, 1, 4, 4), m.zeros(1, 1, 4, 3,
+                                                                        dtype=m.int64), 2),
+    lambda m: m.nn.functional.max_unpool1d(m.zeros(1, 1, 4), m.zeros(1, 1, 3, dtype=m.int64), 2),
+    lambda m: m.nn.functional.max_unpool2d(m.zeros(1, 1, 4, 4), m.zeros(1, 1, 4, 4), 2),
+    lambda m: m.nn.functional.adaptive_max_pool2d(m.zeros(2, 0, 4), 2),
+    lambda m: m.nn.functional.adaptive_avg_pool3d(m.zeros(1, 2, 3, 0, 4), 2)])
+def test_pool_argument_refusals_as_torch(call):
+    """Unpooling indices of another dtype or shape, and an empty spatial dim of adaptive
+    pooling, refused in torch's words."""
+    assert_refuses_as_torch(call)
 
 
 def test_max_pool_gradient_goes_to_first_maximum(device):

@@ -35,12 +35,54 @@ def _pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
     return out
 
 
+_BATCH_MODE = ("Expected {ranks} (batch mode) tensor with optional 0 dim batch size for input, "
+               "but got:{shape}")
+_NON_EMPTY = "non-empty {ranks} (batch mode) tensor expected for input"
+_TWO_TO_THREE = ("Expected 2 to 3 dimensions, but got {ndim}-dimensional tensor for argument #1 "
+                 "'self' (while checking arguments for {op})")
+_UNPOOL = "Input to max_unpooling{d}d should be a {low}d or {high}d Tensor, but got a tensor with "
+# torch's words for an input of the wrong rank, by op: each op's kernel has its own.
+_RANK_WORDS = {
+    "max_pool2d": _NON_EMPTY, "max_pool3d": _NON_EMPTY, "avg_pool3d": _NON_EMPTY,
+    "avg_pool1d": _TWO_TO_THREE, "adaptive_avg_pool1d": _TWO_TO_THREE,
+    "adaptive_max_pool1d": _TWO_TO_THREE,
+    "adaptive_avg_pool2d": "{op}(): Expected {ranks} tensor, but got {shape}",
+    "adaptive_avg_pool3d": "{op}(): Expected {ranks} tensor, but got {shape}",
+    "adaptive_max_pool2d": "{op}(): Expected {ranks} tensor, but got: {shape}",
+    "adaptive_max_pool3d": "{op}(): Expected {ranks} tensor, but got: {shape}",
+    "fractional_max_pool2d": "{op}(): Expected {ranks} tensor, but got: {shape}",
+    "fractional_max_pool3d": "{op}_out(): Expected {ranks} tensor, but got: {shape}",
+    "max_unpool1d": _UNPOOL.format(d=2, low=3, high=4) + "{more} dimensions.",
+    "max_unpool2d": _UNPOOL.format(d=2, low=3, high=4) + "{ndim} dimensions.",
+    "max_unpool3d": _UNPOOL.format(d=3, low=4, high=5) + "{ndim} dimensions.",
+}
+# Ops whose shape arithmetic reads dim -(dims + 1) before any check: a shorter input is an
+# IndexError there, as in torch.
+_INDEXES_FIRST = ("avg_pool2d", "fractional_max_pool2d", "fractional_max_pool3d")
+
+
+def _batched(input, dims, op):
+    """The batched input and whether a batch dimension was added, an input of another rank
+    refused in the words of torch's `op`."""
+    ndim = input.ndim
+    if ndim in (dims + 1, dims + 2):
+        return batched(input, op, dims)
+    if op in _INDEXES_FIRST and 0 < ndim <= dims:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, "
+                         f"{ndim - 1}], but got {-dims - 1})")
+    text = _RANK_WORDS.get(op, _BATCH_MODE).format(
+        op=op, ranks=f"{dims + 1}D or {dims + 2}D", shape=list(input.shape), ndim=ndim,
+        more=ndim + 1)
+    raise RuntimeError(text if text.startswith(op) else f"{op}: {text}")
+
+
 def _pooled(input, dims, op):
-    """The batched input and whether a batch dimension was added, with PyTorch's shape check."""
-    if input.ndim not in (dims + 1, dims + 2) or any(s == 0 for s in input.shape[-dims - 1:]):
-        raise RuntimeError(f"{op}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with "
-                           f"optional 0 dim batch size for input, but got:{list(input.shape)}")
-    return batched(input, op, dims)
+    """The batched input and whether a batch dimension was added, with PyTorch's shape checks."""
+    x, unbatched = _batched(input, dims, op)
+    if any(s == 0 for s in input.shape[-dims - 1:]):
+        raise RuntimeError(f"{op}: " + _BATCH_MODE.format(ranks=f"{dims + 1}D or {dims + 2}D",
+                                                          shape=list(input.shape)))
+    return x, unbatched
 
 
 class _Pool:
@@ -305,11 +347,15 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(input, 3, norm_type, kernel_size, stride, ceil_mode)
 
 
-def _adaptive_sizes(x, output_size, dims, op):
+def _adaptive_sizes(input, x, output_size, dims, op):
+    """The output sizes of adaptive pooling batched `x` (`input` as given), None keeping an
+    input size; an empty spatial dim refused in torch's words, which name it in `input`."""
     sizes = ntuple(output_size, dims, "output_size")
     if any(s == 0 for s in x.shape[2:]):
+        empty = input.ndim - dims + [s == 0 for s in x.shape[2:]].index(True)
         raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
-                           f"dimensions, but input has sizes {list(x.shape)}")
+                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
+                           f"{empty} being empty")
     return tuple(s if o is None else o for s, o in zip(x.shape[2:], sizes))
 
 
@@ -366,8 +412,8 @@ def _equal_windows(x, sizes):
 
 def _adaptive_avg_pool(input, output_size, dims):
     op = f"adaptive_avg_pool{dims}d"
-    x, unbatched = batched(input, op, dims)
-    sizes = _adaptive_sizes(x, output_size, dims, op)
+    x, unbatched = _batched(input, dims, op)
+    sizes = _adaptive_sizes(input, x, output_size, dims, op)
     window = _equal_windows(x, sizes)
     if window is not None:
         pooled = _avg_pool_values(x, dims, window, window, 0, False, True, None)
@@ -447,8 +493,8 @@ def _adaptive_table(size, out, device):
 
 def _adaptive_max_pool(input, output_size, return_indices, dims):
     op = f"adaptive_max_pool{dims}d"
-    x, unbatched = batched(input, op, dims)
-    sizes = _adaptive_sizes(x, output_size, dims, op)
+    x, unbatched = _batched(input, dims, op)
+    sizes = _adaptive_sizes(input, x, output_size, dims, op)
     window = _equal_windows(x, sizes)
     if window is not None:
         result = _max_pool_values(x, dims, window, window, 0, 1, False, return_indices)
@@ -546,13 +592,24 @@ def _unpool_size(x, dims, kernel, stride, padding, output_size, op):
     return size
 
 
+def _check_indices(input, indices, dims, op):
+    """torch's refusal of unpooling indices that are not int64 or not of the input's shape (its
+    1-d unpool shows both with the trailing dim it adds to pool them in 2-d)."""
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
+                           f"{dtypes.scalar_type_name(indices.dtype)}")
+    if indices.shape != input.shape:
+        extra = [1] if dims == 1 else []
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input "
+                           f"tensor ({list(input.shape) + extra}) but got indices tensor with "
+                           f"shape: {list(indices.shape) + extra}")
+
+
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims):
     op = f"max_unpool{dims}d"
-    x, unbatched = batched(input, op, dims)
+    x, unbatched = _batched(input, dims, op)
+    _check_indices(input, indices, dims, op)
     idx = indices.unsqueeze(0) if unbatched else indices
-    if idx.shape != x.shape or idx.dtype is not dtypes.int64:
-        raise RuntimeError(f"{op}: expected indices (int64) of the input's shape "
-                           f"{list(input.shape)}, got {idx.dtype} {list(indices.shape)}")
     kernel = ntuple(kernel_size, dims, "kernel_size")
     stride = ntuple(kernel_size if stride is None else stride, dims, "stride")
     size = _unpool_size(x, dims, kernel, stride, ntuple(padding, dims, "padding"), output_size,

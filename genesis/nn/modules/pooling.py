@@ -3,24 +3,9 @@ unpooling, with torch's attributes and reprs."""
 
 from .. import functional as F
 from ..functional._utils import ntuple
-from ._utils import check_input
 from .module import Module
 
-_AXES = {1: "L", 2: "H, W", 3: "D, H, W"}
-
-
-class _Pool(Module):
-    """A pooling layer over `_spatial` dims; the input check names the layer."""
-
-    _spatial = 0
-
-    def _check(self, input):
-        n, axes = self._spatial, _AXES[self._spatial]
-        check_input(self, input.ndim in (n + 1, n + 2),
-                    f"{n + 1}D (C, {axes}) or {n + 2}D (N, C, {axes}) input", input)
-
-
-class _MaxPoolNd(_Pool):
+class _MaxPoolNd(Module):
     _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
@@ -31,7 +16,6 @@ class _MaxPoolNd(_Pool):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
                               ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -43,28 +27,23 @@ class _MaxPoolNd(_Pool):
 class MaxPool1d(_MaxPoolNd):
     """The maximum over sliding windows of (N, C, L) input."""
 
-    _spatial = 1
     _fn = staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
     """The maximum over sliding windows of (N, C, H, W) input."""
 
-    _spatial = 2
     _fn = staticmethod(F.max_pool2d)
 
 
 class MaxPool3d(_MaxPoolNd):
     """The maximum over sliding windows of (N, C, D, H, W) input."""
 
-    _spatial = 3
     _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool1d(_Pool):
+class AvgPool1d(Module):
     """The mean over sliding windows of (N, C, L) input."""
-
-    _spatial = 1
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
@@ -75,7 +54,6 @@ class AvgPool1d(_Pool):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input):
-        self._check(input)
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
@@ -83,7 +61,7 @@ class AvgPool1d(_Pool):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class _AvgPoolNd(_Pool):
+class _AvgPoolNd(Module):
     _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -94,7 +72,6 @@ class _AvgPoolNd(_Pool):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                               self.count_include_pad, self.divisor_override)
 
@@ -105,18 +82,16 @@ class _AvgPoolNd(_Pool):
 class AvgPool2d(_AvgPoolNd):
     """The mean over sliding windows of (N, C, H, W) input."""
 
-    _spatial = 2
     _fn = staticmethod(F.avg_pool2d)
 
 
 class AvgPool3d(_AvgPoolNd):
     """The mean over sliding windows of (N, C, D, H, W) input."""
 
-    _spatial = 3
     _fn = staticmethod(F.avg_pool3d)
 
 
-class _LPPoolNd(_Pool):
+class _LPPoolNd(Module):
     _fn = None
 
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -125,7 +100,6 @@ class _LPPoolNd(_Pool):
         self.stride, self.ceil_mode = stride, ceil_mode
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
                               self.ceil_mode)
 
@@ -137,25 +111,22 @@ class _LPPoolNd(_Pool):
 class LPPool1d(_LPPoolNd):
     """(sum of x**p over each window) ** (1/p) over (N, C, L) input."""
 
-    _spatial = 1
     _fn = staticmethod(F.lp_pool1d)
 
 
 class LPPool2d(_LPPoolNd):
     """(sum of x**p over each window) ** (1/p) over (N, C, H, W) input."""
 
-    _spatial = 2
     _fn = staticmethod(F.lp_pool2d)
 
 
 class LPPool3d(_LPPoolNd):
     """(sum of x**p over each window) ** (1/p) over (N, C, D, H, W) input."""
 
-    _spatial = 3
     _fn = staticmethod(F.lp_pool3d)
 
 
-class _AdaptiveAvgPoolNd(_Pool):
+class _AdaptiveAvgPoolNd(Module):
     _fn = None
 
     def __init__(self, output_size):
@@ -163,7 +134,6 @@ class _AdaptiveAvgPoolNd(_Pool):
         self.output_size = output_size
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, self.output_size)
 
     def extra_repr(self):
@@ -173,21 +143,18 @@ class _AdaptiveAvgPoolNd(_Pool):
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Average pooling of (N, C, L) input to a fixed length."""
 
-    _spatial = 1
     _fn = staticmethod(F.adaptive_avg_pool1d)
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Average pooling of (N, C, H, W) input to a fixed size."""
 
-    _spatial = 2
     _fn = staticmethod(F.adaptive_avg_pool2d)
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling of (N, C, D, H, W) input to a fixed size."""
 
-    _spatial = 3
     _fn = staticmethod(F.adaptive_avg_pool3d)
 
 
@@ -197,32 +164,28 @@ class _AdaptiveMaxPoolNd(_AdaptiveAvgPoolNd):
         self.return_indices = return_indices
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max pooling of (N, C, L) input to a fixed length."""
 
-    _spatial = 1
     _fn = staticmethod(F.adaptive_max_pool1d)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max pooling of (N, C, H, W) input to a fixed size."""
 
-    _spatial = 2
     _fn = staticmethod(F.adaptive_max_pool2d)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max pooling of (N, C, D, H, W) input to a fixed size."""
 
-    _spatial = 3
     _fn = staticmethod(F.adaptive_max_pool3d)
 
 
-class _MaxUnpoolNd(_Pool):
+class _MaxUnpoolNd(Module):
     _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0):
@@ -233,7 +196,6 @@ class _MaxUnpoolNd(_Pool):
         self.padding = ntuple(padding, n, "padding")
 
     def forward(self, input, indices, output_size=None):
-        self._check(input)
         return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
 
@@ -262,7 +224,7 @@ class MaxUnpool3d(_MaxUnpoolNd):
     _fn = staticmethod(F.max_unpool3d)
 
 
-class _FractionalMaxPoolNd(_Pool):
+class _FractionalMaxPoolNd(Module):
     _fn = None
 
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
@@ -282,7 +244,6 @@ class _FractionalMaxPoolNd(_Pool):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
-        self._check(input)
         return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
                               self.return_indices, _random_samples=self._random_samples)
 
