@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close
+from helpers import assert_close, assert_refuses_as_torch
 
 import genesis
 import genesis.nn.functional as F
@@ -296,6 +296,17 @@ def test_linear_refusals_as_torch(x_shape, device):
         with pytest.raises(RuntimeError) as got:
             call(genesis, genesis.zeros(x_shape, device=device), genesis.zeros(4, 3, device=device))
         assert str(got.value).endswith(f": {expected.value}")
+
+
+@pytest.mark.parametrize("shapes", [
+    [(2, 2), (2, 4), (5, 3, 4)], [(2, 3), (2, 5), (5, 3, 4)], [(2, 3), (3, 4), (5, 3, 4)],
+    [(2, 2, 3), (2, 4), (5, 3, 4)], [(2, 3), (2, 4), (5, 3, 4), (4,)]], ids=str)
+def test_bilinear_refusals_as_torch(shapes):
+    """F.bilinear and nn.Bilinear (which leaves the check to it) refuse inputs the weight or each
+    other cannot take, and a bias of another size, in torch's words and order."""
+    assert_refuses_as_torch(lambda m: m.nn.functional.bilinear(*map(m.zeros, shapes)))
+    if len(shapes) == 3:
+        assert_refuses_as_torch(lambda m: m.nn.Bilinear(3, 4, 5)(*map(m.zeros, shapes[:2])))
 
 
 def _linear_layer(lib, weight):

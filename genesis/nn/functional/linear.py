@@ -175,13 +175,29 @@ def _activation_grad(g, z, activation):
 
 
 @autocast_policy("bilinear")
+def _check_bilinear(input1, input2, weight, bias):
+    """torch's refusals, in its order: inputs of other ranks or leading dims, an input's last dim
+    or the bias's size not the weight's."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for dim, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {dim}: "
+                               f"got {a} and {b}")
+    for name, size, expected in (("input1", input1.shape[-1], weight.shape[1]),
+                                 ("input2", input2.shape[-1], weight.shape[2]),
+                                 ("bias", None if bias is None else bias.shape[0],
+                                  weight.shape[0])):
+        if size is not None and size != expected:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {size} "
+                               f"but expected {expected}")
+
+
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
     out_features, in1, in2 = weight.shape
-    if input1.shape[-1] != in1 or input2.shape[-1] != in2 or input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(f"bilinear: expected inputs of shapes [*, {in1}] and [*, {in2}] with "
-                           f"the same leading dimensions for weight of shape {list(weight.shape)}, "
-                           f"got {list(input1.shape)} and {list(input2.shape)}")
+    _check_bilinear(input1, input2, weight, bias)
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, in1)
     x2 = input2.reshape(-1, in2)

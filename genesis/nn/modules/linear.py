@@ -5,7 +5,7 @@ import math
 from .. import functional as F
 from .. import init
 from ..functional.linear import shape_mismatch
-from ._utils import check_input, new_parameter, optional_parameter
+from ._utils import new_parameter, optional_parameter
 from .module import Module
 
 
@@ -67,10 +67,6 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        check_input(self, input1.ndim >= 1 and input1.shape[-1] == self.in1_features,
-                    f"input1 with last dimension {self.in1_features}", input1)
-        check_input(self, input2.ndim >= 1 and input2.shape[-1] == self.in2_features,
-                    f"input2 with last dimension {self.in2_features}", input2)
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
