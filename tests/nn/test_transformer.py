@@ -10,7 +10,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from helpers import assert_close, from_torch, to_torch
+from helpers import assert_close, assert_refuses_as_torch, from_torch, to_torch
 from nn_compare import check_grads
 
 D_MODEL, NHEAD, FF = 8, 2, 16
@@ -285,6 +285,42 @@ def test_errors_match_torch():
               src_key_padding_mask=genesis.zeros(2, 3, dtype=genesis.bool))
     with pytest.raises(AssertionError, match="only bool and floating types of src_mask"):
         layer(genesis.zeros(3, 2, D_MODEL), src_mask=genesis.zeros(3, 3, dtype=genesis.int64))
+
+
+def _mha(m, shapes, **kwargs):
+    """MultiheadAttention(8, 2) (its own kwargs first) called on zeros of `shapes` (query, key,
+    value) and the masks among kwargs given as shapes."""
+    layer = m.nn.MultiheadAttention(8, 2, **kwargs.pop("layer", {}))
+    masks = {name: m.zeros(shape) for name, shape in kwargs.items()}
+    return layer(*(m.zeros(shape) for shape in shapes), **masks)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: _mha(m, [(3, 2, 6)] * 3),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (5, 2, 8)]),
+    lambda m: _mha(m, [(3, 2, 8), (4, 8), (4, 8)]),
+    lambda m: _mha(m, [(3, 8), (4, 2, 8), (4, 2, 8)]),
+    lambda m: _mha(m, [(8,)] * 3),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 5), (4, 2, 4)], layer={"kdim": 4, "vdim": 4}),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 4), (5, 2, 4)], layer={"kdim": 4, "vdim": 4}),
+    lambda m: _mha(m, [(2, 3, 8), (2, 4, 8), (2, 5, 8)], layer={"batch_first": True}),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (4, 2, 8)], attn_mask=(3, 5)),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (4, 2, 8)], attn_mask=(5, 3, 4)),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (4, 2, 8)], attn_mask=(1, 1, 3, 4)),
+    lambda m: _mha(m, [(3, 8), (4, 8), (4, 8)], attn_mask=(3, 3, 4)),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (4, 2, 8)], key_padding_mask=(2, 5)),
+    lambda m: _mha(m, [(3, 2, 8), (4, 2, 8), (4, 2, 8)], key_padding_mask=(3, 4)),
+    lambda m: _mha(m, [(3, 8), (4, 8), (4, 8)], key_padding_mask=(1, 4)),
+    lambda m: m.nn.TransformerEncoderLayer(8, 2)(m.zeros(3, 2, 6)),
+    lambda m: m.nn.TransformerEncoderLayer(8, 2)(m.zeros(3, 2, 8), src_mask=m.zeros(4, 4)),
+    lambda m: m.nn.TransformerEncoderLayer(8, 2)(m.zeros(3, 2, 8),
+                                                 src_key_padding_mask=m.zeros(2, 4))])
+def test_attention_refusals_as_torch(call):
+    """MultiheadAttention (and the transformer layers through it) refuses inputs and masks of
+    shapes that do not go together with torch's exception and words: its AssertionErrors
+    ('was expecting embedding dimension of 8, but got 6', 'key shape ... does not match value
+    shape ...') and the attn_mask's RuntimeError."""
+    assert_refuses_as_torch(call)
 
 
 def test_encoder_classifier_trains_like_torch(rng):

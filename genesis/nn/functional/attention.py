@@ -392,18 +392,66 @@ def _project(query, key, value, in_proj_weight, in_proj_bias, separate):
     """The input projections: one packed matmul for self-attention, else one per input."""
     if separate is None and query is key and key is value:
         return linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+    if separate is not None:
+        _check_separate_weights(query, key, value, separate)
     weights = separate if separate is not None else in_proj_weight.chunk(3)
     biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None,) * 3
     return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
 
 
 def _check_attn_mask(attn_mask, shape):
-    if tuple(attn_mask.shape[-2:]) != shape[-2:] or attn_mask.ndim not in (2, 3) or \
-            (attn_mask.ndim == 3 and tuple(attn_mask.shape) != shape):
-        raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is "
-                           f"{list(attn_mask.shape)}, but should be {list(shape[-2:])} or "
-                           f"{list(shape)}.")
+    """The (N * heads, L, S) mask, refused in torch's words unless 2-D (L, S) or 3-D `shape`."""
+    if attn_mask.ndim not in (2, 3):
+        raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+    correct = shape[-attn_mask.ndim:]
+    if tuple(attn_mask.shape) != correct:
+        raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is {attn_mask.shape}, "
+                           f"but should be {correct}.")
     return attn_mask if attn_mask.ndim == 3 else attn_mask.unsqueeze(0)
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's AssertionErrors for inputs and masks of ranks that do not go together: key and
+    value of the query's rank, the masks of the ranks a batched or unbatched query takes."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    kind = "batched (3-D)" if query.ndim == 3 else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                             f"{query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             f"respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{query.ndim - 1}-D but found {key_padding_mask.ndim}-D tensor "
+                             f"instead")
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                             f"but found {attn_mask.ndim}-D tensor instead")
+    expected = (num_heads, query.shape[0], key.shape[0])
+    if query.ndim == 2 and attn_mask is not None and attn_mask.ndim == 3 and \
+            tuple(attn_mask.shape) != expected:
+        raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                             f"{attn_mask.shape}")
+
+
+def _check_key_value(key, value, separate):
+    """torch's AssertionError for a key and value whose shapes do not match (only their sequence
+    and batch dims with separate projections)."""
+    if separate is None and key.shape != value.shape:
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+    if separate is not None and key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                             f"value's {value.shape[:2]}")
+
+
+def _check_separate_weights(query, key, value, separate):
+    """torch's AssertionError for a separate projection weight not (E, that input's last dim)."""
+    for name, x, weight in zip(("query", "key", "value"), (query, key, value), separate):
+        expected = (query.shape[-1], x.shape[-1])
+        if tuple(weight.shape) != expected:
+            raise AssertionError(f"expecting {name} weights shape of {expected}, but got "
+                                 f"{weight.shape}")
 
 
 def _append_keys(k, v, extra_k, extra_v, attn_mask, key_padding_mask):
@@ -427,6 +475,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
                                   "supported")
+    _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     batched = query.ndim == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -437,6 +486,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
                              f"got {embed_dim}")
     head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype,
                                        attn_mask, "attn_mask")
     if is_causal and attn_mask is None:
@@ -447,6 +498,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
         is_causal = False
     separate = (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None
+    _check_key_value(key, value, separate)
     q, k, v = _project(query, key, value, in_proj_weight, in_proj_bias, separate)
     if attn_mask is not None:
         attn_mask = _check_attn_mask(attn_mask, (bsz * num_heads, tgt_len, key.shape[0]))
@@ -466,9 +518,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k, v = k.transpose(0, 1), v.transpose(0, 1)
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+        for dim, size in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[dim] != size:
+                raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {size}, but "
+                                     f"got {key_padding_mask.shape[dim]}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm

@@ -1,4 +1,4 @@
-"""Helpers the layers share: parameter allocation and input-shape checks that name the layer."""
+"""Helpers the layers share: parameter allocation and initialisation."""
 
 from ...ops import creation
 from .. import init
@@ -12,13 +12,6 @@ def new_parameter(*shape, device=None, dtype=None):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     return Parameter(creation.empty(tuple(shape), device=device, dtype=dtype))
-
-
-def check_input(module, ok, expected, input):
-    """RuntimeError naming the layer (with its settings) and the expected and actual shapes."""
-    if not ok:
-        raise RuntimeError(f"{module._get_name()}({module.extra_repr()}): expected {expected}, "
-                           f"got shape {list(input.shape)}")
 
 
 def optional_parameter(module, name, enabled, *shape, device=None, dtype=None):

@@ -4,7 +4,7 @@ from ...ops import creation
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._utils import check_input, new_parameter
+from ._utils import new_parameter
 from .linear import Linear
 from .module import Module
 
@@ -73,10 +73,6 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        for name, x, dim in (("query", query, self.embed_dim), ("key", key, self.kdim),
-                             ("value", value, self.vdim)):
-            check_input(self, x.ndim in (2, 3) and x.shape[-1] == dim,
-                        f"{name} of shape (L, {dim}) or 3-D with last dimension {dim}", x)
         if self.batch_first and query.ndim == 3:
             if query is key and key is value:
                 query = key = value = query.transpose(0, 1)
