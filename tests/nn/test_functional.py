@@ -287,8 +287,9 @@ def test_conv_errors(device):
 
 @pytest.mark.parametrize("x_shape", [(5,), (2, 5), (2, 7, 5), (0, 5), ()], ids=str)
 def test_linear_refusals_as_torch(x_shape, device):
-    """F.linear and nn.Linear refuse an input the weight cannot take in torch's words (rows of
-    the flattened input by columns of weight^T), after the op's or the layer's name."""
+    """F.linear and nn.Linear (which leaves the check to it, as torch's) refuse an input the
+    weight cannot take in torch's words (rows of the flattened input by columns of weight^T),
+    after the op's name."""
     for call in (lambda m, x, w: m.nn.functional.linear(x, w),
                  lambda m, x, w: _linear_layer(m, w)(x)):
         with pytest.raises(RuntimeError) as expected:

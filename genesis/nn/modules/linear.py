@@ -4,7 +4,6 @@ import math
 
 from .. import functional as F
 from .. import init
-from ..functional.linear import shape_mismatch
 from ._utils import new_parameter, optional_parameter
 from .module import Module
 
@@ -37,9 +36,6 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        if input.ndim == 0 or input.shape[-1] != self.in_features:
-            raise RuntimeError(f"{self._get_name()}({self.extra_repr()}): "
-                               f"{shape_mismatch(input.shape, self.weight.shape)}")
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
