@@ -16,8 +16,8 @@ from genesis.utils.data import DataLoader, Dataset
 def test_embedding_out_of_range_names_embedding(ids):
     weight = genesis.randn(5, 3)
     bad = [i for i in genesis.tensor(ids).reshape(-1).tolist() if not 0 <= i < 5][0]
-    message = (rf"embedding\(\): index {bad} is out of range for an embedding table of 5 rows "
-               r"\(weight of shape \[5, 3\]\)")
+    message = (rf"index out of range in self \(index {bad} of an embedding table of 5 rows, "
+               r"weight of shape \[5, 3\]\)")
     with pytest.raises(IndexError, match=message):
         F.embedding(genesis.tensor(ids), weight)
     with pytest.raises(IndexError, match=message):

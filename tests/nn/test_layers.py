@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import TORCH_DTYPES, assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch, raised
 
 import genesis
 from genesis import nn
@@ -150,8 +150,30 @@ def test_embedding_init_and_padding_row():
     np.testing.assert_array_equal(layer.weight.detach().numpy()[1], 0)
     pre = nn.Embedding.from_pretrained(genesis.ones(4, 2))
     assert not pre.weight.requires_grad and pre.num_embeddings == 4
-    with pytest.raises(ValueError, match="Padding_idx must be within num_embeddings"):
+    with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         nn.Embedding(5, 3, padding_idx=5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.embedding(m.tensor([1.0, 2.0]), m.randn(3, 2)),
+    lambda m: m.nn.functional.embedding(m.tensor([1, 2], dtype=m.int16), m.randn(3, 2)),
+    lambda m: m.nn.functional.embedding(m.tensor([True]), m.randn(3, 2)),
+    lambda m: m.nn.functional.embedding(m.tensor([1, 2]), m.randn(3, 2), padding_idx=-4),
+    lambda m: m.nn.Embedding(3, 2)(m.tensor([1.0, 2.0])),
+    lambda m: m.nn.Embedding(3, 2, padding_idx=3),
+    lambda m: m.nn.functional.embedding_bag(m.tensor([[1.0, 2.0]]), m.randn(3, 2))])
+def test_embedding_refusals_as_torch(call):
+    """Indices of a dtype other than int64/int32 ('... but got torch.FloatTensor instead (while
+    checking arguments for embedding)') and a padding_idx outside the table, in torch's words."""
+    assert_refuses_as_torch(call)
+
+
+@pytest.mark.parametrize("ids", [[1, 3], [[0, -4]]])
+def test_embedding_out_of_range_starts_as_torch(ids):
+    """An id outside the table: torch's IndexError, its words first, then the id."""
+    kind, words = raised(lambda: torch.nn.functional.embedding(torch.tensor(ids), torch.ones(3, 2)))
+    got_kind, text = raised(lambda: nn.Embedding(3, 2)(genesis.tensor(ids)))
+    assert (got_kind, text[:len(words)]) == (kind, words), text
 
 
 @pytest.mark.parametrize("kwargs, call", [

@@ -7,6 +7,7 @@ from ...ops import creation, ranges
 from ...ops import elementwise as ew
 from ...ops.common import call, wrap
 from ...ops.index import Index, IndexAddToZeros
+from ...ops.legacy import error_type_name
 
 
 class Embedding(Function):
@@ -43,13 +44,12 @@ class Embedding(Function):
 
 
 def _checked_ids(flat, weight):
-    """The 1-D ids `flat` as int64, checked to lie in [0, rows of `weight`): an IndexError
-    naming the first id outside the table otherwise."""
+    """The 1-D ids `flat` as int64, checked to lie in [0, rows of `weight`): otherwise torch's
+    IndexError, its words first so that a match on them holds, then the first id outside."""
     data, bad = call("check_index", flat, weight.shape[0], False)
     if bad is not None:
-        raise IndexError(f"embedding(): index {bad} is out of range for an embedding table of "
-                         f"{weight.shape[0]} rows (weight of shape {list(weight.shape)}); ids "
-                         f"must be in [0, {weight.shape[0] - 1}]")
+        raise IndexError(f"index out of range in self (index {bad} of an embedding table of "
+                         f"{weight.shape[0]} rows, weight of shape {list(weight.shape)})")
     return wrap(data, flat.device, dtypes.int64)
 
 
@@ -64,19 +64,22 @@ def _renorm_rows(weight, indices, max_norm, norm_type):
 
 
 def _check_padding_idx(padding_idx, num_embeddings):
+    """`padding_idx` as a row number (None for none); torch's AssertionError if no row has it."""
     if padding_idx is None:
         return None
     if not -num_embeddings <= padding_idx < num_embeddings:
-        raise ValueError(f"Padding_idx must be within num_embeddings, got {padding_idx} for "
-                         f"{num_embeddings} embeddings")
+        raise AssertionError("Padding_idx must be within num_embeddings")
     return padding_idx % num_embeddings
 
 
 def check_indices(input, op):
-    """Embedding indices are int64 or int32, as torch's embedding kernels take."""
+    """Embedding indices are int64 or int32, as torch's embedding kernels take; others refused
+    in torch's words, the tensor named by its legacy type ('torch.FloatTensor')."""
     if input.dtype not in (dtypes.int64, dtypes.int32):
-        raise RuntimeError(f"{op}: Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got {input.dtype} instead")
+        got = error_type_name(input.dtype, input.device.type)
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {got} instead (while "
+                           f"checking arguments for {op})")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
