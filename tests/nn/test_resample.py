@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close, make_pair
+from helpers import assert_close, assert_refuses_as_torch, make_pair
 from nn_compare import compare
 
 import genesis
@@ -218,6 +218,17 @@ RESAMPLE_ERRORS = [
 def test_resample_errors(call, error, match, device):
     with pytest.raises(error, match=match):
         call(device)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.interpolate(m.ones(1, 2, 4, 4), scale_factor=2, mode="foo"),
+    lambda m: m.nn.Upsample(scale_factor=2, mode="cubic")(m.ones(1, 2, 4)),
+    lambda m: m.nn.functional.interpolate(m.ones(2, 4), scale_factor=2),
+    lambda m: m.nn.functional.interpolate(m.ones(1, 2, 4), scale_factor=2, mode="bilinear")])
+def test_interpolate_refusals_as_torch(call):
+    """An unknown mode or an input of another rank, in torch's words (its list of modes
+    names 'lanczos')."""
+    assert_refuses_as_torch(call)
 
 
 @pytest.mark.parametrize("call", [
