@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import assert_close, make_pair
+from helpers import assert_close, assert_refuses_as_torch, make_pair
 from nn_compare import assert_param_grads, compare, copy_module, torch_state
 
 import genesis
@@ -222,13 +222,29 @@ def test_fold_unfold_layers(kwargs, rng, device):
     assert repr(nn.Fold((6, 7), **kwargs)) == repr(torch.nn.Fold((6, 7), **kwargs))
 
 
-def test_fold_unfold_errors(device):
-    with pytest.raises(NotImplementedError, match="Only 3D or 4D input"):
-        F.unfold(genesis.randn(2, 3, device=device), 2)
-    with pytest.raises(RuntimeError, match="match the calculated number of sliding blocks"):
-        F.fold(genesis.randn(1, 4, 5, device=device), (3, 3), 2)
-    with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
-        F.fold(genesis.randn(1, 5, 4, device=device), (3, 3), 2)
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.unfold(m.ones(2, 3), 2),
+    lambda m: m.nn.Unfold(2)(m.ones(4)),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4, 4), 2),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 0), 2),
+    lambda m: m.nn.functional.unfold(m.ones(2, 3), 0),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 2, dilation=0, padding=-1, stride=0),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 2, padding=-1, stride=0),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 2, stride=0),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 9, stride=2),
+    lambda m: m.nn.functional.fold(m.ones(1, 4, 5), (3, 3), 2),
+    lambda m: m.nn.Fold((3, 3), 2)(m.ones(1, 5, 4)),
+    lambda m: m.nn.functional.fold(m.ones(4, 5, 6, 7), (3, 3), 2),
+    lambda m: m.nn.functional.fold(m.ones(4, 0), (3, 3), 2),
+    lambda m: m.nn.functional.fold(m.ones(4, 5, 6, 7), (3, 3), 0),
+    lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, dilation=0, padding=-1, stride=0),
+    lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, dilation=0, padding=-1),
+    lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, padding=-1)])
+def test_fold_unfold_refusals_as_torch(call):
+    """Inputs of another rank or with an empty dim, window arguments out of range (in each
+    op's order of checks) and block counts that do not fit, in torch's words and types
+    (unfold's input of fewer than 3 dims is an IndexError, as torch's)."""
+    assert_refuses_as_torch(call)
 
 
 def test_conv_tbc_matches_torch(rng, device):

@@ -117,31 +117,68 @@ def unbatch(out, unbatched):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding local blocks of a (N, C, H, W) or (C, H, W) tensor as columns (im2col)."""
-    if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
-                                  f"(got {input.ndim}D)")
-    x, unbatched = batched(input, "unfold", 2)
     geometry = _Geometry(kernel_size, dilation, padding, stride)
-    _check_geometry(geometry, "unfold")
-    _check_blocks(geometry, x.shape[2:], "unfold")
-    return unbatch(Im2Col.apply(x, geometry, geometry.blocks(*x.shape[2:])), unbatched)
+    _check_im2col_geometry(geometry, ("kernel", "dilation", "padding", "stride"))
+    _check_unfold_input(input)
+    x, unbatched = batched(input, "unfold", 2)
+    blocks = geometry.blocks(*x.shape[2:])
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size {tuple(x.shape[2:])}, kernel_size="
+                           f"{geometry.kernel}, dilation={geometry.dilation}, padding="
+                           f"{geometry.padding}, calculated shape of the array of sliding blocks "
+                           f"as {blocks}, but its components must be at least one.")
+    return unbatch(Im2Col.apply(x, geometry, blocks), unbatched)
+
+
+# a window argument's words in torch's im2col and col2im checks, its short name, its least value
+_IM2COL_LIMITS = {"kernel": ("kernel size should be greater than zero", "kernel", 1),
+                  "dilation": ("dilation should be greater than zero", "dilation", 1),
+                  "padding": ("padding should be non-negative", "pad", 0),
+                  "stride": ("stride should be greater than zero", "stride", 1)}
+
+
+def _check_im2col_geometry(geometry, order):
+    """unfold's and fold's window arguments checked in `order` (each op's own), refused in
+    torch's words ('stride should be greater than zero, but got stride_height: 0 ...')."""
+    for field in order:
+        words, short, least = _IM2COL_LIMITS[field]
+        height, width = getattr(geometry, field)
+        if min(height, width) < least:
+            raise RuntimeError(f"{words}, but got {short}_height: {height} {short}_width: "
+                               f"{width}")
+
+
+def _check_unfold_input(input):
+    """torch's im2col refusals of an input that is not (N, C, H, W) or (C, H, W): one of fewer
+    than 3 dims fails its lookup of the size of dim `ndim` (IndexError); one of more than 4
+    dims, or with an empty dim besides the batch, fails its shape check."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if input.ndim < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+                         f"{input.ndim - 1}], but got {input.ndim})")
+    if input.ndim > 4 or 0 in input.shape[input.ndim - 3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sum columns of sliding blocks back into a (N, C, H, W) tensor (col2im)."""
-    if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
-                                  f"Tensors are supported (got {input.ndim}D)")
-    cols = input.unsqueeze(0) if input.ndim == 2 else input
     geometry = _Geometry(kernel_size, dilation, padding, stride)
-    _check_geometry(geometry, "fold")
+    _check_im2col_geometry(geometry, ("kernel", "stride", "dilation", "padding"))
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    cols = input.unsqueeze(0) if input.ndim == 2 else input
     size = ntuple(output_size, 2, "output_size")
     kernel = math.prod(geometry.kernel)
     blocks = geometry.blocks(*size)
     if cols.shape[1] % kernel:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={cols.shape[1]} and "
-                           f"kernel_size={geometry.kernel}")
+                           f"kernel_size={geometry.kernel}.")
     if cols.shape[2] != math.prod(blocks) or min(blocks) < 1:
         raise RuntimeError(f"Given output_size={size}, kernel_size={geometry.kernel}, "
                            f"dilation={geometry.dilation}, padding={geometry.padding}, "
