@@ -3,7 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import make_pair
+from helpers import assert_refuses_as_torch, make_pair
 from nn_compare import compare
 
 import genesis
@@ -89,6 +89,34 @@ PAD_ERRORS = [
 def test_pad_errors(call, error, match, device):
     with pytest.raises(error, match=match):
         call(device)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.ReflectionPad1d(2)(m.ones(1, 2)),
+    lambda m: m.nn.ReflectionPad1d(2)(m.ones(1, 2, 2, 2)),
+    lambda m: m.nn.ReflectionPad2d(3)(m.ones(1, 2, 2)),
+    lambda m: m.nn.ReflectionPad2d((1, 1, 3, 3))(m.ones(1, 2, 2)),
+    lambda m: m.nn.ReflectionPad3d(1)(m.ones(1, 1, 1, 3)),
+    lambda m: m.nn.ReflectionPad3d(2)(m.ones(1, 2, 3, 3)),
+    lambda m: m.nn.ReflectionPad2d(2)(m.ones(1, 0, 3)),
+    lambda m: m.nn.ReflectionPad1d((-3, 0))(m.ones(1, 2)),
+    lambda m: m.nn.ReplicationPad2d(2)(m.ones(3, 3)),
+    lambda m: m.nn.ReplicationPad1d(2)(m.ones(2, 0)),
+    lambda m: m.nn.ReplicationPad1d((-2, -1))(m.ones(1, 3)),
+    lambda m: m.nn.CircularPad1d(3)(m.ones(1, 2)),
+    lambda m: m.nn.CircularPad2d(2)(m.ones(1, 0, 3)),
+    lambda m: m.nn.CircularPad3d(1)(m.ones(2, 2, 2)),
+    lambda m: m.nn.functional.pad(m.ones(1, 2), (2, 2), mode="reflect"),
+    lambda m: m.nn.functional.pad(m.ones(1, 2, 3, 4, 5, 6), (1, 1), mode="reflect"),
+    lambda m: m.nn.functional.pad(m.ones(1, 2, 3), (1, 1), mode="foo"),
+    lambda m: m.nn.functional.pad(m.ones(1, 2, 3), (-4, 2)),
+    lambda m: m.nn.functional.pad(m.ones(1, 2, 3), (2, -4)),
+    lambda m: m.nn.functional.pad(m.ones(1, 2, 3), (-1, -3))])
+def test_pad_refusals_as_torch(call):
+    """Inputs of a rank the mode cannot pad, empty dims, reflect padding as long as its dim
+    (torch's 'Argument #4: ...' naming the input's shape), circular padding past it, negative
+    padding that crops more than there is: in torch's words."""
+    assert_refuses_as_torch(call)
 
 
 def test_pad_negative_crops_in_every_mode(rng, device):

@@ -29,11 +29,9 @@ class ConstantPadNd(Function):
         src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
         for dim, before, after in _pairs(pad, x.ndim):
             size = shape[dim]
+            if size - max(-before, 0) - max(-after, 0) < 0:  # torch crops by narrow()ing first
+                raise RuntimeError("narrow(): length must be non-negative.")
             shape[dim] = size + before + after
-            if shape[dim] < 0:
-                raise RuntimeError(f"constant_pad_nd: The input size {size}, plus negative padding "
-                                   f"{before} and {after} resulted in a negative output size, "
-                                   f"which is invalid. Check dimension {dim} of your input.")
             src[dim] = slice(max(-before, 0), size - max(-after, 0))
             dst[dim] = slice(max(before, 0), shape[dim] - max(after, 0))
         out = creation.full(shape, value, dtype=x.dtype, device=x.device)
@@ -61,7 +59,8 @@ def _source_index(size, before, after, mode):
 
 def _check_dims(x, pad, mode):
     """PyTorch's rule: non-constant modes pad the last 1-3 dims of an input with one or two
-    more dims (batch and channels, or channels only), and no empty non-batch dims."""
+    more dims (batch and channels, or channels only), and (but for circular padding, whose
+    torch form has no such check) no empty non-batch dims."""
     pairs = len(pad) // 2
     if not 1 <= pairs <= 3 or x.ndim not in (pairs + 1, pairs + 2):
         raise NotImplementedError(
@@ -70,23 +69,36 @@ def _check_dims(x, pad, mode):
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    if any(s == 0 for s in x.shape[-pairs - 1:]):
-        raise RuntimeError(f"pad ({mode}): Expected {pairs + 1}D or {pairs + 2}D (batch mode) "
-                           f"tensor with possibly 0 batch size and other non-zero dimensions "
-                           f"for input, but got: {list(x.shape)}")
+    if mode != "circular" and 0 in x.shape[-pairs - 1:]:
+        raise RuntimeError(f"Expected {pairs + 1}D or {pairs + 2}D (batch mode) tensor with "
+                           f"possibly 0 batch size and other non-zero dimensions for input, but "
+                           f"got: {list(x.shape)}")
+
+
+def _check_amounts(x, pairs, mode):
+    """Reflect padding as long as its dim, or circular padding longer, refused as torch's
+    kernels do, last dim first, naming the input's shape and torch's argument number (#4 for
+    the last dim's pair, #6 for the one before, ...); and, as torch's 1-D reflect and replicate
+    kernels, negative padding that leaves no element."""
+    for i, (dim, before, after) in enumerate(pairs):
+        size = x.shape[dim]
+        if mode == "reflect" and max(before, after) >= size:
+            raise RuntimeError(f"Argument #{2 * i + 4}: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({before}, "
+                               f"{after}) at dimension {dim} of input {list(x.shape)}")
+        if mode == "circular" and max(before, after) > size:
+            raise RuntimeError("pad: Padding value causes wrapping around more than once.")
+        if mode != "circular" and len(pairs) == 1 and size + before + after < 1:
+            raise RuntimeError(f"input (W: {size}) is too small. Calculated output W: "
+                               f"{size + before + after}")
 
 
 def _index_pad(x, pad, mode):
     pairs = _pairs(pad, x.ndim)
     _check_dims(x, pad, mode)
+    _check_amounts(x, pairs, mode)
     for dim, before, after in pairs:
         size = x.shape[dim]
-        if mode == "reflect" and (before >= size or after >= size):
-            raise RuntimeError(f"pad: Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({before}, {after}) at dimension "
-                               f"{dim} of input {list(x.shape)}")
-        if mode == "circular" and (before > size or after > size):
-            raise RuntimeError("pad: Padding value causes wrapping around more than once.")
         index = creation.tensor(_source_index(size, before, after, mode), dtype=dtypes.int64,
                                 device=x.device)
         x = x.index_select(dim, index)
@@ -113,8 +125,7 @@ def _padded(input, pad, mode, value):
     if mode == "constant":
         return ConstantPadNd.apply(input, pad, 0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pad: Unrecognised padding mode {mode} (constant, reflect, "
-                                  "replicate and circular are supported)")
+        raise NotImplementedError(f"pad: Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if input.dtype in (dtypes.float16, dtypes.bfloat16):  # the backward's sums round once
