@@ -5,7 +5,7 @@ gradients (and the composed double backward)."""
 import numpy as np
 import pytest
 import torch
-from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close
+from helpers import FLOAT_DTYPES, TORCH_DTYPES, assert_close, assert_refuses_as_torch
 
 import genesis
 from genesis import dispatch
@@ -217,3 +217,48 @@ def test_target_dtype_errors_as_torch(shape, dtype, device):
                             genesis.zeros(target_shape, dtype=dtype, device=device),
                             weight=weight)
         assert str(got.value) == f"nll_loss: {expected.value}"
+
+
+def _zeros(m, *shape, dtype="long"):
+    return m.zeros(shape, dtype=getattr(m, dtype))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3), _zeros(m, 2, 3)),
+    lambda m: m.nn.NLLLoss()(m.ones(2, 3), _zeros(m, 2, 3, dtype="float")),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3), _zeros(m, 3)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3), _zeros(m)),
+    lambda m: m.nn.functional.nll_loss(m.ones(3), _zeros(m, 3)),
+    lambda m: m.nn.functional.nll_loss(m.ones(3), _zeros(m, 1, 1)),
+    lambda m: m.nn.functional.nll_loss(m.tensor(1.0), _zeros(m)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3, 4), _zeros(m, 2, 3, 4)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3, 4, 5, 6), _zeros(m, 2, 4, 5, 5)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3, 4, 5), _zeros(m, 2, 4)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3, 4, 5), _zeros(m, 2, 4, 4)),
+    lambda m: m.nn.functional.nll_loss(m.ones(2, 3, 4), _zeros(m, 2, 4), weight=m.ones(4)),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 2, 3)),
+    lambda m: m.nn.CrossEntropyLoss()(m.ones(2, 3, 4), _zeros(m, 2, 3, 4, dtype="bool")),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 3)),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 2, 4, dtype="float")),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 2, 3, dtype="float"),
+                                            ignore_index=1),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 2, 3, dtype="float"),
+                                            weight=m.ones(4)),
+    lambda m: m.nn.functional.cross_entropy(m.tensor(1.0), _zeros(m)),
+    lambda m: m.nn.functional.cross_entropy(m.tensor(1.0), _zeros(m, dtype="float")),
+    lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), _zeros(m, 2, 3, 1),
+                                            label_smoothing=0.1)])
+def test_target_refusals_as_torch(call):
+    """Class-index targets of another rank, batch size or spatial shape, and targets of the
+    input's shape that are not class probabilities (an integer dtype, an ignore_index), in
+    torch's words and order."""
+    assert_refuses_as_torch(call)
+
+
+def test_one_element_target_of_1d_input_as_torch():
+    """A 1-D input's target may be 1-D of one element, as torch's nll_loss takes it."""
+    for reduction in ("none", "mean"):
+        got = F.cross_entropy(genesis.tensor([1.0, 2.0, 3.0]), genesis.tensor([2]),
+                              reduction=reduction)
+        assert_close(got, torch.nn.functional.cross_entropy(
+            torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2]), reduction=reduction))

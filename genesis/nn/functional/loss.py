@@ -19,18 +19,30 @@ _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64
 
 
 def _class_targets_check(input, target, op):
-    """Shapes of class-index targets: input (C), (N, C) or (N, C, d1, ...) and matching target."""
+    """Shapes of class-index targets for input (C), (N, C) or (N, C, d1, ...), checked as
+    torch's nll_loss_nd and its kernels check them, in their order and words."""
     if input.ndim == 0:
-        raise ValueError(f"{op}: input tensor should be 1D or more, got a 0-d tensor")
+        raise ValueError("Expected 1 or more dimensions (got 0)")
     check_devices(op, input, target)
-    expected = () if input.ndim == 1 else (input.shape[0],) + tuple(input.shape[2:])
-    if input.ndim >= 2 and target.ndim >= 1 and target.shape[0] != input.shape[0]:
+    if input.ndim != 1 and (target.shape[0] if target.ndim else 0) != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0]}).")
-    if tuple(target.shape) != expected:
-        raise RuntimeError(f"{op}: expected target of shape {list(expected)} for input of shape "
-                           f"{list(input.shape)}, got {list(target.shape)}")
+                         f"batch_size ({target.shape[0] if target.ndim else 0}).")
+    if input.ndim == 3 or input.ndim > 4:
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, "
+                               f"got {list(target.shape)}")
+    elif input.ndim == 4 and target.ndim != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got "
+                           f"targets of dimension: {target.ndim}")
+    elif input.ndim <= 2 and target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     _check_target_dtype(input, target, op)
+    if input.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                         f"{target.shape[0]}")
+    if input.ndim == 4 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: "
+                           f"{list(target.shape)}")
 
 
 def _check_target_dtype(input, target, op):
@@ -67,14 +79,36 @@ def _class_weights(weight, input, dtype):
 
 
 def _class_args_check(input, target, weight):
-    """Shapes of class-index targets and per-class weights (nll_loss's errors); the class count."""
+    """Shapes of class-index targets and per-class weights (nll_loss's errors): the class
+    count and the target, a 1-D input's one-element target as the 0-d one it stands for."""
     _class_targets_check(input, target, "nll_loss")
     classes = input.shape[0 if input.ndim == 1 else 1]
+    if input.ndim <= 2:
+        _check_class_weight(weight, classes, "nll_loss")
+    elif weight is not None and weight.numel() != classes:
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    return classes, target.reshape(()) if input.ndim == 1 else target
+
+
+def _check_class_weight(weight, classes, op):
+    """A per-class weight of `classes` entries (or none), refused in torch's words otherwise."""
     if weight is not None and tuple(weight.shape) != (classes,):
-        raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {classes} "
+        raise RuntimeError(f"{op}: weight tensor should be defined either for all {classes} "
                            f"classes or no classes but got weight tensor of shape: "
                            f"{list(weight.shape)}")
-    return classes
+
+
+def _prob_target_check(input, target, weight, ignore_index):
+    """cross_entropy's target of the input's shape holds class probabilities: torch's checks of
+    one, in its order (a floating dtype, no ignore_index, a per-class weight)."""
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {dtypes.scalar_type_name(target.dtype)}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if input.ndim == 0:  # torch looks up the size of class dim 1
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    _check_class_weight(weight, input.shape[0 if input.ndim == 1 else 1], "cross_entropy")
 
 
 @autocast_policy("nll_loss")
@@ -83,7 +117,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """-input[n, target[n]] (times weight[target[n]]); mean divides by the summed weights."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "nll_loss")
-    classes = _class_args_check(input, target, weight)
+    classes, target = _class_args_check(input, target, weight)
     _check_target_range(target, ignore_index, classes)
     target = target.to(dtypes.int64)
     valid = target != ignore_index
@@ -163,13 +197,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     class_dim = 0 if input.ndim == 1 else 1
     if label_smoothing == 0 and _fusable(input, target, weight):
         return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
+    if tuple(target.shape) == tuple(input.shape):
+        _prob_target_check(input, target, weight, ignore_index)
+        return _prob_target_loss(log_softmax(input, class_dim), target.to(input.dtype), weight,
+                                 reduction, label_smoothing)
     logp = log_softmax(input, class_dim)
-    if target.dtype.is_floating_point:
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"cross_entropy: expected class-probability target of the "
-                               f"input's shape {list(input.shape)}, got {list(target.shape)}")
-        return _prob_target_loss(logp, target.to(input.dtype), weight, reduction,
-                                 label_smoothing)
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0:
         return loss
@@ -184,7 +216,8 @@ def _fusable(input, target, weight):
     and rows, every tensor on input's device, a per-class weight needing no gradient."""
     if not has_kernel("cross_entropy_fwd", input.device.type):
         return False
-    if target.dtype.is_floating_point or input.dtype not in _FUSED_DTYPES or not input.numel():
+    if tuple(target.shape) == tuple(input.shape) or input.dtype not in _FUSED_DTYPES \
+            or not input.numel():
         return False
     if target.device != input.device:
         return False
@@ -194,7 +227,7 @@ def _fusable(input, target, weight):
 def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     """cross_entropy with class-index targets as one forward and one backward kernel: the
     input seen as rows x classes (class dim moved last for (N, C, d...) input)."""
-    classes = _class_args_check(input, target, weight)
+    classes, target = _class_args_check(input, target, weight)
     _check_target_range(target, ignore_index, classes)
     if input.ndim == 1:
         rows = input.unsqueeze(0)
