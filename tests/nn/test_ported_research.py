@@ -1598,8 +1598,13 @@ def _ppo_uniforms(rng):
 # own runs as far as from genesis's. Their neighbours are two such runs, in float64 and in
 # float32 from weights one ulp above, since either alone can land near torch's run by chance
 # (for one PINN seed, a trained residual of the float64 run lay 2.4e-5 from torch's, of the
-# one-ulp run 1.2e-3, of genesis's 1.5e-3).
+# one-ulp run 1.2e-3, of genesis's 1.5e-3). The PINN has two more: torch's run on data one ulp
+# above, and on its points in another order (each set reversed: the same loss, every sum over
+# the points taken in another order). Genesis sums in its own order, and so parted from torch
+# by 2e-3 for one seed where the other neighbours stayed within 4e-5 and the reordered run
+# parted by 2e-3 as well: LBFGS's line search decides its steps by comparisons of such sums.
 AMPLIFY_ROUNDING = {"glow", "deq", "pinn"}
+POINT_SETS = {"pinn": ("features", 8)}  # the array of points and where its second set starts
 
 
 def _neighbour_twins(build, torch_model, arrays):
@@ -1614,6 +1619,21 @@ def _neighbour_twins(build, torch_model, arrays):
                             if v.is_floating_point() else v
                             for k, v in torch_model.state_dict().items()})
     return [(float64.double(), data64), (nudged, {k: torch.tensor(v) for k, v in arrays.items()})]
+
+
+def _reordered_twins(build, torch_model, arrays, points):
+    """Two more (model, data) of the case in torch from `torch_model`'s weights: on its float
+    data one ulp above, and on its points with each set reversed (`points`: the array's name
+    and the first row of its second set)."""
+    name, split = points
+    rows = np.concatenate([np.arange(split)[::-1], np.arange(split, len(arrays[name]))[::-1]])
+    twins = []
+    for data in ({k: np.nextafter(v, np.inf) if v.dtype == np.float32 else v
+                  for k, v in arrays.items()}, {**arrays, name: arrays[name][rows]}):
+        twin = build(torch, "cpu")
+        twin.load_state_dict(torch_model.state_dict())
+        twins.append((twin, {k: torch.tensor(np.ascontiguousarray(v)) for k, v in data.items()}))
+    return twins
 
 
 def _kept_drifts(expected, neighbours):
@@ -1633,6 +1653,8 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
     torch_model = build(torch, "cpu")
     model = copy_module(build(genesis, device), torch_model, device)
     twins = _neighbour_twins(build, torch_model, arrays) if name in AMPLIFY_ROUNDING else []
+    if name in POINT_SETS:
+        twins += _reordered_twins(build, torch_model, arrays, POINT_SETS[name])
     expected = run_case(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()},
                         step, keeps, STEPS)
     got = run_case(genesis, model, {k: genesis.tensor(v, device=device)
@@ -1644,6 +1666,9 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
         assert_trajectory_close(got[0], expected[0], [run[0] for run in neighbours])
     else:
         np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
-    drifts = _kept_drifts(expected[1], [run[1] for run in neighbours])
-    for g, t, drift in zip(got[1], expected[1], drifts, strict=True):
+    kept_neighbours = [run[1] for run in neighbours]
+    drifts = _kept_drifts(expected[1], kept_neighbours)
+    for i, (g, t, drift) in enumerate(zip(got[1], expected[1], drifts, strict=True)):
+        if t.dtype.kind in "iu" and any(np.array_equal(g, n[i]) for n in kept_neighbours):
+            continue  # a count one of torch's neighbours also reaches (LBFGS's iterations)
         assert_kept_close(g, t, drift)
