@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import TORCH_DTYPES, assert_close
+from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch
 
 import genesis
 from genesis import nn
@@ -270,3 +270,37 @@ def test_bce_gradient_at_probabilities_zero_and_one(reduction, rng, device):
     want.sum().backward()
     assert_close(gx.grad, tx.grad)
     assert_close(gy.grad, ty.grad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.binary_cross_entropy(m.full((2,), 0.5), m.zeros(2, dtype=m.long)),
+    lambda m: m.nn.functional.binary_cross_entropy(m.full((2,), 0.5),
+                                                   m.zeros(2, dtype=m.float64)),
+    lambda m: m.nn.BCELoss()(m.full((2,), 0.5, dtype=m.float64), m.zeros(2)),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.zeros(2),
+                                                               m.zeros(2, dtype=m.long))])
+def test_binary_cross_entropy_target_dtype_refused_as_torch(call):
+    """A target of another dtype than the probabilities ('Found dtype Long but expected
+    Float'), and an integer target of the logits' loss, which torch's kernel cannot write its
+    result into, are refused in torch's words."""
+    assert_refuses_as_torch(call)
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("bfloat16", "float32"),
+                                    ("float64", "float32")], ids=str)
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_probability_target_promotes_as_torch(dtypes, reduction, rng, device):
+    """Class probabilities of another floating dtype than the logits give the promoted dtype's
+    loss, as torch's, with torch's values (bf16 logits: their log_softmax rounds to bf16 in
+    both, an ulp apart here and there, so only the dtype is compared)."""
+    logits, probs = rng.standard_normal((4, 3)), rng.dirichlet(np.ones(3), 4)
+    results = []
+    for lib in (torch, genesis):
+        kw = {} if lib is torch else {"device": device}
+        x = lib.tensor(logits, dtype=getattr(lib, dtypes[0]), **kw)
+        t = lib.tensor(probs, dtype=getattr(lib, dtypes[1]), **kw)
+        results.append(lib.nn.functional.cross_entropy(x, t, reduction=reduction,
+                                                       label_smoothing=0.1))
+    assert str(results[1].dtype).split(".")[1] == str(results[0].dtype).split(".")[1]
+    if "bfloat16" not in dtypes:
+        assert_close(results[1], results[0])

@@ -199,7 +199,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
     if tuple(target.shape) == tuple(input.shape):
         _prob_target_check(input, target, weight, ignore_index)
-        return _prob_target_loss(log_softmax(input, class_dim), target.to(input.dtype), weight,
+        return _prob_target_loss(log_softmax(input, class_dim), target, weight,
                                  reduction, label_smoothing)
     logp = log_softmax(input, class_dim)
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
@@ -379,6 +379,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({size_text(target)}) that is different to the "
                          f"input size ({size_text(input)}) is deprecated. Please ensure they have "
                          "the same size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {dtypes.scalar_type_name(target.dtype)} but expected "
+                           f"{dtypes.scalar_type_name(input.dtype)}")
     if input.numel() and input.device.type == "cpu" and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = _BinaryCrossEntropy.apply(input, target)
@@ -399,6 +402,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({size_text(target)}) must be the same as input size "
                          f"({size_text(input)})")
+    if not target.dtype.is_floating_point and target.dtype is not dtypes.bool_:
+        # torch's kernel writes into a target-typed buffer (a bool one fails at 1 - target)
+        raise RuntimeError(f"result type {dtypes.scalar_type_name(input.dtype)} can't be cast to "
+                           f"the desired output type {dtypes.scalar_type_name(target.dtype)}")
     softplus_neg = softplus(-input)
     if pos_weight is None:
         loss = (1 - target) * input + softplus_neg
