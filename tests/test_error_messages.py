@@ -5,6 +5,8 @@ import errno
 import os
 
 import pytest
+import torch
+from helpers import assert_refuses_as_torch
 
 import genesis
 import genesis.nn.functional as F
@@ -97,3 +99,26 @@ def test_dataloader_error_names_the_sample_index(num_workers):
         assert "while reading sample index 7." in str(info.value)
     text = "".join(__import__("traceback").format_exception(info.value))
     assert "raised while reading sample index 7 of the dataset" in text
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([[1, 2], [3]]), lambda m: m.tensor([[[1, 2], [3, 4]], [[1, 2], [3]]]),
+    lambda m: m.zeros(2, -3), lambda m: m.ones(3).new_zeros(-1), lambda m: m.eye(2, -1),
+    lambda m: m.eye(-1), lambda m: m.randint(5, 2, (3,)),
+    lambda m: m.zeros(2, 3).sum(dim=(1, -1)), lambda m: m.zeros(3, 4).mean(dtype=m.long),
+    lambda m: m.zeros(3, 4, dtype=m.long).mean(),
+    lambda m: m.einsum("ij,jk->ik", m.zeros(3, 4), m.zeros(3, 4))])
+def test_refusals_in_torchs_words(call):
+    """Ragged nested lists, negative sizes, randint's empty range, a dim given twice, mean of
+    integers and einsum's sizes that do not broadcast are refused with torch's exception and
+    text (after the op's name where torch names none)."""
+    assert_refuses_as_torch(call)
+
+
+def test_masked_select_joins_the_mask_first_as_torch():
+    """A mask that does not broadcast to the input is named tensor a, as torch names it."""
+    with pytest.raises(RuntimeError) as expected:
+        torch.zeros(3, 4).masked_select(torch.zeros(2, 2, dtype=torch.bool))
+    with pytest.raises(RuntimeError) as got:
+        genesis.zeros(3, 4).masked_select(genesis.zeros(2, 2, dtype=genesis.bool))
+    assert str(got.value).startswith(f"masked_select: {expected.value} (shapes [2, 2] and")

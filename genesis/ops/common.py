@@ -153,7 +153,8 @@ def normalize_dims(dim, ndim, op):
         dim = (dim,)
     dims = tuple(sorted(wrap_dim(operator.index(d), ndim, op) for d in dim))
     if len(set(dims)) != len(dims):
-        raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of dims")
+        repeated = next(d for d, e in zip(dims, dims[1:]) if d == e)
+        raise RuntimeError(f"{op}: dim {repeated} appears multiple times in the list of dims")
     return dims
 
 

@@ -78,22 +78,46 @@ def _promote_all(found):
 
 
 def _to_numpy(data, op):
+    """A numpy array of `data` (nested sequences, scalars, arrays, tensors); nested sequences of
+    unequal lengths are refused in torch's words (_ragged)."""
+    try:
+        return _nested_array(data, op)
+    except ValueError as e:
+        raise ValueError(_ragged(_as_list(data)) or f"{op}: could not build a tensor from "
+                         f"ragged nested sequences: {e}") from None
+
+
+def _nested_array(data, op):
     data = _as_list(data)
     if isinstance(data, Tensor):
         return data.detach()._host()
     if isinstance(data, (list, tuple)):
-        items = [_to_numpy(d, op) if isinstance(d, (Tensor, list, tuple)) or _as_list(d) is not d
-                 else d for d in data]
-        try:
-            return np.array(items)
-        except ValueError as e:
-            raise ValueError(f"{op}: could not build a tensor from ragged nested sequences: "
-                             f"{e}") from None
+        return np.array([_nested_array(d, op) if isinstance(d, (Tensor, list, tuple))
+                         or _as_list(d) is not d else d for d in data])
     if isinstance(data, (np.ndarray, np.generic, numbers.Number)):
         return np.asarray(data)
     if hasattr(data, "__array__") or hasattr(data, "__dlpack__"):
         return np.asarray(data)
     raise TypeError(f"{op}: Could not infer dtype of {type(data).__name__}")
+
+
+def _ragged(data):
+    """torch's words for nested sequences of unequal lengths, the first found depth-first:
+    every sequence at a depth must be as long as the first one there ('expected sequence of
+    length 2 at dim 1 (got 1)'); None where the lengths agree."""
+    lengths, first = [], data
+    while isinstance(first, (list, tuple)):
+        lengths.append(len(first))
+        first = first[0] if first else None
+
+    def walk(seq, dim):
+        if len(seq) != lengths[dim]:
+            return f"expected sequence of length {lengths[dim]} at dim {dim} (got {len(seq)})"
+        inner = (walk(item, dim + 1) for item in seq
+                 if dim + 1 < len(lengths) and isinstance(item, (list, tuple)))
+        return next((text for text in inner if text), None)
+
+    return walk(data, 0) if lengths else None
 
 
 _COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use "
@@ -316,8 +340,9 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memor
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m identity matrix (m = n by default)."""
     m = n if m is None else m
-    if n < 0 or m < 0:
-        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    for name, size in (("n", n), ("m", m)):
+        if size < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {size}")
     dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     values = np.eye(n, m, dtype=dtype.numpy_dtype)
     return _from_host(values, factory_device(device), dtype, requires_grad)

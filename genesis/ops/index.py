@@ -450,8 +450,9 @@ def masked_fill(input, mask, value):
 
 
 def _broadcast_masked(input, mask, op):
+    """`input` and `mask` expanded to their common shape (joined mask first, as torch's)."""
     _check_mask(mask, op)
-    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), op=op)
+    shape = broadcast_shapes(tuple(mask.shape), tuple(input.shape), op=op)
     return expand(input, shape), expand(mask, shape)
 
 

@@ -409,8 +409,8 @@ def _broadcast_labels(labels, operands):
             if known is None or known == 1:
                 sizes[label] = size
             elif size not in (1, known):
-                raise RuntimeError(f"einsum(): operands do not broadcast: subscript {label} has "
-                                   f"sizes {known} and {size}")
+                raise RuntimeError(f"einsum(): subscript {label} has size {size} for operand {i} "
+                                   f"which does not broadcast with previously seen size {known}")
     return [t if tuple(t.shape) == tuple(sizes[label] for label in term)
             else t.expand(*(sizes[label] for label in term))
             for term, t in zip(labels, operands)]

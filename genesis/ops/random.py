@@ -245,7 +245,8 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, devic
         raise TypeError(f"randint() missing 1 required positional argument: '{missing}'")
     low, high = _randint_bounds(low, high, given)
     if low >= high:
-        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
     if (drawn := draw("random_", _shape_arg((size,), "randint"), dtype or dtypes.int64,
                              device, generator, requires_grad, low, high)) is not None:
         return drawn

@@ -178,8 +178,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean over `dim`; floating inputs only (or a floating `dtype`); empty gives nan."""
     dtype = _dtype_arg(dtype)
     x = input if dtype is None else input.to(dtype)
-    _check_float(x, "mean", "mean(): could not infer output dtype. Input dtype must be either a "
-                 f"floating point or complex dtype. Got: {x.dtype.name}")
+    _check_float(x, "mean", f"mean(): could not infer output dtype. "
+                 f"{'Input' if dtype is None else 'Optional'} dtype must be either a floating "
+                 f"point or complex dtype. Got: {dtypes.scalar_type_name(x.dtype)}")
     dims = reduce_dims(x, dim, "mean")
     if records(x):
         return _overload_1(Mean.apply(x, dims, keepdim), dim, "Mean")

@@ -81,8 +81,10 @@ def _shape_arg(size, op):
     """A new tensor's sizes (`int_list`), which must be non-negative."""
     shape = int_list(size, op)
     if shape and min(shape) < 0:
-        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension in "
-                           f"{list(shape)}")
+        if op == "zeros":  # torch's zeros checks the sizes before the allocation does
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
     return shape
 
 
