@@ -107,11 +107,14 @@ def test_dataloader_error_names_the_sample_index(num_workers):
     lambda m: m.eye(-1), lambda m: m.randint(5, 2, (3,)),
     lambda m: m.zeros(2, 3).sum(dim=(1, -1)), lambda m: m.zeros(3, 4).mean(dtype=m.long),
     lambda m: m.zeros(3, 4, dtype=m.long).mean(),
-    lambda m: m.einsum("ij,jk->ik", m.zeros(3, 4), m.zeros(3, 4))])
+    lambda m: m.einsum("ij,jk->ik", m.zeros(3, 4), m.zeros(3, 4)),
+    lambda m: m.lerp(m.zeros(2), m.ones(2, dtype=m.float64), 0.5),
+    lambda m: m.zeros(2).lerp_(m.ones(2, dtype=m.float16), 0.5),
+    lambda m: m.lerp(m.zeros(2), m.ones(2), m.full((2,), 0.5, dtype=m.float64))])
 def test_refusals_in_torchs_words(call):
     """Ragged nested lists, negative sizes, randint's empty range, a dim given twice, mean of
-    integers and einsum's sizes that do not broadcast are refused with torch's exception and
-    text (after the op's name where torch names none)."""
+    integers, einsum's sizes that do not broadcast and lerp's operands of another dtype are
+    refused with torch's exception and text (after the op's name where torch names none)."""
     assert_refuses_as_torch(call)
 
 
@@ -122,3 +125,10 @@ def test_masked_select_joins_the_mask_first_as_torch():
     with pytest.raises(RuntimeError) as got:
         genesis.zeros(3, 4).masked_select(genesis.zeros(2, 2, dtype=genesis.bool))
     assert str(got.value).startswith(f"masked_select: {expected.value} (shapes [2, 2] and")
+
+
+def test_lerp_takes_a_0d_weight_of_another_dtype_as_torch():
+    """A 0-d weight tensor may have another dtype than the ends, as in torch."""
+    weight = genesis.tensor(0.25, dtype=genesis.float64)
+    got = genesis.lerp(genesis.zeros(2), genesis.ones(2), weight)
+    assert got.dtype is genesis.float32 and got.tolist() == [0.25, 0.25]

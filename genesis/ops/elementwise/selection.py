@@ -133,7 +133,13 @@ class Lerp(Function):
 
 
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """input + weight * (end - input); `end`, and a `weight` tensor of one or more dims, of
+    input's dtype (torch's check: a 0-d weight may have another)."""
+    for name, t in (("end", end), ("weight", weight)):
+        if (isinstance(t, Tensor) and isinstance(input, Tensor) and t.dtype is not input.dtype
+                and (name == "end" or t.ndim)):
+            raise RuntimeError(f"lerp: expected dtype {dtypes.type_meta_name(input.dtype)} for "
+                               f"`{name}` but got dtype {dtypes.type_meta_name(t.dtype)}")
     return Lerp.apply(input, end, weight)
 
 
