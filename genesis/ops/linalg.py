@@ -20,27 +20,35 @@ from .creation import eye, ones
 from .reduce import sum
 
 
-def _check_operands(op, a, b, message=None):
-    """Tensors on one device with one dtype (bool has no matrix product on the CPU); `message`
-    (a, b) words a dtype mismatch where torch's op has its own words."""
+def _matrix_dtypes(op, a, b):
+    """torch's words for a product of two dtypes (mm's and matmul's)."""
+    return (f"{op}: expected m1 and m2 to have the same dtype, but got: "
+            f"{dtypes.type_meta_name(a.dtype)} != {dtypes.type_meta_name(b.dtype)}")
+
+
+def _batched_dtypes(op, a, b):
+    """torch's words for a batched product of two dtypes (its bmm kernel's)."""
+    return (f"{op}: expected scalar type {dtypes.scalar_type_name(a.dtype)} but found "
+            f"{dtypes.scalar_type_name(b.dtype)}")
+
+
+def _vector_dtypes(op, a, b):
+    """torch's words for a dot product of two dtypes."""
+    return (f"{op} : expected both vectors to have same dtype, but found "
+            f"{dtypes.scalar_type_name(a.dtype)} and {dtypes.scalar_type_name(b.dtype)}")
+
+
+def _check_operands(op, a, b, words=_matrix_dtypes):
+    """Tensors on one device with one dtype (bool has no matrix product on the CPU); `words`
+    (op, a, b) words a dtype mismatch as torch's op does."""
     for x in (a, b):
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): argument must be Tensor, not {type(x).__name__}")
     check_devices(op, a, b)
     if a.dtype is not b.dtype:
-        raise RuntimeError(message(a, b) if message else
-                           f"{op}: expected m1 and m2 to have the same dtype, but got: "
-                           f"{dtypes.type_meta_name(a.dtype)} != "
-                           f"{dtypes.type_meta_name(b.dtype)}")
+        raise RuntimeError(words(op, a, b))
     if a.dtype is dtypes.bool_:
         raise NotImplementedError(f"{op}: not implemented for 'bool'")
-
-
-def _batched_dtypes(op):
-    """_check_operands's message for batched products of two dtypes, in the words of torch's
-    bmm kernel."""
-    return lambda a, b: (f"{op}: expected scalar type {dtypes.scalar_type_name(a.dtype)} but "
-                         f"found {dtypes.scalar_type_name(b.dtype)}")
 
 
 def _dims(shape):
@@ -124,7 +132,7 @@ def matmul(input, other):
     """Matrix product with PyTorch's rules: 1-D operands are vectors (a dim is added and removed),
     batch dims broadcast; half types multiply in float32 and round once."""
     _check_operands("matmul", input, other,
-                    _batched_dtypes("matmul") if input.ndim > 2 and other.ndim > 2 else None)
+                    _batched_dtypes if input.ndim > 2 and other.ndim > 2 else _matrix_dtypes)
     _check_matmul_shapes("matmul", input, other)
     return MatMul.apply(input, other)
 
@@ -153,7 +161,7 @@ def bmm(input, mat2):
     for name, x in (("batch1", input), ("batch2", mat2)):
         if x.ndim != 3:
             raise RuntimeError(f"bmm: {name} must be a 3D tensor")
-    _check_operands("bmm", input, mat2, _batched_dtypes("bmm"))
+    _check_operands("bmm", input, mat2, _batched_dtypes)
     expected = [input.shape[0], input.shape[2]]
     if list(mat2.shape[:2]) != expected:
         raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to be: "
@@ -177,9 +185,7 @@ def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            "tensors")
-    _check_operands("dot", input, other, lambda a, b: (
-        f"dot : expected both vectors to have same dtype, but found "
-        f"{dtypes.scalar_type_name(a.dtype)} and {dtypes.scalar_type_name(b.dtype)}"))
+    _check_operands("dot", input, other, _vector_dtypes)
     _check_matmul_shapes("dot", input, other)
     return MatMul.apply(input, other)
 
