@@ -94,7 +94,7 @@ def profile(top=8):
     """Print each side's `top` kernels by device time per bf16 forward + backward, per case,
     from torch.profiler's CUPTI trace (benchmarks/gpt2.py's top_kernels): kernel time alone,
     without the gaps the events above also time."""
-    from gpt2 import top_kernels
+    from gpt2 import print_kernels, top_kernels
     rng = np.random.default_rng()
     for shape in CASES:
         for lib, dtype in ((ops.Lib(genesis), genesis.bfloat16), (ops.Lib(torch), torch.bfloat16)):
@@ -102,9 +102,8 @@ def profile(top=8):
             for _ in range(3):
                 step()
             total, kernels = top_kernels(step, top)
-            print(f"{','.join(map(str, shape))} {lib.module.__name__}: {total:.3f} ms of kernels")
-            for name, calls, ms in kernels:
-                print(f"  {ms:8.3f} ms {calls:3d}x {name[:90]}")
+            print_kernels(f"{','.join(map(str, shape))} {lib.module.__name__}: {total:.3f} ms of "
+                          "kernels", kernels)
 
 
 def _tflops(shape, ms):

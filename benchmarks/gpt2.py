@@ -128,6 +128,13 @@ def top_kernels(step, top):
     return total, [(e.key, e.count // 3, e.device_time_total / 1e3 / 3) for e in events[:top]]
 
 
+def print_kernels(title, kernels):
+    """`title`, then a line per kernel of top_kernels' list: ms per step, calls, name."""
+    print(title)
+    for name, calls, ms in kernels:
+        print(f"  {ms:8.3f} ms  {calls:4d} calls  {name[:100]}")
+
+
 def _profile(tokens, top=15):
     out = {}
     for lib in (genesis, torch):
@@ -206,10 +213,8 @@ def main():
     if args.profile:
         report["profile"] = _profile(tokens)
         for side, (total, kernels) in report["profile"].items():
-            print(f"\n{side}: {total:.2f} ms of kernels per autocast bf16 step; the top ones "
-                  "(ms per step)")
-            for name, calls, ms in kernels:
-                print(f"  {ms:8.3f} ms  {calls:4d} calls  {name[:100]}")
+            print_kernels(f"\n{side}: {total:.2f} ms of kernels per autocast bf16 step; the top "
+                          "ones (ms per step)", kernels)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=2))
 

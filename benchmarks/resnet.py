@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 import torch
-from gpt2 import time_steps, top_kernels
+from gpt2 import print_kernels, time_steps, top_kernels
 from train_step import captured_step
 
 import genesis
@@ -124,9 +124,7 @@ def _profile(images, labels, top=15):
             for _ in range(3):
                 step()
             total, kernels = top_kernels(step, top)
-            print(f"{lib.__name__} {mode}: {total:.2f} ms of kernels per step")
-            for name, calls, ms in kernels:
-                print(f"  {ms:8.3f} ms {calls:5d} x  {name[:100]}")
+            print_kernels(f"{lib.__name__} {mode}: {total:.2f} ms of kernels per step", kernels)
             del step
             gc.collect()
 
