@@ -26,7 +26,7 @@ import ops
 import torch
 
 import genesis
-from genesis.backends.cuda.kernels import attention
+from genesis.backends.cuda.kernels import attention_launch
 
 CASES = [  # (batch, heads, length, head dim)
     (8, 12, 1024, 64),
@@ -156,11 +156,11 @@ TILES = {
              "one_pass": [(64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (64, 32, 8, 2),
                           (32, 32, 4, 2), (32, 32, 8, 2), (32, 16, 4, 2), (16, 16, 4, 2)]},
 }
-_SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention.tiles's tuple
+_SLOTS = {"forward": 1, "two_pass": 2, "one_pass": 3}  # positions in attention_launch.tiles's tuple
 
 
 def _with_tile(chosen, kernel, tile):
-    """attention.tiles with `tile` in `kernel`'s place."""
+    """attention_launch.tiles with `tile` in `kernel`'s place."""
     def tiles(dtype, head_dim, tf32):
         picked = list(chosen(dtype, head_dim, tf32))
         picked[_SLOTS[kernel]] = tile
@@ -171,15 +171,15 @@ def _with_tile(chosen, kernel, tile):
 def sweep_tiles(reps, dtype_name, only=None):
     """Forward ms under each forward tile, and forward+backward ms under each tile of each
     backward (the deterministic one for "two_pass"), the other tiles as chosen."""
-    chosen, rng, lib = attention.tiles, np.random.default_rng(), ops.Lib(genesis)
+    chosen, rng, lib = attention_launch.tiles, np.random.default_rng(), ops.Lib(genesis)
     dtype = DTYPES[dtype_name][0]
     kernels = [only] if only else [k for k in _SLOTS if k in TILES[dtype_name]]
     for shape in CASES if dtype_name != "fp32" else FP32_CASES:
         fwd, step = (_step(lib, shape, dtype, rng, b) for b in (False, True))
         for kernel in kernels:
             for tile in TILES[dtype_name].get(kernel, ()):
-                attention.tiles = _with_tile(chosen, kernel, tile)
-                attention._plans.clear()
+                attention_launch.tiles = _with_tile(chosen, kernel, tile)
+                attention_launch._plans.clear()
                 genesis.use_deterministic_algorithms(kernel == "two_pass")
                 label = f"{','.join(map(str, shape)):<18}{kernel:<10}{str(tile):<18}"
                 try:
@@ -190,8 +190,8 @@ def sweep_tiles(reps, dtype_name, only=None):
                 finally:
                     genesis.use_deterministic_algorithms(False)
                 print(f"{label}{'forward' if kernel == 'forward' else 'both'} {ms:.3f} ms")
-    attention.tiles = chosen
-    attention._plans.clear()
+    attention_launch.tiles = chosen
+    attention_launch._plans.clear()
 
 
 def main():

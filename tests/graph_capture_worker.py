@@ -79,15 +79,15 @@ def check_attention_backward_captures():
     grad = genesis.randn(2, 4, 100, 64, device="cuda")
     step = lambda: genesis.autograd.grad(  # noqa: E731
         genesis.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), q, grad)
-    from genesis.backends.cuda.kernels import attention
-    attention._plans.clear()  # the training steps' attention before (dropout) has plans too
+    from genesis.backends.cuda.kernels import attention_launch
+    attention_launch._plans.clear()  # the training steps' attention before (dropout) has plans too
     for deterministic in (False, True):
         genesis.use_deterministic_algorithms(deterministic)
         warm_up_on_side_stream(step)
         with genesis.cuda.graph(genesis.cuda.CUDAGraph()):
             step()
     genesis.use_deterministic_algorithms(False)
-    forms = sorted(key[4] for key in attention._plans if key[0] == "bwd")
+    forms = sorted(key[4] for key in attention_launch._plans if key[0] == "bwd")
     assert forms == [False, True], forms
     print("attention forward and both backwards captured")
 

@@ -10,9 +10,9 @@ import ml_dtypes
 import numpy as np
 
 from genesis.backends import cudnn
-from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention, attention_dropout,
-                                           batch_norm, conv, conv_few_channels, conv_hopper,
-                                           copy, index, loss,
+from genesis.backends.cuda.kernels import (_spatial, amp, arange, attention_dropout,
+                                           attention_launch, batch_norm, conv, conv_few_channels,
+                                           conv_hopper, copy, index, loss,
                                            median, norm, optim, optim_extra, pool, random,
                                            recurrent, residual_norm, rotary, shape, softmax,
                                            special, swiglu, upsample)
@@ -122,13 +122,13 @@ def attention_dropout_cases(target):
 
 def _attention_case(q, kv, mask, dropout, out, lse, causal, tf32, target):
     """The forward and both backwards of queries `q` over keys and values `kv`."""
-    launch, dims = attention._forward_plan(q, kv, kv, mask, dropout, causal, tf32, True,
-                                           target=target)
-    attention._forward_launch(launch, dims, 0, q, kv, kv, mask, q, lse, None if out is q else out,
-                              0.125, dropout)
+    launch, dims = attention_launch._forward_plan(q, kv, kv, mask, dropout, causal, tf32, True,
+                                                  target=target)
+    attention_launch._forward_launch(launch, dims, 0, q, kv, kv, mask, q, lse,
+                                     None if out is q else out, 0.125, dropout)
     for deterministic in (False, True):
-        plan = attention._BackwardPlan(q, q, kv, kv, out, mask, dropout, causal, tf32,
-                                       deterministic, target=target)
+        plan = attention_launch._BackwardPlan(q, q, kv, kv, out, mask, dropout, causal, tf32,
+                                              deterministic, target=target)
         plan.run(0, q, q, kv, kv, out, mask, dropout, lse, 0.125, q, kv, kv)
 
 

@@ -25,8 +25,7 @@ from triton.runtime import interpreter
 
 import genesis
 from genesis import dispatch
-from genesis.backends.cuda.kernels import attention as at
-from genesis.backends.cuda.kernels import attention_dropout
+from genesis.backends.cuda.kernels import attention, attention_dropout, attention_launch
 from genesis.backends.cuda.launch import LaunchCache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -40,17 +39,17 @@ def _small_tiles(dtype, head_dim, tf32):
     return bd, (32, 16, 4, 1), (32, 16, 4, 1), (32, 16, 4, 1), precision
 
 
-_tiles = at.tiles
+_tiles = attention_launch.tiles
 
 
 @pytest.fixture
 def gpu(monkeypatch):
     if not ti.ENABLED:
         pytest.skip("set TRITON_INTERPRET=1 to run")
-    monkeypatch.setattr(at, "tiles", _small_tiles)
-    monkeypatch.setattr(at, "_plans", LaunchCache())
+    monkeypatch.setattr(attention_launch, "tiles", _small_tiles)
+    monkeypatch.setattr(attention_launch, "_plans", LaunchCache())
     monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", ti.bf16_dot)
-    with ti.device(at, attention_dropout):
+    with ti.device(attention_launch, attention_dropout):
         yield
 
 
@@ -186,8 +185,9 @@ def test_each_backward_form_launches_its_kernels(gpu, rng, deterministic):
                                                                  True)
     dispatch.kernel("flash_attention_backward", "cuda")(x, x, x, x, out, None, None, lse, True,
                                                         0.25, deterministic)
-    (plan,) = [p for key, p in at._plans.items() if key[0] == "bwd"]
-    assert plan.dq.fn is (at._attn_dq_kernel if deterministic else at._attn_dq_cast_kernel)
+    (plan,) = [p for key, p in attention_launch._plans.items() if key[0] == "bwd"]
+    assert plan.dq.fn is (attention._attn_dq_kernel if deterministic
+                          else attention._attn_dq_cast_kernel)
 
 
 @pytest.fixture
@@ -196,12 +196,13 @@ def fake_gpu(gpu, monkeypatch):
     flash attention kernels are the CUDA ones, interpreted; the backward records the
     `deterministic` it was given and its keys' heads."""
     fake_cuda.install_for_test(monkeypatch)
-    flags, backward = [], ti.host_kernel(at.flash_attention_backward)
+    flags, backward = [], ti.host_kernel(attention_launch.flash_attention_backward)
 
     def recorded(*args):
         flags.append((args[-1], args[2].shape[-3]))
         return backward(*args)
-    dispatch._KERNELS[("flash_attention", "cuda")] = ti.host_kernel(at.flash_attention)
+    dispatch._KERNELS[("flash_attention", "cuda")] = ti.host_kernel(
+        attention_launch.flash_attention)
     dispatch._KERNELS[("flash_attention_backward", "cuda")] = recorded
     yield flags
     genesis.use_deterministic_algorithms(False)

@@ -6,7 +6,7 @@ from .kernels import random  # noqa: F401
 from .kernels import matmul  # noqa: F401
 from .kernels import median, shape, sort  # noqa: F401
 from .kernels import loss, optim  # noqa: F401
-from .kernels import amp, attention, attention_dropout, decode_attention  # noqa: F401
+from .kernels import amp, attention_dropout, attention_launch, decode_attention  # noqa: F401
 from .kernels import residual_norm, rotary, swiglu  # noqa: F401
 from .kernels import recurrent  # noqa: F401
 from .kernels import batch_norm, conv  # noqa: F401
