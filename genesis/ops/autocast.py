@@ -139,6 +139,17 @@ def cast_arguments(name, args, kwargs):
     return _cast_all(args, kwargs, lambda t: to_device_and_dtype(t, None, dtype))
 
 
+def policy_dtype(name, x):
+    """The dtype op `name`'s policy casts tensor `x` to in the active autocast region of x's
+    device, or None where it leaves x alone: for an op that reads half tensors as float32
+    itself, instead of taking a float32 copy."""
+    state = autocast_state.state()
+    if not (state.active and eligible(x) and state.enabled.get(x.device.type)):
+        return None
+    policy = POLICIES.get(x.device.type, {}).get(name)
+    return None if policy in (None, BANNED) else _target(policy, (x,), x.device.type, state)
+
+
 def autocast_policy(name):
     """Decorator: op `name` follows autocast's policy for its device type (see POLICIES); ops
     that no policy names are returned as they are."""

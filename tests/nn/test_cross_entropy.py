@@ -170,6 +170,43 @@ def test_fused_kernels_are_used(monkeypatch, device):
     assert calls == []
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("shape", [(9, 7), (3, 6, 2), (2, 50257)], ids=str)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_autocast_reads_half_logits(weighted, shape, dtype, reduction, rng, device,
+                                    monkeypatch):
+    """Under autocast (cross_entropy runs in float32) half logits go to the fused kernels as
+    they are, with no float32 copy: the loss is float32 and equals torch's autocast loss (of
+    the logits cast to float32); the gradient, in the logits' dtype, is torch's rounded once."""
+    if device == "cpu" and dtype is genesis.float16:
+        pytest.skip("autocast on the CPU runs bfloat16")
+    fwd = dispatch.kernel("cross_entropy_fwd", device)
+    seen = []
+    monkeypatch.setitem(dispatch._KERNELS, ("cross_entropy_fwd", device),
+                        lambda x, *a: seen.append(x.dtype) or fwd(x, *a))
+    x, t_x, _ = _logits(rng, shape, dtype, device)
+    target = _targets(rng, shape[:1] + shape[2:], shape[1], device, ignored=1)
+    kwargs = {"reduction": reduction}
+    if weighted:
+        w = rng.uniform(0.2, 2.0, shape[1])
+        kwargs["weight"] = (genesis.tensor(w, dtype=genesis.float32, device=device),
+                            torch.from_numpy(w).float())
+    with genesis.autocast(device, dtype=dtype):
+        if not genesis.is_autocast_enabled(device):
+            pytest.skip("autocast is off where CUDA is simulated")
+        loss = F.cross_entropy(x, target[0], **{k: v[0] if isinstance(v, tuple) else v
+                                                 for k, v in kwargs.items()})
+    assert seen == [dtype.numpy_dtype]
+    ref_x, expected = _reference(t_x, target[1], dtype, **{
+        k: v[1] if isinstance(v, tuple) else v for k, v in kwargs.items()})
+    assert_close(loss, expected, genesis.float32)
+    grad = rng.standard_normal(tuple(expected.shape))
+    expected.backward(torch.from_numpy(np.asarray(grad)).float())
+    loss.backward(genesis.tensor(grad, dtype=genesis.float32, device=device))
+    assert_close(x.grad, ref_x.grad.to(TORCH_DTYPES[dtype]), dtype)
+
+
 def test_weight_gradient_takes_the_composed_path(rng, device):
     """A weight that requires grad is differentiated (composed ops), as before."""
     x = genesis.randn(4, 3, device=device, requires_grad=True)

@@ -24,10 +24,12 @@ def _row_weights(target, weight, ignore_index, ct):
 
 
 @register("cross_entropy_fwd", "cpu")
-def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
+def cross_entropy_fwd(x, target, weight, ignore_index, reduction, loss_dtype=None):
     """(loss, lse, total): per-row loss (lse - x[n, t]) * weight[t], 0 where t == ignore_index,
-    reduced by `reduction`; each row's logsumexp; the mean's divisor (None unless "mean")."""
+    reduced by `reduction`, in `loss_dtype` (default x's: autocast asks float32 of half
+    logits); each row's logsumexp; the mean's divisor (None unless "mean")."""
     ct = _compute_dtype(x.dtype)
+    out = x.dtype if loss_dtype is None else np.dtype(loss_dtype)
     xf = x.astype(ct, copy=False)
     with np.errstate(all="ignore"):
         m = np.max(xf, axis=1, keepdims=True, initial=-np.inf)
@@ -36,12 +38,12 @@ def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
         picked = np.take_along_axis(xf, safe[:, None], 1)[:, 0]
         rows = np.where(valid, (lse - picked) * w, 0).astype(ct)
         if reduction == "none":
-            return rows.astype(x.dtype), lse, None
+            return rows.astype(out), lse, None
         loss = np.sum(rows, dtype=ct)
         if reduction == "sum":
-            return np.asarray(loss).astype(x.dtype), lse, None
+            return np.asarray(loss).astype(out), lse, None
         total = np.sum(w, dtype=ct)
-        return np.asarray(loss / total).astype(x.dtype), lse, np.asarray(total)
+        return np.asarray(loss / total).astype(out), lse, np.asarray(total)
 
 
 @register("cross_entropy_bwd", "cpu")

@@ -9,7 +9,7 @@ from ...autograd.one_node import one_node
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.activation import softplus
-from ...ops.autocast import autocast_policy
+from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import call, check_devices, wrap
 from ...ops.ranges import arange
 from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text, warn
@@ -180,7 +180,6 @@ def _prob_target_loss(logp, target, weight, reduction, label_smoothing):
     return name_node(-terms.sum() / (logp.numel() // classes), "DivBackward1")  # by a Scalar
 
 
-@autocast_policy("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for 1-D input) followed by nll_loss.
@@ -188,15 +187,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     `target` holds class indices (integer, input's shape without the class dim) or class
     probabilities (floating, input's shape); `label_smoothing` mixes in the uniform distribution.
     Class indices without label smoothing take the backend's fused kernels where it has them
-    (one launch forward, one backward; see _CrossEntropy).
+    (one launch forward, one backward; see _CrossEntropy). Under autocast, which runs
+    cross_entropy in float32, those kernels read half logits as float32 themselves.
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.ndim == 1 else 1
     if label_smoothing == 0 and _fusable(input, target, weight):
-        return _fused_cross_entropy(input, target, weight, ignore_index, reduction)
+        loss_dtype = policy_dtype("cross_entropy", input) or input.dtype
+        return _fused_cross_entropy(input, target, weight, ignore_index, reduction, loss_dtype)
+    return _composed_cross_entropy(input, target, weight, ignore_index, reduction,
+                                   label_smoothing)
+
+
+@autocast_policy("cross_entropy")
+def _composed_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    """cross_entropy from log_softmax and nll_loss (or the probability-target loss)."""
+    class_dim = 0 if input.ndim == 1 else 1
     if tuple(target.shape) == tuple(input.shape):
         _prob_target_check(input, target, weight, ignore_index)
         return _prob_target_loss(log_softmax(input, class_dim), target, weight,
@@ -224,9 +232,10 @@ def _fusable(input, target, weight):
     return weight is None or (weight.device == input.device and not weight.requires_grad)
 
 
-def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
+def _fused_cross_entropy(input, target, weight, ignore_index, reduction, loss_dtype):
     """cross_entropy with class-index targets as one forward and one backward kernel: the
-    input seen as rows x classes (class dim moved last for (N, C, d...) input)."""
+    input seen as rows x classes (class dim moved last for (N, C, d...) input), the loss in
+    `loss_dtype` (the input's, or autocast's float32) and the input's gradient in its dtype."""
     classes, target = _class_args_check(input, target, weight)
     _check_target_range(target, ignore_index, classes)
     if input.ndim == 1:
@@ -236,10 +245,10 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     else:
         rows = input.movedim(1, -1).reshape(-1, classes)
     if weight is not None:
-        weight = weight.to(input.dtype)
+        weight = weight.to(loss_dtype)
     target = target.to(dtypes.int64)
     flat = target if target.ndim == 1 else target.reshape(-1)
-    loss = _CrossEntropy.apply(rows, flat, weight, ignore_index, reduction)
+    loss = _CrossEntropy.apply(rows, flat, weight, ignore_index, reduction, loss_dtype)
     if reduction == "none" and flat is not target:
         loss = loss.reshape(target.shape)
     return name_node(loss, _nll_node(input.ndim, reduction))
@@ -252,8 +261,9 @@ class _CrossEntropy(Function):
     it is composed from genesis ops instead, so every order is exact."""
 
     @staticmethod
-    def forward(ctx, x, target, weight, ignore_index, reduction):
+    def forward(ctx, x, target, weight, ignore_index, reduction, loss_dtype):
         loss, lse, total = call("cross_entropy_fwd", x, target, weight, ignore_index, reduction,
+                                None if loss_dtype is x.dtype else loss_dtype.numpy_dtype,
                                 device=x.device)
         ctx.ignore_index, ctx.reduction = ignore_index, reduction
         ctx.save_for_backward(x, target, weight, wrap(lse, x.device),
@@ -264,11 +274,12 @@ class _CrossEntropy(Function):
     def backward(ctx, g):
         x, target, weight, lse, total = ctx.saved_tensors
         if is_grad_enabled():
-            gx = _cross_entropy_grad(g, x, target, weight, ctx.ignore_index, ctx.reduction)
+            gx = _cross_entropy_grad(g, x.to(g.dtype), target, weight, ctx.ignore_index,
+                                     ctx.reduction).to(x.dtype)
         else:
             gx = wrap(call("cross_entropy_bwd", g, x, target, weight, lse, total,
                            ctx.ignore_index, ctx.reduction, device=x.device), x.device)
-        return gx, None, None, None, None
+        return gx, None, None, None, None, None
 
 
 def _cross_entropy_grad(g, x, target, weight, ignore_index, reduction):

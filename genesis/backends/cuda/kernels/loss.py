@@ -5,12 +5,13 @@ Forward: one program per block of rows computes each row's logsumexp with an onl
 (running max, sum rescaled whenever the max grows) and picks the target's logit on the way; a row
 of up to ONE_PASS_LIMIT classes is one chunk, so read once from registers, wider rows (C = 50257)
 loop over CHUNK-wide chunks. It writes the row's logsumexp (saved for the backward) and its loss
-(lse - x[t]) * weight[t], 0 where t == ignore_index. For "sum" and "mean" the row losses (and,
-after them, the row weights) go to one scratch buffer and the reduction happens in the same
-launch: each program bumps an int32 counter (reduce.py's per-stream counters) after its stores,
-and the last one sums every row in a fixed order (deterministic, no float atomics), divides by
-the summed weights for "mean" (0/0 = nan when every target is ignored, as torch) and sets the
-counter back to 0.
+(lse - x[t]) * weight[t], 0 where t == ignore_index, in x's dtype or the one asked (autocast's
+float32 for half logits, read as they lie: no float32 copy of a 50K-class batch). For "sum" and
+"mean" the row losses (and, after them, the row weights) go to one scratch buffer and the
+reduction happens in the same launch: each program bumps an int32 counter (reduce.py's
+per-stream counters) after its stores, and the last one sums every row in a fixed order
+(deterministic, no float atomics), divides by the summed weights for "mean" (0/0 = nan when
+every target is ignored, as torch) and sets the counter back to 0.
 
 Backward: one launch, one read of each logit: (exp(x - lse) - onehot(t)) * g * weight[t]
 (/ total for "mean"), zero rows where ignored. Half types compute in float32 and round once;
@@ -269,14 +270,16 @@ def _row_losses(x, reduction, stream):
 
 
 @register("cross_entropy_fwd", "cuda")
-def cross_entropy_fwd(x, target, weight, ignore_index, reduction):
+def cross_entropy_fwd(x, target, weight, ignore_index, reduction, loss_dtype=None):
     stream = _start(x)
     n = x.shape[0]
     ct = _compute_dtype(x.dtype)
-    loss = CUDAArray.empty((n,) if reduction == "none" else (), x.dtype, x.device, stream)
+    loss = CUDAArray.empty((n,) if reduction == "none" else (), loss_dtype or x.dtype, x.device,
+                           stream)
     lse = CUDAArray.empty((n,), ct, x.device, stream)
     total = CUDAArray.empty((), ct, x.device, stream) if reduction == "mean" else None
-    key = ("fwd", _geometry(x), _geometry(target), _geometry(weight), reduction, x.device)
+    key = ("fwd", _geometry(x), _geometry(target), _geometry(weight), loss.dtype, reduction,
+           x.device)
     launch, dims = _plans.get_or_build(
         key, lambda: _forward_plan(x, target, weight, reduction))
     if reduction == "none":
