@@ -343,7 +343,8 @@ def matmul_hopper_cases(target):
     """The Hopper kernel: float16 and TF32 over their whole config spaces (GPT-2's x @ W^T:
     8192 x 768 times a 3072 x 768 weight read transposed); bfloat16 with its first config in
     every operand layout (dX = dY @ W, dW = dY^T @ X, both transposed) and with the bias,
-    each activation and the kept pre-activation value; the split-K configs on dY^T @ X and one
+    each activation and the kept pre-activation value, a warp-specialized config in every
+    layout and with the epilogue, as a split-epilogue one; the split-K configs on dY^T @ X and one
     with the fused epilogue (its sum kernel's)."""
     def problem(dtype, a_t, b_t, act=0, bias=False, precision=None, sizes=(8192, 3072, 768)):
         M, N, K = sizes
@@ -363,11 +364,14 @@ def matmul_hopper_cases(target):
     for config in mh._TF32_SPACE:
         compile_case(problem(np.float32, False, True, precision="tf32"), config)
     first = mh._HALF_SPACE[0]
+    specialized = next(c for c in mh._HALF_SPACE if c["WARP_SPECIALIZE"])
     for a_t, b_t in itertools.product((False, True), repeat=2):
         compile_case(problem(ml_dtypes.bfloat16, a_t, b_t), first)
+        compile_case(problem(ml_dtypes.bfloat16, a_t, b_t), specialized)
     for act in range(len(mm.ACTIVATIONS)):
         compile_case(problem(ml_dtypes.bfloat16, False, True, act, bias=True), first)
-    compile_case(problem(ml_dtypes.bfloat16, False, True, 2, bias=True), mh._HALF_SPACE[2])
+    for config in (next(c for c in mh._HALF_SPACE if c["EPILOGUE_SPLIT"]), specialized):
+        compile_case(problem(ml_dtypes.bfloat16, False, True, 2, bias=True), config)
     weight_gradient = (3072, 768, 8192)  # 144 tiles: the tail configs split 12 of them
     for config in mh._HALF_SPLIT_SPACE:
         compile_case(problem(ml_dtypes.bfloat16, True, False, sizes=weight_gradient), config)

@@ -76,7 +76,7 @@ def _space(dtype):
 
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16, genesis.float32], ids=str)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(12))
 def test_every_config_in_every_layout(mm, monkeypatch, dtype, layout, index, rng):
     space = _space(dtype)
     if index >= len(space):
@@ -92,9 +92,13 @@ def test_every_config_in_every_layout(mm, monkeypatch, dtype, layout, index, rng
 
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
-def test_linear_bias_and_activation_epilogue(mm, dtype, activation, rng):
-    """act(x @ W^T + b) and x @ W^T + b from one launch, as F.linear's fused path asks."""
+@pytest.mark.parametrize("specialized", [False, True])
+def test_linear_bias_and_activation_epilogue(mm, monkeypatch, specialized, dtype, activation,
+                                             rng):
+    """act(x @ W^T + b) and x @ W^T + b from one launch, as F.linear's fused path asks, by the
+    first config and by a warp-specialized one."""
     from genesis.ops.common import wrap
+    use_config(monkeypatch, next(c for c in _space(dtype) if c["WARP_SPECIALIZE"] == specialized))
     (x, rx), (w, rw), (bias, rbias) = (operand(s, dtype, rng) for s in ((4, 250, 768),
                                                                         (776, 768), (776,)))
     y, z = mm.linear_act(x._data, w._data, bias._data, activation, True)

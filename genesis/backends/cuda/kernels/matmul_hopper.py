@@ -40,10 +40,16 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
   the tiles past the last full wave, into as many ranges as give each SM one (144 tiles: 132
   whole, then 12 tiles of 11 ranges: two waves, the second short), each of 8 K steps or more. The result is the same from
   run to run (no atomics), its last bits differing from the unsplit kernel's.
-- Warp specialization (`tl.range(warp_specialize=True)`) is not used: Triton 3.6 accepts it
-  for sm_90 but compiles the same code without it (no warp-specialized partitions). The loop
-  over tiles is `flatten=True`, merged with the K loop, so the loads of the next tile are
-  issued while the last K steps of the current one still multiply.
+- Warp specialization (WARP_SPECIALIZE, `tl.range(warp_specialize=True)` on the K loop): a
+  producer warpgroup issues the TMA loads while two consumer warpgroups, with the registers it
+  gives up (setmaxnreg), run wgmma on the two 64-row halves of the tile. Triton 3.6 builds it
+  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K,
+  and, with the tile loop not flattened, overlaps a tile's epilogue with the next tile's loads
+  less; it wins on the products with few N tiles and a long K (GPT-2's N = 768, 4 to 8% over
+  the best unspecialized config on an H200) and loses elsewhere, so both are timed. Five
+  stages gave wrong products on an H200: the specialized configs keep three or four.
+  Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so the loads of the
+  next tile are issued while the last K steps of the current one still multiply.
 """
 
 import numpy as np
@@ -152,7 +158,7 @@ def _matmul_tma_kernel(
         A_T: tl.constexpr, B_T: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
         PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
         GROUP_M: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, SPLIT_K: tl.constexpr,
-        NUM_SMS: tl.constexpr):
+        WARP_SPECIALIZE: tl.constexpr, NUM_SMS: tl.constexpr):
     """c = act(a @ b + bias) (z: the value before the activation), tile after tile, by
     NUM_SMS persistent programs. A_T / B_T: the operand is stored transposed (unit stride
     between its rows). SPLIT_K > 1: each tile from whole_tiles on is SPLIT_K units (tile, K
@@ -177,11 +183,11 @@ def _matmul_tma_kernel(
     # The epilogue counts its own units: the flattened loop's pipeliner then carries no value
     # from a unit's first K step to its last.
     unit_done = tl.program_id(0) - NUM_SMS
-    for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
+    for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=not WARP_SPECIALIZE):
         tile, k_first, k_end = _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K)
         pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BM, BN), tl.float32)
-        for k in range(k_first, k_end):
+        for k in tl.range(k_first, k_end, warp_specialize=WARP_SPECIALIZE):
             a = _operand_block(a_desc, pid_m * BM, k * BK, A_T)
             b = _operand_block(b_desc, k * BK, pid_n * BN, B_T)
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
@@ -239,18 +245,20 @@ def _sum_partials_kernel(
 SUM_BM, SUM_BN = 32, 128
 
 
-def _config(bm, bn, bk, warps, stages, split=False, group=8, split_k=1):
+def _config(bm, bn, bk, warps, stages, split=False, group=8, split_k=1, ws=False):
     return {"backend": "hopper", "BM": bm, "BN": bn, "BK": bk, "GROUP_M": group,
-            "EPILOGUE_SPLIT": split, "SPLIT_K": split_k, "num_warps": warps,
-            "num_stages": stages}
+            "EPILOGUE_SPLIT": split, "SPLIT_K": split_k, "WARP_SPECIALIZE": ws,
+            "num_warps": warps, "num_stages": stages}
 
 
 # Likeliest winners first (GENESIS_MATMUL_TUNE_LIMIT keeps the first n): shared memory per
 # config is (BM + BN) x BK x itemsize x stages plus the staged result tile (halved by the split).
-_HALF_SPACE = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 8, 4),
+_HALF_SPACE = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 4, 4, group=4, ws=True),
+               _config(128, 128, 64, 8, 4), _config(128, 256, 64, 4, 3, ws=True),
                _config(128, 256, 64, 8, 4, split=True), _config(128, 128, 64, 4, 4, split=True),
-               _config(256, 128, 64, 8, 3, split=True), _config(128, 64, 64, 4, 5),
-               _config(64, 128, 64, 4, 5), _config(128, 128, 128, 8, 3)]
+               _config(256, 128, 64, 8, 3, split=True), _config(128, 128, 64, 4, 4, ws=True),
+               _config(128, 64, 64, 4, 5), _config(64, 128, 64, 4, 5),
+               _config(128, 128, 128, 8, 3)]
 _TF32_SPACE = [_config(128, 256, 32, 8, 3, split=True), _config(128, 128, 32, 8, 4),
                _config(128, 128, 32, 4, 4, split=True), _config(128, 64, 32, 4, 5),
                _config(64, 128, 32, 4, 5)]
@@ -389,7 +397,8 @@ def plan(problem, config, target=None):
     meta = dict(A_T=a_t, B_T=b_t, HAS_BIAS=problem.arrays.get("bias") is not None,
                 ACT=problem.act, PRECISION=problem.precision, BM=config["BM"], BN=config["BN"],
                 BK=config["BK"], GROUP_M=config["GROUP_M"],
-                EPILOGUE_SPLIT=config["EPILOGUE_SPLIT"], SPLIT_K=split_k, NUM_SMS=sms)
+                EPILOGUE_SPLIT=config["EPILOGUE_SPLIT"], SPLIT_K=split_k,
+                WARP_SPECIALIZE=config.get("WARP_SPECIALIZE", False), NUM_SMS=sms)
     launch = Launch(_matmul_tma_kernel, (min(sms, units),), meta, config["num_warps"],
                     config["num_stages"], device=problem.device, target=target)
     strides = (st["a"][1 if a_t else 0], st["b"][1 if b_t else 0], st["c"][0],
