@@ -211,7 +211,8 @@ def test_integer_inputs_follow_torch():
 
 @pytest.mark.parametrize("name, args", [("relu", ()), ("relu6", ()), ("hardtanh", (-0.5, 1.2)),
                                         ("leaky_relu", (0.2,)), ("hardshrink", (0.4,)),
-                                        ("softshrink", (0.3,)), ("elu", (1.3,))])
+                                        ("softshrink", (0.3,)), ("elu", (1.3,)),
+                                        ("threshold", (0.5, 7.0))])
 def test_first_derivative_is_differentiable_as_torch(name, args, rng, device):
     """The gradient taken with create_graph depends on the input even where only masks read
     it (torch's threshold_backward, leaky_relu_backward... take the input or result as an
@@ -227,6 +228,25 @@ def test_first_derivative_is_differentiable_as_torch(name, args, rng, device):
         (g * g).sum().backward()
         results.append((g.requires_grad, g.grad_fn.name(), x.grad))
     assert results[1][0]
-    if name != "elu":
+    if name == "relu":
         assert results[1][1] == results[0][1].replace("Threshold", "Relu")
+    elif name != "elu":
+        assert results[1][1] == results[0][1]
+    assert_close(results[1][2], results[0][2])
+
+
+def test_threshold_module_double_backward_as_torch(rng, device):
+    """nn.Threshold's gradient of y * y, taken with create_graph, is one ThresholdBackwardBackward0
+    node over the incoming gradient and the input, as torch's; its own gradient matches."""
+    base = rng.uniform(-3.0, 3.0, (3, 4))
+    results = []
+    for lib in (torch, genesis):
+        x = lib.tensor(base, dtype=lib.float64, device="cpu" if lib is torch else device,
+                       requires_grad=True)
+        y = lib.nn.Threshold(0.5, 7.0)(x)
+        g, = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        g.sum().backward()
+        results.append((g, g.grad_fn.name(), x.grad))
+    assert results[1][1] == results[0][1]
+    assert_close(results[1][0], results[0][0])
     assert_close(results[1][2], results[0][2])

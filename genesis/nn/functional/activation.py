@@ -6,10 +6,11 @@ leaves the input as it was and autograd sees the write).
 """
 
 from ... import dtypes, ops
-from ...autograd.function import name_node
+from ...autograd.function import Function, name_node, records
 from ...ops import activation as act
 from ...ops import creation
 from ...ops import elementwise as ew
+from ...ops.elementwise.unary import anchored
 from ...ops.inplace import snapshot_for_graph, write_result
 from ._utils import softmax_dim
 
@@ -125,12 +126,39 @@ def tanhshrink(input):
     return input - ew.tanh(input)
 
 
-def _threshold(input, threshold, value):
-    """`value` where input <= threshold; PyTorch's kernel compares a half input in float32 with
-    the threshold unrounded (and casts `value` to the input's dtype, as `where` does)."""
+def _above(input, threshold):
+    """input > threshold; PyTorch's kernel compares a half input in float32 with the threshold
+    unrounded."""
     wide = dtypes.float32 if input.dtype in dtypes.half_dtypes else None
-    above = ew.elementwise("gt", input, threshold, dtype=wide)
-    return name_node(ew.where(above, input, value), "ThresholdBackward0")
+    return ew.elementwise("gt", input, threshold, dtype=wide)
+
+
+class _Threshold(Function):
+    """`value` where input <= threshold (cast to the input's dtype, as `where` does). Its
+    gradient, as torch's threshold_backward, takes the input as an operand: taken with
+    create_graph it requires grad, with a zero derivative in the input."""
+
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, input, threshold, value):
+        ctx.node_name, ctx.threshold = "ThresholdBackward0", threshold
+        ctx.save_for_backward(input)
+        return ew.where(_above(input, threshold), input, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (input,) = ctx.saved_tensors
+        grad = name_node(ew.where(_above(input, ctx.threshold), grad, 0),
+                         "ThresholdBackwardBackward0")
+        return anchored(grad, input, "ThresholdBackwardBackward0"), None, None
+
+
+def _threshold(input, threshold, value):
+    """`value` where input <= threshold, recorded as one node when the graph records it."""
+    if records(input):
+        return _Threshold.apply(input, threshold, value)
+    return ew.where(_above(input, threshold), input, value)
 
 
 def threshold(input, threshold, value, inplace=False):

@@ -50,12 +50,20 @@ class Unary(Function):
 
 
 def _anchored(grad, ctx, saved):
+    """`grad` anchored to `saved` (see `anchored`) as the node `ctx`'s backward op."""
+    if ctx.spec.derivative is zero_grad:
+        return grad
+    return anchored(grad, saved, f"{ctx.node_name[:-1]}Backward0")
+
+
+def anchored(grad, saved, node_name):
     """`grad`, in a recorded backward, made to depend on the saved tensor it was computed from
-    when only its masks did (relu, leaky_relu, hardtanh, the shrinks): torch's backward ops
-    take that tensor as an input, so their result requires grad and its derivative is zero."""
+    when only its masks did (relu, leaky_relu, hardtanh, the shrinks, threshold): torch's
+    backward ops take that tensor as an input, so their result requires grad (node
+    `node_name`) and its derivative is zero."""
     if (is_grad_enabled() and not grad.requires_grad and saved is not None
-            and saved.requires_grad and ctx.spec.derivative is not zero_grad):
-        grad = ZeroDerivative.apply(grad, saved, f"{ctx.node_name[:-1]}Backward0")
+            and saved.requires_grad):
+        grad = ZeroDerivative.apply(grad, saved, node_name)
     return grad
 
 
