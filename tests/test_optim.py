@@ -236,7 +236,6 @@ def test_named_parameters_are_accepted(rng):
 @pytest.mark.parametrize("build,error,message", [
     (lambda p: optim.SGD([], lr=0.1), ValueError, "optimizer got an empty parameter list"),
     (lambda p: optim.SGD([p * 2], lr=0.1), ValueError, "can't optimize a non-leaf Tensor"),
-    (lambda p: optim.SGD([p, p], lr=0.1), ValueError, "duplicate parameters"),
     (lambda p: optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1), ValueError,
      "some parameters appear in more than one parameter group"),
     (lambda p: optim.SGD(p, lr=0.1), TypeError, "should be an iterable of Tensors or dicts"),
@@ -263,6 +262,29 @@ def test_bad_input(build, error, message):
     p = genesis.zeros(3, requires_grad=True)
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         build(p)
+
+
+DUPLICATE_WARNING = ("optimizer contains a parameter group with duplicate parameters; in future, "
+                     "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                     "more information")
+
+
+@pytest.mark.parametrize("name,kwargs", CASES[1:3] + CASES[5:7], ids=IDS[1:3] + IDS[5:7])
+def test_duplicate_parameters_warn_and_step_as_torch(name, kwargs, rng):
+    """A group listing a parameter twice warns and keeps both entries, as torch's: the
+    parameter steps twice a step, and the state dict numbers it by its last entry."""
+    gp, tp = make_params(rng)
+    opts = []
+    for lib, params in ((optim, gp), (torch.optim, tp)):
+        with pytest.warns(UserWarning) as record:
+            opt = getattr(lib, name)([params[0], params[1], params[0]], **kwargs, foreach=False)
+        assert [str(w.message) for w in record] == [DUPLICATE_WARNING]
+        opt.add_param_group({"params": params[2:]})
+        opts.append(opt)
+    assert len(opts[0].param_groups[0]["params"]) == 3
+    run_steps(*opts, gp, tp, rng, 6)
+    assert_same_params(gp, tp)
+    assert_same_state(*opts)
 
 
 @pytest.mark.parametrize("change,message", [

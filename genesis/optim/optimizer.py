@@ -10,6 +10,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import dtypes
+from .._warnings import warn
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..dispatch import kernel
 from ..tensor import Tensor
@@ -256,7 +257,9 @@ class Optimizer:
             param_group.setdefault(name, default)
         params = param_group["params"]
         if len({id(p) for p in params}) != len(params):
-            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+            warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                 "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more "
+                 "information")
         seen = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -389,11 +392,14 @@ class Optimizer:
         return arrays
 
     def state_dict(self):
-        """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's)."""
-        index, groups = {}, []
+        """`{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}` (PyTorch's):
+        a parameter's index is its position counting all groups' params in order, its last in
+        the first group listing it, as PyTorch numbers a group's duplicates."""
+        index, groups, start = {}, [], 0
         for group in self.param_groups:
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
+            index.update({id(p): i for i, p in enumerate(group["params"], start)
+                          if id(p) not in index})
+            start += len(group["params"])
             packed = {k: v for k, v in group.items() if k != "params"}
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)

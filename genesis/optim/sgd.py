@@ -32,7 +32,13 @@ class SGD(Optimizer):
         if takes_fused(group):
             self._fused_update(group)
             return
+        self._loop_update(group)
+
+    def _loop_update(self, group):
+        """In-place ops per parameter. First-step buffers are stored once the loop is done, as
+        PyTorch's are: a parameter listed twice starts a buffer at each, and keeps the last."""
         lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
+        started = []
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -40,14 +46,16 @@ class SGD(Optimizer):
             if weight_decay != 0:
                 grad = grad.add(p, alpha=weight_decay)
             if momentum != 0:
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
+                buf = self.state[p].get("momentum_buffer")
                 if buf is None:
-                    buf = state["momentum_buffer"] = grad.detach().clone()
+                    buf = grad.detach().clone()
+                    started.append((p, buf))
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
                 grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
             p.add_(grad, alpha=-lr)
+        for p, buf in started:
+            self.state[p]["momentum_buffer"] = buf
 
     def _fused_update(self, group):
         """Every parameter with a gradient through the fused kernel, one call per (device,
