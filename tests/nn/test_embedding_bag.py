@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch
 
 import genesis
 import genesis.nn as nn
@@ -120,6 +120,71 @@ def test_errors_match_torch():
         with pytest.raises(error):
             F.embedding_bag(genesis.tensor(inp), g_w, None if off is None else
                             genesis.tensor(off), **g_kwargs)
-    with pytest.raises(IndexError, match="index out of range"):
-        F.embedding_bag(genesis.tensor([1, 7]), g_w, genesis.tensor([0]))
     assert np.all(F.embedding_bag(genesis.tensor([1]), g_w, genesis.tensor([0])).numpy() == 1)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """torch on one thread: on several, its fast kernel reports a bad index in a bag that
+    another thread sums as 'Expected i < index_size to be true' (it reads the thread's
+    offsets as the whole input's); on one, it names the index as for the first bag."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 7, 2]), w, m.tensor([0, 2])),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 2, -1, 9]), w, m.tensor([0, 2])),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([[1, 2], [9, 0]]), w.half(),
+                                               mode="sum"),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 3, 9, 8]), w.double(),
+                                               m.tensor([0, 2])),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, -3, 9]), w, m.tensor([0, 2]),
+                                               mode="max"),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 3, 9]), w, m.tensor([0, 2]),
+                                               padding_idx=0),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 3, 9]), w, m.tensor([0, 2, 3]),
+                                               include_last_offset=True, padding_idx=0),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9]), w, m.tensor([1]),
+                                               padding_idx=7),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9]), w, m.tensor([1])),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9], dtype=m.int32), w,
+                                               m.tensor([1], dtype=m.int32)),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9, -7]), w, m.tensor([0]),
+                                               max_norm=1.0),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9]), w[0], m.tensor([0])),
+    lambda m, w: m.nn.functional.embedding_bag(m.tensor([1, 9]), w, m.tensor([0]),
+                                               mode="sum", per_sample_weights=m.ones(3)),
+])
+def test_out_of_range_indices_refused_as_torch(call, one_torch_thread):
+    """An index outside the weight's rows is refused in the words of torch's CPU kernel that
+    runs: the fast one (sum and mean of float32 and half weights) names its position, the
+    others its value; the checks torch makes first (shapes, max_norm's renorm, padding_idx,
+    offsets) come first."""
+    assert_refuses_as_torch(lambda m: call(m, m.ones(5, 3)))
+
+
+def test_indices_outside_every_bag_are_not_read_as_torch():
+    """With include_last_offset, indices after the last offset are in no bag: torch's fast
+    kernel never reads them, so a bad one there is no error."""
+    outs = [lib.nn.functional.embedding_bag(lib.tensor([1, 2, 3, 9]), lib.ones(5, 3),
+                                            lib.tensor([0, 2, 3]), mode="sum",
+                                            include_last_offset=True)
+            for lib in (torch, genesis)]
+    assert_close(outs[1], outs[0])
+
+
+def test_max_norm_renorms_rows_before_a_bad_index_as_torch(rng):
+    """max_norm rescales the rows in ascending index order and refuses the first index it
+    cannot select, so rows below it are already rescaled, as torch's."""
+    base = rng.standard_normal((5, 3)) * 3
+    weights = []
+    for lib in (torch, genesis):
+        w = lib.tensor(base)
+        with pytest.raises(IndexError, match=r"select\(\): index 9 out of range"):
+            lib.nn.functional.embedding_bag(lib.tensor([1, 9, -2]), w, lib.tensor([0]),
+                                            max_norm=1.0)
+        weights.append(w)
+    assert_close(weights[1], weights[0])

@@ -11,33 +11,51 @@ import math
 
 import numpy as np
 
+from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import elementwise as ew
 from ...ops.creation import tensor
-from .sparse import _check_padding_idx, check_indices, embedding
+from ...ops.legacy import error_type_name
+from .sparse import _check_padding_idx, _renorm_rows, check_indices, embedding
 
 _MODES = ("sum", "mean", "max")
+_FAST_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _check_shapes(input, weight, offsets, per_sample_weights):
+    """torch's Python-level refusals of the operands' shapes, in its order."""
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2 and offsets is not None:
+        raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
+                         "a mini-batch of fixed length sequences. However, found offsets of "
+                         f"type {type(offsets)}")
+    if input.ndim == 1 and offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if input.ndim == 1 and offsets.ndim != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
 
 
 def _bag_bounds(input, offsets, include_last_offset):
     """(start, end) of each bag in the flattened input."""
     if input.ndim == 2:
-        if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
-                             "a mini-batch of fixed length sequences. However, found offsets of "
-                             f"type {type(offsets)}")
         length = input.shape[1]
         return [(b * length, (b + 1) * length) for b in range(input.shape[0])]
-    if input.ndim != 1:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
-                         f"{input.ndim}")
-    if offsets is None or offsets.ndim != 1:
-        raise ValueError(f"offsets has to be a 1D Tensor but got "
-                         f"{None if offsets is None else offsets.ndim}")
     starts = [int(v) for v in offsets.tolist()]
     if starts and starts[0] != 0:
+        kind = error_type_name(dtypes.promote_types(input.dtype, offsets.dtype),
+                               offsets.device.type)
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                           f"has to start from position 0. However, got {starts[0]}")
+                           f"has to start from position 0. However, got {starts[0]}\n"
+                           f"[ {kind}{{}} ]")
     if starts and starts[-1] > input.shape[0]:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length "
                            f"{input.shape[0]} but got offsets[-1] of {starts[-1]}")
@@ -58,26 +76,45 @@ def _layout(bounds, device):
     return tensor(positions, device=device), tensor(real, device=device)
 
 
-def _check_args(input, weight, mode, per_sample_weights):
-    if mode not in _MODES:
-        raise ValueError("mode has to be one of sum, mean or max")
+def _padding_row(padding_idx, num_embeddings):
+    """`padding_idx` as a row number (None for none), refused in torch's kernel's words if no
+    row has it."""
+    if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                           f"-{num_embeddings} through {num_embeddings - 1}, but got "
+                           f"{padding_idx}")
+    return _check_padding_idx(padding_idx, num_embeddings)
+
+
+def _check_range(input, num_embeddings, bounds, fast):
+    """Indices outside [0, num_embeddings) refused as torch's CPU kernels refuse them (on other
+    devices the lookup refuses them). Its `fast` kernel (sum and mean of float32 and half
+    weights, no padding_idx) reads only the bags, in order, and names a position in the input;
+    the others read every index."""
+    flat = input.reshape(-1)
+    if input.device.type != "cpu" or not bool(((flat < 0) | (flat >= num_embeddings)).any()):
+        return
+    values = flat.tolist()
+    inside = [i for start, end in bounds for i in range(start, end)] if fast else \
+        range(len(values))
+    for i in inside:
+        if not 0 <= values[i] < num_embeddings:
+            if fast:
+                raise RuntimeError(f"Index {i} of input takes value {values[i]} which is not in "
+                                   f"the valid range [0, {num_embeddings})")
+            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
+                               f"found idx to be {values[i]}")
+
+
+def _checked_bags(input, weight, offsets, mode, padding_idx, include_last_offset):
+    """(padding_idx as a row number, the bags' bounds), after torch's kernel's checks in its
+    order: padding_idx, the indices' dtype, the offsets, the indices' range."""
+    padding_idx = _padding_row(padding_idx, weight.shape[0])
     check_indices(input, "embedding_bag")
-    if weight.ndim != 2:
-        raise RuntimeError(f"embedding_bag: 'weight' must be 2-D, got shape "
-                           f"{list(weight.shape)}")
-    if per_sample_weights is not None:
-        if mode != "sum":
-            raise NotImplementedError(
-                f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
-                f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
-                f"on GitHub.")
-        if tuple(per_sample_weights.shape) != tuple(input.shape):
-            raise ValueError(f"embedding_bag: per_sample_weights ({list(per_sample_weights.shape)}"
-                             f") must have the shape of input ({list(input.shape)})")
-    if input.numel() and input.device.type == "cpu" and bool(
-            ((input < 0) | (input >= weight.shape[0])).any()):
-        raise IndexError(f"embedding_bag: index out of range in self (weight has "
-                         f"{weight.shape[0]} rows)")
+    bounds = _bag_bounds(input, offsets, include_last_offset)
+    _check_range(input, weight.shape[0], bounds, mode != "max" and padding_idx is None
+                 and weight.dtype in _FAST_DTYPES)
+    return padding_idx, bounds
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -85,14 +122,25 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   padding_idx=None):
     """For each bag of indices, the sum, mean or max of its rows of `weight` (zeros for an empty
     bag); `per_sample_weights` scales each row ("sum" only); `padding_idx` rows are skipped."""
-    _check_args(input, weight, mode, per_sample_weights)
-    padding_idx = _check_padding_idx(padding_idx, weight.shape[0])
-    positions, real = _layout(_bag_bounds(input, offsets, include_last_offset), input.device)
-    flat = input.reshape(-1)
+    _check_shapes(input, weight, offsets, per_sample_weights)
+    if mode not in _MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if max_norm is not None:
+        check_indices(input, "embedding_bag")
+        _renorm_rows(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            f"on GitHub.")
+    padding_idx, bounds = _checked_bags(input, weight, offsets, mode, padding_idx,
+                                        include_last_offset)
+    positions, real = _layout(bounds, input.device)
+    flat = input.reshape(-1)[:max([end for _, end in bounds] + [0])]
     indices = flat.index_select(0, positions.reshape(-1)).reshape(positions.shape)
     if padding_idx is not None:
         real = real & (indices != padding_idx)
-    looked_up = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    looked_up = embedding(flat, weight, None, None, norm_type, scale_grad_by_freq)
     rows = looked_up.index_select(0, positions.reshape(-1)).reshape(
         tuple(positions.shape) + (weight.shape[1],))
     mask = real.unsqueeze(2)

@@ -54,9 +54,30 @@ def _checked_ids(flat, weight):
 
 
 def _renorm_rows(weight, indices, max_norm, norm_type):
-    """Rescale, in place, the rows of `weight` used by `indices` whose norm exceeds `max_norm`."""
+    """Rescale, in place, the rows of `weight` used by `indices` whose norm exceeds `max_norm`.
+    As torch's, which selects the rows in ascending index order, a negative index counts from
+    the end and one outside [-rows, rows) is refused when reached (the rows before it
+    rescaled)."""
     with no_grad():
-        used = indices.reshape(-1).unique()
+        used = indices.reshape(-1).unique()  # ascending
+        rows = weight.shape[0]
+        if used.numel() and int(used[0]) < -rows:
+            raise _select_error(int(used[0]), weight)
+        inside = used[used < rows]
+        _renorm_used(weight, (inside % rows).unique(), max_norm, norm_type)
+        if inside.numel() < used.numel():
+            raise _select_error(int(used[inside.numel()]), weight)
+
+
+def _select_error(index, weight):
+    """torch's IndexError for selecting row `index` of `weight`, which it does not have."""
+    return IndexError(f"select(): index {index} out of range for tensor of size "
+                      f"{list(weight.shape)} at dimension 0")
+
+
+def _renorm_used(weight, used, max_norm, norm_type):
+    """Rescale, in place, the rows `used` of `weight` whose norm exceeds `max_norm`."""
+    if used.numel():
         rows = weight.index_select(0, used)
         norms = rows.norm(norm_type, dim=1, keepdim=True)
         scale = ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
