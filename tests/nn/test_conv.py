@@ -239,11 +239,27 @@ def test_fold_unfold_layers(kwargs, rng, device):
     lambda m: m.nn.functional.fold(m.ones(4, 5, 6, 7), (3, 3), 0),
     lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, dilation=0, padding=-1, stride=0),
     lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, dilation=0, padding=-1),
-    lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, padding=-1)])
+    lambda m: m.nn.functional.fold(m.ones(1, 4, 4), 3, 2, padding=-1),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), (2, 2, 2)),
+    lambda m: m.nn.Unfold([2])(m.ones(1, 1, 4, 4)),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4, 4), (0, 2, 2), stride=(1, 1, 1)),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 2, padding=(1, 1, 1), dilation=()),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), 2, stride=(1, 1, 1), padding=-1),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), (2, 2, 2), stride=(1.5, 1)),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), (True, 2)),
+    lambda m: m.nn.functional.unfold(m.ones(1, 1, 4, 4), None),
+    lambda m: m.nn.functional.fold(m.ones(1, 8, 16), (5, 5, 5), (2, 2, 2)),
+    lambda m: m.nn.Fold((5, 5), (2, 2, 2))(m.ones(1, 8, 16)),
+    lambda m: m.nn.functional.fold(m.ones(1, 8, 16), [5], 2),
+    lambda m: m.nn.functional.fold(m.ones(4, 5, 6, 7), (5, 5), 2, stride=(1, 1, 1),
+                                   dilation=(1, 1, 1)),
+    lambda m: m.nn.functional.fold(m.ones(1, 8, 16), (5, 5), 0, padding=(1, 1, 1)),
+    lambda m: m.nn.functional.fold(m.ones(1, 8, 16), (5.0, 5), (2, 2, 2))])
 def test_fold_unfold_refusals_as_torch(call):
     """Inputs of another rank or with an empty dim, window arguments out of range (in each
     op's order of checks) and block counts that do not fit, in torch's words and types
-    (unfold's input of fewer than 3 dims is an IndexError, as torch's)."""
+    (unfold's input of fewer than 3 dims is an IndexError, as torch's); window arguments that
+    are no pair of ints, element types first (TypeError), then lengths in argument order."""
     assert_refuses_as_torch(call)
 
 

@@ -16,6 +16,7 @@ whose matmul follows genesis.backends.cuda.matmul.allow_tf32.
 
 import itertools
 import math
+from collections.abc import Iterable
 
 from ... import dtypes, memory_formats
 from ...autograd.function import Function, name_node
@@ -23,6 +24,7 @@ from ...dispatch import has_kernel
 from ...ops import creation, linalg
 from ...ops.autocast import autocast_policy
 from ...ops.common import call, make_view, wrap
+from ...ops.size_args import int_list
 from ._utils import ntuple
 from .padding import pad
 
@@ -115,9 +117,23 @@ def unbatch(out, unbatched):
     return out.squeeze(0) if unbatched else out
 
 
+def _window_args(op, **args):
+    """The window arguments `args` of im2col or col2im (`op`), given in its argument order from
+    position 2, as pairs of ints: an int stands for two, a sequence is taken as it is (as
+    torch's _pair). Refused as torch refuses them: an element that is no integer by its argument
+    parser (TypeError), then one of another length than 2 by the op, in that order."""
+    pairs = [int_list((tuple(value) if isinstance(value, Iterable) else (value, value),), op,
+                      name, position) for position, (name, value) in enumerate(args.items(), 2)]
+    for name, pair in zip(args, pairs):
+        if len(pair) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(pair)}")
+    return pairs
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding local blocks of a (N, C, H, W) or (C, H, W) tensor as columns (im2col)."""
-    geometry = _Geometry(kernel_size, dilation, padding, stride)
+    geometry = _Geometry(*_window_args("im2col", kernel_size=kernel_size, dilation=dilation,
+                                       padding=padding, stride=stride))
     _check_im2col_geometry(geometry, ("kernel", "dilation", "padding", "stride"))
     _check_unfold_input(input)
     x, unbatched = batched(input, "unfold", 2)
@@ -165,14 +181,15 @@ def _check_unfold_input(input):
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sum columns of sliding blocks back into a (N, C, H, W) tensor (col2im)."""
-    geometry = _Geometry(kernel_size, dilation, padding, stride)
+    size, *window = _window_args("col2im", output_size=output_size, kernel_size=kernel_size,
+                                 dilation=dilation, padding=padding, stride=stride)
+    geometry = _Geometry(*window)
     _check_im2col_geometry(geometry, ("kernel", "stride", "dilation", "padding"))
     if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
     cols = input.unsqueeze(0) if input.ndim == 2 else input
-    size = ntuple(output_size, 2, "output_size")
     kernel = math.prod(geometry.kernel)
     blocks = geometry.blocks(*size)
     if cols.shape[1] % kernel:
