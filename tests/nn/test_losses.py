@@ -278,11 +278,17 @@ def test_bce_gradient_at_probabilities_zero_and_one(reduction, rng, device):
                                                    m.zeros(2, dtype=m.float64)),
     lambda m: m.nn.BCELoss()(m.full((2,), 0.5, dtype=m.float64), m.zeros(2)),
     lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.zeros(2),
-                                                               m.zeros(2, dtype=m.long))])
+                                                               m.zeros(2, dtype=m.long)),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.zeros(2),
+                                                               m.zeros(2, dtype=m.bool)),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(
+        m.zeros(2), m.zeros(2, dtype=m.bool), weight=m.ones(2), pos_weight=m.ones(2),
+        reduction="none"),
+    lambda m: m.nn.BCEWithLogitsLoss()(m.zeros(2, 3), m.ones(2, 3, dtype=m.bool))])
 def test_binary_cross_entropy_target_dtype_refused_as_torch(call):
     """A target of another dtype than the probabilities ('Found dtype Long but expected
-    Float'), and an integer target of the logits' loss, which torch's kernel cannot write its
-    result into, are refused in torch's words."""
+    Float'), an integer target of the logits' loss, which torch's kernel cannot write its
+    result into, and a bool one, which its `1 - target` refuses, in torch's words."""
     assert_refuses_as_torch(call)
 
 

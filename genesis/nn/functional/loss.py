@@ -8,7 +8,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...autograd.one_node import one_node
 from ...dispatch import has_kernel
 from ...ops import elementwise as ew
-from ...ops.activation import softplus
+from ...ops.activation import logsigmoid
 from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import call, check_devices, wrap
 from ...ops.ranges import arange
@@ -402,26 +402,34 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 @autocast_policy("binary_cross_entropy_with_logits")
+def _check_logits_target(input, target):
+    """torch's refusals of a target that is not floating at its kernel's `1 - target` (two
+    bools: its 1 becomes one) and the result's write into a buffer of the target's type."""
+    if target.dtype is dtypes.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"result type {dtypes.scalar_type_name(input.dtype)} can't be cast to "
+                           f"the desired output type {dtypes.scalar_type_name(target.dtype)}")
+
+
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits.
 
-    loss = (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x).
+    loss = (1 - y) x - (1 + (pos_weight - 1) y) log_sigmoid(x), torch's kernel's formula,
+    whose first step refuses an input that is not floating.
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "binary_cross_entropy_with_logits")
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({size_text(target)}) must be the same as input size "
                          f"({size_text(input)})")
-    if not target.dtype.is_floating_point and target.dtype is not dtypes.bool_:
-        # torch's kernel writes into a target-typed buffer (a bool one fails at 1 - target)
-        raise RuntimeError(f"result type {dtypes.scalar_type_name(input.dtype)} can't be cast to "
-                           f"the desired output type {dtypes.scalar_type_name(target.dtype)}")
-    softplus_neg = softplus(-input)
-    if pos_weight is None:
-        loss = (1 - target) * input + softplus_neg
-    else:
-        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
+    log_sigmoid = logsigmoid(input)
+    _check_logits_target(input, target)
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * (1 + (pos_weight - 1) * target)
+    loss = (1 - target) * input - log_sigmoid
     if weight is not None:
         loss = loss * weight
     return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
