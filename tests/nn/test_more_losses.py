@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, from_torch
+from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch
 
 import genesis
 import genesis.nn as nn
@@ -422,3 +422,16 @@ def test_module_reprs_and_defaults():
         for attr in ("margin", "p", "eps", "swap", "full", "log_input", "blank",
                      "zero_infinity"):
             assert getattr(g_module, attr, None) == getattr(t_module, attr, None), (name, attr)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.cosine_embedding_loss(m.ones(2, 3, 4), m.ones(2, 3, 4), m.ones(2)),
+    lambda m: m.nn.CosineEmbeddingLoss()(m.ones(2, 3), m.ones(2, 3, 4), m.ones(2)),
+    lambda m: m.nn.functional.cosine_embedding_loss(m.ones(3), m.ones(3), m.ones(1)),
+    lambda m: m.nn.functional.cosine_embedding_loss(m.ones(2, 3), m.ones(2, 3), m.tensor(1.0)),
+    lambda m: m.nn.functional.cosine_embedding_loss(m.ones(2, 3, 4), m.ones(2, 3, 4),
+                                                    m.ones(2, 3))])
+def test_cosine_embedding_dims_refused_as_torch(call):
+    """A target of more than one dim, and inputs of another number of dims than the target's
+    plus one, are refused in torch's kernel's words."""
+    assert_refuses_as_torch(call)

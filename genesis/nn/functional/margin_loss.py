@@ -65,16 +65,23 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return reduce_loss(loss.sum(class_dim) / input.shape[class_dim], reduction)
 
 
+def _check_cosine_dims(input1, input2, target):
+    """A 0-D or 1-D target and inputs of one dim more, refused in torch's kernel's words."""
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != target.ndim + 1 or input2.ndim != target.ndim + 1:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {target.ndim + 1}D input "
+                           f"tensors, but found inputs with sizes {list(input1.shape)} and "
+                           f"{list(input2.shape)}.")
+
+
 @autocast_policy("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1."""
     reduction = _reduction(size_average, reduce, reduction, "cosine_embedding_loss")
-    if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
-        raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs and a target with "
-                           f"one dim fewer, got input1 {list(input1.shape)}, input2 "
-                           f"{list(input2.shape)}, target {list(target.shape)}")
-    dim = input1.ndim - 1
+    _check_cosine_dims(input1, input2, target)
+    dim = target.ndim
     eps = 1e-12
     dot = (input1 * input2).sum(dim)
     square1 = (input1 * input1).sum(dim) + eps
