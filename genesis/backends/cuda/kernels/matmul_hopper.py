@@ -38,18 +38,20 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
   workspace, and a second launch, _sum_partials_kernel, adds each tile's partials in order and
   runs the epilogue. A config splits every tile 2, 3 or 4 ways, or (SPLIT_K 0) only
   the tiles past the last full wave, into as many ranges as give each SM one (144 tiles: 132
-  whole, then 12 tiles of 11 ranges: two waves, the second short), each of 8 K steps or more. The result is the same from
-  run to run (no atomics), its last bits differing from the unsplit kernel's.
+  whole, then 12 tiles of 11 ranges: two waves, the second short), each of 8 K steps or more.
+  The result is the same from run to run (no atomics), its last bits differing from the
+  unsplit kernel's.
 - Warp specialization (WARP_SPECIALIZE, `tl.range(warp_specialize=True)` on the K loop): a
   producer warpgroup issues the TMA loads while two consumer warpgroups, with the registers it
   gives up (setmaxnreg), run wgmma on the two 64-row halves of the tile. Triton 3.6 builds it
   for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K,
   and, with the tile loop not flattened, overlaps a tile's epilogue with the next tile's loads
-  less; it wins on the products with few N tiles and a long K (GPT-2's N = 768, 4 to 8% over
-  the best unspecialized config on an H200) and loses elsewhere, so both are timed. Five
-  stages gave wrong products on an H200: the specialized configs keep three or four.
-  Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so the loads of the
-  next tile are issued while the last K steps of the current one still multiply.
+  less; it wins on products with few N tiles and a long K (GPT-2's N = 768 and lm_head's
+  forward, 1 to 5% over the best unspecialized config on an H200) and loses on others, so
+  both are timed. Five stages gave wrong products on an H200: the specialized configs keep
+  three or four. Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so
+  the loads of the next tile are issued while the last K steps of the current one still
+  multiply.
 """
 
 import numpy as np
