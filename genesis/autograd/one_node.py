@@ -6,8 +6,10 @@ from .grad_mode import enable_grad, is_grad_enabled
 
 class _OneNode(Function):
     """`fn(*tensors)` as one node whose edges are the tensors: backward recomputes `fn` and
-    differentiates it, from the inputs themselves when the backward is being recorded and they
-    require grad, so gradients of every order are those of `fn` (a gradient wanted of an input
+    differentiates it, from aliases of the inputs themselves when the backward is being recorded
+    and they require grad, so gradients of every order are those of `fn` (each alias a new node,
+    so that its gradient is the partial derivative, none of it reached through another input's
+    history, as when a loss's target is computed from its input; a gradient wanted of an input
     that requires none, as forward-mode AD asks, comes from a detached copy)."""
 
     @staticmethod
@@ -20,8 +22,8 @@ class _OneNode(Function):
     def backward(ctx, grad):
         from .engine import grad as differentiate
         needs, recorded = ctx.needs_input_grad, is_grad_enabled()
-        inputs = [t if recorded and t.requires_grad else t.detach().requires_grad_(need)
-                  for t, need in zip(ctx.saved_tensors, needs)]
+        inputs = [t.view_as(t) if recorded and t.requires_grad
+                  else t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, needs)]
         wanted = [t for t, need in zip(inputs, needs) if need]
         with enable_grad():
             found = iter(differentiate(ctx.fn(*inputs), wanted, grad, create_graph=recorded,

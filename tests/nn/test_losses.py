@@ -139,6 +139,23 @@ def test_fused_regression_losses_are_one_node(name, kwargs, reduction, rng):
         assert_close(g, t)
 
 
+@pytest.mark.parametrize("name", ["mse_loss", "smooth_l1_loss", "huber_loss"])
+def test_fused_loss_of_a_target_computed_from_the_input(name, rng, device):
+    """A fused loss whose target is a function of its input: the gradient of its gradient
+    takes the node's partial derivatives (torch's), not the input's share counted again
+    through the target."""
+    base = rng.uniform(-2.0, 2.0, (3, 4))
+    seen = []
+    for lib in (torch, genesis):
+        x = lib.tensor(base, dtype=lib.float64, device="cpu" if lib is torch else device,
+                       requires_grad=True)
+        g, = lib.autograd.grad(getattr(lib.nn.functional, name)(x, (x * 3).sin()), x,
+                               create_graph=True)
+        seen.append((g,) + lib.autograd.grad((g * g).sum(), x))
+    for g, t in zip(seen[1], seen[0]):
+        assert_close(g, t)
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 @pytest.mark.parametrize("weighted", [False, True])
