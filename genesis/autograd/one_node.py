@@ -1,5 +1,6 @@
 """Ops composed of several genesis ops that PyTorch records as a single graph node."""
 
+from ..tensor import filled
 from .function import Function, name_node
 from .grad_mode import enable_grad, is_grad_enabled
 
@@ -10,7 +11,8 @@ class _OneNode(Function):
     and they require grad, so gradients of every order are those of `fn` (each alias a new node,
     so that its gradient is the partial derivative, none of it reached through another input's
     history, as when a loss's target is computed from its input; a gradient wanted of an input
-    that requires none, as forward-mode AD asks, comes from a detached copy)."""
+    that requires none, as forward-mode AD asks, comes from a detached copy). An input `fn`
+    reads only through masks gets zeros, as PyTorch's one-kernel ops give it."""
 
     @staticmethod
     def forward(ctx, *tensors, fn):
@@ -26,9 +28,17 @@ class _OneNode(Function):
                   else t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, needs)]
         wanted = [t for t, need in zip(inputs, needs) if need]
         with enable_grad():
-            found = iter(differentiate(ctx.fn(*inputs), wanted, grad, create_graph=recorded,
-                                       allow_unused=True))
-        return tuple(next(found) if need else None for need in needs)
+            out = ctx.fn(*inputs)
+            found = (differentiate(out, wanted, grad, create_graph=recorded, allow_unused=True)
+                     if out.requires_grad else [None] * len(wanted))
+        found = iter(found)
+        return tuple(_or_zeros(next(found), t) if need else None
+                     for t, need in zip(inputs, needs))
+
+
+def _or_zeros(grad, input):
+    """`grad`, or zeros shaped as `input` where `fn` did not use it differentiably."""
+    return filled(tuple(input.shape), 0, input.dtype, input.device) if grad is None else grad
 
 
 def one_node(fn, name, *tensors):

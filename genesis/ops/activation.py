@@ -62,24 +62,27 @@ def _hardswish_grad(g, x, y):
 
 
 _SPECS = {spec.name: spec for spec in (
-    UnarySpec("gelu", _gelu_grad, rejects="bi", fused=True, backward_kernel="gelu_backward"),
+    UnarySpec("gelu", _gelu_grad, rejects="bi", fused=True, backward_kernel="gelu_backward",
+              one_node_backward=True),
     UnarySpec("gelu_tanh", _gelu_tanh_grad, rejects="bi", fused=True,
-              backward_kernel="gelu_tanh_backward"),
+              backward_kernel="gelu_tanh_backward", one_node_backward=True),
     UnarySpec("silu", _silu_grad, rejects="bi", fused=True, backward_kernel="silu_backward"),
     UnarySpec("mish", _mish_grad, rejects="bi", fused=True),
     UnarySpec("softplus", lambda g, x, y, beta, threshold: where(
-        x * beta > threshold, g, g * sigmoid(x * beta)), rejects="bi", fused=True),
-    UnarySpec("log_sigmoid", lambda g, x, y: g * sigmoid(-x), rejects="bi", fused=True),
-    UnarySpec("elu", _elu_grad, rejects="bi", fused=True),
+        x * beta > threshold, g, g * sigmoid(x * beta)), rejects="bi", fused=True,
+        one_node_backward=True),
+    UnarySpec("log_sigmoid", lambda g, x, y: g * sigmoid(-x), rejects="bi", fused=True,
+              one_node_backward=True),
+    UnarySpec("elu", _elu_grad, rejects="bi", fused=True, one_node_backward=True),
     UnarySpec("leaky_relu", lambda g, x, y, negative_slope: where(
-        x > 0, g, g * negative_slope), rejects="bi", fused=True),
+        x > 0, g, g * negative_slope), rejects="bi", fused=True, one_node_backward=True),
     UnarySpec("hardtanh", lambda g, x, y, low, high: where(_inside(x, low, high), g, 0.0),
-              promote=False, kernel="clamp", fused=True),
+              promote=False, kernel="clamp", fused=True, one_node_backward=True),
     UnarySpec("hardsigmoid", lambda g, x, y: where(_inside(x, -3, 3), g / 6, 0.0),
-              rejects="bi", fused=True),
-    UnarySpec("hardswish", _hardswish_grad, rejects="bi", fused=True),
-    UnarySpec("hardshrink", _shrink_grad, rejects="bi"),
-    UnarySpec("softshrink", _shrink_grad, rejects="bi"),
+              rejects="bi", fused=True, one_node_backward=True),
+    UnarySpec("hardswish", _hardswish_grad, rejects="bi", fused=True, one_node_backward=True),
+    UnarySpec("hardshrink", _shrink_grad, rejects="bi", one_node_backward=True),
+    UnarySpec("softshrink", _shrink_grad, rejects="bi", one_node_backward=True),
 )}
 
 

@@ -209,30 +209,36 @@ def test_integer_inputs_follow_torch():
     assert_close(F.threshold(x, 1, 7), TF.threshold(t, 1, 7))
 
 
+def _edge_names(node):
+    """The names of a node's next functions, None for an edge that needs no gradient."""
+    return [None if n is None else n.name().replace("torch::autograd::", "")
+            for n, _ in node.next_functions]
+
+
 @pytest.mark.parametrize("name, args", [("relu", ()), ("relu6", ()), ("hardtanh", (-0.5, 1.2)),
                                         ("leaky_relu", (0.2,)), ("hardshrink", (0.4,)),
-                                        ("softshrink", (0.3,)), ("elu", (1.3,)),
-                                        ("threshold", (0.5, 7.0))])
-def test_first_derivative_is_differentiable_as_torch(name, args, rng, device):
-    """The gradient taken with create_graph depends on the input even where only masks read
-    it (torch's threshold_backward, leaky_relu_backward... take the input or result as an
-    operand): it requires grad and its backward fills the input's grad (zeros for the
-    piecewise-linear ones, whose nodes have torch's names but relu's: ThresholdBackward...)."""
+                                        ("softshrink", (0.3,)), ("elu", (1.3,)), ("selu", ()),
+                                        ("celu", (0.7,)), ("threshold", (0.5, 7.0)),
+                                        ("gelu", ()), ("softplus", ()), ("logsigmoid", ()),
+                                        ("hardswish", ()), ("tanh", ()), ("sigmoid", ())])
+@pytest.mark.parametrize("squared", [False, True])
+def test_first_derivative_is_differentiable_as_torch(name, args, squared, rng, device):
+    """The gradient taken with create_graph is one node of torch's backward op (relu's
+    ThresholdBackwardBackward0, elu's, selu's and celu's EluBackwardBackward0...) with edges to
+    the incoming gradient (none for y.sum(), y * y's) and the saved tensor, even where only
+    masks read it; its own gradient fills the input's grad as torch's (zeros for the
+    piecewise-linear ones)."""
     base = rng.uniform(-3.0, 3.0, (4, 5))
     results = []
     for lib in (torch, genesis):
         x = lib.tensor(base, dtype=lib.float64, device="cpu" if lib is torch else device,
                        requires_grad=True)
         y = getattr(lib.nn.functional, name)(x, *args)
-        g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        g, = lib.autograd.grad((y * y if squared else y).sum(), x, create_graph=True)
         (g * g).sum().backward()
-        results.append((g.requires_grad, g.grad_fn.name(), x.grad))
-    assert results[1][0]
-    if name == "relu":
-        assert results[1][1] == results[0][1].replace("Threshold", "Relu")
-    elif name != "elu":
-        assert results[1][1] == results[0][1]
-    assert_close(results[1][2], results[0][2])
+        results.append((g.requires_grad, g.grad_fn.name(), _edge_names(g.grad_fn), x.grad))
+    assert results[1][:3] == results[0][:3]
+    assert_close(results[1][3], results[0][3])
 
 
 def test_threshold_module_double_backward_as_torch(rng, device):

@@ -7,10 +7,10 @@ leaves the input as it was and autograd sees the write).
 
 from ... import dtypes, ops
 from ...autograd.function import Function, name_node, records
+from ...autograd.one_node import one_node
 from ...ops import activation as act
 from ...ops import creation
 from ...ops import elementwise as ew
-from ...ops.elementwise.unary import anchored
 from ...ops.inplace import snapshot_for_graph, write_result
 from ._utils import softmax_dim
 
@@ -135,8 +135,8 @@ def _above(input, threshold):
 
 class _Threshold(Function):
     """`value` where input <= threshold (cast to the input's dtype, as `where` does). Its
-    gradient, as torch's threshold_backward, takes the input as an operand: taken with
-    create_graph it requires grad, with a zero derivative in the input."""
+    gradient is torch's threshold_backward of the gradient and the input: recorded, one node
+    with an edge to each (the input's derivative zero)."""
 
     saved_names = ("self",)
 
@@ -149,9 +149,9 @@ class _Threshold(Function):
     @staticmethod
     def backward(ctx, grad):
         (input,) = ctx.saved_tensors
-        grad = name_node(ew.where(_above(input, ctx.threshold), grad, 0),
-                         "ThresholdBackwardBackward0")
-        return anchored(grad, input, "ThresholdBackwardBackward0"), None, None
+        threshold = ctx.threshold
+        return one_node(lambda grad, input: ew.where(_above(input, threshold), grad, 0),
+                        "ThresholdBackwardBackward0", grad, input), None, None
 
 
 def _threshold(input, threshold, value):

@@ -7,8 +7,9 @@ import math
 from ... import dtypes
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
+from ...autograd.one_node import one_node
 from ...dispatch import kernel
-from ...tensor import Tensor, filled
+from ...tensor import Tensor
 from ..autocast import autocast_policy
 from ..common import rounded_scalar
 from .core import elementwise, reject
@@ -38,47 +39,39 @@ class Unary(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         spec = ctx.spec
+        saved = y if spec.from_output else x
         if spec.backward_kernel and not is_grad_enabled():
-            return elementwise(spec.backward_kernel, g, y if spec.from_output else x), None, None
-        if y.dtype not in _HALF_DTYPES or not spec.fused:
-            grad = spec.derivative(g, x, y, **ctx.kwargs)
-        else:
-            wide = dtypes.float32
-            grad = spec.derivative(g.to(wide), None if x is None else x.to(wide), y.to(wide),
-                                   **ctx.kwargs).to(y.dtype)
-        return _anchored(grad, ctx, y if spec.from_output else x), None, None
+            return elementwise(spec.backward_kernel, g, saved), None, None
+        if spec.one_node_backward and is_grad_enabled() and (g.requires_grad
+                                                             or saved.requires_grad):
+            return one_node(lambda g, saved: _derivative(spec, g, saved, ctx.kwargs),
+                            _backward_node(ctx.node_name), g, saved), None, None
+        return _derivative(spec, g, saved, ctx.kwargs, x, y), None, None
 
 
-def _anchored(grad, ctx, saved):
-    """`grad` anchored to `saved` (see `anchored`) as the node `ctx`'s backward op."""
-    if ctx.spec.derivative is zero_grad:
-        return grad
-    return anchored(grad, saved, f"{ctx.node_name[:-1]}Backward0")
+def _derivative(spec, g, saved, kwargs, x=None, y=None):
+    """The gradient of `spec`'s op from the incoming one `g` and the input `x` and output `y`,
+    or from the tensor its node saved alone (the output with `from_output`, else the input);
+    for half types a fused derivative is computed in float32 and rounded once."""
+    if x is None and y is None:
+        x, y = (None, saved) if spec.from_output else (saved, None)
+    if not spec.fused or saved.dtype not in _HALF_DTYPES:
+        return spec.derivative(g, x, y, **kwargs)
+    wide = dtypes.float32
+    return spec.derivative(g.to(wide), None if x is None else x.to(wide),
+                           None if y is None else y.to(wide), **kwargs).to(saved.dtype)
 
 
-def anchored(grad, saved, node_name):
-    """`grad`, in a recorded backward, made to depend on the saved tensor it was computed from
-    when only its masks did (relu, leaky_relu, hardtanh, the shrinks, threshold): torch's
-    backward ops take that tensor as an input, so their result requires grad (node
-    `node_name`) and its derivative is zero."""
-    if (is_grad_enabled() and not grad.requires_grad and saved is not None
-            and saved.requires_grad):
-        grad = ZeroDerivative.apply(grad, saved, node_name)
-    return grad
+# Ops whose backward op in PyTorch is another op's: relu's is threshold_backward, celu's
+# elu_backward.
+_BACKWARD_OPS = {"Relu": "Threshold", "Celu": "Elu"}
 
 
-class ZeroDerivative(Function):
-    """`value` itself, recorded as a function of `source` whose derivative is zero."""
-
-    @staticmethod
-    def forward(ctx, value, source, node_name):
-        ctx.node_name, ctx.source = node_name, (tuple(source.shape), source.dtype, source.device)
-        return Tensor._make(value._data, value.device, value.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        shape, dtype, device = ctx.source
-        return None, filled(shape, 0, dtype, device), None
+def _backward_node(node_name):
+    """PyTorch's name for the node recording the backward op of the node `node_name`
+    ("TanhBackward0" -> "TanhBackwardBackward0", "CeluBackward1" -> "EluBackwardBackward0")."""
+    op = node_name[:node_name.index("Backward")]
+    return f"{_BACKWARD_OPS.get(op, op)}BackwardBackward0"
 
 
 class UnaryInplace(Unary):
@@ -113,16 +106,19 @@ class UnarySpec:
     computes the derivative in one kernel, so half types compute it in float32, rounded once.
     `backward_kernel`: the binary kernel (gradient, x, or y with `from_output`) giving the same
     derivative in one launch, as PyTorch's tanh_backward, gelu_backward... do.
+    `one_node_backward`: PyTorch's backward is one op of the gradient and the saved tensor
+    (threshold_backward, tanh_backward...), so a recorded backward is that one node
+    ("ThresholdBackwardBackward0"), its edges to the two, as PyTorch's.
     """
 
     __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused",
-                 "backward_kernel", "from_output", "node_name")
+                 "backward_kernel", "from_output", "node_name", "one_node_backward")
 
     def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False,
-                 backward_kernel=None, from_output=False):
+                 backward_kernel=None, from_output=False, one_node_backward=False):
         self.name, self.kernel = name, kernel or name
         self.derivative, self.promote, self.rejects = derivative, promote, rejects
-        self.fused = fused
+        self.fused, self.one_node_backward = fused, one_node_backward
         self.backward_kernel, self.from_output = backward_kernel, from_output
         self.node_name = "".join(w.capitalize() for w in name.split("_")) + "Backward0"
 
@@ -178,14 +174,14 @@ _UNARY = [
     UnarySpec("sinh", lambda g, x, y: g * cosh(x)),
     UnarySpec("cosh", lambda g, x, y: g * sinh(x)),
     UnarySpec("tanh", lambda g, x, y: g * (1 - y * y), fused=True,
-              backward_kernel="tanh_backward", from_output=True),
+              backward_kernel="tanh_backward", from_output=True, one_node_backward=True),
     UnarySpec("asinh", lambda g, x, y: g * rsqrt(x ** 2 + 1)),
     UnarySpec("acosh", lambda g, x, y: g * rsqrt(x ** 2 - 1)),
     UnarySpec("atanh", lambda g, x, y: g * (1 / (1 - x ** 2))),
     UnarySpec("sigmoid", lambda g, x, y: g * (1 - y) * y, fused=True,
-              backward_kernel="sigmoid_backward", from_output=True),
+              backward_kernel="sigmoid_backward", from_output=True, one_node_backward=True),
     UnarySpec("relu", lambda g, x, y: where(y <= 0, 0.0, g), promote=False,
-              backward_kernel="relu_backward", from_output=True),
+              backward_kernel="relu_backward", from_output=True, one_node_backward=True),
     UnarySpec("erf", lambda g, x, y: _TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),
     UnarySpec("erfc", lambda g, x, y: -_TWO_OVER_SQRT_PI * exp(-(x ** 2)) * g),
     UnarySpec("reciprocal", lambda g, x, y: -g * (y * y)),
