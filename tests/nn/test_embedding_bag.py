@@ -100,6 +100,19 @@ def test_module_from_pretrained_and_gradcheck(rng):
                                                    genesis.tensor([0, 1]), mode=mode), (w,))
 
 
+@pytest.mark.parametrize("make", [
+    lambda m, idx: m.nn.EmbeddingBag(5, 3, padding_idx=idx),
+    lambda m, idx: m.nn.EmbeddingBag.from_pretrained(m.ones(5, 3), padding_idx=idx),
+    lambda m, idx: m.nn.Embedding(5, 3, padding_idx=idx),
+    lambda m, idx: m.nn.Embedding.from_pretrained(m.ones(5, 3), padding_idx=idx),
+])
+@pytest.mark.parametrize("padding_idx", [7, 5, -6])
+def test_module_padding_idx_out_of_range_as_torch(make, padding_idx):
+    """A padding_idx no row has is torch's assertion, spelled as each module spells it
+    (EmbeddingBag 'padding_idx', Embedding 'Padding_idx')."""
+    assert_refuses_as_torch(lambda m: make(m, padding_idx))
+
+
 def test_errors_match_torch():
     w, g_w = torch.ones(5, 3), genesis.ones(5, 3)
     for args, kwargs, error in [

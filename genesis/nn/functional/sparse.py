@@ -84,12 +84,13 @@ def _renorm_used(weight, used, max_norm, norm_type):
         weight.index_copy_(0, used, rows * scale)
 
 
-def _check_padding_idx(padding_idx, num_embeddings):
-    """`padding_idx` as a row number (None for none); torch's AssertionError if no row has it."""
+def _check_padding_idx(padding_idx, num_embeddings, name="Padding_idx"):
+    """`padding_idx` as a row number (None for none); torch's AssertionError if no row has it,
+    the argument spelled `name` as the torch caller spells it (EmbeddingBag: 'padding_idx')."""
     if padding_idx is None:
         return None
     if not -num_embeddings <= padding_idx < num_embeddings:
-        raise AssertionError("Padding_idx must be within num_embeddings")
+        raise AssertionError(f"{name} must be within num_embeddings")
     return padding_idx % num_embeddings
 
 

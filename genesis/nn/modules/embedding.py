@@ -71,7 +71,7 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
         self.include_last_offset = include_last_offset
-        self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
+        self.padding_idx = _check_padding_idx(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = new_parameter(num_embeddings, embedding_dim, device=device, dtype=dtype)
             self.reset_parameters()
