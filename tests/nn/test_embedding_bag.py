@@ -179,6 +179,60 @@ def test_out_of_range_indices_refused_as_torch(call, one_torch_thread):
     assert_refuses_as_torch(lambda m: call(m, m.ones(5, 3)))
 
 
+def _bag(m, inp, weight, offsets=None, **kwargs):
+    """m's embedding_bag of the index list `inp`, with offsets given as a list."""
+    return m.nn.functional.embedding_bag(m.tensor(inp), weight,
+                                         None if offsets is None else m.tensor(offsets), **kwargs)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int64), [0]),
+    lambda m: _bag(m, [[1, 2]], m.ones(5, 3, dtype=m.bool)),
+    lambda m: _bag(m, [[1, 2]], m.ones(5, 3, dtype=m.uint8), mode="max"),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int32), [1]),
+    lambda m: _bag(m, [1, 9], m.ones(5, 3, dtype=m.int16), [0]),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int64), [0], padding_idx=9),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int64), [0.0]),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int8), m.tensor([0], dtype=m.int32)),
+    lambda m: m.nn.functional.embedding_bag(m.zeros(0, dtype=m.int64),
+                                            m.ones(5, 3, dtype=m.int64), m.tensor([0])),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3).half(), [0], mode="sum",
+                   per_sample_weights=m.ones(2)),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3).bfloat16(), [0], mode="sum",
+                   per_sample_weights=m.ones(2).half()),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3), [0], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.int32)),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int64), [0], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.int64)),
+    lambda m: _bag(m, [1, 9], m.ones(5, 3), [0], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.float64)),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3), [1], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.float64)),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3), [0], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.float64), padding_idx=9),
+    lambda m: _bag(m, [1.0, 2.0], m.ones(5, 3), [0], mode="sum",
+                   per_sample_weights=m.ones(2, dtype=m.float64)),
+])
+def test_weight_and_sample_weight_dtypes_refused_as_torch(call):
+    """A weight of a type torch's kernel does not take (not floating) and per_sample_weights of
+    another type than the weight's are refused in its words, in its order: after padding_idx
+    and the indices' type (promoted with the offsets'), the weight's type, then the offsets,
+    then per_sample_weights' type, before the indices' range."""
+    assert_refuses_as_torch(call)
+
+
+def test_weight_and_input_in_the_old_order_are_swapped_as_torch(rng):
+    """embedding_bag(weight, input) with an int64 input and a floating weight still runs,
+    with torch's deprecation warning."""
+    base = rng.standard_normal((5, 3))
+    outs = []
+    for lib in (torch, genesis):
+        with pytest.warns(UserWarning, match="Argument order of nn.functional.embedding_bag"):
+            outs.append(lib.nn.functional.embedding_bag(lib.tensor(base),
+                                                        lib.tensor([[1, 2], [4, 0]])))
+    assert_close(outs[1], outs[0])
+
+
 def test_indices_outside_every_bag_are_not_read_as_torch():
     """With include_last_offset, indices after the last offset are in no bag: torch's fast
     kernel never reads them, so a bad one there is no error."""

@@ -8,6 +8,7 @@ reduced along the bag axis.
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from .sparse import _check_padding_idx, _renorm_rows, check_indices, embedding
 
 _MODES = ("sum", "mean", "max")
 _FAST_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+_WEIGHT_DTYPES = _FAST_DTYPES + (dtypes.float64,)
 
 
 def _check_shapes(input, weight, offsets, per_sample_weights):
@@ -106,15 +108,52 @@ def _check_range(input, num_embeddings, bounds, fast):
                                f"found idx to be {values[i]}")
 
 
-def _checked_bags(input, weight, offsets, mode, padding_idx, include_last_offset):
+def _check_weight(weight):
+    """A weight of a type torch's kernel does not take (a floating one) refused in its words."""
+    if weight.dtype not in _WEIGHT_DTYPES:
+        kind = error_type_name(weight.dtype, weight.device.type)
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the "
+                           f"following scalar types: Half, BFloat16, Float, Double; but got "
+                           f"{kind} instead (while checking arguments for embedding_bag)")
+
+
+def _check_sample_weights(weight, per_sample_weights):
+    """per_sample_weights of another type than the weight's refused in torch's kernel's
+    words."""
+    if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
+        kind, other = (error_type_name(t.dtype, t.device.type)
+                       for t in (weight, per_sample_weights))
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as "
+                           f"tensor for argument #1 'per_sample_weights'; but type {kind} does "
+                           f"not equal {other} (while checking arguments for embedding_bag)")
+
+
+def _checked_bags(input, weight, offsets, per_sample_weights, mode, padding_idx,
+                  include_last_offset):
     """(padding_idx as a row number, the bags' bounds), after torch's kernel's checks in its
-    order: padding_idx, the indices' dtype, the offsets, the indices' range."""
+    order: padding_idx, the indices' dtype (promoted with the offsets'), the weight's, the
+    offsets, per_sample_weights' dtype, the indices' range."""
     padding_idx = _padding_row(padding_idx, weight.shape[0])
-    check_indices(input, "embedding_bag")
+    check_indices(input, "embedding_bag", dtypes.promote_types(
+        input.dtype, input.dtype if offsets is None else offsets.dtype))
+    _check_weight(weight)
     bounds = _bag_bounds(input, offsets, include_last_offset)
+    _check_sample_weights(weight, per_sample_weights)
     _check_range(input, weight.shape[0], bounds, mode != "max" and padding_idx is None
                  and weight.dtype in _FAST_DTYPES)
     return padding_idx, bounds
+
+
+def _argument_order(input, weight):
+    """(input, weight), swapped with torch's warning when they come in the order of
+    embedding_bag(weight, input), as torch still takes them (an int64 weight, a floating
+    input)."""
+    if weight.dtype is dtypes.int64 and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=3)
+        return weight, input
+    return input, weight
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -122,6 +161,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   padding_idx=None):
     """For each bag of indices, the sum, mean or max of its rows of `weight` (zeros for an empty
     bag); `per_sample_weights` scales each row ("sum" only); `padding_idx` rows are skipped."""
+    input, weight = _argument_order(input, weight)
     _check_shapes(input, weight, offsets, per_sample_weights)
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
@@ -133,8 +173,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
             f"on GitHub.")
-    padding_idx, bounds = _checked_bags(input, weight, offsets, mode, padding_idx,
-                                        include_last_offset)
+    padding_idx, bounds = _checked_bags(input, weight, offsets, per_sample_weights, mode,
+                                        padding_idx, include_last_offset)
     positions, real = _layout(bounds, input.device)
     flat = input.reshape(-1)[:max([end for _, end in bounds] + [0])]
     indices = flat.index_select(0, positions.reshape(-1)).reshape(positions.shape)

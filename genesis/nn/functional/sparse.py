@@ -94,11 +94,13 @@ def _check_padding_idx(padding_idx, num_embeddings, name="Padding_idx"):
     return padding_idx % num_embeddings
 
 
-def check_indices(input, op):
+def check_indices(input, op, dtype=None):
     """Embedding indices are int64 or int32, as torch's embedding kernels take; others refused
-    in torch's words, the tensor named by its legacy type ('torch.FloatTensor')."""
-    if input.dtype not in (dtypes.int64, dtypes.int32):
-        got = error_type_name(input.dtype, input.device.type)
+    in torch's words, the tensor named by its legacy type ('torch.FloatTensor'). `dtype`: the
+    type they are taken in, where not their own (embedding_bag's, promoted with the offsets)."""
+    dtype = dtype or input.dtype
+    if dtype not in (dtypes.int64, dtypes.int32):
+        got = error_type_name(dtype, input.device.type)
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {got} instead (while "
                            f"checking arguments for {op})")
