@@ -233,6 +233,29 @@ def test_weight_and_input_in_the_old_order_are_swapped_as_torch(rng):
     assert_close(outs[1], outs[0])
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("offsets", [[0], [0, 0]])
+def test_bags_all_empty_as_torch(mode, offsets, rng, device):
+    """An empty input makes empty bags: zeros, a node, and a zero gradient, as torch's."""
+    base = rng.standard_normal((5, 3))
+    seen = []
+    for lib in (torch, genesis):
+        w = lib.tensor(base, device="cpu" if lib is torch else device, requires_grad=True)
+        out = lib.nn.functional.embedding_bag(lib.zeros(0, dtype=lib.int64, device=w.device), w,
+                                              lib.tensor(offsets, device=w.device), mode=mode)
+        out.sum().backward()
+        seen.append((out, out.grad_fn.name(), w.grad))
+    assert seen[1][1] == seen[0][1]
+    assert_close(seen[1][0], seen[0][0])
+    assert_close(seen[1][2], seen[0][2])
+
+
+def test_two_dim_input_of_empty_bags_refused_as_torch():
+    """A 2-D input of no columns is refused by torch's arange of its offsets."""
+    assert_refuses_as_torch(lambda m: m.nn.functional.embedding_bag(
+        m.zeros(2, 0, dtype=m.int64), m.ones(5, 3)))
+
+
 def test_indices_outside_every_bag_are_not_read_as_torch():
     """With include_last_offset, indices after the last offset are in no bag: torch's fast
     kernel never reads them, so a bad one there is no error."""

@@ -15,7 +15,7 @@ import numpy as np
 from ... import dtypes
 from ...autograd.function import name_node
 from ...ops import elementwise as ew
-from ...ops.creation import tensor
+from ...ops.creation import tensor, zeros
 from ...ops.legacy import error_type_name
 from .sparse import _check_padding_idx, _renorm_rows, check_indices, embedding
 
@@ -37,6 +37,8 @@ def _check_shapes(input, weight, offsets, per_sample_weights):
         raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
                          "a mini-batch of fixed length sequences. However, found offsets of "
                          f"type {type(offsets)}")
+    if input.ndim == 2 and input.shape[1] == 0:
+        raise RuntimeError("step must be nonzero")  # torch's arange of the bags' offsets
     if input.ndim == 1 and offsets is None:
         raise ValueError("offsets has to be a 1D Tensor but got None")
     if input.ndim == 1 and offsets.ndim != 1:
@@ -86,6 +88,15 @@ def _padding_row(padding_idx, num_embeddings):
                            f"-{num_embeddings} through {num_embeddings - 1}, but got "
                            f"{padding_idx}")
     return _check_padding_idx(padding_idx, num_embeddings)
+
+
+def _read_indices(input, bounds):
+    """The flat indices up to the last bag's end, or, where every bag is empty, one index 0 for
+    the layout's placeholder position to read (masked out)."""
+    end = max([end for _, end in bounds] + [0])
+    if end == 0:
+        return zeros(1, dtype=input.dtype, device=input.device)
+    return input.reshape(-1)[:end]
 
 
 def _check_range(input, num_embeddings, bounds, fast):
@@ -176,7 +187,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_idx, bounds = _checked_bags(input, weight, offsets, per_sample_weights, mode,
                                         padding_idx, include_last_offset)
     positions, real = _layout(bounds, input.device)
-    flat = input.reshape(-1)[:max([end for _, end in bounds] + [0])]
+    flat = _read_indices(input, bounds)
     indices = flat.index_select(0, positions.reshape(-1)).reshape(positions.shape)
     if padding_idx is not None:
         real = real & (indices != padding_idx)
