@@ -221,6 +221,22 @@ def test_weight_and_sample_weight_dtypes_refused_as_torch(call):
     assert_refuses_as_torch(call)
 
 
+@pytest.mark.parametrize("call", [
+    lambda m: _bag(m, [1.0, 2.0], m.ones(5, 3, dtype=m.int32), [0], max_norm=1.0),
+    lambda m: _bag(m, [1, 2], m.ones(5, 3, dtype=m.int32), [0], max_norm=1.0),
+    lambda m: _bag(m, [9, 2], m.ones(5, 3, dtype=m.int32), [0], max_norm=1.0),
+    lambda m: _bag(m, [9], m.ones(5, 3, dtype=m.int32), [0], max_norm=1.0),
+    lambda m: m.nn.functional.embedding_bag(m.zeros(0, dtype=m.int64),
+                                            m.ones(5, 3, dtype=m.int32), m.tensor([0]),
+                                            max_norm=1.0),
+])
+def test_max_norm_refusals_as_torch(call):
+    """max_norm's renorm checks first as torch's embedding_renorm_: the indices' type (its
+    argument #2), a row it cannot select, a weight of no floating type in norm()'s words; with
+    no rows to renorm, the kernel refuses the weight's type."""
+    assert_refuses_as_torch(call)
+
+
 def test_weight_and_input_in_the_old_order_are_swapped_as_torch(rng):
     """embedding_bag(weight, input) with an int64 input and a floating weight still runs,
     with torch's deprecation warning."""

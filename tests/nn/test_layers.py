@@ -168,6 +168,24 @@ def test_embedding_refusals_as_torch(call):
     assert_refuses_as_torch(call)
 
 
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.embedding(m.tensor([1.0]), m.ones(5, 3), max_norm=1.0),
+    lambda m: m.nn.functional.embedding(m.tensor([1]), m.ones(5, 3, dtype=m.int64), max_norm=1.0),
+    lambda m: m.nn.functional.embedding(m.tensor([1]), m.ones(5, 3, dtype=m.bool), max_norm=1.0),
+    lambda m: m.nn.functional.embedding(m.tensor([1]), m.ones(5), max_norm=1.0),
+    lambda m: m.nn.functional.embedding(m.tensor([1.0]), m.ones(5), padding_idx=9, max_norm=1.0),
+    lambda m: m.nn.functional.embedding(m.tensor([1.0]), m.ones(5)),
+    lambda m: m.nn.functional.embedding(m.tensor([1.0]), m.ones(5, 2, 2)),
+    lambda m: m.embedding_renorm_(m.ones(5, 2, dtype=m.int64), m.tensor([1]), 1.0, 2.0),
+    lambda m: m.embedding_renorm_(m.ones(5, 2), m.tensor([1.0]), 1.0, 2.0),
+    lambda m: m.embedding_renorm_(m.ones(5), m.tensor([1.0]), 1.0, 2.0)])
+def test_embedding_checks_in_torch_order(call):
+    """F.embedding checks padding_idx, then max_norm's renorm (embedding_renorm_'s checks: the
+    weight's rank, the indices' type as its argument #2, then norm()'s refusal of a weight of no
+    floating type), then the weight's rank ("'weight' must be 2-D"), then the indices' type."""
+    assert_refuses_as_torch(call)
+
+
 @pytest.mark.parametrize("ids", [[1, 3], [[0, -4]]])
 def test_embedding_out_of_range_starts_as_torch(ids):
     """An id outside the table: torch's IndexError, its words first, then the id."""

@@ -177,7 +177,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
-        check_indices(input, "embedding_bag")
         _renorm_rows(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(

@@ -57,7 +57,12 @@ def _renorm_rows(weight, indices, max_norm, norm_type):
     """Rescale, in place, the rows of `weight` used by `indices` whose norm exceeds `max_norm`.
     As torch's, which selects the rows in ascending index order, a negative index counts from
     the end and one outside [-rows, rows) is refused when reached (the rows before it
-    rescaled)."""
+    rescaled). Its operands are checked first as torch's embedding_renorm_ checks them."""
+    if weight.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {weight.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"embedding_renorm_)")
+    check_indices(indices, "embedding_renorm_", argument=2)
     with no_grad():
         used = indices.reshape(-1).unique()  # ascending
         rows = weight.shape[0]
@@ -76,8 +81,12 @@ def _select_error(index, weight):
 
 
 def _renorm_used(weight, used, max_norm, norm_type):
-    """Rescale, in place, the rows `used` of `weight` whose norm exceeds `max_norm`."""
+    """Rescale, in place, the rows `used` of `weight` whose norm exceeds `max_norm`; a weight
+    of no floating type refused in the words of torch's norm() of a row."""
     if used.numel():
+        if not weight.dtype.is_floating_point:
+            raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                               f"Got {dtypes.scalar_type_name(weight.dtype)} instead.")
         rows = weight.index_select(0, used)
         norms = rows.norm(norm_type, dim=1, keepdim=True)
         scale = ew.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
@@ -94,27 +103,30 @@ def _check_padding_idx(padding_idx, num_embeddings, name="Padding_idx"):
     return padding_idx % num_embeddings
 
 
-def check_indices(input, op, dtype=None):
+def check_indices(input, op, dtype=None, argument=1):
     """Embedding indices are int64 or int32, as torch's embedding kernels take; others refused
-    in torch's words, the tensor named by its legacy type ('torch.FloatTensor'). `dtype`: the
-    type they are taken in, where not their own (embedding_bag's, promoted with the offsets)."""
+    in torch's words, the tensor named by its legacy type ('torch.FloatTensor') and `op`'s
+    argument number. `dtype`: the type they are taken in, where not their own (embedding_bag's,
+    promoted with the offsets)."""
     dtype = dtype or input.dtype
     if dtype not in (dtypes.int64, dtypes.int32):
         got = error_type_name(dtype, input.device.type)
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+        raise RuntimeError(f"Expected tensor for argument #{argument} 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {got} instead (while "
                            f"checking arguments for {op})")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of `weight` selected by the int64/int32 tensor `input`: shape input.shape + [dim]."""
-    check_indices(input, "embedding")
-    if weight.ndim != 2:
-        raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
-    padding_idx = _check_padding_idx(padding_idx, weight.shape[0])
+    """Rows of `weight` selected by the int64/int32 tensor `input`: shape input.shape + [dim].
+    Checked in torch's order: padding_idx, max_norm's renorm, the weight's rank, the indices."""
+    if padding_idx is not None:
+        padding_idx = _check_padding_idx(padding_idx, weight.shape[0])
     if max_norm is not None:
         _renorm_rows(weight, input, max_norm, norm_type)
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    check_indices(input, "embedding")
     return Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
 
 
