@@ -9,8 +9,8 @@ import torch
 
 import genesis
 from genesis.autograd import gradcheck, gradgradcheck
-from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, TORCH_DTYPES, assert_close, make_pair,
-                     to_torch)
+from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, TORCH_DTYPES, assert_close,
+                     assert_refuses_as_torch, make_pair, to_torch)
 
 NUMERIC = FLOAT_DTYPES + INT_DTYPES
 SHAPE = (3, 5, 4)
@@ -444,6 +444,16 @@ def test_empty_without_identity_raises(op, args, exc, message, device):
 def test_errors(fn, exc, message, device):
     with pytest.raises(exc, match=message):
         fn(genesis.ones(2, 3, device=device))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "uint8"])
+@pytest.mark.parametrize("call", [lambda m, x: x.norm(),
+                                  lambda m, x: x.norm(1, dim=0, keepdim=True),
+                                  lambda m, x: m.linalg.vector_norm(x)])
+def test_norm_of_no_floating_type_refused_as_torch(call, dtype):
+    """norm and linalg.vector_norm of an integer or bool tensor: torch's words, the type named
+    as its C++ type ('Got Long')."""
+    assert_refuses_as_torch(lambda m: call(m, m.ones(3, dtype=getattr(m, dtype))))
 
 
 def test_logsumexp_is_stable_and_handles_infinities(device):

@@ -452,7 +452,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         x = x.to(dtypes.as_dtype(dtype))
     _check_float(x, "linalg.vector_norm", "linalg.vector_norm: Expected a floating point or "
-                 f"complex tensor as input. Got {x.dtype.name}")
+                 f"complex tensor as input. Got {dtypes.scalar_type_name(x.dtype)}")
     dims = reduce_dims(x, dim, "linalg.vector_norm")
     if ord in (_INF, -_INF) and _reduces_empty(x, dims):
         raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty tensor "
