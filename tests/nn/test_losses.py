@@ -182,6 +182,78 @@ def test_bce_with_logits_loss(options, dtype, reduction, rng, device):
     _check("BCEWithLogitsLoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
+_WIDTHS = ["bfloat16", "float16", "float32", "float64"]  # least precise first
+MIXED_DTYPES = [(a, b) for a in _WIDTHS for b in _WIDTHS if a != b]
+
+
+def _mixed_case(m, name, dtypes, base, extra):
+    """m's loss `name` of an input and a target of the two dtypes `dtypes`, both requiring
+    grad, and backward through its sum: (loss, input's grad, target's grad)."""
+    x, y = (m.tensor(values, dtype=getattr(m, dtype)).requires_grad_()
+            for values, dtype in zip(base, dtypes))
+    loss = getattr(m.nn.functional, name)(x, y, **extra(m))
+    loss.sum().backward()
+    return loss, x.grad, y.grad
+
+
+def _check_mixed(name, dtypes, base, extra=lambda m: {}):
+    """The loss of an input and a target of different floating dtypes as torch's: its dtype
+    and values and the gradients' (or torch's refusal), within the least precise dtype's
+    tolerance."""
+    try:
+        expected = _mixed_case(torch, name, dtypes, base, extra)
+    except RuntimeError:
+        assert_refuses_as_torch(lambda m: _mixed_case(m, name, dtypes, base, extra))
+        return
+    got = _mixed_case(genesis, name, dtypes, base, extra)
+    least = getattr(genesis, min(dtypes, key=_WIDTHS.index))
+    for g, t in zip(got, expected):
+        assert_close(g, t, dtype=least)
+
+
+@pytest.mark.parametrize("dtypes", MIXED_DTYPES + [("float16",) * 2, ("bfloat16",) * 2],
+                         ids="-".join)
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("options", ["plain", "weight", "pos_weight"])
+def test_bce_with_logits_of_mixed_and_half_dtypes_as_torch(options, reduction, dtypes, rng):
+    """Input and target of different floating dtypes (or one half dtype): the loss has the
+    target's dtype, and it and the gradients are rounded as torch's in-place steps round them
+    (a float64 weight, a float16 pos_weight included)."""
+    base = rng.uniform(-3.0, 3.0, (4, 3)), rng.uniform(0.0, 1.0, (4, 3))
+    def extra(m):
+        kwargs = {"reduction": reduction}
+        if options == "weight":
+            kwargs["weight"] = m.tensor([0.5, 1.5, 2.0], dtype=m.float64)
+        if options == "pos_weight":
+            kwargs["pos_weight"] = m.tensor([0.5, 1.5, 2.0], dtype=m.float16)
+        return kwargs
+    _check_mixed("binary_cross_entropy_with_logits", dtypes, base, extra)
+
+
+@pytest.mark.parametrize("names", [("weight",), ("pos_weight",), ("weight", "pos_weight")])
+def test_bce_with_logits_weights_take_no_gradient_as_torch(names):
+    """A weight or pos_weight that requires grad is refused as torch refuses it (weight
+    first); under no_grad it is taken."""
+    def call(m):
+        weights = {name: m.ones(3, requires_grad=True) for name in names}
+        return m.nn.functional.binary_cross_entropy_with_logits(m.zeros(2, 3),
+                                                                m.ones(2, 3), **weights)
+    assert_refuses_as_torch(call)
+    with genesis.no_grad():
+        assert not call(genesis).requires_grad
+
+
+def test_bce_with_logits_node_has_edges_to_input_and_target_only():
+    """The node's edges are the input's and the target's, none to the weights, as torch's."""
+    names = []
+    for lib in (torch, genesis):
+        x, y = lib.zeros(2, 3, requires_grad=True), lib.ones(2, 3, requires_grad=True)
+        loss = lib.nn.functional.binary_cross_entropy_with_logits(
+            x * 2, y, weight=lib.ones(3), pos_weight=lib.ones(3))
+        names.append([n.name().split("::")[-1] for n, _ in loss.grad_fn.next_functions])
+    assert names[1] == names[0]
+
+
 @pytest.mark.filterwarnings("ignore:reduction")
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)

@@ -4,6 +4,7 @@ memory format of their results."""
 from ... import memory_formats
 from ..._warnings import warn
 from ...autograd.function import name_node
+from ...autograd.grad_mode import is_grad_enabled
 
 
 def ntuple(value, n, name="argument"):
@@ -68,6 +69,17 @@ def reduce_loss(loss, reduction):
     if reduction == "sum":
         return loss.sum()
     return loss
+
+
+def refuse_gradient(op, **arguments):
+    """torch's refusal, where grad mode records, of an argument of `op` that requires grad
+    though its derivative formula gives it none (checked in argument order)."""
+    if not is_grad_enabled():
+        return
+    for name, tensor in arguments.items():
+        if tensor is not None and tensor.requires_grad:
+            raise RuntimeError(f"The function '{op}' is not differentiable with respect to "
+                               f"argument '{name}'. This input cannot have requires_grad True.")
 
 
 def softmax_dim(name, ndim):

@@ -12,7 +12,8 @@ from ...ops.activation import logsigmoid
 from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import call, check_devices, wrap
 from ...ops.ranges import arange
-from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text, warn
+from ._utils import (check_reduction, legacy_reduction, reduce_loss, refuse_gradient,
+                     size_text, warn)
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -401,7 +402,6 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
-@autocast_policy("binary_cross_entropy_with_logits")
 def _check_logits_target(input, target):
     """torch's refusals of a target that is not floating at its kernel's `1 - target` (two
     bools: its 1 becomes one) and the result's write into a buffer of the target's type."""
@@ -413,26 +413,91 @@ def _check_logits_target(input, target):
                            f"the desired output type {dtypes.scalar_type_name(target.dtype)}")
 
 
+def _logits_loss(input, target, weight, pos_weight, reduction):
+    """torch's kernel: (1 - y) x - (1 + (pos_weight - 1) y) log_sigmoid(x), times weight, its
+    first step refusing an input that is not floating. Its steps write in place (the
+    pos_weight term into log_sigmoid(x), the rest into 1 - y), so each rounds to that tensor's
+    dtype and the loss has the target's."""
+    log_sigmoid = logsigmoid(input)
+    _check_logits_target(input, target)
+    if pos_weight is not None:
+        log_sigmoid = (log_sigmoid * (1 + (pos_weight - 1) * target)).to(input.dtype)
+    loss = (((1 - target) * input).to(target.dtype) - log_sigmoid).to(target.dtype)
+    if weight is not None:
+        loss = (loss * weight).to(target.dtype)
+    return reduce_loss(loss, reduction)
+
+
+def _logits_input_grad(x, y, pos_weight):
+    """d loss / d x before the incoming gradient, in torch's backward's steps: sigmoid(x) - y,
+    or (p y + 1 - y) sigmoid(x) - p y with pos_weight p, each written into the first
+    operand."""
+    if pos_weight is None:
+        return (ew.sigmoid(x) - y).to(x.dtype)
+    py = pos_weight * y
+    grad = ((py + 1) - y).to(py.dtype)
+    return ((grad * ew.sigmoid(x)).to(py.dtype) - py).to(py.dtype)
+
+
+def _logits_target_grad(x, pos_weight):
+    """d loss / d y before the incoming gradient, in torch's backward's steps: -x, or
+    log_sigmoid(-x) - p log_sigmoid(x) with pos_weight p."""
+    if pos_weight is None:
+        return -x
+    return (logsigmoid(-x) - (logsigmoid(x) * pos_weight).to(x.dtype)).to(x.dtype)
+
+
+def _scaled_grad(grad, g, weight, reduction, dtype):
+    """`grad` times the incoming gradient `g` and the weight, over the element count for
+    "mean", each step written into `grad` as torch's backward does; then in `dtype`."""
+    numel = grad.numel()
+    grad = (grad * g).to(grad.dtype)
+    if weight is not None:
+        grad = (grad * weight).to(grad.dtype)
+    if reduction == "mean":
+        grad = (grad / numel).to(grad.dtype)
+    return grad.to(dtype)
+
+
+class _BinaryCrossEntropyWithLogits(Function):
+    """The loss of `_logits_loss` as one node, with torch's two backward formulas
+    (binary_cross_entropy_with_logits_backward and its target's), rounded as their steps
+    round, so half and mixed dtypes get torch's gradients. The weights come as one argument
+    that is no graph edge, as torch's node has none to them."""
+
+    @staticmethod
+    def forward(ctx, input, target, weights, reduction):
+        weight, pos_weight = weights
+        ctx.save_for_backward(input, target, weight, pos_weight)
+        ctx.reduction = reduction
+        return _logits_loss(input, target, weight, pos_weight, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, weight, pos_weight = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad[:2]
+        gx = gy = None
+        if need_x:
+            gx = _scaled_grad(_logits_input_grad(x, y, pos_weight), g, weight, ctx.reduction,
+                              x.dtype)
+        if need_y:
+            gy = _scaled_grad(_logits_target_grad(x, pos_weight), g, weight, ctx.reduction,
+                              y.dtype)
+        return gx, gy, None, None
+
+
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
-    """binary_cross_entropy(sigmoid(input), target), computed stably from the logits.
-
-    loss = (1 - y) x - (1 + (pos_weight - 1) y) log_sigmoid(x), torch's kernel's formula,
-    whose first step refuses an input that is not floating.
-    """
+    """binary_cross_entropy(sigmoid(input), target), computed stably from the logits (see
+    `_logits_loss`); weight and pos_weight take no gradient, as in torch."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, "binary_cross_entropy_with_logits")
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({size_text(target)}) must be the same as input size "
                          f"({size_text(input)})")
-    log_sigmoid = logsigmoid(input)
-    _check_logits_target(input, target)
-    if pos_weight is not None:
-        log_sigmoid = log_sigmoid * (1 + (pos_weight - 1) * target)
-    loss = (1 - target) * input - log_sigmoid
-    if weight is not None:
-        loss = loss * weight
-    return name_node(reduce_loss(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
+    refuse_gradient("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    loss = _BinaryCrossEntropyWithLogits.apply(input, target, (weight, pos_weight), reduction)
+    return name_node(loss, "BinaryCrossEntropyWithLogitsBackward0")
 
 
 @autocast_policy("kl_div")
