@@ -53,6 +53,8 @@ CASES = {
     "nll_loss": lambda m, a, b, c, w4, v4, t: m.nn.functional.nll_loss(a @ b, t),
     "mse_loss": lambda m, a, b, *_: m.nn.functional.mse_loss(a @ b, b),
     "l1_loss": lambda m, a, b, *_: m.nn.functional.l1_loss(a @ b, b),
+    "bce_with_logits": lambda m, a, *_: m.nn.functional.binary_cross_entropy_with_logits(
+        a @ a, (a @ a).sigmoid()),
     "exp": lambda m, a, *_: m.exp(a @ a),
     "log": lambda m, a, *_: m.log((a @ a).abs() + 1),
     "pow": lambda m, a, *_: m.pow(a @ a, 2),

@@ -486,6 +486,7 @@ class _BinaryCrossEntropyWithLogits(Function):
         return gx, gy, None, None
 
 
+@autocast_policy("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits (see
