@@ -186,29 +186,33 @@ _WIDTHS = ["bfloat16", "float16", "float32", "float64"]  # least precise first
 MIXED_DTYPES = [(a, b) for a in _WIDTHS for b in _WIDTHS if a != b]
 
 
-def _mixed_case(m, name, dtypes, base, extra):
+def _mixed_case(m, name, dtypes, base, extra, backward):
     """m's loss `name` of an input and a target of the two dtypes `dtypes`, both requiring
-    grad, and backward through its sum: (loss, input's grad, target's grad)."""
+    grad: (loss,), or with `backward` through its sum (loss, input's grad, target's grad)."""
     x, y = (m.tensor(values, dtype=getattr(m, dtype)).requires_grad_()
             for values, dtype in zip(base, dtypes))
     loss = getattr(m.nn.functional, name)(x, y, **extra(m))
+    if not backward:
+        return (loss,)
     loss.sum().backward()
     return loss, x.grad, y.grad
 
 
 def _check_mixed(name, dtypes, base, extra=lambda m: {}):
     """The loss of an input and a target of different floating dtypes as torch's: its dtype
-    and values and the gradients' (or torch's refusal), within the least precise dtype's
-    tolerance."""
-    try:
-        expected = _mixed_case(torch, name, dtypes, base, extra)
-    except RuntimeError:
-        assert_refuses_as_torch(lambda m: _mixed_case(m, name, dtypes, base, extra))
-        return
-    got = _mixed_case(genesis, name, dtypes, base, extra)
+    and values, then the gradients' (or torch's refusal of either), within the least precise
+    dtype's tolerance."""
     least = getattr(genesis, min(dtypes, key=_WIDTHS.index))
-    for g, t in zip(got, expected):
-        assert_close(g, t, dtype=least)
+    for backward in (False, True):
+        def case(m):
+            return _mixed_case(m, name, dtypes, base, extra, backward)
+        try:
+            expected = case(torch)
+        except RuntimeError:
+            assert_refuses_as_torch(case)
+            return
+        for g, t in zip(case(genesis), expected):
+            assert_close(g, t, dtype=least)
 
 
 @pytest.mark.parametrize("dtypes", MIXED_DTYPES + [("float16",) * 2, ("bfloat16",) * 2],
@@ -228,6 +232,30 @@ def test_bce_with_logits_of_mixed_and_half_dtypes_as_torch(options, reduction, d
             kwargs["pos_weight"] = m.tensor([0.5, 1.5, 2.0], dtype=m.float16)
         return kwargs
     _check_mixed("binary_cross_entropy_with_logits", dtypes, base, extra)
+
+
+@pytest.mark.parametrize("dtypes", MIXED_DTYPES, ids="-".join)
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                                  "binary_cross_entropy"])
+def test_losses_of_mixed_dtypes_as_torch(name, reduction, dtypes, rng):
+    """Input and target of different floating dtypes: mse, L1 and smooth L1 promote, Huber
+    writes its loss in the input's dtype and refuses the gradient, BCE refuses the pair, each
+    as torch."""
+    base = rng.uniform(0.05, 0.95, (4, 3)), rng.uniform(0.0, 1.0, (4, 3))
+    _check_mixed(name, dtypes, base, lambda m: {"reduction": reduction})
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float16", "float32")],
+                         ids="-".join)
+def test_huber_loss_refuses_a_target_gradient_of_another_dtype_as_torch(dtypes):
+    """Where only the target requires grad, torch's refusal names the dtypes the other way
+    round (its backward kernel takes the target first)."""
+    def call(m):
+        x = m.ones(2, 3, dtype=getattr(m, dtypes[0]))
+        y = m.zeros(2, 3, dtype=getattr(m, dtypes[1]), requires_grad=True)
+        m.nn.functional.huber_loss(x, y).backward()
+    assert_refuses_as_torch(call)
 
 
 @pytest.mark.parametrize("names", [("weight",), ("pos_weight",), ("weight", "pos_weight")])

@@ -349,12 +349,39 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                            smooth, "SmoothL1LossBackward0")
 
 
+class _RefusedBackward(Function):
+    """`value` itself, whose backward raises `error`: where torch's backward kernel refuses
+    operands its forward kernel took."""
+
+    @staticmethod
+    def forward(ctx, value, error):
+        ctx.error = error
+        return value.view_as(value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ctx.error
+
+
+def _same_dtype_backward(loss, input, target):
+    """`loss`, whose gradient is refused as torch's backward kernel refuses operands of two
+    dtypes: its first operand is the one differentiated (the input where it requires grad)."""
+    if input.dtype is target.dtype:
+        return loss
+    first, other = (input, target) if input.requires_grad else (target, input)
+    return _RefusedBackward.apply(loss, RuntimeError(
+        f"Found dtype {dtypes.scalar_type_name(other.dtype)} but expected "
+        f"{dtypes.scalar_type_name(first.dtype)}"))
+
+
 @autocast_policy("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere."""
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere. As torch's kernel, the
+    loss is written in the input's dtype, and a target of another dtype refused in backward."""
     def huber(x, y):
         diff = ew.abs(x - y)
         loss = ew.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+        loss = _same_dtype_backward(loss.to(x.dtype), x, y)
         return loss if weight is None else loss * weight
     return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber,
                            "HuberLossBackward0" if weight is None else None)
