@@ -258,6 +258,22 @@ def test_huber_loss_refuses_a_target_gradient_of_another_dtype_as_torch(dtypes):
     assert_refuses_as_torch(call)
 
 
+@pytest.mark.filterwarnings("ignore:Using a target size")
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.huber_loss(m.ones(2, 3), m.zeros(2, 3), delta=0.0),
+    lambda m: m.nn.HuberLoss(delta=-1.0)(m.ones(2, 3), m.zeros(2, 3)),
+    lambda m: m.nn.functional.huber_loss(m.ones(2, 3), m.zeros(2, 3), delta=-1.0,
+                                         weight=m.ones(3)),
+    lambda m: m.nn.functional.huber_loss(m.ones(2, 3), m.zeros(3), weight=m.ones(3)),
+    lambda m: m.nn.functional.mse_loss(m.ones(2, 3), m.zeros(2, 3), weight=m.ones(3)),
+    lambda m: m.nn.functional.l1_loss(m.ones(2, 3), m.zeros(2, 3), weight=m.ones(2, 1)),
+])
+def test_huber_delta_and_loss_weights_refused_as_torch(call):
+    """A Huber delta that is not positive, and a weight of another size than the input's,
+    refused in torch's words, the weight first."""
+    assert_refuses_as_torch(call)
+
+
 @pytest.mark.parametrize("names", [("weight",), ("pos_weight",), ("weight", "pos_weight")])
 def test_bce_with_logits_weights_take_no_gradient_as_torch(names):
     """A weight or pos_weight that requires grad is refused as torch refuses it (weight

@@ -10,7 +10,7 @@ from ...dispatch import has_kernel
 from ...ops import elementwise as ew
 from ...ops.activation import logsigmoid
 from ...ops.autocast import autocast_policy, policy_dtype
-from ...ops.common import call, check_devices, wrap
+from ...ops.common import broadcast_shapes, call, check_devices, wrap
 from ...ops.ranges import arange
 from ._utils import (check_reduction, legacy_reduction, reduce_loss, refuse_gradient,
                      size_text, warn)
@@ -305,12 +305,19 @@ def _check_same_size(input, target, op):
              "to broadcasting. Please ensure they have the same size.")
 
 
-def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn, node=None):
-    """`fn(input, target)` reduced: recorded as the single node `node` where PyTorch's fused
-    kernel makes one (MseLossBackward0), else as the ops it is made of."""
+def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn, node=None,
+                    weight=None):
+    """`fn(input, target)`, times `weight` (refused unless of the input's size, as torch's,
+    once the two broadcast), reduced: recorded as the single node `node` where PyTorch's fused
+    kernel makes one (MseLossBackward0, unweighted), else as the ops it is made of."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, op)
     _check_same_size(input, target, op)
+    broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        return reduce_loss(fn(input, target) * weight, reduction)
     if node is None:
         return reduce_loss(fn(input, target), reduction)
     return one_node(lambda x, y: reduce_loss(fn(x, y), reduction), node, input, target)
@@ -320,18 +327,15 @@ def _pointwise_loss(op, input, target, size_average, reduce, reduction, fn, node
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     def squared(x, y):
         diff = x - y
-        loss = diff * diff
-        return loss if weight is None else loss * weight
+        return diff * diff
     return _pointwise_loss("mse_loss", input, target, size_average, reduce, reduction, squared,
-                           "MseLossBackward0" if weight is None else None)
+                           "MseLossBackward0", weight)
 
 
 @autocast_policy("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    def absolute(x, y):
-        loss = ew.abs(x - y)
-        return loss if weight is None else loss * weight
-    return _pointwise_loss("l1_loss", input, target, size_average, reduce, reduction, absolute)
+    return _pointwise_loss("l1_loss", input, target, size_average, reduce, reduction,
+                           lambda x, y: ew.abs(x - y), weight=weight)
 
 
 @autocast_policy("smooth_l1_loss")
@@ -376,15 +380,17 @@ def _same_dtype_backward(loss, input, target):
 
 @autocast_policy("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere. As torch's kernel, the
-    loss is written in the input's dtype, and a target of another dtype refused in backward."""
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere. As torch's kernel, a delta
+    that is not positive is refused, the loss is written in the input's dtype, and a target of
+    another dtype refused in backward."""
     def huber(x, y):
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
         diff = ew.abs(x - y)
         loss = ew.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
-        loss = _same_dtype_backward(loss.to(x.dtype), x, y)
-        return loss if weight is None else loss * weight
+        return _same_dtype_backward(loss.to(x.dtype), x, y)
     return _pointwise_loss("huber_loss", input, target, None, None, reduction, huber,
-                           "HuberLossBackward0" if weight is None else None)
+                           "HuberLossBackward0", weight)
 
 
 class _BinaryCrossEntropy(Function):
