@@ -232,3 +232,38 @@ def assert_refuses_as_torch(call):
     got_kind, text = raised(call, genesis)
     assert got_kind == kind and text.endswith(words), (got_kind, text, kind, words)
     assert re.fullmatch(r"(\w+: )?", text[:len(text) - len(words)]), (text, words)
+
+
+_WIDTHS = ["bfloat16", "float16", "float32", "float64"]  # least precise first
+MIXED_DTYPES = [(a, b) for a in _WIDTHS for b in _WIDTHS if a != b]
+
+
+def _mixed_case(m, name, dtypes, base, extra, backward, target_grad):
+    """m's loss `name` of an input and a target of the two dtypes `dtypes` (the target
+    requiring grad with `target_grad`): (loss,), or with `backward` through its sum (loss, the
+    input's grad, and the target's where it requires grad)."""
+    x, y = (m.tensor(values, dtype=getattr(m, dtype)) for values, dtype in zip(base, dtypes))
+    x.requires_grad_()
+    y.requires_grad_(target_grad)
+    loss = getattr(m.nn.functional, name)(x, y, **extra(m))
+    if not backward:
+        return (loss,)
+    loss.sum().backward()
+    return (loss, x.grad, y.grad) if target_grad else (loss, x.grad)
+
+
+def check_mixed_dtypes(name, dtypes, base, extra=lambda m: {}, target_grad=True):
+    """The loss `name` of an input and a target of the floating dtypes `dtypes` (values
+    `base`, keyword arguments extra(m)) as torch's: its dtype and values, then the gradients'
+    (or torch's refusal of either), within the least precise dtype's tolerance."""
+    least = getattr(genesis, min(dtypes, key=_WIDTHS.index))
+    for backward in (False, True):
+        def case(m):
+            return _mixed_case(m, name, dtypes, base, extra, backward, target_grad)
+        try:
+            expected = case(torch)
+        except RuntimeError:
+            assert_refuses_as_torch(case)
+            return
+        for g, t in zip(case(genesis), expected):
+            assert_close(g, t, dtype=least)

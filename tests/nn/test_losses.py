@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch
+from helpers import (MIXED_DTYPES, TORCH_DTYPES, assert_close, assert_refuses_as_torch,
+                     check_mixed_dtypes)
 
 import genesis
 from genesis import nn
@@ -182,39 +183,6 @@ def test_bce_with_logits_loss(options, dtype, reduction, rng, device):
     _check("BCEWithLogitsLoss", (), kwargs, [x[0], y[0]], [x[1], y[1]], dtype, rng)
 
 
-_WIDTHS = ["bfloat16", "float16", "float32", "float64"]  # least precise first
-MIXED_DTYPES = [(a, b) for a in _WIDTHS for b in _WIDTHS if a != b]
-
-
-def _mixed_case(m, name, dtypes, base, extra, backward):
-    """m's loss `name` of an input and a target of the two dtypes `dtypes`, both requiring
-    grad: (loss,), or with `backward` through its sum (loss, input's grad, target's grad)."""
-    x, y = (m.tensor(values, dtype=getattr(m, dtype)).requires_grad_()
-            for values, dtype in zip(base, dtypes))
-    loss = getattr(m.nn.functional, name)(x, y, **extra(m))
-    if not backward:
-        return (loss,)
-    loss.sum().backward()
-    return loss, x.grad, y.grad
-
-
-def _check_mixed(name, dtypes, base, extra=lambda m: {}):
-    """The loss of an input and a target of different floating dtypes as torch's: its dtype
-    and values, then the gradients' (or torch's refusal of either), within the least precise
-    dtype's tolerance."""
-    least = getattr(genesis, min(dtypes, key=_WIDTHS.index))
-    for backward in (False, True):
-        def case(m):
-            return _mixed_case(m, name, dtypes, base, extra, backward)
-        try:
-            expected = case(torch)
-        except RuntimeError:
-            assert_refuses_as_torch(case)
-            return
-        for g, t in zip(case(genesis), expected):
-            assert_close(g, t, dtype=least)
-
-
 @pytest.mark.parametrize("dtypes", MIXED_DTYPES + [("float16",) * 2, ("bfloat16",) * 2],
                          ids="-".join)
 @pytest.mark.parametrize("reduction", ["none", "mean"])
@@ -231,7 +199,7 @@ def test_bce_with_logits_of_mixed_and_half_dtypes_as_torch(options, reduction, d
         if options == "pos_weight":
             kwargs["pos_weight"] = m.tensor([0.5, 1.5, 2.0], dtype=m.float16)
         return kwargs
-    _check_mixed("binary_cross_entropy_with_logits", dtypes, base, extra)
+    check_mixed_dtypes("binary_cross_entropy_with_logits", dtypes, base, extra)
 
 
 @pytest.mark.parametrize("dtypes", MIXED_DTYPES, ids="-".join)
@@ -243,7 +211,7 @@ def test_losses_of_mixed_dtypes_as_torch(name, reduction, dtypes, rng):
     writes its loss in the input's dtype and refuses the gradient, BCE refuses the pair, each
     as torch."""
     base = rng.uniform(0.05, 0.95, (4, 3)), rng.uniform(0.0, 1.0, (4, 3))
-    _check_mixed(name, dtypes, base, lambda m: {"reduction": reduction})
+    check_mixed_dtypes(name, dtypes, base, lambda m: {"reduction": reduction})
 
 
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float16", "float32")],

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch
+from helpers import (MIXED_DTYPES, TORCH_DTYPES, assert_close, assert_refuses_as_torch,
+                     check_mixed_dtypes, from_torch)
 
 import genesis
 import genesis.nn as nn
@@ -130,6 +131,45 @@ def test_soft_margin_target_broadcasts_to_the_input_only(rng):
     target = _signs(rng, (1,))
     assert_close(F.soft_margin_loss(from_torch(x), from_torch(target)),
                  TF.soft_margin_loss(x, target))
+
+
+@pytest.mark.parametrize("dtypes", MIXED_DTYPES + [("float16",) * 2, ("bfloat16",) * 2],
+                         ids="-".join)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_soft_margin_of_mixed_and_half_dtypes_as_torch(reduction, dtypes, rng):
+    """Input and target of different floating dtypes (or one half dtype): the loss has the
+    input's dtype, its margins rounded to it as torch's kernel writes them, and the input's
+    gradient follows torch's formula."""
+    base = rng.uniform(-2.0, 2.0, (4, 3)), rng.choice([-1.0, 1.0, 0.5], (4, 3))
+    check_mixed_dtypes("soft_margin_loss", dtypes, base, lambda m: {"reduction": reduction},
+                       target_grad=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3), m.ones(2, 3, requires_grad=True)),
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3), m.ones(3, requires_grad=True)),
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3, dtype=m.bool), m.ones(2, 3)),
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3, dtype=m.int32),
+                                               m.ones(2, 3, dtype=m.float64)),
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3, dtype=m.int32),
+                                               m.ones(2, 3, dtype=m.bool)),
+    lambda m: m.nn.functional.soft_margin_loss(m.ones(2, 3, dtype=m.uint8),
+                                               m.ones(2, 3, dtype=m.int64)),
+])
+def test_soft_margin_refusals_as_torch(call):
+    """A target that requires grad (checked first), a bool input, and an integer input, which
+    cannot hold the product or its exp, refused in torch's words."""
+    assert_refuses_as_torch(call)
+
+
+def test_soft_margin_node_has_an_edge_to_the_input_only():
+    """The node's one edge is the input's, as torch's: the target takes no gradient."""
+    names = []
+    for lib in (torch, genesis):
+        loss = lib.nn.functional.soft_margin_loss(lib.ones(3, requires_grad=True) * 2,
+                                                  lib.ones(3))
+        names.append([n.name().split("::")[-1] for n, _ in loss.grad_fn.next_functions])
+    assert names[1] == names[0]
 
 
 def test_empty_batch_matches_torch():

@@ -1,7 +1,7 @@
 """Argument handling shared by the functional forms: tuples of sizes, reductions, dims; the
 memory format of their results."""
 
-from ... import memory_formats
+from ... import dtypes, memory_formats
 from ..._warnings import warn
 from ...autograd.function import name_node
 from ...autograd.grad_mode import is_grad_enabled
@@ -80,6 +80,13 @@ def refuse_gradient(op, **arguments):
         if tensor is not None and tensor.requires_grad:
             raise RuntimeError(f"The function '{op}' is not differentiable with respect to "
                                f"argument '{name}'. This input cannot have requires_grad True.")
+
+
+def cast_error(result, output):
+    """torch's error for an in-place step whose `result` dtype a tensor of dtype `output`
+    cannot hold (a float result written into an integer tensor)."""
+    return RuntimeError(f"result type {dtypes.scalar_type_name(result)} can't be cast to the "
+                        f"desired output type {dtypes.scalar_type_name(output)}")
 
 
 def softmax_dim(name, ndim):

@@ -12,8 +12,8 @@ from ...ops.activation import logsigmoid
 from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import broadcast_shapes, call, check_devices, wrap
 from ...ops.ranges import arange
-from ._utils import (check_reduction, legacy_reduction, reduce_loss, refuse_gradient,
-                     size_text, warn)
+from ._utils import (cast_error, check_reduction, legacy_reduction, reduce_loss,
+                     refuse_gradient, size_text, warn)
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -442,8 +442,7 @@ def _check_logits_target(input, target):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if not target.dtype.is_floating_point:
-        raise RuntimeError(f"result type {dtypes.scalar_type_name(input.dtype)} can't be cast to "
-                           f"the desired output type {dtypes.scalar_type_name(target.dtype)}")
+        raise cast_error(input.dtype, target.dtype)
 
 
 def _logits_loss(input, target, weight, pos_weight, reduction):

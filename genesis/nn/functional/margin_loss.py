@@ -2,12 +2,13 @@
 hinge, soft margin, cosine embedding, triplet and the multi-class / multi-label margin losses."""
 
 from ... import dtypes
-from ...autograd.function import name_node
+from ...autograd.function import Function, name_node
 from ...ops import elementwise as ew
 from ...ops.autocast import autocast_policy
 from ...ops.common import broadcast_shapes
 from ...ops.ranges import arange
-from ._utils import check_reduction, legacy_reduction, reduce_loss, size_text
+from ._utils import (cast_error, check_reduction, legacy_reduction, reduce_loss, refuse_gradient,
+                     size_text)
 from .activation import logsigmoid
 from .distance import pairwise_distance
 
@@ -46,12 +47,47 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     the input's shape, not past it: torch writes the loss into an input-shaped tensor, so an
     (N, 1) input against an (N,) target is refused, not an (N, N) loss."""
     reduction = _reduction(size_average, reduce, reduction, "soft_margin_loss")
+    refuse_gradient("soft_margin_loss", target=target)
+    return name_node(_SoftMarginLoss.apply(input, (target,), reduction),
+                     "SoftMarginLossBackward0")
+
+
+class _SoftMarginLoss(Function):
+    """log(1 + exp(-input * target)) reduced, as one node with an edge to the input alone (the
+    target, which takes no gradient, comes in a tuple), differentiated by torch's formula
+    -norm target z / (1 + z) g with z = exp(-target input), in its order of operations (so a
+    half input's gradient rounds as torch's), in the input's dtype."""
+
+    @staticmethod
+    def forward(ctx, input, targets, reduction):
+        (target,) = targets
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        return reduce_loss(ew.log1p(ew.exp(_margins(input, target))), reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        norm = 1 / x.numel() if ctx.reduction == "mean" else 1.0
+        z = ew.exp(-y * x)
+        return (-norm * y * z / (1 + z) * g).to(x.dtype), None, None
+
+
+def _margins(input, target):
+    """-input * target in the input's dtype, as torch's soft margin kernel writes it into a
+    tensor of the input's type and shape (neg, then mul_), refusing what those steps refuse: a
+    bool input (neg), a target broadcasting past the input, and an integer input, which cannot
+    hold the product or the exp after it."""
+    negated = -input
     shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
     if shape != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
-    return name_node(reduce_loss(ew.log1p(ew.exp(-input * target)), reduction),
-                     "SoftMarginLossBackward0")
+    if not input.dtype.is_floating_point:
+        result = dtypes.promote_types(input.dtype, target.dtype)
+        raise cast_error(result if result.is_floating_point else dtypes.get_default_dtype(),
+                         input.dtype)
+    return (negated * target).to(input.dtype)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
