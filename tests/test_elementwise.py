@@ -94,8 +94,9 @@ def undefined_off_cpu(exc, operands):
 
 HALVES = (torch.float16, torch.bfloat16)
 # Off the CPU these compute half types in float32 and round once, as torch's CUDA kernels do;
-# torch's CPU kernels (and Genesis's CPU backend) round every step: a float16 floor can be one off.
-ROUNDED_ONCE_OFF_CPU = {"floor_divide", "remainder"}
+# torch's CPU kernels (and Genesis's CPU backend) round every step: a float16 floor can be one off,
+# and xlogy rounds log(y) before the product.
+ROUNDED_ONCE_OFF_CPU = {"floor_divide", "remainder", "xlogy"}
 
 
 def in_float32(values):
@@ -121,6 +122,18 @@ def check(fn_g, fn_t, *args, rounded_once=False):
     got = fn_g(*[a[0] if isinstance(a, tuple) else a for a in args])
     assert_close(got, want)
     return got
+
+
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=str)
+def test_xlogy_of_half_types_rounds_log_first_on_the_cpu(dtype, rng):
+    """torch's CPU xlogy of a half type rounds log(y) to it before the product, and so does
+    Genesis's CPU backend: the results are equal bit for bit (a scalar y included)."""
+    x = genesis.tensor(rng.uniform(-3.0, 3.0, 2000)).to(dtype)
+    y = genesis.tensor(rng.uniform(0.0, 5.0, 2000)).to(dtype)
+    for other, t_other in ((y, to_torch(y)), (2.7, 2.7)):
+        got = to_torch(genesis.xlogy(x, other)).float().numpy()
+        want = torch.xlogy(to_torch(x), t_other).float().numpy()
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

@@ -224,8 +224,9 @@ def test_scalar_stored(case, dtype, device):
 
 @pytest.mark.parametrize("dtype", HALVES, ids=str)
 def test_xlogy_scalar_first_is_rounded(dtype, device):
-    """xlogy(s, y) reads s rounded, in Genesis as in torch. (Torch also rounds log(y) to the
-    half type before the product, where Genesis rounds once, so the values are not compared.)"""
+    """xlogy(s, y) reads s rounded, in Genesis as in torch. (torch's CPU oracle rounds log(y)
+    to the half type before the product, which Genesis's GPU kernel rounds with it once, so the
+    values are compared in test_elementwise, on the CPU.)"""
     tdtype = TORCH_DTYPES[dtype]
     for s in _scalars(dtype):
         y = np.abs(_inputs(dtype, s)[1])

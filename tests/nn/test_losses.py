@@ -214,6 +214,19 @@ def test_losses_of_mixed_dtypes_as_torch(name, reduction, dtypes, rng):
     check_mixed_dtypes(name, dtypes, base, lambda m: {"reduction": reduction})
 
 
+@pytest.mark.parametrize("dtypes", MIXED_DTYPES, ids="-".join)
+@pytest.mark.parametrize("reduction", ["none", "batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_of_mixed_dtypes_as_torch(log_target, reduction, dtypes, rng):
+    """Input and target of different floating dtypes: kl_div promotes, as torch's (xlogy of a
+    half target rounded as torch's CPU kernel rounds it). The values keep the terms and the
+    target's gradient, log(t) + 1 - x, away from cancellation, which would leave only the
+    summation order's rounding to compare."""
+    base = rng.uniform(-3.0, -2.0, (4, 3)), rng.uniform(-1.0 if log_target else 0.4, 1.0, (4, 3))
+    check_mixed_dtypes("kl_div", dtypes, base,
+                       lambda m: {"reduction": reduction, "log_target": log_target})
+
+
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float16", "float32")],
                          ids="-".join)
 def test_huber_loss_refuses_a_target_gradient_of_another_dtype_as_torch(dtypes):

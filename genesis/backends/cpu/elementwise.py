@@ -251,7 +251,9 @@ UNARY = {
     "bitwise_not": np.invert,
 }
 
-_STEPWISE = ("floor_divide", "trunc_divide", "remainder")
+# computed in the half type itself, each step rounded, as PyTorch's CPU kernels compute them
+# (xlogy: log(y) is rounded before the product)
+_STEPWISE = ("floor_divide", "trunc_divide", "remainder", "xlogy")
 for _name, _fn in BINARY.items():
     register(_name, "cpu")(_binary(_fn, stepwise=_name in _STEPWISE))
 for _name, _fn in UNARY.items():
