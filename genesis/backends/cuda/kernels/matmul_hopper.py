@@ -44,15 +44,14 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
 - Warp specialization (WARP_SPECIALIZE, `tl.range(warp_specialize=True)` on the K loop): a
   producer warpgroup issues the TMA loads while two consumer warpgroups, with the registers it
   gives up (setmaxnreg), run wgmma on the two 64-row halves of the tile. Triton 3.6 builds it
-  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue, and only where
-  a loop has one epilogue: the specialized kernel walks its whole tiles, then its split units,
-  in two loops. With the tile loop not flattened it overlaps a tile's epilogue with the next
-  tile's loads less; it wins on products with few N tiles and a long K (GPT-2's N = 768 and
-  lm_head's forward, 1 to 5% over the best unspecialized config on an H200) and loses on
-  others, so both are timed. Five stages gave wrong products on an H200: the specialized
-  configs keep three or four. Otherwise the loop over tiles is `flatten=True`, merged with the
-  K loop, so the loads of the next tile are issued while the last K steps of the current one
-  still multiply.
+  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K,
+  and, with the tile loop not flattened, overlaps a tile's epilogue with the next tile's loads
+  less; it wins on products with few N tiles and a long K (GPT-2's N = 768 and lm_head's
+  forward, 1 to 5% over the best unspecialized config on an H200) and loses on others, so
+  both are timed. Five stages gave wrong products on an H200: the specialized configs keep
+  three or four. Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so
+  the loads of the next tile are issued while the last K steps of the current one still
+  multiply.
 """
 
 import numpy as np
@@ -149,19 +148,6 @@ def _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K: tl.constexpr):
 
 
 @triton.jit
-def _tile_product(a_desc, b_desc, row, col, k_first, k_end, A_T: tl.constexpr,
-                  B_T: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    """The float32 BM x BN block at (row, col) of a @ b summed over K steps k_first..k_end."""
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in tl.range(k_first, k_end, warp_specialize=WARP_SPECIALIZE):
-        a = _operand_block(a_desc, row, k * BK, A_T)
-        b = _operand_block(b_desc, k * BK, col, B_T)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    return acc
-
-
-@triton.jit
 def _matmul_tma_kernel(
         # pointers: the operands, the result, the bias (or None), the pre-activation result
         # (or None, else laid out as c), the float32 partial products (SPLIT_K > 1)
@@ -196,47 +182,29 @@ def _matmul_tma_kernel(
     if SPLIT_K > 1:
         partial_desc = tl.make_tensor_descriptor(partial_ptr, [(units - whole_tiles) * BM, BN],
                                                  [BN, 1], [BM, store_cols])
-    if WARP_SPECIALIZE:
-        # The whole tiles, then the split units: one epilogue per loop (a branch between two
-        # epilogues keeps Triton 3.6 from specializing the K loop).
-        for tile in tl.range(tl.program_id(0), whole_tiles, NUM_SMS):
-            pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
-            acc = _tile_product(a_desc, b_desc, pid_m * BM, pid_n * BN, 0, k_steps, A_T, B_T,
-                                BM, BN, BK, PRECISION, True)
-            _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc,
-                         ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
+    # The epilogue counts its own units: the flattened loop's pipeliner then carries no value
+    # from a unit's first K step to its last.
+    unit_done = tl.program_id(0) - NUM_SMS
+    for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=not WARP_SPECIALIZE):
+        tile, k_first, k_end = _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K)
+        pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in tl.range(k_first, k_end, warp_specialize=WARP_SPECIALIZE):
+            a = _operand_block(a_desc, pid_m * BM, k * BK, A_T)
+            b = _operand_block(b_desc, k * BK, pid_n * BN, B_T)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        unit_done += NUM_SMS
+        tile, _, _ = _unit_work(unit_done, whole_tiles, k_steps, range_steps, SPLIT_K)
+        pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
         if SPLIT_K > 1:
-            # this program's units are those of its residue modulo NUM_SMS, as below
-            first = (tl.program_id(0) + NUM_SMS - whole_tiles % NUM_SMS) % NUM_SMS
-            for split_unit in tl.range(first, units - whole_tiles, NUM_SMS):
-                tile, k_first, k_end = _unit_work(whole_tiles + split_unit, whole_tiles, k_steps,
-                                                  range_steps, SPLIT_K)
-                pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
-                acc = _tile_product(a_desc, b_desc, pid_m * BM, pid_n * BN, k_first, k_end, A_T,
-                                    B_T, BM, BN, BK, PRECISION, True)
-                _store_partial(partial_desc, acc, split_unit * BM, EPILOGUE_SPLIT)
-    else:
-        # The epilogue counts its own units: the flattened loop's pipeliner then carries no
-        # value from a unit's first K step to its last.
-        unit_done = tl.program_id(0) - NUM_SMS
-        for unit in tl.range(tl.program_id(0), units, NUM_SMS, flatten=True):
-            tile, k_first, k_end = _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K)
-            pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
-            acc = _tile_product(a_desc, b_desc, pid_m * BM, pid_n * BN, k_first, k_end, A_T,
-                                B_T, BM, BN, BK, PRECISION, False)
-            unit_done += NUM_SMS
-            tile, _, _ = _unit_work(unit_done, whole_tiles, k_steps, range_steps, SPLIT_K)
-            pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
-            if SPLIT_K > 1:
-                if unit_done >= whole_tiles:
-                    _store_partial(partial_desc, acc, (unit_done - whole_tiles) * BM,
-                                   EPILOGUE_SPLIT)
-                else:
-                    _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc,
-                                 z_desc, ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
+            if unit_done >= whole_tiles:
+                _store_partial(partial_desc, acc, (unit_done - whole_tiles) * BM, EPILOGUE_SPLIT)
             else:
                 _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc,
                              z_desc, ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
+        else:
+            _finish_tile(acc, pid_m * BM, pid_n * BN, N, bias_ptr, bias_stride, c_desc, z_desc,
+                         ACT, HAS_BIAS, z_ptr is not None, EPILOGUE_SPLIT)
 
 
 @triton.jit
@@ -300,8 +268,7 @@ _TF32_SPACE = [_config(128, 256, 32, 8, 3, split=True), _config(128, 128, 32, 8,
 # the module docstring): offered where 128 x 128 tiles fill the SMs less than twice over and K
 # is long.
 _HALF_SPLIT_SPACE = [_config(128, 128, 64, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)] + [
-    _config(128, 128, 64, 8, 4, split_k=s) for s in (0, 2, 3, 4)] + [
-    _config(128, 128, 64, 4, 4, split_k=s, ws=True) for s in (0, 2, 3)]
+    _config(128, 128, 64, 8, 4, split_k=s) for s in (0, 2, 3, 4)]
 _TF32_SPLIT_SPACE = [_config(128, 128, 32, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)]
 SPLIT_MIN_STEPS = 8
 _HALF = ("float16", "bfloat16")
