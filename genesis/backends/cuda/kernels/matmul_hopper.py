@@ -44,7 +44,9 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
 - Warp specialization (WARP_SPECIALIZE, `tl.range(warp_specialize=True)` on the K loop): a
   producer warpgroup issues the TMA loads while two consumer warpgroups, with the registers it
   gives up (setmaxnreg), run wgmma on the two 64-row halves of the tile. Triton 3.6 builds it
-  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K,
+  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K
+  (a branch between a whole tile's and a split unit's epilogues stops it; a second specialized
+  loop for the split units takes stages of shared memory of its own, 328 KB at four stages),
   and, with the tile loop not flattened, overlaps a tile's epilogue with the next tile's loads
   less; it wins on products with few N tiles and a long K (GPT-2's N = 768 and lm_head's
   forward, 1 to 5% over the best unspecialized config on an H200) and loses on others, so
