@@ -89,6 +89,13 @@ def cast_error(result, output):
                         f"desired output type {dtypes.scalar_type_name(output)}")
 
 
+def dtype_mismatch(found, expected):
+    """torch's error for an operand of dtype `found` where a kernel expects `expected` (one
+    dtype for its operands)."""
+    return RuntimeError(f"Found dtype {dtypes.scalar_type_name(found)} but expected "
+                        f"{dtypes.scalar_type_name(expected)}")
+
+
 def softmax_dim(name, ndim):
     """The implicit dim of softmax-like functions called without one (deprecated in torch)."""
     warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "

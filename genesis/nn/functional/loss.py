@@ -12,8 +12,8 @@ from ...ops.activation import logsigmoid
 from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import broadcast_shapes, call, check_devices, wrap
 from ...ops.ranges import arange
-from ._utils import (cast_error, check_reduction, legacy_reduction, reduce_loss,
-                     refuse_gradient, size_text, warn)
+from ._utils import (cast_error, check_reduction, dtype_mismatch, legacy_reduction,
+                     reduce_loss, refuse_gradient, size_text, warn)
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -373,9 +373,7 @@ def _same_dtype_backward(loss, input, target):
     if input.dtype is target.dtype:
         return loss
     first, other = (input, target) if input.requires_grad else (target, input)
-    return _RefusedBackward.apply(loss, RuntimeError(
-        f"Found dtype {dtypes.scalar_type_name(other.dtype)} but expected "
-        f"{dtypes.scalar_type_name(first.dtype)}"))
+    return _RefusedBackward.apply(loss, dtype_mismatch(other.dtype, first.dtype))
 
 
 @autocast_policy("huber_loss")
@@ -425,8 +423,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"input size ({size_text(input)}) is deprecated. Please ensure they have "
                          "the same size.")
     if target.dtype is not input.dtype:
-        raise RuntimeError(f"Found dtype {dtypes.scalar_type_name(target.dtype)} but expected "
-                           f"{dtypes.scalar_type_name(input.dtype)}")
+        raise dtype_mismatch(target.dtype, input.dtype)
     if input.numel() and input.device.type == "cpu" and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = _BinaryCrossEntropy.apply(input, target)
