@@ -254,7 +254,8 @@ def _fastest(candidates, time_one, rounds):
                 best[i] = None
                 continue
             best[i] = min(best.get(i, ms), ms)
-    return sorted((ms, candidates[i]) for i, ms in best.items() if ms is not None)
+    return sorted(((ms, candidates[i]) for i, ms in best.items() if ms is not None),
+                  key=lambda pair: pair[0])
 
 
 def _forward_blocks(n, h, w, c, k, itemsize):

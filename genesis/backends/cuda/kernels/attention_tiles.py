@@ -73,6 +73,12 @@ def two_pass(dtype, head_dim, deterministic):
     causal, three runs, ms two-pass / one-pass): B=8 H=12 T=1024 D=64 0.260 / 0.267-0.269,
     B=4 H=16 T=2048 D=64 0.520 / 0.543-0.546, B=4 H=12 T=1024 D=128 0.256-0.259 /
     0.317-0.319; float32 D=128 1.915 / 2.18. float32 at D <= 64 keeps the one-pass form
-    (B=32 H=6 T=256 D=64: 0.292 / 0.327 in two runs of three)."""
+    (B=32 H=6 T=256 D=64: 0.292 / 0.327 in two runs of three). Adding dQ by one TMA bulk
+    reduction a block (a descriptor's atomic_add) instead of element atomics did not change
+    that (H200, 2026-11-28, ms, each form's best tile in one round): bf16 one-pass 0.263
+    against two-pass 0.253 at B=8 H=12 T=1024 D=64, 0.526 against 0.498 at B=4 H=16 T=2048
+    D=64, 0.309 against 0.258 at D=128; float32 (three alternated rounds) B=32 H=6 T=256
+    D=64 0.414-0.418 against element atomics' 0.264-0.404, B=4 H=12 T=1024 D=64 0.651-0.655
+    against 0.686-0.692."""
     return (deterministic or np.dtype(dtype) in HALF
             or next_pow2(head_dim) > 64)

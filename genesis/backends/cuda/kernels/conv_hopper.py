@@ -83,7 +83,9 @@ channels with 8 warps (two warpgroups of wgmma's 64 rows) or 64 with 4. The forw
 largest tile that still makes 0.7 tiles an SM, trying 256 x 128, 256 x 64, 128 x 128 and 128 x
 64 (pixels x channels) in turn: U-Net 128^2 128 -> 128 runs 256 x 128 (0.069 ms against
 0.081-0.087 with 128 pixels), ResNet 14^2 256 x 64 (0.0225 ms against 0.0246 with 128 x 128),
-7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle); as
+7^2 128 x 64 (0.0299 against 0.0386 with 128 x 128, whose 64 tiles leave half the SMs idle;
+split in two halves of the taps, their float32 partials summed by a second launch, 0.0362;
+at 14^2 the best split tile took 0.0384 against 0.0225, H200, 2026-11-28); as
 many stages of (BN + pixels) x 128 bytes (up to 4) as fit in shared memory beside the staged
 output tile: 3 for 256 x 128 in 16-bit types, which float32 skips (2 would fit). The weight
 gradient steps 128 pixels at a time (U-Net 128^2: 0.080 ms against 0.102-0.111 with 64; 64
