@@ -344,8 +344,9 @@ def matmul_hopper_cases(target):
     8192 x 768 times a 3072 x 768 weight read transposed); bfloat16 with its first config in
     every operand layout (dX = dY @ W, dW = dY^T @ X, both transposed) and with the bias,
     each activation and the kept pre-activation value, a warp-specialized config in every
-    layout and with the epilogue, as a split-epilogue one; the split-K configs on dY^T @ X and one
-    with the fused epilogue (its sum kernel's)."""
+    layout and with the epilogue, as a split-epilogue one; the split-K configs on dY^T @ X, and
+    a split one and a warp-specialized split one with the fused epilogue (the sum kernel's, and
+    the masked one of whole tiles)."""
     def problem(dtype, a_t, b_t, act=0, bias=False, precision=None, sizes=(8192, 3072, 768)):
         M, N, K = sizes
         dtype = np.dtype(dtype)
@@ -375,7 +376,9 @@ def matmul_hopper_cases(target):
     weight_gradient = (3072, 768, 8192)  # 144 tiles: the tail configs split 12 of them
     for config in mh._HALF_SPLIT_SPACE:
         compile_case(problem(ml_dtypes.bfloat16, True, False, sizes=weight_gradient), config)
-    compile_case(problem(ml_dtypes.bfloat16, False, True, 3, bias=True), mh._HALF_SPLIT_SPACE[0])
+    for config in (mh._HALF_SPLIT_SPACE[0],
+                   next(c for c in mh._HALF_SPLIT_SPACE if c["WARP_SPECIALIZE"])):
+        compile_case(problem(ml_dtypes.bfloat16, False, True, 3, bias=True), config)
     for config in mh._TF32_SPLIT_SPACE:
         compile_case(problem(np.float32, True, False, precision="tf32", sizes=weight_gradient),
                      config)

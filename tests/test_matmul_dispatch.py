@@ -200,6 +200,15 @@ def test_precision_follows_the_tf32_flag(monkeypatch):
     assert p.precision == "ieee"
 
 
+@pytest.mark.parametrize("size, bucket", [(0, 1), (3, 4), (768, 1024), (1024, 1024),
+                                          (1025, 1280), (2048, 2048), (2049, 2560), (2304, 2560),
+                                          (3072, 3072), (8192, 8192), (50257, 57344)])
+def test_tuning_buckets_are_powers_of_two_then_quarters(size, bucket):
+    """Up to 1024 a power of two; above, a quarter of one: GPT-2's 2304- and 3072-wide
+    layers, whose tile counts put them on either side of a full wave, tune apart."""
+    assert mm._bucket(size) == bucket
+
+
 def test_heuristic_prefers_big_tiles_that_fill_the_gpu():
     (big,), _ = problems(arr((8192, 8192), dtype=np.float16), arr((8192, 8192), dtype=np.float16))
     assert mm.heuristic_config(big) == mm._HALF_SPACE[0]

@@ -8,7 +8,8 @@ each persistent program walks several tiles; small tiles (16 x 16 x 16, and 16 x
 in halves) make odd sizes walk partial tiles and K tails, which TMA reads as zeros. Split-K
 configs cut K = 35 or 40 (three steps of 16) into 2 ranges, or into 4, the last one empty; the
 tail configs split the tiles past the last full wave of four, in ranges of one step (37 x 45 in
-16 x 16 tiles: 8 whole, then one in 3 ranges; in 16 x 32 tiles: 4 whole, then two in 2).
+16 x 16 tiles: 8 whole, then one in 3 ranges; in 16 x 32 tiles: 4 whole, then two in 2). The warp-specialized split configs (one split in 3,
+one tail) finish whole tiles and split units by masked stores.
 """
 
 from types import SimpleNamespace
@@ -30,8 +31,11 @@ SPLIT_K2 = mh._config(16, 32, 16, 4, 1, split=True, group=3, split_k=2)
 SPLIT_K4 = mh._config(16, 16, 16, 4, 1, group=2, split_k=4)
 TAIL = mh._config(16, 16, 16, 4, 1, group=2, split_k=0)
 TAIL_SPLIT = mh._config(16, 32, 16, 4, 1, split=True, group=3, split_k=0)
+SPECIALIZED_SPLIT_K3 = mh._config(16, 16, 16, 4, 1, group=2, split_k=3, ws=True)
+SPECIALIZED_TAIL = mh._config(16, 32, 16, 4, 1, group=3, split_k=0, ws=True)
 CONFIGS = {"16x16x16": SMALL, "16x32x16-split": SPLIT, "split-k2": SPLIT_K2, "split-k4": SPLIT_K4,
-           "tail": TAIL, "tail-split": TAIL_SPLIT}
+           "tail": TAIL, "tail-split": TAIL_SPLIT, "specialized-split-k3": SPECIALIZED_SPLIT_K3,
+           "specialized-tail": SPECIALIZED_TAIL}
 GPU = SimpleNamespace(properties=SimpleNamespace(capability=(9, 0), multi_processor_count=4))
 
 

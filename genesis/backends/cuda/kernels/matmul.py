@@ -34,7 +34,7 @@ activation and rounds once to the output dtype (the "epilogue").
 Dispatch: for float16, bfloat16 and float32 the dispatcher may also use cuBLASLt
 (backends/cuda/libraries.py) and, for skinny products (at most gemv.MAX_ROWS rows, no batch
 dims, a weight with a unit stride: a decoding step's projections), the bandwidth-bound kernel
-of kernels/gemv.py. Per shape key (sizes rounded up to powers of two, dtype, precision,
+of kernels/gemv.py. Per shape key (sizes rounded up, `_bucket`; dtype, precision,
 layouts, GPU) it times the candidates once (the gemv configs, cuBLASLt's algorithms, the
 Triton tiles; for skinny products only tiles at most SKINNY_TILE_ROWS tall), keeps the winner
 on disk (backends/cuda/autotune.py) and, per exact geometry, the chosen launch in memory.
@@ -282,7 +282,7 @@ class Problem:
                 self.dtype, self.act, self.gated, self.precision, aligned, self.device)
 
     def tuning_key(self):
-        """The autotuning bucket: sizes rounded up to powers of two, the dtype, precision,
+        """The autotuning bucket: sizes rounded up (`_bucket`), the dtype, precision,
         operand layouts (which strides are unit) and the device's name."""
         from ..runtime.device import get_context
         s = self.strides
@@ -305,7 +305,13 @@ def _tf32(allow_tf32):
 
 
 def _bucket(n):
-    return 1 << max(n - 1, 0).bit_length()
+    """n rounded up to a power of two up to 1024 and above to a quarter of one (1280, 1536,
+    1792, 2048, 2560, ...): products whose tile counts differ much, as GPT-2's 2304- and
+    3072-wide layers (108 and 144 tiles of 128 x 128 on 132 SMs), tune apart."""
+    if n <= 1024:
+        return 1 << max(n - 1, 0).bit_length()
+    quarter = 1 << (n - 1).bit_length() - 3
+    return -(-n // quarter) * quarter
 
 
 def _index_type(problem):

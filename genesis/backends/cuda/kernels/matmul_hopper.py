@@ -44,13 +44,15 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
 - Warp specialization (WARP_SPECIALIZE, `tl.range(warp_specialize=True)` on the K loop): a
   producer warpgroup issues the TMA loads while two consumer warpgroups, with the registers it
   gives up (setmaxnreg), run wgmma on the two 64-row halves of the tile. Triton 3.6 builds it
-  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and an unsplit K
-  (a branch between a whole tile's and a split unit's epilogues stops it; a second specialized
-  loop for the split units takes stages of shared memory of its own, 328 KB at four stages),
-  and, with the tile loop not flattened, overlaps a tile's epilogue with the next tile's loads
-  less; it wins on products with few N tiles and a long K (GPT-2's N = 768 and lm_head's
-  forward, 1 to 5% over the best unspecialized config on an H200) and loses on others, so
-  both are timed. Five stages gave wrong products on an H200: the specialized configs keep
+  for sm_90 from num_warps=4 (launched as 12 warps) with an unsplit epilogue and one K loop:
+  a branch between a whole tile's and a split unit's epilogues stops it, and a second
+  specialized loop for the split units takes stages of shared memory of its own (328 KB at
+  four stages). So its split configs finish every unit with both epilogues as masked
+  pointer stores (`_finish_unit_masked`): a whole tile's result is masked off the workspace,
+  a split unit's partial off c. With the tile loop not flattened, it overlaps a tile's
+  epilogue with the next tile's loads less; it wins on products with few N tiles and a long
+  K (GPT-2's N = 768 and lm_head's forward, 1 to 5% over the best unspecialized config on an
+  H200) and loses on others, so both are timed. Five stages gave wrong products on an H200: the specialized configs keep
   three or four. Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so
   the loads of the next tile are issued while the last K steps of the current one still
   multiply.
@@ -136,6 +138,29 @@ def _store_partial(partial_desc, acc, row, EPILOGUE_SPLIT: tl.constexpr):
 
 
 @triton.jit
+def _finish_unit_masked(acc, whole, row, col, partial_row, M, N, c_ptr, c_stride, bias_ptr,
+                        bias_stride, z_ptr, partial_ptr, ACT: tl.constexpr,
+                        HAS_BIAS: tl.constexpr):
+    """A split config's two epilogues in one, for the warp-specialized kernel (a branch
+    between them keeps Triton from specializing the K loop): a whole tile is finished into c
+    (and z) by stores masked off for a split unit, whose float32 product goes to the
+    workspace's rows partial_row.. by a store masked off for a whole tile."""
+    rm = row + tl.arange(0, acc.shape[0])
+    rn = col + tl.arange(0, acc.shape[1])
+    in_c = whole & (rm < M)[:, None] & (rn < N)[None, :]
+    out = rm[:, None] * c_stride + rn[None, :]
+    value = acc
+    if HAS_BIAS:
+        value += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
+    if z_ptr is not None:
+        tl.store(z_ptr + out, value.to(z_ptr.dtype.element_ty), mask=in_c)
+    tl.store(c_ptr + out, apply_activation(value, ACT).to(c_ptr.dtype.element_ty), mask=in_c)
+    pr = partial_row + tl.arange(0, acc.shape[0])
+    tl.store(partial_ptr + pr[:, None] * acc.shape[1] + tl.arange(0, acc.shape[1])[None, :], acc,
+             mask=(pr >= 0)[:, None] & (not whole))
+
+
+@triton.jit
 def _unit_work(unit, whole_tiles, k_steps, range_steps, SPLIT_K: tl.constexpr):
     """(tile, first K step, end K step) of work unit `unit`: a whole tile below whole_tiles,
     past it one of SPLIT_K K ranges of a split tile."""
@@ -181,7 +206,7 @@ def _matmul_tma_kernel(
     k_steps = tl.cdiv(K, BK)
     range_steps = tl.cdiv(k_steps, SPLIT_K)
     units = whole_tiles + (tiles - whole_tiles) * SPLIT_K
-    if SPLIT_K > 1:
+    if SPLIT_K > 1 and not WARP_SPECIALIZE:
         partial_desc = tl.make_tensor_descriptor(partial_ptr, [(units - whole_tiles) * BM, BN],
                                                  [BN, 1], [BM, store_cols])
     # The epilogue counts its own units: the flattened loop's pipeliner then carries no value
@@ -198,7 +223,11 @@ def _matmul_tma_kernel(
         unit_done += NUM_SMS
         tile, _, _ = _unit_work(unit_done, whole_tiles, k_steps, range_steps, SPLIT_K)
         pid_m, pid_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
-        if SPLIT_K > 1:
+        if SPLIT_K > 1 and WARP_SPECIALIZE:
+            _finish_unit_masked(acc, unit_done < whole_tiles, pid_m * BM, pid_n * BN,
+                                (unit_done - whole_tiles) * BM, M, N, c_ptr, c_stride, bias_ptr,
+                                bias_stride, z_ptr, partial_ptr, ACT, HAS_BIAS)
+        elif SPLIT_K > 1:
             if unit_done >= whole_tiles:
                 _store_partial(partial_desc, acc, (unit_done - whole_tiles) * BM, EPILOGUE_SPLIT)
             else:
@@ -270,7 +299,8 @@ _TF32_SPACE = [_config(128, 256, 32, 8, 3, split=True), _config(128, 128, 32, 8,
 # the module docstring): offered where 128 x 128 tiles fill the SMs less than twice over and K
 # is long.
 _HALF_SPLIT_SPACE = [_config(128, 128, 64, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)] + [
-    _config(128, 128, 64, 8, 4, split_k=s) for s in (0, 2, 3, 4)]
+    _config(128, 128, 64, 8, 4, split_k=s) for s in (0, 2, 3, 4)] + [
+    _config(128, 128, 64, 4, 4, group=4, split_k=s, ws=True) for s in (0, 2, 3, 4)]
 _TF32_SPLIT_SPACE = [_config(128, 128, 32, 4, 4, split=True, split_k=s) for s in (0, 2, 3, 4)]
 SPLIT_MIN_STEPS = 8
 _HALF = ("float16", "bfloat16")
