@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from genesis.backends.cuda import autotune
+from genesis.backends.cuda import autotune, timing
 from genesis.backends.cuda.autotune import AutoTuner
 
 SPACE = [{"BM": 64, "num_warps": 4}, {"BM": 128, "num_warps": 8}, {"BM": 256, "num_warps": 8}]
@@ -154,3 +154,45 @@ def test_cache_dir_defaults_under_the_user_cache(monkeypatch, tmp_path):
     monkeypatch.delenv("GENESIS_KERNEL_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert autotune.cache_dir() == str(tmp_path / "genesis" / "autotune")
+
+
+@pytest.mark.parametrize("queue_us, flush_us, passes", [(45, 20, 5), (1, 20, 1), (35, 20, 4),
+                                                        (1e6, 20, 16), (45, 0, 16)])
+def test_flush_passes_cover_twice_the_hosts_queueing(queue_us, flush_us, passes):
+    """Enough zeroings to keep the GPU busy for twice the host's time to queue a call (at
+    least one, at most MAX_FLUSH_PASSES; a device whose events read 0 gets the most)."""
+    assert timing.flush_passes(queue_us * 1e-6, flush_us * 1e-6) == passes
+
+
+def test_time_calls_queues_its_flush_passes_before_each_call(monkeypatch):
+    """One zeroing timed against one call's queueing (45 us against 20: five passes), then
+    five zeroings before each of the timed calls, each between its pair of events."""
+    queue = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing):
+            pass
+
+        def record(self):
+            queue.append("event")
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 0.02
+
+    clock = iter([0.0, 45e-6])
+    storage = type("Storage", (), {"nbytes": timing.L2_FLUSH_BYTES, "ptr": 0})()
+    monkeypatch.setattr(timing, "Event", FakeEvent)
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(timing, "current_device", lambda: 0)
+    monkeypatch.setattr(timing, "current_stream_handle", lambda device: 0)
+    monkeypatch.setattr(timing.CUDAArray, "empty", lambda *args: type(
+        "Array", (), {"storage": storage})())
+    monkeypatch.setattr(timing.driver, "memset_d8", lambda *args: queue.append("flush"))
+    times = timing.time_calls(lambda: queue.append("call"), 2)
+    assert times == [0.02, 0.02]
+    probe = ["event", "flush", "event", "call"]
+    timed = ["flush"] * 5 + ["event", "call", "event"]
+    assert queue == probe + timed + timed
