@@ -9,6 +9,7 @@ and an in-place op on a view updates its base's tangent too. One level exists at
 PyTorch; leaving it drops every tangent made in it.
 """
 
+import contextlib
 import weakref
 from typing import NamedTuple, Optional
 
@@ -28,11 +29,12 @@ class _Level:
 
 
 class _State:
-    """The entered level (None outside any) and whether ops propagate tangents now: not while
-    a tangent itself is being computed."""
+    """The entered level (None outside any), whether ops propagate tangents now (not while a
+    tangent itself is being computed) and whether backward passes are computing tangents."""
 
     level = None
     active = False
+    pushing = 0  # how many `pushing_tangents` blocks are running
 
 
 _state = _State()
@@ -140,6 +142,22 @@ def set_tangent(t, tangent):
 def _laid_out_alike(tangent, t):
     return (tangent.shape == t.shape and tangent.stride() == t.stride()
             and tangent.storage_offset() == t.storage_offset())
+
+
+@contextlib.contextmanager
+def pushing_tangents():
+    """Inside, backward passes compute forward-mode derivatives by the double-backward trick
+    (a Function's tangents, genesis.func.jvp's): J t as the gradient of the vjp J^T u . t."""
+    _state.pushing += 1
+    try:
+        yield
+    finally:
+        _state.pushing -= 1
+
+
+def is_pushing_tangents():
+    """Whether a `pushing_tangents` block is running."""
+    return _state.pushing > 0
 
 
 class suspended:

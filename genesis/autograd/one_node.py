@@ -1,6 +1,7 @@
 """Ops composed of several genesis ops that PyTorch records as a single graph node."""
 
 from ..tensor import filled
+from . import forward_ad
 from .function import Function, name_node
 from .grad_mode import enable_grad, is_grad_enabled
 
@@ -46,3 +47,27 @@ def one_node(fn, name, *tensors):
     to each tensor, as PyTorch records the ops it runs as one kernel, so walking the graph
     through `next_functions` meets the producers of `tensors` next."""
     return name_node(_OneNode.apply(*tensors, fn=fn), name)
+
+
+class _NotImplemented(Function):
+    """`fn(*tensors)` as PyTorch records its op `op` that has no derivative: a node named
+    NotImplemented whose backward raises PyTorch's error, NotImplementedError where forward-mode
+    AD pushes tangents through it."""
+
+    @staticmethod
+    def forward(ctx, *tensors, fn, op):
+        ctx.op, ctx.node_name = op, "NotImplemented"
+        return fn(*tensors)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if forward_ad.is_pushing_tangents():
+            raise NotImplementedError(f"Trying to use forward AD with aten::{ctx.op} that does "
+                                      "not support it.")
+        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
+
+
+def not_implemented(fn, op, *tensors):
+    """`fn(*tensors)`, the values of PyTorch's op `op` (e.g. "hardsigmoid_backward"), recorded
+    as PyTorch records an op without a derivative formula: differentiating it raises."""
+    return _NotImplemented.apply(*tensors, fn=fn, op=op)

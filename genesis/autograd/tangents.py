@@ -79,7 +79,7 @@ def _through_backward(ctx, outputs, tangents, keep):
     the gradient of (backward . tangents) with respect to u."""
     from .engine import grad
     tensor = function.tensor_type()
-    with grad_mode.enable_grad():
+    with grad_mode.enable_grad(), forward_ad.pushing_tangents():
         dummies = tuple([_dummy(o) if isinstance(o, tensor) else None for o in outputs])
         vjps = ctx.apply(dummies)
         pairs = [(g, t) for g, t in zip(vjps, tangents) if g is not None and t is not None]

@@ -3,6 +3,7 @@ double-backward trick (genesis has no forward-mode AD): the vjp g(u) = J^T u is 
 dummy cotangent u, so the gradient of g . t with respect to u is J t. linearize builds g once
 and applies it to each call's tangents."""
 
+from ..autograd.forward_ad import pushing_tangents
 from . import _autodiff
 from ._pytree import tree_flatten, tree_unflatten
 from .pullback import Traced
@@ -32,7 +33,7 @@ def _check_primals(primals, tangents):
 def vjp_graph(traced):
     """(dummies, vjps): a dummy cotangent per output leaf and, per input, the graph of its
     vjp g(u), ready to be differentiated with respect to the dummies."""
-    with _autodiff.running():
+    with _autodiff.running(), pushing_tangents():
         dummies = [o.new_zeros(o.shape).requires_grad_() for o in traced.out_leaves]
         return dummies, _autodiff.gradients(traced.out_leaves, traced.inputs, dummies, True)
 
@@ -41,7 +42,7 @@ def pushed(traced, graph, tangents):
     """J t for the traced run and its vjp `graph`, one tensor per output leaf (flat)."""
     dummies, vjps = graph
     keep = traced.keep or any(t.requires_grad for t in tangents)
-    with _autodiff.running():
+    with _autodiff.running(), pushing_tangents():
         pairs = [(g, t) for g, t in zip(vjps, tangents) if g.requires_grad]
         return _autodiff.gradients([g for g, _ in pairs], dummies, [t for _, t in pairs], keep)
 

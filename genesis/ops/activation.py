@@ -79,7 +79,7 @@ _SPECS = {spec.name: spec for spec in (
     UnarySpec("hardtanh", lambda g, x, y, low, high: where(_inside(x, low, high), g, 0.0),
               promote=False, kernel="clamp", fused=True, one_node_backward=True),
     UnarySpec("hardsigmoid", lambda g, x, y: where(_inside(x, -3, 3), g / 6, 0.0),
-              rejects="bi", fused=True, one_node_backward=True),
+              rejects="bi", fused=True, one_node_backward=True, double_backward=False),
     UnarySpec("hardswish", _hardswish_grad, rejects="bi", fused=True, one_node_backward=True),
     UnarySpec("hardshrink", _shrink_grad, rejects="bi", one_node_backward=True),
     UnarySpec("softshrink", _shrink_grad, rejects="bi", one_node_backward=True),

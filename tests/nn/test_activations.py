@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, from_torch, to_torch
+from helpers import TORCH_DTYPES, assert_close, from_torch, raised, to_torch
 
 import genesis
 import genesis.nn as nn
@@ -209,10 +209,14 @@ def test_integer_inputs_follow_torch():
     assert_close(F.threshold(x, 1, 7), TF.threshold(t, 1, 7))
 
 
+def _node_name(node):
+    """A node's name without torch's namespace ("torch::autograd::NotImplemented")."""
+    return node.name().replace("torch::autograd::", "")
+
+
 def _edge_names(node):
     """The names of a node's next functions, None for an edge that needs no gradient."""
-    return [None if n is None else n.name().replace("torch::autograd::", "")
-            for n, _ in node.next_functions]
+    return [None if n is None else _node_name(n) for n, _ in node.next_functions]
 
 
 @pytest.mark.parametrize("name, args", [("relu", ()), ("relu6", ()), ("hardtanh", (-0.5, 1.2)),
@@ -256,3 +260,69 @@ def test_threshold_module_double_backward_as_torch(rng, device):
     assert results[1][1] == results[0][1]
     assert_close(results[1][0], results[0][0])
     assert_close(results[1][2], results[0][2])
+
+
+def _dtype_in(lib, dtype):
+    """The genesis dtype `dtype` as library `lib` names it."""
+    return TORCH_DTYPES[dtype] if lib is torch else dtype
+
+
+def _hardsigmoid_gradient(lib, base, dtype, device, inplace):
+    """(y, its gradient taken with create_graph against an incoming gradient that requires
+    grad, and the second backward with respect to the input and to that incoming gradient)."""
+    x = lib.tensor(base, dtype=_dtype_in(lib, dtype), device="cpu" if lib is torch else device,
+                   requires_grad=True)
+    weight = lib.ones_like(x).requires_grad_(True)
+    y = lib.nn.functional.hardsigmoid(x.clone(), inplace=inplace)
+    g, = lib.autograd.grad(y, x, weight, create_graph=True)
+    return y, g, [lambda: lib.autograd.grad(g.sum(), x, retain_graph=True),
+                  lambda: lib.autograd.grad(g.sum(), weight)]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
+def test_hardsigmoid_double_backward_is_refused_as_torch(inplace, dtype, rng, device):
+    """torch's hardsigmoid_backward has no derivative: the gradient taken with create_graph has
+    its values and is one NotImplemented node over the incoming gradient and the input, whose
+    backward raises torch's error, with respect to either."""
+    base = np.concatenate([rng.uniform(-4.0, 4.0, 9), [-3.0, 0.0, 3.0]])
+    t_y, t_g, t_calls = _hardsigmoid_gradient(torch, base, dtype, device, inplace)
+    g_y, g_g, g_calls = _hardsigmoid_gradient(genesis, base, dtype, device, inplace)
+    for y, g in ((t_y, t_g), (g_y, g_g)):
+        assert (y.grad_fn.name(), _node_name(g.grad_fn), _edge_names(g.grad_fn)) == (
+            "HardsigmoidBackward0", "NotImplemented", ["AccumulateGrad", "CloneBackward0"])
+    assert_close(g_y, t_y)
+    assert_close(g_g, t_g)
+    for g_call, t_call in zip(g_calls, t_calls):
+        assert raised(g_call) == raised(t_call)
+
+
+def test_hardsigmoid_forward_mode_is_defined_but_not_over_its_backward(rng, device):
+    """torch's forward-mode derivative of hardsigmoid exists (jvp, linearize, dual tensors;
+    genesis pushes them through its backward), but not that of hardsigmoid_backward: jvp of
+    a gradient, or a dual tensor's gradient taken with create_graph, raises torch's error."""
+    base = np.concatenate([rng.uniform(-4.0, 4.0, 7), [-3.0, 0.0, 3.0]])
+    x_t, x_g = torch.tensor(base), genesis.tensor(base, device=device)
+    tangent_t = torch.tensor(rng.normal(size=10))
+    tangent_g = from_torch(tangent_t, device=device)
+    assert_close(genesis.func.jvp(F.hardsigmoid, (x_g,), (tangent_g,))[1],
+                 torch.func.jvp(TF.hardsigmoid, (x_t,), (tangent_t,))[1])
+    assert_close(genesis.func.linearize(F.hardsigmoid, x_g)[1](tangent_g),
+                 torch.func.linearize(TF.hardsigmoid, x_t)[1](tangent_t))
+
+    def jvp_of_grad(lib, x, tangent):
+        def summed(v):
+            return lib.nn.functional.hardsigmoid(v).sum()
+        return lambda: lib.func.jvp(lib.func.grad(summed), (x,), (tangent,))
+
+    def dual_gradient(lib, x, tangent):
+        def run():
+            leaf = x.clone().requires_grad_(True)
+            with lib.autograd.forward_ad.dual_level():
+                dual = lib.autograd.forward_ad.make_dual(leaf, tangent)
+                y = lib.nn.functional.hardsigmoid(dual)
+                return lib.autograd.grad(y.sum(), dual, create_graph=True)
+        return run
+
+    for make in (jvp_of_grad, dual_gradient):
+        assert raised(make(genesis, x_g, tangent_g)) == raised(make(torch, x_t, tangent_t))

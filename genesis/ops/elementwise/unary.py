@@ -5,9 +5,10 @@ PyTorch's do) and the dtypes it takes; `Unary` runs one, forward and backward.""
 import math
 
 from ... import dtypes
+from ...autograd import forward_ad
 from ...autograd.function import Function, name_node, records
 from ...autograd.grad_mode import is_grad_enabled
-from ...autograd.one_node import one_node
+from ...autograd.one_node import not_implemented, one_node
 from ...dispatch import kernel
 from ...tensor import Tensor
 from ..autocast import autocast_policy
@@ -44,9 +45,19 @@ class Unary(Function):
             return elementwise(spec.backward_kernel, g, saved), None, None
         if spec.one_node_backward and is_grad_enabled() and (g.requires_grad
                                                              or saved.requires_grad):
-            return one_node(lambda g, saved: _derivative(spec, g, saved, ctx.kwargs),
-                            _backward_node(ctx.node_name), g, saved), None, None
+            return _recorded_derivative(ctx, spec, g, saved), None, None
         return _derivative(spec, g, saved, ctx.kwargs, x, y), None, None
+
+
+def _recorded_derivative(ctx, spec, g, saved):
+    """The gradient as the one node of PyTorch's backward op; a NotImplemented node where that
+    op has no derivative, except while forward-mode AD pushes tangents through this backward
+    (PyTorch's forward AD of the op itself is defined)."""
+    def derivative(g, saved):
+        return _derivative(spec, g, saved, ctx.kwargs)
+    if spec.double_backward or forward_ad.is_pushing_tangents():
+        return one_node(derivative, _backward_node(ctx.node_name), g, saved)
+    return not_implemented(derivative, f"{spec.name}_backward", g, saved)
 
 
 def _derivative(spec, g, saved, kwargs, x=None, y=None):
@@ -109,16 +120,22 @@ class UnarySpec:
     `one_node_backward`: PyTorch's backward is one op of the gradient and the saved tensor
     (threshold_backward, tanh_backward...), so a recorded backward is that one node
     ("ThresholdBackwardBackward0"), its edges to the two, as PyTorch's.
+    `double_backward`: False where PyTorch's backward op has no derivative itself
+    (hardsigmoid_backward): the recorded backward is a NotImplemented node whose own backward
+    raises.
     """
 
     __slots__ = ("name", "kernel", "derivative", "promote", "rejects", "fused",
-                 "backward_kernel", "from_output", "node_name", "one_node_backward")
+                 "backward_kernel", "from_output", "node_name", "one_node_backward",
+                 "double_backward")
 
     def __init__(self, name, derivative, promote=True, rejects="", kernel=None, fused=False,
-                 backward_kernel=None, from_output=False, one_node_backward=False):
+                 backward_kernel=None, from_output=False, one_node_backward=False,
+                 double_backward=True):
         self.name, self.kernel = name, kernel or name
         self.derivative, self.promote, self.rejects = derivative, promote, rejects
         self.fused, self.one_node_backward = fused, one_node_backward
+        self.double_backward = double_backward
         self.backward_kernel, self.from_output = backward_kernel, from_output
         self.node_name = "".join(w.capitalize() for w in name.split("_")) + "Backward0"
 
