@@ -44,7 +44,10 @@ def _mish_grad(g, x, y):
 
 
 def _elu_grad(g, x, y, alpha, scale, input_scale):
-    return where(x > 0, g * scale, g * (scale * alpha * input_scale) * exp(x * input_scale))
+    """The exponent is clipped at 0 through a mask, so that this gradient's own derivative
+    vanishes at x = 0, where PyTorch's elu_double_backward masks it with x < 0."""
+    exponent = where(x < 0, x, 0.0) * input_scale
+    return where(x > 0, g * scale, g * (scale * alpha * input_scale) * exp(exponent))
 
 
 def _inside(x, low, high):

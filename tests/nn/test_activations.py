@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
-from helpers import TORCH_DTYPES, assert_close, from_torch, raised, to_torch
+from helpers import (TORCH_DTYPES, assert_close, assert_refuses_as_torch, from_torch, raised,
+                     to_torch)
 
 import genesis
 import genesis.nn as nn
@@ -326,3 +327,102 @@ def test_hardsigmoid_forward_mode_is_defined_but_not_over_its_backward(rng, devi
 
     for make in (jvp_of_grad, dual_gradient):
         assert raised(make(genesis, x_g, tangent_g)) == raised(make(torch, x_t, tangent_t))
+
+
+# In-place activations whose node saves the result (torch's *Backward1), and out-of-place
+# elu and leaky_relu: (name, call on either library's non-leaf x).
+RESULT_SAVING = [
+    ("F.elu", lambda lib, x: lib.nn.functional.elu(x, 1.4)),
+    ("F.elu(inplace)", lambda lib, x: lib.nn.functional.elu(x, 1.4, inplace=True)),
+    ("F.elu_", lambda lib, x: lib.nn.functional.elu_(x, 0.6)),
+    ("F.elu_(alpha=0)", lambda lib, x: lib.nn.functional.elu_(x, 0.0)),
+    ("nn.ELU(inplace)", lambda lib, x: lib.nn.ELU(inplace=True)(x)),
+    ("F.celu(inplace)", lambda lib, x: lib.nn.functional.celu(x, 1.5, inplace=True)),
+    ("F.selu(inplace)", lambda lib, x: lib.nn.functional.selu(x, inplace=True)),
+    ("F.leaky_relu", lambda lib, x: lib.nn.functional.leaky_relu(x, 0.2)),
+    ("F.leaky_relu(inplace)",
+     lambda lib, x: lib.nn.functional.leaky_relu(x, 0.2, inplace=True)),
+    ("F.leaky_relu_", lambda lib, x: lib.nn.functional.leaky_relu_(x, 0.05)),
+    ("nn.LeakyReLU(inplace)", lambda lib, x: lib.nn.LeakyReLU(0.3, inplace=True)(x)),
+    ("F.rrelu(inplace)", lambda lib, x: lib.nn.functional.rrelu(x, 0.1, 0.3, False, True)),
+]
+
+
+def _with_zeros(rng, shape):
+    """Uniform values on [-3, 3] with a few exact zeros, where the derivatives' masks meet."""
+    base = rng.uniform(-3.0, 3.0, shape)
+    base.flat[::4] = 0.0
+    return base
+
+
+@pytest.mark.parametrize("name, call", RESULT_SAVING, ids=[r[0] for r in RESULT_SAVING])
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.float64], ids=str)
+def test_activation_double_backward_as_torch(name, call, dtype, rng, device):
+    """Values, grad_fn names and first and second derivatives of the in-place forms (and the
+    out-of-place elu and leaky_relu) as torch's: the gradient taken with create_graph is one
+    node of torch's backward op, whose own derivative vanishes at x = 0 (torch's
+    elu_double_backward masks it with x < 0)."""
+    base, weight = _with_zeros(rng, (4, 6)), rng.uniform(-2.0, 2.0, (4, 6))
+    results = []
+    for lib in (torch, genesis):
+        kind = _dtype_in(lib, dtype)
+        on = "cpu" if lib is torch else device
+        x = lib.tensor(base, dtype=kind, device=on, requires_grad=True)
+        y = call(lib, x.clone())
+        g, = lib.autograd.grad((y * lib.tensor(weight, dtype=kind, device=on)).sum(), x,
+                               create_graph=True)
+        h, = lib.autograd.grad((g * g).sum(), x)
+        results.append(((y.grad_fn.name(), _node_name(g.grad_fn)), y, g, h))
+    (t_names, *t_values), (g_names, *g_values) = results
+    assert g_names == t_names
+    for actual, expected in zip(g_values, t_values):
+        assert_close(actual, expected)
+
+
+# In-place forms with a negative slope, whose backward torch refuses: (name, call, whether
+# torch has a forward-mode derivative of the op at all).
+NEGATIVE_SLOPES = [
+    ("F.elu(inplace)", lambda lib, x: lib.nn.functional.elu(x, -0.5, inplace=True), True),
+    ("F.elu_", lambda lib, x: lib.nn.functional.elu_(x, -1.0), True),
+    ("nn.ELU(inplace)", lambda lib, x: lib.nn.ELU(-2.0, inplace=True)(x), True),
+    ("F.celu(inplace)", lambda lib, x: lib.nn.functional.celu(x, -1.5, inplace=True), True),
+    ("F.leaky_relu(inplace)",
+     lambda lib, x: lib.nn.functional.leaky_relu(x, -0.2, inplace=True), True),
+    ("F.leaky_relu_", lambda lib, x: lib.nn.functional.leaky_relu_(x, -0.1), True),
+    ("nn.LeakyReLU(inplace)", lambda lib, x: lib.nn.LeakyReLU(-0.3, inplace=True)(x), True),
+    ("F.rrelu(inplace)",
+     lambda lib, x: lib.nn.functional.rrelu(x, -0.5, -0.1, False, True), False),
+]
+
+
+def _negative_slope_runs(lib, call, base, device):
+    """(y, y without a graph, y's grad_fn name, and calls raising the refusals: the backward
+    and the tangent of a dual input)."""
+    on = "cpu" if lib is torch else device
+    x = lib.tensor(base, device=on, requires_grad=True)
+    y = call(lib, x * 1)
+    with lib.no_grad():
+        plain = call(lib, x * 1)
+    fw = lib.autograd.forward_ad
+
+    def dual():
+        with fw.dual_level():
+            call(lib, fw.make_dual(lib.tensor(base, device=on), lib.ones(base.shape, device=on)))
+    return y, plain, y.grad_fn.name(), [lambda: y.sum().backward(), dual]
+
+
+@pytest.mark.parametrize("name, call, dual", NEGATIVE_SLOPES, ids=[n[0] for n in NEGATIVE_SLOPES])
+def test_inplace_negative_slope_backward_is_refused_as_torch(name, call, dual, rng, device):
+    """A negative slope runs in place as torch's (values, grad_fn name) but its gradient, and
+    its tangent under forward-mode AD, raise torch's error; without a graph nothing is refused,
+    and a leaf that requires grad is refused in torch's words."""
+    base = _with_zeros(rng, (3, 4))
+    t_y, t_plain, t_name, t_calls = _negative_slope_runs(torch, call, base, device)
+    g_y, g_plain, g_name, g_calls = _negative_slope_runs(genesis, call, base, device)
+    assert g_name == t_name
+    assert_close(g_y, t_y)
+    assert_close(g_plain, t_plain)
+    assert raised(g_calls[0]) == raised(t_calls[0])
+    if dual:
+        assert raised(g_calls[1]) == raised(t_calls[1])
+    assert_refuses_as_torch(lambda lib: call(lib, lib.tensor(base, requires_grad=True)))

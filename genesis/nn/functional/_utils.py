@@ -3,7 +3,7 @@ memory format of their results."""
 
 from ... import dtypes, memory_formats
 from ..._warnings import warn
-from ...autograd.function import name_node
+from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import is_grad_enabled
 
 
@@ -80,6 +80,26 @@ def refuse_gradient(op, **arguments):
         if tensor is not None and tensor.requires_grad:
             raise RuntimeError(f"The function '{op}' is not differentiable with respect to "
                                f"argument '{name}'. This input cannot have requires_grad True.")
+
+
+class _RefusedBackward(Function):
+    """`value` itself, whose backward raises `error`."""
+
+    @staticmethod
+    def forward(ctx, value, error):
+        ctx.error = error
+        return value.view_as(value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ctx.error
+
+
+def refused_backward(value, error):
+    """`value`, whose gradient raises `error` (forward-mode AD too, which pushes tangents
+    through the backward): where torch's backward kernel refuses what its forward kernel
+    took."""
+    return _RefusedBackward.apply(value, error)
 
 
 def cast_error(result, output):

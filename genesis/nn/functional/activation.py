@@ -12,14 +12,18 @@ from ...ops import activation as act
 from ...ops import creation
 from ...ops import elementwise as ew
 from ...ops.inplace import snapshot_for_graph, write_result
-from ._utils import softmax_dim
+from ._utils import refused_backward, softmax_dim
 
 
-def _apply(fn, input, inplace, name, *args):
-    """fn(input, *args), written into `input` when `inplace` (the in-place op `name`)."""
+def _apply(fn, input, inplace, name, *args, negative_slope=False):
+    """fn(input, *args), written into `input` when `inplace` (the in-place op `name`).
+    `negative_slope`: the op's slope is negative, which PyTorch's in-place backward refuses."""
     if not inplace:
         return fn(input, *args)
-    out = write_result(input, fn(snapshot_for_graph(input), *args), name)
+    result = fn(snapshot_for_graph(input), *args)
+    if negative_slope:
+        result = refused_backward(result, RuntimeError(_NEGATIVE_SLOPE_ERRORS[name]))
+    out = write_result(input, result, name)
     return name_node(out, _INPLACE_NODES[name]) if name in _INPLACE_NODES and \
         out._base is None else out
 
@@ -29,6 +33,18 @@ def _apply(fn, input, inplace, name, *args):
 _INPLACE_NODES = {"elu_": "EluBackward1", "selu_": "EluBackward1", "celu_": "CeluBackward1",
                   "leaky_relu_": "LeakyReluBackward1", "threshold_": "ThresholdBackward1",
                   "rrelu_": "RreluWithNoiseBackward1"}
+
+# PyTorch's backward of these in-place ops reads the input's sign off the result, so its
+# gradient (and tangent) refuses a negative slope (elu's alpha, leaky_relu's negative_slope).
+_NEGATIVE_SLOPE = ("In-place {} backward calculation is triggered with a negative slope which "
+                   "is not supported. This is caused by calling in-place forward function with "
+                   "a negative slope, please call out-of-place version instead.")
+_LEAKY_NEGATIVE_SLOPE = _NEGATIVE_SLOPE.format("leakyReLu") + (
+    " File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place "
+    "leakRelu backward calculation with negative slope")
+_NEGATIVE_SLOPE_ERRORS = {"elu_": _NEGATIVE_SLOPE.format("elu"),
+                          "celu_": _NEGATIVE_SLOPE.format("elu"),
+                          "leaky_relu_": _LEAKY_NEGATIVE_SLOPE, "rrelu_": _LEAKY_NEGATIVE_SLOPE}
 
 
 def _inplace_form(fn, name):
@@ -58,12 +74,13 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x for x > 0, negative_slope * x otherwise."""
-    return _apply(act.leaky_relu, input, inplace, "leaky_relu_", negative_slope)
+    return _apply(act.leaky_relu, input, inplace, "leaky_relu_", negative_slope,
+                  negative_slope=negative_slope < 0)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    return _apply(act.elu, input, inplace, "elu_", alpha)
+    return _apply(act.elu, input, inplace, "elu_", alpha, negative_slope=alpha < 0)
 
 
 def selu(input, inplace=False):
@@ -73,7 +90,7 @@ def selu(input, inplace=False):
 
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
-    return _apply(act.celu, input, inplace, "celu_", alpha)
+    return _apply(act.celu, input, inplace, "celu_", alpha, negative_slope=alpha < 0)
 
 
 def gelu(input, approximate="none"):
@@ -195,7 +212,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if lower > upper:
         raise RuntimeError(f"rrelu: Lower bound should be less than or equal to the upper bound, "
                            f"got lower={lower}, upper={upper}")
-    return _apply(_rrelu, input, inplace, "rrelu_", lower, upper, training)
+    return _apply(_rrelu, input, inplace, "rrelu_", lower, upper, training,
+                  negative_slope=not training and lower + upper < 0)
 
 
 def glu(input, dim=-1):

@@ -13,7 +13,7 @@ from ...ops.autocast import autocast_policy, policy_dtype
 from ...ops.common import broadcast_shapes, call, check_devices, wrap
 from ...ops.ranges import arange
 from ._utils import (cast_error, check_reduction, dtype_mismatch, legacy_reduction,
-                     reduce_loss, refuse_gradient, size_text, warn)
+                     reduce_loss, refuse_gradient, refused_backward, size_text, warn)
 from .activation import log_softmax, softmax
 
 _FUSED_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64)
@@ -353,27 +353,13 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                            smooth, "SmoothL1LossBackward0")
 
 
-class _RefusedBackward(Function):
-    """`value` itself, whose backward raises `error`: where torch's backward kernel refuses
-    operands its forward kernel took."""
-
-    @staticmethod
-    def forward(ctx, value, error):
-        ctx.error = error
-        return value.view_as(value)
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ctx.error
-
-
 def _same_dtype_backward(loss, input, target):
     """`loss`, whose gradient is refused as torch's backward kernel refuses operands of two
     dtypes: its first operand is the one differentiated (the input where it requires grad)."""
     if input.dtype is target.dtype:
         return loss
     first, other = (input, target) if input.requires_grad else (target, input)
-    return _RefusedBackward.apply(loss, dtype_mismatch(other.dtype, first.dtype))
+    return refused_backward(loss, dtype_mismatch(other.dtype, first.dtype))
 
 
 @autocast_policy("huber_loss")
