@@ -17,9 +17,11 @@ _observer = None  # set_observer's hook, or None
 
 def set_observer(observer):
     """While `observer` is set, every kernel lookup returns `observer(op_name, device_type,
-    kernel)` in place of the kernel (genesis.profiler times ops this way); None removes it."""
+    kernel)` in place of the kernel (genesis.profiler times ops this way); None removes it.
+    Returns the observer it replaces, for a new one to pass lookups on to."""
     global _observer
-    _observer = observer
+    previous, _observer = _observer, observer
+    return previous
 
 
 def register_backend(device_type, module_name):

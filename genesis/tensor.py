@@ -5,6 +5,8 @@ families in `genesis.ops`, each as a mixin class of explicit methods bound onto 
 this module holds what every tensor is.
 """
 
+import sys
+
 import numpy as np
 
 from . import dtypes
@@ -55,6 +57,26 @@ def _new_version_counter(t):
 # `Tensor(...)`'s legacy constructor (sizes, data or a tensor, in the default dtype), set by
 # genesis.ops.legacy when it loads.
 _legacy_new = None
+
+# check(tensor, read, reader), raising where the host may not read `tensor`'s values (`read`:
+# "item", "control flow" or "data"; `reader`: the reading code's module name); set by
+# genesis.func.vmap while it runs, else None.
+_host_read_check = None
+
+
+def set_host_read_check(check):
+    """Make `check` (or None) the check of every host read of a tensor's values; returns the
+    check it replaces."""
+    global _host_read_check
+    previous, _host_read_check = _host_read_check, check
+    return previous
+
+
+def check_host_read(t, read, depth=1):
+    """Run the host read check, if one is set, on `t` read (`read`) by the code `depth` calls
+    above the caller of this function (1: the code that called that caller)."""
+    if _host_read_check is not None:
+        _host_read_check(t, read, sys._getframe(depth + 1).f_globals.get("__name__", ""))
 
 
 class Tensor:
@@ -178,6 +200,7 @@ class Tensor:
         return arr.flags.c_contiguous if isinstance(arr, np.ndarray) else arr.is_contiguous()
 
     def data_ptr(self):
+        check_host_read(self, "data")
         return kernel("data_ptr", self.device.type)(self._data)
 
     def _wrap_dim(self, dim, op):
@@ -215,6 +238,7 @@ class Tensor:
 
     def numpy(self, *, force=False):
         """The data as a numpy array; shares memory for CPU tensors (as `torch.Tensor.numpy`)."""
+        check_host_read(self, "data")
         if self.device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
@@ -229,6 +253,7 @@ class Tensor:
         return kernel("to_numpy", self.device.type)(self._data)
 
     def item(self):
+        check_host_read(self, "item")
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         if self.device.type == "meta":
@@ -237,15 +262,26 @@ class Tensor:
             else float(self._host().reshape(()))
 
     def tolist(self):
+        check_host_read(self, "data")
         host = self._host()
         if self.dtype is dtypes.bfloat16:
             host = host.astype("float32")
         return host.tolist()
 
     def __bool__(self):
+        check_host_read(self, "control flow")
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if
+                               self.numel() == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
+
+    def _scalar(self):
+        """The one value of this tensor, for float(), int() and complex()."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        check_host_read(self, "item", depth=2)
+        return self.item()
 
     def __float__(self):
         from .autograd.grad_mode import is_grad_enabled  # (that package imports this module)
@@ -253,18 +289,19 @@ class Tensor:
             warn_once("float_of_requires_grad", "Converting a tensor with requires_grad=True to a "
                       "scalar may lead to unexpected behavior.\nConsider using tensor.detach() "
                       "first.")
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
+        check_host_read(self, "item")
         return int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._scalar())
 
     __hash__ = object.__hash__  # by identity, as torch's (`==` is elementwise); in C, not a frame
 
@@ -279,6 +316,7 @@ class Tensor:
         return self if self.ndim == 0 else self.flip(0)
 
     def __array__(self, dtype=None, copy=None):
+        check_host_read(self, "data")
         arr = self.detach()._host()
         return arr if dtype is None else arr.astype(dtype)
 
@@ -305,6 +343,7 @@ class Tensor:
 
     def __format__(self, spec):
         if self.ndim == 0 and self.device.type != "meta":
+            check_host_read(self, "item")
             return format(self.item(), spec)
         return object.__format__(self, spec)
 

@@ -383,6 +383,116 @@ def test_vmap_other_errors():
                       lambda: TF.vmap(named_fn, chunk_size=0))
 
 
+# Host reads inside vmap: (name, fn(lib, x, c)) of a batched slice x and a captured 0-d c.
+BATCHED_READS = [
+    ("item", lambda lib, x, c: x.sum().item()),
+    ("item of several values", lambda lib, x, c: x.item()),
+    ("float", lambda lib, x, c: float(x.sum())),
+    ("float of several values", lambda lib, x, c: float(x)),
+    ("int", lambda lib, x, c: int(x.sum())),
+    ("complex", lambda lib, x, c: complex(x.sum())),
+    ("index", lambda lib, x, c: [1, 2, 3][x.sum().long()]),
+    ("index of a float", lambda lib, x, c: [1, 2, 3][x.sum()]),
+    ("format", lambda lib, x, c: f"{x.sum():.2f}"),
+    ("bool", lambda lib, x, c: bool(x.sum() > 0)),
+    ("bool of several values", lambda lib, x, c: bool(x)),
+    ("if", lambda lib, x, c: x if (x == x).all() else -x),
+    ("is_nonzero", lambda lib, x, c: x * lib.is_nonzero(x.sum())),
+    ("tolist", lambda lib, x, c: x.tolist()),
+    ("numpy", lambda lib, x, c: x.numpy()),
+    ("np.asarray", lambda lib, x, c: np.asarray(x)),
+    ("data_ptr", lambda lib, x, c: x * x.data_ptr()),
+    ("a view's item", lambda lib, x, c: x.view(2, 2)[0, 1].item()),
+    ("a copy's item", lambda lib, x, c: x.reshape(2, 2).t().contiguous()[1, 0].item()),
+    ("a detached item", lambda lib, x, c: x.detach()[1].item()),
+    ("captured and batched", lambda lib, x, c: (x.sum() + c).item()),
+    ("an in-place result", lambda lib, x, c: x.clone().add_(c).max().item()),
+    ("a gradient", lambda lib, x, c: lib.func.grad(lambda y: (y * y).sum())(x).sum().item()),
+    ("an inner vmap over the outer slice",
+     lambda lib, x, c: lib.func.vmap(lambda y: y * x.sum())(lib.ones(2, dtype=x.dtype)).sum()
+     .item()),
+    ("an inner vmap's slice", lambda lib, x, c: lib.func.vmap(lambda y: y * y.item())(x)),
+]
+CAPTURED_READS = [
+    ("item", lambda lib, x, c: x * c.item()),
+    ("bool", lambda lib, x, c: x * bool(c)),
+    ("float", lambda lib, x, c: x * float(c)),
+    ("tolist", lambda lib, x, c: x * c.tolist()),
+    ("numpy", lambda lib, x, c: x * float(c.numpy())),
+    ("a result of captured values", lambda lib, x, c: x * (c * 2).exp().item()),
+    ("len and shape", lambda lib, x, c: x * len(x) * x.shape[0]),
+    ("repr", lambda lib, x, c: (repr(x.sum()), x)[1]),
+    ("an inner vmap over captured values",
+     lambda lib, x, c: x * lib.func.vmap(lambda y: y * 2)(c.expand(2)).sum().item()),
+]
+
+
+def _host_read_calls(fn, rng):
+    """fn mapped over a (3, 4) float64 batch by genesis and by torch, a 0-d c captured."""
+    (g, gc), (t, tc) = pairs(rng, genesis.float64, (3, 4), ())
+    return (lambda: GF.vmap(lambda x: fn(genesis, x, gc))(g),
+            lambda: TF.vmap(lambda x: fn(torch, x, tc))(t))
+
+
+@pytest.mark.parametrize("name, fn", BATCHED_READS, ids=[r[0] for r in BATCHED_READS])
+def test_vmap_refuses_host_reads_of_batched_values(name, fn, rng):
+    """Reading on the host a value computed from vmap's batched inputs raises torch's error:
+    .item() and the conversions through it, data-dependent control flow, the data itself."""
+    assert_same_error(*_host_read_calls(fn, rng))
+
+
+@pytest.mark.parametrize("name, fn", CAPTURED_READS, ids=[r[0] for r in CAPTURED_READS])
+def test_vmap_reads_captured_values(name, fn, rng):
+    """Values captured from outside vmap, and values computed from them alone, are read on the
+    host as in torch."""
+    g_call, t_call = _host_read_calls(fn, rng)
+    assert_tree_close(g_call(), t_call())
+
+
+# Ops genesis computes by reading operand values on the host (a tensor index, index bounds,
+# gcd's loop, matrix_exp's scaling), where torch's kernels read them on the device:
+# (name, fn(lib, w, *batched), the batched arguments from rng), w a captured (5, 3) tensor.
+OWN_READS = [
+    ("tensor index", lambda lib, w, i: w[i], lambda rng: [rng.integers(0, 5, 3)]),
+    ("index_select", lambda lib, w, i: w.index_select(0, i),
+     lambda rng: [rng.integers(0, 5, (3, 2))]),
+    ("take", lambda lib, w, i: lib.take(w, i), lambda rng: [rng.integers(0, 15, (3, 2))]),
+    ("gcd", lambda lib, w, a, b: lib.gcd(a, b),
+     lambda rng: [rng.integers(1, 50, (3, 2)), rng.integers(1, 50, (3, 2))]),
+    ("matrix_exp", lambda lib, w, a: lib.linalg.matrix_exp(a),
+     lambda rng: [rng.standard_normal((3, 2, 2))]),
+]
+
+
+@pytest.mark.parametrize("name, fn, make", OWN_READS, ids=[r[0] for r in OWN_READS])
+def test_vmap_runs_ops_that_read_batched_values_themselves(name, fn, make, rng):
+    """Reads of batched values inside genesis's own ops are not the user's: they pass."""
+    w = rng.standard_normal((5, 3))
+    args = make(rng)
+    g_w, t_w = genesis.tensor(w), torch.tensor(w)
+    assert_tree_close(GF.vmap(lambda *a: fn(genesis, g_w, *a))(*map(genesis.tensor, args)),
+                      TF.vmap(lambda *a: fn(torch, t_w, *a))(*map(torch.tensor, args)))
+
+
+def test_vmap_host_reads_after_a_refused_one(rng):
+    """Once vmap returns (here by raising), its inputs and outputs are read as usual."""
+    x = genesis.tensor(rng.standard_normal((3, 4)))
+    with pytest.raises(RuntimeError):
+        GF.vmap(lambda v: v.sum().item())(x)
+    out = GF.vmap(lambda v: v * 2)(x)
+    assert out.tolist() == (x * 2).tolist() and bool(x[0, 0] == x[0, 0])
+    assert float(out.sum()) == pytest.approx(2 * x.sum().item())
+
+
+def test_vmap_inside_a_profile_passes_its_ops_on(rng):
+    """vmap's kernel observer hands the profiler's on: ops inside vmap are timed too."""
+    x = genesis.tensor(rng.standard_normal((3, 4)))
+    with genesis.profiler.profile() as prof:
+        GF.vmap(lambda v: v.exp())(x)
+        x.exp()
+    assert [e.name for e in prof.events()].count("aten::exp") == 4
+
+
 def test_transform_errors():
     g, t = genesis.ones(2), torch.ones(2)
     assert_same_error(lambda: GF.grad(lambda x: x * 2)(g), lambda: TF.grad(lambda x: x * 2)(t))

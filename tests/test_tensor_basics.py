@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import genesis
-from helpers import ALL_DTYPES, TORCH_DTYPES, assert_close, to_torch
+from helpers import ALL_DTYPES, TORCH_DTYPES, assert_close, raised, to_torch
 
 
 def _views(rng):
@@ -59,6 +59,16 @@ def test_item_tolist_python_conversions(dtype, rng):
         g.item()
     with pytest.raises(RuntimeError):
         bool(g)
+
+
+@pytest.mark.parametrize("convert", [bool, float, int, complex, lambda t: t.item(),
+                                     lambda t: t.is_nonzero()],
+                         ids=["bool", "float", "int", "complex", "item", "is_nonzero"])
+@pytest.mark.parametrize("shape", [(0,), (2,), (2, 3)], ids=str)
+def test_python_conversions_refuse_other_than_one_value_as_torch(convert, shape):
+    """A tensor of no values or several: torch's error type and words for each conversion
+    (bool and is_nonzero: RuntimeError, float, int, complex: ValueError)."""
+    assert raised(convert, genesis.zeros(shape)) == raised(convert, torch.zeros(shape))
 
 
 def test_len_iteration_index():

@@ -4,7 +4,8 @@ Genesis has no batching rules: vmap runs `func` once per batch index, on the inp
 index selected, and stacks the results along `out_dims`. This is what PyTorch itself falls back
 to for an op without a batching rule: correct for every op, but not fast (one call of `func`
 per example; `chunk_size` changes nothing). Results are stacked copies, so in-place changes to
-an output do not reach the inputs.
+an output do not reach the inputs. Reading a batched value on the host (`.item()`, `bool()`,
+`.tolist()`) raises PyTorch's vmap error (genesis.func._batched).
 """
 
 import functools
@@ -12,6 +13,7 @@ import functools
 from ..ops.shape_copies import stack
 from ..tensor import Tensor
 from . import _random
+from ._batched import Level
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 
@@ -123,8 +125,9 @@ class _Calls:
         return self.func(*args, **kwargs)
 
 
-def _select(flat_args, flat_dims, index, spec):
-    return tree_unflatten([a if d is None else a.select(d, index)
+def _select(flat_args, flat_dims, index, spec, level):
+    """The arguments of batch index `index`: each mapped one's slice, batched in `level`."""
+    return tree_unflatten([a if d is None else level.batched(a.select(d, index))
                            for a, d in zip(flat_args, flat_dims)], spec)
 
 
@@ -143,7 +146,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap({_name(func)}, ...): genesis runs func once per batch index "
                              "and cannot map over a dimension of size 0")
         call = _Calls(func, randomness)
-        outputs = [call(i, _select(flat_args, flat_dims, i, spec), kwargs) for i in range(size)]
+        with Level() as level:
+            outputs = [call(i, _select(flat_args, flat_dims, i, spec, level), kwargs)
+                       for i in range(size)]
         flat_outputs = [tree_flatten(out)[0] for out in outputs]
         out_spec = tree_flatten(outputs[0])[1]
         dims = _flat_out_dims(out_dims, outputs[0], out_spec, func)

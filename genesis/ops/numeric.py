@@ -11,7 +11,7 @@ from .. import dtypes
 from .._warnings import warn_once
 from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
-from ..tensor import Size, Tensor, wrap_dim
+from ..tensor import Size, Tensor, check_host_read, wrap_dim
 from .common import _finfo, broadcast_shapes as _broadcast_shapes, sum_to
 from .creation import CreationMethods, as_tensor, empty, full_like, tensor, zeros
 from .elementwise import (ElementwiseMethods, _inplace, abs, acosh, asinh, atanh, exp2, isfinite,
@@ -529,12 +529,9 @@ def _expandable(size, shape):
 
 
 def is_nonzero(input):
-    """The truth value of a one-element tensor."""
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if
-                           input.numel() == 0 else
-                           "Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
+    """The truth value of a one-element tensor: bool(input), as PyTorch's `__bool__` is."""
+    check_host_read(input, "control flow")
+    return bool(input)
 
 
 def is_same_size(input, other):

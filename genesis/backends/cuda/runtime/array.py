@@ -45,9 +45,10 @@ class CUDAArray(StridedFields):
     """A strided view of a CUDAStorage; `strides` and `offset` are in bytes, as numpy's.
 
     `ptr`, the device address of the first element, and `device`, the storage's device index,
-    are fixed with the view (kernels read them on every launch)."""
+    are fixed with the view (kernels read them on every launch). It can be held weakly, as vmap
+    holds the arrays of batched values (genesis.func._batched)."""
 
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "ptr", "device")
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "ptr", "device", "__weakref__")
 
     def __init__(self, storage, shape, strides, offset, dtype):
         self.storage = storage
