@@ -93,15 +93,52 @@ def run_case(lib, model, data, step, keeps, steps, warn_always=False):
                           for w in caught]
 
 
-def run_both(build, arrays, device, run):
-    """`run(lib, model, data)` of a ported case in torch (on the CPU) and in genesis (on
-    `device`, from torch's initial weights), the model from `build(lib, device)` and the data
-    the numpy `arrays` as each framework's tensors: (torch's result, genesis's)."""
+def build_both(build, device):
+    """(torch's model of `build(lib, device)` on the CPU, genesis's on `device` from torch's
+    initial weights)."""
     torch_model = build(torch, "cpu")
-    model = copy_module(build(genesis, device), torch_model, device)
+    return torch_model, copy_module(build(genesis, device), torch_model, device)
+
+
+def run_pair(torch_model, model, arrays, device, run):
+    """`run(lib, model, data)` in torch and in genesis, the data the numpy `arrays` as each
+    framework's tensors: (torch's result, genesis's)."""
     expected = run(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()})
     return expected, run(genesis, model, {k: genesis.tensor(v, device=device)
                                           for k, v in arrays.items()})
+
+
+def run_both(build, arrays, device, run):
+    """`run(lib, model, data)` of a ported case in torch (on the CPU) and in genesis (on
+    `device`, from torch's initial weights) (build_both, run_pair)."""
+    return run_pair(*build_both(build, device), arrays, device, run)
+
+
+def neighbour_twins(build, torch_model, arrays, kinds=("float64", "one ulp")):
+    """(model, data) of the case in torch, apart from `torch_model`'s run by rounding alone, of
+    each of `kinds`: "float64", the model and its float data in float64; "one ulp", in float32
+    from its floating weights and buffers one ulp above. Take them before `torch_model`
+    trains."""
+    twins = []
+    if "float64" in kinds:
+        float64 = build(torch, "cpu")
+        float64.load_state_dict(torch_model.state_dict())
+        twins.append((float64.double(), {k: torch.tensor(
+            v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in arrays.items()}))
+    if "one ulp" in kinds:
+        nudged = build(torch, "cpu")
+        nudged.load_state_dict({k: torch.from_numpy(np.nextafter(v.numpy(), np.inf))
+                                if v.is_floating_point() else v
+                                for k, v in torch_model.state_dict().items()})
+        twins.append((nudged, {k: torch.tensor(v) for k, v in arrays.items()}))
+    return twins
+
+
+def kept_drifts(expected, neighbours):
+    """Four times the largest distance of each kept array from its neighbours' (0 without)."""
+    return [4 * max((np.nanmax(np.abs(t - n.astype(t.dtype))) if t.size else 0.0
+                     for n in others), default=0.0)
+            for t, *others in zip(expected, *neighbours)]
 
 
 def assert_kept_close(got, expected, drift=0.0):
@@ -120,17 +157,27 @@ def assert_kept_close(got, expected, drift=0.0):
                          f"{bound[~close]})")
 
 
-def assert_case_trains_as_torch(build, step, keeps, arrays, device, steps):
+def assert_case_trains_as_torch(build, step, keeps, arrays, device, steps, twins=()):
     """A ported case run in both frameworks (run_both, with every warning given each time):
     torch's losses finite, genesis's within 2e-4 of them, the same warnings, and what the case
-    keeps close (assert_kept_close)."""
-    expected, got = run_both(build, arrays, device, lambda lib, model, data: run_case(
-        lib, model, data, step, keeps, steps, warn_always=True))
+    keeps close (assert_kept_close). A case that amplifies rounding (a weight whose gradient is
+    zero but for rounding) names the neighbour_twins (`twins`, their kinds) whose runs widen
+    the bounds by four times torch's own distance from them."""
+    def run(lib, model, data):
+        return run_case(lib, model, data, step, keeps, steps, warn_always=True)
+    torch_model, model = build_both(build, device)
+    twins = neighbour_twins(build, torch_model, arrays, twins) if twins else []
+    expected, got = run_pair(torch_model, model, arrays, device, run)
+    neighbours = [run(torch, *twin) for twin in twins]
     assert all(math.isfinite(v) for v in expected[0])
     assert set(got[2]) == set(expected[2])
-    np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
-    for g, t in zip(got[1], expected[1], strict=True):
-        assert_kept_close(g, t)
+    if neighbours:
+        assert_trajectory_close(got[0], expected[0], [result[0] for result in neighbours])
+    else:
+        np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
+    drifts = kept_drifts(expected[1], [result[1] for result in neighbours])
+    for g, t, drift in zip(got[1], expected[1], drifts, strict=True):
+        assert_kept_close(g, t, drift)
 
 
 def torch_state(g_module):

@@ -2028,6 +2028,15 @@ def _data(rng):
     }
 
 
+# Cases whose kept weights include one that training leaves at zero but for rounding, compared
+# within four times torch's own distance from its runs from weights one ulp above (the float64
+# twin cannot run them: the chapter casts its data to float32): the linear regression's bias
+# under the hand-written trainers, -2e-6 after a momentum epoch, where genesis's summation
+# order moved it by 1.5e-9 for one seed.
+AMPLIFY_ROUNDING = {"optimizers_from_scratch"}
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_d2l_model_trains_as_torch(name, rng, device):
-    assert_case_trains_as_torch(*CASES[name], _data(rng), device, STEPS)
+    assert_case_trains_as_torch(*CASES[name], _data(rng), device, STEPS,
+                                twins=("one ulp",) if name in AMPLIFY_ROUNDING else ())

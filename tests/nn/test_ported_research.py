@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import genesis
-from nn_compare import (assert_kept_close, assert_trajectory_close, copy_module,
-                        run_case)
+from nn_compare import (assert_kept_close, assert_trajectory_close, copy_module, kept_drifts,
+                        neighbour_twins, run_case)
 
 pytestmark = pytest.mark.usefixtures("cudnn_ieee")
 
@@ -1607,20 +1607,6 @@ AMPLIFY_ROUNDING = {"glow", "deq", "pinn"}
 POINT_SETS = {"pinn": ("features", 8)}  # the array of points and where its second set starts
 
 
-def _neighbour_twins(build, torch_model, arrays):
-    """Two (model, data) of the case in torch, apart from `torch_model`'s run by rounding
-    alone: in float64, and in float32 from its floating weights and buffers one ulp above."""
-    float64 = build(torch, "cpu")
-    float64.load_state_dict(torch_model.state_dict())
-    data64 = {k: torch.tensor(v.astype(np.float64) if v.dtype == np.float32 else v)
-              for k, v in arrays.items()}
-    nudged = build(torch, "cpu")
-    nudged.load_state_dict({k: torch.from_numpy(np.nextafter(v.numpy(), np.inf))
-                            if v.is_floating_point() else v
-                            for k, v in torch_model.state_dict().items()})
-    return [(float64.double(), data64), (nudged, {k: torch.tensor(v) for k, v in arrays.items()})]
-
-
 def _reordered_twins(build, torch_model, arrays, points):
     """Two more (model, data) of the case in torch from `torch_model`'s weights: on its float
     data one ulp above, and on its points with each set reversed (`points`: the array's name
@@ -1636,13 +1622,6 @@ def _reordered_twins(build, torch_model, arrays, points):
     return twins
 
 
-def _kept_drifts(expected, neighbours):
-    """Four times the largest distance of each kept array from its neighbours' (0 without)."""
-    return [4 * max((np.nanmax(np.abs(t - n.astype(t.dtype))) if t.size else 0.0
-                     for n in others), default=0.0)
-            for t, *others in zip(expected, *neighbours)]
-
-
 @pytest.mark.filterwarnings("ignore:`torch.jit.script")  # RWKV's ScriptModules
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_research_model_trains_as_torch(name, rng, device):
@@ -1652,7 +1631,7 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
         arrays["u"] = _ppo_uniforms(rng)
     torch_model = build(torch, "cpu")
     model = copy_module(build(genesis, device), torch_model, device)
-    twins = _neighbour_twins(build, torch_model, arrays) if name in AMPLIFY_ROUNDING else []
+    twins = neighbour_twins(build, torch_model, arrays) if name in AMPLIFY_ROUNDING else []
     if name in POINT_SETS:
         twins += _reordered_twins(build, torch_model, arrays, POINT_SETS[name])
     expected = run_case(torch, torch_model, {k: torch.tensor(v) for k, v in arrays.items()},
@@ -1667,7 +1646,7 @@ def test_ported_research_model_trains_as_torch(name, rng, device):
     else:
         np.testing.assert_allclose(got[0], expected[0], rtol=2e-4)
     kept_neighbours = [run[1] for run in neighbours]
-    drifts = _kept_drifts(expected[1], kept_neighbours)
+    drifts = kept_drifts(expected[1], kept_neighbours)
     for i, (g, t, drift) in enumerate(zip(got[1], expected[1], drifts, strict=True)):
         if t.dtype.kind in "iu" and any(np.array_equal(g, n[i]) for n in kept_neighbours):
             continue  # a count one of torch's neighbours also reaches (LBFGS's iterations)
