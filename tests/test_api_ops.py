@@ -78,6 +78,14 @@ def _with_nans(t, rng, fraction=0.3):
     return t
 
 
+def _nan_row(t, row):
+    """`t` with row `row` all nan: a slice whose nan-reduction is nan, and whose gradient is nan
+    (0/0), so gradcheck takes a sample without one first."""
+    t = t.clone()
+    t[row] = math.nan
+    return t
+
+
 def _nan_slices_defined(t):
     """`t` (2-D) with a number at (j % rows, j) for each column j: no row or column is all
     nan, where the index nanmedian returns is whatever PyTorch's selection leaves first."""
@@ -237,7 +245,9 @@ OPS = [
                                        lib.nanquantile(x, 0.4, dim=1), lib.nanquantile(x, 0.7)),
        lambda rng, d: [[_with_nans(_no_ties(rng, (5, 6), d), rng)]], FLOATS),
     Op("nanmean", lambda lib, x: (lib.nanmean(x), lib.nanmean(x, 1, keepdim=True)),
-       lambda rng, d: [[_with_nans(rand(rng, (4, 6), d), rng)]], FLOATS + HALVES, (0,)),
+       lambda rng, d: [[_nan_slices_defined(_with_nans(rand(rng, (4, 6), d), rng))],
+                       [_nan_row(_with_nans(rand(rng, (4, 6), d), rng), 2)]],
+       FLOATS + HALVES, (0,)),
     Op("nanmedian", lambda lib, x: (lib.nanmedian(x), tuple(lib.nanmedian(x, 1)),
                                     tuple(lib.nanmedian(x, 0, keepdim=True))),
        lambda rng, d: [[_nan_slices_defined(_with_nans(_no_ties(rng, (4, 7), d), rng, 0.2))]],
