@@ -1411,8 +1411,14 @@ def _data(rng, batch=4, blocks=8):
             "depth_draws": rng.random((STEPS, blocks, batch)).astype(np.float32)}
 
 
+# Cases whose loss falls to rounding's scale within the steps, compared within four times
+# torch's own distance from its run from weights one ulp above: SqueezeNet fits its four
+# images, its last loss 1.9e-5, where genesis's rounding moved it by 1.9% for one seed.
+AMPLIFY_ROUNDING = {"squeezenet"}
+
+
 @pytest.mark.filterwarnings("ignore:The default weight initialization of GoogleNet")
 @pytest.mark.parametrize("name", list(CASES))
 def test_ported_torchvision_classification_trains_as_torch(name, rng, device):
     assert_case_trains_as_torch(CASES[name], train_one_epoch, evaluate, _data(rng), device,
-                                STEPS)
+                                STEPS, twins=("one ulp",) if name in AMPLIFY_ROUNDING else ())
