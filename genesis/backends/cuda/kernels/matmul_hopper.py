@@ -52,10 +52,10 @@ into a float32 accumulator; the epilogue adds the bias, keeps the pre-activation
   a split unit's partial off c. With the tile loop not flattened, it overlaps a tile's
   epilogue with the next tile's loads less; it wins on products with few N tiles and a long
   K (GPT-2's N = 768 and lm_head's forward, 1 to 5% over the best unspecialized config on an
-  H200) and loses on others, so both are timed. Five stages gave wrong products on an H200: the specialized configs keep
-  three or four. Otherwise the loop over tiles is `flatten=True`, merged with the K loop, so
-  the loads of the next tile are issued while the last K steps of the current one still
-  multiply.
+  H200) and loses on others, so both are timed. Five stages gave wrong products on an H200:
+  the specialized configs keep three or four. Otherwise the loop over tiles is
+  `flatten=True`, merged with the K loop, so the loads of the next tile are issued while the
+  last K steps of the current one still multiply.
 """
 
 import numpy as np
@@ -93,13 +93,18 @@ def _operand_descriptor(ptr, rows, cols, stride, BR: tl.constexpr, BC: tl.conste
 
 
 @triton.jit
+def _bias_row(bias_ptr, rn, N, bias_stride):
+    """The bias of columns `rn` as a float32 row (zeros past N), for a block's epilogue."""
+    return tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
+
+
+@triton.jit
 def _epilogue(acc, row, col, N, bias_ptr, bias_stride, c_desc, z_desc, ACT: tl.constexpr,
               HAS_BIAS: tl.constexpr, KEEP_Z: tl.constexpr):
     """Finish the float32 block `acc` of c at (row, col): add the bias, store the value before
     the activation (KEEP_Z), apply the activation and store the result, each rounded once."""
     if HAS_BIAS:
-        rn = col + tl.arange(0, acc.shape[1])
-        acc += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
+        acc += _bias_row(bias_ptr, col + tl.arange(0, acc.shape[1]), N, bias_stride)
     if KEEP_Z:
         z_desc.store([row, col], acc.to(z_desc.dtype))
     c_desc.store([row, col], apply_activation(acc, ACT).to(c_desc.dtype))
@@ -138,6 +143,20 @@ def _store_partial(partial_desc, acc, row, EPILOGUE_SPLIT: tl.constexpr):
 
 
 @triton.jit
+def _store_by_pointers(acc, rm, rn, mask, N, c_ptr, c_stride, bias_ptr, bias_stride, z_ptr,
+                       ACT: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The epilogue by pointer stores, where `mask`: the float32 block `acc` of c's rows `rm`
+    and columns `rn` plus the bias, stored before the activation (into z, when given) and
+    after it (into c), each rounded once."""
+    if HAS_BIAS:
+        acc += _bias_row(bias_ptr, rn, N, bias_stride)
+    out = rm[:, None] * c_stride + rn[None, :]
+    if z_ptr is not None:
+        tl.store(z_ptr + out, acc.to(z_ptr.dtype.element_ty), mask=mask)
+    tl.store(c_ptr + out, apply_activation(acc, ACT).to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _finish_unit_masked(acc, whole, row, col, partial_row, M, N, c_ptr, c_stride, bias_ptr,
                         bias_stride, z_ptr, partial_ptr, ACT: tl.constexpr,
                         HAS_BIAS: tl.constexpr):
@@ -147,14 +166,8 @@ def _finish_unit_masked(acc, whole, row, col, partial_row, M, N, c_ptr, c_stride
     workspace's rows partial_row.. by a store masked off for a whole tile."""
     rm = row + tl.arange(0, acc.shape[0])
     rn = col + tl.arange(0, acc.shape[1])
-    in_c = whole & (rm < M)[:, None] & (rn < N)[None, :]
-    out = rm[:, None] * c_stride + rn[None, :]
-    value = acc
-    if HAS_BIAS:
-        value += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
-    if z_ptr is not None:
-        tl.store(z_ptr + out, value.to(z_ptr.dtype.element_ty), mask=in_c)
-    tl.store(c_ptr + out, apply_activation(value, ACT).to(c_ptr.dtype.element_ty), mask=in_c)
+    _store_by_pointers(acc, rm, rn, whole & (rm < M)[:, None] & (rn < N)[None, :], N, c_ptr,
+                       c_stride, bias_ptr, bias_stride, z_ptr, ACT, HAS_BIAS)
     pr = partial_row + tl.arange(0, acc.shape[0])
     tl.store(partial_ptr + pr[:, None] * acc.shape[1] + tl.arange(0, acc.shape[1])[None, :], acc,
              mask=(pr >= 0)[:, None] & (not whole))
@@ -264,13 +277,8 @@ def _sum_partials_kernel(
     for s in range(1, SPLIT_K):
         acc += tl.load(partial_ptr + s * TILE_M * TILE_N + at)
     rm, rn = pid_m * TILE_M + r, pid_n * TILE_N + col
-    mask = (rm < M)[:, None] & (rn < N)[None, :]
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + rn * bias_stride, mask=rn < N, other=0).to(tl.float32)[None, :]
-    out = rm[:, None] * c_stride + rn[None, :]
-    if z_ptr is not None:
-        tl.store(z_ptr + out, acc.to(z_ptr.dtype.element_ty), mask=mask)
-    tl.store(c_ptr + out, apply_activation(acc, ACT).to(c_ptr.dtype.element_ty), mask=mask)
+    _store_by_pointers(acc, rm, rn, (rm < M)[:, None] & (rn < N)[None, :], N, c_ptr, c_stride,
+                       bias_ptr, bias_stride, z_ptr, ACT, HAS_BIAS)
 
 
 # The sum's blocks: 32 x 128 float32 values a program (4 warps, 32 a thread), dividing the
